@@ -1,0 +1,532 @@
+"""The paper's Table 1 (§2.1) on any checkpoint: coding pairs against general-purpose compressors.
+
+Rows, with the paper's method names (scripts depend on them):
+
+``Original``
+    The coded tensors at their storage width (16 bits per bf16 weight).
+``Simple``
+    Per matrix, ``ceil(log2(number of codes))`` bits per code plus the additional data.
+``Ideal``
+    Per matrix, ``sum -log2(p)`` over the codes with ``p`` the code frequency, in double precision,
+    plus the additional data.
+``rANS 16 bits``, ``tANS 8 bits``
+    The golden ANS codecs of the hardware; printed as *not computed* until those codecs exist.
+``rANS 24 bits (constriction)``
+    The codes through constriction's ``AnsCoder`` (32-bit words, 64-bit state, 24-bit probabilities),
+    decoded again and checked bit-exact against the original tensor; additional data raw.
+``Gzip -9``, ``Bzip2 -9``, ``xz -9``, ``zstd -19``
+    The concatenated bytes of the coded tensors (little-endian, in file order), through Python's
+    ``gzip`` (``mtime=0``), ``bz2``, ``lzma`` and ``zstandard``.
+
+Work is split into one task per matrix and one streaming task per general-purpose compressor, all
+reading the checkpoint by memory map in chunks of :data:`CHUNK_VALUES` values, so peak memory is a few
+hundred MB per worker whatever the model size.
+"""
+
+from __future__ import annotations
+
+import bz2
+import functools
+import gzip
+import lzma
+import math
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..model import constriction_codec
+from ..model.checkpoint import Checkpoint, open_checkpoint, select_tensors
+from ..model.errors import AnsforgeError, ConfigError
+from ..model.pairs import PAIR_FORMATS, Conversion, convert
+from ..model.probability import (cross_entropy_bits, entropy_bits, ideal_bits, normalize_counts,
+                                 proportional_counts)
+from .parallel import Task, run_tasks
+
+__all__ = [
+    "CHUNK_VALUES",
+    "GENERAL_COMPRESSORS",
+    "NOT_COMPUTED",
+    "NORMALIZER_PRECISIONS",
+    "MatrixStats",
+    "Row",
+    "Table1",
+    "compute_table1",
+    "table1_from_histograms",
+]
+
+#: Values converted and coded at once; bounds a worker's memory to a few hundred MB.
+CHUNK_VALUES = 1 << 24
+
+#: General-purpose compressors: (row name, command-line key).
+GENERAL_COMPRESSORS: dict[str, str] = {"gzip": "Gzip -9", "bzip2": "Bzip2 -9", "xz": "xz -9", "zstd": "zstd -19"}
+
+#: Rows of the paper that need the golden hardware codecs.
+NOT_COMPUTED = ("rANS 16 bits", "tANS 8 bits")
+CONSTRICTION_ROW = "rANS 24 bits (constriction)"
+
+#: Precisions at which the optimal normalizer is compared with proportional rounding (tANS 8, rANS 16).
+NORMALIZER_PRECISIONS = (8, 16)
+
+
+@dataclass
+class MatrixStats:
+    """What Table 1 needs from one matrix; every figure is exact, counts are integers."""
+
+    name: str
+    shape: tuple[int, ...]
+    weights: int
+    exponent_counts: dict[int, int]
+    extra_bits: int
+    ideal_bits: float
+    simple_bits: int
+    conversion: Conversion
+    normalized_bits: dict[int, tuple[float, float]] = field(default_factory=dict)
+    constriction_words: int | None = None
+    constriction_verified: bool | None = None
+    seconds: float = 0.0
+
+    @property
+    def n_codes(self) -> int:
+        return len(self.exponent_counts)
+
+    @property
+    def entropy(self) -> float:
+        return entropy_bits(np.array(list(self.exponent_counts.values()), dtype=np.int64))
+
+    def to_json(self) -> dict[str, Any]:
+        d = {
+            "name": self.name,
+            "shape": list(self.shape),
+            "weights": self.weights,
+            "unique_exponents": self.n_codes,
+            "entropy": self.entropy,
+            "bits_per_weight": (self.ideal_bits + self.extra_bits) / self.weights if self.weights else 0.0,
+            "simple_bits_per_weight": (self.simple_bits + self.extra_bits) / self.weights if self.weights else 0.0,
+            "exponent_counts": {str(k): v for k, v in self.exponent_counts.items()},
+            "conversion": self.conversion.describe(),
+        }
+        if self.constriction_words is not None:
+            d["rans24_bits_per_weight"] = (32 * self.constriction_words + self.extra_bits) / self.weights
+            d["rans24_verified"] = self.constriction_verified
+        return d
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of Table 1. ``bytes`` is ``None`` for a row that was not computed."""
+
+    method: str
+    bytes: int | None
+    percent_of_original: float | None
+    bits_per_weight: float | None
+    code_bits: float | None
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        if not d["note"]:
+            del d["note"]
+        return d
+
+
+@dataclass
+class Table1:
+    """Table 1 of one model, with its per-matrix rows and how it was obtained."""
+
+    model: str
+    pairs: str
+    matrices: list[MatrixStats]
+    rows: list[Row]
+    conversion: str
+    normalizer: list[dict[str, float]]
+    seconds: dict[str, float]
+    wall_seconds: float
+
+    @property
+    def weights(self) -> int:
+        return sum(m.weights for m in self.matrices)
+
+    def row(self, method: str) -> Row:
+        for r in self.rows:
+            if r.method == method:
+                return r
+        raise KeyError(method)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "pairs": self.pairs,
+            "weights": self.weights,
+            "matrices": len(self.matrices),
+            "conversion": self.conversion,
+            "rows": [r.to_json() for r in self.rows],
+            "per_matrix": [m.to_json() for m in self.matrices],
+            "normalizer": self.normalizer,
+            "seconds": self.seconds,
+            "wall_seconds": self.wall_seconds,
+        }
+
+    # ---------------------------------------------------------------------------------------------
+    def _cells(self) -> list[list[str]]:
+        out = []
+        for r in self.rows:
+            if r.bytes is None:
+                out.append([r.method, "not computed", "-", "-", "-"])
+                continue
+            out.append([
+                r.method,
+                f"{r.bytes:,}",
+                f"{r.percent_of_original:.2f}",
+                f"{r.bits_per_weight:.4f}",
+                "-" if r.code_bits is None else f"{r.code_bits:.4f}",
+            ])
+        return out
+
+    _HEAD = ["Method", "File size (bytes)", "% of original", "Avg weight (bits)", "Avg code (bits)"]
+
+    def format_text(self, per_matrix: bool = False) -> str:
+        lines = [
+            f"Table 1: {self.model}",
+            f"  {len(self.matrices)} matrices, {self.weights:,} weights, {self.pairs} coding pairs; "
+            f"{self.conversion}",
+            "",
+        ]
+        cells = [self._HEAD, *self._cells()]
+        widths = [max(len(row[i]) for row in cells) for i in range(5)]
+        for k, row in enumerate(cells):
+            lines.append("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+            if k == 0:
+                lines.append("  " + "  ".join("-" * w for w in widths))
+        notes = [r for r in self.rows if r.note]
+        if notes:
+            lines.append("")
+            lines += [f"  {r.method}: {r.note}" for r in notes]
+        if self.normalizer:
+            lines.append("")
+            lines.append("  Probability normalization (code bits per weight, all matrices):")
+            for n in self.normalizer:
+                lines.append(
+                    f"    {n['precision_bits']:2d}-bit frequencies: optimal {n['optimal_code_bits']:.5f}, "
+                    f"proportional rounding {n['proportional_code_bits']:.5f} "
+                    f"(optimal saves {n['gain_percent']:.3f} % of code bits; ideal {n['ideal_code_bits']:.5f})"
+                )
+        if per_matrix:
+            lines.append("")
+            lines.append(self.format_per_matrix())
+        return "\n".join(lines)
+
+    def format_per_matrix(self) -> str:
+        head = ["Matrix", "Shape", "Weights", "Exponents", "Entropy", "Ideal bits/w", "rANS24 bits/w"]
+        rows = [head]
+        for m in self.matrices:
+            j = m.to_json()
+            rows.append([
+                m.name, "x".join(map(str, m.shape)), f"{m.weights:,}", str(m.n_codes), f"{m.entropy:.4f}",
+                f"{j['bits_per_weight']:.4f}",
+                f"{j['rans24_bits_per_weight']:.4f}" if "rans24_bits_per_weight" in j else "-",
+            ])
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        out = []
+        for k, r in enumerate(rows):
+            out.append("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+            if k == 0:
+                out.append("  " + "  ".join("-" * w for w in widths))
+        return "\n".join(out)
+
+    def to_markdown(self, per_matrix: bool = False) -> str:
+        lines = [f"### Table 1: {self.model}", "",
+                 f"{len(self.matrices)} matrices, {self.weights:,} weights, {self.pairs} coding pairs; {self.conversion}.",
+                 "", "| " + " | ".join(self._HEAD) + " |", "|" + "---|" * 5]
+        lines += ["| " + " | ".join(c) + " |" for c in self._cells()]
+        if per_matrix:
+            lines += ["", "| Matrix | Shape | Weights | Exponents | Entropy | Ideal bits/w |", "|---|---|---|---|---|---|"]
+            for m in self.matrices:
+                j = m.to_json()
+                lines.append(f"| {m.name} | {'x'.join(map(str, m.shape))} | {m.weights:,} | {m.n_codes} | "
+                             f"{m.entropy:.4f} | {j['bits_per_weight']:.4f} |")
+        return "\n".join(lines) + "\n"
+
+
+# -------------------------------------------------------------------------------------------------
+# Worker tasks (top-level, so that process pools and Dask can ship them)
+
+
+@functools.lru_cache(maxsize=4)
+def _open(path: str) -> Checkpoint:
+    return open_checkpoint(path)
+
+
+def _chunks(path: str, name: str, pairs: str) -> Iterator[tuple[np.ndarray, Conversion]]:
+    """The tensor's values as ``pairs`` bit patterns, CHUNK_VALUES at a time, in flat order."""
+    rec = _open(path).tensor(name)
+    flat = rec.array.reshape(-1)
+    for start in range(0, flat.size, CHUNK_VALUES):
+        yield convert(flat[start:start + CHUNK_VALUES], rec.dtype, pairs)
+
+
+def _merge(a: Conversion | None, b: Conversion) -> Conversion:
+    if a is None:
+        return b
+    return Conversion(a.source, a.target, a.lossy, a.changed + b.changed, a.nonfinite + b.nonfinite)
+
+
+def matrix_task(path: str, name: str, pairs: str, constriction: bool) -> MatrixStats:
+    """Exponent histogram, Simple, Ideal, normalizer costs and (optionally) constriction of one matrix."""
+    t0 = time.perf_counter()
+    fmt = PAIR_FORMATS[pairs]
+    info = _open(path).info(name)
+    hist = np.zeros(1 << fmt.exponent_bits, dtype=np.int64)
+    conversion: Conversion | None = None
+    for bits, conv in _chunks(path, name, pairs):
+        hist += fmt.exponent_histogram(bits)
+        conversion = _merge(conversion, conv)
+    if conversion is None:  # empty tensor
+        conversion = Conversion(pairs, pairs, False, 0, 0)
+    exponents = np.flatnonzero(hist).astype(np.uint16)
+    counts = hist[exponents]
+    n = int(counts.sum())
+    code_len = math.ceil(math.log2(exponents.size)) if exponents.size > 1 else 0
+    stats = MatrixStats(
+        name=name,
+        shape=info.shape,
+        weights=n,
+        exponent_counts={int(e): int(c) for e, c in zip(exponents, counts)},
+        extra_bits=n * fmt.extra_bits,
+        ideal_bits=ideal_bits(counts),
+        simple_bits=n * code_len,
+        conversion=conversion,
+    )
+    if n:
+        for p in NORMALIZER_PRECISIONS:
+            if exponents.size <= 1 << p:
+                stats.normalized_bits[p] = (
+                    cross_entropy_bits(counts, normalize_counts(counts, p), p),
+                    cross_entropy_bits(counts, proportional_counts(counts, p), p),
+                )
+    if constriction and n:
+        stats.constriction_words, stats.constriction_verified = _constriction_round_trip(
+            path, name, pairs, exponents, counts)
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def _constriction_round_trip(path: str, name: str, pairs: str, exponents: np.ndarray,
+                             counts: np.ndarray) -> tuple[int, bool]:
+    """Encode the codes chunk by chunk (last chunk first, so the decoder reads forward), decode, compare.
+
+    ANS is a stack: ``encode_reverse`` on the chunks in reverse order pushes exactly the symbols that
+    one ``encode_reverse`` of the whole array would, so the words are those of the whole tensor.
+    """
+    import constriction
+
+    fmt = PAIR_FORMATS[pairs]
+    model = constriction_codec.categorical_model(counts)
+    chunks = list(_chunks(path, name, pairs))
+    encoder = constriction.stream.stack.AnsCoder()
+    for bits, _ in reversed(chunks):
+        encoder.encode_reverse(fmt.split(bits, exponents).codes.astype(np.int32), model)
+    words = np.asarray(encoder.get_compressed(), dtype=np.uint32)
+    decoder = constriction.stream.stack.AnsCoder(words)
+    ok = True
+    for bits, _ in chunks:
+        pairs_ = fmt.split(bits, exponents)
+        codes = np.asarray(decoder.decode(model, bits.size), dtype=np.int32)
+        rebuilt = fmt.join(type(pairs_)(codes.astype(pairs_.codes.dtype), pairs_.extra,
+                                        pairs_.extra_bits_per_code, exponents, pairs_.shape))
+        ok &= bool(np.array_equal(rebuilt, bits))
+    ok &= decoder.is_empty()
+    return int(words.size), ok
+
+
+class _Counter:
+    """A write-only file object that counts bytes (for ``gzip.GzipFile``)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def write(self, b: bytes) -> int:
+        self.n += len(b)
+        return len(b)
+
+    def flush(self) -> None:
+        pass
+
+
+def stream_task(path: str, names: Sequence[str], pairs: str, method: str) -> tuple[int, float]:
+    """Compressed size in bytes of the concatenated coded tensors, and CPU-bound seconds taken."""
+    t0 = time.perf_counter()
+    if method == "gzip":
+        sink = _Counter()
+        gz = gzip.GzipFile(fileobj=sink, mode="wb", compresslevel=9, mtime=0)  # type: ignore[arg-type]
+        for name in names:
+            for bits, _ in _chunks(path, name, pairs):
+                gz.write(bits.tobytes())
+        gz.close()
+        return sink.n, time.perf_counter() - t0
+    if method == "bzip2":
+        comp: Any = bz2.BZ2Compressor(9)
+        compress, finish = comp.compress, comp.flush
+    elif method == "xz":
+        comp = lzma.LZMACompressor(preset=9)
+        compress, finish = comp.compress, comp.flush
+    elif method == "zstd":
+        import zstandard
+
+        comp = zstandard.ZstdCompressor(level=19).compressobj()
+        compress, finish = comp.compress, comp.flush
+    else:
+        raise ConfigError(f"unknown compressor {method!r} (expected one of {', '.join(GENERAL_COMPRESSORS)})")
+    n = 0
+    for name in names:
+        for bits, _ in _chunks(path, name, pairs):
+            n += len(compress(bits.tobytes()))
+    n += len(finish())
+    return n, time.perf_counter() - t0
+
+
+# -------------------------------------------------------------------------------------------------
+
+
+def _row(method: str, bits: float, extra_bits: int, weights: int, original_bits: int, note: str = "") -> Row:
+    nbytes = math.ceil(bits / 8)
+    return Row(method, nbytes, 100.0 * nbytes * 8 / original_bits, bits / weights,
+               (bits - extra_bits) / weights if extra_bits >= 0 else None, note)
+
+
+def _assemble(model: str, pairs: str, matrices: list[MatrixStats],
+              general: dict[str, int], constriction: bool) -> tuple[list[Row], list[dict[str, float]], str]:
+    fmt = PAIR_FORMATS[pairs]
+    weights = sum(m.weights for m in matrices)
+    if weights == 0:
+        raise AnsforgeError(f"{model}: the selected tensors hold no values")
+    original = weights * fmt.total_bits
+    extra = sum(m.extra_bits for m in matrices)
+    rows = [
+        Row("Original", original // 8, 100.0, float(fmt.total_bits), None),
+        _row("Simple", sum(m.simple_bits for m in matrices) + extra, extra, weights, original),
+        _row("Ideal", sum(m.ideal_bits for m in matrices) + extra, extra, weights, original),
+    ]
+    for method in NOT_COMPUTED:
+        rows.append(Row(method, None, None, None, None, "not computed: the golden tANS/rANS codecs are not built yet"))
+    if constriction:
+        words = sum(m.constriction_words or 0 for m in matrices)
+        verified = all(m.constriction_verified for m in matrices)
+        rows.append(_row(CONSTRICTION_ROW, 32 * words + extra, extra, weights, original,
+                         "" if verified else "ROUND TRIP FAILED"))
+    for key, nbytes in general.items():
+        r = _row(GENERAL_COMPRESSORS[key], 8 * nbytes, -1, weights, original)
+        rows.append(Row(r.method, nbytes, r.percent_of_original, r.bits_per_weight, None))
+    normalizer = []
+    for p in NORMALIZER_PRECISIONS:
+        if all(p in m.normalized_bits for m in matrices):
+            opt = sum(m.normalized_bits[p][0] for m in matrices)
+            prop = sum(m.normalized_bits[p][1] for m in matrices)
+            normalizer.append({
+                "precision_bits": p,
+                "optimal_code_bits": opt / weights,
+                "proportional_code_bits": prop / weights,
+                "ideal_code_bits": sum(m.ideal_bits for m in matrices) / weights,
+                "gain_percent": 100.0 * (prop - opt) / prop if prop else 0.0,
+            })
+    conv = _describe_conversions(matrices)
+    return rows, normalizer, conv
+
+
+def _describe_conversions(matrices: list[MatrixStats]) -> str:
+    c = matrices[0].conversion
+    changed = sum(m.conversion.changed for m in matrices)
+    nonfinite = sum(m.conversion.nonfinite for m in matrices)
+    sources = sorted({m.conversion.source for m in matrices})
+    if all(m.conversion.source == m.conversion.target for m in matrices):
+        text = f"coded as stored ({c.target}); lossless"
+    elif any(m.conversion.lossy for m in matrices):
+        text = (f"converted {'/'.join(sources)} -> {c.target} by round-to-nearest-even: LOSSY "
+                f"({changed:,} values changed); coding is lossless for the {c.target} tensors")
+    else:
+        text = f"widened exactly {'/'.join(sources)} -> {c.target}; lossless"
+    if nonfinite:
+        text += f"; {nonfinite:,} Inf/NaN values (coded like any other exponent)"
+    return text
+
+
+def compute_table1(
+    path: str | Path,
+    *,
+    pairs: str = "bf16",
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    general: Sequence[str] = tuple(GENERAL_COMPRESSORS),
+    constriction: bool = True,
+    jobs: int | None = None,
+    dask: str | None = None,
+    progress: bool | None = None,
+) -> Table1:
+    """Compute Table 1 for the selected matrices of a checkpoint.
+
+    Parameters
+    ----------
+    path
+        llama2.c, safetensors or GGUF checkpoint.
+    pairs
+        Pair format the tensors are coded in: ``"bf16"`` (the paper), ``"fp16"`` or ``"fp32"``; tensors
+        stored otherwise are converted first (round-to-nearest-even when narrowing, reported as lossy).
+    include, exclude
+        Shell-style name patterns, see :func:`~ansforge.model.checkpoint.select_tensors`.
+    general
+        General-purpose compressors to run over the concatenated bytes: any of ``gzip``, ``bzip2``,
+        ``xz``, ``zstd``.
+    constriction
+        Add the constriction rANS row (encoded, decoded and verified bit-exact).
+    jobs, dask, progress
+        See :func:`~ansforge.analysis.parallel.run_tasks`.
+    """
+    if pairs not in PAIR_FORMATS:
+        raise ConfigError(f"--pairs must be one of {', '.join(PAIR_FORMATS)}, not {pairs!r}")
+    for g in general:
+        if g not in GENERAL_COMPRESSORS:
+            raise ConfigError(f"unknown compressor {g!r} (expected any of {', '.join(GENERAL_COMPRESSORS)})")
+    t0 = time.perf_counter()
+    path = str(Path(path))
+    ckpt = open_checkpoint(path)
+    selected = select_tensors(ckpt, include, exclude)
+    names = [i.name for i in selected]
+    total = sum(i.size for i in selected)
+    # Longest first: the streaming compressors read everything, so they start before the matrices.
+    tasks = [Task(stream_task, (path, names, pairs, g), total) for g in general]
+    order = sorted(range(len(selected)), key=lambda k: -selected[k].size)
+    tasks += [Task(matrix_task, (path, selected[k].name, pairs, constriction), selected[k].size) for k in order]
+    results = run_tasks(tasks, jobs=jobs, dask=dask, progress=progress, desc="Table 1")
+    compressed = {g: results[i][0] for i, g in enumerate(general)}
+    seconds = {GENERAL_COMPRESSORS[g]: results[i][1] for i, g in enumerate(general)}
+    by_index = dict(zip(order, results[len(general):]))
+    matrices = [by_index[k] for k in range(len(selected))]
+    seconds["matrices (histogram, Ideal, normalizer, constriction)"] = sum(m.seconds for m in matrices)
+    rows, normalizer, conv = _assemble(path, pairs, matrices, compressed, constriction)
+    return Table1(path, pairs, matrices, rows, conv, normalizer, seconds, time.perf_counter() - t0)
+
+
+def table1_from_histograms(model: str, matrices: Sequence[dict[str, Any]], pairs: str = "bf16") -> Table1:
+    """Table-1 estimates from exponent histograms alone (no weights): Original, Simple, Ideal.
+
+    ``matrices`` holds ``{"name", "shape", "exponent_counts": {exponent: count}}`` entries, as shipped
+    in :mod:`ansforge.model.histograms`. Rows that need the weights themselves are not computed.
+    """
+    fmt = PAIR_FORMATS[pairs]
+    stats = []
+    for m in matrices:
+        ec = {int(k): int(v) for k, v in m["exponent_counts"].items() if int(v) > 0}
+        counts = np.array(list(ec.values()), dtype=np.int64)
+        n = int(counts.sum())
+        code_len = math.ceil(math.log2(len(ec))) if len(ec) > 1 else 0
+        s = MatrixStats(m["name"], tuple(m["shape"]), n, ec, n * fmt.extra_bits, ideal_bits(counts),
+                        n * code_len, Conversion(pairs, pairs, False, 0, 0))
+        for p in NORMALIZER_PRECISIONS:
+            s.normalized_bits[p] = (cross_entropy_bits(counts, normalize_counts(counts, p), p),
+                                    cross_entropy_bits(counts, proportional_counts(counts, p), p))
+        stats.append(s)
+    rows, normalizer, _ = _assemble(model, pairs, stats, {}, constriction=False)
+    return Table1(model, pairs, stats, rows, "from measured exponent histograms", normalizer, {}, 0.0)

@@ -1,0 +1,519 @@
+"""Checkpoint readers that stream a model tensor by tensor.
+
+Three container formats are read through one interface, :class:`Checkpoint`:
+
+* llama2.c ``.bin``: the legacy header (7 little-endian int32: dim, hidden_dim, n_layers, n_heads,
+  n_kv_heads, vocab_size — negative when the classifier is not shared —, seq_len) and the versioned
+  fp32 export (uint32 magic ``0x616b3432`` = "ak42", int32 version 1, the same 7 int32, a uint8
+  shared-classifier flag, zero padding to 256 bytes);
+* safetensors, through the ``safetensors`` package (header validation, names, dtypes, shapes);
+* GGUF, through the ``gguf`` package's reader.
+
+No file is ever read whole: every tensor is a read-only ``numpy.memmap`` view of its byte range, so
+memory use is bounded by the tensors a caller holds at once, not by the file.
+
+Storage convention
+------------------
+``TensorRecord.array`` holds the tensor *as stored*: ``float32`` for F32, ``float16`` for F16, and
+``uint16`` bit patterns for BF16 (NumPy has no bfloat16). :meth:`TensorRecord.bits` always gives the
+unsigned-integer view of the same bytes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import struct
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import CheckpointError
+
+__all__ = [
+    "SUPPORTED_DTYPES",
+    "DEFAULT_EXCLUDES",
+    "TensorInfo",
+    "TensorRecord",
+    "Checkpoint",
+    "Llama2cCheckpoint",
+    "SafetensorsCheckpoint",
+    "GgufCheckpoint",
+    "Llama2cConfig",
+    "open_checkpoint",
+    "select_tensors",
+    "write_safetensors",
+]
+
+#: Floating-point storage types the readers accept, with their NumPy storage dtype.
+SUPPORTED_DTYPES: dict[str, np.dtype] = {
+    "F32": np.dtype("<f4"),
+    "F16": np.dtype("<f2"),
+    "BF16": np.dtype("<u2"),
+}
+_BITS_DTYPE = {"F32": np.dtype("<u4"), "F16": np.dtype("<u2"), "BF16": np.dtype("<u2")}
+
+#: Name patterns that the default selection never counts as weight matrices: RoPE tables that
+#: llama2.c stores, and index buffers (``position_ids``) that Hugging Face checkpoints carry.
+DEFAULT_EXCLUDES: tuple[str, ...] = ("*freq_cis*", "*rotary_emb*", "*position_ids*")
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What a checkpoint says about one tensor, without touching its data.
+
+    Attributes
+    ----------
+    name : str
+        Name as stored (llama2.c tensors get Meta's names, e.g. ``layers.0.attention.wq.weight``).
+    shape : tuple of int
+        NumPy (row-major) shape.
+    dtype : str
+        Storage type as the container names it (``"F32"``, ``"F16"``, ``"BF16"``, or an unsupported
+        one such as ``"I32"`` or ``"Q4_0"``, which cannot be read).
+    offset : int
+        Byte offset of the data in the file; two names with the same offset and size share storage.
+    nbytes : int
+        Size of the data in bytes.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    offset: int
+    nbytes: int
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def supported(self) -> bool:
+        return self.dtype in SUPPORTED_DTYPES
+
+
+@dataclass(frozen=True)
+class TensorRecord:
+    """One tensor: its description and a read-only view of its stored values (see module docstring)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    array: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.array.size)
+
+    def bits(self) -> np.ndarray:
+        """The stored bit patterns as an unsigned array (``uint32`` for F32, ``uint16`` otherwise)."""
+        return self.array.view(_BITS_DTYPE[self.dtype])
+
+
+class Checkpoint(ABC):
+    """A model file whose tensors are read one at a time.
+
+    Subclasses fill ``self._infos`` (in file order) in ``__init__`` and implement :meth:`_view`.
+    Instances are cheap to re-open in worker processes: pass ``(path)`` and call :func:`open_checkpoint`.
+    """
+
+    format: str = ""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._infos: list[TensorInfo] = []
+
+    def infos(self) -> list[TensorInfo]:
+        """Every tensor in file order."""
+        return list(self._infos)
+
+    def names(self) -> list[str]:
+        return [info.name for info in self._infos]
+
+    def info(self, name: str) -> TensorInfo:
+        for info in self._infos:
+            if info.name == name:
+                return info
+        raise CheckpointError(f"{self.path}: no tensor named {name!r}")
+
+    def tensor(self, name: str) -> TensorRecord:
+        """Map one tensor; raise :class:`CheckpointError` if its type cannot be read."""
+        info = self.info(name)
+        if not info.supported:
+            raise CheckpointError(
+                f"{self.path}: tensor {info.name!r} has dtype {info.dtype}; ansforge reads only "
+                f"{', '.join(SUPPORTED_DTYPES)} tensors (use --exclude to skip it)"
+            )
+        return TensorRecord(info.name, info.shape, info.dtype, self._view(info))
+
+    def __iter__(self) -> Iterator[TensorRecord]:
+        for info in self._infos:
+            yield self.tensor(info.name)
+
+    def _memmap(self, info: TensorInfo) -> np.ndarray:
+        dtype = SUPPORTED_DTYPES[info.dtype]
+        if info.size == 0:
+            return np.zeros(info.shape, dtype)
+        return np.memmap(self.path, dtype=dtype, mode="r", offset=info.offset, shape=info.shape)
+
+    @abstractmethod
+    def _view(self, info: TensorInfo) -> np.ndarray: ...
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {str(self.path)!r}: {len(self._infos)} tensors>"
+
+
+# --------------------------------------------------------------------------------------------------
+# llama2.c
+
+
+@dataclass(frozen=True)
+class Llama2cConfig:
+    """The seven header fields of a llama2.c checkpoint, and whether the classifier is shared."""
+
+    dim: int
+    hidden_dim: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    vocab_size: int
+    seq_len: int
+    shared_classifier: bool
+
+    @property
+    def head_size(self) -> int:
+        return self.dim // self.n_heads
+
+    @property
+    def kv_dim(self) -> int:
+        return self.dim * self.n_kv_heads // self.n_heads
+
+
+_AK42_MAGIC = 0x616B3432
+_AK42_HEADER_BYTES = 256
+_LEGACY_HEADER_BYTES = 28
+
+
+def _llama2c_layout(cfg: Llama2cConfig, version: int) -> list[tuple[str, tuple[int, ...]]]:
+    """Tensor names and shapes in the order llama2.c's exporter writes them."""
+    L, d, h, kv = cfg.n_layers, cfg.dim, cfg.hidden_dim, cfg.kv_dim
+
+    def per_layer(fmt: str, shape: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
+        return [(fmt.format(layer), shape) for layer in range(L)]
+
+    att_norm = per_layer("layers.{}.attention_norm.weight", (d,))
+    ffn_norm = per_layer("layers.{}.ffn_norm.weight", (d,))
+    wq = per_layer("layers.{}.attention.wq.weight", (d, d))
+    wk = per_layer("layers.{}.attention.wk.weight", (kv, d))
+    wv = per_layer("layers.{}.attention.wv.weight", (kv, d))
+    wo = per_layer("layers.{}.attention.wo.weight", (d, d))
+    w1 = per_layer("layers.{}.feed_forward.w1.weight", (h, d))
+    w2 = per_layer("layers.{}.feed_forward.w2.weight", (d, h))
+    w3 = per_layer("layers.{}.feed_forward.w3.weight", (h, d))
+    emb = [("tok_embeddings.weight", (cfg.vocab_size, d))]
+    norm = [("norm.weight", (d,))]
+    out = [] if cfg.shared_classifier else [("output.weight", (cfg.vocab_size, d))]
+    if version == 0:
+        rope = [("freq_cis_real", (cfg.seq_len, cfg.head_size // 2)),
+                ("freq_cis_imag", (cfg.seq_len, cfg.head_size // 2))]
+        return emb + att_norm + wq + wk + wv + wo + ffn_norm + w1 + w2 + w3 + norm + rope + out
+    return att_norm + ffn_norm + norm + emb + wq + wk + wv + wo + w1 + w2 + w3 + out
+
+
+class Llama2cCheckpoint(Checkpoint):
+    """llama2.c fp32 checkpoint, legacy (version 0) or ``ak42`` version 1.
+
+    The header is validated field by field, and the file length must equal exactly what the header
+    implies: a truncated file or a header from another model is an error, never a misread.
+    """
+
+    format = "llama2c"
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(path)
+        file_size = _file_size(self.path)
+        with open(self.path, "rb") as f:
+            head = f.read(_AK42_HEADER_BYTES)
+        if len(head) >= 4 and struct.unpack_from("<I", head)[0] == _AK42_MAGIC:
+            if len(head) < _AK42_HEADER_BYTES:
+                raise CheckpointError(
+                    f"{self.path}: truncated llama2.c header: {len(head)} bytes, the ak42 header has 256"
+                )
+            version = struct.unpack_from("<i", head, 4)[0]
+            if version != 1:
+                raise CheckpointError(
+                    f"{self.path}: llama2.c ak42 version {version} is not supported (only version 1, "
+                    "fp32; versions 2 and 3 are int8/int4-quantized)"
+                )
+            fields = struct.unpack_from("<7i", head, 8)
+            flag = head[36]
+            if flag not in (0, 1):
+                raise CheckpointError(f"{self.path}: header field shared_classifier is {flag}, not 0 or 1")
+            shared, data_offset = bool(flag), _AK42_HEADER_BYTES
+        else:
+            if len(head) < _LEGACY_HEADER_BYTES:
+                raise CheckpointError(
+                    f"{self.path}: truncated llama2.c header: {len(head)} bytes, the legacy header has 28"
+                )
+            version = 0
+            fields = struct.unpack_from("<7i", head, 0)
+            shared, data_offset = fields[5] > 0, _LEGACY_HEADER_BYTES
+            fields = (*fields[:5], abs(fields[5]), fields[6])
+        self.version = version
+        self.config = self._validate(fields, shared)
+        offset = data_offset
+        for name, shape in _llama2c_layout(self.config, version):
+            nbytes = 4 * int(np.prod(shape, dtype=np.int64))
+            self._infos.append(TensorInfo(name, shape, "F32", offset, nbytes))
+            offset += nbytes
+        if offset != file_size:
+            c = self.config
+            raise CheckpointError(
+                f"{self.path}: llama2.c header (dim={c.dim}, hidden_dim={c.hidden_dim}, "
+                f"n_layers={c.n_layers}, n_heads={c.n_heads}, n_kv_heads={c.n_kv_heads}, "
+                f"vocab_size={c.vocab_size}, seq_len={c.seq_len}, shared_classifier={c.shared_classifier}) "
+                f"implies {offset} bytes, but the file has {file_size}"
+            )
+
+    def _validate(self, fields: Sequence[int], shared: bool) -> Llama2cConfig:
+        names = ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len")
+        for field, value in zip(names, fields):
+            if not 0 < value < 1 << 24:
+                raise CheckpointError(f"{self.path}: llama2.c header field {field} = {value} is not plausible")
+        cfg = Llama2cConfig(*fields, shared_classifier=shared)
+        if cfg.dim % cfg.n_heads:
+            raise CheckpointError(f"{self.path}: header field dim = {cfg.dim} is not a multiple of n_heads = {cfg.n_heads}")
+        if cfg.n_heads % cfg.n_kv_heads:
+            raise CheckpointError(
+                f"{self.path}: header field n_heads = {cfg.n_heads} is not a multiple of n_kv_heads = {cfg.n_kv_heads}"
+            )
+        return cfg
+
+    def _view(self, info: TensorInfo) -> np.ndarray:
+        return self._memmap(info)
+
+
+# --------------------------------------------------------------------------------------------------
+# safetensors
+
+
+class SafetensorsCheckpoint(Checkpoint):
+    """safetensors file, F32/F16/BF16 tensors.
+
+    The ``safetensors`` package validates the header (offsets, overlaps, file length) and reports names,
+    dtypes and shapes; the data of each tensor is then memory-mapped from the byte range the header
+    gives, because the package's NumPy path cannot represent BF16.
+    """
+
+    format = "safetensors"
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(path)
+        from safetensors import safe_open
+
+        _file_size(self.path)
+        try:
+            with safe_open(str(self.path), framework="numpy") as f:
+                meta = {name: (f.get_slice(name).get_dtype(), tuple(f.get_slice(name).get_shape()))
+                        for name in f.keys()}
+        except Exception as exc:  # the package raises SafetensorError, OSError or ValueError
+            raise CheckpointError(f"{self.path}: not a valid safetensors file: {_one_line(exc)}") from None
+        with open(self.path, "rb") as fh:
+            (header_len,) = struct.unpack("<Q", fh.read(8))
+            header = json.loads(fh.read(header_len))
+        base = 8 + header_len
+        entries = []
+        for name, (dtype, shape) in meta.items():
+            begin, end = header[name]["data_offsets"]
+            entries.append(TensorInfo(name, shape, dtype, base + begin, end - begin))
+        self._infos = sorted(entries, key=lambda i: (i.offset, i.name))
+        self.metadata: dict[str, str] = header.get("__metadata__", {}) or {}
+
+    def _view(self, info: TensorInfo) -> np.ndarray:
+        return self._memmap(info)
+
+
+# --------------------------------------------------------------------------------------------------
+# GGUF
+
+
+class GgufCheckpoint(Checkpoint):
+    """GGUF file read with the ``gguf`` package; F32, F16 and BF16 tensors.
+
+    A file holding any quantized tensor (Q4_0, Q8_0, K-quants, …) is rejected at open time: its values
+    are not floats that a coding pair could carry losslessly.
+    """
+
+    format = "gguf"
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(path)
+        from gguf import GGUFReader
+
+        _file_size(self.path)
+        try:
+            self._reader = GGUFReader(str(self.path))
+        except Exception as exc:
+            raise CheckpointError(f"{self.path}: not a readable GGUF file: {_one_line(exc)}") from None
+        quantized = []
+        for t in self._reader.tensors:
+            dtype = t.tensor_type.name
+            shape = tuple(int(d) for d in reversed(t.shape.tolist()))
+            self._infos.append(TensorInfo(t.name, shape, dtype, int(t.data_offset), int(t.n_bytes)))
+            if dtype not in SUPPORTED_DTYPES:
+                quantized.append((t.name, dtype))
+        if quantized:
+            name, dtype = quantized[0]
+            raise CheckpointError(
+                f"{self.path}: tensor {name!r} has GGML type {dtype} ({len(quantized)} of "
+                f"{len(self._infos)} tensors are not F32/F16/BF16); quantized GGUF files cannot be coded "
+                "losslessly as float coding pairs"
+            )
+        self._by_name = {t.name: t for t in self._reader.tensors}
+
+    def _view(self, info: TensorInfo) -> np.ndarray:
+        data = self._by_name[info.name].data
+        if info.dtype == "BF16":  # the reader exposes BF16 as raw bytes
+            data = data.view(np.uint16)
+        return data.reshape(info.shape)
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def _file_size(path: Path) -> int:
+    if not path.exists():
+        raise CheckpointError(f"{path}: no such file")
+    if not path.is_file():
+        raise CheckpointError(f"{path}: not a regular file")
+    return path.stat().st_size
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def open_checkpoint(path: str | os.PathLike[str], format: str | None = None) -> Checkpoint:
+    """Open a checkpoint, detecting its format from its first bytes unless ``format`` is given.
+
+    Parameters
+    ----------
+    path
+        File to open.
+    format
+        ``"llama2c"``, ``"safetensors"`` or ``"gguf"``; ``None`` detects: ``GGUF`` magic → GGUF;
+        an 8-byte length followed by ``{`` → safetensors; anything else → llama2.c.
+
+    Raises
+    ------
+    CheckpointError
+        Missing, truncated or inconsistent file, or an unsupported tensor type.
+    """
+    path = Path(path)
+    if format is None:
+        _file_size(path)
+        with open(path, "rb") as f:
+            head = f.read(9)
+        if head[:4] == b"GGUF":
+            format = "gguf"
+        elif len(head) == 9 and head[8:9] == b"{":
+            format = "safetensors"
+        else:
+            format = "llama2c"
+    readers = {"llama2c": Llama2cCheckpoint, "safetensors": SafetensorsCheckpoint, "gguf": GgufCheckpoint}
+    if format not in readers:
+        raise CheckpointError(f"{path}: unknown checkpoint format {format!r} (expected one of {', '.join(readers)})")
+    return readers[format](path)
+
+
+def select_tensors(
+    checkpoint: Checkpoint,
+    include: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+) -> list[TensorInfo]:
+    """The tensors a table counts, in file order: by default, "the matrices the paper counts".
+
+    The default is every 2-D tensor whose name matches none of :data:`DEFAULT_EXCLUDES`. ``include``
+    patterns (shell-style, matched against the whole name) replace that default with exactly the
+    tensors they match, of any rank; ``exclude`` patterns then remove tensors. Tensors sharing the same
+    bytes (a tied classifier) are counted once. A selected tensor of a type that cannot be read is an
+    error rather than a silent omission.
+    """
+    include, exclude = tuple(include), tuple(exclude)
+    infos = checkpoint.infos()
+    if include:
+        chosen = [i for i in infos if any(fnmatch.fnmatchcase(i.name, p) for p in include)]
+    else:
+        chosen = [i for i in infos if len(i.shape) == 2
+                  and not any(fnmatch.fnmatchcase(i.name, p) for p in DEFAULT_EXCLUDES)]
+    chosen = [i for i in chosen if not any(fnmatch.fnmatchcase(i.name, p) for p in exclude)]
+    seen: set[tuple[int, int]] = set()
+    unique = []
+    for info in chosen:
+        key = (info.offset, info.nbytes)
+        if info.nbytes and key in seen:
+            continue
+        seen.add(key)
+        unique.append(info)
+    for info in unique:
+        if not info.supported:
+            raise CheckpointError(
+                f"{checkpoint.path}: tensor {info.name!r} has dtype {info.dtype}; ansforge reads only "
+                f"{', '.join(SUPPORTED_DTYPES)} tensors (use --exclude {info.name!r} to skip it)"
+            )
+    if not unique:
+        raise CheckpointError(f"{checkpoint.path}: the selection matches no tensor")
+    return unique
+
+
+def write_safetensors(
+    path: str | os.PathLike[str],
+    tensors: Sequence[tuple[str, str, tuple[int, ...]]],
+    fill: Callable[[int, str], Iterable[np.ndarray]],
+    metadata: dict[str, str] | None = None,
+) -> None:
+    """Write a safetensors file one tensor at a time, never holding more than one chunk in memory.
+
+    ``safetensors.numpy.save_file`` needs every tensor in memory at once, which a 13 GB checkpoint
+    does not allow; this writer lays out the same header (8-byte little-endian length, JSON padded with
+    spaces to a multiple of 8) and streams the data.
+
+    Parameters
+    ----------
+    tensors
+        ``(name, dtype, shape)`` in the order to write, dtype one of :data:`SUPPORTED_DTYPES`.
+    fill
+        ``fill(index, name)`` yields arrays of the storage dtype whose sizes add up to the tensor's.
+    """
+    header: dict[str, object] = {}
+    if metadata:
+        header["__metadata__"] = dict(metadata)
+    offset = 0
+    for name, dtype, shape in tensors:
+        nbytes = SUPPORTED_DTYPES[dtype].itemsize * int(np.prod(shape, dtype=np.int64))
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    blob = json.dumps(header, separators=(",", ":")).encode()
+    blob += b" " * (-len(blob) % 8)
+    path = Path(path)
+    tmp = path.with_name(path.name + ".partial")
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(blob)))
+        f.write(blob)
+        for index, (name, dtype, shape) in enumerate(tensors):
+            expected = int(np.prod(shape, dtype=np.int64))
+            written = 0
+            for chunk in fill(index, name):
+                chunk = np.ascontiguousarray(chunk, dtype=SUPPORTED_DTYPES[dtype])
+                f.write(chunk.tobytes())
+                written += chunk.size
+            if written != expected:
+                raise ValueError(f"tensor {name!r}: fill produced {written} values, shape needs {expected}")
+    os.replace(tmp, path)
+
