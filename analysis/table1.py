@@ -509,7 +509,8 @@ def compute_table1(
     return Table1(path, pairs, matrices, rows, conv, normalizer, seconds, time.perf_counter() - t0)
 
 
-def table1_from_histograms(model: str, matrices: Sequence[dict[str, Any]], pairs: str = "bf16") -> Table1:
+def table1_from_histograms(model: str, matrices: Sequence[dict[str, Any]], pairs: str = "bf16",
+                           conversion: str = "from measured exponent histograms") -> Table1:
     """Table-1 estimates from exponent histograms alone (no weights): Original, Simple, Ideal.
 
     ``matrices`` holds ``{"name", "shape", "exponent_counts": {exponent: count}}`` entries, as shipped
@@ -529,4 +530,4 @@ def table1_from_histograms(model: str, matrices: Sequence[dict[str, Any]], pairs
                                     cross_entropy_bits(counts, proportional_counts(counts, p), p))
         stats.append(s)
     rows, normalizer, _ = _assemble(model, pairs, stats, {}, constriction=False)
-    return Table1(model, pairs, stats, rows, "from measured exponent histograms", normalizer, {}, 0.0)
+    return Table1(model, pairs, stats, rows, conversion, normalizer, {}, 0.0)

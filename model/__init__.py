@@ -8,8 +8,6 @@
     Normalized N-bit frequencies (paper Eq. 2) and ideal code costs.
 ``constriction_codec``
     The codes through constriction's rANS ``AnsCoder``.
-``histograms``
-    The measured exponent histograms shipped with the package.
 """
 
 __all__: list[str] = []

@@ -1,0 +1,205 @@
+"""The ``ansforge`` command line.
+
+Every verb has ``--help``. Errors in the user's input (a missing or corrupt file, an impossible
+parameter) print one line, ``ansforge: error: ...``, naming the file, tensor or field, and exit with
+status 2; no traceback. Output files are written atomically and never replace an existing file unless
+``--force`` is given, and never the input checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .model.errors import AnsforgeError
+
+__all__ = ["main", "build_parser"]
+
+
+class UsageError(AnsforgeError):
+    pass
+
+
+def _write(path: str | None, text: str | bytes, force: bool, protect: Sequence[str | None] = ()) -> None:
+    """Write an output file atomically, refusing to overwrite anything the user has."""
+    if path is None:
+        return
+    p = Path(path)
+    for q in protect:
+        if q is not None and p.exists() and Path(q).exists() and p.resolve() == Path(q).resolve():
+            raise UsageError(f"{p}: refusing to overwrite the input file")
+    if p.exists() and not force:
+        raise UsageError(f"{p}: file exists (use --force to replace it)")
+    if not p.parent.exists():
+        raise UsageError(f"{p.parent}: no such directory")
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(text if isinstance(text, bytes) else text.encode())
+    os.replace(tmp, p)
+
+
+def _add_selection(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--include", action="append", default=[], metavar="PATTERN",
+                   help="count exactly the tensors whose names match this shell pattern (repeatable); "
+                        "default: every 2-D weight matrix")
+    p.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
+                   help="leave out tensors whose names match this shell pattern (repeatable)")
+    p.add_argument("--pairs", default="bf16", choices=["bf16", "fp16", "fp32"],
+                   help="coding-pair format; other storage types are converted (RNE when narrowing, reported "
+                        "as lossy). Default: bf16, as in the paper")
+
+
+def _add_parallel(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="local worker processes (default: one per CPU; 1 runs in-process)")
+    p.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="run the per-tensor tasks on this Dask scheduler instead (tcp://host:8786)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ansforge",
+        description="Lossless LLM-weight compression with ANS coding pairs: tables, figures and hardware models "
+                    "after V. Liguori's white paper.")
+    from . import __version__
+    parser.add_argument("--version", action="version", version=f"ansforge {__version__}")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+
+    p = verbs.add_parser("demo", help="Table-1 estimates from shipped exponent histograms (no download needed)",
+                         description="Print Table-1-style figures. With no arguments, from the exponent histograms "
+                                     "measured from stories260K and MiniLM-L6 that ship with ansforge; with --model, "
+                                     "the full Table 1 of that checkpoint.")
+    p.add_argument("--model", default=None, metavar="PATH", help="compute the full Table 1 of this checkpoint instead")
+    p.add_argument("--histograms", default=None, metavar="F.json",
+                   help="use histograms written by `ansforge histograms` instead of the shipped ones")
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help="local worker processes")
+
+    p = verbs.add_parser("tables", help="the paper's Table 1 for a checkpoint",
+                         description="Table 1 (§2.1): Original, Simple, Ideal, the ANS rows, constriction rANS, and "
+                                     "gzip -9 / bzip2 -9 / xz -9 / zstd -19 of the concatenated coded bytes.")
+    p.add_argument("--model", required=True, metavar="PATH", help="llama2.c .bin, safetensors or GGUF checkpoint")
+    p.add_argument("--json", default=None, metavar="F", help="also write the table as JSON")
+    p.add_argument("--markdown", default=None, metavar="F", help="also write the table as Markdown")
+    p.add_argument("--per-matrix", action="store_true", help="add one row per matrix")
+    p.add_argument("--general", default="gzip,bzip2,xz,zstd", metavar="LIST",
+                   help="general-purpose compressors to run, comma-separated from gzip,bzip2,xz,zstd "
+                        "(default: all; empty for none)")
+    p.add_argument("--no-constriction", action="store_true", help="skip the constriction rANS row")
+    p.add_argument("--force", action="store_true", help="replace existing output files")
+    _add_selection(p)
+    _add_parallel(p)
+
+    p = verbs.add_parser("figure", help="draw one of the paper's figures",
+                         description="Draw a figure of the paper from a checkpoint.")
+    figs = p.add_subparsers(dest="figure", metavar="FIGURE")
+    figs.required = True
+    f = figs.add_parser("histogram", help="Fig. 1 (value histogram) next to the exponent histogram",
+                        description="Fig. 1: histogram of one matrix's weight values, next to the histogram of its "
+                                    "exponents (the codes of its coding pairs).")
+    f.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
+    f.add_argument("--matrix", default=None, metavar="NAME", help="tensor name (default: layer 0's query projection)")
+    f.add_argument("-o", "--output", required=True, metavar="F.png", help="image to write")
+    f.add_argument("--pairs", default="bf16", choices=["bf16", "fp16", "fp32"], help="value format (default bf16)")
+    f.add_argument("--force", action="store_true", help="replace an existing image")
+
+    p = verbs.add_parser("histograms", help="measure a checkpoint's exponent histograms for `ansforge demo`",
+                         description="Write per-matrix exponent histograms (figures, not weights) as JSON, the format "
+                                     "`ansforge demo --histograms` reads and ansforge ships for its demo.")
+    p.add_argument("--model", required=True, action="append", metavar="PATH", help="checkpoint (repeatable)")
+    p.add_argument("-o", "--output", required=True, metavar="F.json", help="JSON file to write")
+    p.add_argument("--force", action="store_true", help="replace an existing file")
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help="local worker processes")
+
+    p = verbs.add_parser("bench", help="measure speed, size and memory; write BENCHMARKS.md",
+                         description="Benchmarks: Table 1 on MiniLM and on a synthetic checkpoint with Llama2-7B's "
+                                     "shapes (written to a temporary safetensors file, deleted after), with wall time "
+                                     "and peak RSS, against gzip/bzip2/xz/zstd and constriction measured in the same run.")
+    p.add_argument("-o", "--output", default="BENCHMARKS.md", metavar="F", help="report to write (default BENCHMARKS.md)")
+    p.add_argument("--layers", type=int, default=32, metavar="L",
+                   help="layers of the synthetic Llama2-7B-shape checkpoint (default 32, the full 6.6 G weights)")
+    p.add_argument("--slow-layers", type=int, default=1, metavar="L",
+                   help="layers on which xz -9 and zstd -19 are measured (they run ~2 MB/s; default 1)")
+    p.add_argument("--skip-7b", action="store_true", help="skip the synthetic 7B-shape run")
+    p.add_argument("--tmpdir", default=None, metavar="DIR", help="where to write the temporary checkpoint")
+    p.add_argument("--force", action="store_true", help="replace an existing report")
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.verb == "demo":
+        from .analysis.demo import run_demo
+
+        print(run_demo(args.model, args.histograms, jobs=args.jobs))
+        return 0
+    if args.verb == "tables":
+        from .analysis.table1 import compute_table1
+
+        general = [g.strip() for g in args.general.split(",") if g.strip()]
+        for out in (args.json, args.markdown):  # fail before hours of work, not after
+            if out is not None and Path(out).exists() and not args.force:
+                raise UsageError(f"{out}: file exists (use --force to replace it)")
+        table = compute_table1(args.model, pairs=args.pairs, include=args.include, exclude=args.exclude,
+                               general=general, constriction=not args.no_constriction, jobs=args.jobs,
+                               dask=args.dask, progress=False if args.no_progress else None)
+        print(table.format_text(per_matrix=args.per_matrix))
+        _write(args.json, json.dumps(table.to_json(), indent=1) + "\n", args.force, [args.model])
+        _write(args.markdown, table.to_markdown(per_matrix=args.per_matrix), args.force, [args.model])
+        return 0
+    if args.verb == "figure":
+        import tempfile
+
+        from .analysis.figures import plot_histogram
+
+        if Path(args.output).exists() and not args.force:
+            raise UsageError(f"{args.output}: file exists (use --force to replace it)")
+        with tempfile.TemporaryDirectory() as tmp:
+            png = Path(tmp) / "figure.png"
+            plot_histogram(args.model, args.matrix, png, pairs=args.pairs)
+            _write(args.output, png.read_bytes(), args.force, [args.model])
+        print(f"wrote {args.output}")
+        return 0
+    if args.verb == "histograms":
+        from .analysis.histograms import FORMAT, measure_histograms
+
+        models = [measure_histograms(m, jobs=args.jobs) for m in args.model]
+        doc = {"format": FORMAT, "version": 1, "models": models}
+        _write(args.output, json.dumps(doc, indent=1) + "\n", args.force, args.model)
+        print(f"wrote {args.output}: {sum(len(m['matrices']) for m in models)} matrices")
+        return 0
+    if args.verb == "bench":
+        from .analysis.bench import run_bench
+
+        if Path(args.output).exists() and not args.force:
+            raise UsageError(f"{args.output}: file exists (use --force to replace it)")
+        report = run_bench(layers=args.layers, slow_layers=args.slow_layers, skip_7b=args.skip_7b,
+                           tmpdir=args.tmpdir, argv=sys.argv[1:])
+        _write(args.output, report, args.force)
+        print(f"wrote {args.output}")
+        return 0
+    raise AssertionError(args.verb)  # pragma: no cover
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except AnsforgeError as exc:
+        print(f"ansforge: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"ansforge: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ansforge: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
