@@ -144,27 +144,27 @@ class IeeeFloatPairs:
         bits = self._as_bits(values)
         shape = tuple(bits.shape)
         flat = bits.ravel()
-        m = self.mantissa_bits
-        exps = ((flat >> m) & ((1 << self.exponent_bits) - 1)).astype(np.intp)
+        m, dt = self.mantissa_bits, self.bits_dtype.type
+        exps = (flat >> dt(m)) & dt((1 << self.exponent_bits) - 1)
+        hist = np.bincount(exps, minlength=1 << self.exponent_bits)
         if exponents is None:
-            present = np.bincount(exps, minlength=1 << self.exponent_bits) > 0
-            exponents = np.flatnonzero(present).astype(np.uint16)
+            exponents = np.flatnonzero(hist).astype(np.uint16)
         else:
             exponents = np.asarray(exponents, dtype=np.uint16)
             if exponents.size == 0 or np.any(np.diff(exponents.astype(np.int64)) <= 0) or \
                     int(exponents[-1]) >> self.exponent_bits:
                 raise PairFormatError(
                     f"code→exponent table must be strictly increasing {self.exponent_bits}-bit fields")
-            present = np.zeros(1 << self.exponent_bits, dtype=bool)
-            present[exponents] = True
-            missing = ~present[exps]
-            if missing.any():
+            outside = hist.copy()
+            outside[exponents] = 0
+            if outside.any():
                 raise PairFormatError(
-                    f"exponent field {int(exps[np.argmax(missing)])} occurs but is not in the code table")
-        code_of = np.cumsum(present) - 1
-        codes = code_of[exps].astype(np.uint8 if exponents.size <= 256 else np.uint16)
-        sign = flat >> (self.total_bits - 1)
-        extra = ((sign << m) | (flat & ((1 << m) - 1))).astype(self.bits_dtype)
+                    f"exponent field {int(np.flatnonzero(outside)[0])} occurs but is not in the code table")
+        code_dtype = np.uint8 if exponents.size <= 256 else np.uint16
+        lut = np.zeros(1 << self.exponent_bits, dtype=code_dtype)
+        lut[exponents] = np.arange(exponents.size, dtype=code_dtype)
+        codes = lut[exps]
+        extra = ((flat >> dt(self.total_bits - 1)) << dt(m)) | (flat & dt((1 << m) - 1))
         widths = np.full(exponents.size, self.extra_bits, dtype=np.uint8)
         return CodingPairs(codes, extra, widths, exponents, shape)
 
