@@ -1,0 +1,119 @@
+"""The command line: help on every verb, outputs, and one-line errors (exit 2) for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import gguf
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+
+def ansforge(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "ansforge", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=600)
+
+
+@pytest.mark.parametrize("verb", [[], ["demo"], ["tables"], ["figure"], ["figure", "histogram"], ["histograms"],
+                                  ["bench"]])
+def test_every_verb_has_help(verb):
+    r = ansforge(*verb, "--help")
+    assert r.returncode == 0 and "usage: ansforge" in r.stdout
+
+
+def test_demo_runs_with_no_arguments():
+    r = ansforge("demo")
+    assert r.returncode == 0, r.stderr
+    assert "10.6125" in r.stdout and "10.6140" in r.stdout and "not computed" in r.stdout
+
+
+def test_tables_json_markdown_and_no_overwrite(stories, tmp_path):
+    js, md = tmp_path / "t.json", tmp_path / "t.md"
+    r = ansforge("tables", "--model", stories, "--json", js, "--markdown", md, "--per-matrix", "--general", "gzip,bzip2")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(js.read_text())
+    assert set(doc) >= {"model", "weights", "matrices", "rows", "per_matrix"}
+    assert doc["weights"] == 259_328 and doc["matrices"] == 36 and len(doc["per_matrix"]) == 36
+    methods = [row["method"] for row in doc["rows"]]
+    assert methods == ["Original", "Simple", "Ideal", "rANS 16 bits", "tANS 8 bits", "rANS 24 bits (constriction)",
+                       "Gzip -9", "Bzip2 -9"]
+    for row in doc["rows"]:
+        assert set(row) >= {"method", "bytes", "percent_of_original", "bits_per_weight", "code_bits"}
+    assert {"name", "unique_exponents", "entropy", "bits_per_weight"} <= set(doc["per_matrix"][0])
+    assert "| Ideal |" in md.read_text()
+    assert "layers.4.feed_forward.w3.weight" in r.stdout
+    before = js.read_bytes()
+    r = ansforge("tables", "--model", stories, "--json", js)
+    assert r.returncode == 2 and "file exists" in r.stderr and js.read_bytes() == before
+
+
+def test_figure_histogram_writes_a_png(stories, tmp_path):
+    out = tmp_path / "fig1.png"
+    r = ansforge("figure", "histogram", "--model", stories, "--matrix", "layers.0.attention.wq.weight", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_histograms_feed_the_demo(stories, tmp_path):
+    out = tmp_path / "h.json"
+    assert ansforge("histograms", "--model", stories, "-o", out).returncode == 0
+    r = ansforge("demo", "--histograms", out)
+    assert r.returncode == 0 and "10.6125" in r.stdout
+
+
+def _one_line_error(r, *needles):
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ansforge: error: "), r.stderr
+    assert "Traceback" not in r.stderr
+    for n in needles:
+        assert str(n) in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def test_missing_file(tmp_path):
+    _one_line_error(ansforge("tables", "--model", tmp_path / "nope.bin"), "nope.bin", "no such file")
+
+
+def test_truncated_header(stories, tmp_path):
+    bad = tmp_path / "trunc.bin"
+    bad.write_bytes(stories.read_bytes()[:10])
+    _one_line_error(ansforge("tables", "--model", bad), "trunc.bin", "truncated llama2.c header")
+
+
+def test_llama2c_header_disagrees_with_file_length(stories, tmp_path):
+    bad = tmp_path / "short.bin"
+    bad.write_bytes(stories.read_bytes()[:-4])
+    _one_line_error(ansforge("tables", "--model", bad), "short.bin", "dim=64", "implies")
+
+
+def test_gguf_with_q4_0_tensors(tmp_path):
+    path = tmp_path / "q4.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_tensor("norm.weight", np.ones(32, np.float32))
+    w.add_tensor("blk.0.attn_q.weight", np.zeros((2, 18), np.uint8), raw_dtype=gguf.GGMLQuantizationType.Q4_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    _one_line_error(ansforge("tables", "--model", path), "q4.gguf", "blk.0.attn_q.weight", "Q4_0")
+
+
+def test_safetensors_with_an_int32_tensor(tmp_path):
+    path = tmp_path / "int.safetensors"
+    save_file({"layer.weight": np.zeros((4, 4), np.int32)}, str(path))
+    _one_line_error(ansforge("tables", "--model", path), "int.safetensors", "layer.weight", "I32")
+
+
+def test_corrupt_safetensors_header(tmp_path):
+    path = tmp_path / "junk.safetensors"
+    path.write_bytes((64).to_bytes(8, "little") + b"{" + b"x" * 20)
+    _one_line_error(ansforge("tables", "--model", path), "junk.safetensors")
+
+
+def test_impossible_options(stories):
+    _one_line_error(ansforge("tables", "--model", stories, "--general", "rar"), "rar")
+    _one_line_error(ansforge("tables", "--model", stories, "--jobs", "0"), "--jobs")
