@@ -80,12 +80,20 @@ def run_tasks(
                 bar.update(t.weight)
         else:
             ctx = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=jobs or default_jobs(), mp_context=ctx) as pool:
+            pool = ProcessPoolExecutor(max_workers=jobs or default_jobs(), mp_context=ctx)
+            try:
                 futures = {pool.submit(t.fn, *t.args): i for i, t in enumerate(tasks)}
                 for fut in as_completed(futures):
                     i = futures[fut]
                     results[i] = fut.result()
                     bar.update(tasks[i].weight)
+            except BaseException:
+                # The first failure (a corrupt tensor) ends the run now, not after every other task.
+                pool.shutdown(wait=False, cancel_futures=True)
+                for proc in list(getattr(pool, "_processes", {}).values()):
+                    proc.terminate()
+                raise
+            pool.shutdown(wait=True)
     finally:
         bar.close()
     return results
