@@ -141,16 +141,9 @@ def _run_measured(cmd: list[str]) -> tuple[float, int, str]:
     return wall, peak[0], out
 
 
-def _table_md(doc: dict) -> list[str]:
-    lines = ["| Method | Bytes | % of original | Bits/weight | Code bits |", "|---|---:|---:|---:|---:|"]
-    for r in doc["rows"]:
-        if r["bytes"] is None:
-            lines.append(f"| {r['method']} | not computed | - | - | - |")
-        else:
-            cb = "-" if r["code_bits"] is None else f"{r['code_bits']:.4f}"
-            lines.append(f"| {r['method']} | {r['bytes']:,} | {r['percent_of_original']:.2f} | "
-                         f"{r['bits_per_weight']:.4f} | {cb} |")
-    return lines
+def _table_rows(markdown: str) -> list[str]:
+    """The table lines of :meth:`Table1.to_markdown` (its heading is replaced by the report's own)."""
+    return [line for line in markdown.splitlines() if line.startswith("|")]
 
 
 def _constriction_speed(path: str) -> tuple[float, float, int]:
@@ -194,7 +187,7 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
     doc = t.to_json()
     md += ["## Table 1 on MiniLM-L6 (22.7 M weights, fp32 → bf16 RNE)", "",
            f"Wall time {t.wall_seconds:.1f} s on {os.cpu_count()} worker processes.", ""]
-    md += _table_md(doc)
+    md += _table_rows(t.to_markdown())
     ideal = t.row("Ideal").bytes
     md += ["", "Size and speed against the general-purpose peers, same run (speed = coded MB per CPU-second):", "",
            "| Peer | Size / peer size for rANS 24 (constriction) | Peer speed (MB/s) |", "|---|---:|---:|"]
@@ -230,11 +223,12 @@ def _bench_7b(layers: int, slow_layers: int, tmpdir: str | None) -> list[str]:
         weights = write_synthetic_llama(big, layers)
         gen = time.perf_counter() - t
         size = big.stat().st_size
-        out_json = Path(tmp) / "table.json"
+        out_json, out_md = Path(tmp) / "table.json", Path(tmp) / "table.md"
         cmd = [sys.executable, "-m", "ansforge", "tables", "--model", str(big), "--general", "gzip,bzip2",
-               "--json", str(out_json), "--no-progress"]
+               "--json", str(out_json), "--markdown", str(out_md), "--no-progress"]
         wall, rss, _ = _run_measured(cmd)
         doc = json.loads(out_json.read_text())
+        table_md = _table_rows(out_md.read_text())
         big.unlink()
 
         small = Path(tmp) / "llama2-7b-shape-small.safetensors"
@@ -251,7 +245,7 @@ def _bench_7b(layers: int, slow_layers: int, tmpdir: str | None) -> list[str]:
            f"{os.cpu_count()} worker processes.", "",
            f"**Wall time {wall / 60:.1f} min, peak RSS {rss / 2**30:.2f} GiB** (whole process tree; target: 30 min, 4 GB).",
            ""]
-    md += _table_md(doc)
+    md += table_md
     md += ["", "CPU seconds per method in that run:", ""]
     md += [f"- {k}: {v:,.0f} s" for k, v in doc["seconds"].items()]
     md += ["", f"xz -9 and zstd -19 on {small_weights:,} weights ({slow_layers} layer(s) + embeddings), run "

@@ -195,12 +195,7 @@ class Table1:
             f"{self.conversion}",
             "",
         ]
-        cells = [self._HEAD, *self._cells()]
-        widths = [max(len(row[i]) for row in cells) for i in range(5)]
-        for k, row in enumerate(cells):
-            lines.append("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
-            if k == 0:
-                lines.append("  " + "  ".join("-" * w for w in widths))
+        lines.append(_render([self._HEAD, *self._cells()]))
         notes = [r for r in self.rows if r.note]
         if notes:
             lines.append("")
@@ -229,13 +224,7 @@ class Table1:
                 f"{j['bits_per_weight']:.4f}",
                 f"{j['rans24_bits_per_weight']:.4f}" if "rans24_bits_per_weight" in j else "-",
             ])
-        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        out = []
-        for k, r in enumerate(rows):
-            out.append("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
-            if k == 0:
-                out.append("  " + "  ".join("-" * w for w in widths))
-        return "\n".join(out)
+        return _render(rows)
 
     def to_markdown(self, per_matrix: bool = False) -> str:
         lines = [f"### Table 1: {self.model}", "",
@@ -249,6 +238,17 @@ class Table1:
                 lines.append(f"| {m.name} | {'x'.join(map(str, m.shape))} | {m.weights:,} | {m.n_codes} | "
                              f"{m.entropy:.4f} | {j['bits_per_weight']:.4f} |")
         return "\n".join(lines) + "\n"
+
+
+def _render(rows: list[list[str]]) -> str:
+    """Text table: first row is the header, first column left-aligned, the others right-aligned."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for k, r in enumerate(rows):
+        out.append("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+        if k == 0:
+            out.append("  " + "  ".join("-" * w for w in widths))
+    return "\n".join(out)
 
 
 # -------------------------------------------------------------------------------------------------

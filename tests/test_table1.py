@@ -23,7 +23,8 @@ def _bf16_matrices(path):
     out = []
     for info in select_tensors(ck):
         x = np.asarray(ck.tensor(info.name).array, dtype=np.float32).ravel()
-        # Round to nearest even via float64 arithmetic on the integer patterns.
+        # Round to nearest even on the integer patterns: up when the dropped half is above 0x8000, or
+        # exactly 0x8000 with an odd upper half.
         b = x.view(np.uint32).astype(np.uint64)
         low = b & 0xFFFF
         up = (low > 0x8000) | ((low == 0x8000) & ((b >> 16) & 1).astype(bool))
