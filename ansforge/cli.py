@@ -24,6 +24,12 @@ class UsageError(AnsforgeError):
     pass
 
 
+def _refuse_existing(path: str | None, force: bool) -> None:
+    """Refuse to replace a file the user has, unless ``--force``."""
+    if path is not None and Path(path).exists() and not force:
+        raise UsageError(f"{path}: file exists (use --force to replace it)")
+
+
 def _write(path: str | None, text: str | bytes, force: bool, protect: Sequence[str | None] = ()) -> None:
     """Write an output file atomically, refusing to overwrite anything the user has."""
     if path is None:
@@ -32,8 +38,7 @@ def _write(path: str | None, text: str | bytes, force: bool, protect: Sequence[s
     for q in protect:
         if q is not None and p.exists() and Path(q).exists() and p.resolve() == Path(q).resolve():
             raise UsageError(f"{p}: refusing to overwrite the input file")
-    if p.exists() and not force:
-        raise UsageError(f"{p}: file exists (use --force to replace it)")
+    _refuse_existing(path, force)
     if not p.parent.exists():
         raise UsageError(f"{p.parent}: no such directory")
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
@@ -141,8 +146,7 @@ def _run(args: argparse.Namespace) -> int:
 
         general = [g.strip() for g in args.general.split(",") if g.strip()]
         for out in (args.json, args.markdown):  # fail before hours of work, not after
-            if out is not None and Path(out).exists() and not args.force:
-                raise UsageError(f"{out}: file exists (use --force to replace it)")
+            _refuse_existing(out, args.force)
         table = compute_table1(args.model, pairs=args.pairs, include=args.include, exclude=args.exclude,
                                general=general, constriction=not args.no_constriction, jobs=args.jobs,
                                dask=args.dask, progress=False if args.no_progress else None)
@@ -155,8 +159,7 @@ def _run(args: argparse.Namespace) -> int:
 
         from .analysis.figures import plot_histogram
 
-        if Path(args.output).exists() and not args.force:
-            raise UsageError(f"{args.output}: file exists (use --force to replace it)")
+        _refuse_existing(args.output, args.force)
         with tempfile.TemporaryDirectory() as tmp:
             png = Path(tmp) / "figure.png"
             plot_histogram(args.model, args.matrix, png, pairs=args.pairs)
@@ -174,8 +177,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.verb == "bench":
         from .analysis.bench import run_bench
 
-        if Path(args.output).exists() and not args.force:
-            raise UsageError(f"{args.output}: file exists (use --force to replace it)")
+        _refuse_existing(args.output, args.force)
         report = run_bench(layers=args.layers, slow_layers=args.slow_layers, skip_7b=args.skip_7b,
                            tmpdir=args.tmpdir, argv=sys.argv[1:])
         _write(args.output, report, args.force)

@@ -4,15 +4,21 @@ This is the reference rANS implementation the paper's Table 1 rows are checked a
 each coding pair is coded with a ``Categorical`` model built from the matrix's code counts
 (``perfect=False``: constriction's fast "leaky" quantization to 24-bit probabilities, which keeps every
 code at a probability of at least 2**-24); the additional data stays raw.
+
+Long tensors are coded in chunks. ANS is a stack, so ``encode_reverse`` applied to the chunks from the
+last to the first pushes exactly the symbols one ``encode_reverse`` of the whole array would: the words
+are those of the whole tensor, and the decoder reads the chunks forward.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
 from .errors import ConfigError
 
-__all__ = ["categorical_model", "encode_codes", "decode_codes"]
+__all__ = ["categorical_model", "encode_chunks", "decode_chunks", "encode_codes", "decode_codes"]
 
 
 def categorical_model(counts: np.ndarray):
@@ -25,21 +31,39 @@ def categorical_model(counts: np.ndarray):
     return constriction.stream.model.Categorical(c / c.sum(), perfect=False)
 
 
-def encode_codes(codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Encode ``codes`` (read back in the same order) into constriction's ``uint32`` words."""
+def encode_chunks(chunks: Sequence[np.ndarray], counts: np.ndarray) -> np.ndarray:
+    """Encode the concatenation of ``chunks`` (in forward order) into ``uint32`` words."""
     import constriction
 
+    model = categorical_model(counts)
     coder = constriction.stream.stack.AnsCoder()
-    if codes.size:
-        coder.encode_reverse(np.ascontiguousarray(codes, dtype=np.int32).ravel(), categorical_model(counts))
+    for codes in reversed(chunks):
+        if codes.size:
+            coder.encode_reverse(np.ascontiguousarray(codes, dtype=np.int32).ravel(), model)
     return np.asarray(coder.get_compressed(), dtype=np.uint32)
+
+
+def decode_chunks(words: np.ndarray, counts: np.ndarray, sizes: Iterable[int]) -> Iterator[np.ndarray]:
+    """Decode chunks of the given sizes, in forward order, from words of :func:`encode_chunks`.
+
+    After the last chunk, a stream that held exactly these codes is empty; a ``ConfigError`` says so
+    otherwise (the words were not produced from these counts and sizes).
+    """
+    import constriction
+
+    model = categorical_model(counts)
+    coder = constriction.stream.stack.AnsCoder(np.ascontiguousarray(words, dtype=np.uint32))
+    for n in sizes:
+        yield np.asarray(coder.decode(model, n), dtype=np.int32) if n else np.zeros(0, dtype=np.int32)
+    if not coder.is_empty():
+        raise ConfigError("constriction stream holds more data than the codes decoded from it")
+
+
+def encode_codes(codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Encode ``codes`` (read back in the same order) into constriction's ``uint32`` words."""
+    return encode_chunks([codes], counts)
 
 
 def decode_codes(words: np.ndarray, counts: np.ndarray, n: int) -> np.ndarray:
     """Decode ``n`` codes from words produced by :func:`encode_codes` with the same ``counts``."""
-    import constriction
-
-    coder = constriction.stream.stack.AnsCoder(np.ascontiguousarray(words, dtype=np.uint32))
-    if n == 0:
-        return np.zeros(0, dtype=np.int32)
-    return np.asarray(coder.decode(categorical_model(counts), n), dtype=np.int32)
+    return next(decode_chunks(words, counts, [n]))
