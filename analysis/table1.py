@@ -9,8 +9,11 @@ Rows, with the paper's method names (scripts depend on them):
 ``Ideal``
     Per matrix, ``sum -log2(p)`` over the codes with ``p`` the code frequency, in double precision,
     plus the additional data.
-``rANS 16 bits``, ``tANS 8 bits``
-    The golden ANS codecs of the hardware; printed as *not computed* until those codecs exist.
+``rANS 16 bits``, ``tANS 8 bits`` (and any other ``--codecs``)
+    The golden codecs of the hardware (:mod:`ansforge.model.rans`, :mod:`ansforge.model.tans`): the
+    selected matrices coded, in file order, as one stream exactly as ``ansforge compress`` writes it
+    (final state and checkpoints included), decoded again and checked bit-exact. The note gives the gap
+    to Ideal.
 ``rANS 24 bits (constriction)``
     The codes through constriction's ``AnsCoder`` (32-bit words, 64-bit state, 24-bit probabilities),
     decoded again and checked bit-exact against the original tensor; additional data raw.
@@ -40,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from ..model import constriction_codec
+from ..model.codecs import parse_codec
 from ..model.checkpoint import Checkpoint, open_checkpoint, select_tensors
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.pairs import PAIR_FORMATS, Conversion, convert
@@ -50,7 +54,8 @@ from .parallel import Task, run_tasks
 __all__ = [
     "CHUNK_VALUES",
     "GENERAL_COMPRESSORS",
-    "NOT_COMPUTED",
+    "PAPER_CODECS",
+    "CodecResult",
     "NORMALIZER_PRECISIONS",
     "MatrixStats",
     "Row",
@@ -65,8 +70,8 @@ CHUNK_VALUES = 1 << 24
 #: General-purpose compressors: (row name, command-line key).
 GENERAL_COMPRESSORS: dict[str, str] = {"gzip": "Gzip -9", "bzip2": "Bzip2 -9", "xz": "xz -9", "zstd": "zstd -19"}
 
-#: Rows of the paper that need the golden hardware codecs.
-NOT_COMPUTED = ("rANS 16 bits", "tANS 8 bits")
+#: The paper's golden-codec rows (``rANS 16 bits``, ``tANS 8 bits``), by codec name.
+PAPER_CODECS = ("rans16", "tans8")
 CONSTRICTION_ROW = "rANS 24 bits (constriction)"
 
 #: Precisions at which the optimal normalizer is compared with proportional rounding (tANS 8, rANS 16).
@@ -384,14 +389,81 @@ def stream_task(path: str, names: Sequence[str], pairs: str, method: str) -> tup
 # -------------------------------------------------------------------------------------------------
 
 
+@dataclass
+class CodecResult:
+    """One golden codec over the selected matrices: coded bits (words + checkpoints) and verification."""
+
+    codec: str
+    label: str
+    bits: int
+    ideal_bits: float
+    verified: bool
+    seconds: float
+    estimate: bool = False
+
+    @property
+    def gap(self) -> float:
+        return self.bits / self.ideal_bits - 1 if self.ideal_bits else 0.0
+
+
+def codec_task(path: str, names: Sequence[str], pairs: str, codec: str) -> CodecResult:
+    """Encode the selected matrices as one golden-codec stream, decode it and compare bit for bit."""
+    from ..model.container import DEFAULT_CHECKPOINT_INTERVAL, encode_tensors
+    from ..model.stream import Run
+
+    t0 = time.perf_counter()
+    spec = parse_codec(codec)
+    fmt = PAIR_FORMATS[pairs]
+    items = []
+    for name in names:
+        bits = np.concatenate([b.ravel() for b, _ in _chunks(path, name, pairs)])
+        items.append((name, fmt.split(bits)))
+    st = encode_tensors(spec, items, DEFAULT_CHECKPOINT_INTERVAL)
+    runs = [Run(i, int(t.pairs.codes.size)) for i, t in enumerate(st.tensors)]
+    syms, exs, _ = spec.coder().decode(st.words, [t.table for t in st.tensors], runs)
+    ok = True
+    for t in st.tensors:
+        a, n = t.first_pair, int(t.pairs.codes.size)
+        codes, extra = t.code_table.from_symbols(syms[a:a + n], exs[a:a + n])
+        ok &= bool(np.array_equal(codes, t.pairs.codes) and np.array_equal(extra, t.pairs.extra.astype(np.uint64)))
+    return CodecResult(spec.name, _codec_label(spec), st.total_bits, sum(t.ideal_bits for t in st.tensors), ok,
+                       time.perf_counter() - t0)
+
+
+def _codec_label(spec) -> str:
+    return spec.label()
+
+
+def _estimate_codec(spec, stats: Sequence[MatrixStats], extra_bits: int) -> CodecResult:
+    """Expected size of a golden codec from exponent histograms alone: each matrix's code table, its
+    cross-entropy (rANS) or the stationary expected cost of its tANS table, plus escape index bits."""
+    from ..model.codecs import symbol_counts
+
+    bits = 0.0
+    ideal = 0.0
+    for m in stats:
+        counts = np.array(list(m.exponent_counts.values()), dtype=np.int64)
+        ct = spec.code_table(counts, extra_bits)
+        sc = symbol_counts(ct, counts)
+        if spec.tans is not None:
+            table = spec.coder_table(ct, counts)
+            code = float(sc.sum()) * table.expected_bits_per_symbol(np.pad(sc, (0, table.freqs.size - sc.size)))
+            code += float(sc[-1]) * ct.index_bits if ct.has_escape else 0.0
+        else:
+            code = ct.coded_bits(counts)
+        bits += code + m.extra_bits
+        ideal += m.ideal_bits + m.extra_bits
+    return CodecResult(spec.name, _codec_label(spec), int(math.ceil(bits)), ideal, True, 0.0, estimate=True)
+
+
 def _row(method: str, bits: float, extra_bits: int, weights: int, original_bits: int, note: str = "") -> Row:
     nbytes = math.ceil(bits / 8)
     return Row(method, nbytes, 100.0 * nbytes * 8 / original_bits, bits / weights,
                (bits - extra_bits) / weights if extra_bits >= 0 else None, note)
 
 
-def _assemble(model: str, pairs: str, matrices: list[MatrixStats],
-              general: dict[str, int], constriction: bool) -> tuple[list[Row], list[dict[str, float]], str]:
+def _assemble(model: str, pairs: str, matrices: list[MatrixStats], general: dict[str, int], constriction: bool,
+              codecs: Sequence[CodecResult] = ()) -> tuple[list[Row], list[dict[str, float]], str]:
     fmt = PAIR_FORMATS[pairs]
     weights = sum(m.weights for m in matrices)
     if weights == 0:
@@ -403,8 +475,11 @@ def _assemble(model: str, pairs: str, matrices: list[MatrixStats],
         _row("Simple", sum(m.simple_bits for m in matrices) + extra, extra, weights, original),
         _row("Ideal", sum(m.ideal_bits for m in matrices) + extra, extra, weights, original),
     ]
-    for method in NOT_COMPUTED:
-        rows.append(Row(method, None, None, None, None, "not computed: the golden tANS/rANS codecs are not built yet"))
+    for c in codecs:
+        note = f"{100 * c.gap:+.4f}% vs Ideal" + (" (estimate from histograms)" if c.estimate else "")
+        if not c.estimate and not c.verified:
+            note += "; ROUND TRIP FAILED"
+        rows.append(_row(c.label, c.bits, extra, weights, original, note))
     if constriction:
         words = sum(m.constriction_words or 0 for m in matrices)
         verified = all(m.constriction_verified for m in matrices)
@@ -454,6 +529,7 @@ def compute_table1(
     exclude: Sequence[str] = (),
     general: Sequence[str] = tuple(GENERAL_COMPRESSORS),
     constriction: bool = True,
+    codecs: Sequence[str] = PAPER_CODECS,
     jobs: int | None = None,
     dask: str | None = None,
     progress: bool | None = None,
@@ -474,6 +550,8 @@ def compute_table1(
         ``xz``, ``zstd``.
     constriction
         Add the constriction rANS row (encoded, decoded and verified bit-exact).
+    codecs
+        Golden codecs to run (:func:`~ansforge.model.codecs.parse_codec` names), one row each.
     jobs, dask, progress
         See :func:`~ansforge.analysis.parallel.run_tasks`.
     """
@@ -489,16 +567,21 @@ def compute_table1(
     names = [i.name for i in selected]
     total = sum(i.size for i in selected)
     # Longest first: the streaming compressors read everything, so they start before the matrices.
-    tasks = [Task(stream_task, (path, names, pairs, g), total) for g in general]
+    specs = [parse_codec(c) for c in codecs]
+    tasks = [Task(codec_task, (path, names, pairs, sp.name), 3 * total) for sp in specs]
+    tasks += [Task(stream_task, (path, names, pairs, g), total) for g in general]
     order = sorted(range(len(selected)), key=lambda k: -selected[k].size)
     tasks += [Task(matrix_task, (path, selected[k].name, pairs, constriction), selected[k].size) for k in order]
     results = run_tasks(tasks, jobs=jobs, dask=dask, progress=progress, desc="Table 1")
+    coded = results[:len(specs)]
+    results = results[len(specs):]
     compressed = {g: results[i][0] for i, g in enumerate(general)}
     seconds = {GENERAL_COMPRESSORS[g]: results[i][1] for i, g in enumerate(general)}
+    seconds.update({f"{c.label} (golden encode + decode)": c.seconds for c in coded})
     by_index = dict(zip(order, results[len(general):]))
     matrices = [by_index[k] for k in range(len(selected))]
     seconds["matrices (histogram, Ideal, normalizer, constriction)"] = sum(m.seconds for m in matrices)
-    rows, normalizer, conv = _assemble(path, pairs, matrices, compressed, constriction)
+    rows, normalizer, conv = _assemble(path, pairs, matrices, compressed, constriction, coded)
     return Table1(path, pairs, matrices, rows, conv, normalizer, seconds, time.perf_counter() - t0)
 
 
@@ -522,5 +605,6 @@ def table1_from_histograms(model: str, matrices: Sequence[dict[str, Any]], pairs
             s.normalized_bits[p] = (cross_entropy_bits(counts, normalize_counts(counts, p), p),
                                     cross_entropy_bits(counts, proportional_counts(counts, p), p))
         stats.append(s)
-    rows, normalizer, _ = _assemble(model, pairs, stats, {}, constriction=False)
+    estimates = [_estimate_codec(parse_codec(c), stats, fmt.extra_bits) for c in PAPER_CODECS]
+    rows, normalizer, _ = _assemble(model, pairs, stats, {}, constriction=False, codecs=estimates)
     return Table1(model, pairs, stats, rows, conversion, normalizer, {}, 0.0)

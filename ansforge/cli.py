@@ -95,9 +95,40 @@ def build_parser() -> argparse.ArgumentParser:
                    help="general-purpose compressors to run, comma-separated from gzip,bzip2,xz,zstd "
                         "(default: all; empty for none)")
     p.add_argument("--no-constriction", action="store_true", help="skip the constriction rANS row")
+    p.add_argument("--codecs", default="rans16,tans8", metavar="LIST",
+                   help="golden ANS codecs to run, each a row with its gap to Ideal: tansR (R 5..12), ransP "
+                        "(P 5..24), comma-separated (default: rans16,tans8, the paper's rows; empty for none)")
     p.add_argument("--force", action="store_true", help="replace existing output files")
     _add_selection(p)
     _add_parallel(p)
+
+    p = verbs.add_parser("compress", help="compress a checkpoint into an .ansf container",
+                         description="Code every tensor of a checkpoint with a golden ANS codec into a container "
+                                     "(docs/bitstream.md): float tensors as coding pairs, others stored raw.")
+    p.add_argument("--model", required=True, metavar="PATH", help="llama2.c .bin, safetensors or GGUF checkpoint")
+    p.add_argument("--codec", default="tans8", metavar="CODEC",
+                   help="tans8 (paper's tANS, R = 8), rans16 (paper's rANS), rans24 (constriction preset), or "
+                        "any tansR / ransP (default tans8)")
+    p.add_argument("--pairs", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
+                   help="pair format: auto keeps each tensor's storage type (lossless); others convert (RNE)")
+    p.add_argument("--checkpoint-interval", type=int, default=1 << 20, metavar="K",
+                   help="a random-access checkpoint every K pairs (default 1048576; 0 for none)")
+    p.add_argument("--stream-per-tensor", action="store_true",
+                   help="one independent stream per tensor (costs a final state each) instead of one per file")
+    p.add_argument("--allow-nonfinite", action="store_true", help="code NaN/Inf weights (exactly) instead of refusing")
+    p.add_argument("-o", "--output", required=True, metavar="F.ansf", help="container to write")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+
+    p = verbs.add_parser("decompress", help="decompress an .ansf container to safetensors, bit-exact")
+    p.add_argument("container", metavar="F.ansf")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.safetensors")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+
+    p = verbs.add_parser("inspect", help="list an .ansf container's streams, codecs and tensors")
+    p.add_argument("container", metavar="F.ansf")
+    p.add_argument("--tensor", default=None, metavar="NAME", help="also decode this tensor's values")
+    p.add_argument("--range", default=None, metavar="START:COUNT",
+                   help="with --tensor: decode only this range, from the nearest checkpoint")
 
     p = verbs.add_parser("figure", help="draw one of the paper's figures",
                          description="Draw a figure of the paper from a checkpoint.")
@@ -147,8 +178,9 @@ def _run(args: argparse.Namespace) -> int:
         general = [g.strip() for g in args.general.split(",") if g.strip()]
         for out in (args.json, args.markdown):  # fail before hours of work, not after
             _refuse_existing(out, args.force)
+        codecs = [c.strip() for c in args.codecs.split(",") if c.strip()]
         table = compute_table1(args.model, pairs=args.pairs, include=args.include, exclude=args.exclude,
-                               general=general, constriction=not args.no_constriction, jobs=args.jobs,
+                               general=general, constriction=not args.no_constriction, codecs=codecs, jobs=args.jobs,
                                dask=args.dask, progress=False if args.no_progress else None)
         print(table.format_text(per_matrix=args.per_matrix))
         _write(args.json, json.dumps(table.to_json(), indent=1) + "\n", args.force, [args.model])
@@ -173,6 +205,52 @@ def _run(args: argparse.Namespace) -> int:
         doc = {"format": FORMAT, "version": 1, "models": models}
         _write(args.output, json.dumps(doc, indent=1) + "\n", args.force, args.model)
         print(f"wrote {args.output}: {sum(len(m['matrices']) for m in models)} matrices")
+        return 0
+    if args.verb == "compress":
+        from .model.container import compress_checkpoint
+
+        out = Path(args.output)
+        if out.exists() and Path(args.model).exists() and out.resolve() == Path(args.model).resolve():
+            raise UsageError(f"{out}: refusing to overwrite the input file")
+        _refuse_existing(args.output, args.force)
+        if not out.parent.exists():
+            raise UsageError(f"{out.parent}: no such directory")
+        r = compress_checkpoint(args.model, out, args.codec, pairs=args.pairs,
+                                checkpoint_interval=args.checkpoint_interval,
+                                group="tensor" if args.stream_per_tensor else "model",
+                                allow_nonfinite=args.allow_nonfinite)
+        print(f"wrote {out}: {r['tensors']} tensors ({r['coded']} coded), {r['pairs']:,} pairs, {r['bytes']:,} bytes; "
+              f"{r['bits'] / max(1, r['pairs']):.4f} bits/pair, {100 * r['gap']:+.4f}% vs ideal")
+        return 0
+    if args.verb == "decompress":
+        from .model.container import open_container
+
+        out = Path(args.output)
+        if out.exists() and out.resolve() == Path(args.container).resolve():
+            raise UsageError(f"{out}: refusing to overwrite the input file")
+        _refuse_existing(args.output, args.force)
+        c = open_container(args.container)
+        c.decompress(out)
+        print(f"wrote {out}: {len(c.names)} tensors")
+        return 0
+    if args.verb == "inspect":
+        from .model.container import open_container
+
+        c = open_container(args.container)
+        print(c.inspect())
+        if args.tensor is not None:
+            import numpy as np
+
+            if args.range:
+                try:
+                    a, n = (int(v) for v in args.range.split(":"))
+                except ValueError:
+                    raise UsageError(f"--range must be START:COUNT, not {args.range!r}") from None
+                vals = c.decode_range(args.tensor, a, n)
+            else:
+                vals = c.read(args.tensor).ravel()
+            with np.printoptions(threshold=20, edgeitems=8):
+                print(f"{args.tensor}: {vals.size} values (bit patterns {vals.dtype}): {vals}")
         return 0
     if args.verb == "bench":
         from .analysis.bench import run_bench

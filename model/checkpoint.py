@@ -55,6 +55,9 @@ SUPPORTED_DTYPES: dict[str, np.dtype] = {
     "F16": np.dtype("<f2"),
     "BF16": np.dtype("<u2"),
 }
+#: Byte width of every safetensors dtype, for tensors passed through as raw bytes.
+ITEMSIZE: dict[str, int] = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
+                            "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
 _BITS_DTYPE = {"F32": np.dtype("<u4"), "F16": np.dtype("<u2"), "BF16": np.dtype("<u2")}
 
 #: Name patterns that the default selection never counts as weight matrices: RoPE tables that
@@ -487,16 +490,17 @@ def write_safetensors(
     Parameters
     ----------
     tensors
-        ``(name, dtype, shape)`` in the order to write, dtype one of :data:`SUPPORTED_DTYPES`.
+        ``(name, dtype, shape)`` in the order to write, dtype a key of :data:`ITEMSIZE`.
     fill
-        ``fill(index, name)`` yields arrays of the storage dtype whose sizes add up to the tensor's.
+        ``fill(index, name)`` yields arrays of the storage dtype whose sizes add up to the tensor's
+        (for a dtype outside :data:`SUPPORTED_DTYPES`: ``uint8`` arrays of its raw bytes).
     """
     header: dict[str, object] = {}
     if metadata:
         header["__metadata__"] = dict(metadata)
     offset = 0
     for name, dtype, shape in tensors:
-        nbytes = SUPPORTED_DTYPES[dtype].itemsize * int(np.prod(shape, dtype=np.int64))
+        nbytes = ITEMSIZE[dtype] * int(np.prod(shape, dtype=np.int64))
         header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
         offset += nbytes
     blob = json.dumps(header, separators=(",", ":")).encode()
@@ -508,9 +512,12 @@ def write_safetensors(
         f.write(blob)
         for index, (name, dtype, shape) in enumerate(tensors):
             expected = int(np.prod(shape, dtype=np.int64))
+            raw = dtype not in SUPPORTED_DTYPES
+            if raw:
+                expected *= ITEMSIZE[dtype]
             written = 0
             for chunk in fill(index, name):
-                chunk = np.ascontiguousarray(chunk, dtype=SUPPORTED_DTYPES[dtype])
+                chunk = np.ascontiguousarray(chunk, dtype=np.uint8 if raw else SUPPORTED_DTYPES[dtype])
                 f.write(chunk.tobytes())
                 written += chunk.size
             if written != expected:

@@ -35,6 +35,7 @@ __all__ = [
     "cross_entropy_bits",
     "ideal_bits",
     "entropy_bits",
+    "leaky_quantize",
 ]
 
 MIN_PRECISION_BITS = 5
@@ -168,3 +169,46 @@ def entropy_bits(counts: np.ndarray) -> float:
     """Empirical entropy in bits per symbol (0 for an empty histogram)."""
     total = float(np.sum(counts))
     return ideal_bits(counts) / total if total else 0.0
+
+
+def leaky_quantize(probabilities: np.ndarray, precision_bits: int = 24) -> np.ndarray:
+    """Integer frequencies exactly as constriction's ``Categorical(p, perfect=False)`` derives them.
+
+    constriction (``from_floating_point_probabilities_fast``) gives every symbol one unit and spreads
+    the remaining ``2**N - n`` units by truncating scaled float cumulatives::
+
+        scale = float64(2**N - n) / total            # total = left-to-right float64 sum of p
+        left[i] = trunc(cum[i] * scale) + i          # cum[i] = left-to-right float64 sum of p[:i]
+        f[i] = left[i+1] - left[i],  left[n] = 2**N
+
+    The sums are sequential (not pairwise), which :func:`numpy.cumsum` reproduces bit for bit. Every
+    symbol, also one of probability 0, gets ``f >= 1`` ("leaky").
+
+    Parameters
+    ----------
+    probabilities : array of float64, shape (n,), ``2 <= n < 2**N - 1``
+        Non-negative and finite, with a positive sum (need not be normalized).
+    precision_bits : int
+        ``N``; constriction's Python ``Categorical`` uses 24.
+    """
+    p = np.asarray(probabilities)
+    if p.ndim != 1 or p.dtype.kind != "f":
+        raise ConfigError(f"probabilities must be a 1-D float array, got shape {p.shape} dtype {p.dtype}")
+    p = p.astype(np.float64)
+    n = p.size
+    if not 2 <= n < (1 << precision_bits) - 1:
+        raise ConfigError(f"leaky quantization needs 2 to {(1 << precision_bits) - 2} symbols, got {n}")
+    if not np.all(np.isfinite(p)) or np.any(p < 0):
+        bad = int(np.flatnonzero(~np.isfinite(p) | (p < 0))[0])
+        raise ConfigError(f"probabilities[{bad}] = {p[bad]!r} is not a finite non-negative number")
+    cum = np.cumsum(p)
+    total = float(cum[-1])
+    if not total > 0 or not math.isfinite(total) or total < np.finfo(np.float64).tiny:
+        raise ConfigError("probabilities must have a positive, finite, normal sum")
+    scale = float((1 << precision_bits) - n) / total
+    left = np.empty(n + 1, dtype=np.int64)
+    left[0] = 0
+    # trunc of a non-negative float equals floor; products stay below 2**N so int64 is exact.
+    left[1:n] = np.floor(cum[:-1] * scale).astype(np.int64) + np.arange(1, n)
+    left[n] = 1 << precision_bits
+    return np.diff(left)

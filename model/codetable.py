@@ -1,0 +1,266 @@
+"""The symbol alphabet an ANS core codes for one tensor: direct codes plus an optional escape code.
+
+A tensor's coding pairs have codes ``0 .. n-1`` (its code→exponent table, paper §2). An ANS core with
+few probability bits pays for rare codes: every code that occurs needs a frequency of at least
+``1 / 2**N``. A :class:`CodeTable` therefore lets the rarest codes share one **escape symbol**; the
+escape carries the code's index inside the escape group in its additional data, so the coding pair
+stays a (symbol, additional data) pair of per-symbol width, exactly what the cores of §4.2 accept::
+
+    direct symbol s < n_direct : code = direct_codes[s],     extra = pair extra             (w bits)
+    escape symbol s = n_direct : code = escape_codes[index], extra = index << w | pair extra
+                                                                             (w + index_bits bits)
+
+``index_bits = ceil(log2(len(escape_codes)))``. The table (direct codes, escape codes, normalized
+frequencies of the symbols, widths) is part of the container and of the core's configuration, so the
+hardware sees the escape like any other symbol.
+
+:func:`build_code_table` chooses the escape group that minimizes the tensor's total coded size: the
+escape group is always a set of the least frequent codes, and every split point is priced exactly with
+the coder's own quantizer (cross-entropy of the quantized frequencies plus the index bits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ConfigError
+from .probability import cross_entropy_bits, leaky_quantize, normalize_counts
+
+__all__ = ["CodeTable", "build_code_table", "Quantizer", "optimal_quantizer", "constriction_quantizer"]
+
+#: Maps symbol counts (int64, every entry > 0) to integer frequencies summing to ``2**precision``.
+Quantizer = Callable[[np.ndarray], np.ndarray]
+
+
+def optimal_quantizer(precision_bits: int) -> Quantizer:
+    """The foundation's minimum-cost normalizer (:func:`~ansforge.model.probability.normalize_counts`)."""
+    return lambda counts: normalize_counts(counts, precision_bits)
+
+
+def constriction_quantizer(counts: np.ndarray) -> np.ndarray:
+    """constriction's leaky 24-bit quantization of ``counts / counts.sum()``.
+
+    constriction needs at least two symbols; a one-symbol alphabet gets an unused second symbol of
+    probability 0, whose leaky frequency is 1 (see :func:`leaky_quantize`).
+    """
+    c = np.asarray(counts, dtype=np.float64)
+    if c.size == 1:
+        return leaky_quantize(np.array([1.0, 0.0]), 24)
+    return leaky_quantize(c / c.sum(), 24)
+
+
+@dataclass(frozen=True)
+class CodeTable:
+    """Symbol alphabet of one tensor for an ANS coder.
+
+    Attributes
+    ----------
+    direct_codes : tuple of int
+        Code (index into the tensor's code→exponent table) of each direct symbol.
+    escape_codes : tuple of int
+        Codes grouped under the escape symbol, in index order; empty (no escape) or at least 2.
+    extra_bits : int
+        Width ``w`` of the pair format's additional data (8 for bf16).
+    freqs : tuple of int
+        Integer frequency of each symbol (direct symbols, then the escape symbol), summing to
+        ``2**precision_bits``. Non-zero for every symbol. A one-symbol alphabet may carry a second,
+        unused symbol (constriction's models need two).
+    precision_bits : int
+        ``N``: the table log ``R`` of a tANS coder or the probability precision ``P`` of rANS.
+    """
+
+    direct_codes: tuple[int, ...]
+    escape_codes: tuple[int, ...]
+    extra_bits: int
+    freqs: tuple[int, ...]
+    precision_bits: int
+
+    def __post_init__(self) -> None:
+        n = self.n_symbols
+        if n == 0:
+            raise ConfigError("code table: an alphabet needs at least one symbol")
+        if len(self.escape_codes) == 1:
+            raise ConfigError("code table: an escape group needs at least 2 codes (1 code is a direct symbol)")
+        codes = list(self.direct_codes) + list(self.escape_codes)
+        if len(set(codes)) != len(codes) or min(codes) < 0:
+            raise ConfigError(f"code table: codes must be distinct non-negative integers, got {codes}")
+        if len(self.freqs) != n and not (n == 1 and len(self.freqs) == 2):
+            raise ConfigError(f"code table: freqs has {len(self.freqs)} entries for {n} symbols")
+        for s, f in enumerate(self.freqs):
+            if f <= 0:
+                raise ConfigError(f"code table: freqs[{s}] = {f}; every symbol of the alphabet needs a frequency >= 1")
+        if sum(self.freqs) != 1 << self.precision_bits:
+            raise ConfigError(
+                f"code table: freqs sum to {sum(self.freqs)}, not 2**precision_bits = {1 << self.precision_bits}")
+        if not 0 <= self.extra_bits <= 32:
+            raise ConfigError(f"code table: extra_bits = {self.extra_bits} is outside 0..32")
+
+    @property
+    def n_direct(self) -> int:
+        return len(self.direct_codes)
+
+    @property
+    def has_escape(self) -> bool:
+        return bool(self.escape_codes)
+
+    @property
+    def n_symbols(self) -> int:
+        return len(self.direct_codes) + (1 if self.escape_codes else 0)
+
+    @property
+    def index_bits(self) -> int:
+        """Width of the escape index, ``ceil(log2(len(escape_codes)))`` (0 without escape)."""
+        return (len(self.escape_codes) - 1).bit_length() if self.escape_codes else 0
+
+    @property
+    def symbol_extra_bits(self) -> tuple[int, ...]:
+        """Additional-data width of each symbol: ``w`` for direct symbols, ``w + index_bits`` for escape."""
+        widths = [self.extra_bits] * self.n_direct
+        if self.escape_codes:
+            widths.append(self.extra_bits + self.index_bits)
+        return tuple(widths)
+
+    @property
+    def n_codes(self) -> int:
+        return len(self.direct_codes) + len(self.escape_codes)
+
+    def to_symbols(self, codes: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Map coding pairs to (symbol ``int64``, additional data ``uint64``) of this alphabet."""
+        codes = np.asarray(codes).ravel()
+        size = max(self.n_codes, int(codes.max()) + 1 if codes.size else 0)
+        sym_of = np.full(size, -1, dtype=np.int64)
+        idx_of = np.zeros(size, dtype=np.uint64)
+        sym_of[list(self.direct_codes)] = np.arange(self.n_direct)
+        if self.escape_codes:
+            sym_of[list(self.escape_codes)] = self.n_direct
+            idx_of[list(self.escape_codes)] = np.arange(len(self.escape_codes), dtype=np.uint64)
+        symbols = sym_of[codes]
+        if symbols.size and symbols.min() < 0:
+            bad = int(codes[np.flatnonzero(symbols < 0)[0]])
+            raise ConfigError(f"code {bad} occurs but is not in the code table")
+        extra = np.asarray(extra).ravel().astype(np.uint64)
+        if self.escape_codes:
+            extra = extra | (idx_of[codes] << np.uint64(self.extra_bits))
+        return symbols, extra
+
+    def from_symbols(self, symbols: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Inverse of :meth:`to_symbols`: (codes ``int64``, pair additional data ``uint64``)."""
+        symbols = np.asarray(symbols, dtype=np.int64).ravel()
+        extra = np.asarray(extra, dtype=np.uint64).ravel()
+        direct = np.asarray(self.direct_codes + (0,), dtype=np.int64)
+        codes = direct[np.minimum(symbols, self.n_direct)]
+        if self.escape_codes:
+            esc = symbols == self.n_direct
+            index = (extra[esc] >> np.uint64(self.extra_bits)).astype(np.int64)
+            if index.size and int(index.max()) >= len(self.escape_codes):
+                raise ConfigError(
+                    f"escape index {int(index.max())} is outside the {len(self.escape_codes)}-code escape group")
+            codes[esc] = np.asarray(self.escape_codes, dtype=np.int64)[index]
+            extra = extra & np.uint64((1 << self.extra_bits) - 1)
+        return codes, extra
+
+    def coded_bits(self, counts: np.ndarray) -> float:
+        """Cross-entropy cost in bits of coding codes with ``counts`` (plus escape index bits)."""
+        return _cost(np.asarray(counts, dtype=np.int64), self)
+
+    def to_json(self) -> dict:
+        return {"direct_codes": list(self.direct_codes), "escape_codes": list(self.escape_codes),
+                "extra_bits": self.extra_bits, "freqs": list(self.freqs), "precision_bits": self.precision_bits}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "CodeTable":
+        try:
+            return cls(tuple(int(v) for v in d["direct_codes"]), tuple(int(v) for v in d["escape_codes"]),
+                       int(d["extra_bits"]), tuple(int(v) for v in d["freqs"]), int(d["precision_bits"]))
+        except (KeyError, TypeError, ValueError) as e:
+            if isinstance(e, ConfigError):
+                raise
+            raise ConfigError(f"code table record is malformed: {e}") from None
+
+
+def _symbol_counts(counts: np.ndarray, direct: list[int], escape: list[int]) -> np.ndarray:
+    sc = counts[direct].tolist()
+    if escape:
+        sc.append(int(counts[escape].sum()))
+    return np.asarray(sc, dtype=np.int64)
+
+
+def _cost(counts: np.ndarray, table: CodeTable) -> float:
+    sc = _symbol_counts(counts, list(table.direct_codes), list(table.escape_codes))
+    bits = cross_entropy_bits(sc, np.asarray(table.freqs[: sc.size], dtype=np.int64), table.precision_bits)
+    if table.escape_codes:
+        bits += int(sc[-1]) * table.index_bits
+    return bits
+
+
+def build_code_table(counts: np.ndarray, extra_bits: int, precision_bits: int, *,
+                     quantizer: Quantizer | None = None, max_symbols: int = 256,
+                     max_extra_bits: int = 32, escape: bool = True) -> CodeTable:
+    """Choose direct codes, escape group and frequencies of minimum total size for ``counts``.
+
+    Parameters
+    ----------
+    counts : array of int, shape (n_codes,)
+        Occurrences of each code of the tensor; codes with count 0 are left out of the alphabet.
+    extra_bits : int
+        Additional-data width of the pair format.
+    precision_bits : int
+        Frequencies sum to ``2**precision_bits``.
+    quantizer
+        Counts → frequencies; default :func:`optimal_quantizer` of ``precision_bits``.
+    max_symbols : int
+        Largest alphabet the core accepts (the paper's cores: 64); codes beyond it must escape.
+    max_extra_bits : int
+        Largest additional-data width the core accepts; bounds ``extra_bits + index_bits``.
+    escape : bool
+        ``False`` forbids the escape symbol (every occurring code is direct).
+    """
+    c = np.asarray(counts)
+    if c.ndim != 1 or c.dtype.kind not in "iu" or (c.size and c.min() < 0):
+        raise ConfigError("counts must be a 1-D array of non-negative integers")
+    c = c.astype(np.int64)
+    q = quantizer or optimal_quantizer(precision_bits)
+    if extra_bits > max_extra_bits:
+        raise ConfigError(f"extra_bits = {extra_bits} exceeds the core's maximum additional-data width {max_extra_bits}")
+    occurring = [int(i) for i in np.flatnonzero(c)]
+    if not occurring:  # an empty tensor still needs a valid one-symbol alphabet
+        occurring = [0] if c.size else []
+        if not occurring:
+            raise ConfigError("counts are empty: a tensor needs at least one code")
+        c = c.copy()
+        c[0] = 1
+    # Most frequent first; ties by code so the choice is reproducible.
+    order = sorted(occurring, key=lambda i: (-int(c[i]), i))
+    n = len(order)
+    capacity = min(max_symbols, 1 << precision_bits)
+    best: tuple[float, CodeTable] | None = None
+    for n_direct in range(n, -1, -1):
+        direct, group = order[:n_direct], order[n_direct:]
+        if len(group) == 1 or (n_direct == 0 and n > 1 and not group):
+            continue
+        if group and not escape:
+            break
+        n_sym = n_direct + (1 if group else 0)
+        if n_sym > capacity:
+            continue
+        index_bits = (len(group) - 1).bit_length() if group else 0
+        if extra_bits + index_bits > max_extra_bits:
+            continue
+        sc = _symbol_counts(c, sorted(direct), sorted(group))
+        freqs = np.asarray(q(sc), dtype=np.int64)
+        table = CodeTable(tuple(sorted(direct)), tuple(sorted(group)), extra_bits,
+                          tuple(int(v) for v in freqs), precision_bits)
+        cost = _cost(c, table)
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, table)
+        if not escape:
+            break
+    if best is None:
+        raise ConfigError(
+            f"{n} codes occur, but a {capacity}-symbol alphabet with at most {max_extra_bits} additional-data "
+            f"bits cannot hold them (raise max_symbols or max_extra_bits, or allow the escape symbol)")
+    return best[1]
+

@@ -1,0 +1,519 @@
+"""The ``.ansf`` container: a compressed checkpoint, random access, and its integrity checks.
+
+Layout (all integers little-endian)::
+
+    header   magic b"ANSFORGE" | u32 version (1) | u32 n_tensors | u32 n_streams | u32 crc32(previous 20 bytes)
+    records  n_tensors tensor records, then n_streams stream records, each:
+             u32 length | UTF-8 JSON | u32 crc32(JSON)
+    payload  the streams' words (little-endian, W/8 bytes each) and raw tensors, at the offsets the
+             records give (relative to the payload start)
+
+A **tensor record** names the tensor and gives its shape, stored dtype, how it was coded (``pairs``
+or ``raw``), the pair format and conversion, the code→exponent table, the
+:class:`~ansforge.model.codetable.CodeTable` (direct and escape codes, normalized frequencies, extra
+widths), for tANS the state→symbol spread, and where its pairs lie in which stream. A **stream
+record** gives the codec and its parameters, the pair and word counts, the checkpoints
+(``[pair, word, bit, state]``, every ``checkpoint_interval`` pairs) and one CRC-32 per **block**; the
+blocks split the word addresses at the checkpoints, so block ``b`` holds the words the decoder reads
+between checkpoints ``b`` and ``b + 1``. The format of the words is ``docs/bitstream.md``.
+
+By default all coded tensors share one stream, in file order, so the final-state cost is paid once
+per checkpoint (a stream per tensor costs up to one word each; ``group="tensor"`` does that).
+
+Every byte is covered by a CRC or a structural check: a flipped or missing byte raises
+:class:`ContainerError` naming the tensor and block, never returns wrong weights, and never hangs
+(decoders are bounded by the pair counts).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+import struct
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .checkpoint import ITEMSIZE, SUPPORTED_DTYPES, open_checkpoint, write_safetensors
+from .codecs import CodecSpec, parse_codec
+from .codetable import CodeTable
+from .errors import AnsforgeError, ConfigError
+from .pairs import PAIR_FORMATS, CodingPairs, convert
+from .probability import ideal_bits
+from .stream import Checkpoint, Run, StreamError
+
+__all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "Container",
+           "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION"]
+
+MAGIC = b"ANSFORGE"
+VERSION = 1
+DEFAULT_CHECKPOINT_INTERVAL = 1 << 20
+RAW_BLOCK_BYTES = 1 << 20
+_HEADER = struct.Struct("<8sIIII")
+_STORAGE = {"bf16": "BF16", "fp16": "F16", "fp32": "F32"}
+_NATIVE = {"F32": "fp32", "F16": "fp16", "BF16": "bf16"}
+_RAW_NUMPY = {"F64": "<f8", "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1", "U64": "<u8", "U32": "<u4",
+              "U16": "<u2", "U8": "u1", "BOOL": "?"}
+
+
+class ContainerError(AnsforgeError):
+    """A container that is truncated, corrupted or not an ansforge container."""
+
+
+def _crc(b: bytes | memoryview) -> int:
+    return zlib.crc32(b) & 0xFFFFFFFF
+
+
+@dataclass
+class CodedTensor:
+    """One tensor's part of a stream: its pairs' alphabet and coder table and where its pairs lie."""
+
+    name: str
+    pairs: CodingPairs
+    code_table: CodeTable
+    table: object
+    first_pair: int = 0
+    ideal_bits: float = 0.0
+
+
+@dataclass
+class CodedStream:
+    """A stream of one or more tensors, encoded by a golden coder."""
+
+    spec: CodecSpec
+    tensors: list[CodedTensor]
+    words: np.ndarray
+    checkpoints: list[Checkpoint]
+    n_pairs: int
+    checkpoint_interval: int
+
+    @property
+    def word_bits_total(self) -> int:
+        return int(self.words.size) * self.spec.word_bits
+
+    @property
+    def checkpoint_bits(self) -> int:
+        """Bits of the stored checkpoints: 32-bit word offset, 8-bit bit offset and the coder state each."""
+        return len(self.checkpoints) * (32 + 8 + self.spec.state_bits)
+
+    @property
+    def total_bits(self) -> int:
+        return self.word_bits_total + self.checkpoint_bits
+
+
+def encode_tensors(spec: CodecSpec, items: Sequence[tuple[str, CodingPairs]],
+                   checkpoint_interval: int | None = DEFAULT_CHECKPOINT_INTERVAL) -> CodedStream:
+    """Encode tensors' coding pairs, in order, into one stream of ``spec``'s golden coder."""
+    coded: list[CodedTensor] = []
+    syms, exs, runs = [], [], []
+    pos = 0
+    for i, (name, pairs) in enumerate(items):
+        counts = pairs.counts()
+        extra_bits = int(pairs.extra_bits_per_code.max()) if pairs.extra_bits_per_code.size else 0
+        try:
+            ct = spec.code_table(counts, extra_bits)
+            table = spec.coder_table(ct, counts)
+            s, e = ct.to_symbols(pairs.codes, pairs.extra)
+        except ConfigError as exc:
+            raise ConfigError(f"tensor {name!r}: {exc}") from None
+        ideal = ideal_bits(counts) + pairs.extra_bits_total()
+        coded.append(CodedTensor(name, pairs, ct, table, pos, ideal))
+        syms.append(s)
+        exs.append(e)
+        runs.append(Run(i, int(s.size)))
+        pos += int(s.size)
+    sy = np.concatenate(syms) if syms else np.zeros(0, np.int64)
+    ex = np.concatenate(exs) if exs else np.zeros(0, np.uint64)
+    stream = spec.coder().encode([t.table for t in coded], runs, sy, ex, checkpoint_interval)
+    return CodedStream(spec, coded, stream.words, stream.checkpoints, pos, checkpoint_interval or 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Writing
+
+
+def _blocks(n_words: int, checkpoints: Sequence[Checkpoint]) -> list[tuple[int, int]]:
+    """Word-address ranges ``[lo, hi)`` of the blocks, in decoding order (from the top down)."""
+    bounds = [n_words] + [c.word for c in checkpoints] + [0]
+    out = []
+    for hi, lo in zip(bounds, bounds[1:]):
+        out.append((lo, hi))
+    return out
+
+
+def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[str], codec: str = "tans8", *,
+                        pairs: str = "auto", checkpoint_interval: int = DEFAULT_CHECKPOINT_INTERVAL,
+                        group: str = "model", allow_nonfinite: bool = False,
+                        progress: Callable[[str], None] | None = None) -> dict:
+    """Compress every tensor of checkpoint ``model`` into container ``out`` (written atomically).
+
+    Parameters
+    ----------
+    codec
+        A codec name (:func:`~ansforge.model.codecs.parse_codec`).
+    pairs
+        ``auto`` codes each float tensor in its own storage format (lossless); ``bf16``, ``fp16`` or
+        ``fp32`` convert first (the conversion is recorded; decompression returns the converted tensor).
+    group
+        ``model``: one stream for all coded tensors; ``tensor``: one stream per tensor.
+    allow_nonfinite
+        NaN and Inf code exactly, but a checkpoint holding them is usually broken: refused unless set.
+
+    Returns a summary (``tensors``, ``pairs``, ``bits``, ``ideal_bits``, ``gap``).
+    """
+    spec = parse_codec(codec)
+    if pairs != "auto" and pairs not in PAIR_FORMATS:
+        raise ConfigError(f"pairs must be auto or one of {', '.join(PAIR_FORMATS)}, not {pairs!r}")
+    if group not in ("model", "tensor"):
+        raise ConfigError(f"group must be 'model' or 'tensor', not {group!r}")
+    if isinstance(checkpoint_interval, bool) or not isinstance(checkpoint_interval, int) or checkpoint_interval < 0:
+        raise ConfigError(f"checkpoint_interval must be a non-negative integer, not {checkpoint_interval!r}")
+    ckpt = open_checkpoint(model)
+    records: list[dict] = []
+    coded_items: list[tuple[int, str, CodingPairs]] = []
+    raw_payload: list[tuple[int, bytes]] = []
+    for info in ckpt.infos():
+        rec: dict = {"name": info.name, "shape": list(info.shape), "source_dtype": info.dtype}
+        if info.dtype not in SUPPORTED_DTYPES:
+            nbytes = ITEMSIZE.get(info.dtype)
+            if nbytes is None:
+                raise ConfigError(f"{model}: tensor {info.name!r} has dtype {info.dtype}, which the container cannot store")
+            data = np.memmap(ckpt.path, dtype=np.uint8, mode="r", offset=info.offset, shape=(info.nbytes,)) \
+                if info.nbytes else np.zeros(0, np.uint8)
+            rec.update({"coding": "raw", "dtype": info.dtype})
+            raw_payload.append((len(records), bytes(data)))
+            records.append(rec)
+            continue
+        t = ckpt.tensor(info.name)
+        target = _NATIVE[info.dtype] if pairs == "auto" else pairs
+        bits, conv = convert(t.array, info.dtype, target)
+        if conv.nonfinite and not allow_nonfinite:
+            raise ConfigError(f"{model}: tensor {info.name!r} holds {conv.nonfinite} NaN/Inf values "
+                              f"(after conversion to {target}); pass allow_nonfinite (--allow-nonfinite) to code them exactly")
+        fmt = PAIR_FORMATS[target]
+        cp = fmt.split(bits)
+        rec.update({"coding": "pairs", "dtype": _STORAGE[target], "pair_format": target,
+                    "conversion": conv.describe(), "lossy": conv.lossy, "changed": conv.changed,
+                    "exponents": cp.exponents.tolist()})
+        coded_items.append((len(records), info.name, cp))
+        records.append(rec)
+        if progress:
+            progress(info.name)
+    groups = [coded_items] if group == "model" else [[it] for it in coded_items]
+    groups = [g for g in groups if g]
+    streams: list[CodedStream] = [encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval) for g in groups]
+    payload: list[bytes] = []
+    offset = 0
+    stream_records = []
+    for si, (g, st) in enumerate(zip(groups, streams)):
+        blob = st.words.astype(st.words.dtype.newbyteorder("<"), copy=False).tobytes()
+        wb = st.words.dtype.itemsize
+        blocks = [[lo, hi, _crc(blob[lo * wb:hi * wb])] for lo, hi in _blocks(int(st.words.size), st.checkpoints)]
+        stream_records.append({
+            "codec": spec.to_json(), "n_pairs": st.n_pairs, "n_words": int(st.words.size),
+            "word_bytes": wb, "payload_offset": offset, "checkpoint_interval": st.checkpoint_interval,
+            "checkpoints": [list(c.as_tuple()) for c in st.checkpoints], "blocks": blocks})
+        payload.append(blob)
+        offset += len(blob)
+        for (ri, _, _), ct in zip(g, st.tensors):
+            rec = records[ri]
+            rec.update({"stream": si, "first_pair": ct.first_pair, "n_pairs": int(ct.pairs.codes.size),
+                        "code_table": ct.code_table.to_json(), "ideal_bits": ct.ideal_bits})
+            if spec.tans is not None:
+                rec["tans_spread"] = ct.table.spread
+                rec["tans_symbols"] = base64.b64encode(ct.table.symbol.astype(np.uint8).tobytes()).decode()
+    for ri, data in raw_payload:
+        blocks = [[o, min(len(data), o + RAW_BLOCK_BYTES), _crc(data[o:o + RAW_BLOCK_BYTES])]
+                  for o in range(0, len(data), RAW_BLOCK_BYTES)]
+        records[ri].update({"payload_offset": offset, "nbytes": len(data), "blocks": blocks})
+        payload.append(data)
+        offset += len(data)
+    out = Path(out)
+    tmp = out.with_name(out.name + ".partial")
+    with open(tmp, "wb") as f:
+        head = _HEADER.pack(MAGIC, VERSION, len(records), len(stream_records), 0)[:20]
+        f.write(head + struct.pack("<I", _crc(head)))
+        for rec in records + stream_records:
+            js = json.dumps(rec, separators=(",", ":")).encode()
+            f.write(struct.pack("<I", len(js)) + js + struct.pack("<I", _crc(js)))
+        for blob in payload:
+            f.write(blob)
+    os.replace(tmp, out)
+    bits = sum(s.total_bits for s in streams)
+    ideal = sum(t.ideal_bits for s in streams for t in s.tensors)
+    return {"tensors": len(records), "coded": len(coded_items), "pairs": sum(s.n_pairs for s in streams),
+            "bits": bits, "ideal_bits": ideal, "gap": bits / ideal - 1 if ideal else 0.0,
+            "streams": len(streams), "bytes": out.stat().st_size}
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading
+
+_NAME_RE = re.compile(rb'"name":"((?:[^"\\]|\\.)*)"')
+
+
+@dataclass
+class _Stream:
+    index: int
+    spec: CodecSpec
+    n_pairs: int
+    n_words: int
+    word_bytes: int
+    offset: int
+    checkpoints: list[Checkpoint]
+    blocks: list[tuple[int, int, int]]
+    tensors: list[int] = field(default_factory=list)
+    tables: list = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+    verified: set = field(default_factory=set)
+
+
+class Container:
+    """A read-only view of an ``.ansf`` container (see :func:`open_container`)."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        try:
+            self._data = np.memmap(self.path, dtype=np.uint8, mode="r") if self.path.stat().st_size else b""
+        except OSError as e:
+            raise ContainerError(f"{self.path}: cannot read: {e.strerror or e}") from None
+        self._parse()
+
+    # -- parsing -----------------------------------------------------------------------------------
+    def _fail(self, where: str, msg: str) -> ContainerError:
+        return ContainerError(f"{self.path}: {where}: {msg}")
+
+    def _bytes(self, lo: int, hi: int, where: str) -> bytes:
+        if lo < 0 or hi > len(self._data) or lo > hi:
+            raise self._fail(where, f"truncated (needs bytes {lo}..{hi}, file has {len(self._data)})")
+        return bytes(self._data[lo:hi])
+
+    def _parse(self) -> None:
+        head = self._bytes(0, 24, "header")
+        magic, version, n_t, n_s, crc = _HEADER.unpack(head)
+        if magic != MAGIC:
+            raise self._fail("header", "not an ansforge container (bad magic)")
+        if crc != _crc(head[:20]):
+            raise self._fail("header", "CRC32 mismatch")
+        if version != VERSION:
+            raise self._fail("header", f"version {version} is not supported (this ansforge reads {VERSION})")
+        pos = 24
+        raw_records = []
+        for i in range(n_t + n_s):
+            what = f"tensor record {i + 1} of {n_t}" if i < n_t else f"stream record {i - n_t + 1} of {n_s}"
+            (length,) = struct.unpack("<I", self._bytes(pos, pos + 4, what))
+            js = self._bytes(pos + 4, pos + 4 + length, what)
+            (crc,) = struct.unpack("<I", self._bytes(pos + 4 + length, pos + 8 + length, what))
+            if crc != _crc(js):
+                m = _NAME_RE.search(js) if i < n_t else None
+                name = f"tensor {m.group(1).decode(errors='replace')!r} " if m else ""
+                raise self._fail(f"{name}({what}), metadata block", "CRC32 mismatch")
+            try:
+                raw_records.append(json.loads(js))
+            except ValueError as e:
+                raise self._fail(what, f"malformed JSON: {e}") from None
+            pos += 8 + length
+        self._payload = pos
+        self.tensors: list[dict] = raw_records[:n_t]
+        self._by_name = {}
+        for i, rec in enumerate(self.tensors):
+            if not isinstance(rec, dict) or "name" not in rec or "coding" not in rec:
+                raise self._fail(f"tensor record {i + 1}", "lacks name or coding")
+            self._by_name[rec["name"]] = i
+        self.streams: list[_Stream] = []
+        for si, rec in enumerate(raw_records[n_t:]):
+            try:
+                spec = CodecSpec.from_json(rec["codec"])
+                st = _Stream(si, spec, int(rec["n_pairs"]), int(rec["n_words"]), int(rec["word_bytes"]),
+                             int(rec["payload_offset"]), [Checkpoint(*map(int, c)) for c in rec["checkpoints"]],
+                             [tuple(map(int, b)) for b in rec["blocks"]])
+            except (KeyError, TypeError, ValueError) as e:
+                raise self._fail(f"stream record {si + 1}", f"malformed: {e}") from None
+            self.streams.append(st)
+        for i, rec in enumerate(self.tensors):
+            if rec["coding"] != "pairs":
+                continue
+            where = f"tensor {rec['name']!r}"
+            try:
+                st = self.streams[int(rec["stream"])]
+                ct = CodeTable.from_json(rec["code_table"])
+                table = st.spec.coder_table(
+                    ct, spread=rec.get("tans_spread"),
+                    spread_symbols=np.frombuffer(base64.b64decode(rec["tans_symbols"], validate=True), np.uint8)) \
+                    if st.spec.tans is not None else st.spec.coder_table(ct)
+                rec["_code_table"] = ct
+            except (KeyError, IndexError, TypeError, ValueError, binascii.Error) as e:
+                raise self._fail(where, f"metadata is inconsistent: {e}") from None
+            if int(rec["first_pair"]) != sum(r.count for r in st.runs):
+                raise self._fail(where, "tensor pairs are not contiguous in their stream")
+            st.tensors.append(i)
+            st.tables.append(table)
+            st.runs.append(Run(len(st.runs), int(rec["n_pairs"])))
+        end = self._payload
+        for st in self.streams:
+            if sum(r.count for r in st.runs) != st.n_pairs:
+                raise self._fail(f"stream {st.index}", "tensor pair counts do not add up to the stream's")
+            end = max(end, self._payload + st.offset + st.n_words * st.word_bytes)
+        for rec in self.tensors:
+            if rec["coding"] == "raw":
+                end = max(end, self._payload + int(rec["payload_offset"]) + int(rec["nbytes"]))
+        if end > len(self._data):
+            raise self._fail("payload", f"truncated: {len(self._data)} bytes, records need {end}")
+
+    # -- access ------------------------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        return [r["name"] for r in self.tensors]
+
+    def record(self, name: str) -> dict:
+        if name not in self._by_name:
+            raise ConfigError(f"{self.path}: no tensor named {name!r}")
+        return self.tensors[self._by_name[name]]
+
+    def _words(self, st: _Stream) -> np.ndarray:
+        lo = self._payload + st.offset
+        dt = np.dtype({1: "<u1", 2: "<u2", 4: "<u4", 8: "<u8"}[st.word_bytes])
+        return np.frombuffer(self._bytes(lo, lo + st.n_words * st.word_bytes, f"stream {st.index}"), dtype=dt)
+
+    def _tensor_at(self, st: _Stream, pair: int) -> str:
+        for ti, r in zip(st.tensors, st.runs):
+            first = int(self.tensors[ti]["first_pair"])
+            if first <= pair < first + r.count or (r.count == 0 and first == pair):
+                return self.tensors[ti]["name"]
+        return self.tensors[st.tensors[-1]]["name"] if st.tensors else "?"
+
+    def _verify_blocks(self, st: _Stream, words: np.ndarray, lo_addr: int, hi_addr: int) -> None:
+        raw = words.tobytes()
+        for b, (lo, hi, crc) in enumerate(st.blocks):
+            if b in st.verified or not (lo < hi_addr and hi > lo_addr):
+                continue
+            if _crc(raw[lo * st.word_bytes:hi * st.word_bytes]) != crc:
+                pair = st.checkpoints[b - 1].pair if b else 0
+                raise self._fail(f"tensor {self._tensor_at(st, pair)!r} block {b} (stream {st.index}, words {lo}..{hi})",
+                                 "CRC32 mismatch")
+            st.verified.add(b)
+
+    def _decode(self, st: _Stream, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        words = self._words(st)
+        cp = None
+        for c in st.checkpoints:
+            if c.pair <= start:
+                cp = c
+        top = cp.word + (1 if cp and cp.bit else 0) if cp else st.n_words
+        try:
+            s, e, after = st.spec.coder().decode(words, st.tables, st.runs, start, count, cp)
+        except StreamError as exc:
+            self._verify_blocks(st, words, 0, top)
+            raise self._fail(f"tensor {self._tensor_at(st, start)!r} (stream {st.index})", str(exc)) from None
+        self._verify_blocks(st, words, after.word, top)
+        return s, e
+
+    def read(self, name: str) -> np.ndarray:
+        """The tensor's stored bit patterns (or raw values), shaped, in the container's dtype."""
+        rec = self.record(name)
+        return self.read_range(name, 0, None).reshape(rec["shape"])
+
+    def read_range(self, name: str, start: int, count: int | None) -> np.ndarray:
+        """Values ``start .. start+count-1`` of the flattened tensor (bit patterns for float tensors)."""
+        rec = self.record(name)
+        n = int(np.prod(rec["shape"], dtype=np.int64))
+        count = n - start if count is None else count
+        if start < 0 or count < 0 or start + count > n:
+            raise ConfigError(f"{self.path}: range {start}..{start + count} is outside tensor {name!r} of {n} values")
+        if rec["coding"] == "raw":
+            item = ITEMSIZE[rec["dtype"]]
+            lo = self._payload + int(rec["payload_offset"])
+            data = self._bytes(lo, lo + int(rec["nbytes"]), f"tensor {name!r}")
+            for b, (o, hi, crc) in enumerate(rec["blocks"]):
+                if _crc(data[o:hi]) != crc:
+                    raise self._fail(f"tensor {name!r} block {b}", "CRC32 mismatch")
+            return np.frombuffer(data[start * item:(start + count) * item], dtype=_RAW_NUMPY.get(rec["dtype"], f"V{item}"))
+        st = self.streams[int(rec["stream"])]
+        s, e = self._decode(st, int(rec["first_pair"]) + start, count)
+        ct: CodeTable = rec["_code_table"]
+        fmt = PAIR_FORMATS[rec["pair_format"]]
+        codes, extra = ct.from_symbols(s, e)
+        exps = np.asarray(rec["exponents"], dtype=np.uint16)
+        if codes.size and int(codes.max()) >= exps.size:
+            raise self._fail(f"tensor {name!r}", "decoded code outside the tensor's exponent table")
+        pairs = CodingPairs(codes.astype(np.uint16), extra.astype(np.uint32),
+                            np.full(exps.size, fmt.extra_bits, np.uint8), exps, (count,))
+        return fmt.join(pairs).ravel()
+
+    def decode_range(self, name: str, start: int, count: int) -> np.ndarray:
+        """Random access: values ``start .. start+count-1`` of tensor ``name``, decoded from the nearest
+        checkpoint at or before ``start`` (bit patterns of the tensor's dtype)."""
+        return self.read_range(name, start, count)
+
+    def decompress(self, out: str | os.PathLike[str]) -> None:
+        """Write every tensor to a safetensors file (atomically), bit-exact."""
+        decoded: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+        def stream_pairs(st: _Stream):
+            if st.index not in decoded:
+                decoded[st.index] = self._decode(st, 0, st.n_pairs)
+            return decoded[st.index]
+
+        def fill(index: int, name: str):
+            rec = self.tensors[index]
+            if rec["coding"] == "raw":
+                yield np.frombuffer(self.read_range(name, 0, None).tobytes(), np.uint8)
+                return
+            st = self.streams[int(rec["stream"])]
+            s_all, e_all = stream_pairs(st)
+            a, n = int(rec["first_pair"]), int(rec["n_pairs"])
+            ct: CodeTable = rec["_code_table"]
+            fmt = PAIR_FORMATS[rec["pair_format"]]
+            codes, extra = ct.from_symbols(s_all[a:a + n], e_all[a:a + n])
+            exps = np.asarray(rec["exponents"], dtype=np.uint16)
+            if codes.size and int(codes.max()) >= exps.size:
+                raise self._fail(f"tensor {name!r}", "decoded code outside the tensor's exponent table")
+            bits = fmt.join(CodingPairs(codes.astype(np.uint16), extra.astype(np.uint32),
+                                        np.full(exps.size, fmt.extra_bits, np.uint8), exps, (n,)))
+            yield bits.view(SUPPORTED_DTYPES[rec["dtype"]]) if rec["dtype"] != "BF16" else bits
+
+        write_safetensors(out, [(r["name"], r["dtype"], tuple(r["shape"])) for r in self.tensors], fill,
+                          metadata={"ansforge": "decompressed from " + self.path.name})
+
+    def summary(self) -> dict:
+        bits = sum(st.n_words * st.word_bytes * 8 + len(st.checkpoints) * (40 + st.spec.state_bits)
+                   for st in self.streams)
+        ideal = sum(float(r.get("ideal_bits", 0.0)) for r in self.tensors if r["coding"] == "pairs")
+        pairs = sum(st.n_pairs for st in self.streams)
+        return {"tensors": len(self.tensors), "streams": len(self.streams), "pairs": pairs, "bits": bits,
+                "ideal_bits": ideal, "gap": bits / ideal - 1 if ideal else 0.0,
+                "bits_per_pair": bits / pairs if pairs else 0.0, "bytes": len(self._data)}
+
+    def inspect(self) -> str:
+        """A human-readable listing: streams, codecs, checkpoints, and per tensor its alphabet and size."""
+        s = self.summary()
+        lines = [f"{self.path}: ansforge container v{VERSION}, {s['tensors']} tensors, {s['streams']} stream(s), "
+                 f"{s['bytes']:,} bytes",
+                 f"coded pairs {s['pairs']:,}: {s['bits_per_pair']:.4f} bits/pair, "
+                 f"{100 * s['gap']:+.4f}% vs ideal (final state and checkpoints included)"]
+        for st in self.streams:
+            lines.append(f"stream {st.index}: {st.spec.name} {st.spec.to_json()}, {st.n_pairs:,} pairs, "
+                         f"{st.n_words:,} words, {len(st.checkpoints)} checkpoints, {len(st.blocks)} CRC blocks")
+        lines.append(f"{'tensor':40s} {'shape':>14s} {'dtype':>5s} {'coding':>8s} {'codes':>5s} {'esc':>3s} "
+                     f"{'spread':>6s}  conversion")
+        for r in self.tensors:
+            shape = "x".join(map(str, r["shape"])) or "scalar"
+            if r["coding"] == "pairs":
+                ct = r["_code_table"]
+                lines.append(f"{r['name'][:40]:40s} {shape:>14s} {r['dtype']:>5s} {r['pair_format']:>8s} "
+                             f"{ct.n_codes:5d} {len(ct.escape_codes):3d} {r.get('tans_spread', '-'):>6s}  "
+                             f"{r['conversion']}")
+            else:
+                lines.append(f"{r['name'][:40]:40s} {shape:>14s} {r['dtype']:>5s} {'raw':>8s}")
+        return "\n".join(lines)
+
+
+def open_container(path: str | os.PathLike[str]) -> Container:
+    """Open and validate a container's header and records (payload blocks are checked when decoded)."""
+    return Container(path)

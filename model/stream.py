@@ -1,0 +1,105 @@
+"""What the golden tANS and rANS coders share: runs of tables, checkpoints, encoded streams, errors.
+
+A **stream** codes a sequence of coding pairs, already mapped to (symbol, additional data) by each
+tensor's :class:`~ansforge.model.codetable.CodeTable`. Consecutive pairs coded with the same table form
+a **run**; a stream that holds several tensors switches table at each tensor boundary, as the paper's
+decompressor does between matrices. The bit-level rules are in ``docs/bitstream.md``.
+
+Words are a **stack**: the encoder (which runs back to front, paper §4.1) appends words at increasing
+addresses, the decoder reads them from the highest address down. A **checkpoint** lets a decoder start
+at pair ``pair`` (§4.4: "besides the memory location and a bit pointer, we also need some information
+on the status of the decompressor"):
+
+``word``
+    number of words still to be read (the decoder next reads address ``word - 1``);
+``bit``
+    number of not yet consumed bits left in the word at address ``word`` (its low bits; tANS only);
+``state``
+    the coder state (tANS: state index ``0 .. 2**R - 1``; rANS: the ``S``-bit state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import AnsforgeError, ConfigError
+
+__all__ = ["Checkpoint", "EncodedStream", "StreamError", "Run", "check_runs", "table_at"]
+
+
+class StreamError(AnsforgeError):
+    """A word stream that cannot be what the encoder produced (truncated, corrupted or mismatched)."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Decoder state before pair ``pair`` (see the module docstring)."""
+
+    pair: int
+    word: int
+    bit: int
+    state: int
+
+    def as_tuple(self) -> tuple[int, int, int, int]:
+        return (self.pair, self.word, self.bit, self.state)
+
+
+@dataclass(frozen=True)
+class Run:
+    """``count`` consecutive pairs coded with ``tables[table]``."""
+
+    table: int
+    count: int
+
+
+@dataclass
+class EncodedStream:
+    """Output of a golden encoder: the words (encoder order) and the checkpoints (increasing ``pair``)."""
+
+    words: np.ndarray
+    n_pairs: int
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+
+    @property
+    def n_words(self) -> int:
+        return int(self.words.size)
+
+
+def check_runs(runs: Sequence[Run], n_tables: int, n_pairs: int | None = None) -> int:
+    """Validate runs against the table list; returns the total number of pairs."""
+    total = 0
+    for i, r in enumerate(runs):
+        if not 0 <= r.table < n_tables:
+            raise ConfigError(f"runs[{i}].table = {r.table} is outside the {n_tables} tables")
+        if r.count < 0:
+            raise ConfigError(f"runs[{i}].count = {r.count} is negative")
+        total += r.count
+    if n_pairs is not None and total != n_pairs:
+        raise ConfigError(f"runs cover {total} pairs, but {n_pairs} pairs were given")
+    return total
+
+
+def table_at(runs: Sequence[Run]) -> np.ndarray:
+    """Start pair of each run (int64, ``len(runs) + 1`` entries, last = total)."""
+    return np.concatenate([[0], np.cumsum([r.count for r in runs], dtype=np.int64)]).astype(np.int64)
+
+
+def check_pairs(symbols: np.ndarray, extras: np.ndarray, runs: Sequence[Run], n_symbols: Sequence[int],
+                widths: Sequence[Sequence[int]]) -> None:
+    """Reject symbols outside their table's alphabet and additional data wider than its symbol allows."""
+    starts = table_at(runs)
+    for i, r in enumerate(runs):
+        s = symbols[starts[i]:starts[i + 1]]
+        if not s.size:
+            continue
+        if int(s.min()) < 0 or int(s.max()) >= n_symbols[r.table]:
+            raise ConfigError(f"run {i}: symbol outside the table's {n_symbols[r.table]}-symbol alphabet")
+        w = np.asarray(widths[r.table], dtype=np.uint64)[s]
+        e = extras[starts[i]:starts[i + 1]].astype(np.uint64)
+        if np.any(e >> w):
+            j = int(np.flatnonzero(e >> w)[0])
+            raise ConfigError(
+                f"pair {int(starts[i]) + j}: additional data {int(e[j])} does not fit its symbol's {int(w[j])} bits")

@@ -1,0 +1,352 @@
+"""Golden tANS coder: the bit-exact model of the paper's tANS cores (§4.2, Table 1 "tANS 8 bits").
+
+tANS is a finite-state machine over ``L = 2**R`` states (the paper: ``R = 8``, 256 states). A table
+:class:`TansTable` is built from the symbols' normalized frequencies (``sum f_s = L``) by *spreading*
+each symbol ``s`` over ``f_s`` states:
+
+``"fse"``
+    FSE's step spread: position ``p`` advances by ``L/2 + L/8 + 3`` modulo ``L``.
+``"tuned"``
+    Duda's precise spread: occurrence ``i = f_s .. 2 f_s - 1`` of ``s`` is placed by the key
+    ``1 / (p_s ln(1 + 1/i))``, the position where a state of probability ``∝ 1/x`` expects it, using
+    the symbols' true probabilities ``p_s``; the keys are sorted into states ``0 .. L-1``.
+
+State ``X`` of the encoder lies in ``[L, 2L)``; the model speaks of the *state index* ``X - L``.
+Coding one pair (symbol ``s``, additional data ``e`` of ``k_s`` bits):
+
+encoder (pairs back to front)
+    ``n = R + 1 - bitlen(f_s) - (X < f_s << (R + 1 - bitlen(f_s)))`` bits of ``X`` are written (its
+    ``n`` low bits), ``X := spread position of (s, X >> n)``, then ``e`` is written (``k_s`` bits).
+decoder (pairs front to back)
+    ``s = symbol[X]``; one field of ``k_s + nb[X]`` bits is read: its high ``k_s`` bits are ``e``, its
+    low ``nb[X]`` bits are added to ``base[X]`` to give the next state.
+
+Bits go through a word stack of ``W``-bit words (``docs/bitstream.md``): the decoder reads the most
+recently written bits first. The stream ends (decoder side: begins) with the final state index
+(``R`` bits) and a ``1`` marker bit; the decoder finds the marker as the highest set bit of the last
+word. The encoder starts from state index 0, which the decoder checks after the last pair, together
+with an exhausted stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .codetable import CodeTable
+from .errors import ConfigError
+from .stream import Checkpoint, EncodedStream, Run, StreamError, check_pairs, check_runs, table_at
+
+__all__ = ["TansParams", "TansTable", "TansCoder", "SPREADS", "fse_spread", "tuned_spread"]
+
+SPREADS = ("fse", "tuned")
+
+#: Pairs converted to Python lists at a time by the golden loops (bounds their memory).
+CHUNK = 1 << 16
+
+
+@dataclass(frozen=True)
+class TansParams:
+    """Parameters of a tANS core.
+
+    table_log : int
+        ``R``, 5 to 12: ``2**R`` states, frequencies of ``R`` bits. The paper's cores: 8.
+    word_bits : int
+        ``W``, width of a stream word, 8 to 32 (the paper: 16).
+    max_symbols : int
+        Largest alphabet, 2 to 256 (the paper: 64).
+    max_extra_bits : int
+        Largest additional-data width of a symbol, 0 to 32; the pair formats need up to 24
+        (fp32), an escape symbol adds its index bits.
+    """
+
+    table_log: int = 8
+    word_bits: int = 16
+    max_symbols: int = 64
+    max_extra_bits: int = 32
+
+    def __post_init__(self) -> None:
+        for name, lo, hi in (("table_log", 5, 12), ("word_bits", 8, 32), ("max_symbols", 2, 256),
+                             ("max_extra_bits", 0, 32)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+                raise ConfigError(f"tANS {name} must be an integer from {lo} to {hi}, not {v!r}")
+
+    @property
+    def n_states(self) -> int:
+        return 1 << self.table_log
+
+
+def fse_spread(freqs: Sequence[int], table_log: int) -> np.ndarray:
+    """Symbol of each state index under FSE's step spread."""
+    L = 1 << table_log
+    step = (L >> 1) + (L >> 3) + 3
+    out = np.empty(L, dtype=np.int64)
+    pos = 0
+    for s, f in enumerate(freqs):
+        for _ in range(int(f)):
+            out[pos] = s
+            pos = (pos + step) & (L - 1)
+    return out
+
+
+def tuned_spread(freqs: Sequence[int], table_log: int, probabilities: Sequence[float] | None = None) -> np.ndarray:
+    """Symbol of each state index under Duda's precise spread (see the module docstring)."""
+    f = np.asarray(freqs, dtype=np.int64)
+    L = 1 << table_log
+    p = np.asarray(probabilities if probabilities is not None else f / L, dtype=np.float64)
+    p = np.where(p > 0, p, f / L)
+    keys, syms = [], []
+    for s in range(f.size):
+        i = np.arange(f[s], 2 * f[s], dtype=np.float64)
+        keys.append(1.0 / (p[s] * np.log1p(1.0 / i)))
+        syms.append(np.full(int(f[s]), s, dtype=np.int64))
+    keys_a, syms_a = np.concatenate(keys), np.concatenate(syms)
+    order = np.lexsort((syms_a, keys_a))  # by key, ties by symbol: reproducible
+    return syms_a[order]
+
+
+class TansTable:
+    """Encoder and decoder tables of one alphabet (``2**R`` states).
+
+    Attributes (all NumPy ``int64``)
+    ----------
+    symbol, nb_bits, base : shape (L,)
+        Decoder: at state index ``x``, emit ``symbol[x]``, read ``nb_bits[x]`` bits ``v``; the next
+        state index is ``base[x] + v``.
+    encode_state : shape (L,)
+        Encoder: state index reached from symbol ``s`` and ``x_s = f_s .. 2 f_s - 1`` is
+        ``encode_state[cum[s] + x_s - f_s]``.
+    """
+
+    def __init__(self, code_table: CodeTable, params: TansParams, spread: str = "tuned",
+                 probabilities: Sequence[float] | None = None, symbols: Sequence[int] | None = None):
+        """Build from ``code_table`` by ``spread``, or from an explicit spread ``symbols`` (state index →
+        symbol, as stored in a container and uploaded to a core), checked against the frequencies."""
+        R = params.table_log
+        if code_table.precision_bits != R:
+            raise ConfigError(
+                f"tANS table_log {R} needs a {R}-bit code table, got precision_bits={code_table.precision_bits}")
+        if code_table.n_symbols > params.max_symbols:
+            raise ConfigError(f"tANS alphabet of {code_table.n_symbols} symbols exceeds max_symbols={params.max_symbols}")
+        widths = code_table.symbol_extra_bits
+        if max(widths) > params.max_extra_bits:
+            raise ConfigError(f"extra width {max(widths)} exceeds tANS max_extra_bits={params.max_extra_bits}")
+        if spread not in SPREADS:
+            raise ConfigError(f"tANS spread must be one of {', '.join(SPREADS)}, not {spread!r}")
+        self.code_table = code_table
+        self.params = params
+        self.spread = spread
+        L = 1 << R
+        f = np.asarray(code_table.freqs, dtype=np.int64)
+        self.freqs = f
+        self.cum = np.concatenate([[0], np.cumsum(f)]).astype(np.int64)
+        self.extra_bits = np.asarray(widths + (0,) * (f.size - len(widths)), dtype=np.int64)
+        if symbols is not None:
+            sym = np.asarray(symbols, dtype=np.int64)
+            if sym.shape != (L,) or sym.min() < 0 or sym.max() >= f.size \
+                    or not np.array_equal(np.bincount(sym, minlength=f.size), f):
+                raise ConfigError(f"tANS spread must hold each symbol s exactly freqs[s] times in {L} states")
+        else:
+            sym = fse_spread(f, R) if spread == "fse" else tuned_spread(f, R, probabilities)
+        self.symbol = sym
+        nb = np.empty(L, dtype=np.int64)
+        base = np.empty(L, dtype=np.int64)
+        enc = np.empty(L, dtype=np.int64)
+        rank = f.copy()  # next x_s of each symbol, starts at f_s
+        for x in range(L):
+            s = int(sym[x])
+            xs = int(rank[s])
+            rank[s] += 1
+            n = R + 1 - xs.bit_length()
+            nb[x] = n
+            base[x] = (xs << n) - L
+            enc[self.cum[s] + xs - f[s]] = x
+        self.nb_bits, self.base, self.encode_state = nb, base, enc
+        bl = np.array([int(v).bit_length() for v in f], dtype=np.int64)
+        self.nb_high = R + 1 - bl  # bits the encoder writes for s when X >= threshold[s]
+        self.threshold = f << self.nb_high  # a state X in [L, 2L]; below it, one bit fewer
+
+    def expected_bits_per_symbol(self, probabilities: Sequence[float]) -> float:
+        """Average code bits per symbol of i.i.d. symbols with ``probabilities``, at the stationary
+        distribution of the encoder's states (excludes additional data)."""
+        p = np.asarray(probabilities, dtype=np.float64)
+        p = p / p.sum()
+        L = self.params.n_states
+        X = np.arange(L, dtype=np.int64) + L
+        nexts, nbs = [], []
+        for s in range(self.freqs.size):
+            if p[s] <= 0:
+                continue
+            n = self.nb_high[s] - (X < self.threshold[s]).astype(np.int64)
+            xs = X >> n
+            nexts.append((self.encode_state[self.cum[s] + xs - self.freqs[s]], p[s]))
+            nbs.append((n, p[s]))
+        pi = np.full(L, 1.0 / L)
+        for _ in range(4000):
+            new = np.zeros(L)
+            for nxt, ps in nexts:
+                new += np.bincount(nxt, weights=pi * ps, minlength=L)
+            new = 0.5 * (new + pi)  # lazy chain: converges also for periodic tables
+            done = np.abs(new - pi).max() < 1e-13
+            pi = new
+            if done:
+                break
+        return float(sum(ps * (pi @ n) for n, ps in nbs))
+
+    def to_json(self) -> dict:
+        return {"spread": self.spread, "symbol": self.symbol.tolist()}
+
+
+class TansCoder:
+    """Single-lane golden tANS encoder and decoder over a sequence of runs (see :mod:`.stream`)."""
+
+    def __init__(self, params: TansParams):
+        self.params = params
+
+    # -- encoder -------------------------------------------------------------------------------
+    def encode(self, tables: Sequence[TansTable], runs: Sequence[Run], symbols: np.ndarray, extras: np.ndarray,
+               checkpoint_interval: int | None = None) -> EncodedStream:
+        """Encode pairs ``0 .. n-1`` (back to front) into words; checkpoints every ``checkpoint_interval`` pairs."""
+        symbols = np.asarray(symbols, dtype=np.int64).ravel()
+        extras = np.asarray(extras, dtype=np.uint64).ravel()
+        n = check_runs(runs, len(tables), symbols.size)
+        check_pairs(symbols, extras, runs, [t.freqs.size for t in tables], [t.extra_bits for t in tables])
+        K = _check_interval(checkpoint_interval)
+        R, W = self.params.table_log, self.params.word_bits
+        L, wmask = 1 << R, (1 << W) - 1
+        starts = table_at(runs)
+        words: list[int] = []
+        push = words.append
+        checkpoints: list[Checkpoint] = []
+        X, acc, cnt = L, 0, 0
+        for ri in range(len(runs) - 1, -1, -1):
+            t = tables[runs[ri].table]
+            f, cum, nbh, thr = t.freqs.tolist(), t.cum.tolist(), t.nb_high.tolist(), t.threshold.tolist()
+            kb, enc = t.extra_bits.tolist(), t.encode_state.tolist()
+            lo, hi = int(starts[ri]), int(starts[ri + 1])
+            for chi in range(hi, lo, -CHUNK):
+                clo = max(lo, chi - CHUNK)
+                syms = symbols[clo:chi].tolist()
+                exs = extras[clo:chi].tolist()
+                for j in range(chi - clo - 1, -1, -1):
+                    s = syms[j]
+                    n_out = nbh[s] - (X < thr[s])
+                    acc |= (X & ((1 << n_out) - 1)) << cnt
+                    cnt += n_out
+                    X = L + enc[cum[s] + (X >> n_out) - f[s]]
+                    acc |= exs[j] << cnt
+                    cnt += kb[s]
+                    while cnt >= W:
+                        push(acc & wmask)
+                        acc >>= W
+                        cnt -= W
+                    i = clo + j
+                    if K and i and i % K == 0:
+                        checkpoints.append(Checkpoint(i, len(words), cnt, X - L))
+        # Final state index, then the marker bit; the top word is never zero.
+        acc |= ((X - L) | (1 << R)) << cnt
+        cnt += R + 1
+        while cnt >= W:
+            push(acc & wmask)
+            acc >>= W
+            cnt -= W
+        if cnt:
+            push(acc)
+        dtype = np.uint16 if W <= 16 else np.uint32
+        if W <= 8:
+            dtype = np.uint8
+        checkpoints.reverse()
+        return EncodedStream(np.asarray(words, dtype=dtype), n, checkpoints)
+
+    # -- decoder -------------------------------------------------------------------------------
+    def decode(self, words: np.ndarray, tables: Sequence[TansTable], runs: Sequence[Run], start: int = 0,
+               count: int | None = None, checkpoint: Checkpoint | None = None
+               ) -> tuple[np.ndarray, np.ndarray, Checkpoint]:
+        """Decode pairs ``start .. start+count-1``; from ``checkpoint`` (at or before ``start``) or the top.
+
+        Returns symbols, additional data and the checkpoint after the last decoded pair (to resume).
+
+        Decoding to the end of the stream checks the final state index (0) and that every bit was read.
+        Raises :class:`StreamError` on a stream that runs out of words or fails the final check.
+        """
+        n = check_runs(runs, len(tables))
+        count = n - start if count is None else count
+        if start < 0 or count < 0 or start + count > n:
+            raise ConfigError(f"pairs {start}..{start + count} are outside the stream's {n} pairs")
+        R, W = self.params.table_log, self.params.word_bits
+        w = [int(v) for v in np.asarray(words).tolist()]
+        h = len(w)
+        if checkpoint is None or checkpoint.pair == 0:
+            if h == 0:
+                raise StreamError("tANS stream is empty: it lacks the final state and marker")
+            top = w[h - 1]
+            h -= 1
+            if top == 0 or top >> W:
+                raise StreamError("tANS stream's last word holds no marker bit (corrupt or not a tANS stream)")
+            cnt = top.bit_length() - 1
+            buf = top & ((1 << cnt) - 1)
+            while cnt < R:
+                if h == 0:
+                    raise StreamError("tANS stream ends inside its final state")
+                h -= 1
+                buf = (buf << W) | w[h]
+                cnt += W
+            cnt -= R
+            X = buf >> cnt
+            buf &= (1 << cnt) - 1
+            pos = 0
+        else:
+            if checkpoint.pair > start or not 0 <= checkpoint.word <= h or not 0 <= checkpoint.bit < W \
+                    or (checkpoint.bit and checkpoint.word >= h) or not 0 <= checkpoint.state < (1 << R):
+                raise StreamError(f"checkpoint {checkpoint.as_tuple()} does not fit this stream")
+            h, cnt, X, pos = checkpoint.word, checkpoint.bit, checkpoint.state, checkpoint.pair
+            buf = (w[h] & ((1 << cnt) - 1)) if cnt else 0
+        end = start + count
+        out_s = np.empty(count, dtype=np.int64)
+        out_e = np.empty(count, dtype=np.uint64)
+        starts = table_at(runs)
+        ri = int(np.searchsorted(starts, pos, side="right")) - 1
+        while pos < end:
+            t = tables[runs[ri].table]
+            sym, nbl, base, kb = t.symbol.tolist(), t.nb_bits.tolist(), t.base.tolist(), t.extra_bits.tolist()
+            stop = min(end, int(starts[ri + 1]), pos + CHUNK)
+            es, ee = [], []
+            for _ in range(pos, stop):
+                s = sym[X]
+                nb = nbl[X]
+                need = nb + kb[s]
+                while cnt < need:
+                    if h == 0:
+                        raise StreamError(f"tANS stream runs out of words at pair {pos + len(es)}")
+                    h -= 1
+                    buf = (buf << W) | w[h]
+                    cnt += W
+                cnt -= need
+                v = buf >> cnt
+                buf &= (1 << cnt) - 1
+                X = base[X] + (v & ((1 << nb) - 1))
+                es.append(s)
+                ee.append(v >> nb)
+            if stop > start:
+                a = max(pos, start)
+                out_s[a - start:stop - start] = es[a - pos:]
+                out_e[a - start:stop - start] = ee[a - pos:]
+            pos = stop
+            if pos == int(starts[ri + 1]):
+                ri += 1
+        if end == n and (X != 0 or cnt != 0 or h != 0 or buf != 0):
+            raise StreamError(
+                f"tANS stream fails its end check: state index {X} (expected 0), {cnt + W * h} unread bits")
+        return out_s, out_e, Checkpoint(end, h, cnt, X)
+
+
+def _check_interval(k: int | None) -> int:
+    if k is None or k == 0:
+        return 0
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ConfigError(f"checkpoint_interval must be a positive integer, not {k!r}")
+    return int(k)
+
