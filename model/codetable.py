@@ -226,12 +226,9 @@ def build_code_table(counts: np.ndarray, extra_bits: int, precision_bits: int, *
     if extra_bits > max_extra_bits:
         raise ConfigError(f"extra_bits = {extra_bits} exceeds the core's maximum additional-data width {max_extra_bits}")
     occurring = [int(i) for i in np.flatnonzero(c)]
-    if not occurring:  # an empty tensor still needs a valid one-symbol alphabet
-        occurring = [0] if c.size else []
-        if not occurring:
-            raise ConfigError("counts are empty: a tensor needs at least one code")
-        c = c.copy()
-        c[0] = 1
+    if not occurring:  # an empty tensor still gets a valid (unused) one-symbol alphabet
+        c = np.ones(1, dtype=np.int64)
+        occurring = [0]
     # Most frequent first; ties by code so the choice is reproducible.
     order = sorted(occurring, key=lambda i: (-int(c[i]), i))
     n = len(order)

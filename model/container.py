@@ -272,6 +272,7 @@ class _Stream:
     tables: list = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
     verified: set = field(default_factory=set)
+    word_list: list | None = None
 
 
 class Container:
@@ -311,8 +312,14 @@ class Container:
             js = self._bytes(pos + 4, pos + 4 + length, what)
             (crc,) = struct.unpack("<I", self._bytes(pos + 4 + length, pos + 8 + length, what))
             if crc != _crc(js):
-                m = _NAME_RE.search(js) if i < n_t else None
-                name = f"tensor {m.group(1).decode(errors='replace')!r} " if m else ""
+                if i < n_t:
+                    m = _NAME_RE.search(js)
+                    name = f"tensor {m.group(1).decode(errors='replace')!r} " if m else ""
+                else:
+                    held = [r.get("name") for r in raw_records[:n_t]
+                            if isinstance(r, dict) and r.get("stream") == i - n_t]
+                    name = f"tensor {held[0]!r}{f' (and {len(held) - 1} more)' if len(held) > 1 else ''} " \
+                        if held else ""
                 raise self._fail(f"{name}({what}), metadata block", "CRC32 mismatch")
             try:
                 raw_records.append(json.loads(js))
@@ -389,10 +396,11 @@ class Container:
         return self.tensors[st.tensors[-1]]["name"] if st.tensors else "?"
 
     def _verify_blocks(self, st: _Stream, words: np.ndarray, lo_addr: int, hi_addr: int) -> None:
-        raw = words.tobytes()
+        raw = None
         for b, (lo, hi, crc) in enumerate(st.blocks):
             if b in st.verified or not (lo < hi_addr and hi > lo_addr):
                 continue
+            raw = words.tobytes() if raw is None else raw
             if _crc(raw[lo * st.word_bytes:hi * st.word_bytes]) != crc:
                 pair = st.checkpoints[b - 1].pair if b else 0
                 raise self._fail(f"tensor {self._tensor_at(st, pair)!r} block {b} (stream {st.index}, words {lo}..{hi})",
@@ -406,8 +414,10 @@ class Container:
             if c.pair <= start:
                 cp = c
         top = cp.word + (1 if cp and cp.bit else 0) if cp else st.n_words
+        if st.word_list is None:
+            st.word_list = words.tolist()
         try:
-            s, e, after = st.spec.coder().decode(words, st.tables, st.runs, start, count, cp)
+            s, e, after = st.spec.coder().decode(st.word_list, st.tables, st.runs, start, count, cp)
         except StreamError as exc:
             self._verify_blocks(st, words, 0, top)
             raise self._fail(f"tensor {self._tensor_at(st, start)!r} (stream {st.index})", str(exc)) from None

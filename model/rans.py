@@ -179,7 +179,7 @@ class RansCoder:
             raise ConfigError(f"pairs {start}..{start + count} are outside the stream's {n} pairs")
         S, W, P = self.params.state_bits, self.params.word_bits, self.params.precision_bits
         lo_bound, pmask = 1 << (S - W), (1 << P) - 1
-        w = [int(v) for v in np.asarray(words).tolist()]
+        w = words if isinstance(words, list) else np.asarray(words).tolist()
         h = len(w)
         if checkpoint is None or checkpoint.pair == 0:
             x = 0

@@ -277,7 +277,7 @@ class TansCoder:
         if start < 0 or count < 0 or start + count > n:
             raise ConfigError(f"pairs {start}..{start + count} are outside the stream's {n} pairs")
         R, W = self.params.table_log, self.params.word_bits
-        w = [int(v) for v in np.asarray(words).tolist()]
+        w = words if isinstance(words, list) else np.asarray(words).tolist()
         h = len(w)
         if checkpoint is None or checkpoint.pair == 0:
             if h == 0:
