@@ -27,7 +27,8 @@ def test_every_verb_has_help(verb):
 def test_demo_runs_with_no_arguments():
     r = ansforge("demo")
     assert r.returncode == 0, r.stderr
-    assert "10.6125" in r.stdout and "10.6140" in r.stdout and "not computed" in r.stdout
+    assert "10.6125" in r.stdout and "10.6140" in r.stdout
+    assert "tANS 8 bits: +0.0273% vs Ideal (estimate from histograms)" in r.stdout
 
 
 def test_tables_json_markdown_and_no_overwrite(stories, tmp_path):
