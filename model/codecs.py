@@ -89,7 +89,7 @@ class CodecSpec:
             return TansTable(code_table, self.tans, spread or "tuned", symbols=spread_symbols)
         probs = None
         if counts is not None:
-            sc = symbol_counts(code_table, counts)
+            sc = code_table.symbol_counts(counts)
             probs = sc / max(1, sc.sum())
         if spread is not None:
             return TansTable(code_table, self.tans, spread, probabilities=probs)
@@ -122,15 +122,6 @@ class CodecSpec:
                 raise
             raise ConfigError(f"codec record is malformed: {e}") from None
         raise ConfigError(f"codec kind must be 'tans' or 'rans', not {d.get('kind')!r}")
-
-
-def symbol_counts(code_table: CodeTable, counts: np.ndarray) -> np.ndarray:
-    """Occurrences of each symbol of ``code_table`` given the tensor's code ``counts``."""
-    c = np.asarray(counts, dtype=np.int64)
-    sc = [int(c[i]) if i < c.size else 0 for i in code_table.direct_codes]
-    if code_table.escape_codes:
-        sc.append(int(sum(int(c[i]) for i in code_table.escape_codes if i < c.size)))
-    return np.asarray(sc, dtype=np.float64)
 
 
 _NAME = re.compile(r"^(tans|rans)(\d+)$")

@@ -162,6 +162,13 @@ class CodeTable:
             extra = extra & np.uint64((1 << self.extra_bits) - 1)
         return codes, extra
 
+    def symbol_counts(self, counts: np.ndarray) -> np.ndarray:
+        """Occurrences of each symbol (``int64``, escape last) given the tensor's code ``counts``."""
+        c = np.asarray(counts, dtype=np.int64)
+        size = max(self.direct_codes + self.escape_codes) + 1  # an empty tensor's dummy code lies beyond counts
+        c = np.pad(c, (0, max(0, size - c.size)))
+        return _symbol_counts(c, list(self.direct_codes), list(self.escape_codes))
+
     def coded_bits(self, counts: np.ndarray) -> float:
         """Cross-entropy cost in bits of coding codes with ``counts`` (plus escape index bits)."""
         return _cost(np.asarray(counts, dtype=np.int64), self)

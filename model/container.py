@@ -446,14 +446,17 @@ class Container:
             return np.frombuffer(data[start * item:(start + count) * item], dtype=_RAW_NUMPY.get(rec["dtype"], f"V{item}"))
         st = self.streams[int(rec["stream"])]
         s, e = self._decode(st, int(rec["first_pair"]) + start, count)
-        ct: CodeTable = rec["_code_table"]
-        fmt = PAIR_FORMATS[rec["pair_format"]]
-        codes, extra = ct.from_symbols(s, e)
+        return self._join(rec, s, e)
+
+    def _join(self, rec: dict, symbols: np.ndarray, extras: np.ndarray) -> np.ndarray:
+        """Decoded symbols of a tensor → its values' bit patterns (flat), through its code table."""
+        codes, extra = rec["_code_table"].from_symbols(symbols, extras)
         exps = np.asarray(rec["exponents"], dtype=np.uint16)
         if codes.size and int(codes.max()) >= exps.size:
-            raise self._fail(f"tensor {name!r}", "decoded code outside the tensor's exponent table")
+            raise self._fail(f"tensor {rec['name']!r}", "decoded code outside the tensor's exponent table")
+        fmt = PAIR_FORMATS[rec["pair_format"]]
         pairs = CodingPairs(codes.astype(np.uint16), extra.astype(np.uint32),
-                            np.full(exps.size, fmt.extra_bits, np.uint8), exps, (count,))
+                            np.full(exps.size, fmt.extra_bits, np.uint8), exps, (codes.size,))
         return fmt.join(pairs).ravel()
 
     def decode_range(self, name: str, start: int, count: int) -> np.ndarray:
@@ -478,14 +481,7 @@ class Container:
             st = self.streams[int(rec["stream"])]
             s_all, e_all = stream_pairs(st)
             a, n = int(rec["first_pair"]), int(rec["n_pairs"])
-            ct: CodeTable = rec["_code_table"]
-            fmt = PAIR_FORMATS[rec["pair_format"]]
-            codes, extra = ct.from_symbols(s_all[a:a + n], e_all[a:a + n])
-            exps = np.asarray(rec["exponents"], dtype=np.uint16)
-            if codes.size and int(codes.max()) >= exps.size:
-                raise self._fail(f"tensor {name!r}", "decoded code outside the tensor's exponent table")
-            bits = fmt.join(CodingPairs(codes.astype(np.uint16), extra.astype(np.uint32),
-                                        np.full(exps.size, fmt.extra_bits, np.uint8), exps, (n,)))
+            bits = self._join(rec, s_all[a:a + n], e_all[a:a + n])
             yield bits.view(SUPPORTED_DTYPES[rec["dtype"]]) if rec["dtype"] != "BF16" else bits
 
         write_safetensors(out, [(r["name"], r["dtype"], tuple(r["shape"])) for r in self.tensors], fill,

@@ -37,8 +37,8 @@ import numpy as np
 
 from .codetable import CodeTable
 from .errors import ConfigError
-from .stream import Checkpoint, EncodedStream, Run, StreamError, check_pairs, check_runs, table_at
-from .tans import CHUNK, _check_interval
+from .stream import Checkpoint, DecodeWindow, EncodedStream, Run, StreamError, reverse_chunks, word_list
+from .tans import _check_interval
 
 __all__ = ["RansParams", "RansTable", "RansCoder", "RANS_PRESETS"]
 
@@ -120,49 +120,44 @@ class RansCoder:
         """Encode pairs ``0 .. n-1`` back to front into words; checkpoints every ``checkpoint_interval`` pairs."""
         symbols = np.asarray(symbols, dtype=np.int64).ravel()
         extras = np.asarray(extras, dtype=np.uint64).ravel()
-        n = check_runs(runs, len(tables), symbols.size)
-        check_pairs(symbols, extras, runs, [t.freqs.size for t in tables], [t.extra_bits for t in tables])
         K = _check_interval(checkpoint_interval)
         S, W, P = self.params.state_bits, self.params.word_bits, self.params.precision_bits
         wmask, pshift = (1 << W) - 1, S - P
-        starts = table_at(runs)
         words: list[int] = []
         push = words.append
         checkpoints: list[Checkpoint] = []
         x = 0
-        for ri in range(len(runs) - 1, -1, -1):
-            t = tables[runs[ri].table]
-            f, cum = t.freqs.tolist(), t.cum.tolist()
-            # Per symbol: the uniform chunks of its additional data, least significant first.
-            chunks = [[(b, 1 << (P - b)) for b in reversed(self._chunks(int(k)))] for k in t.extra_bits]
-            lo, hi = int(starts[ri]), int(starts[ri + 1])
-            for chi in range(hi, lo, -CHUNK):
-                clo = max(lo, chi - CHUNK)
-                syms, exs = symbols[clo:chi].tolist(), extras[clo:chi].tolist()
-                for j in range(chi - clo - 1, -1, -1):
-                    s = syms[j]
-                    e = exs[j]
-                    for b, fu in chunks[s]:
-                        v = e & ((1 << b) - 1)
-                        e >>= b
-                        if x >> pshift >= fu:
-                            push(x & wmask)
-                            x >>= W
-                        x = ((x // fu) << P) | (v * fu + x % fu)
-                    fs = f[s]
-                    if x >> pshift >= fs:
+        current = None
+        for t, clo, syms, exs in reverse_chunks(tables, runs, symbols, extras):
+            if t is not current:
+                current = t
+                f, cum = t.freqs.tolist(), t.cum.tolist()
+                # Per symbol: the uniform chunks of its additional data, least significant first.
+                chunks = [[(b, 1 << (P - b)) for b in reversed(self._chunks(int(k)))] for k in t.extra_bits]
+            for j in range(len(syms) - 1, -1, -1):
+                s = syms[j]
+                e = exs[j]
+                for b, fu in chunks[s]:
+                    v = e & ((1 << b) - 1)
+                    e >>= b
+                    if x >> pshift >= fu:
                         push(x & wmask)
                         x >>= W
-                    x = ((x // fs) << P) | (cum[s] + x % fs)
-                    i = clo + j
-                    if K and i and i % K == 0:
-                        checkpoints.append(Checkpoint(i, len(words), 0, x))
+                    x = ((x // fu) << P) | (v * fu + x % fu)
+                fs = f[s]
+                if x >> pshift >= fs:
+                    push(x & wmask)
+                    x >>= W
+                x = ((x // fs) << P) | (cum[s] + x % fs)
+                i = clo + j
+                if K and i and i % K == 0:
+                    checkpoints.append(Checkpoint(i, len(words), 0, x))
         while x:
             push(x & wmask)
             x >>= W
         dtype = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}.get(W, np.uint64)
         checkpoints.reverse()
-        return EncodedStream(np.asarray(words, dtype=dtype), n, checkpoints)
+        return EncodedStream(np.asarray(words, dtype=dtype), int(symbols.size), checkpoints)
 
     def decode(self, words: np.ndarray, tables: Sequence[RansTable], runs: Sequence[Run], start: int = 0,
                count: int | None = None, checkpoint: Checkpoint | None = None
@@ -173,13 +168,10 @@ class RansCoder:
 
         Decoding to the end checks ``x == 0`` and an empty stack; raises :class:`StreamError` otherwise.
         """
-        n = check_runs(runs, len(tables))
-        count = n - start if count is None else count
-        if start < 0 or count < 0 or start + count > n:
-            raise ConfigError(f"pairs {start}..{start + count} are outside the stream's {n} pairs")
+        window = DecodeWindow(runs, len(tables), start, count)
         S, W, P = self.params.state_bits, self.params.word_bits, self.params.precision_bits
         lo_bound, pmask = 1 << (S - W), (1 << P) - 1
-        w = words if isinstance(words, list) else np.asarray(words).tolist()
+        w = word_list(words)
         h = len(w)
         if checkpoint is None or checkpoint.pair == 0:
             x = 0
@@ -197,17 +189,11 @@ class RansCoder:
                     or not 0 <= checkpoint.state < (1 << S):
                 raise StreamError(f"checkpoint {checkpoint.as_tuple()} does not fit this stream")
             h, x, pos = checkpoint.word, checkpoint.state, checkpoint.pair
-        end = start + count
-        out_s = np.empty(count, dtype=np.int64)
-        out_e = np.empty(count, dtype=np.uint64)
-        starts = table_at(runs)
-        ri = int(np.searchsorted(starts, pos, side="right")) - 1
-        while pos < end:
-            t = tables[runs[ri].table]
+        for ti, pos, stop in window.chunks(pos):
+            t = tables[ti]
             f, cum = t.freqs.tolist(), t.cum.tolist()
             lookup = t.symbol_lookup()
             chunks = [[(b, P - b, (1 << (P - b)) - 1) for b in self._chunks(int(k))] for k in t.extra_bits]
-            stop = min(end, int(starts[ri + 1]), pos + CHUNK)
             es, ee = [], []
             for _ in range(pos, stop):
                 q = x & pmask
@@ -226,13 +212,7 @@ class RansCoder:
                         x = (x << W) | w[h]
                 es.append(s)
                 ee.append(e)
-            if stop > start:
-                a = max(pos, start)
-                out_s[a - start:stop - start] = es[a - pos:]
-                out_e[a - start:stop - start] = ee[a - pos:]
-            pos = stop
-            if pos == int(starts[ri + 1]):
-                ri += 1
-        if end == n and (x != 0 or h != 0):
+            window.store(pos, stop, es, ee)
+        if window.reaches_end and (x != 0 or h != 0):
             raise StreamError(f"rANS stream fails its end check: final state {x} (expected 0), {h} unread words")
-        return out_s, out_e, Checkpoint(end, h, 0, x)
+        return window.symbols, window.extras, Checkpoint(window.end, h, 0, x)

@@ -27,7 +27,11 @@ import numpy as np
 
 from .errors import AnsforgeError, ConfigError
 
-__all__ = ["Checkpoint", "EncodedStream", "StreamError", "Run", "check_runs", "table_at"]
+__all__ = ["Checkpoint", "EncodedStream", "StreamError", "Run", "check_runs", "table_at", "CHUNK",
+           "reverse_chunks", "DecodeWindow", "word_list"]
+
+#: Pairs converted to Python lists at a time by the golden loops (bounds their memory).
+CHUNK = 1 << 16
 
 
 class StreamError(AnsforgeError):
@@ -103,3 +107,59 @@ def check_pairs(symbols: np.ndarray, extras: np.ndarray, runs: Sequence[Run], n_
             j = int(np.flatnonzero(e >> w)[0])
             raise ConfigError(
                 f"pair {int(starts[i]) + j}: additional data {int(e[j])} does not fit its symbol's {int(w[j])} bits")
+
+
+def reverse_chunks(tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, extras: np.ndarray):
+    """Validate pairs for an encoder, then yield ``(table, first_pair, symbols, extras)`` from the last
+    pair backwards, :data:`CHUNK` pairs at a time, as Python lists the golden loops walk in reverse."""
+    check_runs(runs, len(tables), symbols.size)
+    check_pairs(symbols, extras, runs, [t.freqs.size for t in tables], [t.extra_bits for t in tables])
+    starts = table_at(runs)
+    for ri in range(len(runs) - 1, -1, -1):
+        lo, hi = int(starts[ri]), int(starts[ri + 1])
+        for chi in range(hi, lo, -CHUNK):
+            clo = max(lo, chi - CHUNK)
+            yield tables[runs[ri].table], clo, symbols[clo:chi].tolist(), extras[clo:chi].tolist()
+
+
+def word_list(words) -> list[int]:
+    """Words as a Python list (the golden decoders index it per pair); a list is used as it is."""
+    return words if isinstance(words, list) else np.asarray(words).tolist()
+
+
+class DecodeWindow:
+    """Pairs ``start .. start+count-1`` of a stream of runs: validation, output arrays, and the walk over
+    runs, :data:`CHUNK` pairs at a time, from the position a decoder starts at."""
+
+    def __init__(self, runs: Sequence[Run], n_tables: int, start: int, count: int | None):
+        self.n = check_runs(runs, n_tables)
+        count = self.n - start if count is None else count
+        if start < 0 or count < 0 or start + count > self.n:
+            raise ConfigError(f"pairs {start}..{start + count} are outside the stream's {self.n} pairs")
+        self.runs, self.start, self.end = runs, start, start + count
+        self.symbols = np.empty(count, dtype=np.int64)
+        self.extras = np.empty(count, dtype=np.uint64)
+        self._starts = table_at(runs)
+
+    @property
+    def reaches_end(self) -> bool:
+        """Whether the window ends at the stream's end (where the end check applies)."""
+        return self.end == self.n
+
+    def chunks(self, pos: int):
+        """Yield ``(table_index, pos, stop)`` for consecutive spans of one table from ``pos`` to the end."""
+        starts = self._starts
+        ri = int(np.searchsorted(starts, pos, side="right")) - 1
+        while pos < self.end:
+            stop = min(self.end, int(starts[ri + 1]), pos + CHUNK)
+            yield self.runs[ri].table, pos, stop
+            pos = stop
+            if pos == int(starts[ri + 1]):
+                ri += 1
+
+    def store(self, pos: int, stop: int, symbols: list[int], extras: list[int]) -> None:
+        """Keep the part of decoded pairs ``pos .. stop-1`` that lies inside the window."""
+        if stop > self.start:
+            a = max(pos, self.start)
+            self.symbols[a - self.start:stop - self.start] = symbols[a - pos:]
+            self.extras[a - self.start:stop - self.start] = extras[a - pos:]

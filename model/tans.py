@@ -37,14 +37,12 @@ import numpy as np
 
 from .codetable import CodeTable
 from .errors import ConfigError
-from .stream import Checkpoint, EncodedStream, Run, StreamError, check_pairs, check_runs, table_at
+from .stream import Checkpoint, DecodeWindow, EncodedStream, Run, StreamError, reverse_chunks, word_list
 
 __all__ = ["TansParams", "TansTable", "TansCoder", "SPREADS", "fse_spread", "tuned_spread"]
 
 SPREADS = ("fse", "tuned")
 
-#: Pairs converted to Python lists at a time by the golden loops (bounds their memory).
-CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -212,40 +210,34 @@ class TansCoder:
         """Encode pairs ``0 .. n-1`` (back to front) into words; checkpoints every ``checkpoint_interval`` pairs."""
         symbols = np.asarray(symbols, dtype=np.int64).ravel()
         extras = np.asarray(extras, dtype=np.uint64).ravel()
-        n = check_runs(runs, len(tables), symbols.size)
-        check_pairs(symbols, extras, runs, [t.freqs.size for t in tables], [t.extra_bits for t in tables])
         K = _check_interval(checkpoint_interval)
         R, W = self.params.table_log, self.params.word_bits
         L, wmask = 1 << R, (1 << W) - 1
-        starts = table_at(runs)
         words: list[int] = []
         push = words.append
         checkpoints: list[Checkpoint] = []
         X, acc, cnt = L, 0, 0
-        for ri in range(len(runs) - 1, -1, -1):
-            t = tables[runs[ri].table]
-            f, cum, nbh, thr = t.freqs.tolist(), t.cum.tolist(), t.nb_high.tolist(), t.threshold.tolist()
-            kb, enc = t.extra_bits.tolist(), t.encode_state.tolist()
-            lo, hi = int(starts[ri]), int(starts[ri + 1])
-            for chi in range(hi, lo, -CHUNK):
-                clo = max(lo, chi - CHUNK)
-                syms = symbols[clo:chi].tolist()
-                exs = extras[clo:chi].tolist()
-                for j in range(chi - clo - 1, -1, -1):
-                    s = syms[j]
-                    n_out = nbh[s] - (X < thr[s])
-                    acc |= (X & ((1 << n_out) - 1)) << cnt
-                    cnt += n_out
-                    X = L + enc[cum[s] + (X >> n_out) - f[s]]
-                    acc |= exs[j] << cnt
-                    cnt += kb[s]
-                    while cnt >= W:
-                        push(acc & wmask)
-                        acc >>= W
-                        cnt -= W
-                    i = clo + j
-                    if K and i and i % K == 0:
-                        checkpoints.append(Checkpoint(i, len(words), cnt, X - L))
+        current = None
+        for t, clo, syms, exs in reverse_chunks(tables, runs, symbols, extras):
+            if t is not current:
+                current = t
+                f, cum, nbh, thr = t.freqs.tolist(), t.cum.tolist(), t.nb_high.tolist(), t.threshold.tolist()
+                kb, enc = t.extra_bits.tolist(), t.encode_state.tolist()
+            for j in range(len(syms) - 1, -1, -1):
+                s = syms[j]
+                n_out = nbh[s] - (X < thr[s])
+                acc |= (X & ((1 << n_out) - 1)) << cnt
+                cnt += n_out
+                X = L + enc[cum[s] + (X >> n_out) - f[s]]
+                acc |= exs[j] << cnt
+                cnt += kb[s]
+                while cnt >= W:
+                    push(acc & wmask)
+                    acc >>= W
+                    cnt -= W
+                i = clo + j
+                if K and i and i % K == 0:
+                    checkpoints.append(Checkpoint(i, len(words), cnt, X - L))
         # Final state index, then the marker bit; the top word is never zero.
         acc |= ((X - L) | (1 << R)) << cnt
         cnt += R + 1
@@ -259,7 +251,7 @@ class TansCoder:
         if W <= 8:
             dtype = np.uint8
         checkpoints.reverse()
-        return EncodedStream(np.asarray(words, dtype=dtype), n, checkpoints)
+        return EncodedStream(np.asarray(words, dtype=dtype), int(symbols.size), checkpoints)
 
     # -- decoder -------------------------------------------------------------------------------
     def decode(self, words: np.ndarray, tables: Sequence[TansTable], runs: Sequence[Run], start: int = 0,
@@ -272,12 +264,9 @@ class TansCoder:
         Decoding to the end of the stream checks the final state index (0) and that every bit was read.
         Raises :class:`StreamError` on a stream that runs out of words or fails the final check.
         """
-        n = check_runs(runs, len(tables))
-        count = n - start if count is None else count
-        if start < 0 or count < 0 or start + count > n:
-            raise ConfigError(f"pairs {start}..{start + count} are outside the stream's {n} pairs")
+        window = DecodeWindow(runs, len(tables), start, count)
         R, W = self.params.table_log, self.params.word_bits
-        w = words if isinstance(words, list) else np.asarray(words).tolist()
+        w = word_list(words)
         h = len(w)
         if checkpoint is None or checkpoint.pair == 0:
             if h == 0:
@@ -304,15 +293,9 @@ class TansCoder:
                 raise StreamError(f"checkpoint {checkpoint.as_tuple()} does not fit this stream")
             h, cnt, X, pos = checkpoint.word, checkpoint.bit, checkpoint.state, checkpoint.pair
             buf = (w[h] & ((1 << cnt) - 1)) if cnt else 0
-        end = start + count
-        out_s = np.empty(count, dtype=np.int64)
-        out_e = np.empty(count, dtype=np.uint64)
-        starts = table_at(runs)
-        ri = int(np.searchsorted(starts, pos, side="right")) - 1
-        while pos < end:
-            t = tables[runs[ri].table]
+        for ti, pos, stop in window.chunks(pos):
+            t = tables[ti]
             sym, nbl, base, kb = t.symbol.tolist(), t.nb_bits.tolist(), t.base.tolist(), t.extra_bits.tolist()
-            stop = min(end, int(starts[ri + 1]), pos + CHUNK)
             es, ee = [], []
             for _ in range(pos, stop):
                 s = sym[X]
@@ -330,17 +313,11 @@ class TansCoder:
                 X = base[X] + (v & ((1 << nb) - 1))
                 es.append(s)
                 ee.append(v >> nb)
-            if stop > start:
-                a = max(pos, start)
-                out_s[a - start:stop - start] = es[a - pos:]
-                out_e[a - start:stop - start] = ee[a - pos:]
-            pos = stop
-            if pos == int(starts[ri + 1]):
-                ri += 1
-        if end == n and (X != 0 or cnt != 0 or h != 0 or buf != 0):
+            window.store(pos, stop, es, ee)
+        if window.reaches_end and (X != 0 or cnt != 0 or h != 0 or buf != 0):
             raise StreamError(
                 f"tANS stream fails its end check: state index {X} (expected 0), {cnt + W * h} unread bits")
-        return out_s, out_e, Checkpoint(end, h, cnt, X)
+        return window.symbols, window.extras, Checkpoint(window.end, h, cnt, X)
 
 
 def _check_interval(k: int | None) -> int:

@@ -105,7 +105,6 @@ def test_checkpoint_overhead_falls_with_interval(stories, tmp_path):
 def _tiny_model(path):
     rng = np.random.default_rng(5)
     a = (rng.standard_normal((40, 30)) * 0.02).astype(np.float32)
-    b = BF16.split(np.zeros(1, np.uint16)).codes  # noqa: F841 (exercise import)
     c = (rng.standard_normal(100) * 0.1).astype(np.float32).view(np.uint32)
     c = ((c + 0x8000) >> 16).astype(np.uint16)
     d = np.arange(10, dtype=np.int64)
