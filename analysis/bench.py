@@ -174,7 +174,7 @@ def _codec_speed(path: str, c_enc: float, c_dec: float, lanes: int = 16384) -> l
     """Pairs/s of the single-lane golden models and of the NumPy bulk mode on MiniLM's embedding matrix."""
     from ..model.checkpoint import open_checkpoint
     from ..model.codecs import parse_codec
-    from ..model.lanes import decode_lanes, encode_lanes, split_lanes
+    from ..model.lanes import decode_lanes, encode_lanes
     from ..model.pairs import BF16, convert
     from ..model.stream import Run
 
@@ -185,8 +185,9 @@ def _codec_speed(path: str, c_enc: float, c_dec: float, lanes: int = 16384) -> l
     golden_n = 1 << 21
     md = [f"Tensor `{name}` ({pairs.codes.size:,} bf16 pairs). Golden = the single-lane bit-exact hardware "
           f"model (pure Python) on its first {golden_n:,} pairs; bulk = NumPy, {lanes:,} independent lanes "
-          "(Fig. 12), whole tensor, each lane bit-identical to the golden stream of its slice. "
-          "Pairs = code + 8 bits of additional data, both coded.", "",
+          "(Fig. 12), whole tensor, each lane bit-identical to the golden stream of its round-robin slice; "
+          "decode time includes laying out the lanes' words. "
+          "Pairs = code + 8 bits of additional data, both coded; bulk decode is the best of three runs.", "",
           "| Codec | Golden encode (M pairs/s) | Golden decode | Bulk encode | Bulk decode | "
           "Bulk decode / constriction decode | Bulk lanes' overhead |", "|---|---:|---:|---:|---:|---:|---:|"]
     for codec in ("tans8", "rans16", "rans24"):
@@ -203,19 +204,27 @@ def _codec_speed(path: str, c_enc: float, c_dec: float, lanes: int = 16384) -> l
         t2 = time.perf_counter()
         lw = encode_lanes(spec, table, s, e, lanes)
         t3 = time.perf_counter()
-        ds, de = decode_lanes(spec, table, lw, np.diff(split_lanes(s.size, lanes)))
-        t4 = time.perf_counter()
+        dt = float("inf")
+        for _ in range(3):  # best of three: the decode is short enough for one-off stalls to show
+            t = time.perf_counter()
+            ds, de = decode_lanes(spec, table, lw, s.size)
+            dt = min(dt, time.perf_counter() - t)
         if not (np.array_equal(ds, s) and np.array_equal(de, e)):
             raise AssertionError(f"{codec}: bulk lanes did not round-trip")
         one = coder.encode([table], [Run(0, s.size)], s, e)
         over = sum(w.size for w in lw) / one.n_words - 1
         n = s.size
         md.append(f"| {spec.label()} | {gs.size / (t1 - t0) / 1e6:.2f} | {gs.size / (t2 - t1) / 1e6:.2f} | "
-                  f"{n / (t3 - t2) / 1e6:.1f} | {n / (t4 - t3) / 1e6:.1f} | {n / (t4 - t3) / c_dec:.2f} | "
+                  f"{n / (t3 - t2) / 1e6:.1f} | {n / dt / 1e6:.1f} | {n / dt / c_dec:.2f} | "
                   f"{100 * over:+.2f} % |")
-    md += ["", "Target: 50 M pairs/s decode per core in the bulk mode. Each bulk step runs ~15 NumPy passes "
-           "over the lanes (table gathers, bit-buffer refills by fancy indexing), so a pair costs ~40-80 ns; "
-           "50 M/s needs a compiled kernel rather than NumPy passes.", ""]
+    md += ["", "Target: 50 M pairs/s decode per core in the bulk mode. Lane l carries pairs l, l + lanes, ... "
+           "(round robin), so each step's output is one contiguous row. The decoders are branch-free: tANS "
+           "reads a field with one gather from a table of 64-bit windows over the top-first word layout; "
+           "rANS fetches f, cum and the additional-data shift in one packed gather (indexed by the quantile "
+           "for P = 16, after a 2^16-bucket symbol lookup for P = 24) and pops at most one word per pair "
+           "from a two-word window. rANS P = 24 pays for its symbol lookup: a bucket may hold several of "
+           "constriction's leaky-quantized rare symbols, so a lane steps up until it is past the right edge.",
+           ""]
     return md
 
 
