@@ -90,6 +90,11 @@ class RansTable:
         self.extra_bits = np.asarray(widths + (0,) * (f.size - len(widths)), dtype=np.int64)
         self._lut: list[int] | None = None
 
+    def core_entries(self) -> np.ndarray:
+        """The rANS cores' symbol table: per symbol the columns ``freq, cum, k`` (``freq`` may be
+        ``2**P`` for a one-symbol alphabet)."""
+        return np.stack([self.freqs, self.cum[:-1], self.extra_bits], axis=1)
+
     def symbol_lookup(self):
         """Quantile → symbol: a table for ``P <= 16``, a binary search above (as the hardware would)."""
         P = self.params.precision_bits

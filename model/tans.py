@@ -167,6 +167,17 @@ class TansTable:
         self.nb_high = R + 1 - bl  # bits the encoder writes for s when X >= threshold[s]
         self.threshold = f << self.nb_high  # a state X in [L, 2L]; below it, one bit fewer
 
+    def decoder_entries(self) -> np.ndarray:
+        """The tANS decoder core's state table: per state index ``x`` (``L`` rows) the columns
+        ``symbol, nb, base, k`` = ``symbol[x], nb_bits[x], base[x], extra_bits[symbol[x]]``."""
+        return np.stack([self.symbol, self.nb_bits, self.base, self.extra_bits[self.symbol]], axis=1)
+
+    def encoder_entries(self) -> np.ndarray:
+        """The tANS encoder core's symbol table: per symbol the columns ``freq, cum, nb_high,
+        threshold, k``; its second table is :attr:`encode_state` (slot ``cum[s] + x_s - f_s`` →
+        state index)."""
+        return np.stack([self.freqs, self.cum[:-1], self.nb_high, self.threshold, self.extra_bits], axis=1)
+
     def expected_bits_per_symbol(self, probabilities: Sequence[float]) -> float:
         """Average code bits per symbol of i.i.d. symbols with ``probabilities``, at the stationary
         distribution of the encoder's states (excludes additional data)."""

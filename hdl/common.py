@@ -1,0 +1,77 @@
+"""Pieces the four ANS cores share: status codes, stream payload layouts, parameter checks.
+
+Word streams carry words in *stack order as the core needs them*: an encoder emits words in push
+order (``docs/bitstream.md``), a decoder takes them top of stack first, i.e. the encoder's words
+reversed. Every core runs *commands*: one command codes ``count`` pairs, and for a decoder names how
+many words its stream has, so that the core knows where the stream ends without a side band and can
+drain a stream it rejects (the next command then starts on a word boundary).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from amaranth.lib import data, enum
+
+__all__ = ["DecodeStatus", "check_int", "word_layout", "encoder_command_layout", "decoder_command_layout",
+           "pair_layout", "bits_for", "COUNT_BITS"]
+
+COUNT_BITS = 32
+"""Width of a command's pair and word counts: up to 2**32 - 1 pairs per command."""
+
+
+class DecodeStatus(enum.Enum, shape=3):
+    """Outcome of a decoder command, on the core's ``status`` output (valid while ``done`` is high).
+
+    A corrupt stream ends in one of the error codes within a bounded number of cycles (at most
+    ``count`` pairs plus the stream's ``words``); the core then drains what is left of the stream.
+    """
+
+    OK = 0
+    NO_MARKER = 1       #: tANS: the top word holds no marker bit (it is zero)
+    OUT_OF_WORDS = 2    #: the stream ended before ``count`` pairs were decoded
+    FINAL_STATE = 3     #: after the last pair the state is not the encoder's initial state
+    TRAILING_DATA = 4   #: after the last pair, bits or words of the stream are left unread
+    ZERO_TOP_WORD = 5   #: rANS: the top word is zero (an encoder never pushes one)
+    CRC = 6             #: a block's CRC-32 does not match its words
+
+
+def check_int(name: str, value, lo: int, hi: int) -> int:
+    """``value`` as an int in ``[lo, hi]``, or ``TypeError``/``ValueError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be between {lo} and {hi}, not {value!r}")
+    return int(value)
+
+
+def bits_for(n: int) -> int:
+    """Bits of an unsigned field that holds ``0 .. n``."""
+    return max(1, int(n).bit_length())
+
+
+def word_layout(word_bits: int) -> data.StructLayout:
+    """A stream word; ``last`` marks an encoder's final word of a command (decoders ignore it)."""
+    return data.StructLayout({"data": word_bits, "last": 1})
+
+
+def pair_layout(symbol_bits: int, extra_bits: int) -> data.StructLayout:
+    """A coding pair as the golden models see it: symbol index and its additional data (LSB-aligned)."""
+    return data.StructLayout({"symbol": symbol_bits, "extra": max(1, extra_bits)})
+
+
+def encoder_command_layout() -> data.StructLayout:
+    """Encode ``count`` pairs (given back to front) into one stream, then flush the final state."""
+    return data.StructLayout({"count": COUNT_BITS})
+
+
+def decoder_command_layout(state_bits: int, bit_bits: int) -> data.StructLayout:
+    """Decode ``count`` pairs from a stream of ``words`` words.
+
+    ``resume`` = 0 starts at the top of a stream (tANS: marker, then the final state; rANS: pop the
+    state). ``resume`` = 1 starts at a random-access checkpoint: ``state`` is its state and ``bit`` the
+    number of low bits of the first word still unread (tANS; 0 means the first word is whole).
+    ``check_end`` = 1 checks, after the last pair, the initial state and that every word was read.
+    """
+    return data.StructLayout({"count": COUNT_BITS, "words": COUNT_BITS, "resume": 1, "check_end": 1,
+                              "state": state_bits, "bit": bit_bits})

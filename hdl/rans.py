@@ -1,0 +1,460 @@
+"""rANS decoder and encoder cores (§4.2, Table 3 "rANS Decoder/Encoder"), one coding pair per clock.
+
+Both follow ``docs/bitstream.md`` bit for bit; :class:`~ansforge.model.rans.RansCoder` is their golden
+model, and with the ``constriction`` preset (``S = 64, W = 32, P = 24``) their words are constriction's
+``AnsCoder`` words. The symbol table (``freq, cum, k`` per symbol) comes from one
+:class:`~ansforge.model.rans.RansTable`: register initial values in a fixed build, or writes through
+``cfg`` in a programmable one (:func:`rans_writes` derives both from the table).
+
+The table lives in registers, not a memory: the decoder compares the quantile against every
+cumulative frequency at once (the symbol is the number of cumulatives ``<= q``), which needs all of
+them in parallel. Unused symbol slots hold ``cum = 2**P`` so that they never match.
+
+A pair's additional data of ``k`` bits is coded as ``ceil(k / P)`` uniform chunks (most significant
+first in the decoder), each of which, like the symbol, may move one word; the cores do the symbol and
+every chunk in the pair's cycle, with a small word buffer of ``chunks + 1`` words on the word side.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..model.rans import RansTable
+from .common import (DecodeStatus, bits_for, check_int, decoder_command_layout, encoder_command_layout,
+                     pair_layout, word_layout)
+
+__all__ = ["RansDecoder", "RansEncoder", "rans_writes"]
+
+
+class _RansShape:
+    def __init__(self, state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable):
+        self.S = check_int("state_bits", state_bits, 16, 128)
+        self.W = check_int("word_bits", word_bits, 8, 64)
+        self.P = check_int("precision_bits", precision_bits, 5, 24)
+        self.max_symbols = check_int("max_symbols", max_symbols, 2, 256)
+        self.K = check_int("max_extra_bits", max_extra_bits, 0, 32)
+        if self.S < self.W + self.P:
+            raise ValueError(f"state_bits must be >= word_bits + precision_bits = {self.W + self.P}, not {self.S}")
+        if self.S < 2 * self.W:
+            raise ValueError(f"state_bits must be >= 2 * word_bits = {2 * self.W}, not {self.S}")
+        if not isinstance(programmable, bool):
+            raise TypeError(f"programmable must be a bool, not {programmable!r}")
+        if table is None and not programmable:
+            raise ValueError("table is required unless programmable=True (a fixed-table core bakes it in)")
+        if table is not None:
+            if not isinstance(table, RansTable):
+                raise TypeError(f"table must be a model.rans.RansTable, not {type(table).__name__}")
+            if table.params.precision_bits != self.P:
+                raise ValueError(f"table has precision_bits {table.params.precision_bits}, the core {self.P}")
+            if table.freqs.size > self.max_symbols:
+                raise ValueError(f"table has {table.freqs.size} symbols, more than max_symbols={self.max_symbols}")
+            if int(table.extra_bits.max()) > self.K:
+                raise ValueError(f"table needs {int(table.extra_bits.max())} extra bits, "
+                                 f"more than max_extra_bits={self.K}")
+        self.table, self.programmable = table, programmable
+        self.symbol_bits = bits_for(self.max_symbols - 1)
+        self.chunks = -(-self.K // self.P)
+        self.entry = data.StructLayout({"freq": self.P + 1, "cum": self.P + 1, "k": bits_for(self.K)})
+
+
+def rans_writes(table: RansTable, max_symbols: int) -> list[dict]:
+    """The ``cfg`` write sequence for ``table`` in a core of ``max_symbols`` slots (unused slots get
+    ``cum = 2**P``, ``freq = 0``: they never match)."""
+    P = table.params.precision_bits
+    rows = table.core_entries()
+    out = [{"addr": s, "data": {"freq": int(r[0]), "cum": int(r[1]), "k": int(r[2])}} for s, r in enumerate(rows)]
+    out += [{"addr": s, "data": {"freq": 0, "cum": 1 << P, "k": 0}} for s in range(len(rows), max_symbols)]
+    return out
+
+
+class _SymbolTable:
+    """The per-symbol registers, initialised from the table, written through ``cfg`` if programmable."""
+
+    def __init__(self, m: Module, sh: _RansShape, cfg):
+        init = rans_writes(sh.table, sh.max_symbols) if sh.table is not None else \
+            [{"data": {"freq": 0, "cum": 1 << sh.P, "k": 0}}] * sh.max_symbols
+        self.freq = [Signal(sh.P + 1, name=f"freq{s}", init=r["data"]["freq"]) for s, r in enumerate(init)]
+        self.cum = [Signal(sh.P + 1, name=f"cum{s}", init=r["data"]["cum"]) for s, r in enumerate(init)]
+        self.k = [Signal(bits_for(sh.K), name=f"k{s}", init=r["data"]["k"]) for s, r in enumerate(init)]
+        self.cfg = cfg
+
+    def write(self, m: Module) -> None:
+        """Accept one ``cfg`` write (call where the core is idle)."""
+        if self.cfg is None:
+            return
+        m.d.comb += self.cfg.ready.eq(1)
+        with m.If(self.cfg.valid):
+            with m.Switch(self.cfg.p.addr):
+                for s in range(len(self.freq)):
+                    with m.Case(s):
+                        m.d.sync += [self.freq[s].eq(self.cfg.p.data.freq), self.cum[s].eq(self.cfg.p.data.cum),
+                                     self.k[s].eq(self.cfg.p.data.k)]
+
+
+def _chunk_plan(m: Module, sh: _RansShape, k):
+    """Per chunk slot ``j`` (``0 .. chunks-1``, decoder order): whether it codes bits for a symbol of
+    ``k`` additional bits, and its width. Active slots are the last ``ceil(k / P)``; the first active
+    one carries the ``k - P (n - 1)`` most significant bits, the others ``P`` each."""
+    C, P = sh.chunks, sh.P
+    n = Signal(range(C + 1))
+    m.d.comb += n.eq(sum(((k > P * j).as_unsigned() for j in range(C)), Const(0, bits_for(C))))
+    plan = []
+    for j in range(C):
+        active = Signal(name=f"chunk{j}_active")
+        width = Signal(range(P + 1), name=f"chunk{j}_width")
+        first = (n == C - j)
+        m.d.comb += [active.eq(n >= C - j), width.eq(Mux(first, k - P * (C - 1 - j), P))]
+        plan.append((active, width))
+    return plan
+
+
+class RansDecoder(wiring.Component):
+    """rANS decoder: words (top of stack first) in, coding pairs out, one pair per clock.
+
+    Parameters
+    ----------
+    state_bits, word_bits, precision_bits : int
+        ``S``, ``W``, ``P`` with ``S >= W + P`` and ``S >= 2W`` (presets: paper 64/32/16,
+        constriction 64/32/24).
+    max_symbols : int
+        Symbol slots, 2..256 (the paper: 64).
+    max_extra_bits : int
+        Widest additional data of a symbol, 0..32 (the paper: 8).
+    table : RansTable or None
+        Baked-in table, or the reset contents of a programmable core (``None``: no symbols).
+    programmable : bool
+        Add the ``cfg`` stream ``{addr, data: {freq, cum, k}}`` (accepted when idle).
+
+    Ports are those of :class:`~ansforge.hdl.tans.TansDecoder`, with a command ``state`` of ``S``
+    bits (a checkpoint's rANS state; ``bit`` must be 0).
+
+    Per cycle: symbol lookup (one comparator per slot), ``x = (x >> P) f + q - cum`` (one
+    ``(S - P) x (P + 1)`` multiplier), then each chunk, with a conditional word pop after each step.
+    A pop waits for a buffered word unless the stream has no words left (then, as in the golden model,
+    there is no pop). The word buffer takes a word whenever it has room.
+    """
+
+    def __init__(self, *, state_bits: int = 64, word_bits: int = 32, precision_bits: int = 16, max_symbols: int = 64,
+                 max_extra_bits: int = 8, table: RansTable | None = None, programmable: bool = False):
+        sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable)
+        self._shape = sh
+        ports = {
+            "cmd": In(stream.Signature(decoder_command_layout(sh.S, 1))),
+            "i": In(stream.Signature(word_layout(sh.W))),
+            "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
+            "done": Out(1),
+            "status": Out(DecodeStatus),
+        }
+        if programmable:
+            ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.symbol_bits, "data": sh.entry})))
+        super().__init__(ports)
+
+    @property
+    def state_bits(self) -> int:
+        return self._shape.S
+
+    @property
+    def word_bits(self) -> int:
+        return self._shape.W
+
+    @property
+    def precision_bits(self) -> int:
+        return self._shape.P
+
+    @property
+    def programmable(self) -> bool:
+        return self._shape.programmable
+
+    def elaborate(self, platform):
+        sh = self._shape
+        S, W, P, C = sh.S, sh.W, sh.P, sh.chunks
+        D = C + 1                                   # word buffer depth: most pops one pair can make
+        lo = 1 << (S - W)
+        m = Module()
+        table = _SymbolTable(m, sh, self.cfg if sh.programmable else None)
+
+        x = Signal(S)
+        remaining = Signal.like(self.cmd.p.count)
+        words_left = Signal.like(self.cmd.p.words)   # words of the stream not yet in the buffer
+        check_end = Signal()
+        words = [Signal(W, name=f"word{j}") for j in range(D)]
+        n_buf = Signal(range(D + 1))
+        ended = Signal()
+        m.d.comb += ended.eq(words_left == 0)
+
+        # -- one pair, combinationally ------------------------------------------------------------
+        q = Signal(P)
+        sym = Signal(sh.symbol_bits)
+        m.d.comb += [q.eq(x[:P]),
+                     sym.eq(sum(((c <= q).as_unsigned() for c in table.cum[1:]), Const(0, sh.symbol_bits)))]
+        f = Array(table.freq)[sym]
+        c = Array(table.cum)[sym]
+        k = Array(table.k)[sym]
+        word_at = Array(words)
+
+        stall = Signal()
+        stalls = []
+
+        def pop(xv, used, tag):
+            """The state after a conditional pop of word ``used`` of the buffer."""
+            want = xv < lo
+            have = used < n_buf
+            do = Signal(name=f"pop_{tag}")
+            m.d.comb += do.eq(want & have)
+            stalls.append(want & ~have & ~ended)
+            xn = Signal(S, name=f"x_{tag}")
+            m.d.comb += xn.eq(Mux(do, Cat(word_at[used], xv), xv))
+            u = Signal(range(D + 1), name=f"used_{tag}")
+            m.d.comb += u.eq(used + do)
+            return xn, u
+
+        x1 = Signal(S)
+        m.d.comb += x1.eq((x >> P) * f + (q - c))
+        xv, used = pop(x1, Const(0, bits_for(D)), "sym")
+        extra = Const(0, max(1, sh.K))
+        for j, (active, width) in enumerate(_chunk_plan(m, sh, k)):
+            qj = xv[:P]
+            keep = Signal(range(P + 1), name=f"chunk{j}_keep")
+            m.d.comb += keep.eq(P - width)
+            bits = Signal(max(1, sh.K), name=f"chunk{j}_bits")
+            m.d.comb += bits.eq(qj >> keep)
+            xc = Signal(S, name=f"x_chunk{j}")
+            m.d.comb += xc.eq(Mux(active, ((xv >> P) << keep) | (qj & ((Const(1, P + 1) << keep) - 1)), xv))
+            e_next = Signal(max(1, sh.K), name=f"extra{j}")
+            m.d.comb += e_next.eq(Mux(active, (extra << width) | bits, extra))
+            extra = e_next
+            xv, used = pop(xc, used, f"chunk{j}")
+        m.d.comb += stall.eq(Cat(*stalls).any())
+
+        # -- word buffer: drop ``consume`` words, append an accepted one ----------------------------
+        consume = Signal(range(D + 1))
+        take = Signal()
+        m.d.comb += take.eq(self.i.valid & self.i.ready)
+        with m.If(take):
+            m.d.sync += words_left.eq(words_left - 1)
+        for j in range(D):
+            src = j + consume
+            with m.If(src < n_buf):
+                m.d.sync += words[j].eq(word_at[src])
+            with m.Elif(take & (j == n_buf - consume)):
+                m.d.sync += words[j].eq(self.i.p.data)
+        m.d.sync += n_buf.eq(n_buf - consume + take)
+
+        def finish(status):
+            m.d.sync += self.status.eq(status)
+            m.next = "DRAIN"
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.cmd.ready.eq(1)
+                table.write(m)
+                with m.If(self.cmd.valid):
+                    cm = self.cmd.p
+                    m.d.sync += [remaining.eq(cm.count), words_left.eq(cm.words), check_end.eq(cm.check_end),
+                                 self.done.eq(0), self.status.eq(DecodeStatus.OK), n_buf.eq(0)]
+                    with m.If(cm.resume):
+                        m.d.sync += x.eq(cm.state)
+                        m.next = "DECODE"
+                    with m.Else():
+                        m.d.sync += x.eq(0)
+                        m.next = "INIT"
+
+            with m.State("INIT"):
+                # Pop the top word (never zero), then words until x >= 2**(S - W) or none is left.
+                m.d.comb += self.i.ready.eq(~ended & (n_buf < D))
+                with m.If(x >= lo):
+                    m.next = "DECODE"
+                with m.Elif(n_buf != 0):
+                    m.d.comb += consume.eq(1)
+                    m.d.sync += x.eq(Cat(words[0], x))
+                    with m.If((x == 0) & (words[0] == 0)):
+                        finish(DecodeStatus.ZERO_TOP_WORD)
+                with m.Elif(ended):
+                    m.next = "DECODE"
+
+            with m.State("DECODE"):
+                m.d.comb += [
+                    self.i.ready.eq(~ended & (n_buf < D)),
+                    self.o.valid.eq((remaining != 0) & ~stall),
+                    self.o.p.symbol.eq(sym),
+                    self.o.p.extra.eq(extra),
+                ]
+                with m.If(self.o.valid & self.o.ready):
+                    m.d.comb += consume.eq(used)
+                    m.d.sync += [x.eq(xv), remaining.eq(remaining - 1)]
+                with m.If(remaining == 0):
+                    with m.If(~check_end):
+                        finish(DecodeStatus.OK)
+                    with m.Elif(x != 0):
+                        finish(DecodeStatus.FINAL_STATE)
+                    with m.Elif((n_buf != 0) | ~ended):
+                        finish(DecodeStatus.TRAILING_DATA)
+                    with m.Else():
+                        finish(DecodeStatus.OK)
+
+            with m.State("DRAIN"):
+                m.d.comb += [self.i.ready.eq(~ended), consume.eq(n_buf)]
+                with m.If(ended | ((words_left == 1) & take)):
+                    m.d.sync += [self.done.eq(1), n_buf.eq(0)]
+                    m.next = "IDLE"
+        return m
+
+
+class RansEncoder(wiring.Component):
+    """rANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
+
+    Parameters are those of :class:`RansDecoder`; ports those of
+    :class:`~ansforge.hdl.tans.TansEncoder` (``cfg`` as in :class:`RansDecoder`).
+
+    Per cycle: each chunk of the additional data (least significant first), then the symbol, each
+    preceded by a conditional push; ``x // f`` and ``x % f`` are one combinational divider (the
+    price of a bit-exact ``S = 64`` state: the paper's encoder needs none of its DSPs). Pushed words
+    wait in a buffer of ``2 (chunks + 1)`` words; a pair is taken when ``chunks + 1`` slots are free.
+    After the last pair the state's non-zero words are pushed, least significant first.
+    """
+
+    def __init__(self, *, state_bits: int = 64, word_bits: int = 32, precision_bits: int = 16, max_symbols: int = 64,
+                 max_extra_bits: int = 8, table: RansTable | None = None, programmable: bool = False):
+        sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable)
+        self._shape = sh
+        ports = {
+            "cmd": In(stream.Signature(encoder_command_layout())),
+            "i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
+            "o": Out(stream.Signature(word_layout(sh.W))),
+            "done": Out(1),
+        }
+        if programmable:
+            ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.symbol_bits, "data": sh.entry})))
+        super().__init__(ports)
+
+    @property
+    def state_bits(self) -> int:
+        return self._shape.S
+
+    @property
+    def word_bits(self) -> int:
+        return self._shape.W
+
+    @property
+    def precision_bits(self) -> int:
+        return self._shape.P
+
+    @property
+    def programmable(self) -> bool:
+        return self._shape.programmable
+
+    def elaborate(self, platform):
+        sh = self._shape
+        S, W, P, C = sh.S, sh.W, sh.P, sh.chunks
+        per_pair = C + 1
+        D = 2 * per_pair
+        m = Module()
+        table = _SymbolTable(m, sh, self.cfg if sh.programmable else None)
+
+        x = Signal(S)
+        remaining = Signal.like(self.cmd.p.count)
+        fifo = [Signal(W, name=f"out{j}") for j in range(D)]
+        n_out = Signal(range(D + 1))
+        s = self.i.p.symbol
+        f = Array(table.freq)[s]
+        c = Array(table.cum)[s]
+        k = Array(table.k)[s]
+
+        pushes = []   # (enable, word) in push order
+
+        def push_if(xv, limit_log2=None, limit=None, tag=""):
+            """Push the low word when ``x >> (S - P) >= limit``; returns the state after it."""
+            do = Signal(name=f"push_{tag}")
+            if limit_log2 is not None:
+                m.d.comb += do.eq((xv >> (S - P)) >= (Const(1, P + 1) << limit_log2))
+            else:
+                m.d.comb += do.eq((xv >> (S - P)) >= limit)
+            pushes.append((do, xv[:W]))
+            xn = Signal(S, name=f"x_after_push_{tag}")
+            m.d.comb += xn.eq(Mux(do, xv >> W, xv))
+            return xn
+
+        xv = x
+        rest = Signal(max(1, sh.K))
+        m.d.comb += rest.eq(self.i.p.extra)
+        plan = _chunk_plan(m, sh, k)
+        for j in reversed(range(C)):                # least significant chunk first
+            active, width = plan[j]
+            keep = Signal(range(P + 1), name=f"chunk{j}_keep")   # the chunk's frequency is 2**keep
+            m.d.comb += keep.eq(P - width)
+            v = Signal(max(1, sh.K), name=f"chunk{j}_value")
+            m.d.comb += v.eq(rest & ((Const(1, sh.K + 1) << width) - 1))
+            nrest = Signal(max(1, sh.K), name=f"rest{j}")
+            m.d.comb += nrest.eq(Mux(active, rest >> width, rest))
+            rest = nrest
+            xp = push_if(xv, limit_log2=keep, tag=f"chunk{j}")
+            xc = Signal(S, name=f"x_chunk{j}")
+            m.d.comb += xc.eq(((xp >> keep) << P) | (v << keep) | (xp & ((Const(1, P + 1) << keep) - 1)))
+            for_push, _ = pushes[-1]
+            gated = Signal(name=f"push_chunk{j}_gated")
+            m.d.comb += gated.eq(for_push & active)
+            pushes[-1] = (gated, pushes[-1][1])
+            nx = Signal(S, name=f"x_after_chunk{j}")
+            m.d.comb += nx.eq(Mux(active, xc, xv))
+            xv = nx
+        xp = push_if(xv, limit=f, tag="sym")
+        x_next = Signal(S)
+        m.d.comb += x_next.eq(((xp // f) << P) | (c + xp % f))
+
+        # -- output buffer ------------------------------------------------------------------------
+        emit = Signal()
+        flushing = Signal()
+        m.d.comb += [self.o.valid.eq(n_out != 0), self.o.p.data.eq(fifo[0]),
+                     self.o.p.last.eq(flushing & (x == 0) & (n_out == 1)),
+                     emit.eq(self.o.valid & self.o.ready)]
+        fire = Signal()
+        new_words = []
+        count = Const(0, bits_for(per_pair))
+        for do, word in pushes:
+            en = Signal(name="push_en")
+            m.d.comb += en.eq(fire & do)
+            new_words.append((en, word, count))
+            nc = Signal(range(per_pair + 1))
+            m.d.comb += nc.eq(count + en)
+            count = nc
+        flush_word = Signal()
+        base = Signal(range(D + 1))
+        m.d.comb += base.eq(n_out - emit)
+        fifo_at = Array(fifo)
+        for j in range(D):
+            src = j + emit
+            with m.If(src < n_out):
+                m.d.sync += fifo[j].eq(fifo_at[src])
+            for en, word, pos in new_words:
+                with m.If(en & (j == base + pos)):
+                    m.d.sync += fifo[j].eq(word)
+            with m.If(flush_word & (j == base)):
+                m.d.sync += fifo[j].eq(x[:W])
+        m.d.sync += n_out.eq(base + count + flush_word)
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.cmd.ready.eq(1)
+                table.write(m)
+                with m.If(self.cmd.valid):
+                    m.d.sync += [remaining.eq(self.cmd.p.count), x.eq(0), self.done.eq(0)]
+                    m.next = "ENCODE"
+            with m.State("ENCODE"):
+                m.d.comb += [self.i.ready.eq((remaining != 0) & (n_out <= D - per_pair)),
+                             fire.eq(self.i.valid & self.i.ready)]
+                with m.If(fire):
+                    m.d.sync += [x.eq(x_next), remaining.eq(remaining - 1)]
+                with m.If(remaining == 0):
+                    m.next = "FLUSH"
+            with m.State("FLUSH"):
+                # The state's non-zero words, least significant first.
+                m.d.comb += flushing.eq(1)
+                with m.If((x != 0) & (n_out < D)):
+                    m.d.comb += flush_word.eq(1)
+                    m.d.sync += x.eq(x >> W)
+                with m.If((x == 0) & ((n_out == 0) | ((n_out == 1) & emit))):
+                    m.d.sync += self.done.eq(1)
+                    m.next = "IDLE"
+        return m

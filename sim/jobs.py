@@ -1,0 +1,130 @@
+"""Simulation jobs: a core, the stimulus the golden model implies, and the response it must give.
+
+A :class:`CoreJob` is engine-neutral: payloads are integers (:mod:`.streams`), so the same job runs
+in the Amaranth simulator and in Verilator and both results are checked against the same
+expectation, which comes from the golden coders of :mod:`ansforge.model` and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from amaranth.lib import wiring
+
+from ..hdl.common import DecodeStatus
+from ..hdl.rans import RansDecoder, RansEncoder, rans_writes
+from ..hdl.tans import TansDecoder, TansEncoder, tans_decoder_writes, tans_encoder_writes
+from ..model.codecs import CodecSpec
+from ..model.stream import Run
+from .streams import pack
+
+__all__ = ["CORES", "CoreJob", "SimResult", "build_core", "make_job"]
+
+CORES = ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")
+
+
+@dataclass
+class SimResult:
+    """What a core did: payload bits on ``o``, each decoder command's status, clock cycles."""
+
+    outputs: list[int]
+    statuses: list[int]
+    cycles: int
+
+
+@dataclass
+class CoreJob:
+    """Stimulus and expected response of one core run (see the module docstring)."""
+
+    kind: str
+    core: wiring.Component
+    cfg: dict[str, list[int]] = field(default_factory=dict)
+    commands: list[int] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)
+    expected: list[int] = field(default_factory=list)
+    expected_status: list[int] = field(default_factory=list)
+    pairs: int = 0
+    words: int = 0
+
+    @property
+    def is_decoder(self) -> bool:
+        return self.kind.endswith("decoder")
+
+    def check(self, result: SimResult) -> tuple[bool, list[str]]:
+        """Whether ``result`` is bit-exact, and what differs (first mismatch, counts, statuses)."""
+        errs = []
+        if result.outputs != self.expected:
+            n = min(len(result.outputs), len(self.expected))
+            first = next((i for i in range(n) if result.outputs[i] != self.expected[i]), n)
+            errs.append(f"output {first} of {len(self.expected)} differs (core gave {len(result.outputs)} outputs)")
+        if self.is_decoder and result.statuses != self.expected_status:
+            errs.append("status " + ", ".join(DecodeStatus(s).name for s in result.statuses) + " expected "
+                        + ", ".join(DecodeStatus(s).name for s in self.expected_status))
+        return not errs, errs
+
+
+def build_core(kind: str, spec: CodecSpec, table, *, programmable: bool = False, max_symbols: int = 64,
+               max_extra_bits: int | None = None) -> wiring.Component:
+    """The core ``kind`` for codec ``spec`` with ``table`` baked in (or loadable, if programmable)."""
+    if kind not in CORES:
+        raise ValueError(f"core must be one of {', '.join(CORES)}, not {kind!r}")
+    k = max(8, int(table.extra_bits.max())) if max_extra_bits is None else max_extra_bits
+    if kind.startswith("tans"):
+        if spec.tans is None:
+            raise ValueError(f"core {kind} needs a tANS codec, not {spec.name}")
+        cls = TansDecoder if kind == "tans-decoder" else TansEncoder
+        return cls(table_log=spec.tans.table_log, word_bits=spec.tans.word_bits, max_symbols=max_symbols,
+                   max_extra_bits=k, table=table, programmable=programmable)
+    if spec.rans is None:
+        raise ValueError(f"core {kind} needs an rANS codec, not {spec.name}")
+    cls = RansDecoder if kind == "rans-decoder" else RansEncoder
+    r = spec.rans
+    return cls(state_bits=r.state_bits, word_bits=r.word_bits, precision_bits=r.precision_bits,
+               max_symbols=max_symbols, max_extra_bits=k, table=table, programmable=programmable)
+
+
+def _cfg(core, table) -> dict[str, list[int]]:
+    if not core.programmable:
+        return {}
+    sig = core.signature.members
+    if isinstance(core, TansDecoder):
+        return {"cfg": [pack(sig["cfg"].signature.members["payload"].shape, w) for w in tans_decoder_writes(table)]}
+    if isinstance(core, TansEncoder):
+        sym, state = tans_encoder_writes(table)
+        return {"sym_cfg": [pack(sig["sym_cfg"].signature.members["payload"].shape, w) for w in sym],
+                "state_cfg": [pack(sig["state_cfg"].signature.members["payload"].shape, w) for w in state]}
+    return {"cfg": [pack(sig["cfg"].signature.members["payload"].shape, w)
+                    for w in rans_writes(table, core._shape.max_symbols)]}
+
+
+def _shape(core, port: str):
+    return core.signature.members[port].signature.members["payload"].shape
+
+
+def make_job(kind: str, spec: CodecSpec, table, symbols: np.ndarray, extras: np.ndarray, *,
+             programmable: bool = False, max_symbols: int = 64, max_extra_bits: int | None = None,
+             core: wiring.Component | None = None) -> CoreJob:
+    """A job that codes ``symbols``/``extras`` (pair order) with one command, checked against the
+    golden coder: a decoder gets the golden words (top first) and must give back the pairs; an
+    encoder gets the pairs back to front and must give the golden words in push order."""
+    core = core or build_core(kind, spec, table, programmable=programmable, max_symbols=max_symbols,
+                              max_extra_bits=max_extra_bits)
+    symbols = np.asarray(symbols, dtype=np.int64)
+    extras = np.asarray(extras, dtype=np.uint64)
+    n = int(symbols.size)
+    words = spec.coder().encode([table], [Run(0, n)], symbols, extras).words.tolist()
+    pair_shape, word_shape = _shape(core, "o" if kind.endswith("decoder") else "i"), \
+        _shape(core, "i" if kind.endswith("decoder") else "o")
+    pairs = [pack(pair_shape, {"symbol": int(s), "extra": int(e)}) for s, e in zip(symbols.tolist(), extras.tolist())]
+    job = CoreJob(kind, core, cfg=_cfg(core, table), pairs=n, words=len(words))
+    if job.is_decoder:
+        job.commands = [pack(_shape(core, "cmd"), {"count": n, "words": len(words), "resume": 0, "check_end": 1})]
+        job.inputs = [pack(word_shape, {"data": w}) for w in reversed(words)]
+        job.expected = pairs
+        job.expected_status = [DecodeStatus.OK.value]
+    else:
+        job.commands = [pack(_shape(core, "cmd"), {"count": n})]
+        job.inputs = pairs[::-1]
+        job.expected = [pack(word_shape, {"data": w, "last": int(i == len(words) - 1)}) for i, w in enumerate(words)]
+    return job

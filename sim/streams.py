@@ -1,0 +1,78 @@
+"""Stream payloads as integers, and the Amaranth-simulator helpers that move them.
+
+Both simulation engines exchange payloads as plain integers (the payload's bits, field 0 at the
+LSB); :func:`pack` and :func:`unpack` convert to and from the nested dicts of a
+:class:`amaranth.lib.data.StructLayout`, so that drivers speak in field names.
+"""
+
+from __future__ import annotations
+
+import random
+
+from amaranth.hdl import Shape
+from amaranth.lib import data
+
+__all__ = ["pack", "unpack", "payload_bits", "stream_put", "stream_get"]
+
+
+def payload_bits(shape) -> int:
+    """Width of a payload shape in bits."""
+    return Shape.cast(shape).width
+
+
+def pack(shape, value) -> int:
+    """The bits of ``value`` (an int, or a dict of fields for a struct layout) as an integer."""
+    if isinstance(shape, data.StructLayout):
+        if not isinstance(value, dict):
+            return int(value)
+        out = 0
+        for name, field in shape:
+            if name in value:
+                bits = pack(field.shape, value[name])
+                if bits >> field.width:
+                    raise ValueError(f"field {name!r}: {value[name]!r} does not fit {field.width} bits")
+                out |= bits << field.offset
+        unknown = set(value) - {name for name, _ in shape}
+        if unknown:
+            raise ValueError(f"unknown payload fields {sorted(unknown)}")
+        return out
+    v = int(value)
+    if hasattr(shape, "__members__"):  # an enum shape
+        return v
+    return v & ((1 << payload_bits(shape)) - 1)
+
+
+def unpack(shape, bits: int):
+    """Inverse of :func:`pack`: a dict of fields for a struct layout, else the integer."""
+    if isinstance(shape, data.StructLayout):
+        return {name: unpack(field.shape, (bits >> field.offset) & ((1 << field.width) - 1)) for name, field in shape}
+    return int(bits)
+
+
+async def _gap(ctx, rng: random.Random | None, prob: float) -> None:
+    while rng is not None and prob > 0 and rng.random() < prob:
+        await ctx.tick()
+
+
+async def stream_put(ctx, stream, bits: int, *, rng: random.Random | None = None, stall_prob: float = 0.0) -> None:
+    """Offer ``bits`` on ``stream`` (after random idle cycles) and wait for the transfer."""
+    await _gap(ctx, rng, stall_prob)
+    ctx.set(stream.valid, 1)
+    ctx.set(stream.payload.as_value() if hasattr(stream.payload, "as_value") else stream.payload, bits)
+    await ctx.tick().until(stream.ready)
+    ctx.set(stream.valid, 0)
+
+
+async def stream_get(ctx, stream, *, rng: random.Random | None = None, stall_prob: float = 0.0) -> int:
+    """Accept one transfer from ``stream`` (after random not-ready cycles); returns its payload bits."""
+    await _gap(ctx, rng, stall_prob)
+    ctx.set(stream.ready, 1)
+    payload = stream.payload.as_value() if hasattr(stream.payload, "as_value") else stream.payload
+    while True:
+        # A plain tick per cycle (not ``until``) so that a background collector can be abandoned
+        # mid-wait when the simulation ends.
+        _, _, valid, bits = await ctx.tick().sample(stream.valid, payload)
+        if valid:
+            break
+    ctx.set(stream.ready, 0)
+    return int(bits)
