@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+
 from amaranth.sim import Simulator
 
 from .jobs import CoreJob, SimResult
@@ -52,7 +54,7 @@ class AmaranthEngine:
             cycles[1] = cycles[0] - start
 
         async def inputs(ctx):
-            for w in job.inputs:
+            for w in job.inputs.tolist():
                 await stream_put(ctx, core.i, w, rng=rng_in, stall_prob=stall_prob)
 
         async def collect(ctx):
@@ -77,4 +79,4 @@ class AmaranthEngine:
                 sim.run()
         else:
             sim.run()
-        return SimResult(outputs, statuses, int(cycles[1] or 0))
+        return SimResult(np.array(outputs, dtype=np.uint64), statuses, int(cycles[1] or 0))

@@ -41,8 +41,8 @@ class CoreJob:
     core: wiring.Component
     cfg: dict[str, list[int]] = field(default_factory=dict)
     commands: list[int] = field(default_factory=list)
-    inputs: list[int] = field(default_factory=list)
-    expected: list[int] = field(default_factory=list)
+    inputs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))    # payload bits on ``i``
+    expected: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))  # payload bits on ``o``
     expected_status: list[int] = field(default_factory=list)
     pairs: int = 0
     words: int = 0
@@ -54,10 +54,12 @@ class CoreJob:
     def check(self, result: SimResult) -> tuple[bool, list[str]]:
         """Whether ``result`` is bit-exact, and what differs (first mismatch, counts, statuses)."""
         errs = []
-        if result.outputs != self.expected:
-            n = min(len(result.outputs), len(self.expected))
-            first = next((i for i in range(n) if result.outputs[i] != self.expected[i]), n)
-            errs.append(f"output {first} of {len(self.expected)} differs (core gave {len(result.outputs)} outputs)")
+        got = np.asarray(result.outputs, dtype=np.uint64)
+        if not np.array_equal(got, self.expected):
+            n = min(got.size, self.expected.size)
+            diff = np.flatnonzero(got[:n] != self.expected[:n])
+            first = int(diff[0]) if diff.size else n
+            errs.append(f"output {first} of {self.expected.size} differs (core gave {got.size} outputs)")
         if self.is_decoder and result.statuses != self.expected_status:
             errs.append("status " + ", ".join(DecodeStatus(s).name for s in result.statuses) + " expected "
                         + ", ".join(DecodeStatus(s).name for s in self.expected_status))
@@ -113,18 +115,24 @@ def make_job(kind: str, spec: CodecSpec, table, symbols: np.ndarray, extras: np.
     symbols = np.asarray(symbols, dtype=np.int64)
     extras = np.asarray(extras, dtype=np.uint64)
     n = int(symbols.size)
-    words = spec.coder().encode([table], [Run(0, n)], symbols, extras).words.tolist()
-    pair_shape, word_shape = _shape(core, "o" if kind.endswith("decoder") else "i"), \
-        _shape(core, "i" if kind.endswith("decoder") else "o")
-    pairs = [pack(pair_shape, {"symbol": int(s), "extra": int(e)}) for s, e in zip(symbols.tolist(), extras.tolist())]
+    words = spec.coder().encode([table], [Run(0, n)], symbols, extras).words
+    dec = kind.endswith("decoder")
+    pair_shape, word_shape = _shape(core, "o" if dec else "i"), _shape(core, "i" if dec else "o")
+    # Payloads packed with NumPy from the layouts' field offsets (whole matrices pass through here).
+    sym_off, extra_off = pair_shape["symbol"].offset, pair_shape["extra"].offset
+    pairs = (symbols.astype(np.uint64) << np.uint64(sym_off)) | (extras << np.uint64(extra_off))
+    w = np.asarray(words, dtype=np.uint64)
+    last = np.zeros(w.size, dtype=np.uint64)
+    last[-1:] = 1
+    word_bits = (w << np.uint64(word_shape["data"].offset)) | (last << np.uint64(word_shape["last"].offset))
     job = CoreJob(kind, core, cfg=_cfg(core, table), pairs=n, words=len(words))
-    if job.is_decoder:
+    if dec:
         job.commands = [pack(_shape(core, "cmd"), {"count": n, "words": len(words), "resume": 0, "check_end": 1})]
-        job.inputs = [pack(word_shape, {"data": w}) for w in reversed(words)]
+        job.inputs = (w << np.uint64(word_shape["data"].offset))[::-1].copy()
         job.expected = pairs
         job.expected_status = [DecodeStatus.OK.value]
     else:
         job.commands = [pack(_shape(core, "cmd"), {"count": n})]
-        job.inputs = pairs[::-1]
-        job.expected = [pack(word_shape, {"data": w, "last": int(i == len(words) - 1)}) for i, w in enumerate(words)]
+        job.inputs = pairs[::-1].copy()
+        job.expected = word_bits
     return job

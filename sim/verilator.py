@@ -1,0 +1,260 @@
+"""Verilator engine: the Verilog that ``ansforge verilog`` ships, compiled and run on a job's vectors.
+
+The core is converted with ``amaranth.back.verilog``; a C++ harness is generated from the
+component's signature (port names, payload widths), so nothing is written by hand per core. The
+harness plays the same game as :class:`~.amaranth_sim.AmaranthEngine`: configuration writes, then
+each command followed by a wait for ``done``, input words/pairs with random valid gaps, outputs with
+random ready gaps, and a cycle bound. Builds are cached under ``$ANSFORGE_CACHE`` (default
+``~/.cache/ansforge``) by a hash of the Verilog and the harness.
+
+Payloads cross as raw little-endian ``uint64`` files, ``ceil(width / 64)`` words per payload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from amaranth.back import verilog
+
+from .jobs import CoreJob, SimResult
+from .streams import payload_bits
+
+__all__ = ["VerilatorEngine", "verilator_available", "core_verilog"]
+
+
+def verilator_available() -> bool:
+    return shutil.which("verilator") is not None
+
+
+def core_verilog(core, name: str = "top") -> str:
+    """Verilog of ``core`` with its ports named after its signature (``i__payload``, ...)."""
+    return verilog.convert(core, name=name, emit_src=False)
+
+
+def _cxx(name: str) -> str:
+    return name.replace("__", "___05F")  # Verilator's escape of a double underscore
+
+
+def _streams(core):
+    """(inputs, output) stream names: configuration streams first, then ``cmd`` and ``i``; ``o``."""
+    members = core.signature.members
+    cfg = [n for n in members if n.endswith("cfg")]
+    return cfg + ["cmd", "i"], "o"
+
+
+def _width(core, name: str) -> int:
+    return payload_bits(core.signature.members[name].signature.members["payload"].shape)
+
+
+_HARNESS = r"""
+#include "Vtop.h"
+#include "verilated.h"
+#include <cstdio>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+#include <string>
+
+static uint64_t rng_state;
+static inline uint64_t rnd() { rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17; return rng_state; }
+static double stall_p;
+static inline bool stall() { return stall_p > 0 && (double)(rnd() >> 11) / 9007199254740992.0 < stall_p; }
+
+struct In { std::vector<uint64_t> d; size_t n = 0, words = 1, pos = 0; bool valid = false; };
+
+static void load(const std::string& path, In& s, size_t words) {
+    s.words = words;
+    FILE* f = fopen(path.c_str(), "rb");
+    if (!f) { perror(path.c_str()); exit(2); }
+    fseek(f, 0, SEEK_END); long bytes = ftell(f); fseek(f, 0, SEEK_SET);
+    s.d.resize(bytes / 8);
+    if (bytes && fread(s.d.data(), 8, s.d.size(), f) != s.d.size()) { perror(path.c_str()); exit(2); }
+    fclose(f);
+    s.n = s.d.size() / words;
+}
+
+template <typename T> static void set_narrow(T& port, const uint64_t* v) { port = (T)v[0]; }
+template <std::size_t N> static void set_wide(VlWide<N>& port, const uint64_t* v) {
+    for (std::size_t i = 0; i < N; i++) port[i] = (uint32_t)(v[i / 2] >> (32 * (i % 2)));
+}
+template <typename T> static void get_narrow(const T& port, uint64_t* v) { v[0] = (uint64_t)port; }
+template <std::size_t N> static void get_wide(const VlWide<N>& port, uint64_t* v) {
+    for (std::size_t i = 0; i < (N + 1) / 2; i++) v[i] = 0;
+    for (std::size_t i = 0; i < N; i++) v[i / 2] |= (uint64_t)port[i] << (32 * (i % 2));
+}
+
+int main(int argc, char** argv) {
+    if (argc != 6) { fprintf(stderr, "usage: %s DIR STALL SEED MAX_CYCLES STATUS\n", argv[0]); return 2; }
+    std::string dir = argv[1];
+    stall_p = atof(argv[2]);
+    rng_state = strtoull(argv[3], 0, 10) * 2654435761ULL + 88172645463325252ULL;
+    uint64_t max_cycles = strtoull(argv[4], 0, 10);
+    bool has_status = atoi(argv[5]) != 0;
+    Verilated::commandArgs(1, argv);
+    Vtop* top = new Vtop;
+@@DECLS@@
+    FILE* out = fopen((dir + "/o.bin").c_str(), "wb");
+    FILE* st = fopen((dir + "/status.txt").c_str(), "w");
+    top->clk = 0; top->rst = 1; top->eval(); top->clk = 1; top->eval(); top->clk = 0; top->rst = 0; top->eval();
+    uint64_t cycle = 0, first = 0, last = 0;
+    size_t cmd_sent = 0, cmd_done = 0;
+    bool waiting = false, started = false;
+    std::vector<uint64_t> obuf(@@OWORDS@@);
+    while (cmd_done < cmd_s.n) {
+        bool cfg_busy = false;
+@@DRIVE@@
+        top->o___05Fready = !stall();
+        top->eval();
+        bool o_fire = top->o___05Fvalid && top->o___05Fready;
+        if (o_fire) { @@GETO@@ fwrite(obuf.data(), 8, obuf.size(), out); }
+@@FIRES@@
+        top->clk = 1; top->eval(); top->clk = 0; top->eval();
+        cycle++;
+@@ADVANCE@@
+        if (waiting && top->done) {
+            waiting = false; cmd_done++; last = cycle;
+            if (has_status) fprintf(st, "%d\n", @@STATUS@@);
+        }
+        if (cycle > max_cycles) { fprintf(stderr, "no result after %llu cycles\n", (unsigned long long)max_cycles); fclose(out); fclose(st); return 3; }
+    }
+    fclose(out); fclose(st);
+    FILE* cy = fopen((dir + "/cycles.txt").c_str(), "w"); fprintf(cy, "%llu\n", (unsigned long long)(last - first)); fclose(cy);
+    top->final(); delete top;
+    return 0;
+}
+"""
+
+
+def _harness(core) -> str:
+    ins, _ = _streams(core)
+    decls, drive, fires, advance = [], [], [], []
+    for name in ins:
+        w = _width(core, name)
+        words = -(-w // 64)
+        p = _cxx(f"{name}__payload")
+        setter = f"set_wide(top->{p}, &{name}_s.d[{name}_s.pos * {name}_s.words])" if w > 64 else \
+            f"set_narrow(top->{p}, &{name}_s.d[{name}_s.pos * {name}_s.words])"
+        decls.append(f"    In {name}_s; load(dir + \"/{name}.bin\", {name}_s, {words});")
+        if name.endswith("cfg"):
+            drive.append(f"""        top->{_cxx(name + '__valid')} = 0;
+        if ({name}_s.pos < {name}_s.n) {{ cfg_busy = true; top->{_cxx(name + '__valid')} = 1; {setter}; }}""")
+        elif name == "cmd":
+            drive.append(f"""        top->{_cxx('cmd__valid')} = 0;
+        if (!cfg_busy && !waiting && cmd_sent < cmd_s.n) {{
+            if (!cmd_s.valid) cmd_s.valid = !stall();
+            if (cmd_s.valid) {{ top->{_cxx('cmd__valid')} = 1; {setter}; }}
+        }}""")
+        else:
+            drive.append(f"""        top->{_cxx(name + '__valid')} = 0;
+        if (!cfg_busy && {name}_s.pos < {name}_s.n) {{
+            if (!{name}_s.valid) {name}_s.valid = !stall();
+            if ({name}_s.valid) {{ top->{_cxx(name + '__valid')} = 1; {setter}; }}
+        }}""")
+        fires.append(f"        bool {name}_fire = top->{_cxx(name + '__valid')} && top->{_cxx(name + '__ready')};")
+        if name == "cmd":
+            advance.append("""        if (cmd_fire) { cmd_s.pos++; cmd_s.valid = false; cmd_sent++; waiting = true;
+            if (!started) { started = true; first = cycle - 1; } }""")
+        else:
+            advance.append(f"        if ({name}_fire) {{ {name}_s.pos++; {name}_s.valid = false; }}")
+    ow = _width(core, "o")
+    getter = f"get_wide(top->{_cxx('o__payload')}, obuf.data());" if ow > 64 else \
+        f"get_narrow(top->{_cxx('o__payload')}, obuf.data());"
+    return (_HARNESS.replace("@@DECLS@@", "\n".join(decls)).replace("@@DRIVE@@", "\n".join(drive))
+            .replace("@@FIRES@@", "\n".join(fires)).replace("@@ADVANCE@@", "\n".join(advance))
+            .replace("@@GETO@@", getter)
+            .replace("@@STATUS@@", "(int)top->status" if "status" in core.signature.members else "0").replace("@@OWORDS@@", str(-(-ow // 64))))
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("ANSFORGE_CACHE") or Path.home() / ".cache" / "ansforge") / "verilator"
+
+
+class VerilatorEngine:
+    """Run jobs on the core's Verilog, compiled by Verilator (cached per design)."""
+
+    name = "verilator"
+
+    def __init__(self, cache_dir: str | os.PathLike | None = None, jobs: int | None = None):
+        if not verilator_available():
+            raise RuntimeError("verilator is not on PATH (Debian: apt-get install verilator)")
+        self.cache = Path(cache_dir) if cache_dir else _cache_root()
+        self.jobs = jobs or os.cpu_count() or 1
+        self._built: dict[int, Path] = {}
+
+    def build(self, core) -> Path:
+        """Compile ``core`` (once per distinct Verilog) and return the simulator binary."""
+        key = id(core)
+        if key in self._built:
+            return self._built[key]
+        v = core_verilog(core)
+        cpp = _harness(core)
+        digest = hashlib.sha256((v + cpp).encode()).hexdigest()[:20]
+        d = self.cache / digest
+        exe = d / "obj_dir" / "Vtop"
+        if not exe.exists():
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "top.v").write_text(v)
+            (d / "harness.cpp").write_text(cpp)
+            cmd = ["verilator", "--cc", "top.v", "--exe", "harness.cpp", "--build", "--top-module", "top",
+                   "-Wno-WIDTH", "-Wno-UNUSED", "-Wno-DECLFILENAME", "-Wno-CASEINCOMPLETE", "-O3", "--x-assign", "fast",
+                   "--x-initial", "fast", "--noassert", "-j", str(self.jobs), "-CFLAGS", "-O2"]
+            r = subprocess.run(cmd, cwd=d, capture_output=True, text=True)
+            if r.returncode:
+                raise RuntimeError(f"verilator build of {type(core).__name__} failed:\n{r.stderr[-4000:]}")
+        self._built[key] = exe
+        return exe
+
+    def run(self, job: CoreJob, *, stall_prob: float = 0.0, seed: int = 0, vcd: str | None = None,
+            max_cycles: int | None = None) -> SimResult:
+        """Run ``job`` (see :meth:`AmaranthEngine.run`); ``vcd`` is not supported by this engine."""
+        if vcd:
+            raise ValueError("the verilator engine writes no VCD; use the amaranth engine for waveforms")
+        if not 0 <= stall_prob < 1:
+            raise ValueError(f"stall_prob must be in [0, 1), not {stall_prob!r}")
+        core = job.core
+        exe = self.build(core)
+        limit = max_cycles or (64 + 4 * (job.pairs + job.words + sum(map(len, job.cfg.values())))) * \
+            (1 + int(8 * stall_prob / (1 - stall_prob)))
+        ins, _ = _streams(core)
+        with tempfile.TemporaryDirectory(prefix="ansforge-vl-") as tmp:
+            for name in ins:
+                values = job.cfg.get(name, []) if name.endswith("cfg") else \
+                    (job.commands if name == "cmd" else job.inputs)
+                _write_payloads(Path(tmp) / f"{name}.bin", values, _width(core, name))
+            r = subprocess.run([str(exe), tmp, repr(float(stall_prob)), str(int(seed)), str(limit),
+                                "1" if job.is_decoder else "0"], capture_output=True, text=True)
+            if r.returncode == 3:
+                raise TimeoutError(f"{job.kind}: no result after {limit} cycles (core locked up?)")
+            if r.returncode:
+                raise RuntimeError(f"{job.kind} simulation failed ({r.returncode}): {r.stderr[-2000:]}")
+            ow = -(-_width(core, "o") // 64)
+            raw = np.fromfile(Path(tmp) / "o.bin", dtype="<u8").reshape(-1, ow)
+            outputs = raw[:, 0] if ow == 1 else raw
+            statuses = [int(s) for s in (Path(tmp) / "status.txt").read_text().split()]
+            cycles = int((Path(tmp) / "cycles.txt").read_text())
+        return SimResult(_as_ints(outputs, ow), statuses, cycles)
+
+
+def _write_payloads(path: Path, values, width: int) -> None:
+    words = -(-width // 64)
+    if isinstance(values, np.ndarray) and words == 1:
+        values.astype("<u8").tofile(path)
+        return
+    arr = np.zeros((len(values), words), dtype="<u8")
+    for i, v in enumerate(values):
+        v = int(v)
+        for j in range(words):
+            arr[i, j] = (v >> (64 * j)) & 0xFFFFFFFFFFFFFFFF
+    arr.tofile(path)
+
+
+def _as_ints(outputs: np.ndarray, words: int):
+    if words == 1:
+        return outputs.astype(np.uint64)
+    return [sum(int(w) << (64 * j) for j, w in enumerate(row)) for row in outputs]
