@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import ConfigError
 
-__all__ = ["categorical_model", "encode_chunks", "decode_chunks", "encode_codes", "decode_codes"]
+__all__ = ["categorical_model", "encode_chunks", "decode_chunks", "encode_codes", "decode_codes", "encode_pairs"]
 
 
 def categorical_model(counts: np.ndarray):
@@ -67,3 +67,28 @@ def encode_codes(codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def decode_codes(words: np.ndarray, counts: np.ndarray, n: int) -> np.ndarray:
     """Decode ``n`` codes from words produced by :func:`encode_codes` with the same ``counts``."""
     return next(decode_chunks(words, counts, [n]))
+
+
+def encode_pairs(probabilities: np.ndarray, extra_bits: np.ndarray, symbols: np.ndarray, extras: np.ndarray):
+    """constriction's words for coding pairs: per pair (decoder order) the symbol with a
+    ``Categorical(probabilities, perfect=False)`` model, then its ``extra_bits[symbol]`` bits of
+    additional data with ``Uniform(2**k)`` (nothing for ``k = 0``); returns ``(words, categorical)``.
+
+    This is the reference the ``constriction`` rANS preset (golden model and cores) must equal."""
+    import constriction
+
+    cat = constriction.stream.model.Categorical(np.asarray(probabilities, dtype=np.float64), perfect=False)
+    coder = constriction.stream.stack.AnsCoder()
+    symbols = np.asarray(symbols, dtype=np.int64)
+    if not np.any(extra_bits):
+        if symbols.size:
+            coder.encode_reverse(symbols.astype(np.int32), cat)
+        return np.asarray(coder.get_compressed(), dtype=np.uint32), cat
+    uniform = {}
+    for i in range(symbols.size - 1, -1, -1):
+        k = int(extra_bits[symbols[i]])
+        if k:
+            u = uniform.setdefault(k, constriction.stream.model.Uniform(1 << k))
+            coder.encode_reverse(np.array([extras[i]], dtype=np.int32), u)
+        coder.encode_reverse(np.array([symbols[i]], dtype=np.int32), cat)
+    return np.asarray(coder.get_compressed(), dtype=np.uint32), cat

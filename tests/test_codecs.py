@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ansforge.model.codecs import parse_codec
 from ansforge.model.codetable import CodeTable, build_code_table
+from ansforge.model.constriction_codec import encode_pairs
 from ansforge.model.errors import ConfigError
 from ansforge.model.probability import entropy_bits, leaky_quantize
 from ansforge.model.rans import RANS_PRESETS, RansCoder, RansParams, RansTable
@@ -175,20 +176,7 @@ def test_leaky_quantize_matches_constriction_cumulatives():
 
 
 def _constriction_words(probs, k_of_symbol, symbols, extras):
-    cat = constriction.stream.model.Categorical(probs, perfect=False)
-    coder = constriction.stream.stack.AnsCoder()
-    if not np.any(k_of_symbol):
-        if symbols.size:
-            coder.encode_reverse(symbols.astype(np.int32), cat)
-        return coder.get_compressed(), cat
-    uniform = {}
-    for i in range(symbols.size - 1, -1, -1):
-        k = int(k_of_symbol[symbols[i]])
-        if k:
-            u = uniform.setdefault(k, constriction.stream.model.Uniform(1 << k))
-            coder.encode_reverse(np.array([extras[i]], dtype=np.int32), u)
-        coder.encode_reverse(np.array([symbols[i]], dtype=np.int32), cat)
-    return coder.get_compressed(), cat
+    return encode_pairs(probs, k_of_symbol, symbols, extras)
 
 
 def test_constriction_preset_is_bit_exact_with_ansCoder_1000_cases():
