@@ -130,6 +130,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--range", default=None, metavar="START:COUNT",
                    help="with --tensor: decode only this range, from the nearest checkpoint")
 
+    cores = ["tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder"]
+    p = verbs.add_parser("simulate", help="run a checkpoint's matrices through a simulated ANS core",
+                         description="Cycle-simulate a core (§4.2) on every matrix of a checkpoint, one programmable "
+                                     "core with the matrix's table written per matrix, and check it bit for bit "
+                                     "against the golden model (and constriction, for the rans24 preset).")
+    p.add_argument("--core", required=True, choices=cores)
+    p.add_argument("--model", required=True, metavar="PATH", help="llama2.c .bin, safetensors or GGUF checkpoint")
+    p.add_argument("--codec", default=None, metavar="CODEC",
+                   help="tansR / ransP (default tans8 for tANS cores, rans16 for rANS cores; rans24 = constriction)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--matrix", action="append", metavar="NAME", help="simulate this matrix (repeatable)")
+    g.add_argument("--all", action="store_true", help="simulate every matrix (the default)")
+    p.add_argument("--engine", default="verilator", choices=["amaranth", "verilator"],
+                   help="verilator (fast, the shipped Verilog; default) or amaranth (Python simulator, VCD)")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N pairs of each matrix")
+    p.add_argument("--stall-prob", type=float, default=0.0, metavar="P",
+                   help="probability of a random valid/ready gap on each stream, each cycle (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random gaps")
+    p.add_argument("--vcd", default=None, metavar="F", help="write a VCD of the first matrix (amaranth engine)")
+    p.add_argument("--json", default=None, metavar="F", help="write the report as JSON")
+    p.add_argument("--force", action="store_true", help="replace existing output files")
+
+    p = verbs.add_parser("verilog", help="generate a core's Verilog",
+                         description="Generate Verilog for a core with amaranth.back.verilog. With --model the "
+                                     "matrix's table is baked in (Memory init / register init); without, the core "
+                                     "is programmable through its cfg stream(s).")
+    p.add_argument("--core", required=True, choices=cores)
+    p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
+    p.add_argument("--word-bits", type=int, default=None, metavar="W", help="word width (default: the codec's)")
+    p.add_argument("--max-symbols", type=int, default=64, metavar="N", help="codes the core handles (default 64)")
+    p.add_argument("--max-extra-bits", type=int, default=8, metavar="K",
+                   help="widest additional data (default 8; a baked table may need more for its escape code)")
+    p.add_argument("--model", default=None, metavar="PATH", help="bake in a table from this checkpoint")
+    p.add_argument("--matrix", default=None, metavar="NAME", help="with --model: the matrix (default: the largest)")
+    p.add_argument("--name", default="top", help="Verilog module name (default top)")
+    p.add_argument("-o", "--output", required=True, metavar="F.v")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+
     p = verbs.add_parser("figure", help="draw one of the paper's figures",
                          description="Draw a figure of the paper from a checkpoint.")
     figs = p.add_subparsers(dest="figure", metavar="FIGURE")
@@ -203,7 +241,7 @@ def _run(args: argparse.Namespace) -> int:
 
         models = [measure_histograms(m, jobs=args.jobs) for m in args.model]
         doc = {"format": FORMAT, "version": 1, "models": models}
-        _write(args.output, json.dumps(doc, indent=1) + "\n", args.force, args.model)
+        _write(args.output, json.dumps(doc, indent=1) + "\n", args.force, [args.model])
         print(f"wrote {args.output}: {sum(len(m['matrices']) for m in models)} matrices")
         return 0
     if args.verb == "compress":
@@ -252,6 +290,10 @@ def _run(args: argparse.Namespace) -> int:
             with np.printoptions(threshold=20, edgeitems=8):
                 print(f"{args.tensor}: {vals.size} values (bit patterns {vals.dtype}): {vals}")
         return 0
+    if args.verb == "simulate":
+        return _simulate(args)
+    if args.verb == "verilog":
+        return _verilog(args)
     if args.verb == "bench":
         from .analysis.bench import run_bench
 
@@ -262,6 +304,106 @@ def _run(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}")
         return 0
     raise AssertionError(args.verb)  # pragma: no cover
+
+
+def _default_codec(core: str, codec: str | None) -> str:
+    codec = codec or ("tans8" if core.startswith("tans") else "rans16")
+    from .model.codecs import parse_codec
+
+    spec = parse_codec(codec)
+    if spec.kind != core.split("-")[0]:
+        raise UsageError(f"--codec {codec} is {spec.kind.upper()}, but --core {core} needs a {core.split('-')[0]} codec")
+    return codec
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from .sim.model_run import model_pairs, simulate_matrices
+
+    codec = _default_codec(args.core, args.codec)
+    if not 0 <= args.stall_prob < 1:
+        raise UsageError(f"--stall-prob must be in [0, 1), not {args.stall_prob}")
+    if args.limit is not None and args.limit < 0:
+        raise UsageError(f"--limit must be >= 0, not {args.limit}")
+    if args.vcd and args.engine != "amaranth":
+        raise UsageError("--vcd needs --engine amaranth (Verilator runs write no waveform)")
+    for f in (args.json, args.vcd):
+        _refuse_existing(f, args.force)
+    try:
+        mats = model_pairs(args.model, codec, args.matrix)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+    def progress(i, n, name, ok):
+        print(f"[{i}/{n}] {name}: {'bit-exact' if ok else 'MISMATCH'}", file=sys.stderr)
+
+    try:
+        rep = simulate_matrices(args.core, codec, mats, engine=args.engine, stall_prob=args.stall_prob,
+                                seed=args.seed, vcd=args.vcd, limit=args.limit, progress=progress)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    except TimeoutError as exc:
+        print(f"ansforge: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{rep.core} ({codec}, {rep.engine}): {rep.matrices} matrices, {rep.pairs:,} pairs, {rep.cycles:,} cycles, "
+          f"{rep.pairs_per_cycle:.4f} pairs/cycle, {rep.words:,} words")
+    print(f"bit-exact against the golden model: {'yes' if rep.bit_exact else 'NO'}")
+    if rep.constriction_exact is not None:
+        print(f"words equal constriction's AnsCoder: {'yes' if rep.constriction_exact else 'NO'}")
+    for e in rep.errors[:10]:
+        print(f"  {e}")
+    if args.json:
+        doc = rep.to_json()
+        _write(args.json, json.dumps(doc, indent=1) + "\n", args.force, (args.model,))
+    return 0 if rep.bit_exact and rep.constriction_exact is not False else 1
+
+
+def _verilog(args: argparse.Namespace) -> int:
+    from .model.codecs import parse_codec
+    from .sim.jobs import build_core
+    from .sim.verilator import core_verilog
+
+    codec = _default_codec(args.core, args.codec)
+    _refuse_existing(args.output, args.force)
+    spec = parse_codec(codec)
+    table = None
+    if args.model:
+        from .sim.model_run import model_pairs
+
+        try:
+            mats = model_pairs(args.model, codec, [args.matrix] if args.matrix else None)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        table = max(mats, key=lambda m: m.symbols.size).table if not args.matrix else mats[0].table
+    elif args.matrix:
+        raise UsageError("--matrix needs --model")
+    try:
+        if args.word_bits is not None:
+            from dataclasses import replace
+
+            spec = replace(spec, **({"tans": replace(spec.tans, word_bits=args.word_bits)} if spec.tans else
+                                    {"rans": replace(spec.rans, word_bits=args.word_bits)}))
+        if table is None:
+            dummy = _programmable_default_table(spec)
+            core = build_core(args.core, spec, dummy, programmable=True, max_symbols=args.max_symbols,
+                              max_extra_bits=args.max_extra_bits)
+        else:
+            core = build_core(args.core, spec, table, max_symbols=args.max_symbols,
+                              max_extra_bits=max(args.max_extra_bits, int(table.extra_bits.max())))
+        text = core_verilog(core, args.name)
+    except (ValueError, TypeError, AnsforgeError) as exc:
+        raise UsageError(str(exc)) from None
+    _write(args.output, text, args.force, (args.model,))
+    kind = "fixed table" if table is not None else "programmable"
+    print(f"wrote {args.output}: {args.core} ({codec}, {kind}), module {args.name}, {text.count(chr(10)):,} lines")
+    return 0
+
+
+def _programmable_default_table(spec):
+    """The reset contents of a programmable core: a two-symbol table (any valid table will do)."""
+    import numpy as np
+
+    counts = np.array([1, 1], dtype=np.int64)
+    return spec.coder_table(spec.code_table(counts, 0), counts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
