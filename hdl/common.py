@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numbers
 
-from amaranth.lib import data, enum
+from amaranth.lib import data, enum, stream
+from amaranth.lib.wiring import In, Out
 
-__all__ = ["DecodeStatus", "check_int", "word_layout", "encoder_command_layout", "decoder_command_layout",
+__all__ = ["DecodeStatus", "decoder_ports", "encoder_ports", "check_int", "word_layout", "encoder_command_layout", "decoder_command_layout",
            "pair_layout", "bits_for", "COUNT_BITS"]
 
 COUNT_BITS = 32
@@ -75,3 +76,20 @@ def decoder_command_layout(state_bits: int, bit_bits: int) -> data.StructLayout:
     """
     return data.StructLayout({"count": COUNT_BITS, "words": COUNT_BITS, "resume": 1, "check_end": 1,
                               "state": state_bits, "bit": bit_bits})
+
+
+def decoder_ports(state_bits: int, bit_bits: int, word_bits: int, symbol_bits: int, extra_bits: int) -> dict:
+    """Signature members every decoder has: ``cmd``, ``i`` (words), ``o`` (pairs), ``done``, ``status``."""
+    return {"cmd": In(stream.Signature(decoder_command_layout(state_bits, bit_bits))),
+            "i": In(stream.Signature(word_layout(word_bits))),
+            "o": Out(stream.Signature(pair_layout(symbol_bits, extra_bits))),
+            "done": Out(1),
+            "status": Out(DecodeStatus)}
+
+
+def encoder_ports(word_bits: int, symbol_bits: int, extra_bits: int) -> dict:
+    """Signature members every encoder has: ``cmd``, ``i`` (pairs, back to front), ``o`` (words), ``done``."""
+    return {"cmd": In(stream.Signature(encoder_command_layout())),
+            "i": In(stream.Signature(pair_layout(symbol_bits, extra_bits))),
+            "o": Out(stream.Signature(word_layout(word_bits))),
+            "done": Out(1)}

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from ..model.rans import RansTable
-from .common import (DecodeStatus, bits_for, check_int, decoder_command_layout, encoder_command_layout,
-                     pair_layout, word_layout)
+from .common import DecodeStatus, bits_for, check_int, decoder_ports, encoder_ports
 
 __all__ = ["RansDecoder", "RansEncoder", "rans_writes"]
 
@@ -110,7 +109,27 @@ def _chunk_plan(m: Module, sh: _RansShape, k):
     return plan
 
 
-class RansDecoder(wiring.Component):
+class _RansCore(wiring.Component):
+    """Read-only parameters shared by the rANS cores."""
+
+    @property
+    def state_bits(self) -> int:
+        return self._shape.S
+
+    @property
+    def word_bits(self) -> int:
+        return self._shape.W
+
+    @property
+    def precision_bits(self) -> int:
+        return self._shape.P
+
+    @property
+    def programmable(self) -> bool:
+        return self._shape.programmable
+
+
+class RansDecoder(_RansCore):
     """rANS decoder: words (top of stack first) in, coding pairs out, one pair per clock.
 
     Parameters
@@ -140,32 +159,10 @@ class RansDecoder(wiring.Component):
                  max_extra_bits: int = 8, table: RansTable | None = None, programmable: bool = False):
         sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable)
         self._shape = sh
-        ports = {
-            "cmd": In(stream.Signature(decoder_command_layout(sh.S, 1))),
-            "i": In(stream.Signature(word_layout(sh.W))),
-            "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
-            "done": Out(1),
-            "status": Out(DecodeStatus),
-        }
+        ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K)
         if programmable:
             ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.symbol_bits, "data": sh.entry})))
         super().__init__(ports)
-
-    @property
-    def state_bits(self) -> int:
-        return self._shape.S
-
-    @property
-    def word_bits(self) -> int:
-        return self._shape.W
-
-    @property
-    def precision_bits(self) -> int:
-        return self._shape.P
-
-    @property
-    def programmable(self) -> bool:
-        return self._shape.programmable
 
     def elaborate(self, platform):
         sh = self._shape
@@ -302,7 +299,7 @@ class RansDecoder(wiring.Component):
         return m
 
 
-class RansEncoder(wiring.Component):
+class RansEncoder(_RansCore):
     """rANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
 
     Parameters are those of :class:`RansDecoder`; ports those of
@@ -319,31 +316,10 @@ class RansEncoder(wiring.Component):
                  max_extra_bits: int = 8, table: RansTable | None = None, programmable: bool = False):
         sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable)
         self._shape = sh
-        ports = {
-            "cmd": In(stream.Signature(encoder_command_layout())),
-            "i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
-            "o": Out(stream.Signature(word_layout(sh.W))),
-            "done": Out(1),
-        }
+        ports = encoder_ports(sh.W, sh.symbol_bits, sh.K)
         if programmable:
             ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.symbol_bits, "data": sh.entry})))
         super().__init__(ports)
-
-    @property
-    def state_bits(self) -> int:
-        return self._shape.S
-
-    @property
-    def word_bits(self) -> int:
-        return self._shape.W
-
-    @property
-    def precision_bits(self) -> int:
-        return self._shape.P
-
-    @property
-    def programmable(self) -> bool:
-        return self._shape.programmable
 
     def elaborate(self, platform):
         sh = self._shape

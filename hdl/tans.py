@@ -15,11 +15,10 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from ..model.tans import TansTable
-from .common import (DecodeStatus, bits_for, check_int, decoder_command_layout, encoder_command_layout,
-                     pair_layout, word_layout)
+from .common import DecodeStatus, bits_for, check_int, decoder_ports, encoder_ports
 
 __all__ = ["TansDecoder", "TansEncoder", "tans_decoder_writes", "tans_encoder_writes"]
 
@@ -73,7 +72,27 @@ def tans_encoder_writes(table: TansTable) -> tuple[list[dict], list[dict]]:
     return sym, state
 
 
-class TansDecoder(wiring.Component):
+class _TansCore(wiring.Component):
+    """Read-only parameters shared by the tANS cores."""
+
+    @property
+    def table_log(self) -> int:
+        return self._shape.R
+
+    @property
+    def word_bits(self) -> int:
+        return self._shape.W
+
+    @property
+    def max_extra_bits(self) -> int:
+        return self._shape.K
+
+    @property
+    def programmable(self) -> bool:
+        return self._shape.programmable
+
+
+class TansDecoder(_TansCore):
     """tANS decoder: words (top of stack first) in, coding pairs out, one pair per clock.
 
     Parameters
@@ -117,32 +136,10 @@ class TansDecoder(wiring.Component):
         self._entry = data.StructLayout({"symbol": sh.symbol_bits, "nb": bits_for(sh.R), "base": sh.R,
                                          "k": bits_for(sh.K)})
         self._buffer_bits = 2 * sh.need_max + sh.W - 1
-        ports = {
-            "cmd": In(stream.Signature(decoder_command_layout(sh.R, bits_for(sh.W - 1)))),
-            "i": In(stream.Signature(word_layout(sh.W))),
-            "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
-            "done": Out(1),
-            "status": Out(DecodeStatus),
-        }
+        ports = decoder_ports(sh.R, bits_for(sh.W - 1), sh.W, sh.symbol_bits, sh.K)
         if programmable:
             ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.R, "data": self._entry})))
         super().__init__(ports)
-
-    @property
-    def table_log(self) -> int:
-        return self._shape.R
-
-    @property
-    def word_bits(self) -> int:
-        return self._shape.W
-
-    @property
-    def max_extra_bits(self) -> int:
-        return self._shape.K
-
-    @property
-    def programmable(self) -> bool:
-        return self._shape.programmable
 
     @property
     def buffer_bits(self) -> int:
@@ -278,7 +275,7 @@ class TansDecoder(wiring.Component):
         return m
 
 
-class TansEncoder(wiring.Component):
+class TansEncoder(_TansCore):
     """tANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
 
     Parameters are those of :class:`TansDecoder`.
@@ -311,33 +308,12 @@ class TansEncoder(wiring.Component):
         self._sym_entry = data.StructLayout({"freq": R + 1, "cum": R, "nb_high": bits_for(R),
                                              "threshold": R + 2, "k": bits_for(sh.K)})
         self._buffer_bits = sh.W + 2 * sh.need_max - 1
-        ports = {
-            "cmd": In(stream.Signature(encoder_command_layout())),
-            "i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
-            "o": Out(stream.Signature(word_layout(sh.W))),
-            "done": Out(1),
-        }
+        ports = encoder_ports(sh.W, sh.symbol_bits, sh.K)
         if programmable:
             ports["sym_cfg"] = In(stream.Signature(data.StructLayout(
                 {"addr": sh.symbol_bits, "data": self._sym_entry})))
             ports["state_cfg"] = In(stream.Signature(data.StructLayout({"addr": R, "data": R})))
         super().__init__(ports)
-
-    @property
-    def table_log(self) -> int:
-        return self._shape.R
-
-    @property
-    def word_bits(self) -> int:
-        return self._shape.W
-
-    @property
-    def max_extra_bits(self) -> int:
-        return self._shape.K
-
-    @property
-    def programmable(self) -> bool:
-        return self._shape.programmable
 
     def elaborate(self, platform):
         sh = self._shape

@@ -7,6 +7,7 @@ then one command. This is what ``ansforge simulate`` and the whole-model tests r
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -70,6 +71,7 @@ class SimReport:
     bit_exact: bool
     errors: list[str] = field(default_factory=list)
     constriction_exact: bool | None = None
+    sim_seconds: float = 0.0    # wall time inside the engine (stimulus generation excluded)
     per_matrix: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -108,7 +110,9 @@ def simulate_matrices(kind: str, codec: str, matrices: list[MatrixPairs], *, eng
         job = make_job(kind, spec, mp.table, s, e, core=core)
         if programmable_cfg_missing(job):
             raise AssertionError("programmable core without configuration writes")
+        t0 = time.perf_counter()
         res = eng.run(job, stall_prob=stall_prob, seed=seed + i, vcd=vcd if i == 0 else None)
+        rep.sim_seconds += time.perf_counter() - t0
         ok, errs = job.check(res)
         rep.matrices += 1
         rep.pairs += job.pairs
