@@ -24,7 +24,7 @@ import numpy as np
 
 from .codecs import CodecSpec
 from .errors import ConfigError
-from .stream import StreamError
+from .stream import StreamError, word_dtype
 
 __all__ = ["lane_lengths", "lane_pairs", "encode_lanes", "decode_lanes"]
 
@@ -82,9 +82,8 @@ def decode_lanes(spec: CodecSpec, table, lane_words: list[np.ndarray], n: int) -
     lengths = lane_lengths(n, lanes)
     nw = np.array([w.size for w in lane_words], dtype=np.int64)
     W = _check_words(spec, spec.tans.word_bits if spec.tans is not None else spec.rans.word_bits)
-    word_dtype = {8: np.uint8, 16: np.uint16, 32: np.uint32}[W]
-    flat = np.concatenate([_lane_words(w, i, W, word_dtype)[::-1] for i, w in enumerate(lane_words)]
-                          + [np.zeros(8, word_dtype)])
+    dt = word_dtype(W)
+    flat = np.concatenate([_lane_words(w, i, W, dt)[::-1] for i, w in enumerate(lane_words)] + [np.zeros(8, dt)])
     off = np.concatenate([[0], np.cumsum(nw)]).astype(np.int64)
     m = int(lengths[0]) if lanes else 0
     live = n - (m - 1) * lanes
@@ -161,8 +160,7 @@ def _tans_encode(spec, t, sym, ext, live):
     cnt += R + 1
     _push(out, wp, acc, cnt, W, wmask)
     _push(out, wp, acc, cnt, W, wmask, force=True)
-    dt = {8: np.uint8, 16: np.uint16, 32: np.uint32}[W]
-    return [out[i, :wp[i]].astype(dt) for i in range(nl)]
+    return [out[i, :wp[i]].astype(word_dtype(W)) for i in range(nl)]
 
 
 def _tans_decode(spec, t, flat, off, m, live, s_out, e_out):
@@ -256,8 +254,7 @@ def _rans_encode(spec, t, sym, ext, live):
         out[idx, wp[idx]] = x[idx] & wmask
         wp[idx] += 1
         x[idx] >>= Wu
-    dt = {8: np.uint8, 16: np.uint16, 32: np.uint32}[W]
-    return [out[i, :wp[i]].astype(dt) for i in range(nl)]
+    return [out[i, :wp[i]].astype(word_dtype(W)) for i in range(nl)]
 
 
 def _rans_decode(spec, t, flat, off, m, live, s_out, e_out):

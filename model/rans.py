@@ -37,7 +37,7 @@ import numpy as np
 
 from .codetable import CodeTable
 from .errors import ConfigError
-from .stream import Checkpoint, DecodeWindow, EncodedStream, Run, StreamError, reverse_chunks, word_list
+from .stream import Checkpoint, DecodeWindow, EncodedStream, Run, StreamError, reverse_chunks, word_dtype, word_list
 from .tans import _check_interval
 
 __all__ = ["RansParams", "RansTable", "RansCoder", "RANS_PRESETS"]
@@ -160,9 +160,8 @@ class RansCoder:
         while x:
             push(x & wmask)
             x >>= W
-        dtype = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}.get(W, np.uint64)
         checkpoints.reverse()
-        return EncodedStream(np.asarray(words, dtype=dtype), int(symbols.size), checkpoints)
+        return EncodedStream(np.asarray(words, dtype=word_dtype(W)), int(symbols.size), checkpoints)
 
     def decode(self, words: np.ndarray, tables: Sequence[RansTable], runs: Sequence[Run], start: int = 0,
                count: int | None = None, checkpoint: Checkpoint | None = None

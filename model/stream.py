@@ -28,7 +28,7 @@ import numpy as np
 from .errors import AnsforgeError, ConfigError
 
 __all__ = ["Checkpoint", "EncodedStream", "StreamError", "Run", "check_runs", "table_at", "CHUNK",
-           "reverse_chunks", "DecodeWindow", "word_list"]
+           "reverse_chunks", "DecodeWindow", "word_list", "word_dtype"]
 
 #: Pairs converted to Python lists at a time by the golden loops (bounds their memory).
 CHUNK = 1 << 16
@@ -120,6 +120,14 @@ def reverse_chunks(tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, e
         for chi in range(hi, lo, -CHUNK):
             clo = max(lo, chi - CHUNK)
             yield tables[runs[ri].table], clo, symbols[clo:chi].tolist(), extras[clo:chi].tolist()
+
+
+def word_dtype(word_bits: int) -> np.dtype:
+    """The smallest unsigned NumPy type that holds a ``word_bits``-bit stream word."""
+    for bits, dt in ((8, np.uint8), (16, np.uint16), (32, np.uint32)):
+        if word_bits <= bits:
+            return np.dtype(dt)
+    return np.dtype(np.uint64)
 
 
 def word_list(words) -> list[int]:

@@ -37,7 +37,7 @@ import numpy as np
 
 from .codetable import CodeTable
 from .errors import ConfigError
-from .stream import Checkpoint, DecodeWindow, EncodedStream, Run, StreamError, reverse_chunks, word_list
+from .stream import Checkpoint, DecodeWindow, EncodedStream, Run, StreamError, reverse_chunks, word_dtype, word_list
 
 __all__ = ["TansParams", "TansTable", "TansCoder", "SPREADS", "fse_spread", "tuned_spread"]
 
@@ -258,11 +258,8 @@ class TansCoder:
             cnt -= W
         if cnt:
             push(acc)
-        dtype = np.uint16 if W <= 16 else np.uint32
-        if W <= 8:
-            dtype = np.uint8
         checkpoints.reverse()
-        return EncodedStream(np.asarray(words, dtype=dtype), int(symbols.size), checkpoints)
+        return EncodedStream(np.asarray(words, dtype=word_dtype(W)), int(symbols.size), checkpoints)
 
     # -- decoder -------------------------------------------------------------------------------
     def decode(self, words: np.ndarray, tables: Sequence[TansTable], runs: Sequence[Run], start: int = 0,
