@@ -90,17 +90,13 @@ def synthesize(verilog: str, timeout: float | None = None) -> dict:
 def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_symbols: int = 64,
               config: str | None = None, timeout: float | None = None) -> CoreArea:
     """Synthesize a programmable ``kind`` core (the paper's cores are configured at run time)."""
-    import numpy as np
-
     from ..model.codecs import parse_codec
     from ..sim.jobs import build_core
     from ..sim.verilator import core_verilog
 
     codec = codec or ("tans8" if kind.startswith("tans") else "rans16")
     spec = parse_codec(codec)
-    counts = np.array([1, 1], dtype=np.int64)
-    table = spec.coder_table(spec.code_table(counts, 0), counts)
-    core = build_core(kind, spec, table, programmable=True, max_symbols=max_symbols, max_extra_bits=extra_bits)
+    core = build_core(kind, spec, programmable=True, max_symbols=max_symbols, max_extra_bits=extra_bits)
     r = synthesize(core_verilog(core), timeout)
     return CoreArea(kind, config or f"{codec}, {max_symbols} codes, {extra_bits} extra bits", **r)
 

@@ -407,8 +407,7 @@ def _verilog(args: argparse.Namespace) -> int:
             spec = replace(spec, **({"tans": replace(spec.tans, word_bits=args.word_bits)} if spec.tans else
                                     {"rans": replace(spec.rans, word_bits=args.word_bits)}))
         if table is None:
-            dummy = _programmable_default_table(spec)
-            core = build_core(args.core, spec, dummy, programmable=True, max_symbols=args.max_symbols,
+            core = build_core(args.core, spec, programmable=True, max_symbols=args.max_symbols,
                               max_extra_bits=args.max_extra_bits)
         else:
             core = build_core(args.core, spec, table, max_symbols=args.max_symbols,
@@ -420,14 +419,6 @@ def _verilog(args: argparse.Namespace) -> int:
     kind = "fixed table" if table is not None else "programmable"
     print(f"wrote {args.output}: {args.core} ({codec}, {kind}), module {args.name}, {text.count(chr(10)):,} lines")
     return 0
-
-
-def _programmable_default_table(spec):
-    """The reset contents of a programmable core: a two-symbol table (any valid table will do)."""
-    import numpy as np
-
-    counts = np.array([1, 1], dtype=np.int64)
-    return spec.coder_table(spec.code_table(counts, 0), counts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

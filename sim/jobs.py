@@ -66,12 +66,15 @@ class CoreJob:
         return not errs, errs
 
 
-def build_core(kind: str, spec: CodecSpec, table, *, programmable: bool = False, max_symbols: int = 64,
+def build_core(kind: str, spec: CodecSpec, table=None, *, programmable: bool = False, max_symbols: int = 64,
                max_extra_bits: int | None = None) -> wiring.Component:
-    """The core ``kind`` for codec ``spec`` with ``table`` baked in (or loadable, if programmable)."""
+    """The core ``kind`` for codec ``spec`` with ``table`` baked in, or loadable if programmable
+    (``table=None``: an empty programmable core). ``max_extra_bits`` defaults to what ``table`` needs
+    (at least 8, the paper's)."""
     if kind not in CORES:
         raise ValueError(f"core must be one of {', '.join(CORES)}, not {kind!r}")
-    k = max(8, int(table.extra_bits.max())) if max_extra_bits is None else max_extra_bits
+    k = max_extra_bits if max_extra_bits is not None else \
+        max(8, int(table.extra_bits.max())) if table is not None else 8
     if kind.startswith("tans"):
         if spec.tans is None:
             raise ValueError(f"core {kind} needs a tANS codec, not {spec.name}")

@@ -49,6 +49,11 @@ def unpack(shape, bits: int):
     return int(bits)
 
 
+def _bits(payload):
+    """A payload as a plain value (a layout view's bits), so that engines exchange integers."""
+    return payload.as_value() if hasattr(payload, "as_value") else payload
+
+
 async def _gap(ctx, rng: random.Random | None, prob: float) -> None:
     while rng is not None and prob > 0 and rng.random() < prob:
         await ctx.tick()
@@ -58,7 +63,7 @@ async def stream_put(ctx, stream, bits: int, *, rng: random.Random | None = None
     """Offer ``bits`` on ``stream`` (after random idle cycles) and wait for the transfer."""
     await _gap(ctx, rng, stall_prob)
     ctx.set(stream.valid, 1)
-    ctx.set(stream.payload.as_value() if hasattr(stream.payload, "as_value") else stream.payload, bits)
+    ctx.set(_bits(stream.payload), bits)
     await ctx.tick().until(stream.ready)
     ctx.set(stream.valid, 0)
 
@@ -67,7 +72,7 @@ async def stream_get(ctx, stream, *, rng: random.Random | None = None, stall_pro
     """Accept one transfer from ``stream`` (after random not-ready cycles); returns its payload bits."""
     await _gap(ctx, rng, stall_prob)
     ctx.set(stream.ready, 1)
-    payload = stream.payload.as_value() if hasattr(stream.payload, "as_value") else stream.payload
+    payload = _bits(stream.payload)
     while True:
         # A plain tick per cycle (not ``until``) so that a background collector can be abandoned
         # mid-wait when the simulation ends.
