@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numbers
 
-from amaranth.lib import data, enum, stream
+from amaranth.hdl import Module, Signal
+from amaranth.lib import crc, data, enum, stream
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["DecodeStatus", "decoder_ports", "encoder_ports", "check_int", "word_layout", "encoder_command_layout", "decoder_command_layout",
-           "pair_layout", "bits_for", "COUNT_BITS"]
+           "pair_layout", "bits_for", "COUNT_BITS", "BlockCrc"]
 
 COUNT_BITS = 32
 """Width of a command's pair and word counts: up to 2**32 - 1 pairs per command."""
@@ -73,9 +74,11 @@ def decoder_command_layout(state_bits: int, bit_bits: int) -> data.StructLayout:
     state). ``resume`` = 1 starts at a random-access checkpoint: ``state`` is its state and ``bit`` the
     number of low bits of the first word still unread (tANS; 0 means the first word is whole).
     ``check_end`` = 1 checks, after the last pair, the initial state and that every word was read.
+    ``check_crc`` = 1 checks that the CRC-32 of the command's ``words`` words, in the order they
+    arrive, is ``crc`` (a container block's CRC, :func:`~ansforge.model.stream.block_crc`).
     """
     return data.StructLayout({"count": COUNT_BITS, "words": COUNT_BITS, "resume": 1, "check_end": 1,
-                              "state": state_bits, "bit": bit_bits})
+                              "state": state_bits, "bit": bit_bits, "check_crc": 1, "crc": 32})
 
 
 def decoder_ports(state_bits: int, bit_bits: int, word_bits: int, symbol_bits: int, extra_bits: int) -> dict:
@@ -93,3 +96,31 @@ def encoder_ports(word_bits: int, symbol_bits: int, extra_bits: int) -> dict:
             "i": In(stream.Signature(pair_layout(symbol_bits, extra_bits))),
             "o": Out(stream.Signature(word_layout(word_bits))),
             "done": Out(1)}
+
+
+class BlockCrc:
+    """The CRC-32 check a decoder runs on its word input (``DecodeStatus.CRC``).
+
+    A :mod:`amaranth.lib.crc` ISO-HDLC processor (zlib's CRC-32, ``W``-bit words least significant
+    byte first) sees every word the decoder accepts during a command, drained words included, so it
+    covers exactly the command's ``words`` words. The ANS final-state check cannot see a flipped bit
+    of the raw additional data; this check can. It costs the decoder one cycle per command: the
+    ``CHECK`` state after the drain, where the CRC of the last word has settled.
+    """
+
+    def __init__(self, m: Module, word_bits: int, cmd, word_in):
+        self._m = m
+        m.submodules.block_crc = self.processor = proc = crc.catalog.CRC32_ISO_HDLC(data_width=word_bits).create()
+        self.expected = expected = Signal(32)
+        self.enabled = enabled = Signal()
+        m.d.comb += [proc.start.eq(cmd.valid & cmd.ready),
+                     proc.valid.eq(word_in.valid & word_in.ready), proc.data.eq(word_in.p.data)]
+        with m.If(cmd.valid & cmd.ready):
+            m.d.sync += [expected.eq(cmd.p.crc), enabled.eq(cmd.p.check_crc)]
+
+    def check(self, status, done) -> None:
+        """The ``CHECK`` state's logic: turn an OK ``status`` into CRC on a mismatch, raise ``done``."""
+        m = self._m
+        with m.If(self.enabled & (self.processor.crc != self.expected) & (status == DecodeStatus.OK)):
+            m.d.sync += status.eq(DecodeStatus.CRC)
+        m.d.sync += done.eq(1)

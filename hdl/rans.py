@@ -22,7 +22,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In
 
 from ..model.rans import RansTable
-from .common import DecodeStatus, bits_for, check_int, decoder_ports, encoder_ports
+from .common import BlockCrc, DecodeStatus, bits_for, check_int, decoder_ports, encoder_ports
 
 __all__ = ["RansDecoder", "RansEncoder", "rans_writes"]
 
@@ -243,6 +243,8 @@ class RansDecoder(_RansCore):
             m.d.sync += self.status.eq(status)
             m.next = "DRAIN"
 
+        block_crc = BlockCrc(m, W, self.cmd, self.i)
+
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.cmd.ready.eq(1)
@@ -294,8 +296,12 @@ class RansDecoder(_RansCore):
             with m.State("DRAIN"):
                 m.d.comb += [self.i.ready.eq(~ended), consume.eq(n_buf)]
                 with m.If(ended | ((words_left == 1) & take)):
-                    m.d.sync += [self.done.eq(1), n_buf.eq(0)]
-                    m.next = "IDLE"
+                    m.d.sync += n_buf.eq(0)
+                    m.next = "CHECK"
+
+            with m.State("CHECK"):
+                block_crc.check(self.status, self.done)
+                m.next = "IDLE"
         return m
 
 

@@ -18,7 +18,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 
 from ..model.tans import TansTable
-from .common import DecodeStatus, bits_for, check_int, decoder_ports, encoder_ports
+from .common import BlockCrc, DecodeStatus, bits_for, check_int, decoder_ports, encoder_ports
 
 __all__ = ["TansDecoder", "TansEncoder", "tans_decoder_writes", "tans_encoder_writes"]
 
@@ -119,8 +119,11 @@ class TansDecoder(_TansCore):
     o : Out(stream)
         ``{symbol, extra}``: the golden decoder's symbols and additional data.
     done, status : Out
-        ``done`` rises when a command has finished and its stream is drained; ``status``
-        (:class:`~.common.DecodeStatus`) is then valid. Both hold until the next command.
+        ``done`` rises one cycle after a command has finished and its stream is drained (the
+        cycle in which :class:`~.common.BlockCrc` compares the words' CRC-32 with the command's
+        ``crc``); ``status`` (:class:`~.common.DecodeStatus`) is then valid. Both hold until the next
+        command. Every command ends: after at most ``count`` pairs plus ``words`` accepted words
+        plus a constant, whatever the words hold.
     cfg : In(stream), programmable cores only
         ``{addr: R bits, data: {symbol, nb, base, k}}`` writes to the state table (accepted when idle).
 
@@ -189,6 +192,7 @@ class TansDecoder(_TansCore):
         if sh.programmable:
             wr = states.write_port()
             m.d.comb += [wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data)]
+        block_crc = BlockCrc(m, W, self.cmd, self.i)
 
         with m.FSM():
             with m.State("IDLE"):
@@ -270,8 +274,12 @@ class TansDecoder(_TansCore):
                 # Discard the rest of the command's words so that the next command starts clean.
                 m.d.comb += self.i.ready.eq(words_left != 0)
                 with m.If((words_left == 0) | ((words_left == 1) & take_word)):
-                    m.d.sync += [self.done.eq(1), cnt.eq(0)]
-                    m.next = "IDLE"
+                    m.d.sync += cnt.eq(0)
+                    m.next = "CHECK"
+
+            with m.State("CHECK"):
+                block_crc.check(self.status, self.done)
+                m.next = "IDLE"
         return m
 
 

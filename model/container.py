@@ -2,7 +2,7 @@
 
 Layout (all integers little-endian)::
 
-    header   magic b"ANSFORGE" | u32 version (1) | u32 n_tensors | u32 n_streams | u32 crc32(previous 20 bytes)
+    header   magic b"ANSFORGE" | u32 version (2) | u32 n_tensors | u32 n_streams | u32 crc32(previous 20 bytes)
     records  n_tensors tensor records, then n_streams stream records, each:
              u32 length | UTF-8 JSON | u32 crc32(JSON)
     payload  the streams' words (little-endian, W/8 bytes each) and raw tensors, at the offsets the
@@ -14,8 +14,10 @@ or ``raw``), the pair format and conversion, the code→exponent table, the
 widths), for tANS the state→symbol spread, and where its pairs lie in which stream. A **stream
 record** gives the codec and its parameters, the pair and word counts, the checkpoints
 (``[pair, word, bit, state]``, every ``checkpoint_interval`` pairs) and one CRC-32 per **block**; the
-blocks split the word addresses at the checkpoints, so block ``b`` holds the words the decoder reads
-between checkpoints ``b`` and ``b + 1``. The format of the words is ``docs/bitstream.md``.
+blocks split the word addresses at the checkpoints, so block ``b`` holds the words a decoder reads
+between checkpoints ``b - 1`` and ``b`` (:func:`~ansforge.model.stream.block_ranges`), and its CRC is
+taken in the order the decoder reads them (:func:`~ansforge.model.stream.block_crc`), so a decoder
+core checks it in hardware. The format of the words is ``docs/bitstream.md``.
 
 By default all coded tensors share one stream, in file order, so the final-state cost is paid once
 per checkpoint (a stream per tensor costs up to one word each; ``group="tensor"`` does that).
@@ -46,13 +48,18 @@ from .codetable import CodeTable
 from .errors import AnsforgeError, ConfigError
 from .pairs import PAIR_FORMATS, CodingPairs, convert
 from .probability import ideal_bits
-from .stream import Checkpoint, Run, StreamError
+from .stream import Checkpoint, Run, StreamError, block_crc, block_ranges
 
 __all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "Container",
            "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION"]
 
 MAGIC = b"ANSFORGE"
-VERSION = 1
+VERSION = 2
+#: Versions this reader accepts. Version 1 computed each block CRC over the block's words in address
+#: order and did not give a word split by a tANS checkpoint to both blocks; version 2 uses
+#: :func:`~ansforge.model.stream.block_ranges` and :func:`~ansforge.model.stream.block_crc`
+#: (decoding order), which a decoder core checks as the words arrive.
+READ_VERSIONS = (1, 2)
 DEFAULT_CHECKPOINT_INTERVAL = 1 << 20
 RAW_BLOCK_BYTES = 1 << 20
 _HEADER = struct.Struct("<8sIIII")
@@ -138,15 +145,6 @@ def encode_tensors(spec: CodecSpec, items: Sequence[tuple[str, CodingPairs]],
 # Writing
 
 
-def _blocks(n_words: int, checkpoints: Sequence[Checkpoint]) -> list[tuple[int, int]]:
-    """Word-address ranges ``[lo, hi)`` of the blocks, in decoding order (from the top down)."""
-    bounds = [n_words] + [c.word for c in checkpoints] + [0]
-    out = []
-    for hi, lo in zip(bounds, bounds[1:]):
-        out.append((lo, hi))
-    return out
-
-
 def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[str], codec: str = "tans8", *,
                         pairs: str = "auto", checkpoint_interval: int = DEFAULT_CHECKPOINT_INTERVAL,
                         group: str = "model", allow_nonfinite: bool = False,
@@ -214,7 +212,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     for si, (g, st) in enumerate(zip(groups, streams)):
         blob = st.words.astype(st.words.dtype.newbyteorder("<"), copy=False).tobytes()
         wb = st.words.dtype.itemsize
-        blocks = [[lo, hi, _crc(blob[lo * wb:hi * wb])] for lo, hi in _blocks(int(st.words.size), st.checkpoints)]
+        blocks = [[lo, hi, block_crc(st.words, lo, hi)] for lo, hi in block_ranges(int(st.words.size), st.checkpoints)]
         stream_records.append({
             "codec": spec.to_json(), "n_pairs": st.n_pairs, "n_words": int(st.words.size),
             "word_bytes": wb, "payload_offset": offset, "checkpoint_interval": st.checkpoint_interval,
@@ -302,8 +300,10 @@ class Container:
             raise self._fail("header", "not an ansforge container (bad magic)")
         if crc != _crc(head[:20]):
             raise self._fail("header", "CRC32 mismatch")
-        if version != VERSION:
-            raise self._fail("header", f"version {version} is not supported (this ansforge reads {VERSION})")
+        if version not in READ_VERSIONS:
+            raise self._fail("header", f"version {version} is not supported (this ansforge reads versions "
+                                       f"{', '.join(map(str, READ_VERSIONS))})")
+        self.version = version
         pos = 24
         raw_records = []
         for i in range(n_t + n_s):
@@ -400,8 +400,12 @@ class Container:
         for b, (lo, hi, crc) in enumerate(st.blocks):
             if b in st.verified or not (lo < hi_addr and hi > lo_addr):
                 continue
-            raw = words.tobytes() if raw is None else raw
-            if _crc(raw[lo * st.word_bytes:hi * st.word_bytes]) != crc:
+            if self.version == 1:
+                raw = words.tobytes() if raw is None else raw
+                ok = _crc(raw[lo * st.word_bytes:hi * st.word_bytes]) == crc
+            else:
+                ok = block_crc(words, lo, hi) == crc
+            if not ok:
                 pair = st.checkpoints[b - 1].pair if b else 0
                 raise self._fail(f"tensor {self._tensor_at(st, pair)!r} block {b} (stream {st.index}, words {lo}..{hi})",
                                  "CRC32 mismatch")
@@ -499,7 +503,7 @@ class Container:
     def inspect(self) -> str:
         """A human-readable listing: streams, codecs, checkpoints, and per tensor its alphabet and size."""
         s = self.summary()
-        lines = [f"{self.path}: ansforge container v{VERSION}, {s['tensors']} tensors, {s['streams']} stream(s), "
+        lines = [f"{self.path}: ansforge container v{self.version}, {s['tensors']} tensors, {s['streams']} stream(s), "
                  f"{s['bytes']:,} bytes",
                  f"coded pairs {s['pairs']:,}: {s['bits_per_pair']:.4f} bits/pair, "
                  f"{100 * s['gap']:+.4f}% vs ideal (final state and checkpoints included)"]

@@ -21,6 +21,7 @@ on the status of the decompressor"):
 from __future__ import annotations
 
 from collections.abc import Sequence
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,7 +29,7 @@ import numpy as np
 from .errors import AnsforgeError, ConfigError
 
 __all__ = ["Checkpoint", "EncodedStream", "StreamError", "Run", "check_runs", "table_at", "CHUNK",
-           "reverse_chunks", "DecodeWindow", "word_list", "word_dtype"]
+           "reverse_chunks", "DecodeWindow", "word_list", "word_dtype", "block_ranges", "block_crc"]
 
 #: Pairs converted to Python lists at a time by the golden loops (bounds their memory).
 CHUNK = 1 << 16
@@ -128,6 +129,36 @@ def word_dtype(word_bits: int) -> np.dtype:
         if word_bits <= bits:
             return np.dtype(dt)
     return np.dtype(np.uint64)
+
+
+def block_ranges(n_words: int, checkpoints: Sequence[Checkpoint]) -> list[tuple[int, int]]:
+    """Word-address ranges ``[lo, hi)`` of a stream's CRC blocks, in decoding order.
+
+    Block ``b`` holds every word a decoder reads between checkpoint ``b - 1`` (the top of the stream
+    for ``b = 0``) and checkpoint ``b`` (the bottom of the stream for the last block): exactly the
+    words a decoder core is given when it decodes that block from its checkpoint. A word split by a
+    tANS checkpoint's bit offset is read by both neighbours, so it belongs to both blocks.
+    """
+    tops = [n_words] + [c.word + (1 if c.bit else 0) for c in checkpoints]
+    bottoms = [c.word for c in checkpoints] + [0]
+    return list(zip(bottoms, tops))
+
+
+def block_crc(words: np.ndarray, lo: int = 0, hi: int | None = None, word_bits: int | None = None) -> int:
+    """CRC-32 of ``words[lo:hi]`` in decoding order (address ``hi - 1`` first).
+
+    The CRC is zlib's (ISO-HDLC: reflected, init and final XOR ``0xFFFFFFFF``) over each word's
+    ``W / 8`` little-endian bytes: what a decoder core computes on its word input, a ``W``-bit word
+    per clock. Cores whose ``W`` is not a multiple of 8 (``word_bits``) compute the same reflected
+    CRC over ``W``-bit words, taken here from :mod:`amaranth.lib.crc` (slow: tests only).
+    """
+    blk = np.asarray(words)[lo:hi][::-1]
+    word_bits = word_bits or 8 * blk.dtype.itemsize
+    if word_bits in (8, 16, 32):
+        dt = word_dtype(word_bits).newbyteorder("<")
+        return zlib.crc32(np.ascontiguousarray(blk, dtype=dt).tobytes()) & 0xFFFFFFFF
+    from amaranth.lib.crc.catalog import CRC32_ISO_HDLC
+    return int(CRC32_ISO_HDLC(data_width=word_bits).compute(int(w) for w in blk))
 
 
 def word_list(words) -> list[int]:

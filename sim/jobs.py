@@ -16,7 +16,7 @@ from ..hdl.common import DecodeStatus
 from ..hdl.rans import RansDecoder, RansEncoder, rans_writes
 from ..hdl.tans import TansDecoder, TansEncoder, tans_decoder_writes, tans_encoder_writes
 from ..model.codecs import CodecSpec
-from ..model.stream import Run
+from ..model.stream import Run, block_crc
 from .streams import pack
 
 __all__ = ["CORES", "CoreJob", "SimResult", "build_core", "make_job"]
@@ -130,7 +130,9 @@ def make_job(kind: str, spec: CodecSpec, table, symbols: np.ndarray, extras: np.
     word_bits = (w << np.uint64(word_shape["data"].offset)) | (last << np.uint64(word_shape["last"].offset))
     job = CoreJob(kind, core, cfg=_cfg(core, table), pairs=n, words=len(words))
     if dec:
-        job.commands = [pack(_shape(core, "cmd"), {"count": n, "words": len(words), "resume": 0, "check_end": 1})]
+        crc = block_crc(np.asarray(words), word_bits=spec.word_bits)
+        job.commands = [pack(_shape(core, "cmd"), {"count": n, "words": len(words), "resume": 0, "check_end": 1,
+                                                   "check_crc": 1, "crc": crc})]
         job.inputs = (w << np.uint64(word_shape["data"].offset))[::-1].copy()
         job.expected = pairs
         job.expected_status = [DecodeStatus.OK.value]
