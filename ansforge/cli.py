@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--histograms", default=None, metavar="F.json",
                    help="use histograms written by `ansforge histograms` instead of the shipped ones")
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="local worker processes")
+    p.add_argument("--engine", choices=("auto", "verilator", "amaranth"), default="auto",
+                   help="engine of the core simulation (auto: verilator when installed)")
+    p.add_argument("--no-cores", action="store_true", help="skip the cycle-accurate decoder cores")
 
     p = verbs.add_parser("tables", help="the paper's Table 1 for a checkpoint",
                          description="Table 1 (§2.1): Original, Simple, Ideal, the ANS rows, constriction rANS, and "
@@ -219,8 +222,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.verb == "demo":
         from .analysis.demo import run_demo
 
-        print(run_demo(args.model, args.histograms, jobs=args.jobs))
-        return 0
+        text, ok = run_demo(args.model, args.histograms, jobs=args.jobs, engine=args.engine, cores=not args.no_cores)
+        print(text)
+        return 0 if ok else 1
     if args.verb == "tables":
         from .analysis.table1 import compute_table1
 

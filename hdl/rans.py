@@ -17,7 +17,7 @@ every chunk in the pair's cycle, with a small word buffer of ``chunks + 1`` word
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Elaboratable, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In
 
@@ -305,6 +305,68 @@ class RansDecoder(_RansCore):
         return m
 
 
+class _DividerStages(Elaboratable):
+    """``len(bits)`` quotient bits of a restoring divider: per bit (most significant first)
+    ``trial = 2 r + b``, ``q = trial >= d``, ``r = trial - q d``.
+
+    The stages of one group are a single expression: the Amaranth simulator settles a chain of
+    signals one delta cycle per link, and a group of three cuts the divider's chain threefold. The
+    expression repeats its first stages (three uses per stage); synthesis merges the copies.
+    """
+
+    def __init__(self, remainder_in: Value, bits: list[Value], divisor: Signal):
+        self.remainder_in, self.bits, self.divisor = remainder_in, bits, divisor
+        self.q = Signal(len(bits))               # most significant first: q[len - 1] is bits[0]'s
+        self.remainder_out = Signal(len(divisor))
+
+    def elaborate(self, platform):
+        m = Module()
+        d = self.divisor
+        r = self.remainder_in[:len(d)]
+        qs = []
+        for b in self.bits:
+            trial = Cat(b, r)
+            qs.append(trial >= d)
+            r = Mux(trial >= d, trial - d, trial)
+        m.d.comb += [self.q.eq(Cat(*reversed(qs))), self.remainder_out.eq(r)]
+        return m
+
+
+class _ArrayDivider(Elaboratable):
+    """``dividend // divisor`` and ``dividend % divisor``, combinationally, as a restoring array divider.
+
+    Valid when the quotient fits ``quotient_bits`` bits (``dividend < divisor << quotient_bits``):
+    the dividend's top bits are then already a remainder, and one ``divisor_bits + 1``-bit compare
+    and subtract per quotient bit finishes the division. A generic ``//`` of the ``S``-bit state
+    would instead build ``S`` stages of ``S``-bit subtractors, which synthesis cannot finish.
+    Groups of stages are modules of their own that read each other's remainders directly, so that
+    the Amaranth simulator re-evaluates only the part of the array a change ripples through.
+    """
+
+    GROUP = 3
+
+    def __init__(self, dividend_bits: int, divisor_bits: int, quotient_bits: int):
+        assert dividend_bits > quotient_bits
+        self.dividend = Signal(dividend_bits)
+        self.divisor = Signal(divisor_bits)
+        self.quotient = Signal(quotient_bits)
+        self.remainder = Signal(divisor_bits)
+        self._q = quotient_bits
+
+    def elaborate(self, platform):
+        m = Module()
+        rem = self.dividend[self._q:]                  # < divisor by the precondition
+        order = list(reversed(range(self._q)))         # quotient bits, most significant first
+        parts = []
+        for g in range(0, self._q, self.GROUP):
+            idx = order[g:g + self.GROUP]
+            m.submodules[f"q{idx[0]}"] = st = _DividerStages(rem, [self.dividend[i] for i in idx], self.divisor)
+            parts.append(st.q)
+            rem = st.remainder_out
+        m.d.comb += [self.quotient.eq(Cat(*reversed(parts))), self.remainder.eq(rem)]
+        return m
+
+
 class RansEncoder(_RansCore):
     """rANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
 
@@ -312,8 +374,9 @@ class RansEncoder(_RansCore):
     :class:`~ansforge.hdl.tans.TansEncoder` (``cfg`` as in :class:`RansDecoder`).
 
     Per cycle: each chunk of the additional data (least significant first), then the symbol, each
-    preceded by a conditional push; ``x // f`` and ``x % f`` are one combinational divider (the
-    price of a bit-exact ``S = 64`` state: the paper's encoder needs none of its DSPs). Pushed words
+    preceded by a conditional push; ``x // f`` and ``x % f`` come from one combinational array
+    divider of ``S - min(P, W)`` compare-and-subtract stages (after the push ``x < f 2**(S - P)``, or
+    ``x < 2**(S - W)``, bounds the quotient), no DSPs, as in the paper's encoder. Pushed words
     wait in a buffer of ``2 (chunks + 1)`` words; a pair is taken when ``chunks + 1`` slots are free.
     After the last pair the state's non-zero words are pushed, least significant first.
     """
@@ -382,8 +445,13 @@ class RansEncoder(_RansCore):
             m.d.comb += nx.eq(Mux(active, xc, xv))
             xv = nx
         xp = push_if(xv, limit=f, tag="sym")
+        m.submodules.divider = div = _ArrayDivider(S, P + 1, S - min(P, W))
+        m.d.comb += [div.dividend.eq(xp), div.divisor.eq(f)]
         x_next = Signal(S)
-        m.d.comb += x_next.eq(((xp // f) << P) | (c + xp % f))
+        # Its own module: otherwise each stage of the divider's ripple would re-run the whole
+        # encoder's combinational process in the Amaranth simulator.
+        m.submodules.next_state = next_state = Module()
+        next_state.d.comb += x_next.eq((div.quotient << P) | (c + div.remainder))
 
         # -- output buffer ------------------------------------------------------------------------
         emit = Signal()

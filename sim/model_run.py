@@ -18,7 +18,7 @@ from ..model.codecs import parse_codec
 from ..model.pairs import BF16, convert
 from .jobs import CORES, build_core, make_job
 
-__all__ = ["MatrixPairs", "model_pairs", "SimReport", "simulate_matrices", "engine_by_name"]
+__all__ = ["MatrixPairs", "model_pairs", "histogram_pairs", "SimReport", "simulate_matrices", "engine_by_name"]
 
 
 @dataclass
@@ -55,6 +55,33 @@ def model_pairs(path: str, codec: str, names: Sequence[str] | None = None) -> li
         probs = sc / sc.sum() if sc.size > 1 else np.array([1.0, 0.0])
         out.append(MatrixPairs(info.name, table, s, e, probs))
     return out
+
+
+def histogram_pairs(matrix: dict, codec: str, n: int, seed: int = 0) -> MatrixPairs:
+    """``n`` bf16 coding pairs drawn from one matrix's measured exponent histogram.
+
+    ``matrix`` is an entry of a histogram document (:mod:`ansforge.analysis.histograms`:
+    ``{"name", "exponent_counts": {exponent: count}}``). The table is built from the measured counts,
+    as for the real matrix; codes are drawn i.i.d. with those frequencies, and the additional data
+    (sign and 7 mantissa bits, kept raw by the paper) uniformly. This is what ``ansforge demo``
+    feeds the cores on a machine without checkpoints.
+    """
+    spec = parse_codec(codec)
+    hist = matrix.get("exponent_counts") if isinstance(matrix, dict) else None
+    if not hist:
+        raise ValueError(f"histogram matrix {matrix.get('name', '?') if isinstance(matrix, dict) else matrix!r} "
+                         "has no exponent_counts")
+    if n < 1:
+        raise ValueError(f"n must be at least 1, not {n}")
+    counts = np.array([int(c) for _, c in sorted(hist.items(), key=lambda kv: int(kv[0]))], dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    ct = spec.code_table(counts, BF16.extra_bits)
+    table = spec.coder_table(ct, counts)
+    codes = rng.choice(counts.size, size=n, p=counts / counts.sum())
+    s, e = ct.to_symbols(codes, rng.integers(0, 1 << BF16.extra_bits, size=n))
+    sc = ct.symbol_counts(counts).astype(np.float64)
+    probs = sc / sc.sum() if sc.size > 1 else np.array([1.0, 0.0])
+    return MatrixPairs(str(matrix["name"]), table, s, e, probs)
 
 
 @dataclass

@@ -29,6 +29,20 @@ def test_demo_runs_with_no_arguments():
     assert r.returncode == 0, r.stderr
     assert "10.6125" in r.stdout and "10.6140" in r.stdout
     assert "tANS 8 bits: +0.0273% vs Ideal (estimate from histograms)" in r.stdout
+    # The cores: a tANS and an rANS decoder in Verilator, bit-exact, at ~1 pair per clock.
+    assert "cycle-accurate (verilator engine)" in r.stdout
+    cores = [line for line in r.stdout.splitlines() if "bit-exact with the golden model" in line]
+    assert [line.split()[0] for line in cores] == ["tans-decoder", "rans-decoder"]
+    for line in cores:
+        assert "131,072 pairs" in line and line.split("bit-exact with the golden model: ")[1].startswith("yes")
+        assert float(line.split(" pairs/clock")[0].split()[-1]) >= 0.99
+
+
+def test_demo_cores_in_the_amaranth_simulator():
+    r = ansforge("demo", "--engine", "amaranth")
+    assert r.returncode == 0, r.stderr
+    assert "cycle-accurate (amaranth engine)" in r.stdout
+    assert r.stdout.count("bit-exact with the golden model: yes") == 2
 
 
 def test_tables_json_markdown_and_no_overwrite(stories, tmp_path):
