@@ -88,17 +88,20 @@ def synthesize(verilog: str, timeout: float | None = None) -> dict:
 
 
 def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_symbols: int = 64,
-              config: str | None = None, timeout: float | None = None) -> CoreArea:
-    """Synthesize a programmable ``kind`` core (the paper's cores are configured at run time)."""
+              block_crc: bool = True, config: str | None = None, timeout: float | None = None) -> CoreArea:
+    """Synthesize a programmable ``kind`` core (the paper's cores are configured at run time);
+    ``block_crc`` builds a decoder's CRC-32 unit (the paper's cores have none)."""
     from ..model.codecs import parse_codec
     from ..sim.jobs import build_core
     from ..sim.verilator import core_verilog
 
     codec = codec or ("tans8" if kind.startswith("tans") else "rans16")
     spec = parse_codec(codec)
-    core = build_core(kind, spec, programmable=True, max_symbols=max_symbols, max_extra_bits=extra_bits)
+    core = build_core(kind, spec, programmable=True, max_symbols=max_symbols, max_extra_bits=extra_bits,
+                      block_crc=block_crc)
     r = synthesize(core_verilog(core), timeout)
-    return CoreArea(kind, config or f"{codec}, {max_symbols} codes, {extra_bits} extra bits", **r)
+    crc = ", CRC-32" if block_crc and kind.endswith("decoder") else ""
+    return CoreArea(kind, config or f"{codec}, {max_symbols} codes, {extra_bits} extra bits{crc}", **r)
 
 
 def area_markdown(rows: list[CoreArea]) -> list[str]:

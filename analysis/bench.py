@@ -253,9 +253,11 @@ def _hardware(path: str) -> list[str]:
            "Targets: 2 M pairs/s in Verilator; all of MiniLM through the tANS decoder in under a minute.", ""]
     rows, missing = [], []
     for kind in ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder"):
-        for k, config in ((8, "paper: 64 codes, 8 extra bits"), (13, "ours: 64 codes, 8 + 5 escape-index bits")):
+        dec = kind.endswith("decoder")
+        for k, crc, config in ((8, False, "paper: 64 codes, 8 extra bits"),
+                               (13, True, "ours: 64 codes, 8 + 5 escape-index bits" + (", CRC-32" if dec else ""))):
             try:
-                rows.append(core_area(kind, extra_bits=k, config=config, timeout=300))
+                rows.append(core_area(kind, extra_bits=k, block_crc=crc, config=config, timeout=600))
             except TimeoutError as exc:
                 missing.append(f"{kind} ({config}): {exc}")
                 break

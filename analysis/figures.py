@@ -17,7 +17,7 @@ from ..model.errors import CheckpointError
 from ..model.pairs import PAIR_FORMATS, convert
 from ..model.probability import entropy_bits
 
-__all__ = ["DEFAULT_MATRIX_PATTERNS", "pick_matrix", "plot_histogram"]
+__all__ = ["DEFAULT_MATRIX_PATTERNS", "pick_matrix", "plot_histogram", "plot_waveform"]
 
 #: The paper's Fig. 1 matrix is layer 0's query projection; these patterns find it across formats.
 DEFAULT_MATRIX_PATTERNS = ("*layers.0.attention.wq*", "*layers.0.self_attn.q_proj*", "blk.0.attn_q*",
@@ -84,3 +84,42 @@ def plot_histogram(path: str | Path, matrix: str | None, out: str | Path, *, pai
         fig.savefig(out, dpi=110)
         plt.close(fig)
     return fig
+
+
+def plot_waveform(trace: dict[str, np.ndarray], *, start: int = 0, cycles: int = 32, ax=None,
+                  widths: dict[str, int] | None = None):
+    """Draw a logic-analyser view of sampled signals (``SimResult.trace`` of the Amaranth engine).
+
+    One lane per signal, one column per clock cycle from ``start``: 1-bit signals (or those given
+    width 1 in ``widths``) as levels, wider ones as bus segments labelled with their value in hex.
+    Returns the matplotlib ``Axes``.
+    """
+    import matplotlib.pyplot as plt
+
+    if not trace:
+        raise ValueError("trace holds no signals")
+    names = list(trace)
+    n = min(cycles, min(len(v) for v in trace.values()) - start)
+    if n <= 0:
+        raise ValueError(f"trace has no cycles from {start}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(min(16, 2 + 0.35 * n), 0.55 * len(names) + 0.8))
+    t = np.arange(start, start + n + 1)
+    for lane, name in enumerate(reversed(names)):
+        v = np.asarray(trace[name][start:start + n], dtype=np.int64)
+        y0 = lane * 1.5
+        one_bit = (widths or {}).get(name, 2 if v.max(initial=0) > 1 else 1) == 1
+        if one_bit:
+            ax.step(t, y0 + np.append(v, v[-1]), where="post", color="#1f5f9f", lw=1.4)
+        else:
+            edges = [0] + [i for i in range(1, n) if v[i] != v[i - 1]] + [n]
+            for a, b in zip(edges, edges[1:]):
+                ax.fill_between([t[a] + 0.06, t[b] - 0.06], y0 + 0.1, y0 + 0.9, color="#e8eef6",
+                                edgecolor="#1f5f9f", lw=1)
+                if b - a >= 1:
+                    ax.text((t[a] + t[b]) / 2, y0 + 0.5, f"{v[a]:x}", ha="center", va="center", fontsize=7)
+    ax.set_yticks([lane * 1.5 + 0.5 for lane in range(len(names))], list(reversed(names)), fontsize=8)
+    ax.set_xlim(start, start + n)
+    ax.set_xlabel("clock cycle")
+    ax.grid(axis="x", color="#dddddd", lw=0.5)
+    return ax

@@ -167,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="widest additional data (default 8; a baked table may need more for its escape code)")
     p.add_argument("--model", default=None, metavar="PATH", help="bake in a table from this checkpoint")
     p.add_argument("--matrix", default=None, metavar="NAME", help="with --model: the matrix (default: the largest)")
+    p.add_argument("--no-crc", action="store_true",
+                   help="decoders: leave out the hardware CRC-32 check (as the paper's cores do)")
     p.add_argument("--name", default="top", help="Verilog module name (default top)")
     p.add_argument("-o", "--output", required=True, metavar="F.v")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
@@ -179,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
     p.add_argument("--max-symbols", type=int, default=64, metavar="N", help="codes (default 64, the paper's)")
     p.add_argument("--max-extra-bits", type=int, default=8, metavar="K", help="extra bits (default 8, the paper's)")
+    p.add_argument("--no-crc", action="store_true",
+                   help="decoders: leave out the hardware CRC-32 check (as the paper's cores do)")
     p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
 
@@ -315,7 +319,8 @@ def _run(args: argparse.Namespace) -> int:
         codec = _default_codec(args.core, args.codec)
         _refuse_existing(args.json, args.force)
         try:
-            a = core_area(args.core, codec, extra_bits=args.max_extra_bits, max_symbols=args.max_symbols)
+            a = core_area(args.core, codec, extra_bits=args.max_extra_bits, max_symbols=args.max_symbols,
+                          block_crc=not args.no_crc)
         except (ValueError, TypeError) as exc:
             raise UsageError(str(exc)) from None
         print("\n".join(area_markdown([a])))
@@ -412,10 +417,11 @@ def _verilog(args: argparse.Namespace) -> int:
                                     {"rans": replace(spec.rans, word_bits=args.word_bits)}))
         if table is None:
             core = build_core(args.core, spec, programmable=True, max_symbols=args.max_symbols,
-                              max_extra_bits=args.max_extra_bits)
+                              max_extra_bits=args.max_extra_bits, block_crc=not args.no_crc)
         else:
             core = build_core(args.core, spec, table, max_symbols=args.max_symbols,
-                              max_extra_bits=max(args.max_extra_bits, int(table.extra_bits.max())))
+                              max_extra_bits=max(args.max_extra_bits, int(table.extra_bits.max())),
+                              block_crc=not args.no_crc)
         text = core_verilog(core, args.name)
     except (ValueError, TypeError, AnsforgeError) as exc:
         raise UsageError(str(exc)) from None

@@ -108,8 +108,11 @@ class BlockCrc:
     ``CHECK`` state after the drain, where the CRC of the last word has settled.
     """
 
-    def __init__(self, m: Module, word_bits: int, cmd, word_in):
+    def __init__(self, m: Module, word_bits: int, cmd, word_in, *, present: bool = True):
         self._m = m
+        self.present = present
+        if not present:        # built without the unit: ``check_crc`` is ignored
+            return
         m.submodules.block_crc = self.processor = proc = crc.catalog.CRC32_ISO_HDLC(data_width=word_bits).create()
         self.expected = expected = Signal(32)
         self.enabled = enabled = Signal()
@@ -121,6 +124,7 @@ class BlockCrc:
     def check(self, status, done) -> None:
         """The ``CHECK`` state's logic: turn an OK ``status`` into CRC on a mismatch, raise ``done``."""
         m = self._m
-        with m.If(self.enabled & (self.processor.crc != self.expected) & (status == DecodeStatus.OK)):
-            m.d.sync += status.eq(DecodeStatus.CRC)
+        if self.present:
+            with m.If(self.enabled & (self.processor.crc != self.expected) & (status == DecodeStatus.OK)):
+                m.d.sync += status.eq(DecodeStatus.CRC)
         m.d.sync += done.eq(1)

@@ -128,6 +128,15 @@ class _RansCore(wiring.Component):
     def programmable(self) -> bool:
         return self._shape.programmable
 
+    @property
+    def max_symbols(self) -> int:
+        return self._shape.max_symbols
+
+    @property
+    def block_crc(self) -> bool:
+        """Whether a decoder has the CRC-32 unit (encoders: ``False``)."""
+        return getattr(self, "_block_crc", False)
+
 
 class RansDecoder(_RansCore):
     """rANS decoder: words (top of stack first) in, coding pairs out, one pair per clock.
@@ -145,6 +154,8 @@ class RansDecoder(_RansCore):
         Baked-in table, or the reset contents of a programmable core (``None``: no symbols).
     programmable : bool
         Add the ``cfg`` stream ``{addr, data: {freq, cum, k}}`` (accepted when idle).
+    block_crc : bool
+        As for :class:`~ansforge.hdl.tans.TansDecoder`.
 
     Ports are those of :class:`~ansforge.hdl.tans.TansDecoder`, with a command ``state`` of ``S``
     bits (a checkpoint's rANS state; ``bit`` must be 0).
@@ -156,9 +167,13 @@ class RansDecoder(_RansCore):
     """
 
     def __init__(self, *, state_bits: int = 64, word_bits: int = 32, precision_bits: int = 16, max_symbols: int = 64,
-                 max_extra_bits: int = 8, table: RansTable | None = None, programmable: bool = False):
+                 max_extra_bits: int = 8, table: RansTable | None = None, programmable: bool = False,
+                 block_crc: bool = True):
         sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable)
         self._shape = sh
+        if not isinstance(block_crc, bool):
+            raise TypeError(f"block_crc must be a bool, not {block_crc!r}")
+        self._block_crc = block_crc
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K)
         if programmable:
             ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.symbol_bits, "data": sh.entry})))
@@ -243,7 +258,7 @@ class RansDecoder(_RansCore):
             m.d.sync += self.status.eq(status)
             m.next = "DRAIN"
 
-        block_crc = BlockCrc(m, W, self.cmd, self.i)
+        block_crc = BlockCrc(m, W, self.cmd, self.i, present=self._block_crc)
 
         with m.FSM():
             with m.State("IDLE"):

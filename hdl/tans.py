@@ -91,6 +91,15 @@ class _TansCore(wiring.Component):
     def programmable(self) -> bool:
         return self._shape.programmable
 
+    @property
+    def max_symbols(self) -> int:
+        return self._shape.max_symbols
+
+    @property
+    def block_crc(self) -> bool:
+        """Whether a decoder has the CRC-32 unit (encoders: ``False``)."""
+        return getattr(self, "_block_crc", False)
+
 
 class TansDecoder(_TansCore):
     """tANS decoder: words (top of stack first) in, coding pairs out, one pair per clock.
@@ -109,6 +118,9 @@ class TansDecoder(_TansCore):
         The table to bake in, or the default of a programmable core (``None``: all zero).
     programmable : bool
         Add the ``cfg`` write stream for the state table.
+    block_crc : bool
+        Build the :class:`~.common.BlockCrc` unit that checks a command's ``crc`` (default). Without
+        it (the paper's core has none) ``check_crc`` is ignored.
 
     Ports
     -----
@@ -133,9 +145,13 @@ class TansDecoder(_TansCore):
     """
 
     def __init__(self, *, table_log: int = 8, word_bits: int = 16, max_symbols: int = 64,
-                 max_extra_bits: int = 8, table: TansTable | None = None, programmable: bool = False):
+                 max_extra_bits: int = 8, table: TansTable | None = None, programmable: bool = False,
+                 block_crc: bool = True):
         sh = _TansShape(table_log, word_bits, max_symbols, max_extra_bits, table, programmable)
         self._shape = sh
+        if not isinstance(block_crc, bool):
+            raise TypeError(f"block_crc must be a bool, not {block_crc!r}")
+        self._block_crc = block_crc
         self._entry = data.StructLayout({"symbol": sh.symbol_bits, "nb": bits_for(sh.R), "base": sh.R,
                                          "k": bits_for(sh.K)})
         self._buffer_bits = 2 * sh.need_max + sh.W - 1
@@ -192,7 +208,7 @@ class TansDecoder(_TansCore):
         if sh.programmable:
             wr = states.write_port()
             m.d.comb += [wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data)]
-        block_crc = BlockCrc(m, W, self.cmd, self.i)
+        block_crc = BlockCrc(m, W, self.cmd, self.i, present=self._block_crc)
 
         with m.FSM():
             with m.State("IDLE"):

@@ -10,6 +10,7 @@ import random
 
 import numpy as np
 
+from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
 from .jobs import CoreJob, SimResult
@@ -24,11 +25,13 @@ class AmaranthEngine:
     name = "amaranth"
 
     def run(self, job: CoreJob, *, stall_prob: float = 0.0, seed: int = 0, vcd: str | None = None,
-            max_cycles: int | None = None) -> SimResult:
+            max_cycles: int | None = None, trace: dict[str, Value] | None = None) -> SimResult:
         """Feed ``job`` through its core with random valid/ready gaps of probability ``stall_prob``.
 
         ``max_cycles`` bounds the run (default: generous for the job's size); exceeding it raises
-        ``TimeoutError``, so that a core that locks up fails instead of hanging.
+        ``TimeoutError``, so that a core that locks up fails instead of hanging. ``trace`` names
+        signals of the core (for example ``{"o.valid": core.o.valid}``) to sample at every clock
+        edge; :attr:`SimResult.trace` then holds one integer array per name, one entry per cycle.
         """
         if not 0 <= stall_prob < 1:
             raise ValueError(f"stall_prob must be in [0, 1), not {stall_prob!r}")
@@ -61,9 +64,16 @@ class AmaranthEngine:
             while True:
                 outputs.append(await stream_get(ctx, core.o, rng=rng_out, stall_prob=stall_prob))
 
+        probes = [Value.cast(v) for v in (trace or {}).values()]     # plain values: samples are ints
+        samples: list[tuple] = []
+
         async def clock(ctx):
             while True:
-                await ctx.tick()
+                if probes:
+                    _, _, *vals = await ctx.tick().sample(*probes)
+                    samples.append(tuple(vals))
+                else:
+                    await ctx.tick()
                 cycles[0] += 1
                 if cycles[0] > limit:
                     raise TimeoutError(f"{job.kind}: no result after {limit} cycles (core locked up?)")
@@ -79,4 +89,8 @@ class AmaranthEngine:
                 sim.run()
         else:
             sim.run()
-        return SimResult(np.array(outputs, dtype=np.uint64), statuses, int(cycles[1] or 0))
+        res = SimResult(np.array(outputs, dtype=np.uint64), statuses, int(cycles[1] or 0))
+        if trace:
+            cols = np.array(samples, dtype=np.uint64).reshape(-1, len(probes))
+            res.trace = {name: cols[:, j] for j, name in enumerate(trace)}
+        return res

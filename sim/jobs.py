@@ -31,6 +31,7 @@ class SimResult:
     outputs: list[int]
     statuses: list[int]
     cycles: int
+    trace: dict[str, np.ndarray] | None = None   # sampled signals per cycle (Amaranth engine, ``trace=``)
 
 
 @dataclass
@@ -67,10 +68,10 @@ class CoreJob:
 
 
 def build_core(kind: str, spec: CodecSpec, table=None, *, programmable: bool = False, max_symbols: int = 64,
-               max_extra_bits: int | None = None) -> wiring.Component:
+               max_extra_bits: int | None = None, block_crc: bool = True) -> wiring.Component:
     """The core ``kind`` for codec ``spec`` with ``table`` baked in, or loadable if programmable
     (``table=None``: an empty programmable core). ``max_extra_bits`` defaults to what ``table`` needs
-    (at least 8, the paper's)."""
+    (at least 8, the paper's). ``block_crc`` (decoders) builds the hardware CRC-32 check."""
     if kind not in CORES:
         raise ValueError(f"core must be one of {', '.join(CORES)}, not {kind!r}")
     k = max_extra_bits if max_extra_bits is not None else \
@@ -78,15 +79,17 @@ def build_core(kind: str, spec: CodecSpec, table=None, *, programmable: bool = F
     if kind.startswith("tans"):
         if spec.tans is None:
             raise ValueError(f"core {kind} needs a tANS codec, not {spec.name}")
-        cls = TansDecoder if kind == "tans-decoder" else TansEncoder
-        return cls(table_log=spec.tans.table_log, word_bits=spec.tans.word_bits, max_symbols=max_symbols,
-                   max_extra_bits=k, table=table, programmable=programmable)
+        if kind == "tans-encoder":
+            return TansEncoder(table_log=spec.tans.table_log, word_bits=spec.tans.word_bits, max_symbols=max_symbols,
+                               max_extra_bits=k, table=table, programmable=programmable)
+        return TansDecoder(table_log=spec.tans.table_log, word_bits=spec.tans.word_bits, max_symbols=max_symbols,
+                           max_extra_bits=k, table=table, programmable=programmable, block_crc=block_crc)
     if spec.rans is None:
         raise ValueError(f"core {kind} needs an rANS codec, not {spec.name}")
-    cls = RansDecoder if kind == "rans-decoder" else RansEncoder
     r = spec.rans
-    return cls(state_bits=r.state_bits, word_bits=r.word_bits, precision_bits=r.precision_bits,
-               max_symbols=max_symbols, max_extra_bits=k, table=table, programmable=programmable)
+    kw = dict(state_bits=r.state_bits, word_bits=r.word_bits, precision_bits=r.precision_bits,
+              max_symbols=max_symbols, max_extra_bits=k, table=table, programmable=programmable)
+    return RansEncoder(**kw) if kind == "rans-encoder" else RansDecoder(**kw, block_crc=block_crc)
 
 
 def _cfg(core, table) -> dict[str, list[int]]:
