@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Array, Cat, Const, Elaboratable, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 
 from ..model.rans import RansTable
@@ -69,27 +70,42 @@ def rans_writes(table: RansTable, max_symbols: int) -> list[dict]:
 
 
 class _SymbolTable:
-    """The per-symbol registers, initialised from the table, written through ``cfg`` if programmable."""
+    """The per-symbol table ``{freq, cum, k}``: initialised from the model's table, written through
+    ``cfg`` if programmable.
 
-    def __init__(self, m: Module, sh: _RansShape, cfg):
-        init = rans_writes(sh.table, sh.max_symbols) if sh.table is not None else \
-            [{"data": {"freq": 0, "cum": 1 << sh.P, "k": 0}}] * sh.max_symbols
-        self.freq = [Signal(sh.P + 1, name=f"freq{s}", init=r["data"]["freq"]) for s, r in enumerate(init)]
-        self.cum = [Signal(sh.P + 1, name=f"cum{s}", init=r["data"]["cum"]) for s, r in enumerate(init)]
-        self.k = [Signal(bits_for(sh.K), name=f"k{s}", init=r["data"]["k"]) for s, r in enumerate(init)]
+    Lookups by symbol go through a :class:`~amaranth.lib.memory.Memory` with a combinational read
+    port (distributed LUTRAM on an FPGA, the paper's "inexpensive resource"). The decoder's symbol
+    search compares the slot with every ``cum`` at once, so ``parallel_cum`` also keeps the
+    cumulative frequencies in registers (``cum``).
+    """
+
+    def __init__(self, m: Module, sh: _RansShape, cfg, *, parallel_cum: bool = False):
+        init = [r["data"] for r in rans_writes(sh.table, sh.max_symbols)] if sh.table is not None else \
+            [{"freq": 0, "cum": 1 << sh.P, "k": 0}] * sh.max_symbols
+        m.submodules.symbols = self._mem = Memory(shape=sh.entry, depth=sh.max_symbols, init=init)
+        self._rd = self._mem.read_port(domain="comb")
+        self.cum = [Signal(sh.P + 1, name=f"cum{s}", init=r["cum"]) for s, r in enumerate(init)] \
+            if parallel_cum else None
         self.cfg = cfg
+
+    def lookup(self, m: Module, symbol) -> data.View:
+        """The entry of ``symbol``, combinationally (one lookup per core)."""
+        m.d.comb += self._rd.addr.eq(symbol)
+        return self._rd.data
 
     def write(self, m: Module) -> None:
         """Accept one ``cfg`` write (call where the core is idle)."""
         if self.cfg is None:
             return
-        m.d.comb += self.cfg.ready.eq(1)
-        with m.If(self.cfg.valid):
-            with m.Switch(self.cfg.p.addr):
-                for s in range(len(self.freq)):
-                    with m.Case(s):
-                        m.d.sync += [self.freq[s].eq(self.cfg.p.data.freq), self.cum[s].eq(self.cfg.p.data.cum),
-                                     self.k[s].eq(self.cfg.p.data.k)]
+        wr = self._mem.write_port()
+        m.d.comb += [self.cfg.ready.eq(1), wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data),
+                     wr.en.eq(self.cfg.valid)]
+        if self.cum is not None:
+            with m.If(self.cfg.valid):
+                with m.Switch(self.cfg.p.addr):
+                    for s in range(len(self.cum)):
+                        with m.Case(s):
+                            m.d.sync += self.cum[s].eq(self.cfg.p.data.cum)
 
 
 def _chunk_plan(m: Module, sh: _RansShape, k):
@@ -185,7 +201,7 @@ class RansDecoder(_RansCore):
         D = C + 1                                   # word buffer depth: most pops one pair can make
         lo = 1 << (S - W)
         m = Module()
-        table = _SymbolTable(m, sh, self.cfg if sh.programmable else None)
+        table = _SymbolTable(m, sh, self.cfg if sh.programmable else None, parallel_cum=True)
 
         x = Signal(S)
         remaining = Signal.like(self.cmd.p.count)
@@ -201,9 +217,8 @@ class RansDecoder(_RansCore):
         sym = Signal(sh.symbol_bits)
         m.d.comb += [q.eq(x[:P]),
                      sym.eq(sum(((c <= q).as_unsigned() for c in table.cum[1:]), Const(0, sh.symbol_bits)))]
-        f = Array(table.freq)[sym]
-        c = Array(table.cum)[sym]
-        k = Array(table.k)[sym]
+        entry = table.lookup(m, sym)
+        f, c, k = entry.freq, entry.cum, entry.k
         word_at = Array(words)
 
         stall = Signal()
@@ -418,9 +433,8 @@ class RansEncoder(_RansCore):
         fifo = [Signal(W, name=f"out{j}") for j in range(D)]
         n_out = Signal(range(D + 1))
         s = self.i.p.symbol
-        f = Array(table.freq)[s]
-        c = Array(table.cum)[s]
-        k = Array(table.k)[s]
+        entry = table.lookup(m, s)
+        f, c, k = entry.freq, entry.cum, entry.k
 
         pushes = []   # (enable, word) in push order
 
