@@ -172,3 +172,53 @@ def test_nonfinite_weights_refused_unless_allowed(tmp_path):
     compress_checkpoint(model, tmp_path / "n.ansf", "tans8", allow_nonfinite=True)
     got = open_container(tmp_path / "n.ansf").read("w")
     assert np.array_equal(got, a.view(np.uint32))
+
+
+def _as_version_1(blob: bytes) -> bytes:
+    """Rewrite a version-2 container as version 1 wrote it: block CRCs over the words in address
+    order, blocks cut at the checkpoints' word offsets only (an independent re-implementation)."""
+    import json
+    import struct
+    import zlib
+    magic, version, n_t, n_s, _ = struct.unpack("<8sIIII", blob[:24])
+    assert version == 2
+    pos, records = 24, []
+    for _ in range(n_t + n_s):
+        (length,) = struct.unpack("<I", blob[pos:pos + 4])
+        records.append(json.loads(blob[pos + 4:pos + 4 + length]))
+        pos += 8 + length
+    payload = blob[pos:]
+    for rec in records[n_t:]:
+        wb, base = rec["word_bytes"], rec["payload_offset"]
+        words = payload[base:base + rec["n_words"] * wb]
+        bounds = [rec["n_words"]] + [c[1] for c in rec["checkpoints"]] + [0]
+        rec["blocks"] = [[lo, hi, zlib.crc32(words[lo * wb:hi * wb])] for hi, lo in zip(bounds, bounds[1:])]
+    head = struct.pack("<8sIII", magic, 1, n_t, n_s)
+    out = head + struct.pack("<I", zlib.crc32(head))
+    for rec in records:
+        js = json.dumps(rec).encode()
+        out += struct.pack("<I", len(js)) + js + struct.pack("<I", zlib.crc32(js))
+    return out + payload
+
+
+@pytest.mark.parametrize("codec", ["tans8", "rans16"])
+def test_version_1_containers_still_read(tmp_path, codec):
+    """Version 2 changed how block CRCs are taken (decoding order, for the cores); version 1 files
+    still decode, and a flipped payload byte in one is still caught."""
+    model = tmp_path / "tiny.safetensors"
+    _tiny_model(model)
+    f2, f1 = tmp_path / "v2.ansf", tmp_path / "v1.ansf"
+    compress_checkpoint(model, f2, codec, checkpoint_interval=256)
+    blob = _as_version_1(f2.read_bytes())
+    f1.write_bytes(blob)
+    c2, c1 = open_container(f2), open_container(f1)
+    assert (c1.version, c2.version) == (1, 2)
+    for n in c2.names:
+        assert np.array_equal(c1.read(n), c2.read(n)), n
+    bad = bytearray(blob)
+    bad[-5] ^= 0x10        # in the payload
+    f1.write_bytes(bytes(bad))
+    with pytest.raises(AnsforgeError, match="CRC32 mismatch|block"):
+        c = open_container(f1)
+        for n in c.names:
+            c.read(n)
