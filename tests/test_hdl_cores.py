@@ -138,6 +138,8 @@ def test_resume_from_checkpoint_amaranth():
     (RansEncoder, {"precision_bits": 30, "programmable": True}, "precision_bits"),
     (RansDecoder, {"word_bits": 32, "state_bits": 48, "programmable": True}, "state_bits"),
     (RansEncoder, {"programmable": "yes"}, "programmable"),
+    (TansDecoder, {"programmable": True, "block_crc": 1}, "block_crc"),
+    (RansDecoder, {"programmable": True, "block_crc": None}, "block_crc"),
 ])
 def test_invalid_parameters_name_the_parameter(cls, kwargs, name):
     with pytest.raises((TypeError, ValueError), match=name):
