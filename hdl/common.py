@@ -16,7 +16,7 @@ from amaranth.lib import crc, data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["DecodeStatus", "decoder_ports", "encoder_ports", "check_int", "word_layout", "encoder_command_layout", "decoder_command_layout",
-           "pair_layout", "bits_for", "COUNT_BITS", "BlockCrc", "WordCrc"]
+           "pair_layout", "bits_for", "check_bool", "COUNT_BITS", "BlockCrc", "CoreParameters", "WordCrc"]
 
 COUNT_BITS = 32
 """Width of a command's pair and word counts: up to 2**32 - 1 pairs per command."""
@@ -45,6 +45,13 @@ def check_int(name: str, value, lo: int, hi: int) -> int:
     if not lo <= value <= hi:
         raise ValueError(f"{name} must be between {lo} and {hi}, not {value!r}")
     return int(value)
+
+
+def check_bool(name: str, value) -> bool:
+    """``value`` if it is a bool, else ``TypeError`` naming ``name``."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {value!r}")
+    return value
 
 
 def bits_for(n: int) -> int:
@@ -96,6 +103,31 @@ def encoder_ports(word_bits: int, symbol_bits: int, extra_bits: int) -> dict:
             "i": In(stream.Signature(pair_layout(symbol_bits, extra_bits))),
             "o": Out(stream.Signature(word_layout(word_bits))),
             "done": Out(1)}
+
+
+class CoreParameters(wiring.Component):
+    """Read-only elaboration parameters every ANS core has (its validated ``_shape`` holds them)."""
+
+    @property
+    def word_bits(self) -> int:
+        return self._shape.W
+
+    @property
+    def max_symbols(self) -> int:
+        return self._shape.max_symbols
+
+    @property
+    def max_extra_bits(self) -> int:
+        return self._shape.K
+
+    @property
+    def programmable(self) -> bool:
+        return self._shape.programmable
+
+    @property
+    def block_crc(self) -> bool:
+        """Whether a decoder has the CRC-32 unit (encoders: ``False``)."""
+        return getattr(self, "_block_crc", False)
 
 
 class WordCrc(wiring.Component):

@@ -18,12 +18,13 @@ every chunk in the pair's cycle, with a small word buffer of ``chunks + 1`` word
 from __future__ import annotations
 
 from amaranth.hdl import Array, Cat, Const, Elaboratable, Module, Mux, Signal, Value
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, stream
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 
 from ..model.rans import RansTable
-from .common import BlockCrc, DecodeStatus, bits_for, check_int, decoder_ports, encoder_ports
+from .common import (BlockCrc, CoreParameters, DecodeStatus, bits_for, check_bool, check_int, decoder_ports,
+                     encoder_ports)
 
 __all__ = ["RansDecoder", "RansEncoder", "rans_writes"]
 
@@ -39,8 +40,7 @@ class _RansShape:
             raise ValueError(f"state_bits must be >= word_bits + precision_bits = {self.W + self.P}, not {self.S}")
         if self.S < 2 * self.W:
             raise ValueError(f"state_bits must be >= 2 * word_bits = {2 * self.W}, not {self.S}")
-        if not isinstance(programmable, bool):
-            raise TypeError(f"programmable must be a bool, not {programmable!r}")
+        check_bool("programmable", programmable)
         if table is None and not programmable:
             raise ValueError("table is required unless programmable=True (a fixed-table core bakes it in)")
         if table is not None:
@@ -125,7 +125,7 @@ def _chunk_plan(m: Module, sh: _RansShape, k):
     return plan
 
 
-class _RansCore(wiring.Component):
+class _RansCore(CoreParameters):
     """Read-only parameters shared by the rANS cores."""
 
     @property
@@ -133,25 +133,8 @@ class _RansCore(wiring.Component):
         return self._shape.S
 
     @property
-    def word_bits(self) -> int:
-        return self._shape.W
-
-    @property
     def precision_bits(self) -> int:
         return self._shape.P
-
-    @property
-    def programmable(self) -> bool:
-        return self._shape.programmable
-
-    @property
-    def max_symbols(self) -> int:
-        return self._shape.max_symbols
-
-    @property
-    def block_crc(self) -> bool:
-        """Whether a decoder has the CRC-32 unit (encoders: ``False``)."""
-        return getattr(self, "_block_crc", False)
 
 
 class RansDecoder(_RansCore):
@@ -187,9 +170,7 @@ class RansDecoder(_RansCore):
                  block_crc: bool = True):
         sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable)
         self._shape = sh
-        if not isinstance(block_crc, bool):
-            raise TypeError(f"block_crc must be a bool, not {block_crc!r}")
-        self._block_crc = block_crc
+        self._block_crc = check_bool("block_crc", block_crc)
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K)
         if programmable:
             ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.symbol_bits, "data": sh.entry})))

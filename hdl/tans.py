@@ -13,12 +13,13 @@ path is table read → field shifter → next state.
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, stream
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 
 from ..model.tans import TansTable
-from .common import BlockCrc, DecodeStatus, bits_for, check_int, decoder_ports, encoder_ports
+from .common import (BlockCrc, CoreParameters, DecodeStatus, bits_for, check_bool, check_int, decoder_ports,
+                     encoder_ports)
 
 __all__ = ["TansDecoder", "TansEncoder", "tans_decoder_writes", "tans_encoder_writes"]
 
@@ -36,8 +37,7 @@ class _TansShape:
         self.W = check_int("word_bits", word_bits, 8, 32)
         self.max_symbols = check_int("max_symbols", max_symbols, 2, 256)
         self.K = check_int("max_extra_bits", max_extra_bits, 0, 32)
-        if not isinstance(programmable, bool):
-            raise TypeError(f"programmable must be a bool, not {programmable!r}")
+        check_bool("programmable", programmable)
         if table is None and not programmable:
             raise ValueError("table is required unless programmable=True (a fixed-table core bakes it in)")
         if table is not None:
@@ -72,33 +72,12 @@ def tans_encoder_writes(table: TansTable) -> tuple[list[dict], list[dict]]:
     return sym, state
 
 
-class _TansCore(wiring.Component):
+class _TansCore(CoreParameters):
     """Read-only parameters shared by the tANS cores."""
 
     @property
     def table_log(self) -> int:
         return self._shape.R
-
-    @property
-    def word_bits(self) -> int:
-        return self._shape.W
-
-    @property
-    def max_extra_bits(self) -> int:
-        return self._shape.K
-
-    @property
-    def programmable(self) -> bool:
-        return self._shape.programmable
-
-    @property
-    def max_symbols(self) -> int:
-        return self._shape.max_symbols
-
-    @property
-    def block_crc(self) -> bool:
-        """Whether a decoder has the CRC-32 unit (encoders: ``False``)."""
-        return getattr(self, "_block_crc", False)
 
 
 class TansDecoder(_TansCore):
@@ -149,9 +128,7 @@ class TansDecoder(_TansCore):
                  block_crc: bool = True):
         sh = _TansShape(table_log, word_bits, max_symbols, max_extra_bits, table, programmable)
         self._shape = sh
-        if not isinstance(block_crc, bool):
-            raise TypeError(f"block_crc must be a bool, not {block_crc!r}")
-        self._block_crc = block_crc
+        self._block_crc = check_bool("block_crc", block_crc)
         self._entry = data.StructLayout({"symbol": sh.symbol_bits, "nb": bits_for(sh.R), "base": sh.R,
                                          "k": bits_for(sh.K)})
         self._buffer_bits = 2 * sh.need_max + sh.W - 1
