@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("verilog", help="generate a core's Verilog",
                          description="Generate Verilog for a core with amaranth.back.verilog. With --model the "
-                                     "matrix's table is baked in (Memory init / register init); without, the core "
+                                     "matrix's table is baked in (Memory init); without, the core "
                                      "is programmable through its cfg stream(s).")
     _core_parameters(p, cores)
     p.add_argument("--word-bits", type=int, default=None, metavar="W", help="word width (default: the codec's)")

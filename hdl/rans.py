@@ -3,12 +3,13 @@
 Both follow ``docs/bitstream.md`` bit for bit; :class:`~ansforge.model.rans.RansCoder` is their golden
 model, and with the ``constriction`` preset (``S = 64, W = 32, P = 24``) their words are constriction's
 ``AnsCoder`` words. The symbol table (``freq, cum, k`` per symbol) comes from one
-:class:`~ansforge.model.rans.RansTable`: register initial values in a fixed build, or writes through
+:class:`~ansforge.model.rans.RansTable`: ``Memory`` initial contents in a fixed build, or writes through
 ``cfg`` in a programmable one (:func:`rans_writes` derives both from the table).
 
-The table lives in registers, not a memory: the decoder compares the quantile against every
-cumulative frequency at once (the symbol is the number of cumulatives ``<= q``), which needs all of
-them in parallel. Unused symbol slots hold ``cum = 2**P`` so that they never match.
+The table is a memory with a combinational read port (LUTRAM). The decoder also keeps every
+cumulative frequency in registers: it compares the quantile against all of them at once (the symbol
+is the number of cumulatives ``<= q``). Unused symbol slots hold ``cum = 2**P`` so that they never
+match.
 
 A pair's additional data of ``k`` bits is coded as ``ceil(k / P)`` uniform chunks (most significant
 first in the decoder), each of which, like the symbol, may move one word; the cores do the symbol and
@@ -58,6 +59,10 @@ class _RansShape:
         self.chunks = -(-self.K // self.P)
         self.entry = data.StructLayout({"freq": self.P + 1, "cum": self.P + 1, "k": bits_for(self.K)})
 
+
+    def cfg_port(self):
+        """The ``cfg`` write stream of a programmable core: ``{addr: symbol, data: {freq, cum, k}}``."""
+        return In(stream.Signature(data.StructLayout({"addr": self.symbol_bits, "data": self.entry})))
 
 def rans_writes(table: RansTable, max_symbols: int) -> list[dict]:
     """The ``cfg`` write sequence for ``table`` in a core of ``max_symbols`` slots (unused slots get
@@ -173,7 +178,7 @@ class RansDecoder(_RansCore):
         self._block_crc = check_bool("block_crc", block_crc)
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K)
         if programmable:
-            ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.symbol_bits, "data": sh.entry})))
+            ports["cfg"] = sh.cfg_port()
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -398,7 +403,7 @@ class RansEncoder(_RansCore):
         self._shape = sh
         ports = encoder_ports(sh.W, sh.symbol_bits, sh.K)
         if programmable:
-            ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.symbol_bits, "data": sh.entry})))
+            ports["cfg"] = sh.cfg_port()
         super().__init__(ports)
 
     def elaborate(self, platform):
