@@ -10,16 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from amaranth.hdl import Shape
 from amaranth.lib import wiring
 
 from ..hdl.common import DecodeStatus
 from ..hdl.rans import RansDecoder, RansEncoder, rans_writes
 from ..hdl.tans import TansDecoder, TansEncoder, tans_decoder_writes, tans_encoder_writes
 from ..model.codecs import CodecSpec
-from ..model.stream import Run, block_crc
+from ..model.stream import Checkpoint, Run, block_crc, block_ranges
 from .streams import pack
 
-__all__ = ["CORES", "CoreJob", "SimResult", "build_core", "make_job"]
+__all__ = ["CORES", "CoreJob", "SimResult", "StreamBlock", "build_core", "make_job", "stream_blocks", "block_command",
+           "blocks_job", "unpack_pairs"]
 
 CORES = ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")
 
@@ -144,3 +146,72 @@ def make_job(kind: str, spec: CodecSpec, table, symbols: np.ndarray, extras: np.
         job.inputs = pairs[::-1].copy()
         job.expected = word_bits
     return job
+
+
+@dataclass(frozen=True)
+class StreamBlock:
+    """One decoder command's share of a stream: the pairs between two checkpoints.
+
+    ``words`` are the block's words in the order the decoder reads them (top of the stack first),
+    ``resume`` the checkpoint it starts from (``None`` for the top of the stream), ``crc`` the block
+    CRC-32 (:func:`~ansforge.model.stream.block_crc`) and ``last`` whether it ends the stream.
+    """
+
+    first_pair: int
+    count: int
+    resume: Checkpoint | None
+    words: np.ndarray
+    crc: int
+    last: bool
+
+
+def stream_blocks(words: np.ndarray, checkpoints: list[Checkpoint], n_pairs: int, *, word_bits: int,
+                  crcs: list[int] | None = None) -> list[StreamBlock]:
+    """A stream cut at its checkpoints as the container cuts it (``crcs``: the container's CRCs;
+    default: computed from ``words``)."""
+    words = np.asarray(words)
+    cps = list(checkpoints)
+    firsts = [0] + [c.pair for c in cps]
+    ends = [c.pair for c in cps] + [n_pairs]
+    ranges = block_ranges(int(words.size), cps)
+    if crcs is not None and len(crcs) != len(ranges):
+        raise ValueError(f"{len(crcs)} block CRCs for {len(ranges)} blocks")
+    out = []
+    for b, (lo, hi) in enumerate(ranges):
+        crc = crcs[b] if crcs is not None else block_crc(words, lo, hi, word_bits)
+        out.append(StreamBlock(firsts[b], ends[b] - firsts[b], cps[b - 1] if b else None,
+                               words[lo:hi][::-1].astype(np.uint64), int(crc), b == len(ranges) - 1))
+    return out
+
+
+def block_command(core, block: StreamBlock, n_words: int | None = None) -> int:
+    """The decoder command for ``block`` (``n_words``: announce another word count, for corruption)."""
+    cp = block.resume
+    return pack(_shape(core, "cmd"), {"count": block.count, "words": block.words.size if n_words is None else n_words,
+                                      "resume": int(cp is not None), "state": cp.state if cp else 0,
+                                      "bit": cp.bit if cp else 0, "check_end": int(block.last), "check_crc": 1,
+                                      "crc": block.crc})
+
+
+def blocks_job(kind: str, spec: CodecSpec, table, core, blocks: list[tuple[StreamBlock, np.ndarray]]) -> CoreJob:
+    """A decoder job that runs ``blocks`` back to back, each ``(block, words it is fed)``, with
+    ``table`` written through ``cfg`` first if the core is programmable. The expected pairs and
+    statuses are left for the caller (they come from the golden decoder of the same stream)."""
+    job = CoreJob(kind, core, cfg=_cfg(core, table))
+    job.commands = [block_command(core, b, int(w.size)) for b, w in blocks]
+    job.inputs = (np.concatenate([w for _, w in blocks]) if blocks else np.zeros(0, np.uint64)) \
+        << np.uint64(_shape(core, "i")["data"].offset)
+    job.pairs = sum(b.count for b, _ in blocks)
+    job.words = int(job.inputs.size)
+    return job
+
+
+def unpack_pairs(core, outputs) -> tuple[np.ndarray, np.ndarray]:
+    """A decoder's ``o`` payloads as (symbols, extras)."""
+    shape = _shape(core, "o")
+    o = np.asarray(outputs, dtype=np.uint64)
+    fields = []
+    for name in ("symbol", "extra"):
+        f = shape[name]
+        fields.append((o >> np.uint64(f.offset)) & np.uint64((1 << Shape.cast(f.shape).width) - 1))
+    return fields[0].astype(np.int64), fields[1]

@@ -14,9 +14,9 @@ import pytest
 
 from ansforge.hdl.common import DecodeStatus
 from ansforge.model.codecs import parse_codec
-from ansforge.model.stream import Run, StreamError, block_crc, block_ranges
+from ansforge.model.stream import Run, StreamError, block_crc
 from ansforge.sim.amaranth_sim import AmaranthEngine
-from ansforge.sim.jobs import build_core, make_job
+from ansforge.sim.jobs import blocks_job, build_core, make_job, stream_blocks
 from ansforge.sim.streams import pack
 from ansforge.sim.verilator import VerilatorEngine
 
@@ -35,35 +35,6 @@ def _stream(codec: str, seed: int):
     s, e = ct.to_symbols(rng.choice(24, size=N_PAIRS, p=counts / counts.sum()), rng.integers(0, 256, size=N_PAIRS))
     st = spec.coder().encode([table], [Run(0, N_PAIRS)], s, e, checkpoint_interval=INTERVAL)
     return spec, table, s, e, st
-
-
-def _blocks(st):
-    """Per block: (first pair, pair count, resume checkpoint or None, words top first, CRC)."""
-    cps = list(st.checkpoints)
-    firsts = [0] + [c.pair for c in cps]
-    ends = [c.pair for c in cps] + [N_PAIRS]
-    out = []
-    for b, (lo, hi) in enumerate(block_ranges(len(st.words), cps)):
-        words = np.asarray(st.words)[lo:hi][::-1].astype(np.uint64)
-        out.append((firsts[b], ends[b] - firsts[b], cps[b - 1] if b else None, words, block_crc(st.words, lo, hi)))
-    return out
-
-
-def _command(core, count, words, cp, crc, last_block):
-    shape = core.signature.members["cmd"].signature.members["payload"].shape
-    return pack(shape, {"count": count, "words": words, "resume": int(cp is not None),
-                        "state": cp.state if cp else 0, "bit": cp.bit if cp else 0,
-                        "check_end": int(last_block), "check_crc": 1, "crc": crc})
-
-
-def _job(kind, spec, table, core, commands):
-    """One job running ``commands`` = [(count, words, cp, crc, last_block)] back to back."""
-    job = make_job(kind, spec, table, np.zeros(0, np.int64), np.zeros(0, np.uint64), core=core)
-    job.commands = [_command(core, c, int(w.size), cp, crc, last) for c, w, cp, crc, last in commands]
-    job.inputs = np.concatenate([w for _, w, _, _, _ in commands]) if commands else np.zeros(0, np.uint64)
-    job.pairs = sum(c for c, *_ in commands)
-    job.words = int(job.inputs.size)
-    return job
 
 
 def _corrupt(rng, words: np.ndarray, word_bits: int) -> tuple[str, np.ndarray]:
@@ -88,13 +59,12 @@ def _corrupt(rng, words: np.ndarray, word_bits: int) -> tuple[str, np.ndarray]:
 def test_corrupted_blocks_are_flagged(codec, kind):
     spec, table, s, e, st = _stream(codec, seed=len(codec) + ord(kind[0]))
     core = build_core(kind, spec, table)
-    blocks = _blocks(st)
+    blocks = stream_blocks(st.words, st.checkpoints, N_PAIRS, word_bits=spec.word_bits)
     assert len(blocks) == N_PAIRS // INTERVAL
     engine = VerilatorEngine()
 
     # Clean: every block from its checkpoint gives its slice of pairs, status OK, CRC checked.
-    cmds = [(c, w, cp, crc, b == len(blocks) - 1) for b, (_, c, cp, w, crc) in enumerate(blocks)]
-    job = _job(kind, spec, table, core, cmds)
+    job = blocks_job(kind, spec, table, core, [(b, b.words) for b in blocks])
     pair_shape = core.signature.members["o"].signature.members["payload"].shape
     job.expected = np.array([pack(pair_shape, {"symbol": int(a), "extra": int(b)}) for a, b in zip(s, e)],
                             dtype=np.uint64)
@@ -104,18 +74,17 @@ def test_corrupted_blocks_are_flagged(codec, kind):
 
     # Corrupted: 400 blocks back to back, each followed by nothing but the next corrupted block.
     rng = np.random.default_rng(ord(codec[-1]))
-    cmds, modes = [], []
+    runs, modes = [], []
     for _ in range(CASES_PER_CODEC):
-        b = int(rng.integers(len(blocks)))
-        _, c, cp, w, crc = blocks[b]
-        mode, bad = _corrupt(rng, w, spec.word_bits)
-        if np.array_equal(bad, w):      # a flip that undid itself (same bit twice)
+        blk = blocks[int(rng.integers(len(blocks)))]
+        mode, bad = _corrupt(rng, blk.words, spec.word_bits)
+        if np.array_equal(bad, blk.words):      # a flip that undid itself (same bit twice)
             bad = bad.copy()
             bad[0] ^= np.uint64(1)
-        cmds.append((c, bad, cp, crc, b == len(blocks) - 1))
+        runs.append((blk, bad))
         modes.append(mode)
-    job = _job(kind, spec, table, core, cmds)
-    bound = sum(c + int(w.size) + CYCLE_SLACK for c, w, *_ in cmds)
+    job = blocks_job(kind, spec, table, core, runs)
+    bound = sum(b.count + int(w.size) + CYCLE_SLACK for b, w in runs)
     res = engine.run(job, max_cycles=bound)        # TimeoutError past the bound: a hang
     assert len(res.statuses) == CASES_PER_CODEC
     flagged = [st_ != DecodeStatus.OK.value for st_ in res.statuses]
