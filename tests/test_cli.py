@@ -18,7 +18,7 @@ def ansforge(*args, cwd=None):
 
 
 @pytest.mark.parametrize("verb", [[], ["demo"], ["tables"], ["figure"], ["figure", "histogram"], ["histograms"],
-                                  ["bench"]])
+                                  ["bench"], ["generate"]])
 def test_every_verb_has_help(verb):
     r = ansforge(*verb, "--help")
     assert r.returncode == 0 and "usage: ansforge" in r.stdout
@@ -36,6 +36,15 @@ def test_demo_runs_with_no_arguments():
     for line in cores:
         assert "131,072 pairs" in line and line.split("bit-exact with the golden model: ")[1].startswith("yes")
         assert float(line.split(" pairs/clock")[0].split()[-1]) >= 0.99
+
+
+def test_demo_with_a_llama_ends_with_a_hardware_generation(stories):
+    r = ansforge("demo", "--model", stories, "--engine", "verilator")
+    assert r.returncode == 0, r.stderr
+    tail = r.stdout.split("Generation from hardware-decompressed weights (16 greedy steps):")[1]
+    assert "tans-decoder core (tans8) in verilator, 260,032 pairs" in tail
+    assert "logits identical to the raw checkpoint's at all 16 steps: yes" in tail
+    assert len(tail.split("output: ")[1].splitlines()[0].split()) == 16
 
 
 def test_demo_cores_in_the_amaranth_simulator():
