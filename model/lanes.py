@@ -287,9 +287,22 @@ def _rans_decode(spec, t, flat, off, m, live, s_out, e_out):
     fm, cm, c_cum, c_sh, c_sym = _U64((1 << (P + 1)) - 1), _U64((1 << P) - 1), _U64(P + 1), _U64(2 * P + 1), \
         _U64(2 * P + 7)
     by_q = P <= 16
+    by_bucket = not by_q and n_sym <= 256
     if by_q:
         sym_of_q = np.repeat(np.arange(n_sym, dtype=np.uint64), t.freqs)
         pack = pack[sym_of_q] | (sym_of_q << c_sym)
+    elif by_bucket:
+        # 2**16 buckets of q, each holding the packed entry of the symbol its first q falls in, with
+        # bit 63 set where the bucket also holds a later symbol's quantiles (at most n_sym - 1 buckets
+        # do). One gather decides almost every lane; the few in a shared bucket search the edges.
+        bshift = _U64(P - 16)
+        right = t.cum[1:].astype(np.uint64)
+        starts = np.arange(1 << 16, dtype=np.uint64) << bshift
+        first = np.searchsorted(right, starts, side="right")
+        last = np.searchsorted(right, starts + ((one_b := _U64(1)) << bshift) - one_b, side="right")
+        pack_sym = pack | (np.arange(n_sym, dtype=np.uint64) << c_sym)
+        shared = _U64(1 << 63)
+        bpack = pack_sym[first] | np.where(first != last, shared, _U64(0))
     else:
         # The symbol at the start of each of 2**16 buckets of q, then a step up while q is past the
         # symbol's right edge: one step in the common bucket that holds one symbol.
@@ -305,6 +318,13 @@ def _rans_decode(spec, t, flat, off, m, live, s_out, e_out):
         if by_q:
             e = pack.take(q)
             s_out[j] = e >> c_sym
+        elif by_bucket:
+            e = bpack.take(q >> bshift)
+            amb = e >= shared
+            if amb.any():
+                idx = np.flatnonzero(amb)
+                e[idx] = pack_sym.take(np.searchsorted(right, q.take(idx), side="right"))
+            np.right_shift(e, c_sym, out=s_out[j], casting="unsafe")     # the uint8 store drops bit 63
         else:
             s = bucket.take(q >> bshift).astype(np.intp)
             up = q >= right.take(s)

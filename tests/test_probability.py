@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from ansforge.model.errors import ConfigError
@@ -19,6 +19,7 @@ counts_strategy = st.lists(st.one_of(st.just(0), st.integers(1, 10), st.integers
 
 @settings(max_examples=300, deadline=None)
 @given(counts_strategy, st.integers(5, 24))
+@example([8, 2097146], 18)      # once found by CI: the optimum is the ideal up to rounding
 def test_normalizer_invariants_and_cost(counts, n):
     c = np.array(counts, dtype=np.int64)
     occurring = int(np.count_nonzero(c))
@@ -29,8 +30,11 @@ def test_normalizer_invariants_and_cost(counts, n):
         assert int(table.sum()) == 1 << n
         assert np.all(table[c > 0] >= 1) and np.all(table[c == 0] == 0)
     opt, prop = cross_entropy_bits(c, f, n), cross_entropy_bits(c, p, n)
-    assert opt <= prop * (1 + 1e-12) + 1e-9
-    assert opt >= ideal_bits(c) * (1 - 1e-12) - 1e-9
+    # Each cost sums c_i * log2(.) with |log2| <= n; its float rounding error is a few ulps per unit of
+    # count (a table equal to the ideal can come out 1e-9 below it when counts are in the millions).
+    tol = 4 * n * float(c.sum()) * 2.0 ** -52 + 1e-9
+    assert opt <= prop + tol
+    assert opt >= ideal_bits(c) - tol
 
 
 def test_normalizer_is_optimal_by_exhaustive_search():
