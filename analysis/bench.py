@@ -220,10 +220,10 @@ def _codec_speed(path: str, c_enc: float, c_dec: float, lanes: int = 16384) -> l
     md += ["", "Target: 50 M pairs/s decode per core in the bulk mode. Lane l carries pairs l, l + lanes, ... "
            "(round robin), so each step's output is one contiguous row. The decoders are branch-free: tANS "
            "reads a field with one gather from a table of 64-bit windows over the top-first word layout; "
-           "rANS fetches f, cum and the additional-data shift in one packed gather (indexed by the quantile "
-           "for P = 16, after a 2^16-bucket symbol lookup for P = 24) and pops at most one word per pair "
-           "from a two-word window. rANS P = 24 pays for its symbol lookup: a bucket may hold several of "
-           "constriction's leaky-quantized rare symbols, so a lane steps up until it is past the right edge.",
+           "rANS fetches f, cum, the symbol and the additional-data shift in one packed gather, indexed by the "
+           "quantile for P = 16 and by the quantile's 2^16 buckets for P = 24, where only the lanes that land "
+           "in a bucket shared by two symbols (at most one per symbol edge) search the edges; it pops at most "
+           "one word per pair, without a bounds test while every lane provably has words left.",
            ""]
     return md
 

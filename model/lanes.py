@@ -277,15 +277,16 @@ def _rans_decode(spec, t, flat, off, m, live, s_out, e_out):
         short = (x < lo) & (ptr < end)
         x = np.where(short, (x << Wu) | flat.take(ptr).astype(np.uint64), x)
         ptr += short
-    # One gather per pair fetches a symbol's f, cum and additional-data shift sh = P - k, packed as
-    # f | cum << (P + 1) | sh << (2P + 1); for P <= 16 the table is indexed by the P-bit quantile q
-    # directly and also packs the symbol (<< 2P + 7), otherwise the symbol is looked up first.
+    # One gather per pair fetches a symbol's f, additional-data shift sh = P - k, symbol and cum,
+    # packed as f | sh << (P + 1) | symbol << (P + 7) | shared << (P + 15) | cum << (64 - P), cum on
+    # top so that a shift alone extracts it (the symbol field is 16 bits wide when indexed by q,
+    # where no shared flag is needed, 8 bits otherwise). For P <= 16 the table is indexed by the
+    # P-bit quantile q directly; otherwise by q's 2**16 buckets, or the symbol is looked up first.
     n_sym = t.freqs.size
     sh_t = (P - t.extra_bits).astype(np.uint64)  # a symbol's additional data: one uniform chunk
-    pack = (t.freqs.astype(np.uint64) | (t.cum[:-1].astype(np.uint64) << _U64(P + 1))
-            | (sh_t << _U64(2 * P + 1)))
-    fm, cm, c_cum, c_sh, c_sym = _U64((1 << (P + 1)) - 1), _U64((1 << P) - 1), _U64(P + 1), _U64(2 * P + 1), \
-        _U64(2 * P + 7)
+    c_sh, c_sym, c_cum = _U64(P + 1), _U64(P + 7), _U64(64 - P)
+    fm = _U64((1 << (P + 1)) - 1)
+    pack = (t.freqs.astype(np.uint64) | (sh_t << c_sh) | (t.cum[:-1].astype(np.uint64) << c_cum))
     by_q = P <= 16
     by_bucket = not by_q and n_sym <= 256
     if by_q:
@@ -293,7 +294,7 @@ def _rans_decode(spec, t, flat, off, m, live, s_out, e_out):
         pack = pack[sym_of_q] | (sym_of_q << c_sym)
     elif by_bucket:
         # 2**16 buckets of q, each holding the packed entry of the symbol its first q falls in, with
-        # bit 63 set where the bucket also holds a later symbol's quantiles (at most n_sym - 1 buckets
+        # the shared bit set where the bucket also holds a later symbol's quantiles (at most n_sym - 1 buckets
         # do). One gather decides almost every lane; the few in a shared bucket search the edges.
         bshift = _U64(P - 16)
         right = t.cum[1:].astype(np.uint64)
@@ -301,7 +302,7 @@ def _rans_decode(spec, t, flat, off, m, live, s_out, e_out):
         first = np.searchsorted(right, starts, side="right")
         last = np.searchsorted(right, starts + ((one_b := _U64(1)) << bshift) - one_b, side="right")
         pack_sym = pack | (np.arange(n_sym, dtype=np.uint64) << c_sym)
-        shared = _U64(1 << 63)
+        shared = _U64(1 << (P + 15))
         bpack = pack_sym[first] | np.where(first != last, shared, _U64(0))
     else:
         # The symbol at the start of each of 2**16 buckets of q, then a step up while q is past the
@@ -312,19 +313,21 @@ def _rans_decode(spec, t, flat, off, m, live, s_out, e_out):
         bucket = bucket.astype(np.uint8 if n_sym <= 256 else np.uint16)
     one, c63 = _U64(1), _U64(63)
     one_pop = S == 2 * W and int(t.extra_bits.max()) <= W - P
+    flat64 = flat.astype(np.uint64) if one_pop else None
+    safe_until, exhausted = 0, False
     for j in range(m):
         last = j == m - 1 and live < nl
         q = x & pmask
         if by_q:
-            e = pack.take(q)
-            s_out[j] = e >> c_sym
+            e = pack.take(q.view(np.int64))     # an intp index: take converts uint64 ones first
+            np.right_shift(e, c_sym, out=s_out[j], casting="unsafe")     # 16-bit symbol field
         elif by_bucket:
-            e = bpack.take(q >> bshift)
-            amb = e >= shared
+            e = bpack.take((q >> bshift).view(np.int64))
+            amb = (e & shared) != 0        # a bool array: nonzero() on it is 10x faster than on uint64
             if amb.any():
-                idx = np.flatnonzero(amb)
+                idx = amb.nonzero()[0]
                 e[idx] = pack_sym.take(np.searchsorted(right, q.take(idx), side="right"))
-            np.right_shift(e, c_sym, out=s_out[j], casting="unsafe")     # the uint8 store drops bit 63
+            np.right_shift(e, c_sym, out=s_out[j], casting="unsafe")     # the uint8 store keeps the symbol
         else:
             s = bucket.take(q >> bshift).astype(np.intp)
             up = q >= right.take(s)
@@ -333,11 +336,23 @@ def _rans_decode(spec, t, flat, off, m, live, s_out, e_out):
                 up = q >= right.take(s)
             e = pack.take(s)
             s_out[j] = s
-        w2 = two.take(ptr)
-        w1 = w2 & wmask
-        more = ptr < end
-        xn = (x >> Pu) * (e & fm) + (q - ((e >> c_cum) & cm))
-        short1 = (xn < lo) & more
+        # A lane pops at most one word per step (one_pop), so while every lane had r words left r
+        # steps ago, none can be out of words now: within such a window the bounds test is skipped.
+        # It is needed once a lane is out of words: its last pairs decode from a state below the
+        # renormalization bound (the encoder started at x = 0) and must not pop.
+        if one_pop and j >= safe_until and not exhausted:
+            r = int((end - ptr).min()) if nl else 0
+            exhausted = r <= 0
+            safe_until = j + r
+        guarded = not one_pop or exhausted or last
+        if guarded:
+            w2 = two.take(ptr)
+            w1 = w2 & wmask
+            more = ptr < end
+        else:
+            w1 = flat64.take(ptr, mode="clip")
+        xn = (x >> Pu) * (e & fm) + (q - (e >> c_cum))
+        short1 = (xn < lo) & more if guarded else xn < lo
         xn = np.where(short1, (xn << Wu) | w1, xn)
         # k = 0 leaves the state alone (sh = P), exactly as the golden model's skipped chunk.
         q = xn & pmask
@@ -351,7 +366,7 @@ def _rans_decode(spec, t, flat, off, m, live, s_out, e_out):
         if one_pop:
             # After a pop for the symbol, x >= 2**(2W - P - k) >= 2**W: at most one pop per pair,
             # and it is word ``ptr`` whichever step makes it.
-            short2 = (xn < lo) & more
+            short2 = (xn < lo) & more if guarded else xn < lo
             x = np.where(short2, (xn << Wu) | w1, xn)
             ptr += short1 | short2
         else:
