@@ -40,7 +40,7 @@ from .pairs import convert
 
 __all__ = ["LlamaConfig", "LlamaLayout", "TensorSource", "read_layout", "llama_tensor_names", "WeightProvider",
            "CheckpointWeights", "ContainerWeights", "StoredMatrix", "LlamaWeights", "Llama", "WEIGHT_DTYPES", "undo_hf_rope_permutation", "stored_from_bits",
-           "hf_rope_permutation", "Generation", "generate"]
+           "hf_rope_permutation", "Generation", "generate", "hf_tensor_name", "gguf_tensor_name"]
 
 #: Weight storage modes: the checkpoint's own storage (``None``), or every matrix in one dtype.
 WEIGHT_DTYPES = ("fp32", "bf16", "fp16")
@@ -199,21 +199,34 @@ def _hf_config(path: Path, config_path: Path | None) -> tuple[Path, LlamaConfig]
         raise CheckpointError(f"{cfg_path}: {e}") from None
 
 
+_HF_NAMES = {"attention_norm.weight": "input_layernorm.weight", "attention.wq.weight": "self_attn.q_proj.weight",
+             "attention.wk.weight": "self_attn.k_proj.weight", "attention.wv.weight": "self_attn.v_proj.weight",
+             "attention.wo.weight": "self_attn.o_proj.weight", "ffn_norm.weight": "post_attention_layernorm.weight",
+             "feed_forward.w1.weight": "mlp.gate_proj.weight", "feed_forward.w2.weight": "mlp.down_proj.weight",
+             "feed_forward.w3.weight": "mlp.up_proj.weight"}
+
+
+def _renamed(name: str, top: dict[str, str], layer_fmt: str, per_layer: dict[str, str]) -> str:
+    if name in top:
+        return top[name]
+    _, layer, rest = name.split(".", 2)
+    return layer_fmt.format(layer) + per_layer[rest]
+
+
+def hf_tensor_name(name: str) -> str:
+    """Hugging Face (``LlamaForCausalLM``) name of a llama2.c tensor name."""
+    return _renamed(name, {"tok_embeddings.weight": "model.embed_tokens.weight", "norm.weight": "model.norm.weight",
+                           "output.weight": "lm_head.weight"}, "model.layers.{}.", _HF_NAMES)
+
+
 def _hf_sources(config: LlamaConfig, names: set[str]) -> dict[str, TensorSource]:
-    src = {"tok_embeddings.weight": TensorSource("model.embed_tokens.weight"),
-           "norm.weight": TensorSource("model.norm.weight")}
-    hf = {"attention_norm.weight": "input_layernorm.weight", "attention.wq.weight": "self_attn.q_proj.weight",
-          "attention.wk.weight": "self_attn.k_proj.weight", "attention.wv.weight": "self_attn.v_proj.weight",
-          "attention.wo.weight": "self_attn.o_proj.weight", "ffn_norm.weight": "post_attention_layernorm.weight",
-          "feed_forward.w1.weight": "mlp.gate_proj.weight", "feed_forward.w2.weight": "mlp.down_proj.weight",
-          "feed_forward.w3.weight": "mlp.up_proj.weight"}
-    for layer in range(config.n_layers):
-        for ours, theirs in hf.items():
-            heads = config.n_heads if ours == "attention.wq.weight" else \
-                config.n_kv_heads if ours == "attention.wk.weight" else 0
-            src[f"layers.{layer}.{ours}"] = TensorSource(f"model.layers.{layer}.{theirs}", heads)
-    shared = config.shared_classifier or "lm_head.weight" not in names
-    src["output.weight"] = TensorSource("model.embed_tokens.weight" if shared else "lm_head.weight")
+    src = {}
+    for name in llama_tensor_names(config):
+        heads = config.n_heads if name.endswith("attention.wq.weight") else \
+            config.n_kv_heads if name.endswith("attention.wk.weight") else 0
+        src[name] = TensorSource(hf_tensor_name(name), heads)
+    if config.shared_classifier or "lm_head.weight" not in names:
+        src["output.weight"] = TensorSource("model.embed_tokens.weight")
     return src
 
 
@@ -226,14 +239,8 @@ _GGUF_NAMES = {"attention_norm.weight": "attn_norm.weight", "attention.wq.weight
 
 def gguf_tensor_name(name: str) -> str:
     """GGUF (llama.cpp) name of a llama2.c tensor name."""
-    if name == "tok_embeddings.weight":
-        return "token_embd.weight"
-    if name == "norm.weight":
-        return "output_norm.weight"
-    if name == "output.weight":
-        return "output.weight"
-    _, layer, rest = name.split(".", 2)
-    return f"blk.{layer}.{_GGUF_NAMES[rest]}"
+    return _renamed(name, {"tok_embeddings.weight": "token_embd.weight", "norm.weight": "output_norm.weight",
+                           "output.weight": "output.weight"}, "blk.{}.", _GGUF_NAMES)
 
 
 def _gguf_config(ck: GgufCheckpoint) -> LlamaConfig:

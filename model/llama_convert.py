@@ -19,27 +19,10 @@ import numpy as np
 
 from .checkpoint import write_safetensors
 from .errors import ConfigError
-from .llama import CheckpointWeights, gguf_tensor_name, hf_rope_permutation, llama_tensor_names, read_layout
+from .llama import (CheckpointWeights, gguf_tensor_name, hf_rope_permutation, hf_tensor_name, llama_tensor_names,
+                    read_layout)
 
 __all__ = ["export_hf_llama", "export_gguf_llama"]
-
-_HF = {"attention_norm.weight": "input_layernorm.weight", "attention.wq.weight": "self_attn.q_proj.weight",
-       "attention.wk.weight": "self_attn.k_proj.weight", "attention.wv.weight": "self_attn.v_proj.weight",
-       "attention.wo.weight": "self_attn.o_proj.weight", "ffn_norm.weight": "post_attention_layernorm.weight",
-       "feed_forward.w1.weight": "mlp.gate_proj.weight", "feed_forward.w2.weight": "mlp.down_proj.weight",
-       "feed_forward.w3.weight": "mlp.up_proj.weight"}
-
-
-def _hf_name(name: str) -> str:
-    if name == "tok_embeddings.weight":
-        return "model.embed_tokens.weight"
-    if name == "norm.weight":
-        return "model.norm.weight"
-    if name == "output.weight":
-        return "lm_head.weight"
-    _, layer, rest = name.split(".", 2)
-    return f"model.layers.{layer}.{_HF[rest]}"
-
 
 def _tensors(model):
     layout = read_layout(model)
@@ -59,7 +42,7 @@ def export_hf_llama(model: str | os.PathLike[str], out_dir: str | os.PathLike[st
     tensors = []
     for n in names:
         _, dtype = provider.tensor(layout.sources[n].name)
-        tensors.append((_hf_name(n), dtype, llama_tensor_names(c)[n]))
+        tensors.append((hf_tensor_name(n), dtype, llama_tensor_names(c)[n]))
 
     def fill(i: int, hf_name: str):
         n = names[i]
