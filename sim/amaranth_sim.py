@@ -43,11 +43,20 @@ class AmaranthEngine:
         cycles = [0, None]
         rng_in, rng_out, rng_cmd = (random.Random(seed * 3 + i) for i in range(3))
 
+        configured = [False]
+        dataflow = "cmd" not in core.signature.members   # ends when every expected output is out
+
         async def commands(ctx):
             for name, writes in job.cfg.items():
                 for w in writes:
                     await stream_put(ctx, getattr(core, name), w)
+            configured[0] = True
             start = cycles[0]
+            if dataflow:
+                while len(outputs) < len(job.expected):
+                    await ctx.tick()
+                cycles[1] = cycles[0] - start
+                return
             for c in job.commands:
                 await stream_put(ctx, core.cmd, c, rng=rng_cmd, stall_prob=stall_prob)
                 await ctx.tick().until(core.done)
@@ -57,6 +66,8 @@ class AmaranthEngine:
             cycles[1] = cycles[0] - start
 
         async def inputs(ctx):
+            while not configured[0]:
+                await ctx.tick()
             for w in job.inputs.tolist():
                 await stream_put(ctx, core.i, w, rng=rng_in, stall_prob=stall_prob)
 

@@ -42,10 +42,12 @@ def _cxx(name: str) -> str:
 
 
 def _streams(core):
-    """(inputs, output) stream names: configuration streams first, then ``cmd`` and ``i``; ``o``."""
+    """(inputs, output) stream names: configuration streams first, then ``cmd`` (a core that runs
+    commands) and ``i``; ``o``. A core without ``cmd`` is a dataflow stage: its run ends when it has
+    given the job's expected number of outputs."""
     members = core.signature.members
     cfg = [n for n in members if n.endswith("cfg")]
-    return cfg + ["cmd", "i"], "o"
+    return cfg + [n for n in ("cmd", "i") if n in members], "o"
 
 
 def _width(core, name: str) -> int:
@@ -90,12 +92,13 @@ template <std::size_t N> static void get_wide(const VlWide<N>& port, uint64_t* v
 }
 
 int main(int argc, char** argv) {
-    if (argc != 6) { fprintf(stderr, "usage: %s DIR STALL SEED MAX_CYCLES STATUS\n", argv[0]); return 2; }
+    if (argc != 7) { fprintf(stderr, "usage: %s DIR STALL SEED MAX_CYCLES STATUS OUTPUTS\n", argv[0]); return 2; }
     std::string dir = argv[1];
     stall_p = atof(argv[2]);
     rng_state = strtoull(argv[3], 0, 10) * 2654435761ULL + 88172645463325252ULL;
     uint64_t max_cycles = strtoull(argv[4], 0, 10);
     bool has_status = atoi(argv[5]) != 0;
+    uint64_t expect_outputs = strtoull(argv[6], 0, 10), o_count = 0;
     Verilated::commandArgs(1, argv);
     Vtop* top = new Vtop;
 @@DECLS@@
@@ -106,18 +109,18 @@ int main(int argc, char** argv) {
     size_t cmd_sent = 0, cmd_done = 0;
     bool waiting = false, started = false;
     std::vector<uint64_t> obuf(@@OWORDS@@);
-    while (cmd_done < cmd_s.n) {
+    while (@@RUNNING@@) {
         bool cfg_busy = false;
 @@DRIVE@@
         top->o___05Fready = !stall();
         top->eval();
         bool o_fire = top->o___05Fvalid && top->o___05Fready;
-        if (o_fire) { @@GETO@@ fwrite(obuf.data(), 8, obuf.size(), out); }
+        if (o_fire) { @@GETO@@ fwrite(obuf.data(), 8, obuf.size(), out); o_count++; last = cycle + 1; }
 @@FIRES@@
         top->clk = 1; top->eval(); top->clk = 0; top->eval();
         cycle++;
 @@ADVANCE@@
-        if (waiting && top->done) {
+        if (waiting && @@DONE@@) {
             waiting = false; cmd_done++; last = cycle;
             if (has_status) fprintf(st, "%d\n", @@STATUS@@);
         }
@@ -162,12 +165,15 @@ def _harness(core) -> str:
             if (!started) { started = true; first = cycle - 1; } }""")
         else:
             advance.append(f"        if ({name}_fire) {{ {name}_s.pos++; {name}_s.valid = false; }}")
+    if "cmd" not in ins:     # a dataflow stage: time from the first input to the last output
+        advance.append("        if (i_fire && !started) { started = true; first = cycle - 1; }")
     ow = _width(core, "o")
     getter = f"get_wide(top->{_cxx('o__payload')}, obuf.data());" if ow > 64 else \
         f"get_narrow(top->{_cxx('o__payload')}, obuf.data());"
     return (_HARNESS.replace("@@DECLS@@", "\n".join(decls)).replace("@@DRIVE@@", "\n".join(drive))
             .replace("@@FIRES@@", "\n".join(fires)).replace("@@ADVANCE@@", "\n".join(advance))
-            .replace("@@GETO@@", getter)
+            .replace("@@GETO@@", getter).replace("@@DONE@@", "top->done" if "done" in core.signature.members else "false")
+            .replace("@@RUNNING@@", "cmd_done < cmd_s.n" if "cmd" in ins else "o_count < expect_outputs")
             .replace("@@STATUS@@", "(int)top->status" if "status" in core.signature.members else "0").replace("@@OWORDS@@", str(-(-ow // 64))))
 
 
@@ -228,7 +234,8 @@ class VerilatorEngine:
                     (job.commands if name == "cmd" else job.inputs)
                 _write_payloads(Path(tmp) / f"{name}.bin", values, _width(core, name))
             r = subprocess.run([str(exe), tmp, repr(float(stall_prob)), str(int(seed)), str(limit),
-                                "1" if job.is_decoder else "0"], capture_output=True, text=True)
+                                "1" if job.is_decoder else "0", str(len(job.expected))],
+                               capture_output=True, text=True)
             if r.returncode == 3:
                 raise TimeoutError(f"{job.kind}: no result after {limit} cycles (core locked up?)")
             if r.returncode:
