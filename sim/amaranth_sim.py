@@ -100,7 +100,8 @@ class AmaranthEngine:
                 sim.run()
         else:
             sim.run()
-        res = SimResult(np.array(outputs, dtype=np.uint64), statuses, int(cycles[1] or 0))
+        wide = any(v >> 64 for v in outputs)       # payloads over 64 bits stay Python ints (as Verilator's)
+        res = SimResult(outputs if wide else np.array(outputs, dtype=np.uint64), statuses, int(cycles[1] or 0))
         if trace:
             cols = np.array(samples, dtype=np.uint64).reshape(-1, len(probes))
             res.trace = {name: cols[:, j] for j, name in enumerate(trace)}

@@ -36,6 +36,14 @@ def pack(shape, value) -> int:
         if unknown:
             raise ValueError(f"unknown payload fields {sorted(unknown)}")
         return out
+    if isinstance(shape, data.ArrayLayout) and not isinstance(value, int):
+        out = 0
+        if len(value) != shape.length:
+            raise ValueError(f"{len(value)} elements for an array of {shape.length}")
+        width = payload_bits(shape.elem_shape)
+        for j, v in enumerate(value):
+            out |= pack(shape.elem_shape, v) << (j * width)
+        return out
     v = int(value)
     if hasattr(shape, "__members__"):  # an enum shape
         return v
@@ -46,6 +54,9 @@ def unpack(shape, bits: int):
     """Inverse of :func:`pack`: a dict of fields for a struct layout, else the integer."""
     if isinstance(shape, data.StructLayout):
         return {name: unpack(field.shape, (bits >> field.offset) & ((1 << field.width) - 1)) for name, field in shape}
+    if isinstance(shape, data.ArrayLayout):
+        width = payload_bits(shape.elem_shape)
+        return [unpack(shape.elem_shape, (bits >> (j * width)) & ((1 << width) - 1)) for j in range(shape.length)]
     return int(bits)
 
 

@@ -1,0 +1,232 @@
+"""Parallel decompressors over one shared memory port (paper §4.6, Fig. 12).
+
+:class:`ParallelDecoder` holds ``K`` decoder cores (tANS or rANS, programmable). Pair ``i`` of a
+tensor belongs to lane ``i % K``, and lane ``l``'s words are the single-lane stream of its pairs:
+the golden codec's interleaved mode (:func:`ansforge.model.lanes.encode_lanes`). Each lane's
+stream lies in the shared memory from a beat address of its own, in the order the decoder reads
+it (top of the stack first), ``P`` words per memory beat.
+
+Per lane: an address counter, a FIFO of ``fifo_beats`` beats and a serializer that hands the
+decoder one word per clock and drops the padding after the stream's last word. A lane asks for a
+beat only when its FIFO has room for it and for every beat still in flight (credit flow control),
+so the memory's responses never wait. A round-robin arbiter grants one request per clock to the
+memory port. The decoders' pairs are merged back into the tensor's order as **rows** of ``K``
+pairs (row ``j`` = pairs ``jK .. jK + K - 1``, the last row partial), through a small FIFO per lane
+so that a lane's bubble does not stall the others at once: up to ``K`` pairs per clock.
+
+Memory port (``mem_req`` / ``mem_rsp``): a request carries a beat address and the lane (``tag``);
+responses come back in any latency, in request order or not, and must be accepted when valid
+(``mem_rsp.ready`` is always 1). :class:`ansforge.sim.memory.SharedMemory` is the model used in
+simulation (configurable latency and request interval).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .common import COUNT_BITS, CoreParameters, DecodeStatus, bits_for, check_int, pair_layout
+from .rans import RansDecoder
+from .tans import TansDecoder
+
+__all__ = ["ParallelDecoder", "parallel_command_layout"]
+
+
+def parallel_command_layout(lanes: int, addr_bits: int) -> data.StructLayout:
+    """Decode ``count`` pairs; lane ``l``'s stream has ``words`` words from beat address ``base``."""
+    return data.StructLayout({"count": COUNT_BITS,
+                              "lanes": data.ArrayLayout(data.StructLayout({"base": addr_bits, "words": COUNT_BITS}),
+                                                        lanes)})
+
+
+class ParallelDecoder(wiring.Component):
+    """``K`` decoder lanes fed from one memory port, merged into rows of ``K`` pairs (Fig. 12).
+
+    Parameters
+    ----------
+    decoder : callable
+        Builds one lane's decoder: ``decoder()`` returns a programmable :class:`TansDecoder` or
+        :class:`RansDecoder` (all lanes share its parameters and its table).
+    lanes : int
+        ``K``: 1, 2, 4, 8 or 16.
+    beat_words : int
+        ``P``: decoder words per memory beat, a power of two up to 16 (the port is ``P * W`` bits wide).
+    addr_bits : int
+        Width of a beat address, 1..32.
+    fifo_beats : int
+        Depth of each lane's word FIFO in beats, 2..1024 (cover the memory latency: a lane that
+        consumes ``r`` words per clock needs about ``latency * r / P`` beats in flight).
+
+    Ports
+    -----
+    cfg : In(stream)  the decoders' table writes, sent to every lane at once
+    cmd : In(stream)  :func:`parallel_command_layout`
+    mem_req : Out(stream)  ``{addr, tag}``
+    mem_rsp : In(stream)   ``{data: P * W bits, tag}``, always accepted
+    o : Out(stream)  ``{pairs: K x {symbol, extra}, n}``: a row of ``n`` pairs (``n = K`` but the last)
+    done, status : Out  ``done`` once every lane's decoder is done and every row is out; ``status``
+        is the first failing lane's :class:`~.common.DecodeStatus` (``OK`` if none). Both hold until
+        the next command.
+    """
+
+    def __init__(self, decoder, *, lanes: int = 4, beat_words: int = 2, addr_bits: int = 16, fifo_beats: int = 8):
+        self._k = check_int("lanes", lanes, 1, 16)
+        if self._k & (self._k - 1):
+            raise ValueError(f"lanes must be a power of two, not {lanes!r}")
+        self._p = check_int("beat_words", beat_words, 1, 16)
+        if self._p & (self._p - 1):
+            raise ValueError(f"beat_words must be a power of two, not {beat_words!r}")
+        self._a = check_int("addr_bits", addr_bits, 1, 32)
+        self._d = check_int("fifo_beats", fifo_beats, 2, 1024)
+        self._make = decoder
+        proto = decoder()
+        if not isinstance(proto, (TansDecoder, RansDecoder)) or not proto.programmable:
+            raise TypeError(f"decoder must build a programmable TansDecoder or RansDecoder, not {proto!r}")
+        self._proto = proto
+        proto._MustUse__silence = True        # a prototype for layouts, never elaborated
+        members = proto.signature.members
+        self._w = proto.word_bits
+        self._pair = members["o"].signature.members["payload"].shape
+        super().__init__({
+            "cfg": members["cfg"],
+            "cmd": In(stream.Signature(parallel_command_layout(self._k, self._a))),
+            "mem_req": Out(stream.Signature(data.StructLayout({"addr": self._a, "tag": bits_for(self._k - 1)}))),
+            "mem_rsp": In(stream.Signature(data.StructLayout({"data": self._p * self._w,
+                                                              "tag": bits_for(self._k - 1)}))),
+            "o": Out(stream.Signature(data.StructLayout({"pairs": data.ArrayLayout(self._pair, self._k),
+                                                         "n": bits_for(self._k)}))),
+            "done": Out(1),
+            "status": Out(DecodeStatus),
+        })
+
+    lanes = property(lambda self: self._k)
+    beat_words = property(lambda self: self._p)
+    addr_bits = property(lambda self: self._a)
+    fifo_beats = property(lambda self: self._d)
+    word_bits = property(lambda self: self._w)
+
+    @property
+    def decoder_prototype(self):
+        """An (unelaborated) decoder with the lanes' parameters: for its ``cfg`` and command layouts."""
+        return self._proto
+
+    def elaborate(self, platform):
+        m = Module()
+        K, P, W, D = self._k, self._p, self._w, self._d
+        log_k = (K - 1).bit_length()
+
+        busy = Signal()
+        remaining = Signal(COUNT_BITS)        # pairs still to leave as rows
+        cmd_fire = self.cmd.valid & self.cmd.ready
+
+        cfg_ready = []
+        requests = Signal(K)
+        grant = Signal(max(1, log_k))
+        req_fire = self.mem_req.valid & self.mem_req.ready
+        lane_done, lane_status, lane_issued = [], [], []
+        out_fifos, addrs = [], []
+        for lane in range(K):
+            dec = self._make()
+            m.submodules[f"decoder{lane}"] = dec
+            m.d.comb += [dec.cfg.valid.eq(self.cfg.valid), dec.cfg.p.eq(self.cfg.p)]
+            cfg_ready.append(dec.cfg.ready)
+
+            # -- fetch: address, beats left, beats in flight (credits)
+            addr = Signal(self._a, name=f"addr{lane}")
+            addrs.append(addr)
+            beats_left = Signal(COUNT_BITS, name=f"beats_left{lane}")
+            in_flight = Signal(range(D + 1), name=f"in_flight{lane}")
+            m.submodules[f"beats{lane}"] = beats = fifo.SyncFIFOBuffered(width=P * W, depth=D)
+            granted = req_fire & (grant == lane)
+            returned = self.mem_rsp.valid & (self.mem_rsp.p.tag == lane)
+            m.d.comb += [requests[lane].eq((beats_left != 0) & (beats.level + in_flight < D)),
+                         beats.w_data.eq(self.mem_rsp.p.data), beats.w_en.eq(returned)]
+            m.d.sync += in_flight.eq(in_flight + granted - returned)
+            with m.If(granted):
+                m.d.sync += [addr.eq(addr + 1), beats_left.eq(beats_left - 1)]
+
+            # -- serializer: one word per clock to the decoder, the last beat's padding dropped
+            words_left = Signal(COUNT_BITS, name=f"words_left{lane}")
+            word = Signal(range(P), name=f"word{lane}")
+            word_fire = dec.i.valid & dec.i.ready
+            m.d.comb += [dec.i.valid.eq(beats.r_rdy & (words_left != 0)),
+                         dec.i.p.data.eq(beats.r_data.word_select(word, W))]
+            with m.If(word_fire):
+                m.d.sync += words_left.eq(words_left - 1)
+                with m.If((word == P - 1) | (words_left == 1)):
+                    m.d.comb += beats.r_en.eq(1)
+                    m.d.sync += word.eq(0)
+                with m.Else():
+                    m.d.sync += word.eq(word + 1)
+
+            # -- the lane's decoder command: its share of the pairs, its stream's words
+            spec = self.cmd.p.lanes[lane]
+            # lane l takes count // K pairs, one more if l < count % K (never for the last lane)
+            lane_count = self.cmd.p.count if K == 1 else (self.cmd.p.count >> log_k) + \
+                ((lane < self.cmd.p.count[:log_k]) if lane < K - 1 else 0)
+            issued = Signal(name=f"issued{lane}")
+            cmd_pending = Signal(name=f"cmd_pending{lane}")
+            count_r, words_r = Signal(COUNT_BITS, name=f"count{lane}"), Signal(COUNT_BITS, name=f"words{lane}")
+            with m.If(cmd_fire):
+                m.d.sync += [addr.eq(spec.base), beats_left.eq((spec.words + P - 1) >> (P - 1).bit_length()),
+                             words_left.eq(spec.words), word.eq(0), count_r.eq(lane_count), words_r.eq(spec.words),
+                             cmd_pending.eq(1), issued.eq(0)]
+            m.d.comb += [dec.cmd.valid.eq(cmd_pending), dec.cmd.p.count.eq(count_r), dec.cmd.p.words.eq(words_r),
+                         dec.cmd.p.check_end.eq(1)]
+            with m.If(dec.cmd.valid & dec.cmd.ready):
+                m.d.sync += [cmd_pending.eq(0), issued.eq(1)]
+            lane_done.append(issued & dec.done)
+            lane_status.append(dec.status)
+            lane_issued.append(issued)
+
+            m.submodules[f"pairs{lane}"] = pairs = fifo.SyncFIFOBuffered(width=len(dec.o.p.as_value()), depth=4)
+            m.d.comb += [pairs.w_data.eq(dec.o.p), pairs.w_en.eq(dec.o.valid), dec.o.ready.eq(pairs.w_rdy)]
+            out_fifos.append(pairs)
+
+        m.d.comb += self.cfg.ready.eq(Cat(*cfg_ready).all())
+
+        # -- round-robin arbiter: the first requesting lane at or after ``pointer``
+        pointer = Signal(max(1, log_k))
+        rotated = Signal(2 * K)
+        m.d.comb += rotated.eq(Cat(requests, requests) >> pointer)
+        offset = Signal(max(1, log_k))
+        for j in reversed(range(K)):       # the last assignment wins: the lowest set bit
+            with m.If(rotated[j]):
+                m.d.comb += offset.eq(j)
+        m.d.comb += [grant.eq(pointer + offset if K > 1 else 0),
+                     self.mem_req.valid.eq(requests.any()), self.mem_req.p.tag.eq(grant), self.mem_rsp.ready.eq(1)]
+        for lane in range(K):
+            with m.If(grant == lane):
+                m.d.comb += self.mem_req.p.addr.eq(addrs[lane])
+        with m.If(req_fire):
+            m.d.sync += pointer.eq(grant + 1 if K > 1 else 0)
+
+        # -- merge: row j takes one pair from each lane that has one in this row
+        n = Signal(bits_for(K))
+        m.d.comb += n.eq(Mux(remaining < K, remaining, K))
+        ready_all = Signal()
+        m.d.comb += ready_all.eq(Cat(*[(f.r_rdy | (lane >= n)) for lane, f in enumerate(out_fifos)]).all())
+        m.d.comb += [self.o.valid.eq(busy & (remaining != 0) & ready_all), self.o.p.n.eq(n)]
+        for lane, f in enumerate(out_fifos):
+            m.d.comb += [self.o.p.pairs[lane].eq(f.r_data), f.r_en.eq(self.o.valid & self.o.ready & (lane < n))]
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += remaining.eq(remaining - n)
+
+        # A lane that fails ends its command early: its pairs never complete the rows, so the command
+        # ends when every lane is done; the pairs left in the lane FIFOs are dropped before the next.
+        failed = Cat(*[st != DecodeStatus.OK for st in lane_status]).any()
+        leftovers = Cat(*[f.r_rdy for f in out_fifos]).any()
+        m.d.comb += self.cmd.ready.eq(~busy & ~leftovers)
+        with m.If(~busy):
+            for f in out_fifos:
+                m.d.comb += f.r_en.eq(1)
+        with m.If(cmd_fire):
+            m.d.sync += [busy.eq(1), remaining.eq(self.cmd.p.count), self.done.eq(0),
+                         self.status.eq(DecodeStatus.OK)]
+        with m.Elif(busy & ((remaining == 0) | failed) & Cat(*lane_done).all()):
+            m.d.sync += [busy.eq(0), self.done.eq(1)]
+            for st in reversed(lane_status):      # the lowest failing lane wins
+                with m.If(st != DecodeStatus.OK):
+                    m.d.sync += self.status.eq(st)
+        return m
