@@ -137,7 +137,8 @@ class ParallelDecoder(wiring.Component):
             addrs.append(addr)
             beats_left = Signal(COUNT_BITS, name=f"beats_left{lane}")
             in_flight = Signal(range(D + 1), name=f"in_flight{lane}")
-            m.submodules[f"beats{lane}"] = beats = fifo.SyncFIFOBuffered(width=P * W, depth=D)
+            # SyncFIFO: ``level`` counts exactly what it holds, so that the credits never overrun it
+            m.submodules[f"beats{lane}"] = beats = fifo.SyncFIFO(width=P * W, depth=D)
             granted = req_fire & (grant == lane)
             returned = self.mem_rsp.valid & (self.mem_rsp.p.tag == lane)
             m.d.comb += [requests[lane].eq((beats_left != 0) & (beats.level + in_flight < D)),
@@ -148,7 +149,7 @@ class ParallelDecoder(wiring.Component):
 
             # -- serializer: one word per clock to the decoder, the last beat's padding dropped
             words_left = Signal(COUNT_BITS, name=f"words_left{lane}")
-            word = Signal(range(P), name=f"word{lane}")
+            word = Signal(max(1, (P - 1).bit_length()), name=f"word{lane}")
             word_fire = dec.i.valid & dec.i.ready
             m.d.comb += [dec.i.valid.eq(beats.r_rdy & (words_left != 0)),
                          dec.i.p.data.eq(beats.r_data.word_select(word, W))]

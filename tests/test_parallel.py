@@ -1,0 +1,151 @@
+"""Fig. 12 (parallel decoder lanes over one memory port) and Fig. 13 (the token-factory broadcaster)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from ansforge.hdl.broadcast import WeightBroadcaster
+from ansforge.hdl.parallel import ParallelDecoder
+from ansforge.model.codecs import parse_codec
+from ansforge.model.container import compress_checkpoint, open_container
+from ansforge.sim.amaranth_sim import AmaranthEngine
+from ansforge.sim.factory import PortSpec, TokenFactory, run_factory
+from ansforge.sim.jobs import build_core
+from ansforge.sim.lanes import LaneSystem, decode_container_lanes, run_lanes
+from ansforge.sim.memory import SharedMemory
+from ansforge.sim.streams import stream_get, stream_put
+from ansforge.sim.verilator import VerilatorEngine
+
+
+@pytest.fixture(scope="module")
+def stories_container(stories, tmp_path_factory):
+    out = tmp_path_factory.mktemp("lanes") / "stories.ansf"
+    compress_checkpoint(stories, out, "tans8", pairs="bf16", group="tensor")
+    return open_container(out)
+
+
+def _tensor(container, largest=True):
+    streams = [s for s in container.streams if s.n_pairs]
+    st = max(streams, key=lambda s: s.n_pairs) if largest else streams[0]
+    s, e = container._decode(st, 0, st.n_pairs)
+    return st, s, e
+
+
+@pytest.mark.parametrize("lanes", [1, 2, 4, 8])
+def test_lanes_decode_the_whole_container_bit_exactly(lanes, stories_container):
+    """Every tensor of stories260K (bf16 pairs, tans8), its pairs dealt over K lanes in the golden
+    interleaved mode, decoded by K cores sharing one 64-bit memory port of latency 8."""
+    runs = decode_container_lanes(stories_container, VerilatorEngine(), lanes=lanes, beat_words=4, latency=8)
+    assert sum(r.pairs for _, r in runs) == 264_128
+    per_clock = sum(r.pairs for _, r in runs) / sum(r.cycles for _, r in runs)
+    assert per_clock > 0.5 * lanes if lanes < 8 else per_clock > 4.0      # the port is 4 words wide
+
+
+def test_lanes_under_back_pressure_in_the_amaranth_simulator(stories_container):
+    st, s, e = _tensor(stories_container, largest=False)
+    k = int(st.tables[0].extra_bits.max())
+    for lanes, beat, latency, interval in ((2, 1, 1, 1), (4, 2, 5, 2)):
+        system = LaneSystem(st.spec, lanes=lanes, beat_words=beat, depth=256, latency=latency, interval=interval,
+                            fifo_beats=2, max_extra_bits=k)
+        for seed in range(3):
+            run = run_lanes(AmaranthEngine(), system, st.tables[0], s[:90], e[:90], stall_prob=0.3, seed=seed)
+            assert run.pairs == 90
+
+
+def test_a_narrow_port_limits_the_lanes(stories_container):
+    """One 16-bit word per clock feeds about 1.5 pairs per clock (10.6 bits a pair), whatever K."""
+    st, s, e = _tensor(stories_container)
+    k = int(st.tables[0].extra_bits.max())
+    rates = {}
+    for beat in (1, 4):
+        system = LaneSystem(st.spec, lanes=4, beat_words=beat, depth=1 << 15, latency=4, max_extra_bits=k)
+        rates[beat] = run_lanes(VerilatorEngine(), system, st.tables[0], s, e).pairs_per_clock
+    assert rates[1] <= s.size / st.n_words * 1.02          # one word per clock: the port's bound
+    assert rates[1] < 1.7 and rates[4] > 2 * rates[1]
+
+
+def _broadcast(ports: int, depth: int, items: list[int], rng: random.Random):
+    """Drive a WeightBroadcaster in the Amaranth simulator: a source with random gaps, and each port
+    a processor with its own skew and jitter; returns what every port received."""
+    dut = WeightBroadcaster(16, ports=ports, depth=depth)
+    got = [[] for _ in range(ports)]
+    skews = [rng.randrange(0, 40) for _ in range(ports)]
+    jitter = [rng.uniform(0.0, 0.6) for _ in range(ports)]
+    stalls = [0]
+
+    async def source(ctx):
+        r = random.Random(rng.random())
+        for v in items:
+            await stream_put(ctx, dut.i, v, rng=r, stall_prob=0.2)
+
+    def sink(n):
+        async def run(ctx):
+            r = random.Random(rng.random())
+            await ctx.tick().repeat(skews[n]) if skews[n] else None
+            while len(got[n]) < len(items):
+                got[n].append(await stream_get(ctx, dut.o[n], rng=r, stall_prob=jitter[n]))
+        return run
+
+    async def stall_counter(ctx):
+        async for _, _, stall in ctx.tick().sample(dut.stall):
+            stalls[0] += stall
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(source)
+    for n in range(ports):
+        sim.add_testbench(sink(n))
+    sim.add_testbench(stall_counter, background=True)
+    sim.run()
+    return got, stalls[0]
+
+
+@pytest.mark.parametrize("ports", range(1, 17))
+def test_every_port_receives_the_identical_stream(ports):
+    rng = random.Random(ports)
+    items = [rng.randrange(1 << 16) for _ in range(120)]
+    got, stalls = _broadcast(ports, rng.choice([1, 2, 4, 8]), items, rng)
+    for n, stream in enumerate(got):
+        assert stream == items, f"port {n} of {ports}"
+    assert stalls >= 0
+
+
+def test_factory_ports_get_the_decoder_stream_in_verilator(stories_container):
+    """N = 16 processors with random skew (0..63 clocks) and jitter on the largest tensor: every port's
+    count and CRC-32 equal the golden pair stream's; deeper skew FIFOs stall the decoder less."""
+    st, s, e = _tensor(stories_container)
+    k = int(st.tables[0].extra_bits.max())
+    rng = np.random.default_rng(16)
+    ports = [PortSpec(int(rng.integers(0, 64)), int(rng.integers(200, 257)), int(rng.integers(1, 1 << 16)))
+             for _ in range(16)]
+    stalls = {}
+    for depth in (2, 64):
+        factory = TokenFactory(st.spec, ports=16, depth=depth, max_extra_bits=k)
+        run = run_factory(VerilatorEngine(), factory, st.tables[0], s, e, ports)
+        assert run.pairs == s.size
+        stalls[depth] = run.stalls
+    assert stalls[64] < stalls[2]
+    small = TokenFactory(st.spec, ports=3, depth=2, max_extra_bits=k)
+    run_factory(AmaranthEngine(), small, st.tables[0], s[:150], e[:150], ports[:3], stall_prob=0.2)
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda: WeightBroadcaster(8, ports=0), "ports must be between 1 and 64, not 0"),
+    (lambda: WeightBroadcaster(8, ports=4, depth=0), "depth must be between 1 and 65536, not 0"),
+    (lambda: ParallelDecoder(lambda: build_core("tans-decoder", parse_codec("tans8"), None, programmable=True),
+                             lanes=3), "lanes must be a power of two, not 3"),
+    (lambda: ParallelDecoder(lambda: build_core("tans-decoder", parse_codec("tans8"), None, programmable=True),
+                             fifo_beats=0), "fifo_beats must be between 2 and 1024, not 0"),
+    (lambda: ParallelDecoder(lambda: build_core("tans-decoder", parse_codec("tans8"), None, programmable=True),
+                             beat_words=3), "beat_words must be a power of two, not 3"),
+    (lambda: SharedMemory(depth=16, beat_bits=32, addr_bits=4, tag_bits=1, latency=0), "latency must be between 1"),
+    (lambda: PortSpec(skew=-1), "skew must be between 0 and 65535, not -1"),
+    (lambda: PortSpec(accept=0), "accept must be between 1 and 256, not 0"),
+])
+def test_invalid_parameters_name_the_field(make, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        make()
