@@ -175,6 +175,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
 
+    p = verbs.add_parser("factory", help="token-factory bandwidth model (§4.7, Fig. 13)",
+                         description="DRAM bandwidth for N LLM processors in lockstep fed by one shared weight "
+                                     "decompressor, with and without sharing and compression; decoder lanes needed. "
+                                     "Defaults: the paper's example (Llama2-7B bf16, ratio 0.66, 10 x 10 tokens/s).")
+    p.add_argument("--params", type=float, default=7e9, help="weights of the model (default 7e9)")
+    p.add_argument("--bytes-per-weight", type=float, default=2.0, help="raw bytes per weight (default 2, bf16)")
+    p.add_argument("--ratio", type=float, default=None,
+                   help="compressed size / raw size (default 0.66, the paper's; or measured with --model)")
+    p.add_argument("--model", default=None, metavar="PATH",
+                   help="measure the ratio on this checkpoint, as `ansforge tables` does")
+    p.add_argument("--codec", default="tans8", help="codec for --model (default tans8)")
+    p.add_argument("--processors", type=int, default=10, help="N, processors in lockstep (default 10)")
+    p.add_argument("--tokens-per-s", type=float, default=10.0, help="tokens/s of each processor (default 10)")
+    p.add_argument("--clock-mhz", type=float, default=500.0, help="decompressor clock (default 500 MHz)")
+    p.add_argument("--pairs-per-clock", type=float, default=1.0, help="pairs per clock of one lane (default 1)")
+    p.add_argument("--plot", default=None, metavar="F.png", help="also draw bandwidth against N and against the ratio")
+    p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
+    p.add_argument("--force", action="store_true", help="replace existing output files")
+
     p = verbs.add_parser("figure", help="draw one of the paper's figures",
                          description="Draw a figure of the paper from a checkpoint.")
     figs = p.add_subparsers(dest="figure", metavar="FIGURE")
@@ -263,6 +282,31 @@ def _run(args: argparse.Namespace) -> int:
         print(table.format_text(per_matrix=args.per_matrix))
         _write(args.json, json.dumps(table.to_json(), indent=1) + "\n", args.force, [args.model])
         _write(args.markdown, table.to_markdown(per_matrix=args.per_matrix), args.force, [args.model])
+        return 0
+    if args.verb == "factory":
+        import tempfile
+
+        from .analysis.factory import FactoryModel, measured_ratio, plot_factory
+
+        for out in (args.plot, args.json):
+            _refuse_existing(out, args.force)
+        if args.model is not None and args.ratio is not None:
+            raise UsageError("give --ratio or --model, not both")
+        ratio, source = (args.ratio, "given") if args.ratio is not None else (0.66, "the paper's")
+        if args.model is not None:
+            ratio, source = measured_ratio(args.model, args.codec)
+        fm = FactoryModel(params=args.params, bytes_per_weight=args.bytes_per_weight, ratio=ratio,
+                          processors=args.processors, tokens_per_s=args.tokens_per_s, clock_hz=args.clock_mhz * 1e6,
+                          pairs_per_clock=args.pairs_per_clock)
+        print(fm.format_text(source))
+        _write(args.json, json.dumps({**fm.summary(), "ratio_source": source}, indent=1) + "\n", args.force,
+               [args.model])
+        if args.plot:
+            with tempfile.TemporaryDirectory() as tmp:
+                png = Path(tmp) / "factory.png"
+                plot_factory(fm, png)
+                _write(args.plot, png.read_bytes(), args.force, [args.model])
+            print(f"wrote {args.plot}")
         return 0
     if args.verb == "figure":
         import tempfile
