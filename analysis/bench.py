@@ -286,7 +286,7 @@ def _hardware(path: str) -> list[str]:
 #: stories15M's shapes (llama2.c): the synthetic llama of the forward-pass benchmark.
 STORIES15M = dict(dim=288, hidden_dim=768, n_layers=6, n_heads=6, n_kv_heads=6, vocab_size=32000, seq_len=256,
                   shared_classifier=True)
-SECTIONS = ("table1", "coders", "hardware", "llama", "7b")
+SECTIONS = ("table1", "coders", "hardware", "llama", "streaming", "7b")
 
 
 def default_stories() -> Path | None:
@@ -381,6 +381,105 @@ def _llama(stories: Path | None) -> list[str]:
     return md
 
 
+def _streaming(stories: Path | None) -> list[str]:
+    """Figs. 9-13 in Verilator on stories260K: interfaces, lanes against K and port width, factory stalls."""
+    from ..model.checkpoint import open_checkpoint
+    from ..model.container import compress_checkpoint, open_container
+    from ..model.pairs import fp32_to_bf16_rne
+    from ..sim.factory import PortSpec, TokenFactory, run_factory
+    from ..sim.interfaces import float_round_trip
+    from ..sim.lanes import decode_container_lanes
+    from ..sim.verilator import VerilatorEngine
+
+    md = ["## Streaming: interfaces, parallel lanes, token factory (Figs. 9-13)", ""]
+    if stories is None:
+        return md + ["Skipped: stories260K not found (it lives in ../shared).", ""]
+    engine = VerilatorEngine()
+    ck = open_checkpoint(stories)
+    tensors = [np.asarray(ck.tensor(i.name).array, dtype=np.float32) for i in ck.infos() if i.supported]
+    md += ["Every stories260K weight FloatToPair → PairToFloat (each tensor its own code table; the second core "
+           "takes the first one's pairs), bit-exact; Verilator time includes the harness and file I/O, the peer "
+           "is the golden NumPy model of the same two tables.", "",
+           "| Format | Weights | Clocks | Values/clock | Verilator k values/s | Golden model k values/s |",
+           "|---|---:|---:|---:|---:|---:|"]
+    cores: dict = {}
+    for fmt in ("fp32", "bf16"):
+        vals = [t if fmt == "fp32" else fp32_to_bf16_rne(t) for t in tensors]
+        for v in vals[:1]:
+            float_round_trip(v, fmt, engine, cores=cores)                    # build once
+        t0, cycles = time.perf_counter(), 0
+        for v in vals:
+            cycles += float_round_trip(v, fmt, engine, cores=cores)
+        hw = time.perf_counter() - t0
+        from ..model.interfaces import CodingPairFormat, FloatToPairTable, PairToFloatTable
+        from ..model.pairs import PAIR_FORMATS
+        t0 = time.perf_counter()
+        for v in vals:
+            pf = PAIR_FORMATS[fmt]
+            fmt_codes = CodingPairFormat.ieee(fmt, np.flatnonzero(pf.exponent_histogram(v)))
+            c, e = FloatToPairTable(fmt_codes, fmt).apply(v)
+            PairToFloatTable(fmt_codes, fmt).apply(c, e)
+        sw = time.perf_counter() - t0
+        n = sum(v.size for v in vals)
+        md.append(f"| {fmt} | {n:,} | {cycles:,} | {2 * n / cycles:.3f} | {2 * n / hw / 1e3:,.0f} | "
+                  f"{2 * n / sw / 1e3:,.0f} |")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "stories.ansf"
+        compress_checkpoint(stories, path, "tans8", pairs="bf16", group="tensor")
+        c = open_container(path)
+        words = sum(st.n_words for st in c.streams)
+        pairs = sum(st.n_pairs for st in c.streams)
+        md += ["", "### Parallel lanes (Fig. 12): pairs per clock against K and the memory port width", "",
+               f"The whole stories260K container (tans8, bf16 pairs, one stream per tensor; {pairs:,} pairs), each "
+               "tensor dealt over K lanes in the golden interleaved mode and decoded bit-exactly by K tANS cores "
+               "sharing one port of memory latency 8 clocks, one request per clock, 8-beat FIFOs per lane. "
+               f"'Port bound': port words per clock over the single-stream words per pair ({words / pairs:.3f}).",
+               "", "| Port (bits) | K = 1 | K = 2 | K = 4 | K = 8 | Port bound | K = 8 vs K = 1 |",
+               "|---:|---:|---:|---:|---:|---:|---:|"]
+        for beat in (1, 2, 4, 8):
+            rates = []
+            for lanes in (1, 2, 4, 8):
+                runs = decode_container_lanes(c, engine, lanes=lanes, beat_words=beat, latency=8, fifo_beats=8)
+                rates.append(sum(r.pairs for _, r in runs) / sum(r.cycles for _, r in runs))
+            md.append(f"| {16 * beat} | " + " | ".join(f"{r:.3f}" for r in rates) +
+                      f" | {beat * pairs / words:.2f} | {rates[-1] / rates[0]:.2f} |")
+
+        st = max((s for s in c.streams if s.n_pairs), key=lambda s: s.n_pairs)
+        sy, ex = c._decode(st, 0, st.n_pairs)
+        name = c.tensors[st.tensors[0]]["name"]
+        k = int(st.tables[0].extra_bits.max())
+        md += ["", "### Token factory (Fig. 13): decoder stall clocks against skew-FIFO depth, skew and N", "",
+               f"One tans8 decoder core broadcasting `{name}` ({sy.size:,} pairs) to N processor models, each "
+               "taking a pair in a clock with probability 240/256 (LFSR jitter) after a skew of up to S clocks "
+               "(uniform per port). Stalls: clocks in which a full skew FIFO held the decoder back, as a share of "
+               "the run; every port's count and CRC-32 equal the golden stream's. Pairs/clock against the "
+               "decoder alone (no processors) in the same run.", "",
+               "| N | Skew S | Depth 2 | Depth 8 | Depth 32 | Depth 128 | Pairs/clock at depth 128 |",
+               "|---:|---:|---:|---:|---:|---:|---:|"]
+        rng = np.random.default_rng(13)
+        results: dict = {}
+        for n in (1, 4, 16):
+            for depth in (2, 8, 32, 128):
+                factory = TokenFactory(st.spec, ports=n, depth=depth, max_extra_bits=k)
+                for skew in (0, 64):
+                    ports = [PortSpec(int(rng.integers(0, skew + 1)), 240, int(rng.integers(1, 1 << 16)))
+                             for _ in range(n)]
+                    results[n, skew, depth] = run_factory(engine, factory, st.tables[0], sy, ex, ports)
+        alone = run_factory(engine, TokenFactory(st.spec, ports=1, depth=2, max_extra_bits=k), st.tables[0], sy, ex,
+                            [PortSpec(0, 256, 1)])
+        for n in (1, 4, 16):
+            for skew in (0, 64):
+                row = [results[n, skew, d] for d in (2, 8, 32, 128)]
+                md.append(f"| {n} | {skew} | " + " | ".join(f"{r.stall_fraction:.1%}" for r in row) +
+                          f" | {row[-1].pairs / row[-1].cycles:.3f} |")
+        md += ["", f"The decoder alone, processors always ready: {alone.pairs / alone.cycles:.3f} pairs/clock, "
+               f"{alone.stalls} stall clocks. With jittery processors (15/16 duty) the factory cannot beat "
+               "15/16 pairs per clock; shallow FIFOs lose more, because every port's bubble stops the decoder "
+               "while deeper FIFOs let the bubbles of different ports overlap.", ""]
+    return md
+
+
 def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, tmpdir: str | None = None,
               argv: list[str] | None = None, only: list[str] | None = None, stories: str | None = None) -> str:
     """Run the benchmarks and return BENCHMARKS.md's text (``only``: these sections of :data:`SECTIONS`)."""
@@ -407,6 +506,8 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
         md += _hardware(mini)
     if "llama" in want:
         md += _llama(Path(stories) if stories else default_stories())
+    if "streaming" in want:
+        md += _streaming(Path(stories) if stories else default_stories())
     if "7b" in want and not skip_7b:
         md += _bench_7b(layers, slow_layers, tmpdir)
     return "\n".join(md) + "\n"

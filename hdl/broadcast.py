@@ -38,7 +38,9 @@ class WeightBroadcaster(wiring.Component):
     o : Out(stream) array of ``N``  to the processors
     stall : Out(1)  the decompressor offers a weight that cannot be taken this clock
 
-    Latency: a weight is on a port one clock after it is accepted (``SyncFIFOBuffered``).
+    The FIFOs are ``SyncFIFO`` s (LUTRAM, read in the same clock): a weight is on a port one clock after
+    it is accepted, and a depth of 2 or more streams one weight per clock (a one-entry FIFO cannot be
+    written while full, even in the clock it is read, so it passes a weight every other clock).
     """
 
     def __init__(self, shape, *, ports: int, depth: int = 16):
@@ -56,7 +58,7 @@ class WeightBroadcaster(wiring.Component):
         width = len(self.i.p.as_value()) if hasattr(self.i.p, "as_value") else len(self.i.p)
         room = []
         for n in range(self._n):
-            m.submodules[f"skew{n}"] = q = fifo.SyncFIFOBuffered(width=width, depth=self._depth)
+            m.submodules[f"skew{n}"] = q = fifo.SyncFIFO(width=width, depth=self._depth)
             m.d.comb += [q.w_data.eq(self.i.p), q.w_en.eq(self.i.valid & self.i.ready),
                          self.o[n].valid.eq(q.r_rdy), self.o[n].p.eq(q.r_data), q.r_en.eq(self.o[n].ready)]
             room.append(q.w_rdy)

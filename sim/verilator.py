@@ -191,13 +191,13 @@ class VerilatorEngine:
             raise RuntimeError("verilator is not on PATH (Debian: apt-get install verilator)")
         self.cache = Path(cache_dir) if cache_dir else _cache_root()
         self.jobs = jobs or os.cpu_count() or 1
-        self._built: dict[int, Path] = {}
+        self._built: dict[int, tuple[object, Path]] = {}
 
     def build(self, core) -> Path:
         """Compile ``core`` (once per distinct Verilog) and return the simulator binary."""
         key = id(core)
         if key in self._built:
-            return self._built[key]
+            return self._built[key][1]
         v = core_verilog(core)
         cpp = _harness(core)
         digest = hashlib.sha256((v + cpp).encode()).hexdigest()[:20]
@@ -215,7 +215,8 @@ class VerilatorEngine:
             r = subprocess.run(cmd, cwd=d, capture_output=True, text=True)
             if r.returncode:
                 raise RuntimeError(f"verilator build of {type(core).__name__} failed:\n{r.stderr[-4000:]}")
-        self._built[key] = exe
+        # the core is kept alive with its binary: an id may not be reused by a later, different core
+        self._built[key] = (core, exe)
         return exe
 
     def run(self, job: CoreJob, *, stall_prob: float = 0.0, seed: int = 0, vcd: str | None = None,
