@@ -70,23 +70,24 @@ def _significand(m: Module, extra, entry, k: int):
     return sign, sig
 
 
-class _PairIn(wiring.Component):
-    def _check_common(self, max_codes, max_extra_bits):
+class _InterfaceCore(wiring.Component):
+    """Read-only elaboration parameters every interface core has, and their checks."""
+
+    def _check_parameters(self, table, cls, max_codes, max_extra_bits, mismatch: str = "") -> None:
         self._max_codes = check_int("max_codes", max_codes, 1, 4096)
         self._k = check_int("max_extra_bits", max_extra_bits, 1, 32)
         self._code_bits = bits_for(self._max_codes - 1)
-
-    def _check_table(self, table, cls, what: str):
         if table is None:
             return
         if not isinstance(table, cls):
             raise TypeError(f"table must be a {cls.__name__}, not {table!r}")
-        if len(table.entries) > self._max_codes:
-            raise ValueError(f"table has {len(table.entries)} codes, more than max_codes = {self._max_codes}")
-        if table.max_extra_bits > self._k:
-            raise ValueError(f"table needs max_extra_bits = {table.max_extra_bits}, the core has {self._k}")
-        if what:
-            raise ValueError(what)
+        if len(table.format) > self._max_codes:
+            raise ValueError(f"table has {len(table.format)} codes, more than max_codes = {self._max_codes}")
+        widest = getattr(table, "max_extra_bits", None) or int(table.format.extra_bits.max())
+        if widest > self._k:
+            raise ValueError(f"table needs max_extra_bits = {widest}, the core has {self._k}")
+        if mismatch:
+            raise ValueError(mismatch)
 
     @property
     def max_codes(self) -> int:
@@ -97,7 +98,7 @@ class _PairIn(wiring.Component):
         return self._k
 
 
-class PairToFloat(_PairIn):
+class PairToFloat(_InterfaceCore):
     """Coding pairs to floats (Fig. 9a), with the direct-value bypass of Fig. 11.
 
     Parameters
@@ -124,14 +125,14 @@ class PairToFloat(_PairIn):
     def __init__(self, *, target: str = "bf16", max_codes: int = 64, max_extra_bits: int = 8,
                  table: PairToFloatTable | None = None):
         self._target = float_format(target)
-        self._check_common(max_codes, max_extra_bits)
         t = self._target
+        self._check_parameters(table, PairToFloatTable, max_codes, max_extra_bits,
+                               "" if table is None or table.target == t else
+                               f"table targets {table.target.name}, the core {t.name}")
         self._max_shift = self._k + t.mantissa_bits
         self._entry = data.StructLayout({"direct": 1, "signed": 1, "sign_bit": bits_for(self._k - 1), "hidden": 1,
                                          "shift": bits_for(self._max_shift), "exp": t.exponent_bits,
                                          "value": t.total_bits})
-        self._check_table(table, PairToFloatTable, "" if table is None or table.target == t else
-                          f"table targets {table.target.name}, the core {t.name}")
         self._table = table
         super().__init__({"i": In(stream.Signature(pair_layout(self._code_bits, self._k))),
                           "o": Out(stream.Signature(t.total_bits)),
@@ -158,7 +159,7 @@ class PairToFloat(_PairIn):
         return m
 
 
-class PairToFixed(_PairIn):
+class PairToFixed(_InterfaceCore):
     """Coding pairs to two's complement fixed point (Fig. 10a), with the direct bypass of Fig. 11.
 
     The significand is shifted by the code's LUT shift into a ``width``-bit word, negated for a
@@ -179,13 +180,13 @@ class PairToFixed(_PairIn):
         if not isinstance(fixed, FixedFormat):
             raise TypeError(f"fixed must be a FixedFormat, not {fixed!r}")
         self._fixed = fixed
-        self._check_common(max_codes, max_extra_bits)
+        self._check_parameters(table, PairToFixedTable, max_codes, max_extra_bits,
+                               "" if table is None or table.fixed == fixed else
+                               f"table is for {table.fixed}, the core for {fixed}")
         F = fixed.width
         self._max_shift = F - 1 + self._k + 1
         self._entry = data.StructLayout({"direct": 1, "sat": 1, "signed": 1, "sign_bit": bits_for(self._k - 1),
                                          "hidden": 1, "rshift": bits_for(self._max_shift), "value": F})
-        self._check_table(table, PairToFixedTable, "" if table is None or table.fixed == fixed else
-                          f"table is for {table.fixed}, the core for {fixed}")
         self._table = table
         super().__init__({"i": In(stream.Signature(pair_layout(self._code_bits, self._k))),
                           "o": Out(stream.Signature(F)),
@@ -217,7 +218,7 @@ class PairToFixed(_PairIn):
         return m
 
 
-class _ToPair(wiring.Component):
+class _ToPair(_InterfaceCore):
     """Shared part of the compress-side cores: RNE of a left-aligned fraction to the code's width."""
 
     def _ports(self, in_bits: int, index_bits: int):
@@ -259,29 +260,6 @@ class _ToPair(wiring.Component):
         with m.If(self.i.valid & self.i.ready & ~valid):
             m.d.sync += self.miss.eq(1)
 
-    @property
-    def max_codes(self) -> int:
-        return self._max_codes
-
-    @property
-    def max_extra_bits(self) -> int:
-        return self._k
-
-
-def _check_to_pair(core, table, cls, max_codes, max_extra_bits):
-    core._max_codes = check_int("max_codes", max_codes, 1, 4096)
-    core._k = check_int("max_extra_bits", max_extra_bits, 1, 32)
-    core._code_bits = bits_for(core._max_codes - 1)
-    if table is None:
-        return
-    if not isinstance(table, cls):
-        raise TypeError(f"table must be a {cls.__name__}, not {table!r}")
-    if len(table.format) > core._max_codes:
-        raise ValueError(f"table has {len(table.format)} codes, more than max_codes = {core._max_codes}")
-    widest = int(table.format.extra_bits.max())
-    if widest > core._k:
-        raise ValueError(f"table needs max_extra_bits = {widest}, the core has {core._k}")
-
 
 class FloatToPair(_ToPair):
     """Floats to coding pairs (Fig. 9b): exponent→code LUT and round-to-nearest-even.
@@ -306,9 +284,9 @@ class FloatToPair(_ToPair):
     def __init__(self, *, source: str = "fp32", max_codes: int = 64, max_extra_bits: int = 8,
                  table: FloatToPairTable | None = None):
         self._source = s = float_format(source)
-        _check_to_pair(self, table, FloatToPairTable, max_codes, max_extra_bits)
-        if table is not None and table.source != s:
-            raise ValueError(f"table is for {table.source.name} values, the core for {s.name}")
+        self._check_parameters(table, FloatToPairTable, max_codes, max_extra_bits,
+                               "" if table is None or table.source == s else
+                               f"table is for {table.source.name} values, the core for {s.name}")
         self._table = table
         super().__init__(self._ports(s.total_bits, s.exponent_bits))
 
@@ -353,9 +331,9 @@ class FixedToPair(_ToPair):
         if not isinstance(fixed, FixedFormat):
             raise TypeError(f"fixed must be a FixedFormat, not {fixed!r}")
         self._fixed = fixed
-        _check_to_pair(self, table, FixedToPairTable, max_codes, max_extra_bits)
-        if table is not None and table.fixed != fixed:
-            raise ValueError(f"table is for {table.fixed}, the core for {fixed}")
+        self._check_parameters(table, FixedToPairTable, max_codes, max_extra_bits,
+                               "" if table is None or table.fixed == fixed else
+                               f"table is for {table.fixed}, the core for {fixed}")
         self._table = table
         super().__init__(self._ports(fixed.width, bits_for(fixed.width + 1)))
 

@@ -216,6 +216,16 @@ def _check_pairs(fmt: CodingPairFormat, codes, extra) -> tuple[np.ndarray, np.nd
     return codes, extra
 
 
+def _extra_width(fmt: CodingPairFormat, max_extra_bits: int | None) -> int:
+    """The LUT's additional-data width: ``max_extra_bits``, or what the widest code needs."""
+    need = int(fmt.extra_bits.max())
+    width = need if max_extra_bits is None else _int("max_extra_bits", max_extra_bits, 1, _MAX_EXTRA)
+    if need > width:
+        raise ConfigError(f"code {int(np.argmax(fmt.extra_bits))} has {need} bits of additional data, more "
+                          f"than max_extra_bits = {width}")
+    return width
+
+
 def _table_entry_arrays(entries: list[dict], names: Sequence[str]) -> dict[str, np.ndarray]:
     return {n: np.array([e[n] for e in entries], dtype=np.int64) for n in names}
 
@@ -249,11 +259,7 @@ class PairToFloatTable:
         if underflow not in ("gradual", "flush"):
             raise ConfigError(f"underflow must be 'gradual' or 'flush', not {underflow!r}")
         self.overflow, self.underflow = overflow, underflow
-        need = int(fmt.extra_bits.max())
-        self.max_extra_bits = need if max_extra_bits is None else _int("max_extra_bits", max_extra_bits, 1, _MAX_EXTRA)
-        if need > self.max_extra_bits:
-            raise ConfigError(f"code {int(np.argmax(fmt.extra_bits))} has {need} bits of additional data, more "
-                              f"than max_extra_bits = {self.max_extra_bits}")
+        self.max_extra_bits = _extra_width(fmt, max_extra_bits)
         t = self.target
         E, M, bias = t.exponent_bits, t.mantissa_bits, _bias(t)
         self.max_shift = self.max_extra_bits + M
@@ -360,11 +366,7 @@ class PairToFixedTable:
         if not isinstance(fixed, FixedFormat):
             raise ConfigError(f"fixed must be a FixedFormat, not {fixed!r}")
         self.format, self.fixed = fmt, fixed
-        need = int(fmt.extra_bits.max())
-        self.max_extra_bits = need if max_extra_bits is None else _int("max_extra_bits", max_extra_bits, 1, _MAX_EXTRA)
-        if need > self.max_extra_bits:
-            raise ConfigError(f"code {int(np.argmax(fmt.extra_bits))} has {need} bits of additional data, more "
-                              f"than max_extra_bits = {self.max_extra_bits}")
+        self.max_extra_bits = _extra_width(fmt, max_extra_bits)
         L = fixed.width - 1
         self.max_shift = L + self.max_extra_bits + 1
         entries = []
