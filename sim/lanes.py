@@ -141,24 +141,32 @@ def lanes_job(system: LaneSystem, table, symbols: np.ndarray, extras: np.ndarray
     return job, len(beats)
 
 
+def _field(words: np.ndarray, offset: int, width: int) -> np.ndarray:
+    """Bits ``offset .. offset + width`` (``width <= 64``) of each row of little-endian 64-bit words."""
+    q, r = divmod(offset, 64)
+    v = words[:, q] >> np.uint64(r)
+    if r and q + 1 < words.shape[1]:
+        v |= words[:, q + 1] << np.uint64(64 - r)
+    return v & np.uint64((1 << width) - 1) if width < 64 else v
+
+
 def unpack_rows(system: LaneSystem, outputs) -> tuple[np.ndarray, np.ndarray]:
     """The rows ``o`` gave, as the tensor's (symbols, extras) in pair order."""
     shape = _payload(system, "o")
     pair = system.decoder.decoder_prototype.signature.members["o"].signature.members["payload"].shape
-    pw = pair.size
-    K = system.decoder.lanes
-    n_field, pairs_field = shape["n"], shape["pairs"]
-    sym_f, ext_f = pair["symbol"], pair["extra"]
-    syms, exts = [], []
-    for row in (int(v) for v in outputs):
-        n = (row >> n_field.offset) & ((1 << n_field.width) - 1)
-        p = row >> pairs_field.offset
-        for j in range(n):
-            bits = (p >> (j * pw)) & ((1 << pw) - 1)
-            syms.append((bits >> sym_f.offset) & ((1 << sym_f.width) - 1))
-            exts.append((bits >> ext_f.offset) & ((1 << ext_f.width) - 1))
-    del K
-    return np.array(syms, dtype=np.int64), np.array(exts, dtype=np.uint64)
+    K, pw = system.decoder.lanes, pair.size
+    nwords = -(-shape.size // 64)
+    if isinstance(outputs, np.ndarray):
+        rows = outputs.astype(np.uint64).reshape(-1, 1)
+    else:
+        raw = b"".join(int(v).to_bytes(8 * nwords, "little") for v in outputs)
+        rows = np.frombuffer(raw, dtype="<u8").reshape(-1, nwords).astype(np.uint64)
+    n = _field(rows, shape["n"].offset, shape["n"].width).astype(np.int64)
+    base = shape["pairs"].offset
+    sym = np.stack([_field(rows, base + j * pw + pair["symbol"].offset, pair["symbol"].width) for j in range(K)], 1)
+    ext = np.stack([_field(rows, base + j * pw + pair["extra"].offset, pair["extra"].width) for j in range(K)], 1)
+    keep = np.arange(K)[None, :] < n[:, None]
+    return sym[keep].astype(np.int64), ext[keep]
 
 
 def run_lanes(engine, system: LaneSystem, table, symbols: np.ndarray, extras: np.ndarray, *, name: str = "tensor",
