@@ -26,7 +26,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import COUNT_BITS, CoreParameters, DecodeStatus, bits_for, check_int, pair_layout
+from .common import COUNT_BITS, DecodeStatus, bits_for, check_int
 from .rans import RansDecoder
 from .tans import TansDecoder
 

@@ -23,12 +23,12 @@ from amaranth.lib import crc, data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..hdl.broadcast import WeightBroadcaster
-from ..hdl.common import DecodeStatus, WordCrc, bits_for, check_int, decoder_command_layout
+from ..hdl.common import DecodeStatus, WordCrc, bits_for, check_int
 from ..model.codecs import CodecSpec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.stream import Run
-from .jobs import CoreJob, _cfg, build_core
-from .streams import pack
+from .jobs import CoreJob, _cfg, _shape, build_core
+from .streams import pack, unpack
 
 __all__ = ["ProcessorModel", "TokenFactory", "PortSpec", "factory_job", "run_factory", "FactoryRun",
            "BroadcastMismatch", "lfsr_accepts"]
@@ -211,19 +211,15 @@ def factory_job(factory: TokenFactory, table, symbols: np.ndarray, extras: np.nd
                             for i, p in enumerate(ports)],
                "cfg": _cfg(dec, table).get("cfg", [])}
     w = np.asarray(words, dtype=np.uint64)
-    job.commands = [pack(decoder_command_layout(*_cmd_widths(dec)),
-                         {"count": n, "words": int(w.size), "check_end": 1})]
+    job.commands = [pack(_shape(dec, "cmd"), {"count": n, "words": int(w.size), "check_end": 1})]
     job.inputs = w[::-1].copy()
-    job.pairs, job.words = n, int(w.size)
+    job.words = int(w.size)
     job.expected_status = [DecodeStatus.OK.value]
     slowest = min(p.accept for p in ports)
-    job.pairs = n * (1 + 256 // slowest) + max(p.skew for p in ports)        # the cycle bound scales with it
+    # the engines bound a run's clocks by ``pairs``: the slowest processor and the skew stretch it
+    job.pairs = n * (1 + 256 // slowest) + max(p.skew for p in ports)
     return job, golden
 
-
-def _cmd_widths(dec) -> tuple[int, int]:
-    layout = dec.signature.members["cmd"].signature.members["payload"].shape
-    return layout["state"].width, layout["bit"].width
 
 
 def run_factory(engine, factory: TokenFactory, table, symbols, extras, ports: list[PortSpec], *,
@@ -236,7 +232,6 @@ def run_factory(engine, factory: TokenFactory, table, symbols, extras, ports: li
         raise BroadcastMismatch(f"{name}: the decoder reported " + ", ".join(DecodeStatus(s).name for s in res.statuses))
     shape = factory.signature.members["o"].signature.members["payload"].shape
     n = int(np.asarray(symbols).size)
-    from .streams import unpack
     records = [unpack(shape, int(v)) for v in res.outputs]
     if [r["port"] for r in records] != list(range(factory.ports)):
         raise BroadcastMismatch(f"{name}: the factory reported ports {[r['port'] for r in records]}")

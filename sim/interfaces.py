@@ -15,7 +15,7 @@ from ..hdl.interfaces import FixedToPair, FloatToPair, PairToFixed, PairToFloat
 from ..model.errors import AnsforgeError
 from ..model.interfaces import (CodingPairFormat, FixedToPairTable, FloatToPairTable, PairToFixedTable,
                                 PairToFloatTable)
-from .jobs import CoreJob
+from .jobs import CoreJob, _shape
 from .streams import pack
 
 __all__ = ["pair_to_float_job", "pair_to_fixed_job", "float_to_pair_job", "fixed_to_pair_job", "pack_pairs",
@@ -26,25 +26,22 @@ class InterfaceMismatch(AnsforgeError):
     """A simulated interface core gave other values than its golden model."""
 
 
-def _payload(core, port: str):
-    return core.signature.members[port].signature.members["payload"].shape
-
 
 def _cfg(core, table) -> dict[str, list[int]]:
-    shape = _payload(core, "cfg")
+    shape = _shape(core, "cfg")
     return {"cfg": [pack(shape, w) for w in table.writes()]}
 
 
 def pack_pairs(core, port: str, codes: np.ndarray, extra: np.ndarray) -> np.ndarray:
     """Pairs as the payload bits of ``core``'s pair port ``port`` (``uint64``)."""
-    shape = _payload(core, port)
+    shape = _shape(core, port)
     return (np.asarray(codes).astype(np.uint64) << np.uint64(shape["symbol"].offset)) | \
         (np.asarray(extra).astype(np.uint64) << np.uint64(shape["extra"].offset))
 
 
 def unpack_interface_pairs(core, outputs) -> tuple[np.ndarray, np.ndarray]:
     """(codes, extra) of a FloatToPair/FixedToPair core's ``o`` payloads."""
-    shape = _payload(core, "o")
+    shape = _shape(core, "o")
     o = np.asarray(outputs, dtype=np.uint64)
     f_sym, f_ext = shape["symbol"], shape["extra"]
     codes = (o >> np.uint64(f_sym.offset)) & np.uint64((1 << f_sym.width) - 1)

@@ -22,7 +22,7 @@ from ..hdl.parallel import ParallelDecoder
 from ..model.codecs import CodecSpec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.lanes import encode_lanes, lane_lengths
-from .jobs import CoreJob, _cfg, build_core
+from .jobs import CoreJob, _cfg, _shape, build_core
 from .memory import SharedMemory
 from .streams import pack
 
@@ -85,9 +85,6 @@ class LaneSystem(wiring.Component):
         return m
 
 
-def _payload(core, port: str):
-    return core.signature.members[port].signature.members["payload"].shape
-
 
 @dataclass
 class LaneRun:
@@ -129,12 +126,12 @@ def lanes_job(system: LaneSystem, table, symbols: np.ndarray, extras: np.ndarray
     beats, lanes = lane_image(system, lane_words)
     if len(beats) > system.memory.depth:
         raise ConfigError(f"the lanes' streams take {len(beats)} beats, the memory holds {system.memory.depth}")
-    mem_shape = _payload(system, "mem_cfg")
+    mem_shape = _shape(system, "mem_cfg")
     job = CoreJob("parallel-decoder", system)
     dec_cfg = _cfg(system.decoder.decoder_prototype, table)
     job.cfg = {"mem_cfg": [pack(mem_shape, {"addr": a, "data": b}) for a, b in enumerate(beats)],
                "cfg": dec_cfg.get("cfg", [])}
-    job.commands = [pack(_payload(system, "cmd"), {"count": int(symbols.size), "lanes": lanes})]
+    job.commands = [pack(_shape(system, "cmd"), {"count": int(symbols.size), "lanes": lanes})]
     job.pairs = int(symbols.size)
     job.words = sum(lane["words"] for lane in lanes)
     job.expected_status = [DecodeStatus.OK.value]
@@ -152,7 +149,7 @@ def _field(words: np.ndarray, offset: int, width: int) -> np.ndarray:
 
 def unpack_rows(system: LaneSystem, outputs) -> tuple[np.ndarray, np.ndarray]:
     """The rows ``o`` gave, as the tensor's (symbols, extras) in pair order."""
-    shape = _payload(system, "o")
+    shape = _shape(system, "o")
     pair = system.decoder.decoder_prototype.signature.members["o"].signature.members["payload"].shape
     K, pw = system.decoder.lanes, pair.size
     nwords = -(-shape.size // 64)

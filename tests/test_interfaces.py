@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ansforge.hdl.interfaces import FixedToPair, FloatToPair, PairToFixed, PairToFloat
+from ansforge.hdl.interfaces import FloatToPair, PairToFixed, PairToFloat
 from ansforge.model.checkpoint import open_checkpoint
 from ansforge.model.errors import ConfigError, PairFormatError
 from ansforge.model.interfaces import (CodingPairFormat, FixedFormat, FixedToPairTable, FloatToPairTable, PairCode,
