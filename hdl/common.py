@@ -16,7 +16,7 @@ from amaranth.lib import crc, data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["DecodeStatus", "decoder_ports", "encoder_ports", "check_int", "word_layout", "encoder_command_layout", "decoder_command_layout",
-           "pair_layout", "bits_for", "check_bool", "COUNT_BITS", "BlockCrc", "CoreParameters", "WordCrc"]
+           "pair_layout", "table_select_layout", "TableSelect", "bits_for", "check_bool", "COUNT_BITS", "BlockCrc", "CoreParameters", "WordCrc"]
 
 COUNT_BITS = 32
 """Width of a command's pair and word counts: up to 2**32 - 1 pairs per command."""
@@ -64,9 +64,40 @@ def word_layout(word_bits: int) -> data.StructLayout:
     return data.StructLayout({"data": word_bits, "last": 1})
 
 
-def pair_layout(symbol_bits: int, extra_bits: int) -> data.StructLayout:
-    """A coding pair as the golden models see it: symbol index and its additional data (LSB-aligned)."""
-    return data.StructLayout({"symbol": symbol_bits, "extra": max(1, extra_bits)})
+def pair_layout(symbol_bits: int, extra_bits: int, set_bits: int = 0) -> data.StructLayout:
+    """A coding pair as the golden models see it: symbol index and its additional data (LSB-aligned);
+    with ``set_bits``, also the table set that codes it (an encoder's side-band select)."""
+    fields = {"symbol": symbol_bits, "extra": max(1, extra_bits)}
+    if set_bits:
+        fields["set"] = set_bits
+    return data.StructLayout(fields)
+
+
+def table_select_layout(set_bits: int) -> data.StructLayout:
+    """A decoder's table-set run: the next ``count`` pairs are decoded with table set ``set``."""
+    return data.StructLayout({"set": set_bits, "count": COUNT_BITS})
+
+
+class TableSelect:
+    """The table-set select of a decoder with several table sets (context tables).
+
+    Runs ``{set, count}`` arrive on the core's ``sel`` stream, independent of commands: pairs are
+    decoded with ``set`` while the current run lasts. The next run is taken in the cycle that
+    decodes the last pair of the current one, so a switch costs no cycle when ``sel`` is valid.
+    :attr:`set` is a register (it drives table addresses without adding to the critical path);
+    :attr:`ready` says a pair may be decoded now.
+    """
+
+    def __init__(self, m: Module, sel, fire):
+        self.set = Signal.like(sel.p.set, name="table_set")
+        left = Signal(COUNT_BITS, name="table_run_left")
+        self.ready = Signal(name="table_ready")
+        m.d.comb += [self.ready.eq(left != 0),
+                     sel.ready.eq((left == 0) | ((left == 1) & fire))]
+        with m.If(fire):
+            m.d.sync += left.eq(left - 1)
+        with m.If(sel.valid & sel.ready):
+            m.d.sync += [self.set.eq(sel.p.set), left.eq(sel.p.count)]
 
 
 def encoder_command_layout() -> data.StructLayout:
@@ -97,10 +128,11 @@ def decoder_ports(state_bits: int, bit_bits: int, word_bits: int, symbol_bits: i
             "status": Out(DecodeStatus)}
 
 
-def encoder_ports(word_bits: int, symbol_bits: int, extra_bits: int) -> dict:
-    """Signature members every encoder has: ``cmd``, ``i`` (pairs, back to front), ``o`` (words), ``done``."""
+def encoder_ports(word_bits: int, symbol_bits: int, extra_bits: int, set_bits: int = 0) -> dict:
+    """Signature members every encoder has: ``cmd``, ``i`` (pairs, back to front, with their table set
+    when ``set_bits``), ``o`` (words), ``done``."""
     return {"cmd": In(stream.Signature(encoder_command_layout())),
-            "i": In(stream.Signature(pair_layout(symbol_bits, extra_bits))),
+            "i": In(stream.Signature(pair_layout(symbol_bits, extra_bits, set_bits))),
             "o": Out(stream.Signature(word_layout(word_bits))),
             "done": Out(1)}
 
@@ -123,6 +155,12 @@ class CoreParameters(wiring.Component):
     @property
     def programmable(self) -> bool:
         return self._shape.programmable
+
+    @property
+    def table_sets(self) -> int:
+        """Table sets held at once (context tables); more than 1 adds the decoder's ``sel`` port
+        and the encoder's pair ``set`` field."""
+        return self._shape.sets
 
     @property
     def block_crc(self) -> bool:

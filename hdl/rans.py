@@ -24,15 +24,21 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 
 from ..model.rans import RansTable
-from .common import (BlockCrc, CoreParameters, DecodeStatus, bits_for, check_bool, check_int, decoder_ports,
+from .common import (BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_for, check_bool, check_int,
+                     table_select_layout, decoder_ports,
                      encoder_ports)
 
 __all__ = ["RansDecoder", "RansEncoder", "rans_writes"]
 
 
 class _RansShape:
-    def __init__(self, state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable):
+    def __init__(self, state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable,
+                 table_sets=1):
         self.S = check_int("state_bits", state_bits, 16, 128)
+        self.sets = check_int("table_sets", table_sets, 1, 16)
+        if self.sets > 1 and not programmable:
+            raise ValueError(f"table_sets={self.sets} needs programmable=True (the sets are written through cfg)")
+        self.set_bits = bits_for(self.sets - 1) if self.sets > 1 else 0
         self.W = check_int("word_bits", word_bits, 8, 64)
         self.P = check_int("precision_bits", precision_bits, 5, 24)
         self.max_symbols = check_int("max_symbols", max_symbols, 2, 256)
@@ -56,21 +62,26 @@ class _RansShape:
                                  f"more than max_extra_bits={self.K}")
         self.table, self.programmable = table, programmable
         self.symbol_bits = bits_for(self.max_symbols - 1)
+        self.slots = 1 << self.symbol_bits          # symbol entries per table set
         self.chunks = -(-self.K // self.P)
         self.entry = data.StructLayout({"freq": self.P + 1, "cum": self.P + 1, "k": bits_for(self.K)})
 
 
     def cfg_port(self):
-        """The ``cfg`` write stream of a programmable core: ``{addr: symbol, data: {freq, cum, k}}``."""
-        return In(stream.Signature(data.StructLayout({"addr": self.symbol_bits, "data": self.entry})))
+        """The ``cfg`` write stream of a programmable core: ``{addr: set · slots + symbol, data: {freq, cum, k}}``."""
+        return In(stream.Signature(data.StructLayout({"addr": self.symbol_bits + self.set_bits, "data": self.entry})))
 
-def rans_writes(table: RansTable, max_symbols: int) -> list[dict]:
+
+def rans_writes(table: RansTable, max_symbols: int, table_set: int = 0) -> list[dict]:
     """The ``cfg`` write sequence for ``table`` in a core of ``max_symbols`` slots (unused slots get
-    ``cum = 2**P``, ``freq = 0``: they never match)."""
+    ``cum = 2**P``, ``freq = 0``: they never match), as table set ``table_set`` (addresses
+    ``table_set · 2**ceil(log2 max_symbols) + symbol``)."""
     P = table.params.precision_bits
     rows = table.core_entries()
-    out = [{"addr": s, "data": {"freq": int(r[0]), "cum": int(r[1]), "k": int(r[2])}} for s, r in enumerate(rows)]
-    out += [{"addr": s, "data": {"freq": 0, "cum": 1 << P, "k": 0}} for s in range(len(rows), max_symbols)]
+    base = table_set << bits_for(max_symbols - 1)
+    out = [{"addr": base + s, "data": {"freq": int(r[0]), "cum": int(r[1]), "k": int(r[2])}}
+           for s, r in enumerate(rows)]
+    out += [{"addr": base + s, "data": {"freq": 0, "cum": 1 << P, "k": 0}} for s in range(len(rows), max_symbols)]
     return out
 
 
@@ -82,20 +93,37 @@ class _SymbolTable:
     port (distributed LUTRAM on an FPGA, the paper's "inexpensive resource"). The decoder's symbol
     search compares the slot with every ``cum`` at once, so ``parallel_cum`` also keeps the
     cumulative frequencies in registers (``cum``).
+
+    With table sets, the memory holds ``sets · slots`` entries (``set · slots + symbol``) and the
+    decoder keeps every set's cumulative frequencies in registers, the current set's chosen by a mux.
     """
 
     def __init__(self, m: Module, sh: _RansShape, cfg, *, parallel_cum: bool = False):
         init = [r["data"] for r in rans_writes(sh.table, sh.max_symbols)] if sh.table is not None else \
             [{"freq": 0, "cum": 1 << sh.P, "k": 0}] * sh.max_symbols
-        m.submodules.symbols = self._mem = Memory(shape=sh.entry, depth=sh.max_symbols, init=init)
+        init = init + [{"freq": 0, "cum": 1 << sh.P, "k": 0}] * (sh.slots - len(init))
+        init = init * sh.sets
+        m.submodules.symbols = self._mem = Memory(shape=sh.entry, depth=sh.slots * sh.sets, init=init)
         self._rd = self._mem.read_port(domain="comb")
-        self.cum = [Signal(sh.P + 1, name=f"cum{s}", init=r["cum"]) for s, r in enumerate(init)] \
-            if parallel_cum else None
+        self._sh = sh
+        self.banks = [[Signal(sh.P + 1, name=f"cum{t}_{s}", init=init[t * sh.slots + s]["cum"])
+                       for s in range(sh.max_symbols)] for t in range(sh.sets)] if parallel_cum else None
         self.cfg = cfg
 
-    def lookup(self, m: Module, symbol) -> data.View:
-        """The entry of ``symbol``, combinationally (one lookup per core)."""
-        m.d.comb += self._rd.addr.eq(symbol)
+    def cum(self, m: Module, table_set) -> list:
+        """The cumulative frequency of every slot of ``table_set`` (a register per set, then a mux)."""
+        if len(self.banks) == 1:
+            return self.banks[0]
+        out = [Signal(self._sh.P + 1, name=f"cum_{s}") for s in range(self._sh.max_symbols)]
+        with m.Switch(table_set):
+            for t, bank in enumerate(self.banks):
+                with m.Case(t):
+                    m.d.comb += [o.eq(c) for o, c in zip(out, bank)]
+        return out
+
+    def lookup(self, m: Module, symbol, table_set=None) -> data.View:
+        """The entry of ``symbol`` (in ``table_set``), combinationally (one lookup per core)."""
+        m.d.comb += self._rd.addr.eq(symbol if table_set is None else Cat(symbol, table_set))
         return self._rd.data
 
     def write(self, m: Module) -> None:
@@ -105,12 +133,12 @@ class _SymbolTable:
         wr = self._mem.write_port()
         m.d.comb += [self.cfg.ready.eq(1), wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data),
                      wr.en.eq(self.cfg.valid)]
-        if self.cum is not None:
-            with m.If(self.cfg.valid):
-                with m.Switch(self.cfg.p.addr):
-                    for s in range(len(self.cum)):
-                        with m.Case(s):
-                            m.d.sync += self.cum[s].eq(self.cfg.p.data.cum)
+        if self.banks is not None:
+            # One address compare per register (a Switch would give every register every case).
+            for t, bank in enumerate(self.banks):
+                for s, reg in enumerate(bank):
+                    with m.If(self.cfg.valid & (self.cfg.p.addr == t * self._sh.slots + s)):
+                        m.d.sync += reg.eq(self.cfg.p.data.cum)
 
 
 def _chunk_plan(m: Module, sh: _RansShape, k):
@@ -160,6 +188,8 @@ class RansDecoder(_RansCore):
         Add the ``cfg`` stream ``{addr, data: {freq, cum, k}}`` (accepted when idle).
     block_crc : bool
         As for :class:`~ansforge.hdl.tans.TansDecoder`.
+    table_sets : int
+        As for :class:`~ansforge.hdl.tans.TansDecoder` (context tables; ``sel`` port).
 
     Ports are those of :class:`~ansforge.hdl.tans.TansDecoder`, with a command ``state`` of ``S``
     bits (a checkpoint's rANS state; ``bit`` must be 0).
@@ -172,13 +202,16 @@ class RansDecoder(_RansCore):
 
     def __init__(self, *, state_bits: int = 64, word_bits: int = 32, precision_bits: int = 16, max_symbols: int = 64,
                  max_extra_bits: int = 8, table: RansTable | None = None, programmable: bool = False,
-                 block_crc: bool = True):
-        sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable)
+                 block_crc: bool = True, table_sets: int = 1):
+        sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable,
+                        table_sets)
         self._shape = sh
         self._block_crc = check_bool("block_crc", block_crc)
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K)
         if programmable:
             ports["cfg"] = sh.cfg_port()
+        if sh.sets > 1:
+            ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -199,11 +232,15 @@ class RansDecoder(_RansCore):
         m.d.comb += ended.eq(words_left == 0)
 
         # -- one pair, combinationally ------------------------------------------------------------
+        pair_fire = Signal()
+        m.d.comb += pair_fire.eq(self.o.valid & self.o.ready)
+        select = TableSelect(m, self.sel, pair_fire) if sh.sets > 1 else None
         q = Signal(P)
         sym = Signal(sh.symbol_bits)
+        cums = table.cum(m, None if select is None else select.set)
         m.d.comb += [q.eq(x[:P]),
-                     sym.eq(sum(((c <= q).as_unsigned() for c in table.cum[1:]), Const(0, sh.symbol_bits)))]
-        entry = table.lookup(m, sym)
+                     sym.eq(sum(((c <= q).as_unsigned() for c in cums[1:]), Const(0, sh.symbol_bits)))]
+        entry = table.lookup(m, sym, None if select is None else select.set)
         f, c, k = entry.freq, entry.cum, entry.k
         word_at = Array(words)
 
@@ -292,7 +329,7 @@ class RansDecoder(_RansCore):
             with m.State("DECODE"):
                 m.d.comb += [
                     self.i.ready.eq(~ended & (n_buf < D)),
-                    self.o.valid.eq((remaining != 0) & ~stall),
+                    self.o.valid.eq((remaining != 0) & ~stall & (1 if select is None else select.ready)),
                     self.o.p.symbol.eq(sym),
                     self.o.p.extra.eq(extra),
                 ]
@@ -387,7 +424,8 @@ class RansEncoder(_RansCore):
     """rANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
 
     Parameters are those of :class:`RansDecoder`; ports those of
-    :class:`~ansforge.hdl.tans.TansEncoder` (``cfg`` as in :class:`RansDecoder`).
+    :class:`~ansforge.hdl.tans.TansEncoder` (``cfg`` as in :class:`RansDecoder`; with ``table_sets``
+    the pairs carry their ``set``).
 
     Per cycle: each chunk of the additional data (least significant first), then the symbol, each
     preceded by a conditional push; ``x // f`` and ``x % f`` come from one combinational array
@@ -398,10 +436,12 @@ class RansEncoder(_RansCore):
     """
 
     def __init__(self, *, state_bits: int = 64, word_bits: int = 32, precision_bits: int = 16, max_symbols: int = 64,
-                 max_extra_bits: int = 8, table: RansTable | None = None, programmable: bool = False):
-        sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable)
+                 max_extra_bits: int = 8, table: RansTable | None = None, programmable: bool = False,
+                 table_sets: int = 1):
+        sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable,
+                        table_sets)
         self._shape = sh
-        ports = encoder_ports(sh.W, sh.symbol_bits, sh.K)
+        ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits)
         if programmable:
             ports["cfg"] = sh.cfg_port()
         super().__init__(ports)
@@ -419,7 +459,7 @@ class RansEncoder(_RansCore):
         fifo = [Signal(W, name=f"out{j}") for j in range(D)]
         n_out = Signal(range(D + 1))
         s = self.i.p.symbol
-        entry = table.lookup(m, s)
+        entry = table.lookup(m, s, self.i.p.set if sh.sets > 1 else None)
         f, c, k = entry.freq, entry.cum, entry.k
 
         pushes = []   # (enable, word) in push order

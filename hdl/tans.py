@@ -18,8 +18,8 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 
 from ..model.tans import TansTable
-from .common import (BlockCrc, CoreParameters, DecodeStatus, bits_for, check_bool, check_int, decoder_ports,
-                     encoder_ports)
+from .common import (BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_for, check_bool, check_int,
+                     decoder_ports, encoder_ports, table_select_layout)
 
 __all__ = ["TansDecoder", "TansEncoder", "tans_decoder_writes", "tans_encoder_writes"]
 
@@ -32,8 +32,12 @@ def _thermometer(n, width: int):
 class _TansShape:
     """Validated parameters of a tANS core and the widths derived from them."""
 
-    def __init__(self, table_log, word_bits, max_symbols, max_extra_bits, table, programmable):
+    def __init__(self, table_log, word_bits, max_symbols, max_extra_bits, table, programmable, table_sets=1):
         self.R = check_int("table_log", table_log, 5, 12)
+        self.sets = check_int("table_sets", table_sets, 1, 16)
+        if self.sets > 1 and not programmable:
+            raise ValueError(f"table_sets={self.sets} needs programmable=True (the sets are written through cfg)")
+        self.set_bits = bits_for(self.sets - 1) if self.sets > 1 else 0
         self.W = check_int("word_bits", word_bits, 8, 32)
         self.max_symbols = check_int("max_symbols", max_symbols, 2, 256)
         self.K = check_int("max_extra_bits", max_extra_bits, 0, 32)
@@ -57,18 +61,25 @@ class _TansShape:
         self.need_max = self.R + self.K  # widest field a pair reads or writes
 
 
-def tans_decoder_writes(table: TansTable) -> list[dict]:
-    """The ``cfg`` write sequence that loads ``table`` into a programmable :class:`TansDecoder`."""
-    return [{"addr": x, "data": {"symbol": int(r[0]), "nb": int(r[1]), "base": int(r[2]), "k": int(r[3])}}
+def tans_decoder_writes(table: TansTable, table_set: int = 0) -> list[dict]:
+    """The ``cfg`` write sequence that loads ``table`` into a programmable :class:`TansDecoder`, as
+    table set ``table_set`` (its entries live at ``table_set << R | state``)."""
+    base = table_set << table.params.table_log
+    return [{"addr": base | x, "data": {"symbol": int(r[0]), "nb": int(r[1]), "base": int(r[2]), "k": int(r[3])}}
             for x, r in enumerate(table.decoder_entries())]
 
 
-def tans_encoder_writes(table: TansTable) -> tuple[list[dict], list[dict]]:
-    """The ``sym_cfg`` and ``state_cfg`` write sequences that load ``table`` into a :class:`TansEncoder`."""
-    sym = [{"addr": s, "data": {"freq": int(r[0]), "cum": int(r[1]), "nb_high": int(r[2]),
-                                "threshold": int(r[3]), "k": int(r[4])}}
+def tans_encoder_writes(table: TansTable, table_set: int = 0, max_symbols: int | None = None
+                        ) -> tuple[list[dict], list[dict]]:
+    """The ``sym_cfg`` and ``state_cfg`` write sequences that load ``table`` into a :class:`TansEncoder`
+    as table set ``table_set`` (symbol entries at ``table_set * max_symbols + symbol``, with
+    ``max_symbols`` the core's power-of-two symbol slots; state entries at ``table_set << R | slot``)."""
+    sym_base = table_set * (max_symbols or 0)
+    state_base = table_set << table.params.table_log
+    sym = [{"addr": sym_base + s, "data": {"freq": int(r[0]), "cum": int(r[1]), "nb_high": int(r[2]),
+                                           "threshold": int(r[3]), "k": int(r[4])}}
            for s, r in enumerate(table.encoder_entries())]
-    state = [{"addr": i, "data": int(v)} for i, v in enumerate(table.encode_state)]
+    state = [{"addr": state_base | i, "data": int(v)} for i, v in enumerate(table.encode_state)]
     return sym, state
 
 
@@ -100,6 +111,9 @@ class TansDecoder(_TansCore):
     block_crc : bool
         Build the :class:`~.common.BlockCrc` unit that checks a command's ``crc`` (default). Without
         it (the paper's core has none) ``check_crc`` is ignored.
+    table_sets : int
+        Table sets held at once, 1..16 (context tables; more than 1 needs ``programmable``). The
+        state table grows to ``table_sets · 2**R`` entries, addressed ``set << R | state``.
 
     Ports
     -----
@@ -116,7 +130,11 @@ class TansDecoder(_TansCore):
         command. Every command ends: after at most ``count`` pairs plus ``words`` accepted words
         plus a constant, whatever the words hold.
     cfg : In(stream), programmable cores only
-        ``{addr: R bits, data: {symbol, nb, base, k}}`` writes to the state table (accepted when idle).
+        ``{addr: R (+ set) bits, data: {symbol, nb, base, k}}`` writes to the state table (accepted
+        when idle).
+    sel : In(stream), cores with ``table_sets > 1``
+        :func:`~.common.table_select_layout` runs: the next ``count`` pairs use table set ``set``
+        (:class:`~.common.TableSelect`; a switch costs no cycle).
 
     The bit buffer holds ``2 (R + K) + W - 1`` bits and takes a word whenever ``W`` bits are free, so
     that at least ``R + K`` bits are buffered before every pair: no bubbles while words arrive at
@@ -125,8 +143,8 @@ class TansDecoder(_TansCore):
 
     def __init__(self, *, table_log: int = 8, word_bits: int = 16, max_symbols: int = 64,
                  max_extra_bits: int = 8, table: TansTable | None = None, programmable: bool = False,
-                 block_crc: bool = True):
-        sh = _TansShape(table_log, word_bits, max_symbols, max_extra_bits, table, programmable)
+                 block_crc: bool = True, table_sets: int = 1):
+        sh = _TansShape(table_log, word_bits, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
         self._block_crc = check_bool("block_crc", block_crc)
         self._entry = data.StructLayout({"symbol": sh.symbol_bits, "nb": bits_for(sh.R), "base": sh.R,
@@ -134,7 +152,9 @@ class TansDecoder(_TansCore):
         self._buffer_bits = 2 * sh.need_max + sh.W - 1
         ports = decoder_ports(sh.R, bits_for(sh.W - 1), sh.W, sh.symbol_bits, sh.K)
         if programmable:
-            ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.R, "data": self._entry})))
+            ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.R + sh.set_bits, "data": self._entry})))
+        if sh.sets > 1:
+            ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
         super().__init__(ports)
 
     @property
@@ -148,9 +168,12 @@ class TansDecoder(_TansCore):
         m = Module()
 
         init = [] if sh.table is None else [r["data"] for r in tans_decoder_writes(sh.table)]
-        m.submodules.states = states = Memory(shape=self._entry, depth=sh.L, init=init)
+        m.submodules.states = states = Memory(shape=self._entry, depth=sh.L * sh.sets, init=init)
         entry_port = states.read_port(domain="comb")
         entry = entry_port.data
+        pair_fire = Signal()
+        m.d.comb += pair_fire.eq(self.o.valid & self.o.ready)
+        select = TableSelect(m, self.sel, pair_fire) if sh.sets > 1 else None
 
         x = Signal(R)                       # state index
         buf = Signal(B)                     # the next bit to read is buf[cnt - 1]
@@ -158,7 +181,7 @@ class TansDecoder(_TansCore):
         remaining = Signal.like(self.cmd.p.count)
         words_left = Signal.like(self.cmd.p.words)
         check_end = Signal()
-        m.d.comb += entry_port.addr.eq(x)
+        m.d.comb += entry_port.addr.eq(x if select is None else Cat(x, select.set))
 
         # The field of ``need`` bits below ``cnt``: extra bits high, next-state bits low.
         need = Signal(range(sh.need_max + 1))
@@ -242,7 +265,7 @@ class TansDecoder(_TansCore):
             with m.State("DECODE"):
                 m.d.comb += need.eq(entry.nb + entry.k)
                 m.d.comb += [
-                    self.o.valid.eq((remaining != 0) & (cnt >= need)),
+                    self.o.valid.eq((remaining != 0) & (cnt >= need) & (1 if select is None else select.ready)),
                     self.o.p.symbol.eq(entry.symbol),
                     self.o.p.extra.eq(field >> entry.nb),
                 ]
@@ -259,7 +282,7 @@ class TansDecoder(_TansCore):
                         finish(DecodeStatus.TRAILING_DATA)
                     with m.Else():
                         finish(DecodeStatus.OK)
-                with m.Elif((cnt < need) & (words_left == 0)):
+                with m.Elif((cnt < need) & (words_left == 0) & (1 if select is None else select.ready)):
                     finish(DecodeStatus.OUT_OF_WORDS)
                 refill(remaining != 0)
 
@@ -279,7 +302,7 @@ class TansDecoder(_TansCore):
 class TansEncoder(_TansCore):
     """tANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
 
-    Parameters are those of :class:`TansDecoder`.
+    Parameters are those of :class:`TansDecoder` (no ``block_crc``).
 
     Ports
     -----
@@ -287,14 +310,16 @@ class TansEncoder(_TansCore):
         :func:`~.common.encoder_command_layout`: encode ``count`` pairs from state ``L``, then write
         the final state index and the marker bit and flush (``docs/bitstream.md``).
     i : In(stream)
-        ``{symbol, extra}``, the command's pairs from the last to the first.
+        ``{symbol, extra}``, the command's pairs from the last to the first; with ``table_sets > 1``
+        also ``set``, the table set that codes the pair (switches cost no cycle).
     o : Out(stream)
         ``W``-bit words in push order; ``last`` marks the command's final (partial) word.
     done : Out
         Rises after the final word; holds until the next command.
     sym_cfg, state_cfg : In(stream), programmable cores only
-        Writes ``{addr, data}`` to the symbol table (``freq, cum, nb_high, threshold, k``) and to the
-        encode-state table; accepted when idle.
+        Writes ``{addr, data}`` to the symbol table (``freq, cum, nb_high, threshold, k``; address
+        ``set · 2**symbol_bits + symbol``) and to the encode-state table (``set << R | slot``);
+        accepted when idle.
 
     Both tables are read combinationally: symbol → its entry → next-state slot → encode-state table,
     all in the pair's cycle. The bit accumulator holds ``W + 2 (R + K) - 1`` bits, enough that a pair
@@ -302,18 +327,19 @@ class TansEncoder(_TansCore):
     """
 
     def __init__(self, *, table_log: int = 8, word_bits: int = 16, max_symbols: int = 64,
-                 max_extra_bits: int = 8, table: TansTable | None = None, programmable: bool = False):
-        sh = _TansShape(table_log, word_bits, max_symbols, max_extra_bits, table, programmable)
+                 max_extra_bits: int = 8, table: TansTable | None = None, programmable: bool = False,
+                 table_sets: int = 1):
+        sh = _TansShape(table_log, word_bits, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
         R = sh.R
         self._sym_entry = data.StructLayout({"freq": R + 1, "cum": R, "nb_high": bits_for(R),
                                              "threshold": R + 2, "k": bits_for(sh.K)})
         self._buffer_bits = sh.W + 2 * sh.need_max - 1
-        ports = encoder_ports(sh.W, sh.symbol_bits, sh.K)
+        ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits)
         if programmable:
             ports["sym_cfg"] = In(stream.Signature(data.StructLayout(
-                {"addr": sh.symbol_bits, "data": self._sym_entry})))
-            ports["state_cfg"] = In(stream.Signature(data.StructLayout({"addr": R, "data": R})))
+                {"addr": sh.symbol_bits + sh.set_bits, "data": self._sym_entry})))
+            ports["state_cfg"] = In(stream.Signature(data.StructLayout({"addr": R + sh.set_bits, "data": R})))
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -326,8 +352,9 @@ class TansEncoder(_TansCore):
         else:
             sym_w, state_w = tans_encoder_writes(sh.table)
             sym_init, state_init = [r["data"] for r in sym_w], [r["data"] for r in state_w]
-        m.submodules.symbols = symbols = Memory(shape=self._sym_entry, depth=1 << sh.symbol_bits, init=sym_init)
-        m.submodules.states = states = Memory(shape=R, depth=L, init=state_init)
+        m.submodules.symbols = symbols = Memory(shape=self._sym_entry, depth=sh.sets << sh.symbol_bits,
+                                                init=sym_init)
+        m.submodules.states = states = Memory(shape=R, depth=L * sh.sets, init=state_init)
         sym_port = symbols.read_port(domain="comb")
         state_port = states.read_port(domain="comb")
         e = sym_port.data
@@ -338,11 +365,16 @@ class TansEncoder(_TansCore):
         remaining = Signal.like(self.cmd.p.count)
 
         n_out = Signal(range(R + 1))
+        slot = Signal(R)
         m.d.comb += [
-            sym_port.addr.eq(self.i.p.symbol),
             n_out.eq(e.nb_high - (X < e.threshold)),
-            state_port.addr.eq(e.cum + (X >> n_out) - e.freq),
+            slot.eq(e.cum + (X >> n_out) - e.freq),
         ]
+        if sh.sets > 1:
+            m.d.comb += [sym_port.addr.eq(Cat(self.i.p.symbol, self.i.p.set)),
+                         state_port.addr.eq(Cat(slot, self.i.p.set))]
+        else:
+            m.d.comb += [sym_port.addr.eq(self.i.p.symbol), state_port.addr.eq(slot)]
         # The pair's bits: n_out low bits of X, then its additional data above them.
         pair_bits = Signal(sh.need_max)
         pair_len = Signal(range(sh.need_max + 1))

@@ -133,12 +133,16 @@ class RansCoder:
         checkpoints: list[Checkpoint] = []
         x = 0
         current = None
+        prepared: dict[int, tuple] = {}      # per table, once: runs may switch tables every few pairs
         for t, clo, syms, exs in reverse_chunks(tables, runs, symbols, extras):
             if t is not current:
                 current = t
-                f, cum = t.freqs.tolist(), t.cum.tolist()
-                # Per symbol: the uniform chunks of its additional data, least significant first.
-                chunks = [[(b, 1 << (P - b)) for b in reversed(self._chunks(int(k)))] for k in t.extra_bits]
+                if id(t) not in prepared:
+                    # Per symbol: the uniform chunks of its additional data, least significant first.
+                    prepared[id(t)] = (t.freqs.tolist(), t.cum.tolist(),
+                                       [[(b, 1 << (P - b)) for b in reversed(self._chunks(int(k)))]
+                                        for k in t.extra_bits])
+                f, cum, chunks = prepared[id(t)]
             for j in range(len(syms) - 1, -1, -1):
                 s = syms[j]
                 e = exs[j]
@@ -193,11 +197,13 @@ class RansCoder:
                     or not 0 <= checkpoint.state < (1 << S):
                 raise StreamError(f"checkpoint {checkpoint.as_tuple()} does not fit this stream")
             h, x, pos = checkpoint.word, checkpoint.state, checkpoint.pair
+        prepared: dict[int, tuple] = {}
         for ti, pos, stop in window.chunks(pos):
-            t = tables[ti]
-            f, cum = t.freqs.tolist(), t.cum.tolist()
-            lookup = t.symbol_lookup()
-            chunks = [[(b, P - b, (1 << (P - b)) - 1) for b in self._chunks(int(k))] for k in t.extra_bits]
+            if ti not in prepared:
+                t = tables[ti]
+                prepared[ti] = (t.freqs.tolist(), t.cum.tolist(), t.symbol_lookup(),
+                                [[(b, P - b, (1 << (P - b)) - 1) for b in self._chunks(int(k))] for k in t.extra_bits])
+            f, cum, lookup, chunks = prepared[ti]
             es, ee = [], []
             for _ in range(pos, stop):
                 q = x & pmask

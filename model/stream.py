@@ -94,20 +94,28 @@ def table_at(runs: Sequence[Run]) -> np.ndarray:
 
 def check_pairs(symbols: np.ndarray, extras: np.ndarray, runs: Sequence[Run], n_symbols: Sequence[int],
                 widths: Sequence[Sequence[int]]) -> None:
-    """Reject symbols outside their table's alphabet and additional data wider than its symbol allows."""
-    starts = table_at(runs)
-    for i, r in enumerate(runs):
-        s = symbols[starts[i]:starts[i + 1]]
-        if not s.size:
-            continue
-        if int(s.min()) < 0 or int(s.max()) >= n_symbols[r.table]:
-            raise ConfigError(f"run {i}: symbol outside the table's {n_symbols[r.table]}-symbol alphabet")
-        w = np.asarray(widths[r.table], dtype=np.uint64)[s]
-        e = extras[starts[i]:starts[i + 1]].astype(np.uint64)
-        if np.any(e >> w):
-            j = int(np.flatnonzero(e >> w)[0])
-            raise ConfigError(
-                f"pair {int(starts[i]) + j}: additional data {int(e[j])} does not fit its symbol's {int(w[j])} bits")
+    """Reject symbols outside their table's alphabet and additional data wider than its symbol allows
+    (vectorised over all pairs: a stream may switch tables every few pairs)."""
+    if not symbols.size:
+        return
+    counts = np.asarray([r.count for r in runs], dtype=np.int64)
+    table = np.repeat(np.asarray([r.table for r in runs], dtype=np.int64), counts)
+    limit = np.asarray(n_symbols, dtype=np.int64)[table]
+    bad = (symbols < 0) | (symbols >= limit)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        run = int(np.searchsorted(table_at(runs), j, side="right")) - 1
+        raise ConfigError(f"run {run}: symbol outside the table's {int(limit[j])}-symbol alphabet")
+    wide = max(len(w) for w in widths)
+    wtab = np.zeros((len(widths), wide), dtype=np.uint64)
+    for t, w in enumerate(widths):
+        wtab[t, :len(w)] = np.asarray(w, dtype=np.uint64)
+    w = wtab[table, symbols]
+    e = extras.astype(np.uint64)
+    over = (e >> np.minimum(w, np.uint64(63))) != 0
+    if over.any():
+        j = int(np.flatnonzero(over)[0])
+        raise ConfigError(f"pair {j}: additional data {int(e[j])} does not fit its symbol's {int(w[j])} bits")
 
 
 def reverse_chunks(tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, extras: np.ndarray):

@@ -229,11 +229,14 @@ class TansCoder:
         checkpoints: list[Checkpoint] = []
         X, acc, cnt = L, 0, 0
         current = None
+        prepared: dict[int, tuple] = {}      # per table, once: runs may switch tables every few pairs
         for t, clo, syms, exs in reverse_chunks(tables, runs, symbols, extras):
             if t is not current:
                 current = t
-                f, cum, nbh, thr = t.freqs.tolist(), t.cum.tolist(), t.nb_high.tolist(), t.threshold.tolist()
-                kb, enc = t.extra_bits.tolist(), t.encode_state.tolist()
+                if id(t) not in prepared:
+                    prepared[id(t)] = (t.freqs.tolist(), t.cum.tolist(), t.nb_high.tolist(), t.threshold.tolist(),
+                                       t.extra_bits.tolist(), t.encode_state.tolist())
+                f, cum, nbh, thr, kb, enc = prepared[id(t)]
             for j in range(len(syms) - 1, -1, -1):
                 s = syms[j]
                 n_out = nbh[s] - (X < thr[s])
@@ -301,9 +304,12 @@ class TansCoder:
                 raise StreamError(f"checkpoint {checkpoint.as_tuple()} does not fit this stream")
             h, cnt, X, pos = checkpoint.word, checkpoint.bit, checkpoint.state, checkpoint.pair
             buf = (w[h] & ((1 << cnt) - 1)) if cnt else 0
+        prepared: dict[int, tuple] = {}
         for ti, pos, stop in window.chunks(pos):
-            t = tables[ti]
-            sym, nbl, base, kb = t.symbol.tolist(), t.nb_bits.tolist(), t.base.tolist(), t.extra_bits.tolist()
+            if ti not in prepared:
+                t = tables[ti]
+                prepared[ti] = (t.symbol.tolist(), t.nb_bits.tolist(), t.base.tolist(), t.extra_bits.tolist())
+            sym, nbl, base, kb = prepared[ti]
             es, ee = [], []
             for _ in range(pos, stop):
                 s = sym[X]

@@ -71,6 +71,14 @@ class AmaranthEngine:
             for w in job.inputs.tolist():
                 await stream_put(ctx, core.i, w, rng=rng_in, stall_prob=stall_prob)
 
+        def side_feeder(name, values):
+            async def feed(ctx):
+                while not configured[0]:
+                    await ctx.tick()
+                for v in values:
+                    await stream_put(ctx, getattr(core, name), v, rng=rng_in, stall_prob=stall_prob)
+            return feed
+
         async def collect(ctx):
             while True:
                 outputs.append(await stream_get(ctx, core.o, rng=rng_out, stall_prob=stall_prob))
@@ -93,6 +101,8 @@ class AmaranthEngine:
         sim.add_clock(1e-8)
         sim.add_testbench(commands)
         sim.add_testbench(inputs, background=True)
+        for name, values in job.side.items():
+            sim.add_testbench(side_feeder(name, values), background=True)
         sim.add_testbench(collect, background=True)
         sim.add_testbench(clock, background=True)
         if vcd:

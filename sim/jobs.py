@@ -47,6 +47,7 @@ class CoreJob:
     inputs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))    # payload bits on ``i``
     expected: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))  # payload bits on ``o``
     expected_status: list[int] = field(default_factory=list)
+    side: dict[str, list[int]] = field(default_factory=dict)    # other input streams (``sel``), fed with ``i``
     pairs: int = 0
     words: int = 0
 
@@ -70,10 +71,11 @@ class CoreJob:
 
 
 def build_core(kind: str, spec: CodecSpec, table=None, *, programmable: bool = False, max_symbols: int = 64,
-               max_extra_bits: int | None = None, block_crc: bool = True) -> wiring.Component:
+               max_extra_bits: int | None = None, block_crc: bool = True, table_sets: int = 1) -> wiring.Component:
     """The core ``kind`` for codec ``spec`` with ``table`` baked in, or loadable if programmable
     (``table=None``: an empty programmable core). ``max_extra_bits`` defaults to what ``table`` needs
-    (at least 8, the paper's). ``block_crc`` (decoders) builds the hardware CRC-32 check."""
+    (at least 8, the paper's). ``block_crc`` (decoders) builds the hardware CRC-32 check.
+    ``table_sets`` > 1 builds a programmable context-table core."""
     if kind not in CORES:
         raise ValueError(f"core must be one of {', '.join(CORES)}, not {kind!r}")
     k = max_extra_bits if max_extra_bits is not None else \
@@ -83,29 +85,44 @@ def build_core(kind: str, spec: CodecSpec, table=None, *, programmable: bool = F
             raise ValueError(f"core {kind} needs a tANS codec, not {spec.name}")
         if kind == "tans-encoder":
             return TansEncoder(table_log=spec.tans.table_log, word_bits=spec.tans.word_bits, max_symbols=max_symbols,
-                               max_extra_bits=k, table=table, programmable=programmable)
+                               max_extra_bits=k, table=table, programmable=programmable, table_sets=table_sets)
         return TansDecoder(table_log=spec.tans.table_log, word_bits=spec.tans.word_bits, max_symbols=max_symbols,
-                           max_extra_bits=k, table=table, programmable=programmable, block_crc=block_crc)
+                           max_extra_bits=k, table=table, programmable=programmable, block_crc=block_crc,
+                           table_sets=table_sets)
     if spec.rans is None:
         raise ValueError(f"core {kind} needs an rANS codec, not {spec.name}")
     r = spec.rans
     kw = dict(state_bits=r.state_bits, word_bits=r.word_bits, precision_bits=r.precision_bits,
-              max_symbols=max_symbols, max_extra_bits=k, table=table, programmable=programmable)
+              max_symbols=max_symbols, max_extra_bits=k, table=table, programmable=programmable,
+              table_sets=table_sets)
     return RansEncoder(**kw) if kind == "rans-encoder" else RansDecoder(**kw, block_crc=block_crc)
 
 
 def _cfg(core, table) -> dict[str, list[int]]:
+    return cfg_writes(core, [table])
+
+
+def cfg_writes(core, tables) -> dict[str, list[int]]:
+    """Packed ``cfg`` writes that load ``tables[t]`` as table set ``t`` of a programmable core."""
     if not core.programmable:
         return {}
     sig = core.signature.members
-    if isinstance(core, TansDecoder):
-        return {"cfg": [pack(sig["cfg"].signature.members["payload"].shape, w) for w in tans_decoder_writes(table)]}
-    if isinstance(core, TansEncoder):
-        sym, state = tans_encoder_writes(table)
-        return {"sym_cfg": [pack(sig["sym_cfg"].signature.members["payload"].shape, w) for w in sym],
-                "state_cfg": [pack(sig["state_cfg"].signature.members["payload"].shape, w) for w in state]}
-    return {"cfg": [pack(sig["cfg"].signature.members["payload"].shape, w)
-                    for w in rans_writes(table, core._shape.max_symbols)]}
+    out: dict[str, list[int]] = {}
+
+    def add(port, writes):
+        shape = sig[port].signature.members["payload"].shape
+        out.setdefault(port, []).extend(pack(shape, w) for w in writes)
+
+    for t, table in enumerate(tables):
+        if isinstance(core, TansDecoder):
+            add("cfg", tans_decoder_writes(table, t))
+        elif isinstance(core, TansEncoder):
+            sym, state = tans_encoder_writes(table, t, 1 << core._shape.symbol_bits)
+            add("sym_cfg", sym)
+            add("state_cfg", state)
+        else:
+            add("cfg", rans_writes(table, core._shape.max_symbols, t))
+    return out
 
 
 def _shape(core, port: str):

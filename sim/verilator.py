@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 from amaranth.back import verilog
+from amaranth.lib.wiring import In
 
 from .jobs import CoreJob, SimResult
 from .streams import payload_bits
@@ -47,7 +48,9 @@ def _streams(core):
     given the job's expected number of outputs."""
     members = core.signature.members
     cfg = [n for n in members if n.endswith("cfg")]
-    return cfg + [n for n in ("cmd", "i") if n in members], "o"
+    side = [n for n, m in members.items() if n not in cfg and n not in ("cmd", "i", "o")
+            and m.is_signature and m.flow == In]
+    return cfg + [n for n in ("cmd", "i") if n in members] + side, "o"
 
 
 def _width(core, name: str) -> int:
@@ -234,7 +237,7 @@ class VerilatorEngine:
         with tempfile.TemporaryDirectory(prefix="ansforge-vl-") as tmp:
             for name in ins:
                 values = job.cfg.get(name, []) if name.endswith("cfg") else \
-                    (job.commands if name == "cmd" else job.inputs)
+                    job.commands if name == "cmd" else job.inputs if name == "i" else job.side.get(name, [])
                 _write_payloads(Path(tmp) / f"{name}.bin", values, _width(core, name))
             r = subprocess.run([str(exe), tmp, repr(float(stall_prob)), str(int(seed)), str(limit),
                                 "1" if job.is_decoder else "0", str(len(job.expected))],

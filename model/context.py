@@ -1,0 +1,332 @@
+"""Context tables: several probability tables per matrix, beyond the paper's one (extends §2.1, §4.2).
+
+The paper codes every code of a matrix with one table. Weights are not identically distributed
+inside a matrix: rows (output channels) differ in scale, so a row's exponent histogram is narrower
+than the matrix's. A **context plan** (:class:`ContextPlan`) cuts the matrix into groups of
+``group`` consecutive rows (``axis="rows"``) or columns (``axis="cols"``), and gives each group one of
+``K`` **table sets**; each set is a probability table over the matrix's one code alphabet. The
+encoder chooses axis, group size, ``K`` and the selects (:func:`plan_context`), and everything it
+chose is charged to the stream (:class:`ContextCost`):
+
+* the shared code→exponent table, ``n_codes · code_field_bits``;
+* per table set, one frequency of ``precision_bits`` per symbol of the alphabet;
+* the selects, ``ceil(log2 K)`` bits per group, and a 24-bit header (axis, group, K).
+
+Optionally the top mantissa bit is **folded** into the code (:func:`folded_format`): the pair format
+``E + f`` "exponent" bits and ``M - f`` mantissa bits of the same bit pattern, so a code is an
+(exponent, top mantissa bit) pair. Inside a binade, weights near the bottom are more frequent than
+near the top (the density falls with the magnitude), which the folded code captures.
+
+The coded stream is an ordinary golden stream (:mod:`.stream`) whose **runs** switch table set: pairs
+in row-major order, a run per group (row groups are contiguous; a column group is one run per row).
+A decoder core holds the ``K`` sets at once and switches on a select stream of runs; an encoder core
+takes the set with each pair (:mod:`ansforge.hdl`): neither loses a cycle at a switch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .codecs import CodecSpec
+from .codetable import CodeTable, optimal_quantizer
+from .errors import ConfigError
+from .pairs import CodingPairs, IeeeFloatPairs
+from .stream import Run
+
+__all__ = ["folded_format", "ContextPlan", "ContextCost", "ContextCoded", "plan_context", "group_counts",
+           "context_tables", "encode_context", "decode_context", "AXES", "GROUPS", "HEADER_BITS"]
+
+AXES = ("rows", "cols")
+#: Stream header of a plan: axis (1 bit), group size (16 bits), K - 1 (4 bits), fold (3 bits).
+HEADER_BITS = 24
+
+
+def folded_format(fmt: IeeeFloatPairs, fold: int) -> IeeeFloatPairs:
+    """``fmt`` with its top ``fold`` mantissa bits moved into the code (same bit patterns)."""
+    if isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or not 0 <= fold <= fmt.mantissa_bits:
+        raise ConfigError(f"fold must be between 0 and {fmt.mantissa_bits} mantissa bits, not {fold!r}")
+    if fold == 0:
+        return fmt
+    return IeeeFloatPairs(f"{fmt.name}+m{fold}", fmt.exponent_bits + fold, fmt.mantissa_bits - fold)
+
+
+@dataclass(frozen=True)
+class ContextPlan:
+    """Which table set codes each group of a ``rows × cols`` matrix (see the module docstring)."""
+
+    axis: str
+    group: int
+    n_sets: int
+    selects: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if self.axis not in AXES:
+            raise ConfigError(f"context axis must be one of {', '.join(AXES)}, not {self.axis!r}")
+        if not 1 <= self.group <= 65535:
+            raise ConfigError(f"context group must be between 1 and 65535 rows/columns, not {self.group!r}")
+        if not 1 <= self.n_sets <= 16:
+            raise ConfigError(f"context n_sets must be between 1 and 16, not {self.n_sets!r}")
+        if any(not 0 <= s < self.n_sets for s in self.selects):
+            raise ConfigError(f"context selects must be table sets 0..{self.n_sets - 1}")
+
+    @classmethod
+    def single(cls, shape: tuple[int, int]) -> "ContextPlan":
+        """The paper's plan: one table for the whole matrix."""
+        return cls("rows", max(1, shape[0]), 1, (0,))
+
+    @property
+    def select_bits(self) -> int:
+        return len(self.selects) * math.ceil(math.log2(self.n_sets)) if self.n_sets > 1 else 0
+
+    def group_of(self, shape: tuple[int, int]) -> np.ndarray:
+        """Group index of every weight, row-major (int64, ``rows × cols``)."""
+        rows, cols = shape
+        if self.axis == "rows":
+            g = np.arange(rows) // self.group
+            return np.repeat(g[:, None], cols, axis=1)
+        g = np.arange(cols) // self.group
+        return np.repeat(g[None, :], rows, axis=0)
+
+    def runs(self, shape: tuple[int, int], first_table: int = 0) -> list[Run]:
+        """Runs over the pairs in row-major order; table ``first_table + select``; equal neighbours merged."""
+        rows, cols = shape
+        sel = np.asarray(self.selects, dtype=np.int64)
+        n_groups = -(-(rows if self.axis == "rows" else cols) // self.group)
+        if sel.size != n_groups:
+            raise ConfigError(f"context plan has {sel.size} selects for {n_groups} groups of a {rows}×{cols} matrix")
+        if self.axis == "rows":
+            counts = np.minimum(self.group, rows - np.arange(n_groups) * self.group) * cols
+            tables = sel
+        else:
+            width = np.minimum(self.group, cols - np.arange(n_groups) * self.group)
+            counts = np.tile(width, rows)
+            tables = np.tile(sel, rows)
+        runs: list[Run] = []
+        for t, c in zip(tables.tolist(), counts.tolist()):
+            if runs and runs[-1].table == first_table + t:
+                runs[-1] = Run(runs[-1].table, runs[-1].count + c)
+            else:
+                runs.append(Run(first_table + t, c))
+        return runs
+
+    def to_json(self) -> dict:
+        return {"axis": self.axis, "group": self.group, "n_sets": self.n_sets, "selects": list(self.selects)}
+
+
+def group_counts(codes: np.ndarray, axis: str, group: int, n_codes: int) -> np.ndarray:
+    """Code histogram of every group (``n_groups × n_codes`` int64) of a 2-D code array."""
+    c = np.asarray(codes, dtype=np.int64)
+    if c.ndim != 2:
+        raise ConfigError(f"context tables need a 2-D matrix of codes, not shape {c.shape}")
+    lines = c if axis == "rows" else c.T
+    g = np.arange(lines.shape[0]) // group
+    n_groups = int(g[-1]) + 1 if g.size else 0
+    flat = (g[:, None] * n_codes + lines).ravel()
+    return np.bincount(flat, minlength=n_groups * n_codes).reshape(n_groups, n_codes)
+
+
+def _cluster(C: np.ndarray, K: int, iters: int = 12) -> np.ndarray:
+    """Selects of ``K`` sets for group histograms ``C``: quantiles of the mean code, then Lloyd
+    iterations that move each group to the set of least cross-entropy. Deterministic."""
+    n = C.sum(1)
+    S = C.shape[1]
+    mean = (C * np.arange(S)).sum(1) / np.maximum(n, 1)
+    order = np.argsort(mean, kind="stable")
+    cw = np.cumsum(n[order])
+    lab = np.empty(len(C), dtype=np.int64)
+    lab[order] = np.minimum((np.maximum(cw, 1) - 1) * K // max(int(cw[-1]), 1), K - 1)
+    for _ in range(iters):
+        T = np.stack([C[lab == k].sum(0) for k in range(K)]).astype(np.float64) + 1e-3
+        L = -np.log2(T / T.sum(1, keepdims=True))
+        new = (C @ L.T).argmin(1)
+        if np.array_equal(new, lab):
+            break
+        lab = new
+    # Renumber the sets by first use, dropping empty ones (their tables would cost for nothing).
+    used = list(dict.fromkeys(lab.tolist()))
+    remap = {s: i for i, s in enumerate(used)}
+    return np.asarray([remap[s] for s in lab.tolist()], dtype=np.int64)
+
+
+def _entropy_bits(counts: np.ndarray) -> float:
+    nz = counts[counts > 0].astype(np.float64)
+    return float(-(nz * np.log2(nz / nz.sum())).sum()) if nz.size else 0.0
+
+
+def _estimate(C: np.ndarray, lab: np.ndarray, K: int, n_symbols: int, precision_bits: int) -> float:
+    bits = sum(_entropy_bits(C[lab == k].sum(0)) for k in range(K))
+    return bits + K * n_symbols * precision_bits + (len(lab) * math.ceil(math.log2(K)) if K > 1 else 0)
+
+
+#: Group sizes tried per axis. Column groups start at 4 columns: a column group is one run per row,
+#: so narrow ones mean a select (and a run) every few pairs.
+GROUPS = {"rows": (1, 4, 16, 64), "cols": (4, 16, 64)}
+
+
+def plan_context(codes: np.ndarray, n_codes: int, *, precision_bits: int = 16, max_sets: int = 8,
+                 groups: Sequence[int] | None = None, axes: Sequence[str] = AXES) -> ContextPlan:
+    """The plan of least estimated cost (entropy of each set's pooled counts, plus tables and
+    selects) over ``axes`` × ``groups`` × ``K = 1 .. max_sets`` (powers of two and the K the
+    clustering leaves). The one-table plan is always a candidate, so a plan never costs more than
+    the paper's by this estimate."""
+    codes = np.asarray(codes)
+    if codes.ndim != 2:
+        raise ConfigError(f"context tables need a 2-D matrix of codes, not shape {codes.shape}")
+    if not 1 <= max_sets <= 16:
+        raise ConfigError(f"max_sets must be between 1 and 16, not {max_sets!r}")
+    n_symbols = int(np.count_nonzero(np.bincount(codes.ravel(), minlength=n_codes)))
+    best_cost = _estimate(np.bincount(codes.ravel(), minlength=n_codes)[None, :], np.zeros(1, np.int64), 1,
+                          n_symbols, precision_bits)
+    best = ContextPlan.single(codes.shape)
+    for axis in axes:
+        if axis not in AXES:
+            raise ConfigError(f"context axis must be one of {', '.join(AXES)}, not {axis!r}")
+        lines = codes.shape[0] if axis == "rows" else codes.shape[1]
+        for g in (groups if groups is not None else GROUPS[axis]):
+            if g >= lines:
+                continue
+            C = group_counts(codes, axis, g, n_codes)
+            K = 2
+            while K <= max_sets:
+                lab = _cluster(C, K)
+                k_used = int(lab.max()) + 1
+                cost = _estimate(C, lab, k_used, n_symbols, precision_bits)
+                if cost < best_cost:
+                    best_cost = cost
+                    best = ContextPlan(axis, int(g), k_used, tuple(int(v) for v in lab))
+                K *= 2
+    return best
+
+
+@dataclass(frozen=True)
+class ContextCost:
+    """Bits of one context-coded matrix set, every part charged (see the module docstring)."""
+
+    weights: int
+    stream_bits: int
+    code_table_bits: int
+    frequency_bits: int
+    select_bits: int
+    header_bits: int
+
+    @property
+    def total_bits(self) -> int:
+        return self.stream_bits + self.code_table_bits + self.frequency_bits + self.select_bits + self.header_bits
+
+    @property
+    def bits_per_weight(self) -> float:
+        return self.total_bits / self.weights if self.weights else 0.0
+
+    def __add__(self, other: "ContextCost") -> "ContextCost":
+        return ContextCost(*(a + b for a, b in zip(
+            (self.weights, self.stream_bits, self.code_table_bits, self.frequency_bits, self.select_bits,
+             self.header_bits),
+            (other.weights, other.stream_bits, other.code_table_bits, other.frequency_bits, other.select_bits,
+             other.header_bits))))
+
+
+def context_tables(spec: CodecSpec, counts_per_set: np.ndarray, extra_bits: int) -> tuple[CodeTable, list]:
+    """One alphabet (from the matrix's total counts) and one coder table per set.
+
+    Every set keeps the whole alphabet, so a decoder's symbol → code map is the same for all sets;
+    a symbol absent from a set gets the smallest frequency (1).
+    """
+    total = counts_per_set.sum(0)
+    base = spec.code_table(total, extra_bits)
+    quantize = optimal_quantizer(spec.precision_bits)
+    tables = []
+    for c in counts_per_set:
+        sc = base.symbol_counts(c)
+        # Absent symbols weigh 1/4096 of an occurrence: they get frequency 1 and cost the rest nothing.
+        freqs = np.asarray(quantize(np.where(sc > 0, sc * 4096, 1)), dtype=np.int64)
+        freqs = np.pad(freqs, (0, len(base.freqs) - freqs.size), constant_values=0)
+        if freqs.size > sc.size:          # a one-symbol alphabet's unused second slot
+            freqs = np.asarray(base.freqs, dtype=np.int64)
+        ct = CodeTable(base.direct_codes, base.escape_codes, base.extra_bits, tuple(int(f) for f in freqs),
+                       base.precision_bits)
+        tables.append(spec.coder_table(ct, c))
+    return base, tables
+
+
+@dataclass
+class ContextCoded:
+    """Matrices coded with context tables into one golden stream (:func:`encode_context`)."""
+
+    spec: CodecSpec
+    names: list[str]
+    shapes: list[tuple[int, int]]
+    formats: list[IeeeFloatPairs]
+    exponents: list[np.ndarray]
+    plans: list[ContextPlan]
+    code_tables: list[CodeTable]
+    tables: list                     # coder tables, all matrices' sets in order
+    runs: list[Run]
+    symbols: np.ndarray
+    extras: np.ndarray
+    words: np.ndarray
+    cost: ContextCost
+
+
+def encode_context(spec: CodecSpec, matrices: Sequence[tuple[str, np.ndarray]], fmt: IeeeFloatPairs, *,
+                   fold: int = 0, max_sets: int = 8, groups: Sequence[int] | None = None,
+                   axes: Sequence[str] = AXES, single: bool = False) -> ContextCoded:
+    """Code 2-D matrices of bit patterns (``fmt``) with context tables into one stream of ``spec``.
+
+    ``single=True`` forces the paper's one table per matrix (the same accounting, for comparison).
+    """
+    pf = folded_format(fmt, fold)
+    names, shapes, exps, plans, cts, tables, runs, syms, exs = [], [], [], [], [], [], [], [], []
+    cost = ContextCost(0, 0, 0, 0, 0, 0)
+    for name, bits in matrices:
+        bits = np.asarray(bits)
+        if bits.ndim != 2:
+            raise ConfigError(f"matrix {name!r}: context tables need 2-D matrices, not shape {bits.shape}")
+        pairs: CodingPairs = pf.split(bits)
+        codes = pairs.codes.reshape(bits.shape).astype(np.int64)
+        n_codes = pairs.n_codes
+        plan = ContextPlan.single(bits.shape) if single else plan_context(
+            codes, n_codes, precision_bits=spec.precision_bits, max_sets=max_sets, groups=groups, axes=axes)
+        grp = plan.group_of(bits.shape).ravel()
+        set_of = np.asarray(plan.selects, dtype=np.int64)[grp]
+        counts = np.zeros((plan.n_sets, n_codes), dtype=np.int64)
+        np.add.at(counts, (set_of, codes.ravel()), 1)
+        try:
+            ct, set_tables = context_tables(spec, counts, pf.extra_bits)
+            s, e = ct.to_symbols(pairs.codes, pairs.extra)
+        except ConfigError as exc:
+            raise ConfigError(f"matrix {name!r}: {exc}") from None
+        runs.extend(plan.runs(bits.shape, first_table=len(tables)))
+        names.append(name)
+        shapes.append(tuple(bits.shape))
+        exps.append(pairs.exponents)
+        plans.append(plan)
+        cts.append(ct)
+        tables.extend(set_tables)
+        syms.append(s)
+        exs.append(e)
+        cost = cost + ContextCost(int(bits.size), 0, n_codes * pf.exponent_bits,
+                                  plan.n_sets * ct.n_symbols * spec.precision_bits, plan.select_bits, HEADER_BITS)
+    sy = np.concatenate(syms) if syms else np.zeros(0, np.int64)
+    ex = np.concatenate(exs) if exs else np.zeros(0, np.uint64)
+    stream = spec.coder().encode(tables, runs, sy, ex)
+    cost = ContextCost(cost.weights, int(stream.words.size) * spec.word_bits, cost.code_table_bits,
+                       cost.frequency_bits, cost.select_bits, cost.header_bits)
+    return ContextCoded(spec, names, shapes, [pf] * len(names), exps, plans, cts, tables, runs, sy, ex,
+                        stream.words, cost)
+
+
+def decode_context(coded: ContextCoded) -> list[np.ndarray]:
+    """Decode the stream back to each matrix's bit patterns (the golden decoder, end check included)."""
+    sy, ex, _ = coded.spec.coder().decode(coded.words, coded.tables, coded.runs)
+    out, pos = [], 0
+    for shape, pf, exps, ct in zip(coded.shapes, coded.formats, coded.exponents, coded.code_tables):
+        n = shape[0] * shape[1]
+        codes, extra = ct.from_symbols(sy[pos:pos + n], ex[pos:pos + n])
+        widths = np.full(exps.size, pf.extra_bits, dtype=np.uint8)
+        out.append(pf.join(CodingPairs(codes.astype(np.uint16), extra, widths, exps, shape)))
+        pos += n
+    return out
