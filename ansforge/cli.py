@@ -207,6 +207,60 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--pairs", default="bf16", choices=["bf16", "fp16", "fp32"], help="value format (default bf16)")
     f.add_argument("--force", action="store_true", help="replace an existing image")
 
+    f = figs.add_parser("quant-histogram", help="Fig. 5 (one matrix linearly quantized to Nb bits)",
+                        description="Fig. 5: histogram of one matrix quantized per matrix to Nb bits plus sign, "
+                                    "with the NZ-MSB code boundaries (Fig. 6) marked.")
+    f.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
+    f.add_argument("--matrix", default=None, metavar="NAME", help="tensor name (default: layer 0's query projection)")
+    f.add_argument("--nb", type=int, default=11, metavar="NB", help="magnitude bits (default 11, the paper's)")
+    f.add_argument("-o", "--output", required=True, metavar="F.png", help="image to write")
+    f.add_argument("--force", action="store_true", help="replace an existing image")
+
+    p = verbs.add_parser("quant-table", help="the paper's Table 2 (linear quantization, NZ-MSB integer pairs)",
+                         description="Table 2 (§3.3): per-matrix linear quantization to Nb bits plus sign, "
+                                     "q = rint(w / max|w| * (2**Nb - 1)), coded as NZ-MSB pairs (and direct codes); "
+                                     "average bits per weight for Nb = 6..11.")
+    p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
+    p.add_argument("--nb", default="6,7,8,9,10,11", metavar="LIST", help="comma-separated Nb (default 6..11)")
+    p.add_argument("--json", default=None, metavar="F", help="also write the table as JSON")
+    p.add_argument("--force", action="store_true", help="replace existing output files")
+    _add_selection(p)
+
+    p = verbs.add_parser("types", help="bits per weight of every coding-pair data type of §3",
+                         description="Custom floats (E8M2, E8M3, fp8 E5M2/E4M3, fp16), posits, integers, saliency "
+                                     "and ternary weights as coding pairs, measured on a checkpoint.")
+    p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
+    p.add_argument("--salient", type=float, default=0.01, metavar="FRACTION",
+                   help="fraction of weights kept exact as important (default 0.01)")
+    p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
+    p.add_argument("--force", action="store_true", help="replace existing output files")
+    _add_selection(p)
+
+    p = verbs.add_parser("context", help="context tables (K table sets per matrix) against one table per matrix",
+                         description="Code a checkpoint's matrices with K table sets per matrix chosen by row or "
+                                     "column group (and optionally the top mantissa bit folded into the code), every "
+                                     "table and select charged, through a real golden codec, checked bit-exactly.")
+    p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
+    p.add_argument("--codec", default="rans16", metavar="NAME", help="golden codec (default rans16)")
+    p.add_argument("--max-sets", type=int, default=8, metavar="K", help="most table sets per matrix (1..16, default 8)")
+    p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
+    p.add_argument("--force", action="store_true", help="replace existing output files")
+    _add_selection(p)
+
+    p = verbs.add_parser("activations", help="§4.5: activations coded with runtime rANS tables or a static tANS table",
+                         description="Run a llama (llama2.c or HF checkpoint) on token-id prompts, record the inputs "
+                                     "of every weight matrix, and code them as bf16 coding pairs: per-block runtime "
+                                     "rANS tables (charged per block) against one static tANS table from calibration "
+                                     "prompts.")
+    p.add_argument("--model", required=True, metavar="PATH", help="llama checkpoint")
+    p.add_argument("--steps", type=int, default=48, metavar="N", help="tokens generated per prompt (default 48)")
+    p.add_argument("--calibration", type=int, default=8, metavar="N", help="calibration prompts (default 8)")
+    p.add_argument("--prompts", type=int, default=4, metavar="N", help="measured prompts (default 4)")
+    p.add_argument("--runtime-codec", default="rans12", metavar="NAME", help="runtime codec (default rans12)")
+    p.add_argument("--static-codec", default="tans8", metavar="NAME", help="static codec (default tans8)")
+    p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
+    p.add_argument("--force", action="store_true", help="replace existing output files")
+
     p = verbs.add_parser("histograms", help="measure a checkpoint's exponent histograms for `ansforge demo`",
                          description="Write per-matrix exponent histograms (figures, not weights) as JSON, the format "
                                      "`ansforge demo --histograms` reads and ansforge ships for its demo.")
@@ -307,6 +361,84 @@ def _run(args: argparse.Namespace) -> int:
                 plot_factory(fm, png)
                 _write(args.plot, png.read_bytes(), args.force, [args.model])
             print(f"wrote {args.plot}")
+        return 0
+    if args.verb == "figure" and args.figure == "quant-histogram":
+        import tempfile
+
+        from .analysis.table2 import plot_quant_histogram
+
+        _refuse_existing(args.output, args.force)
+        if not 1 <= args.nb <= 30:
+            raise UsageError(f"--nb must be between 1 and 30, not {args.nb}")
+        with tempfile.TemporaryDirectory() as tmp:
+            png = Path(tmp) / "figure.png"
+            info = plot_quant_histogram(args.model, png, args.matrix, args.nb)
+            _write(args.output, png.read_bytes(), args.force, [args.model])
+        print(f"wrote {args.output}: {info['matrix']} at Nb = {info['nb']}, {info['bits_per_weight']:.3f} bits/weight")
+        return 0
+    if args.verb == "quant-table":
+        from .analysis.table2 import compute_table2
+
+        _refuse_existing(args.json, args.force)
+        try:
+            nbs = tuple(int(v) for v in args.nb.split(",") if v.strip())
+        except ValueError:
+            raise UsageError(f"--nb must be comma-separated integers, not {args.nb!r}") from None
+        if not nbs or any(not 1 <= v <= 30 for v in nbs):
+            raise UsageError(f"--nb values must be between 1 and 30, not {args.nb!r}")
+        t = compute_table2(args.model, nbs, args.include, args.exclude)
+        print(t.format_text())
+        _write(args.json, json.dumps(t.to_json(), indent=1) + "\n", args.force, [args.model])
+        return 0
+    if args.verb == "types":
+        from .analysis.data_types import survey_types
+
+        _refuse_existing(args.json, args.force)
+        if not 0 <= args.salient <= 1:
+            raise UsageError(f"--salient must be a fraction between 0 and 1, not {args.salient}")
+        t = survey_types(args.model, salient_fraction=args.salient, include=args.include, exclude=args.exclude)
+        print(t.format_text())
+        _write(args.json, json.dumps(t.to_json(), indent=1) + "\n", args.force, [args.model])
+        return 0
+    if args.verb == "context":
+        from .analysis.context import context_report
+
+        _refuse_existing(args.json, args.force)
+        if not 1 <= args.max_sets <= 16:
+            raise UsageError(f"--max-sets must be between 1 and 16, not {args.max_sets}")
+        r = context_report(args.model, args.codec, max_sets=args.max_sets, include=args.include,
+                           exclude=args.exclude)
+        print(r.format_text())
+        _write(args.json, json.dumps(r.to_json(), indent=1) + "\n", args.force, [args.model])
+        return 0
+    if args.verb == "activations":
+        from .model.activations import collect_activations, runtime_cost, static_cost
+        from .model.codecs import parse_codec
+        from .model.llama import CheckpointWeights, Llama, LlamaWeights, read_layout
+
+        _refuse_existing(args.json, args.force)
+        for name in ("steps", "calibration", "prompts"):
+            if getattr(args, name) < 1:
+                raise UsageError(f"--{name} must be at least 1, not {getattr(args, name)}")
+        runtime, static = parse_codec(args.runtime_codec), parse_codec(args.static_codec)
+        model = Llama(LlamaWeights.load(read_layout(args.model), CheckpointWeights(args.model)))
+        vocab = model.config.vocab_size
+        cal = collect_activations(model, [[1, 2 + i % (vocab - 2)] for i in range(args.calibration)], args.steps)
+        test = collect_activations(model, [[1, 2 + (args.calibration + 97 * i) % (vocab - 2)]
+                                           for i in range(args.prompts)], args.steps, seed=1000)
+        blocks = test.bf16_blocks()
+        rows = [runtime_cost(blocks, runtime), static_cost(cal.bf16_blocks(), blocks, static)]
+        print(f"Activations of {Path(args.model).name}: {test.values:,} values in {len(blocks)} blocks (one per token "
+              f"step) from {args.prompts} prompts; static table from {cal.values:,} values of {args.calibration} "
+              f"calibration prompts.")
+        print(f"  per-block ideal (no tables charged): {rows[0].ideal_per_value:.4f} bits/activation (raw bf16: 16)")
+        for r in rows:
+            print(f"  {r.mode:<8} {r.codec:<7} {r.bits_per_value:.4f} bits/activation "
+                  f"(stream {r.stream_bits / r.values:.4f} + tables {r.table_bits / r.values:.4f})")
+        _write(args.json, json.dumps({"values": test.values, "blocks": len(blocks), "modes": [
+            {"mode": r.mode, "codec": r.codec, "bits_per_value": r.bits_per_value, "stream_bits": r.stream_bits,
+             "table_bits": r.table_bits, "ideal_per_value": r.ideal_per_value} for r in rows]}, indent=1) + "\n",
+            args.force, [args.model])
         return 0
     if args.verb == "figure":
         import tempfile

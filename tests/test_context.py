@@ -1,0 +1,129 @@
+"""Context tables: the golden model, the MiniLM criterion, and the extended cores (both engines)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ansforge.model.checkpoint import open_checkpoint, select_tensors
+from ansforge.model.codecs import parse_codec
+from ansforge.model.context import ContextPlan, decode_context, encode_context
+from ansforge.model.errors import ConfigError
+from ansforge.model.pairs import BF16, convert, fp32_to_bf16_rne
+from ansforge.model.probability import ideal_bits
+from ansforge.sim.amaranth_sim import AmaranthEngine
+from ansforge.sim.context import context_core, context_matrix_job
+from ansforge.sim.verilator import VerilatorEngine
+
+#: The paper's per-matrix ideal on MiniLM (Table 1 "Ideal", BENCHMARKS.md).
+MINILM_IDEAL = 10.6140
+
+
+def _matrices(path):
+    ck = open_checkpoint(path)
+    out = []
+    for info in select_tensors(ck):
+        rec = ck.tensor(info.name)
+        bits, _ = convert(rec.array, rec.dtype, "bf16")
+        out.append((info.name, bits.reshape(rec.shape)))
+    return out
+
+
+def _ideal_per_weight(mats) -> float:
+    bits = n = 0
+    for _, m in mats:
+        p = BF16.split(m)
+        bits += ideal_bits(p.counts()) + p.extra_bits_total()
+        n += m.size
+    return bits / n
+
+
+@pytest.fixture(scope="module")
+def stories_mats(stories):
+    return _matrices(stories)
+
+
+@pytest.fixture(scope="module")
+def stories_coded(stories_mats):
+    return {c: encode_context(parse_codec(c), stories_mats, BF16, fold=1) for c in ("tans8", "rans16")}
+
+
+def test_minilm_context_tables_beat_the_papers_ideal_by_half_a_percent(minilm):
+    mats = _matrices(minilm)
+    assert abs(_ideal_per_weight(mats) - MINILM_IDEAL) < 5e-4
+    coded = encode_context(parse_codec("rans16"), mats, BF16, fold=1)
+    back = decode_context(coded)
+    assert all(np.array_equal(b, m) for b, (_, m) in zip(back, mats))
+    c = coded.cost
+    assert c.total_bits == c.stream_bits + c.code_table_bits + c.frequency_bits + c.select_bits + c.header_bits
+    assert c.stream_bits == coded.words.size * 32 and c.select_bits > 0 and c.frequency_bits > 0
+    assert c.bits_per_weight <= MINILM_IDEAL * 0.995, c.bits_per_weight
+
+
+@pytest.mark.parametrize("codec", ["tans8", "rans16"])
+def test_stories_context_tables_round_trip_and_report_their_gain(codec, stories_mats, stories_coded):
+    coded = stories_coded[codec]
+    assert all(np.array_equal(b, m) for b, (_, m) in zip(decode_context(coded), stories_mats))
+    single = encode_context(parse_codec(codec), stories_mats, BF16, single=True)
+    # both sides charged: one table per matrix vs K sets, selects and the folded code table
+    assert coded.cost.bits_per_weight < single.cost.bits_per_weight
+    assert max(p.n_sets for p in coded.plans) > 1
+
+
+def test_plans_cover_their_matrix_and_are_checked():
+    plan = ContextPlan("cols", 4, 2, (0, 1, 1))
+    runs = plan.runs((3, 10))
+    assert sum(r.count for r in runs) == 30 and [r.count for r in runs[:3]] == [4, 6, 4]
+    with pytest.raises(ConfigError, match="n_sets"):
+        ContextPlan("rows", 1, 17, (0,))
+    with pytest.raises(ConfigError, match="axis"):
+        ContextPlan("diagonal", 1, 1, (0,))
+    with pytest.raises(ConfigError, match="3 selects for 2 groups"):
+        ContextPlan("rows", 2, 2, (0, 1, 0)).runs((4, 4))
+
+
+@pytest.mark.parametrize("kind", ["tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder"])
+def test_extended_cores_are_bit_exact_on_stories_with_context_tables(kind, stories_coded):
+    coded = stories_coded["tans8" if kind.startswith("tans") else "rans16"]
+    core = context_core(kind, coded)
+    assert core.table_sets >= max(p.n_sets for p in coded.plans)
+    engine = VerilatorEngine()
+    switches = pairs = cycles = 0
+    for i in range(len(coded.names)):
+        job = context_matrix_job(kind, coded, i, core)
+        r = engine.run(job, stall_prob=0.1 if i % 5 == 0 else 0.0, seed=i)
+        ok, errs = job.check(r)
+        assert ok, (coded.names[i], errs)
+        switches += len(coded.plans[i].runs(coded.shapes[i])) - 1
+        if i % 5:
+            pairs += job.pairs
+            cycles += r.cycles
+    assert switches > 100
+    # one pair per clock through every switch: only each command's start-up and flush cycles are extra
+    assert cycles <= pairs + 12 * len(coded.names)
+
+
+def test_table_switches_under_back_pressure_amaranth():
+    rng = np.random.default_rng(5)
+    scale = np.float32(2.0) ** (np.arange(12) % 4 * 4)[:, None].astype(np.float32)
+    w = (rng.standard_normal((12, 256)).astype(np.float32) * scale * np.float32(1e-3))
+    mats = [("rows-of-4-scales", fp32_to_bf16_rne(w))]
+    for codec in ("tans8", "rans16"):
+        coded = encode_context(parse_codec(codec), mats, BF16, groups=(1,), axes=("rows",), max_sets=4)
+        assert coded.plans[0].n_sets >= 2
+        for kind in ("decoder", "encoder"):
+            name = f"{codec[:4]}-{kind}"
+            core = context_core(name, coded)
+            job = context_matrix_job(name, coded, 0, core)
+            ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.3, seed=2))
+            assert ok, (name, errs)
+
+
+def test_cores_refuse_table_sets_without_programmability():
+    from ansforge.hdl.rans import RansDecoder
+    from ansforge.hdl.tans import TansEncoder
+
+    with pytest.raises(ValueError, match="table_sets=4 needs programmable=True"):
+        TansEncoder(table=None, programmable=False, table_sets=4)
+    with pytest.raises(ValueError, match="table_sets must be between 1 and 16"):
+        RansDecoder(programmable=True, table_sets=17)
