@@ -46,12 +46,14 @@ def _write(path: str | None, text: str | bytes, force: bool, protect: Sequence[s
     os.replace(tmp, p)
 
 
-def _add_selection(p: argparse.ArgumentParser) -> None:
+def _add_selection(p: argparse.ArgumentParser, pairs: bool = True) -> None:
     p.add_argument("--include", action="append", default=[], metavar="PATTERN",
                    help="count exactly the tensors whose names match this shell pattern (repeatable); "
                         "default: every 2-D weight matrix")
     p.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
                    help="leave out tensors whose names match this shell pattern (repeatable)")
+    if not pairs:      # the verb reads stored values itself (quantization, conversions of its own)
+        return
     p.add_argument("--pairs", default="bf16", choices=["bf16", "fp16", "fp32"],
                    help="coding-pair format; other storage types are converted (RNE when narrowing, reported "
                         "as lossy). Default: bf16, as in the paper")
@@ -63,6 +65,13 @@ def _add_parallel(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dask", default=None, metavar="ADDRESS",
                    help="run the per-tensor tasks on this Dask scheduler instead (tcp://host:8786)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _report(report, args) -> int:
+    """Print an analysis report and write its JSON where ``--json`` asks (never over the model)."""
+    print(report.format_text())
+    _write(args.json, json.dumps(report.to_json(), indent=1) + "\n", args.force, [args.model])
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -224,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nb", default="6,7,8,9,10,11", metavar="LIST", help="comma-separated Nb (default 6..11)")
     p.add_argument("--json", default=None, metavar="F", help="also write the table as JSON")
     p.add_argument("--force", action="store_true", help="replace existing output files")
-    _add_selection(p)
+    _add_selection(p, pairs=False)
 
     p = verbs.add_parser("types", help="bits per weight of every coding-pair data type of §3",
                          description="Custom floats (E8M2, E8M3, fp8 E5M2/E4M3, fp16), posits, integers, saliency "
@@ -234,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fraction of weights kept exact as important (default 0.01)")
     p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
     p.add_argument("--force", action="store_true", help="replace existing output files")
-    _add_selection(p)
+    _add_selection(p, pairs=False)
 
     p = verbs.add_parser("context", help="context tables (K table sets per matrix) against one table per matrix",
                          description="Code a checkpoint's matrices with K table sets per matrix chosen by row or "
@@ -386,31 +395,23 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"--nb must be comma-separated integers, not {args.nb!r}") from None
         if not nbs or any(not 1 <= v <= 30 for v in nbs):
             raise UsageError(f"--nb values must be between 1 and 30, not {args.nb!r}")
-        t = compute_table2(args.model, nbs, args.include, args.exclude)
-        print(t.format_text())
-        _write(args.json, json.dumps(t.to_json(), indent=1) + "\n", args.force, [args.model])
-        return 0
+        return _report(compute_table2(args.model, nbs, args.include, args.exclude), args)
     if args.verb == "types":
         from .analysis.data_types import survey_types
 
         _refuse_existing(args.json, args.force)
         if not 0 <= args.salient <= 1:
             raise UsageError(f"--salient must be a fraction between 0 and 1, not {args.salient}")
-        t = survey_types(args.model, salient_fraction=args.salient, include=args.include, exclude=args.exclude)
-        print(t.format_text())
-        _write(args.json, json.dumps(t.to_json(), indent=1) + "\n", args.force, [args.model])
-        return 0
+        return _report(survey_types(args.model, salient_fraction=args.salient, include=args.include,
+                                    exclude=args.exclude), args)
     if args.verb == "context":
         from .analysis.context import context_report
 
         _refuse_existing(args.json, args.force)
         if not 1 <= args.max_sets <= 16:
             raise UsageError(f"--max-sets must be between 1 and 16, not {args.max_sets}")
-        r = context_report(args.model, args.codec, max_sets=args.max_sets, include=args.include,
-                           exclude=args.exclude)
-        print(r.format_text())
-        _write(args.json, json.dumps(r.to_json(), indent=1) + "\n", args.force, [args.model])
-        return 0
+        return _report(context_report(args.model, args.codec, pairs=args.pairs, max_sets=args.max_sets,
+                                      include=args.include, exclude=args.exclude), args)
     if args.verb == "activations":
         from .model.activations import collect_activations, runtime_cost, static_cost
         from .model.codecs import parse_codec
