@@ -232,9 +232,11 @@ class RansDecoder(_RansCore):
         m.d.comb += ended.eq(words_left == 0)
 
         # -- one pair, combinationally ------------------------------------------------------------
-        pair_fire = Signal()
-        m.d.comb += pair_fire.eq(self.o.valid & self.o.ready)
-        select = TableSelect(m, self.sel, pair_fire) if sh.sets > 1 else None
+        select = None
+        if sh.sets > 1:
+            pair_fire = Signal()
+            m.d.comb += pair_fire.eq(self.o.valid & self.o.ready)
+            select = TableSelect(m, self.sel, pair_fire)
         q = Signal(P)
         sym = Signal(sh.symbol_bits)
         cums = table.cum(m, None if select is None else select.set)
@@ -329,7 +331,8 @@ class RansDecoder(_RansCore):
             with m.State("DECODE"):
                 m.d.comb += [
                     self.i.ready.eq(~ended & (n_buf < D)),
-                    self.o.valid.eq((remaining != 0) & ~stall & (1 if select is None else select.ready)),
+                    self.o.valid.eq((remaining != 0) & ~stall if select is None
+                                    else (remaining != 0) & ~stall & select.ready),
                     self.o.p.symbol.eq(sym),
                     self.o.p.extra.eq(extra),
                 ]

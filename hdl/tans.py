@@ -171,9 +171,11 @@ class TansDecoder(_TansCore):
         m.submodules.states = states = Memory(shape=self._entry, depth=sh.L * sh.sets, init=init)
         entry_port = states.read_port(domain="comb")
         entry = entry_port.data
-        pair_fire = Signal()
-        m.d.comb += pair_fire.eq(self.o.valid & self.o.ready)
-        select = TableSelect(m, self.sel, pair_fire) if sh.sets > 1 else None
+        select = None
+        if sh.sets > 1:
+            pair_fire = Signal()
+            m.d.comb += pair_fire.eq(self.o.valid & self.o.ready)
+            select = TableSelect(m, self.sel, pair_fire)
 
         x = Signal(R)                       # state index
         buf = Signal(B)                     # the next bit to read is buf[cnt - 1]
@@ -264,8 +266,9 @@ class TansDecoder(_TansCore):
 
             with m.State("DECODE"):
                 m.d.comb += need.eq(entry.nb + entry.k)
+                can_decode = (remaining != 0) & (cnt >= need)
                 m.d.comb += [
-                    self.o.valid.eq((remaining != 0) & (cnt >= need) & (1 if select is None else select.ready)),
+                    self.o.valid.eq(can_decode if select is None else can_decode & select.ready),
                     self.o.p.symbol.eq(entry.symbol),
                     self.o.p.extra.eq(field >> entry.nb),
                 ]
@@ -282,7 +285,8 @@ class TansDecoder(_TansCore):
                         finish(DecodeStatus.TRAILING_DATA)
                     with m.Else():
                         finish(DecodeStatus.OK)
-                with m.Elif((cnt < need) & (words_left == 0) & (1 if select is None else select.ready)):
+                starved = (cnt < need) & (words_left == 0)
+                with m.Elif(starved if select is None else starved & select.ready):
                     finish(DecodeStatus.OUT_OF_WORDS)
                 refill(remaining != 0)
 
@@ -365,16 +369,15 @@ class TansEncoder(_TansCore):
         remaining = Signal.like(self.cmd.p.count)
 
         n_out = Signal(range(R + 1))
-        slot = Signal(R)
-        m.d.comb += [
-            n_out.eq(e.nb_high - (X < e.threshold)),
-            slot.eq(e.cum + (X >> n_out) - e.freq),
-        ]
+        m.d.comb += n_out.eq(e.nb_high - (X < e.threshold))
         if sh.sets > 1:
-            m.d.comb += [sym_port.addr.eq(Cat(self.i.p.symbol, self.i.p.set)),
+            slot = Signal(R)
+            m.d.comb += [slot.eq(e.cum + (X >> n_out) - e.freq),
+                         sym_port.addr.eq(Cat(self.i.p.symbol, self.i.p.set)),
                          state_port.addr.eq(Cat(slot, self.i.p.set))]
         else:
-            m.d.comb += [sym_port.addr.eq(self.i.p.symbol), state_port.addr.eq(slot)]
+            m.d.comb += [sym_port.addr.eq(self.i.p.symbol),
+                         state_port.addr.eq(e.cum + (X >> n_out) - e.freq)]
         # The pair's bits: n_out low bits of X, then its additional data above them.
         pair_bits = Signal(sh.need_max)
         pair_len = Signal(range(sh.need_max + 1))
