@@ -89,14 +89,11 @@ def collect_activations(model: Llama, prompts: Sequence[Sequence[int]], steps: i
     weights = model.weights
     for pi, prompt in enumerate(prompts):
         sink: list[np.ndarray] = []
-        steps_done: list[int] = []
-
-        class _Step:
-            pass
 
         model.weights = _RecordingWeights(weights, sink)
         original = model.forward
         try:
+            # an instance attribute shadows Llama.forward for this prompt only (generate calls it)
             def forward(token, pos, _orig=original):
                 before = len(sink)
                 out = _orig(token, pos)
@@ -105,12 +102,11 @@ def collect_activations(model: Llama, prompts: Sequence[Sequence[int]], steps: i
                     raise ConfigError(f"prompt {pi}, position {pos}: the model produced a non-finite activation")
                 trace.blocks.append(block)
                 del sink[before:]
-                steps_done.append(pos)
                 return out
             model.forward = forward
             g = generate(model, list(prompt), steps, Sampler(temperature=temperature, seed=seed + pi))
         finally:
-            model.forward = original
+            del model.forward
             model.weights = weights
         trace.tokens.append(g.tokens)
     return trace
