@@ -235,12 +235,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace existing output files")
     _add_selection(p, pairs=False)
 
-    p = verbs.add_parser("types", help="bits per weight of every coding-pair data type of §3",
-                         description="Custom floats (E8M2, E8M3, fp8 E5M2/E4M3, fp16), posits, integers, saliency "
-                                     "and ternary weights as coding pairs, measured on a checkpoint.")
+    p = verbs.add_parser("types", help="size, error and effect on the model of every coding-pair data type of §3",
+                         description="Custom floats (E8M2, E8M3, fp8 E5M2/E4M3, fp16), posits, integers, saliency, "
+                                     "binary and ternary weights as coding pairs, measured on a checkpoint: bits per "
+                                     "weight with tables charged, relative RMSE, max relative error, shares clamped, "
+                                     "flushed and saturated, and on a llama the KL divergence and greedy agreement.")
     p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
     p.add_argument("--salient", type=float, default=0.01, metavar="FRACTION",
                    help="fraction of weights kept exact as important (default 0.01)")
+    p.add_argument("--importance", default="magnitude", choices=["magnitude", "activation"],
+                   help="how important weights are chosen: |w| (default) or |w|·‖x‖ from calibration activations "
+                        "of a llama (needs --steps)")
+    p.add_argument("--steps", type=int, default=32, metavar="N",
+                   help="on a llama checkpoint, measure each type's effect on the model over N greedy positions "
+                        "(mean next-token KL divergence, greedy agreement); 0 to skip (default 32)")
     p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
     p.add_argument("--force", action="store_true", help="replace existing output files")
     _add_selection(p, pairs=False)
@@ -402,8 +410,10 @@ def _run(args: argparse.Namespace) -> int:
         _refuse_existing(args.json, args.force)
         if not 0 <= args.salient <= 1:
             raise UsageError(f"--salient must be a fraction between 0 and 1, not {args.salient}")
-        return _report(survey_types(args.model, salient_fraction=args.salient, include=args.include,
-                                    exclude=args.exclude), args)
+        if args.steps < 0:
+            raise UsageError(f"--steps must be 0 or more, not {args.steps}")
+        return _report(survey_types(args.model, salient_fraction=args.salient, importance=args.importance,
+                                    steps=args.steps, include=args.include, exclude=args.exclude), args)
     if args.verb == "context":
         from .analysis.context import context_report
 
