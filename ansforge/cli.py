@@ -74,6 +74,14 @@ def _report(report, args) -> int:
     return 0
 
 
+def _number_list(flag: str, text: str, kind=int) -> tuple:
+    """A comma-separated list of numbers from the command line (empty: none)."""
+    try:
+        return tuple(kind(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise UsageError(f"{flag} must be comma-separated numbers, not {text!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ansforge",
@@ -231,6 +239,18 @@ def build_parser() -> argparse.ArgumentParser:
                                      "average bits per weight for Nb = 6..11.")
     p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
     p.add_argument("--nb", default="6,7,8,9,10,11", metavar="LIST", help="comma-separated Nb (default 6..11)")
+    p.add_argument("--variants-nb", type=int, default=11, metavar="NB",
+                   help="Nb of the §3.3 saturation and subdivision rows (default 11; 0 for none)")
+    p.add_argument("--subdivide", default="1,2,3", metavar="LIST",
+                   help="interval subdivisions: s extra bits of each NZ-MSB interval in the code (2**s codes per "
+                        "interval), comma-separated (default 1,2,3)")
+    p.add_argument("--saturate-bits", default="8", metavar="LIST",
+                   help="additional data saturated to these widths (the paper's 'kind of saturation'; default 8)")
+    p.add_argument("--clip", default="0.5,0.25", metavar="LIST",
+                   help="clip each matrix at these fractions of its max|w| before quantizing (default 0.5,0.25)")
+    p.add_argument("--steps", type=int, default=32, metavar="N",
+                   help="on a llama, the effect of each row on the model over N greedy positions (0 to skip)")
+    p.add_argument("--plot", default=None, metavar="F.png", help="also draw the size/error trade-off")
     p.add_argument("--json", default=None, metavar="F", help="also write the table as JSON")
     p.add_argument("--force", action="store_true", help="replace existing output files")
     _add_selection(p, pairs=False)
@@ -403,7 +423,31 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"--nb must be comma-separated integers, not {args.nb!r}") from None
         if not nbs or any(not 1 <= v <= 30 for v in nbs):
             raise UsageError(f"--nb values must be between 1 and 30, not {args.nb!r}")
-        return _report(compute_table2(args.model, nbs, args.include, args.exclude), args)
+        _refuse_existing(args.plot, args.force)
+        sub, sat, clip = (_number_list(flag, text, kind) for flag, text, kind in
+                          (("--subdivide", args.subdivide, int), ("--saturate-bits", args.saturate_bits, int),
+                           ("--clip", args.clip, float)))
+        if not 0 <= args.variants_nb <= 16:
+            raise UsageError(f"--variants-nb must be between 0 and 16, not {args.variants_nb}")
+        if any(v < 1 for v in sub + sat):
+            raise UsageError(f"--subdivide and --saturate-bits take widths of at least 1 bit, not "
+                             f"{args.subdivide!r} / {args.saturate_bits!r}")
+        if any(not 0 < c <= 1 for c in clip):
+            raise UsageError(f"--clip values are fractions of max|w| in (0, 1], not {args.clip!r}")
+        if args.steps < 0:
+            raise UsageError(f"--steps must be 0 or more, not {args.steps}")
+        table = compute_table2(args.model, nbs, args.include, args.exclude, variants_nb=args.variants_nb or None,
+                               subdivide=sub, saturate_bits=sat, clips=clip, steps=args.steps)
+        if args.plot:
+            import tempfile
+
+            from .analysis.table2 import plot_quant_tradeoff
+
+            with tempfile.TemporaryDirectory() as tmp:
+                png = Path(tmp) / "tradeoff.png"
+                plot_quant_tradeoff(table, png)
+                _write(args.plot, png.read_bytes(), args.force, [args.model])
+        return _report(table, args)
     if args.verb == "types":
         from .analysis.data_types import survey_types
 
