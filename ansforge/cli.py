@@ -273,6 +273,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace existing output files")
     _add_selection(p, pairs=False)
 
+    p = verbs.add_parser("outliers", help="max|w|/sigma per matrix and what the outliers cost (explains Table 2's level)",
+                         description="Per matrix: sigma, max|w|, their ratio, kurtosis, and the share of the NZ-MSB bits "
+                                     "(at Nb) spent on the top fraction of weights by |w|; the Gaussian prediction of "
+                                     "Table 2's level from max|w|/sigma, the ratio the paper's Table 2 implies for "
+                                     "Llama2-7B, and the bits when each matrix is quantized over that many sigma.")
+    p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
+    p.add_argument("--nb", type=int, default=11, metavar="NB", help="magnitude bits (default 11)")
+    p.add_argument("--top", type=float, default=0.001, metavar="FRACTION",
+                   help="share of largest weights whose bits are counted (default 0.001 = 0.1%%)")
+    p.add_argument("--per-matrix", action="store_true", help="list every matrix, not only the five largest ratios")
+    p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
+    p.add_argument("--force", action="store_true", help="replace existing output files")
+    _add_selection(p, pairs=False)
+
     p = verbs.add_parser("context", help="context tables (K table sets per matrix) against one table per matrix",
                          description="Code a checkpoint's matrices with K table sets per matrix chosen by row or "
                                      "column group (and optionally the top mantissa bit folded into the code), every "
@@ -458,6 +472,16 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"--steps must be 0 or more, not {args.steps}")
         return _report(survey_types(args.model, salient_fraction=args.salient, importance=args.importance,
                                     steps=args.steps, include=args.include, exclude=args.exclude), args)
+    if args.verb == "outliers":
+        from .analysis.outliers import measure_outliers
+
+        _refuse_existing(args.json, args.force)
+        if not 1 <= args.nb <= 30:
+            raise UsageError(f"--nb must be between 1 and 30, not {args.nb}")
+        if not 0 < args.top < 1:
+            raise UsageError(f"--top must be a fraction between 0 and 1, not {args.top}")
+        return _report(measure_outliers(args.model, args.nb, args.top, args.include, args.exclude,
+                                        per_matrix=args.per_matrix), args)
     if args.verb == "context":
         from .analysis.context import context_report
 
