@@ -74,6 +74,12 @@ def _report(report, args) -> int:
     return 0
 
 
+def _add_steps(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--steps", type=int, default=32, metavar="N",
+                   help="on a llama checkpoint, measure each row's effect on the model over N greedy positions "
+                        "(mean next-token KL divergence, greedy agreement); 0 to skip (default 32)")
+
+
 def _number_list(flag: str, text: str, kind=int) -> tuple:
     """A comma-separated list of numbers from the command line (empty: none)."""
     try:
@@ -248,8 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="additional data saturated to these widths (the paper's 'kind of saturation'; default 8)")
     p.add_argument("--clip", default="0.5,0.25", metavar="LIST",
                    help="clip each matrix at these fractions of its max|w| before quantizing (default 0.5,0.25)")
-    p.add_argument("--steps", type=int, default=32, metavar="N",
-                   help="on a llama, the effect of each row on the model over N greedy positions (0 to skip)")
+    _add_steps(p)
     p.add_argument("--plot", default=None, metavar="F.png", help="also draw the size/error trade-off")
     p.add_argument("--json", default=None, metavar="F", help="also write the table as JSON")
     p.add_argument("--force", action="store_true", help="replace existing output files")
@@ -266,9 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--importance", default="magnitude", choices=["magnitude", "activation"],
                    help="how important weights are chosen: |w| (default) or |w|·‖x‖ from calibration activations "
                         "of a llama (needs --steps)")
-    p.add_argument("--steps", type=int, default=32, metavar="N",
-                   help="on a llama checkpoint, measure each type's effect on the model over N greedy positions "
-                        "(mean next-token KL divergence, greedy agreement); 0 to skip (default 32)")
+    _add_steps(p)
     p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
     p.add_argument("--force", action="store_true", help="replace existing output files")
     _add_selection(p, pairs=False)
