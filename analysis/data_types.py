@@ -141,10 +141,11 @@ class _Collector:
 
 
 def survey_types(path: str | Path, *, salient_fraction: float = 0.01, importance: str = "magnitude",
-                 steps: int = 0, thresholds=TERNARY_THRESHOLDS, include=(), exclude=()) -> TypeSurvey:
+                 steps: int | None = 0, thresholds=TERNARY_THRESHOLDS, include=(), exclude=()) -> TypeSurvey:
     """Measure every type on the checkpoint at ``path`` (module docstring).
 
-    ``steps`` > 0 measures the effect on the model when ``path`` is a llama; ``importance`` is
+    ``steps`` > 0 measures the effect on the model when ``path`` is a llama (``None``: automatic, see
+    :func:`~.lossy.probe_or_none`); ``importance`` is
     ``"magnitude"`` or ``"activation"`` (``|w|·‖x‖``, needs a llama and ``steps`` > 0).
     """
     if importance not in IMPORTANCE:

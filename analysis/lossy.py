@@ -46,7 +46,8 @@ import numpy as np
 from ..model.errors import AnsforgeError
 
 __all__ = ["TABLE_PRECISION_BITS", "SCALE_BITS", "ideal_bits", "table_bits", "charged_bits", "heldout_bits",
-           "ErrorStats", "error_stats", "EffectProbe", "ModelEffect", "kl_nats", "probe_or_none"]
+           "ErrorStats", "error_stats", "EffectProbe", "ModelEffect", "kl_nats", "probe_or_none", "AUTO_MAX_PARAMS",
+           "AUTO_STEPS"]
 
 #: Bits of one code's frequency in a loaded table (the paper's rANS configuration, P = 16).
 TABLE_PRECISION_BITS = 16
@@ -270,10 +271,30 @@ class EffectProbe:
         return ModelEffect(float(kl.mean()), float(agree.mean()), self.positions)
 
 
-def probe_or_none(path: str | Path, steps: int) -> tuple["EffectProbe | None", str]:
-    """An :class:`EffectProbe` for a llama checkpoint, or ``None`` and why not."""
-    if steps <= 0:
+#: ``steps=None`` (automatic) probes llamas up to this many parameters with :data:`AUTO_STEPS` positions:
+#: the probe keeps every row's converted weights in memory and runs a NumPy forward pass per row.
+AUTO_MAX_PARAMS = 50_000_000
+AUTO_STEPS = 32
+
+
+def probe_or_none(path: str | Path, steps: int | None) -> tuple["EffectProbe | None", str]:
+    """An :class:`EffectProbe` for a llama checkpoint, or ``None`` and why not.
+
+    ``steps`` ``None`` is automatic: :data:`AUTO_STEPS` positions on a llama of at most
+    :data:`AUTO_MAX_PARAMS` parameters, none on a larger one (give ``steps`` to force it).
+    """
+    if steps is not None and steps <= 0:
         return None, "--steps 0"
+    if steps is None:
+        from ..model.llama import read_layout
+        try:
+            n = read_layout(path).config.n_params
+        except AnsforgeError as exc:
+            return None, f"not a llama this forward pass runs ({exc})"
+        if n > AUTO_MAX_PARAMS:
+            return None, (f"a llama of {n:,} parameters is above {AUTO_MAX_PARAMS:,}, where the probe is off unless "
+                          "--steps is given")
+        steps = AUTO_STEPS
     try:
         return EffectProbe(path, steps), ""
     except AnsforgeError as exc:

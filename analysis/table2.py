@@ -120,8 +120,8 @@ class QuantTable:
         return next(v for v in self.variants if v.label == label)
 
     def slopes(self) -> list[float]:
-        """Bits per weight added by each extra Nb (the paper: about 1)."""
-        return [b.nz_msb_per_weight - a.nz_msb_per_weight for a, b in zip(self.rows, self.rows[1:])]
+        """Bits per weight added by each extra Nb between consecutive rows (the paper: about 1)."""
+        return [(b.nz_msb_per_weight - a.nz_msb_per_weight) / (b.nb - a.nb) for a, b in zip(self.rows, self.rows[1:])]
 
     def format_text(self) -> str:
         n = self.rows[0].weights
@@ -184,14 +184,15 @@ def _variant_codes(nb: int, subdivide, saturate_bits, clips):
 
 
 def compute_table2(path: str | Path, nbs=QUANT_BITS, include=(), exclude=(), *, variants_nb: int | None = None,
-                   subdivide=(1, 2, 3), saturate_bits=(8,), clips=(0.5, 0.25), steps: int = 0) -> QuantTable:
+                   subdivide=(1, 2, 3), saturate_bits=(8,), clips=(0.5, 0.25), steps: int | None = 0) -> QuantTable:
     """Table 2 for the checkpoint at ``path`` (default selection: the matrices Table 1 counts).
 
     ``variants_nb`` adds the §3.3 variants at that ``Nb``: interval subdivision by ``s`` bits for each
     of ``subdivide``, additional data saturated to each of ``saturate_bits`` (the paper's "kind of
     saturation"), and clipping at each of ``clips`` times the matrix's ``max|w|`` (the same Nb spent
     on a narrower range: finer steps for the bulk, the outliers saturated). ``steps`` > 0
-    measures the effect on the model of every row on a llama (:class:`~.lossy.EffectProbe`).
+    measures the effect on the model of every row on a llama (:class:`~.lossy.EffectProbe`; ``None``:
+    automatic, :func:`~.lossy.probe_or_none`).
     """
     ck = open_checkpoint(path)
     infos = select_tensors(ck, include, exclude)

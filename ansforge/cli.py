@@ -75,9 +75,10 @@ def _report(report, args) -> int:
 
 
 def _add_steps(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--steps", type=int, default=32, metavar="N",
+    p.add_argument("--steps", type=int, default=None, metavar="N",
                    help="on a llama checkpoint, measure each row's effect on the model over N greedy positions "
-                        "(mean next-token KL divergence, greedy agreement); 0 to skip (default 32)")
+                        "(mean next-token KL divergence, greedy agreement); 0 to skip (default: 32 on a llama of at "
+                        "most 50 M parameters, none on a larger one)")
 
 
 def _number_list(flag: str, text: str, kind=int) -> tuple:
@@ -451,7 +452,7 @@ def _run(args: argparse.Namespace) -> int:
                              f"{args.subdivide!r} / {args.saturate_bits!r}")
         if any(not 0 < c <= 1 for c in clip):
             raise UsageError(f"--clip values are fractions of max|w| in (0, 1], not {args.clip!r}")
-        if args.steps < 0:
+        if args.steps is not None and args.steps < 0:
             raise UsageError(f"--steps must be 0 or more, not {args.steps}")
         table = compute_table2(args.model, nbs, args.include, args.exclude, variants_nb=args.variants_nb or None,
                                subdivide=sub, saturate_bits=sat, clips=clip, steps=args.steps)
@@ -471,7 +472,7 @@ def _run(args: argparse.Namespace) -> int:
         _refuse_existing(args.json, args.force)
         if not 0 <= args.salient <= 1:
             raise UsageError(f"--salient must be a fraction between 0 and 1, not {args.salient}")
-        if args.steps < 0:
+        if args.steps is not None and args.steps < 0:
             raise UsageError(f"--steps must be 0 or more, not {args.steps}")
         return _report(survey_types(args.model, salient_fraction=args.salient, importance=args.importance,
                                     steps=args.steps, include=args.include, exclude=args.exclude), args)
