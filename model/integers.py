@@ -74,6 +74,17 @@ def _as_int(values, where: str) -> np.ndarray:
     return v.astype(np.int64).ravel()
 
 
+def _checked_pairs(pairs: IntegerPairs, widths: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, extra)`` as int64, refusing a code outside the alphabet or additional data too wide for it."""
+    code = np.asarray(pairs.codes, dtype=np.int64)
+    extra = np.asarray(pairs.extra).astype(np.int64)
+    if code.size and (int(code.min()) < 0 or int(code.max()) >= widths.size):
+        raise PairFormatError(f"{what} {int(code.max())} is outside 0..{widths.size - 1}")
+    if np.any(extra >> widths[code]):
+        raise PairFormatError(f"additional data wider than its {what} allows")
+    return code, extra
+
+
 def _msb(a: np.ndarray) -> np.ndarray:
     """Position of the most significant set bit of each positive int64 (exact for all int64)."""
     out = np.zeros(a.shape, dtype=np.int64)
@@ -158,13 +169,7 @@ class NzMsbCode:
 
     def join(self, pairs: IntegerPairs) -> np.ndarray:
         """Pairs → integers (int64), the exact inverse of :meth:`split` on its output."""
-        code = np.asarray(pairs.codes, dtype=np.int64)
-        extra = np.asarray(pairs.extra).astype(np.int64)
-        if code.size and (int(code.min()) < 0 or int(code.max()) >= self.n_codes):
-            raise PairFormatError(f"NZ-MSB code {int(code.max())} is outside 0..{self.n_codes - 1}")
-        width = self.extra_bits_per_code[code]
-        if np.any(extra >> width):
-            raise PairFormatError("additional data wider than its NZ-MSB code allows")
+        code, extra = _checked_pairs(pairs, self.extra_bits_per_code, "NZ-MSB code")
         low_bits = np.maximum(code - 1, 0)
         kept = low_bits - self._dropped(code)
         low = (extra & ((np.int64(1) << kept) - 1)) << self._dropped(code)
@@ -271,12 +276,7 @@ class SubdividedCode:
 
     def join(self, pairs: IntegerPairs) -> np.ndarray:
         """Pairs → integers (int64), the exact inverse of :meth:`split`."""
-        code = np.asarray(pairs.codes, dtype=np.int64)
-        extra = np.asarray(pairs.extra).astype(np.int64)
-        if code.size and (int(code.min()) < 0 or int(code.max()) >= self.n_codes):
-            raise PairFormatError(f"subdivided code {int(code.max())} is outside 0..{self.n_codes - 1}")
-        if np.any(extra >> self.extra_bits_per_code[code]):
-            raise PairFormatError("additional data wider than its subdivided code allows")
+        code, extra = _checked_pairs(pairs, self.extra_bits_per_code, "subdivided code")
         first = self._first()
         k = np.searchsorted(first, code, side="right") - 1
         s = self._sub_bits()[k]
