@@ -143,40 +143,65 @@ def measured_ratio(model: str | Path, codec: str = "tans8", pairs: str = "bf16")
     return row.bits_per_weight / width, f"{row.method} on {Path(model).name}: {row.bits_per_weight:.3f} bits/weight"
 
 
-def plot_factory(model: FactoryModel, out: str | Path, *, max_processors: int = 32) -> None:
-    """Two panels: bandwidth against N (the four feeds), and against the compression ratio."""
-    import matplotlib
-    matplotlib.use("Agg")
+def plot_factory(model: FactoryModel, out: str | Path | None = None, *, max_processors: int = 32,
+                 title: str | None = None):
+    """Two panels: bandwidth against N (the four feeds), and against the compression ratio.
+
+    The paper's two figures of §4.7 (1.4 TB/s neither shared nor compressed, 92 GB/s shared and
+    compressed, for Llama2-7B at N = 10, 10 tokens/s, ratio 0.66) are marked on both panels. Where two
+    series coincide (not shared at N = 1 is the shared feed) the lower one is drawn thick underneath
+    and the other dashed on top, so both stay visible. ``out`` ``None`` returns the figure open (for
+    notebooks, without touching the backend); otherwise it is written and closed. Returns the figure.
+    """
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.6))
     ns = np.arange(1, max_processors + 1)
     gb = 1e9
-    for shared, compressed, label, style in ((False, False, "neither", "-"), (False, True, "compressed", "--"),
-                                             (True, False, "shared", "-."), (True, True, "shared + compressed", "-")):
+    styles = ((False, False, "neither shared nor compressed", "-", 1.4, "#1f77b4"),
+              (False, True, "compressed, not shared", "--", 1.4, "#ff7f0e"),
+              (True, False, "shared, not compressed", "-", 5, "#bbbbbb"),
+              (True, True, "shared + compressed", "-", 2.2, "#2ca02c"))
+    for shared, compressed, label, style, lw, color in styles:
         bw = [FactoryModel(**{**asdict(model), "processors": int(n)}).bandwidth(shared=shared, compressed=compressed)
               for n in ns]
-        a.plot(ns, np.array(bw) / gb, style, label=label, lw=2 if shared and compressed else 1.2)
-    a.axvline(model.processors, color="grey", lw=0.8)
+        a.plot(ns, np.array(bw) / gb, style, label=label, lw=lw, color=color, zorder=1 if lw > 4 else 2)
+    a.axvline(model.processors, color="grey", lw=0.8, ls=":")
+    pe = PAPER_EXAMPLE
+    paper = ((pe.bandwidth(shared=False, compressed=False), "paper: 1.4 TB/s"),
+             (pe.bandwidth(shared=True, compressed=True), "paper: 92 GB/s"))
+    for value, text in paper:
+        a.plot([pe.processors], [value / gb], "*", ms=13, color="#d62728", zorder=3)
+        a.annotate(text, (pe.processors, value / gb), textcoords="offset points", xytext=(8, 5), fontsize=8,
+                   color="#d62728")
     a.set_xlabel("processors N")
     a.set_ylabel("weight bandwidth (GB/s)")
     a.set_yscale("log")
-    a.set_title(f"{model.tokens_per_s:g} tokens/s per processor")
-    a.legend(fontsize=8)
+    a.set_title(f"against N: {model.tokens_per_s:g} tokens/s per processor, ratio {model.ratio:.2f}", fontsize=9)
+    a.legend(fontsize=7, loc="upper left")
     ratios = np.linspace(0.3, 1.0, 71)
-    for n in sorted({1, model.processors, 2 * model.processors}):
+    bw = [FactoryModel(**{**asdict(model), "ratio": float(r)}).bandwidth(shared=True, compressed=True) for r in ratios]
+    b.plot(ratios, np.array(bw) / gb, "-", lw=6, color="#2ca02c", alpha=0.45, label="shared, any N", zorder=1)
+    for n, color in zip(sorted({1, model.processors, 2 * model.processors}), ("#ff7f0e", "#9467bd", "#8c564b")):
         bw = [FactoryModel(**{**asdict(model), "ratio": float(r), "processors": n}).bandwidth(shared=False,
                                                                                              compressed=True)
               for r in ratios]
-        b.plot(ratios, np.array(bw) / gb, "--", label=f"not shared, N = {n}")
-    bw = [FactoryModel(**{**asdict(model), "ratio": float(r)}).bandwidth(shared=True, compressed=True) for r in ratios]
-    b.plot(ratios, np.array(bw) / gb, "-", lw=2, label="shared, any N")
-    b.axvline(model.ratio, color="grey", lw=0.8)
+        label = f"not shared, N = {n}" + (" (= shared)" if n == 1 else "")
+        b.plot(ratios, np.array(bw) / gb, "--", color=color, lw=1.5, label=label, zorder=2)
+    b.plot([pe.ratio], [pe.bandwidth(shared=True, compressed=True) / gb], "*", ms=13, color="#d62728", zorder=3,
+           label="paper: 92 GB/s shared (N = 10, ratio 0.66)")
+    b.plot([pe.ratio], [pe.bandwidth(shared=False, compressed=True) / gb], "*", ms=13, color="#d62728",
+           mfc="none", zorder=3, label="paper's example, not shared (N = 10)")
+    b.axvline(model.ratio, color="grey", lw=0.8, ls=":")
     b.set_xlabel("compressed / raw size")
     b.set_ylabel("weight bandwidth (GB/s)")
     b.set_yscale("log")
-    b.set_title("compressed weights")
-    b.legend(fontsize=8)
+    b.set_title("against the compression ratio (compressed weights)", fontsize=9)
+    b.legend(fontsize=7, loc="center right")
+    fig.suptitle(title or (f"Fig. 13 token factory: {model.params:.3g} weights x {model.bytes_per_weight:g} bytes, "
+                           f"N = {model.processors}, {model.tokens_per_s:g} tokens/s each"), fontsize=10)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    if out is not None:
+        fig.savefig(out, dpi=110)
+        plt.close(fig)
+    return fig

@@ -74,6 +74,21 @@ def _report(report, args) -> int:
     return 0
 
 
+def _add_steps(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--steps", type=int, default=None, metavar="N",
+                   help="on a llama checkpoint, measure each row's effect on the model over N greedy positions "
+                        "(mean next-token KL divergence, greedy agreement); 0 to skip (default: 32 on a llama of at "
+                        "most 50 M parameters, none on a larger one)")
+
+
+def _number_list(flag: str, text: str, kind=int) -> tuple:
+    """A comma-separated list of numbers from the command line (empty: none)."""
+    try:
+        return tuple(kind(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise UsageError(f"{flag} must be comma-separated numbers, not {text!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ansforge",
@@ -231,16 +246,47 @@ def build_parser() -> argparse.ArgumentParser:
                                      "average bits per weight for Nb = 6..11.")
     p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
     p.add_argument("--nb", default="6,7,8,9,10,11", metavar="LIST", help="comma-separated Nb (default 6..11)")
+    p.add_argument("--variants-nb", type=int, default=11, metavar="NB",
+                   help="Nb of the §3.3 saturation and subdivision rows (default 11; 0 for none)")
+    p.add_argument("--subdivide", default="1,2,3", metavar="LIST",
+                   help="interval subdivisions: s extra bits of each NZ-MSB interval in the code (2**s codes per "
+                        "interval), comma-separated (default 1,2,3)")
+    p.add_argument("--saturate-bits", default="8", metavar="LIST",
+                   help="additional data saturated to these widths (the paper's 'kind of saturation'; default 8)")
+    p.add_argument("--clip", default="0.5,0.25", metavar="LIST",
+                   help="clip each matrix at these fractions of its max|w| before quantizing (default 0.5,0.25)")
+    _add_steps(p)
+    p.add_argument("--plot", default=None, metavar="F.png", help="also draw the size/error trade-off")
     p.add_argument("--json", default=None, metavar="F", help="also write the table as JSON")
     p.add_argument("--force", action="store_true", help="replace existing output files")
     _add_selection(p, pairs=False)
 
-    p = verbs.add_parser("types", help="bits per weight of every coding-pair data type of §3",
-                         description="Custom floats (E8M2, E8M3, fp8 E5M2/E4M3, fp16), posits, integers, saliency "
-                                     "and ternary weights as coding pairs, measured on a checkpoint.")
+    p = verbs.add_parser("types", help="size, error and effect on the model of every coding-pair data type of §3",
+                         description="Custom floats (E8M2, E8M3, fp8 E5M2/E4M3, fp16), posits, integers, saliency, "
+                                     "binary and ternary weights as coding pairs, measured on a checkpoint: bits per "
+                                     "weight with tables charged, relative RMSE, max relative error, shares clamped, "
+                                     "flushed and saturated, and on a llama the KL divergence and greedy agreement.")
     p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
     p.add_argument("--salient", type=float, default=0.01, metavar="FRACTION",
                    help="fraction of weights kept exact as important (default 0.01)")
+    p.add_argument("--importance", default="magnitude", choices=["magnitude", "activation"],
+                   help="how important weights are chosen: |w| (default) or |w|·‖x‖ from calibration activations "
+                        "of a llama (needs --steps)")
+    _add_steps(p)
+    p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
+    p.add_argument("--force", action="store_true", help="replace existing output files")
+    _add_selection(p, pairs=False)
+
+    p = verbs.add_parser("outliers", help="max|w|/sigma per matrix and what the outliers cost (explains Table 2's level)",
+                         description="Per matrix: sigma, max|w|, their ratio, kurtosis, and the share of the NZ-MSB bits "
+                                     "(at Nb) spent on the top fraction of weights by |w|; the Gaussian prediction of "
+                                     "Table 2's level from max|w|/sigma, the ratio the paper's Table 2 implies for "
+                                     "Llama2-7B, and the bits when each matrix is quantized over that many sigma.")
+    p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
+    p.add_argument("--nb", type=int, default=11, metavar="NB", help="magnitude bits (default 11)")
+    p.add_argument("--top", type=float, default=0.001, metavar="FRACTION",
+                   help="share of largest weights whose bits are counted (default 0.001 = 0.1%%)")
+    p.add_argument("--per-matrix", action="store_true", help="list every matrix, not only the five largest ratios")
     p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
     p.add_argument("--force", action="store_true", help="replace existing output files")
     _add_selection(p, pairs=False)
@@ -395,15 +441,51 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"--nb must be comma-separated integers, not {args.nb!r}") from None
         if not nbs or any(not 1 <= v <= 30 for v in nbs):
             raise UsageError(f"--nb values must be between 1 and 30, not {args.nb!r}")
-        return _report(compute_table2(args.model, nbs, args.include, args.exclude), args)
+        _refuse_existing(args.plot, args.force)
+        sub, sat, clip = (_number_list(flag, text, kind) for flag, text, kind in
+                          (("--subdivide", args.subdivide, int), ("--saturate-bits", args.saturate_bits, int),
+                           ("--clip", args.clip, float)))
+        if not 0 <= args.variants_nb <= 16:
+            raise UsageError(f"--variants-nb must be between 0 and 16, not {args.variants_nb}")
+        if any(v < 1 for v in sub + sat):
+            raise UsageError(f"--subdivide and --saturate-bits take widths of at least 1 bit, not "
+                             f"{args.subdivide!r} / {args.saturate_bits!r}")
+        if any(not 0 < c <= 1 for c in clip):
+            raise UsageError(f"--clip values are fractions of max|w| in (0, 1], not {args.clip!r}")
+        if args.steps is not None and args.steps < 0:
+            raise UsageError(f"--steps must be 0 or more, not {args.steps}")
+        table = compute_table2(args.model, nbs, args.include, args.exclude, variants_nb=args.variants_nb or None,
+                               subdivide=sub, saturate_bits=sat, clips=clip, steps=args.steps)
+        if args.plot:
+            import tempfile
+
+            from .analysis.table2 import plot_quant_tradeoff
+
+            with tempfile.TemporaryDirectory() as tmp:
+                png = Path(tmp) / "tradeoff.png"
+                plot_quant_tradeoff(table, png)
+                _write(args.plot, png.read_bytes(), args.force, [args.model])
+        return _report(table, args)
     if args.verb == "types":
         from .analysis.data_types import survey_types
 
         _refuse_existing(args.json, args.force)
         if not 0 <= args.salient <= 1:
             raise UsageError(f"--salient must be a fraction between 0 and 1, not {args.salient}")
-        return _report(survey_types(args.model, salient_fraction=args.salient, include=args.include,
-                                    exclude=args.exclude), args)
+        if args.steps is not None and args.steps < 0:
+            raise UsageError(f"--steps must be 0 or more, not {args.steps}")
+        return _report(survey_types(args.model, salient_fraction=args.salient, importance=args.importance,
+                                    steps=args.steps, include=args.include, exclude=args.exclude), args)
+    if args.verb == "outliers":
+        from .analysis.outliers import measure_outliers
+
+        _refuse_existing(args.json, args.force)
+        if not 1 <= args.nb <= 30:
+            raise UsageError(f"--nb must be between 1 and 30, not {args.nb}")
+        if not 0 < args.top < 1:
+            raise UsageError(f"--top must be a fraction between 0 and 1, not {args.top}")
+        return _report(measure_outliers(args.model, args.nb, args.top, args.include, args.exclude,
+                                        per_matrix=args.per_matrix), args)
     if args.verb == "context":
         from .analysis.context import context_report
 

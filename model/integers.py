@@ -23,6 +23,12 @@ rounding carry moves a value to the next code with zero low bits, so the rounded
 **Direct codes** (:class:`DirectCode`, end of §3.3): one code per magnitude ``|v|`` and the sign as
 one bit of additional data (none for zero), e.g. 128 codes plus sign for ``Nb = 7``.
 
+**Subdivided NZ-MSB codes** (:class:`SubdividedCode`, the middle ground of §3.3: "subdivide the
+coding intervals further"): each NZ-MSB interval ``2**(k-1) <= |v| < 2**k`` is cut into
+``2**min(s, k-1)`` equal sub-intervals by the ``s`` bits below the most significant one, each its own
+code; the rest of the bits and the sign stay additional data. ``s = 0`` is NZ-MSB, ``s >= Nb - 1`` is
+the direct code (code = ``|v|``).
+
 Both codes are golden models: ``join(split(v)) == v`` for every integer they accept.
 """
 
@@ -34,7 +40,8 @@ import numpy as np
 
 from .errors import ConfigError, PairFormatError
 
-__all__ = ["QUANT_BITS", "IntegerPairs", "NzMsbCode", "DirectCode", "linear_quantize", "ideal_pair_bits"]
+__all__ = ["QUANT_BITS", "IntegerPairs", "NzMsbCode", "DirectCode", "SubdividedCode", "linear_quantize",
+           "clip_quantize", "ideal_pair_bits"]
 
 #: The quantization widths of the paper's Table 2.
 QUANT_BITS = (6, 7, 8, 9, 10, 11)
@@ -65,6 +72,17 @@ def _as_int(values, where: str) -> np.ndarray:
     if v.dtype.kind not in "iu":
         raise PairFormatError(f"{where} takes integers, not dtype {v.dtype}")
     return v.astype(np.int64).ravel()
+
+
+def _checked_pairs(pairs: IntegerPairs, widths: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, extra)`` as int64, refusing a code outside the alphabet or additional data too wide for it."""
+    code = np.asarray(pairs.codes, dtype=np.int64)
+    extra = np.asarray(pairs.extra).astype(np.int64)
+    if code.size and (int(code.min()) < 0 or int(code.max()) >= widths.size):
+        raise PairFormatError(f"{what} {int(code.max())} is outside 0..{widths.size - 1}")
+    if np.any(extra >> widths[code]):
+        raise PairFormatError(f"additional data wider than its {what} allows")
+    return code, extra
 
 
 def _msb(a: np.ndarray) -> np.ndarray:
@@ -151,13 +169,7 @@ class NzMsbCode:
 
     def join(self, pairs: IntegerPairs) -> np.ndarray:
         """Pairs → integers (int64), the exact inverse of :meth:`split` on its output."""
-        code = np.asarray(pairs.codes, dtype=np.int64)
-        extra = np.asarray(pairs.extra).astype(np.int64)
-        if code.size and (int(code.min()) < 0 or int(code.max()) >= self.n_codes):
-            raise PairFormatError(f"NZ-MSB code {int(code.max())} is outside 0..{self.n_codes - 1}")
-        width = self.extra_bits_per_code[code]
-        if np.any(extra >> width):
-            raise PairFormatError("additional data wider than its NZ-MSB code allows")
+        code, extra = _checked_pairs(pairs, self.extra_bits_per_code, "NZ-MSB code")
         low_bits = np.maximum(code - 1, 0)
         kept = low_bits - self._dropped(code)
         low = (extra & ((np.int64(1) << kept) - 1)) << self._dropped(code)
@@ -209,12 +221,72 @@ class DirectCode:
         return np.where(extra & 1, -code, code)
 
 
-def linear_quantize(weights, magnitude_bits: int) -> tuple[np.ndarray, float]:
-    """Per-matrix linear quantization to ``magnitude_bits`` bits plus sign (module docstring).
+@dataclass(frozen=True)
+class SubdividedCode:
+    """NZ-MSB intervals cut into ``2**min(split_bits, k - 1)`` codes each (module docstring).
 
-    Returns ``(q, scale)`` with ``q`` int64 in ``±(2**Nb - 1)`` and ``w ≈ q · scale``. NaN or Inf
-    weights are refused (the error names the first one's index).
+    Code numbering: 0 is zero; interval ``k`` (``1 <= k <= magnitude_bits``) owns the codes
+    ``first[k] .. first[k] + 2**min(s, k - 1) - 1`` with ``first[k] = 1 + sum_{j<k} 2**min(s, j - 1)``;
+    its additional data is the sign above the ``k - 1 - min(s, k - 1)`` low bits.
     """
+
+    magnitude_bits: int
+    split_bits: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.magnitude_bits, bool) or not isinstance(self.magnitude_bits, (int, np.integer)) \
+                or not 1 <= self.magnitude_bits <= 16:
+            raise ConfigError(f"subdivided code: magnitude_bits must be between 1 and 16, not {self.magnitude_bits!r}")
+        if isinstance(self.split_bits, bool) or not isinstance(self.split_bits, (int, np.integer)) \
+                or not 0 <= self.split_bits <= 15:
+            raise ConfigError(f"subdivided code: split_bits must be between 0 and 15, not {self.split_bits!r}")
+
+    def _sub_bits(self) -> np.ndarray:
+        """``min(s, k - 1)`` per interval ``k = 0 .. Nb`` (0 for the zero code)."""
+        k = np.arange(self.magnitude_bits + 1, dtype=np.int64)
+        return np.where(k > 0, np.minimum(self.split_bits, np.maximum(k - 1, 0)), 0)
+
+    def _first(self) -> np.ndarray:
+        per = np.where(np.arange(self.magnitude_bits + 1) > 0, np.int64(1) << self._sub_bits(), 1)
+        return np.concatenate([[0], np.cumsum(per)[:-1]]).astype(np.int64)
+
+    @property
+    def n_codes(self) -> int:
+        return int(self._first()[-1] + (1 << int(self._sub_bits()[-1])))
+
+    @property
+    def extra_bits_per_code(self) -> np.ndarray:
+        k = np.arange(self.magnitude_bits + 1, dtype=np.int64)
+        width = np.where(k > 0, k - 1 - self._sub_bits() + 1, 0)       # low bits + sign
+        sizes = np.where(k > 0, np.int64(1) << self._sub_bits(), 1)
+        return np.repeat(width, sizes)
+
+    def split(self, values) -> IntegerPairs:
+        v = _as_int(values, "subdivided code")
+        a = np.abs(v)
+        if a.size and int(a.max()) >> self.magnitude_bits:
+            raise PairFormatError(f"value {int(a.max())} does not fit {self.magnitude_bits} magnitude bits")
+        k = np.where(a == 0, 0, _msb(np.maximum(a, 1)) + 1)
+        s = self._sub_bits()[k]
+        low = np.maximum(k - 1, 0) - s                                   # bits left as additional data
+        below = np.where(k > 0, a - (np.int64(1) << np.maximum(k - 1, 0)), 0)
+        code = np.where(k > 0, self._first()[k] + (below >> low), 0)
+        extra = np.where(k > 0, ((v < 0).astype(np.int64) << low) | (below & ((np.int64(1) << low) - 1)), 0)
+        return IntegerPairs(code, extra.astype(np.uint64), self.extra_bits_per_code.astype(np.uint8))
+
+    def join(self, pairs: IntegerPairs) -> np.ndarray:
+        """Pairs → integers (int64), the exact inverse of :meth:`split`."""
+        code, extra = _checked_pairs(pairs, self.extra_bits_per_code, "subdivided code")
+        first = self._first()
+        k = np.searchsorted(first, code, side="right") - 1
+        s = self._sub_bits()[k]
+        low = np.maximum(k - 1, 0) - s
+        top = (code - first[k]) << low
+        a = np.where(k > 0, (np.int64(1) << np.maximum(k - 1, 0)) + top + (extra & ((np.int64(1) << low) - 1)), 0)
+        return np.where((k > 0) & (((extra >> low) & 1) == 1), -a, a)
+
+
+def _quantizable(weights, magnitude_bits: int) -> np.ndarray:
     if isinstance(magnitude_bits, bool) or not isinstance(magnitude_bits, (int, np.integer)) \
             or not 1 <= magnitude_bits <= 30:
         raise ConfigError(f"quantization bits Nb must be between 1 and 30, not {magnitude_bits!r}")
@@ -223,11 +295,32 @@ def linear_quantize(weights, magnitude_bits: int) -> tuple[np.ndarray, float]:
     if bad.any():
         i = int(np.flatnonzero(bad.ravel())[0])
         raise PairFormatError(f"cannot quantize a non-finite weight ({w.ravel()[i]} at flat index {i})")
+    return w
+
+
+def linear_quantize(weights, magnitude_bits: int) -> tuple[np.ndarray, float]:
+    """Per-matrix linear quantization to ``magnitude_bits`` bits plus sign (module docstring).
+
+    Returns ``(q, scale)`` with ``q`` int64 in ``±(2**Nb - 1)`` and ``w ≈ q · scale``. NaN or Inf
+    weights are refused (the error names the first one's index).
+    """
+    w = _quantizable(weights, magnitude_bits)
     top = float(np.max(np.abs(w))) if w.size else 0.0
     levels = (1 << magnitude_bits) - 1
     scale = top / levels if top > 0 else 1.0
     q = np.rint(w / scale).astype(np.int64)
     return np.clip(q, -levels, levels), scale
+
+
+def clip_quantize(weights, magnitude_bits: int, clip: float) -> tuple[np.ndarray, float]:
+    """Linear quantization with the scale set by ``clip`` instead of ``max|w|`` (§3.3 saturation):
+    ``scale = clip / (2**Nb - 1)``, weights beyond ``±clip`` saturate to ``±(2**Nb - 1)``."""
+    if not np.isfinite(clip) or clip <= 0:
+        raise ConfigError(f"clip magnitude must be a positive number, not {clip!r}")
+    w = _quantizable(weights, magnitude_bits)
+    levels = (1 << magnitude_bits) - 1
+    scale = clip / levels
+    return np.clip(np.rint(w / scale), -levels, levels).astype(np.int64), scale
 
 
 def ideal_pair_bits(pairs: IntegerPairs) -> float:

@@ -25,7 +25,7 @@ from .errors import ConfigError, PairFormatError
 from .integers import IntegerPairs
 from .layout import CodeLayout, CodeSet
 
-__all__ = ["SalientPairs", "salient_mask", "split_salient", "join_salient", "outlier_store_bits", "code_bits"]
+__all__ = ["SalientPairs", "salient_mask", "activation_importance", "interface_format", "split_salient", "join_salient", "outlier_store_bits", "code_bits"]
 
 
 def _bf16_to_float(bits: np.ndarray) -> np.ndarray:
@@ -58,16 +58,43 @@ def _check_bits(name: str, m: int) -> int:
     return int(m)
 
 
-def salient_mask(bf16_bits: np.ndarray, fraction: float) -> np.ndarray:
-    """The ``fraction`` (0..1) of weights with the largest magnitude (ties broken by position)."""
+def salient_mask(bf16_bits: np.ndarray, fraction: float, importance: np.ndarray | None = None) -> np.ndarray:
+    """The ``fraction`` (0..1) of weights with the largest ``importance`` (default: magnitude ``|w|``;
+    ties broken by position)."""
     if not 0 <= fraction <= 1:
         raise ConfigError(f"salient fraction must be between 0 and 1, not {fraction!r}")
-    a = np.abs(_bf16_to_float(bf16_bits)).ravel()
+    if importance is None:
+        a = np.abs(_bf16_to_float(bf16_bits)).ravel()
+    else:
+        if np.shape(importance) != np.shape(bf16_bits):
+            raise ConfigError(f"importance of shape {np.shape(importance)} for weights of shape {np.shape(bf16_bits)}")
+        a = np.asarray(importance, dtype=np.float64).ravel()
     k = int(round(fraction * a.size))
     mask = np.zeros(a.size, dtype=bool)
     if k:
         mask[np.argsort(-a, kind="stable")[:k]] = True
     return mask.reshape(np.shape(bf16_bits))
+
+
+def activation_importance(weights: np.ndarray, input_norms: np.ndarray) -> np.ndarray:
+    """The gradient-free importance ``|w_ij| · ‖x_j‖`` (Wanda's score): a weight matters as much as
+    it moves its output on calibration inputs; ``input_norms[j]`` is ``‖x_j‖`` of input column ``j``."""
+    w = np.asarray(weights, dtype=np.float64)
+    x = np.asarray(input_norms, dtype=np.float64).ravel()
+    if w.ndim != 2 or x.size != w.shape[1]:
+        raise ConfigError(f"activation importance needs one input norm per column: {x.size} norms for a "
+                          f"matrix of shape {w.shape}")
+    return np.abs(w) * x[None, :]
+
+
+def interface_format(sp: "SalientPairs"):
+    """The §4.3 interface configuration of salient pairs: every code an E8 float with its own mantissa
+    width (ordinary or important), so a PairToFloat core decodes both kinds by code alone."""
+    from .interfaces import CodingPairFormat
+
+    return CodingPairFormat.ieee("bf16", np.concatenate([sp.ordinary, sp.important]),
+                                 [sp.ordinary_mantissa_bits] * sp.ordinary.size
+                                 + [sp.important_mantissa_bits] * sp.important.size)
 
 
 def split_salient(bf16_bits: np.ndarray, mask: np.ndarray, ordinary_mantissa_bits: int = 3,

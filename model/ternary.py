@@ -34,7 +34,7 @@ from .errors import ConfigError, PairFormatError
 from .integers import IntegerPairs, NzMsbCode
 from .layout import CodeLayout, CodeSet
 
-__all__ = ["absmean_ternarize", "RunLengthCode", "GroupMaskCode", "HybridCode", "zero_skipping_matvec",
+__all__ = ["absmean_ternarize", "threshold_ternarize", "sign_binarize", "RunLengthCode", "GroupMaskCode", "HybridCode", "zero_skipping_matvec",
            "dense_matvec"]
 
 _POP8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
@@ -48,6 +48,28 @@ def absmean_ternarize(weights, eps: float = 1e-5) -> tuple[np.ndarray, float]:
         raise PairFormatError(f"cannot ternarize a non-finite weight ({w.ravel()[i]} at flat index {i})")
     gamma = float(np.mean(np.abs(w))) if w.size else 0.0
     return np.clip(np.rint(w / (gamma + eps)), -1, 1).astype(np.int8), gamma
+
+
+def threshold_ternarize(weights, threshold: float) -> tuple[np.ndarray, float]:
+    """Ternary weights keeping only ``|w| > threshold · mean|W|``: ``(W_t int8, alpha)`` with
+    ``alpha`` the mean ``|w|`` of the kept weights, the least-squares scale of that sign pattern.
+    Larger thresholds leave more zeros (and whole zero groups, where hybrid coding differs)."""
+    w = np.asarray(weights, dtype=np.float64)
+    absmean_ternarize(w)                                   # the same refusal of non-finite weights
+    if not np.isfinite(threshold) or threshold < 0:
+        raise ConfigError(f"ternary threshold must be a non-negative number, not {threshold!r}")
+    a = np.abs(w)
+    keep = a > threshold * (float(a.mean()) if a.size else 0.0)
+    alpha = float(a[keep].mean()) if keep.any() else 0.0
+    return (np.sign(w) * keep).astype(np.int8), alpha
+
+
+def sign_binarize(weights) -> tuple[np.ndarray, float]:
+    """Binary weights (XNOR-Net / BinaryConnect): ``b = [w >= 0]`` as {0, 1} (1 for +alpha, 0 for
+    -alpha) and ``alpha = mean|W|``; the decoded value is ``alpha · (2b - 1)``."""
+    w = np.asarray(weights, dtype=np.float64)
+    absmean_ternarize(w)
+    return (w >= 0).astype(np.int8), float(np.abs(w).mean()) if w.size else 0.0
 
 
 def _check_weights(w, ternary: bool) -> np.ndarray:

@@ -286,10 +286,17 @@ def test_types_command_measures_every_type(stories, tmp_path):
     r = subprocess.run([sys.executable, "-m", "ansforge", "types", "--model", str(stories), "--json", str(out)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    rows = {row["type"]: row["bits_per_weight"] for row in json.loads(out.read_text())["rows"]}
+    doc = json.loads(out.read_text())
+    rows = {row["type"]: row["ideal_bits_per_weight"] for row in doc["rows"]}
+    charged = {row["type"]: row["bits_per_weight"] for row in doc["rows"]}
     assert abs(rows["bf16 (E8M7)"] - 10.6125) < 5e-4           # Table 1's Ideal for stories260K
     # §3.1: E8M2 and E8M3 keep the exponents, so they cost bf16's ideal minus 5 and 4 mantissa bits
     assert abs(rows["e8m2 (E8M2)"] - (rows["bf16 (E8M7)"] - 5)) < 0.01
     assert abs(rows["e8m3 (E8M3)"] - (rows["bf16 (E8M7)"] - 4)) < 0.01
-    assert rows["salient 1% bf16 + E8M3, one code space"] < rows["E8M3 + separate outlier store (1%)"]
-    assert all(r < 2 for k, r in rows.items() if k.startswith("ternary"))
+    assert charged["salient 1% by |w|: bf16 + E8M3, one space"] < charged["E8M3 + separate outlier store (1%)"]
+    assert all(r < 2 for k, r in charged.items() if k.startswith("ternary"))
+    assert all(charged[k] >= rows[k] for k in rows)
+    fields = {"bits_per_weight", "rel_rmse", "max_rel_err", "clamped", "flushed", "saturated", "kl_nats",
+              "greedy_agreement"}
+    assert all(fields <= set(row) for row in doc["rows"])
+    assert doc["effect_positions"] == 32 and all(row["kl_nats"] is not None for row in doc["rows"])
