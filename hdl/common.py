@@ -100,12 +100,12 @@ class TableSelect:
             m.d.sync += [self.set.eq(sel.p.set), left.eq(sel.p.count)]
 
 
-def encoder_command_layout() -> data.StructLayout:
+def encoder_command_layout(count_bits: int = COUNT_BITS) -> data.StructLayout:
     """Encode ``count`` pairs (given back to front) into one stream, then flush the final state."""
-    return data.StructLayout({"count": COUNT_BITS})
+    return data.StructLayout({"count": count_bits})
 
 
-def decoder_command_layout(state_bits: int, bit_bits: int) -> data.StructLayout:
+def decoder_command_layout(state_bits: int, bit_bits: int, count_bits: int = COUNT_BITS) -> data.StructLayout:
     """Decode ``count`` pairs from a stream of ``words`` words.
 
     ``resume`` = 0 starts at the top of a stream (tANS: marker, then the final state; rANS: pop the
@@ -114,24 +114,27 @@ def decoder_command_layout(state_bits: int, bit_bits: int) -> data.StructLayout:
     ``check_end`` = 1 checks, after the last pair, the initial state and that every word was read.
     ``check_crc`` = 1 checks that the CRC-32 of the command's ``words`` words, in the order they
     arrive, is ``crc`` (a container block's CRC, :func:`~ansforge.model.stream.block_crc`).
+    ``count_bits`` is the width of ``count`` and ``words`` (default :data:`COUNT_BITS`).
     """
-    return data.StructLayout({"count": COUNT_BITS, "words": COUNT_BITS, "resume": 1, "check_end": 1,
+    return data.StructLayout({"count": count_bits, "words": count_bits, "resume": 1, "check_end": 1,
                               "state": state_bits, "bit": bit_bits, "check_crc": 1, "crc": 32})
 
 
-def decoder_ports(state_bits: int, bit_bits: int, word_bits: int, symbol_bits: int, extra_bits: int) -> dict:
+def decoder_ports(state_bits: int, bit_bits: int, word_bits: int, symbol_bits: int, extra_bits: int,
+                  count_bits: int = COUNT_BITS) -> dict:
     """Signature members every decoder has: ``cmd``, ``i`` (words), ``o`` (pairs), ``done``, ``status``."""
-    return {"cmd": In(stream.Signature(decoder_command_layout(state_bits, bit_bits))),
+    return {"cmd": In(stream.Signature(decoder_command_layout(state_bits, bit_bits, count_bits))),
             "i": In(stream.Signature(word_layout(word_bits))),
             "o": Out(stream.Signature(pair_layout(symbol_bits, extra_bits))),
             "done": Out(1),
             "status": Out(DecodeStatus)}
 
 
-def encoder_ports(word_bits: int, symbol_bits: int, extra_bits: int, set_bits: int = 0) -> dict:
+def encoder_ports(word_bits: int, symbol_bits: int, extra_bits: int, set_bits: int = 0,
+                  count_bits: int = COUNT_BITS) -> dict:
     """Signature members every encoder has: ``cmd``, ``i`` (pairs, back to front, with their table set
     when ``set_bits``), ``o`` (words), ``done``."""
-    return {"cmd": In(stream.Signature(encoder_command_layout())),
+    return {"cmd": In(stream.Signature(encoder_command_layout(count_bits))),
             "i": In(stream.Signature(pair_layout(symbol_bits, extra_bits, set_bits))),
             "o": Out(stream.Signature(word_layout(word_bits))),
             "done": Out(1)}
