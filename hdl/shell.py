@@ -91,13 +91,20 @@ class DecoderShell(wiring.Component):
 
         def finish(status):
             m.d.sync += self.status.eq(status)
-            m.next = "DRAIN"
+            # Nothing left to drain: straight to CHECK (where the CRC of the last word has settled).
+            with m.If((words_left == 0) | ((words_left == 1) & take)):
+                m.next = "CHECK"
+            with m.Else():
+                m.next = "DRAIN"
 
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += [self.cmd.ready.eq(1), self.idle.eq(1), self.start.eq(self.cmd.valid)]
+                # The command's first word goes to the coder in the cycle the command is accepted.
+                m.d.comb += [self.cmd.ready.eq(1), self.idle.eq(1), self.start.eq(self.cmd.valid),
+                             self.words.valid.eq(self.i.valid & self.cmd.valid & (c.words != 0)),
+                             self.i.ready.eq(self.words.ready & self.cmd.valid & (c.words != 0))]
                 with m.If(self.cmd.valid):
-                    m.d.sync += [remaining.eq(c.count), words_left.eq(c.words), check_end.eq(c.check_end),
+                    m.d.sync += [remaining.eq(c.count), words_left.eq(c.words - take), check_end.eq(c.check_end),
                                  self.done.eq(0), self.status.eq(DecodeStatus.OK)]
                     m.next = "RUN"
 
@@ -126,21 +133,23 @@ class DecoderShell(wiring.Component):
             with m.State("DRAIN"):
                 # The rest of the command's words are discarded so that the next command starts clean.
                 m.d.comb += self.i.ready.eq(words_left != 0)
-                with m.If(((words_left == 0) | ((words_left == 1) & take)) & ~self.out_valid):
+                with m.If((words_left == 0) | ((words_left == 1) & take)):
                     m.next = "CHECK"
 
             with m.State("CHECK"):
-                block_crc.check(self.status, self.done)
-                m.next = "IDLE"
+                # The CRC of the last word has settled; the last pair must have left ``o``.
+                with m.If(~self.out_valid):
+                    block_crc.check(self.status, self.done)
+                    m.next = "IDLE"
         return m
 
 
 class EncoderShell(wiring.Component):
     """Commands and the pair counter around an encoder's coder.
 
-    ``IDLE`` (``cmd`` and table writes accepted; ``idle`` high) → ``RUN`` (``take`` lets the
-    command's ``count`` pairs through; ``pair`` counts them) → ``FLUSH`` (``flush`` high until the coder
-    reports ``flushed``: its final word has left) → ``IDLE`` with ``done`` high.
+    ``IDLE`` (``cmd`` and table writes accepted; ``idle`` high) → ``RUN``: ``take`` lets the command's
+    ``count`` pairs through (``pair`` counts them), then ``flush`` is high until the coder reports
+    ``flushed`` (its final word leaves ``o``) → ``IDLE`` with ``done`` high.
     """
 
     def __init__(self, command_layout: data.StructLayout):
@@ -154,16 +163,15 @@ class EncoderShell(wiring.Component):
             m.d.sync += remaining.eq(remaining - 1)
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += [self.cmd.ready.eq(1), self.idle.eq(1)]
+                # The command's first pair enters in the cycle the command is accepted.
+                m.d.comb += [self.cmd.ready.eq(1), self.idle.eq(1),
+                             self.take.eq(self.cmd.valid & (self.cmd.p.count != 0))]
                 with m.If(self.cmd.valid):
-                    m.d.sync += [remaining.eq(self.cmd.p.count), self.done.eq(0)]
+                    m.d.sync += [remaining.eq(self.cmd.p.count - self.pair), self.done.eq(0)]
                     m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += self.take.eq(remaining != 0)
-                with m.If(remaining == 0):
-                    m.next = "FLUSH"
-            with m.State("FLUSH"):
-                m.d.comb += self.flush.eq(1)
+                # The flush is asked for in the cycle the count runs out: no state change in between.
+                m.d.comb += [self.take.eq(remaining != 0), self.flush.eq(remaining == 0)]
                 with m.If(self.flushed):
                     m.d.sync += self.done.eq(1)
                     m.next = "IDLE"

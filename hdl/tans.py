@@ -13,14 +13,15 @@ path is table read → field shifter → next state.
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import crc, data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from ..model.tans import TansTable
-from .common import (COUNT_BITS, CoreParameters, bits_for, check_bool, check_int, decoder_ports, encoder_ports,
-                     pair_layout, table_select_layout, word_layout)
+from .common import (COUNT_BITS, CoreParameters, WordCrc, bits_for, check_bool, check_int, decoder_command_layout,
+                     decoder_ports, encoder_command_layout, encoder_ports, pair_layout, table_select_layout,
+                     word_layout)
 from .shell import DecoderShell, EncoderShell
 
 __all__ = ["TansDecoder", "TansDecoderCoder", "TansEncoder", "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes"]
@@ -126,7 +127,7 @@ class TansDecoderCoder(wiring.Component):
         ``{resume, state, bit}``: begin a stream, dropping whatever the window holds. ``resume`` = 0:
         the first word holds the marker (its highest set bit), then ``R`` bits of final state follow.
         ``resume`` = 1: start at state index ``state``; of the first word only its low ``bit`` bits are
-        unread (0: all). Always ready.
+        unread (0: all). Always ready; a word on ``i`` in the same cycle is the stream's first.
     i : In(stream)
         ``W``-bit words, top of stack first.
     o : Out(stream)
@@ -306,7 +307,7 @@ class TansDecoderCoder(wiring.Component):
         m.d.sync += off.eq(t - q * W)
 
         take = Signal()
-        m.d.comb += [self.i.ready.eq((nw != N) & ~self.start.valid), take.eq(self.i.valid & self.i.ready)]
+        m.d.comb += [self.i.ready.eq(nw != N), take.eq(self.i.valid & self.i.ready)]
         land = Signal(range(N + 1))
         m.d.comb += land.eq(nw - q)
         for j in range(N):
@@ -321,7 +322,10 @@ class TansDecoderCoder(wiring.Component):
         with m.If(self.start.valid):
             p = self.start.p
             m.d.comb += x_next.eq(p.state)
-            m.d.sync += [nw.eq(0), off.eq(0), avail.eq(0), no_marker.eq(0), marker.eq(~p.resume),
+            # A word given with ``start`` is the stream's first.
+            with m.If(take):
+                m.d.sync += slots[0].eq(self.i.payload)
+            m.d.sync += [nw.eq(take), off.eq(0), avail.eq(Mux(take, W, 0)), no_marker.eq(0), marker.eq(~p.resume),
                          skip_bit.eq(p.bit), self.o.valid.eq(0),
                          phase.eq(Mux(~p.resume | (p.bit != 0), SKIP, DECODE))]
         return m
@@ -421,6 +425,18 @@ class TansDecoder(_TansCore):
     def buffer_bits(self) -> int:
         """Width of the bit window (words of the coder's window)."""
         return self._coder.window_bits
+
+    def blocks(self) -> dict[str, wiring.Component]:
+        """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``): the
+        coder, and with the shell the shell (its CRC unit included) and the CRC-32 unit by itself."""
+        sh = self._shape
+        out = {"coder": TansDecoderCoder(sh, self._coder._table_memory)}
+        if self._shell:
+            out["shell"] = DecoderShell(decoder_command_layout(sh.R, bits_for(sh.W - 1), self._count_bits), sh.W,
+                                        block_crc=self._block_crc, table_sets=sh.sets, set_bits=sh.set_bits)
+            if self._block_crc:
+                out["crc"] = WordCrc(crc.catalog.CRC32_ISO_HDLC, sh.W)
+        return out
 
     def elaborate(self, platform):
         m = Module()
@@ -548,14 +564,16 @@ class TansEncoderCoder(wiring.Component):
         tot = Signal(range(A + F + 1))
         m.d.comb += [merged.eq(acc | (bits3 << cnt)[:A]), tot.eq(cnt + len3)]
         insert = Signal()
-        m.d.comb += insert.eq(v3 & (cnt < W) & ((tot < W) | o_free))
+        word_now = Signal()     # the insertion completes a word, or ends the stream (the last, partial word)
+        m.d.comb += [word_now.eq((tot >= W) | FLUSHING),
+                     insert.eq(v3 & (cnt < W) & (~word_now | o_free))]
         with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
         with m.If(insert):
-            with m.If(tot >= W):
+            with m.If(word_now):
                 m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(merged[:W]),
-                             self.o.p.last.eq(FLUSHING & (tot == W)),
-                             acc.eq(merged >> W), cnt.eq(tot - W)]
+                             self.o.p.last.eq(FLUSHING & (tot <= W)),
+                             acc.eq(merged >> W), cnt.eq(Mux(tot >= W, tot - W, 0))]
             with m.Else():
                 m.d.sync += [acc.eq(merged), cnt.eq(tot)]
         with m.Elif(o_free & ((cnt >= W) | (FLUSHING & ~v3 & (cnt != 0)))):
@@ -669,6 +687,13 @@ class TansEncoder(_TansCore):
     def buffer_bits(self) -> int:
         """Width of the bit accumulator."""
         return self._coder.accumulator_bits
+
+    def blocks(self) -> dict[str, wiring.Component]:
+        """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``)."""
+        out = {"coder": TansEncoderCoder(self._shape)}
+        if self._shell:
+            out["shell"] = EncoderShell(encoder_command_layout(self._count_bits))
+        return out
 
     def elaborate(self, platform):
         m = Module()
