@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 __all__ = ["PAPER_TABLE3", "PAPER_FMAX", "LUTRAM_LUTS", "ECP5_SEEDS", "CoreArea", "BlockArea", "lut_equivalents",
-           "synthesize", "ecp5_fmax", "ecp5_fmax_median", "core_area", "core_blocks", "area_markdown"]
+           "synthesize", "ecp5_fmax", "ecp5_fmax_median", "core_area", "core_blocks", "area_markdown", "LINT_KINDS",
+           "lint_warnings"]
 
 PAPER_TABLE3 = {  # Kintex UltraScale+ (LUTs, DSP48)
     "tans-decoder": (199, 0), "tans-encoder": (205, 0), "rans-decoder": (386, 1), "rans-encoder": (676, 0),
@@ -250,6 +251,25 @@ def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_s
         area.blocks = [_block(name, synthesize(core_verilog(block), timeout, widelut=False))
                        for name, block in core_blocks(core).items()]
     return area
+
+
+#: The kinds of ``verilator -Wall`` warning that Amaranth's Verilog itself produces.
+LINT_KINDS = ("WIDTH", "UNUSEDSIGNAL", "CASEINCOMPLETE", "DECLFILENAME")
+
+
+def lint_warnings(verilog: str, top: str = "top") -> dict[str, int]:
+    """``verilator --lint-only -Wall`` warnings of one Verilog text, counted by kind."""
+    exe = shutil.which("verilator")
+    if exe is None:
+        raise RuntimeError("verilator is not on PATH (Debian: apt-get install verilator)")
+    with tempfile.TemporaryDirectory(prefix="ansforge-lint-") as tmp:
+        (Path(tmp) / f"{top}.v").write_text(verilog)
+        r = subprocess.run([exe, "--lint-only", "-Wall", "--top-module", top, f"{top}.v"], cwd=tmp,
+                           capture_output=True, text=True)
+    counts: dict[str, int] = {}
+    for kind in re.findall(r"%Warning-([A-Z0-9_]+):", r.stderr):
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
 
 
 def area_markdown(rows: list[CoreArea]) -> list[str]:

@@ -133,7 +133,8 @@ class TansDecoderCoder(wiring.Component):
     o : Out(stream)
         ``{symbol, extra}``, a register: the pair is on ``o`` the cycle after it is decoded.
     run : In(1)
-        Decode pairs while high (the shell lowers it after the command's last pair).
+        Decode pairs while high (the shell lowers it after the command's last pair). No pair is
+        decoded in a cycle with ``start`` or a ``cfg`` write.
     fire : Out(1)
         A pair is decoded this cycle (it enters ``o``).
     decoding : Out(1)
@@ -214,7 +215,8 @@ class TansDecoderCoder(wiring.Component):
 
         x = Signal(R, name="x")                 # state index
         x_next = Signal(R)
-        m.d.comb += x_next.eq(x)
+        x_other = Signal(R)                     # x when no pair fires: held, or loaded (state, cfg, start)
+        m.d.comb += x_other.eq(x)
         m.d.sync += x.eq(x_next)
         slots = [Signal(W, name=f"slot{j}") for j in range(N)]   # slot0: oldest word
         nw = Signal(range(N + 1))               # valid slots, packed from slot0
@@ -237,12 +239,12 @@ class TansDecoderCoder(wiring.Component):
                 m.d.sync += [we.eq(self.cfg.valid), wd.eq(self.cfg.p.data)]
                 m.d.comb += [wr.addr.eq(x), wr.data.eq(wd), wr.en.eq(we), self.cfg.ready.eq(1)]
                 with m.If(self.cfg.valid):
-                    m.d.comb += x_next.eq(self.cfg.p.addr)
+                    m.d.comb += x_other.eq(self.cfg.p.addr)
             elif single:
                 m.d.comb += [wr.addr.eq(x_next), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid),
                              self.cfg.ready.eq(1)]
                 with m.If(self.cfg.valid):
-                    m.d.comb += x_next.eq(self.cfg.p.addr)
+                    m.d.comb += x_other.eq(self.cfg.p.addr)
             else:
                 m.d.comb += [wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid),
                              self.cfg.ready.eq(1)]
@@ -258,58 +260,76 @@ class TansDecoderCoder(wiring.Component):
         field = Signal(F)
         m.d.comb += field.eq((window << off)[D * W - F:D * W])
 
-        # The marker: the highest set bit of the first word; the bits above and the marker are skipped.
-        top = Signal(range(W))
+        # The marker: the highest set bit of the first word; the bits above it and the marker are
+        # skipped. Found as the word enters the (empty) window, into registers: the priority encoder
+        # stays off the window's loop.
+        marker_skip = Signal(range(W + 1))
+        first_zero = Signal()
+        in_skip = Signal(range(W + 1))
         for b in range(W):
-            with m.If(slots[0][b]):
-                m.d.comb += top.eq(b)
+            with m.If(self.i.payload[b]):
+                m.d.comb += in_skip.eq(W - b)
         skip = Signal(range(W + 1))
-        m.d.comb += skip.eq(Mux(marker, W - top, Mux(skip_bit == 0, 0, W - skip_bit)))
+        m.d.comb += skip.eq(Mux(marker, marker_skip, Mux(skip_bit == 0, 0, W - skip_bit)))
 
         # What this cycle reads: n bits; q words leave the window.
-        n = Signal(range(F + 1))
+        # What this cycle reads: ``n`` bits (the pair's ``need`` when it fires, else the prologue's
+        # skip or state bits); ``q`` words leave the window. The pair's sums (``avail - need``, whose
+        # borrow is the "enough bits" test, and ``off + need``) start straight from the table and
+        # are selected after it, so the table feeds two adders and one multiplexer.
+        n = Signal(range(F + 1))            # prologue steps only
         need = entry.need
         out_free = ~self.o.valid | self.o.ready
+        left = Signal(len(avail) + 1)       # avail - need; the top bit is the borrow
         m.d.comb += [
-            self.fire.eq((phase == DECODE) & self.run & (avail >= need) & out_free),
-            self.starved.eq(Mux(phase == DECODE, avail < need, Mux(phase == STATE, avail < R, nw == 0))),
+            left.eq(avail - need),
+            self.fire.eq((phase == DECODE) & self.run & ~left[-1] & out_free & ~self.start.valid
+                         & (~self.cfg.valid if sh.programmable else 1)),
+            self.starved.eq(Mux(phase == DECODE, left[-1], Mux(phase == STATE, avail < R, nw == 0))),
         ]
         with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
         with m.Switch(phase):
             with m.Case(SKIP):
                 with m.If((nw != 0) & ~no_marker):
-                    with m.If(marker & (slots[0] == 0)):
+                    with m.If(marker & first_zero):
                         m.d.sync += no_marker.eq(1)
                     with m.Else():
                         m.d.comb += n.eq(skip)
                         m.d.sync += phase.eq(Mux(marker, STATE, DECODE))
             with m.Case(STATE):
                 with m.If(avail >= R):
-                    m.d.comb += [n.eq(R), x_next.eq(field[F - R:])]
+                    m.d.comb += [n.eq(R), x_other.eq(field[F - R:])]
                     m.d.sync += phase.eq(DECODE)
             with m.Case(DECODE):
                 k = Signal(range(K + 1))
                 m.d.comb += k.eq(need - entry.nb)
                 with m.If(self.fire):
-                    state_bits = (field << need)[F:F + R] & _thermometer(entry.nb, R)
-                    m.d.comb += [n.eq(need), x_next.eq(entry.base + state_bits)]
                     m.d.sync += [self.o.valid.eq(1), self.o.p.symbol.eq(entry.symbol),
                                  self.o.p.extra.eq((field << k)[F:F + K] if K else 0)]
 
+        # The next state. The pair's update is base + state bits; without a pair the adder adds 0 to
+        # x_other, so no multiplexer follows the adder (fire gates the state bits in the mask's LUT).
+        state_bits = (field << need)[F:F + R] & _thermometer(entry.nb, R) & self.fire.replicate(R)
+        m.d.comb += x_next.eq(Mux(self.fire, entry.base, x_other) + state_bits)
+
         t = Signal(range(W + F))
         q = Signal(range(Q + 1))
-        m.d.comb += t.eq(off + n)
+        m.d.comb += t.eq(Mux(self.fire, off + need, off + n))
         if W & (W - 1) == 0:
             m.d.comb += q.eq(t >> exact_log2(W))
         else:
             m.d.comb += q.eq(sum((t >= j * W).as_unsigned() for j in range(1, Q + 1)))
         m.d.sync += off.eq(t - q * W)
+        unread = Signal.like(avail)
+        m.d.comb += unread.eq(Mux(self.fire, left[:-1], avail - n))
 
         take = Signal()
         m.d.comb += [self.i.ready.eq(nw != N), take.eq(self.i.valid & self.i.ready)]
         land = Signal(range(N + 1))
         m.d.comb += land.eq(nw - q)
+        with m.If(take & (nw == 0)):
+            m.d.sync += [marker_skip.eq(in_skip), first_zero.eq(self.i.payload == 0)]
         for j in range(N):
             with m.If(take & (land == j)):
                 m.d.sync += slots[j].eq(self.i.payload)
@@ -317,14 +337,15 @@ class TansDecoderCoder(wiring.Component):
                 if j + s < N:
                     with m.Elif(q == s):
                         m.d.sync += slots[j].eq(slots[j + s])
-        m.d.sync += [nw.eq(nw - q + take), avail.eq(avail - n + Mux(take, W, 0))]
+        m.d.sync += [nw.eq(nw - q + take), avail.eq(unread + Mux(take, W, 0))]
 
         with m.If(self.start.valid):
             p = self.start.p
-            m.d.comb += x_next.eq(p.state)
+            m.d.comb += x_other.eq(p.state)
             # A word given with ``start`` is the stream's first.
             with m.If(take):
-                m.d.sync += slots[0].eq(self.i.payload)
+                m.d.sync += [slots[0].eq(self.i.payload), marker_skip.eq(in_skip),
+                             first_zero.eq(self.i.payload == 0)]
             m.d.sync += [nw.eq(take), off.eq(0), avail.eq(Mux(take, W, 0)), no_marker.eq(0), marker.eq(~p.resume),
                          skip_bit.eq(p.bit), self.o.valid.eq(0),
                          phase.eq(Mux(~p.resume | (p.bit != 0), SKIP, DECODE))]
