@@ -232,7 +232,12 @@ class RansDecoderCoder(wiring.Component):
     """
 
     def __init__(self, shape: _RansShape):
-        sh = self._shape = shape
+        self._shape = shape
+        super().__init__(self.ports(shape))
+
+    @staticmethod
+    def ports(sh: _RansShape) -> dict:
+        """The coder's signature members for ``sh``."""
         ports = {"i": In(stream.Signature(sh.W)), "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
                  "load": In(1), "load_state": In(sh.S), "init": In(1), "run": In(1), "ended": In(1),
                  "state": Out(sh.S), "buffered": Out(1), "step": Out(1)}
@@ -240,7 +245,7 @@ class RansDecoderCoder(wiring.Component):
             ports["cfg"] = sh.cfg_port()
         if sh.sets > 1:
             ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
-        super().__init__(ports)
+        return ports
 
     def elaborate(self, platform):
         sh = self._shape
@@ -494,7 +499,7 @@ class RansDecoder(_RansCore):
                 ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
             super().__init__(ports)
         else:
-            super().__init__(dict(RansDecoderCoder(sh).signature.members.items()))
+            super().__init__(RansDecoderCoder.ports(sh))
 
     @property
     def shell(self) -> bool:
@@ -615,15 +620,25 @@ class RansEncoderCoder(wiring.Component):
     """
 
     def __init__(self, shape: _RansShape):
-        sh = self._shape = shape
-        self._depth = 2 * (sh.chunks + 1)
+        self._shape = shape
+        self._depth = self.depth(shape)
+        super().__init__(self.ports(shape))
+
+    @staticmethod
+    def depth(sh: _RansShape) -> int:
+        """Words the output buffer holds: two pairs' worth of pushes."""
+        return 2 * (sh.chunks + 1)
+
+    @classmethod
+    def ports(cls, sh: _RansShape) -> dict:
+        """The coder's signature members for ``sh``."""
         ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
                  "o": Out(stream.Signature(sh.W)),
                  "start": In(1), "run": In(1), "flush": In(1),
-                 "state": Out(sh.S), "held": Out(range(self._depth + 1)), "step": Out(1)}
+                 "state": Out(sh.S), "held": Out(range(cls.depth(sh) + 1)), "step": Out(1)}
         if sh.programmable:
             ports["cfg"] = sh.cfg_port()
-        super().__init__(ports)
+        return ports
 
     def elaborate(self, platform):
         sh = self._shape
@@ -788,7 +803,7 @@ class RansEncoder(_RansCore):
                 ports["cfg"] = sh.cfg_port()
             super().__init__(ports)
         else:
-            super().__init__(dict(RansEncoderCoder(sh).signature.members.items()))
+            super().__init__(RansEncoderCoder.ports(sh))
 
     @property
     def shell(self) -> bool:
