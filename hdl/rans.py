@@ -218,10 +218,10 @@ class RansDecoderCoder(wiring.Component):
 
     Ports: ``i`` (``W``-bit words, top of stack first), ``o`` (pairs ``{symbol, extra}``, a register),
     ``cfg`` (programmable cores), ``sel`` (table sets), and the control a shell drives: ``load`` (with
-    ``load_state``: set the state, empty the word buffer), ``init`` (pop words while ``x < 2**(S - W)``:
-    the start of a stream), ``run`` (decode pairs), ``ended`` (no word will come: pops are skipped, as
-    at the golden model's stack bottom); ``state`` (``x``), ``buffered`` (words held) and ``step``
-    (a pair decoded this clock) go back.
+    ``load_state``: set the state, empty the word buffer), ``run`` (decode pairs), ``ended`` (no word
+    will come: pops are skipped, as at the golden model's stack bottom); ``state`` (``x``), ``buffered``
+    (words held) and ``step`` (a pair decoded this clock) go back. The stream's start (the first
+    state from the top words) is the shell's: it loads the state it has read.
 
     Per clock, from the state register ``x`` (``S`` bits) with ``q = x mod 2**P``: the bucket table at
     ``q``'s top bits gives the candidate symbol; the symbol table gives its ``freq, cum, k``; a
@@ -239,7 +239,7 @@ class RansDecoderCoder(wiring.Component):
     def ports(sh: _RansShape) -> dict:
         """The coder's signature members for ``sh``."""
         ports = {"i": In(stream.Signature(sh.W)), "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
-                 "load": In(1), "load_state": In(sh.S), "init": In(1), "run": In(1), "ended": In(1),
+                 "load": In(1), "load_state": In(sh.S), "run": In(1), "ended": In(1),
                  "state": Out(sh.S), "buffered": Out(1), "step": Out(1)}
         if sh.programmable:
             ports["cfg"] = sh.cfg_port()
@@ -286,13 +286,7 @@ class RansDecoderCoder(wiring.Component):
         sym = Signal(sh.symbol_bits)
         m.d.comb += sym.eq(Mux(walking, walk_sym, cand))
         entry = tables.symbol(m, sym, table_set)
-        init = self.init
-        # ``init`` makes the step the identity (freq = 2**P, cum = 0, no chunk): only the pops act.
-        f = Signal(P + 1)
-        c = Signal(P + 1)
-        k = Signal(bits_for(sh.K))
-        m.d.comb += [f.eq(Mux(init, 1 << P, entry.freq)), c.eq(Mux(init, 0, entry.cum)),
-                     k.eq(Mux(init, 0, entry.k))]
+        f, c, k = entry.freq, entry.cum, entry.k
         r = Signal(P + 2)                            # q - cum, two's complement
         m.d.comb += r.eq(q - c)
         below = Signal()
@@ -338,14 +332,13 @@ class RansDecoderCoder(wiring.Component):
         # -- one step per clock ---------------------------------------------------------------------
         found = Signal()
         m.d.comb += found.eq(~below & ~beyond)
-        advance = Signal()       # the state moves (a pair, or an init pop)
-        m.d.comb += [advance.eq(~stall & (init | (run & found & (~o_valid | self.o.ready)))),
-                     self.step.eq(advance & ~init)]
+        advance = Signal()       # a pair is decoded
+        m.d.comb += [advance.eq(~stall & run & found & (~o_valid | self.o.ready)), self.step.eq(advance)]
         with m.If(self.o.ready):
             m.d.sync += o_valid.eq(0)
         with m.If(self.step):
             m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(sym), o_pair.extra.eq(extra), walking.eq(0)]
-        with m.Elif(run & ~init & ~found):
+        with m.Elif(run & ~found):
             # A bucket that meets more than two symbols: step towards the right one.
             m.d.sync += [walking.eq(1), walk_sym.eq(Mux(below, sym - 1, sym + 1))]
 
@@ -371,9 +364,9 @@ class RansDecoderCoder(wiring.Component):
 class RansDecoderShell(wiring.Component):
     """The rANS decoder's shell: commands, the stream's start and end, status, drain and CRC-32.
 
-    It forwards the command's ``words`` words from ``i`` to the coder's ``word`` stream (the CRC sees
-    each one), loads the coder (``resume``: the checkpoint's state; else ``x = 0`` and ``init`` until
-    ``x >= 2**(S - W)`` or the stream has no word left), runs it for ``count`` pairs and, once the last
+    It loads the coder's state (``resume``: the checkpoint's; else from the top words: ``x = x << W |
+    word`` until ``x >= 2**(S - W)`` or the stream has no word left), forwards the command's other words
+    from ``i`` to the coder's ``word`` stream (the CRC sees every word), runs it for ``count`` pairs and, once the last
     pair has left the coder, checks the end (``check_end``: ``x = 0`` and every word read), drains the
     stream's unread words and raises ``done`` with ``status``. A zero top word is ``ZERO_TOP_WORD``.
     Overhead per command: the load clock, the init pops (one clock each) and two clocks at the end.
@@ -385,7 +378,7 @@ class RansDecoderShell(wiring.Component):
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K)
         del ports["o"]
         ports.update({"word": Out(stream.Signature(sh.W)), "pair_valid": In(1),
-                      "load": Out(1), "load_state": Out(sh.S), "init": Out(1), "run": Out(1), "ended": Out(1),
+                      "load": Out(1), "load_state": Out(sh.S), "run": Out(1), "ended": Out(1),
                       "state": In(sh.S), "buffered": In(1), "step": In(1), "idle": Out(1)})
         super().__init__(ports)
 
@@ -427,10 +420,10 @@ class RansDecoderShell(wiring.Component):
 
             with m.State("INIT"):
                 # Pop the top word (never zero), then words until x >= 2**(S - W) or none is left.
-                m.d.comb += [forward.eq(1), self.init.eq(1), self.i.ready.eq(self.word.ready & ~ended)]
-                with m.If(self.state[S - W:] != 0):
-                    m.next = "DECODE"
-                with m.Elif(ended & ~self.buffered):
+                started = self.state[S - W:] != 0
+                m.d.comb += [self.i.ready.eq(~ended & ~started), self.load.eq(take),
+                             self.load_state.eq(Cat(self.i.p.data, self.state[:S - W]))]
+                with m.If(started | ended):
                     m.next = "DECODE"
                 with m.If(take & top & (self.i.p.data == 0)):
                     finish(DecodeStatus.ZERO_TOP_WORD)
@@ -521,7 +514,7 @@ class RansDecoder(_RansCore):
             wiring.connect(m, wiring.flipped(self.sel), coder.sel)
         m.d.comb += [sh_.i.valid.eq(self.i.valid), sh_.i.p.eq(self.i.p), self.i.ready.eq(sh_.i.ready),
                      self.done.eq(sh_.done), self.status.eq(sh_.status), sh_.pair_valid.eq(coder.o.valid)]
-        for name in ("load", "load_state", "init", "run", "ended"):
+        for name in ("load", "load_state", "run", "ended"):
             m.d.comb += getattr(coder, name).eq(getattr(sh_, name))
         for name in ("state", "buffered", "step"):
             m.d.comb += getattr(sh_, name).eq(getattr(coder, name))
