@@ -95,16 +95,18 @@ class RansTable:
         ``2**P`` for a one-symbol alphabet)."""
         return np.stack([self.freqs, self.cum[:-1], self.extra_bits], axis=1)
 
-    def core_buckets(self, bucket_bits: int) -> np.ndarray:
+    def core_buckets(self, bucket_bits: int, splits: int = 2) -> np.ndarray:
         """The decoder cores' quantile → symbol guess: per bucket of ``2**(P - bucket_bits)``
-        quantiles (the top ``bucket_bits`` bits of ``q``) the columns ``base, split``.
+        quantiles (the top ``bucket_bits`` bits of ``q``) the columns ``base, split_1 .. split_n``.
 
-        The core's candidate is ``base + (q mod 2**(P - bucket_bits) > split)``; it is exact where
-        the bucket meets at most two symbols, and otherwise the core steps one symbol per clock
-        towards the right one. ``base`` is chosen per bucket to make those steps rarest: of the
-        windows of two adjacent symbols that meet the bucket, the one whose quantiles (each one as
-        likely as any other of its symbol's, the frequencies being the probabilities) are closest
-        to being covered. ``split = 2**(P - bucket_bits) - 1`` means no split (the compare never holds).
+        The core's candidate is ``base + sum_j (q mod 2**(P - bucket_bits) > split_j)``; it is exact
+        where the bucket meets at most ``splits + 1`` symbols, and otherwise the core steps one symbol
+        per clock towards the right one. ``base`` is chosen per bucket to make those steps rarest: of
+        the windows of ``splits + 1`` adjacent symbols that meet the bucket, the one that leaves the
+        fewest steps over the bucket's quantiles (each as likely as any other of its symbol's, the
+        frequencies being the probabilities). ``split_j`` is the offset before symbol ``base + j``'s
+        first quantile, or ``2**(P - bucket_bits) - 1`` (the compare never holds) where that symbol
+        does not start inside the bucket.
         """
         P = self.params.precision_bits
         if not 1 <= bucket_bits <= P:
@@ -117,13 +119,15 @@ class RansTable:
         overlap = np.clip(np.minimum(self.cum[None, 1:], (starts + width)[:, None])
                           - np.maximum(self.cum[None, :-1], starts[:, None]), 0, None)
         s_, a_ = np.arange(n)[:, None], np.arange(n)[None, :]
-        steps = np.where(s_ < a_, a_ - s_, np.where(s_ > a_ + 1, s_ - a_ - 1, 0))
+        steps = np.where(s_ < a_, a_ - s_, np.where(s_ > a_ + splits, s_ - a_ - splits, 0))
         cost = (overlap @ steps).astype(np.float64)
-        allowed = (a_ >= first[:, None]) & (a_ <= np.maximum(last - 1, first)[:, None])
+        allowed = (a_ >= first[:, None]) & (a_ <= np.maximum(last - splits, first)[:, None])
         base = np.where(allowed, cost, np.inf).argmin(axis=1)
-        at = self.cum[np.minimum(base + 1, n)] - starts
-        split = np.where((base + 1 < n) & (at > 0) & (at < width), at - 1, width - 1)
-        return np.stack([base, split], axis=1).astype(np.int64)
+        cols = [base]
+        for j in range(1, splits + 1):
+            at = self.cum[np.minimum(base + j, n)] - starts
+            cols.append(np.where((base + j < n) & (at > 0) & (at < width), at - 1, width - 1))
+        return np.stack(cols, axis=1).astype(np.int64)
 
     def symbol_lookup(self):
         """Quantile → symbol: a table for ``P <= 16``, a binary search above (as the hardware would)."""
