@@ -235,7 +235,8 @@ class RansDecoderCoder(wiring.Component):
     ``q``'s top bits gives the candidate symbol; the symbol table gives its ``freq, cum, k``; a
     candidate with ``cum <= q < cum + freq`` decodes, ``x = (x >> P) freq + q - cum`` (one DSP, see
     :func:`_multiply`), each chunk of additional data, each step followed by a conditional word pop from
-    a buffer of ``chunks + 1`` words. A wrong candidate (a bucket meeting more than three symbols) costs
+    a buffer of ``chunks + 1`` words (one word where ``chunks <= 1`` and ``k <= W - P``: then a pair pops
+    at most once; ``i.ready`` then also holds in a clock that pops the buffered word). A wrong candidate (a bucket meeting more than three symbols) costs
     a clock per symbol stepped. Latency: a pair is on ``o`` one clock after its step.
     """
 
@@ -258,7 +259,9 @@ class RansDecoderCoder(wiring.Component):
     def elaborate(self, platform):
         sh = self._shape
         S, W, P, C = sh.S, sh.W, sh.P, sh.chunks
-        D = C + 1                                   # word buffer depth: most pops one pair can make
+        # Word buffer depth: the most pops one pair can make. After a pop ``x >= 2**(S - P)``, so a
+        # chunk of ``k <= W - P`` bits cannot need another: one pop per pair (the paper's cores).
+        D = 1 if C <= 1 and sh.K <= W - P else C + 1
         lo = 1 << (S - W)
         m = Module()
         tables = _Tables(m, sh, self.cfg if sh.programmable else None, buckets=True)
@@ -314,7 +317,7 @@ class RansDecoderCoder(wiring.Component):
             m.d.comb += do.eq(want & have)
             stalls.append(want & ~have & ~self.ended)
             xn = Signal(S, name=f"x_{tag}")
-            m.d.comb += xn.eq(Mux(do, Cat(word_at[used], xv), xv))
+            m.d.comb += xn.eq(Mux(do, Cat(words[0] if D == 1 else word_at[used], xv), xv))
             u = Signal(range(D + 1), name=f"used_{tag}")
             m.d.comb += u.eq(used + do)
             return xn, u
@@ -325,15 +328,20 @@ class RansDecoderCoder(wiring.Component):
         xv, used = pop(x1, Const(0, bits_for(D)), "sym")
         extra = Const(0, max(1, sh.K))
         for j, (active, width) in enumerate(_chunk_plan(m, sh, k)):
-            qj = xv[:P]
+            # A chunk of w bits takes q's top w bits and deletes them from x: bits below P - w stay,
+            # the others come from w places up (a right shift by w <= K). An inactive chunk is w = 0.
+            w = Signal(range(P + 1), name=f"chunk{j}_w")
+            m.d.comb += w.eq(Mux(active, width, 0))
             keep = Signal(range(P + 1), name=f"chunk{j}_keep")
-            m.d.comb += keep.eq(P - width)
+            m.d.comb += keep.eq(P - w)
+            low = Signal(P, name=f"chunk{j}_low")          # mask of the bits that stay
+            m.d.comb += low.eq((Const(1, P + 1) << keep) - 1)
             bits = Signal(max(1, sh.K), name=f"chunk{j}_bits")
-            m.d.comb += bits.eq(qj >> keep)
+            m.d.comb += bits.eq(xv[:P] >> keep)
             xc = Signal(S, name=f"x_chunk{j}")
-            m.d.comb += xc.eq(Mux(active, ((xv >> P) << keep) | (qj & ((Const(1, P + 1) << keep) - 1)), xv))
+            m.d.comb += xc.eq(((xv >> w) & ~Cat(low, Const(0, S - P))) | (xv & low))
             e_next = Signal(max(1, sh.K), name=f"extra{j}")
-            m.d.comb += e_next.eq(Mux(active, (extra << width) | bits, extra))
+            m.d.comb += e_next.eq((extra << w) | bits)
             extra = e_next
             xv, used = pop(xc, used, f"chunk{j}")
         stall = Signal()
@@ -355,9 +363,12 @@ class RansDecoderCoder(wiring.Component):
         # -- word buffer: drop the popped words, append an accepted one --------------------------------
         consume = Signal(range(D + 1))
         take = Signal()
-        m.d.comb += [self.i.ready.eq(n_buf < D), take.eq(self.i.valid & self.i.ready),
-                     consume.eq(Mux(advance, used, 0))]
-        for j in range(D):
+        m.d.comb += [consume.eq(Mux(advance, used, 0)), self.i.ready.eq((n_buf < D) | (consume != 0)),
+                     take.eq(self.i.valid & self.i.ready)]
+        if D == 1:
+            with m.If(take):                        # the buffer is empty or being emptied
+                m.d.sync += words[0].eq(self.i.p)
+        for j in range(D if D > 1 else 0):
             src = j + consume
             with m.If(src < n_buf):
                 m.d.sync += words[j].eq(word_at[src])

@@ -276,3 +276,23 @@ def test_whole_model_back_pressure(kind, whole_models):
     rep = simulate_matrices(kind, "rans16", whole_models["stories260K"], engine="verilator", stall_prob=0.3, seed=2)
     assert rep.bit_exact, rep.errors[:3]
     assert rep.pairs == 259_328
+
+
+def test_containers_written_with_the_old_64_bit_state_still_decode(stories, tmp_path, monkeypatch):
+    """rans16 used S = 64 before the paper preset moved to S = 48: a container written that way
+    records S in its codec record and still decodes, exactly, with S = 64."""
+    import ansforge.model.container as container
+    from ansforge.model.checkpoint import open_checkpoint
+    from ansforge.model.codecs import CodecSpec
+
+    old = CodecSpec("rans16", rans=RansParams(64, 32, 16))
+    monkeypatch.setattr(container, "parse_codec", lambda name: old)
+    path = tmp_path / "old.ansf"
+    container.compress_checkpoint(stories, path, "rans16")
+    monkeypatch.undo()
+    c = container.open_container(path)
+    assert {st.spec.rans.state_bits for st in c.streams} == {64}
+    ck = open_checkpoint(stories)
+    name = c.names[1]
+    got, want = c.read(name), ck.tensor(name).array
+    assert got.nbytes == want.nbytes and np.array_equal(got.view(np.uint8), want.view(np.uint8))
