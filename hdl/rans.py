@@ -194,6 +194,33 @@ class _RansCore(CoreParameters):
     def precision_bits(self) -> int:
         return self._shape.P
 
+    @property
+    def shell(self) -> bool:
+        """Whether the command shell is built (``False``: the coder alone, what Table 3 measures)."""
+        return self._shell
+
+    def _setup(self, sh: _RansShape, shell: bool, ports: dict, coder_cls) -> None:
+        """Validate ``shell`` and take the shelled ``ports`` (plus ``cfg``) or the coder's."""
+        self._shape, self._coder_cls = sh, coder_cls
+        self._shell = check_bool("shell", shell)
+        if shell and sh.programmable:
+            ports["cfg"] = sh.cfg_port()
+        super().__init__(ports if shell else coder_cls.ports(sh))
+
+    def _coder(self) -> tuple[Module, wiring.Component]:
+        """A module with the coder; without the shell, its ports are the core's."""
+        m = Module()
+        m.submodules.coder = coder = self._coder_cls(self._shape)
+        if not self._shell:
+            _pass_through(m, self, coder)
+        return m, coder
+
+    def _gate_cfg(self, m: Module, coder: wiring.Component, idle: Value) -> None:
+        """Tables are written between commands only."""
+        if self._shape.programmable:
+            m.d.comb += [coder.cfg.valid.eq(self.cfg.valid & idle), coder.cfg.p.eq(self.cfg.p),
+                         self.cfg.ready.eq(coder.cfg.ready & idle)]
+
 
 def _multiply(m: Module, a: Value, f: Value, name: str) -> Signal:
     """``a * f`` with at most one DSP48E2 (27 x 18 signed): where ``a`` is wider than 26 bits and ``f``
@@ -502,30 +529,16 @@ class RansDecoder(_RansCore):
                  block_crc: bool = True, table_sets: int = 1, shell: bool = True):
         sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable,
                         table_sets)
-        self._shape = sh
         self._block_crc = check_bool("block_crc", block_crc)
-        self._shell = check_bool("shell", shell)
-        if shell:
-            ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K)
-            if programmable:
-                ports["cfg"] = sh.cfg_port()
-            if sh.sets > 1:
-                ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
-            super().__init__(ports)
-        else:
-            super().__init__(RansDecoderCoder.ports(sh))
-
-    @property
-    def shell(self) -> bool:
-        """Whether the command shell is built (``False``: the coder alone)."""
-        return self._shell
+        ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K)
+        if sh.sets > 1:
+            ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
+        self._setup(sh, shell, ports, RansDecoderCoder)
 
     def elaborate(self, platform):
         sh = self._shape
-        m = Module()
-        m.submodules.coder = coder = RansDecoderCoder(sh)
+        m, coder = self._coder()
         if not self._shell:
-            _pass_through(m, self, coder)
             return m
         m.submodules.shell = sh_ = RansDecoderShell(sh, self._block_crc)
         wiring.connect(m, wiring.flipped(self.cmd), sh_.cmd)
@@ -539,10 +552,7 @@ class RansDecoder(_RansCore):
             m.d.comb += getattr(coder, name).eq(getattr(sh_, name))
         for name in ("state", "buffered", "step"):
             m.d.comb += getattr(sh_, name).eq(getattr(coder, name))
-        if sh.programmable:
-            # Tables are written between commands only.
-            m.d.comb += [coder.cfg.valid.eq(self.cfg.valid & sh_.idle), coder.cfg.p.eq(self.cfg.p),
-                         self.cfg.ready.eq(coder.cfg.ready & sh_.idle)]
+        self._gate_cfg(m, coder, sh_.idle)
         return m
 
 
@@ -809,27 +819,12 @@ class RansEncoder(_RansCore):
                  table_sets: int = 1, shell: bool = True):
         sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable,
                         table_sets)
-        self._shape = sh
-        self._shell = check_bool("shell", shell)
-        if shell:
-            ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits)
-            if programmable:
-                ports["cfg"] = sh.cfg_port()
-            super().__init__(ports)
-        else:
-            super().__init__(RansEncoderCoder.ports(sh))
-
-    @property
-    def shell(self) -> bool:
-        """Whether the command shell is built (``False``: the coder alone)."""
-        return self._shell
+        self._setup(sh, shell, encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits), RansEncoderCoder)
 
     def elaborate(self, platform):
         sh = self._shape
-        m = Module()
-        m.submodules.coder = coder = RansEncoderCoder(sh)
+        m, coder = self._coder()
         if not self._shell:
-            _pass_through(m, self, coder)
             return m
         m.submodules.shell = sh_ = RansEncoderShell(sh, coder._depth)
         wiring.connect(m, wiring.flipped(self.cmd), sh_.cmd)
@@ -841,7 +836,5 @@ class RansEncoder(_RansCore):
             m.d.comb += getattr(coder, name).eq(getattr(sh_, name))
         for name in ("state", "held", "step"):
             m.d.comb += getattr(sh_, name).eq(getattr(coder, name))
-        if sh.programmable:
-            m.d.comb += [coder.cfg.valid.eq(self.cfg.valid & sh_.idle), coder.cfg.p.eq(self.cfg.p),
-                         self.cfg.ready.eq(coder.cfg.ready & sh_.idle)]
+        self._gate_cfg(m, coder, sh_.idle)
         return m

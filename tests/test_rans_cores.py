@@ -88,13 +88,30 @@ def test_crowded_table_decodes_and_encodes_bit_exact():
     assert res.cycles > s.size + 20        # the stepping path ran
 
 
+def _simulate(top, core, bench, *feeders, cycles: int) -> list[int]:
+    """Run ``bench`` with ``feeders`` in the background for ``cycles`` clocks; returns what ``core.o`` gave."""
+    got = []
+
+    async def collect(ctx):
+        while True:
+            got.append(await stream_get(ctx, core.o))
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    for f in feeders:
+        sim.add_testbench(f, background=True)
+    sim.add_testbench(collect, background=True)
+    sim.run_until(1e-8 * cycles)
+    return got
+
+
 def _run_with_reset(core, job, reset_after_cfg: bool):
     """Program ``core`` through ``cfg``, pulse the reset (tables must survive it), then run the
     job's one command; returns the outputs."""
     rst = Signal()
     top = Module()
     top.submodules.core = ResetInserter({"sync": rst})(core)
-    outputs = []
     ready = [False]
 
     async def bench(ctx):
@@ -116,17 +133,8 @@ def _run_with_reset(core, job, reset_after_cfg: bool):
         for w in job.inputs.tolist():
             await stream_put(ctx, core.i, w)
 
-    async def collect(ctx):
-        while True:
-            outputs.append(await stream_get(ctx, core.o))
-
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.add_testbench(feed, background=True)
-    sim.add_testbench(collect, background=True)
-    sim.run_until(1e-8 * (200 + 4 * (job.pairs + job.words + sum(map(len, job.cfg.values())))))
-    return outputs
+    return _simulate(top, core, bench, feed,
+                     cycles=200 + 4 * (job.pairs + job.words + sum(map(len, job.cfg.values()))))
 
 
 @pytest.mark.parametrize("kind", ["rans-decoder", "rans-encoder"])
@@ -146,21 +154,25 @@ def test_reset_keeps_the_programmed_table(kind):
     assert np.array_equal(np.asarray(got, dtype=np.uint64), job.expected)
 
 
-def test_decoder_coder_alone():
-    """``shell=False``: the coder driven through its own ports (load, init, run, ended) gives the
-    golden pairs; its ports are the coder's, without cmd/status/done."""
-    rng = np.random.default_rng(4)
+def _small_case(seed: int, n: int = 200):
+    """A 20-symbol rans16 table, ``n`` pairs drawn from it and their golden words."""
+    rng = np.random.default_rng(seed)
     spec = parse_codec("rans16")
     counts = (rng.integers(1, 300, size=20) ** 2).astype(np.int64)
     ct = spec.code_table(counts, 8)
     table = spec.coder_table(ct, counts)
-    s, e = ct.to_symbols(rng.choice(20, size=200, p=counts / counts.sum()), rng.integers(0, 256, size=200))
-    words = RansCoder(spec.rans).encode([table], [Run(0, s.size)], s, e).words
+    s, e = ct.to_symbols(rng.choice(20, size=n, p=counts / counts.sum()), rng.integers(0, 256, size=n))
+    return spec, table, s, e, RansCoder(spec.rans).encode([table], [Run(0, s.size)], s, e).words
+
+
+def test_decoder_coder_alone():
+    """``shell=False``: the coder driven through its own ports (load, run, ended) gives the
+    golden pairs; its ports are the coder's, without cmd/status/done."""
+    spec, table, s, e, words = _small_case(4)
     core = RansDecoder(table=table, max_extra_bits=int(table.extra_bits.max()), shell=False)
     members = set(core.signature.members)
     assert {"i", "o", "load", "run", "ended", "state"} <= members
     assert not members & {"cmd", "status", "done"}
-    got = []
     # The stream's start is the shell's job: pop the top words into the first state here.
     S, W = spec.rans.state_bits, spec.rans.word_bits
     stack = words[::-1].tolist()
@@ -190,32 +202,16 @@ def test_decoder_coder_alone():
             await stream_put(ctx, core.i, w)
         ctx.set(core.ended, 1)
 
-    async def collect(ctx):
-        while True:
-            got.append(await stream_get(ctx, core.o))
-
-    sim = Simulator(core)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.add_testbench(feed, background=True)
-    sim.add_testbench(collect, background=True)
-    sim.run_until(1e-8 * 600)
+    got = _simulate(core, core, bench, feed, cycles=600)
     shape = core.o.p.shape()
     assert got == [pack(shape, {"symbol": int(a), "extra": int(b)}) for a, b in zip(s, e)]
 
 
 def test_encoder_coder_alone():
     """``shell=False`` encoder: pairs in through ``i`` with ``run``, ``flush`` at the end: the golden words."""
-    rng = np.random.default_rng(6)
-    spec = parse_codec("rans16")
-    counts = (rng.integers(1, 300, size=20) ** 2).astype(np.int64)
-    ct = spec.code_table(counts, 8)
-    table = spec.coder_table(ct, counts)
-    s, e = ct.to_symbols(rng.choice(20, size=200, p=counts / counts.sum()), rng.integers(0, 256, size=200))
-    words = RansCoder(spec.rans).encode([table], [Run(0, s.size)], s, e).words
+    spec, table, s, e, words = _small_case(6)
     core = RansEncoder(table=table, max_extra_bits=int(table.extra_bits.max()), shell=False)
     assert not set(core.signature.members) & {"cmd", "done"}
-    got = []
     shape = core.i.p.shape()
 
     async def bench(ctx):
@@ -228,15 +224,7 @@ def test_encoder_coder_alone():
         ctx.set(core.run, 0)
         ctx.set(core.flush, 1)
 
-    async def collect(ctx):
-        while True:
-            got.append(await stream_get(ctx, core.o))
-
-    sim = Simulator(core)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.add_testbench(collect, background=True)
-    sim.run_until(1e-8 * 600)
+    got = _simulate(core, core, bench, cycles=600)
     assert got == words.tolist()
 
 
