@@ -22,6 +22,16 @@ contents in a fixed build, ``cfg`` writes in a programmable one, :func:`rans_wri
 
 A pair's additional data of ``k`` bits is coded as ``ceil(k / P)`` uniform chunks (most significant
 first in the decoder), each of which, like the symbol, may move one word.
+
+Where the decoder's clock goes (paper configuration, coder alone, yosys ``ltp`` of the ``-nowidelut``
+netlist, 39 cells): state ``q`` → bucket LUT-RAM read (512 deep: the RAM cells and a 3-level read
+mux) → two 7-bit split compares (carry chain) → candidate add → symbol LUT-RAM read → ``q - cum``
+(17-bit carry chain) → the multiply's LUT part and the post-multiply add (9 carry cells) → the pop
+test ``x < 2**16`` → the chunk's shift and mask (6 LUT levels) → the chunk's pop test → ``x``. One
+state cannot be cut: each clock's lookup needs the previous clock's ``x``. What would shorten it:
+two to four interleaved states (the golden model's lanes, a bitstream change), so that lookup,
+multiply (then in the DSP's own registers, with the add folded into its post-adder) and pops each
+take a clock of their own.
 """
 
 from __future__ import annotations
@@ -82,6 +92,10 @@ class _RansShape:
         self.symbol_bits = bits_for(self.max_symbols - 1)
         self.slots = 1 << self.symbol_bits          # symbol entries per table set
         self.chunks = -(-self.K // self.P)
+        # A pair moves at most one word when it has at most one chunk of k <= W - P bits: after a
+        # pop x >= 2**(S - P), so the chunk cannot need another (and, mirrored, after a push the
+        # symbol cannot). The paper's cores (K = 8, P = 16, W = 32) are such.
+        self.one_word = self.chunks <= 1 and self.K <= self.W - self.P
         self.entry = data.StructLayout({"freq": self.P + 1, "cum": self.P + 1, "k": bits_for(self.K)})
         self.B = bucket_bits_for(self.P)
         self.off_bits = self.P - self.B
@@ -286,9 +300,7 @@ class RansDecoderCoder(wiring.Component):
     def elaborate(self, platform):
         sh = self._shape
         S, W, P, C = sh.S, sh.W, sh.P, sh.chunks
-        # Word buffer depth: the most pops one pair can make. After a pop ``x >= 2**(S - P)``, so a
-        # chunk of ``k <= W - P`` bits cannot need another: one pop per pair (the paper's cores).
-        D = 1 if C <= 1 and sh.K <= W - P else C + 1
+        D = 1 if sh.one_word else C + 1             # word buffer depth: the most pops one pair can make
         lo = 1 << (S - W)
         m = Module()
         tables = _Tables(m, sh, self.cfg if sh.programmable else None, buckets=True)
@@ -640,7 +652,8 @@ class RansEncoderCoder(wiring.Component):
     preceded by a conditional push; ``x // f`` and ``x % f`` come from one combinational non-restoring
     array divider of ``S - min(P, W)`` add/subtract stages (after the push ``x < f 2**(S - P)`` bounds
     the quotient), no DSPs, as in the paper's encoder. Pushed words wait in a buffer of
-    ``2 (chunks + 1)`` words; a pair is taken when ``chunks + 1`` slots are free.
+    ``2 (chunks + 1)`` words (2 where a pair pushes at most once); a pair is taken when ``chunks + 1``
+    (1) slots are free.
     """
 
     def __init__(self, shape: _RansShape):
@@ -651,7 +664,7 @@ class RansEncoderCoder(wiring.Component):
     @staticmethod
     def depth(sh: _RansShape) -> int:
         """Words the output buffer holds: two pairs' worth of pushes."""
-        return 2 * (sh.chunks + 1)
+        return 2 if sh.one_word else 2 * (sh.chunks + 1)
 
     @classmethod
     def ports(cls, sh: _RansShape) -> dict:
@@ -667,7 +680,7 @@ class RansEncoderCoder(wiring.Component):
     def elaborate(self, platform):
         sh = self._shape
         S, W, P, C = sh.S, sh.W, sh.P, sh.chunks
-        per_pair = C + 1
+        per_pair = 1 if sh.one_word else C + 1
         D = self._depth
         m = Module()
         tables = _Tables(m, sh, self.cfg if sh.programmable else None, buckets=False)
@@ -729,6 +742,14 @@ class RansEncoderCoder(wiring.Component):
         # -- output buffer ------------------------------------------------------------------------
         emit = Signal()
         m.d.comb += [self.o.valid.eq(n_out != 0), self.o.p.eq(fifo[0]), emit.eq(self.o.valid & self.o.ready)]
+        if sh.one_word and len(pushes) > 1:
+            # At most one of the pair's pushes happens: one word and one write position.
+            word = pushes[-1][1]
+            for do, w in reversed(pushes[:-1]):
+                word = Mux(do, w, word)
+            any_push, pushed = Signal(name="push_any"), Signal(W, name="push_word")
+            m.d.comb += [any_push.eq(Cat(*(do for do, _ in pushes)).any()), pushed.eq(word)]
+            pushes = [(any_push, pushed)]
         fire = Signal()
         m.d.comb += [self.i.ready.eq(self.run & (n_out <= D - per_pair)), fire.eq(self.i.valid & self.i.ready),
                      self.step.eq(fire)]
