@@ -464,7 +464,10 @@ class RansDecoderShell(wiring.Component):
 
         def finish(status):
             m.d.sync += self.status.eq(status)
-            m.next = "DRAIN"
+            with m.If(ended):                       # nothing to drain: the CRC has settled already
+                m.next = "CHECK"
+            with m.Else():
+                m.next = "DRAIN"
 
         with m.FSM():
             with m.State("IDLE"):
@@ -483,7 +486,8 @@ class RansDecoderShell(wiring.Component):
                 started = self.state[S - W:] != 0
                 m.d.comb += [self.i.ready.eq(~ended & ~started), self.load.eq(take),
                              self.load_state.eq(Cat(self.i.p.data, self.state[:S - W]))]
-                with m.If(started | ended):
+                # Decide on the state being loaded, not a clock later.
+                with m.If(started | ended | (take & ((self.load_state[S - W:] != 0) | (words_left == 1)))):
                     m.next = "DECODE"
                 with m.If(take & top & (self.i.p.data == 0)):
                     finish(DecodeStatus.ZERO_TOP_WORD)
