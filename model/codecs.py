@@ -6,7 +6,8 @@
     ``tuned``) has the lower expected cost. ``tans8`` is the paper's "tANS 8 bits".
 ``ransP``
     rANS with ``P``-bit probabilities (5 to 24), ``S = 64``, ``W = 32``, optimal frequencies and the
-    escape symbol where it pays. ``rans16`` is the paper's "rANS 16 bits" (preset ``paper``).
+    escape symbol where it pays. ``rans16`` is the paper's "rANS 16 bits" (preset ``paper``, whose
+    state is ``S = W + P = 48`` bits: the decoder's multiply fits one DSP).
 ``rans24``
     the ``constriction`` preset: ``P = 24``, ``W = 32``, ``S = 64`` with constriction's own leaky
     quantization of ``counts / total`` and no escape, so its words are exactly those of

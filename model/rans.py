@@ -1,10 +1,12 @@
 """Golden rANS coder: the bit-exact model of the paper's rANS cores (§4.2, Table 1 "rANS 16 bits").
 
 Parameters (:class:`RansParams`): state ``S`` bits, word ``W`` bits, probability precision ``P`` bits,
-with ``S >= W + P`` and ``S >= 2W``. Presets:
+with ``S >= W + P`` (what rANS needs: a state of at least ``2**(S - W)`` keeps ``P`` bits above the
+word it may pop). Presets:
 
 ``paper``
-    ``P = 16``, ``W = 32``, ``S = 64``: the paper's core (16-bit probabilities, 32-bit words).
+    ``P = 16``, ``W = 32``, ``S = 48``: the paper's core (16-bit probabilities, 32-bit words). ``S = W + P``
+    is the narrowest state: the decoder's multiply is ``(S - P) x (P + 1)`` = 32 x 17 bits.
 ``constriction``
     ``P = 24``, ``W = 32``, ``S = 64``: bit-exact with constriction's ``AnsCoder``.
 
@@ -62,12 +64,10 @@ class RansParams:
             raise ConfigError(
                 f"rANS state_bits S={self.state_bits} must be >= word_bits + precision_bits = "
                 f"{self.word_bits} + {self.precision_bits}")
-        if self.state_bits < 2 * self.word_bits:
-            raise ConfigError(f"rANS state_bits S={self.state_bits} must be >= 2 * word_bits = {2 * self.word_bits}")
 
 
 RANS_PRESETS: dict[str, RansParams] = {
-    "paper": RansParams(64, 32, 16),
+    "paper": RansParams(48, 32, 16),
     "constriction": RansParams(64, 32, 24),
 }
 
@@ -94,6 +94,40 @@ class RansTable:
         """The rANS cores' symbol table: per symbol the columns ``freq, cum, k`` (``freq`` may be
         ``2**P`` for a one-symbol alphabet)."""
         return np.stack([self.freqs, self.cum[:-1], self.extra_bits], axis=1)
+
+    def core_buckets(self, bucket_bits: int, splits: int = 2) -> np.ndarray:
+        """The decoder cores' quantile → symbol guess: per bucket of ``2**(P - bucket_bits)``
+        quantiles (the top ``bucket_bits`` bits of ``q``) the columns ``base, split_1 .. split_n``.
+
+        The core's candidate is ``base + sum_j (q mod 2**(P - bucket_bits) > split_j)``; it is exact
+        where the bucket meets at most ``splits + 1`` symbols, and otherwise the core steps one symbol
+        per clock towards the right one. ``base`` is chosen per bucket to make those steps rarest: of
+        the windows of ``splits + 1`` adjacent symbols that meet the bucket, the one that leaves the
+        fewest steps over the bucket's quantiles (each as likely as any other of its symbol's, the
+        frequencies being the probabilities). ``split_j`` is the offset before symbol ``base + j``'s
+        first quantile, or ``2**(P - bucket_bits) - 1`` (the compare never holds) where that symbol
+        does not start inside the bucket.
+        """
+        P = self.params.precision_bits
+        if not 1 <= bucket_bits <= P:
+            raise ConfigError(f"rANS bucket_bits must be from 1 to P = {P}, not {bucket_bits!r}")
+        width, n = 1 << (P - bucket_bits), self.freqs.size
+        right, starts = self.cum[1:], np.arange(1 << bucket_bits, dtype=np.int64) * width
+        first = np.searchsorted(right, starts, side="right")
+        last = np.maximum(np.searchsorted(right, starts + width - 1, side="right"), first)
+        # Quantiles of bucket b in symbol s, and the steps a quantile of s takes from window a.
+        overlap = np.clip(np.minimum(self.cum[None, 1:], (starts + width)[:, None])
+                          - np.maximum(self.cum[None, :-1], starts[:, None]), 0, None)
+        s_, a_ = np.arange(n)[:, None], np.arange(n)[None, :]
+        steps = np.where(s_ < a_, a_ - s_, np.where(s_ > a_ + splits, s_ - a_ - splits, 0))
+        cost = (overlap @ steps).astype(np.float64)
+        allowed = (a_ >= first[:, None]) & (a_ <= np.maximum(last - splits, first)[:, None])
+        base = np.where(allowed, cost, np.inf).argmin(axis=1)
+        cols = [base]
+        for j in range(1, splits + 1):
+            at = self.cum[np.minimum(base + j, n)] - starts
+            cols.append(np.where((base + j < n) & (at > 0) & (at < width), at - 1, width - 1))
+        return np.stack(cols, axis=1).astype(np.int64)
 
     def symbol_lookup(self):
         """Quantile → symbol: a table for ``P <= 16``, a binary search above (as the hardware would)."""

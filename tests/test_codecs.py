@@ -128,7 +128,7 @@ def test_max_symbols_forces_escape():
 
 @pytest.mark.parametrize("kwargs, field", [
     (dict(state_bits=40, word_bits=32, precision_bits=16), "state_bits"),
-    (dict(state_bits=64, word_bits=40, precision_bits=16), "state_bits"),
+    (dict(state_bits=64, word_bits=56, precision_bits=16), "state_bits"),
     (dict(state_bits=64, word_bits=32, precision_bits=25), "precision_bits"),
 ])
 def test_impossible_rans_parameters(kwargs, field):

@@ -51,7 +51,9 @@ def test_minilm_every_tensor_round_trips_losslessly(minilm, tmp_path, codec):
 
 # Acceptance: gap to the ideal on MiniLM's 2-D matrices and on stories260K (bf16 pairs), final state
 # and checkpoints included.
-TARGETS = {"rans16": 0.0002, "rans24": 0.00002, "tans8": 0.005, "tans11": 0.001}
+# rans16's state is S = W + P = 48 bits (one DSP for the decoder's multiply, issue 19): its lower bound
+# 2**16 = 2**P costs ~0.01 % over S = 64 (measured 0.0274 % MiniLM, 0.0295 % stories260K).
+TARGETS = {"rans16": 0.0003, "rans24": 0.00002, "tans8": 0.005, "tans11": 0.001}
 
 
 @pytest.fixture(scope="module")
