@@ -98,9 +98,7 @@ def build_core(kind: str, spec: CodecSpec, table=None, *, programmable: bool = F
     r = spec.rans
     kw = dict(state_bits=r.state_bits, word_bits=r.word_bits, precision_bits=r.precision_bits,
               max_symbols=max_symbols, max_extra_bits=k, table=table, programmable=programmable,
-              table_sets=table_sets)
-    if not shell:   # only passed when asked for: the rANS cores take ``shell`` from issue 19 on
-        kw["shell"] = False
+              table_sets=table_sets, shell=shell)
     return RansEncoder(**kw) if kind == "rans-encoder" else RansDecoder(**kw, block_crc=block_crc)
 
 
