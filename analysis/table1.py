@@ -416,7 +416,8 @@ def codec_task(path: str, names: Sequence[str], pairs: str, codec: str) -> Codec
     fmt = PAIR_FORMATS[pairs]
     items = []
     for name in names:
-        bits = np.concatenate([b.ravel() for b, _ in _chunks(path, name, pairs)])
+        chunks = [b.ravel() for b, _ in _chunks(path, name, pairs)]
+        bits = np.concatenate(chunks) if chunks else np.zeros(0, fmt.bits_dtype)  # a zero-size tensor
         items.append((name, fmt.split(bits)))
     st = encode_tensors(spec, items, DEFAULT_CHECKPOINT_INTERVAL)
     runs = [Run(i, int(t.pairs.codes.size)) for i, t in enumerate(st.tensors)]

@@ -48,7 +48,7 @@ from .codetable import CodeTable
 from .errors import AnsforgeError, ConfigError
 from .pairs import PAIR_FORMATS, CodingPairs, convert
 from .probability import ideal_bits
-from .stream import Checkpoint, Run, StreamError, block_crc, block_ranges
+from .stream import Checkpoint, Run, StreamError, block_crc, block_ranges, word_dtype
 
 __all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "Container",
            "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION"]
@@ -71,6 +71,25 @@ _RAW_NUMPY = {"F64": "<f8", "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1"
 
 class ContainerError(AnsforgeError):
     """A container that is truncated, corrupted or not an ansforge container."""
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _field(rec: dict, key: str, kind: type, fail: Callable[[str, str], ContainerError], where: str,
+           lo: int | None = None, hi: int | None = None):
+    """``rec[key]``, checked to be of JSON type ``kind`` (``int`` excludes booleans) and, for integers,
+    within ``lo .. hi``; otherwise ``fail(where, ...)`` names the field and the value."""
+    if key not in rec:
+        raise fail(where, f"lacks field {key!r}")
+    v = rec[key]
+    ok = _is_int(v) if kind is int else isinstance(v, kind)
+    if not ok:
+        raise fail(where, f"field {key!r} must be {kind.__name__}, not {type(v).__name__} {str(v)[:40]}")
+    if kind is int and ((lo is not None and v < lo) or (hi is not None and v > hi)):
+        raise fail(where, f"field {key!r} = {v} is outside {lo}..{hi}")
+    return v
 
 
 def _crc(b: bytes | memoryview) -> int:
@@ -233,16 +252,22 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         payload.append(data)
         offset += len(data)
     out = Path(out)
+    if out.is_dir():
+        raise ConfigError(f"{out}: is a directory")
     tmp = out.with_name(out.name + ".partial")
-    with open(tmp, "wb") as f:
-        head = _HEADER.pack(MAGIC, VERSION, len(records), len(stream_records), 0)[:20]
-        f.write(head + struct.pack("<I", _crc(head)))
-        for rec in records + stream_records:
-            js = json.dumps(rec, separators=(",", ":")).encode()
-            f.write(struct.pack("<I", len(js)) + js + struct.pack("<I", _crc(js)))
-        for blob in payload:
-            f.write(blob)
-    os.replace(tmp, out)
+    try:
+        with open(tmp, "wb") as f:
+            head = _HEADER.pack(MAGIC, VERSION, len(records), len(stream_records), 0)[:20]
+            f.write(head + struct.pack("<I", _crc(head)))
+            for rec in records + stream_records:
+                js = json.dumps(rec, separators=(",", ":")).encode()
+                f.write(struct.pack("<I", len(js)) + js + struct.pack("<I", _crc(js)))
+            for blob in payload:
+                f.write(blob)
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     bits = sum(s.total_bits for s in streams)
     ideal = sum(t.ideal_bits for s in streams for t in s.tensors)
     return {"tensors": len(records), "coded": len(coded_items), "pairs": sum(s.n_pairs for s in streams),
@@ -304,6 +329,8 @@ class Container:
             raise self._fail("header", f"version {version} is not supported (this ansforge reads versions "
                                        f"{', '.join(map(str, READ_VERSIONS))})")
         self.version = version
+        if 24 + 8 * (n_t + n_s) > len(self._data):  # every record takes at least its length and CRC
+            raise self._fail("header", f"{n_t} tensor and {n_s} stream records do not fit in {len(self._data)} bytes")
         pos = 24
         raw_records = []
         for i in range(n_t + n_s):
@@ -322,56 +349,184 @@ class Container:
                         if held else ""
                 raise self._fail(f"{name}({what}), metadata block", "CRC32 mismatch")
             try:
-                raw_records.append(json.loads(js))
-            except ValueError as e:
-                raise self._fail(what, f"malformed JSON: {e}") from None
+                rec = json.loads(js)
+            except (ValueError, RecursionError) as e:  # RecursionError: absurdly nested JSON
+                raise self._fail(what, f"malformed JSON: {str(e)[:200]}") from None
+            if not isinstance(rec, dict):
+                raise self._fail(what, f"must be a JSON object, not {type(rec).__name__}")
+            raw_records.append(rec)
             pos += 8 + length
         self._payload = pos
         self.tensors: list[dict] = raw_records[:n_t]
+        self.streams: list[_Stream] = [self._parse_stream(si, rec) for si, rec in enumerate(raw_records[n_t:])]
         self._by_name = {}
+        regions: list[tuple[int, int, str]] = [(st.offset, st.offset + st.n_words * st.word_bytes, f"stream {st.index}")
+                                               for st in self.streams]
         for i, rec in enumerate(self.tensors):
-            if not isinstance(rec, dict) or "name" not in rec or "coding" not in rec:
-                raise self._fail(f"tensor record {i + 1}", "lacks name or coding")
-            self._by_name[rec["name"]] = i
-        self.streams: list[_Stream] = []
-        for si, rec in enumerate(raw_records[n_t:]):
-            try:
-                spec = CodecSpec.from_json(rec["codec"])
-                st = _Stream(si, spec, int(rec["n_pairs"]), int(rec["n_words"]), int(rec["word_bytes"]),
-                             int(rec["payload_offset"]), [Checkpoint(*map(int, c)) for c in rec["checkpoints"]],
-                             [tuple(map(int, b)) for b in rec["blocks"]])
-            except (KeyError, TypeError, ValueError) as e:
-                raise self._fail(f"stream record {si + 1}", f"malformed: {e}") from None
-            self.streams.append(st)
-        for i, rec in enumerate(self.tensors):
-            if rec["coding"] != "pairs":
-                continue
-            where = f"tensor {rec['name']!r}"
-            try:
-                st = self.streams[int(rec["stream"])]
-                ct = CodeTable.from_json(rec["code_table"])
-                table = st.spec.coder_table(
-                    ct, spread=rec.get("tans_spread"),
-                    spread_symbols=np.frombuffer(base64.b64decode(rec["tans_symbols"], validate=True), np.uint8)) \
-                    if st.spec.tans is not None else st.spec.coder_table(ct)
-                rec["_code_table"] = ct
-            except (KeyError, IndexError, TypeError, ValueError, binascii.Error) as e:
-                raise self._fail(where, f"metadata is inconsistent: {e}") from None
-            if int(rec["first_pair"]) != sum(r.count for r in st.runs):
-                raise self._fail(where, "tensor pairs are not contiguous in their stream")
-            st.tensors.append(i)
-            st.tables.append(table)
-            st.runs.append(Run(len(st.runs), int(rec["n_pairs"])))
-        end = self._payload
+            where = f"tensor record {i + 1}"
+            name = _field(rec, "name", str, self._fail, where)
+            where = f"tensor {name!r}"
+            if name in self._by_name:
+                raise self._fail(where, "appears twice")
+            self._by_name[name] = i
+            coding = _field(rec, "coding", str, self._fail, where)
+            shape = _field(rec, "shape", list, self._fail, where)
+            if len(shape) > 32 or not all(_is_int(d) and 0 <= d < 1 << 48 for d in shape):
+                raise self._fail(where, f"shape {str(shape)[:80]} is not a list of at most 32 sizes")
+            size = 1
+            for d in shape:
+                size *= d
+            if size >= 1 << 48:
+                raise self._fail(where, f"shape {shape} holds {size} values, more than any container can")
+            if coding == "raw":
+                regions.append(self._parse_raw(rec, where, size))
+            elif coding == "pairs":
+                self._parse_pairs(i, rec, where, size)
+            else:
+                raise self._fail(where, f"coding must be 'pairs' or 'raw', not {coding!r}")
         for st in self.streams:
             if sum(r.count for r in st.runs) != st.n_pairs:
-                raise self._fail(f"stream {st.index}", "tensor pair counts do not add up to the stream's")
-            end = max(end, self._payload + st.offset + st.n_words * st.word_bytes)
-        for rec in self.tensors:
-            if rec["coding"] == "raw":
-                end = max(end, self._payload + int(rec["payload_offset"]) + int(rec["nbytes"]))
-        if end > len(self._data):
-            raise self._fail("payload", f"truncated: {len(self._data)} bytes, records need {end}")
+                raise self._fail(f"stream {st.index}", f"tensor pair counts add up to {sum(r.count for r in st.runs)}, "
+                                                       f"not the stream's {st.n_pairs}")
+            # Every pair's additional data is in the words, so a stream cannot hold more pairs than its
+            # bits allow: this bounds the memory a decoder allocates by the file's size.
+            least = min((self.tensors[ti]["_code_table"].extra_bits for ti, r in zip(st.tensors, st.runs) if r.count),
+                        default=0)
+            if least * st.n_pairs > st.n_words * st.spec.word_bits:
+                raise self._fail(f"stream {st.index}", f"{st.n_pairs} pairs of at least {least} bits each cannot "
+                                                       f"fit in {st.n_words} {st.spec.word_bits}-bit words")
+        # The payload is exactly the streams and raw tensors, back to back: every byte is accounted for,
+        # bytes appended to a container are an error rather than silently ignored.
+        expect = 0
+        for lo, hi, what in sorted(regions):
+            if lo != expect:
+                raise self._fail(what, f"starts at payload offset {lo}, expected {expect} "
+                                       f"({'overlap' if lo < expect else 'a gap'} in the payload)")
+            expect = hi
+        size = len(self._data) - self._payload
+        if expect > size:
+            raise self._fail("payload", f"truncated: {len(self._data)} bytes, records need {self._payload + expect}")
+        if expect < size:
+            raise self._fail("payload", f"{size - expect} bytes follow the last stream or tensor (appended data?)")
+
+    def _parse_stream(self, si: int, rec: dict) -> _Stream:
+        where = f"stream record {si + 1}"
+        codec = _field(rec, "codec", dict, self._fail, where)
+        try:
+            spec = CodecSpec.from_json(codec)
+        except AnsforgeError as e:
+            raise self._fail(where, str(e)) from None
+        try:
+            canonical = parse_codec(spec.name)
+        except ConfigError:
+            canonical = None
+        if canonical != spec:
+            raise self._fail(where, f"codec {str(codec)[:200]} is not one that ansforge writes")
+        limit = len(self._data)
+        n_words = _field(rec, "n_words", int, self._fail, where, 0, limit)
+        word_bytes = _field(rec, "word_bytes", int, self._fail, where)
+        if word_bytes != word_dtype(spec.word_bits).itemsize:
+            raise self._fail(where, f"word_bytes = {word_bytes} does not hold {spec.word_bits}-bit words")
+        n_pairs = _field(rec, "n_pairs", int, self._fail, where, 0, 1 << 48)
+        offset = _field(rec, "payload_offset", int, self._fail, where, 0, limit)
+        interval = _field(rec, "checkpoint_interval", int, self._fail, where, 0, 1 << 48)
+        cps = _field(rec, "checkpoints", list, self._fail, where)
+        if len(cps) > n_pairs:
+            raise self._fail(where, f"{len(cps)} checkpoints for {n_pairs} pairs")
+        state_limit = 1 << spec.state_bits
+        checkpoints, last = [], 0
+        for c in cps:
+            if not (isinstance(c, list) and len(c) == 4 and all(_is_int(v) for v in c)):
+                raise self._fail(where, f"checkpoint {str(c)[:80]} is not [pair, word, bit, state]")
+            pair, word, bit, state = c
+            # Checkpoints lie strictly inside the stream, in increasing order, and fit the coder; a
+            # decoder started from one is then bounded by the pair counts (pair = -2**31 once ran forever).
+            if not (last < pair < n_pairs and 0 <= word <= n_words and 0 <= bit < spec.word_bits
+                    and (bit == 0 or (spec.tans is not None and word < n_words)) and 0 <= state < state_limit):
+                raise self._fail(where, f"checkpoint {c} does not fit a stream of {n_pairs} pairs and {n_words} words"
+                                        + (" (checkpoints must increase)" if pair <= last else ""))
+            last = pair
+            checkpoints.append(Checkpoint(pair, word, bit, state))
+        if interval and (len(checkpoints) != (n_pairs - 1) // interval if n_pairs else checkpoints) \
+                or any(c.pair != (k + 1) * interval for k, c in enumerate(checkpoints)):
+            raise self._fail(where, f"checkpoints are not every checkpoint_interval = {interval} pairs")
+        blocks = _field(rec, "blocks", list, self._fail, where)
+        ranges = block_ranges(n_words, checkpoints)
+        if len(blocks) != len(ranges) or not all(
+                isinstance(b, list) and len(b) == 3 and all(_is_int(v) for v in b) and tuple(b[:2]) == r
+                and 0 <= b[2] <= 0xFFFFFFFF for b, r in zip(blocks, ranges)):
+            if self.version != 1:
+                raise self._fail(where, "CRC blocks do not match the checkpoints' word ranges")
+            if not all(isinstance(b, list) and len(b) == 3 and all(_is_int(v) for v in b)
+                       and 0 <= b[0] <= b[1] <= n_words and 0 <= b[2] <= 0xFFFFFFFF for b in blocks) \
+                    or len(blocks) != len(ranges):
+                raise self._fail(where, "CRC blocks are malformed")
+        return _Stream(si, spec, n_pairs, n_words, word_bytes, offset, checkpoints, [tuple(b) for b in blocks])
+
+    def _parse_raw(self, rec: dict, where: str, size: int) -> tuple[int, int, str]:
+        dtype = _field(rec, "dtype", str, self._fail, where)
+        if dtype not in ITEMSIZE:
+            raise self._fail(where, f"dtype {dtype!r} is not one of {', '.join(ITEMSIZE)}")
+        limit = len(self._data)
+        offset = _field(rec, "payload_offset", int, self._fail, where, 0, limit)
+        nbytes = _field(rec, "nbytes", int, self._fail, where, 0, limit)
+        if nbytes != size * ITEMSIZE[dtype]:
+            raise self._fail(where, f"nbytes = {nbytes}, but shape {rec['shape']} of {dtype} needs {size * ITEMSIZE[dtype]}")
+        blocks = _field(rec, "blocks", list, self._fail, where)
+        want = [(o, min(nbytes, o + RAW_BLOCK_BYTES)) for o in range(0, nbytes, RAW_BLOCK_BYTES)]
+        if len(blocks) != len(want) or not all(
+                isinstance(b, list) and len(b) == 3 and all(_is_int(v) for v in b) and tuple(b[:2]) == w
+                and 0 <= b[2] <= 0xFFFFFFFF for b, w in zip(blocks, want)):
+            raise self._fail(where, "CRC blocks do not cover the tensor's bytes")
+        return offset, offset + nbytes, where
+
+    def _parse_pairs(self, i: int, rec: dict, where: str, size: int) -> None:
+        fmt_name = _field(rec, "pair_format", str, self._fail, where)
+        if fmt_name not in PAIR_FORMATS:
+            raise self._fail(where, f"pair_format {fmt_name!r} is not one of {', '.join(PAIR_FORMATS)}")
+        fmt = PAIR_FORMATS[fmt_name]
+        if _field(rec, "dtype", str, self._fail, where) != _STORAGE[fmt_name]:
+            raise self._fail(where, f"dtype {rec['dtype']!r} is not the storage of pair format {fmt_name}")
+        for key in ("conversion",):
+            _field(rec, key, str, self._fail, where)
+        if not isinstance(rec.get("ideal_bits", 0.0), (int, float)) or isinstance(rec.get("ideal_bits"), bool):
+            raise self._fail(where, f"ideal_bits must be a number, not {rec['ideal_bits']!r}")
+        exps = _field(rec, "exponents", list, self._fail, where)
+        if len(exps) > 1 << fmt.exponent_bits or not all(
+                _is_int(e) and 0 <= e < 1 << fmt.exponent_bits for e in exps) or sorted(set(exps)) != exps:
+            raise self._fail(where, f"exponents must be strictly increasing {fmt.exponent_bits}-bit fields")
+        si = _field(rec, "stream", int, self._fail, where, 0, len(self.streams) - 1)
+        st = self.streams[si]
+        n_pairs = _field(rec, "n_pairs", int, self._fail, where, 0, 1 << 48)
+        if n_pairs != size:
+            raise self._fail(where, f"n_pairs = {n_pairs}, but shape {rec['shape']} holds {size} values")
+        first = _field(rec, "first_pair", int, self._fail, where, 0, 1 << 48)
+        if first != sum(r.count for r in st.runs):
+            raise self._fail(where, "tensor pairs are not contiguous in their stream")
+        try:
+            ct = CodeTable.from_json(_field(rec, "code_table", dict, self._fail, where))
+        except AnsforgeError as e:
+            raise self._fail(where, str(e)) from None
+        if ct.precision_bits != st.spec.precision_bits or ct.extra_bits != (fmt.extra_bits if size else 0) \
+                or (size and max(ct.direct_codes + ct.escape_codes) >= len(exps)):
+            raise self._fail(where, f"code table (precision {ct.precision_bits}, extra {ct.extra_bits} bits) does "
+                                    f"not fit codec {st.spec.name}, pair format {fmt_name} and {len(exps)} exponents")
+        try:
+            if st.spec.tans is not None:
+                spread = _field(rec, "tans_spread", str, self._fail, where)
+                text = _field(rec, "tans_symbols", str, self._fail, where)
+                if len(text) > 4 * (1 << st.spec.tans.table_log):
+                    raise self._fail(where, "tans_symbols is longer than the table")
+                table = st.spec.coder_table(ct, spread=spread, spread_symbols=np.frombuffer(
+                    base64.b64decode(text, validate=True), np.uint8))
+            else:
+                table = st.spec.coder_table(ct)
+        except (ValueError, binascii.Error) as e:  # ConfigError is a ValueError too
+            raise self._fail(where, f"coder table is inconsistent: {e}") from None
+        rec["_code_table"] = ct
+        st.tensors.append(i)
+        st.tables.append(table)
+        st.runs.append(Run(len(st.runs), n_pairs))
 
     # -- access ------------------------------------------------------------------------------------
     @property
