@@ -30,6 +30,12 @@ def _refuse_existing(path: str | None, force: bool) -> None:
         raise UsageError(f"{path}: file exists (use --force to replace it)")
 
 
+def _threads(n: int) -> int:
+    if n < 1:
+        raise UsageError(f"--threads must be at least 1, not {n}")
+    return n
+
+
 def _write(path: str | None, text: str | bytes, force: bool, protect: Sequence[str | None] = ()) -> None:
     """Write an output file atomically, refusing to overwrite anything the user has."""
     if path is None:
@@ -130,11 +136,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-nonfinite", action="store_true", help="code NaN/Inf weights (exactly) instead of refusing")
     p.add_argument("-o", "--output", required=True, metavar="F.ansf", help="container to write")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="threads that split tensors, build tables and encode (default 1; the file is the same)")
 
     p = verbs.add_parser("decompress", help="decompress an .ansf container to safetensors, bit-exact")
     p.add_argument("container", metavar="F.ansf")
     p.add_argument("-o", "--output", required=True, metavar="OUT.safetensors")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="threads that decode a stream's checkpoint segments at once (default 1)")
 
     p = verbs.add_parser("inspect", help="list an .ansf container's streams, codecs and tensors")
     p.add_argument("container", metavar="F.ansf")
@@ -473,7 +483,7 @@ def _run(args: argparse.Namespace) -> int:
         r = compress_checkpoint(args.model, out, args.codec, pairs=args.pairs,
                                 checkpoint_interval=args.checkpoint_interval,
                                 group="tensor" if args.stream_per_tensor else "model",
-                                allow_nonfinite=args.allow_nonfinite)
+                                allow_nonfinite=args.allow_nonfinite, threads=_threads(args.threads))
         print(f"wrote {out}: {r['tensors']} tensors ({r['coded']} coded), {r['pairs']:,} pairs, {r['bytes']:,} bytes; "
               f"{r['bits'] / max(1, r['pairs']):.4f} bits/pair, {100 * r['gap']:+.4f}% vs ideal")
         return 0
@@ -484,8 +494,9 @@ def _run(args: argparse.Namespace) -> int:
         if out.exists() and out.resolve() == Path(args.container).resolve():
             raise UsageError(f"{out}: refusing to overwrite the input file")
         _refuse_existing(args.output, args.force)
+        threads = _threads(args.threads)
         c = open_container(args.container)
-        c.decompress(out)
+        c.decompress(out, threads=threads)
         print(f"wrote {out}: {len(c.names)} tensors")
         return 0
     if args.verb == "inspect":

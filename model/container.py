@@ -37,6 +37,7 @@ import re
 import struct
 import zlib
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +45,7 @@ import numpy as np
 
 from .checkpoint import ITEMSIZE, SUPPORTED_DTYPES, open_checkpoint, write_safetensors
 from .codecs import CodecSpec, parse_codec
+from . import fastans
 from .codetable import CodeTable
 from .errors import AnsforgeError, ConfigError
 from .pairs import PAIR_FORMATS, CodingPairs, convert
@@ -133,13 +135,23 @@ class CodedStream:
         return self.word_bits_total + self.checkpoint_bits
 
 
+def _map(fn: Callable, items: Sequence, threads: int) -> list:
+    """``[fn(x) for x in items]``, on ``threads`` threads when more than one (NumPy and the compiled
+    kernels release the GIL for the bulk of the work)."""
+    if threads <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(fn, items))
+
+
 def encode_tensors(spec: CodecSpec, items: Sequence[tuple[str, CodingPairs]],
-                   checkpoint_interval: int | None = DEFAULT_CHECKPOINT_INTERVAL) -> CodedStream:
-    """Encode tensors' coding pairs, in order, into one stream of ``spec``'s golden coder."""
-    coded: list[CodedTensor] = []
-    syms, exs, runs = [], [], []
-    pos = 0
-    for i, (name, pairs) in enumerate(items):
+                   checkpoint_interval: int | None = DEFAULT_CHECKPOINT_INTERVAL, threads: int = 1) -> CodedStream:
+    """Encode tensors' coding pairs, in order, into one stream of ``spec``'s coder (the compiled
+    kernels of :mod:`.fastans` where they apply, bit-exact with the golden coder); the tensors' tables
+    are built on ``threads`` threads."""
+
+    def prepare(item: tuple[str, CodingPairs]):
+        name, pairs = item
         counts = pairs.counts()
         extra_bits = int(pairs.extra_bits_per_code.max()) if pairs.extra_bits_per_code.size else 0
         try:
@@ -148,7 +160,12 @@ def encode_tensors(spec: CodecSpec, items: Sequence[tuple[str, CodingPairs]],
             s, e = ct.to_symbols(pairs.codes, pairs.extra)
         except ConfigError as exc:
             raise ConfigError(f"tensor {name!r}: {exc}") from None
-        ideal = ideal_bits(counts) + pairs.extra_bits_total()
+        return ct, table, s, e, ideal_bits(counts) + pairs.extra_bits_total()
+
+    coded: list[CodedTensor] = []
+    syms, exs, runs = [], [], []
+    pos = 0
+    for i, ((name, pairs), (ct, table, s, e, ideal)) in enumerate(zip(items, _map(prepare, items, threads))):
         coded.append(CodedTensor(name, pairs, ct, table, pos, ideal))
         syms.append(s)
         exs.append(e)
@@ -156,7 +173,9 @@ def encode_tensors(spec: CodecSpec, items: Sequence[tuple[str, CodingPairs]],
         pos += int(s.size)
     sy = np.concatenate(syms) if syms else np.zeros(0, np.int64)
     ex = np.concatenate(exs) if exs else np.zeros(0, np.uint64)
-    stream = spec.coder().encode([t.table for t in coded], runs, sy, ex, checkpoint_interval)
+    tables = [t.table for t in coded]
+    stream = fastans.encode(spec, tables, runs, sy, ex, checkpoint_interval) if fastans.supported(spec) \
+        else spec.coder().encode(tables, runs, sy, ex, checkpoint_interval)
     return CodedStream(spec, coded, stream.words, stream.checkpoints, pos, checkpoint_interval or 0)
 
 
@@ -167,7 +186,7 @@ def encode_tensors(spec: CodecSpec, items: Sequence[tuple[str, CodingPairs]],
 def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[str], codec: str = "tans8", *,
                         pairs: str = "auto", checkpoint_interval: int = DEFAULT_CHECKPOINT_INTERVAL,
                         group: str = "model", allow_nonfinite: bool = False,
-                        progress: Callable[[str], None] | None = None) -> dict:
+                        progress: Callable[[str], None] | None = None, threads: int = 1) -> dict:
     """Compress every tensor of checkpoint ``model`` into container ``out`` (written atomically).
 
     Parameters
@@ -181,6 +200,9 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         ``model``: one stream for all coded tensors; ``tensor``: one stream per tensor.
     allow_nonfinite
         NaN and Inf code exactly, but a checkpoint holding them is usually broken: refused unless set.
+    threads
+        Threads that split tensors into pairs, build their tables and encode streams (the container
+        is the same for any number).
 
     Returns a summary (``tensors``, ``pairs``, ``bits``, ``ideal_bits``, ``gap``).
     """
@@ -195,7 +217,19 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     records: list[dict] = []
     coded_items: list[tuple[int, str, CodingPairs]] = []
     raw_payload: list[tuple[int, bytes]] = []
-    for info in ckpt.infos():
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ConfigError(f"threads must be a positive integer, not {threads!r}")
+
+    def split(info):
+        if info.dtype not in SUPPORTED_DTYPES:
+            return None
+        target = _NATIVE[info.dtype] if pairs == "auto" else pairs
+        bits, conv = convert(ckpt.tensor(info.name).array, info.dtype, target)
+        return target, conv, PAIR_FORMATS[target].split(bits)
+
+    infos = ckpt.infos()
+    split_all = _map(split, infos, threads)
+    for info, done in zip(infos, split_all):
         rec: dict = {"name": info.name, "shape": list(info.shape), "source_dtype": info.dtype}
         if info.dtype not in SUPPORTED_DTYPES:
             nbytes = ITEMSIZE.get(info.dtype)
@@ -207,14 +241,10 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             raw_payload.append((len(records), bytes(data)))
             records.append(rec)
             continue
-        t = ckpt.tensor(info.name)
-        target = _NATIVE[info.dtype] if pairs == "auto" else pairs
-        bits, conv = convert(t.array, info.dtype, target)
+        target, conv, cp = done
         if conv.nonfinite and not allow_nonfinite:
             raise ConfigError(f"{model}: tensor {info.name!r} holds {conv.nonfinite} NaN/Inf values "
                               f"(after conversion to {target}); pass allow_nonfinite (--allow-nonfinite) to code them exactly")
-        fmt = PAIR_FORMATS[target]
-        cp = fmt.split(bits)
         rec.update({"coding": "pairs", "dtype": _STORAGE[target], "pair_format": target,
                     "conversion": conv.describe(), "lossy": conv.lossy, "changed": conv.changed,
                     "exponents": cp.exponents.tolist()})
@@ -224,7 +254,10 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             progress(info.name)
     groups = [coded_items] if group == "model" else [[it] for it in coded_items]
     groups = [g for g in groups if g]
-    streams: list[CodedStream] = [encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval) for g in groups]
+    if group == "model":
+        streams = [encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval, threads) for g in groups]
+    else:
+        streams = _map(lambda g: encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval), groups, threads)
     payload: list[bytes] = []
     offset = 0
     stream_records = []
@@ -296,6 +329,7 @@ class _Stream:
     runs: list[Run] = field(default_factory=list)
     verified: set = field(default_factory=set)
     word_list: list | None = None
+    prepared: object = None
 
 
 class Container:
@@ -541,7 +575,10 @@ class Container:
     def _words(self, st: _Stream) -> np.ndarray:
         lo = self._payload + st.offset
         dt = np.dtype({1: "<u1", 2: "<u2", 4: "<u4", 8: "<u8"}[st.word_bytes])
-        return np.frombuffer(self._bytes(lo, lo + st.n_words * st.word_bytes, f"stream {st.index}"), dtype=dt)
+        hi = lo + st.n_words * st.word_bytes
+        if hi > len(self._data):
+            self._bytes(lo, hi, f"stream {st.index}")  # raises: truncated
+        return np.asarray(self._data[lo:hi]).view(dt) if hi > lo else np.zeros(0, dt)  # a view of the mapping
 
     def _tensor_at(self, st: _Stream, pair: int) -> str:
         for ti, r in zip(st.tensors, st.runs):
@@ -573,10 +610,15 @@ class Container:
             if c.pair <= start:
                 cp = c
         top = cp.word + (1 if cp and cp.bit else 0) if cp else st.n_words
-        if st.word_list is None:
-            st.word_list = words.tolist()
         try:
-            s, e, after = st.spec.coder().decode(st.word_list, st.tables, st.runs, start, count, cp)
+            if fastans.supported(st.spec):
+                if st.prepared is None:
+                    st.prepared = fastans.PreparedTables(st.spec, st.tables)
+                s, e, after = fastans.decode(st.spec, words, st.tables, st.runs, start, count, cp, st.prepared)
+            else:
+                if st.word_list is None:
+                    st.word_list = words.tolist()
+                s, e, after = st.spec.coder().decode(st.word_list, st.tables, st.runs, start, count, cp)
         except StreamError as exc:
             self._verify_blocks(st, words, 0, top)
             raise self._fail(f"tensor {self._tensor_at(st, start)!r} (stream {st.index})", str(exc)) from None
@@ -623,13 +665,28 @@ class Container:
         checkpoint at or before ``start`` (bit patterns of the tensor's dtype)."""
         return self.read_range(name, start, count)
 
-    def decompress(self, out: str | os.PathLike[str]) -> None:
-        """Write every tensor to a safetensors file (atomically), bit-exact."""
+    def _decode_all(self, st: _Stream, threads: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair of a stream, its segments between checkpoints decoded on ``threads`` threads; all
+        of its blocks' CRCs checked (a failed decode reports the corrupt block when there is one)."""
+        if not fastans.supported(st.spec):
+            return self._decode(st, 0, st.n_pairs)
+        words = self._words(st)
+        try:
+            s, e = fastans.decode_segments(st.spec, words, st.tables, st.runs, st.checkpoints, threads, compact=True)
+        except StreamError as exc:
+            self._verify_blocks(st, words, 0, st.n_words)
+            raise self._fail(f"tensor {self._tensor_at(st, 0)!r} (stream {st.index})", str(exc)) from None
+        self._verify_blocks(st, words, 0, st.n_words)
+        return s, e
+
+    def decompress(self, out: str | os.PathLike[str], threads: int | None = 1) -> None:
+        """Write every tensor to a safetensors file (atomically), bit-exact; ``threads`` threads decode
+        each stream's checkpoint segments (``None``: one per CPU)."""
         decoded: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
         def stream_pairs(st: _Stream):
             if st.index not in decoded:
-                decoded[st.index] = self._decode(st, 0, st.n_pairs)
+                decoded[st.index] = self._decode_all(st, threads)
             return decoded[st.index]
 
         def fill(index: int, name: str):
@@ -640,7 +697,10 @@ class Container:
             st = self.streams[int(rec["stream"])]
             s_all, e_all = stream_pairs(st)
             a, n = int(rec["first_pair"]), int(rec["n_pairs"])
-            bits = self._join(rec, s_all[a:a + n], e_all[a:a + n])
+            bits = fastans.join_values(rec["_code_table"], rec["exponents"], PAIR_FORMATS[rec["pair_format"]],
+                                       s_all[a:a + n], e_all[a:a + n]) if fastans.supported(st.spec) else None
+            if bits is None:  # the golden path (it also names a code outside the tables)
+                bits = self._join(rec, s_all[a:a + n].astype(np.int64), e_all[a:a + n].astype(np.uint64))
             yield bits.view(SUPPORTED_DTYPES[rec["dtype"]]) if rec["dtype"] != "BF16" else bits
 
         write_safetensors(out, [(r["name"], r["dtype"], tuple(r["shape"])) for r in self.tensors], fill,
