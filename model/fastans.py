@@ -47,14 +47,11 @@ def default_threads() -> int:
 
 
 def supported(spec) -> bool:
-    """Whether ``spec`` (a :class:`~ansforge.model.codecs.CodecSpec`) runs on the compiled kernels."""
+    """Whether ``spec`` (a :class:`~ansforge.model.codecs.CodecSpec`) runs on the compiled kernels
+    (tANS tables whose fields are too wide for a 64-bit buffer fall back per stream, see the module)."""
     if njit is None:
         return False
-    if spec.tans is not None:
-        p = spec.tans
-        return p.word_bits + p.table_log + 1 + p.max_extra_bits + 6 <= 64 or \
-            p.word_bits + p.table_log + 1 + 30 <= 64
-    return spec.rans.state_bits <= 64 and spec.rans.word_bits <= 32
+    return spec.tans is not None or (spec.rans.state_bits <= 64 and spec.rans.word_bits <= 32)
 
 
 def _widest_field_ok(spec, tables) -> bool:
