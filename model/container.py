@@ -2,7 +2,7 @@
 
 Layout (all integers little-endian)::
 
-    header   magic b"ANSFORGE" | u32 version (2) | u32 n_tensors | u32 n_streams | u32 crc32(previous 20 bytes)
+    header   magic b"ANSFORGE" | u32 version (2, or 3 with row shifts) | u32 n_tensors | u32 n_streams | u32 crc32(previous 20 bytes)
     records  n_tensors tensor records, then n_streams stream records, each:
              u32 length | UTF-8 JSON | u32 crc32(JSON)
     payload  the streams' words (little-endian, W/8 bytes each) and raw tensors, at the offsets the
@@ -56,12 +56,14 @@ __all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoi
            "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION"]
 
 MAGIC = b"ANSFORGE"
-VERSION = 2
+VERSION = 3
 #: Versions this reader accepts. Version 1 computed each block CRC over the block's words in address
 #: order and did not give a word split by a tANS checkpoint to both blocks; version 2 uses
 #: :func:`~ansforge.model.stream.block_ranges` and :func:`~ansforge.model.stream.block_crc`
 #: (decoding order), which a decoder core checks as the words arrive.
-READ_VERSIONS = (1, 2)
+#: Version 3 adds a tensor's optional ``row_shifts`` (:func:`row_shifts`); files without them are written
+#: as version 2.
+READ_VERSIONS = (1, 2, 3)
 DEFAULT_CHECKPOINT_INTERVAL = 1 << 20
 RAW_BLOCK_BYTES = 1 << 20
 _HEADER = struct.Struct("<8sIIII")
@@ -108,6 +110,7 @@ class CodedTensor:
     table: object
     first_pair: int = 0
     ideal_bits: float = 0.0
+    row_shifts: list | None = None  #: ``[[rows, z], ...]`` (see :func:`row_shifts`), None when not used
 
 
 @dataclass
@@ -120,6 +123,8 @@ class CodedStream:
     checkpoints: list[Checkpoint]
     n_pairs: int
     checkpoint_interval: int
+    runs: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
 
     @property
     def word_bits_total(self) -> int:
@@ -135,6 +140,60 @@ class CodedStream:
         return self.word_bits_total + self.checkpoint_bits
 
 
+#: Bits a row-shift run costs in the record (JSON ``[rows,z],``), charged when deciding to use them.
+_SHIFT_RUN_BITS = 8 * 12
+
+
+def row_shifts(pairs: CodingPairs, mantissa_bits: int) -> tuple[np.ndarray, int] | None:
+    """Per row of the tensor, the trailing zero mantissa bits all of its values share (``z``), when not
+    storing them saves bits; ``None`` otherwise. Returns ``(z per row, values per row)``.
+
+    A checkpoint often holds rows stored at a lower precision than its type (MiniLM's fp32 word
+    embeddings have 1,349 rows of fp16 precision, its pooler 13 zero bits in every value): those low
+    mantissa bits are constant, yet each pair carries them as additional data. A row's ``z`` removes
+    them: its pairs are coded with the tensor's table whose additional-data width is ``w - z``, and
+    the decoder shifts the additional data left by ``z`` — in a core, a per-row register (loaded like
+    the context tables' selector) that narrows the field read and a shifter on its output.
+    """
+    shape = pairs.shape
+    n = int(pairs.codes.size)
+    if n == 0 or mantissa_bits == 0:
+        return None
+    rows = int(shape[0]) if len(shape) >= 2 else 1
+    per_row = n // rows
+    m = np.uint64(mantissa_bits)
+    mant = (pairs.extra.astype(np.uint64) & ((np.uint64(1) << m) - np.uint64(1))).reshape(rows, per_row)
+    orr = np.bitwise_or.reduce(mant, axis=1)
+    low = orr & (~orr + np.uint64(1))  # lowest set bit (0 for an all-zero row)
+    z = np.where(orr == 0, mantissa_bits, np.log2(np.maximum(low, 1).astype(np.float64)).astype(np.int64))
+    n_runs = 1 + int(np.count_nonzero(np.diff(z))) if z.size else 0
+    if int(z.sum()) * per_row <= n_runs * _SHIFT_RUN_BITS:
+        return None
+    return z.astype(np.int64), per_row
+
+
+def _rle(z: np.ndarray) -> list[list[int]]:
+    edges = np.flatnonzero(np.diff(z)) + 1
+    starts = np.concatenate([[0], edges])
+    ends = np.concatenate([edges, [z.size]])
+    return [[int(b - a), int(z[a])] for a, b in zip(starts, ends)]
+
+
+def _shifted_tables(spec: CodecSpec, ct: CodeTable, base, widths: list[int]) -> dict[int, object]:
+    """The tensor's coder table with its additional data narrowed by each ``z`` (same frequencies and,
+    for tANS, the same state spread: only the field widths differ)."""
+    from dataclasses import replace as _replace
+    out = {}
+    for z in sorted(set(widths)):
+        if z == 0:
+            out[0] = base
+            continue
+        ct_z = _replace(ct, extra_bits=ct.extra_bits - z)
+        out[z] = spec.coder_table(ct_z, spread=base.spread, spread_symbols=base.symbol) \
+            if spec.tans is not None else spec.coder_table(ct_z)
+    return out
+
+
 def _map(fn: Callable, items: Sequence, threads: int) -> list:
     """``[fn(x) for x in items]``, on ``threads`` threads when more than one (NumPy and the compiled
     kernels release the GIL for the bulk of the work)."""
@@ -145,13 +204,18 @@ def _map(fn: Callable, items: Sequence, threads: int) -> list:
 
 
 def encode_tensors(spec: CodecSpec, items: Sequence[tuple[str, CodingPairs]],
-                   checkpoint_interval: int | None = DEFAULT_CHECKPOINT_INTERVAL, threads: int = 1) -> CodedStream:
+                   checkpoint_interval: int | None = DEFAULT_CHECKPOINT_INTERVAL, threads: int = 1,
+                   mantissa_bits: Sequence[int] | None = None) -> CodedStream:
     """Encode tensors' coding pairs, in order, into one stream of ``spec``'s coder (the compiled
     kernels of :mod:`.fastans` where they apply, bit-exact with the golden coder); the tensors' tables
-    are built on ``threads`` threads."""
+    are built on ``threads`` threads.
 
-    def prepare(item: tuple[str, CodingPairs]):
-        name, pairs = item
+    ``mantissa_bits`` (one per tensor) enables :func:`row_shifts`: rows whose low mantissa bits are
+    all zero are coded with narrower additional data. Without it, tensor ``i`` is run ``i`` of table
+    ``i`` (the layout Table 1 and the cores use)."""
+
+    def prepare(index: int):
+        name, pairs = items[index]
         counts = pairs.counts()
         extra_bits = int(pairs.extra_bits_per_code.max()) if pairs.extra_bits_per_code.size else 0
         try:
@@ -160,23 +224,40 @@ def encode_tensors(spec: CodecSpec, items: Sequence[tuple[str, CodingPairs]],
             s, e = ct.to_symbols(pairs.codes, pairs.extra)
         except ConfigError as exc:
             raise ConfigError(f"tensor {name!r}: {exc}") from None
-        return ct, table, s, e, ideal_bits(counts) + pairs.extra_bits_total()
+        ideal = ideal_bits(counts) + pairs.extra_bits_total()
+        shifts = row_shifts(pairs, mantissa_bits[index]) if mantissa_bits is not None else None
+        if shifts is not None:
+            z, per_row = shifts
+            e = e >> np.repeat(z, per_row).astype(np.uint64)
+            ideal -= float(z.sum()) * per_row
+        return ct, table, s, e, ideal, shifts
 
     coded: list[CodedTensor] = []
-    syms, exs, runs = [], [], []
+    syms, exs, runs, tables = [], [], [], []
     pos = 0
-    for i, ((name, pairs), (ct, table, s, e, ideal)) in enumerate(zip(items, _map(prepare, items, threads))):
-        coded.append(CodedTensor(name, pairs, ct, table, pos, ideal))
+    for (name, pairs), (ct, table, s, e, ideal, shifts) in zip(items, _map(prepare, range(len(items)), threads)):
+        if shifts is None:
+            coded.append(CodedTensor(name, pairs, ct, table, pos, ideal))
+            runs.append(Run(len(tables), int(s.size)))
+            tables.append(table)
+        else:
+            z, per_row = shifts
+            rle = _rle(z)
+            coded.append(CodedTensor(name, pairs, ct, table, pos, ideal, rle))
+            variants = _shifted_tables(spec, ct, table, [zz for _, zz in rle])
+            index = {}
+            for zz, t in variants.items():
+                index[zz] = len(tables)
+                tables.append(t)
+            runs += [Run(index[zz], rows * per_row) for rows, zz in rle]
         syms.append(s)
         exs.append(e)
-        runs.append(Run(i, int(s.size)))
         pos += int(s.size)
     sy = np.concatenate(syms) if syms else np.zeros(0, np.int64)
     ex = np.concatenate(exs) if exs else np.zeros(0, np.uint64)
-    tables = [t.table for t in coded]
     stream = fastans.encode(spec, tables, runs, sy, ex, checkpoint_interval) if fastans.supported(spec) \
         else spec.coder().encode(tables, runs, sy, ex, checkpoint_interval)
-    return CodedStream(spec, coded, stream.words, stream.checkpoints, pos, checkpoint_interval or 0)
+    return CodedStream(spec, coded, stream.words, stream.checkpoints, pos, checkpoint_interval or 0, runs, tables)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -254,10 +335,16 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             progress(info.name)
     groups = [coded_items] if group == "model" else [[it] for it in coded_items]
     groups = [g for g in groups if g]
+    fmt_of = {ri: PAIR_FORMATS[records[ri]["pair_format"]].mantissa_bits for ri, _, _ in coded_items}
+
+    def encode_group(g, threads=1):
+        return encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval, threads,
+                              mantissa_bits=[fmt_of[ri] for ri, _, _ in g])
+
     if group == "model":
-        streams = [encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval, threads) for g in groups]
+        streams = [encode_group(g, threads) for g in groups]
     else:
-        streams = _map(lambda g: encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval), groups, threads)
+        streams = _map(encode_group, groups, threads)
     payload: list[bytes] = []
     offset = 0
     stream_records = []
@@ -275,6 +362,8 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             rec = records[ri]
             rec.update({"stream": si, "first_pair": ct.first_pair, "n_pairs": int(ct.pairs.codes.size),
                         "code_table": ct.code_table.to_json(), "ideal_bits": ct.ideal_bits})
+            if ct.row_shifts is not None:
+                rec["row_shifts"] = ct.row_shifts
             if spec.tans is not None:
                 rec["tans_spread"] = ct.table.spread
                 rec["tans_symbols"] = base64.b64encode(ct.table.symbol.astype(np.uint8).tobytes()).decode()
@@ -290,7 +379,9 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     tmp = out.with_name(out.name + ".partial")
     try:
         with open(tmp, "wb") as f:
-            head = _HEADER.pack(MAGIC, VERSION, len(records), len(stream_records), 0)[:20]
+            # Version 3 only where a reader must know row shifts: other files stay readable by version-2 readers.
+            version = VERSION if any("row_shifts" in r for r in records) else 2
+            head = _HEADER.pack(MAGIC, version, len(records), len(stream_records), 0)[:20]
             f.write(head + struct.pack("<I", _crc(head)))
             for rec in records + stream_records:
                 js = json.dumps(rec, separators=(",", ":")).encode()
@@ -424,8 +515,9 @@ class Container:
                                                        f"not the stream's {st.n_pairs}")
             # Every pair's additional data is in the words, so a stream cannot hold more pairs than its
             # bits allow: this bounds the memory a decoder allocates by the file's size.
-            least = min((self.tensors[ti]["_code_table"].extra_bits for ti, r in zip(st.tensors, st.runs) if r.count),
-                        default=0)
+            least = min((self.tensors[ti]["_code_table"].extra_bits - (int(self.tensors[ti]["_shifts"][0].max())
+                                                                        if self.tensors[ti]["_shifts"] else 0)
+                         for ti in st.tensors if self.tensors[ti]["n_pairs"]), default=0)
             if least * st.n_pairs > st.n_words * st.spec.word_bits:
                 raise self._fail(f"stream {st.index}", f"{st.n_pairs} pairs of at least {least} bits each cannot "
                                                        f"fit in {st.n_words} {st.spec.word_bits}-bit words")
@@ -558,9 +650,30 @@ class Container:
         except (ValueError, binascii.Error) as e:  # ConfigError is a ValueError too
             raise self._fail(where, f"coder table is inconsistent: {e}") from None
         rec["_code_table"] = ct
+        rec["_shifts"] = None
         st.tensors.append(i)
-        st.tables.append(table)
-        st.runs.append(Run(len(st.runs), n_pairs))
+        if "row_shifts" not in rec:
+            st.runs.append(Run(len(st.tables), n_pairs))
+            st.tables.append(table)
+            return
+        shifts = _field(rec, "row_shifts", list, self._fail, where)
+        rows = int(rec["shape"][0]) if len(rec["shape"]) >= 2 else 1
+        if self.version < 3 or not size or not shifts or len(shifts) > rows or not all(
+                isinstance(r, list) and len(r) == 2 and all(_is_int(v) for v in r) and r[0] >= 1
+                and 0 <= r[1] <= fmt.mantissa_bits for r in shifts) or sum(r[0] for r in shifts) != rows:
+            raise self._fail(where, f"row_shifts must be [rows, z] runs covering its {rows} rows with z from 0 to "
+                                    f"{fmt.mantissa_bits} (version 3 and later)")
+        per_row = size // rows
+        try:
+            variants = _shifted_tables(st.spec, ct, table, [z for _, z in shifts])
+        except ValueError as e:
+            raise self._fail(where, f"row_shifts do not fit the code table: {e}") from None
+        index = {}
+        for z, t in variants.items():
+            index[z] = len(st.tables)
+            st.tables.append(t)
+        st.runs.extend(Run(index[z], r * per_row) for r, z in shifts)
+        rec["_shifts"] = (np.repeat(np.asarray([z for _, z in shifts], np.int64), [r for r, _ in shifts]), per_row)
 
     # -- access ------------------------------------------------------------------------------------
     @property
@@ -581,9 +694,9 @@ class Container:
         return np.asarray(self._data[lo:hi]).view(dt) if hi > lo else np.zeros(0, dt)  # a view of the mapping
 
     def _tensor_at(self, st: _Stream, pair: int) -> str:
-        for ti, r in zip(st.tensors, st.runs):
-            first = int(self.tensors[ti]["first_pair"])
-            if first <= pair < first + r.count or (r.count == 0 and first == pair):
+        for ti in st.tensors:
+            first, count = int(self.tensors[ti]["first_pair"]), int(self.tensors[ti]["n_pairs"])
+            if first <= pair < first + count or (count == 0 and first == pair):
                 return self.tensors[ti]["name"]
         return self.tensors[st.tensors[-1]]["name"] if st.tensors else "?"
 
@@ -647,7 +760,7 @@ class Container:
             return np.frombuffer(data[start * item:(start + count) * item], dtype=_RAW_NUMPY.get(rec["dtype"], f"V{item}"))
         st = self.streams[int(rec["stream"])]
         s, e = self._decode(st, int(rec["first_pair"]) + start, count)
-        return self._join(rec, s, e)
+        return self._join(rec, s, _unshift(rec, e, start))
 
     def _join(self, rec: dict, symbols: np.ndarray, extras: np.ndarray) -> np.ndarray:
         """Decoded symbols of a tensor → its values' bit patterns (flat), through its code table."""
@@ -697,10 +810,11 @@ class Container:
             st = self.streams[int(rec["stream"])]
             s_all, e_all = stream_pairs(st)
             a, n = int(rec["first_pair"]), int(rec["n_pairs"])
+            s, e = s_all[a:a + n], _unshift(rec, e_all[a:a + n], 0)
             bits = fastans.join_values(rec["_code_table"], rec["exponents"], PAIR_FORMATS[rec["pair_format"]],
-                                       s_all[a:a + n], e_all[a:a + n]) if fastans.supported(st.spec) else None
+                                       s, e) if fastans.supported(st.spec) else None
             if bits is None:  # the golden path (it also names a code outside the tables)
-                bits = self._join(rec, s_all[a:a + n].astype(np.int64), e_all[a:a + n].astype(np.uint64))
+                bits = self._join(rec, s.astype(np.int64), e.astype(np.uint64))
             yield bits.view(SUPPORTED_DTYPES[rec["dtype"]]) if rec["dtype"] != "BF16" else bits
 
         write_safetensors(out, [(r["name"], r["dtype"], tuple(r["shape"])) for r in self.tensors], fill,
@@ -737,6 +851,15 @@ class Container:
             else:
                 lines.append(f"{r['name'][:40]:40s} {shape:>14s} {r['dtype']:>5s} {'raw':>8s}")
         return "\n".join(lines)
+
+
+def _unshift(rec: dict, extras: np.ndarray, start: int) -> np.ndarray:
+    """Additional data of pairs ``start ..`` of a tensor with their rows' zero mantissa bits restored."""
+    if not rec.get("_shifts"):
+        return extras
+    z_row, per_row = rec["_shifts"]
+    z = z_row[np.arange(start, start + extras.size, dtype=np.int64) // per_row].astype(extras.dtype)
+    return extras << z
 
 
 def open_container(path: str | os.PathLike[str]) -> Container:

@@ -26,9 +26,21 @@ def _model(path):
     a = (rng.standard_normal((40, 30)) * 0.02).astype(np.float32)
     c = ((rng.standard_normal(300) * 0.1).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
     d = np.arange(10, dtype=np.int32)
-    data = {"w.a": a, "w.c": c, "ids": d.view(np.uint8), "empty": np.zeros(0, np.float32)}
+    data = {"w.a": a, "w.c": c, "ids": d.view(np.uint8), "empty": np.zeros(0, np.float32), "w.rows": _rows(rng)}
     write_safetensors(path, [("w.a", "F32", a.shape), ("w.c", "BF16", c.shape), ("ids", "I32", d.shape),
-                             ("empty", "F32", (0,))], lambda i, n: [data[n]])
+                             ("empty", "F32", (0,)), ("w.rows", "F32", data["w.rows"].shape)],
+                      lambda i, n: [data[n]])
+
+
+def _rows(rng, n_rows=48, width=64):
+    """Rows stored at different precisions: fp32, fp16-representable, bf16-representable, zeros, constant."""
+    w = (rng.standard_normal((n_rows, width)) * 0.05).astype(np.float32)
+    w[1::4] = w[1::4].astype(np.float16).astype(np.float32)
+    bits = w.view(np.uint32)
+    bits[2::4] &= np.uint32(0xFFFF0000)
+    w[3] = 0.0
+    w[7] = 0.25
+    return w
 
 
 @pytest.fixture(scope="module", params=CODECS)
@@ -223,3 +235,31 @@ def test_valid_containers_still_round_trip(container, tmp_path):
         i2 = back.info(info.name)
         b = np.memmap(back.path, np.uint8, "r", offset=i2.offset, shape=(i2.nbytes,)) if i2.nbytes else b""
         assert bytes(a) == bytes(b), info.name
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_row_shifts_shrink_fp32_and_stay_bit_exact(tmp_path, codec):
+    """Rows whose low mantissa bits are all zero (stored at fp16 or bf16 precision) are coded without
+    them: the container is smaller by at least those bits, and every tensor and range decodes exactly."""
+    from ansforge.model.container import encode_tensors, row_shifts
+    from ansforge.model.pairs import FP32
+    from ansforge.model.codecs import parse_codec
+    rng = np.random.default_rng(2)
+    w = _rows(rng)
+    m = tmp_path / "rows.safetensors"
+    write_safetensors(m, [("w", "F32", w.shape)], lambda i, n: [w])
+    f = tmp_path / "rows.ansf"
+    compress_checkpoint(m, f, codec, checkpoint_interval=500)
+    c = open_container(f)
+    assert c.version == 3 and "row_shifts" in c.record("w")
+    assert np.array_equal(c.read("w").view(np.float32), w)
+    for start in rng.integers(0, w.size - 300, 20):
+        assert np.array_equal(c.read_range("w", int(start), 300), w.view(np.uint32).ravel()[start:start + 300])
+    pairs = FP32.split(w.view(np.uint32))
+    z, per_row = row_shifts(pairs, 23)
+    assert z[1] >= 13 and z[2] >= 16 and z[3] == 23 and z[7] == 23 and per_row == 64
+    plain = encode_tensors(parse_codec(codec), [("w", pairs)], 500)
+    shifted = encode_tensors(parse_codec(codec), [("w", pairs)], 500, mantissa_bits=[23])
+    saved = plain.word_bits_total - shifted.word_bits_total
+    assert saved >= 0.95 * int(z.sum()) * per_row, (saved, int(z.sum()) * per_row)
+    assert row_shifts(FP32.split(w.view(np.uint32)[:1] | np.uint32(1)), 23) is None
