@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--per-matrix", action="store_true", help="add one row per matrix")
     p.add_argument("--general", default="gzip,bzip2,xz,zstd", metavar="LIST",
                    help="general-purpose compressors to run, comma-separated from gzip,bzip2,xz,zstd "
-                        "(default: all; empty for none)")
+                        "(default: all; empty for none), and zipnn (the [peers] extra)")
     p.add_argument("--no-constriction", action="store_true", help="skip the constriction rANS row")
     p.add_argument("--codecs", default="rans16,tans8", metavar="LIST",
                    help="golden ANS codecs to run, each a row with its gap to Ideal: tansR (R 5..12), ransP "
