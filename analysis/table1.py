@@ -422,7 +422,7 @@ def _zipnn_bytes(path: str, names: Sequence[str], pairs: str) -> int:
     for name in names:
         chunks = [bits.tobytes() for bits, _ in _chunks(path, name, pairs)]
         if chunks:
-            total += len(z.compress(b"".join(chunks)))
+            total += len(z.compress(bytearray(b"".join(chunks))))  # ZipNN 0.5.4 rewrites its input in place
     return total
 
 
