@@ -261,14 +261,13 @@ def fuzz_section(cases: int = 10_000) -> list[str]:
     return md
 
 
-def software_section(path: str, reps: int = 5, cli_reps: int = 3, fuzz_cases: int = 10_000) -> list[str]:
-    """BENCHMARKS.md's software-path section."""
+def software_section(path: str, cli_reps: int = 3, fuzz_cases: int = 10_000) -> list[str]:
+    """BENCHMARKS.md's software-path section (the one-tensor coder speeds are the ``coders`` section)."""
     nb = _version("numba")
-    md = ["## Software path: compiled coders, whole files, peers, fuzzing", "",
+    md = ["## Software path: whole files against peers, fuzzing", "",
           f"Compiled kernels: numba {nb}; ZipNN: {_version('zipnn') or 'not installed (pip install ansforge[peers])'}. "
           f"Measured on a machine shared with other jobs (load average {os.getloadavg()[0]:.1f}): CPU times are "
           "the processes' own, wall times include waiting.", ""]
-    md += kernel_section(path, reps)
     md += cli_section(path, cli_reps)
     md += fuzz_section(fuzz_cases)
     return md
