@@ -263,3 +263,22 @@ def test_row_shifts_shrink_fp32_and_stay_bit_exact(tmp_path, codec):
     saved = plain.word_bits_total - shifted.word_bits_total
     assert saved >= 0.95 * int(z.sum()) * per_row, (saved, int(z.sum()) * per_row)
     assert row_shifts(FP32.split(w.view(np.uint32)[:1] | np.uint32(1)), 23) is None
+
+
+def test_cli_threads_give_identical_output(tmp_path, capsys):
+    """--threads splits each stream at its checkpoints; the file is the same for any number, both ways."""
+    m = tmp_path / "m.safetensors"
+    _model(m)
+    outs = []
+    for threads in (1, 3):
+        (tmp_path / f"t{threads}").mkdir()
+        f = tmp_path / f"t{threads}" / "m.ansf"  # same names: the output's metadata names its source
+        assert main(["compress", "--model", str(m), "-o", str(f), "--checkpoint-interval", "100",
+                     "--threads", str(threads)]) == 0
+        o = tmp_path / f"t{threads}" / "m.safetensors"
+        assert main(["decompress", str(f), "-o", str(o), "--threads", str(threads)]) == 0
+        outs.append((f.read_bytes(), o.read_bytes()))
+    assert outs[0] == outs[1]
+    assert open_checkpoint(tmp_path / "t3" / "m.safetensors").names() == open_checkpoint(m).names()
+    assert main(["decompress", str(tmp_path / "t1" / "m.ansf"), "-o", str(tmp_path / "x.st"), "--threads", "0"]) == 2
+    assert "--threads" in capsys.readouterr().err
