@@ -221,14 +221,14 @@ def encode_tensors(spec: CodecSpec, items: Sequence[tuple[str, CodingPairs]],
         try:
             ct = spec.code_table(counts, extra_bits)
             table = spec.coder_table(ct, counts)
-            s, e = ct.to_symbols(pairs.codes, pairs.extra)
+            s, e = ct.to_symbols(pairs.codes, pairs.extra, compact=fastans.supported(spec))
         except ConfigError as exc:
             raise ConfigError(f"tensor {name!r}: {exc}") from None
         ideal = ideal_bits(counts) + pairs.extra_bits_total()
         shifts = row_shifts(pairs, mantissa_bits[index]) if mantissa_bits is not None else None
         if shifts is not None:
             z, per_row = shifts
-            e = e >> np.repeat(z, per_row).astype(np.uint64)
+            e = (e.reshape(z.size, per_row) >> z.astype(e.dtype)[:, None]).ravel()
             ideal -= float(z.sum()) * per_row
         return ct, table, s, e, ideal, shifts
 
@@ -253,7 +253,7 @@ def encode_tensors(spec: CodecSpec, items: Sequence[tuple[str, CodingPairs]],
         syms.append(s)
         exs.append(e)
         pos += int(s.size)
-    sy = np.concatenate(syms) if syms else np.zeros(0, np.int64)
+    sy = np.concatenate(syms) if syms else np.zeros(0, np.int64)  # one dtype when every tensor's fits
     ex = np.concatenate(exs) if exs else np.zeros(0, np.uint64)
     stream = fastans.encode(spec, tables, runs, sy, ex, checkpoint_interval) if fastans.supported(spec) \
         else spec.coder().encode(tables, runs, sy, ex, checkpoint_interval)

@@ -152,8 +152,9 @@ if njit is not None:
         return -1, h, x
 
     @njit(**_NJIT)
-    def _tans_encode(syms, exs, pair_tab, freq, cum, nbh, thr, kb, enc, R, W, K, out, cps):
-        """Encode all pairs back to front (``pair_tab[i]``: table of pair ``i``); returns (n_words, n_checkpoints).
+    def _tans_encode(syms, exs, run_tab, run_end, n_runs, freq, cum, nbh, thr, kb, enc, R, W, K, out, cps):
+        """Encode all pairs back to front (run ``r``, of table ``run_tab[r]``, ends before pair
+        ``run_end[r]``); returns (n_words, n_checkpoints).
         ``cps`` rows: pair, word, bit, state (in encoder order: decreasing pair)."""
         L = np.int64(1) << R
         wmask = (np.uint64(1) << np.uint64(W)) - np.uint64(1)
@@ -162,8 +163,11 @@ if njit is not None:
         cnt = 0
         nw = 0
         nc = 0
+        r = n_runs - 1
         for i in range(syms.size - 1, -1, -1):
-            t = pair_tab[i]
+            while r > 0 and run_end[r - 1] > i:
+                r -= 1
+            t = run_tab[r]
             s = syms[i]
             n_out = nbh[t, s] - (1 if X < thr[t, s] else 0)
             acc |= np.uint64(X & ((np.int64(1) << n_out) - 1)) << np.uint64(cnt)
@@ -195,7 +199,7 @@ if njit is not None:
         return nw, nc
 
     @njit(**_NJIT)
-    def _rans_encode(syms, exs, pair_tab, freq, cum, nchunk, chunk_b, P, S, W, K, out, cps):
+    def _rans_encode(syms, exs, run_tab, run_end, n_runs, freq, cum, nchunk, chunk_b, P, S, W, K, out, cps):
         """rANS twin of :func:`_tans_encode` (state starts at 0, as the golden encoder's)."""
         uP = np.uint64(P)
         uW = np.uint64(W)
@@ -204,8 +208,11 @@ if njit is not None:
         x = np.uint64(0)
         nw = 0
         nc = 0
+        r = n_runs - 1
         for i in range(syms.size - 1, -1, -1):
-            t = pair_tab[i]
+            while r > 0 and run_end[r - 1] > i:
+                r -= 1
+            t = run_tab[r]
             s = syms[i]
             e = np.uint64(exs[i])
             for c in range(nchunk[t, s] - 1, -1, -1):  # least significant chunk first
@@ -238,11 +245,14 @@ if njit is not None:
 
 
     @njit(**_NJIT)
-    def _first_bad_pair(syms, exs, pair_tab, nsym, kb):
+    def _first_bad_pair(syms, exs, run_tab, run_end, nsym, kb):
         """Index of the first pair whose symbol is outside its table or whose additional data is wider
         than its symbol's width; -1 if none (the golden :func:`~.stream.check_pairs`, without temporaries)."""
+        r = 0
         for i in range(syms.size):
-            t = pair_tab[i]
+            while run_end[r] <= i:
+                r += 1
+            t = run_tab[r]
             s = syms[i]
             if s < 0 or s >= nsym[t]:
                 return i
@@ -350,19 +360,26 @@ def encode(spec, tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, ext
     """:meth:`TansCoder.encode` / :meth:`RansCoder.encode`, compiled: the same words and checkpoints."""
     if not _widest_field_ok(spec, tables):
         return spec.coder().encode(tables, runs, symbols, extras, checkpoint_interval)
-    symbols = np.ascontiguousarray(symbols, dtype=np.int64).ravel()
-    extras = np.ascontiguousarray(extras, dtype=np.uint64).ravel()
+    # Compact integer arrays (uint8 symbols, uint32 additional data) are taken as they are: the kernels
+    # are compiled per dtype, and widening 10^8 pairs to 64 bits costs more than coding them.
+    symbols = np.asarray(symbols).ravel()
+    extras = np.asarray(extras).ravel()
+    if symbols.dtype.kind not in "iu":
+        symbols = symbols.astype(np.int64)
+    if extras.dtype.kind != "u":
+        extras = extras.astype(np.uint64)
+    symbols, extras = np.ascontiguousarray(symbols), np.ascontiguousarray(extras)
     K = int(checkpoint_interval or 0)
     if K < 0:
         return spec.coder().encode(tables, runs, symbols, extras, checkpoint_interval)  # golden error
     check_runs(runs, len(tables), symbols.size)
     n = symbols.size
-    pair_tab = np.repeat(np.asarray([r.table for r in runs], dtype=np.int64),
-                         np.asarray([r.count for r in runs], dtype=np.int64)) if runs else np.zeros(0, np.int64)
+    run_tab, run_end = _runs(runs)
     p = PreparedTables(spec, tables)
-    if _first_bad_pair(symbols, extras, pair_tab, np.asarray([t.freqs.size for t in tables] or [1], np.int64),
+    if _first_bad_pair(symbols, extras, run_tab, run_end, np.asarray([t.freqs.size for t in tables] or [1], np.int64),
                        _pad([t.extra_bits for t in tables])) >= 0:
-        check_pairs(symbols, extras, runs, [t.freqs.size for t in tables], [t.extra_bits for t in tables])
+        check_pairs(symbols.astype(np.int64), extras.astype(np.uint64), runs, [t.freqs.size for t in tables],
+                    [t.extra_bits for t in tables])
     W = spec.word_bits
     # The kernels write without bounds checks, so the buffer holds the most any pairs can produce:
     # tANS writes at most R + 1 + k bits per pair, rANS pushes at most one word per coding step.
@@ -374,10 +391,10 @@ def encode(spec, tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, ext
     out = np.empty(cap, dtype=np.uint64)
     cps = np.empty(((n - 1) // K if K and n else 0, 4), dtype=np.int64 if spec.tans is not None else np.uint64)
     if spec.tans is not None:
-        nw, nc = _tans_encode(symbols, extras, pair_tab, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
+        nw, nc = _tans_encode(symbols, extras, run_tab, run_end, len(runs), p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
                               spec.tans.table_log, W, K, out, cps)
     else:
-        nw, nc = _rans_encode(symbols, extras, pair_tab, p.freq, p.cum, p.nchunk, p.chunk_b,
+        nw, nc = _rans_encode(symbols, extras, run_tab, run_end, len(runs), p.freq, p.cum, p.nchunk, p.chunk_b,
                               spec.rans.precision_bits, spec.rans.state_bits, W, K, out, cps)
     checkpoints = [Checkpoint(*map(int, row)) for row in cps[:nc][::-1].tolist()]
     return EncodedStream(out[:nw].astype(word_dtype(W)), int(n), checkpoints)
