@@ -267,7 +267,8 @@ def encode_tensors(spec: CodecSpec, items: Sequence[tuple[str, CodingPairs]],
 def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[str], codec: str = "tans8", *,
                         pairs: str = "auto", checkpoint_interval: int = DEFAULT_CHECKPOINT_INTERVAL,
                         group: str = "model", allow_nonfinite: bool = False,
-                        progress: Callable[[str], None] | None = None, threads: int = 1) -> dict:
+                        progress: Callable[[str], None] | None = None, threads: int = 1,
+                        row_shifts: bool | None = None) -> dict:
     """Compress every tensor of checkpoint ``model`` into container ``out`` (written atomically).
 
     Parameters
@@ -284,6 +285,10 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     threads
         Threads that split tensors into pairs, build their tables and encode streams (the container
         is the same for any number).
+    row_shifts
+        Leave out rows' all-zero low mantissa bits (:func:`row_shifts`; version 3). Default: with
+        ``group="model"``; not with ``group="tensor"``, the layout the hardware decoders read, whose
+        commands take one table per stream.
 
     Returns a summary (``tensors``, ``pairs``, ``bits``, ``ideal_bits``, ``gap``).
     """
@@ -336,10 +341,11 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     groups = [coded_items] if group == "model" else [[it] for it in coded_items]
     groups = [g for g in groups if g]
     fmt_of = {ri: PAIR_FORMATS[records[ri]["pair_format"]].mantissa_bits for ri, _, _ in coded_items}
+    shifts = group == "model" if row_shifts is None else bool(row_shifts)
 
     def encode_group(g, threads=1):
         return encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval, threads,
-                              mantissa_bits=[fmt_of[ri] for ri, _, _ in g])
+                              mantissa_bits=[fmt_of[ri] for ri, _, _ in g] if shifts else None)
 
     if group == "model":
         streams = [encode_group(g, threads) for g in groups]

@@ -67,17 +67,22 @@ def _widest_field_ok(spec, tables) -> bool:
 if njit is not None:
 
     @njit(**_NJIT)
+    def _run_at(run_end, pos):
+        """The run holding pair ``pos`` (``run_end`` ends with a sentinel larger than any pair)."""
+        r = 0
+        while run_end[r] <= pos:
+            r += 1
+        return r
+
+    @njit(**_NJIT)
     def _tans_decode(w, h, cnt, buf, X, sym, nb, base, kb, run_tab, run_end, pos, stop, W, out_s, out_e, out0):
         """Decode pairs ``pos .. stop-1``; run ``r`` (table ``run_tab[r]``) ends before pair ``run_end[r]``.
 
         Returns ``(status, h, cnt, buf, X)``; status ``-1`` is success, else the pair where the words ran out.
         """
-        r = 0
-        while run_end[r] <= pos:
-            r += 1
+        r = _run_at(run_end, pos)
         while pos < stop:
-            t = run_tab[r]
-            end = min(stop, run_end[r])
+            t, end = run_tab[r], min(stop, run_end[r])
             sym_t, nb_t, base_t, kb_t = sym[t], nb[t], base[t], kb[t]
             while pos < end:
                 s = sym_t[X]
@@ -109,12 +114,9 @@ if njit is not None:
         pmask = (np.uint64(1) << np.uint64(P)) - np.uint64(1)
         uP = np.uint64(P)
         uW = np.uint64(W)
-        r = 0
-        while run_end[r] <= pos:
-            r += 1
+        r = _run_at(run_end, pos)
         while pos < stop:
-            t = run_tab[r]
-            end = min(stop, run_end[r])
+            t, end = run_tab[r], min(stop, run_end[r])
             n_sym = nsym[t]
             while pos < end:
                 q = x & pmask
@@ -152,6 +154,13 @@ if njit is not None:
         return -1, h, x
 
     @njit(**_NJIT)
+    def _run_before(run_end, r, i):
+        """The run holding pair ``i``, searching down from run ``r`` (encoders walk pairs back to front)."""
+        while r > 0 and run_end[r - 1] > i:
+            r -= 1
+        return r
+
+    @njit(**_NJIT)
     def _tans_encode(syms, exs, run_tab, run_end, n_runs, freq, cum, nbh, thr, kb, enc, R, W, K, out, cps):
         """Encode all pairs back to front (run ``r``, of table ``run_tab[r]``, ends before pair
         ``run_end[r]``); returns (n_words, n_checkpoints).
@@ -161,14 +170,11 @@ if njit is not None:
         X = L
         acc = np.uint64(0)
         cnt = 0
-        nw = 0
-        nc = 0
+        nw = nc = 0
         r = n_runs - 1
         for i in range(syms.size - 1, -1, -1):
-            while r > 0 and run_end[r - 1] > i:
-                r -= 1
-            t = run_tab[r]
-            s = syms[i]
+            r = _run_before(run_end, r, i)
+            t, s = run_tab[r], syms[i]
             n_out = nbh[t, s] - (1 if X < thr[t, s] else 0)
             acc |= np.uint64(X & ((np.int64(1) << n_out) - 1)) << np.uint64(cnt)
             cnt += n_out
@@ -206,14 +212,11 @@ if njit is not None:
         pshift = np.uint64(S - P)
         wmask = (np.uint64(1) << uW) - np.uint64(1)
         x = np.uint64(0)
-        nw = 0
-        nc = 0
+        nw = nc = 0
         r = n_runs - 1
         for i in range(syms.size - 1, -1, -1):
-            while r > 0 and run_end[r - 1] > i:
-                r -= 1
-            t = run_tab[r]
-            s = syms[i]
+            r = _run_before(run_end, r, i)
+            t, s = run_tab[r], syms[i]
             e = np.uint64(exs[i])
             for c in range(nchunk[t, s] - 1, -1, -1):  # least significant chunk first
                 b = np.uint64(chunk_b[t, s, c])
@@ -250,7 +253,7 @@ if njit is not None:
         than its symbol's width; -1 if none (the golden :func:`~.stream.check_pairs`, without temporaries)."""
         r = 0
         for i in range(syms.size):
-            while run_end[r] <= i:
+            while run_end[r] <= i:  # pairs go forward: advance from the last run, not from the first
                 r += 1
             t = run_tab[r]
             s = syms[i]
