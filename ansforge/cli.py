@@ -300,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-7b", action="store_true", help="skip the synthetic 7B-shape run")
     p.add_argument("--tmpdir", default=None, metavar="DIR", help="where to write the temporary checkpoint")
     p.add_argument("--only", default=None, metavar="LIST",
-                   help="comma-separated sections: table1, coders, hardware, llama, streaming, 7b (default: all)")
+                   help="comma-separated sections: table1, coders, software, hardware, llama, streaming, 7b (default: all)")
     p.add_argument("--stories", default=None, metavar="PATH",
                    help="stories260K.bin for the llama section (default: ../shared/models beside the checkout)")
     p.add_argument("--force", action="store_true", help="replace an existing report")
