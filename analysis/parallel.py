@@ -88,9 +88,12 @@ def run_tasks(
                     results[i] = fut.result()
                     bar.update(tasks[i].weight)
             except BaseException:
-                # The first failure (a corrupt tensor) ends the run now, not after every other task.
+                # The first failure (a corrupt tensor) ends the run now, not after every other task. The
+                # worker list is taken before shutdown, which sets it to None: reading it afterwards
+                # turned every worker error into an AttributeError.
+                procs = list((getattr(pool, "_processes", None) or {}).values())
                 pool.shutdown(wait=False, cancel_futures=True)
-                for proc in list(getattr(pool, "_processes", {}).values()):
+                for proc in procs:
                     proc.terminate()
                 raise
             pool.shutdown(wait=True)

@@ -34,6 +34,7 @@ import functools
 import gzip
 import lzma
 import math
+import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -54,6 +55,11 @@ from .parallel import Task, run_tasks
 __all__ = [
     "CHUNK_VALUES",
     "GENERAL_COMPRESSORS",
+    "PEER_COMPRESSORS",
+    "HUFFMAN_ROWS",
+    "huffman_lengths",
+    "huffman_bits",
+    "zipnn_version",
     "PAPER_CODECS",
     "CodecResult",
     "NORMALIZER_PRECISIONS",
@@ -69,6 +75,12 @@ CHUNK_VALUES = 1 << 24
 
 #: General-purpose compressors: (row name, command-line key).
 GENERAL_COMPRESSORS: dict[str, str] = {"gzip": "Gzip -9", "bzip2": "Bzip2 -9", "xz": "xz -9", "zstd": "zstd -19"}
+#: Weight compressors run on request (``--general zipnn``), from the ``[peers]`` extra.
+PEER_COMPRESSORS: dict[str, str] = {"zipnn": "ZipNN"}
+#: Rows of a DFloat11-style entropy coder: one Huffman code of the exponents per tensor or per layer,
+#: sign and mantissa stored raw, each code's table charged at 8 bits per exponent it codes.
+HUFFMAN_ROWS = ("Huffman per tensor (DFloat11-style)", "Huffman per layer (DFloat11-style)")
+_LAYER_RE = re.compile(r"(?:^|\.)(?:layers?|h|blocks?)\.(\d+)\.")
 
 #: The paper's golden-codec rows (``rANS 16 bits``, ``tANS 8 bits``), by codec name.
 PAPER_CODECS = ("rans16", "tans8")
@@ -149,7 +161,7 @@ class Table1:
     rows: list[Row]
     conversion: str
     normalizer: list[dict[str, float]]
-    seconds: dict[str, float]
+    seconds: dict[str, float]  #: process CPU seconds of each method, measured inside its worker
     wall_seconds: float
 
     @property
@@ -282,7 +294,7 @@ def _merge(a: Conversion | None, b: Conversion) -> Conversion:
 
 def matrix_task(path: str, name: str, pairs: str, constriction: bool) -> MatrixStats:
     """Exponent histogram, Simple, Ideal, normalizer costs and (optionally) constriction of one matrix."""
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     fmt = PAIR_FORMATS[pairs]
     info = _open(path).info(name)
     hist = np.zeros(1 << fmt.exponent_bits, dtype=np.int64)
@@ -316,7 +328,7 @@ def matrix_task(path: str, name: str, pairs: str, constriction: bool) -> MatrixS
     if constriction and n:
         stats.constriction_words, stats.constriction_verified = _constriction_round_trip(
             path, name, pairs, exponents, counts)
-    stats.seconds = time.perf_counter() - t0
+    stats.seconds = time.process_time() - t0
     return stats
 
 
@@ -355,8 +367,9 @@ class _Counter:
 
 
 def stream_task(path: str, names: Sequence[str], pairs: str, method: str) -> tuple[int, float]:
-    """Compressed size in bytes of the concatenated coded tensors, and CPU-bound seconds taken."""
-    t0 = time.perf_counter()
+    """Compressed size in bytes of the concatenated coded tensors, and the worker's process CPU seconds
+    (``time.process_time``: wall time inside a worker counted waits for the other workers' CPU)."""
+    t0 = time.process_time()
     if method == "gzip":
         sink = _Counter()
         gz = gzip.GzipFile(fileobj=sink, mode="wb", compresslevel=9, mtime=0)  # type: ignore[arg-type]
@@ -364,7 +377,7 @@ def stream_task(path: str, names: Sequence[str], pairs: str, method: str) -> tup
             for bits, _ in _chunks(path, name, pairs):
                 gz.write(bits.tobytes())
         gz.close()
-        return sink.n, time.perf_counter() - t0
+        return sink.n, time.process_time() - t0
     if method == "bzip2":
         comp: Any = bz2.BZ2Compressor(9)
         compress, finish = comp.compress, comp.flush
@@ -376,6 +389,8 @@ def stream_task(path: str, names: Sequence[str], pairs: str, method: str) -> tup
 
         comp = zstandard.ZstdCompressor(level=19).compressobj()
         compress, finish = comp.compress, comp.flush
+    elif method == "zipnn":
+        return _zipnn_bytes(path, names, pairs), time.process_time() - t0
     else:
         raise ConfigError(f"unknown compressor {method!r} (expected one of {', '.join(GENERAL_COMPRESSORS)})")
     n = 0
@@ -383,7 +398,76 @@ def stream_task(path: str, names: Sequence[str], pairs: str, method: str) -> tup
         for bits, _ in _chunks(path, name, pairs):
             n += len(compress(bits.tobytes()))
     n += len(finish())
-    return n, time.perf_counter() - t0
+    return n, time.process_time() - t0
+
+
+def zipnn_version() -> str:
+    """The installed ZipNN's version; :class:`ConfigError` when the ``[peers]`` extra is missing."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("zipnn")
+    except PackageNotFoundError:
+        raise ConfigError("ZipNN is not installed: pip install 'ansforge[peers]'") from None
+
+
+_ZIPNN_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def _zipnn_bytes(path: str, names: Sequence[str], pairs: str) -> int:
+    """ZipNN's compressed size of each tensor's bytes (its byte grouping needs the dtype), summed."""
+    zipnn_version()
+    from zipnn import ZipNN
+    z = ZipNN(input_format="byte", bytearray_dtype=_ZIPNN_DTYPE[pairs], threads=1)
+    total = 0
+    for name in names:
+        chunks = [bits.tobytes() for bits, _ in _chunks(path, name, pairs)]
+        if chunks:
+            total += len(z.compress(bytearray(b"".join(chunks))))  # ZipNN 0.5.4 rewrites its input in place
+    return total
+
+
+def huffman_lengths(counts: np.ndarray) -> np.ndarray:
+    """Huffman code lengths (bits) of symbols with ``counts`` (a lone symbol gets 1 bit, as a decoder
+    needs a code to read); zero counts get length 0."""
+    import heapq
+    c = np.asarray(counts, dtype=np.int64)
+    lengths = np.zeros(c.size, dtype=np.int64)
+    live = [int(i) for i in np.flatnonzero(c)]
+    if len(live) == 1:
+        lengths[live[0]] = 1
+        return lengths
+    heap = [(int(c[i]), i, [i]) for i in live]
+    heapq.heapify(heap)
+    tie = c.size
+    while len(heap) > 1:
+        a, _, sa = heapq.heappop(heap)
+        b, _, sb = heapq.heappop(heap)
+        for i in sa + sb:
+            lengths[i] += 1
+        heapq.heappush(heap, (a + b, tie, sa + sb))
+        tie += 1
+    return lengths
+
+
+def huffman_bits(matrices: Sequence["MatrixStats"], per: str) -> float:
+    """Exponent bits of a Huffman code per tensor (``per="tensor"``) or per transformer layer
+    (``per="layer"``: matrices named ``...layers.N.`` share one code; others keep their own), code
+    tables included at 8 bits per coded exponent."""
+    groups: dict[str, dict[int, int]] = {}
+    for m in matrices:
+        key = m.name
+        if per == "layer":
+            hit = _LAYER_RE.search(m.name)
+            key = f"layer {hit.group(1)}" if hit else m.name
+        g = groups.setdefault(key, {})
+        for e, c in m.exponent_counts.items():
+            g[int(e)] = g.get(int(e), 0) + int(c)
+    bits = 0.0
+    for g in groups.values():
+        counts = np.asarray([c for c in g.values() if c], dtype=np.int64)
+        if counts.size:
+            bits += float(huffman_lengths(counts) @ counts) + 8 * counts.size
+    return bits
 
 
 # -------------------------------------------------------------------------------------------------
@@ -408,26 +492,30 @@ class CodecResult:
 
 def codec_task(path: str, names: Sequence[str], pairs: str, codec: str) -> CodecResult:
     """Encode the selected matrices as one golden-codec stream, decode it and compare bit for bit."""
+    from ..model import fastans
     from ..model.container import DEFAULT_CHECKPOINT_INTERVAL, encode_tensors
-    from ..model.stream import Run
 
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     spec = parse_codec(codec)
     fmt = PAIR_FORMATS[pairs]
     items = []
     for name in names:
-        bits = np.concatenate([b.ravel() for b, _ in _chunks(path, name, pairs)])
+        chunks = [b.ravel() for b, _ in _chunks(path, name, pairs)]
+        bits = np.concatenate(chunks) if chunks else np.zeros(0, fmt.bits_dtype)  # a zero-size tensor
         items.append((name, fmt.split(bits)))
     st = encode_tensors(spec, items, DEFAULT_CHECKPOINT_INTERVAL)
-    runs = [Run(i, int(t.pairs.codes.size)) for i, t in enumerate(st.tensors)]
-    syms, exs, _ = spec.coder().decode(st.words, [t.table for t in st.tensors], runs)
+    # The compiled coders (bit-exact with the golden ones, tests/test_fastans.py) where they apply.
+    if fastans.supported(spec):
+        syms, exs = fastans.decode_segments(spec, st.words, st.tables, st.runs, st.checkpoints, threads=1)
+    else:
+        syms, exs, _ = spec.coder().decode(st.words, st.tables, st.runs)
     ok = True
     for t in st.tensors:
         a, n = t.first_pair, int(t.pairs.codes.size)
         codes, extra = t.code_table.from_symbols(syms[a:a + n], exs[a:a + n])
         ok &= bool(np.array_equal(codes, t.pairs.codes) and np.array_equal(extra, t.pairs.extra.astype(np.uint64)))
     return CodecResult(spec.name, spec.label(), st.total_bits, sum(t.ideal_bits for t in st.tensors), ok,
-                       time.perf_counter() - t0)
+                       time.process_time() - t0)
 
 
 def _estimate_codec(spec, stats: Sequence[MatrixStats], extra_bits: int) -> CodecResult:
@@ -479,8 +567,12 @@ def _assemble(model: str, pairs: str, matrices: list[MatrixStats], general: dict
         verified = all(m.constriction_verified for m in matrices)
         rows.append(_row(CONSTRICTION_ROW, 32 * words + extra, extra, weights, original,
                          "" if verified else "ROUND TRIP FAILED"))
+    for label, per in zip(HUFFMAN_ROWS, ("tensor", "layer")):
+        rows.append(_row(label, huffman_bits(matrices, per) + extra, extra, weights, original,
+                         "exponent Huffman, sign and mantissa raw, code tables included"))
     for key, nbytes in general.items():
-        r = _row(GENERAL_COMPRESSORS[key], 8 * nbytes, -1, weights, original)
+        label = f"ZipNN {zipnn_version()} (per tensor)" if key == "zipnn" else GENERAL_COMPRESSORS[key]
+        r = _row(label, 8 * nbytes, -1, weights, original)
         rows.append(Row(r.method, nbytes, r.percent_of_original, r.bits_per_weight, None))
     normalizer = []
     for p in NORMALIZER_PRECISIONS:
@@ -552,8 +644,11 @@ def compute_table1(
     if pairs not in PAIR_FORMATS:
         raise ConfigError(f"--pairs must be one of {', '.join(PAIR_FORMATS)}, not {pairs!r}")
     for g in general:
-        if g not in GENERAL_COMPRESSORS:
-            raise ConfigError(f"unknown compressor {g!r} (expected any of {', '.join(GENERAL_COMPRESSORS)})")
+        if g not in GENERAL_COMPRESSORS and g not in PEER_COMPRESSORS:
+            raise ConfigError(f"unknown compressor {g!r} (expected any of "
+                              f"{', '.join([*GENERAL_COMPRESSORS, *PEER_COMPRESSORS])})")
+        if g == "zipnn":
+            zipnn_version()
     t0 = time.perf_counter()
     path = str(Path(path))
     ckpt = open_checkpoint(path)
@@ -570,8 +665,8 @@ def compute_table1(
     coded = results[:len(specs)]
     results = results[len(specs):]
     compressed = {g: results[i][0] for i, g in enumerate(general)}
-    seconds = {GENERAL_COMPRESSORS[g]: results[i][1] for i, g in enumerate(general)}
-    seconds.update({f"{c.label} (golden encode + decode)": c.seconds for c in coded})
+    seconds = {GENERAL_COMPRESSORS.get(g, PEER_COMPRESSORS.get(g)): results[i][1] for i, g in enumerate(general)}
+    seconds.update({f"{c.label} (encode + decode, compiled coders)": c.seconds for c in coded})
     by_index = dict(zip(order, results[len(general):]))
     matrices = [by_index[k] for k in range(len(selected))]
     seconds["matrices (histogram, Ideal, normalizer, constriction)"] = sum(m.seconds for m in matrices)

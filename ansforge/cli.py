@@ -30,6 +30,12 @@ def _refuse_existing(path: str | None, force: bool) -> None:
         raise UsageError(f"{path}: file exists (use --force to replace it)")
 
 
+def _threads(n: int) -> int:
+    if n < 1:
+        raise UsageError(f"--threads must be at least 1, not {n}")
+    return n
+
+
 def _write(path: str | None, text: str | bytes, force: bool, protect: Sequence[str | None] = ()) -> None:
     """Write an output file atomically, refusing to overwrite anything the user has."""
     if path is None:
@@ -120,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--per-matrix", action="store_true", help="add one row per matrix")
     p.add_argument("--general", default="gzip,bzip2,xz,zstd", metavar="LIST",
                    help="general-purpose compressors to run, comma-separated from gzip,bzip2,xz,zstd "
-                        "(default: all; empty for none)")
+                        "(default: all; empty for none), and zipnn (the [peers] extra)")
     p.add_argument("--no-constriction", action="store_true", help="skip the constriction rANS row")
     p.add_argument("--codecs", default="rans16,tans8", metavar="LIST",
                    help="golden ANS codecs to run, each a row with its gap to Ideal: tansR (R 5..12), ransP "
@@ -145,11 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-nonfinite", action="store_true", help="code NaN/Inf weights (exactly) instead of refusing")
     p.add_argument("-o", "--output", required=True, metavar="F.ansf", help="container to write")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="threads that split tensors, build tables and encode (default 1; the file is the same)")
 
     p = verbs.add_parser("decompress", help="decompress an .ansf container to safetensors, bit-exact")
     p.add_argument("container", metavar="F.ansf")
     p.add_argument("-o", "--output", required=True, metavar="OUT.safetensors")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="threads that decode a stream's checkpoint segments at once (default 1)")
 
     p = verbs.add_parser("inspect", help="list an .ansf container's streams, codecs and tensors")
     p.add_argument("container", metavar="F.ansf")
@@ -338,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-7b", action="store_true", help="skip the synthetic 7B-shape run")
     p.add_argument("--tmpdir", default=None, metavar="DIR", help="where to write the temporary checkpoint")
     p.add_argument("--only", default=None, metavar="LIST",
-                   help="comma-separated sections: table1, coders, hardware, llama, streaming, 7b (default: all)")
+                   help="comma-separated sections: table1, coders, software, hardware, llama, streaming, 7b (default: all)")
     p.add_argument("--stories", default=None, metavar="PATH",
                    help="stories260K.bin for the llama section (default: ../shared/models beside the checkout)")
     p.add_argument("--force", action="store_true", help="replace an existing report")
@@ -557,7 +567,7 @@ def _run(args: argparse.Namespace) -> int:
         r = compress_checkpoint(args.model, out, args.codec, pairs=args.pairs,
                                 checkpoint_interval=args.checkpoint_interval,
                                 group="tensor" if args.stream_per_tensor else "model",
-                                allow_nonfinite=args.allow_nonfinite)
+                                allow_nonfinite=args.allow_nonfinite, threads=_threads(args.threads))
         print(f"wrote {out}: {r['tensors']} tensors ({r['coded']} coded), {r['pairs']:,} pairs, {r['bytes']:,} bytes; "
               f"{r['bits'] / max(1, r['pairs']):.4f} bits/pair, {100 * r['gap']:+.4f}% vs ideal")
         return 0
@@ -568,8 +578,9 @@ def _run(args: argparse.Namespace) -> int:
         if out.exists() and out.resolve() == Path(args.container).resolve():
             raise UsageError(f"{out}: refusing to overwrite the input file")
         _refuse_existing(args.output, args.force)
+        threads = _threads(args.threads)
         c = open_container(args.container)
-        c.decompress(out)
+        c.decompress(out, threads=threads)
         print(f"wrote {out}: {len(c.names)} tensors")
         return 0
     if args.verb == "inspect":

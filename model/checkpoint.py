@@ -506,21 +506,27 @@ def write_safetensors(
     blob = json.dumps(header, separators=(",", ":")).encode()
     blob += b" " * (-len(blob) % 8)
     path = Path(path)
+    if path.is_dir():  # checked first: os.replace would fail only after the whole file was written
+        raise CheckpointError(f"{path}: is a directory")
     tmp = path.with_name(path.name + ".partial")
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(blob)))
-        f.write(blob)
-        for index, (name, dtype, shape) in enumerate(tensors):
-            expected = int(np.prod(shape, dtype=np.int64))
-            raw = dtype not in SUPPORTED_DTYPES
-            if raw:
-                expected *= ITEMSIZE[dtype]
-            written = 0
-            for chunk in fill(index, name):
-                chunk = np.ascontiguousarray(chunk, dtype=np.uint8 if raw else SUPPORTED_DTYPES[dtype])
-                f.write(chunk.tobytes())
-                written += chunk.size
-            if written != expected:
-                raise ValueError(f"tensor {name!r}: fill produced {written} values, shape needs {expected}")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(struct.pack("<Q", len(blob)))
+            f.write(blob)
+            for index, (name, dtype, shape) in enumerate(tensors):
+                expected = int(np.prod(shape, dtype=np.int64))
+                raw = dtype not in SUPPORTED_DTYPES
+                if raw:
+                    expected *= ITEMSIZE[dtype]
+                written = 0
+                for chunk in fill(index, name):
+                    chunk = np.ascontiguousarray(chunk, dtype=np.uint8 if raw else SUPPORTED_DTYPES[dtype])
+                    f.write(chunk.tobytes())
+                    written += chunk.size
+                if written != expected:
+                    raise ValueError(f"tensor {name!r}: fill produced {written} values, shape needs {expected}")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a failed or interrupted write leaves no OUT.partial behind
+        raise
 

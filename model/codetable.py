@@ -79,14 +79,25 @@ class CodeTable:
     precision_bits: int
 
     def __post_init__(self) -> None:
+        # Types and ranges first: a container record reaches here, and 1 << precision_bits of a huge
+        # value would exhaust memory before any check below could reject it.
+        if not _is_int(self.precision_bits) or not 1 <= self.precision_bits <= 32:
+            raise ConfigError(f"code table: precision_bits = {self.precision_bits!r} is not an integer from 1 to 32")
+        if not _is_int(self.extra_bits):
+            raise ConfigError(f"code table: extra_bits = {self.extra_bits!r} is not an integer")
+        for field_name in ("direct_codes", "escape_codes", "freqs"):
+            values = getattr(self, field_name)
+            if not isinstance(values, tuple) or len(values) > 1 << 16 or not all(_is_int(v) for v in values):
+                raise ConfigError(f"code table: {field_name} must be at most 65536 integers")
         n = self.n_symbols
         if n == 0:
             raise ConfigError("code table: an alphabet needs at least one symbol")
         if len(self.escape_codes) == 1:
             raise ConfigError("code table: an escape group needs at least 2 codes (1 code is a direct symbol)")
         codes = list(self.direct_codes) + list(self.escape_codes)
-        if len(set(codes)) != len(codes) or min(codes) < 0:
-            raise ConfigError(f"code table: codes must be distinct non-negative integers, got {codes}")
+        if len(set(codes)) != len(codes) or min(codes) < 0 or max(codes) >= 1 << 16:
+            raise ConfigError(f"code table: codes must be distinct integers from 0 to 65535, got {codes[:8]}"
+                              f"{' ...' if len(codes) > 8 else ''}")
         if len(self.freqs) != n and not (n == 1 and len(self.freqs) == 2):
             raise ConfigError(f"code table: freqs has {len(self.freqs)} entries for {n} symbols")
         for s, f in enumerate(self.freqs):
@@ -127,23 +138,28 @@ class CodeTable:
     def n_codes(self) -> int:
         return len(self.direct_codes) + len(self.escape_codes)
 
-    def to_symbols(self, codes: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Map coding pairs to (symbol ``int64``, additional data ``uint64``) of this alphabet."""
+    def to_symbols(self, codes: np.ndarray, extra: np.ndarray, compact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Map coding pairs to (symbol ``int64``, additional data ``uint64``) of this alphabet;
+        ``compact``: ``uint8`` symbols and ``uint32`` additional data where they fit (the compiled
+        coders take them as they are: a fifth of the memory traffic)."""
         codes = np.asarray(codes).ravel()
         size = max(self.n_codes, int(codes.max()) + 1 if codes.size else 0)
-        sym_of = np.full(size, -1, dtype=np.int64)
-        idx_of = np.zeros(size, dtype=np.uint64)
+        small = compact and self.n_symbols < 255 and max(self.symbol_extra_bits) <= 32
+        udt = np.uint32 if small else np.uint64
+        sym_of = np.full(size, 255 if small else -1, dtype=np.uint8 if small else np.int64)
+        idx_of = np.zeros(size, dtype=udt)
         sym_of[list(self.direct_codes)] = np.arange(self.n_direct)
         if self.escape_codes:
             sym_of[list(self.escape_codes)] = self.n_direct
-            idx_of[list(self.escape_codes)] = np.arange(len(self.escape_codes), dtype=np.uint64)
+            idx_of[list(self.escape_codes)] = np.arange(len(self.escape_codes), dtype=udt)
         symbols = sym_of[codes]
-        if symbols.size and symbols.min() < 0:
-            bad = int(codes[np.flatnonzero(symbols < 0)[0]])
+        missing = (symbols == 255) if small else (symbols < 0)
+        if symbols.size and missing.any():
+            bad = int(codes[np.flatnonzero(missing)[0]])
             raise ConfigError(f"code {bad} occurs but is not in the code table")
-        extra = np.asarray(extra).ravel().astype(np.uint64)
+        extra = np.asarray(extra).ravel().astype(udt)
         if self.escape_codes:
-            extra = extra | (idx_of[codes] << np.uint64(self.extra_bits))
+            extra |= idx_of[codes] << udt(self.extra_bits)
         return symbols, extra
 
     def from_symbols(self, symbols: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -179,13 +195,22 @@ class CodeTable:
 
     @classmethod
     def from_json(cls, d: dict) -> "CodeTable":
-        try:
-            return cls(tuple(int(v) for v in d["direct_codes"]), tuple(int(v) for v in d["escape_codes"]),
-                       int(d["extra_bits"]), tuple(int(v) for v in d["freqs"]), int(d["precision_bits"]))
-        except (KeyError, TypeError, ValueError) as e:
-            if isinstance(e, ConfigError):
-                raise
-            raise ConfigError(f"code table record is malformed: {e}") from None
+        """The table of a :meth:`to_json` record; integers must be JSON integers (no floats, no booleans)."""
+        if not isinstance(d, dict):
+            raise ConfigError(f"code table record must be an object, not {type(d).__name__}")
+        keys = ("direct_codes", "escape_codes", "extra_bits", "freqs", "precision_bits")
+        missing = [k for k in keys if k not in d]
+        if missing:
+            raise ConfigError(f"code table record lacks {', '.join(missing)}")
+        for k in ("direct_codes", "escape_codes", "freqs"):
+            if not isinstance(d[k], list):
+                raise ConfigError(f"code table record: {k} must be a list, not {type(d[k]).__name__}")
+        return cls(tuple(d["direct_codes"]), tuple(d["escape_codes"]), d["extra_bits"], tuple(d["freqs"]),
+                   d["precision_bits"])
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
 def _symbol_counts(counts: np.ndarray, direct: list[int], escape: list[int]) -> np.ndarray:

@@ -28,6 +28,8 @@ def categorical_model(counts: np.ndarray):
     c = np.asarray(counts, dtype=np.float64)
     if c.ndim != 1 or c.size == 0 or not np.all(np.isfinite(c)) or c.min() < 0 or c.sum() <= 0:
         raise ConfigError("code counts for constriction must be a non-empty, non-negative, non-zero 1-D array")
+    if c.size == 1:  # one exponent in the whole matrix: constriction needs two symbols (as in codetable)
+        c = np.array([1.0, 0.0])
     return constriction.stream.model.Categorical(c / c.sum(), perfect=False)
 
 

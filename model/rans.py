@@ -227,7 +227,7 @@ class RansCoder:
                     x = (x << W) | w[h]
             pos = 0
         else:
-            if checkpoint.pair > start or not 0 <= checkpoint.word <= h or checkpoint.bit != 0 \
+            if not 0 <= checkpoint.pair <= start or not 0 <= checkpoint.word <= h or checkpoint.bit != 0 \
                     or not 0 <= checkpoint.state < (1 << S):
                 raise StreamError(f"checkpoint {checkpoint.as_tuple()} does not fit this stream")
             h, x, pos = checkpoint.word, checkpoint.state, checkpoint.pair

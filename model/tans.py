@@ -299,7 +299,7 @@ class TansCoder:
             buf &= (1 << cnt) - 1
             pos = 0
         else:
-            if checkpoint.pair > start or not 0 <= checkpoint.word <= h or not 0 <= checkpoint.bit < W \
+            if not 0 <= checkpoint.pair <= start or not 0 <= checkpoint.word <= h or not 0 <= checkpoint.bit < W \
                     or (checkpoint.bit and checkpoint.word >= h) or not 0 <= checkpoint.state < (1 << R):
                 raise StreamError(f"checkpoint {checkpoint.as_tuple()} does not fit this stream")
             h, cnt, X, pos = checkpoint.word, checkpoint.bit, checkpoint.state, checkpoint.pair

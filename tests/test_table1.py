@@ -122,3 +122,30 @@ def test_demo_histograms_reproduce_the_measured_ideal(stories_table):
     assert t.row("Simple").bytes == stories_table.row("Simple").bytes
     t = table1_from_histograms("minilm", models[1]["matrices"])
     assert abs(t.row("Ideal").bits_per_weight - 10.6140) <= 0.0005
+
+
+def test_huffman_rows_recomputed_independently():
+    """DFloat11-style rows: Huffman lengths satisfy Kraft with equality and match known codes; the
+    per-tensor and per-layer totals equal a direct recomputation."""
+    from ansforge.analysis.table1 import MatrixStats, huffman_bits, huffman_lengths
+    from ansforge.model.pairs import Conversion
+    assert huffman_lengths(np.array([1, 1, 2, 4])).tolist() == [3, 3, 2, 1]
+    assert huffman_lengths(np.array([0, 5, 0])).tolist() == [0, 1, 0]
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        c = rng.integers(0, 1000, int(rng.integers(2, 60)))
+        c[0] = max(c[0], 1)
+        c[1] = max(c[1], 1)
+        lengths = huffman_lengths(c)
+        live = c > 0
+        assert abs(sum(2.0 ** -lengths[live]) - 1) < 1e-12
+        p = c[live] / c[live].sum()
+        entropy = float(-(c[live] * np.log2(p)).sum())
+        assert entropy <= float(lengths @ c) < entropy + c.sum()
+    conv = Conversion("bf16", "bf16", False, 0, 0)
+    ms = [MatrixStats("model.layers.0.a", (2,), 6, {120: 4, 121: 2}, 48, 0.0, 6, conv),
+          MatrixStats("model.layers.0.b", (2,), 3, {120: 1, 122: 2}, 24, 0.0, 3, conv),
+          MatrixStats("lm_head", (2,), 2, {100: 2}, 16, 0.0, 0, conv)]
+    assert huffman_bits(ms, "tensor") == (6 + 8 * 2) + (3 + 8 * 2) + (2 + 8 * 1)
+    # layer 0 merged: counts {120: 5, 121: 2, 122: 2} -> lengths 1, 2, 2
+    assert huffman_bits(ms, "layer") == (5 + 4 + 4 + 8 * 3) + (2 + 8)

@@ -1,0 +1,576 @@
+"""Native-speed tANS and rANS stream coders, bit-exact with the golden models.
+
+The golden coders (:mod:`.tans`, :mod:`.rans`) walk pairs in Python; they stay the reference. This
+module runs *the same* single-lane algorithms, step for step, as machine code compiled by numba
+(``@njit(nogil=True, cache=True)``): the same state, the same bit buffer and the same word stack, so
+the words, checkpoints and decoded pairs are identical (``tests/test_fastans.py`` compares them with
+the golden coders on random and real tensors, including every error path).
+
+Why numba: the algorithms are short integer loops over NumPy arrays, which numba compiles to the
+code a C extension would hold, without a compiler at ``pip install`` time (numba ships wheels), and
+the compiled kernels are cached on disk, so a process pays the compilation once per installation.
+``nogil`` lets threads decode independent segments at once: a stream's checkpoints (every
+``checkpoint_interval`` pairs) are exactly the starting points that Fig. 12's parallel decoders use,
+so :func:`decode_segments` splits a stream there and decodes the pieces on ``threads`` threads; each
+piece must end in the state its successor's checkpoint records, which checks the seams.
+
+Limits (outside them the callers use the golden coders): tANS fields with ``W + R + 1 + k <= 64``
+bits (the paper's tans8 with fp32 pairs: 16 + 9 + 30 = 55); rANS with ``S <= 64``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .stream import Checkpoint, EncodedStream, Run, StreamError, check_pairs, check_runs, word_dtype
+
+__all__ = ["supported", "encode", "decode", "decode_segments", "join_values", "default_threads", "PreparedTables"]
+
+try:  # numba is a declared dependency; the guard only keeps `import ansforge` working while it installs
+    from numba import njit
+except ImportError:  # pragma: no cover
+    njit = None
+
+_NJIT = dict(nogil=True, cache=True, boundscheck=False)
+
+
+def default_threads() -> int:
+    """Threads used when none are asked for: the CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover
+        return max(1, os.cpu_count() or 1)
+
+
+def supported(spec) -> bool:
+    """Whether ``spec`` (a :class:`~ansforge.model.codecs.CodecSpec`) runs on the compiled kernels
+    (tANS tables whose fields are too wide for a 64-bit buffer fall back per stream, see the module)."""
+    if njit is None:
+        return False
+    return spec.tans is not None or (spec.rans.state_bits <= 64 and spec.rans.word_bits <= 32)
+
+
+def _widest_field_ok(spec, tables) -> bool:
+    if spec.tans is None:
+        return True
+    k = max((int(t.extra_bits.max()) for t in tables if t.extra_bits.size), default=0)
+    return spec.tans.word_bits + spec.tans.table_log + 1 + k <= 64
+
+
+# ------------------------------------------------------------------------------------------------
+# kernels (integers: int64 where values stay below 2**63, uint64 for rANS states and bit buffers)
+
+if njit is not None:
+
+    @njit(**_NJIT)
+    def _run_at(run_end, pos):
+        """The run holding pair ``pos`` (``run_end`` ends with a sentinel larger than any pair)."""
+        r = 0
+        while run_end[r] <= pos:
+            r += 1
+        return r
+
+    @njit(**_NJIT)
+    def _tans_decode(w, h, cnt, buf, X, sym, nb, base, kb, run_tab, run_end, pos, stop, W, out_s, out_e, out0):
+        """Decode pairs ``pos .. stop-1``; run ``r`` (table ``run_tab[r]``) ends before pair ``run_end[r]``.
+
+        Returns ``(status, h, cnt, buf, X)``; status ``-1`` is success, else the pair where the words ran out.
+        """
+        r = _run_at(run_end, pos)
+        while pos < stop:
+            t, end = run_tab[r], min(stop, run_end[r])
+            sym_t, nb_t, base_t, kb_t = sym[t], nb[t], base[t], kb[t]
+            while pos < end:
+                s = sym_t[X]
+                n = nb_t[X]
+                need = n + kb_t[s]
+                while cnt < need:
+                    if h == 0:
+                        return pos, h, cnt, buf, X
+                    h -= 1
+                    buf = (buf << np.uint64(W)) | np.uint64(w[h])
+                    cnt += W
+                cnt -= need
+                v = buf >> np.uint64(cnt)
+                buf &= (np.uint64(1) << np.uint64(cnt)) - np.uint64(1)
+                X = base_t[X] + np.int64(v & ((np.uint64(1) << np.uint64(n)) - np.uint64(1)))
+                if pos >= out0:
+                    out_s[pos - out0] = s
+                    out_e[pos - out0] = v >> np.uint64(n)
+                pos += 1
+            r += 1
+        return -1, h, cnt, buf, X
+
+    @njit(**_NJIT)
+    def _rans_decode(w, h, x, freq, cum, nsym, lut, lut_bits, nchunk, chunk_b, run_tab, run_end, pos, stop, W, P, S,
+                     out_s, out_e, out0):
+        """rANS twin of :func:`_tans_decode` (``lut`` maps a quantile to its symbol when ``P <= lut_bits``,
+        else a binary search over ``cum``). Returns ``(status, h, x)``."""
+        lo_bound = np.uint64(1) << np.uint64(S - W)
+        pmask = (np.uint64(1) << np.uint64(P)) - np.uint64(1)
+        uP = np.uint64(P)
+        uW = np.uint64(W)
+        r = _run_at(run_end, pos)
+        while pos < stop:
+            t, end = run_tab[r], min(stop, run_end[r])
+            n_sym = nsym[t]
+            while pos < end:
+                q = x & pmask
+                if P <= lut_bits:
+                    s = np.int64(lut[t, np.int64(q)])
+                else:
+                    lo = 0
+                    hi = n_sym - 1
+                    while lo < hi:  # the last symbol whose cum <= q
+                        mid = (lo + hi + 1) >> 1
+                        if np.uint64(cum[t, mid]) <= q:
+                            lo = mid
+                        else:
+                            hi = mid - 1
+                    s = lo
+                x = (x >> uP) * np.uint64(freq[t, s]) + q - np.uint64(cum[t, s])
+                if x < lo_bound and h:
+                    h -= 1
+                    x = (x << uW) | np.uint64(w[h])
+                e = np.uint64(0)
+                for c in range(nchunk[t, s]):
+                    b = np.uint64(chunk_b[t, s, c])
+                    sh = uP - b
+                    q = x & pmask
+                    e = (e << b) | (q >> sh)
+                    x = ((x >> uP) << sh) | (q & ((np.uint64(1) << sh) - np.uint64(1)))
+                    if x < lo_bound and h:
+                        h -= 1
+                        x = (x << uW) | np.uint64(w[h])
+                if pos >= out0:
+                    out_s[pos - out0] = s
+                    out_e[pos - out0] = e
+                pos += 1
+            r += 1
+        return -1, h, x
+
+    @njit(**_NJIT)
+    def _run_before(run_end, r, i):
+        """The run holding pair ``i``, searching down from run ``r`` (encoders walk pairs back to front)."""
+        while r > 0 and run_end[r - 1] > i:
+            r -= 1
+        return r
+
+    @njit(**_NJIT)
+    def _tans_encode(syms, exs, run_tab, run_end, n_runs, freq, cum, nbh, thr, kb, enc, R, W, K, out, cps):
+        """Encode all pairs back to front (run ``r``, of table ``run_tab[r]``, ends before pair
+        ``run_end[r]``); returns (n_words, n_checkpoints).
+        ``cps`` rows: pair, word, bit, state (in encoder order: decreasing pair)."""
+        L = np.int64(1) << R
+        wmask = (np.uint64(1) << np.uint64(W)) - np.uint64(1)
+        X = L
+        acc = np.uint64(0)
+        cnt = 0
+        nw = nc = 0
+        r = n_runs - 1
+        for i in range(syms.size - 1, -1, -1):
+            r = _run_before(run_end, r, i)
+            t, s = run_tab[r], syms[i]
+            n_out = nbh[t, s] - (1 if X < thr[t, s] else 0)
+            acc |= np.uint64(X & ((np.int64(1) << n_out) - 1)) << np.uint64(cnt)
+            cnt += n_out
+            X = L + enc[t, cum[t, s] + (X >> n_out) - freq[t, s]]
+            acc |= np.uint64(exs[i]) << np.uint64(cnt)
+            cnt += kb[t, s]
+            while cnt >= W:
+                out[nw] = acc & wmask
+                nw += 1
+                acc >>= np.uint64(W)
+                cnt -= W
+            if K and i and i % K == 0:
+                cps[nc, 0] = i
+                cps[nc, 1] = nw
+                cps[nc, 2] = cnt
+                cps[nc, 3] = X - L
+                nc += 1
+        acc |= np.uint64((X - L) | L) << np.uint64(cnt)
+        cnt += R + 1
+        while cnt >= W:
+            out[nw] = acc & wmask
+            nw += 1
+            acc >>= np.uint64(W)
+            cnt -= W
+        if cnt:
+            out[nw] = acc
+            nw += 1
+        return nw, nc
+
+    @njit(**_NJIT)
+    def _rans_encode(syms, exs, run_tab, run_end, n_runs, freq, cum, nchunk, chunk_b, P, S, W, K, out, cps):
+        """rANS twin of :func:`_tans_encode` (state starts at 0, as the golden encoder's)."""
+        uP = np.uint64(P)
+        uW = np.uint64(W)
+        pshift = np.uint64(S - P)
+        wmask = (np.uint64(1) << uW) - np.uint64(1)
+        x = np.uint64(0)
+        nw = nc = 0
+        r = n_runs - 1
+        for i in range(syms.size - 1, -1, -1):
+            r = _run_before(run_end, r, i)
+            t, s = run_tab[r], syms[i]
+            e = np.uint64(exs[i])
+            for c in range(nchunk[t, s] - 1, -1, -1):  # least significant chunk first
+                b = np.uint64(chunk_b[t, s, c])
+                fu = np.uint64(1) << (uP - b)
+                v = e & ((np.uint64(1) << b) - np.uint64(1))
+                e >>= b
+                if (x >> pshift) >= fu:
+                    out[nw] = x & wmask
+                    nw += 1
+                    x >>= uW
+                x = ((x // fu) << uP) | (v * fu + x % fu)
+            fs = np.uint64(freq[t, s])
+            if (x >> pshift) >= fs:
+                out[nw] = x & wmask
+                nw += 1
+                x >>= uW
+            x = ((x // fs) << uP) | (np.uint64(cum[t, s]) + x % fs)
+            if K and i and i % K == 0:
+                cps[nc, 0] = i
+                cps[nc, 1] = nw
+                cps[nc, 2] = 0
+                cps[nc, 3] = x
+                nc += 1
+        while x:
+            out[nw] = x & wmask
+            nw += 1
+            x >>= uW
+        return nw, nc
+
+
+    @njit(**_NJIT)
+    def _first_bad_pair(syms, exs, run_tab, run_end, nsym, kb):
+        """Index of the first pair whose symbol is outside its table or whose additional data is wider
+        than its symbol's width; -1 if none (the golden :func:`~.stream.check_pairs`, without temporaries)."""
+        r = 0
+        for i in range(syms.size):
+            while run_end[r] <= i:  # pairs go forward: advance from the last run, not from the first
+                r += 1
+            t = run_tab[r]
+            s = syms[i]
+            if s < 0 or s >= nsym[t]:
+                return i
+            k = kb[t, s]
+            if k < 64 and (exs[i] >> np.uint64(k)) != np.uint64(0):
+                return i
+        return -1
+
+
+    @njit(**_NJIT)
+    def _join_values(s, e, direct_exp, esc_exp, n_direct, w, m, total, out):
+        """Decoded (symbol, additional data) → IEEE bit patterns in ``out``, through the tensor's code
+        table (direct symbols' exponent fields ``direct_exp``, escape group ``esc_exp``, pair extra width
+        ``w = m + 1``); returns the first pair whose escape index is outside the group, or -1."""
+        wmask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
+        mmask = (np.uint64(1) << np.uint64(m)) - np.uint64(1)
+        top = np.uint64(total - 1)
+        um = np.uint64(m)
+        uw = np.uint64(w)
+        for i in range(s.size):
+            sym = np.int64(s[i])
+            x = np.uint64(e[i])
+            if sym < n_direct:
+                ex = np.uint64(direct_exp[sym])
+            else:
+                idx = np.int64(x >> uw)
+                if idx >= esc_exp.size:
+                    return i
+                ex = np.uint64(esc_exp[idx])
+                x &= wmask
+            out[i] = ((x >> um) << top) | (ex << um) | (x & mmask)
+        return -1
+
+
+# ------------------------------------------------------------------------------------------------
+# tables as padded 2-D arrays (one row per table)
+
+def _pad(rows: Sequence[np.ndarray], dtype=np.int64) -> np.ndarray:
+    width = max((r.size for r in rows), default=1) or 1
+    out = np.zeros((max(1, len(rows)), width), dtype=dtype)
+    for i, r in enumerate(rows):
+        out[i, :r.size] = r
+    return out
+
+
+def _rans_chunks(tables, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per table and symbol, the additional data's uniform chunks, most significant first (the golden
+    coder's :meth:`~ansforge.model.rans.RansCoder._chunks`)."""
+    width = max((t.extra_bits.size for t in tables), default=1) or 1
+    most = max((-(-int(k) // P) for t in tables for k in t.extra_bits), default=0) or 1
+    n = np.zeros((len(tables), width), np.int64)
+    b = np.zeros((len(tables), width, most), np.int64)
+    for ti, t in enumerate(tables):
+        for s, k in enumerate(t.extra_bits.tolist()):
+            if k:
+                q = -(-k // P)
+                parts = [k - P * (q - 1)] + [P] * (q - 1)
+                n[ti, s] = q
+                b[ti, s, :q] = parts
+    return n, b
+
+
+_LUT_BITS = 16
+
+
+class PreparedTables:
+    """A stream's tables in kernel form, built once per (tables) and reused by every segment."""
+
+    def __init__(self, spec, tables):
+        self.spec = spec
+        if spec.tans is not None:
+            self.sym = _pad([t.symbol for t in tables])
+            self.nb = _pad([t.nb_bits for t in tables])
+            self.base = _pad([t.base for t in tables])
+            self.kb = _pad([t.extra_bits for t in tables])
+            self.freq = _pad([t.freqs for t in tables])
+            self.cum = _pad([t.cum[:-1] for t in tables])
+            self.nbh = _pad([t.nb_high for t in tables])
+            self.thr = _pad([t.threshold for t in tables])
+            self.enc = _pad([t.encode_state for t in tables])
+        else:
+            P = spec.rans.precision_bits
+            self.freq = _pad([t.freqs for t in tables])
+            self.cum = _pad([t.cum[:-1] for t in tables])
+            self.nsym = np.asarray([t.freqs.size for t in tables] or [1], dtype=np.int64)
+            if P <= _LUT_BITS:
+                self.lut = _pad([np.repeat(np.arange(t.freqs.size), t.freqs) for t in tables], np.uint8
+                                if max((t.freqs.size for t in tables), default=1) <= 256 else np.int64)
+            else:
+                self.lut = np.zeros((1, 1), np.uint8)
+            self.nchunk, self.chunk_b = _rans_chunks(tables, P)
+
+
+def _runs(runs: Sequence[Run]) -> tuple[np.ndarray, np.ndarray]:
+    tab = np.asarray([r.table for r in runs] + [0], dtype=np.int64)
+    end = np.cumsum([r.count for r in runs], dtype=np.int64)
+    return tab, np.concatenate([end, [np.iinfo(np.int64).max]]).astype(np.int64)
+
+
+# ------------------------------------------------------------------------------------------------
+# public entry points (same signatures and results as the golden coders)
+
+def encode(spec, tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, extras: np.ndarray,
+           checkpoint_interval: int | None = None) -> EncodedStream:
+    """:meth:`TansCoder.encode` / :meth:`RansCoder.encode`, compiled: the same words and checkpoints."""
+    if not _widest_field_ok(spec, tables):
+        return spec.coder().encode(tables, runs, symbols, extras, checkpoint_interval)
+    # Compact integer arrays (uint8 symbols, uint32 additional data) are taken as they are: the kernels
+    # are compiled per dtype, and widening 10^8 pairs to 64 bits costs more than coding them.
+    symbols = np.asarray(symbols).ravel()
+    extras = np.asarray(extras).ravel()
+    if symbols.dtype.kind not in "iu":
+        symbols = symbols.astype(np.int64)
+    if extras.dtype.kind != "u":
+        extras = extras.astype(np.uint64)
+    symbols, extras = np.ascontiguousarray(symbols), np.ascontiguousarray(extras)
+    K = int(checkpoint_interval or 0)
+    if K < 0:
+        return spec.coder().encode(tables, runs, symbols, extras, checkpoint_interval)  # golden error
+    check_runs(runs, len(tables), symbols.size)
+    n = symbols.size
+    run_tab, run_end = _runs(runs)
+    p = PreparedTables(spec, tables)
+    if _first_bad_pair(symbols, extras, run_tab, run_end, np.asarray([t.freqs.size for t in tables] or [1], np.int64),
+                       _pad([t.extra_bits for t in tables])) >= 0:
+        check_pairs(symbols.astype(np.int64), extras.astype(np.uint64), runs, [t.freqs.size for t in tables],
+                    [t.extra_bits for t in tables])
+    W = spec.word_bits
+    # The kernels write without bounds checks, so the buffer holds the most any pairs can produce:
+    # tANS writes at most R + 1 + k bits per pair, rANS pushes at most one word per coding step.
+    if spec.tans is not None:
+        widest = max((int(t.extra_bits.max()) for t in tables if t.extra_bits.size), default=0)
+        cap = (n * (spec.precision_bits + 1 + widest) + spec.precision_bits + 1) // W + 2
+    else:
+        cap = n * (int(p.nchunk.max()) + 1) + spec.state_bits // W + 2
+    out = np.empty(cap, dtype=np.uint64)
+    cps = np.empty(((n - 1) // K if K and n else 0, 4), dtype=np.int64 if spec.tans is not None else np.uint64)
+    if spec.tans is not None:
+        nw, nc = _tans_encode(symbols, extras, run_tab, run_end, len(runs), p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
+                              spec.tans.table_log, W, K, out, cps)
+    else:
+        nw, nc = _rans_encode(symbols, extras, run_tab, run_end, len(runs), p.freq, p.cum, p.nchunk, p.chunk_b,
+                              spec.rans.precision_bits, spec.rans.state_bits, W, K, out, cps)
+    checkpoints = [Checkpoint(*map(int, row)) for row in cps[:nc][::-1].tolist()]
+    return EncodedStream(out[:nw].astype(word_dtype(W)), int(n), checkpoints)
+
+
+def _start(spec, w: np.ndarray, checkpoint: Checkpoint | None, start: int):
+    """Decoder state at the top of the stream or at ``checkpoint`` (the golden coders' rules)."""
+    W = spec.word_bits
+    h = int(w.size)
+    if spec.tans is not None:
+        R = spec.tans.table_log
+        if checkpoint is None or checkpoint.pair == 0:
+            if h == 0:
+                raise StreamError("tANS stream is empty: it lacks the final state and marker")
+            top = int(w[h - 1])
+            h -= 1
+            if top == 0 or top >> W:
+                raise StreamError("tANS stream's last word holds no marker bit (corrupt or not a tANS stream)")
+            cnt = top.bit_length() - 1
+            buf = top & ((1 << cnt) - 1)
+            while cnt < R:
+                if h == 0:
+                    raise StreamError("tANS stream ends inside its final state")
+                h -= 1
+                buf = (buf << W) | int(w[h])
+                cnt += W
+            cnt -= R
+            return 0, (h, cnt, buf & ((1 << cnt) - 1), buf >> cnt)
+        c = checkpoint
+        if not 0 <= c.pair <= start or not 0 <= c.word <= h or not 0 <= c.bit < W \
+                or (c.bit and c.word >= h) or not 0 <= c.state < (1 << R):
+            raise StreamError(f"checkpoint {c.as_tuple()} does not fit this stream")
+        return c.pair, (c.word, c.bit, (int(w[c.word]) & ((1 << c.bit) - 1)) if c.bit else 0, c.state)
+    S = spec.rans.state_bits
+    if checkpoint is None or checkpoint.pair == 0:
+        x = 0
+        if h:
+            h -= 1
+            x = int(w[h])
+            if x == 0 or x >> W:
+                raise StreamError("rANS stream's top word is zero (corrupt or not an rANS stream)")
+            while x < (1 << (S - W)) and h:
+                h -= 1
+                x = (x << W) | int(w[h])
+        return 0, (h, x)
+    c = checkpoint
+    if not 0 <= c.pair <= start or not 0 <= c.word <= h or c.bit != 0 or not 0 <= c.state < (1 << S):
+        raise StreamError(f"checkpoint {c.as_tuple()} does not fit this stream")
+    return c.pair, (c.word, c.state)
+
+
+def _run_kernel(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0):
+    """One kernel call from ``state`` at pair ``pos``; returns the state after pair ``stop - 1``."""
+    if spec.tans is not None:
+        h, cnt, buf, X = state
+        status, h, cnt, buf, X = _tans_decode(w, h, cnt, np.uint64(buf), X, p.sym, p.nb, p.base, p.kb, run_tab,
+                                              run_end, pos, stop, spec.word_bits, out_s, out_e, out0)
+        if status >= 0:
+            raise StreamError(f"tANS stream runs out of words at pair {status}")
+        return int(h), int(cnt), int(buf), int(X)
+    h, x = state
+    status, h, x = _rans_decode(w, h, np.uint64(x), p.freq, p.cum, p.nsym, p.lut, _LUT_BITS, p.nchunk, p.chunk_b, run_tab,
+                                run_end, pos, stop, spec.word_bits, spec.rans.precision_bits, spec.rans.state_bits,
+                                out_s, out_e, out0)
+    return int(h), int(x)
+
+
+def _as_words(words) -> np.ndarray:
+    """The words as a contiguous native unsigned array (kept in their own width: no 4x copy to uint64)."""
+    w = np.asarray(words)
+    if w.dtype.kind != "u" or w.dtype.byteorder not in "=|":
+        w = w.astype(np.uint64)
+    return np.ascontiguousarray(w)
+
+
+def decode(spec, words, tables: Sequence, runs: Sequence[Run], start: int = 0, count: int | None = None,
+           checkpoint: Checkpoint | None = None, prepared: PreparedTables | None = None
+           ) -> tuple[np.ndarray, np.ndarray, Checkpoint]:
+    """:meth:`TansCoder.decode` / :meth:`RansCoder.decode`, compiled: the same pairs, checkpoint and errors."""
+    if not _widest_field_ok(spec, tables):
+        return spec.coder().decode(words, tables, runs, start, count, checkpoint)
+    n = check_runs(runs, len(tables))
+    count = n - start if count is None else count
+    if start < 0 or count < 0 or start + count > n:
+        from .errors import ConfigError
+        raise ConfigError(f"pairs {start}..{start + count} are outside the stream's {n} pairs")
+    w = _as_words(words)
+    pos, state = _start(spec, w, checkpoint, start)
+    p = prepared or PreparedTables(spec, tables)
+    run_tab, run_end = _runs(runs)
+    out_s = np.empty(count, np.int64)
+    out_e = np.empty(count, np.uint64)
+    state = _run_kernel(spec, p, w, run_tab, run_end, pos, start + count, state, out_s, out_e, start)
+    return out_s, out_e, _finish(spec, state, start + count, n)
+
+
+def _finish(spec, state, end: int, n: int) -> Checkpoint:
+    """The end check (when ``end`` is the stream's end) and the checkpoint to resume from."""
+    if spec.tans is not None:
+        h, cnt, buf, X = state
+        if end == n and (X != 0 or cnt != 0 or h != 0 or buf != 0):
+            raise StreamError(
+                f"tANS stream fails its end check: state index {X} (expected 0), {cnt + spec.word_bits * h} unread bits")
+        return Checkpoint(end, h, cnt, X)
+    h, x = state
+    if end == n and (x != 0 or h != 0):
+        raise StreamError(f"rANS stream fails its end check: final state {x} (expected 0), {h} unread words")
+    return Checkpoint(end, h, 0, x)
+
+
+def join_values(code_table, exponents: np.ndarray, fmt, symbols: np.ndarray, extras: np.ndarray) -> np.ndarray | None:
+    """A tensor's bit patterns (``fmt.bits_dtype``) from its decoded pairs, in one compiled pass: what
+    :meth:`CodeTable.from_symbols` and :meth:`IeeeFloatPairs.join` compute. ``None`` when a code lies
+    outside the tensor's exponent table or an escape index outside its group (the caller reports it)."""
+    exps = np.asarray(exponents, dtype=np.int64)
+    codes = np.asarray(code_table.direct_codes + code_table.escape_codes, dtype=np.int64)
+    if codes.size and int(codes.max()) >= exps.size and symbols.size:
+        return None
+    direct = exps[np.minimum(np.asarray(code_table.direct_codes, np.int64), max(exps.size - 1, 0))] if exps.size \
+        else np.zeros(len(code_table.direct_codes), np.int64)
+    esc = exps[np.asarray(code_table.escape_codes, np.int64)] if code_table.escape_codes else np.zeros(0, np.int64)
+    out = np.empty(symbols.size, dtype=fmt.bits_dtype)
+    bad = _join_values(symbols, extras, direct, esc, code_table.n_direct, fmt.extra_bits, fmt.mantissa_bits,
+                       fmt.total_bits, out)
+    return None if bad >= 0 else out
+
+
+def decode_segments(spec, words, tables: Sequence, runs: Sequence[Run], checkpoints: Sequence[Checkpoint],
+                    threads: int | None = None, compact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Decode a whole stream, split at its checkpoints, on ``threads`` threads (``None``: every CPU).
+
+    Segment ``b`` runs from checkpoint ``b - 1`` (the top for ``b = 0``) to checkpoint ``b``; it must
+    end in exactly the state checkpoint ``b`` records (words left, bit offset, coder state), otherwise
+    the stream or its checkpoints are corrupt and :class:`StreamError` names the segment. The last
+    segment ends with the golden end check. The result equals :func:`decode` of the whole stream;
+    ``compact`` returns it as ``uint8`` symbols and ``uint32`` additional data where they fit (a fifth
+    of the memory), for :func:`join_values`.
+    """
+    if not _widest_field_ok(spec, tables):
+        s, e, _ = spec.coder().decode(words, tables, runs)
+        return s, e
+    n = check_runs(runs, len(tables))
+    w = _as_words(words)
+    p = PreparedTables(spec, tables)
+    run_tab, run_end = _runs(runs)
+    small = compact and max((t.freqs.size for t in tables), default=1) <= 256 \
+        and max((int(t.extra_bits.max()) for t in tables if t.extra_bits.size), default=0) <= 32
+    out_s = np.empty(n, np.uint8 if small else np.int64)
+    out_e = np.empty(n, np.uint32 if small else np.uint64)
+    bounds = [None, *checkpoints]
+    stops = [c.pair for c in checkpoints] + [n]
+
+    def one(b: int) -> None:
+        cp = bounds[b]
+        pos, state = _start(spec, w, cp, cp.pair if cp is not None else 0)
+        stop = stops[b]
+        # Each segment writes its own slice of the shared output (disjoint: no lock needed).
+        state = _run_kernel(spec, p, w, run_tab, run_end, pos, stop, state, out_s[pos:stop], out_e[pos:stop], pos)
+        if b + 1 < len(bounds):
+            nxt = bounds[b + 1]
+            got = _finish(spec, state, stop, n)
+            if (got.word, got.bit, got.state) != (nxt.word, nxt.bit, nxt.state):
+                raise StreamError(f"segment {b} (pairs {pos}..{stop}) ends in state {got.as_tuple()}, but checkpoint "
+                                  f"{b} records {nxt.as_tuple()}")
+        else:
+            _finish(spec, state, stop, n)
+
+    threads = default_threads() if threads is None else max(1, int(threads))
+    if threads == 1 or len(bounds) == 1:
+        for b in range(len(bounds)):
+            one(b)
+    else:
+        with ThreadPoolExecutor(max_workers=min(threads, len(bounds))) as pool:
+            for f in [pool.submit(one, b) for b in range(len(bounds))]:
+                f.result()
+    return out_s, out_e
