@@ -193,6 +193,10 @@ def decode_container_lanes(container, engine, *, lanes: int, beat_words: int = 2
         if len(st.tensors) != 1:
             raise ConfigError(f"{container.path}: stream {st.index} holds {len(st.tensors)} tensors; the lanes "
                               "take one table per command (compress with one stream per tensor)")
+        if "row_shifts" in container.tensors[st.tensors[0]]:
+            raise ConfigError(f"{container.path}: tensor {container.tensors[st.tensors[0]]['name']!r} is coded with "
+                              "row_shifts (container version 3), which the lanes do not restore; compress with "
+                              "--stream-per-tensor (row shifts off)")
     if not streams:
         return []
     spec = streams[0].spec

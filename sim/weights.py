@@ -62,6 +62,14 @@ class HardwareWeights:
                 raise ConfigError(f"{self.container.path}: stream {st.index} holds {len(st.tensors)} tensors; a "
                                   "decoder core takes one table per command, so hardware decoding needs one stream "
                                   "per tensor (ansforge compress --stream-per-tensor)")
+            shifted = [self.container.tensors[ti]["name"] for ti in st.tensors
+                       if "row_shifts" in self.container.tensors[ti]]
+            if shifted:
+                # The decoder cores read one additional-data width per table; a row-shifted tensor's rows
+                # carry narrower fields that the software decoder shifts back, which no core does yet.
+                raise ConfigError(f"{self.container.path}: tensor {shifted[0]!r} is coded with row_shifts "
+                                  "(container version 3), which the hardware decoders do not restore; compress "
+                                  "with --stream-per-tensor (row shifts off) for the hardware path")
         specs = {st.spec.name for st in streams}
         if len(specs) > 1:
             raise ConfigError(f"{self.container.path}: streams use several codecs ({', '.join(sorted(specs))})")

@@ -282,3 +282,21 @@ def test_cli_threads_give_identical_output(tmp_path, capsys):
     assert open_checkpoint(tmp_path / "t3" / "m.safetensors").names() == open_checkpoint(m).names()
     assert main(["decompress", str(tmp_path / "t1" / "m.ansf"), "-o", str(tmp_path / "x.st"), "--threads", "0"]) == 2
     assert "--threads" in capsys.readouterr().err
+
+
+def test_hardware_paths_refuse_row_shifted_containers(tmp_path):
+    """The decoder cores and the lanes read one additional-data width per table and do not shift rows
+    back, so a row-shifted (version 3) tensor is refused by name instead of decoding wrong weights."""
+    from ansforge.sim.lanes import decode_container_lanes
+    from ansforge.sim.weights import HardwareWeights
+    w = _rows(np.random.default_rng(3))
+    m = tmp_path / "rows.safetensors"
+    write_safetensors(m, [("w", "F32", w.shape)], lambda i, n: [w])
+    f = tmp_path / "rows.ansf"
+    compress_checkpoint(m, f, "tans8", checkpoint_interval=500)
+    c = open_container(f)
+    assert "row_shifts" in c.record("w")
+    with pytest.raises(ConfigError, match=r"'w' is coded with row_shifts"):
+        HardwareWeights(c, "amaranth")
+    with pytest.raises(ConfigError, match=r"'w' is coded with row_shifts"):
+        decode_container_lanes(c, None, lanes=2)
