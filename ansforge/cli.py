@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .model import progress as _progress
 from .model.errors import AnsforgeError
 
 __all__ = ["main", "build_parser"]
@@ -327,10 +328,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     if args.verb == "demo":
+        # The title first, before the imports (amaranth, numpy) and the work: a newcomer sees it at once.
+        print("ansforge demo: lossless coding-pair compression (Liguori, Table 1)", flush=True)
         from .analysis.demo import run_demo
 
-        text, ok = run_demo(args.model, args.histograms, jobs=args.jobs, engine=args.engine, cores=not args.no_cores)
-        print(text)
+        _, ok = run_demo(args.model, args.histograms, jobs=args.jobs, engine=args.engine, cores=not args.no_cores,
+                         emit=lambda line: print(line, flush=True), title=False)
         return 0 if ok else 1
     if args.verb == "tables":
         from .analysis.table1 import compute_table1
@@ -341,7 +344,7 @@ def _run(args: argparse.Namespace) -> int:
         codecs = [c.strip() for c in args.codecs.split(",") if c.strip()]
         table = compute_table1(args.model, pairs=args.pairs, include=args.include, exclude=args.exclude,
                                general=general, constriction=not args.no_constriction, codecs=codecs, jobs=args.jobs,
-                               dask=args.dask, progress=False if args.no_progress else None)
+                               dask=args.dask, progress=_progress.enabled())
         print(table.format_text(per_matrix=args.per_matrix))
         _write(args.json, json.dumps(table.to_json(), indent=1) + "\n", args.force, [args.model])
         _write(args.markdown, table.to_markdown(per_matrix=args.per_matrix), args.force, [args.model])
@@ -470,10 +473,11 @@ def _run(args: argparse.Namespace) -> int:
         _refuse_existing(args.output, args.force)
         if not out.parent.exists():
             raise UsageError(f"{out.parent}: no such directory")
-        r = compress_checkpoint(args.model, out, args.codec, pairs=args.pairs,
-                                checkpoint_interval=args.checkpoint_interval,
-                                group="tensor" if args.stream_per_tensor else "model",
-                                allow_nonfinite=args.allow_nonfinite)
+        with _progress.activity(f"compress ({args.codec})") as note:
+            r = compress_checkpoint(args.model, out, args.codec, pairs=args.pairs,
+                                    checkpoint_interval=args.checkpoint_interval,
+                                    group="tensor" if args.stream_per_tensor else "model",
+                                    allow_nonfinite=args.allow_nonfinite, progress=lambda name: note(f"split {name}"))
         print(f"wrote {out}: {r['tensors']} tensors ({r['coded']} coded), {r['pairs']:,} pairs, {r['bytes']:,} bytes; "
               f"{r['bits'] / max(1, r['pairs']):.4f} bits/pair, {100 * r['gap']:+.4f}% vs ideal")
         return 0
@@ -538,8 +542,9 @@ def _run(args: argparse.Namespace) -> int:
 
         _refuse_existing(args.output, args.force)
         only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
-        report = run_bench(layers=args.layers, slow_layers=args.slow_layers, skip_7b=args.skip_7b,
-                           tmpdir=args.tmpdir, argv=sys.argv[1:], only=only, stories=args.stories)
+        with _progress.activity(f"bench: {', '.join(only) if only else 'every section'}"):
+            report = run_bench(layers=args.layers, slow_layers=args.slow_layers, skip_7b=args.skip_7b,
+                               tmpdir=args.tmpdir, argv=sys.argv[1:], only=only, stories=args.stories)
         _write(args.output, report, args.force)
         print(f"wrote {args.output}")
         return 0
@@ -584,12 +589,10 @@ def _simulate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
-    def progress(i, n, name, ok):
-        print(f"[{i}/{n}] {name}: {'bit-exact' if ok else 'MISMATCH'}", file=sys.stderr)
-
     try:
-        rep = simulate_matrices(args.core, codec, mats, engine=args.engine, stall_prob=args.stall_prob,
-                                seed=args.seed, vcd=args.vcd, limit=args.limit, progress=progress)
+        with _progress.bar(len(mats), f"{args.core} ({args.engine})", unit="matrix") as update:
+            rep = simulate_matrices(args.core, codec, mats, engine=args.engine, stall_prob=args.stall_prob,
+                                    seed=args.seed, vcd=args.vcd, limit=args.limit, progress=lambda *_: update(1))
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
     except TimeoutError as exc:
@@ -652,6 +655,8 @@ def _verilog(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # Progress bars (stderr, terminals only) stay out of the way of machine-read output.
+    _progress.set_quiet(bool(getattr(args, "json", None)) or getattr(args, "no_progress", False))
     try:
         return _run(args)
     except AnsforgeError as exc:
