@@ -132,13 +132,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="F.ansf", help="container to write")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
 
-    p = verbs.add_parser("decompress", help="decompress an .ansf container to safetensors, bit-exact")
-    p.add_argument("container", metavar="F.ansf")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.safetensors")
+    p = verbs.add_parser("decompress", help="decompress an .ansf container to safetensors, bit-exact",
+                         description="Decode every stream of a container (checking each block's CRC-32) and write "
+                                     "the tensors, bit for bit as they were coded, to a safetensors file.")
+    p.add_argument("container", metavar="F.ansf", help="container written by `ansforge compress`")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.safetensors", help="safetensors file to write")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
 
-    p = verbs.add_parser("inspect", help="list an .ansf container's streams, codecs and tensors")
-    p.add_argument("container", metavar="F.ansf")
+    p = verbs.add_parser("inspect", help="list an .ansf container's streams, codecs and tensors",
+                         description="List a container's streams, codecs, tables and tensors; with --tensor, decode "
+                                     "one tensor (or a range of it, from the nearest checkpoint).")
+    p.add_argument("container", metavar="F.ansf", help="container written by `ansforge compress`")
     p.add_argument("--tensor", default=None, metavar="NAME", help="also decode this tensor's values")
     p.add_argument("--range", default=None, metavar="START:COUNT",
                    help="with --tensor: decode only this range, from the nearest checkpoint")
@@ -148,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Cycle-simulate a core (§4.2) on every matrix of a checkpoint, one programmable "
                                      "core with the matrix's table written per matrix, and check it bit for bit "
                                      "against the golden model (and constriction, for the rans24 preset).")
-    p.add_argument("--core", required=True, choices=cores)
+    p.add_argument("--core", required=True, choices=cores, help="the core to simulate")
     p.add_argument("--model", required=True, metavar="PATH", help="llama2.c .bin, safetensors or GGUF checkpoint")
     p.add_argument("--codec", default=None, metavar="CODEC",
                    help="tansR / ransP (default tans8 for tANS cores, rans16 for rANS cores; rans24 = constriction)")
@@ -174,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, metavar="PATH", help="bake in a table from this checkpoint")
     p.add_argument("--matrix", default=None, metavar="NAME", help="with --model: the matrix (default: the largest)")
     p.add_argument("--name", default="top", help="Verilog module name (default top)")
-    p.add_argument("-o", "--output", required=True, metavar="F.v")
+    p.add_argument("-o", "--output", required=True, metavar="F.v", help="Verilog file to write")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
 
     p = verbs.add_parser("resources", help="area of a core with yosys synth_xilinx (xcup), next to Table 3",
@@ -560,7 +564,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _core_parameters(p: argparse.ArgumentParser, cores) -> None:
     """The elaboration parameters ``verilog`` and ``resources`` share."""
-    p.add_argument("--core", required=True, choices=cores)
+    p.add_argument("--core", required=True, choices=cores, help="the core to elaborate")
     p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
     p.add_argument("--max-symbols", type=int, default=64, metavar="N", help="codes the core handles (default 64, the paper's)")
     p.add_argument("--max-extra-bits", type=int, default=8, metavar="K",

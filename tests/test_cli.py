@@ -51,6 +51,17 @@ def test_every_verb_has_help(verb):
         assert f"`ansforge {' '.join(verb)}" in README.read_text(), verb
 
 
+@pytest.mark.parametrize("verb", VERBS[1:], ids=lambda v: " ".join(v))
+def test_every_option_is_explained(verb):
+    parser = build_parser()
+    for word in verb:
+        parser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
+    assert parser.description, verb
+    bare = [a.option_strings or a.dest for a in parser._actions
+            if a.help is None and not isinstance(a, argparse._SubParsersAction)]
+    assert not bare, (verb, bare)
+
+
 def _on_a_terminal(*args):
     """Run ``ansforge ARGS`` with stdout a pipe and stderr a terminal (a pty of 100 columns), as a user
     piping the report would; returns (seconds to the first stdout line, stdout, stderr, status)."""
