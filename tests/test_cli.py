@@ -124,6 +124,18 @@ def test_demo_runs_with_no_arguments():
     assert "tans-decoder tans8:" in err and "matrix" in err
 
 
+@pytest.mark.parametrize("json_out", [False, True])
+def test_simulate_shows_a_bar_on_a_terminal_unless_json(stories, tmp_path, json_out):
+    args = ["simulate", "--core", "tans-decoder", "--model", stories, "--engine", "amaranth", "--limit", "40",
+            "--matrix", "layers.0.attention.wq.weight", "--matrix", "layers.0.attention.wk.weight"]
+    _, out, err, rc = _on_a_terminal(*args, *(["--json", tmp_path / "r.json"] if json_out else []))
+    assert rc == 0 and "bit-exact against the golden model: yes" in out, err
+    if json_out:
+        assert err == "" and json.loads((tmp_path / "r.json").read_text())
+    else:
+        assert "tans-decoder (amaranth)" in err and "2/2" in err and "matrix" in err, err
+
+
 def test_demo_is_quiet_off_a_terminal():
     r = ansforge("demo", "--no-cores")
     assert r.returncode == 0 and r.stderr == "" and "Table 1: all-MiniLM-L6-v2" in r.stdout
