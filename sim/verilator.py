@@ -23,6 +23,7 @@ import numpy as np
 from amaranth.back import verilog
 from amaranth.lib.wiring import In
 
+from ..model import progress
 from .jobs import CoreJob, SimResult
 from .streams import payload_bits
 
@@ -207,20 +208,38 @@ class VerilatorEngine:
         d = self.cache / digest
         exe = d / "obj_dir" / "Vtop"
         if not exe.exists():
-            d.mkdir(parents=True, exist_ok=True)
-            (d / "top.v").write_text(v)
-            (d / "harness.cpp").write_text(cpp)
+            self._compile(core, d, v, cpp)
+        # the core is kept alive with its binary: an id may not be reused by a later, different core
+        self._built[key] = (core, exe)
+        return exe
+
+    def _compile(self, core, d: Path, v: str, cpp: str) -> None:
+        """Build into a private directory beside ``d`` and rename it into place: parallel test workers
+        (pytest-xdist) and concurrent runs building the same design never see a half-built
+        ``obj_dir``; the loser of a race keeps the winner's identical build."""
+        self.cache.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{d.name}.build-", dir=self.cache))
+        try:
+            (tmp / "top.v").write_text(v)
+            (tmp / "harness.cpp").write_text(cpp)
             cmd = ["verilator", "--cc", "top.v", "--exe", "harness.cpp", "--build", "--top-module", "top",
                    "-Wno-WIDTH", "-Wno-UNUSED", "-Wno-DECLFILENAME", "-Wno-CASEINCOMPLETE",
                    # Amaranth gives a one-entry memory (a depth-2 buffered FIFO) a zero-width address: [-1:0]
                    "-Wno-LITENDIAN", "-O3", "--x-assign", "fast",
                    "--x-initial", "fast", "--noassert", "-j", str(self.jobs), "-CFLAGS", "-O2"]
-            r = subprocess.run(cmd, cwd=d, capture_output=True, text=True)
+            with progress.activity(f"verilator: compiling {type(core).__name__} (once; cached in {self.cache})"):
+                r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
             if r.returncode:
                 raise RuntimeError(f"verilator build of {type(core).__name__} failed:\n{r.stderr[-4000:]}")
-        # the core is kept alive with its binary: an id may not be reused by a later, different core
-        self._built[key] = (core, exe)
-        return exe
+            if d.exists() and not (d / "obj_dir" / "Vtop").exists():
+                shutil.rmtree(d, ignore_errors=True)   # left by an interrupted build of an older ansforge
+            try:
+                os.rename(tmp, d)
+            except OSError:
+                if not (d / "obj_dir" / "Vtop").exists():
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def run(self, job: CoreJob, *, stall_prob: float = 0.0, seed: int = 0, vcd: str | None = None,
             max_cycles: int | None = None) -> SimResult:

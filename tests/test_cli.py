@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import gguf
 import numpy as np
 import pytest
 from safetensors.numpy import save_file
+
+from ansforge.cli import build_parser
+
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def ansforge(*args, cwd=None):
@@ -17,25 +23,122 @@ def ansforge(*args, cwd=None):
                           cwd=cwd, timeout=600)
 
 
-@pytest.mark.parametrize("verb", [[], ["demo"], ["tables"], ["figure"], ["figure", "histogram"], ["histograms"],
-                                  ["bench"], ["generate"]])
+def _verbs(parser=None, prefix=()):
+    """Every verb and sub-verb of the parser (``figure histogram``, ...), read from argparse itself."""
+    parser = parser or build_parser()
+    out = [list(prefix)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out += _verbs(sub, (*prefix, name))
+    return out
+
+
+VERBS = _verbs()
+
+
+def test_the_verb_list_is_read_from_the_parser():
+    assert len([v for v in VERBS if len(v) == 1]) >= 17
+    assert ["figure", "quant-histogram"] in VERBS and ["resources"] in VERBS and ["generate"] in VERBS
+
+
+@pytest.mark.parametrize("verb", VERBS, ids=lambda v: " ".join(v) or "ansforge")
 def test_every_verb_has_help(verb):
     r = ansforge(*verb, "--help")
-    assert r.returncode == 0 and "usage: ansforge" in r.stdout
+    assert r.returncode == 0 and r.stdout.startswith(f"usage: {' '.join(['ansforge', *verb])}"), r.stderr
+    assert "--help" in r.stdout and not r.stderr
+    if verb:   # README's table of verbs names every one
+        assert f"`ansforge {' '.join(verb)}" in README.read_text(), verb
+
+
+@pytest.mark.parametrize("verb", VERBS[1:], ids=lambda v: " ".join(v))
+def test_every_option_is_explained(verb):
+    parser = build_parser()
+    for word in verb:
+        parser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
+    assert parser.description, verb
+    bare = [a.option_strings or a.dest for a in parser._actions
+            if a.help is None and not isinstance(a, argparse._SubParsersAction)]
+    assert not bare, (verb, bare)
+
+
+def _on_a_terminal(*args):
+    """Run ``ansforge ARGS`` with stdout a pipe and stderr a terminal (a pty of 100 columns), as a user
+    piping the report would; returns (seconds to the first stdout line, stdout, stderr, status)."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+    import threading
+    import time
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    err = bytearray()
+
+    def drain():
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:      # the child closed the terminal
+                return
+            if not chunk:
+                return
+            err.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    start = time.monotonic()
+    with subprocess.Popen([sys.executable, "-m", "ansforge", *map(str, args)], stdout=subprocess.PIPE,
+                          stderr=slave, text=True) as proc:
+        os.close(slave)
+        first = proc.stdout.readline()
+        t_first = time.monotonic() - start
+        out = first + proc.stdout.read()
+        rc = proc.wait(timeout=600)
+    reader.join(timeout=10)
+    os.close(master)
+    return t_first, out, err.decode(errors="replace"), rc
 
 
 def test_demo_runs_with_no_arguments():
-    r = ansforge("demo")
-    assert r.returncode == 0, r.stderr
-    assert "10.6125" in r.stdout and "10.6140" in r.stdout
-    assert "tANS 8 bits: +0.0273% vs Ideal (estimate from histograms)" in r.stdout
+    t_first, out, err, rc = _on_a_terminal("demo")
+    assert rc == 0, err
+    # The title comes before any import or computation (within a second on a quiet machine; the bound
+    # leaves room for a loaded CI runner), then the report line by line.
+    assert out.startswith("ansforge demo: lossless coding-pair compression") and t_first < 5, t_first
+    assert "10.6125" in out and "10.6140" in out
+    assert "tANS 8 bits: +0.0273% vs Ideal (estimate from histograms)" in out
+    assert "LOSSY" not in out
+    assert "the fp32 checkpoint was rounded to bf16 before coding (round-to-nearest-even, 259,327 values" in out
     # The cores: a tANS and an rANS decoder in Verilator, bit-exact, at ~1 pair per clock.
-    assert "cycle-accurate (verilator engine)" in r.stdout
-    cores = [line for line in r.stdout.splitlines() if "bit-exact with the golden model" in line]
+    assert "cycle-accurate (verilator engine): 65,536 bf16 pairs" in out and "2 models, 131,072 pairs per core" in out
+    cores = [line for line in out.splitlines() if "bit-exact with the golden model" in line]
     assert [line.split()[0] for line in cores] == ["tans-decoder", "rans-decoder"]
     for line in cores:
         assert "131,072 pairs" in line and line.split("bit-exact with the golden model: ")[1].startswith("yes")
         assert float(line.split(" pairs/clock")[0].split()[-1]) >= 0.99
+    # On the terminal: what each step does, and a bar per core (tqdm's "|" bar and its matrix count).
+    assert "» Table 1 estimates for stories260K" in err and "» rans-decoder (rans16)" in err
+    assert "tans-decoder tans8:" in err and "matrix" in err
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_simulate_shows_a_bar_on_a_terminal_unless_json(stories, tmp_path, json_out):
+    args = ["simulate", "--core", "tans-decoder", "--model", stories, "--engine", "amaranth", "--limit", "40",
+            "--matrix", "layers.0.attention.wq.weight", "--matrix", "layers.0.attention.wk.weight"]
+    _, out, err, rc = _on_a_terminal(*args, *(["--json", tmp_path / "r.json"] if json_out else []))
+    assert rc == 0 and "bit-exact against the golden model: yes" in out, err
+    if json_out:
+        assert err == "" and json.loads((tmp_path / "r.json").read_text())
+    else:
+        assert "tans-decoder (amaranth)" in err and "2/2" in err and "matrix" in err, err
+
+
+def test_demo_is_quiet_off_a_terminal():
+    r = ansforge("demo", "--no-cores")
+    assert r.returncode == 0 and r.stderr == "" and "Table 1: all-MiniLM-L6-v2" in r.stdout
 
 
 def test_demo_with_a_llama_ends_with_a_hardware_generation(stories):

@@ -68,13 +68,16 @@ def test_a_narrow_port_limits_the_lanes(stories_container):
     assert rates[1] < 1.7 and rates[4] > 2 * rates[1]
 
 
-def _broadcast(ports: int, depth: int, items: list[int], rng: random.Random):
+def _broadcast(ports: int, depth: int, items: list[int], rng: random.Random, skews: list[int] | None = None,
+               jitter: list[float] | None = None):
     """Drive a WeightBroadcaster in the Amaranth simulator: a source with random gaps, and each port
-    a processor with its own skew and jitter; returns what every port received."""
+    a processor with its own skew (clocks before its first read) and jitter (probability of not
+    being ready); random unless given. Returns what every port received, the clocks the source
+    stalled, and the skews."""
     dut = WeightBroadcaster(16, ports=ports, depth=depth)
     got = [[] for _ in range(ports)]
-    skews = [rng.randrange(0, 40) for _ in range(ports)]
-    jitter = [rng.uniform(0.0, 0.6) for _ in range(ports)]
+    skews = [rng.randrange(0, 40) for _ in range(ports)] if skews is None else skews
+    jitter = [rng.uniform(0.0, 0.6) for _ in range(ports)] if jitter is None else jitter
     stalls = [0]
 
     async def source(ctx):
@@ -101,17 +104,32 @@ def _broadcast(ports: int, depth: int, items: list[int], rng: random.Random):
         sim.add_testbench(sink(n))
     sim.add_testbench(stall_counter, background=True)
     sim.run()
-    return got, stalls[0]
+    return got, stalls[0], skews
 
 
 @pytest.mark.parametrize("ports", range(1, 17))
 def test_every_port_receives_the_identical_stream(ports):
     rng = random.Random(ports)
     items = [rng.randrange(1 << 16) for _ in range(120)]
-    got, stalls = _broadcast(ports, rng.choice([1, 2, 4, 8]), items, rng)
+    depth = rng.choice([1, 2, 4, 8])
+    got, stalls, skews = _broadcast(ports, depth, items, rng)
     for n, stream in enumerate(got):
         assert stream == items, f"port {n} of {ports}"
-    assert stalls >= 0
+    # The slowest port reads nothing for max(skews) clocks and its FIFO holds `depth` weights: the
+    # source, offering a weight on ~80 % of clocks, must stall for about the rest of that time (the
+    # slack covers its random gaps before the FIFO fills).
+    assert stalls >= max(skews) - 2 * depth - 8, (stalls, skews, depth)
+
+
+@pytest.mark.parametrize("depth,stalls", [(1, True), (2, False), (8, False)])
+def test_broadcaster_stalls_only_when_a_fifo_is_full(depth, stalls):
+    """Ports always ready, no skew: a FIFO of 2 or more streams one weight per clock and never stalls
+    the source; a one-entry FIFO cannot be written in the clock it is read, so it must stall."""
+    rng = random.Random(depth)
+    items = [rng.randrange(1 << 16) for _ in range(200)]
+    got, n, _ = _broadcast(4, depth, items, rng, skews=[0] * 4, jitter=[0.0] * 4)
+    assert all(stream == items for stream in got)
+    assert (n > 0) == stalls, n
 
 
 def test_factory_ports_get_the_decoder_stream_in_verilator(stories_container):
