@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .stream import Checkpoint, EncodedStream, Run, StreamError, check_pairs, check_runs, word_dtype
+from .tans import stream_head
 
 __all__ = ["supported", "encode", "decode", "decode_segments", "join_values", "default_threads", "PreparedTables"]
 
@@ -410,22 +411,10 @@ def _start(spec, w: np.ndarray, checkpoint: Checkpoint | None, start: int):
     if spec.tans is not None:
         R = spec.tans.table_log
         if checkpoint is None or checkpoint.pair == 0:
-            if h == 0:
-                raise StreamError("tANS stream is empty: it lacks the final state and marker")
-            top = int(w[h - 1])
-            h -= 1
-            if top == 0 or top >> W:
-                raise StreamError("tANS stream's last word holds no marker bit (corrupt or not a tANS stream)")
-            cnt = top.bit_length() - 1
-            buf = top & ((1 << cnt) - 1)
-            while cnt < R:
-                if h == 0:
-                    raise StreamError("tANS stream ends inside its final state")
-                h -= 1
-                buf = (buf << W) | int(w[h])
-                cnt += W
-            cnt -= R
-            return 0, (h, cnt, buf & ((1 << cnt) - 1), buf >> cnt)
+            # Only the head words are read: at most ceil((R + W) / W) + 1 of them.
+            head = max(0, h - (R + 2 * W) // W - 1)
+            hh, cnt, buf, state = stream_head(w[head:].tolist(), R, W)
+            return 0, (head + hh, cnt, buf, state)
         c = checkpoint
         if not 0 <= c.pair <= start or not 0 <= c.word <= h or not 0 <= c.bit < W \
                 or (c.bit and c.word >= h) or not 0 <= c.state < (1 << R):

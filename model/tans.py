@@ -39,9 +39,37 @@ from .codetable import CodeTable
 from .errors import ConfigError
 from .stream import Checkpoint, DecodeWindow, EncodedStream, Run, StreamError, reverse_chunks, word_dtype, word_list
 
-__all__ = ["TansParams", "TansTable", "TansCoder", "SPREADS", "fse_spread", "tuned_spread"]
+__all__ = ["TansParams", "TansTable", "TansCoder", "SPREADS", "fse_spread", "tuned_spread", "stream_head"]
 
 SPREADS = ("fse", "tuned")
+
+
+def stream_head(w: Sequence[int], R: int, W: int) -> tuple[int, int, int, int]:
+    """Where decoding starts at the top of a tANS stream of ``W``-bit words ``w`` (a list of ints).
+
+    The last word holds a marker bit above the bits the encoder flushed; the final state index (``R``
+    bits) sits just below the marker. Returns ``(h, cnt, buf, state)``: the words still unread
+    (``w[:h]``), the ``cnt`` bits of ``buf`` left over from the head words, and the state index.
+    Raises :class:`StreamError` on an empty stream, a last word without a marker, or a stream that
+    ends inside the final state.
+    """
+    h = len(w)
+    if h == 0:
+        raise StreamError("tANS stream is empty: it lacks the final state and marker")
+    top = int(w[h - 1])
+    h -= 1
+    if top == 0 or top >> W:
+        raise StreamError("tANS stream's last word holds no marker bit (corrupt or not a tANS stream)")
+    cnt = top.bit_length() - 1
+    buf = top & ((1 << cnt) - 1)
+    while cnt < R:
+        if h == 0:
+            raise StreamError("tANS stream ends inside its final state")
+        h -= 1
+        buf = (buf << W) | int(w[h])
+        cnt += W
+    cnt -= R
+    return h, cnt, buf & ((1 << cnt) - 1), buf >> cnt
 
 
 
@@ -280,23 +308,7 @@ class TansCoder:
         w = word_list(words)
         h = len(w)
         if checkpoint is None or checkpoint.pair == 0:
-            if h == 0:
-                raise StreamError("tANS stream is empty: it lacks the final state and marker")
-            top = w[h - 1]
-            h -= 1
-            if top == 0 or top >> W:
-                raise StreamError("tANS stream's last word holds no marker bit (corrupt or not a tANS stream)")
-            cnt = top.bit_length() - 1
-            buf = top & ((1 << cnt) - 1)
-            while cnt < R:
-                if h == 0:
-                    raise StreamError("tANS stream ends inside its final state")
-                h -= 1
-                buf = (buf << W) | w[h]
-                cnt += W
-            cnt -= R
-            X = buf >> cnt
-            buf &= (1 << cnt) - 1
+            h, cnt, buf, X = stream_head(w, R, W)
             pos = 0
         else:
             if not 0 <= checkpoint.pair <= start or not 0 <= checkpoint.word <= h or not 0 <= checkpoint.bit < W \
