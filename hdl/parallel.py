@@ -22,7 +22,7 @@ simulation (configurable latency and request interval).
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -84,7 +84,11 @@ class ParallelDecoder(wiring.Component):
         if not isinstance(proto, (TansDecoder, RansDecoder)) or not proto.programmable:
             raise TypeError(f"decoder must build a programmable TansDecoder or RansDecoder, not {proto!r}")
         self._proto = proto
-        proto._MustUse__silence = True        # a prototype for layouts, never elaborated
+        # A prototype for layouts, never elaborated: neither it nor the sub-components its constructor
+        # builds (the tANS decoder's coder) is meant to be used.
+        for part in (proto, *vars(proto).values()):
+            if isinstance(part, Elaboratable):
+                part._MustUse__silence = True
         members = proto.signature.members
         self._w = proto.word_bits
         self._pair = members["o"].signature.members["payload"].shape

@@ -50,10 +50,16 @@ from .codetable import CodeTable
 from .errors import AnsforgeError, ConfigError
 from .pairs import PAIR_FORMATS, CodingPairs, convert
 from .probability import ideal_bits
+from .rans import RansParams
 from .stream import Checkpoint, Run, StreamError, block_crc, block_ranges, word_dtype
 
 __all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "Container",
-           "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION"]
+           "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION", "LEGACY_CODECS"]
+
+#: Codecs ansforge wrote before, which it still reads: rans16 coded with a 64-bit state until the
+#: paper preset moved to S = 48 (one-DSP decoder multiply, docs/bitstream.md); each stream's codec
+#: record carries S, so such a stream decodes exactly with the state width it was written with.
+LEGACY_CODECS = (CodecSpec("rans16", rans=RansParams(64, 32, 16)),)
 
 MAGIC = b"ANSFORGE"
 VERSION = 3
@@ -552,7 +558,7 @@ class Container:
             canonical = parse_codec(spec.name)
         except ConfigError:
             canonical = None
-        if canonical != spec:
+        if canonical != spec and spec not in LEGACY_CODECS:
             raise self._fail(where, f"codec {str(codec)[:200]} is not one that ansforge writes")
         limit = len(self._data)
         n_words = _field(rec, "n_words", int, self._fail, where, 0, limit)

@@ -67,7 +67,8 @@ def test_stories_table1_acceptance(stories, stories_table):
     assert t.row("Simple").bytes == math.ceil(simple / 8)
     # The golden-codec rows are real streams, decoded bit-exact, within the acceptance gaps.
     ideal = t.row("Ideal").bytes
-    for name, target in (("rANS 16 bits", 0.0002), ("tANS 8 bits", 0.005)):
+    # rANS 16 runs the paper preset, S = 48: its 2^16 lower state bound costs ~0.03 % (docs/bitstream.md).
+    for name, target in (("rANS 16 bits", 0.0004), ("tANS 8 bits", 0.005)):
         row = t.row(name)
         assert row.bytes is not None and "FAILED" not in row.note and "vs Ideal" in row.note
         assert ideal <= row.bytes <= ideal * (1 + target) + 1
