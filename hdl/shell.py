@@ -11,6 +11,7 @@ Coder interface (what :class:`DecoderShell` drives and watches):
 ``start``  shell → coder, one cycle: begin a stream from the command's ``resume/state/bit``.
 ``words``  shell → coder stream: the command's words, exactly ``words`` of them.
 ``run``    shell → coder: decode while high (the command has pairs left, the table set is known).
+``ended``  shell → coder: every word of the command has gone to the coder (it may read what is left).
 ``fire``   coder → shell: a pair was decoded this cycle.
 ``decoding``, ``starved``, ``no_marker``: the coder's prologue is over / it lacks bits for its next
 step / the top word holds no marker.
@@ -59,7 +60,7 @@ class DecoderShell(wiring.Component):
             "cmd": In(stream.Signature(command_layout)),
             "i": In(stream.Signature(word_layout(word_bits))),
             "words": Out(stream.Signature(word_bits)),
-            "start": Out(1), "run": Out(1), "idle": Out(1),
+            "start": Out(1), "run": Out(1), "ended": Out(1), "idle": Out(1),
             "fire": In(1), "decoding": In(1), "starved": In(1), "no_marker": In(1),
             "final_state_zero": In(1), "window_empty": In(1), "out_valid": In(1),
             "done": Out(1), "status": Out(DecodeStatus),
@@ -82,7 +83,8 @@ class DecoderShell(wiring.Component):
             m.d.comb += self.table_set.eq(select.set)
         sel_ready = 1 if select is None else select.ready
 
-        m.d.comb += [self.words.p.eq(self.i.p.data), take.eq(self.i.valid & self.i.ready)]
+        m.d.comb += [self.words.p.eq(self.i.p.data), take.eq(self.i.valid & self.i.ready),
+                     self.ended.eq(words_left == 0)]
         with m.If(take):
             m.d.sync += words_left.eq(words_left - 1)
         with m.If(self.fire):

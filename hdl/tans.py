@@ -133,6 +133,104 @@ def _decoder_entry(sh) -> data.StructLayout:
                               "need": bits_for(sh.need_max)})
 
 
+class BitWindow(wiring.Component):
+    """The decoder's bit window: words in, the next ``F`` stream bits out, ``n`` bits consumed per clock.
+
+    Words (``W`` bits, top of stack first) queue in ``N = D + 1`` slots, where ``D`` words cover a field of
+    ``F`` bits at any offset and one more is prefetched; ``off`` (``< W``) bits of the oldest slot have
+    been read. The field is ``D`` slots shifted by ``off`` (a ``W``-way extractor driven by registers
+    only, so it runs in parallel with the coder's table read).
+
+    Why slot 0 never takes a word from ``i``: the oldest slot then has a single source (the next slot),
+    so it needs no multiplexer at all; a word that arrives at an empty window lands in slot 1 and slot 0
+    is marked a ``hole``, which the next clock shifts away. That costs one clock when a stream starts
+    and ``W`` LUTs less for good. With fields of at most ``W`` bits (the paper's 16-bit words and
+    ``R + K = 16``) a step consumes at most one word and no slot needs more than a 2:1 multiplexer.
+
+    Ports
+    -----
+    i : In(stream)
+        ``W``-bit words. ``ready`` comes from registers (a free slot).
+    field : Out(F)
+        The next ``F`` bits of the stream, the next bit at the top (MSB); valid when ``full``.
+    bits : Out
+        Bits held and not yet read.
+    full : Out(1)
+        The window holds at least ``F`` bits and slot 0 is not a hole: ``field`` is the stream's.
+    hole : Out(1)
+        Slot 0 is empty while a younger slot holds a word (this clock shifts it in).
+    n : In
+        Bits read this clock (``0`` .. ``F``); reading more than ``bits`` reads stale data (the
+        coder reports that as an overrun).
+    clear : In(1)
+        Drop every word; ``off`` becomes ``clear_off`` (the unread low bits of a resumed first word).
+        A word on ``i`` in the same clock is kept, as the first.
+
+    Latency: a word taken in clock ``t`` is in the field from clock ``t + 1`` (``t + 2`` into an empty
+    window).
+    """
+
+    def __init__(self, word_bits: int, field_bits: int):
+        self._W, self._F = W, F = word_bits, field_bits
+        self._D = -(-(F + W - 1) // W)
+        self._N = self._D + 1
+        self._Q = (W - 1 + F) // W
+        super().__init__({
+            "i": In(stream.Signature(W)),
+            "field": Out(F), "bits": Out(range(self._N * W + 1)), "full": Out(1), "hole": Out(1),
+            "n": In(range(F + 1)), "clear": In(1), "clear_off": In(range(W)),
+        })
+
+    def elaborate(self, platform):
+        W, F, D, N, Q = self._W, self._F, self._D, self._N, self._Q
+        m = Module()
+        slots = [Signal(W, name=f"slot{j}") for j in range(N)]   # slot0: oldest word
+        nw = Signal(range(N + 1))          # words held: slots 0 .. nw-1, or 1 .. nw after a hole
+        hole = Signal()
+        off = Signal(range(W))
+        window = Cat(*reversed(slots[:D]))
+        # full: nw * W - off >= F, written per word count so that no subtractor is built.
+        full_at = [(nw == c) & (off <= c * W - F) if c * W - F < W - 1 else nw == c
+                   for c in range(N + 1) if c * W >= F]
+        m.d.comb += [
+            self.field.eq((window << off)[D * W - F:D * W]),
+            self.bits.eq(nw * W - off),
+            self.full.eq(~hole & Cat(*full_at).any()),
+            self.hole.eq(hole),
+            self.i.ready.eq(nw + hole != N),
+        ]
+        t = Signal(range(W + F))
+        q = Signal(range(Q + 1))           # words read to their end this clock (0 while there is a hole)
+        m.d.comb += t.eq(off + self.n)
+        if W & (W - 1) == 0:
+            m.d.comb += q.eq(t >> exact_log2(W))
+        else:
+            m.d.comb += q.eq(sum((t >= j * W).as_unsigned() for j in range(1, Q + 1)))
+        take = Signal()
+        m.d.comb += take.eq(self.i.valid & self.i.ready)
+        # Where a taken word lands, after this clock's shift: behind the held words, or in slot 1
+        # (leaving a hole at 0) when no word is left.
+        land = Signal(range(N + 1))
+        m.d.comb += land.eq(Mux(hole, nw, nw - q))
+        into_empty = Signal()
+        m.d.comb += into_empty.eq(self.clear | (~hole & (nw == q)))
+        for j in range(N):
+            for s in range(1, Q + 1):
+                if j + s < N:
+                    cond = (q == s) if s > 1 else (hole | (q == 1))
+                    with m.If(cond):
+                        m.d.sync += slots[j].eq(slots[j + s])
+            if j >= 1:
+                with m.If(take & Mux(into_empty, j == 1, land == j)):
+                    m.d.sync += slots[j].eq(self.i.payload)
+        m.d.sync += [nw.eq(Mux(self.clear, 0, nw - q) + take), hole.eq(take & into_empty)]
+        if W & (W - 1) == 0:
+            m.d.sync += off.eq(Mux(self.clear, self.clear_off, t[:exact_log2(W)]))
+        else:
+            m.d.sync += off.eq(Mux(self.clear, self.clear_off, t - q * W))
+        return m
+
+
 class TansDecoderCoder(wiring.Component):
     """The tANS decoder's coder alone (what Table 3 measures): state table, bit window, state register.
 
@@ -216,8 +314,8 @@ class TansDecoderCoder(wiring.Component):
             "start": In(stream.Signature(data.StructLayout({"resume": 1, "state": sh.R, "bit": bits_for(W - 1)}))),
             "i": In(stream.Signature(W)),
             "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
-            "run": In(1), "fire": Out(1), "decoding": Out(1), "starved": Out(1), "no_marker": Out(1),
-            "state": Out(sh.R), "avail": Out(range(self._slots * W + 1)),
+            "run": In(1), "ended": In(1), "fire": Out(1), "decoding": Out(1), "starved": Out(1),
+            "no_marker": Out(1), "state": Out(sh.R), "avail": Out(range(self._slots * W + 1)),
         }
         if sh.sets > 1:
             ports["table_set"] = In(sh.set_bits)
@@ -233,8 +331,6 @@ class TansDecoderCoder(wiring.Component):
     def elaborate(self, platform):
         sh = self._shape
         R, W, F, K = sh.R, sh.W, sh.need_max, sh.K
-        D, N = self._field_words, self._slots
-        Q = (W - 1 + F) // W            # most words one step can use up
         m = Module()
 
         init = [] if sh.table is None else [r["data"] for r in tans_decoder_writes(sh.table)]
@@ -242,42 +338,94 @@ class TansDecoderCoder(wiring.Component):
         bram = self._table_memory == "bram"
         rd = table.read_port(domain="sync" if bram else "comb")
         entry = rd.data
+        m.submodules.window = win = BitWindow(W, F)
+        wiring.connect(m, wiring.flipped(self.i), win.i)
+        field = win.field
 
         x = Signal(R, name="x")                 # state index
         x_next = Signal(R)
-        x_other = Signal(R)                     # x when no pair fires: held, or loaded (state, cfg, start)
-        m.d.comb += x_other.eq(x)
-        m.d.sync += x.eq(x_next)
-        slots = [Signal(W, name=f"slot{j}") for j in range(N)]   # slot0: oldest word
-        nw = Signal(range(N + 1))               # valid slots, packed from slot0
-        off = Signal(range(W))                  # bits of slot0 already read
-        avail = Signal(range(N * W + 1))        # nw * W - off, kept as a register
-        phase = Signal(2)                       # see _SKIP, _STATE, _DECODE
-        skip_bit = Signal(bits_for(W - 1))      # resume: unread low bits of the first word (0: all)
-        marker = Signal()                       # the skip step looks for the marker
-        no_marker = Signal()
+        phase = Signal(2)
         SKIP, STATE, DECODE = 0, 1, 2
-        m.d.comb += [self.state.eq(x), self.avail.eq(avail), self.decoding.eq(phase == DECODE),
+        first = Signal()                        # the next word taken is a marker word
+        marker_skip = Signal(range(W + 1))      # bits above the marker, and the marker
+        no_marker = Signal()
+        overrun = Signal()                      # a step read past the end of the stream
+        m.d.comb += [self.state.eq(x), self.avail.eq(win.bits), self.decoding.eq(phase == DECODE),
                      self.no_marker.eq(no_marker), self.start.ready.eq(1)]
+
+        # The marker: the highest set bit of the stream's first word, found as the word is taken
+        # (into a register: the priority encoder stays off the loop).
+        in_skip = Signal(range(W + 1))
+        for b in range(W):
+            with m.If(self.i.payload[b]):
+                m.d.comb += in_skip.eq(W - b)
+        with m.If(first & self.i.valid & self.i.ready):
+            m.d.sync += [marker_skip.eq(in_skip), first.eq(0), no_marker.eq(self.i.payload == 0)]
+
+        # When a step may read: the window holds a whole field (whatever the step reads), or the
+        # stream has no more words (``ended``) and the step reads what is left. Neither test looks
+        # at the table, so the table feeds only the state update, the read count and the pair.
+        ready_bits = ~win.hole & (win.full | self.ended)
+        out_free = ~self.o.valid | self.o.ready
+        quiet = ~self.start.valid & (~self.cfg.valid if sh.programmable else 1)
+        skip_step = Signal()
+        state_step = Signal()
+        m.d.comb += [
+            self.fire.eq((phase == DECODE) & self.run & ready_bits & out_free & quiet),
+            skip_step.eq((phase == SKIP) & ~first & ~no_marker & ~win.hole & (win.bits != 0) & quiet),
+            state_step.eq((phase == STATE) & ready_bits & quiet),
+            self.starved.eq(overrun | (self.ended & ~win.hole & (win.bits == 0) & (phase != DECODE))),
+        ]
+        n = Signal(range(F + 1))
+        with m.If(self.fire):
+            m.d.comb += n.eq(entry.need)
+        with m.Elif(skip_step):
+            m.d.comb += n.eq(marker_skip)
+        with m.Elif(state_step):
+            m.d.comb += n.eq(R)
+        m.d.comb += win.n.eq(n)
+        with m.If(n > win.bits):
+            m.d.sync += overrun.eq(1)
+        with m.If(skip_step):
+            m.d.sync += phase.eq(STATE)
+        with m.If(state_step):
+            m.d.sync += phase.eq(DECODE)
+
+        # The state update: base | the low nb bits of the pair's field. base has nb zero low bits
+        # (docs/bitstream.md: base = (x_s << nb) - L), so an OR replaces the adder.
+        state_bits = (field << entry.need)[F:F + R] & _thermometer(entry.nb, R)
+        m.d.comb += x_next.eq(x)
+        with m.If(self.fire):
+            m.d.comb += x_next.eq(entry.base | state_bits)
+        with m.Elif(state_step):
+            m.d.comb += x_next.eq(field[F - R:])
+        m.d.sync += x.eq(x_next)
+
+        # The pair: a register, written when it is decoded.
+        with m.If(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        with m.If(self.fire):
+            k = Signal(range(K + 1))
+            m.d.comb += k.eq(entry.need - entry.nb)
+            m.d.sync += [self.o.valid.eq(1), self.o.p.symbol.eq(entry.symbol),
+                         self.o.p.extra.eq((field << k)[F:F + K] if K else 0)]
 
         if sh.programmable:
             wr = table.write_port()
-            single = sh.sets == 1
-            if single and not bram:
+            if sh.sets == 1 and not bram:
                 # Written at the state register's address: one address, a single-port LUT-RAM.
                 we, wd = Signal(), Signal(self._entry)
                 m.d.sync += [we.eq(self.cfg.valid), wd.eq(self.cfg.p.data)]
-                m.d.comb += [wr.addr.eq(x), wr.data.eq(wd), wr.en.eq(we), self.cfg.ready.eq(1)]
+                m.d.comb += [wr.addr.eq(x), wr.data.eq(wd), wr.en.eq(we)]
                 with m.If(self.cfg.valid):
-                    m.d.comb += x_other.eq(self.cfg.p.addr)
-            elif single:
-                m.d.comb += [wr.addr.eq(x_next), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid),
-                             self.cfg.ready.eq(1)]
+                    m.d.comb += x_next.eq(self.cfg.p.addr)
+            elif sh.sets == 1:
+                m.d.comb += [wr.addr.eq(x_next), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid)]
                 with m.If(self.cfg.valid):
-                    m.d.comb += x_other.eq(self.cfg.p.addr)
+                    m.d.comb += x_next.eq(self.cfg.p.addr)
             else:
-                m.d.comb += [wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid),
-                             self.cfg.ready.eq(1)]
+                m.d.comb += [wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid)]
+            m.d.comb += self.cfg.ready.eq(1)
         if bram:
             m.d.comb += rd.addr.eq(x_next)
         elif sh.sets > 1:
@@ -285,100 +433,14 @@ class TansDecoderCoder(wiring.Component):
         else:
             m.d.comb += rd.addr.eq(x)
 
-        # The field: the next F bits of the stream, MSB first (the D oldest words shifted by off).
-        window = Cat(*reversed(slots[:D]))
-        field = Signal(F)
-        m.d.comb += field.eq((window << off)[D * W - F:D * W])
-
-        # The marker: the highest set bit of the first word; the bits above it and the marker are
-        # skipped. Found as the word enters the (empty) window, into registers: the priority encoder
-        # stays off the window's loop.
-        marker_skip = Signal(range(W + 1))
-        first_zero = Signal()
-        in_skip = Signal(range(W + 1))
-        for b in range(W):
-            with m.If(self.i.payload[b]):
-                m.d.comb += in_skip.eq(W - b)
-        skip = Signal(range(W + 1))
-        m.d.comb += skip.eq(Mux(marker, marker_skip, Mux(skip_bit == 0, 0, W - skip_bit)))
-
-        # What this cycle reads: n bits; q words leave the window.
-        # What this cycle reads: ``n`` bits (the pair's ``need`` when it fires, else the prologue's
-        # skip or state bits); ``q`` words leave the window. The pair's sums (``avail - need``, whose
-        # borrow is the "enough bits" test, and ``off + need``) start straight from the table and
-        # are selected after it, so the table feeds two adders and one multiplexer.
-        n = Signal(range(F + 1))            # prologue steps only
-        need = entry.need
-        out_free = ~self.o.valid | self.o.ready
-        left = Signal(len(avail) + 1)       # avail - need; the top bit is the borrow
-        m.d.comb += [
-            left.eq(avail - need),
-            self.fire.eq((phase == DECODE) & self.run & ~left[-1] & out_free & ~self.start.valid
-                         & (~self.cfg.valid if sh.programmable else 1)),
-            self.starved.eq(Mux(phase == DECODE, left[-1], Mux(phase == STATE, avail < R, nw == 0))),
-        ]
-        with m.If(self.o.ready):
-            m.d.sync += self.o.valid.eq(0)
-        with m.Switch(phase):
-            with m.Case(SKIP):
-                with m.If((nw != 0) & ~no_marker):
-                    with m.If(marker & first_zero):
-                        m.d.sync += no_marker.eq(1)
-                    with m.Else():
-                        m.d.comb += n.eq(skip)
-                        m.d.sync += phase.eq(Mux(marker, STATE, DECODE))
-            with m.Case(STATE):
-                with m.If(avail >= R):
-                    m.d.comb += [n.eq(R), x_other.eq(field[F - R:])]
-                    m.d.sync += phase.eq(DECODE)
-            with m.Case(DECODE):
-                k = Signal(range(K + 1))
-                m.d.comb += k.eq(need - entry.nb)
-                with m.If(self.fire):
-                    m.d.sync += [self.o.valid.eq(1), self.o.p.symbol.eq(entry.symbol),
-                                 self.o.p.extra.eq((field << k)[F:F + K] if K else 0)]
-
-        # The next state. The pair's update is base + state bits; without a pair the adder adds 0 to
-        # x_other, so no multiplexer follows the adder (fire gates the state bits in the mask's LUT).
-        state_bits = (field << need)[F:F + R] & _thermometer(entry.nb, R) & self.fire.replicate(R)
-        m.d.comb += x_next.eq(Mux(self.fire, entry.base, x_other) + state_bits)
-
-        t = Signal(range(W + F))
-        q = Signal(range(Q + 1))
-        m.d.comb += t.eq(Mux(self.fire, off + need, off + n))
-        if W & (W - 1) == 0:
-            m.d.comb += q.eq(t >> exact_log2(W))
-        else:
-            m.d.comb += q.eq(sum((t >= j * W).as_unsigned() for j in range(1, Q + 1)))
-        m.d.sync += off.eq(t - q * W)
-        unread = Signal.like(avail)
-        m.d.comb += unread.eq(Mux(self.fire, left[:-1], avail - n))
-
-        take = Signal()
-        m.d.comb += [self.i.ready.eq(nw != N), take.eq(self.i.valid & self.i.ready)]
-        land = Signal(range(N + 1))
-        m.d.comb += land.eq(nw - q)
-        with m.If(take & (nw == 0)):
-            m.d.sync += [marker_skip.eq(in_skip), first_zero.eq(self.i.payload == 0)]
-        for j in range(N):
-            with m.If(take & (land == j)):
-                m.d.sync += slots[j].eq(self.i.payload)
-            for s in range(1, Q + 1):
-                if j + s < N:
-                    with m.Elif(q == s):
-                        m.d.sync += slots[j].eq(slots[j + s])
-        m.d.sync += [nw.eq(nw - q + take), avail.eq(unread + Mux(take, W, 0))]
-
         with m.If(self.start.valid):
             p = self.start.p
-            m.d.comb += x_other.eq(p.state)
-            # A word given with ``start`` is the stream's first.
-            with m.If(take):
-                m.d.sync += [slots[0].eq(self.i.payload), marker_skip.eq(in_skip),
-                             first_zero.eq(self.i.payload == 0)]
-            m.d.sync += [nw.eq(take), off.eq(0), avail.eq(Mux(take, W, 0)), no_marker.eq(0), marker.eq(~p.resume),
-                         skip_bit.eq(p.bit), self.o.valid.eq(0),
-                         phase.eq(Mux(~p.resume | (p.bit != 0), SKIP, DECODE))]
+            m.d.comb += [win.clear.eq(1), win.clear_off.eq(Mux(p.resume & (p.bit != 0), W - p.bit, 0)),
+                         x_next.eq(p.state)]
+            m.d.sync += [no_marker.eq(0), overrun.eq(0), first.eq(~p.resume),
+                         phase.eq(Mux(p.resume, DECODE, SKIP))]
+            with m.If(~p.resume & self.i.valid & self.i.ready):
+                m.d.sync += [marker_skip.eq(in_skip), first.eq(0), no_marker.eq(self.i.payload == 0)]
         return m
 
 
@@ -494,7 +556,7 @@ class TansDecoder(_TansCore):
         m.d.comb += [
             coder.start.valid.eq(shell.start), coder.start.p.resume.eq(self.cmd.p.resume),
             coder.start.p.state.eq(self.cmd.p.state), coder.start.p.bit.eq(self.cmd.p.bit),
-            coder.run.eq(shell.run), shell.fire.eq(coder.fire), shell.decoding.eq(coder.decoding),
+            coder.run.eq(shell.run), coder.ended.eq(shell.ended), shell.fire.eq(coder.fire), shell.decoding.eq(coder.decoding),
             shell.starved.eq(coder.starved), shell.no_marker.eq(coder.no_marker),
             shell.final_state_zero.eq(coder.state == 0), shell.window_empty.eq(coder.avail == 0),
             shell.out_valid.eq(coder.o.valid), self.done.eq(shell.done), self.status.eq(shell.status),
