@@ -237,7 +237,7 @@ module tb;
     o_ready <= !gap(rnd_o);
 {chr(10).join(drives)}{status_check}
     if ({finished}) begin
-      $display("PASS: %0d outputs{', %0d commands' if has_cmd else ''} bit-exact in %0d cycles", n_out{', n_cmd_done' if has_cmd else ''}, cycle);
+      $display("PASS: %0d outputs bit-exact{' (commands: %0d)' if has_cmd else ''} in %0d cycles", n_out{', n_cmd_done' if has_cmd else ''}, cycle);
       $finish;
     end
   end
