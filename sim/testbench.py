@@ -25,7 +25,7 @@ from amaranth.lib.wiring import In
 from .jobs import CoreJob
 from .verilator import core_verilog
 
-__all__ = ["TESTBENCH_FILES", "write_testbench"]
+__all__ = ["TESTBENCH_FILES", "simulation_verilog", "write_testbench"]
 
 #: Files :func:`write_testbench` writes besides the ``.hex`` vectors.
 TESTBENCH_FILES = ("core.v", "tb.sv", "run_iverilog.sh", "run_verilator.sh", "README.txt")
@@ -60,6 +60,13 @@ def _time_zero_events(verilog: str) -> str:
     testbench's timescale so that 1 ns is before the first clock edge at 5 ns)."""
     body = _TRIGGER.sub(lambda m: f"{m.group(0)}\n{m.group(1)}initial #1 {m.group(2)} = 1'h1;", verilog)
     return "`timescale 1ns/1ps\n" + body
+
+
+def simulation_verilog(core, name: str = "top") -> str:
+    """``core``'s Verilog for an event-driven simulator (Icarus, xsim, Questa, cocotb on them): the
+    Verilog :func:`~.verilator.core_verilog` gives, with a ``1ns/1ps`` timescale and the time-zero toggle
+    described in :func:`_time_zero_events` (simulation-only; synthesis sees the same design)."""
+    return _time_zero_events(core_verilog(core, name))
 
 
 def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.2, seed: int = 1,
@@ -108,7 +115,7 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
         p.write_text(text)
         written.append(p)
 
-    put("core.v", _time_zero_events(core_verilog(core, module)))
+    put("core.v", simulation_verilog(core, module))
     for name, values in streams:
         _hex(out / f"{name}.hex", values, _width(core, name))
         written.append(out / f"{name}.hex")
