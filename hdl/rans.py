@@ -49,11 +49,11 @@ __all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell",
            "RansEncoderShell", "rans_writes", "bucket_bits_for"]
 
 #: Widest bucket index of the decoder's bucket table (512 entries).
-MAX_BUCKET_BITS = 8
+MAX_BUCKET_BITS = 6
 #: Splits per bucket: the candidate is exact where a bucket meets at most ``BUCKET_SPLITS + 1`` symbols.
 #: Measured over stories260K / MiniLM (rans16, 9-bit buckets), the extra clocks per pair are 0.084 % /
 #: 0.107 % with one split and 0.037 % / 0.055 % with two.
-BUCKET_SPLITS = 3
+BUCKET_SPLITS = 6
 
 
 def bucket_bits_for(precision_bits: int) -> int:
@@ -695,8 +695,9 @@ class RansEncoderCoder(wiring.Component):
 
     @staticmethod
     def depth(sh: _RansShape) -> int:
-        """Words the output buffer holds: two pairs' worth of pushes."""
-        return 2 if sh.one_word else 2 * (sh.chunks + 1)
+        """Words the output buffer holds: one pair's pushes (a pair is taken while the words of the
+        previous one leave, so the buffer never needs a second pair's)."""
+        return 1 if sh.one_word else sh.chunks + 1
 
     @classmethod
     def ports(cls, sh: _RansShape) -> dict:
@@ -802,7 +803,7 @@ class RansEncoderCoder(wiring.Component):
             m.d.comb += [any_push.eq(Cat(*(do for do, _ in pushes)).any()), pushed.eq(word)]
             pushes = [(any_push, pushed)]
         fire = Signal()
-        m.d.comb += [self.i.ready.eq(self.run & (n_out <= D - per_pair)), fire.eq(self.i.valid & self.i.ready),
+        m.d.comb += [self.i.ready.eq(self.run & (n_out - emit <= D - per_pair)), fire.eq(self.i.valid & self.i.ready),
                      self.step.eq(fire)]
         new_words = []
         count = Const(0, bits_for(per_pair))
@@ -814,7 +815,7 @@ class RansEncoderCoder(wiring.Component):
             m.d.comb += nc.eq(count + en)
             count = nc
         flush_word = Signal()
-        m.d.comb += flush_word.eq(self.flush & (x != 0) & (n_out < D))
+        m.d.comb += flush_word.eq(self.flush & (x != 0) & (n_out - emit < D))
         base = Signal(range(D + 1))
         m.d.comb += base.eq(n_out - emit)
         fifo_at = Array(fifo)
