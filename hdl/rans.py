@@ -602,7 +602,7 @@ class RansDecoder(_RansCore):
 
 class _DividerStages(Elaboratable):
     """``len(bits)`` quotient bits of a non-restoring divider: per bit (most significant first)
-    ``r = 2 r + b - d`` if ``r >= 0`` else ``2 r + b + d`` (``r`` signed, ``P + 2`` bits), and the
+    ``r = 2 r + b - d`` if ``r >= 0`` else ``2 r + b + d`` (``r`` signed, ``P + 1`` bits), and the
     quotient bit is ``r >= 0``. One adder per bit, its operand ``d`` inverted by the previous sign:
     a LUT per remainder bit on a carry chain, with no restoring multiplexer.
 
@@ -615,18 +615,19 @@ class _DividerStages(Elaboratable):
     def __init__(self, remainder_in: Value, bits: list[Value], divisor: Signal):
         self.remainder_in, self.bits, self.divisor = remainder_in, bits, divisor
         self.q = Signal(len(bits))               # most significant first: q[len - 1] is bits[0]'s
-        self.remainder_out = Signal(len(divisor) + 1)
+        self.remainder_out = Signal(len(divisor))
 
     def elaborate(self, platform):
         m = Module()
-        n = len(self.divisor) + 1                # remainder width: |r| < d <= 2**(n - 2)
+        # Remainder width: -d <= r < d <= 2**(n - 1) fits n = len(d) bits, two's complement (a wider
+        # remainder would spend a LUT per stage on a bit that only ever copies the sign).
+        n = len(self.divisor)
         d = self.divisor
         r = self.remainder_in[:n]
         qs = []
         for b in self.bits:
             sub = ~r[n - 1]                      # r >= 0: subtract (add ~d + 1)
-            dd = Cat(d, Const(0, 1))
-            operand = Mux(sub, ~dd, dd)
+            operand = Mux(sub, ~d, d)
             # Cat(1, a) + Cat(cin, o) is 2 (a + o + cin) + 1 + ...: the carry-in rides in one adder.
             total = Cat(Const(1, 1), b, r[:n - 1]) + Cat(sub, operand)
             r = total[1:n + 1]
@@ -639,7 +640,7 @@ class _ArrayDivider(Elaboratable):
     """``dividend // divisor`` and ``dividend % divisor``, combinationally, as a non-restoring array divider.
 
     Valid when the quotient fits ``quotient_bits`` bits (``dividend < divisor << quotient_bits``):
-    the dividend's top bits are then already a remainder, and one ``divisor_bits + 1``-bit add or
+    the dividend's top bits are then already a remainder, and one ``divisor_bits``-bit add or
     subtract per quotient bit finishes the division (plus one correcting add of the remainder).
     Groups of stages are modules of their own that read each other's remainders directly, so that
     the Amaranth simulator re-evaluates only the part of the array a change ripples through.
@@ -657,7 +658,7 @@ class _ArrayDivider(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
-        n = len(self.divisor) + 1
+        n = len(self.divisor)
         rem = Cat(self.dividend[self._q:], Const(0, n))[:n]    # < divisor by the precondition
         order = list(reversed(range(self._q)))         # quotient bits, most significant first
         parts = []
@@ -728,10 +729,12 @@ class RansEncoderCoder(wiring.Component):
 
         pushes = []   # (enable, word) in push order
 
-        def push_if(xv, limit_log2=None, limit=None, tag=""):
-            """Push the low word when ``x >> (S - P) >= limit``; returns the state after it."""
+        def push_if(xv, limit_log2=None, limit=None, tag="", when=None):
+            """Push the low word when ``x >> (S - P) >= limit`` (or ``when``); returns the state after it."""
             do = Signal(name=f"push_{tag}")
-            if limit_log2 is not None:
+            if when is not None:
+                m.d.comb += do.eq(when)
+            elif limit_log2 is not None:
                 m.d.comb += do.eq((xv >> (S - P)) >= (Const(1, P + 1) << limit_log2))
             else:
                 m.d.comb += do.eq((xv >> (S - P)) >= limit)
@@ -751,9 +754,8 @@ class RansEncoderCoder(wiring.Component):
             # from P - K up go through the (K + 1)-way shifter, and only the K bits of [P - K, P)
             # choose between staying and taking the chunk's (left-aligned) bits.
             K, w = sh.K, k
-            keep = Signal(range(P + 1), name="chunk_keep")
-            m.d.comb += keep.eq(P - w)
-            xp = push_if(xv, limit_log2=keep, tag="chunk")
+            # x >> (S - P) >= 2**(P - w): one of x's top w bits is set (an OR of at most K bits).
+            xp = push_if(xv, tag="chunk", when=(xv[S - K:] >> (K - w).as_unsigned()) != 0)
             moved = Signal(S - P + 2 * K, name="chunk_moved")
             m.d.comb += moved.eq(xp[P - K:] << w)
             value = Signal(K, name="chunk_value")            # the chunk, left-aligned in K bits
@@ -800,7 +802,9 @@ class RansEncoderCoder(wiring.Component):
             for do, w in reversed(pushes[:-1]):
                 word = Mux(do, w, word)
             any_push, pushed = Signal(name="push_any"), Signal(W, name="push_word")
-            m.d.comb += [any_push.eq(Cat(*(do for do, _ in pushes)).any()), pushed.eq(word)]
+            # A flush pushes x's low word, which is also the first push's word: one multiplexer.
+            m.d.comb += [any_push.eq(Cat(*(do for do, _ in pushes)).any()),
+                         pushed.eq(Mux(self.flush, x[:W], word))]
             pushes = [(any_push, pushed)]
         fire = Signal()
         m.d.comb += [self.i.ready.eq(self.run & (n_out - emit <= D - per_pair)), fire.eq(self.i.valid & self.i.ready),
@@ -827,7 +831,7 @@ class RansEncoderCoder(wiring.Component):
                 with m.If(en & (j == base + pos)):
                     m.d.sync += fifo[j].eq(word)
             with m.If(flush_word & (j == base)):
-                m.d.sync += fifo[j].eq(x[:W])
+                m.d.sync += fifo[j].eq(pushes[0][1] if sh.one_word else x[:W])
         m.d.sync += n_out.eq(base + count + flush_word)
         with m.If(fire):
             m.d.sync += x.eq(x_next)
