@@ -266,6 +266,19 @@ def _multiply_add(m: Module, a: Value, f: Value, addend: Value, width: int, name
     return out
 
 
+def _shift(m: Module, value: Value, amount: Value, width: int, name: str, *, left: bool) -> Signal:
+    """``value << amount`` or ``value >> amount`` (``width`` bits) as two levels of 4-way multiplexers:
+    by ``amount``'s low two bits, then by the rest in steps of 4 (one LUT6 per bit and level; a
+    plain shift of a 4-bit amount maps to three LUTs per bit for the 9 amounts of K = 8)."""
+    lo = Signal(width + (3 if left else 0), name=f"{name}_lo")
+    step = (lambda v, n: v << n) if left else (lambda v, n: v >> n)
+    m.d.comb += lo.eq(Array([step(value, j) for j in range(4)])[amount[:2]])
+    out = Signal(width, name=name)
+    rest = amount[2:]
+    m.d.comb += out.eq(Array([step(lo, 4 * j) for j in range(1 << len(rest))])[rest] if len(rest) else lo)
+    return out
+
+
 def _pass_through(m: Module, outer: wiring.Component, inner: wiring.Component) -> None:
     """Wire every port of ``inner`` to the same-named port of ``outer`` (``shell=False``)."""
     for name, member in inner.signature.members.items():
@@ -385,8 +398,7 @@ class RansDecoderCoder(wiring.Component):
             # and moving.
             w = k
             K = sh.K
-            moved = Signal(S - P + K, name="chunk_moved")
-            m.d.comb += moved.eq(xv[P - K:] >> w)
+            moved = _shift(m, xv[P - K:], w, S - P + K, "chunk_moved", left=False)
             bits = Signal(K, name="chunk_bits")
             m.d.comb += bits.eq(xv[P - K:P] >> (K - w).as_unsigned())
             mid = [Mux(P - K + i < P - w, xv[P - K + i], moved[i]) for i in range(K)]
@@ -756,8 +768,7 @@ class RansEncoderCoder(wiring.Component):
             K, w = sh.K, k
             # x >> (S - P) >= 2**(P - w): one of x's top w bits is set (an OR of at most K bits).
             xp = push_if(xv, tag="chunk", when=(xv[S - K:] >> (K - w).as_unsigned()) != 0)
-            moved = Signal(S - P + 2 * K, name="chunk_moved")
-            m.d.comb += moved.eq(xp[P - K:] << w)
+            moved = _shift(m, xp[P - K:], w, S - P + 2 * K, "chunk_moved", left=True)
             value = Signal(K, name="chunk_value")            # the chunk, left-aligned in K bits
             m.d.comb += value.eq(self.i.p.extra << (K - w).as_unsigned())
             mid = [Mux(i < K - w, xp[P - K + i], value[i]) for i in range(K)]
