@@ -14,24 +14,36 @@ contents in a fixed build, ``cfg`` writes in a programmable one, :func:`rans_wri
 
 * the *symbol table* ``{freq, cum, k}`` per symbol, LUT-RAM read combinationally;
 * the decoder's *bucket table* (:meth:`~ansforge.model.rans.RansTable.core_buckets`): per bucket of
-  quantiles (the top ``bucket_bits`` bits of ``q``) a ``base`` symbol and two ``split`` offsets,
-  LUT-RAM read combinationally. The candidate ``base + (q_low > split0) + (q_low > split1)`` is the
-  symbol whenever the bucket meets at most three symbols; otherwise the decoder steps one symbol per
-  clock towards it (measured: 0.04 % / 0.06 % extra clocks over stories260K / MiniLM, 9-bit buckets). No register holds table contents, so a
-  reset leaves a programmed table intact and consistent (LUT-RAM is not reset).
+  quantiles (the top ``bucket_bits`` = 6 bits of ``q``: 64 buckets, one bank of 64-deep LUT-RAM
+  and no read multiplexer) a ``base`` symbol and six ``split`` offsets. The candidate ``base +
+  sum_j (q_low > split_j)`` is the symbol whenever the bucket meets at most seven symbols; otherwise
+  the decoder steps one symbol per clock towards it. Measured over all of stories260K / MiniLM
+  (rans16, each pair's quantile uniform in its symbol's interval), the steps are 0.018 % / 0.037 %
+  of the pairs (the 512 buckets of two splits before: 0.037 % / 0.052 %). No register holds table
+  contents, so a reset leaves a programmed table intact and consistent (LUT-RAM is not reset).
 
 A pair's additional data of ``k`` bits is coded as ``ceil(k / P)`` uniform chunks (most significant
-first in the decoder), each of which, like the symbol, may move one word.
+first in the decoder), each of which, like the symbol, may move one word. Where there is one chunk
+of at most ``K <= P`` bits (the paper's K = 8, and constriction's K = 24 = P), both coders take a
+narrower path: bits below ``P - K`` never move, and the others go through a two-level shifter.
 
-Where the decoder's clock goes (paper configuration, coder alone, yosys ``ltp`` of the ``-nowidelut``
-netlist, 39 cells): state ``q`` → bucket LUT-RAM read (512 deep: the RAM cells and a 3-level read
-mux) → two 7-bit split compares (carry chain) → candidate add → symbol LUT-RAM read → ``q - cum``
-(17-bit carry chain) → the multiply's LUT part and the post-multiply add (9 carry cells) → the pop
-test ``x < 2**16`` → the chunk's shift and mask (6 LUT levels) → the chunk's pop test → ``x``. One
-state cannot be cut: each clock's lookup needs the previous clock's ``x``. What would shorten it:
-two to four interleaved states (the golden model's lanes, a bitstream change), so that lookup,
-multiply (then in the DSP's own registers, with the add folded into its post-adder) and pops each
-take a clock of their own.
+Area and clock (paper configuration, 64 codes, 8 extra bits, programmable, coder alone, the
+definitions of :mod:`ansforge.analysis.area`; before -> after this design): decoder 904 -> 626
+LUT-equivalents, 1 DSP, 39 -> 37 levels, ECP5 28 -> 29 MHz; encoder 1172 -> 934 LUT-equivalents,
+0 DSP, 216 -> 212 levels, ECP5 9.6 -> 9.7 MHz.
+
+Where the decoder's clock goes (yosys ``ltp`` of the ``-nowidelut`` netlist, 37 cells): state ``q``
+-> bucket LUT-RAM read -> a 10-bit split compare (1 carry cell, 3 LUTs) -> the candidate's sum (2
+carry cells) -> symbol LUT-RAM read -> ``q - cum`` (5 carry cells) -> the post-multiply add of bits
+16..47 (8 carry cells; yosys does not fold it into the DSP's post-adder) -> the pop test ``x <
+2**16`` (1 carry cell) -> pop multiplexer, the chunk's two-level shift and its bit choice (5 LUTs)
+-> the chunk's pop test (2 carry cells) -> ``x``. The encoder's is its divider: 32 add/subtract
+stages of ``P + 1`` bits in series, each waiting for the previous one's sign. One state cannot be
+cut: each clock's lookup (or division) needs the previous clock's ``x``, so neither core reaches
+100 MHz on an ECP5 with one state per pair. What would: interleaved states (the golden model's
+lanes, a bitstream change), so that lookup, multiply (in the DSP's own registers, with the add in
+its post-adder) and pops, or an encoder's pipelined reciprocal multiply, each take a clock of
+their own.
 """
 
 from __future__ import annotations
@@ -46,18 +58,19 @@ from .common import (BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_f
                      decoder_ports, encoder_ports, pair_layout, table_select_layout)
 
 __all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell", "RansEncoderCoder",
-           "RansEncoderShell", "rans_writes", "bucket_bits_for"]
+           "RansEncoderShell", "rans_writes", "bucket_bits_for", "MAX_BUCKET_BITS", "BUCKET_SPLITS"]
 
-#: Widest bucket index of the decoder's bucket table (512 entries).
+#: Widest bucket index of the decoder's bucket table (64 entries: one bank of 64-deep LUT-RAM).
 MAX_BUCKET_BITS = 6
 #: Splits per bucket: the candidate is exact where a bucket meets at most ``BUCKET_SPLITS + 1`` symbols.
-#: Measured over stories260K / MiniLM (rans16, 9-bit buckets), the extra clocks per pair are 0.084 % /
-#: 0.107 % with one split and 0.037 % / 0.055 % with two.
+#: Extra clocks per pair, measured over stories260K / MiniLM (rans16): 9-bit buckets, 2 splits 0.037 % /
+#: 0.052 %; 8 bits, 3 splits 0.045 % / 0.055 %; 7 bits, 5 splits 0.016 % / 0.031 %; 6 bits, 6 splits
+#: 0.018 % / 0.037 %. Six bits need no read multiplexer and the fewest LUT-RAM cells (10 of RAM64M8).
 BUCKET_SPLITS = 6
 
 
 def bucket_bits_for(precision_bits: int) -> int:
-    """Bits of ``q`` that index the decoder's bucket table: ``min(P, 9)``."""
+    """Bits of ``q`` that index the decoder's bucket table: ``min(P, MAX_BUCKET_BITS)``."""
     return min(precision_bits, MAX_BUCKET_BITS)
 
 
@@ -107,7 +120,7 @@ class _RansShape:
     def cfg_port(self):
         """The ``cfg`` write stream of a programmable core: ``{addr, data}`` with ``addr = set · 2**(i + 1)
         + bucket · 2**i + index`` (``i`` = :attr:`index_bits`): a symbol entry ``{freq, cum, k}`` or, with
-        the ``bucket`` bit, a bucket entry ``{base, split0, split1}`` (bits of ``data`` from the least significant)."""
+        the ``bucket`` bit, a bucket entry ``{base, split0 .. split5}`` (bits of ``data`` from the least significant)."""
         return In(stream.Signature(data.StructLayout({"addr": self.index_bits + 1 + self.set_bits,
                                                       "data": self.cfg_data_bits})))
 
@@ -304,7 +317,7 @@ class RansDecoderCoder(wiring.Component):
     candidate with ``cum <= q < cum + freq`` decodes, ``x = (x >> P) freq + q - cum`` (one DSP, see
     :func:`_multiply_add`), each chunk of additional data, each step followed by a conditional word pop from
     a buffer of ``chunks + 1`` words (one word where ``chunks <= 1`` and ``k <= W - P``: then a pair pops
-    at most once; ``i.ready`` then also holds in a clock that pops the buffered word). A wrong candidate (a bucket meeting more than three symbols) costs
+    at most once; ``i.ready`` then also holds in a clock that pops the buffered word). A wrong candidate (a bucket meeting more than seven symbols) costs
     a clock per symbol stepped. Latency: a pair is on ``o`` one clock after its step.
     """
 
@@ -436,7 +449,7 @@ class RansDecoderCoder(wiring.Component):
         with m.If(self.step):
             m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(sym), o_pair.extra.eq(extra), walking.eq(0)]
         with m.Elif(run & ~found):
-            # A bucket that meets more than three symbols: step towards the right one.
+            # A bucket that meets more than seven symbols: step towards the right one.
             m.d.sync += [walking.eq(1), walk_sym.eq(Mux(below, sym - 1, sym + 1))]
 
         # -- word buffer: drop the popped words, append an accepted one --------------------------------
@@ -695,10 +708,17 @@ class RansEncoderCoder(wiring.Component):
 
     Per clock: each chunk of the additional data (least significant first), then the symbol, each
     preceded by a conditional push; ``x // f`` and ``x % f`` come from one combinational non-restoring
-    array divider of ``S - min(P, W)`` add/subtract stages (after the push ``x < f 2**(S - P)`` bounds
-    the quotient), no DSPs, as in the paper's encoder. Pushed words wait in a buffer of
-    ``2 (chunks + 1)`` words (2 where a pair pushes at most once); a pair is taken when ``chunks + 1``
-    (1) slots are free.
+    array divider of ``S - min(P, W)`` add/subtract stages of ``P + 1`` bits (after the push
+    ``x < f 2**(S - P)`` bounds the quotient), no DSPs, as in the paper's encoder. Pushed words wait
+    in a buffer of ``chunks + 1`` words (one where a pair pushes at most once); a pair is taken when
+    that many slots are free or being freed in the same clock, so ``i.ready`` follows ``o.ready``
+    combinationally and one word of buffer keeps one pair per clock.
+
+    Why no reciprocal: ``x // f`` as a multiply-high by a per-symbol reciprocal is exact for
+    ``x < 2**48`` only with a reciprocal of about 49 bits, a 48 x 49 multiply: six DSP48E2 (26 x 17
+    unsigned each), three times the issue's budget of two, and a digit-by-digit estimate-and-correct
+    division with 17-bit reciprocals needs four multiplies in series. With one state per pair the
+    divider stays in LUTs.
     """
 
     def __init__(self, shape: _RansShape):
