@@ -30,7 +30,9 @@ narrower path: bits below ``P - K`` never move, and the others go through a two-
 Area and clock (paper configuration, 64 codes, 8 extra bits, programmable, coder alone, the
 definitions of :mod:`ansforge.analysis.area`; before -> after this design): decoder 904 -> 626
 LUT-equivalents, 1 DSP, 39 -> 37 levels, ECP5 28 -> 30 MHz; encoder 1172 -> 934 LUT-equivalents,
-0 DSP, 216 -> 212 levels, ECP5 9.6 -> 9.7 MHz.
+0 DSP, 216 -> 212 levels, ECP5 9.6 -> 9.7 MHz. The constriction preset (S = 64, P = 24, 24 extra
+bits): decoder 1393 -> 1025 LUT-equivalents, 4 DSP (a 40 x 25 multiply), 48 -> 46 levels, ECP5
+27 MHz; encoder 2036 -> 1750 LUT-equivalents, 0 DSP, 352 -> 345 levels (40 divider stages).
 
 Where the decoder's clock goes (yosys ``ltp`` of the ``-nowidelut`` netlist, 37 cells): state ``q``
 -> bucket LUT-RAM read -> a 10-bit split compare (1 carry cell, 3 LUTs) -> the candidate's sum (2
@@ -719,7 +721,9 @@ class RansEncoderCoder(wiring.Component):
     ``x < 2**48`` only with a reciprocal of about 49 bits, a 48 x 49 multiply: six DSP48E2 (26 x 17
     unsigned each), three times the issue's budget of two, and a digit-by-digit estimate-and-correct
     division with 17-bit reciprocals needs four multiplies in series. With one state per pair the
-    divider stays in LUTs.
+    divider stays in LUTs. (Measured alternative, not taken: the chunk's shift as a multiply by
+    ``2**w`` in two DSPs is 876 LUT-equivalents + 2 DSP instead of 934 + 0, still above 845, and
+    Table 3's encoder has no DSP.)
     """
 
     def __init__(self, shape: _RansShape):
