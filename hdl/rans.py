@@ -15,11 +15,12 @@ contents in a fixed build, ``cfg`` writes in a programmable one, :func:`rans_wri
 * the *symbol table* ``{freq, cum, k}`` per symbol, LUT-RAM read combinationally;
 * the decoder's *bucket table* (:meth:`~ansforge.model.rans.RansTable.core_buckets`): per bucket of
   quantiles (the top ``bucket_bits`` = 6 bits of ``q``: 64 buckets, one bank of 64-deep LUT-RAM
-  and no read multiplexer) a ``base`` symbol and six ``split`` offsets. The candidate ``base +
-  sum_j (q_low > split_j)`` is the symbol whenever the bucket meets at most seven symbols; otherwise
-  the decoder steps one symbol per clock towards it. Measured over all of stories260K / MiniLM
-  (rans16, each pair's quantile uniform in its symbol's interval), the steps are 0.018 % / 0.037 %
-  of the pairs (the 512 buckets of two splits before: 0.037 % / 0.052 %). No register holds table
+  and no read multiplexer) a ``base`` symbol and nine ``split`` offsets. The candidate ``base +
+  sum_j (q_low > split_j)`` is the symbol whenever the bucket meets at most ten symbols; otherwise
+  the decoder steps one symbol per clock towards it. Expected steps (each pair's quantile uniform
+  in its symbol's interval) over all of stories260K / MiniLM with rans16: 0.000 % / 0.002 % of the
+  pairs; with stories260K's context tables (``model/context.py``, smaller and more skewed): 0.116 %
+  (the 512 buckets of two splits before: 0.037 % / 0.052 % and 0.146 %). No register holds table
   contents, so a reset leaves a programmed table intact and consistent (LUT-RAM is not reset).
 
 A pair's additional data of ``k`` bits is coded as ``ceil(k / P)`` uniform chunks (most significant
@@ -28,8 +29,8 @@ of at most ``K <= P`` bits (the paper's K = 8, and constriction's K = 24 = P), b
 narrower path: bits below ``P - K`` never move, and the others go through a two-level shifter.
 
 Area and clock (paper configuration, 64 codes, 8 extra bits, programmable, coder alone, the
-definitions of :mod:`ansforge.analysis.area`; before -> after this design): decoder 904 -> 626
-LUT-equivalents, 1 DSP, 39 -> 37 levels, ECP5 28 -> 30 MHz; encoder 1172 -> 934 LUT-equivalents,
+definitions of :mod:`ansforge.analysis.area`; before -> after this design): decoder 904 -> 690
+LUT-equivalents, 1 DSP, 39 -> 37 levels, ECP5 28 -> @@DEC@@ MHz; encoder 1172 -> 934 LUT-equivalents,
 0 DSP, 216 -> 212 levels, ECP5 9.6 -> 9.7 MHz. The constriction preset (S = 64, P = 24, 24 extra
 bits): decoder 1393 -> 1025 LUT-equivalents, 4 DSP (a 40 x 25 multiply), 48 -> 46 levels, ECP5
 27 MHz; encoder 2036 -> 1750 LUT-equivalents, 0 DSP, 352 -> 345 levels (40 divider stages).
@@ -38,7 +39,7 @@ Where the decoder's clock goes (yosys ``ltp`` of the ``-nowidelut`` netlist, 37 
 -> bucket LUT-RAM read -> a 10-bit split compare (1 carry cell, 3 LUTs) -> the candidate's sum (2
 carry cells) -> symbol LUT-RAM read -> ``q - cum`` (5 carry cells) -> the post-multiply add of bits
 16..47 (8 carry cells; yosys does not fold it into the DSP's post-adder) -> the pop test ``x <
-2**16`` (1 carry cell) -> pop multiplexer, the chunk's two-level shift and its bit choice (5 LUTs)
+2**16`` (1 carry cell) -> pop multiplexer, the chunk's two-level shift and its bit choice (6 LUTs)
 -> the chunk's pop test (2 carry cells) -> ``x``. The encoder's is its divider: 32 add/subtract
 stages of ``P + 1`` bits in series, each waiting for the previous one's sign. One state cannot be
 cut: each clock's lookup (or division) needs the previous clock's ``x``, so neither core reaches
@@ -65,10 +66,12 @@ __all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell",
 #: Widest bucket index of the decoder's bucket table (64 entries: one bank of 64-deep LUT-RAM).
 MAX_BUCKET_BITS = 6
 #: Splits per bucket: the candidate is exact where a bucket meets at most ``BUCKET_SPLITS + 1`` symbols.
-#: Extra clocks per pair, measured over stories260K / MiniLM (rans16): 9-bit buckets, 2 splits 0.037 % /
-#: 0.052 %; 8 bits, 3 splits 0.045 % / 0.055 %; 7 bits, 5 splits 0.016 % / 0.031 %; 6 bits, 6 splits
-#: 0.018 % / 0.037 %. Six bits need no read multiplexer and the fewest LUT-RAM cells (10 of RAM64M8).
-BUCKET_SPLITS = 6
+#: Expected extra clocks per pair over stories260K / MiniLM (rans16), and over stories260K's context
+#: tables: 9-bit buckets, 2 splits 0.037 % / 0.052 %, 0.146 %; 8 bits, 3 splits 0.045 % / 0.055 %;
+#: 7 bits, 5 splits 0.016 % / 0.031 %, 0.266 %; 6 bits, 6 splits 0.018 % / 0.037 %, 0.412 %; 6 bits,
+#: 9 splits 0.000 % / 0.002 %, 0.116 %; 6 bits, 10 splits 0.000 % / 0.001 %, 0.069 %. Six bits need
+#: no read multiplexer; nine splits fill 14 RAM64M8 (96 of their 98 bits).
+BUCKET_SPLITS = 9
 
 
 def bucket_bits_for(precision_bits: int) -> int:
@@ -122,7 +125,7 @@ class _RansShape:
     def cfg_port(self):
         """The ``cfg`` write stream of a programmable core: ``{addr, data}`` with ``addr = set · 2**(i + 1)
         + bucket · 2**i + index`` (``i`` = :attr:`index_bits`): a symbol entry ``{freq, cum, k}`` or, with
-        the ``bucket`` bit, a bucket entry ``{base, split0 .. split5}`` (bits of ``data`` from the least significant)."""
+        the ``bucket`` bit, a bucket entry ``{base, split0 .. split8}`` (bits of ``data`` from the least significant)."""
         return In(stream.Signature(data.StructLayout({"addr": self.index_bits + 1 + self.set_bits,
                                                       "data": self.cfg_data_bits})))
 
@@ -319,7 +322,7 @@ class RansDecoderCoder(wiring.Component):
     candidate with ``cum <= q < cum + freq`` decodes, ``x = (x >> P) freq + q - cum`` (one DSP, see
     :func:`_multiply_add`), each chunk of additional data, each step followed by a conditional word pop from
     a buffer of ``chunks + 1`` words (one word where ``chunks <= 1`` and ``k <= W - P``: then a pair pops
-    at most once; ``i.ready`` then also holds in a clock that pops the buffered word). A wrong candidate (a bucket meeting more than seven symbols) costs
+    at most once; ``i.ready`` then also holds in a clock that pops the buffered word). A wrong candidate (a bucket meeting more than ten symbols) costs
     a clock per symbol stepped. Latency: a pair is on ``o`` one clock after its step.
     """
 
@@ -452,7 +455,7 @@ class RansDecoderCoder(wiring.Component):
         with m.If(self.step):
             m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(sym), o_pair.extra.eq(extra), walking.eq(0)]
         with m.Elif(run & ~found):
-            # A bucket that meets more than seven symbols: step towards the right one.
+            # A bucket that meets more than ten symbols: step towards the right one.
             m.d.sync += [walking.eq(1), walk_sym.eq(Mux(below, sym - 1, sym + 1))]
 
         # -- word buffer: drop the popped words, append an accepted one --------------------------------
