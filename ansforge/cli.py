@@ -228,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=int, default=None, metavar="N",
                    help="k-induction / bounded-model-check depth of every property (default: 20, and for the "
                         "round trip and detection the clocks their whole scenario takes)")
+    p.add_argument("--property", action="append", default=None, metavar="NAME",
+                   choices=["stream_rules", "out_of_reset", "progress", "round_trip", "detection"],
+                   help="only this property (repeatable; with --mutants, only the mutants it is meant to catch)")
     p.add_argument("--mutants", action="store_true", help="also check that every mutant of the cores is caught")
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="SymbiYosys runs at a time (default: one per CPU)")
     p.add_argument("--json", default=None, metavar="F", help="also write the results as JSON")
@@ -371,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-7b", action="store_true", help="skip the synthetic 7B-shape run")
     p.add_argument("--tmpdir", default=None, metavar="DIR", help="where to write the temporary checkpoint")
     p.add_argument("--only", default=None, metavar="LIST",
-                   help="comma-separated sections: table1, coders, software, hardware, llama, streaming, 7b (default: all)")
+                   help="comma-separated sections: table1, coders, software, hardware, prove, llama, streaming, 7b (default: all)")
     p.add_argument("--stories", default=None, metavar="PATH",
                    help="stories260K.bin for the llama section (default: ../shared/models beside the checkout)")
     p.add_argument("--force", action="store_true", help="replace an existing report")
@@ -424,7 +427,8 @@ def _prove(args: argparse.Namespace) -> int:
             print(f"  done: {what}", file=sys.stderr, flush=True)
 
     try:
-        report = prove(cores, depth=args.depth, mutants=args.mutants, vcd_dir=args.vcd, jobs=args.jobs, progress=show)
+        report = prove(cores, depth=args.depth, mutants=args.mutants, vcd_dir=args.vcd, jobs=args.jobs, progress=show,
+                       properties=args.property)
     except FormalToolMissing as exc:
         raise UsageError(str(exc)) from None
     print(report.format_text())
