@@ -57,12 +57,13 @@ from amaranth.utils import bits_for as _bits
 from ..hdl.common import DecodeStatus
 from ..hdl.mutants import CORES, MUTANTS
 from ..hdl.rans import RansDecoder, RansEncoder
+from ..hdl.tans import TansDecoder, TansEncoder
 from ..model.codetable import CodeTable
 from ..model.rans import RansParams, RansTable
-from ..hdl.tans import TansDecoder, TansEncoder
 
-__all__ = ["PROPERTIES", "SMALL", "FormalToolMissing", "PropertyResult", "MutantResult", "ProveReport",
-           "properties_of", "small_core", "harness", "check_tools", "run_property", "prove"]
+__all__ = ["CORES", "PROPERTIES", "SMALL", "FormalToolMissing", "PropertyResult", "MutantResult", "ProveReport",
+           "properties_of", "small_core", "pinned_rans_table", "harness", "default_depth", "check_tools",
+           "run_property", "prove"]
 
 #: The small configurations the harnesses build (keyword arguments of the cores' constructors).
 SMALL = {
@@ -75,7 +76,7 @@ PROGRESS_CLOCKS = {"tans-decoder": 6, "tans-encoder": 6, "rans-decoder": 8, "ran
 #: Most pairs a round trip / a detection run codes.
 ROUND_TRIP_PAIRS = {"tans": 1, "rans": 1}
 #: Words the detection harness gives the decoder at most (``M``), and the harness's word stack.
-DETECTION_WORDS = {"tans": 3, "rans": 4}
+DETECTION_WORDS = {"tans": 3, "rans": 3}
 STACK_WORDS = 8
 #: Whether ``stream_rules`` also asserts "no pair on ``o`` while ``cmd.ready``" (see :func:`_stream_rules`).
 IDLE_EMPTY = {"tans-decoder": True, "tans-encoder": False, "rans-decoder": False, "rans-encoder": True}
@@ -443,14 +444,21 @@ DETECTION_CLOCKS = {"tans": 56, "rans": 30}
 DETECTION_BOUND = {"tans": (1, 6), "rans": (4, 6)}
 
 
-def _round_trip(family: str, mutant: str | None) -> _Bench:
+def _pair_bench(family: str, mutant: str | None):
+    """An encoder and a decoder of ``family`` (``mutant`` in the one it belongs to), both given the
+    data harnesses' table: ``(bench, encoder, decoder, table)``."""
     b = _Bench(free_reset=False)
-    m = b.m
     enc, dec = _family_cores(family, mutant)
-    m.submodules.enc, m.submodules.dec = enc, dec
+    b.m.submodules.enc, b.m.submodules.dec = enc, dec
     table = _LegalTable(b, family, pinned=PINNED_DATA)
     table.program(enc, role="enc")
     table.program(dec, role="dec")
+    return b, enc, dec, table
+
+
+def _round_trip(family: str, mutant: str | None) -> _Bench:
+    b, enc, dec, table = _pair_bench(family, mutant)
+    m = b.m
     nmax = ROUND_TRIP_PAIRS[family]
     n = Signal(range(nmax + 1), name="n_pairs")
     m.d.comb += [n.eq(AnyConst(len(n))), Assume(n <= nmax)]
@@ -502,13 +510,8 @@ def _round_trip(family: str, mutant: str | None) -> _Bench:
 
 
 def _detection(family: str, mutant: str | None) -> _Bench:
-    b = _Bench(free_reset=False)
+    b, enc, dec, table = _pair_bench(family, mutant)
     m = b.m
-    enc, dec = _family_cores(family, mutant)
-    m.submodules.enc, m.submodules.dec = enc, dec
-    table = _LegalTable(b, family, pinned=PINNED_DATA)
-    table.program(enc, role="enc")
-    table.program(dec, role="dec")
     nmax, mmax = ROUND_TRIP_PAIRS[family], DETECTION_WORDS[family]
     W = SMALL[family]["word_bits"]
     n = Signal(range(nmax + 1), name="n_pairs")
