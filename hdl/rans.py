@@ -405,8 +405,7 @@ class RansDecoderCoder(wiring.Component):
         # -- word buffer: drop the popped words, append an accepted one --------------------------------
         consume = Signal(range(D + 1))
         take = Signal()
-        room = (n_buf == 0) if sh.mutant == "rans_dec_one_word" else (n_buf < D)
-        m.d.comb += [consume.eq(Mux(advance, used, 0)), self.i.ready.eq(room | (consume != 0)),
+        m.d.comb += [consume.eq(Mux(advance, used, 0)), self.i.ready.eq((n_buf < D) | (consume != 0)),
                      take.eq(self.i.valid & self.i.ready)]
         if D == 1:
             with m.If(take):                        # the buffer is empty or being emptied
@@ -497,13 +496,14 @@ class RansDecoderShell(wiring.Component):
                     finish(DecodeStatus.ZERO_TOP_WORD)
 
             with m.State("DECODE"):
-                m.d.comb += [forward.eq(1), self.run.eq(remaining != 0), self.i.ready.eq(self.word.ready & ~ended)]
+                more = (words_left > 1) if sh.mutant == "rans_dec_last_word" else 1
+                m.d.comb += [forward.eq(more), self.run.eq(remaining != 0), self.i.ready.eq(self.word.ready & ~ended & more)]
                 with m.If((remaining == 0) & ~self.pair_valid):
                     with m.If(~check_end):
                         finish(DecodeStatus.OK)
-                    with m.Elif(self.state != 0):
+                    with m.Elif((self.state[:W] if sh.mutant == "rans_dec_state_low" else self.state) != 0):
                         finish(DecodeStatus.FINAL_STATE)
-                    with m.Elif((0 if sh.mutant == "rans_dec_trailing" else self.buffered) | ~ended):
+                    with m.Elif(self.buffered | ~ended):
                         finish(DecodeStatus.TRAILING_DATA)
                     with m.Else():
                         finish(DecodeStatus.OK)
@@ -712,8 +712,7 @@ class RansEncoderCoder(wiring.Component):
             if limit_log2 is not None:
                 m.d.comb += do.eq((xv >> (S - P)) >= (Const(1, P + 1) << limit_log2))
             else:
-                m.d.comb += do.eq(((xv >> (S - P)) > limit) if sh.mutant == "rans_enc_renorm" else
-                                  ((xv >> (S - P)) >= limit))
+                m.d.comb += do.eq((xv >> (S - P)) >= limit)
             pushes.append((do, xv[:W]))
             xn = Signal(S, name=f"x_after_push_{tag}")
             m.d.comb += xn.eq(Mux(do, xv >> W, xv))
@@ -775,7 +774,7 @@ class RansEncoderCoder(wiring.Component):
             m.d.comb += nc.eq(count + en)
             count = nc
         flush_word = Signal()
-        m.d.comb += flush_word.eq(self.flush & (x != 0) & (n_out < D))
+        m.d.comb += flush_word.eq(self.flush & (((x >> W) if sh.mutant == "rans_enc_flush" else x) != 0) & (n_out < D))
         base = Signal(range(D + 1))
         m.d.comb += base.eq(n_out - emit)
         fifo_at = Array(fifo)
