@@ -19,10 +19,10 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from ..model.tans import TansTable
-from .mutants import check_mutant
 from .common import (COUNT_BITS, CoreParameters, WordCrc, bits_for, check_bool, check_int, decoder_command_layout,
                      decoder_ports, encoder_command_layout, encoder_ports, pair_layout, table_select_layout,
                      word_layout)
+from .mutants import check_mutant
 from .shell import DecoderShell, EncoderShell
 
 __all__ = ["TansDecoder", "TansDecoderCoder", "TansEncoder", "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes"]

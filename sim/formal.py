@@ -11,23 +11,26 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
 ``stream_rules``
     Environment: every input free (table writes included) and a reset that may come in any clock;
     input streams obey the stream rules (an ``Assume``). Asserted on every output stream: ``valid``
-    is not retracted before the transfer and the payload holds while ``valid & ~ready``; out of
-    reset, until the next command is accepted, no output ``valid`` and no ``done``; a core that
-    accepts a command (``cmd.ready``) holds nothing on ``o``. Mode ``prove`` (k-induction).
+    is not retracted before the transfer and the payload holds while ``valid & ~ready`` (tANS
+    decoder, rANS encoder: also no pair on ``o`` while ``cmd.ready``). Mode ``prove`` (k-induction),
+    except the rANS encoder (bounded, with :data:`PINNED_RANS_TABLE`).
+``out_of_reset``
+    As above: the clock after any reset has no output ``valid`` and no ``done``; from power-on,
+    none until a command is accepted. Bounded.
 ``progress``
     As above without resets, then from any clock the environment offers every input and takes every
-    output; within ``PROGRESS_CLOCKS`` clocks a command, a word or a pair moves. The rANS decoder is
-    first given an arbitrary legal symbol table (its symbol search needs one to end).
+    output; within :data:`PROGRESS_CLOCKS` clocks a command, a word or a pair moves. The decoders
+    hold a pinned legal table (the rANS symbol search ends only on a legal one). Bounded.
 ``round_trip``
-    Encoder then decoder, both programmed through ``cfg`` with the same arbitrary legal table
-    (``AnyConst``: a tANS spread of the ``2**R`` states over the symbols, or rANS frequencies that
-    sum to ``2**P``; arbitrary extra-bit widths ``<= 2``), ``N <= ROUND_TRIP_PAIRS`` arbitrary
-    pairs; the decoder returns exactly the pairs, reports OK, and finishes by a fixed clock.
+    Encoder then decoder holding the same legal table (:class:`_LegalTable`: an arbitrary one from
+    ``AnyConst`` is supported, but z3 does not finish with it, so :data:`PINNED_DATA` pins it; the
+    tANS one is still written through ``cfg``), ``N <= ROUND_TRIP_PAIRS`` arbitrary legal pairs; the
+    decoder returns exactly the pairs, reports OK, and finishes by a fixed clock. Bounded.
 ``detection`` (decoders)
-    The decoder, programmed with an arbitrary legal table, is given an arbitrary stream of ``M``
-    words for ``N`` pairs with the end check on. It reports ``done`` within ``N * c + M + C``
-    clocks; and if it reports OK, the encoder given the decoded pairs reproduces the stream word for
-    word. A stream whose final state is wrong re-encodes differently, so it is never reported OK.
+    The decoder, holding that table, is given an arbitrary stream of ``M <= DETECTION_WORDS`` words
+    for ``N`` pairs with the end check on. It reports ``done`` within ``N * c + M + C`` clocks; and if
+    it reports OK, the encoder given the decoded pairs reproduces the stream word for word. A stream
+    whose final state is wrong re-encodes differently, so it is never reported OK. Bounded.
 
 The sync domain's clock is the harness's only port; harness bookkeeping lives in a reset-less
 ``past`` domain on the same clock (Amaranth 0.5 has no ``Past``). SymbiYosys runs with
