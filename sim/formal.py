@@ -151,6 +151,7 @@ class _Bench:
         self.started = Signal(name="started")         # low in the first clock only
         m.d.past += self.started.eq(1)
         self.p_rst = self.past(self.rst, "rst")
+        self.checked: list[str] = []                    # output streams whose rules are asserted
         self.cycle = Signal(8, name="cycle")            # clocks since the start, saturating
         m.d.past += self.cycle.eq(Mux(self.cycle == 255, 255, self.cycle + 1))
 
@@ -175,6 +176,7 @@ class _Bench:
     def check_output(self, port, name: str) -> None:
         """Assert the stream rules of the output stream ``port``."""
         m = self.m
+        self.checked.append(name)
         held = self.past(port.valid & ~port.ready, f"{name}_held")
         p_payload = self.past(port.p, f"{name}_payload")
         with m.If(self.started & held & ~self.p_rst):
@@ -579,6 +581,11 @@ _BUILDERS = {"stream_rules": _stream_rules, "out_of_reset": _out_of_reset, "prog
 
 def harness(core: str, prop: str, mutant: str | None = None) -> tuple[Module, Signal]:
     """The harness module of ``prop`` on ``core`` (with ``mutant`` switched on) and its clock port."""
+    b = _bench(core, prop, mutant)
+    return b.m, b.cd.clk
+
+
+def _bench(core: str, prop: str, mutant: str | None) -> _Bench:
     if core not in CORES:
         raise ValueError(f"core must be one of {', '.join(CORES)}, not {core!r}")
     if prop not in properties_of(core):
@@ -590,7 +597,7 @@ def harness(core: str, prop: str, mutant: str | None = None) -> tuple[Module, Si
         b = _round_trip(family, mutant)
     else:
         b = _detection(family, mutant)
-    return b.m, b.cd.clk
+    return b
 
 
 def default_depth(core: str, prop: str) -> int:
@@ -706,8 +713,8 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
     elif (prop, core) in _TABLE_FIRST:
         depth += _table_clocks(core)
     mode = _mode(core, prop)
-    m, clk = harness(core, prop, mutant)
-    text = rtlil.convert(m, ports=[clk], name="top")
+    b = _bench(core, prop, mutant)
+    text = rtlil.convert(b.m, ports=[b.cd.clk], name="top")
     root = Path(tempfile.mkdtemp(prefix="prove-", dir=workdir))
     try:
         (root / "top.il").write_text(text)
@@ -738,7 +745,7 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
             hit = re.search(r"failed assertion (\S+) at (\S+) step (\d+)", log)
             if hit:
                 result.step = int(hit.group(3))
-                result.assertion = _assertion_text(hit.group(2))
+                result.assertion = _assertion_text(hit.group(2)).replace("{name}", "/".join(b.checked) or "o")
             trace = root / "job" / "engine_0" / "trace.vcd"
             if vcd_dir is not None and trace.exists():
                 dest = Path(vcd_dir) / f"{core}.{prop}{'.' + mutant if mutant else ''}.vcd"
