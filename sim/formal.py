@@ -461,6 +461,22 @@ def _pair_bench(family: str, mutant: str | None):
     return b, enc, dec, table
 
 
+def _encode(b: _Bench, enc, go, n, symbols: Array, extras: Array, name: str) -> Signal:
+    """Drive ``enc`` from clock ``go`` on: one command of ``n`` pairs, given back to front (pair
+    ``n - 1`` first, as an encoder takes them), outputs always taken. Returns "the command was sent"."""
+    m = b.m
+    sent = Signal(name=f"{name}_cmd_sent")
+    k = Signal(range(len(symbols) + 1), name=f"{name}_pairs_in")
+    m.d.comb += [enc.cmd.valid.eq(go & ~sent), enc.cmd.p.count.eq(n),
+                 enc.i.valid.eq(go & (k < n)), enc.i.p.symbol.eq(symbols[n - 1 - k]),
+                 enc.i.p.extra.eq(extras[n - 1 - k]), enc.o.ready.eq(1)]
+    with m.If(_transfer(enc.cmd)):
+        m.d.past += sent.eq(1)
+    with m.If(_transfer(enc.i)):
+        m.d.past += k.eq(k + 1)
+    return sent
+
+
 def _round_trip(family: str, mutant: str | None) -> _Bench:
     b, enc, dec, table = _pair_bench(family, mutant)
     m = b.m
@@ -471,18 +487,11 @@ def _round_trip(family: str, mutant: str | None) -> _Bench:
     ps, pe = Array([s for s, _ in pairs]), Array([e for _, e in pairs])
 
     # Encode: pairs N-1 .. 0, words onto a stack.
-    enc_sent, dec_sent = Signal(name="enc_cmd_sent"), Signal(name="dec_cmd_sent")
-    k_in = Signal(range(nmax + 1), name="pairs_in")
+    dec_sent = Signal(name="dec_cmd_sent")
     stack = [Signal(8, name=f"stack{j}") for j in range(STACK_WORDS)]
     depth = Signal(range(STACK_WORDS + 1), name="stack_depth")
     enc_done = Signal(name="enc_finished")
-    m.d.comb += [enc.cmd.valid.eq(~table.prog & ~enc_sent), enc.cmd.p.count.eq(n),
-                 enc.i.valid.eq(~table.prog & (k_in < n)), enc.i.p.symbol.eq(ps[n - 1 - k_in]),
-                 enc.i.p.extra.eq(pe[n - 1 - k_in]), enc.o.ready.eq(1)]
-    with m.If(_transfer(enc.cmd)):
-        m.d.past += enc_sent.eq(1)
-    with m.If(_transfer(enc.i)):
-        m.d.past += k_in.eq(k_in + 1)
+    enc_sent = _encode(b, enc, ~table.prog, n, ps, pe, "enc")
     with m.If(_transfer(enc.o)):
         m.d.comb += Assert(depth < STACK_WORDS, "more words than the harness's stack holds")
         m.d.past += [Array(stack)[depth].eq(enc.o.p.data), depth.eq(depth + 1)]
@@ -528,7 +537,7 @@ def _detection(family: str, mutant: str | None) -> _Bench:
     wa = Array(words)
 
     # Decode an arbitrary stream (top word first), keeping the pairs.
-    dec_sent, enc_sent = Signal(name="dec_cmd_sent"), Signal(name="enc_cmd_sent")
+    dec_sent = Signal(name="dec_cmd_sent")
     k_w = Signal(range(mmax + 1), name="words_in")
     K = SMALL[family]["max_extra_bits"]
     got_s = [Signal(_bits(table.n_sym - 1), name=f"got{j}_symbol") for j in range(nmax)]
@@ -557,16 +566,8 @@ def _detection(family: str, mutant: str | None) -> _Bench:
         m.d.past += [judged.eq(1), ok.eq(dec.status == DecodeStatus.OK)]
 
     # Reported OK: the encoder, given the decoded pairs, must push exactly the stream's words.
-    k_in = Signal(range(nmax + 1), name="pairs_reencoded")
     pushed = Signal(range(STACK_WORDS + 1), name="words_pushed")
-    gs, ge = Array(got_s), Array(got_e)
-    m.d.comb += [enc.cmd.valid.eq(judged & ok & ~enc_sent), enc.cmd.p.count.eq(n),
-                 enc.i.valid.eq(judged & ok & (k_in < n)), enc.i.p.symbol.eq(gs[n - 1 - k_in]),
-                 enc.i.p.extra.eq(ge[n - 1 - k_in]), enc.o.ready.eq(1)]
-    with m.If(_transfer(enc.cmd)):
-        m.d.past += enc_sent.eq(1)
-    with m.If(_transfer(enc.i)):
-        m.d.past += k_in.eq(k_in + 1)
+    enc_sent = _encode(b, enc, judged & ok, n, Array(got_s), Array(got_e), "reenc")
     with m.If(_transfer(enc.o)):
         m.d.comb += [Assert(pushed < nw, "OK on a stream that re-encodes to more words"),
                      Assert(enc.o.p.data == wa[nw - 1 - pushed], "OK on a stream that re-encodes differently")]
