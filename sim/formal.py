@@ -652,10 +652,12 @@ def default_depth(core: str, prop: str) -> int:
     (plus the table's programming clocks where the harness has one), and for ``round_trip`` and
     ``detection`` the clock by which every run of the harness has finished, plus one."""
     family = core.split("-")[0]
+    # One clock more than the scenario: a latched check (``_Bench.check``) shows a violation in the
+    # clock after it.
     if prop == "round_trip":
-        return ROUND_TRIP_CLOCKS[family] + 1
+        return ROUND_TRIP_CLOCKS[family] + 2
     if prop == "detection":
-        return DETECTION_CLOCKS[family]
+        return DETECTION_CLOCKS[family] + 1
     if (prop, core) in _TABLE_FIRST:
         return DEFAULT_DEPTH + _table_clocks(core)
     return DEFAULT_DEPTH
