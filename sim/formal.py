@@ -838,7 +838,7 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
             verdict, log, seconds = _sby(root, "cover", depth, ENGINE, timeout)
             reached = len(re.findall(r"Reached cover statement", log))
             result.covers = f"{reached}/{len(b.covers)}"
-            result.covered = verdict == "PASS" and reached == len(b.covers)
+            result.covered = verdict == "PASS" and reached == len(b.covers) > 0     # a harness must have one
             result.cover_seconds = round(seconds, 2)
         return result
     finally:
