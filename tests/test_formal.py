@@ -88,6 +88,7 @@ def test_prove_all_with_mutants(tmp_path, capsys):
         for p in c["properties"]:
             assert p["status"] in ("proved", "bounded"), (c["core"], p)
             assert p["depth"] >= CI_DEPTH and p["seconds"] > 0
+            assert p["covered"] is True, (c["core"], p)          # no harness is vacuous
     proved = {(c["core"], p["name"]) for c in doc["cores"] for p in c["properties"] if p["status"] == "proved"}
     assert {("tans-decoder", "stream_rules"), ("tans-encoder", "stream_rules"), ("rans-decoder", "stream_rules")} <= proved
     assert len(doc["mutants"]) == len(MUTANTS)
@@ -95,3 +96,27 @@ def test_prove_all_with_mutants(tmp_path, capsys):
         assert m["caught"] and m["by"] in properties_of(m["core"]), m
         assert (tmp_path / f"{m['core']}.{m['by']}.{m['name']}.vcd").exists()
     assert "mutants caught" in text
+
+
+def test_covers_are_reached_and_a_vacuous_harness_is_reported(monkeypatch):
+    """Every harness has a Cover; one whose Assume rules out everything is flagged, not passed."""
+    r = run_property("tans-encoder", "progress", depth=CI_DEPTH, cover=True)
+    assert r.status == "bounded" and r.covered and r.covers == "1/1", r
+    real = formal._BUILDERS["progress"]
+
+    def vacuous(core, mutant):
+        b = real(core, mutant)
+        b.m.d.comb += formal.Assume(0)      # no trace satisfies it: every Assert "holds"
+        return b
+
+    monkeypatch.setitem(formal._BUILDERS, "progress", vacuous)
+    r = run_property("tans-encoder", "progress", depth=CI_DEPTH, cover=True)
+    assert r.status == "bounded" and r.covered is False, r
+    assert not formal.ProveReport([r], [], 1.0).ok()
+
+
+def test_latched_checks_name_the_clock_of_failure():
+    """round_trip's checks are latched; the report still names the violation's own clock."""
+    r = run_property("tans-decoder", "round_trip", mutant="tans_dec_table_bit")
+    assert r.status == "failed" and r.step is not None and r.step < r.depth - 1, r
+    assert r.assertion == "the decoder does not report OK on an encoder's stream", r
