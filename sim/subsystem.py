@@ -1,0 +1,380 @@
+"""The decompression subsystem in simulation: a block of a container through its AXI ports, bit-exact.
+
+:class:`SubsystemBench` is the simulated board around an :class:`~ansforge.hdl.subsystem.AxiDecompressor`:
+
+* :class:`AxiMemory`, an AXI4 read slave in front of a memory image, with a fixed read latency and a
+  minimum interval between accepted reads (a DRAM controller's figures, not its timing model);
+* :class:`AxiLiteWriter`, an AXI4-Lite master that plays register writes from a stream, one at a
+  time, as a CPU's driver would (it checks every ``BRESP``).
+
+Its ports are streams, so both simulation engines and the take-home testbench (``ansforge testbench
+--top subsystem``) drive it unchanged: ``mem_cfg`` (the memory image), ``csr_cfg`` (the table and block
+registers), ``cmd`` (the START write), ``o`` (the AXI4-Stream output as ``{data, keep, last}``), ``done``
+and ``status`` (the decode status in bits 2..0, an AXI read error in bit 3, a refused register write in
+bit 4).
+
+:func:`subsystem_job` lays one tensor's interleaved lane streams into the memory image and writes its
+register program; :func:`run_subsystem` runs it and checks every weight; :func:`decode_container_subsystem`
+does so for every coded tensor of a container, against the container's own decoder (what ``ansforge
+decompress`` writes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..hdl.common import DecodeStatus, bits_for, check_int
+from ..hdl.interfaces import PairToFloat
+from ..hdl.subsystem import AxiDecompressor, Csr, Table, axi4_lite_signature, axi4_read_signature
+from ..model.codecs import CodecSpec
+from ..model.errors import AnsforgeError, ConfigError
+from ..model.interfaces import CodingPairFormat, PairToFloatTable
+from ..model.lanes import encode_lanes
+from ..model.pairs import PAIR_FORMATS
+from .jobs import CoreJob, cfg_writes
+from .streams import pack, unpack
+
+__all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "SubsystemMismatch", "subsystem_job",
+           "run_subsystem", "decode_container_subsystem", "MEMORY_BASE"]
+
+#: Byte address of the memory image on the simulated AXI bus (a DDR window, away from 0 so that the
+#: read master's address arithmetic is exercised).
+MEMORY_BASE = 0x8000_0000
+
+
+class SubsystemMismatch(AnsforgeError):
+    """The subsystem gave other weights than the container's, or reported an error."""
+
+
+class AxiMemory(wiring.Component):
+    """An AXI4 read slave over ``depth`` beats at :data:`MEMORY_BASE`: a response ``latency`` clocks after
+    each read, at most one read accepted every ``interval`` clocks.
+
+    Single-beat reads (``ARLEN`` = 0, what :class:`~ansforge.hdl.subsystem.AxiReadMaster` issues);
+    others, and addresses outside the image, answer ``SLVERR``/``DECERR``. Responses come in request
+    order and are not held back: the master keeps ``RREADY`` high. ``mem_cfg`` writes the image.
+    """
+
+    def __init__(self, *, depth: int, data_bits: int, addr_bits: int = 32, id_bits: int = 2, latency: int = 32,
+                 interval: int = 1):
+        self._depth = check_int("depth", depth, 1, 1 << 24)
+        self._data = data_bits
+        self._shift = (data_bits // 8).bit_length() - 1
+        self._latency = check_int("latency", latency, 1, 1024)
+        self._interval = check_int("interval", interval, 1, 1024)
+        self._addr = addr_bits
+        super().__init__({
+            "mem_cfg": In(stream.Signature(data.StructLayout({"addr": bits_for(depth - 1), "data": data_bits}))),
+            "s_axi": In(axi4_read_signature(addr_bits, data_bits, id_bits)),
+        })
+
+    depth = property(lambda self: self._depth)
+    latency = property(lambda self: self._latency)
+    interval = property(lambda self: self._interval)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.storage = mem = Memory(shape=self._data, depth=self._depth, init=[])
+        wr, rd = mem.write_port(), mem.read_port()
+        s = self.s_axi
+        m.d.comb += [wr.addr.eq(self.mem_cfg.p.addr), wr.data.eq(self.mem_cfg.p.data), wr.en.eq(self.mem_cfg.valid),
+                     self.mem_cfg.ready.eq(1)]
+        cool = Signal(bits_for(self._interval - 1))
+        fire = s.arvalid & s.arready
+        m.d.comb += s.arready.eq(cool == 0)
+        with m.If(fire):
+            m.d.sync += cool.eq(self._interval - 1)
+        with m.Elif(cool != 0):
+            m.d.sync += cool.eq(cool - 1)
+        offset = Signal(self._addr)
+        m.d.comb += offset.eq(s.araddr - MEMORY_BASE)
+        beat = offset >> self._shift
+        resp = Signal(2)
+        m.d.comb += resp.eq(0b00)
+        with m.If((s.arlen != 0) | (s.arsize != self._shift)):
+            m.d.comb += resp.eq(0b10)                          # SLVERR: not a one-beat, full-width read
+        with m.Elif((s.araddr < MEMORY_BASE) | (beat >= self._depth)):
+            m.d.comb += resp.eq(0b11)                          # DECERR: outside the image
+        valid, addr, tag, err = fire, beat, s.arid, resp
+        for stage in range(self._latency - 1):
+            v, a, t, e = Signal(name=f"v{stage}"), Signal(bits_for(self._depth - 1), name=f"a{stage}"), \
+                Signal(len(s.arid), name=f"t{stage}"), Signal(2, name=f"e{stage}")
+            m.d.sync += [v.eq(valid), a.eq(addr), t.eq(tag), e.eq(err)]
+            valid, addr, tag, err = v, a, t, e
+        m.d.comb += [rd.addr.eq(addr), rd.en.eq(1), s.rdata.eq(rd.data)]
+        m.d.sync += [s.rvalid.eq(valid), s.rid.eq(tag), s.rresp.eq(err), s.rlast.eq(valid)]
+        return m
+
+
+class AxiLiteWriter(wiring.Component):
+    """Register writes ``{addr, data}`` from ``i`` as AXI4-Lite write transactions, one at a time.
+
+    ``idle`` is high when no write is in flight; ``error`` is set (sticky) by a ``BRESP`` other than OKAY.
+    ``AWVALID`` and ``WVALID`` rise together and each drops on its own handshake, as a CPU's bus bridge does.
+    """
+
+    def __init__(self, addr_bits: int = 12):
+        super().__init__({
+            "i": In(stream.Signature(data.StructLayout({"addr": addr_bits, "data": 32}))),
+            "m_axil": Out(axi4_lite_signature(addr_bits)),
+            "idle": Out(1),
+            "error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        b = self.m_axil
+        waiting = Signal()
+        m.d.comb += [self.i.ready.eq(~waiting), self.idle.eq(~waiting), b.wstrb.eq(0b1111), b.bready.eq(1),
+                     b.arvalid.eq(0), b.rready.eq(1)]
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += [waiting.eq(1), b.awvalid.eq(1), b.wvalid.eq(1), b.awaddr.eq(self.i.p.addr),
+                         b.wdata.eq(self.i.p.data)]
+        with m.If(b.awvalid & b.awready):
+            m.d.sync += b.awvalid.eq(0)
+        with m.If(b.wvalid & b.wready):
+            m.d.sync += b.wvalid.eq(0)
+        with m.If(b.bvalid & waiting):
+            m.d.sync += waiting.eq(0)
+            with m.If(b.bresp != 0):
+                m.d.sync += self.error.eq(1)
+        return m
+
+
+def _csr_layout() -> data.StructLayout:
+    return data.StructLayout({"addr": 12, "data": 32})
+
+
+class SubsystemBench(wiring.Component):
+    """:class:`AxiDecompressor` + :class:`AxiMemory` + :class:`AxiLiteWriter` (see the module docstring).
+
+    Parameters
+    ----------
+    dut : AxiDecompressor
+    depth : int
+        Memory beats.
+    latency, interval : int
+        As :class:`AxiMemory` (defaults: 32 clocks, one read per clock: a DDR4 controller's read
+        latency at a 250 MHz fabric clock, order of magnitude).
+    """
+
+    def __init__(self, dut: AxiDecompressor, *, depth: int, latency: int = 32, interval: int = 1):
+        if not isinstance(dut, AxiDecompressor):
+            raise TypeError(f"dut must be an AxiDecompressor, not {dut!r}")
+        self.dut = dut
+        self.memory = AxiMemory(depth=depth, data_bits=dut.bus_bits, addr_bits=dut.addr_bits,
+                                id_bits=len(dut.m_axi.arid), latency=latency, interval=interval)
+        self.writer = AxiLiteWriter()
+        lanes_bits = len(dut.m_axis.tdata)
+        super().__init__({
+            "mem_cfg": self.memory.signature.members["mem_cfg"],
+            "csr_cfg": In(stream.Signature(_csr_layout())),
+            "cmd": In(stream.Signature(_csr_layout())),
+            "o": Out(stream.Signature(data.StructLayout({"data": lanes_bits, "keep": lanes_bits // 8, "last": 1}))),
+            "done": Out(1),
+            "status": Out(5),
+        })
+
+    @property
+    def programmable(self) -> bool:
+        return True
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = dut = self.dut
+        m.submodules.memory = mem = self.memory
+        m.submodules.writer = wr = self.writer
+        wiring.connect(m, dut.m_axi, mem.s_axi)
+        wiring.connect(m, wr.m_axil, dut.s_axil)
+        wiring.connect(m, wiring.flipped(self.mem_cfg), mem.mem_cfg)
+        # table and block registers first, then START: the writer takes one write at a time, in order
+        with m.If(self.csr_cfg.valid):
+            m.d.comb += [wr.i.valid.eq(1), wr.i.p.eq(self.csr_cfg.p), self.csr_cfg.ready.eq(wr.i.ready)]
+        with m.Else():
+            m.d.comb += [wr.i.valid.eq(self.cmd.valid), wr.i.p.eq(self.cmd.p), self.cmd.ready.eq(wr.i.ready)]
+        a = dut.m_axis
+        m.d.comb += [self.o.valid.eq(a.tvalid), a.tready.eq(self.o.ready), self.o.p.data.eq(a.tdata),
+                     self.o.p.keep.eq(a.tkeep), self.o.p.last.eq(a.tlast),
+                     self.done.eq(dut.done & wr.idle),
+                     self.status.eq(dut.status.as_value() | (dut.error << 3) | (wr.error << 4))]
+        return m
+
+
+@dataclass
+class SubsystemRun:
+    """One block through the subsystem: weights, clocks (START to done), compressed bits read, bound."""
+
+    weights: int
+    cycles: int
+    coded_bits: int
+    bound: float            # weights per clock the lanes and the bus allow for this block
+
+    @property
+    def weights_per_clock(self) -> float:
+        return self.weights / self.cycles if self.cycles else 0.0
+
+
+def _writes(*pairs) -> list[int]:
+    return [pack(_csr_layout(), {"addr": int(a), "data": int(d) & 0xFFFF_FFFF}) for a, d in pairs]
+
+
+def _table_writes(kind: Table, entries: list[tuple[int, int]]) -> list[int]:
+    """Stage each entry's data in ``TBL_DATA0..3`` (only the words it needs) and write it."""
+    out = []
+    for addr, value in entries:
+        words = max(1, -(-int(value).bit_length() // 32))
+        for j in range(4 if words > 1 else 1):
+            out += _writes((Csr.TBL_DATA0 + 4 * j, value >> (32 * j)))
+        out += _writes((Csr.TBL_WRITE, int(kind) << 30 | addr))
+    return out
+
+
+def subsystem_job(bench: SubsystemBench, spec: CodecSpec, table, code_table, exponents, symbols: np.ndarray,
+                  extras: np.ndarray, expected_bits: np.ndarray) -> tuple[CoreJob, int]:
+    """The job that decodes one tensor (its coder ``table``, ``code_table`` and exponent table) through
+    ``bench``; ``expected_bits`` are its weights' bit patterns. Returns the job and its coded bits."""
+    dut = bench.dut
+    K, P, W = dut.lanes, dut.beat_words, spec.word_bits
+    if code_table.index_bits > dut.escape_bits:
+        raise ConfigError(f"the tensor's escape group needs {code_table.index_bits} index bits; the subsystem "
+                          f"was built with escape_bits = {dut.escape_bits}")
+    if code_table.n_symbols > dut.max_symbols or len(exponents) > dut.max_codes:
+        raise ConfigError(f"the tensor has {code_table.n_symbols} symbols and {len(exponents)} codes; the subsystem "
+                          f"takes {dut.max_symbols} and {dut.max_codes}")
+    if code_table.extra_bits != dut.extra_bits:
+        raise ConfigError(f"the tensor's pairs have {code_table.extra_bits} bits of additional data; the "
+                          f"{dut.target} subsystem's have {dut.extra_bits}")
+    symbols, extras = np.asarray(symbols).ravel(), np.asarray(extras).ravel()
+    lane_words = encode_lanes(spec, table, symbols, extras, K)
+    beats, lanes = [], []
+    for words in lane_words:
+        order = np.asarray(words, dtype=np.uint64)[::-1]          # top of the stack first
+        padded = np.zeros(-(-order.size // P) * P, np.uint64)
+        padded[:order.size] = order
+        lanes.append((len(beats), int(order.size)))
+        for row in padded.reshape(-1, P).tolist():
+            beats.append(sum(int(w) << (W * j) for j, w in enumerate(row)))
+    if len(beats) > bench.memory.depth:
+        raise ConfigError(f"the lanes' streams take {len(beats)} beats, the memory holds {bench.memory.depth}")
+
+    csr = []
+    proto = dut.decoder_prototype
+    cfg_shape = proto.signature.members["cfg"].signature.members["payload"].shape
+    for packed in cfg_writes(proto, [table]).get("cfg", []):
+        w = unpack(cfg_shape, packed)
+        csr += _table_writes(Table.DECODER, [(w["addr"], packed >> cfg_shape["data"].offset)])
+    sym = [(s, c) for s, c in enumerate(code_table.direct_codes)]
+    if code_table.has_escape:
+        sym.append((code_table.n_direct, 1 << 16))
+    csr += _table_writes(Table.SYMBOL, sym)
+    csr += _table_writes(Table.ESCAPE, list(enumerate(code_table.escape_codes)))
+    fmt = CodingPairFormat.ieee(dut.target, exponents)
+    p2f = PairToFloatTable(fmt, dut.target, max_extra_bits=dut.extra_bits)
+    f_shape = PairToFloat(target=dut.target, max_codes=dut.max_codes,
+                          max_extra_bits=dut.extra_bits).signature.members["cfg"].signature.members["payload"].shape
+    csr += _table_writes(Table.FLOAT, [(w["addr"], pack(f_shape["data"].shape, w["data"])) for w in p2f.writes()])
+    csr += _writes((Csr.COUNT, symbols.size), (Csr.BASE_LO, MEMORY_BASE), (Csr.BASE_HI, 0))
+    for lane, (base, words) in enumerate(lanes):
+        csr += _writes((Csr.LANE0 + 8 * lane, base), (Csr.LANE0 + 8 * lane + 4, words))
+
+    mem_shape = bench.signature.members["mem_cfg"].signature.members["payload"].shape
+    job = CoreJob("subsystem-decoder", bench)
+    job.cfg = {"mem_cfg": [pack(mem_shape, {"addr": a, "data": b}) for a, b in enumerate(beats)], "csr_cfg": csr}
+    job.commands = _writes((Csr.CONTROL, 1))
+    job.pairs = int(symbols.size)
+    job.words = len(beats) * P
+    job.expected_status = [0]
+    job.expected = expected_rows(dut, expected_bits)
+    return job, sum(w for _, w in lanes) * W
+
+
+def expected_rows(dut: AxiDecompressor, bits: np.ndarray) -> np.ndarray | list[int]:
+    """The ``o`` payloads (``{data, keep, last}``) that carry weights ``bits`` in rows of ``K``."""
+    K, T = dut.lanes, PAIR_FORMATS[dut.target].total_bits
+    bits = np.asarray(bits).ravel().astype(np.uint64)
+    rows = []
+    full = (1 << (T // 8)) - 1
+    n = bits.size
+    for r in range(0, n, K):
+        chunk = [int(v) for v in bits[r:r + K]]
+        d = sum(v << (T * j) for j, v in enumerate(chunk))
+        keep = sum(full << (T // 8 * j) for j in range(len(chunk)))
+        rows.append(d | keep << (K * T) | int(r + K >= n) << (K * T + K * T // 8))
+    width = K * T + K * T // 8 + 1
+    return np.asarray(rows, dtype=np.uint64) if width <= 64 else rows
+
+
+def run_subsystem(engine, bench: SubsystemBench, spec: CodecSpec, table, code_table, exponents, symbols, extras,
+                  expected_bits, *, name: str = "tensor", stall_prob: float = 0.0, seed: int = 0) -> SubsystemRun:
+    """One tensor through the subsystem; raises :class:`SubsystemMismatch` unless every weight, ``TKEEP``
+    and ``TLAST`` is as expected and the status is OK."""
+    job, coded_bits = subsystem_job(bench, spec, table, code_table, exponents, symbols, extras, expected_bits)
+    res = engine.run(job, stall_prob=stall_prob, seed=seed)
+    if res.statuses != [0]:
+        s = res.statuses[0] if res.statuses else None
+        what = "no status" if s is None else ", ".join(
+            [DecodeStatus(s & 7).name] + (["AXI read error"] if s & 8 else []) + (["register write refused"] if s & 16 else []))
+        raise SubsystemMismatch(f"{name}: the subsystem reported {what}")
+    ok, errs = job.check(res)
+    if not ok:
+        raise SubsystemMismatch(f"{name}: " + "; ".join(errs))
+    dut = bench.dut
+    n = int(np.asarray(symbols).size)
+    bits_per_pair = coded_bits / n if n else 0.0
+    bound = min(dut.lanes, dut.bus_bits / bench.memory.interval / bits_per_pair) if bits_per_pair else dut.lanes
+    return SubsystemRun(n, res.cycles, coded_bits, bound)
+
+
+def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: int | None = None,
+                               latency: int = 32, interval: int = 1, fifo_beats: int | None = None,
+                               stall_prob: float = 0.0, names: list[str] | None = None) -> list[tuple[str, SubsystemRun]]:
+    """Every coded tensor of ``container`` (one stream per tensor, bf16 or fp32 pairs) through one
+    :class:`SubsystemBench` with ``lanes`` lanes, each checked bit-exactly against the container's own
+    decoder. ``bus_bits`` defaults to the narrowest bus that feeds the lanes (at least 64);
+    ``fifo_beats`` to what covers ``latency``. One bench is built for the whole container."""
+    streams = {st.index: st for st in container.streams}
+    recs = [r for r in container.tensors if r["coding"] == "pairs" and r["n_pairs"]
+            and (names is None or r["name"] in names)]
+    if not recs:
+        return []
+    formats = {r["pair_format"] for r in recs}
+    if len(formats) != 1 or next(iter(formats)) not in ("bf16", "fp32"):
+        raise ConfigError(f"{container.path}: the subsystem emits one of bf16, fp32; the container's pairs are "
+                          f"{', '.join(sorted(formats))}")
+    target = next(iter(formats))
+    for r in recs:
+        st = streams[int(r["stream"])]
+        if len(st.tensors) != 1:
+            raise ConfigError(f"{container.path}: tensor {r['name']!r} shares stream {st.index} with other tensors; "
+                              "the subsystem decodes one table per block (compress with --stream-per-tensor)")
+        if "row_shifts" in r:
+            raise ConfigError(f"{container.path}: tensor {r['name']!r} is coded with row shifts, which the "
+                              "subsystem does not restore (compress with --stream-per-tensor)")
+    spec = streams[int(recs[0]["stream"])].spec
+    w = PAIR_FORMATS[target].extra_bits
+    bus = bus_bits or max(64, spec.word_bits, 1 << (lanes * w - 1).bit_length())
+    escape_bits = max(r["_code_table"].index_bits for r in recs)
+    max_codes = 1 << max(6, (max(len(r["exponents"]) for r in recs) - 1).bit_length())
+    fifo = fifo_beats or max(8, 1 << (2 * latency * lanes * 11 // bus).bit_length())
+    dut = AxiDecompressor(spec, lanes=lanes, target=target, bus_bits=bus, max_codes=max_codes,
+                          escape_bits=max(1, escape_bits), fifo_beats=min(fifo, 1024))
+    largest = max(int(r["n_pairs"]) for r in recs)
+    # a lane's stream: at most (table log or state) + extra + escape bits per pair, in words, padded
+    per_lane = -(-largest // lanes)
+    bound = lanes * (2 + -(-(per_lane * (w + escape_bits + 17) + 4 * spec.word_bits) // bus))
+    bench = SubsystemBench(dut, depth=1 << max(4, (bound - 1).bit_length()), latency=latency, interval=interval)
+    out = []
+    for r in recs:
+        st = streams[int(r["stream"])]
+        symbols, extras = container.stream_pairs(st) if hasattr(container, "stream_pairs") else \
+            container._decode(st, 0, st.n_pairs)
+        bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32)
+        out.append((r["name"], run_subsystem(engine, bench, spec, st.tables[0], r["_code_table"], r["exponents"],
+                                             symbols, extras, bits, name=r["name"], stall_prob=stall_prob)))
+    return out
