@@ -369,10 +369,14 @@ class AxiDecompressor(wiring.Component):
         self._max_symbols = check_int("max_symbols", max_symbols, 2, 256)
         shift = (bus_bits // 8).bit_length() - 1
         self._beat_bits = min(COUNT_BITS, addr_bits - shift)
-        self._par = ParallelDecoder(_decoder_factory(codec, max_symbols, self._w + self._e), lanes=lanes,
+        self._make_decoder = _decoder_factory(codec, max_symbols, self._w + self._e)
+        self._par = ParallelDecoder(self._make_decoder, lanes=lanes,
                                     beat_words=self._p, addr_bits=self._beat_bits,
                                     fifo_beats=check_int("fifo_beats", fifo_beats, 2, 1024))
         self._dec_cfg = self._par.signature.members["cfg"].signature.members["payload"].shape
+        proto = PairToFloat(target=target, max_codes=self._max_codes, max_extra_bits=self._w)
+        proto._MustUse__silence = True          # a prototype for its layout, never elaborated
+        self._float_cfg = proto.signature.members["cfg"].signature.members["payload"].shape
         if self._dec_cfg.size > 128:
             raise ValueError(f"the decoder's table entry is {self._dec_cfg.size} bits; TBL_DATA holds 128")
         super().__init__({
@@ -396,6 +400,11 @@ class AxiDecompressor(wiring.Component):
     extra_bits = property(lambda self: self._w)
     addr_bits = property(lambda self: self._addr)
     decoder_cfg_layout = property(lambda self: self._dec_cfg)
+    float_cfg_layout = property(lambda self: self._float_cfg)
+
+    def lane_decoder(self):
+        """A new decoder with the lanes' parameters (to synthesize or simulate one lane alone)."""
+        return self._make_decoder()
 
     @property
     def decoder_prototype(self):

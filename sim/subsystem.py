@@ -30,7 +30,6 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..hdl.common import DecodeStatus, bits_for, check_int
-from ..hdl.interfaces import PairToFloat
 from ..hdl.subsystem import AxiDecompressor, Csr, Table, axi4_lite_signature, axi4_read_signature
 from ..model.codecs import CodecSpec
 from ..model.errors import AnsforgeError, ConfigError
@@ -40,8 +39,9 @@ from ..model.pairs import PAIR_FORMATS
 from .jobs import CoreJob, cfg_writes
 from .streams import pack, unpack
 
-__all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "SubsystemMismatch", "subsystem_job",
-           "run_subsystem", "decode_container_subsystem", "MEMORY_BASE"]
+__all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "SubsystemMismatch", "Block",
+           "subsystem_job", "run_subsystem", "decode_container_subsystem", "checkpoint_block", "subsystem_bench_for", "memory_depth",
+           "MEMORY_BASE"]
 
 #: Byte address of the memory image on the simulated AXI bus (a DDR window, away from 0 so that the
 #: read master's address arithmetic is exercised).
@@ -207,6 +207,65 @@ class SubsystemBench(wiring.Component):
 
 
 @dataclass
+class Block:
+    """One tensor as the subsystem decodes it: coder table, code table, exponent table, its symbols and
+    additional data, and its weights' bit patterns (what the output stream must carry)."""
+
+    name: str
+    spec: CodecSpec
+    table: object
+    code_table: object
+    exponents: np.ndarray
+    symbols: np.ndarray
+    extras: np.ndarray
+    bits: np.ndarray
+
+
+def checkpoint_block(path: str, codec: str, matrix: str | None, target: str = "bf16") -> Block:
+    """Matrix ``matrix`` of checkpoint ``path`` (default: the smallest the paper counts) as ``target``
+    pairs (bf16: rounded to nearest even, as ``--pairs bf16``; fp32: the stored values), coded with
+    ``codec``'s tables the way ``ansforge compress`` builds them."""
+    from ..model.checkpoint import open_checkpoint, select_tensors
+    from ..model.codecs import parse_codec
+    from ..model.pairs import convert
+
+    spec = parse_codec(codec)
+    ck = open_checkpoint(path)
+    infos = {i.name: i for i in select_tensors(ck)}
+    if matrix is not None and matrix not in infos:
+        raise ConfigError(f"{path}: no matrix named {matrix!r} (matrices: {', '.join(sorted(infos)[:8])} ...)")
+    if not infos:
+        raise ConfigError(f"{path}: no matrix to test")
+    info = infos[matrix] if matrix else min(infos.values(), key=lambda i: int(np.prod(i.shape)))
+    rec = ck.tensor(info.name)
+    values = convert(rec.array, rec.dtype, target)[0]
+    pf = PAIR_FORMATS[target]
+    pairs = pf.split(values)
+    counts = pairs.counts()
+    ct = spec.code_table(counts, pf.extra_bits)
+    table = spec.coder_table(ct, counts)
+    s, e = ct.to_symbols(pairs.codes, pairs.extra)
+    return Block(info.name, spec, table, ct, np.asarray(pairs.exponents), s, e, pf._as_bits(values).ravel())
+
+
+def memory_depth(dut: AxiDecompressor, n_pairs: int) -> int:
+    """Beats (a power of two) that hold any ``n_pairs``-pair block's lane streams: per pair at most the
+    coder's state bits (17 covers tANS R <= 16 and an rANS renormalization word's share) plus its
+    additional data and escape index; per lane a final state and a padded beat."""
+    per_lane = -(-int(n_pairs) // dut.lanes)
+    beats = dut.lanes * (2 + -(-(per_lane * (dut.extra_bits + dut.escape_bits + 17) + 4 * dut.codec.word_bits)
+                               // dut.bus_bits))
+    return 1 << max(4, (beats - 1).bit_length())
+
+
+def subsystem_bench_for(dut: AxiDecompressor, block: Block, *, latency: int = 32, interval: int = 1) -> CoreJob:
+    """The :class:`SubsystemBench` job that decodes ``block`` through ``dut`` (memory sized to fit)."""
+    bench = SubsystemBench(dut, depth=memory_depth(dut, block.symbols.size), latency=latency, interval=interval)
+    return subsystem_job(bench, block.spec, block.table, block.code_table, block.exponents, block.symbols,
+                         block.extras, block.bits)[0]
+
+
+@dataclass
 class SubsystemRun:
     """One block through the subsystem: weights, clocks (START to done), compressed bits read, bound."""
 
@@ -276,8 +335,7 @@ def subsystem_job(bench: SubsystemBench, spec: CodecSpec, table, code_table, exp
     csr += _table_writes(Table.ESCAPE, list(enumerate(code_table.escape_codes)))
     fmt = CodingPairFormat.ieee(dut.target, exponents)
     p2f = PairToFloatTable(fmt, dut.target, max_extra_bits=dut.extra_bits)
-    f_shape = PairToFloat(target=dut.target, max_codes=dut.max_codes,
-                          max_extra_bits=dut.extra_bits).signature.members["cfg"].signature.members["payload"].shape
+    f_shape = dut.float_cfg_layout
     csr += _table_writes(Table.FLOAT, [(w["addr"], pack(f_shape["data"].shape, w["data"])) for w in p2f.writes()])
     csr += _writes((Csr.COUNT, symbols.size), (Csr.BASE_LO, MEMORY_BASE), (Csr.BASE_HI, 0))
     for lane, (base, words) in enumerate(lanes):
@@ -321,9 +379,12 @@ def run_subsystem(engine, bench: SubsystemBench, spec: CodecSpec, table, code_ta
         what = "no status" if s is None else ", ".join(
             [DecodeStatus(s & 7).name] + (["AXI read error"] if s & 8 else []) + (["register write refused"] if s & 16 else []))
         raise SubsystemMismatch(f"{name}: the subsystem reported {what}")
-    ok, errs = job.check(res)
-    if not ok:
-        raise SubsystemMismatch(f"{name}: " + "; ".join(errs))
+    got, want = [int(v) for v in res.outputs], [int(v) for v in job.expected]
+    if got != want:
+        n = min(len(got), len(want))
+        first = next((i for i in range(n) if got[i] != want[i]), n)
+        raise SubsystemMismatch(f"{name}: output transfer {first} of {len(want)} differs "
+                                f"(the subsystem gave {len(got)} transfers)")
     dut = bench.dut
     n = int(np.asarray(symbols).size)
     bits_per_pair = coded_bits / n if n else 0.0
@@ -364,11 +425,8 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
     fifo = fifo_beats or max(8, 1 << (2 * latency * lanes * 11 // bus).bit_length())
     dut = AxiDecompressor(spec, lanes=lanes, target=target, bus_bits=bus, max_codes=max_codes,
                           escape_bits=max(1, escape_bits), fifo_beats=min(fifo, 1024))
-    largest = max(int(r["n_pairs"]) for r in recs)
-    # a lane's stream: at most (table log or state) + extra + escape bits per pair, in words, padded
-    per_lane = -(-largest // lanes)
-    bound = lanes * (2 + -(-(per_lane * (w + escape_bits + 17) + 4 * spec.word_bits) // bus))
-    bench = SubsystemBench(dut, depth=1 << max(4, (bound - 1).bit_length()), latency=latency, interval=interval)
+    bench = SubsystemBench(dut, depth=memory_depth(dut, max(int(r["n_pairs"]) for r in recs)), latency=latency,
+                           interval=interval)
     out = []
     for r in recs:
         st = streams[int(r["stream"])]

@@ -103,9 +103,11 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
     streams = [(n, list(job.cfg.get(n, []))) for n in cfg_names]
     if has_cmd:
         streams.append(("cmd", list(job.commands)))
-    streams.append(("i", [int(v) for v in np.asarray(job.inputs, dtype=np.uint64)]))
+    if "i" in members:      # a core's data input (a subsystem reads its data from its memory model)
+        streams.append(("i", [int(v) for v in np.asarray(job.inputs, dtype=np.uint64)]))
     streams += [(n, list(job.side.get(n, []))) for n in side_names]
-    expected = [int(v) for v in np.asarray(job.expected, dtype=np.uint64)]
+    # payloads wider than 64 bits (a subsystem's rows of weights) come as Python ints, not uint64
+    expected = [int(v) for v in (job.expected.tolist() if isinstance(job.expected, np.ndarray) else job.expected)]
     total = sum(len(v) for _, v in streams) + len(expected)
     max_cycles = max_cycles or int((total + 1000) / (1 - stall_prob) ** 2 * 4)
     written = []
