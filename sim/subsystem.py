@@ -38,9 +38,11 @@ from ..model.lanes import encode_lanes
 from ..model.pairs import PAIR_FORMATS
 from .jobs import CoreJob, cfg_writes
 from .streams import pack, unpack
+from .testbench import payload_ints
 
 __all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "SubsystemMismatch", "Block",
            "subsystem_job", "run_subsystem", "decode_container_subsystem", "checkpoint_block", "subsystem_bench_for", "memory_depth",
+           "pack_rows", "expected_rows",
            "MEMORY_BASE"]
 
 #: Byte address of the memory image on the simulated AXI bus (a DDR window, away from 0 so that the
@@ -311,16 +313,17 @@ def subsystem_job(bench: SubsystemBench, spec: CodecSpec, table, code_table, exp
                           f"{dut.target} subsystem's have {dut.extra_bits}")
     symbols, extras = np.asarray(symbols).ravel(), np.asarray(extras).ravel()
     lane_words = encode_lanes(spec, table, symbols, extras, K)
-    beats, lanes = [], []
+    beat_words, lanes = [], []
     for words in lane_words:
         order = np.asarray(words, dtype=np.uint64)[::-1]          # top of the stack first
         padded = np.zeros(-(-order.size // P) * P, np.uint64)
         padded[:order.size] = order
-        lanes.append((len(beats), int(order.size)))
-        for row in padded.reshape(-1, P).tolist():
-            beats.append(sum(int(w) << (W * j) for j, w in enumerate(row)))
-    if len(beats) > bench.memory.depth:
-        raise ConfigError(f"the lanes' streams take {len(beats)} beats, the memory holds {bench.memory.depth}")
+        lanes.append((sum(b.shape[0] for b in beat_words), int(order.size)))
+        beat_words.append(padded.reshape(-1, P))
+    beat_words = np.concatenate(beat_words) if beat_words else np.zeros((0, P), np.uint64)
+    n_beats = beat_words.shape[0]
+    if n_beats > bench.memory.depth:
+        raise ConfigError(f"the lanes' streams take {n_beats} beats, the memory holds {bench.memory.depth}")
 
     csr = []
     proto = dut.decoder_prototype
@@ -343,29 +346,50 @@ def subsystem_job(bench: SubsystemBench, spec: CodecSpec, table, code_table, exp
 
     mem_shape = bench.signature.members["mem_cfg"].signature.members["payload"].shape
     job = CoreJob("subsystem-decoder", bench)
-    job.cfg = {"mem_cfg": [pack(mem_shape, {"addr": a, "data": b}) for a, b in enumerate(beats)], "csr_cfg": csr}
-    job.commands = _writes((Csr.CONTROL, 1))
+    addr_field, data_field = mem_shape["addr"], mem_shape["data"]
+    mem = pack_rows(n_beats, mem_shape.size, [(addr_field.offset, addr_field.width, np.arange(n_beats, dtype=np.uint64))]
+                    + [(data_field.offset + W * j, W, beat_words[:, j]) for j in range(P)])
+    job.cfg = {"mem_cfg": mem, "csr_cfg": np.asarray(csr, dtype=np.uint64)}
+    job.commands = np.asarray(_writes((Csr.CONTROL, 1)), dtype=np.uint64)
     job.pairs = int(symbols.size)
-    job.words = len(beats) * P
+    job.words = n_beats * P
     job.expected_status = [0]
     job.expected = expected_rows(dut, expected_bits)
     return job, sum(w for _, w in lanes) * W
 
 
-def expected_rows(dut: AxiDecompressor, bits: np.ndarray) -> np.ndarray | list[int]:
-    """The ``o`` payloads (``{data, keep, last}``) that carry weights ``bits`` in rows of ``K``."""
+def pack_rows(n: int, width: int, fields: list[tuple[int, int, np.ndarray]]) -> np.ndarray:
+    """``n`` payloads of ``width`` bits as rows of little-endian ``uint64`` words (what the Verilator
+    engine reads and writes), each the OR of its ``(offset, width <= 64, values)`` fields."""
+    out = np.zeros((n, max(1, -(-width // 64))), dtype=np.uint64)
+    for offset, w, values in fields:
+        v = np.asarray(values, dtype=np.uint64).ravel() & np.uint64((1 << w) - 1 if w < 64 else 2 ** 64 - 1)
+        q, r = divmod(offset, 64)
+        out[:, q] |= v << np.uint64(r)
+        if r and r + w > 64:
+            out[:, q + 1] |= v >> np.uint64(64 - r)
+    return out
+
+
+def expected_rows(dut: AxiDecompressor, bits: np.ndarray) -> np.ndarray:
+    """The ``o`` payloads (``{data, keep, last}``) that carry weights ``bits`` in rows of ``K``, as
+    :func:`pack_rows` rows."""
     K, T = dut.lanes, PAIR_FORMATS[dut.target].total_bits
     bits = np.asarray(bits).ravel().astype(np.uint64)
-    rows = []
-    full = (1 << (T // 8)) - 1
     n = bits.size
-    for r in range(0, n, K):
-        chunk = [int(v) for v in bits[r:r + K]]
-        d = sum(v << (T * j) for j, v in enumerate(chunk))
-        keep = sum(full << (T // 8 * j) for j in range(len(chunk)))
-        rows.append(d | keep << (K * T) | int(r + K >= n) << (K * T + K * T // 8))
+    rows = -(-n // K)
+    grid = np.zeros(rows * K, np.uint64)
+    grid[:n] = bits
+    grid = grid.reshape(rows, K)
+    present = (np.arange(rows * K).reshape(rows, K) < n)
+    keep = np.zeros(rows, np.uint64)
+    for j in range(K):
+        keep |= present[:, j].astype(np.uint64) * np.uint64(((1 << (T // 8)) - 1) << (T // 8 * j))
+    last = np.zeros(rows, np.uint64)
+    last[-1:] = 1
     width = K * T + K * T // 8 + 1
-    return np.asarray(rows, dtype=np.uint64) if width <= 64 else rows
+    return pack_rows(rows, width, [(T * j, T, grid[:, j]) for j in range(K)]
+                     + [(K * T, K * T // 8, keep), (K * T + K * T // 8, 1, last)])
 
 
 def run_subsystem(engine, bench: SubsystemBench, spec: CodecSpec, table, code_table, exponents, symbols, extras,
@@ -373,18 +397,28 @@ def run_subsystem(engine, bench: SubsystemBench, spec: CodecSpec, table, code_ta
     """One tensor through the subsystem; raises :class:`SubsystemMismatch` unless every weight, ``TKEEP``
     and ``TLAST`` is as expected and the status is OK."""
     job, coded_bits = subsystem_job(bench, spec, table, code_table, exponents, symbols, extras, expected_bits)
-    res = engine.run(job, stall_prob=stall_prob, seed=seed)
+    expected = job.expected
+    if getattr(engine, "name", "") == "verilator":
+        res = engine.run(job, stall_prob=stall_prob, seed=seed, raw_outputs=True)
+        got = np.asarray(res.outputs, dtype=np.uint64).reshape(-1, expected.shape[1])
+    else:                                   # the Amaranth engine speaks Python integers
+        job.cfg = {k: payload_ints(v) for k, v in job.cfg.items()}
+        job.commands = payload_ints(job.commands)
+        res = engine.run(job, stall_prob=stall_prob, seed=seed)
+        got = pack_rows(len(res.outputs), expected.shape[1] * 64,
+                        [(64 * j, 64, np.array([(int(v) >> (64 * j)) & (2 ** 64 - 1) for v in res.outputs],
+                                               dtype=np.uint64)) for j in range(expected.shape[1])])
     if res.statuses != [0]:
         s = res.statuses[0] if res.statuses else None
         what = "no status" if s is None else ", ".join(
             [DecodeStatus(s & 7).name] + (["AXI read error"] if s & 8 else []) + (["register write refused"] if s & 16 else []))
         raise SubsystemMismatch(f"{name}: the subsystem reported {what}")
-    got, want = [int(v) for v in res.outputs], [int(v) for v in job.expected]
-    if got != want:
-        n = min(len(got), len(want))
-        first = next((i for i in range(n) if got[i] != want[i]), n)
-        raise SubsystemMismatch(f"{name}: output transfer {first} of {len(want)} differs "
-                                f"(the subsystem gave {len(got)} transfers)")
+    if got.shape != expected.shape or not np.array_equal(got, expected):
+        n = min(got.shape[0], expected.shape[0])
+        bad = np.flatnonzero((got[:n] != expected[:n]).any(axis=1))
+        first = int(bad[0]) if bad.size else n
+        raise SubsystemMismatch(f"{name}: output transfer {first} of {expected.shape[0]} differs "
+                                f"(the subsystem gave {got.shape[0]} transfers)")
     dut = bench.dut
     n = int(np.asarray(symbols).size)
     bits_per_pair = coded_bits / n if n else 0.0
@@ -422,7 +456,8 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
     bus = bus_bits or max(64, spec.word_bits, 1 << (lanes * w - 1).bit_length())
     escape_bits = max(r["_code_table"].index_bits for r in recs)
     max_codes = 1 << max(6, (max(len(r["exponents"]) for r in recs) - 1).bit_length())
-    fifo = fifo_beats or max(8, 1 << (2 * latency * lanes * 11 // bus).bit_length())
+    # a lane at full rate reads (w + a few code bits) / bus beats per clock: twice the latency's worth
+    fifo = fifo_beats or max(8, 1 << (2 * latency * (w + 4) // bus).bit_length())
     dut = AxiDecompressor(spec, lanes=lanes, target=target, bus_bits=bus, max_codes=max_codes,
                           escape_bits=max(1, escape_bits), fifo_beats=min(fifo, 1024))
     bench = SubsystemBench(dut, depth=memory_depth(dut, max(int(r["n_pairs"]) for r in recs)), latency=latency,
