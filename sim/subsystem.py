@@ -34,15 +34,17 @@ from ..hdl.subsystem import AxiDecompressor, Csr, Table, axi4_lite_signature, ax
 from ..model.codecs import CodecSpec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.interfaces import CodingPairFormat, PairToFloatTable
-from ..model.lanes import encode_lanes
+from ..model import fastans
+from ..model.lanes import encode_lanes, lane_pairs
+from ..model.stream import Run
 from ..model.pairs import PAIR_FORMATS
 from .jobs import CoreJob, cfg_writes
 from .streams import pack, unpack
 from .testbench import payload_ints
 
 __all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "SubsystemMismatch", "Block",
-           "subsystem_job", "run_subsystem", "decode_container_subsystem", "checkpoint_block", "subsystem_bench_for", "memory_depth",
-           "pack_rows", "expected_rows",
+           "subsystem_job", "run_subsystem", "decode_container_subsystem", "checkpoint_block", "subsystem_bench_for", "run_block", "memory_depth",
+           "pack_rows", "expected_rows", "lane_streams",
            "MEMORY_BASE"]
 
 #: Byte address of the memory image on the simulated AXI bus (a DDR window, away from 0 so that the
@@ -267,6 +269,14 @@ def subsystem_bench_for(dut: AxiDecompressor, block: Block, *, latency: int = 32
                          block.extras, block.bits)[0]
 
 
+def run_block(engine, dut: AxiDecompressor, block: Block, *, latency: int = 32, interval: int = 1,
+              stall_prob: float = 0.0, seed: int = 0) -> SubsystemRun:
+    """``block`` through ``dut`` on a :class:`SubsystemBench` of its size (see :func:`run_subsystem`)."""
+    bench = SubsystemBench(dut, depth=memory_depth(dut, block.symbols.size), latency=latency, interval=interval)
+    return run_subsystem(engine, bench, block.spec, block.table, block.code_table, block.exponents, block.symbols,
+                         block.extras, block.bits, name=block.name, stall_prob=stall_prob, seed=seed)
+
+
 @dataclass
 class SubsystemRun:
     """One block through the subsystem: weights, clocks (START to done), compressed bits read, bound."""
@@ -296,6 +306,18 @@ def _table_writes(kind: Table, entries: list[tuple[int, int]]) -> list[int]:
     return out
 
 
+def lane_streams(spec: CodecSpec, table, symbols: np.ndarray, extras: np.ndarray, lanes: int) -> list[np.ndarray]:
+    """Each lane's words (the golden codec's interleaved mode): the bulk lane encoder where it applies,
+    else every lane's pairs through the compiled single-lane coder (same words; e.g. rANS with fp32
+    pairs, whose 24 bits of additional data exceed the bulk mode's P)."""
+    try:
+        return encode_lanes(spec, table, symbols, extras, lanes)
+    except ConfigError:
+        return [fastans.encode(spec, [table], [Run(0, lane_pairs(symbols, lane, lanes).size)],
+                               lane_pairs(symbols, lane, lanes), lane_pairs(extras, lane, lanes)).words
+                for lane in range(lanes)]
+
+
 def subsystem_job(bench: SubsystemBench, spec: CodecSpec, table, code_table, exponents, symbols: np.ndarray,
                   extras: np.ndarray, expected_bits: np.ndarray) -> tuple[CoreJob, int]:
     """The job that decodes one tensor (its coder ``table``, ``code_table`` and exponent table) through
@@ -312,7 +334,7 @@ def subsystem_job(bench: SubsystemBench, spec: CodecSpec, table, code_table, exp
         raise ConfigError(f"the tensor's pairs have {code_table.extra_bits} bits of additional data; the "
                           f"{dut.target} subsystem's have {dut.extra_bits}")
     symbols, extras = np.asarray(symbols).ravel(), np.asarray(extras).ravel()
-    lane_words = encode_lanes(spec, table, symbols, extras, K)
+    lane_words = lane_streams(spec, table, symbols, extras, K)
     beat_words, lanes = [], []
     for words in lane_words:
         order = np.asarray(words, dtype=np.uint64)[::-1]          # top of the stack first
@@ -426,13 +448,22 @@ def run_subsystem(engine, bench: SubsystemBench, spec: CodecSpec, table, code_ta
     return SubsystemRun(n, res.cycles, coded_bits, bound)
 
 
+#: Pairs per block when a tensor is decoded through the subsystem: a driver's DMA descriptor. Larger
+#: tensors are decoded block after block (each block's lanes coded alone, the tensor's tables kept), so
+#: the simulated memory stays small: Amaranth writes a memory's every word into its Verilog.
+BLOCK_PAIRS = 1 << 15
+
+
 def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: int | None = None,
                                latency: int = 32, interval: int = 1, fifo_beats: int | None = None,
-                               stall_prob: float = 0.0, names: list[str] | None = None) -> list[tuple[str, SubsystemRun]]:
+                               stall_prob: float = 0.0, names: list[str] | None = None,
+                               block_pairs: int = BLOCK_PAIRS, progress=None) -> list[tuple[str, SubsystemRun]]:
     """Every coded tensor of ``container`` (one stream per tensor, bf16 or fp32 pairs) through one
-    :class:`SubsystemBench` with ``lanes`` lanes, each checked bit-exactly against the container's own
-    decoder. ``bus_bits`` defaults to the narrowest bus that feeds the lanes (at least 64);
-    ``fifo_beats`` to what covers ``latency``. One bench is built for the whole container."""
+    :class:`SubsystemBench` with ``lanes`` lanes, in blocks of at most ``block_pairs`` pairs, each block
+    checked bit-exactly against the container's own decoder; per tensor, the sum over its blocks.
+    ``bus_bits`` defaults to the narrowest bus that feeds the lanes (at least 64); ``fifo_beats`` to
+    what covers ``latency``. One bench is built for the whole container. ``progress(name)`` is called
+    after each tensor."""
     streams = {st.index: st for st in container.streams}
     recs = [r for r in container.tensors if r["coding"] == "pairs" and r["n_pairs"]
             and (names is None or r["name"] in names)]
@@ -460,14 +491,24 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
     fifo = fifo_beats or max(8, 1 << (2 * latency * (w + 4) // bus).bit_length())
     dut = AxiDecompressor(spec, lanes=lanes, target=target, bus_bits=bus, max_codes=max_codes,
                           escape_bits=max(1, escape_bits), fifo_beats=min(fifo, 1024))
-    bench = SubsystemBench(dut, depth=memory_depth(dut, max(int(r["n_pairs"]) for r in recs)), latency=latency,
-                           interval=interval)
+    check_int("block_pairs", block_pairs, 1, 1 << 24)
+    bench = SubsystemBench(dut, depth=memory_depth(dut, min(block_pairs, max(int(r["n_pairs"]) for r in recs))),
+                           latency=latency, interval=interval)
     out = []
     for r in recs:
         st = streams[int(r["stream"])]
-        symbols, extras = container.stream_pairs(st) if hasattr(container, "stream_pairs") else \
-            container._decode(st, 0, st.n_pairs)
-        bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32)
-        out.append((r["name"], run_subsystem(engine, bench, spec, st.tables[0], r["_code_table"], r["exponents"],
-                                             symbols, extras, bits, name=r["name"], stall_prob=stall_prob)))
+        symbols, extras = container._decode(st, 0, st.n_pairs)
+        bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32).ravel()
+        total = SubsystemRun(0, 0, 0, 0.0)
+        for a in range(0, symbols.size, block_pairs):
+            b = min(a + block_pairs, symbols.size)
+            run = run_subsystem(engine, bench, spec, st.tables[0], r["_code_table"], r["exponents"], symbols[a:b],
+                                extras[a:b], bits[a:b], name=f"{r['name']} pairs {a}..{b - 1}", stall_prob=stall_prob)
+            total = SubsystemRun(total.weights + run.weights, total.cycles + run.cycles,
+                                 total.coded_bits + run.coded_bits, 0.0)
+        bpp = total.coded_bits / total.weights
+        total.bound = min(lanes, bus / interval / bpp)
+        out.append((r["name"], total))
+        if progress:
+            progress(r["name"])
     return out
