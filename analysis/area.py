@@ -317,12 +317,15 @@ def area_markdown(rows: list[CoreArea]) -> list[str]:
           "LUTs (+MUXF7/8) | FFs | DSP (paper) | BRAM | Levels | ECP5 Fmax (MHz, median of 3) | Paper Fmax (MHz) |",
           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for a in rows:
-        pl, pd = PAPER_TABLE3[a.core]
+        # the paper has no figure for the subsystem (Fig. 12 is a diagram): its paper columns stay empty
+        pl, pd = PAPER_TABLE3.get(a.core, (None, None))
         fmax = "n/a" if a.ecp5_fmax_mhz is None else f"{a.ecp5_fmax_mhz:.0f}"
         wide = "n/a" if a.luts_widelut is None else f"{a.luts_widelut} + {a.muxf}"
-        md.append(f"| {a.core} | {a.config} | {a.luts} | {a.lutram} | {a.lut_equivalents} | {pl} | "
-                  f"{a.lut_equivalents / pl:.2f}× | {wide} | {a.ffs} | {a.dsps} ({pd}) | "
-                  f"{a.brams} | {a.levels} | {fmax} | {PAPER_FMAX[a.core]} (Kintex US+) |")
+        ratio = f"{a.lut_equivalents / pl:.2f}×" if pl else "-"
+        paper_fmax = f"{PAPER_FMAX[a.core]} (Kintex US+)" if a.core in PAPER_FMAX else "-"
+        md.append(f"| {a.core} | {a.config} | {a.luts} | {a.lutram} | {a.lut_equivalents} | {pl or '-'} | "
+                  f"{ratio} | {wide} | {a.ffs} | {a.dsps} ({pd if pd is not None else '-'}) | "
+                  f"{a.brams} | {a.levels} | {fmax} | {paper_fmax} |")
         extra = ([a.shell_extra] if a.shell_extra else []) + [b for b in a.blocks or []]
         for b in extra:
             what = "the shelled core minus the coder" if b is a.shell_extra else "synthesized alone"
