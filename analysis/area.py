@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 __all__ = ["PAPER_TABLE3", "PAPER_FMAX", "LUTRAM_LUTS", "ECP5_SEEDS", "CoreArea", "BlockArea", "lut_equivalents",
-           "synthesize", "ecp5_fmax", "ecp5_fmax_median", "core_area", "core_blocks", "area_markdown", "LINT_KINDS",
+           "synthesize", "ecp5_fmax", "ecp5_fmax_median", "core_area", "subsystem_area", "core_blocks", "area_markdown", "LINT_KINDS",
            "lint_warnings"]
 
 PAPER_TABLE3 = {  # Kintex UltraScale+ (LUTs, DSP48)
@@ -261,6 +261,35 @@ def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_s
     return area
 
 
+def subsystem_area(dut, codec: str, *, ecp5: bool = True, timeout: float | None = None,
+                   breakdown: bool = False) -> CoreArea:
+    """Area (and ECP5 Fmax) of an :class:`~ansforge.hdl.subsystem.AxiDecompressor` ``dut``, with the same
+    definitions as :func:`core_area`; ``breakdown`` adds one lane's decoder, its symbol → code and
+    pair → float stages, the AXI4 read master and the register slave, each synthesized alone."""
+    from ..hdl.subsystem import AxiLiteSlave, AxiReadMaster, SymbolToCode
+    from ..hdl.interfaces import PairToFloat
+    from ..sim.verilator import core_verilog
+
+    text = core_verilog(dut)
+    r = synthesize(text, timeout, widelut=True)
+    fmax, seeds = ecp5_fmax_median(text, timeout) if ecp5 else (None, None)
+    config = (f"{codec}, {dut.lanes} lanes, {dut.target} out, {dut.bus_bits}-bit AXI4, {dut.max_symbols} symbols, "
+              f"{dut.max_codes} codes, {dut.escape_bits} escape bits")
+    area = CoreArea("subsystem", config, **r, ecp5_fmax_mhz=fmax, ecp5_fmax_seeds=seeds)
+    if breakdown:
+        parts = {"decoder lane": dut.lane_decoder(),
+                 "symbol -> code": SymbolToCode(max_symbols=dut.max_symbols, max_codes=dut.max_codes,
+                                                extra_bits=dut.extra_bits, escape_bits=dut.escape_bits),
+                 "pair -> float": PairToFloat(target=dut.target, max_codes=dut.max_codes, max_extra_bits=dut.extra_bits),
+                 "AXI4 read master": AxiReadMaster(addr_bits=dut.addr_bits, data_bits=dut.bus_bits,
+                                                   beat_addr_bits=min(32, dut.addr_bits - (dut.bus_bits // 8).bit_length() + 1),
+                                                   id_bits=max(1, (dut.lanes - 1).bit_length())),
+                 "AXI4-Lite slave": AxiLiteSlave()}
+        area.blocks = [_block(name, synthesize(core_verilog(block), timeout, widelut=False))
+                       for name, block in parts.items()]
+    return area
+
+
 #: The kinds of ``verilator -Wall`` warning that Amaranth's Verilog itself produces.
 LINT_KINDS = ("WIDTH", "UNUSEDSIGNAL", "CASEINCOMPLETE", "DECLFILENAME")
 
@@ -288,12 +317,15 @@ def area_markdown(rows: list[CoreArea]) -> list[str]:
           "LUTs (+MUXF7/8) | FFs | DSP (paper) | BRAM | Levels | ECP5 Fmax (MHz, median of 3) | Paper Fmax (MHz) |",
           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for a in rows:
-        pl, pd = PAPER_TABLE3[a.core]
+        # the paper has no figure for the subsystem (Fig. 12 is a diagram): its paper columns stay empty
+        pl, pd = PAPER_TABLE3.get(a.core, (None, None))
         fmax = "n/a" if a.ecp5_fmax_mhz is None else f"{a.ecp5_fmax_mhz:.0f}"
         wide = "n/a" if a.luts_widelut is None else f"{a.luts_widelut} + {a.muxf}"
-        md.append(f"| {a.core} | {a.config} | {a.luts} | {a.lutram} | {a.lut_equivalents} | {pl} | "
-                  f"{a.lut_equivalents / pl:.2f}× | {wide} | {a.ffs} | {a.dsps} ({pd}) | "
-                  f"{a.brams} | {a.levels} | {fmax} | {PAPER_FMAX[a.core]} (Kintex US+) |")
+        ratio = f"{a.lut_equivalents / pl:.2f}×" if pl else "-"
+        paper_fmax = f"{PAPER_FMAX[a.core]} (Kintex US+)" if a.core in PAPER_FMAX else "-"
+        md.append(f"| {a.core} | {a.config} | {a.luts} | {a.lutram} | {a.lut_equivalents} | {pl or '-'} | "
+                  f"{ratio} | {wide} | {a.ffs} | {a.dsps} ({pd if pd is not None else '-'}) | "
+                  f"{a.brams} | {a.levels} | {fmax} | {paper_fmax} |")
         extra = ([a.shell_extra] if a.shell_extra else []) + [b for b in a.blocks or []]
         for b in extra:
             what = "the shelled core minus the coder" if b is a.shell_extra else "synthesized alone"

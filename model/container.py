@@ -525,8 +525,12 @@ class Container:
             if sum(r.count for r in st.runs) != st.n_pairs:
                 raise self._fail(f"stream {st.index}", f"tensor pair counts add up to {sum(r.count for r in st.runs)}, "
                                                        f"not the stream's {st.n_pairs}")
-            # Every pair's additional data is in the words, so a stream cannot hold more pairs than its
-            # bits allow: this bounds the memory a decoder allocates by the file's size.
+            # tANS: every pair's additional data is in the words, so a stream cannot hold more pairs than
+            # its bits allow: this bounds the memory a decoder allocates by the file's size. Not so for
+            # rANS, whose encoder starts from x = 0: pairs whose code and additional data are all zero
+            # cost nothing there (an all-zero bias is a stream of 0 words), so only the shape bounds them.
+            if st.spec.tans is None:
+                continue
             least = min((self.tensors[ti]["_code_table"].extra_bits - (int(self.tensors[ti]["_shifts"][0].max())
                                                                         if self.tensors[ti]["_shifts"] else 0)
                          for ti in st.tensors if self.tensors[ti]["n_pairs"]), default=0)

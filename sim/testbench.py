@@ -25,7 +25,7 @@ from amaranth.lib.wiring import In
 from .jobs import CoreJob
 from .verilator import core_verilog
 
-__all__ = ["TESTBENCH_FILES", "simulation_verilog", "write_testbench"]
+__all__ = ["TESTBENCH_FILES", "simulation_verilog", "write_testbench", "payload_ints"]
 
 #: Files :func:`write_testbench` writes besides the ``.hex`` vectors.
 TESTBENCH_FILES = ("core.v", "tb.sv", "run_iverilog.sh", "run_verilator.sh", "README.txt")
@@ -41,6 +41,16 @@ def _input_streams(core) -> tuple[list[str], list[str]]:
 
 def _width(core, name: str) -> int:
     return Shape.cast(core.signature.members[name].signature.members["payload"].shape).width
+
+
+def payload_ints(values) -> list[int]:
+    """Payloads as Python integers, from a list, a 1-D array or rows of little-endian ``uint64`` words
+    (the 2-D arrays that jobs with payloads wider than 64 bits carry)."""
+    if isinstance(values, np.ndarray):
+        if values.ndim == 2:
+            return [sum(int(w) << (64 * j) for j, w in enumerate(row)) for row in values.tolist()]
+        return [int(v) for v in values.tolist()]
+    return [int(v) for v in values]
 
 
 def _hex(path: Path, values, width: int) -> None:
@@ -100,12 +110,13 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
     cfg_names, side_names = _input_streams(core)
     has_cmd = "cmd" in members
     has_status = "status" in members
-    streams = [(n, list(job.cfg.get(n, []))) for n in cfg_names]
+    streams = [(n, payload_ints(job.cfg.get(n, []))) for n in cfg_names]
     if has_cmd:
-        streams.append(("cmd", list(job.commands)))
-    streams.append(("i", [int(v) for v in np.asarray(job.inputs, dtype=np.uint64)]))
-    streams += [(n, list(job.side.get(n, []))) for n in side_names]
-    expected = [int(v) for v in np.asarray(job.expected, dtype=np.uint64)]
+        streams.append(("cmd", payload_ints(job.commands)))
+    if "i" in members:      # a core's data input (a subsystem reads its data from its memory model)
+        streams.append(("i", [int(v) for v in np.asarray(job.inputs, dtype=np.uint64)]))
+    streams += [(n, payload_ints(job.side.get(n, []))) for n in side_names]
+    expected = payload_ints(job.expected)
     total = sum(len(v) for _, v in streams) + len(expected)
     max_cycles = max_cycles or int((total + 1000) / (1 - stall_prob) ** 2 * 4)
     written = []

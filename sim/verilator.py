@@ -242,8 +242,11 @@ class VerilatorEngine:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def run(self, job: CoreJob, *, stall_prob: float = 0.0, seed: int = 0, vcd: str | None = None,
-            max_cycles: int | None = None) -> SimResult:
-        """Run ``job`` (see :meth:`AmaranthEngine.run`); ``vcd`` is not supported by this engine."""
+            max_cycles: int | None = None, raw_outputs: bool = False) -> SimResult:
+        """Run ``job`` (see :meth:`AmaranthEngine.run`); ``vcd`` is not supported by this engine.
+        ``raw_outputs``: the outputs as they come, rows of ``ceil(width / 64)`` little-endian ``uint64``
+        words (no conversion to Python integers: millions of wide payloads). Inputs may be given the same
+        way, as 2-D ``uint64`` arrays."""
         if vcd:
             raise ValueError("the verilator engine writes no VCD; use the amaranth engine for waveforms")
         if not 0 <= stall_prob < 1:
@@ -267,6 +270,9 @@ class VerilatorEngine:
                 raise RuntimeError(f"{job.kind} simulation failed ({r.returncode}): {r.stderr[-2000:]}")
             ow = -(-_width(core, "o") // 64)
             raw = np.fromfile(Path(tmp) / "o.bin", dtype="<u8").reshape(-1, ow)
+            if raw_outputs:
+                return SimResult(raw, [int(s) for s in (Path(tmp) / "status.txt").read_text().split()],
+                                 int((Path(tmp) / "cycles.txt").read_text()))
             outputs = raw[:, 0] if ow == 1 else raw
             statuses = [int(s) for s in (Path(tmp) / "status.txt").read_text().split()]
             cycles = int((Path(tmp) / "cycles.txt").read_text())
@@ -275,7 +281,7 @@ class VerilatorEngine:
 
 def _write_payloads(path: Path, values, width: int) -> None:
     words = -(-width // 64)
-    if isinstance(values, np.ndarray) and words == 1:
+    if isinstance(values, np.ndarray) and (words == 1 and values.ndim == 1 or values.ndim == 2 and values.shape[1] == words):
         values.astype("<u8").tofile(path)
         return
     arr = np.zeros((len(values), words), dtype="<u8")

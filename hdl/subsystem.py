@@ -1,0 +1,539 @@
+"""The decompression subsystem of Fig. 12 as an FPGA block: AXI4 in, AXI4-Stream weights out.
+
+:class:`AxiDecompressor` is what a designer drops between DRAM and an accelerator:
+
+* an AXI4 read master (:class:`AxiReadMaster`) that fetches the compressed streams of a block;
+* ``K`` decoder lanes sharing that port (:class:`~.parallel.ParallelDecoder`, paper §4.6);
+* per lane, the symbol → code step of the container's escape group (:class:`SymbolToCode`) and the
+  pair → float interface of §4.3 (:class:`~.interfaces.PairToFloat`);
+* an AXI4-Stream master of bf16 or fp32 weights, ``K`` per transfer;
+* a register map behind an AXI4-Lite slave (:class:`AxiLiteSlave`) to program the tables, start a
+  block and read its status (``docs/subsystem.md``).
+
+One *block* is one tensor of a container compressed with one stream per tensor, coded in the golden
+codec's interleaved mode (pair ``i`` in lane ``i % K``, :func:`ansforge.model.lanes.encode_lanes`):
+its ``K`` word streams lie in memory from ``BASE``, each from a bus-beat offset of its own, in the
+order a decoder reads them (top of the stack first), ``P = bus_bits / W`` words per beat.
+
+Throughput: up to ``K`` weights per clock. A lane decodes at most one pair per clock and needs, on
+average, the coded bits of a pair from memory; the port gives ``bus_bits`` per clock, so the bound is
+``min(K, bus_bits / bits_per_pair)``. A pair costs at least its additional data (8 bits for bf16, 24 for
+fp32), so ``K * extra_bits > bus_bits`` can never be fed: the constructor refuses it.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..model.codecs import CodecSpec
+from ..model.pairs import PAIR_FORMATS
+from .common import COUNT_BITS, DecodeStatus, bits_for, check_int, pair_layout
+from .interfaces import PairToFloat
+from .parallel import ParallelDecoder, parallel_command_layout
+from .rans import RansDecoder
+from .tans import TansDecoder
+
+__all__ = ["axi4_read_signature", "axi4_lite_signature", "AxiReadMaster", "AxiLiteSlave", "SymbolToCode",
+           "AxiDecompressor", "Csr", "CSR_ID", "subsystem_targets"]
+
+#: ``ID`` register value: "ANSF".
+CSR_ID = 0x414E5346
+
+
+class Csr(enum.IntEnum):
+    """Byte addresses of the registers (32 bits each; see ``docs/subsystem.md``)."""
+    ID = 0x000          #: RO  0x414E5346 ("ANSF")
+    PARAMS = 0x004      #: RO  [7:0] lanes K, [15:8] word bits W, [23:16] beat words P, [24] rANS, [25] fp32 out
+    CONTROL = 0x008     #: WO  bit 0: START (latches COUNT, BASE and the lane registers)
+    STATUS = 0x00C      #: RO  bit 0 BUSY, bit 1 DONE, [6:4] DecodeStatus, bit 8 BUS_ERROR
+    COUNT = 0x010       #: RW  pairs (weights) of the block
+    BASE_LO = 0x018     #: RW  byte address of beat 0, bits 31..0 (aligned to the bus width)
+    BASE_HI = 0x01C     #: RW  bits 63..32 (64-bit AXI addresses)
+    CYCLES = 0x020      #: RO  clocks from START to DONE of the last block
+    WEIGHTS = 0x024     #: RO  weights sent on the output stream since START
+    TBL_DATA0 = 0x030   #: RW  table entry staging, bits 31..0
+    TBL_DATA1 = 0x034   #: RW  bits 63..32
+    TBL_DATA2 = 0x038   #: RW  bits 95..64
+    TBL_DATA3 = 0x03C   #: RW  bits 127..96
+    TBL_WRITE = 0x040   #: WO  [31:30] table, [15:0] entry: writes the staged entry (see :class:`Table`)
+    LANE0 = 0x100       #: RW  lane l at 0x100 + 8 l: its stream's first beat (offset from BASE); + 4: its words
+
+
+class Table(enum.IntEnum):
+    """``TBL_WRITE[31:30]``: which table the staged entry goes to."""
+    DECODER = 0         #: the decoders' ANS table (every lane)
+    SYMBOL = 1          #: symbol → {code, escape} (every lane)
+    ESCAPE = 2          #: escape index → code (every lane)
+    FLOAT = 3           #: code → float entry of :class:`~.interfaces.PairToFloat` (every lane)
+
+
+def subsystem_targets() -> tuple[str, ...]:
+    """Output formats the subsystem emits (the pair formats whose weights it rebuilds)."""
+    return ("bf16", "fp32")
+
+
+def axi4_read_signature(addr_bits: int, data_bits: int, id_bits: int) -> wiring.Signature:
+    """The read channels of an AXI4 master (ARM IHI 0022): ``AR`` out, ``R`` in; flip it for a slave."""
+    return wiring.Signature({
+        "araddr": Out(addr_bits), "arlen": Out(8), "arsize": Out(3), "arburst": Out(2), "arid": Out(id_bits),
+        "arcache": Out(4), "arprot": Out(3), "arvalid": Out(1), "arready": In(1),
+        "rdata": In(data_bits), "rresp": In(2), "rlast": In(1), "rid": In(id_bits), "rvalid": In(1),
+        "rready": Out(1),
+    })
+
+
+def axi4_lite_signature(addr_bits: int = 12) -> wiring.Signature:
+    """An AXI4-Lite master with 32-bit data (ARM IHI 0022, B1); flip it for a slave."""
+    return wiring.Signature({
+        "awaddr": Out(addr_bits), "awprot": Out(3), "awvalid": Out(1), "awready": In(1),
+        "wdata": Out(32), "wstrb": Out(4), "wvalid": Out(1), "wready": In(1),
+        "bresp": In(2), "bvalid": In(1), "bready": Out(1),
+        "araddr": Out(addr_bits), "arprot": Out(3), "arvalid": Out(1), "arready": In(1),
+        "rdata": In(32), "rresp": In(2), "rvalid": In(1), "rready": Out(1),
+    })
+
+
+class AxiReadMaster(wiring.Component):
+    """Beat requests of the decoder lanes as single-beat AXI4 reads, one per request.
+
+    Parameters
+    ----------
+    addr_bits : int
+        AXI address width, 32 or 64.
+    data_bits : int
+        Bus width, a power of two from 8 to 1024: one beat.
+    beat_addr_bits : int
+        Width of a request's beat offset.
+    id_bits : int
+        ``ARID``/``RID`` width: a request's ``tag`` (its lane). Responses may come back in any order
+        across IDs and in order within one, as AXI4 guarantees; the lanes need nothing more.
+
+    Ports
+    -----
+    req : In(stream)  ``{addr: beat offset, tag}``; the read goes to ``base + addr * data_bits / 8``
+    rsp : Out(stream) ``{data, tag}``; not back-pressured (``RREADY`` = 1): the requester reserves room
+        for every read it issues, as :class:`~.parallel.ParallelDecoder` does with credits
+    base : In(addr_bits)  byte address of beat 0 (its low ``log2(data_bits / 8)`` bits are ignored)
+    m_axi : Out(:func:`axi4_read_signature`)
+    error : Out(1)  a response came back with ``SLVERR``/``DECERR``; sticky until ``clear``
+    clear : In(1)
+
+    Latency: the ``AR`` channel is registered (one clock from ``req`` to ``ARVALID``); ``R`` goes to
+    ``rsp`` without a register. ``ARLEN`` = 0, ``ARBURST`` = INCR, ``ARCACHE`` = 0b0011 (normal,
+    bufferable, as Xilinx interconnects expect), ``ARPROT`` = 0.
+    """
+
+    def __init__(self, *, addr_bits: int = 32, data_bits: int = 64, beat_addr_bits: int = 24, id_bits: int = 2):
+        if addr_bits not in (32, 64):
+            raise ValueError(f"addr_bits must be 32 or 64, not {addr_bits!r}")
+        self._data = check_int("data_bits", data_bits, 8, 1024)
+        if data_bits & (data_bits - 1):
+            raise ValueError(f"data_bits must be a power of two, not {data_bits!r}")
+        self._shift = (data_bits // 8).bit_length() - 1
+        self._beat = check_int("beat_addr_bits", beat_addr_bits, 1, addr_bits - self._shift)
+        self._addr = addr_bits
+        super().__init__({
+            "req": In(stream.Signature(data.StructLayout({"addr": beat_addr_bits, "tag": id_bits}))),
+            "rsp": Out(stream.Signature(data.StructLayout({"data": data_bits, "tag": id_bits}))),
+            "base": In(addr_bits),
+            "m_axi": Out(axi4_read_signature(addr_bits, data_bits, id_bits)),
+            "error": Out(1),
+            "clear": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        ax = self.m_axi
+        m.d.comb += [ax.arlen.eq(0), ax.arsize.eq(self._shift), ax.arburst.eq(0b01), ax.arcache.eq(0b0011),
+                     ax.arprot.eq(0), ax.rready.eq(1),
+                     self.req.ready.eq(~ax.arvalid | ax.arready)]
+        aligned = Cat(Const(0, self._shift), self.base[self._shift:])
+        with m.If(self.req.valid & self.req.ready):
+            m.d.sync += [ax.arvalid.eq(1), ax.arid.eq(self.req.p.tag),
+                         ax.araddr.eq(aligned + (self.req.p.addr << self._shift))]
+        with m.Elif(ax.arready):
+            m.d.sync += ax.arvalid.eq(0)
+        m.d.comb += [self.rsp.valid.eq(ax.rvalid), self.rsp.p.data.eq(ax.rdata), self.rsp.p.tag.eq(ax.rid)]
+        with m.If(self.clear):
+            m.d.sync += self.error.eq(0)
+        with m.Elif(ax.rvalid & ax.rresp[1]):
+            m.d.sync += self.error.eq(1)
+        return m
+
+
+class AxiLiteSlave(wiring.Component):
+    """An AXI4-Lite slave (32-bit data) turned into register writes and reads.
+
+    Ports
+    -----
+    s_axil : In(:func:`axi4_lite_signature`)
+    wr : Out(stream) ``{addr, data}``: a complete write (address and data both received). The register
+        file takes it when it can (``wr.ready``; a table write waits for the table), and answers with
+        ``wr_error`` in the same clock: ``BRESP`` = SLVERR if set, OKAY otherwise.
+    wr_error : In(1)
+    rd_addr : Out(addr_bits)  the read address, while ``ARVALID``; ``rd_data`` is sampled in that clock
+    rd_data : In(32)
+    rd_error : In(1)  ``RRESP`` = SLVERR (an address with no register)
+
+    A write with ``WSTRB`` other than ``0b1111`` is answered SLVERR without reaching ``wr``: every
+    register is written whole. One write and one read in flight at a time; ``BVALID``/``RVALID`` come one
+    clock after the register file takes the write (read), from registers.
+    """
+
+    def __init__(self, *, addr_bits: int = 12):
+        self._a = check_int("addr_bits", addr_bits, 3, 32)
+        super().__init__({
+            "s_axil": In(axi4_lite_signature(addr_bits)),
+            "wr": Out(stream.Signature(data.StructLayout({"addr": addr_bits, "data": 32}))),
+            "wr_error": In(1),
+            "rd_addr": Out(addr_bits),
+            "rd_data": In(32),
+            "rd_error": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        s = self.s_axil
+        aw_held, w_held, strb_ok = Signal(), Signal(), Signal()
+        m.d.comb += [s.awready.eq(~aw_held & ~s.bvalid), s.wready.eq(~w_held & ~s.bvalid)]
+        with m.If(s.awvalid & s.awready):
+            m.d.sync += [aw_held.eq(1), self.wr.p.addr.eq(s.awaddr)]
+        with m.If(s.wvalid & s.wready):
+            m.d.sync += [w_held.eq(1), self.wr.p.data.eq(s.wdata), strb_ok.eq(s.wstrb == 0b1111)]
+        both = aw_held & w_held & ~s.bvalid
+        m.d.comb += self.wr.valid.eq(both & strb_ok)
+        with m.If((self.wr.valid & self.wr.ready) | (both & ~strb_ok)):
+            m.d.sync += [aw_held.eq(0), w_held.eq(0), s.bvalid.eq(1),
+                         s.bresp.eq(Mux(~strb_ok | self.wr_error, 0b10, 0b00))]
+        with m.Elif(s.bready):
+            m.d.sync += s.bvalid.eq(0)
+
+        m.d.comb += [s.arready.eq(~s.rvalid), self.rd_addr.eq(s.araddr)]
+        with m.If(s.arvalid & s.arready):
+            m.d.sync += [s.rvalid.eq(1), s.rdata.eq(self.rd_data), s.rresp.eq(Mux(self.rd_error, 0b10, 0b00))]
+        with m.Elif(s.rready):
+            m.d.sync += s.rvalid.eq(0)
+        return m
+
+
+class SymbolToCode(wiring.Component):
+    """A decoder's symbol back to the pair's code: the container's escape group undone in hardware.
+
+    A tensor's code table (:class:`~ansforge.model.codetable.CodeTable`) gives each frequent code a
+    symbol of its own and lets the rare ones share an *escape* symbol whose additional data carries
+    the code's index in the escape group above the pair's ``extra_bits``. Per pair: one read of the
+    symbol table ``{code, escape}``, one of the escape table (index → code), a multiplexer. Latency 1
+    clock (registered output), one pair per clock. Golden model: ``CodeTable.from_symbols``.
+
+    Parameters
+    ----------
+    max_symbols : int
+        Symbol table depth (the decoder's ``max_symbols``).
+    max_codes : int
+        Codes up to ``max_codes - 1`` (the float table's depth).
+    extra_bits : int
+        ``w``: the pair format's additional data (8 for bf16, 24 for fp32).
+    escape_bits : int
+        Index bits of the widest escape group, 0..8 (0: no escape group).
+
+    Ports
+    -----
+    i : In(stream)  ``{symbol, extra: w + escape_bits}``
+    o : Out(stream) ``{symbol: code, extra: w}``
+    cfg : In(stream) ``{escape_table, addr, code, escape}``: one entry of the symbol table
+        (``escape_table`` = 0) or of the escape table (``escape_table`` = 1; ``escape`` unused)
+    """
+
+    def __init__(self, *, max_symbols: int = 64, max_codes: int = 64, extra_bits: int = 8, escape_bits: int = 5):
+        self._sym_bits = bits_for(check_int("max_symbols", max_symbols, 2, 4096) - 1)
+        self._code_bits = bits_for(check_int("max_codes", max_codes, 1, 4096) - 1)
+        self._w = check_int("extra_bits", extra_bits, 1, 32)
+        self._e = check_int("escape_bits", escape_bits, 0, 8)
+        addr = max(self._sym_bits, self._e)
+        super().__init__({
+            "i": In(stream.Signature(pair_layout(self._sym_bits, self._w + self._e))),
+            "o": Out(stream.Signature(pair_layout(self._code_bits, self._w))),
+            "cfg": In(stream.Signature(data.StructLayout({"addr": addr, "code": self._code_bits, "escape": 1,
+                                                          "escape_table": 1}))),
+        })
+
+    escape_bits = property(lambda self: self._e)
+    extra_bits = property(lambda self: self._w)
+
+    def elaborate(self, platform):
+        m = Module()
+        entry = data.StructLayout({"code": self._code_bits, "escape": 1})
+        m.submodules.symbols = sym = Memory(shape=entry, depth=1 << self._sym_bits, init=[])
+        ws, rs = sym.write_port(), sym.read_port(domain="comb")
+        m.d.comb += [ws.addr.eq(self.cfg.p.addr), ws.data.code.eq(self.cfg.p.code), ws.data.escape.eq(self.cfg.p.escape),
+                     ws.en.eq(self.cfg.valid & ~self.cfg.p.escape_table), self.cfg.ready.eq(1),
+                     rs.addr.eq(self.i.p.symbol)]
+        code = Signal(self._code_bits)
+        m.d.comb += code.eq(rs.data.code)
+        if self._e:
+            m.submodules.escapes = esc = Memory(shape=self._code_bits, depth=1 << self._e, init=[])
+            we, re = esc.write_port(), esc.read_port(domain="comb")
+            m.d.comb += [we.addr.eq(self.cfg.p.addr), we.data.eq(self.cfg.p.code),
+                         we.en.eq(self.cfg.valid & self.cfg.p.escape_table),
+                         re.addr.eq(self.i.p.extra[self._w:])]
+            with m.If(rs.data.escape):
+                m.d.comb += code.eq(re.data)
+        m.d.comb += self.i.ready.eq(~self.o.valid | self.o.ready)
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += [self.o.valid.eq(1), self.o.p.symbol.eq(code), self.o.p.extra.eq(self.i.p.extra[:self._w])]
+        with m.Elif(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        return m
+
+
+def _decoder_factory(codec: CodecSpec, max_symbols: int, max_extra_bits: int):
+    if codec.tans is not None:
+        t = codec.tans
+        return lambda: TansDecoder(table_log=t.table_log, word_bits=t.word_bits, max_symbols=max_symbols,
+                                   max_extra_bits=max_extra_bits, programmable=True, block_crc=False)
+    r = codec.rans
+    return lambda: RansDecoder(state_bits=r.state_bits, word_bits=r.word_bits, precision_bits=r.precision_bits,
+                               max_symbols=max_symbols, max_extra_bits=max_extra_bits, programmable=True,
+                               block_crc=False)
+
+
+class AxiDecompressor(wiring.Component):
+    """Fig. 12 as an FPGA block: compressed blocks over AXI4, ``K`` lanes, weights over AXI4-Stream.
+
+    Parameters
+    ----------
+    codec : CodecSpec
+        The lanes' codec (programmable tables; the paper's tans8 or rans16).
+    lanes : int
+        ``K``: 1, 2, 4, 8 or 16 decoder lanes.
+    target : str
+        ``"bf16"`` or ``"fp32"``: the pair format of the blocks and the weights out.
+    bus_bits : int
+        AXI4 data width: a power of two, a multiple of the codec's word ``W``, up to 1024, and at least
+        ``K * extra_bits`` (else the port cannot feed the lanes: ``ValueError``).
+    addr_bits : int
+        AXI4 address width, 32 or 64.
+    max_symbols, max_codes : int
+        Decoder alphabet (the paper's 64) and float-table depth (codes per tensor; fp32 tensors may
+        need up to 256).
+    escape_bits : int
+        Index bits of the widest escape group the lanes accept (0..8).
+    fifo_beats : int
+        Each lane's beat FIFO, in beats: cover the memory latency (``latency * K * bits_per_pair /
+        bus_bits / K`` beats per lane in flight).
+
+    Ports
+    -----
+    s_axil : In(:func:`axi4_lite_signature`)  the register map (:class:`Csr`)
+    m_axi : Out(:func:`axi4_read_signature`)  reads of the compressed streams
+    m_axis : Out  ``tdata`` (``K`` weights, weight ``j`` of the row at bits ``j * T``), ``tkeep`` (the
+        bytes of the weights present: the last transfer of a block may be partial), ``tlast`` (the
+        block's last transfer), ``tvalid``, ``tready``
+    done, status, error : Out  as ``STATUS``: ``done`` once the block's last weight is out (or a lane
+        failed), ``status`` its :class:`~.common.DecodeStatus`, ``error`` an AXI read error; they hold
+        until the next START. ``done`` doubles as a level interrupt.
+
+    Latency from a row of pairs to the output register: 2 clocks (symbol → code, pair → float).
+    """
+
+    def __init__(self, codec: CodecSpec, *, lanes: int = 4, target: str = "bf16", bus_bits: int = 64,
+                 addr_bits: int = 32, max_symbols: int = 64, max_codes: int = 64, escape_bits: int = 5,
+                 fifo_beats: int = 16):
+        # An object whose parameters are refused is not an unused component: no warning when it is
+        # collected (at once, when a caller such as the CLI catches the error).
+        self._MustUse__silence = True
+        if not isinstance(codec, CodecSpec):
+            raise TypeError(f"codec must be a CodecSpec, not {codec!r}")
+        if target not in subsystem_targets():
+            raise ValueError(f"target must be one of {', '.join(subsystem_targets())}, not {target!r}")
+        self._codec, self._target = codec, target
+        self._w = PAIR_FORMATS[target].extra_bits
+        self._t = PAIR_FORMATS[target].total_bits
+        self._k = check_int("lanes", lanes, 1, 16)
+        if lanes & (lanes - 1):
+            raise ValueError(f"lanes must be a power of two, not {lanes!r}")
+        W = codec.word_bits
+        check_int("bus_bits", bus_bits, 8, 1024)
+        if bus_bits & (bus_bits - 1) or bus_bits % W:
+            raise ValueError(f"bus_bits must be a power of two and a multiple of the {W}-bit word, not {bus_bits!r}")
+        if lanes * self._w > bus_bits:
+            raise ValueError(f"{lanes} lanes of {target} pairs need at least {lanes} x {self._w} = {lanes * self._w} "
+                             f"bits of compressed data per clock (a pair's additional data alone); a {bus_bits}-bit "
+                             f"bus cannot feed them: use at most {bus_bits // self._w} lanes or a wider bus")
+        if addr_bits not in (32, 64):
+            raise ValueError(f"addr_bits must be 32 or 64, not {addr_bits!r}")
+        self._bus, self._addr = bus_bits, addr_bits
+        self._p = bus_bits // W
+        self._e = check_int("escape_bits", escape_bits, 0, 8)
+        self._max_codes = check_int("max_codes", max_codes, 1, 256)
+        self._max_symbols = check_int("max_symbols", max_symbols, 2, 256)
+        shift = (bus_bits // 8).bit_length() - 1
+        self._beat_bits = min(COUNT_BITS, addr_bits - shift)
+        self._make_decoder = _decoder_factory(codec, max_symbols, self._w + self._e)
+        self._par = ParallelDecoder(self._make_decoder, lanes=lanes,
+                                    beat_words=self._p, addr_bits=self._beat_bits,
+                                    fifo_beats=check_int("fifo_beats", fifo_beats, 2, 1024))
+        self._dec_cfg = self._par.signature.members["cfg"].signature.members["payload"].shape
+        proto = PairToFloat(target=target, max_codes=self._max_codes, max_extra_bits=self._w)
+        proto._MustUse__silence = True          # a prototype for its layout, never elaborated
+        self._float_cfg = proto.signature.members["cfg"].signature.members["payload"].shape
+        if self._dec_cfg.size > 128:
+            raise ValueError(f"the decoder's table entry is {self._dec_cfg.size} bits; TBL_DATA holds 128")
+        super().__init__({
+            "s_axil": In(axi4_lite_signature(12)),
+            "m_axi": Out(axi4_read_signature(addr_bits, bus_bits, bits_for(lanes - 1))),
+            "m_axis": Out(wiring.Signature({"tdata": Out(lanes * self._t), "tkeep": Out(lanes * self._t // 8),
+                                            "tlast": Out(1), "tvalid": Out(1), "tready": In(1)})),
+            "done": Out(1),
+            "status": Out(DecodeStatus),
+            "error": Out(1),
+        })
+        self._MustUse__silence = False
+
+    codec = property(lambda self: self._codec)
+    lanes = property(lambda self: self._k)
+    target = property(lambda self: self._target)
+    bus_bits = property(lambda self: self._bus)
+    beat_words = property(lambda self: self._p)
+    escape_bits = property(lambda self: self._e)
+    max_codes = property(lambda self: self._max_codes)
+    max_symbols = property(lambda self: self._max_symbols)
+    extra_bits = property(lambda self: self._w)
+    addr_bits = property(lambda self: self._addr)
+    decoder_cfg_layout = property(lambda self: self._dec_cfg)
+    float_cfg_layout = property(lambda self: self._float_cfg)
+
+    def lane_decoder(self):
+        """A new decoder with the lanes' parameters (to synthesize or simulate one lane alone)."""
+        return self._make_decoder()
+
+    @property
+    def decoder_prototype(self):
+        """An unelaborated lane decoder: its ``cfg`` layout and table writes."""
+        return self._par.decoder_prototype
+
+    def params_word(self) -> int:
+        """The ``PARAMS`` register's value."""
+        return (self._k | self._codec.word_bits << 8 | self._p << 16 | (self._codec.rans is not None) << 24
+                | (self._target == "fp32") << 25)
+
+    def elaborate(self, platform):
+        m = Module()
+        K, T = self._k, self._t
+        m.submodules.lanes = par = self._par
+        m.submodules.axi = rd = AxiReadMaster(addr_bits=self._addr, data_bits=self._bus,
+                                               beat_addr_bits=self._beat_bits, id_bits=bits_for(K - 1))
+        m.submodules.csr = csr = AxiLiteSlave(addr_bits=12)
+        wiring.connect(m, wiring.flipped(self.s_axil), csr.s_axil)
+        wiring.connect(m, rd.m_axi, wiring.flipped(self.m_axi))
+        wiring.connect(m, par.mem_req, rd.req)
+        wiring.connect(m, rd.rsp, par.mem_rsp)
+
+        # -- per lane: symbol -> code -> float, in lockstep (same valid, same ready)
+        s2c = [SymbolToCode(max_symbols=self._max_symbols, max_codes=self._max_codes, extra_bits=self._w,
+                            escape_bits=self._e) for _ in range(K)]
+        p2f = [PairToFloat(target=self._target, max_codes=self._max_codes, max_extra_bits=self._w) for _ in range(K)]
+        for lane in range(K):
+            m.submodules[f"symbol_to_code{lane}"] = s2c[lane]
+            m.submodules[f"pair_to_float{lane}"] = p2f[lane]
+            m.d.comb += [s2c[lane].i.valid.eq(par.o.valid), s2c[lane].i.p.eq(par.o.p.pairs[lane]),
+                         p2f[lane].i.valid.eq(s2c[lane].o.valid), p2f[lane].i.p.eq(s2c[lane].o.p),
+                         s2c[lane].o.ready.eq(p2f[lane].i.ready), p2f[lane].o.ready.eq(self.m_axis.tready)]
+        m.d.comb += par.o.ready.eq(s2c[0].i.ready)
+
+        # -- the row's size and the block's end travel beside the two stages
+        busy, issuing = Signal(), Signal()
+        count = Signal(COUNT_BITS)
+        left = Signal(COUNT_BITS)              # pairs of the block not yet out of the lanes
+        n1, last1, n2, last2 = Signal(bits_for(K)), Signal(), Signal(bits_for(K)), Signal()
+        row_fire = par.o.valid & par.o.ready
+        with m.If(row_fire):
+            m.d.sync += [left.eq(left - par.o.p.n), n1.eq(par.o.p.n), last1.eq(left == par.o.p.n)]
+        with m.If(s2c[0].o.valid & s2c[0].o.ready):
+            m.d.sync += [n2.eq(n1), last2.eq(last1)]
+        keep = Cat(*[Mux(lane < n2, (1 << T // 8) - 1, 0)[:T // 8] for lane in range(K)])
+        m.d.comb += [self.m_axis.tvalid.eq(p2f[0].o.valid), self.m_axis.tdata.eq(Cat(*[p.o.p for p in p2f])),
+                     self.m_axis.tkeep.eq(keep), self.m_axis.tlast.eq(last2)]
+
+        # -- registers
+        base = Signal(64)
+        lane_base = [Signal(32, name=f"lane_base{lane}") for lane in range(K)]
+        lane_words = [Signal(32, name=f"lane_words{lane}") for lane in range(K)]
+        staged = Signal(128)
+        cycles, weights = Signal(32), Signal(32)
+        a, d = csr.wr.p.addr, csr.wr.p.data
+        tbl_kind, tbl_addr = d[30:32], d[:16]
+        par_cmd = par.cmd
+        m.d.comb += [rd.base.eq(base[:self._addr])]
+
+        # table writes: the staged entry to every lane's table of that kind
+        dec_cfg_ready = par.cfg.ready
+        is_tbl = a == Csr.TBL_WRITE
+        is_start = (a == Csr.CONTROL) & d[0]
+        cfg_addr_bits = self._dec_cfg["addr"].width
+        m.d.comb += [par.cfg.p.addr.eq(tbl_addr[:cfg_addr_bits]),
+                     par.cfg.p.data.eq(staged[:self._dec_cfg["data"].width]),
+                     par.cfg.valid.eq(csr.wr.valid & is_tbl & ~busy & (tbl_kind == Table.DECODER))]
+        for lane in range(K):
+            c = s2c[lane].cfg
+            m.d.comb += [c.valid.eq(csr.wr.valid & is_tbl & ~busy & ((tbl_kind == Table.SYMBOL) | (tbl_kind == Table.ESCAPE))),
+                         c.p.addr.eq(tbl_addr), c.p.code.eq(staged[:16]), c.p.escape.eq(staged[16]),
+                         c.p.escape_table.eq(tbl_kind == Table.ESCAPE)]
+            f = p2f[lane].cfg
+            m.d.comb += [f.valid.eq(csr.wr.valid & is_tbl & ~busy & (tbl_kind == Table.FLOAT)),
+                         f.p.addr.eq(tbl_addr), f.p.data.eq(staged)]
+        writable = {Csr.COUNT: count, Csr.BASE_LO: base[:32], Csr.BASE_HI: base[32:],
+                    Csr.TBL_DATA0: staged[:32], Csr.TBL_DATA1: staged[32:64], Csr.TBL_DATA2: staged[64:96],
+                    Csr.TBL_DATA3: staged[96:]}
+        for lane in range(K):
+            writable[Csr.LANE0 + 8 * lane] = lane_base[lane]
+            writable[Csr.LANE0 + 8 * lane + 4] = lane_words[lane]
+        known = Cat(*[a == addr for addr in (*writable, Csr.CONTROL, Csr.TBL_WRITE)]).any()
+        # a table write or START while a block runs would change the tables under the lanes: refused
+        depth_bits = Mux(tbl_kind == Table.DECODER, cfg_addr_bits,
+                         Mux(tbl_kind == Table.SYMBOL, bits_for(self._max_symbols - 1),
+                             Mux(tbl_kind == Table.ESCAPE, self._e, bits_for(self._max_codes - 1))))
+        out_of_range = is_tbl & ((tbl_addr >> depth_bits) != 0)
+        refused = ~known | (busy & (is_tbl | is_start)) | out_of_range
+        m.d.comb += [csr.wr_error.eq(refused),
+                     csr.wr.ready.eq(refused | ~is_tbl | Mux(tbl_kind == Table.DECODER, dec_cfg_ready, 1))]
+        with m.If(csr.wr.valid & csr.wr.ready & ~refused):
+            for addr, reg in writable.items():
+                with m.If(a == addr):
+                    m.d.sync += reg.eq(d)
+
+        # START: latch the command, clear status, run until the last weight is out
+        cmd_lanes = [{"base": lane_base[lane][:self._beat_bits], "words": lane_words[lane]} for lane in range(K)]
+        with m.If(csr.wr.valid & csr.wr.ready & ~refused & is_start):
+            m.d.sync += [busy.eq(1), issuing.eq(1), left.eq(count), self.done.eq(0), weights.eq(0), cycles.eq(0),
+                         self.status.eq(DecodeStatus.OK), par_cmd.p.count.eq(count)]
+            for lane in range(K):
+                m.d.sync += [par_cmd.p.lanes[lane].base.eq(cmd_lanes[lane]["base"]),
+                             par_cmd.p.lanes[lane].words.eq(cmd_lanes[lane]["words"])]
+        m.d.comb += [par_cmd.valid.eq(issuing), rd.clear.eq(csr.wr.valid & csr.wr.ready & ~refused & is_start)]
+        with m.If(par_cmd.valid & par_cmd.ready):
+            m.d.sync += issuing.eq(0)
+        out_fire = self.m_axis.tvalid & self.m_axis.tready
+        with m.If(out_fire):
+            m.d.sync += weights.eq(weights + n2)
+        drained = ~Cat(*[s.o.valid for s in s2c], *[p.o.valid for p in p2f]).any()
+        with m.If(busy):
+            m.d.sync += cycles.eq(cycles + 1)
+            with m.If(~issuing & par.done & drained):
+                m.d.sync += [busy.eq(0), self.done.eq(1), self.status.eq(par.status)]
+        m.d.comb += self.error.eq(rd.error)
+
+        # reads
+        status_word = Cat(busy, self.done, Const(0, 2), self.status.as_value(), Const(0, 1), rd.error)
+        readable = {Csr.ID: Const(CSR_ID, 32), Csr.PARAMS: Const(self.params_word(), 32), Csr.STATUS: status_word,
+                    Csr.CYCLES: cycles, Csr.WEIGHTS: weights, **{addr: reg for addr, reg in writable.items()}}
+        with m.Switch(csr.rd_addr):
+            for addr, value in readable.items():
+                with m.Case(addr):
+                    m.d.comb += csr.rd_data.eq(value)
+            with m.Default():
+                m.d.comb += csr.rd_error.eq(1)
+        return m

@@ -1,0 +1,514 @@
+"""The decompression subsystem in simulation: a block of a container through its AXI ports, bit-exact.
+
+:class:`SubsystemBench` is the simulated board around an :class:`~ansforge.hdl.subsystem.AxiDecompressor`:
+
+* :class:`AxiMemory`, an AXI4 read slave in front of a memory image, with a fixed read latency and a
+  minimum interval between accepted reads (a DRAM controller's figures, not its timing model);
+* :class:`AxiLiteWriter`, an AXI4-Lite master that plays register writes from a stream, one at a
+  time, as a CPU's driver would (it checks every ``BRESP``).
+
+Its ports are streams, so both simulation engines and the take-home testbench (``ansforge testbench
+--top subsystem``) drive it unchanged: ``mem_cfg`` (the memory image), ``csr_cfg`` (the table and block
+registers), ``cmd`` (the START write), ``o`` (the AXI4-Stream output as ``{data, keep, last}``), ``done``
+and ``status`` (the decode status in bits 2..0, an AXI read error in bit 3, a refused register write in
+bit 4).
+
+:func:`subsystem_job` lays one tensor's interleaved lane streams into the memory image and writes its
+register program; :func:`run_subsystem` runs it and checks every weight; :func:`decode_container_subsystem`
+does so for every coded tensor of a container, against the container's own decoder (what ``ansforge
+decompress`` writes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..hdl.common import DecodeStatus, bits_for, check_int
+from ..hdl.subsystem import AxiDecompressor, Csr, Table, axi4_lite_signature, axi4_read_signature
+from ..model.codecs import CodecSpec
+from ..model.errors import AnsforgeError, ConfigError
+from ..model.interfaces import CodingPairFormat, PairToFloatTable
+from ..model import fastans
+from ..model.lanes import encode_lanes, lane_pairs
+from ..model.stream import Run
+from ..model.pairs import PAIR_FORMATS
+from .jobs import CoreJob, cfg_writes
+from .streams import pack, unpack
+from .testbench import payload_ints
+
+__all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "SubsystemMismatch", "Block",
+           "subsystem_job", "run_subsystem", "decode_container_subsystem", "checkpoint_block", "subsystem_bench_for", "run_block", "memory_depth",
+           "pack_rows", "expected_rows", "lane_streams",
+           "MEMORY_BASE"]
+
+#: Byte address of the memory image on the simulated AXI bus (a DDR window, away from 0 so that the
+#: read master's address arithmetic is exercised).
+MEMORY_BASE = 0x8000_0000
+
+
+class SubsystemMismatch(AnsforgeError):
+    """The subsystem gave other weights than the container's, or reported an error."""
+
+
+class AxiMemory(wiring.Component):
+    """An AXI4 read slave over ``depth`` beats at :data:`MEMORY_BASE`: a response ``latency`` clocks after
+    each read, at most one read accepted every ``interval`` clocks.
+
+    Single-beat reads (``ARLEN`` = 0, what :class:`~ansforge.hdl.subsystem.AxiReadMaster` issues);
+    others, and addresses outside the image, answer ``SLVERR``/``DECERR``. Responses come in request
+    order and are not held back: the master keeps ``RREADY`` high. ``mem_cfg`` writes the image.
+    """
+
+    def __init__(self, *, depth: int, data_bits: int, addr_bits: int = 32, id_bits: int = 2, latency: int = 32,
+                 interval: int = 1):
+        self._depth = check_int("depth", depth, 1, 1 << 24)
+        self._data = data_bits
+        self._shift = (data_bits // 8).bit_length() - 1
+        self._latency = check_int("latency", latency, 1, 1024)
+        self._interval = check_int("interval", interval, 1, 1024)
+        self._addr = addr_bits
+        super().__init__({
+            "mem_cfg": In(stream.Signature(data.StructLayout({"addr": bits_for(depth - 1), "data": data_bits}))),
+            "s_axi": In(axi4_read_signature(addr_bits, data_bits, id_bits)),
+        })
+
+    depth = property(lambda self: self._depth)
+    latency = property(lambda self: self._latency)
+    interval = property(lambda self: self._interval)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.storage = mem = Memory(shape=self._data, depth=self._depth, init=[])
+        wr, rd = mem.write_port(), mem.read_port()
+        s = self.s_axi
+        m.d.comb += [wr.addr.eq(self.mem_cfg.p.addr), wr.data.eq(self.mem_cfg.p.data), wr.en.eq(self.mem_cfg.valid),
+                     self.mem_cfg.ready.eq(1)]
+        cool = Signal(bits_for(self._interval - 1))
+        fire = s.arvalid & s.arready
+        m.d.comb += s.arready.eq(cool == 0)
+        with m.If(fire):
+            m.d.sync += cool.eq(self._interval - 1)
+        with m.Elif(cool != 0):
+            m.d.sync += cool.eq(cool - 1)
+        offset = Signal(self._addr)
+        m.d.comb += offset.eq(s.araddr - MEMORY_BASE)
+        beat = offset >> self._shift
+        resp = Signal(2)
+        m.d.comb += resp.eq(0b00)
+        with m.If((s.arlen != 0) | (s.arsize != self._shift)):
+            m.d.comb += resp.eq(0b10)                          # SLVERR: not a one-beat, full-width read
+        with m.Elif((s.araddr < MEMORY_BASE) | (beat >= self._depth)):
+            m.d.comb += resp.eq(0b11)                          # DECERR: outside the image
+        valid, addr, tag, err = fire, beat, s.arid, resp
+        for stage in range(self._latency - 1):
+            v, a, t, e = Signal(name=f"v{stage}"), Signal(bits_for(self._depth - 1), name=f"a{stage}"), \
+                Signal(len(s.arid), name=f"t{stage}"), Signal(2, name=f"e{stage}")
+            m.d.sync += [v.eq(valid), a.eq(addr), t.eq(tag), e.eq(err)]
+            valid, addr, tag, err = v, a, t, e
+        m.d.comb += [rd.addr.eq(addr), rd.en.eq(1), s.rdata.eq(rd.data)]
+        m.d.sync += [s.rvalid.eq(valid), s.rid.eq(tag), s.rresp.eq(err), s.rlast.eq(valid)]
+        return m
+
+
+class AxiLiteWriter(wiring.Component):
+    """Register writes ``{addr, data}`` from ``i`` as AXI4-Lite write transactions, one at a time.
+
+    ``idle`` is high when no write is in flight; ``error`` is set (sticky) by a ``BRESP`` other than OKAY.
+    ``AWVALID`` and ``WVALID`` rise together and each drops on its own handshake, as a CPU's bus bridge does.
+    """
+
+    def __init__(self, addr_bits: int = 12):
+        super().__init__({
+            "i": In(stream.Signature(data.StructLayout({"addr": addr_bits, "data": 32}))),
+            "m_axil": Out(axi4_lite_signature(addr_bits)),
+            "idle": Out(1),
+            "error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        b = self.m_axil
+        waiting = Signal()
+        m.d.comb += [self.i.ready.eq(~waiting), self.idle.eq(~waiting), b.wstrb.eq(0b1111), b.bready.eq(1),
+                     b.arvalid.eq(0), b.rready.eq(1)]
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += [waiting.eq(1), b.awvalid.eq(1), b.wvalid.eq(1), b.awaddr.eq(self.i.p.addr),
+                         b.wdata.eq(self.i.p.data)]
+        with m.If(b.awvalid & b.awready):
+            m.d.sync += b.awvalid.eq(0)
+        with m.If(b.wvalid & b.wready):
+            m.d.sync += b.wvalid.eq(0)
+        with m.If(b.bvalid & waiting):
+            m.d.sync += waiting.eq(0)
+            with m.If(b.bresp != 0):
+                m.d.sync += self.error.eq(1)
+        return m
+
+
+def _csr_layout() -> data.StructLayout:
+    return data.StructLayout({"addr": 12, "data": 32})
+
+
+class SubsystemBench(wiring.Component):
+    """:class:`AxiDecompressor` + :class:`AxiMemory` + :class:`AxiLiteWriter` (see the module docstring).
+
+    Parameters
+    ----------
+    dut : AxiDecompressor
+    depth : int
+        Memory beats.
+    latency, interval : int
+        As :class:`AxiMemory` (defaults: 32 clocks, one read per clock: a DDR4 controller's read
+        latency at a 250 MHz fabric clock, order of magnitude).
+    """
+
+    def __init__(self, dut: AxiDecompressor, *, depth: int, latency: int = 32, interval: int = 1):
+        if not isinstance(dut, AxiDecompressor):
+            raise TypeError(f"dut must be an AxiDecompressor, not {dut!r}")
+        self.dut = dut
+        self.memory = AxiMemory(depth=depth, data_bits=dut.bus_bits, addr_bits=dut.addr_bits,
+                                id_bits=len(dut.m_axi.arid), latency=latency, interval=interval)
+        self.writer = AxiLiteWriter()
+        lanes_bits = len(dut.m_axis.tdata)
+        super().__init__({
+            "mem_cfg": self.memory.signature.members["mem_cfg"],
+            "csr_cfg": In(stream.Signature(_csr_layout())),
+            "cmd": In(stream.Signature(_csr_layout())),
+            "o": Out(stream.Signature(data.StructLayout({"data": lanes_bits, "keep": lanes_bits // 8, "last": 1}))),
+            "done": Out(1),
+            "status": Out(5),
+        })
+
+    @property
+    def programmable(self) -> bool:
+        return True
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = dut = self.dut
+        m.submodules.memory = mem = self.memory
+        m.submodules.writer = wr = self.writer
+        wiring.connect(m, dut.m_axi, mem.s_axi)
+        wiring.connect(m, wr.m_axil, dut.s_axil)
+        wiring.connect(m, wiring.flipped(self.mem_cfg), mem.mem_cfg)
+        # table and block registers first, then START: the writer takes one write at a time, in order
+        with m.If(self.csr_cfg.valid):
+            m.d.comb += [wr.i.valid.eq(1), wr.i.p.eq(self.csr_cfg.p), self.csr_cfg.ready.eq(wr.i.ready)]
+        with m.Else():
+            m.d.comb += [wr.i.valid.eq(self.cmd.valid), wr.i.p.eq(self.cmd.p), self.cmd.ready.eq(wr.i.ready)]
+        a = dut.m_axis
+        m.d.comb += [self.o.valid.eq(a.tvalid), a.tready.eq(self.o.ready), self.o.p.data.eq(a.tdata),
+                     self.o.p.keep.eq(a.tkeep), self.o.p.last.eq(a.tlast),
+                     self.done.eq(dut.done & wr.idle),
+                     self.status.eq(dut.status.as_value() | (dut.error << 3) | (wr.error << 4))]
+        return m
+
+
+@dataclass
+class Block:
+    """One tensor as the subsystem decodes it: coder table, code table, exponent table, its symbols and
+    additional data, and its weights' bit patterns (what the output stream must carry)."""
+
+    name: str
+    spec: CodecSpec
+    table: object
+    code_table: object
+    exponents: np.ndarray
+    symbols: np.ndarray
+    extras: np.ndarray
+    bits: np.ndarray
+
+
+def checkpoint_block(path: str, codec: str, matrix: str | None, target: str = "bf16") -> Block:
+    """Matrix ``matrix`` of checkpoint ``path`` (default: the smallest the paper counts) as ``target``
+    pairs (bf16: rounded to nearest even, as ``--pairs bf16``; fp32: the stored values), coded with
+    ``codec``'s tables the way ``ansforge compress`` builds them."""
+    from ..model.checkpoint import open_checkpoint, select_tensors
+    from ..model.codecs import parse_codec
+    from ..model.pairs import convert
+
+    spec = parse_codec(codec)
+    ck = open_checkpoint(path)
+    infos = {i.name: i for i in select_tensors(ck)}
+    if matrix is not None and matrix not in infos:
+        raise ConfigError(f"{path}: no matrix named {matrix!r} (matrices: {', '.join(sorted(infos)[:8])} ...)")
+    if not infos:
+        raise ConfigError(f"{path}: no matrix to test")
+    info = infos[matrix] if matrix else min(infos.values(), key=lambda i: int(np.prod(i.shape)))
+    rec = ck.tensor(info.name)
+    values = convert(rec.array, rec.dtype, target)[0]
+    pf = PAIR_FORMATS[target]
+    pairs = pf.split(values)
+    counts = pairs.counts()
+    ct = spec.code_table(counts, pf.extra_bits)
+    table = spec.coder_table(ct, counts)
+    s, e = ct.to_symbols(pairs.codes, pairs.extra)
+    return Block(info.name, spec, table, ct, np.asarray(pairs.exponents), s, e, pf._as_bits(values).ravel())
+
+
+def memory_depth(dut: AxiDecompressor, n_pairs: int) -> int:
+    """Beats (a power of two) that hold any ``n_pairs``-pair block's lane streams: per pair at most the
+    coder's state bits (17 covers tANS R <= 16 and an rANS renormalization word's share) plus its
+    additional data and escape index; per lane a final state and a padded beat."""
+    per_lane = -(-int(n_pairs) // dut.lanes)
+    beats = dut.lanes * (2 + -(-(per_lane * (dut.extra_bits + dut.escape_bits + 17) + 4 * dut.codec.word_bits)
+                               // dut.bus_bits))
+    return 1 << max(4, (beats - 1).bit_length())
+
+
+def subsystem_bench_for(dut: AxiDecompressor, block: Block, *, latency: int = 32, interval: int = 1) -> CoreJob:
+    """The :class:`SubsystemBench` job that decodes ``block`` through ``dut`` (memory sized to fit)."""
+    bench = SubsystemBench(dut, depth=memory_depth(dut, block.symbols.size), latency=latency, interval=interval)
+    return subsystem_job(bench, block.spec, block.table, block.code_table, block.exponents, block.symbols,
+                         block.extras, block.bits)[0]
+
+
+def run_block(engine, dut: AxiDecompressor, block: Block, *, latency: int = 32, interval: int = 1,
+              stall_prob: float = 0.0, seed: int = 0) -> SubsystemRun:
+    """``block`` through ``dut`` on a :class:`SubsystemBench` of its size (see :func:`run_subsystem`)."""
+    bench = SubsystemBench(dut, depth=memory_depth(dut, block.symbols.size), latency=latency, interval=interval)
+    return run_subsystem(engine, bench, block.spec, block.table, block.code_table, block.exponents, block.symbols,
+                         block.extras, block.bits, name=block.name, stall_prob=stall_prob, seed=seed)
+
+
+@dataclass
+class SubsystemRun:
+    """One block through the subsystem: weights, clocks (START to done), compressed bits read, bound."""
+
+    weights: int
+    cycles: int
+    coded_bits: int
+    bound: float            # weights per clock the lanes and the bus allow for this block
+
+    @property
+    def weights_per_clock(self) -> float:
+        return self.weights / self.cycles if self.cycles else 0.0
+
+
+def _writes(*pairs) -> list[int]:
+    return [pack(_csr_layout(), {"addr": int(a), "data": int(d) & 0xFFFF_FFFF}) for a, d in pairs]
+
+
+def _table_writes(kind: Table, entries: list[tuple[int, int]]) -> list[int]:
+    """Stage each entry's data in ``TBL_DATA0..3`` (only the words it needs) and write it."""
+    out = []
+    for addr, value in entries:
+        words = max(1, -(-int(value).bit_length() // 32))
+        for j in range(4 if words > 1 else 1):
+            out += _writes((Csr.TBL_DATA0 + 4 * j, value >> (32 * j)))
+        out += _writes((Csr.TBL_WRITE, int(kind) << 30 | addr))
+    return out
+
+
+def lane_streams(spec: CodecSpec, table, symbols: np.ndarray, extras: np.ndarray, lanes: int) -> list[np.ndarray]:
+    """Each lane's words (the golden codec's interleaved mode): the bulk lane encoder where it applies,
+    else every lane's pairs through the compiled single-lane coder (same words; e.g. rANS with fp32
+    pairs, whose 24 bits of additional data exceed the bulk mode's P)."""
+    try:
+        return encode_lanes(spec, table, symbols, extras, lanes)
+    except ConfigError:
+        return [fastans.encode(spec, [table], [Run(0, lane_pairs(symbols, lane, lanes).size)],
+                               lane_pairs(symbols, lane, lanes), lane_pairs(extras, lane, lanes)).words
+                for lane in range(lanes)]
+
+
+def subsystem_job(bench: SubsystemBench, spec: CodecSpec, table, code_table, exponents, symbols: np.ndarray,
+                  extras: np.ndarray, expected_bits: np.ndarray) -> tuple[CoreJob, int]:
+    """The job that decodes one tensor (its coder ``table``, ``code_table`` and exponent table) through
+    ``bench``; ``expected_bits`` are its weights' bit patterns. Returns the job and its coded bits."""
+    dut = bench.dut
+    K, P, W = dut.lanes, dut.beat_words, spec.word_bits
+    if code_table.index_bits > dut.escape_bits:
+        raise ConfigError(f"the tensor's escape group needs {code_table.index_bits} index bits; the subsystem "
+                          f"was built with escape_bits = {dut.escape_bits}")
+    if code_table.n_symbols > dut.max_symbols or len(exponents) > dut.max_codes:
+        raise ConfigError(f"the tensor has {code_table.n_symbols} symbols and {len(exponents)} codes; the subsystem "
+                          f"takes {dut.max_symbols} and {dut.max_codes}")
+    if code_table.extra_bits != dut.extra_bits:
+        raise ConfigError(f"the tensor's pairs have {code_table.extra_bits} bits of additional data; the "
+                          f"{dut.target} subsystem's have {dut.extra_bits}")
+    symbols, extras = np.asarray(symbols).ravel(), np.asarray(extras).ravel()
+    lane_words = lane_streams(spec, table, symbols, extras, K)
+    beat_words, lanes = [], []
+    for words in lane_words:
+        order = np.asarray(words, dtype=np.uint64)[::-1]          # top of the stack first
+        padded = np.zeros(-(-order.size // P) * P, np.uint64)
+        padded[:order.size] = order
+        lanes.append((sum(b.shape[0] for b in beat_words), int(order.size)))
+        beat_words.append(padded.reshape(-1, P))
+    beat_words = np.concatenate(beat_words) if beat_words else np.zeros((0, P), np.uint64)
+    n_beats = beat_words.shape[0]
+    if n_beats > bench.memory.depth:
+        raise ConfigError(f"the lanes' streams take {n_beats} beats, the memory holds {bench.memory.depth}")
+
+    csr = []
+    proto = dut.decoder_prototype
+    cfg_shape = proto.signature.members["cfg"].signature.members["payload"].shape
+    for packed in cfg_writes(proto, [table]).get("cfg", []):
+        w = unpack(cfg_shape, packed)
+        csr += _table_writes(Table.DECODER, [(w["addr"], packed >> cfg_shape["data"].offset)])
+    sym = [(s, c) for s, c in enumerate(code_table.direct_codes)]
+    if code_table.has_escape:
+        sym.append((code_table.n_direct, 1 << 16))
+    csr += _table_writes(Table.SYMBOL, sym)
+    csr += _table_writes(Table.ESCAPE, list(enumerate(code_table.escape_codes)))
+    fmt = CodingPairFormat.ieee(dut.target, exponents)
+    p2f = PairToFloatTable(fmt, dut.target, max_extra_bits=dut.extra_bits)
+    f_shape = dut.float_cfg_layout
+    csr += _table_writes(Table.FLOAT, [(w["addr"], pack(f_shape["data"].shape, w["data"])) for w in p2f.writes()])
+    csr += _writes((Csr.COUNT, symbols.size), (Csr.BASE_LO, MEMORY_BASE), (Csr.BASE_HI, 0))
+    for lane, (base, words) in enumerate(lanes):
+        csr += _writes((Csr.LANE0 + 8 * lane, base), (Csr.LANE0 + 8 * lane + 4, words))
+
+    mem_shape = bench.signature.members["mem_cfg"].signature.members["payload"].shape
+    job = CoreJob("subsystem-decoder", bench)
+    addr_field, data_field = mem_shape["addr"], mem_shape["data"]
+    mem = pack_rows(n_beats, mem_shape.size, [(addr_field.offset, addr_field.width, np.arange(n_beats, dtype=np.uint64))]
+                    + [(data_field.offset + W * j, W, beat_words[:, j]) for j in range(P)])
+    job.cfg = {"mem_cfg": mem, "csr_cfg": np.asarray(csr, dtype=np.uint64)}
+    job.commands = np.asarray(_writes((Csr.CONTROL, 1)), dtype=np.uint64)
+    job.pairs = int(symbols.size)
+    job.words = n_beats * P
+    job.expected_status = [0]
+    job.expected = expected_rows(dut, expected_bits)
+    return job, sum(w for _, w in lanes) * W
+
+
+def pack_rows(n: int, width: int, fields: list[tuple[int, int, np.ndarray]]) -> np.ndarray:
+    """``n`` payloads of ``width`` bits as rows of little-endian ``uint64`` words (what the Verilator
+    engine reads and writes), each the OR of its ``(offset, width <= 64, values)`` fields."""
+    out = np.zeros((n, max(1, -(-width // 64))), dtype=np.uint64)
+    for offset, w, values in fields:
+        v = np.asarray(values, dtype=np.uint64).ravel() & np.uint64((1 << w) - 1 if w < 64 else 2 ** 64 - 1)
+        q, r = divmod(offset, 64)
+        out[:, q] |= v << np.uint64(r)
+        if r and r + w > 64:
+            out[:, q + 1] |= v >> np.uint64(64 - r)
+    return out
+
+
+def expected_rows(dut: AxiDecompressor, bits: np.ndarray) -> np.ndarray:
+    """The ``o`` payloads (``{data, keep, last}``) that carry weights ``bits`` in rows of ``K``, as
+    :func:`pack_rows` rows."""
+    K, T = dut.lanes, PAIR_FORMATS[dut.target].total_bits
+    bits = np.asarray(bits).ravel().astype(np.uint64)
+    n = bits.size
+    rows = -(-n // K)
+    grid = np.zeros(rows * K, np.uint64)
+    grid[:n] = bits
+    grid = grid.reshape(rows, K)
+    present = (np.arange(rows * K).reshape(rows, K) < n)
+    keep = np.zeros(rows, np.uint64)
+    for j in range(K):
+        keep |= present[:, j].astype(np.uint64) * np.uint64(((1 << (T // 8)) - 1) << (T // 8 * j))
+    last = np.zeros(rows, np.uint64)
+    last[-1:] = 1
+    width = K * T + K * T // 8 + 1
+    return pack_rows(rows, width, [(T * j, T, grid[:, j]) for j in range(K)]
+                     + [(K * T, K * T // 8, keep), (K * T + K * T // 8, 1, last)])
+
+
+def run_subsystem(engine, bench: SubsystemBench, spec: CodecSpec, table, code_table, exponents, symbols, extras,
+                  expected_bits, *, name: str = "tensor", stall_prob: float = 0.0, seed: int = 0) -> SubsystemRun:
+    """One tensor through the subsystem; raises :class:`SubsystemMismatch` unless every weight, ``TKEEP``
+    and ``TLAST`` is as expected and the status is OK."""
+    job, coded_bits = subsystem_job(bench, spec, table, code_table, exponents, symbols, extras, expected_bits)
+    expected = job.expected
+    if getattr(engine, "name", "") == "verilator":
+        res = engine.run(job, stall_prob=stall_prob, seed=seed, raw_outputs=True)
+        got = np.asarray(res.outputs, dtype=np.uint64).reshape(-1, expected.shape[1])
+    else:                                   # the Amaranth engine speaks Python integers
+        job.cfg = {k: payload_ints(v) for k, v in job.cfg.items()}
+        job.commands = payload_ints(job.commands)
+        res = engine.run(job, stall_prob=stall_prob, seed=seed)
+        got = pack_rows(len(res.outputs), expected.shape[1] * 64,
+                        [(64 * j, 64, np.array([(int(v) >> (64 * j)) & (2 ** 64 - 1) for v in res.outputs],
+                                               dtype=np.uint64)) for j in range(expected.shape[1])])
+    if res.statuses != [0]:
+        s = res.statuses[0] if res.statuses else None
+        what = "no status" if s is None else ", ".join(
+            [DecodeStatus(s & 7).name] + (["AXI read error"] if s & 8 else []) + (["register write refused"] if s & 16 else []))
+        raise SubsystemMismatch(f"{name}: the subsystem reported {what}")
+    if got.shape != expected.shape or not np.array_equal(got, expected):
+        n = min(got.shape[0], expected.shape[0])
+        bad = np.flatnonzero((got[:n] != expected[:n]).any(axis=1))
+        first = int(bad[0]) if bad.size else n
+        raise SubsystemMismatch(f"{name}: output transfer {first} of {expected.shape[0]} differs "
+                                f"(the subsystem gave {got.shape[0]} transfers)")
+    dut = bench.dut
+    n = int(np.asarray(symbols).size)
+    bits_per_pair = coded_bits / n if n else 0.0
+    bound = min(dut.lanes, dut.bus_bits / bench.memory.interval / bits_per_pair) if bits_per_pair else dut.lanes
+    return SubsystemRun(n, res.cycles, coded_bits, bound)
+
+
+#: Pairs per block when a tensor is decoded through the subsystem: a driver's DMA descriptor. Larger
+#: tensors are decoded block after block (each block's lanes coded alone, the tensor's tables kept), so
+#: the simulated memory stays small: Amaranth writes a memory's every word into its Verilog.
+BLOCK_PAIRS = 1 << 15
+
+
+def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: int | None = None,
+                               latency: int = 32, interval: int = 1, fifo_beats: int | None = None,
+                               stall_prob: float = 0.0, names: list[str] | None = None,
+                               block_pairs: int = BLOCK_PAIRS, progress=None) -> list[tuple[str, SubsystemRun]]:
+    """Every coded tensor of ``container`` (one stream per tensor, bf16 or fp32 pairs) through one
+    :class:`SubsystemBench` with ``lanes`` lanes, in blocks of at most ``block_pairs`` pairs, each block
+    checked bit-exactly against the container's own decoder; per tensor, the sum over its blocks.
+    ``bus_bits`` defaults to the narrowest bus that feeds the lanes (at least 64); ``fifo_beats`` to
+    what covers ``latency``. One bench is built for the whole container. ``progress(name)`` is called
+    after each tensor."""
+    streams = {st.index: st for st in container.streams}
+    recs = [r for r in container.tensors if r["coding"] == "pairs" and r["n_pairs"]
+            and (names is None or r["name"] in names)]
+    if not recs:
+        return []
+    formats = {r["pair_format"] for r in recs}
+    if len(formats) != 1 or next(iter(formats)) not in ("bf16", "fp32"):
+        raise ConfigError(f"{container.path}: the subsystem emits one of bf16, fp32; the container's pairs are "
+                          f"{', '.join(sorted(formats))}")
+    target = next(iter(formats))
+    for r in recs:
+        st = streams[int(r["stream"])]
+        if len(st.tensors) != 1:
+            raise ConfigError(f"{container.path}: tensor {r['name']!r} shares stream {st.index} with other tensors; "
+                              "the subsystem decodes one table per block (compress with --stream-per-tensor)")
+        if "row_shifts" in r:
+            raise ConfigError(f"{container.path}: tensor {r['name']!r} is coded with row shifts, which the "
+                              "subsystem does not restore (compress with --stream-per-tensor)")
+    spec = streams[int(recs[0]["stream"])].spec
+    w = PAIR_FORMATS[target].extra_bits
+    bus = bus_bits or max(64, spec.word_bits, 1 << (lanes * w - 1).bit_length())
+    escape_bits = max(r["_code_table"].index_bits for r in recs)
+    max_codes = 1 << max(6, (max(len(r["exponents"]) for r in recs) - 1).bit_length())
+    # a lane at full rate reads (w + a few code bits) / bus beats per clock: twice the latency's worth
+    fifo = fifo_beats or max(8, 1 << (2 * latency * (w + 4) // bus).bit_length())
+    dut = AxiDecompressor(spec, lanes=lanes, target=target, bus_bits=bus, max_codes=max_codes,
+                          escape_bits=max(1, escape_bits), fifo_beats=min(fifo, 1024))
+    check_int("block_pairs", block_pairs, 1, 1 << 24)
+    bench = SubsystemBench(dut, depth=memory_depth(dut, min(block_pairs, max(int(r["n_pairs"]) for r in recs))),
+                           latency=latency, interval=interval)
+    out = []
+    for r in recs:
+        st = streams[int(r["stream"])]
+        symbols, extras = container._decode(st, 0, st.n_pairs)
+        bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32).ravel()
+        total = SubsystemRun(0, 0, 0, 0.0)
+        for a in range(0, symbols.size, block_pairs):
+            b = min(a + block_pairs, symbols.size)
+            run = run_subsystem(engine, bench, spec, st.tables[0], r["_code_table"], r["exponents"], symbols[a:b],
+                                extras[a:b], bits[a:b], name=f"{r['name']} pairs {a}..{b - 1}", stall_prob=stall_prob)
+            total = SubsystemRun(total.weights + run.weights, total.cycles + run.cycles,
+                                 total.coded_bits + run.coded_bits, 0.0)
+        bpp = total.coded_bits / total.weights
+        total.bound = min(lanes, bus / interval / bpp)
+        out.append((r["name"], total))
+        if progress:
+            progress(r["name"])
+    return out

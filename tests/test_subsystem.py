@@ -1,0 +1,216 @@
+"""The decompression subsystem (Fig. 12 as an FPGA block, ``docs/subsystem.md``): real tensors through its
+AXI4 read port, register map and AXI4-Stream output, bit-exact against ``ansforge decompress``; the
+register map's answers; an AXI read error reported; the CLI's ``--top subsystem``."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from ansforge.cli import main
+from ansforge.hdl.subsystem import CSR_ID, AxiDecompressor, Csr, Table
+from ansforge.model.codecs import parse_codec
+from ansforge.model.container import compress_checkpoint, open_container
+from ansforge.sim.amaranth_sim import AmaranthEngine
+from ansforge.sim.subsystem import (MEMORY_BASE, SubsystemMismatch, checkpoint_block, decode_container_subsystem,
+                                    run_block, subsystem_bench_for)
+from ansforge.sim.verilator import VerilatorEngine
+
+MATRIX = "layers.0.attention.wk.weight"     # stories260K: 2,048 weights
+
+
+@pytest.fixture(scope="module")
+def stories_containers(stories, tmp_path_factory):
+    d = tmp_path_factory.mktemp("subsystem")
+    out = {}
+    for codec, pairs in (("tans8", "bf16"), ("rans16", "auto")):
+        path = d / f"{codec}-{pairs}.ansf"
+        compress_checkpoint(stories, path, codec, pairs=pairs, group="tensor")
+        out[codec] = open_container(path)
+    return out
+
+
+@pytest.mark.parametrize("codec, target, lanes, interval", [("tans8", "bf16", 2, 1), ("rans16", "fp32", 2, 3)])
+def test_a_matrix_through_the_subsystem_with_stalls(stories, codec, target, lanes, interval):
+    """Random TREADY gaps on the output and a memory that takes a read only every ``interval`` clocks
+    (ARVALID held under back-pressure): every weight, TKEEP and TLAST as the golden model says."""
+    block = checkpoint_block(str(stories), codec, MATRIX, target)
+    dut = AxiDecompressor(parse_codec(codec), lanes=lanes, target=target, bus_bits=64)
+    run = run_block(AmaranthEngine(), dut, block, latency=7, interval=interval, stall_prob=0.25, seed=3)
+    assert run.weights == 2048
+
+
+def test_whole_stories260k_through_verilator_at_the_lane_bound(stories_containers):
+    """Every tensor of stories260K, tans8 bf16 through 4 lanes and rans16 fp32 through 2, from a memory
+    with 32 clocks of latency: bit-exact with the container's decoder, and the large tensors within 8 %
+    of the bound min(K, bus bits / coded bits per weight)."""
+    eng = VerilatorEngine()
+    for codec, lanes in (("tans8", 4), ("rans16", 2)):
+        c = stories_containers[codec]
+        runs = decode_container_subsystem(c, eng, lanes=lanes, latency=32)
+        assert len(runs) == sum(1 for r in c.tensors if r["coding"] == "pairs")
+        assert sum(r.weights for _, r in runs) == 264_128
+        for name, r in runs:
+            assert r.bound <= lanes
+            if r.weights >= 16_384:
+                assert r.weights_per_clock >= 0.92 * r.bound, (codec, name, r)
+
+
+def test_a_wrong_weight_is_caught(stories):
+    block = checkpoint_block(str(stories), "tans8", MATRIX, "bf16")
+    block.bits = block.bits.copy()
+    block.bits[777] ^= 1
+    dut = AxiDecompressor(parse_codec("tans8"), lanes=2, target="bf16", bus_bits=64)
+    with pytest.raises(SubsystemMismatch, match="output transfer 388 of 1024"):
+        run_block(AmaranthEngine(), dut, block, latency=4)
+
+
+def test_a_read_outside_memory_is_reported(stories):
+    """BASE pointing below the memory: DECERR on every read, the ``error`` output and STATUS bit 8 set."""
+    block = checkpoint_block(str(stories), "tans8", MATRIX, "bf16")
+    dut = AxiDecompressor(parse_codec("tans8"), lanes=2, target="bf16", bus_bits=64)
+    job = subsystem_bench_for(dut, block, latency=4)
+    csr = job.cfg["csr_cfg"].copy()
+    base = (csr >> np.uint64(0)) & np.uint64(0xFFF)
+    data = csr >> np.uint64(12)
+    at = np.flatnonzero((base == Csr.BASE_LO) & (data == MEMORY_BASE))
+    assert at.size == 1
+    csr[at[0]] = np.uint64(Csr.BASE_LO) | np.uint64(0x1000_0000) << np.uint64(12)
+    job.cfg["csr_cfg"] = csr
+    res = AmaranthEngine().run(_as_amaranth(job))
+    assert res.statuses and res.statuses[0] & 8, res.statuses
+
+
+def _as_amaranth(job):
+    from ansforge.sim.testbench import payload_ints
+    job.cfg = {k: payload_ints(v) for k, v in job.cfg.items()}
+    job.commands = payload_ints(job.commands)
+    return job
+
+
+def _axil(dut):
+    """Write/read helpers for the AXI4-Lite slave, one transaction at a time (Amaranth testbench)."""
+    s = dut.s_axil
+
+    async def write(ctx, addr, data, strb=0b1111):
+        ctx.set(s.awaddr, addr)
+        ctx.set(s.wdata, data)
+        ctx.set(s.wstrb, strb)
+        ctx.set(s.awvalid, 1)
+        ctx.set(s.wvalid, 1)
+        ctx.set(s.bready, 1)
+        aw = w = False
+        for _ in range(50):
+            aw_now, w_now = ctx.get(s.awready), ctx.get(s.wready)
+            await ctx.tick()
+            aw, w = aw or aw_now, w or w_now
+            if aw:
+                ctx.set(s.awvalid, 0)
+            if w:
+                ctx.set(s.wvalid, 0)
+            if ctx.get(s.bvalid):
+                resp = ctx.get(s.bresp)
+                await ctx.tick()
+                ctx.set(s.bready, 0)
+                return resp
+        raise AssertionError("no write response")
+
+    async def read(ctx, addr):
+        ctx.set(s.araddr, addr)
+        ctx.set(s.arvalid, 1)
+        ctx.set(s.rready, 1)
+        for _ in range(50):
+            ready = ctx.get(s.arready)
+            await ctx.tick()
+            if ready:
+                ctx.set(s.arvalid, 0)
+            if ctx.get(s.rvalid):
+                v, resp = ctx.get(s.rdata), ctx.get(s.rresp)
+                await ctx.tick()
+                ctx.set(s.rready, 0)
+                return v, resp
+        raise AssertionError("no read response")
+
+    return write, read
+
+
+def test_register_map_answers():
+    dut = AxiDecompressor(parse_codec("tans8"), lanes=4, target="bf16", bus_bits=64)
+    write, read = _axil(dut)
+    seen = {}
+
+    async def bench(ctx):
+        seen["id"] = await read(ctx, Csr.ID)
+        seen["params"] = await read(ctx, Csr.PARAMS)
+        seen["w_count"] = await write(ctx, Csr.COUNT, 123456)
+        seen["count"] = await read(ctx, Csr.COUNT)
+        seen["w_lane3"] = await write(ctx, Csr.LANE0 + 8 * 3 + 4, 77)
+        seen["lane3"] = await read(ctx, Csr.LANE0 + 8 * 3 + 4)
+        seen["w_nowhere"] = await write(ctx, 0x7F0, 1)
+        seen["nowhere"] = await read(ctx, 0x7F0)
+        seen["w_partial"] = await write(ctx, Csr.COUNT, 5, strb=0b0011)
+        seen["count_after"] = await read(ctx, Csr.COUNT)
+        seen["w_table_range"] = await write(ctx, Csr.TBL_WRITE, int(Table.SYMBOL) << 30 | 64)   # 64 symbols: 0..63
+        seen["w_table_ok"] = await write(ctx, Csr.TBL_WRITE, int(Table.SYMBOL) << 30 | 63)
+        seen["status"] = await read(ctx, Csr.STATUS)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen["id"] == (CSR_ID, 0)
+    assert seen["params"] == (dut.params_word(), 0) and seen["params"][0] & 0xFF == 4
+    assert seen["w_count"] == 0 and seen["count"] == (123456, 0)
+    assert seen["w_lane3"] == 0 and seen["lane3"] == (77, 0)
+    assert seen["w_nowhere"] == 0b10 and seen["nowhere"][1] == 0b10          # SLVERR
+    assert seen["w_partial"] == 0b10 and seen["count_after"] == (123456, 0)  # partial writes change nothing
+    assert seen["w_table_range"] == 0b10 and seen["w_table_ok"] == 0
+    assert seen["status"] == (0, 0)                                         # idle, not done, OK
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(lanes=16, bus_bits=64), "cannot feed"),                 # 16 x 8 bits of additional data > 64
+    (dict(lanes=3), "power of two"),
+    (dict(lanes=4, bus_bits=48), "power of two"),
+    (dict(lanes=4, target="fp16"), "target must be one of"),
+])
+def test_impossible_configurations_are_refused(kw, message):
+    with pytest.raises(ValueError, match=message):
+        AxiDecompressor(parse_codec("tans8"), **kw)
+
+
+def test_cli_verilog_and_bad_parameters(tmp_path, capsys):
+    out = tmp_path / "s.v"
+    assert main(["verilog", "--top", "subsystem", "--lanes", "2", "-o", str(out)]) == 0
+    text = out.read_text()
+    for port in ("s_axil__awaddr", "m_axi__araddr", "m_axi__rdata", "m_axis__tdata", "m_axis__tkeep", "m_axis__tlast"):
+        assert port in text
+    capsys.readouterr()
+    assert main(["verilog", "--top", "subsystem", "--lanes", "16", "--bus-bits", "64", "-o", str(tmp_path / "x.v")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot feed" in err[0] and not (tmp_path / "x.v").exists()
+    assert main(["verilog", "--top", "subsystem", "--core", "tans-decoder", "-o", str(tmp_path / "y.v")]) == 2
+    assert "takes no --core" in capsys.readouterr().err
+    assert main(["verilog", "-o", str(tmp_path / "z.v")]) == 2
+    assert "needs --core" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["verilog", "--top", "soc", "-o", str(tmp_path / "w.v")])
+    assert exc.value.code == 2 and "invalid choice: 'soc'" in capsys.readouterr().err
+
+
+def test_take_home_testbench_of_the_subsystem(stories, tmp_path):
+    """``ansforge testbench --top subsystem``: PASS under Icarus; one wrong expected transfer fails."""
+    out = tmp_path / "tb"
+    assert main(["testbench", "--top", "subsystem", "--lanes", "2", "--model", str(stories), "--matrix", MATRIX,
+                 "-o", str(out)]) == 0
+    r = subprocess.run(["sh", "run_iverilog.sh"], cwd=out, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "PASS: 1024 outputs" in r.stdout, (r.stdout[-2000:], r.stderr[-2000:])
+    lines = (out / "expected.hex").read_text().splitlines()
+    lines[500] = format(int(lines[500], 16) ^ 1, f"0{len(lines[500])}x")
+    (out / "expected.hex").write_text("\n".join(lines) + "\n")
+    r = subprocess.run(["sh", "-c", "vvp -n tb.vvp"], cwd=out, capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0 and "FAIL: output 500 " in r.stdout, r.stdout[-1000:]
+
