@@ -28,7 +28,7 @@ names.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Shape
+from amaranth.hdl import Module, Shape, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -84,7 +84,9 @@ class AxisCore(wiring.Component):
     ----------
     core : wiring.Component
         A :class:`~.tans.TansDecoder`, :class:`~.tans.TansEncoder`, :class:`~.rans.RansDecoder` or
-        :class:`~.rans.RansEncoder` (any parameters, shelled or not).
+        :class:`~.rans.RansEncoder` (any parameters, shelled or not), or one of the §4.3 interface
+        cores (:class:`~.interfaces.PairToFloat`, ``PairToFixed``, ``FloatToPair``, ``FixedToPair``:
+        their ``i``/``o`` payloads are pairs or plain words, their ``cfg`` a LUT entry).
 
     Ports
     -----
@@ -131,13 +133,13 @@ class AxisCore(wiring.Component):
             s, axis = getattr(core, name), getattr(self, f"s_axis_{name}")
             bits, has_last = _data_bits(_payload_shape(core, name))
             m.d.comb += [s.valid.eq(axis.tvalid), axis.tready.eq(s.ready),
-                         s.payload.as_value()[:bits].eq(axis.tdata[:bits])]
+                         Value.cast(s.payload)[:bits].eq(axis.tdata[:bits])]
             if has_last:
                 m.d.comb += s.payload.last.eq(axis.tlast)      # a word: TLAST is its ``last``
         for name in self._outputs:
             s, axis = getattr(core, name), getattr(self, f"m_axis_{name}")
             bits, has_last = _data_bits(_payload_shape(core, name))
-            m.d.comb += [axis.tvalid.eq(s.valid), s.ready.eq(axis.tready), axis.tdata.eq(s.payload.as_value()[:bits])]
+            m.d.comb += [axis.tvalid.eq(s.valid), s.ready.eq(axis.tready), axis.tdata.eq(Value.cast(s.payload)[:bits])]
             if has_last:
                 m.d.comb += axis.tlast.eq(s.payload.last)     # an encoder's word: its stream's final one
         for name in self._plain:
