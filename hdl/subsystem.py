@@ -32,7 +32,7 @@ from ..model.codecs import CodecSpec
 from ..model.pairs import PAIR_FORMATS
 from .common import COUNT_BITS, DecodeStatus, bits_for, check_int, pair_layout
 from .interfaces import PairToFloat
-from .parallel import ParallelDecoder, parallel_command_layout
+from .parallel import ParallelDecoder
 from .rans import RansDecoder
 from .tans import TansDecoder
 
