@@ -232,7 +232,7 @@ def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_s
     synthesized too and :attr:`CoreArea.shell_extra` is the difference. ``breakdown`` adds every
     block synthesized alone (:func:`core_blocks`). ``ecp5`` runs the ECP5 place and route (3 seeds).
     """
-    from ..model.codecs import parse_codec
+    from ..model.coding.codecs import parse_codec
     from ..sim.jobs import build_core
     from ..sim.verilator import core_verilog
 

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..model.checkpoint import write_safetensors
-from ..model.pairs import fp32_to_bf16_rne
+from ..model.llm.checkpoint import write_safetensors
+from ..model.dtypes.pairs import fp32_to_bf16_rne
 from .table1 import compute_table1
 
 __all__ = ["llama2_7b_layout", "write_synthetic_llama", "run_bench"]
@@ -148,7 +148,7 @@ def _table_rows(markdown: str) -> list[str]:
 
 def _hardware(path: str) -> list[str]:
     """Verilator throughput of the tANS decoder over all of MiniLM, and the cores' area (Table 3)."""
-    from ..model.codecs import parse_codec
+    from ..model.coding.codecs import parse_codec
     from ..sim.jobs import build_core
     from ..sim.model_run import model_pairs, simulate_matrices
     from ..sim.verilator import core_verilog
@@ -277,7 +277,7 @@ def default_stories() -> Path | None:
 
 def synthetic_llama_weights(seed: int = 0):
     """A llama with stories15M's shapes and Gaussian weights (std 0.02, norms 1), in memory."""
-    from ..model.llama import LlamaConfig, LlamaWeights, StoredMatrix, llama_tensor_names
+    from ..model.llm.llama import LlamaConfig, LlamaWeights, StoredMatrix, llama_tensor_names
 
     cfg = LlamaConfig(**STORIES15M)
     rng = np.random.default_rng(seed)
@@ -293,8 +293,8 @@ def synthetic_llama_weights(seed: int = 0):
 
 
 def _tokens_per_second(model, steps: int) -> float:
-    from ..model.llama import generate
-    from ..model.sampler import Sampler
+    from ..model.llm.llama import generate
+    from ..model.llm.sampler import Sampler
 
     generate(model, [1], 4, Sampler(0.0, seed=1))            # warm caches and BLAS threads
     return generate(model, [1], steps, Sampler(0.0, seed=1), stop_at_bos=False).tokens_per_second
@@ -302,8 +302,8 @@ def _tokens_per_second(model, steps: int) -> float:
 
 def _llama(stories: Path | None) -> list[str]:
     """Forward-pass tokens/s per weight dtype mode, and the weight paths' rates (issue: the llama)."""
-    from ..model.llama import CheckpointWeights, Llama, LlamaWeights, read_layout
-    from ..model.pairs import convert
+    from ..model.llm.llama import CheckpointWeights, Llama, LlamaWeights, read_layout
+    from ..model.dtypes.pairs import convert
     from ..sim.llama_run import load_llama
 
     md = ["## NumPy llama: forward pass and weight paths", ""]
@@ -315,7 +315,7 @@ def _llama(stories: Path | None) -> list[str]:
     syn = synthetic_llama_weights()
 
     def synthetic(dt):
-        from ..model.llama import StoredMatrix, stored_from_bits
+        from ..model.llm.llama import StoredMatrix, stored_from_bits
         if dt is None or dt == "fp32":
             return syn
         st = {"bf16": "BF16", "fp16": "F16"}[dt]
@@ -363,9 +363,9 @@ def _llama(stories: Path | None) -> list[str]:
 
 def _streaming(stories: Path | None) -> list[str]:
     """Figs. 9-13 in Verilator on stories260K: interfaces, lanes against K and port width, factory stalls."""
-    from ..model.checkpoint import open_checkpoint
-    from ..model.container import compress_checkpoint, open_container
-    from ..model.pairs import fp32_to_bf16_rne
+    from ..model.llm.checkpoint import open_checkpoint
+    from ..model.coding.container import compress_checkpoint, open_container
+    from ..model.dtypes.pairs import fp32_to_bf16_rne
     from ..sim.factory import PortSpec, TokenFactory, run_factory
     from ..sim.interfaces import float_round_trip
     from ..sim.lanes import decode_container_lanes
@@ -391,8 +391,8 @@ def _streaming(stories: Path | None) -> list[str]:
         for v in vals:
             cycles += float_round_trip(v, fmt, engine, cores=cores)
         hw = time.perf_counter() - t0
-        from ..model.interfaces import CodingPairFormat, FloatToPairTable, PairToFloatTable
-        from ..model.pairs import PAIR_FORMATS
+        from ..model.dtypes.interfaces import CodingPairFormat, FloatToPairTable, PairToFloatTable
+        from ..model.dtypes.pairs import PAIR_FORMATS
         t0 = time.perf_counter()
         for v in vals:
             pf = PAIR_FORMATS[fmt]
@@ -501,8 +501,8 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
 def _subsystem(mini: str, stories: Path) -> list[str]:
     """Whole models through the decompression subsystem (Verilator), and its area and ECP5 clock."""
     from ..hdl.subsystem import AxiDecompressor
-    from ..model.codecs import parse_codec
-    from ..model.container import compress_checkpoint, open_container
+    from ..model.coding.codecs import parse_codec
+    from ..model.coding.container import compress_checkpoint, open_container
     from ..sim.subsystem import BLOCK_PAIRS, decode_container_subsystem
     from ..sim.verilator import VerilatorEngine
     from .area import area_markdown, subsystem_area

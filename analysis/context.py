@@ -2,7 +2,7 @@
 against K table sets per matrix, with and without the folded mantissa bit.
 
 Every row is a real golden stream of ``codec``: encoded, decoded again and compared bit-exactly with
-the matrices, every table, select and header charged (:class:`~ansforge.model.context.ContextCost`).
+the matrices, every table, select and header charged (:class:`~ansforge.model.coding.context.ContextCost`).
 The reference line is the paper's per-matrix ideal (Table 1's "Ideal", no table charged at all).
 """
 
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..model.checkpoint import open_checkpoint, select_tensors
-from ..model.codecs import parse_codec
-from ..model.context import ContextCost, decode_context, encode_context
+from ..model.llm.checkpoint import open_checkpoint, select_tensors
+from ..model.coding.codecs import parse_codec
+from ..model.coding.context import ContextCost, decode_context, encode_context
 from ..model.errors import AnsforgeError
-from ..model.pairs import PAIR_FORMATS, convert
-from ..model.probability import ideal_bits
+from ..model.dtypes.pairs import PAIR_FORMATS, convert
+from ..model.coding.probability import ideal_bits
 
 __all__ = ["ContextRow", "ContextReport", "context_report"]
 

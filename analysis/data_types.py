@@ -32,15 +32,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..model.checkpoint import open_checkpoint, select_tensors
-from ..model.custom_float import MINIFLOATS
+from ..model.llm.checkpoint import open_checkpoint, select_tensors
+from ..model.dtypes.custom_float import MINIFLOATS
 from ..model.errors import AnsforgeError, ConfigError
-from ..model.integers import DirectCode, IntegerPairs, NzMsbCode, linear_quantize
-from ..model.interfaces import PairToFloatTable
-from ..model.pairs import fp32_to_bf16_rne
-from ..model.posit import POSITS
-from ..model.saliency import activation_importance, interface_format, join_salient, salient_mask, split_salient
-from ..model.ternary import (GroupMaskCode, HybridCode, RunLengthCode, absmean_ternarize, sign_binarize,
+from ..model.dtypes.integers import DirectCode, IntegerPairs, NzMsbCode, linear_quantize
+from ..model.dtypes.interfaces import PairToFloatTable
+from ..model.dtypes.pairs import fp32_to_bf16_rne
+from ..model.dtypes.posit import POSITS
+from ..model.dtypes.saliency import activation_importance, interface_format, join_salient, salient_mask, split_salient
+from ..model.dtypes.ternary import (GroupMaskCode, HybridCode, RunLengthCode, absmean_ternarize, sign_binarize,
                              threshold_ternarize)
 from .lossy import SCALE_BITS, ErrorStats, ModelEffect, charged_bits, error_stats, ideal_bits, probe_or_none
 from .table2 import stored_values

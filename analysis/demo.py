@@ -98,7 +98,7 @@ def demo_generation(model: str | Path, engine: str = "auto", steps: int = 16, co
     import io
 
     from ..model.errors import CheckpointError
-    from ..model.llama import read_layout
+    from ..model.llm.llama import read_layout
     from ..sim.llama_run import run_generation
 
     try:

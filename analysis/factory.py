@@ -131,8 +131,8 @@ def measured_ratio(model: str | Path, codec: str = "tans8", pairs: str = "bf16")
     """Compressed/raw ratio of ``model`` with ``codec``, as ``ansforge tables`` measures it (its
     codec row's bits per weight over the pair format's width)."""
     from ..analysis.table1 import compute_table1
-    from ..model.codecs import parse_codec
-    from ..model.pairs import PAIR_FORMATS
+    from ..model.coding.codecs import parse_codec
+    from ..model.dtypes.pairs import PAIR_FORMATS
 
     spec = parse_codec(codec)
     table = compute_table1(model, pairs=pairs, general=[], constriction=False, codecs=[codec], progress=False)

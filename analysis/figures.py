@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..model.checkpoint import open_checkpoint, select_tensors
+from ..model.llm.checkpoint import open_checkpoint, select_tensors
 from ..model.errors import CheckpointError
-from ..model.pairs import PAIR_FORMATS, convert
-from ..model.probability import entropy_bits
+from ..model.dtypes.pairs import PAIR_FORMATS, convert
+from ..model.coding.probability import entropy_bits
 
 __all__ = ["DEFAULT_MATRIX_PATTERNS", "pick_matrix", "plot_histogram", "plot_waveform"]
 

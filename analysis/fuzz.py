@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..model.container import open_container
+from ..model.coding.container import open_container
 from ..model.errors import AnsforgeError
 
 __all__ = ["Records", "split_records", "join_records", "mutate", "FuzzReport", "fuzz_container", "BAD_VALUES"]

@@ -229,11 +229,11 @@ class EffectProbe:
     """The reference run of a llama checkpoint against which converted weights are measured.
 
     Raises :class:`~ansforge.model.errors.AnsforgeError` when ``path`` is not a llama the
-    :mod:`~ansforge.model.llama` forward pass can run.
+    :mod:`~ansforge.model.llm.llama` forward pass can run.
     """
 
     def __init__(self, path: str | Path, steps: int, bos: int = 1):
-        from ..model.llama import CheckpointWeights, Llama, LlamaWeights, read_layout
+        from ..model.llm.llama import CheckpointWeights, Llama, LlamaWeights, read_layout
 
         if steps < 1:
             raise AnsforgeError(f"--steps must be at least 1, not {steps}")
@@ -286,7 +286,7 @@ def probe_or_none(path: str | Path, steps: int | None) -> tuple["EffectProbe | N
     if steps is not None and steps <= 0:
         return None, "--steps 0"
     if steps is None:
-        from ..model.llama import read_layout
+        from ..model.llm.llama import read_layout
         try:
             n = read_layout(path).config.n_params
         except AnsforgeError as exc:

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..model.checkpoint import open_checkpoint, select_tensors
-from ..model.integers import NzMsbCode, clip_quantize, ideal_pair_bits, linear_quantize
+from ..model.llm.checkpoint import open_checkpoint, select_tensors
+from ..model.dtypes.integers import NzMsbCode, clip_quantize, ideal_pair_bits, linear_quantize
 from .table2 import PAPER_TABLE2, stored_values
 
 __all__ = ["GAUSSIAN_ENTROPY_BITS", "MatrixOutliers", "OutlierReport", "measure_outliers", "gaussian_level",

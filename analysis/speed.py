@@ -51,12 +51,12 @@ def _mm(xs: list[float]) -> tuple[float, float]:
 def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> list[str]:
     """One thread, bf16 pairs of MiniLM's largest matrix: compiled kernels, golden models, bulk lanes,
     constriction, zstd -3 and ZipNN on the same tensor, interleaved."""
-    from ..model import constriction_codec, fastans
-    from ..model.checkpoint import open_checkpoint
-    from ..model.codecs import parse_codec
-    from ..model.lanes import decode_lanes, encode_lanes
-    from ..model.pairs import BF16, convert
-    from ..model.stream import Run
+    from ..model.coding import constriction_codec, fastans
+    from ..model.llm.checkpoint import open_checkpoint
+    from ..model.coding.codecs import parse_codec
+    from ..model.coding.lanes import decode_lanes, encode_lanes
+    from ..model.dtypes.pairs import BF16, convert
+    from ..model.coding.stream import Run
 
     ck = open_checkpoint(path)
     name = max((i for i in ck.infos() if len(i.shape) == 2), key=lambda i: i.size).name
@@ -118,7 +118,7 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
     md = ["### Coders on one tensor, one thread", "",
           f"Tensor `{name}` ({n:,} bf16 values). Process CPU time, {reps} interleaved rounds (every method once "
           f"per round, same order), min and median. Golden = the pure-Python single-lane hardware model, on the "
-          f"first {golden_pairs:,} pairs; compiled = `ansforge.model.fastans` (numba), the same algorithm and "
+          f"first {golden_pairs:,} pairs; compiled = `ansforge.model.coding.fastans` (numba), the same algorithm and "
           "bitstream, whole tensor, checkpoints every 2^20 pairs; bulk = NumPy, 16,384 lanes. constriction codes "
           "the exponent codes only (no additional data); zstd and ZipNN compress the tensor's bf16 bytes.", "",
           "| Method | M weights / CPU-s (min time) | M weights / CPU-s (median time) |", "|---|---:|---:|"]
@@ -233,8 +233,8 @@ def cli_section(path: str, reps: int = 3, codec: str = "tans8") -> list[str]:
 
 def fuzz_section(cases: int = 10_000) -> list[str]:
     """The structured container fuzzer (:mod:`.fuzz`), ``cases`` per codec, on a small model."""
-    from ..model.checkpoint import write_safetensors
-    from ..model.container import compress_checkpoint
+    from ..model.llm.checkpoint import write_safetensors
+    from ..model.coding.container import compress_checkpoint
     from .fuzz import fuzz_container
 
     rng = np.random.default_rng(1)

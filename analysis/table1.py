@@ -10,7 +10,7 @@ Rows, with the paper's method names (scripts depend on them):
     Per matrix, ``sum -log2(p)`` over the codes with ``p`` the code frequency, in double precision,
     plus the additional data.
 ``rANS 16 bits``, ``tANS 8 bits`` (and any other ``--codecs``)
-    The golden codecs of the hardware (:mod:`ansforge.model.rans`, :mod:`ansforge.model.tans`): the
+    The golden codecs of the hardware (:mod:`ansforge.model.coding.rans`, :mod:`ansforge.model.coding.tans`): the
     selected matrices coded, in file order, as one stream exactly as ``ansforge compress`` writes it
     (final state and checkpoints included), decoded again and checked bit-exact. The note gives the gap
     to Ideal.
@@ -43,12 +43,12 @@ from typing import Any
 
 import numpy as np
 
-from ..model import constriction_codec
-from ..model.codecs import parse_codec
-from ..model.checkpoint import Checkpoint, open_checkpoint, select_tensors
+from ..model.coding import constriction_codec
+from ..model.coding.codecs import parse_codec
+from ..model.llm.checkpoint import Checkpoint, open_checkpoint, select_tensors
 from ..model.errors import AnsforgeError, ConfigError
-from ..model.pairs import PAIR_FORMATS, Conversion, convert
-from ..model.probability import (cross_entropy_bits, entropy_bits, ideal_bits, normalize_counts,
+from ..model.dtypes.pairs import PAIR_FORMATS, Conversion, convert
+from ..model.coding.probability import (cross_entropy_bits, entropy_bits, ideal_bits, normalize_counts,
                                  proportional_counts)
 from .parallel import Task, run_tasks
 
@@ -492,8 +492,8 @@ class CodecResult:
 
 def codec_task(path: str, names: Sequence[str], pairs: str, codec: str) -> CodecResult:
     """Encode the selected matrices as one golden-codec stream, decode it and compare bit for bit."""
-    from ..model import fastans
-    from ..model.container import DEFAULT_CHECKPOINT_INTERVAL, encode_tensors
+    from ..model.coding import fastans
+    from ..model.coding.container import DEFAULT_CHECKPOINT_INTERVAL, encode_tensors
 
     t0 = time.process_time()
     spec = parse_codec(codec)
@@ -630,14 +630,14 @@ def compute_table1(
         Pair format the tensors are coded in: ``"bf16"`` (the paper), ``"fp16"`` or ``"fp32"``; tensors
         stored otherwise are converted first (round-to-nearest-even when narrowing, reported as lossy).
     include, exclude
-        Shell-style name patterns, see :func:`~ansforge.model.checkpoint.select_tensors`.
+        Shell-style name patterns, see :func:`~ansforge.model.llm.checkpoint.select_tensors`.
     general
         General-purpose compressors to run over the concatenated bytes: any of ``gzip``, ``bzip2``,
         ``xz``, ``zstd``.
     constriction
         Add the constriction rANS row (encoded, decoded and verified bit-exact).
     codecs
-        Golden codecs to run (:func:`~ansforge.model.codecs.parse_codec` names), one row each.
+        Golden codecs to run (:func:`~ansforge.model.coding.codecs.parse_codec` names), one row each.
     jobs, dask, progress
         See :func:`~ansforge.analysis.parallel.run_tasks`.
     """

@@ -1,6 +1,6 @@
 """The paper's Table 2 (§3.3) and Fig. 5 on any checkpoint: linearly quantized integers as coding pairs.
 
-Each selected matrix is quantized on its own (:func:`~ansforge.model.integers.linear_quantize`,
+Each selected matrix is quantized on its own (:func:`~ansforge.model.dtypes.integers.linear_quantize`,
 ``q = rint(w / max|w| · (2**Nb − 1))``) and coded as NZ-MSB pairs (Fig. 6); the size is the paper's
 estimate, ``-log2 p(code)`` summed plus the additional data, per matrix, averaged over all weights.
 Next to it: direct coding (one code per magnitude, the end of §3.3) and the raw ``Nb + 1`` bits.
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..model.checkpoint import open_checkpoint, select_tensors
+from ..model.llm.checkpoint import open_checkpoint, select_tensors
 from ..model.errors import CheckpointError
-from ..model.integers import (QUANT_BITS, DirectCode, NzMsbCode, SubdividedCode, clip_quantize, ideal_pair_bits,
+from ..model.dtypes.integers import (QUANT_BITS, DirectCode, NzMsbCode, SubdividedCode, clip_quantize, ideal_pair_bits,
                               linear_quantize)
 from .lossy import SCALE_BITS, ErrorStats, ModelEffect, charged_bits, error_stats, heldout_bits, probe_or_none
 

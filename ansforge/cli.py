@@ -583,9 +583,9 @@ def _run(args: argparse.Namespace) -> int:
         return _report(context_report(args.model, args.codec, pairs=args.pairs, max_sets=args.max_sets,
                                       include=args.include, exclude=args.exclude), args)
     if args.verb == "activations":
-        from .model.activations import collect_activations, runtime_cost, static_cost
-        from .model.codecs import parse_codec
-        from .model.llama import CheckpointWeights, Llama, LlamaWeights, read_layout
+        from .model.llm.activations import collect_activations, runtime_cost, static_cost
+        from .model.coding.codecs import parse_codec
+        from .model.llm.llama import CheckpointWeights, Llama, LlamaWeights, read_layout
 
         _refuse_existing(args.json, args.force)
         for name in ("steps", "calibration", "prompts"):
@@ -632,7 +632,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}: {sum(len(m['matrices']) for m in models)} matrices")
         return 0
     if args.verb == "compress":
-        from .model.container import compress_checkpoint
+        from .model.coding.container import compress_checkpoint
 
         out = Path(args.output)
         if out.exists() and Path(args.model).exists() and out.resolve() == Path(args.model).resolve():
@@ -650,7 +650,7 @@ def _run(args: argparse.Namespace) -> int:
               f"{r['bits'] / max(1, r['pairs']):.4f} bits/pair, {100 * r['gap']:+.4f}% vs ideal")
         return 0
     if args.verb == "decompress":
-        from .model.container import open_container
+        from .model.coding.container import open_container
 
         out = Path(args.output)
         if out.exists() and out.resolve() == Path(args.container).resolve():
@@ -662,7 +662,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"wrote {out}: {len(c.names)} tensors")
         return 0
     if args.verb == "inspect":
-        from .model.container import open_container
+        from .model.coding.container import open_container
 
         c = open_container(args.container)
         print(c.inspect())
@@ -756,8 +756,8 @@ def _subsystem_parameters(p: argparse.ArgumentParser) -> None:
 def _subsystem(args: argparse.Namespace):
     """(codec, the :class:`~ansforge.hdl.subsystem.AxiDecompressor` the ``--top subsystem`` options describe)."""
     from .hdl.subsystem import AxiDecompressor
-    from .model.codecs import parse_codec
-    from .model.pairs import PAIR_FORMATS
+    from .model.coding.codecs import parse_codec
+    from .model.dtypes.pairs import PAIR_FORMATS
 
     if args.core is not None:
         raise UsageError("--top subsystem takes no --core (its lanes are decoders of --codec)")
@@ -801,7 +801,7 @@ def _need_verilator(engine: str) -> None:
 
 def _default_codec(core: str, codec: str | None) -> str:
     codec = codec or ("tans8" if core.startswith("tans") else "rans16")
-    from .model.codecs import parse_codec
+    from .model.coding.codecs import parse_codec
 
     spec = parse_codec(codec)
     if spec.kind != core.split("-")[0]:
@@ -850,7 +850,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _verilog(args: argparse.Namespace) -> int:
-    from .model.codecs import parse_codec
+    from .model.coding.codecs import parse_codec
     from .sim.jobs import build_core
     from .sim.verilator import core_verilog
 
@@ -902,7 +902,7 @@ def _verilog(args: argparse.Namespace) -> int:
 
 
 def _testbench(args: argparse.Namespace) -> int:
-    from .model.codecs import parse_codec
+    from .model.coding.codecs import parse_codec
     from .sim.jobs import make_job
     from .sim.model_run import model_pairs
     from .sim.testbench import write_testbench

@@ -113,7 +113,7 @@ def decoder_command_layout(state_bits: int, bit_bits: int, count_bits: int = COU
     number of low bits of the first word still unread (tANS; 0 means the first word is whole).
     ``check_end`` = 1 checks, after the last pair, the initial state and that every word was read.
     ``check_crc`` = 1 checks that the CRC-32 of the command's ``words`` words, in the order they
-    arrive, is ``crc`` (a container block's CRC, :func:`~ansforge.model.stream.block_crc`).
+    arrive, is ``crc`` (a container block's CRC, :func:`~ansforge.model.coding.stream.block_crc`).
     ``count_bits`` is the width of ``count`` and ``words`` (default :data:`COUNT_BITS`).
     """
     return data.StructLayout({"count": count_bits, "words": count_bits, "resume": 1, "check_end": 1,

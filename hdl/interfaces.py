@@ -16,7 +16,7 @@ Each LUT is a :class:`~amaranth.lib.memory.Memory` with asynchronous (``comb``) 
 dozen entries of a few dozen bits, LUTRAM on an FPGA, read in the same cycle as the value arrives
 so that the core is a single pipeline stage (latency 1 clock, full throughput, the output register
 is the only state). The tables and the exact arithmetic, saturation and rounding are those of
-:mod:`ansforge.model.interfaces`, whose table objects also produce the ``cfg`` writes.
+:mod:`ansforge.model.dtypes.interfaces`, whose table objects also produce the ``cfg`` writes.
 
 Pairs use the decoder/encoder cores' layout (:func:`~.common.pair_layout`, ``symbol`` = the code),
 so that ``wiring.connect(m, decoder.o, pair_to_float.i)`` needs no glue when the decoder's symbols
@@ -30,7 +30,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..model.interfaces import (FixedFormat, FixedToPairTable, FloatToPairTable, PairToFixedTable,
+from ..model.dtypes.interfaces import (FixedFormat, FixedToPairTable, FloatToPairTable, PairToFixedTable,
                                 PairToFloatTable, float_format)
 from .common import bits_for, check_int, pair_layout
 
@@ -116,7 +116,7 @@ class PairToFloat(_InterfaceCore):
     -----
     i : In(stream)  ``{symbol: code, extra}``
     o : Out(stream) target bit pattern (16 or 32 bits)
-    cfg : In(stream) ``{addr, data}``: one LUT entry (:class:`~ansforge.model.interfaces.PairToFloatTable`)
+    cfg : In(stream) ``{addr, data}``: one LUT entry (:class:`~ansforge.model.dtypes.interfaces.PairToFloatTable`)
 
     Per pair: one LUT read, one barrel shift of ``max_extra_bits + M`` bits (mantissa padding,
     truncation or the gradual-underflow shift) and the direct/float multiplexer. Latency 1.
@@ -163,14 +163,14 @@ class PairToFixed(_InterfaceCore):
     """Coding pairs to two's complement fixed point (Fig. 10a), with the direct bypass of Fig. 11.
 
     The significand is shifted by the code's LUT shift into a ``width``-bit word, negated for a
-    negative sign, and saturated to the word's range (see :mod:`ansforge.model.interfaces`).
+    negative sign, and saturated to the word's range (see :mod:`ansforge.model.dtypes.interfaces`).
 
     Parameters
     ----------
     fixed : FixedFormat
         Output word: ``width`` (2..32) bits, ``frac_bits`` after the point.
     max_codes, max_extra_bits, table
-        As :class:`PairToFloat` (``table``: a :class:`~ansforge.model.interfaces.PairToFixedTable`).
+        As :class:`PairToFloat` (``table``: a :class:`~ansforge.model.dtypes.interfaces.PairToFixedTable`).
 
     Ports: ``i`` pairs, ``o`` fixed-point words (``width`` bits), ``cfg`` LUT writes. Latency 1.
     """
@@ -320,7 +320,7 @@ class FixedToPair(_ToPair):
     fixed : FixedFormat
         Input word (``width`` 2..32 bits).
     max_codes, max_extra_bits, table
-        As :class:`FloatToPair` (``table``: a :class:`~ansforge.model.interfaces.FixedToPairTable`,
+        As :class:`FloatToPair` (``table``: a :class:`~ansforge.model.dtypes.interfaces.FixedToPairTable`,
         ``width + 2`` entries).
 
     Latency 1 clock, one value per clock; ``miss`` as :class:`FloatToPair`.

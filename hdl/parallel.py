@@ -2,7 +2,7 @@
 
 :class:`ParallelDecoder` holds ``K`` decoder cores (tANS or rANS, programmable). Pair ``i`` of a
 tensor belongs to lane ``i % K``, and lane ``l``'s words are the single-lane stream of its pairs:
-the golden codec's interleaved mode (:func:`ansforge.model.lanes.encode_lanes`). Each lane's
+the golden codec's interleaved mode (:func:`ansforge.model.coding.lanes.encode_lanes`). Each lane's
 stream lies in the shared memory from a beat address of its own, in the order the decoder reads
 it (top of the stack first), ``P`` words per memory beat.
 

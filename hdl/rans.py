@@ -1,6 +1,6 @@
 """rANS decoder and encoder cores (§4.2, Table 3 "rANS Decoder/Encoder"), one coding pair per clock.
 
-Both follow ``docs/bitstream.md`` bit for bit; :class:`~ansforge.model.rans.RansCoder` is their golden
+Both follow ``docs/bitstream.md`` bit for bit; :class:`~ansforge.model.coding.rans.RansCoder` is their golden
 model, and with the ``constriction`` preset (``S = 64, W = 32, P = 24``) their words are constriction's
 ``AnsCoder`` words. The paper preset is ``S = 48, W = 32, P = 16``.
 
@@ -9,17 +9,17 @@ divide, the word and pair streams and the table-programming port) and a *shell* 
 the decoder's stream start, end-of-stream checks, status, drain and CRC-32), each a
 :class:`~amaranth.lib.wiring.Component`. ``shell=False`` builds the coder alone.
 
-Tables (one :class:`~ansforge.model.rans.RansTable` configures all of them: ``Memory`` initial
+Tables (one :class:`~ansforge.model.coding.rans.RansTable` configures all of them: ``Memory`` initial
 contents in a fixed build, ``cfg`` writes in a programmable one, :func:`rans_writes`):
 
 * the *symbol table* ``{freq, cum, k}`` per symbol, LUT-RAM read combinationally;
-* the decoder's *bucket table* (:meth:`~ansforge.model.rans.RansTable.core_buckets`): per bucket of
+* the decoder's *bucket table* (:meth:`~ansforge.model.coding.rans.RansTable.core_buckets`): per bucket of
   quantiles (the top ``bucket_bits`` = 6 bits of ``q``: 64 buckets, one bank of 64-deep LUT-RAM
   and no read multiplexer) a ``base`` symbol and nine ``split`` offsets. The candidate ``base +
   sum_j (q_low > split_j)`` is the symbol whenever the bucket meets at most ten symbols; otherwise
   the decoder steps one symbol per clock towards it. Expected steps (each pair's quantile uniform
   in its symbol's interval) over all of stories260K / MiniLM with rans16: 0.000 % / 0.002 % of the
-  pairs; with stories260K's context tables (``model/context.py``, smaller and more skewed): 0.116 %
+  pairs; with stories260K's context tables (``model/coding/context.py``, smaller and more skewed): 0.116 %
   (the 512 buckets of two splits before: 0.037 % / 0.052 % and 0.146 %). No register holds table
   contents, so a reset leaves a programmed table intact and consistent (LUT-RAM is not reset).
 
@@ -57,7 +57,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..model.rans import RansTable
+from ..model.coding.rans import RansTable
 from .mutants import check_mutant
 from .common import (BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_for, check_bool, check_int,
                      decoder_ports, encoder_ports, pair_layout, table_select_layout)

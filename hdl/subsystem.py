@@ -11,7 +11,7 @@
   block and read its status (``docs/subsystem.md``).
 
 One *block* is one tensor of a container compressed with one stream per tensor, coded in the golden
-codec's interleaved mode (pair ``i`` in lane ``i % K``, :func:`ansforge.model.lanes.encode_lanes`):
+codec's interleaved mode (pair ``i`` in lane ``i % K``, :func:`ansforge.model.coding.lanes.encode_lanes`):
 its ``K`` word streams lie in memory from ``BASE``, each from a bus-beat offset of its own, in the
 order a decoder reads them (top of the stack first), ``P = bus_bits / W`` words per beat.
 
@@ -28,8 +28,8 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..model.codecs import CodecSpec
-from ..model.pairs import PAIR_FORMATS
+from ..model.coding.codecs import CodecSpec
+from ..model.dtypes.pairs import PAIR_FORMATS
 from .common import COUNT_BITS, DecodeStatus, bits_for, check_int, pair_layout
 from .interfaces import PairToFloat
 from .parallel import ParallelDecoder
@@ -222,7 +222,7 @@ class AxiLiteSlave(wiring.Component):
 class SymbolToCode(wiring.Component):
     """A decoder's symbol back to the pair's code: the container's escape group undone in hardware.
 
-    A tensor's code table (:class:`~ansforge.model.codetable.CodeTable`) gives each frequent code a
+    A tensor's code table (:class:`~ansforge.model.coding.codetable.CodeTable`) gives each frequent code a
     symbol of its own and lets the rare ones share an *escape* symbol whose additional data carries
     the code's index in the escape group above the pair's ``extra_bits``. Per pair: one read of the
     symbol table ``{code, escape}``, one of the escape table (index → code), a multiplexer. Latency 1

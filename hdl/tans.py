@@ -1,7 +1,7 @@
 """tANS decoder and encoder cores (§4.2, Table 3 "tANS Decoder/Encoder"), one coding pair per clock.
 
-Both cores follow ``docs/bitstream.md`` bit for bit; :class:`~ansforge.model.tans.TansCoder` is their
-golden model. Their tables come from one :class:`~ansforge.model.tans.TansTable`: either baked into
+Both cores follow ``docs/bitstream.md`` bit for bit; :class:`~ansforge.model.coding.tans.TansCoder` is their
+golden model. Their tables come from one :class:`~ansforge.model.coding.tans.TansTable`: either baked into
 ``Memory(init=...)`` (``programmable=False``) or written at run time through the ``cfg`` streams, whose
 write sequences :func:`tans_decoder_writes` / :func:`tans_encoder_writes` derive from the same object.
 
@@ -18,7 +18,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from ..model.tans import TansTable
+from ..model.coding.tans import TansTable
 from .common import (COUNT_BITS, CoreParameters, WordCrc, bits_for, check_bool, check_int, decoder_command_layout,
                      decoder_ports, encoder_command_layout, encoder_ports, pair_layout, table_select_layout,
                      word_layout)
@@ -642,7 +642,7 @@ class TansDecoder(_TansCore):
 
 
 def _symbol_entry(sh) -> data.StructLayout:
-    """An encoder symbol-table row (:meth:`~ansforge.model.tans.TansTable.encoder_entries`)."""
+    """An encoder symbol-table row (:meth:`~ansforge.model.coding.tans.TansTable.encoder_entries`)."""
     R = sh.R
     return data.StructLayout({"freq": R + 1, "cum": R, "nb_high": bits_for(R), "threshold": R + 2,
                               "k": bits_for(sh.K)})

@@ -1,6 +1,6 @@
 """Context-table jobs: a matrix coded with several table sets, run through the extended cores.
 
-One job per matrix of a :class:`~ansforge.model.context.ContextCoded`: the matrix's table sets are
+One job per matrix of a :class:`~ansforge.model.coding.context.ContextCoded`: the matrix's table sets are
 written through ``cfg`` as sets ``0 .. K-1`` of a programmable core built with ``table_sets >= K``;
 the decoder gets the matrix's runs on ``sel`` and the encoder gets each pair's set in its payload.
 The expected words and pairs come from the golden coder on the same tables and runs, so the core
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..hdl.common import DecodeStatus
-from ..model.context import ContextCoded
-from ..model.stream import block_crc
+from ..model.coding.context import ContextCoded
+from ..model.coding.stream import block_crc
 from .jobs import CoreJob, _shape, build_core, cfg_writes
 from .streams import pack
 

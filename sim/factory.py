@@ -24,9 +24,9 @@ from amaranth.lib.wiring import In, Out
 
 from ..hdl.broadcast import WeightBroadcaster
 from ..hdl.common import DecodeStatus, WordCrc, bits_for, check_int
-from ..model.codecs import CodecSpec
+from ..model.coding.codecs import CodecSpec
 from ..model.errors import AnsforgeError, ConfigError
-from ..model.stream import Run
+from ..model.coding.stream import Run
 from .jobs import CoreJob, _cfg, _shape, build_core
 from .streams import pack, unpack
 

@@ -61,8 +61,8 @@ from ..hdl.common import DecodeStatus
 from ..hdl.mutants import CORES, MUTANTS
 from ..hdl.rans import RansDecoder, RansEncoder
 from ..hdl.tans import TansDecoder, TansEncoder
-from ..model.codetable import CodeTable
-from ..model.rans import RansParams, RansTable
+from ..model.coding.codetable import CodeTable
+from ..model.coding.rans import RansParams, RansTable
 
 __all__ = ["CORES", "PROPERTIES", "SMALL", "FormalToolMissing", "PropertyResult", "MutantResult", "ProveReport",
            "properties_of", "small_core", "pinned_rans_table", "harness", "default_depth", "check_tools",
@@ -85,7 +85,7 @@ STACK_WORDS = 8
 IDLE_EMPTY = {"tans-decoder": True, "tans-encoder": False, "rans-decoder": False, "rans-encoder": True}
 #: The rANS table (frequency, extra bits per symbol) of the harnesses where z3 cannot finish the rANS
 #: datapath with a symbolic table in CI's budget (its multiply and divide): a real
-#: :class:`~ansforge.model.rans.RansTable` (three direct symbols, an escape symbol of four codes),
+#: :class:`~ansforge.model.coding.rans.RansTable` (three direct symbols, an escape symbol of four codes),
 #: baked into the cores' memories (``table=``; still programmable), so that yosys folds it.
 PINNED_RANS_TABLE = ((97, 0), (3, 0), (140, 0), (16, 2))
 #: The tANS table of the data harnesses: a spread of the 32 states over 4 symbols with frequencies

@@ -1,7 +1,7 @@
 """Simulation jobs for the coding-pair interface cores (§4.3, Figs. 9–11).
 
 Each builder returns a :class:`~.jobs.CoreJob` whose stimulus is the values or pairs, whose ``cfg``
-writes come from the table object of :mod:`ansforge.model.interfaces`, and whose expected output is
+writes come from the table object of :mod:`ansforge.model.dtypes.interfaces`, and whose expected output is
 that table's ``apply`` (the golden model), so that both engines check the core against it.
 :func:`float_round_trip` runs whole tensors FloatToPair → PairToFloat, the second core fed with
 the pairs the first one gave.
@@ -13,7 +13,7 @@ import numpy as np
 
 from ..hdl.interfaces import FixedToPair, FloatToPair, PairToFixed, PairToFloat
 from ..model.errors import AnsforgeError
-from ..model.interfaces import (CodingPairFormat, FixedToPairTable, FloatToPairTable, PairToFixedTable,
+from ..model.dtypes.interfaces import (CodingPairFormat, FixedToPairTable, FloatToPairTable, PairToFixedTable,
                                 PairToFloatTable)
 from .jobs import CoreJob, _shape
 from .streams import pack
@@ -105,7 +105,7 @@ def float_round_trip(values: np.ndarray, fmt_name: str, engine, *, name: str = "
     the pairs the first one gave. Raises :class:`InterfaceMismatch` unless the pairs equal the golden
     model's and the floats come back bit-exact. ``cores`` caches one core of each kind (built for 256
     codes, so every table fits and Verilator compiles each once). Returns the clock cycles spent."""
-    from ..model.pairs import PAIR_FORMATS
+    from ..model.dtypes.pairs import PAIR_FORMATS
     pf = PAIR_FORMATS[fmt_name]
     bits = pf._as_bits(np.asarray(values)).ravel()
     exps = np.flatnonzero(pf.exponent_histogram(bits)).astype(np.uint16)

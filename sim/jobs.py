@@ -16,8 +16,8 @@ from amaranth.lib import wiring
 from ..hdl.common import DecodeStatus
 from ..hdl.rans import RansDecoder, RansEncoder, rans_writes
 from ..hdl.tans import TansDecoder, TansEncoder, tans_decoder_writes, tans_encoder_writes
-from ..model.codecs import CodecSpec
-from ..model.stream import Checkpoint, Run, block_crc, block_ranges
+from ..model.coding.codecs import CodecSpec
+from ..model.coding.stream import Checkpoint, Run, block_crc, block_ranges
 from .streams import pack
 
 __all__ = ["CORES", "CoreJob", "SimResult", "StreamBlock", "build_core", "make_job", "stream_blocks", "block_command",
@@ -175,7 +175,7 @@ class StreamBlock:
 
     ``words`` are the block's words in the order the decoder reads them (top of the stack first),
     ``resume`` the checkpoint it starts from (``None`` for the top of the stream), ``crc`` the block
-    CRC-32 (:func:`~ansforge.model.stream.block_crc`) and ``last`` whether it ends the stream.
+    CRC-32 (:func:`~ansforge.model.coding.stream.block_crc`) and ``last`` whether it ends the stream.
     """
 
     first_pair: int

@@ -2,7 +2,7 @@
 
 :class:`LaneSystem` is the simulated top: the decoder lanes and the memory model, with the memory's
 contents written through ``mem_cfg`` and the decoders' table through ``cfg``. :func:`lanes_job`
-lays a tensor's interleaved streams (:func:`ansforge.model.lanes.encode_lanes`, the golden codec's
+lays a tensor's interleaved streams (:func:`ansforge.model.coding.lanes.encode_lanes`, the golden codec's
 interleaved mode) into the memory image, one lane after another from beat-aligned bases, each in
 the order its decoder reads it; :func:`run_lanes` runs one such job and checks every pair against
 the tensor's pairs; :func:`decode_container_lanes` does it for every tensor of a container.
@@ -19,9 +19,9 @@ from amaranth.lib.wiring import Out
 
 from ..hdl.common import DecodeStatus, bits_for
 from ..hdl.parallel import ParallelDecoder
-from ..model.codecs import CodecSpec
+from ..model.coding.codecs import CodecSpec
 from ..model.errors import AnsforgeError, ConfigError
-from ..model.lanes import encode_lanes, lane_lengths
+from ..model.coding.lanes import encode_lanes, lane_lengths
 from .jobs import CoreJob, _cfg, _shape, build_core
 from .memory import SharedMemory
 from .streams import pack

@@ -1,6 +1,6 @@
 """A llama generating text from weights that came out of a chosen path: ``ansforge generate``.
 
-``via`` picks the weight provider (:mod:`ansforge.model.llama`):
+``via`` picks the weight provider (:mod:`ansforge.model.llm.llama`):
 
 ``raw``
     the checkpoint as loaded (rounded to bf16/fp16 first when ``pairs`` says so);
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model.errors import ConfigError
-from ..model.llama import (CheckpointWeights, ContainerWeights, Generation, Llama, LlamaLayout, LlamaWeights,
+from ..model.llm.llama import (CheckpointWeights, ContainerWeights, Generation, Llama, LlamaLayout, LlamaWeights,
                            generate, read_layout)
-from ..model.sampler import Sampler
-from ..model.tokenizer import BOS, Tokenizer, TokenizerError
+from ..model.llm.sampler import Sampler
+from ..model.llm.tokenizer import BOS, Tokenizer, TokenizerError
 
 __all__ = ["VIAS", "LlamaSetup", "load_llama", "find_tokenizer", "run_generation"]
 
@@ -57,7 +57,7 @@ class LlamaSetup:
 def load_llama(model: str | Path, via: str = "raw", *, codec: str = "tans8", pairs: str = "auto",
                engine: str = "verilator", container: str | Path | None = None, dtype: str | None = None,
                workdir: str | Path | None = None) -> LlamaSetup:
-    """A :class:`~ansforge.model.llama.Llama` on weights from path ``via`` (see the module docstring).
+    """A :class:`~ansforge.model.llm.llama.Llama` on weights from path ``via`` (see the module docstring).
 
     ``workdir`` holds the temporary container when none is given (a fresh temporary directory by
     default, removed once the weights are loaded).
@@ -71,7 +71,7 @@ def load_llama(model: str | Path, via: str = "raw", *, codec: str = "tans8", pai
         weights = LlamaWeights.load(layout, provider, dtype)
         seconds = time.perf_counter() - t0
     else:
-        from ..model.container import compress_checkpoint
+        from ..model.coding.container import compress_checkpoint
 
         with tempfile.TemporaryDirectory(dir=workdir) as tmp:
             path = container
@@ -93,7 +93,7 @@ def load_llama(model: str | Path, via: str = "raw", *, codec: str = "tans8", pai
 def find_tokenizer(model: str | Path, vocab_size: int, explicit: str | Path | None) -> tuple[Tokenizer | None, str]:
     """The tokenizer to use and a note for the user.
 
-    An explicit path must match ``vocab_size`` (:class:`~ansforge.model.tokenizer.TokenizerError`
+    An explicit path must match ``vocab_size`` (:class:`~ansforge.model.llm.tokenizer.TokenizerError`
     otherwise). Without one, ``tokenizer.bin`` beside the model is used when its size matches;
     otherwise there is none, and the caller works in token ids.
     """

@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..model.checkpoint import open_checkpoint, select_tensors
-from ..model.codecs import parse_codec
-from ..model.pairs import BF16, convert
+from ..model.llm.checkpoint import open_checkpoint, select_tensors
+from ..model.coding.codecs import parse_codec
+from ..model.dtypes.pairs import BF16, convert
 from .jobs import CORES, build_core, make_job
 
 __all__ = ["MatrixPairs", "model_pairs", "histogram_pairs", "SimReport", "simulate_matrices", "engine_by_name"]
@@ -162,9 +162,9 @@ def simulate_matrices(kind: str, codec: str, matrices: list[MatrixPairs], *, eng
 def _constriction_agrees(table, probabilities, symbols, extras) -> bool:
     """Whether constriction's ``AnsCoder``, given the same float ``probabilities``, produces the golden
     words for these pairs (the constriction preset: Categorical for the symbol, Uniform for extras)."""
-    from ..model.constriction_codec import encode_pairs
-    from ..model.rans import RansCoder
-    from ..model.stream import Run
+    from ..model.coding.constriction_codec import encode_pairs
+    from ..model.coding.rans import RansCoder
+    from ..model.coding.stream import Run
 
     words, _ = encode_pairs(probabilities, table.extra_bits, symbols, extras)
     ours = RansCoder(table.params).encode([table], [Run(0, symbols.size)], symbols, extras).words

@@ -31,13 +31,13 @@ from amaranth.lib.wiring import In, Out
 
 from ..hdl.common import DecodeStatus, bits_for, check_int
 from ..hdl.subsystem import AxiDecompressor, Csr, Table, axi4_lite_signature, axi4_read_signature
-from ..model.codecs import CodecSpec
+from ..model.coding.codecs import CodecSpec
 from ..model.errors import AnsforgeError, ConfigError
-from ..model.interfaces import CodingPairFormat, PairToFloatTable
-from ..model import fastans
-from ..model.lanes import encode_lanes, lane_pairs
-from ..model.stream import Run
-from ..model.pairs import PAIR_FORMATS
+from ..model.dtypes.interfaces import CodingPairFormat, PairToFloatTable
+from ..model.coding import fastans
+from ..model.coding.lanes import encode_lanes, lane_pairs
+from ..model.coding.stream import Run
+from ..model.dtypes.pairs import PAIR_FORMATS
 from .jobs import CoreJob, cfg_writes
 from .streams import pack, unpack
 from .testbench import payload_ints
@@ -229,9 +229,9 @@ def checkpoint_block(path: str, codec: str, matrix: str | None, target: str = "b
     """Matrix ``matrix`` of checkpoint ``path`` (default: the smallest the paper counts) as ``target``
     pairs (bf16: rounded to nearest even, as ``--pairs bf16``; fp32: the stored values), coded with
     ``codec``'s tables the way ``ansforge compress`` builds them."""
-    from ..model.checkpoint import open_checkpoint, select_tensors
-    from ..model.codecs import parse_codec
-    from ..model.pairs import convert
+    from ..model.llm.checkpoint import open_checkpoint, select_tensors
+    from ..model.coding.codecs import parse_codec
+    from ..model.dtypes.pairs import convert
 
     spec = parse_codec(codec)
     ck = open_checkpoint(path)

@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from ..hdl.common import DecodeStatus
-from ..model.container import Container, compress_checkpoint, open_container
+from ..model.coding.container import Container, compress_checkpoint, open_container
 from ..model.errors import AnsforgeError, ConfigError
-from ..model.llama import stored_from_bits
+from ..model.llm.llama import stored_from_bits
 from .jobs import blocks_job, build_core, stream_blocks, unpack_pairs
 from .model_run import engine_by_name
 

@@ -13,7 +13,7 @@ from cocotb_tools.check_results import get_results
 from cocotb_tools.runner import get_runner
 
 from ansforge.hdl.axis import AxisCore, axis_fields
-from ansforge.model.codecs import parse_codec
+from ansforge.model.coding.codecs import parse_codec
 from ansforge.sim.jobs import make_job
 from ansforge.sim.testbench import simulation_verilog
 
@@ -47,8 +47,8 @@ def _vectors(job, stall_prob, seed):
 
 def _interface_job(kind: str, rng):
     """A §4.3 interface core's job on bf16 weights: float -> pair or pair -> float, the tensor's own codes."""
-    from ansforge.model.interfaces import CodingPairFormat, FloatToPairTable, PairToFloatTable
-    from ansforge.model.pairs import BF16
+    from ansforge.model.dtypes.interfaces import CodingPairFormat, FloatToPairTable, PairToFloatTable
+    from ansforge.model.dtypes.pairs import BF16
     from ansforge.sim.interfaces import float_to_pair_job, pair_to_float_job
 
     bits = (rng.standard_normal(400).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)

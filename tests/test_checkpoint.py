@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from ansforge.model.checkpoint import (Checkpoint, TensorInfo, open_checkpoint, select_tensors,
+from ansforge.model.llm.checkpoint import (Checkpoint, TensorInfo, open_checkpoint, select_tensors,
                                        write_safetensors)
 from ansforge.model.errors import CheckpointError
-from ansforge.model.pairs import fp32_to_bf16_rne
+from ansforge.model.dtypes.pairs import fp32_to_bf16_rne
 
 from .conftest import read_stories_raw
 

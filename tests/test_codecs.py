@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansforge.model.codecs import parse_codec
-from ansforge.model.codetable import CodeTable, build_code_table
-from ansforge.model.constriction_codec import encode_pairs
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.codetable import CodeTable, build_code_table
+from ansforge.model.coding.constriction_codec import encode_pairs
 from ansforge.model.errors import ConfigError
-from ansforge.model.probability import entropy_bits, leaky_quantize
-from ansforge.model.rans import RANS_PRESETS, RansCoder, RansParams, RansTable
-from ansforge.model.stream import Run, StreamError
-from ansforge.model.tans import TansCoder, TansParams, TansTable
+from ansforge.model.coding.probability import entropy_bits, leaky_quantize
+from ansforge.model.coding.rans import RANS_PRESETS, RansCoder, RansParams, RansTable
+from ansforge.model.coding.stream import Run, StreamError
+from ansforge.model.coding.tans import TansCoder, TansParams, TansTable
 
 
 def _random_case(rng, codec: str, n_tables: int = 3, max_len: int = 3000):

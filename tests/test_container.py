@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ansforge.model.checkpoint import open_checkpoint, select_tensors, write_safetensors
-from ansforge.model.codecs import parse_codec
-from ansforge.model.container import ContainerError, compress_checkpoint, encode_tensors, open_container
+from ansforge.model.llm.checkpoint import open_checkpoint, select_tensors, write_safetensors
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.container import ContainerError, compress_checkpoint, encode_tensors, open_container
 from ansforge.model.errors import AnsforgeError, ConfigError
-from ansforge.model.pairs import BF16, convert
+from ansforge.model.dtypes.pairs import BF16, convert
 
 CODECS = ("tans8", "rans16", "rans24")
 

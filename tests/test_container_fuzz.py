@@ -13,9 +13,9 @@ import pytest
 
 from ansforge.analysis.fuzz import fuzz_container, join_records, split_records
 from ansforge.cli import main
-from ansforge.model.checkpoint import open_checkpoint, write_safetensors
-from ansforge.model.codetable import CodeTable
-from ansforge.model.container import ContainerError, compress_checkpoint, open_container
+from ansforge.model.llm.checkpoint import open_checkpoint, write_safetensors
+from ansforge.model.coding.codetable import CodeTable
+from ansforge.model.coding.container import ContainerError, compress_checkpoint, open_container
 from ansforge.model.errors import ConfigError
 
 CODECS = ("tans8", "rans16", "rans24")
@@ -78,8 +78,8 @@ def test_negative_checkpoint_pair_is_rejected_not_a_hang(container, tmp_path):
 
 @pytest.mark.parametrize("codec", ["tans8", "rans16"])
 def test_golden_decoders_reject_negative_checkpoint_pair(codec):
-    from ansforge.model.codecs import parse_codec
-    from ansforge.model.stream import Checkpoint, Run, StreamError
+    from ansforge.model.coding.codecs import parse_codec
+    from ansforge.model.coding.stream import Checkpoint, Run, StreamError
     spec = parse_codec(codec)
     ct = spec.code_table(np.array([3, 1]), 8)
     st = spec.coder().encode([spec.coder_table(ct, np.array([3, 1]))], [Run(0, 4)], np.array([0, 1, 0, 0]),
@@ -241,9 +241,9 @@ def test_valid_containers_still_round_trip(container, tmp_path):
 def test_row_shifts_shrink_fp32_and_stay_bit_exact(tmp_path, codec):
     """Rows whose low mantissa bits are all zero (stored at fp16 or bf16 precision) are coded without
     them: the container is smaller by at least those bits, and every tensor and range decodes exactly."""
-    from ansforge.model.container import encode_tensors, row_shifts
-    from ansforge.model.pairs import FP32
-    from ansforge.model.codecs import parse_codec
+    from ansforge.model.coding.container import encode_tensors, row_shifts
+    from ansforge.model.dtypes.pairs import FP32
+    from ansforge.model.coding.codecs import parse_codec
     rng = np.random.default_rng(2)
     w = _rows(rng)
     m = tmp_path / "rows.safetensors"

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ansforge.model.checkpoint import open_checkpoint, select_tensors
-from ansforge.model.codecs import parse_codec
-from ansforge.model.context import ContextPlan, decode_context, encode_context
+from ansforge.model.llm.checkpoint import open_checkpoint, select_tensors
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.context import ContextPlan, decode_context, encode_context
 from ansforge.model.errors import ConfigError
-from ansforge.model.pairs import BF16, convert, fp32_to_bf16_rne
-from ansforge.model.probability import ideal_bits
+from ansforge.model.dtypes.pairs import BF16, convert, fp32_to_bf16_rne
+from ansforge.model.coding.probability import ideal_bits
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.context import context_core, context_matrix_job
 from ansforge.sim.verilator import VerilatorEngine

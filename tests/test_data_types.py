@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansforge.model.custom_float import MINIFLOATS, MinifloatFormat
+from ansforge.model.dtypes.custom_float import MINIFLOATS, MinifloatFormat
 from ansforge.model.errors import AnsforgeError, ConfigError
-from ansforge.model.integers import DirectCode, NzMsbCode, linear_quantize
-from ansforge.model.layout import CodeLayout
-from ansforge.model.posit import POSITS, PositFormat
-from ansforge.model.saliency import join_salient, salient_mask, split_salient
-from ansforge.model.ternary import (GroupMaskCode, HybridCode, RunLengthCode, absmean_ternarize, dense_matvec,
+from ansforge.model.dtypes.integers import DirectCode, NzMsbCode, linear_quantize
+from ansforge.model.dtypes.layout import CodeLayout
+from ansforge.model.dtypes.posit import POSITS, PositFormat
+from ansforge.model.dtypes.saliency import join_salient, salient_mask, split_salient
+from ansforge.model.dtypes.ternary import (GroupMaskCode, HybridCode, RunLengthCode, absmean_ternarize, dense_matvec,
                                     zero_skipping_matvec)
 
 
@@ -166,7 +166,7 @@ def test_linear_quantization_is_the_papers_formula():
 
 def test_table2_numbers_recomputed_independently(stories):
     from ansforge.analysis.table2 import compute_table2, stored_values
-    from ansforge.model.checkpoint import open_checkpoint, select_tensors
+    from ansforge.model.llm.checkpoint import open_checkpoint, select_tensors
 
     t = compute_table2(stories, (6, 11))
     ck = open_checkpoint(stories)
@@ -207,8 +207,8 @@ def test_quant_table_and_fig5_commands(stories, tmp_path):
 
 # -- §3.5 saliency ------------------------------------------------------------------------------
 def test_salient_pairs_keep_important_weights_exact(stories):
-    from ansforge.model.checkpoint import open_checkpoint
-    from ansforge.model.pairs import fp32_to_bf16_rne
+    from ansforge.model.llm.checkpoint import open_checkpoint
+    from ansforge.model.dtypes.pairs import fp32_to_bf16_rne
 
     rec = open_checkpoint(stories).tensor("layers.0.attention.wq.weight")
     b16 = fp32_to_bf16_rne(rec.array).reshape(rec.shape)
@@ -245,7 +245,7 @@ def test_binary_and_ternary_codes_round_trip(n, zeros, ternary, seed):
 
 
 def test_zero_skipping_dot_product_equals_the_dense_one(stories):
-    from ansforge.model.checkpoint import open_checkpoint
+    from ansforge.model.llm.checkpoint import open_checkpoint
 
     ck = open_checkpoint(stories)
     rng = np.random.default_rng(3)

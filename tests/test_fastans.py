@@ -1,4 +1,4 @@
-"""The compiled kernels (model/fastans.py) against the golden coders: identical words, checkpoints,
+"""The compiled kernels (model/coding/fastans.py) against the golden coders: identical words, checkpoints,
 decoded pairs and errors, for random alphabets and MiniLM tensors, every codec family, segments on
 several threads, and the fused pair → IEEE join."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ansforge.model import fastans
-from ansforge.model.checkpoint import open_checkpoint
-from ansforge.model.codecs import parse_codec
-from ansforge.model.pairs import PAIR_FORMATS, convert
-from ansforge.model.stream import Checkpoint, Run, StreamError
+from ansforge.model.coding import fastans
+from ansforge.model.llm.checkpoint import open_checkpoint
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.dtypes.pairs import PAIR_FORMATS, convert
+from ansforge.model.coding.stream import Checkpoint, Run, StreamError
 
 CODECS = ("tans8", "tans5", "tans12", "rans16", "rans24", "rans9")
 

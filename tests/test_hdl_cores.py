@@ -7,12 +7,12 @@ import pytest
 
 from ansforge.hdl.rans import RansDecoder, RansEncoder
 from ansforge.hdl.tans import TansDecoder, TansEncoder
-from ansforge.model.codecs import parse_codec
-from ansforge.model.codetable import CodeTable
-from ansforge.model.constriction_codec import encode_pairs
-from ansforge.model.probability import leaky_quantize
-from ansforge.model.rans import RANS_PRESETS, RansCoder, RansTable
-from ansforge.model.stream import Run
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.codetable import CodeTable
+from ansforge.model.coding.constriction_codec import encode_pairs
+from ansforge.model.coding.probability import leaky_quantize
+from ansforge.model.coding.rans import RANS_PRESETS, RansCoder, RansTable
+from ansforge.model.coding.stream import Run
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import build_core, make_job
 from ansforge.sim.model_run import model_pairs, simulate_matrices

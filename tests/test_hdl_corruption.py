@@ -1,8 +1,8 @@
 """Decoder cores on container blocks: clean blocks decode, every corrupted block is flagged, none hangs.
 
 A stream is cut into blocks at its checkpoints exactly as the container cuts it
-(:func:`~ansforge.model.stream.block_ranges`); each block is one decoder command that starts at its
-checkpoint and checks the block's CRC-32 (:func:`~ansforge.model.stream.block_crc`) in hardware.
+(:func:`~ansforge.model.coding.stream.block_ranges`); each block is one decoder command that starts at its
+checkpoint and checks the block's CRC-32 (:func:`~ansforge.model.coding.stream.block_crc`) in hardware.
 Corrupted blocks run back to back in one Verilator job, so the test also shows that a core recovers:
 each command must drain its words and leave the next command a clean start.
 """
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from ansforge.hdl.common import DecodeStatus
-from ansforge.model.codecs import parse_codec
-from ansforge.model.stream import Run, StreamError, block_crc
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.stream import Run, StreamError, block_crc
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import blocks_job, build_core, make_job, stream_blocks
 from ansforge.sim.streams import pack

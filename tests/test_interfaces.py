@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from ansforge.hdl.interfaces import FloatToPair, PairToFixed, PairToFloat
-from ansforge.model.checkpoint import open_checkpoint
+from ansforge.model.llm.checkpoint import open_checkpoint
 from ansforge.model.errors import ConfigError, PairFormatError
-from ansforge.model.interfaces import (CodingPairFormat, FixedFormat, FixedToPairTable, FloatToPairTable, PairCode,
+from ansforge.model.dtypes.interfaces import (CodingPairFormat, FixedFormat, FixedToPairTable, FloatToPairTable, PairCode,
                                        PairToFixedTable, PairToFloatTable, exact_values)
-from ansforge.model.pairs import FP32, fp32_to_bf16_rne
+from ansforge.model.dtypes.pairs import FP32, fp32_to_bf16_rne
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.interfaces import (fixed_to_pair_job, float_round_trip, float_to_pair_job, pack_pairs,
                                      pair_to_fixed_job, pair_to_float_job)
@@ -159,7 +159,7 @@ def test_fixed_point_round_trip_is_exact_and_saturates_at_the_edges():
     x = np.array([0.0, 1.0, -1.0, 2 ** -8, -(2 ** -8), 2 ** -9, -(2 ** -9), 1.5 * 2 ** -8, -1.5 * 2 ** -8,
                   127.0, 127.5, -128.0, 128.0, -128.5, -129.0, 1e30, -1e30, 3.0e-39, 0.3, -0.3], np.float32)
     bits = fp32_to_bf16_rne(x)
-    from ansforge.model.pairs import BF16
+    from ansforge.model.dtypes.pairs import BF16
     pairs = BF16.split(bits)
     fmt = CodingPairFormat.ieee("bf16", pairs.exponents)
     got = fx.to_signed(PairToFixedTable(fmt, fx).apply(pairs.codes, pairs.extra))

@@ -4,10 +4,10 @@ single-lane stream of that slice; the branch-free bulk decoders agree with the g
 import numpy as np
 import pytest
 
-from ansforge.model.codecs import parse_codec
+from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.errors import ConfigError
-from ansforge.model.lanes import decode_lanes, encode_lanes, lane_lengths, lane_pairs
-from ansforge.model.stream import Run, StreamError
+from ansforge.model.coding.lanes import decode_lanes, encode_lanes, lane_lengths, lane_pairs
+from ansforge.model.coding.stream import Run, StreamError
 
 
 def _case(codec, n, width=8, seed=9, n_codes=25):

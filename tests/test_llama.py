@@ -15,13 +15,13 @@ import struct
 import numpy as np
 import pytest
 
-from ansforge.model.checkpoint import open_checkpoint
+from ansforge.model.llm.checkpoint import open_checkpoint
 from ansforge.model.errors import AnsforgeError, CheckpointError, ConfigError
-from ansforge.model.llama import (CheckpointWeights, Llama, LlamaWeights, hf_rope_permutation, read_layout,
+from ansforge.model.llm.llama import (CheckpointWeights, Llama, LlamaWeights, hf_rope_permutation, read_layout,
                                   undo_hf_rope_permutation)
-from ansforge.model.llama_convert import export_gguf_llama, export_hf_llama
-from ansforge.model.sampler import Sampler
-from ansforge.model.tokenizer import Tokenizer, TokenizerError
+from ansforge.model.llm.llama_convert import export_gguf_llama, export_hf_llama
+from ansforge.model.llm.sampler import Sampler
+from ansforge.model.llm.tokenizer import Tokenizer, TokenizerError
 from ansforge.sim.llama_run import load_llama, run_generation
 from ansforge.sim.weights import HardwareWeights
 

@@ -17,7 +17,7 @@ import pytest
 from ansforge.analysis.lossy import (EffectProbe, charged_bits, error_stats, heldout_bits, ideal_bits, kl_nats,
                                      table_bits)
 from ansforge.model.errors import ConfigError, PairFormatError
-from ansforge.model.integers import DirectCode, IntegerPairs, NzMsbCode, SubdividedCode, clip_quantize
+from ansforge.model.dtypes.integers import DirectCode, IntegerPairs, NzMsbCode, SubdividedCode, clip_quantize
 
 MATRICES = ["--include", "layers.0.attention.wq.weight", "--include", "layers.1.feed_forward.w2.weight"]
 
@@ -52,9 +52,9 @@ def test_error_stats_match_a_loop_over_the_weights():
 def test_posit_and_fp8_errors_in_the_survey_recount_independently(stories):
     from ansforge.analysis.data_types import survey_types
     from ansforge.analysis.table2 import stored_values
-    from ansforge.model.checkpoint import open_checkpoint
-    from ansforge.model.custom_float import MINIFLOATS
-    from ansforge.model.posit import POSITS
+    from ansforge.model.llm.checkpoint import open_checkpoint
+    from ansforge.model.dtypes.custom_float import MINIFLOATS
+    from ansforge.model.dtypes.posit import POSITS
 
     names = MATRICES[1::2]
     s = survey_types(stories, include=names, thresholds=())
@@ -117,8 +117,8 @@ def test_kl_divergence_matches_the_definition():
 
 
 def test_effect_probe_against_a_hand_run_of_the_model(stories):
-    from ansforge.model.checkpoint import open_checkpoint
-    from ansforge.model.llama import CheckpointWeights, Llama, LlamaWeights, StoredMatrix, read_layout
+    from ansforge.model.llm.checkpoint import open_checkpoint
+    from ansforge.model.llm.llama import CheckpointWeights, Llama, LlamaWeights, StoredMatrix, read_layout
 
     probe = EffectProbe(stories, 6)
     same = probe.measure({})
@@ -138,7 +138,7 @@ def test_effect_probe_against_a_hand_run_of_the_model(stories):
 
 
 def test_calibration_norms_are_the_inputs_of_each_matrix(stories):
-    from ansforge.model.llama import CheckpointWeights, Llama, LlamaWeights, read_layout
+    from ansforge.model.llm.llama import CheckpointWeights, Llama, LlamaWeights, read_layout
 
     probe = EffectProbe(stories, 3)
     model = Llama(LlamaWeights.load(read_layout(stories), CheckpointWeights(stories)))
@@ -204,7 +204,7 @@ def test_clip_quantize_saturates_beyond_the_clip():
 
 def test_quant_table_variants_recomputed(stories):
     from ansforge.analysis.table2 import compute_table2, stored_values
-    from ansforge.model.checkpoint import open_checkpoint
+    from ansforge.model.llm.checkpoint import open_checkpoint
 
     names = MATRICES[1::2]
     t = compute_table2(stories, (8,), names, variants_nb=8, subdivide=(2,), saturate_bits=(4,), clips=(0.5,))
@@ -237,9 +237,9 @@ def test_quant_table_variants_recomputed(stories):
 
 # -- §3.5 saliency by activation importance, §4.3 interface -------------------------------------
 def test_activation_importance_chooses_and_decodes_through_the_interface():
-    from ansforge.model.interfaces import PairToFloatTable
-    from ansforge.model.pairs import fp32_to_bf16_rne
-    from ansforge.model.saliency import (activation_importance, interface_format, join_salient, salient_mask,
+    from ansforge.model.dtypes.interfaces import PairToFloatTable
+    from ansforge.model.dtypes.pairs import fp32_to_bf16_rne
+    from ansforge.model.dtypes.saliency import (activation_importance, interface_format, join_salient, salient_mask,
                                          split_salient)
 
     rng = np.random.default_rng(5)
@@ -268,7 +268,7 @@ def test_types_by_activation_importance_on_a_llama(stories):
 
 # -- §3.6 binary and thresholded ternary --------------------------------------------------------
 def test_binary_and_threshold_ternary_by_hand():
-    from ansforge.model.ternary import GroupMaskCode, HybridCode, sign_binarize, threshold_ternarize
+    from ansforge.model.dtypes.ternary import GroupMaskCode, HybridCode, sign_binarize, threshold_ternarize
 
     w = np.array([0.1, -0.2, 0.0, 0.9, -1.2, 0.05])
     b, alpha = sign_binarize(w)
@@ -287,7 +287,7 @@ def test_binary_and_threshold_ternary_by_hand():
 def test_outlier_bits_and_prediction(stories):
     from ansforge.analysis.outliers import (gaussian_level, measure_outliers, pair_bits_per_weight, paper_ratio)
     from ansforge.analysis.table2 import PAPER_TABLE2
-    from ansforge.model.integers import ideal_pair_bits, linear_quantize
+    from ansforge.model.dtypes.integers import ideal_pair_bits, linear_quantize
 
     assert math.isclose(gaussian_level(11, paper_ratio(11)), PAPER_TABLE2[11])
     rng = np.random.default_rng(9)
@@ -314,8 +314,8 @@ def test_fig5_and_factory_figures_show_what_they_claim(stories):
 
     from ansforge.analysis.factory import PAPER_EXAMPLE, plot_factory
     from ansforge.analysis.table2 import plot_quant_histogram, stored_values
-    from ansforge.model.checkpoint import open_checkpoint
-    from ansforge.model.integers import linear_quantize
+    from ansforge.model.llm.checkpoint import open_checkpoint
+    from ansforge.model.dtypes.integers import linear_quantize
 
     backend = matplotlib.get_backend()
     info = plot_quant_histogram(stories, None, nb=11, bins=255)

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from ansforge.model.checkpoint import open_checkpoint
+from ansforge.model.llm.checkpoint import open_checkpoint
 from ansforge.model.errors import PairFormatError
-from ansforge.model.pairs import BF16, FP16, FP32, CodingPairs, convert, fp32_to_bf16_rne
+from ansforge.model.dtypes.pairs import BF16, FP16, FP32, CodingPairs, convert, fp32_to_bf16_rne
 
 SPECIAL16 = [0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x7F80, 0xFF80, 0x7FC0, 0x7F81, 0xFFFF, 0x3F80]
 SPECIAL_HALF = [0x0000, 0x8000, 0x0001, 0x03FF, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFFFF, 0x3C00]

@@ -10,8 +10,8 @@ from amaranth.sim import Simulator
 
 from ansforge.hdl.broadcast import WeightBroadcaster
 from ansforge.hdl.parallel import ParallelDecoder
-from ansforge.model.codecs import parse_codec
-from ansforge.model.container import compress_checkpoint, open_container
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.container import compress_checkpoint, open_container
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.factory import PortSpec, TokenFactory, run_factory
 from ansforge.sim.jobs import build_core

@@ -11,7 +11,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from ansforge.model.errors import ConfigError
-from ansforge.model.probability import (cross_entropy_bits, ideal_bits, normalize_counts,
+from ansforge.model.coding.probability import (cross_entropy_bits, ideal_bits, normalize_counts,
                                         proportional_counts)
 
 counts_strategy = st.lists(st.one_of(st.just(0), st.integers(1, 10), st.integers(1, 10**9)), min_size=1, max_size=80)

@@ -12,10 +12,10 @@ from amaranth.hdl import Module, ResetInserter, Signal
 from amaranth.sim import Simulator
 
 from ansforge.hdl.rans import BUCKET_SPLITS, RansDecoder, RansEncoder, bucket_bits_for, rans_writes
-from ansforge.model.codecs import parse_codec
-from ansforge.model.codetable import CodeTable
-from ansforge.model.rans import RANS_PRESETS, RansCoder, RansParams, RansTable
-from ansforge.model.stream import Run
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.codetable import CodeTable
+from ansforge.model.coding.rans import RANS_PRESETS, RansCoder, RansParams, RansTable
+from ansforge.model.coding.stream import Run
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import cfg_writes, make_job
 from ansforge.sim.model_run import model_pairs, simulate_matrices
@@ -286,9 +286,9 @@ def test_whole_model_back_pressure(kind, whole_models):
 def test_containers_written_with_the_old_64_bit_state_still_decode(stories, tmp_path, monkeypatch):
     """rans16 used S = 64 before the paper preset moved to S = 48: a container written that way
     records S in its codec record and still decodes, exactly, with S = 64."""
-    import ansforge.model.container as container
-    from ansforge.model.checkpoint import open_checkpoint
-    from ansforge.model.codecs import CodecSpec
+    import ansforge.model.coding.container as container
+    from ansforge.model.llm.checkpoint import open_checkpoint
+    from ansforge.model.coding.codecs import CodecSpec
 
     old = CodecSpec("rans16", rans=RansParams(64, 32, 16))
     monkeypatch.setattr(container, "parse_codec", lambda name: old)

@@ -12,8 +12,8 @@ from amaranth.sim import Simulator
 
 from ansforge.cli import main
 from ansforge.hdl.subsystem import CSR_ID, AxiDecompressor, Csr, Table
-from ansforge.model.codecs import parse_codec
-from ansforge.model.container import compress_checkpoint, open_container
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.container import compress_checkpoint, open_container
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.subsystem import (MEMORY_BASE, SubsystemMismatch, checkpoint_block, decode_container_subsystem,
                                     run_block, subsystem_bench_for)

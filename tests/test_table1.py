@@ -12,7 +12,7 @@ import pytest
 
 from ansforge.analysis.table1 import compute_table1, table1_from_histograms
 from ansforge.analysis.histograms import embedded_histograms
-from ansforge.model.checkpoint import open_checkpoint, select_tensors
+from ansforge.model.llm.checkpoint import open_checkpoint, select_tensors
 
 PAPER_METHODS = ["Original", "Simple", "Ideal", "rANS 16 bits", "tANS 8 bits"]
 
@@ -129,7 +129,7 @@ def test_huffman_rows_recomputed_independently():
     """DFloat11-style rows: Huffman lengths satisfy Kraft with equality and match known codes; the
     per-tensor and per-layer totals equal a direct recomputation."""
     from ansforge.analysis.table1 import MatrixStats, huffman_bits, huffman_lengths
-    from ansforge.model.pairs import Conversion
+    from ansforge.model.dtypes.pairs import Conversion
     assert huffman_lengths(np.array([1, 1, 2, 4])).tolist() == [3, 3, 2, 1]
     assert huffman_lengths(np.array([0, 5, 0])).tolist() == [0, 1, 0]
     rng = np.random.default_rng(4)

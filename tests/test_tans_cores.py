@@ -9,8 +9,8 @@ from amaranth.sim import Simulator
 
 from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
 from ansforge.hdl.tans import TansDecoder, TansDecoderCoder, TansEncoder, TansEncoderCoder
-from ansforge.model.codecs import parse_codec
-from ansforge.model.stream import Run
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.stream import Run
 from ansforge.sim.jobs import blocks_job, build_core, make_job, stream_blocks
 from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import stream_get, stream_put

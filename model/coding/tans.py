@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .codetable import CodeTable
-from .errors import ConfigError
+from ..errors import ConfigError
 from .stream import Checkpoint, DecodeWindow, EncodedStream, Run, StreamError, reverse_chunks, word_dtype, word_list
 
 __all__ = ["TansParams", "TansTable", "TansCoder", "SPREADS", "fse_spread", "tuned_spread", "stream_head"]

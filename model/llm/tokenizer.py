@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import AnsforgeError
+from ..errors import AnsforgeError
 
 __all__ = ["Tokenizer", "TokenizerError", "BOS", "EOS"]
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError, PairFormatError
+from ..errors import ConfigError, PairFormatError
 from .pairs import BF16, FP16, FP32, IeeeFloatPairs
 
 __all__ = ["PairCode", "CodingPairFormat", "FixedFormat", "PairToFloatTable", "PairToFixedTable",
@@ -54,7 +54,7 @@ _MAX_EXTRA = 32
 
 
 def float_format(name_or_format) -> IeeeFloatPairs:
-    """``"bf16"``, ``"fp16"``, ``"fp32"`` or an :class:`~ansforge.model.pairs.IeeeFloatPairs`."""
+    """``"bf16"``, ``"fp16"``, ``"fp32"`` or an :class:`~ansforge.model.dtypes.pairs.IeeeFloatPairs`."""
     if isinstance(name_or_format, IeeeFloatPairs):
         return name_or_format
     if name_or_format not in FLOAT_TARGETS:
@@ -140,7 +140,7 @@ class CodingPairFormat:
     @classmethod
     def ieee(cls, fmt, exponents: Sequence[int], mantissa_bits: Sequence[int] | int | None = None) -> "CodingPairFormat":
         """The codes of an IEEE float format's pairs: code ``i`` is exponent field ``exponents[i]``
-        (:meth:`~ansforge.model.pairs.IeeeFloatPairs.split`'s table), with the format's full mantissa
+        (:meth:`~ansforge.model.dtypes.pairs.IeeeFloatPairs.split`'s table), with the format's full mantissa
         or ``mantissa_bits`` (per code, or one width for all: narrower custom floats such as E8M2)."""
         fmt = float_format(fmt)
         exps = [int(e) for e in np.asarray(exponents).ravel()]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .custom_float import MinifloatFormat
-from .errors import ConfigError, PairFormatError
+from ..errors import ConfigError, PairFormatError
 from .integers import IntegerPairs
 from .layout import CodeLayout, CodeSet
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ConfigError, PairFormatError
+from ..errors import ConfigError, PairFormatError
 
 __all__ = [
     "CodingPairs",
@@ -249,7 +249,7 @@ class Conversion:
 
 
 def convert(array: np.ndarray, dtype: str, target: str) -> tuple[np.ndarray, Conversion]:
-    """Convert a stored tensor (see :class:`~ansforge.model.checkpoint.TensorRecord`) to a pair format.
+    """Convert a stored tensor (see :class:`~ansforge.model.llm.checkpoint.TensorRecord`) to a pair format.
 
     Parameters
     ----------

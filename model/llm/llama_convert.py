@@ -2,8 +2,8 @@
 
 ``export_hf_llama`` writes ``model.safetensors`` and ``config.json`` as Hugging Face's
 ``convert_llama_weights_to_hf.py`` lays them out, including its q/k row permutation for rotary
-embeddings (:func:`~ansforge.model.llama.hf_rope_permutation`), which
-:func:`~ansforge.model.llama.read_layout` undoes. ``export_gguf_llama`` writes a GGUF llama with the
+embeddings (:func:`~ansforge.model.llm.llama.hf_rope_permutation`), which
+:func:`~ansforge.model.llm.llama.read_layout` undoes. ``export_gguf_llama`` writes a GGUF llama with the
 ``gguf`` package's writer, tensors in llama.cpp's names and in the original (interleaved-RoPE) row
 order, as llama.cpp's converter stores them. Tensors keep their stored type (F32, F16 or BF16) and
 bit patterns; nothing is rounded.
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .checkpoint import write_safetensors
-from .errors import ConfigError
+from ..errors import ConfigError
 from .llama import (CheckpointWeights, gguf_tensor_name, hf_rope_permutation, hf_tensor_name, llama_tensor_names,
                     read_layout)
 

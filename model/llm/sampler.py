@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["Sampler", "softmax"]
 

@@ -48,7 +48,7 @@ def default_threads() -> int:
 
 
 def supported(spec) -> bool:
-    """Whether ``spec`` (a :class:`~ansforge.model.codecs.CodecSpec`) runs on the compiled kernels
+    """Whether ``spec`` (a :class:`~ansforge.model.coding.codecs.CodecSpec`) runs on the compiled kernels
     (tANS tables whose fields are too wide for a 64-bit buffer fall back per stream, see the module)."""
     if njit is None:
         return False
@@ -304,7 +304,7 @@ def _pad(rows: Sequence[np.ndarray], dtype=np.int64) -> np.ndarray:
 
 def _rans_chunks(tables, P: int) -> tuple[np.ndarray, np.ndarray]:
     """Per table and symbol, the additional data's uniform chunks, most significant first (the golden
-    coder's :meth:`~ansforge.model.rans.RansCoder._chunks`)."""
+    coder's :meth:`~ansforge.model.coding.rans.RansCoder._chunks`)."""
     width = max((t.extra_bits.size for t in tables), default=1) or 1
     most = max((-(-int(k) // P) for t in tables for k in t.extra_bits), default=0) or 1
     n = np.zeros((len(tables), width), np.int64)
@@ -471,7 +471,7 @@ def decode(spec, words, tables: Sequence, runs: Sequence[Run], start: int = 0, c
     n = check_runs(runs, len(tables))
     count = n - start if count is None else count
     if start < 0 or count < 0 or start + count > n:
-        from .errors import ConfigError
+        from ..errors import ConfigError
         raise ConfigError(f"pairs {start}..{start + count} are outside the stream's {n} pairs")
     w = _as_words(words)
     pos, state = _start(spec, w, checkpoint, start)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import CheckpointError
+from ..errors import CheckpointError
 
 __all__ = [
     "SUPPORTED_DTYPES",

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError, PairFormatError
+from ..errors import ConfigError, PairFormatError
 
 __all__ = ["QUANT_BITS", "IntegerPairs", "NzMsbCode", "DirectCode", "SubdividedCode", "linear_quantize",
            "clip_quantize", "ideal_pair_bits"]

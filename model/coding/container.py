@@ -10,13 +10,13 @@ Layout (all integers little-endian)::
 
 A **tensor record** names the tensor and gives its shape, stored dtype, how it was coded (``pairs``
 or ``raw``), the pair format and conversion, the code→exponent table, the
-:class:`~ansforge.model.codetable.CodeTable` (direct and escape codes, normalized frequencies, extra
+:class:`~ansforge.model.coding.codetable.CodeTable` (direct and escape codes, normalized frequencies, extra
 widths), for tANS the state→symbol spread, and where its pairs lie in which stream. A **stream
 record** gives the codec and its parameters, the pair and word counts, the checkpoints
 (``[pair, word, bit, state]``, every ``checkpoint_interval`` pairs) and one CRC-32 per **block**; the
 blocks split the word addresses at the checkpoints, so block ``b`` holds the words a decoder reads
-between checkpoints ``b - 1`` and ``b`` (:func:`~ansforge.model.stream.block_ranges`), and its CRC is
-taken in the order the decoder reads them (:func:`~ansforge.model.stream.block_crc`), so a decoder
+between checkpoints ``b - 1`` and ``b`` (:func:`~ansforge.model.coding.stream.block_ranges`), and its CRC is
+taken in the order the decoder reads them (:func:`~ansforge.model.coding.stream.block_crc`), so a decoder
 core checks it in hardware. The format of the words is ``docs/bitstream.md``.
 
 By default all coded tensors share one stream, in file order, so the final-state cost is paid once
@@ -43,12 +43,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .checkpoint import ITEMSIZE, SUPPORTED_DTYPES, open_checkpoint, write_safetensors
+from ..llm.checkpoint import ITEMSIZE, SUPPORTED_DTYPES, open_checkpoint, write_safetensors
 from .codecs import CodecSpec, parse_codec
 from . import fastans
 from .codetable import CodeTable
-from .errors import AnsforgeError, ConfigError
-from .pairs import PAIR_FORMATS, CodingPairs, convert
+from ..errors import AnsforgeError, ConfigError
+from ..dtypes.pairs import PAIR_FORMATS, CodingPairs, convert
 from .probability import ideal_bits
 from .rans import RansParams
 from .stream import Checkpoint, Run, StreamError, block_crc, block_ranges, word_dtype
@@ -65,7 +65,7 @@ MAGIC = b"ANSFORGE"
 VERSION = 3
 #: Versions this reader accepts. Version 1 computed each block CRC over the block's words in address
 #: order and did not give a word split by a tANS checkpoint to both blocks; version 2 uses
-#: :func:`~ansforge.model.stream.block_ranges` and :func:`~ansforge.model.stream.block_crc`
+#: :func:`~ansforge.model.coding.stream.block_ranges` and :func:`~ansforge.model.coding.stream.block_crc`
 #: (decoding order), which a decoder core checks as the words arrive.
 #: Version 3 adds a tensor's optional ``row_shifts`` (:func:`row_shifts`); files without them are written
 #: as version 2.
@@ -280,7 +280,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     Parameters
     ----------
     codec
-        A codec name (:func:`~ansforge.model.codecs.parse_codec`).
+        A codec name (:func:`~ansforge.model.coding.codecs.parse_codec`).
     pairs
         ``auto`` codes each float tensor in its own storage format (lossless); ``bf16``, ``fp16`` or
         ``fp32`` convert first (the conversion is recorded; decompression returns the converted tensor).

@@ -35,8 +35,8 @@ from typing import Protocol
 import numpy as np
 
 from .checkpoint import Checkpoint, GgufCheckpoint, Llama2cCheckpoint, SafetensorsCheckpoint, open_checkpoint
-from .errors import CheckpointError, ConfigError
-from .pairs import convert
+from ..errors import CheckpointError, ConfigError
+from ..dtypes.pairs import convert
 
 __all__ = ["LlamaConfig", "LlamaLayout", "TensorSource", "read_layout", "llama_tensor_names", "WeightProvider",
            "CheckpointWeights", "ContainerWeights", "StoredMatrix", "LlamaWeights", "Llama", "WEIGHT_DTYPES", "undo_hf_rope_permutation", "stored_from_bits",
@@ -339,7 +339,7 @@ class WeightProvider(Protocol):
     """Supplies a checkpoint's tensors by their checkpoint names, as stored.
 
     ``tensor`` returns ``(array, dtype)``: float32 for ``F32``, float16 for ``F16`` and uint16 bit
-    patterns for ``BF16`` (the :mod:`~ansforge.model.checkpoint` storage convention).
+    patterns for ``BF16`` (the :mod:`~ansforge.model.llm.checkpoint` storage convention).
     """
 
     name: str
@@ -374,13 +374,13 @@ class CheckpointWeights:
 class ContainerWeights:
     """The ``software`` provider: tensors decompressed from an ansforge container by the golden codec.
 
-    Every block's CRC-32 is checked as it is decoded (:class:`~ansforge.model.container.Container`).
+    Every block's CRC-32 is checked as it is decoded (:class:`~ansforge.model.coding.container.Container`).
     """
 
     name = "software"
 
     def __init__(self, container) -> None:
-        from .container import Container, open_container
+        from ..coding.container import Container, open_container
         self.container = container if isinstance(container, Container) else open_container(container)
 
     def tensor(self, name: str) -> tuple[np.ndarray, str]:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["categorical_model", "encode_chunks", "decode_chunks", "encode_codes", "decode_codes", "encode_pairs"]
 

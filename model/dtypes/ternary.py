@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError, PairFormatError
+from ..errors import ConfigError, PairFormatError
 from .integers import IntegerPairs, NzMsbCode
 from .layout import CodeLayout, CodeSet
 

@@ -33,8 +33,8 @@ import numpy as np
 
 from .codecs import CodecSpec
 from .codetable import CodeTable, optimal_quantizer
-from .errors import ConfigError
-from .pairs import CodingPairs, IeeeFloatPairs
+from ..errors import ConfigError
+from ..dtypes.pairs import CodingPairs, IeeeFloatPairs
 from .stream import Run
 
 __all__ = ["folded_format", "ContextPlan", "ContextCost", "ContextCoded", "plan_context", "group_counts",

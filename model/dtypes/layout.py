@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["CodeSet", "CodeLayout"]
 

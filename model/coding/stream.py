@@ -1,7 +1,7 @@
 """What the golden tANS and rANS coders share: runs of tables, checkpoints, encoded streams, errors.
 
 A **stream** codes a sequence of coding pairs, already mapped to (symbol, additional data) by each
-tensor's :class:`~ansforge.model.codetable.CodeTable`. Consecutive pairs coded with the same table form
+tensor's :class:`~ansforge.model.coding.codetable.CodeTable`. Consecutive pairs coded with the same table form
 a **run**; a stream that holds several tensors switches table at each tensor boundary, as the paper's
 decompressor does between matrices. The bit-level rules are in ``docs/bitstream.md``.
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import AnsforgeError, ConfigError
+from ..errors import AnsforgeError, ConfigError
 
 __all__ = ["Checkpoint", "EncodedStream", "StreamError", "Run", "check_runs", "table_at", "CHUNK",
            "reverse_chunks", "DecodeWindow", "word_list", "word_dtype", "block_ranges", "block_crc"]

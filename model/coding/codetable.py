@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .probability import cross_entropy_bits, leaky_quantize, normalize_counts
 
 __all__ = ["CodeTable", "build_code_table", "Quantizer", "optimal_quantizer", "constriction_quantizer"]
@@ -36,7 +36,7 @@ Quantizer = Callable[[np.ndarray], np.ndarray]
 
 
 def optimal_quantizer(precision_bits: int) -> Quantizer:
-    """The foundation's minimum-cost normalizer (:func:`~ansforge.model.probability.normalize_counts`)."""
+    """The foundation's minimum-cost normalizer (:func:`~ansforge.model.coding.probability.normalize_counts`)."""
     return lambda counts: normalize_counts(counts, precision_bits)
 
 

@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .codecs import CodecSpec
-from .errors import ConfigError
+from ..coding.codecs import CodecSpec
+from ..errors import ConfigError
 from .llama import Llama, generate
-from .pairs import BF16, fp32_to_bf16_rne
-from .probability import ideal_bits
+from ..dtypes.pairs import BF16, fp32_to_bf16_rne
+from ..coding.probability import ideal_bits
 from .sampler import Sampler
-from .stream import Run
+from ..coding.stream import Run
 
 __all__ = ["ActivationTrace", "collect_activations", "ModeCost", "runtime_cost", "static_cost"]
 

@@ -4,7 +4,7 @@ Fig. 12 of the paper puts several decompressors side by side, each with its own 
 outputs merged back into one stream of weights. Here pair ``i`` of a tensor goes to lane
 ``i % lanes`` (round robin), so lane ``l`` codes the pairs ``l, l + lanes, l + 2 lanes, ...``, and
 its words are *exactly* the single-lane stream (``docs/bitstream.md``) that
-:class:`~ansforge.model.tans.TansCoder` / :class:`~ansforge.model.rans.RansCoder` produce for that
+:class:`~ansforge.model.coding.tans.TansCoder` / :class:`~ansforge.model.coding.rans.RansCoder` produce for that
 strided slice (``tests/test_lanes.py`` checks it). Each NumPy operation advances every lane by one
 pair, which amortizes the interpreter over the lanes, and the round-robin order makes step ``j``'s
 output one contiguous row of the result. Each lane pays its own final state.
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .codecs import CodecSpec
-from .errors import ConfigError
+from ..errors import ConfigError
 from .stream import StreamError, word_dtype
 
 __all__ = ["lane_lengths", "lane_pairs", "encode_lanes", "decode_lanes"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError, PairFormatError
+from ..errors import ConfigError, PairFormatError
 from .integers import IntegerPairs
 from .layout import CodeLayout, CodeSet
 

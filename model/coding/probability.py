@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = [
     "MIN_PRECISION_BITS",

@@ -1,7 +1,7 @@
 """Custom floats as coding pairs (paper §3.1, Fig. 3): E8M2 (fp11), E8M3 (fp12), fp8 E5M2 / E4M3, fp16.
 
 A :class:`MinifloatFormat` is a binary float of ``E`` exponent and ``M`` mantissa bits plus a sign. Its
-coding pair is the one of Fig. 2 (:class:`~ansforge.model.pairs.IeeeFloatPairs`): code = the exponent
+coding pair is the one of Fig. 2 (:class:`~ansforge.model.dtypes.pairs.IeeeFloatPairs`): code = the exponent
 field, mapped through the matrix's table of exponents that occur; additional data = sign and mantissa,
 ``M + 1`` bits. Bit patterns are stored right-aligned in ``uint16`` (``uint32`` above 16 bits).
 
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .pairs import IeeeFloatPairs
 
 __all__ = ["MinifloatFormat", "MINIFLOATS", "minifloat"]

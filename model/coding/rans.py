@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .codetable import CodeTable
-from .errors import ConfigError
+from ..errors import ConfigError
 from .stream import Checkpoint, DecodeWindow, EncodedStream, Run, StreamError, reverse_chunks, word_dtype, word_list
 from .tans import _check_interval
 

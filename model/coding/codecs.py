@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .codetable import CodeTable, build_code_table, constriction_quantizer, optimal_quantizer
-from .errors import ConfigError
+from ..errors import ConfigError
 from .rans import RANS_PRESETS, RansCoder, RansParams, RansTable
 from .tans import SPREADS, TansCoder, TansParams, TansTable
 
