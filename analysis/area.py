@@ -234,7 +234,7 @@ def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_s
     """
     from ..model.coding.codecs import parse_codec
     from ..sim.jobs import build_core
-    from ..sim.verilator import core_verilog
+    from ..hdl.verilog import core_verilog
 
     codec = codec or ("tans8" if kind.startswith("tans") else "rans16")
     spec = parse_codec(codec)
@@ -268,7 +268,7 @@ def subsystem_area(dut, codec: str, *, ecp5: bool = True, timeout: float | None 
     pair → float stages, the AXI4 read master and the register slave, each synthesized alone."""
     from ..hdl.subsystem import AxiLiteSlave, AxiReadMaster, SymbolToCode
     from ..hdl.interfaces import PairToFloat
-    from ..sim.verilator import core_verilog
+    from ..hdl.verilog import core_verilog
 
     text = core_verilog(dut)
     r = synthesize(text, timeout, widelut=True)

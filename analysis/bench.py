@@ -151,7 +151,7 @@ def _hardware(path: str) -> list[str]:
     from ..model.coding.codecs import parse_codec
     from ..sim.jobs import build_core
     from ..sim.model_run import model_pairs, simulate_matrices
-    from ..sim.verilator import core_verilog
+    from ..hdl.verilog import core_verilog
     from .area import LINT_KINDS, area_markdown, core_area, lint_warnings
 
     md = ["## Hardware cores: Verilator throughput and area (Table 3)", ""]

@@ -1,8 +1,24 @@
-"""Amaranth cores of the paper's §4 and their Verilog generator.
+"""Amaranth cores of the paper's §4, each a ``wiring.Component`` that builds, simulates and synthesizes alone.
 
-The tANS/rANS encoder and decoder cores (§4.2, Table 3) and the coding-pair interfaces (§4.3) are
-built here as ``amaranth.lib.wiring.Component`` subclasses, checked bit for bit against the golden
-models in :mod:`ansforge.model`.
+``tans``, ``rans``
+    The tANS and rANS decoder and encoder cores (§4.2, Table 3): each a coder with an optional command
+    shell (``shell``: counters, status, end checks, CRC), checked bit for bit against the golden models
+    of :mod:`ansforge.model.coding`.
+``interfaces``
+    Coding pairs to and from floats and fixed point (§4.3, Figs. 9–11).
+``parallel``, ``broadcast``
+    Decoder lanes on one memory port (§4.6, Fig. 12) and the token factory's weight broadcaster (§4.7).
+``subsystem``, ``axis``
+    What an FPGA design instantiates: the AXI decompression subsystem and AXI4-Stream adapters.
+``common``, ``shell``, ``mutants``
+    Shared layouts and ports, the command shells, and the deliberately broken variants ``ansforge prove
+    --mutants`` must catch.
+``verilog``
+    The Verilog generator (:func:`~.verilog.core_verilog`): the one text that ``ansforge verilog`` writes,
+    Verilator compiles and yosys synthesizes.
+
+Gateware that exists only to drive these cores in simulation (memories, processor models, an AXI
+memory and register writer) is not here: it lives in :mod:`ansforge.sim` beside the runs that use it.
 """
 
 __all__: list[str] = []

