@@ -426,7 +426,7 @@ def _streaming(stories: Path | None) -> list[str]:
                       f" | {beat * pairs / words:.2f} | {rates[-1] / rates[0]:.2f} |")
 
         st = max((s for s in c.streams if s.n_pairs), key=lambda s: s.n_pairs)
-        sy, ex = c._decode(st, 0, st.n_pairs)
+        sy, ex = c.decode_stream(st)
         name = c.tensors[st.tensors[0]]["name"]
         k = int(st.tables[0].extra_bits.max())
         md += ["", "### Token factory (Fig. 13): decoder stall clocks against skew-FIFO depth, skew and N", "",

@@ -497,7 +497,7 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
     out = []
     for r in recs:
         st = streams[int(r["stream"])]
-        symbols, extras = container._decode(st, 0, st.n_pairs)
+        symbols, extras = container.decode_stream(st)
         bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32).ravel()
         total = SubsystemRun(0, 0, 0, 0.0)
         for a in range(0, symbols.size, block_pairs):
