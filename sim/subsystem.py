@@ -249,7 +249,7 @@ def checkpoint_block(path: str, codec: str, matrix: str | None, target: str = "b
     ct = spec.code_table(counts, pf.extra_bits)
     table = spec.coder_table(ct, counts)
     s, e = ct.to_symbols(pairs.codes, pairs.extra)
-    return Block(info.name, spec, table, ct, np.asarray(pairs.exponents), s, e, pf._as_bits(values).ravel())
+    return Block(info.name, spec, table, ct, np.asarray(pairs.exponents), s, e, pf.as_bits(values).ravel())
 
 
 def memory_depth(dut: AxiDecompressor, n_pairs: int) -> int:
