@@ -485,7 +485,7 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
     spec = streams[int(recs[0]["stream"])].spec
     w = PAIR_FORMATS[target].extra_bits
     bus = bus_bits or max(64, spec.word_bits, 1 << (lanes * w - 1).bit_length())
-    escape_bits = max(r["_code_table"].index_bits for r in recs)
+    escape_bits = max(container.code_table(r).index_bits for r in recs)
     max_codes = 1 << max(6, (max(len(r["exponents"]) for r in recs) - 1).bit_length())
     # a lane at full rate reads (w + a few code bits) / bus beats per clock: twice the latency's worth
     fifo = fifo_beats or max(8, 1 << (2 * latency * (w + 4) // bus).bit_length())
@@ -502,7 +502,7 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
         total = SubsystemRun(0, 0, 0, 0.0)
         for a in range(0, symbols.size, block_pairs):
             b = min(a + block_pairs, symbols.size)
-            run = run_subsystem(engine, bench, spec, st.tables[0], r["_code_table"], r["exponents"], symbols[a:b],
+            run = run_subsystem(engine, bench, spec, st.tables[0], container.code_table(r), r["exponents"], symbols[a:b],
                                 extras[a:b], bits[a:b], name=f"{r['name']} pairs {a}..{b - 1}", stall_prob=stall_prob)
             total = SubsystemRun(total.weights + run.weights, total.cycles + run.cycles,
                                  total.coded_bits + run.coded_bits, 0.0)

@@ -112,6 +112,7 @@ def test_public_stream_api(stories, tmp_path, codec):
         rec = c.tensors[ti]
         a, n = int(rec["first_pair"]), int(rec["n_pairs"])
         assert np.array_equal(c.join(rec, symbols[a:a + n], extras[a:a + n]), c.read(rec["name"]).ravel())
+        assert c.code_table(rec).n_codes <= len(rec["exponents"])
     s2, e2 = c.decode_stream(st, 5000, 300)
     assert np.array_equal(s2, symbols[5000:5300]) and np.array_equal(e2, extras[5000:5300])
     assert c.decode_stream(st, st.n_pairs - 7)[0].size == 7

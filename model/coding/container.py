@@ -711,6 +711,13 @@ class Container:
             raise ConfigError(f"{self.path}: no tensor named {name!r}")
         return self.tensors[self._by_name[name]]
 
+    def code_table(self, record: dict) -> CodeTable:
+        """The :class:`CodeTable` (codes ↔ symbols, extra widths) of a tensor coded as pairs, given its
+        :meth:`record`."""
+        if record.get("coding") != "pairs":
+            raise ConfigError(f"{self.path}: tensor {record.get('name')!r} is stored raw, it has no code table")
+        return record["_code_table"]
+
     # -- streams -----------------------------------------------------------------------------------
     def stream_words(self, stream: ContainerStream) -> np.ndarray:
         """The coded words of ``stream`` (one of :attr:`streams`), in file order: a read-only view of the
