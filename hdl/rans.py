@@ -955,7 +955,7 @@ class RansEncoder(_RansCore):
         m, coder = self._coder()
         if not self._shell:
             return m
-        m.submodules.shell = sh_ = RansEncoderShell(sh, coder._depth)
+        m.submodules.shell = sh_ = RansEncoderShell(sh, coder.depth(sh))
         wiring.connect(m, wiring.flipped(self.cmd), sh_.cmd)
         wiring.connect(m, wiring.flipped(self.i), coder.i)
         m.d.comb += [self.o.valid.eq(coder.o.valid), self.o.p.data.eq(coder.o.p), self.o.p.last.eq(sh_.last),

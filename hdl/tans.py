@@ -580,7 +580,8 @@ class TansDecoder(_TansCore):
         self._shell = check_bool("shell", shell)
         self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
         self._coder = TansDecoderCoder(sh, table_memory)
-        self._entry = self._coder._entry
+        self._table_memory = table_memory
+        self._entry = _decoder_entry(sh)
         if not shell:
             super().__init__(dict(self._coder.signature.members))
             return
@@ -601,7 +602,7 @@ class TansDecoder(_TansCore):
         coder and, inside it, its bit window and state update; with the shell the shell (its CRC unit
         included) and the CRC-32 unit by itself."""
         sh = self._shape
-        out = {"coder": TansDecoderCoder(sh, self._coder._table_memory),
+        out = {"coder": TansDecoderCoder(sh, self._table_memory),
                "bit window": BitWindow(sh.W, sh.need_max), "state update": TansStateUpdate(sh.R, sh.need_max)}
         if self._shell:
             out["shell"] = DecoderShell(decoder_command_layout(sh.R, bits_for(sh.W - 1), self._count_bits), sh.W,
@@ -863,7 +864,7 @@ class TansEncoder(_TansCore):
         self._shell = check_bool("shell", shell)
         self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
         self._coder = TansEncoderCoder(sh)
-        self._sym_entry = self._coder._sym_entry
+        self._sym_entry = _symbol_entry(sh)
         if not shell:
             super().__init__(dict(self._coder.signature.members))
             return

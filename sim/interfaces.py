@@ -75,7 +75,7 @@ def float_to_pair_job(table: FloatToPairTable, values, core: FloatToPair | None 
     """Float values (or bit patterns) through :class:`FloatToPair`, expecting ``table.apply``."""
     core = core or FloatToPair(source=table.source.name, max_codes=kw.get("max_codes", max(64, len(table.format))),
                                max_extra_bits=kw.get("max_extra_bits", int(table.format.extra_bits.max())))
-    bits = table.source._as_bits(values).ravel()
+    bits = table.source.as_bits(values).ravel()
     codes, extra = table.apply(bits)
     return _job("float-to-pair", core, table, bits, pack_pairs(core, "o", codes, extra))
 
@@ -107,7 +107,7 @@ def float_round_trip(values: np.ndarray, fmt_name: str, engine, *, name: str = "
     codes, so every table fits and Verilator compiles each once). Returns the clock cycles spent."""
     from ..model.dtypes.pairs import PAIR_FORMATS
     pf = PAIR_FORMATS[fmt_name]
-    bits = pf._as_bits(np.asarray(values)).ravel()
+    bits = pf.as_bits(np.asarray(values)).ravel()
     exps = np.flatnonzero(pf.exponent_histogram(bits)).astype(np.uint16)
     fmt = CodingPairFormat.ieee(fmt_name, exps)
     cores = cores if cores is not None else {}

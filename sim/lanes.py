@@ -210,6 +210,6 @@ def decode_container_lanes(container, engine, *, lanes: int, beat_words: int = 2
     out = []
     for st in streams:
         name = container.tensors[st.tensors[0]]["name"]
-        symbols, extras = container._decode(st, 0, st.n_pairs)
+        symbols, extras = container.decode_stream(st)
         out.append((name, run_lanes(engine, system, st.tables[0], symbols, extras, name=name, stall_prob=stall_prob)))
     return out

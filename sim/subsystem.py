@@ -249,7 +249,7 @@ def checkpoint_block(path: str, codec: str, matrix: str | None, target: str = "b
     ct = spec.code_table(counts, pf.extra_bits)
     table = spec.coder_table(ct, counts)
     s, e = ct.to_symbols(pairs.codes, pairs.extra)
-    return Block(info.name, spec, table, ct, np.asarray(pairs.exponents), s, e, pf._as_bits(values).ravel())
+    return Block(info.name, spec, table, ct, np.asarray(pairs.exponents), s, e, pf.as_bits(values).ravel())
 
 
 def memory_depth(dut: AxiDecompressor, n_pairs: int) -> int:
@@ -485,7 +485,7 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
     spec = streams[int(recs[0]["stream"])].spec
     w = PAIR_FORMATS[target].extra_bits
     bus = bus_bits or max(64, spec.word_bits, 1 << (lanes * w - 1).bit_length())
-    escape_bits = max(r["_code_table"].index_bits for r in recs)
+    escape_bits = max(container.code_table(r).index_bits for r in recs)
     max_codes = 1 << max(6, (max(len(r["exponents"]) for r in recs) - 1).bit_length())
     # a lane at full rate reads (w + a few code bits) / bus beats per clock: twice the latency's worth
     fifo = fifo_beats or max(8, 1 << (2 * latency * (w + 4) // bus).bit_length())
@@ -497,12 +497,12 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
     out = []
     for r in recs:
         st = streams[int(r["stream"])]
-        symbols, extras = container._decode(st, 0, st.n_pairs)
+        symbols, extras = container.decode_stream(st)
         bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32).ravel()
         total = SubsystemRun(0, 0, 0, 0.0)
         for a in range(0, symbols.size, block_pairs):
             b = min(a + block_pairs, symbols.size)
-            run = run_subsystem(engine, bench, spec, st.tables[0], r["_code_table"], r["exponents"], symbols[a:b],
+            run = run_subsystem(engine, bench, spec, st.tables[0], container.code_table(r), r["exponents"], symbols[a:b],
                                 extras[a:b], bits[a:b], name=f"{r['name']} pairs {a}..{b - 1}", stall_prob=stall_prob)
             total = SubsystemRun(total.weights + run.weights, total.cycles + run.cycles,
                                  total.coded_bits + run.coded_bits, 0.0)

@@ -99,7 +99,7 @@ class HardwareWeights:
                               "not as float coding pairs")
         st = self.container.streams[int(rec["stream"])]
         table = st.tables[0]
-        words = self.container._words(st)
+        words = self.container.stream_words(st)
         blocks = stream_blocks(words, st.checkpoints, st.n_pairs, word_bits=st.spec.word_bits,
                                crcs=[crc for _, _, crc in st.blocks])
         job = blocks_job(self.kind, st.spec, table, self._core, [(b, b.words) for b in blocks])
@@ -117,5 +117,5 @@ class HardwareWeights:
             raise HardwareDecodeError(f"{self.container.path}: tensor {name!r}: the {self.kind} core gave "
                                       f"{len(res.outputs)} pairs, the stream holds {job.pairs}")
         symbols, extras = unpack_pairs(self._core, res.outputs)
-        bits = self.container._join(rec, symbols, extras)
+        bits = self.container.join(rec, symbols, extras)
         return stored_from_bits(bits.reshape(rec["shape"]), rec["dtype"]), rec["dtype"]

@@ -96,6 +96,30 @@ def test_decode_range_1000_random_positions(stories, tmp_path, codec):
         assert np.array_equal(c.decode_range(n, start, count), full[n][start:start + count])
 
 
+
+@pytest.mark.parametrize("codec", ("tans8", "rans16"))
+def test_public_stream_api(stories, tmp_path, codec):
+    """stream_words, decode_stream and join: what the simulators and reports read a stream through."""
+    f = tmp_path / "s.ansf"
+    compress_checkpoint(stories, f, codec, pairs="bf16", checkpoint_interval=4096)
+    c = open_container(f)
+    st = c.streams[0]
+    words = c.stream_words(st)
+    assert words.size == st.n_words and words.dtype.itemsize == st.word_bytes and not words.flags.writeable
+    symbols, extras = c.decode_stream(st)
+    assert symbols.size == extras.size == st.n_pairs
+    for ti in st.tensors:
+        rec = c.tensors[ti]
+        a, n = int(rec["first_pair"]), int(rec["n_pairs"])
+        assert np.array_equal(c.join(rec, symbols[a:a + n], extras[a:a + n]), c.read(rec["name"]).ravel())
+        assert c.code_table(rec).n_codes <= len(rec["exponents"])
+    s2, e2 = c.decode_stream(st, 5000, 300)
+    assert np.array_equal(s2, symbols[5000:5300]) and np.array_equal(e2, extras[5000:5300])
+    assert c.decode_stream(st, st.n_pairs - 7)[0].size == 7
+    for start, count in ((-1, 2), (0, st.n_pairs + 1), (st.n_pairs, 1)):
+        with pytest.raises(ConfigError, match="outside stream 0"):
+            c.decode_stream(st, start, count)
+
 def test_checkpoint_overhead_falls_with_interval(stories, tmp_path):
     sizes = {}
     for k in (1024, 16384, 0):

@@ -255,6 +255,9 @@ def test_row_shifts_shrink_fp32_and_stay_bit_exact(tmp_path, codec):
     assert np.array_equal(c.read("w").view(np.float32), w)
     for start in rng.integers(0, w.size - 300, 20):
         assert np.array_equal(c.read_range("w", int(start), 300), w.view(np.uint32).ravel()[start:start + 300])
+    rec = c.record("w")
+    s_all, e_all = c.decode_stream(c.streams[int(rec["stream"])])
+    assert np.array_equal(c.join(rec, s_all[1000:1300], e_all[1000:1300], start=1000), w.view(np.uint32).ravel()[1000:1300])
     pairs = FP32.split(w.view(np.uint32))
     z, per_row = row_shifts(pairs, 23)
     assert z[1] >= 13 and z[2] >= 16 and z[3] == 23 and z[7] == 23 and per_row == 64

@@ -31,7 +31,7 @@ def stories_container(stories, tmp_path_factory):
 def _tensor(container, largest=True):
     streams = [s for s in container.streams if s.n_pairs]
     st = max(streams, key=lambda s: s.n_pairs) if largest else streams[0]
-    s, e = container._decode(st, 0, st.n_pairs)
+    s, e = container.decode_stream(st)
     return st, s, e
 
 

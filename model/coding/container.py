@@ -53,7 +53,7 @@ from .probability import ideal_bits
 from .rans import RansParams
 from .stream import Checkpoint, Run, StreamError, block_crc, block_ranges, word_dtype
 
-__all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "Container",
+__all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "Container", "ContainerStream",
            "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION", "LEGACY_CODECS"]
 
 #: Codecs ansforge wrote before, which it still reads: rans16 coded with a 64-bit state until the
@@ -418,7 +418,17 @@ _NAME_RE = re.compile(rb'"name":"((?:[^"\\]|\\.)*)"')
 
 
 @dataclass
-class _Stream:
+class ContainerStream:
+    """One coded stream of an open container (``Container.streams[index]``), as its record gives it.
+
+    ``spec`` is the codec, ``n_pairs``/``n_words`` its sizes, ``word_bytes`` the width of a word,
+    ``checkpoints`` the decoder states every ``checkpoint_interval`` pairs, ``blocks`` the
+    ``(first word, end word, CRC-32)`` of each CRC block, ``tensors`` the indices of the tensors whose
+    pairs it holds (in order) and ``tables``/``runs`` the code tables and which pairs each codes. Its
+    words are :meth:`Container.stream_words`, its pairs :meth:`Container.decode_stream`; the last
+    four fields are the reader's caches.
+    """
+
     index: int
     spec: CodecSpec
     n_pairs: int
@@ -495,7 +505,7 @@ class Container:
             pos += 8 + length
         self._payload = pos
         self.tensors: list[dict] = raw_records[:n_t]
-        self.streams: list[_Stream] = [self._parse_stream(si, rec) for si, rec in enumerate(raw_records[n_t:])]
+        self.streams: list[ContainerStream] = [self._parse_stream(si, rec) for si, rec in enumerate(raw_records[n_t:])]
         self._by_name = {}
         regions: list[tuple[int, int, str]] = [(st.offset, st.offset + st.n_words * st.word_bytes, f"stream {st.index}")
                                                for st in self.streams]
@@ -551,7 +561,7 @@ class Container:
         if expect < size:
             raise self._fail("payload", f"{size - expect} bytes follow the last stream or tensor (appended data?)")
 
-    def _parse_stream(self, si: int, rec: dict) -> _Stream:
+    def _parse_stream(self, si: int, rec: dict) -> ContainerStream:
         where = f"stream record {si + 1}"
         codec = _field(rec, "codec", dict, self._fail, where)
         try:
@@ -603,7 +613,7 @@ class Container:
                        and 0 <= b[0] <= b[1] <= n_words and 0 <= b[2] <= 0xFFFFFFFF for b in blocks) \
                     or len(blocks) != len(ranges):
                 raise self._fail(where, "CRC blocks are malformed")
-        return _Stream(si, spec, n_pairs, n_words, word_bytes, offset, checkpoints, [tuple(b) for b in blocks])
+        return ContainerStream(si, spec, n_pairs, n_words, word_bytes, offset, checkpoints, [tuple(b) for b in blocks])
 
     def _parse_raw(self, rec: dict, where: str, size: int) -> tuple[int, int, str]:
         dtype = _field(rec, "dtype", str, self._fail, where)
@@ -701,7 +711,44 @@ class Container:
             raise ConfigError(f"{self.path}: no tensor named {name!r}")
         return self.tensors[self._by_name[name]]
 
-    def _words(self, st: _Stream) -> np.ndarray:
+    def code_table(self, record: dict) -> CodeTable:
+        """The :class:`CodeTable` (codes ↔ symbols, extra widths) of a tensor coded as pairs, given its
+        :meth:`record`."""
+        if record.get("coding") != "pairs":
+            raise ConfigError(f"{self.path}: tensor {record.get('name')!r} is stored raw, it has no code table")
+        return record["_code_table"]
+
+    # -- streams -----------------------------------------------------------------------------------
+    def stream_words(self, stream: ContainerStream) -> np.ndarray:
+        """The coded words of ``stream`` (one of :attr:`streams`), in file order: a read-only view of the
+        file, ``uint8`` … ``uint64`` as the stream's word width (its CRCs are not checked here)."""
+        return self._words(stream)
+
+    def decode_stream(self, stream: ContainerStream, start: int = 0,
+                      count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Pairs ``start .. start+count-1`` of ``stream`` (all from ``start`` when ``count`` is ``None``),
+        decoded from the nearest checkpoint at or before ``start`` by the golden decoder.
+
+        Returns ``(symbols, extras)`` as coded: the additional data of a tensor with row shifts lacks its
+        rows' zero bits, which :meth:`join` restores. The CRCs of the blocks read are checked; a corrupt
+        stream raises :class:`ContainerError` naming the tensor and block.
+        """
+        count = stream.n_pairs - start if count is None else count
+        if start < 0 or count < 0 or start + count > stream.n_pairs:
+            raise ConfigError(f"{self.path}: range {start}..{start + count} is outside stream {stream.index} "
+                              f"of {stream.n_pairs} pairs")
+        return self._decode(stream, start, count)
+
+    def join(self, record: dict, symbols: np.ndarray, extras: np.ndarray, start: int = 0) -> np.ndarray:
+        """Decoded pairs of a tensor → its values' bit patterns (flat, the dtype's unsigned integers).
+
+        ``record`` is the tensor's :meth:`record`; ``symbols`` and ``extras`` are its pairs ``start ..``
+        (counted from the tensor's first pair) as :meth:`decode_stream` or a decoder core gives them.
+        The tensor's row shifts are restored and its code table maps each symbol back to its code.
+        """
+        return self._join(record, symbols, _unshift(record, extras, start))
+
+    def _words(self, st: ContainerStream) -> np.ndarray:
         lo = self._payload + st.offset
         dt = np.dtype({1: "<u1", 2: "<u2", 4: "<u4", 8: "<u8"}[st.word_bytes])
         hi = lo + st.n_words * st.word_bytes
@@ -709,14 +756,14 @@ class Container:
             self._bytes(lo, hi, f"stream {st.index}")  # raises: truncated
         return np.asarray(self._data[lo:hi]).view(dt) if hi > lo else np.zeros(0, dt)  # a view of the mapping
 
-    def _tensor_at(self, st: _Stream, pair: int) -> str:
+    def _tensor_at(self, st: ContainerStream, pair: int) -> str:
         for ti in st.tensors:
             first, count = int(self.tensors[ti]["first_pair"]), int(self.tensors[ti]["n_pairs"])
             if first <= pair < first + count or (count == 0 and first == pair):
                 return self.tensors[ti]["name"]
         return self.tensors[st.tensors[-1]]["name"] if st.tensors else "?"
 
-    def _verify_blocks(self, st: _Stream, words: np.ndarray, lo_addr: int, hi_addr: int) -> None:
+    def _verify_blocks(self, st: ContainerStream, words: np.ndarray, lo_addr: int, hi_addr: int) -> None:
         raw = None
         for b, (lo, hi, crc) in enumerate(st.blocks):
             if b in st.verified or not (lo < hi_addr and hi > lo_addr):
@@ -732,7 +779,7 @@ class Container:
                                  "CRC32 mismatch")
             st.verified.add(b)
 
-    def _decode(self, st: _Stream, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+    def _decode(self, st: ContainerStream, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
         words = self._words(st)
         cp = None
         for c in st.checkpoints:
@@ -794,7 +841,7 @@ class Container:
         checkpoint at or before ``start`` (bit patterns of the tensor's dtype)."""
         return self.read_range(name, start, count)
 
-    def _decode_all(self, st: _Stream, threads: int | None) -> tuple[np.ndarray, np.ndarray]:
+    def _decode_all(self, st: ContainerStream, threads: int | None) -> tuple[np.ndarray, np.ndarray]:
         """Every pair of a stream, its segments between checkpoints decoded on ``threads`` threads; all
         of its blocks' CRCs checked (a failed decode reports the corrupt block when there is one)."""
         if not fastans.supported(st.spec):
@@ -813,7 +860,7 @@ class Container:
         each stream's checkpoint segments (``None``: one per CPU)."""
         decoded: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-        def stream_pairs(st: _Stream):
+        def stream_pairs(st: ContainerStream):
             if st.index not in decoded:
                 decoded[st.index] = self._decode_all(st, threads)
             return decoded[st.index]

@@ -40,7 +40,7 @@ import numpy as np
 from .codetable import CodeTable
 from ..errors import ConfigError
 from .stream import Checkpoint, DecodeWindow, EncodedStream, Run, StreamError, reverse_chunks, word_dtype, word_list
-from .tans import _check_interval
+from .stream import check_checkpoint_interval
 
 __all__ = ["RansParams", "RansTable", "RansCoder", "RANS_PRESETS"]
 
@@ -159,7 +159,7 @@ class RansCoder:
         """Encode pairs ``0 .. n-1`` back to front into words; checkpoints every ``checkpoint_interval`` pairs."""
         symbols = np.asarray(symbols, dtype=np.int64).ravel()
         extras = np.asarray(extras, dtype=np.uint64).ravel()
-        K = _check_interval(checkpoint_interval)
+        K = check_checkpoint_interval(checkpoint_interval)
         S, W, P = self.params.state_bits, self.params.word_bits, self.params.precision_bits
         wmask, pshift = (1 << W) - 1, S - P
         words: list[int] = []

@@ -29,10 +29,21 @@ import numpy as np
 from ..errors import AnsforgeError, ConfigError
 
 __all__ = ["Checkpoint", "EncodedStream", "StreamError", "Run", "check_runs", "table_at", "CHUNK",
-           "reverse_chunks", "DecodeWindow", "word_list", "word_dtype", "block_ranges", "block_crc"]
+           "reverse_chunks", "DecodeWindow", "word_list", "word_dtype", "block_ranges", "block_crc",
+           "check_checkpoint_interval"]
 
 #: Pairs converted to Python lists at a time by the golden loops (bounds their memory).
 CHUNK = 1 << 16
+
+
+def check_checkpoint_interval(k: int | None) -> int:
+    """A coder's ``checkpoint_interval`` (pairs between checkpoints) checked: ``None`` or 0 → 0 (no
+    checkpoints), else a positive integer; anything else raises :class:`ConfigError`."""
+    if k is None or k == 0:
+        return 0
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ConfigError(f"checkpoint_interval must be a positive integer, not {k!r}")
+    return int(k)
 
 
 class StreamError(AnsforgeError):

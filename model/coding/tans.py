@@ -38,6 +38,7 @@ import numpy as np
 from .codetable import CodeTable
 from ..errors import ConfigError
 from .stream import Checkpoint, DecodeWindow, EncodedStream, Run, StreamError, reverse_chunks, word_dtype, word_list
+from .stream import check_checkpoint_interval
 
 __all__ = ["TansParams", "TansTable", "TansCoder", "SPREADS", "fse_spread", "tuned_spread", "stream_head"]
 
@@ -249,7 +250,7 @@ class TansCoder:
         """Encode pairs ``0 .. n-1`` (back to front) into words; checkpoints every ``checkpoint_interval`` pairs."""
         symbols = np.asarray(symbols, dtype=np.int64).ravel()
         extras = np.asarray(extras, dtype=np.uint64).ravel()
-        K = _check_interval(checkpoint_interval)
+        K = check_checkpoint_interval(checkpoint_interval)
         R, W = self.params.table_log, self.params.word_bits
         L, wmask = 1 << R, (1 << W) - 1
         words: list[int] = []
@@ -344,12 +345,4 @@ class TansCoder:
             raise StreamError(
                 f"tANS stream fails its end check: state index {X} (expected 0), {cnt + W * h} unread bits")
         return window.symbols, window.extras, Checkpoint(window.end, h, cnt, X)
-
-
-def _check_interval(k: int | None) -> int:
-    if k is None or k == 0:
-        return 0
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ConfigError(f"checkpoint_interval must be a positive integer, not {k!r}")
-    return int(k)
 

@@ -493,7 +493,7 @@ class FloatToPairTable(_ToPairTable):
     def apply(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(codes, extra) of the source values (float array or bit patterns), rounded RNE."""
         s = self.source
-        bits = s._as_bits(values).ravel().astype(np.uint64)
+        bits = s.as_bits(values).ravel().astype(np.uint64)
         M = s.mantissa_bits
         field = ((bits >> np.uint64(M)) & np.uint64((1 << s.exponent_bits) - 1)).astype(np.int64)
         sign = bits >> np.uint64(s.total_bits - 1)

@@ -104,7 +104,9 @@ class IeeeFloatPairs:
     def bits_dtype(self) -> np.dtype:
         return np.dtype(np.uint16) if self.total_bits <= 16 else np.dtype(np.uint32)
 
-    def _as_bits(self, values: np.ndarray) -> np.ndarray:
+    def as_bits(self, values: np.ndarray) -> np.ndarray:
+        """Values of this format (floats of its width, or unsigned bit patterns that fit) as its bit
+        patterns (:attr:`bits_dtype`), a view where possible; anything else raises :class:`PairFormatError`."""
         values = np.asarray(values)
         if values.dtype.kind == "f":
             if values.dtype.itemsize * 8 != self.total_bits:
@@ -121,7 +123,7 @@ class IeeeFloatPairs:
 
     def exponent_field(self, values: np.ndarray) -> np.ndarray:
         """Biased exponent field of each value (``uint16``)."""
-        bits = self._as_bits(values)
+        bits = self.as_bits(values)
         return ((bits >> self.mantissa_bits) & ((1 << self.exponent_bits) - 1)).astype(np.uint16)
 
     def exponent_histogram(self, values: np.ndarray) -> np.ndarray:
@@ -141,7 +143,7 @@ class IeeeFloatPairs:
             table of the exponents that occur in ``values``; a given table lets a tensor be split chunk
             by chunk with one table, and every exponent that occurs must be in it.
         """
-        bits = self._as_bits(values)
+        bits = self.as_bits(values)
         shape = tuple(bits.shape)
         flat = bits.ravel()
         m, dt = self.mantissa_bits, self.bits_dtype.type
@@ -272,7 +274,7 @@ def convert(array: np.ndarray, dtype: str, target: str) -> tuple[np.ndarray, Con
     source = _NATIVE[dtype]
     a = np.asarray(array)
     if source == target:
-        bits = PAIR_FORMATS[target]._as_bits(a)
+        bits = PAIR_FORMATS[target].as_bits(a)
         nonfinite = int(np.count_nonzero(PAIR_FORMATS[target].exponent_field(bits) == (1 << PAIR_FORMATS[target].exponent_bits) - 1))
         return bits, Conversion(source, target, False, 0, nonfinite)
     if source == "bf16":

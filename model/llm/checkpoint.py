@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import os
 import struct
 from abc import ABC, abstractmethod
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, ConfigError
 
 __all__ = [
     "SUPPORTED_DTYPES",
@@ -43,7 +44,8 @@ __all__ = [
     "Llama2cCheckpoint",
     "SafetensorsCheckpoint",
     "GgufCheckpoint",
-    "Llama2cConfig",
+    "LlamaConfig",
+    "llama_tensor_names",
     "open_checkpoint",
     "select_tensors",
     "write_safetensors",
@@ -176,8 +178,13 @@ class Checkpoint(ABC):
 
 
 @dataclass(frozen=True)
-class Llama2cConfig:
-    """The seven header fields of a llama2.c checkpoint, and whether the classifier is shared."""
+class LlamaConfig:
+    """Shape and constants of a llama (llama2.c's ``Config``, plus the two constants it hard-codes).
+
+    A llama2.c header gives the first eight fields (:attr:`Llama2cCheckpoint.config`); a Hugging Face
+    ``config.json`` or GGUF metadata give all ten (:func:`~.llama.read_layout`). The fields are checked
+    here, once: a bad value raises :class:`~ansforge.model.errors.ConfigError`.
+    """
 
     dim: int
     hidden_dim: int
@@ -187,6 +194,25 @@ class Llama2cConfig:
     vocab_size: int
     seq_len: int
     shared_classifier: bool
+    norm_eps: float = 1e-5
+    rope_theta: float = 10000.0
+
+    def __post_init__(self) -> None:
+        for name in ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ConfigError(f"llama config field {name} must be a positive integer, not {v!r}")
+        if self.dim % self.n_heads:
+            raise ConfigError(f"llama config field dim = {self.dim} is not a multiple of n_heads = {self.n_heads}")
+        if self.n_heads % self.n_kv_heads:
+            raise ConfigError(f"llama config field n_heads = {self.n_heads} is not a multiple of "
+                              f"n_kv_heads = {self.n_kv_heads}")
+        if self.head_size % 2:
+            raise ConfigError(f"llama config: head_size = dim / n_heads = {self.head_size} must be even for RoPE")
+        if not (self.norm_eps > 0 and math.isfinite(self.norm_eps)):
+            raise ConfigError(f"llama config field norm_eps must be positive, not {self.norm_eps!r}")
+        if not (self.rope_theta > 0 and math.isfinite(self.rope_theta)):
+            raise ConfigError(f"llama config field rope_theta must be positive, not {self.rope_theta!r}")
 
     @property
     def head_size(self) -> int:
@@ -196,36 +222,67 @@ class Llama2cConfig:
     def kv_dim(self) -> int:
         return self.dim * self.n_kv_heads // self.n_heads
 
+    @property
+    def n_params(self) -> int:
+        shapes = llama_tensor_names(self)
+        return sum(int(np.prod(s)) for n, s in shapes.items() if not (n == "output.weight" and self.shared_classifier))
+
+
+#: The nine tensors of every llama layer, in the forward pass's order, with their shapes.
+_LAYER_TENSORS: dict[str, Callable[[LlamaConfig], tuple[int, ...]]] = {
+    "attention_norm.weight": lambda c: (c.dim,),
+    "attention.wq.weight": lambda c: (c.dim, c.dim),
+    "attention.wk.weight": lambda c: (c.kv_dim, c.dim),
+    "attention.wv.weight": lambda c: (c.kv_dim, c.dim),
+    "attention.wo.weight": lambda c: (c.dim, c.dim),
+    "ffn_norm.weight": lambda c: (c.dim,),
+    "feed_forward.w1.weight": lambda c: (c.hidden_dim, c.dim),
+    "feed_forward.w2.weight": lambda c: (c.dim, c.hidden_dim),
+    "feed_forward.w3.weight": lambda c: (c.hidden_dim, c.dim),
+}
+
+
+def llama_tensor_names(config: LlamaConfig, export_version: int | None = None) -> dict[str, tuple[int, ...]]:
+    """Every tensor of a llama, by its llama2.c name, with its shape (rows, columns), in order.
+
+    ``export_version`` ``None``: the tensors the forward pass reads, layer by layer (embedding, each
+    layer's nine, final norm, classifier); ``output.weight`` is listed even when the classifier is
+    shared, and then maps onto the embedding.
+
+    ``export_version`` 0 or 1: the tensors of a llama2.c ``.bin`` in the order llama2.c's exporter
+    writes them, each kind for all layers at once: the legacy version 0 (with its RoPE tables
+    ``freq_cis_real`` and ``freq_cis_imag``) or the ak42 version 1; ``output.weight`` only when the
+    classifier is not shared.
+    """
+    c = config
+    emb = {"tok_embeddings.weight": (c.vocab_size, c.dim)}
+    norm = {"norm.weight": (c.dim,)}
+    out = {"output.weight": (c.vocab_size, c.dim)}
+    if export_version is None:
+        names = dict(emb)
+        for layer in range(c.n_layers):
+            names.update({f"layers.{layer}.{k}": shape(c) for k, shape in _LAYER_TENSORS.items()})
+        return names | norm | out
+
+    def across_layers(*kinds: str) -> dict[str, tuple[int, ...]]:
+        return {f"layers.{layer}.{k}": _LAYER_TENSORS[k](c) for k in kinds for layer in range(c.n_layers)}
+
+    classifier = {} if c.shared_classifier else out
+    matrices = ("attention.wq.weight", "attention.wk.weight", "attention.wv.weight", "attention.wo.weight")
+    ffn = ("feed_forward.w1.weight", "feed_forward.w2.weight", "feed_forward.w3.weight")
+    if export_version == 0:
+        rope = {"freq_cis_real": (c.seq_len, c.head_size // 2), "freq_cis_imag": (c.seq_len, c.head_size // 2)}
+        return (emb | across_layers("attention_norm.weight", *matrices, "ffn_norm.weight", *ffn) | norm | rope
+                | classifier)
+    if export_version == 1:
+        return (across_layers("attention_norm.weight", "ffn_norm.weight") | norm | emb | across_layers(*matrices, *ffn)
+                | classifier)
+    raise ConfigError(f"llama2.c export version must be 0 or 1, not {export_version!r}")
+
 
 _AK42_MAGIC = 0x616B3432
 _AK42_HEADER_BYTES = 256
 _LEGACY_HEADER_BYTES = 28
-
-
-def _llama2c_layout(cfg: Llama2cConfig, version: int) -> list[tuple[str, tuple[int, ...]]]:
-    """Tensor names and shapes in the order llama2.c's exporter writes them."""
-    L, d, h, kv = cfg.n_layers, cfg.dim, cfg.hidden_dim, cfg.kv_dim
-
-    def per_layer(fmt: str, shape: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
-        return [(fmt.format(layer), shape) for layer in range(L)]
-
-    att_norm = per_layer("layers.{}.attention_norm.weight", (d,))
-    ffn_norm = per_layer("layers.{}.ffn_norm.weight", (d,))
-    wq = per_layer("layers.{}.attention.wq.weight", (d, d))
-    wk = per_layer("layers.{}.attention.wk.weight", (kv, d))
-    wv = per_layer("layers.{}.attention.wv.weight", (kv, d))
-    wo = per_layer("layers.{}.attention.wo.weight", (d, d))
-    w1 = per_layer("layers.{}.feed_forward.w1.weight", (h, d))
-    w2 = per_layer("layers.{}.feed_forward.w2.weight", (d, h))
-    w3 = per_layer("layers.{}.feed_forward.w3.weight", (h, d))
-    emb = [("tok_embeddings.weight", (cfg.vocab_size, d))]
-    norm = [("norm.weight", (d,))]
-    out = [] if cfg.shared_classifier else [("output.weight", (cfg.vocab_size, d))]
-    if version == 0:
-        rope = [("freq_cis_real", (cfg.seq_len, cfg.head_size // 2)),
-                ("freq_cis_imag", (cfg.seq_len, cfg.head_size // 2))]
-        return emb + att_norm + wq + wk + wv + wo + ffn_norm + w1 + w2 + w3 + norm + rope + out
-    return att_norm + ffn_norm + norm + emb + wq + wk + wv + wo + w1 + w2 + w3 + out
 
 
 class Llama2cCheckpoint(Checkpoint):
@@ -270,7 +327,7 @@ class Llama2cCheckpoint(Checkpoint):
         self.version = version
         self.config = self._validate(fields, shared)
         offset = data_offset
-        for name, shape in _llama2c_layout(self.config, version):
+        for name, shape in llama_tensor_names(self.config, version).items():
             nbytes = 4 * int(np.prod(shape, dtype=np.int64))
             self._infos.append(TensorInfo(name, shape, "F32", offset, nbytes))
             offset += nbytes
@@ -283,19 +340,22 @@ class Llama2cCheckpoint(Checkpoint):
                 f"implies {offset} bytes, but the file has {file_size}"
             )
 
-    def _validate(self, fields: Sequence[int], shared: bool) -> Llama2cConfig:
+    def _validate(self, fields: Sequence[int], shared: bool) -> LlamaConfig:
         names = ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len")
         for field, value in zip(names, fields):
             if not 0 < value < 1 << 24:
                 raise CheckpointError(f"{self.path}: llama2.c header field {field} = {value} is not plausible")
-        cfg = Llama2cConfig(*fields, shared_classifier=shared)
-        if cfg.dim % cfg.n_heads:
-            raise CheckpointError(f"{self.path}: header field dim = {cfg.dim} is not a multiple of n_heads = {cfg.n_heads}")
-        if cfg.n_heads % cfg.n_kv_heads:
+        dim, _, _, n_heads, n_kv_heads, _, _ = fields
+        if dim % n_heads:
+            raise CheckpointError(f"{self.path}: header field dim = {dim} is not a multiple of n_heads = {n_heads}")
+        if n_heads % n_kv_heads:
             raise CheckpointError(
-                f"{self.path}: header field n_heads = {cfg.n_heads} is not a multiple of n_kv_heads = {cfg.n_kv_heads}"
+                f"{self.path}: header field n_heads = {n_heads} is not a multiple of n_kv_heads = {n_kv_heads}"
             )
-        return cfg
+        try:
+            return LlamaConfig(*fields, shared_classifier=shared)
+        except ConfigError as e:
+            raise CheckpointError(f"{self.path}: llama2.c header: {e}") from None
 
     def _view(self, info: TensorInfo) -> np.ndarray:
         return self._memmap(info)
@@ -378,6 +438,12 @@ class GgufCheckpoint(Checkpoint):
                 "losslessly as float coding pairs"
             )
         self._by_name = {t.name: t for t in self._reader.tensors}
+
+    def metadata(self, key: str) -> object | None:
+        """The value of the GGUF metadata field ``key`` (``general.architecture``, ``llama.block_count``, …),
+        or ``None`` when the file has no such field."""
+        f = self._reader.fields.get(key)
+        return None if f is None else f.contents()
 
     def _view(self, info: TensorInfo) -> np.ndarray:
         data = self._by_name[info.name].data

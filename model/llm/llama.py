@@ -34,7 +34,8 @@ from typing import Protocol
 
 import numpy as np
 
-from .checkpoint import Checkpoint, GgufCheckpoint, Llama2cCheckpoint, SafetensorsCheckpoint, open_checkpoint
+from .checkpoint import (Checkpoint, GgufCheckpoint, Llama2cCheckpoint, LlamaConfig, SafetensorsCheckpoint,
+                         llama_tensor_names, open_checkpoint)
 from ..errors import CheckpointError, ConfigError
 from ..dtypes.pairs import convert
 
@@ -45,72 +46,6 @@ __all__ = ["LlamaConfig", "LlamaLayout", "TensorSource", "read_layout", "llama_t
 #: Weight storage modes: the checkpoint's own storage (``None``), or every matrix in one dtype.
 WEIGHT_DTYPES = ("fp32", "bf16", "fp16")
 _STORED = {"fp32": "F32", "bf16": "BF16", "fp16": "F16"}
-
-
-@dataclass(frozen=True)
-class LlamaConfig:
-    """Shape and constants of a llama (llama2.c's ``Config``, plus the two constants it hard-codes)."""
-
-    dim: int
-    hidden_dim: int
-    n_layers: int
-    n_heads: int
-    n_kv_heads: int
-    vocab_size: int
-    seq_len: int
-    shared_classifier: bool
-    norm_eps: float = 1e-5
-    rope_theta: float = 10000.0
-
-    def __post_init__(self) -> None:
-        for name in ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ConfigError(f"llama config field {name} must be a positive integer, not {v!r}")
-        if self.dim % self.n_heads:
-            raise ConfigError(f"llama config field dim = {self.dim} is not a multiple of n_heads = {self.n_heads}")
-        if self.n_heads % self.n_kv_heads:
-            raise ConfigError(f"llama config field n_heads = {self.n_heads} is not a multiple of "
-                              f"n_kv_heads = {self.n_kv_heads}")
-        if self.head_size % 2:
-            raise ConfigError(f"llama config: head_size = dim / n_heads = {self.head_size} must be even for RoPE")
-        if not (self.norm_eps > 0 and math.isfinite(self.norm_eps)):
-            raise ConfigError(f"llama config field norm_eps must be positive, not {self.norm_eps!r}")
-        if not (self.rope_theta > 0 and math.isfinite(self.rope_theta)):
-            raise ConfigError(f"llama config field rope_theta must be positive, not {self.rope_theta!r}")
-
-    @property
-    def head_size(self) -> int:
-        return self.dim // self.n_heads
-
-    @property
-    def kv_dim(self) -> int:
-        return self.dim * self.n_kv_heads // self.n_heads
-
-    @property
-    def n_params(self) -> int:
-        shapes = llama_tensor_names(self)
-        return sum(int(np.prod(s)) for n, s in shapes.items() if not (n == "output.weight" and self.shared_classifier))
-
-
-def llama_tensor_names(config: LlamaConfig) -> dict[str, tuple[int, ...]]:
-    """Every tensor the forward pass reads, by its llama2.c name, with its shape (rows, columns).
-
-    ``output.weight`` is listed even when the classifier is shared; it then maps onto the embedding.
-    """
-    c = config
-    d, h, kv = c.dim, c.hidden_dim, c.kv_dim
-    names: dict[str, tuple[int, ...]] = {"tok_embeddings.weight": (c.vocab_size, d)}
-    for layer in range(c.n_layers):
-        p = f"layers.{layer}."
-        names.update({p + "attention_norm.weight": (d,), p + "attention.wq.weight": (d, d),
-                      p + "attention.wk.weight": (kv, d), p + "attention.wv.weight": (kv, d),
-                      p + "attention.wo.weight": (d, d), p + "ffn_norm.weight": (d,),
-                      p + "feed_forward.w1.weight": (h, d), p + "feed_forward.w2.weight": (d, h),
-                      p + "feed_forward.w3.weight": (h, d)})
-    names["norm.weight"] = (d,)
-    names["output.weight"] = (c.vocab_size, d)
-    return names
 
 
 # --------------------------------------------------------------------------------------------------
@@ -244,15 +179,12 @@ def gguf_tensor_name(name: str) -> str:
 
 
 def _gguf_config(ck: GgufCheckpoint) -> LlamaConfig:
-    fields = ck._reader.fields
-
     def get(key: str, default=None):
-        f = fields.get(key)
-        if f is None:
+        v = ck.metadata(key)
+        if v is None:
             if default is None:
                 raise CheckpointError(f"{ck.path}: GGUF metadata {key} is missing")
             return default
-        v = f.contents()
         return v
 
     arch = get("general.architecture")
@@ -294,9 +226,7 @@ def read_layout(path: str | Path, *, config: str | Path | None = None) -> LlamaL
     ck = open_checkpoint(path)
     infos = {i.name: i for i in ck.infos()}
     if isinstance(ck, Llama2cCheckpoint):
-        c = ck.config
-        cfg = LlamaConfig(c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size, c.seq_len,
-                          c.shared_classifier)
+        cfg = ck.config
         sources = _identity_sources(cfg)
     elif isinstance(ck, SafetensorsCheckpoint):
         _, cfg = _hf_config(path, Path(config) if config else None)
