@@ -205,3 +205,17 @@ def plot_factory(model: FactoryModel, out: str | Path | None = None, *, max_proc
         fig.savefig(out, dpi=110)
         plt.close(fig)
     return fig
+
+
+def factory_ratio(ratio: float | None = None, model: str | Path | None = None,
+                  codec: str = "tans8") -> tuple[float, str]:
+    """The compressed/raw ratio of a token factory and where it comes from: measured on ``model`` with
+    ``codec`` (:func:`measured_ratio`), else ``ratio`` as given, else the paper's example (0.66)."""
+    if model is not None:
+        return measured_ratio(model, codec)
+    if ratio is not None:
+        return ratio, "given"
+    return PAPER_EXAMPLE.ratio, "the paper's"
+
+
+__all__ += ["factory_ratio"]

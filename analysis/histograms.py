@@ -96,3 +96,11 @@ def _validate(doc: Any, where: str) -> list[dict[str, Any]]:
         if not isinstance(model, dict) or not model.get("matrices"):
             raise AnsforgeError(f"{where}: models[{mi}] has no matrices")
     return models
+
+
+def histograms_document(paths, *, jobs: int | None = None) -> dict[str, Any]:
+    """The histogram file (the module's format) of the checkpoints at ``paths``, one ``models`` entry each."""
+    return {"format": FORMAT, "version": 1, "models": [measure_histograms(p, jobs=jobs) for p in paths]}
+
+
+__all__ += ["histograms_document"]

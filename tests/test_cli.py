@@ -191,6 +191,23 @@ def test_histograms_feed_the_demo(stories, tmp_path):
     assert r.returncode == 0 and "10.6125" in r.stdout
 
 
+def test_histograms_force_replaces_an_existing_file(stories, tmp_path):
+    # `histograms` takes --model repeatedly (a list): --force over an existing file once crashed (TypeError).
+    out = tmp_path / "h.json"
+    out.write_text("old\n")
+    r = ansforge("histograms", "--model", stories, "-o", out, "--force")
+    assert r.returncode == 0 and r.stdout.startswith(f"wrote {out}: 36 matrices"), r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["format"] == "ansforge-exponent-histograms" and doc["models"][0]["name"] == "stories260K"
+    # Every --model stays protected, --force or not.
+    small = tmp_path / "small.safetensors"
+    save_file({"layer.weight": np.ones((4, 4), np.float32)}, str(small))
+    before = small.read_bytes()
+    _one_line_error(ansforge("histograms", "--model", stories, "--model", small, "-o", small, "--force"),
+                    "small.safetensors", "refusing to overwrite the input file")
+    assert small.read_bytes() == before
+
+
 def _one_line_error(r, *needles):
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()

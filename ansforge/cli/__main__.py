@@ -1,0 +1,5 @@
+"""``python -m ansforge.cli``, as ``ansforge``."""
+
+from . import main
+
+raise SystemExit(main())

@@ -1,0 +1,41 @@
+"""``ansforge bench``: speed, size and memory, written to BENCHMARKS.md."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..model import progress
+from .common import refuse_existing, verb, write
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", default="BENCHMARKS.md", metavar="F", help="report to write (default BENCHMARKS.md)")
+    p.add_argument("--layers", type=int, default=32, metavar="L",
+                   help="layers of the synthetic Llama2-7B-shape checkpoint (default 32, the full 6.6 G weights)")
+    p.add_argument("--slow-layers", type=int, default=1, metavar="L",
+                   help="layers on which xz -9 and zstd -19 are measured (they run ~2 MB/s; default 1)")
+    p.add_argument("--skip-7b", action="store_true", help="skip the synthetic 7B-shape run")
+    p.add_argument("--tmpdir", default=None, metavar="DIR", help="where to write the temporary checkpoint")
+    p.add_argument("--only", default=None, metavar="LIST",
+                   help="comma-separated sections: table1, coders, software, hardware, prove, llama, streaming, 7b (default: all)")
+    p.add_argument("--stories", default=None, metavar="PATH",
+                   help="stories260K.bin for the llama section (default: ../shared/models beside the checkout)")
+
+
+@verb("bench", _arguments, help="measure speed, size and memory; write BENCHMARKS.md",
+      description="Benchmarks: Table 1 on MiniLM and on a synthetic checkpoint with Llama2-7B's "
+                  "shapes (written to a temporary safetensors file, deleted after), with wall time "
+                  "and peak RSS, against gzip/bzip2/xz/zstd and constriction measured in the same run.",
+      force="replace an existing report")
+def bench(args: argparse.Namespace) -> int:
+    from ..analysis.bench import run_bench
+
+    refuse_existing(args, args.output)
+    only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
+    with progress.activity(f"bench: {', '.join(only) if only else 'every section'}"):
+        rep = run_bench(layers=args.layers, slow_layers=args.slow_layers, skip_7b=args.skip_7b,
+                        tmpdir=args.tmpdir, argv=sys.argv[1:], only=only, stories=args.stories)
+    write(args, args.output, rep)
+    print(f"wrote {args.output}")
+    return 0

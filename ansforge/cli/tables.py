@@ -1,0 +1,40 @@
+"""``ansforge tables``: the paper's Table 1 for a checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..model import progress
+from .common import refuse_existing, verb, write, write_json
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, metavar="PATH", help="llama2.c .bin, safetensors or GGUF checkpoint")
+    p.add_argument("--markdown", default=None, metavar="F", help="also write the table as Markdown")
+    p.add_argument("--per-matrix", action="store_true", help="add one row per matrix")
+    p.add_argument("--general", default="gzip,bzip2,xz,zstd", metavar="LIST",
+                   help="general-purpose compressors to run, comma-separated from gzip,bzip2,xz,zstd "
+                        "(default: all; empty for none), and zipnn (the [peers] extra)")
+    p.add_argument("--no-constriction", action="store_true", help="skip the constriction rANS row")
+    p.add_argument("--codecs", default="rans16,tans8", metavar="LIST",
+                   help="golden ANS codecs to run, each a row with its gap to Ideal: tansR (R 5..12), ransP "
+                        "(P 5..24), comma-separated (default: rans16,tans8, the paper's rows; empty for none)")
+
+
+@verb("tables", _arguments, help="the paper's Table 1 for a checkpoint",
+      description="Table 1 (§2.1): Original, Simple, Ideal, the ANS rows, constriction rANS, and "
+                  "gzip -9 / bzip2 -9 / xz -9 / zstd -19 of the concatenated coded bytes.",
+      json="also write the table as JSON", force=True, selection="pairs", parallel=True)
+def tables(args: argparse.Namespace) -> int:
+    from ..analysis.table1 import compute_table1
+
+    general = [g.strip() for g in args.general.split(",") if g.strip()]
+    refuse_existing(args, args.json, args.markdown)  # fail before hours of work, not after
+    codecs = [c.strip() for c in args.codecs.split(",") if c.strip()]
+    table = compute_table1(args.model, pairs=args.pairs, include=args.include, exclude=args.exclude,
+                           general=general, constriction=not args.no_constriction, codecs=codecs, jobs=args.jobs,
+                           dask=args.dask, progress=progress.enabled())
+    print(table.format_text(per_matrix=args.per_matrix))
+    write_json(args, args.json, table.to_json())
+    write(args, args.markdown, table.to_markdown(per_matrix=args.per_matrix))
+    return 0
