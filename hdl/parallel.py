@@ -1,18 +1,18 @@
 """Parallel decompressors over one shared memory port (paper §4.6, Fig. 12).
 
-:class:`ParallelDecoder` holds ``K`` decoder cores (tANS or rANS, programmable). Pair ``i`` of a
-tensor belongs to lane ``i % K``, and lane ``l``'s words are the single-lane stream of its pairs:
+:class:`ParallelDecoder` holds ``lanes`` decoder cores (tANS or rANS, programmable). Pair ``i`` of a
+tensor belongs to lane ``i % lanes``, and lane ``l``'s words are the single-lane stream of its pairs:
 the golden codec's interleaved mode (:func:`ansforge.model.coding.lanes.encode_lanes`). Each lane's
 stream lies in the shared memory from a beat address of its own, in the order the decoder reads
-it (top of the stack first), ``P`` words per memory beat.
+it (top of the stack first), ``beat_words`` words per memory beat.
 
 Per lane: an address counter, a FIFO of ``fifo_beats`` beats and a serializer that hands the
 decoder one word per clock and drops the padding after the stream's last word. A lane asks for a
 beat only when its FIFO has room for it and for every beat still in flight (credit flow control),
 so the memory's responses never wait. A round-robin arbiter grants one request per clock to the
-memory port. The decoders' pairs are merged back into the tensor's order as **rows** of ``K``
-pairs (row ``j`` = pairs ``jK .. jK + K - 1``, the last row partial), through a small FIFO per lane
-so that a lane's bubble does not stall the others at once: up to ``K`` pairs per clock.
+memory port. The decoders' pairs are merged back into the tensor's order as **rows** of ``lanes``
+pairs (row ``j`` = pairs ``j * lanes .. j * lanes + lanes - 1``, the last row partial), through a small FIFO per lane
+so that a lane's bubble does not stall the others at once: up to ``lanes`` pairs per clock.
 
 Memory port (``mem_req`` / ``mem_rsp``): a request carries a beat address and the lane (``tag``);
 responses come back in any latency, in request order or not, and must be accepted when valid
@@ -41,7 +41,7 @@ def parallel_command_layout(lanes: int, addr_bits: int) -> data.StructLayout:
 
 
 class ParallelDecoder(wiring.Component):
-    """``K`` decoder lanes fed from one memory port, merged into rows of ``K`` pairs (Fig. 12).
+    """``lanes`` decoder lanes fed from one memory port, merged into rows of ``lanes`` pairs (Fig. 12).
 
     Parameters
     ----------
@@ -49,22 +49,22 @@ class ParallelDecoder(wiring.Component):
         Builds one lane's decoder: ``decoder()`` returns a programmable :class:`TansDecoder` or
         :class:`RansDecoder` (all lanes share its parameters and its table).
     lanes : int
-        ``K``: 1, 2, 4, 8 or 16.
+        ``lanes``: 1, 2, 4, 8 or 16.
     beat_words : int
-        ``P``: decoder words per memory beat, a power of two up to 16 (the port is ``P * W`` bits wide).
+        ``beat_words``: decoder words per memory beat, a power of two up to 16 (the port is ``beat_words * W`` bits wide).
     addr_bits : int
         Width of a beat address, 1..32.
     fifo_beats : int
         Depth of each lane's word FIFO in beats, 2..1024 (cover the memory latency: a lane that
-        consumes ``r`` words per clock needs about ``latency * r / P`` beats in flight).
+        consumes ``r`` words per clock needs about ``latency * r / beat_words`` beats in flight).
 
     Ports
     -----
     cfg : In(stream)  the decoders' table writes, sent to every lane at once
     cmd : In(stream)  :func:`parallel_command_layout`
     mem_req : Out(stream)  ``{addr, tag}``
-    mem_rsp : In(stream)   ``{data: P * W bits, tag}``, always accepted
-    o : Out(stream)  ``{pairs: K x {symbol, extra}, n}``: a row of ``n`` pairs (``n = K`` but the last)
+    mem_rsp : In(stream)   ``{data: beat_words * W bits, tag}``, always accepted
+    o : Out(stream)  ``{pairs: lanes x {symbol, extra}, n}``: a row of ``n`` pairs (``n = lanes`` but the last)
     done, status : Out  ``done`` once every lane's decoder is done and every row is out; ``status``
         is the first failing lane's :class:`~.common.DecodeStatus` (``OK`` if none). Both hold until
         the next command.
@@ -117,20 +117,20 @@ class ParallelDecoder(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        K, P, W, D = self._k, self._p, self._w, self._d
-        log_k = (K - 1).bit_length()
+        lanes, per_beat, W, D = self._k, self._p, self._w, self._d
+        log_k = (lanes - 1).bit_length()
 
         busy = Signal()
         remaining = Signal(COUNT_BITS)        # pairs still to leave as rows
         cmd_fire = self.cmd.valid & self.cmd.ready
 
         cfg_ready = []
-        requests = Signal(K)
+        requests = Signal(lanes)
         grant = Signal(max(1, log_k))
         req_fire = self.mem_req.valid & self.mem_req.ready
         lane_done, lane_status, lane_issued = [], [], []
         out_fifos, addrs = [], []
-        for lane in range(K):
+        for lane in range(lanes):
             dec = self._make()
             m.submodules[f"decoder{lane}"] = dec
             m.d.comb += [dec.cfg.valid.eq(self.cfg.valid), dec.cfg.p.eq(self.cfg.p)]
@@ -142,7 +142,7 @@ class ParallelDecoder(wiring.Component):
             beats_left = Signal(COUNT_BITS, name=f"beats_left{lane}")
             in_flight = Signal(range(D + 1), name=f"in_flight{lane}")
             # SyncFIFO: ``level`` counts exactly what it holds, so that the credits never overrun it
-            m.submodules[f"beats{lane}"] = beats = fifo.SyncFIFO(width=P * W, depth=D)
+            m.submodules[f"beats{lane}"] = beats = fifo.SyncFIFO(width=per_beat * W, depth=D)
             granted = req_fire & (grant == lane)
             returned = self.mem_rsp.valid & (self.mem_rsp.p.tag == lane)
             m.d.comb += [requests[lane].eq((beats_left != 0) & (beats.level + in_flight < D)),
@@ -153,13 +153,13 @@ class ParallelDecoder(wiring.Component):
 
             # -- serializer: one word per clock to the decoder, the last beat's padding dropped
             words_left = Signal(COUNT_BITS, name=f"words_left{lane}")
-            word = Signal(max(1, (P - 1).bit_length()), name=f"word{lane}")
+            word = Signal(max(1, (per_beat - 1).bit_length()), name=f"word{lane}")
             word_fire = dec.i.valid & dec.i.ready
             m.d.comb += [dec.i.valid.eq(beats.r_rdy & (words_left != 0)),
                          dec.i.p.data.eq(beats.r_data.word_select(word, W))]
             with m.If(word_fire):
                 m.d.sync += words_left.eq(words_left - 1)
-                with m.If((word == P - 1) | (words_left == 1)):
+                with m.If((word == per_beat - 1) | (words_left == 1)):
                     m.d.comb += beats.r_en.eq(1)
                     m.d.sync += word.eq(0)
                 with m.Else():
@@ -167,14 +167,14 @@ class ParallelDecoder(wiring.Component):
 
             # -- the lane's decoder command: its share of the pairs, its stream's words
             spec = self.cmd.p.lanes[lane]
-            # lane l takes count // K pairs, one more if l < count % K (never for the last lane)
-            lane_count = self.cmd.p.count if K == 1 else (self.cmd.p.count >> log_k) + \
-                ((lane < self.cmd.p.count[:log_k]) if lane < K - 1 else 0)
+            # lane l takes count // lanes pairs, one more if l < count % lanes (never for the last lane)
+            lane_count = self.cmd.p.count if lanes == 1 else (self.cmd.p.count >> log_k) + \
+                ((lane < self.cmd.p.count[:log_k]) if lane < lanes - 1 else 0)
             issued = Signal(name=f"issued{lane}")
             cmd_pending = Signal(name=f"cmd_pending{lane}")
             count_r, words_r = Signal(COUNT_BITS, name=f"count{lane}"), Signal(COUNT_BITS, name=f"words{lane}")
             with m.If(cmd_fire):
-                m.d.sync += [addr.eq(spec.base), beats_left.eq((spec.words + P - 1) >> (P - 1).bit_length()),
+                m.d.sync += [addr.eq(spec.base), beats_left.eq((spec.words + per_beat - 1) >> (per_beat - 1).bit_length()),
                              words_left.eq(spec.words), word.eq(0), count_r.eq(lane_count), words_r.eq(spec.words),
                              cmd_pending.eq(1), issued.eq(0)]
             m.d.comb += [dec.cmd.valid.eq(cmd_pending), dec.cmd.p.count.eq(count_r), dec.cmd.p.words.eq(words_r),
@@ -193,23 +193,23 @@ class ParallelDecoder(wiring.Component):
 
         # -- round-robin arbiter: the first requesting lane at or after ``pointer``
         pointer = Signal(max(1, log_k))
-        rotated = Signal(2 * K)
+        rotated = Signal(2 * lanes)
         m.d.comb += rotated.eq(Cat(requests, requests) >> pointer)
         offset = Signal(max(1, log_k))
-        for j in reversed(range(K)):       # the last assignment wins: the lowest set bit
+        for j in reversed(range(lanes)):       # the last assignment wins: the lowest set bit
             with m.If(rotated[j]):
                 m.d.comb += offset.eq(j)
-        m.d.comb += [grant.eq(pointer + offset if K > 1 else 0),
+        m.d.comb += [grant.eq(pointer + offset if lanes > 1 else 0),
                      self.mem_req.valid.eq(requests.any()), self.mem_req.p.tag.eq(grant), self.mem_rsp.ready.eq(1)]
-        for lane in range(K):
+        for lane in range(lanes):
             with m.If(grant == lane):
                 m.d.comb += self.mem_req.p.addr.eq(addrs[lane])
         with m.If(req_fire):
-            m.d.sync += pointer.eq(grant + 1 if K > 1 else 0)
+            m.d.sync += pointer.eq(grant + 1 if lanes > 1 else 0)
 
         # -- merge: row j takes one pair from each lane that has one in this row
-        n = Signal(bits_for(K))
-        m.d.comb += n.eq(Mux(remaining < K, remaining, K))
+        n = Signal(bits_for(lanes))
+        m.d.comb += n.eq(Mux(remaining < lanes, remaining, lanes))
         ready_all = Signal()
         m.d.comb += ready_all.eq(Cat(*[(f.r_rdy | (lane >= n)) for lane, f in enumerate(out_fifos)]).all())
         m.d.comb += [self.o.valid.eq(busy & (remaining != 0) & ready_all), self.o.p.n.eq(n)]

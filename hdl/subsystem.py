@@ -3,22 +3,22 @@
 :class:`AxiDecompressor` is what a designer drops between DRAM and an accelerator:
 
 * an AXI4 read master (:class:`AxiReadMaster`) that fetches the compressed streams of a block;
-* ``K`` decoder lanes sharing that port (:class:`~.parallel.ParallelDecoder`, paper §4.6);
+* ``lanes`` decoder lanes sharing that port (:class:`~.parallel.ParallelDecoder`, paper §4.6);
 * per lane, the symbol → code step of the container's escape group (:class:`SymbolToCode`) and the
   pair → float interface of §4.3 (:class:`~.interfaces.PairToFloat`);
-* an AXI4-Stream master of bf16 or fp32 weights, ``K`` per transfer;
+* an AXI4-Stream master of bf16 or fp32 weights, ``lanes`` per transfer;
 * a register map behind an AXI4-Lite slave (:class:`AxiLiteSlave`) to program the tables, start a
   block and read its status (``docs/subsystem.md``).
 
 One *block* is one tensor of a container compressed with one stream per tensor, coded in the golden
-codec's interleaved mode (pair ``i`` in lane ``i % K``, :func:`ansforge.model.coding.lanes.encode_lanes`):
-its ``K`` word streams lie in memory from ``BASE``, each from a bus-beat offset of its own, in the
-order a decoder reads them (top of the stack first), ``P = bus_bits / W`` words per beat.
+codec's interleaved mode (pair ``i`` in lane ``i % lanes``, :func:`ansforge.model.coding.lanes.encode_lanes`):
+its ``lanes`` word streams lie in memory from ``BASE``, each from a bus-beat offset of its own, in the
+order a decoder reads them (top of the stack first), ``beat_words = bus_bits / W`` words per beat.
 
-Throughput: up to ``K`` weights per clock. A lane decodes at most one pair per clock and needs, on
+Throughput: up to ``lanes`` weights per clock. A lane decodes at most one pair per clock and needs, on
 average, the coded bits of a pair from memory; the port gives ``bus_bits`` per clock, so the bound is
-``min(K, bus_bits / bits_per_pair)``. A pair costs at least its additional data (8 bits for bf16, 24 for
-fp32), so ``K * extra_bits > bus_bits`` can never be fed: the constructor refuses it.
+``min(lanes, bus_bits / bits_per_pair)``. A pair costs at least its additional data (8 bits for bf16, 24 for
+fp32), so ``lanes * extra_bits > bus_bits`` can never be fed: the constructor refuses it.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ CSR_ID = 0x414E5346
 class Csr(enum.IntEnum):
     """Byte addresses of the registers (32 bits each; see ``docs/subsystem.md``)."""
     ID = 0x000          #: RO  0x414E5346 ("ANSF")
-    PARAMS = 0x004      #: RO  [7:0] lanes K, [15:8] word bits W, [23:16] beat words P, [24] rANS, [25] fp32 out
+    PARAMS = 0x004      #: RO  [7:0] lanes, [15:8] word bits W, [23:16] beat words, [24] rANS, [25] fp32 out
     CONTROL = 0x008     #: WO  bit 0: START (latches COUNT, BASE and the lane registers)
     STATUS = 0x00C      #: RO  bit 0 BUSY, bit 1 DONE, [6:4] DecodeStatus, bit 8 BUS_ERROR
     COUNT = 0x010       #: RW  pairs (weights) of the block
@@ -301,19 +301,19 @@ def _decoder_factory(codec: CodecSpec, max_symbols: int, max_extra_bits: int):
 
 
 class AxiDecompressor(wiring.Component):
-    """Fig. 12 as an FPGA block: compressed blocks over AXI4, ``K`` lanes, weights over AXI4-Stream.
+    """Fig. 12 as an FPGA block: compressed blocks over AXI4, ``lanes`` lanes, weights over AXI4-Stream.
 
     Parameters
     ----------
     codec : CodecSpec
         The lanes' codec (programmable tables; the paper's tans8 or rans16).
     lanes : int
-        ``K``: 1, 2, 4, 8 or 16 decoder lanes.
+        ``lanes``: 1, 2, 4, 8 or 16 decoder lanes.
     target : str
         ``"bf16"`` or ``"fp32"``: the pair format of the blocks and the weights out.
     bus_bits : int
         AXI4 data width: a power of two, a multiple of the codec's word ``W``, up to 1024, and at least
-        ``K * extra_bits`` (else the port cannot feed the lanes: ``ValueError``).
+        ``lanes * extra_bits`` (else the port cannot feed the lanes: ``ValueError``).
     addr_bits : int
         AXI4 address width, 32 or 64.
     max_symbols, max_codes : int
@@ -322,14 +322,14 @@ class AxiDecompressor(wiring.Component):
     escape_bits : int
         Index bits of the widest escape group the lanes accept (0..8).
     fifo_beats : int
-        Each lane's beat FIFO, in beats: cover the memory latency (``latency * K * bits_per_pair /
-        bus_bits / K`` beats per lane in flight).
+        Each lane's beat FIFO, in beats: cover the memory latency (``latency * lanes * bits_per_pair /
+        bus_bits / lanes`` beats per lane in flight).
 
     Ports
     -----
     s_axil : In(:func:`axi4_lite_signature`)  the register map (:class:`Csr`)
     m_axi : Out(:func:`axi4_read_signature`)  reads of the compressed streams
-    m_axis : Out  ``tdata`` (``K`` weights, weight ``j`` of the row at bits ``j * T``), ``tkeep`` (the
+    m_axis : Out  ``tdata`` (``lanes`` weights, weight ``j`` of the row at bits ``j * weight_bits``), ``tkeep`` (the
         bytes of the weights present: the last transfer of a block may be partial), ``tlast`` (the
         block's last transfer), ``tvalid``, ``tready``
     done, status, error : Out  as ``STATUS``: ``done`` once the block's last weight is out (or a lane
@@ -422,10 +422,10 @@ class AxiDecompressor(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        K, T = self._k, self._t
+        lanes, weight_bits = self._k, self._t
         m.submodules.lanes = par = self._par
         m.submodules.axi = rd = AxiReadMaster(addr_bits=self._addr, data_bits=self._bus,
-                                               beat_addr_bits=self._beat_bits, id_bits=bits_for(K - 1))
+                                               beat_addr_bits=self._beat_bits, id_bits=bits_for(lanes - 1))
         m.submodules.csr = csr = AxiLiteSlave(addr_bits=12)
         wiring.connect(m, wiring.flipped(self.s_axil), csr.s_axil)
         wiring.connect(m, rd.m_axi, wiring.flipped(self.m_axi))
@@ -434,9 +434,9 @@ class AxiDecompressor(wiring.Component):
 
         # -- per lane: symbol -> code -> float, in lockstep (same valid, same ready)
         s2c = [SymbolToCode(max_symbols=self._max_symbols, max_codes=self._max_codes, extra_bits=self._w,
-                            escape_bits=self._e) for _ in range(K)]
-        p2f = [PairToFloat(target=self._target, max_codes=self._max_codes, max_extra_bits=self._w) for _ in range(K)]
-        for lane in range(K):
+                            escape_bits=self._e) for _ in range(lanes)]
+        p2f = [PairToFloat(target=self._target, max_codes=self._max_codes, max_extra_bits=self._w) for _ in range(lanes)]
+        for lane in range(lanes):
             m.submodules[f"symbol_to_code{lane}"] = s2c[lane]
             m.submodules[f"pair_to_float{lane}"] = p2f[lane]
             m.d.comb += [s2c[lane].i.valid.eq(par.o.valid), s2c[lane].i.p.eq(par.o.p.pairs[lane]),
@@ -448,20 +448,20 @@ class AxiDecompressor(wiring.Component):
         busy, issuing = Signal(), Signal()
         count = Signal(COUNT_BITS)
         left = Signal(COUNT_BITS)              # pairs of the block not yet out of the lanes
-        n1, last1, n2, last2 = Signal(bits_for(K)), Signal(), Signal(bits_for(K)), Signal()
+        n1, last1, n2, last2 = Signal(bits_for(lanes)), Signal(), Signal(bits_for(lanes)), Signal()
         row_fire = par.o.valid & par.o.ready
         with m.If(row_fire):
             m.d.sync += [left.eq(left - par.o.p.n), n1.eq(par.o.p.n), last1.eq(left == par.o.p.n)]
         with m.If(s2c[0].o.valid & s2c[0].o.ready):
             m.d.sync += [n2.eq(n1), last2.eq(last1)]
-        keep = Cat(*[Mux(lane < n2, (1 << T // 8) - 1, 0)[:T // 8] for lane in range(K)])
+        keep = Cat(*[Mux(lane < n2, (1 << weight_bits // 8) - 1, 0)[:weight_bits // 8] for lane in range(lanes)])
         m.d.comb += [self.m_axis.tvalid.eq(p2f[0].o.valid), self.m_axis.tdata.eq(Cat(*[p.o.p for p in p2f])),
                      self.m_axis.tkeep.eq(keep), self.m_axis.tlast.eq(last2)]
 
         # -- registers
         base = Signal(64)
-        lane_base = [Signal(32, name=f"lane_base{lane}") for lane in range(K)]
-        lane_words = [Signal(32, name=f"lane_words{lane}") for lane in range(K)]
+        lane_base = [Signal(32, name=f"lane_base{lane}") for lane in range(lanes)]
+        lane_words = [Signal(32, name=f"lane_words{lane}") for lane in range(lanes)]
         staged = Signal(128)
         cycles, weights = Signal(32), Signal(32)
         a, d = csr.wr.p.addr, csr.wr.p.data
@@ -477,7 +477,7 @@ class AxiDecompressor(wiring.Component):
         m.d.comb += [par.cfg.p.addr.eq(tbl_addr[:cfg_addr_bits]),
                      par.cfg.p.data.eq(staged[:self._dec_cfg["data"].width]),
                      par.cfg.valid.eq(csr.wr.valid & is_tbl & ~busy & (tbl_kind == Table.DECODER))]
-        for lane in range(K):
+        for lane in range(lanes):
             c = s2c[lane].cfg
             m.d.comb += [c.valid.eq(csr.wr.valid & is_tbl & ~busy & ((tbl_kind == Table.SYMBOL) | (tbl_kind == Table.ESCAPE))),
                          c.p.addr.eq(tbl_addr), c.p.code.eq(staged[:16]), c.p.escape.eq(staged[16]),
@@ -488,7 +488,7 @@ class AxiDecompressor(wiring.Component):
         writable = {Csr.COUNT: count, Csr.BASE_LO: base[:32], Csr.BASE_HI: base[32:],
                     Csr.TBL_DATA0: staged[:32], Csr.TBL_DATA1: staged[32:64], Csr.TBL_DATA2: staged[64:96],
                     Csr.TBL_DATA3: staged[96:]}
-        for lane in range(K):
+        for lane in range(lanes):
             writable[Csr.LANE0 + 8 * lane] = lane_base[lane]
             writable[Csr.LANE0 + 8 * lane + 4] = lane_words[lane]
         known = Cat(*[a == addr for addr in (*writable, Csr.CONTROL, Csr.TBL_WRITE)]).any()
@@ -506,11 +506,11 @@ class AxiDecompressor(wiring.Component):
                     m.d.sync += reg.eq(d)
 
         # START: latch the command, clear status, run until the last weight is out
-        cmd_lanes = [{"base": lane_base[lane][:self._beat_bits], "words": lane_words[lane]} for lane in range(K)]
+        cmd_lanes = [{"base": lane_base[lane][:self._beat_bits], "words": lane_words[lane]} for lane in range(lanes)]
         with m.If(csr.wr.valid & csr.wr.ready & ~refused & is_start):
             m.d.sync += [busy.eq(1), issuing.eq(1), left.eq(count), self.done.eq(0), weights.eq(0), cycles.eq(0),
                          self.status.eq(DecodeStatus.OK), par_cmd.p.count.eq(count)]
-            for lane in range(K):
+            for lane in range(lanes):
                 m.d.sync += [par_cmd.p.lanes[lane].base.eq(cmd_lanes[lane]["base"]),
                              par_cmd.p.lanes[lane].words.eq(cmd_lanes[lane]["words"])]
         m.d.comb += [par_cmd.valid.eq(issuing), rd.clear.eq(csr.wr.valid & csr.wr.ready & ~refused & is_start)]

@@ -100,15 +100,15 @@ class LaneRun:
 
 
 def lane_image(system: LaneSystem, lane_words: list[np.ndarray]) -> tuple[list[int], list[dict]]:
-    """Memory beats (``P`` words each, word 0 in the low bits) and each lane's ``{base, words}``."""
-    P, W = system.decoder.beat_words, system.decoder.word_bits
+    """Memory beats (``beat_words`` words each, word 0 in the low bits) and each lane's ``{base, words}``."""
+    per_beat, W = system.decoder.beat_words, system.decoder.word_bits
     beats, lanes = [], []
     for words in lane_words:
         order = np.asarray(words, dtype=np.uint64)[::-1]          # top of the stack first
-        padded = np.zeros(-(-order.size // P) * P, np.uint64)
+        padded = np.zeros(-(-order.size // per_beat) * per_beat, np.uint64)
         padded[:order.size] = order
         lanes.append({"base": len(beats), "words": int(order.size)})
-        for row in padded.reshape(-1, P).tolist():
+        for row in padded.reshape(-1, per_beat).tolist():
             beats.append(sum(int(w) << (W * j) for j, w in enumerate(row)))
     return beats, lanes
 
@@ -116,13 +116,13 @@ def lane_image(system: LaneSystem, lane_words: list[np.ndarray]) -> tuple[list[i
 def lanes_job(system: LaneSystem, table, symbols: np.ndarray, extras: np.ndarray) -> tuple[CoreJob, int]:
     """The job that decodes ``symbols``/``extras`` (one tensor, one table) through ``system``'s lanes;
     returns it and the number of memory beats its streams take."""
-    K = system.decoder.lanes
+    lanes = system.decoder.lanes
     proto = system.decoder.decoder_prototype
     if int(table.extra_bits.max()) > proto.max_extra_bits or table.freqs.size > proto.max_symbols:
         raise ConfigError(f"the table has {table.freqs.size} symbols and up to {int(table.extra_bits.max())} bits of "
                           f"additional data; the lanes' decoders take {proto.max_symbols} and {proto.max_extra_bits}")
     symbols, extras = np.asarray(symbols).ravel(), np.asarray(extras).ravel()
-    lane_words = encode_lanes(system.spec, table, symbols, extras, K)
+    lane_words = encode_lanes(system.spec, table, symbols, extras, lanes)
     beats, lanes = lane_image(system, lane_words)
     if len(beats) > system.memory.depth:
         raise ConfigError(f"the lanes' streams take {len(beats)} beats, the memory holds {system.memory.depth}")
@@ -151,7 +151,7 @@ def unpack_rows(system: LaneSystem, outputs) -> tuple[np.ndarray, np.ndarray]:
     """The rows ``o`` gave, as the tensor's (symbols, extras) in pair order."""
     shape = _shape(system, "o")
     pair = system.decoder.decoder_prototype.signature.members["o"].signature.members["payload"].shape
-    K, pw = system.decoder.lanes, pair.size
+    lanes, pw = system.decoder.lanes, pair.size
     nwords = -(-shape.size // 64)
     if isinstance(outputs, np.ndarray):
         rows = outputs.astype(np.uint64).reshape(-1, 1)
@@ -160,9 +160,9 @@ def unpack_rows(system: LaneSystem, outputs) -> tuple[np.ndarray, np.ndarray]:
         rows = np.frombuffer(raw, dtype="<u8").reshape(-1, nwords).astype(np.uint64)
     n = _field(rows, shape["n"].offset, shape["n"].width).astype(np.int64)
     base = shape["pairs"].offset
-    sym = np.stack([_field(rows, base + j * pw + pair["symbol"].offset, pair["symbol"].width) for j in range(K)], 1)
-    ext = np.stack([_field(rows, base + j * pw + pair["extra"].offset, pair["extra"].width) for j in range(K)], 1)
-    keep = np.arange(K)[None, :] < n[:, None]
+    sym = np.stack([_field(rows, base + j * pw + pair["symbol"].offset, pair["symbol"].width) for j in range(lanes)], 1)
+    ext = np.stack([_field(rows, base + j * pw + pair["extra"].offset, pair["extra"].width) for j in range(lanes)], 1)
+    keep = np.arange(lanes)[None, :] < n[:, None]
     return sym[keep].astype(np.int64), ext[keep]
 
 

@@ -309,7 +309,7 @@ def _table_writes(kind: Table, entries: list[tuple[int, int]]) -> list[int]:
 def lane_streams(spec: CodecSpec, table, symbols: np.ndarray, extras: np.ndarray, lanes: int) -> list[np.ndarray]:
     """Each lane's words (the golden codec's interleaved mode): the bulk lane encoder where it applies,
     else every lane's pairs through the compiled single-lane coder (same words; e.g. rANS with fp32
-    pairs, whose 24 bits of additional data exceed the bulk mode's P)."""
+    pairs, whose 24 bits of additional data exceed what the bulk mode's rANS lanes carry)."""
     try:
         return encode_lanes(spec, table, symbols, extras, lanes)
     except ConfigError:
@@ -323,7 +323,7 @@ def subsystem_job(bench: SubsystemBench, spec: CodecSpec, table, code_table, exp
     """The job that decodes one tensor (its coder ``table``, ``code_table`` and exponent table) through
     ``bench``; ``expected_bits`` are its weights' bit patterns. Returns the job and its coded bits."""
     dut = bench.dut
-    K, P, W = dut.lanes, dut.beat_words, spec.word_bits
+    lanes, per_beat, W = dut.lanes, dut.beat_words, spec.word_bits
     if code_table.index_bits > dut.escape_bits:
         raise ConfigError(f"the tensor's escape group needs {code_table.index_bits} index bits; the subsystem "
                           f"was built with escape_bits = {dut.escape_bits}")
@@ -334,15 +334,15 @@ def subsystem_job(bench: SubsystemBench, spec: CodecSpec, table, code_table, exp
         raise ConfigError(f"the tensor's pairs have {code_table.extra_bits} bits of additional data; the "
                           f"{dut.target} subsystem's have {dut.extra_bits}")
     symbols, extras = np.asarray(symbols).ravel(), np.asarray(extras).ravel()
-    lane_words = lane_streams(spec, table, symbols, extras, K)
+    lane_words = lane_streams(spec, table, symbols, extras, lanes)
     beat_words, lanes = [], []
     for words in lane_words:
         order = np.asarray(words, dtype=np.uint64)[::-1]          # top of the stack first
-        padded = np.zeros(-(-order.size // P) * P, np.uint64)
+        padded = np.zeros(-(-order.size // per_beat) * per_beat, np.uint64)
         padded[:order.size] = order
         lanes.append((sum(b.shape[0] for b in beat_words), int(order.size)))
-        beat_words.append(padded.reshape(-1, P))
-    beat_words = np.concatenate(beat_words) if beat_words else np.zeros((0, P), np.uint64)
+        beat_words.append(padded.reshape(-1, per_beat))
+    beat_words = np.concatenate(beat_words) if beat_words else np.zeros((0, per_beat), np.uint64)
     n_beats = beat_words.shape[0]
     if n_beats > bench.memory.depth:
         raise ConfigError(f"the lanes' streams take {n_beats} beats, the memory holds {bench.memory.depth}")
@@ -370,11 +370,11 @@ def subsystem_job(bench: SubsystemBench, spec: CodecSpec, table, code_table, exp
     job = CoreJob("subsystem-decoder", bench)
     addr_field, data_field = mem_shape["addr"], mem_shape["data"]
     mem = pack_rows(n_beats, mem_shape.size, [(addr_field.offset, addr_field.width, np.arange(n_beats, dtype=np.uint64))]
-                    + [(data_field.offset + W * j, W, beat_words[:, j]) for j in range(P)])
+                    + [(data_field.offset + W * j, W, beat_words[:, j]) for j in range(per_beat)])
     job.cfg = {"mem_cfg": mem, "csr_cfg": np.asarray(csr, dtype=np.uint64)}
     job.commands = np.asarray(_writes((Csr.CONTROL, 1)), dtype=np.uint64)
     job.pairs = int(symbols.size)
-    job.words = n_beats * P
+    job.words = n_beats * per_beat
     job.expected_status = [0]
     job.expected = expected_rows(dut, expected_bits)
     return job, sum(w for _, w in lanes) * W
@@ -394,24 +394,24 @@ def pack_rows(n: int, width: int, fields: list[tuple[int, int, np.ndarray]]) -> 
 
 
 def expected_rows(dut: AxiDecompressor, bits: np.ndarray) -> np.ndarray:
-    """The ``o`` payloads (``{data, keep, last}``) that carry weights ``bits`` in rows of ``K``, as
+    """The ``o`` payloads (``{data, keep, last}``) that carry weights ``bits`` in rows of ``lanes``, as
     :func:`pack_rows` rows."""
-    K, T = dut.lanes, PAIR_FORMATS[dut.target].total_bits
+    lanes, weight_bits = dut.lanes, PAIR_FORMATS[dut.target].total_bits
     bits = np.asarray(bits).ravel().astype(np.uint64)
     n = bits.size
-    rows = -(-n // K)
-    grid = np.zeros(rows * K, np.uint64)
+    rows = -(-n // lanes)
+    grid = np.zeros(rows * lanes, np.uint64)
     grid[:n] = bits
-    grid = grid.reshape(rows, K)
-    present = (np.arange(rows * K).reshape(rows, K) < n)
+    grid = grid.reshape(rows, lanes)
+    present = (np.arange(rows * lanes).reshape(rows, lanes) < n)
     keep = np.zeros(rows, np.uint64)
-    for j in range(K):
-        keep |= present[:, j].astype(np.uint64) * np.uint64(((1 << (T // 8)) - 1) << (T // 8 * j))
+    for j in range(lanes):
+        keep |= present[:, j].astype(np.uint64) * np.uint64(((1 << (weight_bits // 8)) - 1) << (weight_bits // 8 * j))
     last = np.zeros(rows, np.uint64)
     last[-1:] = 1
-    width = K * T + K * T // 8 + 1
-    return pack_rows(rows, width, [(T * j, T, grid[:, j]) for j in range(K)]
-                     + [(K * T, K * T // 8, keep), (K * T + K * T // 8, 1, last)])
+    width = lanes * weight_bits + lanes * weight_bits // 8 + 1
+    return pack_rows(rows, width, [(weight_bits * j, weight_bits, grid[:, j]) for j in range(lanes)]
+                     + [(lanes * weight_bits, lanes * weight_bits // 8, keep), (lanes * weight_bits + lanes * weight_bits // 8, 1, last)])
 
 
 def run_subsystem(engine, bench: SubsystemBench, spec: CodecSpec, table, code_table, exponents, symbols, extras,
