@@ -362,7 +362,7 @@ def _llama(stories: Path | None) -> list[str]:
 
 
 def _streaming(stories: Path | None) -> list[str]:
-    """Figs. 9-13 in Verilator on stories260K: interfaces, lanes against K and port width, factory stalls."""
+    """Figs. 9-13 in Verilator on stories260K: interfaces, lanes against their number and port width, factory stalls."""
     from ..model.llm.checkpoint import open_checkpoint
     from ..model.coding.container import compress_checkpoint, open_container
     from ..model.dtypes.pairs import fp32_to_bf16_rne
@@ -410,12 +410,12 @@ def _streaming(stories: Path | None) -> list[str]:
         c = open_container(path)
         words = sum(st.n_words for st in c.streams)
         pairs = sum(st.n_pairs for st in c.streams)
-        md += ["", "### Parallel lanes (Fig. 12): pairs per clock against K and the memory port width", "",
+        md += ["", "### Parallel lanes (Fig. 12): pairs per clock against the lanes and the memory port width", "",
                f"The whole stories260K container (tans8, bf16 pairs, one stream per tensor; {pairs:,} pairs), each "
-               "tensor dealt over K lanes in the golden interleaved mode and decoded bit-exactly by K tANS cores "
+               "tensor dealt over N lanes in the golden interleaved mode and decoded bit-exactly by N tANS cores "
                "sharing one port of memory latency 8 clocks, one request per clock, 8-beat FIFOs per lane. "
                f"'Port bound': port words per clock over the single-stream words per pair ({words / pairs:.3f}).",
-               "", "| Port (bits) | K = 1 | K = 2 | K = 4 | K = 8 | Port bound | K = 8 vs K = 1 |",
+               "", "| Port (bits) | 1 lane | 2 lanes | 4 lanes | 8 lanes | Port bound | 8 lanes vs 1 |",
                "|---:|---:|---:|---:|---:|---:|---:|"]
         for beat in (1, 2, 4, 8):
             rates = []
@@ -512,7 +512,7 @@ def _subsystem(mini: str, stories: Path) -> list[str]:
           f"tensor, through `AxiDecompressor` on `SubsystemBench` in Verilator: an AXI4 memory model with 32 clocks "
           f"of read latency and one read per clock, blocks of {BLOCK_PAIRS:,} pairs (a driver's DMA descriptors; "
           "each block's clocks run from the START register write to the last weight out), every AXI4-Stream "
-          "transfer compared with `ansforge decompress`. Bound = min(K, bus bits / coded bits per weight). "
+          "transfer compared with `ansforge decompress`. Bound = min(lanes, bus bits / coded bits per weight). "
           "Wall time on a machine shared with other jobs.", "",
           "| Model | Codec, pairs | Lanes | Bus bits | Weights | Clocks | Weights / clock | Bound | "
           "Worst tensor ≥ 16 k weights / its bound | Bit-exact | Wall s |",

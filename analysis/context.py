@@ -1,5 +1,5 @@
 """Context tables measured on a checkpoint (``ansforge context``): the paper's one table per matrix
-against K table sets per matrix, with and without the folded mantissa bit.
+against up to ``sets`` table sets per matrix, with and without the folded mantissa bit.
 
 Every row is a real golden stream of ``codec``: encoded, decoded again and compared bit-exactly with
 the matrices, every table, select and header charged (:class:`~ansforge.model.coding.context.ContextCost`).
@@ -91,7 +91,7 @@ def context_report(path: str | Path, codec: str = "rans16", *, pairs: str = "bf1
         ideal += ideal_bits(p.counts()) + p.extra_bits_total()
     report = ContextReport(Path(path).name, spec.label(), sum(b.size for _, b in mats), ideal)
     runs = [("one table per matrix (paper)", dict(single=True))]
-    runs += [(f"context tables, K <= {max_sets}" + (f", +{f} mantissa bit in code" if f else ""),
+    runs += [(f"context tables, sets <= {max_sets}" + (f", +{f} mantissa bit in code" if f else ""),
               dict(fold=f, max_sets=max_sets)) for f in folds]
     for label, kw in runs:
         coded = encode_context(spec, mats, fmt, **kw)

@@ -1,7 +1,7 @@
 """Context-table jobs: a matrix coded with several table sets, run through the extended cores.
 
 One job per matrix of a :class:`~ansforge.model.coding.context.ContextCoded`: the matrix's table sets are
-written through ``cfg`` as sets ``0 .. K-1`` of a programmable core built with ``table_sets >= K``;
+written through ``cfg`` as sets ``0 .. sets-1`` of a programmable core built with ``table_sets >= sets``;
 the decoder gets the matrix's runs on ``sel`` and the encoder gets each pair's set in its payload.
 The expected words and pairs come from the golden coder on the same tables and runs, so the core
 must switch table sets exactly where the golden model does, without losing a cycle.

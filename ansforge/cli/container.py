@@ -15,8 +15,8 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
                         "any tansR / ransP (default tans8)")
     p.add_argument("--pairs", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
                    help="pair format: auto keeps each tensor's storage type (lossless); others convert (RNE)")
-    p.add_argument("--checkpoint-interval", type=int, default=1 << 20, metavar="K",
-                   help="a random-access checkpoint every K pairs (default 1048576; 0 for none)")
+    p.add_argument("--checkpoint-interval", type=int, default=1 << 20, metavar="PAIRS",
+                   help="a random-access checkpoint every PAIRS pairs (default 1048576; 0 for none)")
     p.add_argument("--stream-per-tensor", action="store_true",
                    help="one independent stream per tensor (costs a final state each) instead of one per file")
     p.add_argument("--allow-nonfinite", action="store_true", help="code NaN/Inf weights (exactly) instead of refusing")

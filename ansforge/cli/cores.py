@@ -30,11 +30,11 @@ def _core_parameters(p: argparse.ArgumentParser) -> None:
 
 def _subsystem_parameters(p: argparse.ArgumentParser) -> None:
     """``--top subsystem`` and its parameters (``verilog``, ``resources``, ``testbench``)."""
-    g = p.add_argument_group("decompression subsystem (--top subsystem: AXI4 read master, K lanes, "
+    g = p.add_argument_group("decompression subsystem (--top subsystem: AXI4 read master, decoder lanes, "
                              "AXI4-Stream weights, AXI4-Lite registers; docs/subsystem.md)")
     g.add_argument("--top", choices=["core", "subsystem"], default="core",
                    help="core: the --core alone (default); subsystem: the whole decompression subsystem")
-    g.add_argument("--lanes", type=int, default=4, metavar="K", help="decoder lanes (1, 2, 4, 8, 16; default 4)")
+    g.add_argument("--lanes", type=int, default=4, metavar="N", help="decoder lanes (1, 2, 4, 8, 16; default 4)")
     g.add_argument("--bus-bits", type=int, default=None, metavar="B",
                    help="AXI4 data width (default: the narrowest of 64, 128, ... that feeds the lanes)")
     g.add_argument("--target", choices=["bf16", "fp32"], default="bf16", help="weights out (default bf16)")

@@ -179,12 +179,12 @@ def outliers(args: argparse.Namespace) -> int:
 def _context_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
     p.add_argument("--codec", default="rans16", metavar="NAME", help="golden codec (default rans16)")
-    p.add_argument("--max-sets", type=int, default=8, metavar="K", help="most table sets per matrix (1..16, default 8)")
+    p.add_argument("--max-sets", type=int, default=8, metavar="SETS", help="most table sets per matrix (1..16, default 8)")
 
 
 @verb("context", _context_arguments,
-      help="context tables (K table sets per matrix) against one table per matrix",
-      description="Code a checkpoint's matrices with K table sets per matrix chosen by row or "
+      help="context tables (several table sets per matrix) against one table per matrix",
+      description="Code a checkpoint's matrices with up to SETS table sets per matrix chosen by row or "
                   "column group (and optionally the top mantissa bit folded into the code), every "
                   "table and select charged, through a real golden codec, checked bit-exactly.",
       json=True, force=True, selection="pairs")
