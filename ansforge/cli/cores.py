@@ -181,7 +181,7 @@ def _verilog_arguments(p: argparse.ArgumentParser) -> None:
 def verilog(args: argparse.Namespace) -> int:
     from ..model.coding.codecs import parse_codec
     from ..sim.jobs import build_core
-    from ..sim.verilator import core_verilog
+    from ..hdl.verilog import core_verilog
 
     if args.top == "subsystem":
         refuse_existing(args, args.output)
