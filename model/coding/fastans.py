@@ -48,7 +48,7 @@ def default_threads() -> int:
 
 
 def supported(spec) -> bool:
-    """Whether ``spec`` (a :class:`~ansforge.model.coding.codecs.CodecSpec`) runs on the compiled kernels
+    """Whether ``spec`` (a :class:`~ansforge.model.coding.codecs.Codec`) runs on the compiled kernels
     (tANS tables whose fields are too wide for a 64-bit buffer fall back per stream, see the module)."""
     if njit is None:
         return False

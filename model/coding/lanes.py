@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .codecs import CodecSpec
+from .codecs import Codec
 from ..errors import ConfigError
 from .stream import StreamError, word_dtype
 
@@ -51,13 +51,13 @@ def _rows(values: np.ndarray, lanes: int, dtype) -> np.ndarray:
     return grid.reshape(m, lanes)
 
 
-def _check_words(spec: CodecSpec, word_bits: int) -> int:
+def _check_words(spec: Codec, word_bits: int) -> int:
     if word_bits not in (8, 16, 32):
         raise ConfigError(f"{spec.name}: the bulk mode needs 8-, 16- or 32-bit words, not {word_bits}")
     return word_bits
 
 
-def encode_lanes(spec: CodecSpec, table, symbols: np.ndarray, extras: np.ndarray, lanes: int) -> list[np.ndarray]:
+def encode_lanes(spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, lanes: int) -> list[np.ndarray]:
     """Encode ``symbols``/``extras`` as ``lanes`` independent streams; returns each lane's words."""
     symbols = np.asarray(symbols).ravel()
     extras = np.asarray(extras).ravel()
@@ -71,7 +71,7 @@ def encode_lanes(spec: CodecSpec, table, symbols: np.ndarray, extras: np.ndarray
     return _rans_encode(spec, table, sym, ext, live)
 
 
-def decode_lanes(spec: CodecSpec, table, lane_words: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+def decode_lanes(spec: Codec, table, lane_words: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
     """Decode ``n`` pairs dealt round robin over ``len(lane_words)`` lanes; returns them in their order.
 
     Symbols come back as ``uint8``/``uint16`` and additional data as ``uint32`` (``uint64`` when a
