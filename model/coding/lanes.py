@@ -66,9 +66,7 @@ def encode_lanes(spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, la
     sym = _rows(symbols, lanes, np.intp)
     ext = _rows(extras, lanes, np.uint64)
     live = n - (sym.shape[0] - 1) * lanes  # lanes that take part in the last step
-    if spec.tans is not None:
-        return _tans_encode(spec, table, sym, ext, live)
-    return _rans_encode(spec, table, sym, ext, live)
+    return _LANE_CODERS[spec.kind][0](spec, table, sym, ext, live)
 
 
 def decode_lanes(spec: Codec, table, lane_words: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -81,7 +79,7 @@ def decode_lanes(spec: Codec, table, lane_words: list[np.ndarray], n: int) -> tu
     lanes = len(lane_words)
     lengths = lane_lengths(n, lanes)
     nw = np.array([w.size for w in lane_words], dtype=np.int64)
-    W = _check_words(spec, spec.tans.word_bits if spec.tans is not None else spec.rans.word_bits)
+    W = _check_words(spec, spec.word_bits)
     dt = word_dtype(W)
     flat = np.concatenate([_lane_words(w, i, W, dt)[::-1] for i, w in enumerate(lane_words)] + [np.zeros(8, dt)])
     off = np.concatenate([[0], np.cumsum(nw)]).astype(np.int64)
@@ -90,10 +88,7 @@ def decode_lanes(spec: Codec, table, lane_words: list[np.ndarray], n: int) -> tu
     nsym = table.freqs.size
     s_out = np.empty((m, lanes), dtype=np.uint8 if nsym <= 256 else np.uint16)
     e_out = np.empty((m, lanes), dtype=np.uint32 if int(table.extra_bits.max()) <= 32 else np.uint64)
-    if spec.tans is not None:
-        _tans_decode(spec, table, flat, off, m, live, s_out, e_out)
-    else:
-        _rans_decode(spec, table, flat, off, m, live, s_out, e_out)
+    _LANE_CODERS[spec.kind][1](spec, table, flat, off, m, live, s_out, e_out)
     return s_out.reshape(-1)[:n], e_out.reshape(-1)[:n]
 
 
@@ -377,3 +372,7 @@ def _rans_decode(spec, t, flat, off, m, live, s_out, e_out):
     bad = (x != 0) | (ptr != end)
     if bad.any():
         raise StreamError(f"rANS {_bad_lanes(bad)} fails its end check (final state 0, every word read)")
+
+
+#: Per codec kind, its lane encoder and decoder (selected by ``spec.kind``, not by branching on it).
+_LANE_CODERS = {"tans": (_tans_encode, _tans_decode), "rans": (_rans_encode, _rans_decode)}
