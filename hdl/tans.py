@@ -116,6 +116,12 @@ class _TansCore(CoreParameters):
         return self._shape.R
 
     @property
+    def shape(self) -> _TansShape:
+        """The widths derived from the codec and the hardware options (what the coder blocks are built
+        from; read-only: build another core to change them)."""
+        return self._shape
+
+    @property
     def shell(self) -> bool:
         """Whether the command shell is built around the coder (``False``: the coder alone)."""
         return self._shell
