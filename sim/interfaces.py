@@ -18,8 +18,8 @@ from ..model.dtypes.interfaces import (CodingPairFormat, FixedToPairTable, Float
 from .jobs import CoreJob
 from .streams import pack, pairs_to_payloads, payload_shape, payloads_to_pairs
 
-__all__ = ["interface_cfg", "pair_to_float_job", "pair_to_fixed_job", "float_to_pair_job", "fixed_to_pair_job", "pack_pairs",
-           "unpack_interface_pairs", "float_round_trip", "InterfaceMismatch"]
+__all__ = ["interface_cfg", "pair_to_float_job", "pair_to_fixed_job", "float_to_pair_job", "fixed_to_pair_job",
+           "pack_pairs", "unpack_interface_pairs", "float_round_trip", "InterfaceMismatch"]
 
 
 class InterfaceMismatch(AnsforgeError):

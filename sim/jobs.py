@@ -172,10 +172,11 @@ def stream_blocks(words: np.ndarray, checkpoints: list[Checkpoint], n_pairs: int
 def block_command(core, block: StreamBlock, n_words: int | None = None) -> int:
     """The decoder command for ``block`` (``n_words``: announce another word count, for corruption)."""
     cp = block.resume
-    return pack(payload_shape(core, "cmd"), {"count": block.count, "words": block.words.size if n_words is None else n_words,
-                                      "resume": int(cp is not None), "state": cp.state if cp else 0,
-                                      "bit": cp.bit if cp else 0, "check_end": int(block.last), "check_crc": 1,
-                                      "crc": block.crc})
+    return pack(payload_shape(core, "cmd"), {"count": block.count,
+                                             "words": block.words.size if n_words is None else n_words,
+                                             "resume": int(cp is not None), "state": cp.state if cp else 0,
+                                             "bit": cp.bit if cp else 0, "check_end": int(block.last),
+                                             "check_crc": 1, "crc": block.crc})
 
 
 def blocks_job(kind: str, spec: Codec, table, core, blocks: list[tuple[StreamBlock, np.ndarray]]) -> CoreJob:
