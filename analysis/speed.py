@@ -71,8 +71,7 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
     per: dict[str, int] = {}
     for codec in ("tans8", "rans16", "rans24"):
         spec = parse_codec(codec)
-        ct = spec.code_table(counts, 8)
-        table = spec.coder_table(ct, counts)
+        ct, table = spec.tables(counts, 8)
         s, e = ct.to_symbols(pairs.codes, pairs.extra)
         runs = [Run(0, n)]
         st = fastans.encode(spec, [table], runs, s, e, 1 << 20)

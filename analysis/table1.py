@@ -525,15 +525,8 @@ def _estimate_codec(spec, stats: Sequence[MatrixStats], extra_bits: int) -> Code
     ideal = 0.0
     for m in stats:
         counts = np.array(list(m.exponent_counts.values()), dtype=np.int64)
-        ct = spec.code_table(counts, extra_bits)
-        sc = ct.symbol_counts(counts)
-        if spec.tans is not None:
-            table = spec.coder_table(ct, counts)
-            code = float(sc.sum()) * table.expected_bits_per_symbol(np.pad(sc, (0, table.freqs.size - sc.size)))
-            code += float(sc[-1]) * ct.index_bits if ct.has_escape else 0.0
-        else:
-            code = ct.coded_bits(counts)
-        bits += code + m.extra_bits
+        ct, table = spec.tables(counts, extra_bits)
+        bits += spec.expected_code_bits(ct, table, counts) + m.extra_bits
         ideal += m.ideal_bits + m.extra_bits
     return CodecResult(spec.name, spec.label(), int(math.ceil(bits)), ideal, True, 0.0, estimate=True)
 

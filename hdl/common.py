@@ -16,7 +16,8 @@ from amaranth.lib import crc, data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["DecodeStatus", "decoder_ports", "encoder_ports", "check_int", "word_layout", "encoder_command_layout", "decoder_command_layout",
-           "pair_layout", "table_select_layout", "TableSelect", "bits_for", "check_bool", "COUNT_BITS", "BlockCrc", "CoreParameters", "WordCrc"]
+           "pair_layout", "table_select_layout", "TableSelect", "bits_for", "check_bool", "COUNT_BITS", "BlockCrc", "CoreParameters", "WordCrc",
+           "core_codec"]
 
 COUNT_BITS = 32
 """Width of a command's pair and word counts: up to 2**32 - 1 pairs per command."""
@@ -140,8 +141,33 @@ def encoder_ports(word_bits: int, symbol_bits: int, extra_bits: int, set_bits: i
             "done": Out(1)}
 
 
+def core_codec(codec_cls, codec, **loose):
+    """The codec a core is built for: ``codec`` (an instance of ``codec_cls``), or, when it is ``None``,
+    one made from the ``loose`` keyword arguments that are not ``None`` (``codec_cls.of``: the codec's
+    one validation, which names the bad parameter). Giving both is a ``TypeError``."""
+    given = {k: v for k, v in loose.items() if v is not None}
+    if codec is None:
+        return codec_cls.of(**given)
+    if not isinstance(codec, codec_cls):
+        raise TypeError(f"codec must be a {codec_cls.__name__}, not {codec!r}")
+    if given:
+        raise TypeError(f"give the codec or {', '.join(given)}, not both")
+    return codec
+
+
 class CoreParameters(wiring.Component):
     """Read-only elaboration parameters every ANS core has (its validated ``_shape`` holds them)."""
+
+    @property
+    def codec(self):
+        """The codec object the core implements (:class:`~ansforge.model.coding.codecs.TansCodec` or
+        :class:`~ansforge.model.coding.codecs.RansCodec`)."""
+        return self._shape.codec
+
+    @property
+    def symbol_bits(self) -> int:
+        """Width of a pair's symbol field: ``bits_for(max_symbols - 1)``."""
+        return self._shape.symbol_bits
 
     @property
     def word_bits(self) -> int:

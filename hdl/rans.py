@@ -57,10 +57,11 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..model.coding.codecs import RansCodec
 from ..model.coding.rans import RansTable
 from .mutants import check_mutant
 from .common import (BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_for, check_bool, check_int,
-                     decoder_ports, encoder_ports, pair_layout, table_select_layout)
+                     core_codec, decoder_ports, encoder_ports, pair_layout, table_select_layout)
 
 __all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell", "RansEncoderCoder",
            "RansEncoderShell", "rans_writes", "bucket_bits_for", "MAX_BUCKET_BITS", "BUCKET_SPLITS"]
@@ -82,19 +83,25 @@ def bucket_bits_for(precision_bits: int) -> int:
 
 
 class _RansShape:
-    def __init__(self, state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable,
-                 table_sets=1):
-        self.S = check_int("state_bits", state_bits, 16, 128)
+    """The widths an rANS core derives from its codec, and its checked hardware options.
+
+    ``S``, ``W`` and ``P`` come from ``codec.rans`` (validated once, by
+    :class:`~ansforge.model.coding.rans.RansParams`, which also enforces ``S >= W + P``); only the
+    hardware choices are checked here: ``max_symbols`` (2 to 256 slots), ``max_extra_bits`` (0 to
+    32), ``table_sets`` (1 to 16), ``programmable`` and whether ``table`` fits.
+    """
+
+    def __init__(self, codec, max_symbols, max_extra_bits, table, programmable, table_sets=1):
+        self.codec = codec
+        self.S = codec.rans.state_bits
         self.sets = check_int("table_sets", table_sets, 1, 16)
         if self.sets > 1 and not programmable:
             raise ValueError(f"table_sets={self.sets} needs programmable=True (the sets are written through cfg)")
         self.set_bits = bits_for(self.sets - 1) if self.sets > 1 else 0
-        self.W = check_int("word_bits", word_bits, 8, 64)
-        self.P = check_int("precision_bits", precision_bits, 5, 24)
+        self.W = codec.rans.word_bits
+        self.P = codec.rans.precision_bits
         self.max_symbols = check_int("max_symbols", max_symbols, 2, 256)
         self.K = check_int("max_extra_bits", max_extra_bits, 0, 32)
-        if self.S < self.W + self.P:
-            raise ValueError(f"state_bits must be >= word_bits + precision_bits = {self.W + self.P}, not {self.S}")
         check_bool("programmable", programmable)
         if table is None and not programmable:
             raise ValueError("table is required unless programmable=True (a fixed-table core bakes it in)")
@@ -233,6 +240,11 @@ class _RansCore(CoreParameters):
     def shell(self) -> bool:
         """Whether the command shell is built (``False``: the coder alone, what Table 3 measures)."""
         return self._shell
+
+    def table_writes(self, tables) -> dict[str, list[dict]]:
+        """The ``cfg`` writes (unpacked ``{addr, data}`` dicts, :func:`rans_writes`) that load ``tables[t]``
+        as table set ``t``."""
+        return {"cfg": [w for t, table in enumerate(tables) for w in rans_writes(table, self._shape.max_symbols, t)]}
 
     def _setup(self, sh: _RansShape, shell: bool, ports: dict, coder_cls) -> None:
         """Validate ``shell`` and take the shelled ``ports`` (plus ``cfg``) or the coder's."""
@@ -606,11 +618,12 @@ class RansDecoder(_RansCore):
         As for :class:`~ansforge.hdl.tans.TansDecoder` (``ansforge prove --mutants``).
     """
 
-    def __init__(self, *, state_bits: int = 48, word_bits: int = 32, precision_bits: int = 16, max_symbols: int = 64,
-                 max_extra_bits: int = 8, table: RansTable | None = None, programmable: bool = False,
-                 block_crc: bool = True, table_sets: int = 1, shell: bool = True, mutant: str | None = None):
-        sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable,
-                        table_sets)
+    def __init__(self, codec: RansCodec | None = None, *, state_bits: int | None = None, word_bits: int | None = None,
+                 precision_bits: int | None = None, max_symbols: int = 64, max_extra_bits: int = 8,
+                 table: RansTable | None = None, programmable: bool = False, block_crc: bool = True,
+                 table_sets: int = 1, shell: bool = True, mutant: str | None = None):
+        codec = core_codec(RansCodec, codec, state_bits=state_bits, word_bits=word_bits, precision_bits=precision_bits)
+        sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._mutant = sh.mutant = check_mutant("rans-decoder", mutant)
         self._block_crc = check_bool("block_crc", block_crc)
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K)
@@ -942,11 +955,12 @@ class RansEncoder(_RansCore):
     :class:`RansEncoderCoder`.
     """
 
-    def __init__(self, *, state_bits: int = 48, word_bits: int = 32, precision_bits: int = 16, max_symbols: int = 64,
-                 max_extra_bits: int = 8, table: RansTable | None = None, programmable: bool = False,
-                 table_sets: int = 1, shell: bool = True, mutant: str | None = None):
-        sh = _RansShape(state_bits, word_bits, precision_bits, max_symbols, max_extra_bits, table, programmable,
-                        table_sets)
+    def __init__(self, codec: RansCodec | None = None, *, state_bits: int | None = None, word_bits: int | None = None,
+                 precision_bits: int | None = None, max_symbols: int = 64, max_extra_bits: int = 8,
+                 table: RansTable | None = None, programmable: bool = False, table_sets: int = 1, shell: bool = True,
+                 mutant: str | None = None):
+        codec = core_codec(RansCodec, codec, state_bits=state_bits, word_bits=word_bits, precision_bits=precision_bits)
+        sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._mutant = sh.mutant = check_mutant("rans-encoder", mutant)
         self._setup(sh, shell, encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits), RansEncoderCoder)
 

@@ -28,13 +28,12 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..model.coding.codecs import CodecSpec
+from ..model.coding.codecs import Codec
 from ..model.dtypes.pairs import PAIR_FORMATS
 from .common import COUNT_BITS, DecodeStatus, bits_for, check_int, pair_layout
 from .interfaces import PairToFloat
 from .parallel import ParallelDecoder
-from .rans import RansDecoder
-from .tans import TansDecoder
+from .cores import build_core
 
 __all__ = ["axi4_read_signature", "axi4_lite_signature", "AxiReadMaster", "AxiLiteSlave", "SymbolToCode",
            "AxiDecompressor", "Csr", "CSR_ID", "subsystem_targets"]
@@ -289,15 +288,9 @@ class SymbolToCode(wiring.Component):
         return m
 
 
-def _decoder_factory(codec: CodecSpec, max_symbols: int, max_extra_bits: int):
-    if codec.tans is not None:
-        t = codec.tans
-        return lambda: TansDecoder(table_log=t.table_log, word_bits=t.word_bits, max_symbols=max_symbols,
-                                   max_extra_bits=max_extra_bits, programmable=True, block_crc=False)
-    r = codec.rans
-    return lambda: RansDecoder(state_bits=r.state_bits, word_bits=r.word_bits, precision_bits=r.precision_bits,
-                               max_symbols=max_symbols, max_extra_bits=max_extra_bits, programmable=True,
-                               block_crc=False)
+def _decoder_factory(codec: Codec, max_symbols: int, max_extra_bits: int):
+    return lambda: build_core(codec, "decoder", programmable=True, max_symbols=max_symbols,
+                              max_extra_bits=max_extra_bits, block_crc=False)
 
 
 class AxiDecompressor(wiring.Component):
@@ -305,7 +298,7 @@ class AxiDecompressor(wiring.Component):
 
     Parameters
     ----------
-    codec : CodecSpec
+    codec : Codec
         The lanes' codec (programmable tables; the paper's tans8 or rans16).
     lanes : int
         ``lanes``: 1, 2, 4, 8 or 16 decoder lanes.
@@ -339,14 +332,14 @@ class AxiDecompressor(wiring.Component):
     Latency from a row of pairs to the output register: 2 clocks (symbol → code, pair → float).
     """
 
-    def __init__(self, codec: CodecSpec, *, lanes: int = 4, target: str = "bf16", bus_bits: int = 64,
+    def __init__(self, codec: Codec, *, lanes: int = 4, target: str = "bf16", bus_bits: int = 64,
                  addr_bits: int = 32, max_symbols: int = 64, max_codes: int = 64, escape_bits: int = 5,
                  fifo_beats: int = 16):
         # An object whose parameters are refused is not an unused component: no warning when it is
         # collected (at once, when a caller such as the CLI catches the error).
         self._MustUse__silence = True
-        if not isinstance(codec, CodecSpec):
-            raise TypeError(f"codec must be a CodecSpec, not {codec!r}")
+        if not isinstance(codec, Codec):
+            raise TypeError(f"codec must be a Codec, not {codec!r}")
         if target not in subsystem_targets():
             raise ValueError(f"target must be one of {', '.join(subsystem_targets())}, not {target!r}")
         self._codec, self._target = codec, target
@@ -417,7 +410,7 @@ class AxiDecompressor(wiring.Component):
 
     def params_word(self) -> int:
         """The ``PARAMS`` register's value."""
-        return (self._k | self._codec.word_bits << 8 | self._p << 16 | (self._codec.rans is not None) << 24
+        return (self._k | self._codec.word_bits << 8 | self._p << 16 | (self._codec.kind == "rans") << 24
                 | (self._target == "fp32") << 25)
 
     def elaborate(self, platform):

@@ -18,10 +18,11 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from ..model.coding.codecs import TansCodec
 from ..model.coding.tans import TansTable
-from .common import (COUNT_BITS, CoreParameters, WordCrc, bits_for, check_bool, check_int, decoder_command_layout,
-                     decoder_ports, encoder_command_layout, encoder_ports, pair_layout, table_select_layout,
-                     word_layout)
+from .common import (COUNT_BITS, CoreParameters, WordCrc, bits_for, check_bool, check_int, core_codec,
+                     decoder_command_layout, decoder_ports, encoder_command_layout, encoder_ports, pair_layout,
+                     table_select_layout, word_layout)
 from .mutants import check_mutant
 from .shell import DecoderShell, EncoderShell
 
@@ -34,15 +35,21 @@ def _thermometer(n, width: int):
 
 
 class _TansShape:
-    """Validated parameters of a tANS core and the widths derived from them."""
+    """The widths a tANS core derives from its codec, and its checked hardware options.
 
-    def __init__(self, table_log, word_bits, max_symbols, max_extra_bits, table, programmable, table_sets=1):
-        self.R = check_int("table_log", table_log, 5, 12)
+    ``R`` and ``W`` come from ``codec.tans`` (validated once, by :class:`~ansforge.model.coding.tans.TansParams`);
+    only the hardware choices are checked here: ``max_symbols`` (2 to 256 symbol slots),
+    ``max_extra_bits`` (0 to 32), ``table_sets`` (1 to 16), ``programmable`` and whether ``table`` fits.
+    """
+
+    def __init__(self, codec, max_symbols, max_extra_bits, table, programmable, table_sets=1):
+        self.codec = codec
+        self.R = codec.tans.table_log
         self.sets = check_int("table_sets", table_sets, 1, 16)
         if self.sets > 1 and not programmable:
             raise ValueError(f"table_sets={self.sets} needs programmable=True (the sets are written through cfg)")
         self.set_bits = bits_for(self.sets - 1) if self.sets > 1 else 0
-        self.W = check_int("word_bits", word_bits, 8, 32)
+        self.W = codec.tans.word_bits
         self.max_symbols = check_int("max_symbols", max_symbols, 2, 256)
         self.K = check_int("max_extra_bits", max_extra_bits, 0, 32)
         check_bool("programmable", programmable)
@@ -107,6 +114,12 @@ class _TansCore(CoreParameters):
     @property
     def table_log(self) -> int:
         return self._shape.R
+
+    @property
+    def shape(self) -> _TansShape:
+        """The widths derived from the codec and the hardware options (what the coder blocks are built
+        from; read-only: build another core to change them)."""
+        return self._shape
 
     @property
     def shell(self) -> bool:
@@ -569,11 +582,12 @@ class TansDecoder(_TansCore):
     per clock keep one pair per clock while a pair reads at most ``W`` bits.
     """
 
-    def __init__(self, *, table_log: int = 8, word_bits: int = 16, max_symbols: int = 64,
-                 max_extra_bits: int = 8, table: TansTable | None = None, programmable: bool = False,
-                 block_crc: bool = True, table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS,
-                 table_memory: str = "lutram", mutant: str | None = None):
-        sh = _TansShape(table_log, word_bits, max_symbols, max_extra_bits, table, programmable, table_sets)
+    def __init__(self, codec: TansCodec | None = None, *, table_log: int | None = None, word_bits: int | None = None,
+                 max_symbols: int = 64, max_extra_bits: int = 8, table: TansTable | None = None,
+                 programmable: bool = False, block_crc: bool = True, table_sets: int = 1, shell: bool = True,
+                 count_bits: int = COUNT_BITS, table_memory: str = "lutram", mutant: str | None = None):
+        codec = core_codec(TansCodec, codec, table_log=table_log, word_bits=word_bits)
+        sh = _TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
         self._mutant = sh.mutant = check_mutant("tans-decoder", mutant)
         self._block_crc = check_bool("block_crc", block_crc)
@@ -596,6 +610,10 @@ class TansDecoder(_TansCore):
     def buffer_bits(self) -> int:
         """Width of the bit window (words of the coder's window)."""
         return self._coder.window_bits
+
+    def table_writes(self, tables) -> dict[str, list[dict]]:
+        """The ``cfg`` writes (unpacked ``{addr, data}`` dicts) that load ``tables[t]`` as table set ``t``."""
+        return {"cfg": [w for t, table in enumerate(tables) for w in tans_decoder_writes(table, t)]}
 
     def blocks(self) -> dict[str, wiring.Component]:
         """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``): the
@@ -855,10 +873,12 @@ class TansEncoder(_TansCore):
     ``L`` and the pipeline empties.
     """
 
-    def __init__(self, *, table_log: int = 8, word_bits: int = 16, max_symbols: int = 64,
-                 max_extra_bits: int = 8, table: TansTable | None = None, programmable: bool = False,
-                 table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS, mutant: str | None = None):
-        sh = _TansShape(table_log, word_bits, max_symbols, max_extra_bits, table, programmable, table_sets)
+    def __init__(self, codec: TansCodec | None = None, *, table_log: int | None = None, word_bits: int | None = None,
+                 max_symbols: int = 64, max_extra_bits: int = 8, table: TansTable | None = None,
+                 programmable: bool = False, table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS,
+                 mutant: str | None = None):
+        codec = core_codec(TansCodec, codec, table_log=table_log, word_bits=word_bits)
+        sh = _TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
         self._mutant = sh.mutant = check_mutant("tans-encoder", mutant)
         self._shell = check_bool("shell", shell)
@@ -878,6 +898,16 @@ class TansEncoder(_TansCore):
     def buffer_bits(self) -> int:
         """Width of the bit accumulator."""
         return self._coder.accumulator_bits
+
+    def table_writes(self, tables) -> dict[str, list[dict]]:
+        """The ``sym_cfg`` and ``state_cfg`` writes (unpacked dicts) that load ``tables[t]`` as table set ``t``
+        (symbol entries in slots of ``2**symbol_bits`` per set)."""
+        sym, state = [], []
+        for t, table in enumerate(tables):
+            s, x = tans_encoder_writes(table, t, 1 << self._shape.symbol_bits)
+            sym += s
+            state += x
+        return {"sym_cfg": sym, "state_cfg": state}
 
     def blocks(self) -> dict[str, wiring.Component]:
         """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``)."""

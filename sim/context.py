@@ -14,8 +14,8 @@ import numpy as np
 from ..hdl.common import DecodeStatus
 from ..model.coding.context import ContextCoded
 from ..model.coding.stream import block_crc
-from .jobs import CoreJob, _shape, build_core, cfg_writes
-from .streams import pack
+from .jobs import CoreJob, build_core, cfg_writes
+from .streams import pack, pairs_to_payloads, payload_shape
 
 __all__ = ["context_core", "context_matrix_job", "matrix_slices"]
 
@@ -51,17 +51,16 @@ def context_matrix_job(kind: str, coded: ContextCoded, index: int, core) -> Core
     ex = coded.extras[first:first + n]
     words = coded.spec.coder().encode(tables, runs, sy, ex).words
     dec = kind.endswith("decoder")
-    pair_shape, word_shape = _shape(core, "o" if dec else "i"), _shape(core, "i" if dec else "o")
-    pairs = (sy.astype(np.uint64) << np.uint64(pair_shape["symbol"].offset)) | \
-        (ex.astype(np.uint64) << np.uint64(pair_shape["extra"].offset))
+    pair_shape, word_shape = payload_shape(core, "o" if dec else "i"), payload_shape(core, "i" if dec else "o")
+    pairs = pairs_to_payloads(pair_shape, sy, ex)
     w = np.asarray(words, dtype=np.uint64)
     job = CoreJob(kind, core, cfg=cfg_writes(core, tables), pairs=n, words=int(w.size))
     if dec:
-        job.commands = [pack(_shape(core, "cmd"), {"count": n, "words": int(w.size), "resume": 0, "check_end": 1,
+        job.commands = [pack(payload_shape(core, "cmd"), {"count": n, "words": int(w.size), "resume": 0, "check_end": 1,
                                                    "check_crc": 1,
                                                    "crc": block_crc(np.asarray(words), word_bits=coded.spec.word_bits)})]
         job.inputs = (w << np.uint64(word_shape["data"].offset))[::-1].copy()
-        sel_shape = _shape(core, "sel")
+        sel_shape = payload_shape(core, "sel")
         job.side = {"sel": [pack(sel_shape, {"set": r.table, "count": r.count}) for r in runs]}
         job.expected = pairs
         job.expected_status = [DecodeStatus.OK.value]
@@ -71,7 +70,7 @@ def context_matrix_job(kind: str, coded: ContextCoded, index: int, core) -> Core
         with_set = pairs | (set_of << np.uint64(pair_shape["set"].offset))
         last = np.zeros(w.size, dtype=np.uint64)
         last[-1:] = 1
-        job.commands = [pack(_shape(core, "cmd"), {"count": n})]
+        job.commands = [pack(payload_shape(core, "cmd"), {"count": n})]
         job.inputs = with_set[::-1].copy()
         job.expected = (w << np.uint64(word_shape["data"].offset)) | (last << np.uint64(word_shape["last"].offset))
     return job

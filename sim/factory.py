@@ -24,11 +24,11 @@ from amaranth.lib.wiring import In, Out
 
 from ..hdl.broadcast import WeightBroadcaster
 from ..hdl.common import DecodeStatus, WordCrc, bits_for, check_int
-from ..model.coding.codecs import CodecSpec
+from ..model.coding.codecs import Codec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.coding.stream import Run
-from .jobs import CoreJob, _cfg, _shape, build_core
-from .streams import pack, unpack
+from .jobs import CoreJob, build_core, cfg_writes
+from .streams import pack, payload_shape, unpack
 
 __all__ = ["ProcessorModel", "TokenFactory", "PortSpec", "factory_job", "run_factory", "FactoryRun",
            "BroadcastMismatch", "lfsr_accepts"]
@@ -103,7 +103,7 @@ class TokenFactory(wiring.Component):
     ``cmd`` and ``i`` (the decoder's), ``o`` ``{port, crc, count, stalls}``, ``done``, ``status``.
     """
 
-    def __init__(self, spec: CodecSpec, *, ports: int, depth: int, max_extra_bits: int = 8, max_symbols: int = 64):
+    def __init__(self, spec: Codec, *, ports: int, depth: int, max_extra_bits: int = 8, max_symbols: int = 64):
         self.spec = spec
         self._dec = build_core(f"{spec.kind}-decoder", spec, None, programmable=True, max_symbols=max_symbols,
                                max_extra_bits=max_extra_bits, block_crc=False)
@@ -209,9 +209,9 @@ def factory_job(factory: TokenFactory, table, symbols: np.ndarray, extras: np.nd
     job = CoreJob("factory-decoder", factory)
     job.cfg = {"proc_cfg": [pack(proc_shape, {"addr": i, "data": {"skew": p.skew, "accept": p.accept, "seed": p.seed}})
                             for i, p in enumerate(ports)],
-               "cfg": _cfg(dec, table).get("cfg", [])}
+               "cfg": cfg_writes(dec, [table]).get("cfg", [])}
     w = np.asarray(words, dtype=np.uint64)
-    job.commands = [pack(_shape(dec, "cmd"), {"count": n, "words": int(w.size), "check_end": 1})]
+    job.commands = [pack(payload_shape(dec, "cmd"), {"count": n, "words": int(w.size), "check_end": 1})]
     job.inputs = w[::-1].copy()
     job.words = int(w.size)
     job.expected_status = [DecodeStatus.OK.value]

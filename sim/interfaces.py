@@ -15,11 +15,11 @@ from ..hdl.interfaces import FixedToPair, FloatToPair, PairToFixed, PairToFloat
 from ..model.errors import AnsforgeError
 from ..model.dtypes.interfaces import (CodingPairFormat, FixedToPairTable, FloatToPairTable, PairToFixedTable,
                                 PairToFloatTable)
-from .jobs import CoreJob, _shape
-from .streams import pack
+from .jobs import CoreJob
+from .streams import pack, pairs_to_payloads, payload_shape, payloads_to_pairs
 
-__all__ = ["pair_to_float_job", "pair_to_fixed_job", "float_to_pair_job", "fixed_to_pair_job", "pack_pairs",
-           "unpack_interface_pairs", "float_round_trip", "InterfaceMismatch"]
+__all__ = ["interface_cfg", "pair_to_float_job", "pair_to_fixed_job", "float_to_pair_job", "fixed_to_pair_job",
+           "pack_pairs", "unpack_interface_pairs", "float_round_trip", "InterfaceMismatch"]
 
 
 class InterfaceMismatch(AnsforgeError):
@@ -27,30 +27,24 @@ class InterfaceMismatch(AnsforgeError):
 
 
 
-def _cfg(core, table) -> dict[str, list[int]]:
-    shape = _shape(core, "cfg")
+def interface_cfg(core, table) -> dict[str, list[int]]:
+    """The packed ``cfg`` writes that load ``table`` (its ``writes()``) into an interface core."""
+    shape = payload_shape(core, "cfg")
     return {"cfg": [pack(shape, w) for w in table.writes()]}
 
 
 def pack_pairs(core, port: str, codes: np.ndarray, extra: np.ndarray) -> np.ndarray:
     """Pairs as the payload bits of ``core``'s pair port ``port`` (``uint64``)."""
-    shape = _shape(core, port)
-    return (np.asarray(codes).astype(np.uint64) << np.uint64(shape["symbol"].offset)) | \
-        (np.asarray(extra).astype(np.uint64) << np.uint64(shape["extra"].offset))
+    return pairs_to_payloads(payload_shape(core, port), codes, extra)
 
 
 def unpack_interface_pairs(core, outputs) -> tuple[np.ndarray, np.ndarray]:
     """(codes, extra) of a FloatToPair/FixedToPair core's ``o`` payloads."""
-    shape = _shape(core, "o")
-    o = np.asarray(outputs, dtype=np.uint64)
-    f_sym, f_ext = shape["symbol"], shape["extra"]
-    codes = (o >> np.uint64(f_sym.offset)) & np.uint64((1 << f_sym.width) - 1)
-    extra = (o >> np.uint64(f_ext.offset)) & np.uint64((1 << f_ext.width) - 1)
-    return codes.astype(np.int64), extra
+    return payloads_to_pairs(payload_shape(core, "o"), outputs)
 
 
 def _job(kind: str, core, table, inputs: np.ndarray, expected: np.ndarray) -> CoreJob:
-    job = CoreJob(kind, core, cfg=_cfg(core, table))
+    job = CoreJob(kind, core, cfg=interface_cfg(core, table))
     job.inputs = np.asarray(inputs, dtype=np.uint64)
     job.expected = np.asarray(expected, dtype=np.uint64)
     job.pairs = int(job.inputs.size)

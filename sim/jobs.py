@@ -10,18 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from amaranth.hdl import Shape
 from amaranth.lib import wiring
 
 from ..hdl.common import DecodeStatus
-from ..hdl.rans import RansDecoder, RansEncoder, rans_writes
-from ..hdl.tans import TansDecoder, TansEncoder, tans_decoder_writes, tans_encoder_writes
-from ..model.coding.codecs import CodecSpec
+from ..hdl.cores import build_core as hdl_build_core, table_writes
+from ..model.coding.codecs import Codec
 from ..model.coding.stream import Checkpoint, Run, block_crc, block_ranges
-from .streams import pack
+from .streams import pack, pairs_to_payloads, payload_shape, payloads_to_pairs
 
 __all__ = ["CORES", "CoreJob", "SimResult", "StreamBlock", "build_core", "make_job", "stream_blocks", "block_command",
-           "blocks_job", "unpack_pairs"]
+           "blocks_job", "unpack_pairs", "cfg_writes"]
 
 CORES = ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")
 
@@ -70,70 +68,38 @@ class CoreJob:
         return not errs, errs
 
 
-def build_core(kind: str, spec: CodecSpec, table=None, *, programmable: bool = False, max_symbols: int = 64,
+def build_core(kind: str, spec: Codec, table=None, *, programmable: bool = False, max_symbols: int = 64,
                max_extra_bits: int | None = None, block_crc: bool = True, table_sets: int = 1,
                shell: bool = True) -> wiring.Component:
-    """The core ``kind`` for codec ``spec`` with ``table`` baked in, or loadable if programmable
-    (``table=None``: an empty programmable core). ``max_extra_bits`` defaults to what ``table`` needs
-    (at least 8, the paper's). ``block_crc`` (decoders) builds the hardware CRC-32 check.
-    ``table_sets`` > 1 builds a programmable context-table core. ``shell=False`` builds the coder
-    alone (no commands, counters, status or CRC: what Table 3 measures); it has the coder's ports,
-    which the simulation engines do not drive."""
+    """The core ``kind`` (one of :data:`CORES`) for codec ``spec`` with ``table`` baked in, or loadable
+    if programmable (``table=None``: an empty programmable core): :func:`ansforge.hdl.cores.build_core`
+    with the simulator's defaults. ``max_extra_bits`` defaults to what ``table`` needs (at least 8, the
+    paper's). ``block_crc`` (decoders) builds the hardware CRC-32 check. ``table_sets`` > 1 builds a
+    programmable context-table core. ``shell=False`` builds the coder alone (no commands, counters,
+    status or CRC: what Table 3 measures); it has the coder's ports, which the simulation engines do not
+    drive."""
     if kind not in CORES:
         raise ValueError(f"core must be one of {', '.join(CORES)}, not {kind!r}")
+    codec_kind, role = kind.split("-")
+    if spec.kind != codec_kind:
+        raise ValueError(f"core {kind} needs a {'tANS' if codec_kind == 'tans' else 'rANS'} codec, not {spec.name}")
     k = max_extra_bits if max_extra_bits is not None else \
         max(8, int(table.extra_bits.max())) if table is not None else 8
-    if kind.startswith("tans"):
-        if spec.tans is None:
-            raise ValueError(f"core {kind} needs a tANS codec, not {spec.name}")
-        if kind == "tans-encoder":
-            return TansEncoder(table_log=spec.tans.table_log, word_bits=spec.tans.word_bits, max_symbols=max_symbols,
-                               max_extra_bits=k, table=table, programmable=programmable, table_sets=table_sets,
-                               shell=shell)
-        return TansDecoder(table_log=spec.tans.table_log, word_bits=spec.tans.word_bits, max_symbols=max_symbols,
-                           max_extra_bits=k, table=table, programmable=programmable, block_crc=block_crc,
-                           table_sets=table_sets, shell=shell)
-    if spec.rans is None:
-        raise ValueError(f"core {kind} needs an rANS codec, not {spec.name}")
-    r = spec.rans
-    kw = dict(state_bits=r.state_bits, word_bits=r.word_bits, precision_bits=r.precision_bits,
-              max_symbols=max_symbols, max_extra_bits=k, table=table, programmable=programmable,
-              table_sets=table_sets, shell=shell)
-    return RansEncoder(**kw) if kind == "rans-encoder" else RansDecoder(**kw, block_crc=block_crc)
-
-
-def _cfg(core, table) -> dict[str, list[int]]:
-    return cfg_writes(core, [table])
+    options = {"block_crc": block_crc} if role == "decoder" else {}
+    return hdl_build_core(spec, role, table, programmable=programmable, max_symbols=max_symbols,
+                          max_extra_bits=k, table_sets=table_sets, shell=shell, **options)
 
 
 def cfg_writes(core, tables) -> dict[str, list[int]]:
-    """Packed ``cfg`` writes that load ``tables[t]`` as table set ``t`` of a programmable core."""
+    """Packed ``cfg`` writes (per port) that load ``tables[t]`` as table set ``t`` of a programmable
+    core (``{}`` for a fixed-table core): the core's :meth:`table_writes`, packed for its ports."""
     if not core.programmable:
         return {}
-    sig = core.signature.members
-    out: dict[str, list[int]] = {}
-
-    def add(port, writes):
-        shape = sig[port].signature.members["payload"].shape
-        out.setdefault(port, []).extend(pack(shape, w) for w in writes)
-
-    for t, table in enumerate(tables):
-        if isinstance(core, TansDecoder):
-            add("cfg", tans_decoder_writes(table, t))
-        elif isinstance(core, TansEncoder):
-            sym, state = tans_encoder_writes(table, t, 1 << core._shape.symbol_bits)
-            add("sym_cfg", sym)
-            add("state_cfg", state)
-        else:
-            add("cfg", rans_writes(table, core._shape.max_symbols, t))
-    return out
+    return {port: [pack(payload_shape(core, port), w) for w in writes]
+            for port, writes in table_writes(core, tables).items()}
 
 
-def _shape(core, port: str):
-    return core.signature.members[port].signature.members["payload"].shape
-
-
-def make_job(kind: str, spec: CodecSpec, table, symbols: np.ndarray, extras: np.ndarray, *,
+def make_job(kind: str, spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, *,
              programmable: bool = False, max_symbols: int = 64, max_extra_bits: int | None = None,
              core: wiring.Component | None = None) -> CoreJob:
     """A job that codes ``symbols``/``extras`` (pair order) with one command, checked against the
@@ -146,24 +112,22 @@ def make_job(kind: str, spec: CodecSpec, table, symbols: np.ndarray, extras: np.
     n = int(symbols.size)
     words = spec.coder().encode([table], [Run(0, n)], symbols, extras).words
     dec = kind.endswith("decoder")
-    pair_shape, word_shape = _shape(core, "o" if dec else "i"), _shape(core, "i" if dec else "o")
-    # Payloads packed with NumPy from the layouts' field offsets (whole matrices pass through here).
-    sym_off, extra_off = pair_shape["symbol"].offset, pair_shape["extra"].offset
-    pairs = (symbols.astype(np.uint64) << np.uint64(sym_off)) | (extras << np.uint64(extra_off))
+    pair_shape, word_shape = payload_shape(core, "o" if dec else "i"), payload_shape(core, "i" if dec else "o")
+    pairs = pairs_to_payloads(pair_shape, symbols, extras)
     w = np.asarray(words, dtype=np.uint64)
     last = np.zeros(w.size, dtype=np.uint64)
     last[-1:] = 1
     word_bits = (w << np.uint64(word_shape["data"].offset)) | (last << np.uint64(word_shape["last"].offset))
-    job = CoreJob(kind, core, cfg=_cfg(core, table), pairs=n, words=len(words))
+    job = CoreJob(kind, core, cfg=cfg_writes(core, [table]), pairs=n, words=len(words))
     if dec:
         crc = block_crc(np.asarray(words), word_bits=spec.word_bits)
-        job.commands = [pack(_shape(core, "cmd"), {"count": n, "words": len(words), "resume": 0, "check_end": 1,
+        job.commands = [pack(payload_shape(core, "cmd"), {"count": n, "words": len(words), "resume": 0, "check_end": 1,
                                                    "check_crc": 1, "crc": crc})]
         job.inputs = (w << np.uint64(word_shape["data"].offset))[::-1].copy()
         job.expected = pairs
         job.expected_status = [DecodeStatus.OK.value]
     else:
-        job.commands = [pack(_shape(core, "cmd"), {"count": n})]
+        job.commands = [pack(payload_shape(core, "cmd"), {"count": n})]
         job.inputs = pairs[::-1].copy()
         job.expected = word_bits
     return job
@@ -208,20 +172,21 @@ def stream_blocks(words: np.ndarray, checkpoints: list[Checkpoint], n_pairs: int
 def block_command(core, block: StreamBlock, n_words: int | None = None) -> int:
     """The decoder command for ``block`` (``n_words``: announce another word count, for corruption)."""
     cp = block.resume
-    return pack(_shape(core, "cmd"), {"count": block.count, "words": block.words.size if n_words is None else n_words,
-                                      "resume": int(cp is not None), "state": cp.state if cp else 0,
-                                      "bit": cp.bit if cp else 0, "check_end": int(block.last), "check_crc": 1,
-                                      "crc": block.crc})
+    return pack(payload_shape(core, "cmd"), {"count": block.count,
+                                             "words": block.words.size if n_words is None else n_words,
+                                             "resume": int(cp is not None), "state": cp.state if cp else 0,
+                                             "bit": cp.bit if cp else 0, "check_end": int(block.last),
+                                             "check_crc": 1, "crc": block.crc})
 
 
-def blocks_job(kind: str, spec: CodecSpec, table, core, blocks: list[tuple[StreamBlock, np.ndarray]]) -> CoreJob:
+def blocks_job(kind: str, spec: Codec, table, core, blocks: list[tuple[StreamBlock, np.ndarray]]) -> CoreJob:
     """A decoder job that runs ``blocks`` back to back, each ``(block, words it is fed)``, with
     ``table`` written through ``cfg`` first if the core is programmable. The expected pairs and
     statuses are left for the caller (they come from the golden decoder of the same stream)."""
-    job = CoreJob(kind, core, cfg=_cfg(core, table))
+    job = CoreJob(kind, core, cfg=cfg_writes(core, [table]))
     job.commands = [block_command(core, b, int(w.size)) for b, w in blocks]
     job.inputs = (np.concatenate([w for _, w in blocks]) if blocks else np.zeros(0, np.uint64)) \
-        << np.uint64(_shape(core, "i")["data"].offset)
+        << np.uint64(payload_shape(core, "i")["data"].offset)
     job.pairs = sum(b.count for b, _ in blocks)
     job.words = int(job.inputs.size)
     return job
@@ -229,10 +194,4 @@ def blocks_job(kind: str, spec: CodecSpec, table, core, blocks: list[tuple[Strea
 
 def unpack_pairs(core, outputs) -> tuple[np.ndarray, np.ndarray]:
     """A decoder's ``o`` payloads as (symbols, extras)."""
-    shape = _shape(core, "o")
-    o = np.asarray(outputs, dtype=np.uint64)
-    fields = []
-    for name in ("symbol", "extra"):
-        f = shape[name]
-        fields.append((o >> np.uint64(f.offset)) & np.uint64((1 << Shape.cast(f.shape).width) - 1))
-    return fields[0].astype(np.int64), fields[1]
+    return payloads_to_pairs(payload_shape(core, "o"), outputs)

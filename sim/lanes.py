@@ -19,12 +19,12 @@ from amaranth.lib.wiring import Out
 
 from ..hdl.common import DecodeStatus, bits_for
 from ..hdl.parallel import ParallelDecoder
-from ..model.coding.codecs import CodecSpec
+from ..model.coding.codecs import Codec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.coding.lanes import encode_lanes, lane_lengths
-from .jobs import CoreJob, _cfg, _shape, build_core
+from .jobs import CoreJob, build_core, cfg_writes
 from .memory import SharedMemory
-from .streams import pack
+from .streams import field_bits, pack, payload_shape, payloads_to_pairs
 
 __all__ = ["LaneSystem", "LaneRun", "lanes_job", "run_lanes", "decode_container_lanes", "LaneMismatch"]
 
@@ -38,7 +38,7 @@ class LaneSystem(wiring.Component):
 
     Parameters
     ----------
-    spec : CodecSpec
+    spec : Codec
         The codec of the lanes' decoders (built programmable, ``max_extra_bits`` wide).
     lanes, beat_words, fifo_beats : int
         As :class:`~ansforge.hdl.parallel.ParallelDecoder`.
@@ -48,7 +48,7 @@ class LaneSystem(wiring.Component):
         As :class:`~.memory.SharedMemory`.
     """
 
-    def __init__(self, spec: CodecSpec, *, lanes: int = 4, beat_words: int = 2, fifo_beats: int = 8, depth: int = 1024,
+    def __init__(self, spec: Codec, *, lanes: int = 4, beat_words: int = 2, fifo_beats: int = 8, depth: int = 1024,
                  latency: int = 4, interval: int = 1, max_extra_bits: int = 8, max_symbols: int = 64):
         if depth < 1:
             raise ConfigError(f"memory depth must be at least 1 beat, not {depth!r}")
@@ -126,31 +126,22 @@ def lanes_job(system: LaneSystem, table, symbols: np.ndarray, extras: np.ndarray
     beats, lanes = lane_image(system, lane_words)
     if len(beats) > system.memory.depth:
         raise ConfigError(f"the lanes' streams take {len(beats)} beats, the memory holds {system.memory.depth}")
-    mem_shape = _shape(system, "mem_cfg")
+    mem_shape = payload_shape(system, "mem_cfg")
     job = CoreJob("parallel-decoder", system)
-    dec_cfg = _cfg(system.decoder.decoder_prototype, table)
+    dec_cfg = cfg_writes(system.decoder.decoder_prototype, [table])
     job.cfg = {"mem_cfg": [pack(mem_shape, {"addr": a, "data": b}) for a, b in enumerate(beats)],
                "cfg": dec_cfg.get("cfg", [])}
-    job.commands = [pack(_shape(system, "cmd"), {"count": int(symbols.size), "lanes": lanes})]
+    job.commands = [pack(payload_shape(system, "cmd"), {"count": int(symbols.size), "lanes": lanes})]
     job.pairs = int(symbols.size)
     job.words = sum(lane["words"] for lane in lanes)
     job.expected_status = [DecodeStatus.OK.value]
     return job, len(beats)
 
 
-def _field(words: np.ndarray, offset: int, width: int) -> np.ndarray:
-    """Bits ``offset .. offset + width`` (``width <= 64``) of each row of little-endian 64-bit words."""
-    q, r = divmod(offset, 64)
-    v = words[:, q] >> np.uint64(r)
-    if r and q + 1 < words.shape[1]:
-        v |= words[:, q + 1] << np.uint64(64 - r)
-    return v & np.uint64((1 << width) - 1) if width < 64 else v
-
-
 def unpack_rows(system: LaneSystem, outputs) -> tuple[np.ndarray, np.ndarray]:
     """The rows ``o`` gave, as the tensor's (symbols, extras) in pair order."""
-    shape = _shape(system, "o")
-    pair = system.decoder.decoder_prototype.signature.members["o"].signature.members["payload"].shape
+    shape = payload_shape(system, "o")
+    pair = payload_shape(system.decoder.decoder_prototype, "o")
     lanes, pw = system.decoder.lanes, pair.size
     nwords = -(-shape.size // 64)
     if isinstance(outputs, np.ndarray):
@@ -158,10 +149,9 @@ def unpack_rows(system: LaneSystem, outputs) -> tuple[np.ndarray, np.ndarray]:
     else:
         raw = b"".join(int(v).to_bytes(8 * nwords, "little") for v in outputs)
         rows = np.frombuffer(raw, dtype="<u8").reshape(-1, nwords).astype(np.uint64)
-    n = _field(rows, shape["n"].offset, shape["n"].width).astype(np.int64)
+    n = field_bits(rows, shape["n"].offset, shape["n"].width).astype(np.int64)
     base = shape["pairs"].offset
-    sym = np.stack([_field(rows, base + j * pw + pair["symbol"].offset, pair["symbol"].width) for j in range(lanes)], 1)
-    ext = np.stack([_field(rows, base + j * pw + pair["extra"].offset, pair["extra"].width) for j in range(lanes)], 1)
+    sym, ext = (np.stack(f, 1) for f in zip(*(payloads_to_pairs(pair, rows, offset=base + j * pw) for j in range(lanes))))
     keep = np.arange(lanes)[None, :] < n[:, None]
     return sym[keep].astype(np.int64), ext[keep]
 

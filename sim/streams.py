@@ -9,15 +9,50 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 from amaranth.hdl import Shape
 from amaranth.lib import data
 
-__all__ = ["pack", "unpack", "payload_bits", "stream_put", "stream_get"]
+__all__ = ["pack", "unpack", "payload_bits", "payload_shape", "field_bits", "pairs_to_payloads", "payloads_to_pairs",
+           "stream_put", "stream_get"]
 
 
 def payload_bits(shape) -> int:
     """Width of a payload shape in bits."""
     return Shape.cast(shape).width
+
+
+def payload_shape(component, port: str):
+    """The payload shape of ``component``'s stream port ``port`` (a ``StructLayout`` or a width)."""
+    return component.signature.members[port].signature.members["payload"].shape
+
+
+def field_bits(rows: np.ndarray, offset: int, width: int) -> np.ndarray:
+    """Bits ``offset .. offset + width`` (``width <= 64``) of each payload, as ``uint64``: ``rows`` is a
+    1-D array of payloads of at most 64 bits, or a 2-D array of payloads as little-endian 64-bit words."""
+    rows = np.asarray(rows, dtype=np.uint64)
+    if rows.ndim == 1:
+        rows = rows.reshape(-1, 1)
+    q, r = divmod(offset, 64)
+    v = rows[:, q] >> np.uint64(r)
+    if r and q + 1 < rows.shape[1]:
+        v |= rows[:, q + 1] << np.uint64(64 - r)
+    return v & np.uint64((1 << width) - 1) if width < 64 else v
+
+
+def pairs_to_payloads(shape, symbols, extras, *, offset: int = 0) -> np.ndarray:
+    """Coding pairs as the payload bits of a pair layout ``shape`` (fields ``symbol`` and ``extra``, at
+    their layout offsets plus ``offset``), vectorized: ``uint64``, so the payload fits 64 bits."""
+    return (np.asarray(symbols).astype(np.uint64) << np.uint64(offset + shape["symbol"].offset)) | \
+        (np.asarray(extras).astype(np.uint64) << np.uint64(offset + shape["extra"].offset))
+
+
+def payloads_to_pairs(shape, payloads, *, offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(symbols, extras)`` (``int64``, ``uint64``) of pair payloads of layout ``shape`` placed at bit
+    ``offset`` of each payload (``payloads``: as for :func:`field_bits`); the inverse of :func:`pairs_to_payloads`."""
+    sym, ext = shape["symbol"], shape["extra"]
+    return (field_bits(payloads, offset + sym.offset, Shape.cast(sym.shape).width).astype(np.int64),
+            field_bits(payloads, offset + ext.offset, Shape.cast(ext.shape).width))
 
 
 def pack(shape, value) -> int:

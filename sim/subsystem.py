@@ -31,7 +31,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..hdl.common import DecodeStatus, bits_for, check_int
 from ..hdl.subsystem import AxiDecompressor, Csr, Table, axi4_lite_signature, axi4_read_signature
-from ..model.coding.codecs import CodecSpec
+from ..model.coding.codecs import Codec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.dtypes.interfaces import CodingPairFormat, PairToFloatTable
 from ..model.coding import fastans
@@ -216,7 +216,7 @@ class Block:
     additional data, and its weights' bit patterns (what the output stream must carry)."""
 
     name: str
-    spec: CodecSpec
+    spec: Codec
     table: object
     code_table: object
     exponents: np.ndarray
@@ -246,8 +246,7 @@ def checkpoint_block(path: str, codec: str, matrix: str | None, target: str = "b
     pf = PAIR_FORMATS[target]
     pairs = pf.split(values)
     counts = pairs.counts()
-    ct = spec.code_table(counts, pf.extra_bits)
-    table = spec.coder_table(ct, counts)
+    ct, table = spec.tables(counts, pf.extra_bits)
     s, e = ct.to_symbols(pairs.codes, pairs.extra)
     return Block(info.name, spec, table, ct, np.asarray(pairs.exponents), s, e, pf.as_bits(values).ravel())
 
@@ -306,7 +305,7 @@ def _table_writes(kind: Table, entries: list[tuple[int, int]]) -> list[int]:
     return out
 
 
-def lane_streams(spec: CodecSpec, table, symbols: np.ndarray, extras: np.ndarray, lanes: int) -> list[np.ndarray]:
+def lane_streams(spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, lanes: int) -> list[np.ndarray]:
     """Each lane's words (the golden codec's interleaved mode): the bulk lane encoder where it applies,
     else every lane's pairs through the compiled single-lane coder (same words; e.g. rANS with fp32
     pairs, whose 24 bits of additional data exceed what the bulk mode's rANS lanes carry)."""
@@ -318,7 +317,7 @@ def lane_streams(spec: CodecSpec, table, symbols: np.ndarray, extras: np.ndarray
                 for lane in range(lanes)]
 
 
-def subsystem_job(bench: SubsystemBench, spec: CodecSpec, table, code_table, exponents, symbols: np.ndarray,
+def subsystem_job(bench: SubsystemBench, spec: Codec, table, code_table, exponents, symbols: np.ndarray,
                   extras: np.ndarray, expected_bits: np.ndarray) -> tuple[CoreJob, int]:
     """The job that decodes one tensor (its coder ``table``, ``code_table`` and exponent table) through
     ``bench``; ``expected_bits`` are its weights' bit patterns. Returns the job and its coded bits."""
@@ -414,7 +413,7 @@ def expected_rows(dut: AxiDecompressor, bits: np.ndarray) -> np.ndarray:
                      + [(lanes * weight_bits, lanes * weight_bits // 8, keep), (lanes * weight_bits + lanes * weight_bits // 8, 1, last)])
 
 
-def run_subsystem(engine, bench: SubsystemBench, spec: CodecSpec, table, code_table, exponents, symbols, extras,
+def run_subsystem(engine, bench: SubsystemBench, spec: Codec, table, code_table, exponents, symbols, extras,
                   expected_bits, *, name: str = "tensor", stall_prob: float = 0.0, seed: int = 0) -> SubsystemRun:
     """One tensor through the subsystem; raises :class:`SubsystemMismatch` unless every weight, ``TKEEP``
     and ``TLAST`` is as expected and the status is OK."""

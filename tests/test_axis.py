@@ -68,8 +68,7 @@ def test_cocotb_axis_core_with_back_pressure(kind, tmp_path, monkeypatch):
     else:
         spec = parse_codec("tans8" if kind.startswith("tans") else "rans16")
         counts = (rng.integers(1, 1000, size=12) ** 2).astype(np.int64)
-        ct = spec.code_table(counts, 8)
-        table = spec.coder_table(ct, counts)
+        ct, table = spec.tables(counts, 8)
         n = 400
         s, e = ct.to_symbols(rng.choice(counts.size, size=n, p=counts / counts.sum()), rng.integers(0, 256, size=n))
         job = make_job(kind, spec, table, s, e, programmable=True)

@@ -27,8 +27,7 @@ def _stream(spec, rng, n_tensors=3, fmt="bf16"):
         codes = rng.choice(n_codes, size=n, p=p).astype(np.uint16)
         counts = np.bincount(codes, minlength=n_codes).astype(np.int64)
         extra = rng.integers(0, 1 << f.extra_bits, n, dtype=np.uint64)
-        ct = spec.code_table(counts, f.extra_bits if n else 0)
-        t = spec.coder_table(ct, counts)
+        ct, t = spec.tables(counts, f.extra_bits if n else 0)
         s, e = ct.to_symbols(codes, extra)
         tables.append(t), syms.append(s), exs.append(e), runs.append(Run(i, s.size)), cts.append(ct)
     return tables, np.concatenate(syms), np.concatenate(exs), runs
@@ -68,8 +67,7 @@ def test_minilm_tensor_equal_golden(minilm, codec):
     bits, _ = convert(ck.tensor(info.name).array, info.dtype, "fp32")
     cp = PAIR_FORMATS["fp32"].split(bits.ravel()[:60000])
     counts = cp.counts()
-    ct = spec.code_table(counts, 24)
-    t = spec.coder_table(ct, counts)
+    ct, t = spec.tables(counts, 24)
     s, e = ct.to_symbols(cp.codes, cp.extra)
     runs = [Run(0, s.size)]
     g = spec.coder().encode([t], runs, s, e, 4096)

@@ -57,8 +57,7 @@ def test_same_vectors_both_engines():
     rng = np.random.default_rng(3)
     counts = (rng.integers(1, 1000, size=20) ** 2).astype(np.int64)
     spec = parse_codec("tans8")
-    ct = spec.code_table(counts, 8)
-    table = spec.coder_table(ct, counts)
+    ct, table = spec.tables(counts, 8)
     s, e = ct.to_symbols(rng.choice(20, size=3000, p=counts / counts.sum()), rng.integers(0, 256, size=3000))
     job = make_job("tans-decoder", spec, table, s, e)
     a = AmaranthEngine().run(job, stall_prob=0.2, seed=1)
@@ -109,8 +108,7 @@ def test_resume_from_checkpoint_amaranth():
     counts = (rng.integers(1, 1000, size=20) ** 2).astype(np.int64)
     for codec, kind in (("tans8", "tans-decoder"), ("rans16", "rans-decoder")):
         spec = parse_codec(codec)
-        ct = spec.code_table(counts, 8)
-        table = spec.coder_table(ct, counts)
+        ct, table = spec.tables(counts, 8)
         n = 2000
         s, e = ct.to_symbols(rng.choice(20, size=n, p=counts / counts.sum()), rng.integers(0, 256, size=n))
         st = spec.coder().encode([table], [Run(0, n)], s, e, checkpoint_interval=700)
@@ -152,7 +150,7 @@ def test_table_must_fit_the_core():
     rng = np.random.default_rng(2)
     counts = (rng.integers(1, 1000, size=40) ** 2).astype(np.int64)
     spec = parse_codec("rans16")
-    table = spec.coder_table(spec.code_table(counts, 8), counts)
+    _, table = spec.tables(counts, 8)
     with pytest.raises(ValueError, match="max_symbols"):
         RansDecoder(table=table, max_symbols=16)
     with pytest.raises(ValueError, match="max_extra_bits"):

@@ -30,8 +30,7 @@ def _stream(codec: str, seed: int):
     rng = np.random.default_rng(seed)
     spec = parse_codec(codec)
     counts = (rng.integers(1, 1000, size=24) ** 2).astype(np.int64)
-    ct = spec.code_table(counts, 8)
-    table = spec.coder_table(ct, counts)
+    ct, table = spec.tables(counts, 8)
     s, e = ct.to_symbols(rng.choice(24, size=N_PAIRS, p=counts / counts.sum()), rng.integers(0, 256, size=N_PAIRS))
     st = spec.coder().encode([table], [Run(0, N_PAIRS)], s, e, checkpoint_interval=INTERVAL)
     return spec, table, s, e, st

@@ -14,8 +14,7 @@ def _case(codec, n, width=8, seed=9, n_codes=25):
     rng = np.random.default_rng(seed)
     counts = (rng.integers(1, 1000, size=n_codes) ** 2.5).astype(np.int64)
     spec = parse_codec(codec)
-    ct = spec.code_table(counts, width)
-    table = spec.coder_table(ct, counts)
+    ct, table = spec.tables(counts, width)
     s, e = ct.to_symbols(rng.choice(n_codes, size=n, p=counts / counts.sum()),
                          rng.integers(0, 1 << width, size=n, dtype=np.uint64))
     return spec, table, s, e

@@ -161,8 +161,7 @@ def test_reset_keeps_the_programmed_table(kind):
     rng = np.random.default_rng(12)
     spec = parse_codec("rans16")
     counts = (rng.integers(1, 300, size=30) ** 2).astype(np.int64)
-    ct = spec.code_table(counts, 8)
-    table = spec.coder_table(ct, counts)
+    ct, table = spec.tables(counts, 8)
     s, e = ct.to_symbols(rng.choice(30, size=300, p=counts / counts.sum()), rng.integers(0, 256, size=300))
     core = (RansDecoder if kind == "rans-decoder" else RansEncoder)(
         state_bits=48, precision_bits=16, programmable=True, max_extra_bits=int(table.extra_bits.max()))
@@ -176,8 +175,7 @@ def _small_case(seed: int, n: int = 200):
     rng = np.random.default_rng(seed)
     spec = parse_codec("rans16")
     counts = (rng.integers(1, 300, size=20) ** 2).astype(np.int64)
-    ct = spec.code_table(counts, 8)
-    table = spec.coder_table(ct, counts)
+    ct, table = spec.tables(counts, 8)
     s, e = ct.to_symbols(rng.choice(20, size=n, p=counts / counts.sum()), rng.integers(0, 256, size=n))
     return spec, table, s, e, RansCoder(spec.rans).encode([table], [Run(0, s.size)], s, e).words
 
@@ -288,9 +286,9 @@ def test_containers_written_with_the_old_64_bit_state_still_decode(stories, tmp_
     records S in its codec record and still decodes, exactly, with S = 64."""
     import ansforge.model.coding.container as container
     from ansforge.model.llm.checkpoint import open_checkpoint
-    from ansforge.model.coding.codecs import CodecSpec
+    from ansforge.model.coding.codecs import RansCodec
 
-    old = CodecSpec("rans16", rans=RansParams(64, 32, 16))
+    old = RansCodec("rans16", RansParams(64, 32, 16))
     monkeypatch.setattr(container, "parse_codec", lambda name: old)
     path = tmp_path / "old.ansf"
     container.compress_checkpoint(stories, path, "rans16")

@@ -28,8 +28,8 @@ LEVELS_BUDGET = 10          # issue 18: <= 10 cells register to register
 def _table(rng, n_codes=20):
     counts = (rng.integers(1, 1000, size=n_codes) ** 2).astype(np.int64)
     spec = parse_codec("tans8")
-    ct = spec.code_table(counts, 8)
-    return spec, ct, spec.coder_table(ct, counts), counts
+    ct, table = spec.tables(counts, 8)
+    return spec, ct, table, counts
 
 
 @pytest.mark.parametrize("kind", ["tans-decoder", "tans-encoder"])
@@ -59,8 +59,8 @@ def test_shell_false_is_the_coder_alone():
     dec = build_core("tans-decoder", spec, programmable=True, shell=False)
     enc = build_core("tans-encoder", spec, programmable=True, shell=False)
     assert not dec.shell and not enc.shell
-    assert set(dec.signature.members) == set(TansDecoderCoder(dec._shape).signature.members)
-    assert set(enc.signature.members) == set(TansEncoderCoder(enc._shape).signature.members)
+    assert set(dec.signature.members) == set(TansDecoderCoder(dec.shape).signature.members)
+    assert set(enc.signature.members) == set(TansEncoderCoder(enc.shape).signature.members)
     for core in (dec, enc):
         assert not {"cmd", "done", "status"} & set(core.signature.members)
     shelled = build_core("tans-decoder", spec, programmable=True)

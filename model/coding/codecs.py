@@ -1,4 +1,17 @@
-"""Codec names (``tans8``, ``rans16``, ``rans24`` …) and what each builds for a tensor.
+"""Codec objects: one per kind (:class:`TansCodec`, :class:`RansCodec`), named ``tans8``, ``rans16``, ``rans24`` ….
+
+A codec object owns its validated parameters (a :class:`~.tans.TansParams` or :class:`~.rans.RansParams`,
+whose ``__post_init__`` is the one place their ranges are checked) and knows everything the golden
+model needs of its kind: :meth:`Codec.tables` builds a tensor's code table and coder table in one step
+(counts → :class:`~.codetable.CodeTable` → :class:`~.tans.TansTable` / :class:`~.rans.RansTable`),
+:meth:`Codec.coder` gives the golden coder, :meth:`Codec.to_json` / :meth:`Codec.from_json` round-trip
+the container's codec record and :meth:`Codec.label` names Table 1's row. Code that works on either kind
+calls these methods; it never asks which kind it holds.
+
+The hardware cores take a codec object too, but the function that builds the core of a codec
+(``build_core``) lives in :mod:`ansforge.hdl.cores`, not here: imports only run analysis → sim → hdl
+→ model, so ``model/`` never imports ``hdl/``. The hdl cores derive their widths from the codec's
+parameters and check only hardware options (table sets, programmable, whether a table fits).
 
 ``tansR``
     tANS with table log ``R`` (5 to 12), 16-bit words, at most 64 symbols (the paper's core), the
@@ -16,8 +29,10 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -26,66 +41,163 @@ from ..errors import ConfigError
 from .rans import RANS_PRESETS, RansCoder, RansParams, RansTable
 from .tans import SPREADS, TansCoder, TansParams, TansTable
 
-__all__ = ["CodecSpec", "parse_codec", "DEFAULT_CODECS"]
+__all__ = ["Codec", "TansCodec", "RansCodec", "CodecSpec", "parse_codec", "DEFAULT_CODECS"]
 
 DEFAULT_CODECS = ("tans8", "rans16", "rans24")
 
 
-@dataclass(frozen=True)
-class CodecSpec:
-    """One named codec configuration (see the module docstring)."""
+class Codec:
+    """One named codec configuration: the common interface of :class:`TansCodec` and :class:`RansCodec`.
+
+    Subclasses are frozen dataclasses holding ``name`` and their validated parameters; every method
+    that differs by kind is overridden there (no caller branches on the kind).
+    """
 
     name: str
-    tans: TansParams | None = None
-    rans: RansParams | None = None
+    #: ``"tans"`` or ``"rans"``: the codec record's ``kind`` and the prefix of the core names.
+    kind: ClassVar[str] = ""
+    #: The coder-table class of this kind (what a core of this kind accepts as ``table``).
+    table_type: ClassVar[type] = object
+
+    #: Whether every pair's extra data is in the words (tANS), so a stream's pair count is bounded by its
+    #: bits; rANS codes all-zero pairs in no bits at all.
+    extra_data_in_words: ClassVar[bool] = False
+    #: Whether a checkpoint may sit inside a word (``bit > 0``, tANS); rANS checkpoints are word-aligned.
+    checkpoint_mid_word: ClassVar[bool] = False
 
     @property
-    def kind(self) -> str:
-        return "tans" if self.tans is not None else "rans"
+    def params(self):
+        """The validated parameters (:class:`~.tans.TansParams` or :class:`~.rans.RansParams`)."""
+        raise NotImplementedError
 
     @property
     def precision_bits(self) -> int:
-        return self.tans.table_log if self.tans is not None else self.rans.precision_bits
+        """Bits of a frequency: ``R`` for tANS, ``P`` for rANS."""
+        raise NotImplementedError
 
     @property
     def word_bits(self) -> int:
-        return self.tans.word_bits if self.tans is not None else self.rans.word_bits
+        """``W``, bits of a stream word."""
+        return self.params.word_bits
 
     @property
     def state_bits(self) -> int:
         """Bits of a stored coder state (a checkpoint): ``R`` for tANS, ``S`` for rANS."""
-        return self.tans.table_log if self.tans is not None else self.rans.state_bits
+        raise NotImplementedError
 
     @property
     def is_constriction(self) -> bool:
-        return self.rans is not None and self.name == "rans24"
+        """Whether this is the ``rans24`` constriction preset (its own quantizer, no escape)."""
+        return False
 
     def label(self) -> str:
         """Table 1 row label, as the paper writes it."""
-        if self.tans is not None:
-            return f"tANS {self.tans.table_log} bits"
-        return f"rANS {self.rans.precision_bits} bits" + (" (constriction preset)" if self.is_constriction else "")
+        raise NotImplementedError
 
     def coder(self):
-        return TansCoder(self.tans) if self.tans is not None else RansCoder(self.rans)
+        """The golden coder (:class:`~.tans.TansCoder` or :class:`~.rans.RansCoder`)."""
+        raise NotImplementedError
 
     def code_table(self, counts: np.ndarray, extra_bits: int) -> CodeTable:
         """The tensor's alphabet and frequencies for code ``counts`` and pair extra width ``extra_bits``."""
-        if self.tans is not None:
-            return build_code_table(counts, extra_bits, self.tans.table_log, max_symbols=self.tans.max_symbols,
-                                    max_extra_bits=self.tans.max_extra_bits)
-        P = self.rans.precision_bits
-        if self.is_constriction:
-            return build_code_table(counts, extra_bits, P, quantizer=constriction_quantizer, escape=False,
-                                    max_symbols=self.rans.max_symbols, max_extra_bits=64)
-        return build_code_table(counts, extra_bits, P, quantizer=optimal_quantizer(P),
-                                max_symbols=self.rans.max_symbols, max_extra_bits=64)
+        raise NotImplementedError
 
     def coder_table(self, code_table: CodeTable, counts: np.ndarray | None = None, spread: str | None = None,
                     spread_symbols=None):
-        """The coder's table; for tANS the spread of lower expected cost unless one is given."""
-        if self.rans is not None:
-            return RansTable(code_table, self.rans)
+        """The coder's table for ``code_table`` (tANS: the spread of lower expected cost for ``counts``
+        unless ``spread`` or a stored slot→symbol spread ``spread_symbols`` is given; rANS ignores both)."""
+        raise NotImplementedError
+
+    def tables(self, counts: np.ndarray, extra_bits: int, *, spread: str | None = None, spread_symbols=None
+               ) -> tuple[CodeTable, object]:
+        """``(code_table, coder_table)`` of a tensor whose pair codes occur ``counts`` times and whose
+        extra data is ``extra_bits`` wide: the whole counts → code table → coder table step."""
+        ct = self.code_table(counts, extra_bits)
+        return ct, self.coder_table(ct, counts, spread=spread, spread_symbols=spread_symbols)
+
+    def expected_code_bits(self, code_table: CodeTable, table, counts: np.ndarray) -> float:
+        """Expected bits of the codes (not the extra data) of a tensor whose codes occur ``counts``
+        times, coded with ``table``: the cross-entropy for rANS, the stationary expected cost of the
+        tANS table plus the escape index bits for tANS."""
+        return float(code_table.coded_bits(counts))
+
+    def shifted_table(self, code_table: CodeTable, base):
+        """The coder table of ``code_table`` that keeps ``base``'s spread (tANS; rANS: the plain table)."""
+        return self.coder_table(code_table)
+
+    def table_record(self, table) -> dict:
+        """What a container's tensor record stores of ``table`` beyond its code table (tANS: the spread)."""
+        return {}
+
+    def table_from_record(self, code_table: CodeTable, field):
+        """The coder table a tensor record describes: ``code_table`` plus what :meth:`table_record`
+        stored, read as ``field(key)`` (a string; the container's checked reader)."""
+        return self.coder_table(code_table)
+
+    def to_json(self) -> dict:
+        """The container's codec record (``name``, ``kind`` and the parameters, integers)."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Codec":
+        """The codec of a container's codec record (:meth:`to_json`), or :class:`ConfigError`."""
+        kind = d.get("kind") if isinstance(d, dict) else None
+        sub = _KINDS.get(kind) if isinstance(kind, str) else None
+        if sub is None:
+            raise ConfigError(f"codec kind must be 'tans' or 'rans', not {kind!r}")
+        try:
+            return sub._from_record(d)
+        except (KeyError, TypeError, ValueError) as e:
+            if isinstance(e, ConfigError):
+                raise
+            raise ConfigError(f"codec record is malformed: {e}") from None
+
+
+@dataclass(frozen=True)
+class TansCodec(Codec):
+    """A tANS codec: ``tans`` holds its :class:`~.tans.TansParams` (``R``, ``W``, symbols, extra bits)."""
+
+    name: str
+    tans: TansParams
+    kind: ClassVar[str] = "tans"
+    table_type: ClassVar[type] = TansTable
+    extra_data_in_words: ClassVar[bool] = True
+    checkpoint_mid_word: ClassVar[bool] = True
+    rans: ClassVar[None] = None    # read by the pre-issue-17 CLI (``spec.rans``); None for this kind
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tans, TansParams):
+            raise TypeError(f"tans must be a TansParams, not {type(self.tans).__name__}")
+
+    @classmethod
+    def of(cls, table_log: int = 8, word_bits: int = 16, **kw) -> "TansCodec":
+        """A codec named ``tans<table_log>`` from loose parameters (validated by :class:`~.tans.TansParams`)."""
+        return cls(f"tans{table_log}", TansParams(table_log=table_log, word_bits=word_bits, **kw))
+
+    @property
+    def params(self) -> TansParams:
+        return self.tans
+
+    @property
+    def precision_bits(self) -> int:
+        return self.tans.table_log
+
+    @property
+    def state_bits(self) -> int:
+        return self.tans.table_log
+
+    def label(self) -> str:
+        return f"tANS {self.tans.table_log} bits"
+
+    def coder(self) -> TansCoder:
+        return TansCoder(self.tans)
+
+    def code_table(self, counts: np.ndarray, extra_bits: int) -> CodeTable:
+        return build_code_table(counts, extra_bits, self.tans.table_log, max_symbols=self.tans.max_symbols,
+                                max_extra_bits=self.tans.max_extra_bits)
+
+    def coder_table(self, code_table: CodeTable, counts: np.ndarray | None = None, spread: str | None = None,
+                    spread_symbols=None) -> TansTable:
         if spread_symbols is not None:
             return TansTable(code_table, self.tans, spread or "tuned", symbols=spread_symbols)
         probs = None
@@ -100,36 +212,113 @@ class CodecSpec:
         costs = [t.expected_bits_per_symbol(np.pad(probs, (0, t.freqs.size - probs.size))) for t in candidates]
         return candidates[int(np.argmin(costs))]
 
+    def shifted_table(self, code_table: CodeTable, base) -> TansTable:
+        return self.coder_table(code_table, spread=base.spread, spread_symbols=base.symbol)
+
+    def expected_code_bits(self, code_table: CodeTable, table: TansTable, counts: np.ndarray) -> float:
+        sc = code_table.symbol_counts(counts)
+        code = float(sc.sum()) * table.expected_bits_per_symbol(np.pad(sc, (0, table.freqs.size - sc.size)))
+        return code + (float(sc[-1]) * code_table.index_bits if code_table.has_escape else 0.0)
+
+    def table_record(self, table: TansTable) -> dict:
+        return {"tans_spread": table.spread,
+                "tans_symbols": base64.b64encode(table.symbol.astype(np.uint8).tobytes()).decode()}
+
+    def table_from_record(self, code_table: CodeTable, field) -> TansTable:
+        spread, text = field("tans_spread"), field("tans_symbols")
+        if len(text) > 4 * (1 << self.tans.table_log):
+            raise ConfigError("tans_symbols is longer than the table")
+        return self.coder_table(code_table, spread=spread,
+                                spread_symbols=np.frombuffer(base64.b64decode(text, validate=True), np.uint8))
+
     def to_json(self) -> dict:
-        if self.tans is not None:
-            p = self.tans
-            return {"name": self.name, "kind": "tans", "table_log": p.table_log, "word_bits": p.word_bits,
-                    "max_symbols": p.max_symbols, "max_extra_bits": p.max_extra_bits}
+        p = self.tans
+        return {"name": self.name, "kind": "tans", "table_log": p.table_log, "word_bits": p.word_bits,
+                "max_symbols": p.max_symbols, "max_extra_bits": p.max_extra_bits}
+
+    @classmethod
+    def _from_record(cls, d: dict) -> "TansCodec":
+        return cls(str(d["name"]), TansParams(int(d["table_log"]), int(d["word_bits"]), int(d["max_symbols"]),
+                                              int(d["max_extra_bits"])))
+
+
+@dataclass(frozen=True)
+class RansCodec(Codec):
+    """An rANS codec: ``rans`` holds its :class:`~.rans.RansParams` (``S``, ``W``, ``P``, symbols);
+    named ``rans24`` it is the constriction preset (:attr:`is_constriction`)."""
+
+    name: str
+    rans: RansParams
+    kind: ClassVar[str] = "rans"
+    table_type: ClassVar[type] = RansTable
+    tans: ClassVar[None] = None    # read by the pre-issue-17 CLI (``spec.tans``); None for this kind
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.rans, RansParams):
+            raise TypeError(f"rans must be a RansParams, not {type(self.rans).__name__}")
+
+    @classmethod
+    def of(cls, state_bits: int = 48, word_bits: int = 32, precision_bits: int = 16, **kw) -> "RansCodec":
+        """A codec named ``rans<precision_bits>`` from loose parameters (validated by :class:`~.rans.RansParams`)."""
+        return cls(f"rans{precision_bits}", RansParams(state_bits=state_bits, word_bits=word_bits,
+                                                       precision_bits=precision_bits, **kw))
+
+    @property
+    def params(self) -> RansParams:
+        return self.rans
+
+    @property
+    def precision_bits(self) -> int:
+        return self.rans.precision_bits
+
+    @property
+    def state_bits(self) -> int:
+        return self.rans.state_bits
+
+    @property
+    def is_constriction(self) -> bool:
+        return self.name == "rans24"
+
+    def label(self) -> str:
+        return f"rANS {self.rans.precision_bits} bits" + (" (constriction preset)" if self.is_constriction else "")
+
+    def coder(self) -> RansCoder:
+        return RansCoder(self.rans)
+
+    def code_table(self, counts: np.ndarray, extra_bits: int) -> CodeTable:
+        P = self.rans.precision_bits
+        if self.is_constriction:
+            return build_code_table(counts, extra_bits, P, quantizer=constriction_quantizer, escape=False,
+                                    max_symbols=self.rans.max_symbols, max_extra_bits=64)
+        return build_code_table(counts, extra_bits, P, quantizer=optimal_quantizer(P),
+                                max_symbols=self.rans.max_symbols, max_extra_bits=64)
+
+    def coder_table(self, code_table: CodeTable, counts: np.ndarray | None = None, spread: str | None = None,
+                    spread_symbols=None) -> RansTable:
+        return RansTable(code_table, self.rans)
+
+    def to_json(self) -> dict:
         p = self.rans
         return {"name": self.name, "kind": "rans", "state_bits": p.state_bits, "word_bits": p.word_bits,
                 "precision_bits": p.precision_bits, "max_symbols": p.max_symbols}
 
     @classmethod
-    def from_json(cls, d: dict) -> "CodecSpec":
-        try:
-            if d["kind"] == "tans":
-                return cls(str(d["name"]), tans=TansParams(int(d["table_log"]), int(d["word_bits"]),
-                                                           int(d["max_symbols"]), int(d["max_extra_bits"])))
-            if d["kind"] == "rans":
-                return cls(str(d["name"]), rans=RansParams(int(d["state_bits"]), int(d["word_bits"]),
-                                                           int(d["precision_bits"]), int(d["max_symbols"])))
-        except (KeyError, TypeError, ValueError) as e:
-            if isinstance(e, ConfigError):
-                raise
-            raise ConfigError(f"codec record is malformed: {e}") from None
-        raise ConfigError(f"codec kind must be 'tans' or 'rans', not {d.get('kind')!r}")
+    def _from_record(cls, d: dict) -> "RansCodec":
+        return cls(str(d["name"]), RansParams(int(d["state_bits"]), int(d["word_bits"]), int(d["precision_bits"]),
+                                              int(d["max_symbols"])))
 
+
+_KINDS: dict[str, type[Codec]] = {"tans": TansCodec, "rans": RansCodec}
+
+#: The name before issue 17, kept so that branches written against it still import (use :class:`Codec`).
+CodecSpec = Codec
 
 _NAME = re.compile(r"^(tans|rans)(\d+)$")
 
 
-def parse_codec(name: str) -> CodecSpec:
-    """``tans5`` … ``tans12``, ``rans5`` … ``rans24`` (see the module docstring)."""
+def parse_codec(name: str) -> Codec:
+    """``tans5`` … ``tans12``, ``rans5`` … ``rans24`` as a :class:`TansCodec` or :class:`RansCodec`
+    (see the module docstring)."""
     m = _NAME.match(str(name).strip().lower())
     if not m:
         raise ConfigError(f"codec must be tansR (R = 5..12) or ransP (P = 5..24), e.g. tans8, rans16, rans24; "
@@ -138,11 +327,11 @@ def parse_codec(name: str) -> CodecSpec:
     if kind == "tans":
         if not 5 <= bits <= 12:
             raise ConfigError(f"codec {name!r}: tANS table_log R must be from 5 to 12, not {bits}")
-        return CodecSpec(f"tans{bits}", tans=TansParams(table_log=bits, word_bits=16, max_symbols=64))
+        return TansCodec(f"tans{bits}", TansParams(table_log=bits, word_bits=16, max_symbols=64))
     if not 5 <= bits <= 24:
         raise ConfigError(f"codec {name!r}: rANS precision P must be from 5 to 24, not {bits}")
     if bits == 24:
-        return CodecSpec("rans24", rans=RANS_PRESETS["constriction"])
+        return RansCodec("rans24", RANS_PRESETS["constriction"])
     if bits == 16:
-        return CodecSpec("rans16", rans=RANS_PRESETS["paper"])
-    return CodecSpec(f"rans{bits}", rans=RansParams(64, 32, bits))
+        return RansCodec("rans16", RANS_PRESETS["paper"])
+    return RansCodec(f"rans{bits}", RansParams(64, 32, bits))

@@ -29,7 +29,6 @@ Every byte is covered by a CRC or a structural check: a flipped or missing byte 
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 import os
@@ -44,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from ..llm.checkpoint import ITEMSIZE, SUPPORTED_DTYPES, open_checkpoint, write_safetensors
-from .codecs import CodecSpec, parse_codec
+from .codecs import Codec, RansCodec, parse_codec
 from . import fastans
 from .codetable import CodeTable
 from ..errors import AnsforgeError, ConfigError
@@ -59,7 +58,7 @@ __all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoi
 #: Codecs ansforge wrote before, which it still reads: rans16 coded with a 64-bit state until the
 #: paper preset moved to S = 48 (one-DSP decoder multiply, docs/bitstream.md); each stream's codec
 #: record carries S, so such a stream decodes exactly with the state width it was written with.
-LEGACY_CODECS = (CodecSpec("rans16", rans=RansParams(64, 32, 16)),)
+LEGACY_CODECS = (RansCodec("rans16", RansParams(64, 32, 16)),)
 
 MAGIC = b"ANSFORGE"
 VERSION = 3
@@ -123,7 +122,7 @@ class CodedTensor:
 class CodedStream:
     """A stream of one or more tensors, encoded by a golden coder."""
 
-    spec: CodecSpec
+    spec: Codec
     tensors: list[CodedTensor]
     words: np.ndarray
     checkpoints: list[Checkpoint]
@@ -185,7 +184,7 @@ def _rle(z: np.ndarray) -> list[list[int]]:
     return [[int(b - a), int(z[a])] for a, b in zip(starts, ends)]
 
 
-def _shifted_tables(spec: CodecSpec, ct: CodeTable, base, widths: list[int]) -> dict[int, object]:
+def _shifted_tables(spec: Codec, ct: CodeTable, base, widths: list[int]) -> dict[int, object]:
     """The tensor's coder table with its additional data narrowed by each ``z`` (same frequencies and,
     for tANS, the same state spread: only the field widths differ)."""
     from dataclasses import replace as _replace
@@ -195,8 +194,7 @@ def _shifted_tables(spec: CodecSpec, ct: CodeTable, base, widths: list[int]) -> 
             out[0] = base
             continue
         ct_z = _replace(ct, extra_bits=ct.extra_bits - z)
-        out[z] = spec.coder_table(ct_z, spread=base.spread, spread_symbols=base.symbol) \
-            if spec.tans is not None else spec.coder_table(ct_z)
+        out[z] = spec.shifted_table(ct_z, base)
     return out
 
 
@@ -209,7 +207,7 @@ def _map(fn: Callable, items: Sequence, threads: int) -> list:
         return list(pool.map(fn, items))
 
 
-def encode_tensors(spec: CodecSpec, items: Sequence[tuple[str, CodingPairs]],
+def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
                    checkpoint_interval: int | None = DEFAULT_CHECKPOINT_INTERVAL, threads: int = 1,
                    mantissa_bits: Sequence[int] | None = None) -> CodedStream:
     """Encode tensors' coding pairs, in order, into one stream of ``spec``'s coder (the compiled
@@ -225,8 +223,7 @@ def encode_tensors(spec: CodecSpec, items: Sequence[tuple[str, CodingPairs]],
         counts = pairs.counts()
         extra_bits = int(pairs.extra_bits_per_code.max()) if pairs.extra_bits_per_code.size else 0
         try:
-            ct = spec.code_table(counts, extra_bits)
-            table = spec.coder_table(ct, counts)
+            ct, table = spec.tables(counts, extra_bits)
             s, e = ct.to_symbols(pairs.codes, pairs.extra, compact=fastans.supported(spec))
         except ConfigError as exc:
             raise ConfigError(f"tensor {name!r}: {exc}") from None
@@ -376,9 +373,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                         "code_table": ct.code_table.to_json(), "ideal_bits": ct.ideal_bits})
             if ct.row_shifts is not None:
                 rec["row_shifts"] = ct.row_shifts
-            if spec.tans is not None:
-                rec["tans_spread"] = ct.table.spread
-                rec["tans_symbols"] = base64.b64encode(ct.table.symbol.astype(np.uint8).tobytes()).decode()
+            rec.update(spec.table_record(ct.table))
     for ri, data in raw_payload:
         blocks = [[o, min(len(data), o + RAW_BLOCK_BYTES), _crc(data[o:o + RAW_BLOCK_BYTES])]
                   for o in range(0, len(data), RAW_BLOCK_BYTES)]
@@ -430,7 +425,7 @@ class ContainerStream:
     """
 
     index: int
-    spec: CodecSpec
+    spec: Codec
     n_pairs: int
     n_words: int
     word_bytes: int
@@ -539,7 +534,7 @@ class Container:
             # its bits allow: this bounds the memory a decoder allocates by the file's size. Not so for
             # rANS, whose encoder starts from x = 0: pairs whose code and additional data are all zero
             # cost nothing there (an all-zero bias is a stream of 0 words), so only the shape bounds them.
-            if st.spec.tans is None:
+            if not st.spec.extra_data_in_words:
                 continue
             least = min((self.tensors[ti]["_code_table"].extra_bits - (int(self.tensors[ti]["_shifts"][0].max())
                                                                         if self.tensors[ti]["_shifts"] else 0)
@@ -565,7 +560,7 @@ class Container:
         where = f"stream record {si + 1}"
         codec = _field(rec, "codec", dict, self._fail, where)
         try:
-            spec = CodecSpec.from_json(codec)
+            spec = Codec.from_json(codec)
         except AnsforgeError as e:
             raise self._fail(where, str(e)) from None
         try:
@@ -594,7 +589,7 @@ class Container:
             # Checkpoints lie strictly inside the stream, in increasing order, and fit the coder; a
             # decoder started from one is then bounded by the pair counts (pair = -2**31 once ran forever).
             if not (last < pair < n_pairs and 0 <= word <= n_words and 0 <= bit < spec.word_bits
-                    and (bit == 0 or (spec.tans is not None and word < n_words)) and 0 <= state < state_limit):
+                    and (bit == 0 or (spec.checkpoint_mid_word and word < n_words)) and 0 <= state < state_limit):
                 raise self._fail(where, f"checkpoint {c} does not fit a stream of {n_pairs} pairs and {n_words} words"
                                         + (" (checkpoints must increase)" if pair <= last else ""))
             last = pair
@@ -664,15 +659,7 @@ class Container:
             raise self._fail(where, f"code table (precision {ct.precision_bits}, extra {ct.extra_bits} bits) does "
                                     f"not fit codec {st.spec.name}, pair format {fmt_name} and {len(exps)} exponents")
         try:
-            if st.spec.tans is not None:
-                spread = _field(rec, "tans_spread", str, self._fail, where)
-                text = _field(rec, "tans_symbols", str, self._fail, where)
-                if len(text) > 4 * (1 << st.spec.tans.table_log):
-                    raise self._fail(where, "tans_symbols is longer than the table")
-                table = st.spec.coder_table(ct, spread=spread, spread_symbols=np.frombuffer(
-                    base64.b64decode(text, validate=True), np.uint8))
-            else:
-                table = st.spec.coder_table(ct)
+            table = st.spec.table_from_record(ct, lambda key: _field(rec, key, str, self._fail, where))
         except (ValueError, binascii.Error) as e:  # ConfigError is a ValueError too
             raise self._fail(where, f"coder table is inconsistent: {e}") from None
         rec["_code_table"] = ct

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .codecs import CodecSpec
+from .codecs import Codec
 from .codetable import CodeTable, optimal_quantizer
 from ..errors import ConfigError
 from ..dtypes.pairs import CodingPairs, IeeeFloatPairs
@@ -229,7 +229,7 @@ class ContextCost:
              other.header_bits))))
 
 
-def context_tables(spec: CodecSpec, counts_per_set: np.ndarray, extra_bits: int) -> tuple[CodeTable, list]:
+def context_tables(spec: Codec, counts_per_set: np.ndarray, extra_bits: int) -> tuple[CodeTable, list]:
     """One alphabet (from the matrix's total counts) and one coder table per set.
 
     Every set keeps the whole alphabet, so a decoder's symbol → code map is the same for all sets;
@@ -256,7 +256,7 @@ def context_tables(spec: CodecSpec, counts_per_set: np.ndarray, extra_bits: int)
 class ContextCoded:
     """Matrices coded with context tables into one golden stream (:func:`encode_context`)."""
 
-    spec: CodecSpec
+    spec: Codec
     names: list[str]
     shapes: list[tuple[int, int]]
     formats: list[IeeeFloatPairs]
@@ -271,7 +271,7 @@ class ContextCoded:
     cost: ContextCost
 
 
-def encode_context(spec: CodecSpec, matrices: Sequence[tuple[str, np.ndarray]], fmt: IeeeFloatPairs, *,
+def encode_context(spec: Codec, matrices: Sequence[tuple[str, np.ndarray]], fmt: IeeeFloatPairs, *,
                    fold: int = 0, max_sets: int = 8, groups: Sequence[int] | None = None,
                    axes: Sequence[str] = AXES, single: bool = False) -> ContextCoded:
     """Code 2-D matrices of bit patterns (``fmt``) with context tables into one stream of ``spec``.

@@ -48,18 +48,15 @@ def default_threads() -> int:
 
 
 def supported(spec) -> bool:
-    """Whether ``spec`` (a :class:`~ansforge.model.coding.codecs.CodecSpec`) runs on the compiled kernels
+    """Whether ``spec`` (a :class:`~ansforge.model.coding.codecs.Codec`) runs on the compiled kernels
     (tANS tables whose fields are too wide for a 64-bit buffer fall back per stream, see the module)."""
     if njit is None:
         return False
-    return spec.tans is not None or (spec.rans.state_bits <= 64 and spec.rans.word_bits <= 32)
+    return _KERNELS[spec.kind].supported(spec)
 
 
 def _widest_field_ok(spec, tables) -> bool:
-    if spec.tans is None:
-        return True
-    k = max((int(t.extra_bits.max()) for t in tables if t.extra_bits.size), default=0)
-    return spec.tans.word_bits + spec.tans.table_log + 1 + k <= 64
+    return _KERNELS[spec.kind].widest_field_ok(spec, tables)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -327,27 +324,30 @@ class PreparedTables:
 
     def __init__(self, spec, tables):
         self.spec = spec
-        if spec.tans is not None:
-            self.sym = _pad([t.symbol for t in tables])
-            self.nb = _pad([t.nb_bits for t in tables])
-            self.base = _pad([t.base for t in tables])
-            self.kb = _pad([t.extra_bits for t in tables])
-            self.freq = _pad([t.freqs for t in tables])
-            self.cum = _pad([t.cum[:-1] for t in tables])
-            self.nbh = _pad([t.nb_high for t in tables])
-            self.thr = _pad([t.threshold for t in tables])
-            self.enc = _pad([t.encode_state for t in tables])
+        _KERNELS[spec.kind].prepare(self, spec, tables)
+
+    def _prepare_tans(self, spec, tables) -> None:
+        self.sym = _pad([t.symbol for t in tables])
+        self.nb = _pad([t.nb_bits for t in tables])
+        self.base = _pad([t.base for t in tables])
+        self.kb = _pad([t.extra_bits for t in tables])
+        self.freq = _pad([t.freqs for t in tables])
+        self.cum = _pad([t.cum[:-1] for t in tables])
+        self.nbh = _pad([t.nb_high for t in tables])
+        self.thr = _pad([t.threshold for t in tables])
+        self.enc = _pad([t.encode_state for t in tables])
+
+    def _prepare_rans(self, spec, tables) -> None:
+        P = spec.rans.precision_bits
+        self.freq = _pad([t.freqs for t in tables])
+        self.cum = _pad([t.cum[:-1] for t in tables])
+        self.nsym = np.asarray([t.freqs.size for t in tables] or [1], dtype=np.int64)
+        if P <= _LUT_BITS:
+            self.lut = _pad([np.repeat(np.arange(t.freqs.size), t.freqs) for t in tables], np.uint8
+                            if max((t.freqs.size for t in tables), default=1) <= 256 else np.int64)
         else:
-            P = spec.rans.precision_bits
-            self.freq = _pad([t.freqs for t in tables])
-            self.cum = _pad([t.cum[:-1] for t in tables])
-            self.nsym = np.asarray([t.freqs.size for t in tables] or [1], dtype=np.int64)
-            if P <= _LUT_BITS:
-                self.lut = _pad([np.repeat(np.arange(t.freqs.size), t.freqs) for t in tables], np.uint8
-                                if max((t.freqs.size for t in tables), default=1) <= 256 else np.int64)
-            else:
-                self.lut = np.zeros((1, 1), np.uint8)
-            self.nchunk, self.chunk_b = _rans_chunks(tables, P)
+            self.lut = np.zeros((1, 1), np.uint8)
+        self.nchunk, self.chunk_b = _rans_chunks(tables, P)
 
 
 def _runs(runs: Sequence[Run]) -> tuple[np.ndarray, np.ndarray]:
@@ -385,41 +385,59 @@ def encode(spec, tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, ext
         check_pairs(symbols.astype(np.int64), extras.astype(np.uint64), runs, [t.freqs.size for t in tables],
                     [t.extra_bits for t in tables])
     W = spec.word_bits
-    # The kernels write without bounds checks, so the buffer holds the most any pairs can produce:
-    # tANS writes at most R + 1 + k bits per pair, rANS pushes at most one word per coding step.
-    if spec.tans is not None:
-        widest = max((int(t.extra_bits.max()) for t in tables if t.extra_bits.size), default=0)
-        cap = (n * (spec.precision_bits + 1 + widest) + spec.precision_bits + 1) // W + 2
-    else:
-        cap = n * (int(p.nchunk.max()) + 1) + spec.state_bits // W + 2
-    out = np.empty(cap, dtype=np.uint64)
-    cps = np.empty(((n - 1) // K if K and n else 0, 4), dtype=np.int64 if spec.tans is not None else np.uint64)
-    if spec.tans is not None:
-        nw, nc = _tans_encode(symbols, extras, run_tab, run_end, len(runs), p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
-                              spec.tans.table_log, W, K, out, cps)
-    else:
-        nw, nc = _rans_encode(symbols, extras, run_tab, run_end, len(runs), p.freq, p.cum, p.nchunk, p.chunk_b,
-                              spec.rans.precision_bits, spec.rans.state_bits, W, K, out, cps)
+    out, cps, nw, nc = _KERNELS[spec.kind].encode(spec, p, tables, symbols, extras, run_tab, run_end, len(runs), K)
     checkpoints = [Checkpoint(*map(int, row)) for row in cps[:nc][::-1].tolist()]
     return EncodedStream(out[:nw].astype(word_dtype(W)), int(n), checkpoints)
 
 
+# The kernels write without bounds checks, so the buffer holds the most any pairs can produce:
+# tANS writes at most R + 1 + k bits per pair, rANS pushes at most one word per coding step.
+
+def _tans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_runs, K):
+    n, W = symbols.size, spec.word_bits
+    widest = max((int(t.extra_bits.max()) for t in tables if t.extra_bits.size), default=0)
+    cap = (n * (spec.precision_bits + 1 + widest) + spec.precision_bits + 1) // W + 2
+    out = np.empty(cap, dtype=np.uint64)
+    cps = np.empty(((n - 1) // K if K and n else 0, 4), dtype=np.int64)
+    nw, nc = _tans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
+                          spec.tans.table_log, W, K, out, cps)
+    return out, cps, nw, nc
+
+
+def _rans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_runs, K):
+    n, W = symbols.size, spec.word_bits
+    cap = n * (int(p.nchunk.max()) + 1) + spec.state_bits // W + 2
+    out = np.empty(cap, dtype=np.uint64)
+    cps = np.empty(((n - 1) // K if K and n else 0, 4), dtype=np.uint64)
+    nw, nc = _rans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nchunk, p.chunk_b,
+                          spec.rans.precision_bits, spec.rans.state_bits, W, K, out, cps)
+    return out, cps, nw, nc
+
+
 def _start(spec, w: np.ndarray, checkpoint: Checkpoint | None, start: int):
     """Decoder state at the top of the stream or at ``checkpoint`` (the golden coders' rules)."""
+    return _KERNELS[spec.kind].start(spec, w, checkpoint, start)
+
+
+def _tans_start(spec, w: np.ndarray, checkpoint: Checkpoint | None, start: int):
     W = spec.word_bits
     h = int(w.size)
-    if spec.tans is not None:
-        R = spec.tans.table_log
-        if checkpoint is None or checkpoint.pair == 0:
-            # Only the head words are read: at most ceil((R + W) / W) + 1 of them.
-            head = max(0, h - (R + 2 * W) // W - 1)
-            hh, cnt, buf, state = stream_head(w[head:].tolist(), R, W)
-            return 0, (head + hh, cnt, buf, state)
-        c = checkpoint
-        if not 0 <= c.pair <= start or not 0 <= c.word <= h or not 0 <= c.bit < W \
-                or (c.bit and c.word >= h) or not 0 <= c.state < (1 << R):
-            raise StreamError(f"checkpoint {c.as_tuple()} does not fit this stream")
-        return c.pair, (c.word, c.bit, (int(w[c.word]) & ((1 << c.bit) - 1)) if c.bit else 0, c.state)
+    R = spec.tans.table_log
+    if checkpoint is None or checkpoint.pair == 0:
+        # Only the head words are read: at most ceil((R + W) / W) + 1 of them.
+        head = max(0, h - (R + 2 * W) // W - 1)
+        hh, cnt, buf, state = stream_head(w[head:].tolist(), R, W)
+        return 0, (head + hh, cnt, buf, state)
+    c = checkpoint
+    if not 0 <= c.pair <= start or not 0 <= c.word <= h or not 0 <= c.bit < W \
+            or (c.bit and c.word >= h) or not 0 <= c.state < (1 << R):
+        raise StreamError(f"checkpoint {c.as_tuple()} does not fit this stream")
+    return c.pair, (c.word, c.bit, (int(w[c.word]) & ((1 << c.bit) - 1)) if c.bit else 0, c.state)
+
+
+def _rans_start(spec, w: np.ndarray, checkpoint: Checkpoint | None, start: int):
+    W = spec.word_bits
+    h = int(w.size)
     S = spec.rans.state_bits
     if checkpoint is None or checkpoint.pair == 0:
         x = 0
@@ -440,13 +458,19 @@ def _start(spec, w: np.ndarray, checkpoint: Checkpoint | None, start: int):
 
 def _run_kernel(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0):
     """One kernel call from ``state`` at pair ``pos``; returns the state after pair ``stop - 1``."""
-    if spec.tans is not None:
-        h, cnt, buf, X = state
-        status, h, cnt, buf, X = _tans_decode(w, h, cnt, np.uint64(buf), X, p.sym, p.nb, p.base, p.kb, run_tab,
-                                              run_end, pos, stop, spec.word_bits, out_s, out_e, out0)
-        if status >= 0:
-            raise StreamError(f"tANS stream runs out of words at pair {status}")
-        return int(h), int(cnt), int(buf), int(X)
+    return _KERNELS[spec.kind].run(spec, p, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0)
+
+
+def _tans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0):
+    h, cnt, buf, X = state
+    status, h, cnt, buf, X = _tans_decode(w, h, cnt, np.uint64(buf), X, p.sym, p.nb, p.base, p.kb, run_tab,
+                                          run_end, pos, stop, spec.word_bits, out_s, out_e, out0)
+    if status >= 0:
+        raise StreamError(f"tANS stream runs out of words at pair {status}")
+    return int(h), int(cnt), int(buf), int(X)
+
+
+def _rans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0):
     h, x = state
     status, h, x = _rans_decode(w, h, np.uint64(x), p.freq, p.cum, p.nsym, p.lut, _LUT_BITS, p.nchunk, p.chunk_b, run_tab,
                                 run_end, pos, stop, spec.word_bits, spec.rans.precision_bits, spec.rans.state_bits,
@@ -485,12 +509,18 @@ def decode(spec, words, tables: Sequence, runs: Sequence[Run], start: int = 0, c
 
 def _finish(spec, state, end: int, n: int) -> Checkpoint:
     """The end check (when ``end`` is the stream's end) and the checkpoint to resume from."""
-    if spec.tans is not None:
-        h, cnt, buf, X = state
-        if end == n and (X != 0 or cnt != 0 or h != 0 or buf != 0):
-            raise StreamError(
-                f"tANS stream fails its end check: state index {X} (expected 0), {cnt + spec.word_bits * h} unread bits")
-        return Checkpoint(end, h, cnt, X)
+    return _KERNELS[spec.kind].finish(spec, state, end, n)
+
+
+def _tans_finish(spec, state, end: int, n: int) -> Checkpoint:
+    h, cnt, buf, X = state
+    if end == n and (X != 0 or cnt != 0 or h != 0 or buf != 0):
+        raise StreamError(
+            f"tANS stream fails its end check: state index {X} (expected 0), {cnt + spec.word_bits * h} unread bits")
+    return Checkpoint(end, h, cnt, X)
+
+
+def _rans_finish(spec, state, end: int, n: int) -> Checkpoint:
     h, x = state
     if end == n and (x != 0 or h != 0):
         raise StreamError(f"rANS stream fails its end check: final state {x} (expected 0), {h} unread words")
@@ -563,3 +593,27 @@ def decode_segments(spec, words, tables: Sequence, runs: Sequence[Run], checkpoi
             for f in [pool.submit(one, b) for b in range(len(bounds))]:
                 f.result()
     return out_s, out_e
+
+
+class _Kernels:
+    """The compiled path of one codec kind: which codecs it takes and the kind's steps (one
+    implementation per kind, selected by ``spec.kind``: no caller branches on it)."""
+
+    def __init__(self, supported, widest_field_ok, prepare, encode, start, run, finish):
+        self.supported, self.widest_field_ok, self.prepare = supported, widest_field_ok, prepare
+        self.encode, self.start, self.run, self.finish = encode, start, run, finish
+
+
+def _tans_widest_field_ok(spec, tables) -> bool:
+    """Whether every pair's widest field (``W + R + 1 + k`` bits) fits the kernel's 64-bit buffer."""
+    k = max((int(t.extra_bits.max()) for t in tables if t.extra_bits.size), default=0)
+    return spec.tans.word_bits + spec.tans.table_log + 1 + k <= 64
+
+
+_KERNELS: dict[str, _Kernels] = {
+    "tans": _Kernels(lambda spec: True, _tans_widest_field_ok, PreparedTables._prepare_tans, _tans_encode_stream,
+                     _tans_start, _tans_run, _tans_finish),
+    "rans": _Kernels(lambda spec: spec.rans.state_bits <= 64 and spec.rans.word_bits <= 32,
+                     lambda spec, tables: True, PreparedTables._prepare_rans, _rans_encode_stream, _rans_start,
+                     _rans_run, _rans_finish),
+}

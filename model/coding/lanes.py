@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .codecs import CodecSpec
+from .codecs import Codec
 from ..errors import ConfigError
 from .stream import StreamError, word_dtype
 
@@ -51,13 +51,13 @@ def _rows(values: np.ndarray, lanes: int, dtype) -> np.ndarray:
     return grid.reshape(m, lanes)
 
 
-def _check_words(spec: CodecSpec, word_bits: int) -> int:
+def _check_words(spec: Codec, word_bits: int) -> int:
     if word_bits not in (8, 16, 32):
         raise ConfigError(f"{spec.name}: the bulk mode needs 8-, 16- or 32-bit words, not {word_bits}")
     return word_bits
 
 
-def encode_lanes(spec: CodecSpec, table, symbols: np.ndarray, extras: np.ndarray, lanes: int) -> list[np.ndarray]:
+def encode_lanes(spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, lanes: int) -> list[np.ndarray]:
     """Encode ``symbols``/``extras`` as ``lanes`` independent streams; returns each lane's words."""
     symbols = np.asarray(symbols).ravel()
     extras = np.asarray(extras).ravel()
@@ -66,12 +66,10 @@ def encode_lanes(spec: CodecSpec, table, symbols: np.ndarray, extras: np.ndarray
     sym = _rows(symbols, lanes, np.intp)
     ext = _rows(extras, lanes, np.uint64)
     live = n - (sym.shape[0] - 1) * lanes  # lanes that take part in the last step
-    if spec.tans is not None:
-        return _tans_encode(spec, table, sym, ext, live)
-    return _rans_encode(spec, table, sym, ext, live)
+    return _LANE_CODERS[spec.kind][0](spec, table, sym, ext, live)
 
 
-def decode_lanes(spec: CodecSpec, table, lane_words: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+def decode_lanes(spec: Codec, table, lane_words: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
     """Decode ``n`` pairs dealt round robin over ``len(lane_words)`` lanes; returns them in their order.
 
     Symbols come back as ``uint8``/``uint16`` and additional data as ``uint32`` (``uint64`` when a
@@ -81,7 +79,7 @@ def decode_lanes(spec: CodecSpec, table, lane_words: list[np.ndarray], n: int) -
     lanes = len(lane_words)
     lengths = lane_lengths(n, lanes)
     nw = np.array([w.size for w in lane_words], dtype=np.int64)
-    W = _check_words(spec, spec.tans.word_bits if spec.tans is not None else spec.rans.word_bits)
+    W = _check_words(spec, spec.word_bits)
     dt = word_dtype(W)
     flat = np.concatenate([_lane_words(w, i, W, dt)[::-1] for i, w in enumerate(lane_words)] + [np.zeros(8, dt)])
     off = np.concatenate([[0], np.cumsum(nw)]).astype(np.int64)
@@ -90,10 +88,7 @@ def decode_lanes(spec: CodecSpec, table, lane_words: list[np.ndarray], n: int) -
     nsym = table.freqs.size
     s_out = np.empty((m, lanes), dtype=np.uint8 if nsym <= 256 else np.uint16)
     e_out = np.empty((m, lanes), dtype=np.uint32 if int(table.extra_bits.max()) <= 32 else np.uint64)
-    if spec.tans is not None:
-        _tans_decode(spec, table, flat, off, m, live, s_out, e_out)
-    else:
-        _rans_decode(spec, table, flat, off, m, live, s_out, e_out)
+    _LANE_CODERS[spec.kind][1](spec, table, flat, off, m, live, s_out, e_out)
     return s_out.reshape(-1)[:n], e_out.reshape(-1)[:n]
 
 
@@ -377,3 +372,7 @@ def _rans_decode(spec, t, flat, off, m, live, s_out, e_out):
     bad = (x != 0) | (ptr != end)
     if bad.any():
         raise StreamError(f"rANS {_bad_lanes(bad)} fails its end check (final state 0, every word read)")
+
+
+#: Per codec kind, its lane encoder and decoder (selected by ``spec.kind``, not by branching on it).
+_LANE_CODERS = {"tans": (_tans_encode, _tans_decode), "rans": (_rans_encode, _rans_decode)}

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..coding.codecs import CodecSpec
+from ..coding.codecs import Codec
 from ..errors import ConfigError
 from .llama import Llama, generate
 from ..dtypes.pairs import BF16, fp32_to_bf16_rne
@@ -132,7 +132,7 @@ class ModeCost:
         return self.ideal_bits / self.values if self.values else 0.0
 
 
-def _code_block(spec: CodecSpec, code_table, table, bits: np.ndarray, exponents: np.ndarray) -> int:
+def _code_block(spec: Codec, code_table, table, bits: np.ndarray, exponents: np.ndarray) -> int:
     pairs = BF16.split(bits, exponents)
     s, e = code_table.to_symbols(pairs.codes, pairs.extra)
     coder = spec.coder()
@@ -143,7 +143,7 @@ def _code_block(spec: CodecSpec, code_table, table, bits: np.ndarray, exponents:
     return int(stream.words.size) * spec.word_bits
 
 
-def runtime_cost(blocks: Sequence[np.ndarray], spec: CodecSpec) -> ModeCost:
+def runtime_cost(blocks: Sequence[np.ndarray], spec: Codec) -> ModeCost:
     """Per-block tables (module docstring), through ``spec``'s golden coder (rANS in the paper)."""
     stream = tables = 0
     ideal = 0.0
@@ -151,8 +151,7 @@ def runtime_cost(blocks: Sequence[np.ndarray], spec: CodecSpec) -> ModeCost:
     for bits in blocks:
         pairs = BF16.split(bits)
         counts = pairs.counts()
-        ct = spec.code_table(counts, BF16.extra_bits)
-        table = spec.coder_table(ct, counts)
+        ct, table = spec.tables(counts, BF16.extra_bits)
         stream += _code_block(spec, ct, table, bits, pairs.exponents)
         tables += pairs.n_codes * BF16.exponent_bits + ct.n_symbols * spec.precision_bits
         ideal += ideal_bits(counts) + pairs.extra_bits_total()
@@ -160,15 +159,14 @@ def runtime_cost(blocks: Sequence[np.ndarray], spec: CodecSpec) -> ModeCost:
     return ModeCost("runtime", spec.name, n, stream, tables, ideal)
 
 
-def static_cost(calibration: Sequence[np.ndarray], blocks: Sequence[np.ndarray], spec: CodecSpec) -> ModeCost:
+def static_cost(calibration: Sequence[np.ndarray], blocks: Sequence[np.ndarray], spec: Codec) -> ModeCost:
     """One table from the ``calibration`` blocks, fixed, coding ``blocks`` (module docstring)."""
     if not calibration:
         raise ConfigError("static tables need at least one calibration block")
     hist = sum(BF16.exponent_histogram(b) for b in calibration)
     counts = hist * 64 + 1          # every exponent codes; unseen ones cost a little, seen ones nothing
     exponents = np.arange(256, dtype=np.uint16)
-    ct = spec.code_table(counts, BF16.extra_bits)
-    table = spec.coder_table(ct, counts)
+    ct, table = spec.tables(counts, BF16.extra_bits)
     stream, ideal, n = 0, 0.0, 0
     for bits in blocks:
         stream += _code_block(spec, ct, table, bits, exponents)
