@@ -209,10 +209,7 @@ def verilog(args: argparse.Namespace) -> int:
         raise UsageError("--matrix needs --model")
     try:
         if args.word_bits is not None:
-            from dataclasses import replace
-
-            spec = replace(spec, **({"tans": replace(spec.tans, word_bits=args.word_bits)} if spec.tans else
-                                    {"rans": replace(spec.rans, word_bits=args.word_bits)}))
+            spec = spec.with_params(word_bits=args.word_bits)
         if table is None:
             core = build_core(args.core, spec, programmable=True, max_symbols=args.max_symbols,
                               max_extra_bits=args.max_extra_bits, block_crc=not args.no_crc,

@@ -30,6 +30,7 @@ parameters and check only hardware options (table sets, programmable, whether a 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import ClassVar
@@ -41,7 +42,7 @@ from ..errors import ConfigError
 from .rans import RANS_PRESETS, RansCoder, RansParams, RansTable
 from .tans import SPREADS, TansCoder, TansParams, TansTable
 
-__all__ = ["Codec", "TansCodec", "RansCodec", "CodecSpec", "parse_codec", "DEFAULT_CODECS"]
+__all__ = ["Codec", "TansCodec", "RansCodec", "parse_codec", "DEFAULT_CODECS"]
 
 DEFAULT_CODECS = ("tans8", "rans16", "rans24")
 
@@ -69,6 +70,10 @@ class Codec:
     def params(self):
         """The validated parameters (:class:`~.tans.TansParams` or :class:`~.rans.RansParams`)."""
         raise NotImplementedError
+
+    def with_params(self, **changes) -> "Codec":
+        """The same codec with some parameters changed (``word_bits=32``, say), validated again."""
+        return dataclasses.replace(self, **{self.kind: dataclasses.replace(self.params, **changes)})
 
     @property
     def precision_bits(self) -> int:
@@ -139,6 +144,12 @@ class Codec:
         raise NotImplementedError
 
     @classmethod
+    def from_record(cls, d: dict) -> "Codec":
+        """This kind's codec from a codec record's fields: ``KeyError``, ``TypeError`` or ``ValueError``
+        when one is missing or malformed (:meth:`from_json` turns them into :class:`ConfigError`)."""
+        raise NotImplementedError
+
+    @classmethod
     def from_json(cls, d: dict) -> "Codec":
         """The codec of a container's codec record (:meth:`to_json`), or :class:`ConfigError`."""
         kind = d.get("kind") if isinstance(d, dict) else None
@@ -146,7 +157,7 @@ class Codec:
         if sub is None:
             raise ConfigError(f"codec kind must be 'tans' or 'rans', not {kind!r}")
         try:
-            return sub._from_record(d)
+            return sub.from_record(d)
         except (KeyError, TypeError, ValueError) as e:
             if isinstance(e, ConfigError):
                 raise
@@ -163,7 +174,6 @@ class TansCodec(Codec):
     table_type: ClassVar[type] = TansTable
     extra_data_in_words: ClassVar[bool] = True
     checkpoint_mid_word: ClassVar[bool] = True
-    rans: ClassVar[None] = None    # read by the pre-issue-17 CLI (``spec.rans``); None for this kind
 
     def __post_init__(self) -> None:
         if not isinstance(self.tans, TansParams):
@@ -237,7 +247,7 @@ class TansCodec(Codec):
                 "max_symbols": p.max_symbols, "max_extra_bits": p.max_extra_bits}
 
     @classmethod
-    def _from_record(cls, d: dict) -> "TansCodec":
+    def from_record(cls, d: dict) -> "TansCodec":
         return cls(str(d["name"]), TansParams(int(d["table_log"]), int(d["word_bits"]), int(d["max_symbols"]),
                                               int(d["max_extra_bits"])))
 
@@ -251,7 +261,6 @@ class RansCodec(Codec):
     rans: RansParams
     kind: ClassVar[str] = "rans"
     table_type: ClassVar[type] = RansTable
-    tans: ClassVar[None] = None    # read by the pre-issue-17 CLI (``spec.tans``); None for this kind
 
     def __post_init__(self) -> None:
         if not isinstance(self.rans, RansParams):
@@ -303,15 +312,12 @@ class RansCodec(Codec):
                 "precision_bits": p.precision_bits, "max_symbols": p.max_symbols}
 
     @classmethod
-    def _from_record(cls, d: dict) -> "RansCodec":
+    def from_record(cls, d: dict) -> "RansCodec":
         return cls(str(d["name"]), RansParams(int(d["state_bits"]), int(d["word_bits"]), int(d["precision_bits"]),
                                               int(d["max_symbols"])))
 
 
 _KINDS: dict[str, type[Codec]] = {"tans": TansCodec, "rans": RansCodec}
-
-#: The name before issue 17, kept so that branches written against it still import (use :class:`Codec`).
-CodecSpec = Codec
 
 _NAME = re.compile(r"^(tans|rans)(\d+)$")
 

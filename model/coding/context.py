@@ -4,13 +4,13 @@ The paper codes every code of a matrix with one table. Weights are not identical
 inside a matrix: rows (output channels) differ in scale, so a row's exponent histogram is narrower
 than the matrix's. A **context plan** (:class:`ContextPlan`) cuts the matrix into groups of
 ``group`` consecutive rows (``axis="rows"``) or columns (``axis="cols"``), and gives each group one of
-``K`` **table sets**; each set is a probability table over the matrix's one code alphabet. The
-encoder chooses axis, group size, ``K`` and the selects (:func:`plan_context`), and everything it
+``sets`` **table sets**; each set is a probability table over the matrix's one code alphabet. The
+encoder chooses axis, group size, ``sets`` and the selects (:func:`plan_context`), and everything it
 chose is charged to the stream (:class:`ContextCost`):
 
 * the shared code→exponent table, ``n_codes · code_field_bits``;
 * per table set, one frequency of ``precision_bits`` per symbol of the alphabet;
-* the selects, ``ceil(log2 K)`` bits per group, and a 24-bit header (axis, group, K).
+* the selects, ``ceil(log2 sets)`` bits per group, and a 24-bit header (axis, group, sets).
 
 Optionally the top mantissa bit is **folded** into the code (:func:`folded_format`): the pair format
 ``E + f`` "exponent" bits and ``M - f`` mantissa bits of the same bit pattern, so a code is an
@@ -19,7 +19,7 @@ near the top (the density falls with the magnitude), which the folded code captu
 
 The coded stream is an ordinary golden stream (:mod:`.stream`) whose **runs** switch table set: pairs
 in row-major order, a run per group (row groups are contiguous; a column group is one run per row).
-A decoder core holds the ``K`` sets at once and switches on a select stream of runs; an encoder core
+A decoder core holds the ``sets`` table sets at once and switches on a select stream of runs; an encoder core
 takes the set with each pair (:mod:`ansforge.hdl`): neither loses a cycle at a switch.
 """
 
@@ -41,7 +41,7 @@ __all__ = ["folded_format", "ContextPlan", "ContextCost", "ContextCoded", "plan_
            "context_tables", "encode_context", "decode_context", "AXES", "GROUPS", "HEADER_BITS"]
 
 AXES = ("rows", "cols")
-#: Stream header of a plan: axis (1 bit), group size (16 bits), K - 1 (4 bits), fold (3 bits).
+#: Stream header of a plan: axis (1 bit), group size (16 bits), sets - 1 (4 bits), fold (3 bits).
 HEADER_BITS = 24
 
 
@@ -129,8 +129,8 @@ def group_counts(codes: np.ndarray, axis: str, group: int, n_codes: int) -> np.n
     return np.bincount(flat, minlength=n_groups * n_codes).reshape(n_groups, n_codes)
 
 
-def _cluster(C: np.ndarray, K: int, iters: int = 12) -> np.ndarray:
-    """Selects of ``K`` sets for group histograms ``C``: quantiles of the mean code, then Lloyd
+def _cluster(C: np.ndarray, sets: int, iters: int = 12) -> np.ndarray:
+    """Selects of ``sets`` sets for group histograms ``C``: quantiles of the mean code, then Lloyd
     iterations that move each group to the set of least cross-entropy. Deterministic."""
     n = C.sum(1)
     S = C.shape[1]
@@ -138,9 +138,9 @@ def _cluster(C: np.ndarray, K: int, iters: int = 12) -> np.ndarray:
     order = np.argsort(mean, kind="stable")
     cw = np.cumsum(n[order])
     lab = np.empty(len(C), dtype=np.int64)
-    lab[order] = np.minimum((np.maximum(cw, 1) - 1) * K // max(int(cw[-1]), 1), K - 1)
+    lab[order] = np.minimum((np.maximum(cw, 1) - 1) * sets // max(int(cw[-1]), 1), sets - 1)
     for _ in range(iters):
-        T = np.stack([C[lab == k].sum(0) for k in range(K)]).astype(np.float64) + 1e-3
+        T = np.stack([C[lab == k].sum(0) for k in range(sets)]).astype(np.float64) + 1e-3
         L = -np.log2(T / T.sum(1, keepdims=True))
         new = (C @ L.T).argmin(1)
         if np.array_equal(new, lab):
@@ -157,9 +157,9 @@ def _entropy_bits(counts: np.ndarray) -> float:
     return float(-(nz * np.log2(nz / nz.sum())).sum()) if nz.size else 0.0
 
 
-def _estimate(C: np.ndarray, lab: np.ndarray, K: int, n_symbols: int, precision_bits: int) -> float:
-    bits = sum(_entropy_bits(C[lab == k].sum(0)) for k in range(K))
-    return bits + K * n_symbols * precision_bits + (len(lab) * math.ceil(math.log2(K)) if K > 1 else 0)
+def _estimate(C: np.ndarray, lab: np.ndarray, sets: int, n_symbols: int, precision_bits: int) -> float:
+    bits = sum(_entropy_bits(C[lab == k].sum(0)) for k in range(sets))
+    return bits + sets * n_symbols * precision_bits + (len(lab) * math.ceil(math.log2(sets)) if sets > 1 else 0)
 
 
 #: Group sizes tried per axis. Column groups start at 4 columns: a column group is one run per row,
@@ -170,7 +170,7 @@ GROUPS = {"rows": (1, 4, 16, 64), "cols": (4, 16, 64)}
 def plan_context(codes: np.ndarray, n_codes: int, *, precision_bits: int = 16, max_sets: int = 8,
                  groups: Sequence[int] | None = None, axes: Sequence[str] = AXES) -> ContextPlan:
     """The plan of least estimated cost (entropy of each set's pooled counts, plus tables and
-    selects) over ``axes`` × ``groups`` × ``K = 1 .. max_sets`` (powers of two and the K the
+    selects) over ``axes`` × ``groups`` × ``sets = 1 .. max_sets`` (powers of two and the sets the
     clustering leaves). The one-table plan is always a candidate, so a plan never costs more than
     the paper's by this estimate."""
     codes = np.asarray(codes)
@@ -190,15 +190,15 @@ def plan_context(codes: np.ndarray, n_codes: int, *, precision_bits: int = 16, m
             if g >= lines:
                 continue
             C = group_counts(codes, axis, g, n_codes)
-            K = 2
-            while K <= max_sets:
-                lab = _cluster(C, K)
+            sets = 2
+            while sets <= max_sets:
+                lab = _cluster(C, sets)
                 k_used = int(lab.max()) + 1
                 cost = _estimate(C, lab, k_used, n_symbols, precision_bits)
                 if cost < best_cost:
                     best_cost = cost
                     best = ContextPlan(axis, int(g), k_used, tuple(int(v) for v in lab))
-                K *= 2
+                sets *= 2
     return best
 
 

@@ -159,7 +159,7 @@ if njit is not None:
         return r
 
     @njit(**_NJIT)
-    def _tans_encode(syms, exs, run_tab, run_end, n_runs, freq, cum, nbh, thr, kb, enc, R, W, K, out, cps):
+    def _tans_encode(syms, exs, run_tab, run_end, n_runs, freq, cum, nbh, thr, kb, enc, R, W, interval, out, cps):
         """Encode all pairs back to front (run ``r``, of table ``run_tab[r]``, ends before pair
         ``run_end[r]``); returns (n_words, n_checkpoints).
         ``cps`` rows: pair, word, bit, state (in encoder order: decreasing pair)."""
@@ -184,7 +184,7 @@ if njit is not None:
                 nw += 1
                 acc >>= np.uint64(W)
                 cnt -= W
-            if K and i and i % K == 0:
+            if interval and i and i % interval == 0:
                 cps[nc, 0] = i
                 cps[nc, 1] = nw
                 cps[nc, 2] = cnt
@@ -203,7 +203,7 @@ if njit is not None:
         return nw, nc
 
     @njit(**_NJIT)
-    def _rans_encode(syms, exs, run_tab, run_end, n_runs, freq, cum, nchunk, chunk_b, P, S, W, K, out, cps):
+    def _rans_encode(syms, exs, run_tab, run_end, n_runs, freq, cum, nchunk, chunk_b, P, S, W, interval, out, cps):
         """rANS twin of :func:`_tans_encode` (state starts at 0, as the golden encoder's)."""
         uP = np.uint64(P)
         uW = np.uint64(W)
@@ -232,7 +232,7 @@ if njit is not None:
                 nw += 1
                 x >>= uW
             x = ((x // fs) << uP) | (np.uint64(cum[t, s]) + x % fs)
-            if K and i and i % K == 0:
+            if interval and i and i % interval == 0:
                 cps[nc, 0] = i
                 cps[nc, 1] = nw
                 cps[nc, 2] = 0
@@ -326,7 +326,7 @@ class PreparedTables:
         self.spec = spec
         _KERNELS[spec.kind].prepare(self, spec, tables)
 
-    def _prepare_tans(self, spec, tables) -> None:
+    def prepare_tans(self, spec, tables) -> None:
         self.sym = _pad([t.symbol for t in tables])
         self.nb = _pad([t.nb_bits for t in tables])
         self.base = _pad([t.base for t in tables])
@@ -337,7 +337,7 @@ class PreparedTables:
         self.thr = _pad([t.threshold for t in tables])
         self.enc = _pad([t.encode_state for t in tables])
 
-    def _prepare_rans(self, spec, tables) -> None:
+    def prepare_rans(self, spec, tables) -> None:
         P = spec.rans.precision_bits
         self.freq = _pad([t.freqs for t in tables])
         self.cum = _pad([t.cum[:-1] for t in tables])
@@ -373,8 +373,8 @@ def encode(spec, tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, ext
     if extras.dtype.kind != "u":
         extras = extras.astype(np.uint64)
     symbols, extras = np.ascontiguousarray(symbols), np.ascontiguousarray(extras)
-    K = int(checkpoint_interval or 0)
-    if K < 0:
+    interval = int(checkpoint_interval or 0)
+    if interval < 0:
         return spec.coder().encode(tables, runs, symbols, extras, checkpoint_interval)  # golden error
     check_runs(runs, len(tables), symbols.size)
     n = symbols.size
@@ -385,7 +385,8 @@ def encode(spec, tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, ext
         check_pairs(symbols.astype(np.int64), extras.astype(np.uint64), runs, [t.freqs.size for t in tables],
                     [t.extra_bits for t in tables])
     W = spec.word_bits
-    out, cps, nw, nc = _KERNELS[spec.kind].encode(spec, p, tables, symbols, extras, run_tab, run_end, len(runs), K)
+    out, cps, nw, nc = _KERNELS[spec.kind].encode(spec, p, tables, symbols, extras, run_tab, run_end, len(runs),
+                                                  interval)
     checkpoints = [Checkpoint(*map(int, row)) for row in cps[:nc][::-1].tolist()]
     return EncodedStream(out[:nw].astype(word_dtype(W)), int(n), checkpoints)
 
@@ -393,24 +394,24 @@ def encode(spec, tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, ext
 # The kernels write without bounds checks, so the buffer holds the most any pairs can produce:
 # tANS writes at most R + 1 + k bits per pair, rANS pushes at most one word per coding step.
 
-def _tans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_runs, K):
+def _tans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_runs, interval):
     n, W = symbols.size, spec.word_bits
     widest = max((int(t.extra_bits.max()) for t in tables if t.extra_bits.size), default=0)
     cap = (n * (spec.precision_bits + 1 + widest) + spec.precision_bits + 1) // W + 2
     out = np.empty(cap, dtype=np.uint64)
-    cps = np.empty(((n - 1) // K if K and n else 0, 4), dtype=np.int64)
+    cps = np.empty(((n - 1) // interval if interval and n else 0, 4), dtype=np.int64)
     nw, nc = _tans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
-                          spec.tans.table_log, W, K, out, cps)
+                          spec.tans.table_log, W, interval, out, cps)
     return out, cps, nw, nc
 
 
-def _rans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_runs, K):
+def _rans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_runs, interval):
     n, W = symbols.size, spec.word_bits
     cap = n * (int(p.nchunk.max()) + 1) + spec.state_bits // W + 2
     out = np.empty(cap, dtype=np.uint64)
-    cps = np.empty(((n - 1) // K if K and n else 0, 4), dtype=np.uint64)
+    cps = np.empty(((n - 1) // interval if interval and n else 0, 4), dtype=np.uint64)
     nw, nc = _rans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nchunk, p.chunk_b,
-                          spec.rans.precision_bits, spec.rans.state_bits, W, K, out, cps)
+                          spec.rans.precision_bits, spec.rans.state_bits, W, interval, out, cps)
     return out, cps, nw, nc
 
 
@@ -611,9 +612,9 @@ def _tans_widest_field_ok(spec, tables) -> bool:
 
 
 _KERNELS: dict[str, _Kernels] = {
-    "tans": _Kernels(lambda spec: True, _tans_widest_field_ok, PreparedTables._prepare_tans, _tans_encode_stream,
+    "tans": _Kernels(lambda spec: True, _tans_widest_field_ok, PreparedTables.prepare_tans, _tans_encode_stream,
                      _tans_start, _tans_run, _tans_finish),
     "rans": _Kernels(lambda spec: spec.rans.state_bits <= 64 and spec.rans.word_bits <= 32,
-                     lambda spec, tables: True, PreparedTables._prepare_rans, _rans_encode_stream, _rans_start,
+                     lambda spec, tables: True, PreparedTables.prepare_rans, _rans_encode_stream, _rans_start,
                      _rans_run, _rans_finish),
 }

@@ -159,7 +159,7 @@ class RansCoder:
         """Encode pairs ``0 .. n-1`` back to front into words; checkpoints every ``checkpoint_interval`` pairs."""
         symbols = np.asarray(symbols, dtype=np.int64).ravel()
         extras = np.asarray(extras, dtype=np.uint64).ravel()
-        K = check_checkpoint_interval(checkpoint_interval)
+        interval = check_checkpoint_interval(checkpoint_interval)
         S, W, P = self.params.state_bits, self.params.word_bits, self.params.precision_bits
         wmask, pshift = (1 << W) - 1, S - P
         words: list[int] = []
@@ -193,7 +193,7 @@ class RansCoder:
                     x >>= W
                 x = ((x // fs) << P) | (cum[s] + x % fs)
                 i = clo + j
-                if K and i and i % K == 0:
+                if interval and i and i % interval == 0:
                     checkpoints.append(Checkpoint(i, len(words), 0, x))
         while x:
             push(x & wmask)

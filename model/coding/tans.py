@@ -250,7 +250,7 @@ class TansCoder:
         """Encode pairs ``0 .. n-1`` (back to front) into words; checkpoints every ``checkpoint_interval`` pairs."""
         symbols = np.asarray(symbols, dtype=np.int64).ravel()
         extras = np.asarray(extras, dtype=np.uint64).ravel()
-        K = check_checkpoint_interval(checkpoint_interval)
+        interval = check_checkpoint_interval(checkpoint_interval)
         R, W = self.params.table_log, self.params.word_bits
         L, wmask = 1 << R, (1 << W) - 1
         words: list[int] = []
@@ -279,7 +279,7 @@ class TansCoder:
                     acc >>= W
                     cnt -= W
                 i = clo + j
-                if K and i and i % K == 0:
+                if interval and i and i % interval == 0:
                     checkpoints.append(Checkpoint(i, len(words), cnt, X - L))
         # Final state index, then the marker bit; the top word is never zero.
         acc |= ((X - L) | (1 << R)) << cnt
