@@ -234,9 +234,10 @@ def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_s
     """
     from ..model.coding.codecs import parse_codec
     from ..sim.jobs import build_core
+    from ..hdl.cores import paper_codec
     from ..hdl.verilog import core_verilog
 
-    codec = codec or ("tans8" if kind.startswith("tans") else "rans16")
+    codec = codec or paper_codec(kind)
     spec = parse_codec(codec)
 
     def build(with_shell):
@@ -332,16 +333,3 @@ def area_markdown(rows: list[CoreArea]) -> list[str]:
             md.append(f"| ↳ {b.block} | {what} | {b.luts} | {b.lutram} | {b.lut_equivalents} | | | | {b.ffs} | | | "
                       f"{b.levels if b is not a.shell_extra else ''} | | |")
     return md
-
-
-def subsystem_bus_bits(spec, lanes: int, target: str) -> int:
-    """The AXI4 data width ``ansforge`` gives a decompression subsystem when none is asked for: the
-    narrowest of 64, 128, ... bits that feeds ``lanes`` lanes of ``target`` weights their additional
-    data each clock, and at least one word of the codec ``spec``."""
-    from ..model.dtypes.pairs import PAIR_FORMATS
-
-    w = PAIR_FORMATS[target].extra_bits
-    return max(64, spec.word_bits, 1 << max(0, lanes * w - 1).bit_length())
-
-
-__all__ += ["subsystem_bus_bits"]

@@ -151,6 +151,7 @@ def _hardware(path: str) -> list[str]:
     from ..model.coding.codecs import parse_codec
     from ..sim.jobs import build_core
     from ..sim.model_run import model_pairs, simulate_matrices
+    from ..hdl.cores import paper_codec
     from ..hdl.verilog import core_verilog
     from .area import LINT_KINDS, area_markdown, core_area, lint_warnings
 
@@ -214,8 +215,7 @@ def _hardware(path: str) -> list[str]:
         fa = "n/a" if a.ecp5_fmax_mhz is None else f"{a.ecp5_fmax_mhz:.1f}"
         md.append(f"| {kind} | {eq} → {a.lut_equivalents} | {dsp} → {a.dsps} | {ff} → {a.ffs} | {lev} → {a.levels} "
                   f"| {fmax:.1f} → {fa} |")
-    lint = {kind: lint_warnings(core_verilog(build_core(kind, parse_codec("tans8" if kind.startswith("tans")
-                                                                          else "rans16"), programmable=True)))
+    lint = {kind: lint_warnings(core_verilog(build_core(kind, parse_codec(paper_codec(kind)), programmable=True)))
             for kind in ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")}
     md += ["", "`verilator --lint-only -Wall` on each shelled core's Verilog, warnings by kind (Amaranth's "
            "own patterns: operand widths, debug wires of named signals, its FSM case encoding):", "",

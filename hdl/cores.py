@@ -13,7 +13,7 @@ from amaranth.lib import wiring
 from .rans import RansDecoder, RansEncoder
 from .tans import TansDecoder, TansEncoder
 
-__all__ = ["ROLES", "CORE_CLASSES", "build_core", "table_writes"]
+__all__ = ["ROLES", "CORE_CLASSES", "PAPER_CODECS", "build_core", "paper_codec", "table_writes"]
 
 ROLES = ("decoder", "encoder")
 
@@ -22,6 +22,16 @@ CORE_CLASSES: dict[tuple[str, str], type[wiring.Component]] = {
     ("tans", "decoder"): TansDecoder, ("tans", "encoder"): TansEncoder,
     ("rans", "decoder"): RansDecoder, ("rans", "encoder"): RansEncoder,
 }
+
+
+#: The paper's codec of each kind (Table 3's configurations): what a core is built for when no codec is named.
+PAPER_CODECS = {"tans": "tans8", "rans": "rans16"}
+
+
+def paper_codec(core: str) -> str:
+    """The paper's codec name for a core name: ``tans8`` for ``tans-decoder``/``tans-encoder``, ``rans16``
+    for ``rans-decoder``/``rans-encoder``."""
+    return PAPER_CODECS[core.split("-")[0]]
 
 
 def build_core(codec, role: str, table=None, **options) -> wiring.Component:

@@ -35,7 +35,7 @@ from .interfaces import PairToFloat
 from .parallel import ParallelDecoder
 from .cores import build_core
 
-__all__ = ["axi4_read_signature", "axi4_lite_signature", "AxiReadMaster", "AxiLiteSlave", "SymbolToCode",
+__all__ = ["default_bus_bits", "axi4_read_signature", "axi4_lite_signature", "AxiReadMaster", "AxiLiteSlave", "SymbolToCode",
            "AxiDecompressor", "Csr", "CSR_ID", "subsystem_targets"]
 
 #: ``ID`` register value: "ANSF".
@@ -291,6 +291,14 @@ class SymbolToCode(wiring.Component):
 def _decoder_factory(codec: Codec, max_symbols: int, max_extra_bits: int):
     return lambda: build_core(codec, "decoder", programmable=True, max_symbols=max_symbols,
                               max_extra_bits=max_extra_bits, block_crc=False)
+
+
+def default_bus_bits(codec, lanes: int, target: str) -> int:
+    """The AXI4 data width an :class:`AxiDecompressor` gets when none is asked for: the narrowest of
+    64, 128, ... bits that feeds ``lanes`` lanes of ``target`` weights their additional data each clock
+    (a pair's least cost), and at least one word of ``codec``."""
+    w = PAIR_FORMATS[target].extra_bits
+    return max(64, codec.word_bits, 1 << max(0, lanes * w - 1).bit_length())
 
 
 class AxiDecompressor(wiring.Component):

@@ -30,7 +30,8 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..hdl.common import DecodeStatus, bits_for, check_int
-from ..hdl.subsystem import AxiDecompressor, Csr, Table, axi4_lite_signature, axi4_read_signature
+from ..hdl.subsystem import (AxiDecompressor, Csr, Table, axi4_lite_signature, axi4_read_signature,
+                             default_bus_bits)
 from ..model.coding.codecs import Codec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.dtypes.interfaces import CodingPairFormat, PairToFloatTable
@@ -483,7 +484,7 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
                               "subsystem does not restore (compress with --stream-per-tensor)")
     spec = streams[int(recs[0]["stream"])].spec
     w = PAIR_FORMATS[target].extra_bits
-    bus = bus_bits or max(64, spec.word_bits, 1 << (lanes * w - 1).bit_length())
+    bus = bus_bits or default_bus_bits(spec, lanes, target)
     escape_bits = max(container.code_table(r).index_bits for r in recs)
     max_codes = 1 << max(6, (max(len(r["exponents"]) for r in recs) - 1).bit_length())
     # a lane at full rate reads (w + a few code bits) / bus beats per clock: twice the latency's worth

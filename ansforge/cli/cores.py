@@ -45,8 +45,7 @@ def _subsystem_parameters(p: argparse.ArgumentParser) -> None:
 
 def _subsystem(args: argparse.Namespace):
     """(codec, the :class:`~ansforge.hdl.subsystem.AxiDecompressor` the ``--top subsystem`` options describe)."""
-    from ..analysis.area import subsystem_bus_bits
-    from ..hdl.subsystem import AxiDecompressor
+    from ..hdl.subsystem import AxiDecompressor, default_bus_bits
     from ..model.coding.codecs import parse_codec
 
     if args.core is not None:
@@ -56,7 +55,7 @@ def _subsystem(args: argparse.Namespace):
         spec = parse_codec(codec)
     except (ValueError, AnsforgeError) as exc:
         raise UsageError(str(exc)) from None
-    bus = args.bus_bits or subsystem_bus_bits(spec, args.lanes, args.target)
+    bus = args.bus_bits or default_bus_bits(spec, args.lanes, args.target)
     try:
         return codec, AxiDecompressor(spec, lanes=args.lanes, target=args.target, bus_bits=bus,
                                       escape_bits=args.escape_bits, max_codes=args.max_codes,
@@ -72,8 +71,10 @@ def _need_core(args: argparse.Namespace) -> str:
 
 
 def _default_codec(core: str, codec: str | None) -> str:
-    codec = codec or ("tans8" if core.startswith("tans") else "rans16")
+    from ..hdl.cores import paper_codec
     from ..model.coding.codecs import parse_codec
+
+    codec = codec or paper_codec(core)
 
     spec = parse_codec(codec)
     if spec.kind != core.split("-")[0]:
