@@ -100,8 +100,8 @@ PINNED_DATA = True
 #: Experiments (off in what ships; ``docs/formal.md`` has the measurements): families (``"tans"``)
 #: whose ``round_trip`` holds an arbitrary legal table (``AnyConst``) presented to the cores directly
 #: as their table memories' contents (:class:`_TablePlatform`: no ``cfg`` clocks). Mutant runs keep
-#: the pinned table written through ``cfg`` (two mutants are in the write path). z3 and MiniSat do
-#: not finish the symbolic tANS round trip this way either.
+#: the pinned table written through ``cfg`` (two mutants are in the write path). z3 does not finish
+#: the symbolic tANS round trip this way either; yosys ``sat`` (MiniSat) does, by hand, in ~14 min.
 DIRECT_TABLE: tuple[str, ...] = ()
 #: Experiments: the direct path with the pinned table (checks the path itself; see ``docs/formal.md``).
 DIRECT_PINNED = False
