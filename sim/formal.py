@@ -52,8 +52,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from amaranth.back import rtlil
-from amaranth.hdl import Array, Assert, Assume, Cat, Cover, ClockDomain, ClockSignal, Const, Module, Mux, Signal, Value
+from amaranth.hdl import (Array, Assert, Assume, Cat, Cover, ClockDomain, ClockSignal, Const, Module, Mux, Shape, Signal,
+                          Value)
 from amaranth.hdl._ast import AnyConst, AnySeq
+from amaranth.lib import data
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 from amaranth.utils import bits_for as _bits
 
@@ -94,6 +97,14 @@ PINNED_TANS_SPREAD = (0, 1, 2, 0, 3, 1, 0, 2, 1, 0, 0, 2, 1, 3, 0, 1, 2, 0, 0, 1
 PINNED_TANS_EXTRA = (0, 1, 2, 2)
 #: Whether round_trip and detection use the pinned tables (True) or an arbitrary legal table.
 PINNED_DATA = True
+#: Experiments (off in what ships; ``docs/formal.md`` has the measurements): families (``"tans"``)
+#: whose ``round_trip`` holds an arbitrary legal table (``AnyConst``) presented to the cores directly
+#: as their table memories' contents (:class:`_TablePlatform`: no ``cfg`` clocks). Mutant runs keep
+#: the pinned table written through ``cfg`` (two mutants are in the write path). z3 does not finish
+#: the symbolic tANS round trip this way either; yosys ``sat`` (MiniSat) does, by hand, in ~14 min.
+DIRECT_TABLE: tuple[str, ...] = ()
+#: Experiments: the direct path with the pinned table (checks the path itself; see ``docs/formal.md``).
+DIRECT_PINNED = False
 #: Default depth of the k-induction properties.
 DEFAULT_DEPTH = 20
 #: Properties per core, in the order ``--mutants`` tries them.
@@ -155,6 +166,7 @@ class _Bench:
         self.covers: list[str] = []                     # what the harness's Cover statements say
         self.latched: list[str] = []                    # messages of the checks made by :meth:`check`
         self.cycle = Signal(8, name="cycle")            # clocks since the start, saturating
+        self.platform = None                            # a :class:`_TablePlatform` for direct tables
         m.d.past += self.cycle.eq(Mux(self.cycle == 255, 255, self.cycle + 1))
 
     def check(self, enable, test, message: str) -> None:
@@ -282,8 +294,8 @@ class _LegalTable:
     """An arbitrary legal table of the small configuration (``AnyConst``), written into the cores
     through their ``cfg`` streams in the first :attr:`clocks` clocks, one entry per clock."""
 
-    def __init__(self, b: _Bench, family: str, *, pinned: bool = False):
-        self.b, self.family = b, family
+    def __init__(self, b: _Bench, family: str, *, pinned: bool = False, direct: bool = False):
+        self.b, self.family, self.direct = b, family, direct
         m = b.m
         sh = SMALL[family]
         self.n_sym = n = sh["max_symbols"]
@@ -299,7 +311,7 @@ class _LegalTable:
             R = sh["table_log"]
             L = 1 << R
             self.R, self.L = R, L
-            self.clocks = L
+            self.clocks = 0 if direct else L            # direct: the memories' contents (no cfg clocks)
             # The table as the encoder holds it: slots ``cum[s] .. cum[s] + f[s] - 1`` belong to symbol
             # ``s`` and slot ``j`` holds state ``state[j]``. Legal: the frequencies sum to ``L``, the
             # slots hold every state once, and a symbol's states increase with its slots (the spread,
@@ -371,6 +383,9 @@ class _LegalTable:
             m.d.comb += [core.cfg.valid.eq(self.prog), core.cfg.p.addr.eq(at),
                          core.cfg.p.data.eq(f | (c << (P + 1)) | (k << (2 * P + 2)))]
             return
+        if self.direct:
+            self._present(core, role)
+            return
         R, L = self.R, self.L
         j = t[:R]                                       # the slot written this clock
         s = Signal(range(self.n_sym), name=f"{role}_slot_symbol")
@@ -400,6 +415,116 @@ class _LegalTable:
                          e.threshold.eq(fs << nbh), e.k.eq(Array(self.k)[sym_at])]
             m.d.comb += [core.state_cfg.valid.eq(self.prog), core.state_cfg.p.addr.eq(j),
                          core.state_cfg.p.data.eq(x)]
+
+    def _slot_symbol(self, j: int) -> Value:
+        """The symbol whose run of slots holds slot ``j`` (a constant)."""
+        m = self.b.m
+        s = Signal(range(self.n_sym), name=f"slot{j}_symbol")
+        for q in range(1, self.n_sym):
+            with m.If((self.cum[q] <= j) & (self.freq[q] != 0)):
+                m.d.comb += s.eq(q)
+        return s
+
+    def _present(self, core, role: str) -> None:
+        """tANS, ``direct``: no table writes; the table memories of ``core`` hold this table from the
+        first clock (:class:`_TablePlatform` builds them as registers whose contents are these values)."""
+        b, m = self.b, self.b.m
+        R, L = self.R, self.L
+        if b.platform is None:
+            b.platform = _TablePlatform()
+        if role == "dec":
+            m.d.comb += core.cfg.valid.eq(0)
+            layout = _tans_layout(core.cfg.p.data)
+            # The decoder's row of each state as a witness: its symbol and ``y`` (``AnyConst``), tied to
+            # the slots by "the row of state[j] is the row slot j implies" (an ``Assume`` per slot), so
+            # that the solver reads a decoded symbol off one assumption instead of inverting the
+            # slot->state permutation itself.
+            dsym = [Signal(range(self.n_sym), name=f"state{x}_symbol") for x in range(L)]
+            dy = [Signal(R + 1, name=f"state{x}_y") for x in range(L)]
+            for x in range(L):
+                m.d.comb += [dsym[x].eq(AnyConst(len(dsym[x]))), dy[x].eq(AnyConst(R + 1))]
+            for j in range(L):
+                s = self._slot_symbol(j)
+                y = Signal(R + 1, name=f"slot{j}_y")
+                m.d.comb += y.eq(Array(self.freq)[s] + j - Array(self.cum)[s])
+                m.d.comb += Assume((Array(dsym)[self.state[j]] == s) & (Array(dy)[self.state[j]] == y))
+            words = []
+            for x in range(L):
+                nb = Signal(range(R + 2), name=f"state{x}_nb")
+                m.d.comb += nb.eq(R + 1 - _bit_length(m, dy[x], f"state{x}_y"))
+                row = Signal(layout, name=f"dec_row{x}")
+                m.d.comb += [row.symbol.eq(dsym[x]), row.nb.eq(nb), row.base.eq(((dy[x] << nb) - L)[:R]),
+                             row.need.eq(nb + Array(self.k)[dsym[x]])]
+                words.append(Value.cast(row))
+            b.platform.contents["dec"] = words
+        else:
+            m.d.comb += [core.sym_cfg.valid.eq(0), core.state_cfg.valid.eq(0)]
+            layout = _tans_layout(core.sym_cfg.p.data)
+            syms = []
+            for q in range(self.n_sym):
+                fs = self.freq[q]
+                nbh = Signal(range(R + 2), name=f"enc_nb_high{q}")
+                m.d.comb += nbh.eq(R + 1 - _bit_length(m, fs, f"enc_f{q}"))
+                e = Signal(layout, name=f"enc_sym_row{q}")
+                m.d.comb += [e.freq.eq(fs), e.cum.eq(self.cum[q]), e.nb_high.eq(nbh), e.threshold.eq(fs << nbh),
+                             e.k.eq(self.k[q])]
+                syms.append(Value.cast(e))
+            b.platform.contents["sym"] = syms
+            b.platform.contents["state"] = list(self.state)
+
+
+def _tans_layout(view) -> data.StructLayout:
+    return data.Layout.cast(view.shape())
+
+
+class _TablePlatform:
+    """The formal-only platform of harnesses with a direct table: Amaranth's ``Memory`` asks
+    ``platform.get_memory(memory)`` for its implementation; the tANS table memories (recognised by
+    their row layouts) become one register per row whose contents are the harness's values (``AnyConst``
+    expressions) until a write port writes the row; every other memory is built as usual."""
+
+    def __init__(self):
+        self.contents: dict[str, list] = {}
+
+    @staticmethod
+    def _key(memory) -> str | None:
+        shape = memory.shape
+        if isinstance(shape, data.StructLayout):
+            names = {n for n, _ in shape}
+            return "dec" if "base" in names else "sym" if "threshold" in names else None
+        if memory.depth == 1 << SMALL["tans"]["table_log"] and Shape.cast(shape).width == SMALL["tans"]["table_log"]:
+            return "state"
+        return None
+
+    def get_memory(self, memory):
+        init = self.contents.get(self._key(memory))
+        if init is None:
+            return Memory.elaborate(memory, None)
+        assert len(init) == memory.depth, (self._key(memory), len(init), memory.depth)
+        m = Module()
+        width = Shape.cast(memory.shape).width
+        words = []
+        for a in range(memory.depth):
+            w = Signal(width, name=f"row{a}")
+            m.d.comb += w.eq(init[a])
+            words.append(w)
+        for i, port in enumerate(memory.write_ports):
+            rows = []
+            for a, w in enumerate(words):
+                written = Signal(name=f"w{i}_written{a}")
+                value = Signal(width, name=f"w{i}_row{a}")
+                with m.If(port.en.any() & (port.addr == a)):
+                    m.d[port.domain] += [written.eq(1), value.eq(port.data)]
+                rows.append(Mux(written, value, w))
+            words = rows
+        for port in memory.read_ports:
+            v = Array(words)[port.addr]
+            if port.domain == "comb":
+                m.d.comb += Value.cast(port.data).eq(v)
+            else:
+                with m.If(port.en):
+                    m.d[port.domain] += Value.cast(port.data).eq(v)
+        return m
 
 
 def _bit_length(m: Module, v: Signal, name: str) -> Signal:
@@ -490,17 +615,29 @@ def _pairs(table: _LegalTable, n: int) -> list[tuple[Signal, Signal]]:
 #: that it has is part of ``round_trip``), and the default depth of the round trip's check.
 ROUND_TRIP_CLOCKS = {"tans": 54, "rans": 26}
 DETECTION_CLOCKS = {"tans": 56, "rans": 30}
+def _round_trip_clocks(family: str, direct: bool) -> int:
+    """Clock by which the round trip has finished: :data:`ROUND_TRIP_CLOCKS` less the table's
+    ``cfg`` clocks when the table is presented directly."""
+    return ROUND_TRIP_CLOCKS[family] - (_table_clocks(f"{family}-decoder") if direct else 0)
+
+
 #: Detection: ``done`` within ``N * c + M + C`` clocks of the command (``c``: clocks per pair).
 DETECTION_BOUND = {"tans": (1, 6), "rans": (4, 6)}
 
 
-def _pair_bench(family: str, mutant: str | None):
+def _direct(family: str, prop: str, mutant: str | None) -> bool:
+    """Whether the harness holds an arbitrary legal table presented directly (:data:`DIRECT_TABLE`)."""
+    return prop == "round_trip" and family in DIRECT_TABLE and mutant is None
+
+
+def _pair_bench(family: str, mutant: str | None, *, direct: bool = False):
     """An encoder and a decoder of ``family`` (``mutant`` in the one it belongs to), both given the
-    data harnesses' table: ``(bench, encoder, decoder, table)``."""
+    data harnesses' table (``direct``: an arbitrary legal one as the memories' contents):
+    ``(bench, encoder, decoder, table)``."""
     b = _Bench(free_reset=False)
     enc, dec = _family_cores(family, mutant)
     b.m.submodules.enc, b.m.submodules.dec = enc, dec
-    table = _LegalTable(b, family, pinned=PINNED_DATA)
+    table = _LegalTable(b, family, pinned=(PINNED_DATA and not direct) or (direct and DIRECT_PINNED), direct=direct)
     table.program(enc, role="enc")
     table.program(dec, role="dec")
     return b, enc, dec, table
@@ -523,7 +660,8 @@ def _encode(b: _Bench, enc, go, n, symbols: Array, extras: Array, name: str) -> 
 
 
 def _round_trip(family: str, mutant: str | None) -> _Bench:
-    b, enc, dec, table = _pair_bench(family, mutant)
+    direct = _direct(family, "round_trip", mutant)
+    b, enc, dec, table = _pair_bench(family, mutant, direct=direct)
     m = b.m
     nmax = ROUND_TRIP_PAIRS[family]
     n = Signal(range(nmax + 1), name="n_pairs")
@@ -564,7 +702,7 @@ def _round_trip(family: str, mutant: str | None) -> _Bench:
     b.check(ending, k_out == n, "the decoder reports done before returning every pair")
     with m.If(ending):
         m.d.past += finished.eq(1)
-    b.check(b.cycle >= ROUND_TRIP_CLOCKS[family], finished, "the round trip has not finished in time")
+    b.check(b.cycle >= _round_trip_clocks(family, direct), finished, "the round trip has not finished in time")
     b.cover(finished & (n == nmax), f"a round trip of {nmax} pair(s) finishes")
     return b
 
@@ -647,7 +785,7 @@ def _bench(core: str, prop: str, mutant: str | None) -> _Bench:
     return b
 
 
-def default_depth(core: str, prop: str) -> int:
+def default_depth(core: str, prop: str, mutant: str | None = None) -> int:
     """The depth a property runs at by default: :data:`DEFAULT_DEPTH` for the k-induction properties
     (plus the table's programming clocks where the harness has one), and for ``round_trip`` and
     ``detection`` the clock by which every run of the harness has finished, plus one."""
@@ -655,7 +793,7 @@ def default_depth(core: str, prop: str) -> int:
     # One clock more than the scenario: a latched check (``_Bench.check``) shows a violation in the
     # clock after it.
     if prop == "round_trip":
-        return ROUND_TRIP_CLOCKS[family] + 2
+        return _round_trip_clocks(family, _direct(family, prop, mutant)) + 2
     if prop == "detection":
         return DETECTION_CLOCKS[family] + 1
     if (prop, core) in _TABLE_FIRST:
@@ -799,12 +937,12 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
     an ``Assume`` that rules out everything cannot make the property pass silently.
     """
     if depth is None or prop in ("round_trip", "detection"):
-        depth = default_depth(core, prop)
+        depth = default_depth(core, prop, mutant)
     elif (prop, core) in _TABLE_FIRST:
         depth += _table_clocks(core)
     mode = _mode(core, prop)
     b = _bench(core, prop, mutant)
-    text = rtlil.convert(b.m, ports=[b.cd.clk], name="top")
+    text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
     root = Path(tempfile.mkdtemp(prefix="prove-", dir=workdir))
     try:
         (root / "top.il").write_text(text)
