@@ -163,3 +163,16 @@ def test_the_checker_catches(tmp_path, source, expected):
     found = layering + privacy
     assert len(found) == 1 and found[0].startswith(f"model/coding/bad.py:{source.count(chr(10)) + 1}: "), found
     assert expected in found[0], found
+
+
+@pytest.mark.parametrize("old, new", [("tans", "coding.tans"), ("pairs", "dtypes.pairs"), ("checkpoint", "llm.checkpoint")])
+def test_the_flat_model_paths_of_earlier_releases_still_import(old, new):
+    """``ansforge.model.<module>`` (the layout before the three subpackages) is the moved module itself,
+    imported with a DeprecationWarning that names the new path."""
+    import importlib
+    import sys
+
+    sys.modules.pop(f"ansforge.model.{old}", None)
+    with pytest.warns(DeprecationWarning, match=f"ansforge.model.{new}"):
+        moved = importlib.import_module(f"ansforge.model.{old}")
+    assert moved is importlib.import_module(f"ansforge.model.{new}")
