@@ -25,6 +25,11 @@ parameters and check only hardware options (table sets, programmable, whether a 
     the ``constriction`` preset: ``P = 24``, ``W = 32``, ``S = 64`` with constriction's own leaky
     quantization of ``counts / total`` and no escape, so its words are exactly those of
     constriction's ``AnsCoder`` (``Categorical`` for the code, ``Uniform(2**k)`` for the extra data).
+``…xN``
+    any of the above with ``N = 2 … 16`` interleaved states sharing the stream (``tans8x2``,
+    ``rans16x4``, ``rans24x2``): pair ``j`` is coded with state ``j mod N`` (``docs/bitstream.md`` §8),
+    so a core gives each state ``N`` clocks and a CPU runs ``N`` independent chains. ``N = 1`` (no
+    suffix) is the single-state bitstream, unchanged. ``rans24xN`` is no longer constriction's format.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from .codetable import CodeTable, build_code_table, constriction_quantizer, opti
 from ..errors import ConfigError
 from .rans import RANS_PRESETS, RansCoder, RansParams, RansTable
 from .tans import SPREADS, TansCoder, TansParams, TansTable
+from .stream import MAX_STATES
 
 __all__ = ["Codec", "TansCodec", "RansCodec", "parse_codec", "DEFAULT_CODECS"]
 
@@ -92,8 +98,21 @@ class Codec:
 
     @property
     def is_constriction(self) -> bool:
-        """Whether this is the ``rans24`` constriction preset (its own quantizer, no escape)."""
+        """Whether this is the ``rans24`` constriction preset (its own quantizer, no escape; with
+        ``states > 1`` the quantizer stays but the words are not constriction's)."""
         return False
+
+    @property
+    def states(self) -> int:
+        """``N``, the interleaved states of a stream (1: the single-state bitstream)."""
+        return self.params.states
+
+    def hardware_check(self) -> None:
+        """Raise :class:`ConfigError` unless the hardware cores decode this codec's streams: they
+        decode streams of one state (issues 18/19), not ``N > 1`` interleaved states."""
+        if self.states > 1:
+            raise ConfigError(f"codec {self.name} interleaves {self.states} states; the hardware cores decode "
+                              f"streams of 1 state (issues 18/19)")
 
     def label(self) -> str:
         """Table 1 row label, as the paper writes it."""
@@ -182,7 +201,8 @@ class TansCodec(Codec):
     @classmethod
     def of(cls, table_log: int = 8, word_bits: int = 16, **kw) -> "TansCodec":
         """A codec named ``tans<table_log>`` from loose parameters (validated by :class:`~.tans.TansParams`)."""
-        return cls(f"tans{table_log}", TansParams(table_log=table_log, word_bits=word_bits, **kw))
+        params = TansParams(table_log=table_log, word_bits=word_bits, **kw)
+        return cls(f"tans{table_log}{_suffix(params.states)}", params)
 
     @property
     def params(self) -> TansParams:
@@ -197,7 +217,7 @@ class TansCodec(Codec):
         return self.tans.table_log
 
     def label(self) -> str:
-        return f"tANS {self.tans.table_log} bits"
+        return f"tANS {self.tans.table_log} bits{_suffix(self.states, ' x')}"
 
     def coder(self) -> TansCoder:
         return TansCoder(self.tans)
@@ -244,12 +264,12 @@ class TansCodec(Codec):
     def to_json(self) -> dict:
         p = self.tans
         return {"name": self.name, "kind": "tans", "table_log": p.table_log, "word_bits": p.word_bits,
-                "max_symbols": p.max_symbols, "max_extra_bits": p.max_extra_bits}
+                "max_symbols": p.max_symbols, "max_extra_bits": p.max_extra_bits, **_states_json(p.states)}
 
     @classmethod
     def from_record(cls, d: dict) -> "TansCodec":
         return cls(str(d["name"]), TansParams(int(d["table_log"]), int(d["word_bits"]), int(d["max_symbols"]),
-                                              int(d["max_extra_bits"])))
+                                              int(d["max_extra_bits"]), _states_record(d)))
 
 
 @dataclass(frozen=True)
@@ -269,8 +289,8 @@ class RansCodec(Codec):
     @classmethod
     def of(cls, state_bits: int = 48, word_bits: int = 32, precision_bits: int = 16, **kw) -> "RansCodec":
         """A codec named ``rans<precision_bits>`` from loose parameters (validated by :class:`~.rans.RansParams`)."""
-        return cls(f"rans{precision_bits}", RansParams(state_bits=state_bits, word_bits=word_bits,
-                                                       precision_bits=precision_bits, **kw))
+        params = RansParams(state_bits=state_bits, word_bits=word_bits, precision_bits=precision_bits, **kw)
+        return cls(f"rans{precision_bits}{_suffix(params.states)}", params)
 
     @property
     def params(self) -> RansParams:
@@ -286,10 +306,11 @@ class RansCodec(Codec):
 
     @property
     def is_constriction(self) -> bool:
-        return self.name == "rans24"
+        return self.name.partition("x")[0] == "rans24"
 
     def label(self) -> str:
-        return f"rANS {self.rans.precision_bits} bits" + (" (constriction preset)" if self.is_constriction else "")
+        return f"rANS {self.rans.precision_bits} bits{_suffix(self.states, ' x')}" + (
+            " (constriction preset)" if self.is_constriction else "")
 
     def coder(self) -> RansCoder:
         return RansCoder(self.rans)
@@ -309,35 +330,62 @@ class RansCodec(Codec):
     def to_json(self) -> dict:
         p = self.rans
         return {"name": self.name, "kind": "rans", "state_bits": p.state_bits, "word_bits": p.word_bits,
-                "precision_bits": p.precision_bits, "max_symbols": p.max_symbols}
+                "precision_bits": p.precision_bits, "max_symbols": p.max_symbols, **_states_json(p.states)}
 
     @classmethod
     def from_record(cls, d: dict) -> "RansCodec":
         return cls(str(d["name"]), RansParams(int(d["state_bits"]), int(d["word_bits"]), int(d["precision_bits"]),
-                                              int(d["max_symbols"])))
+                                              int(d["max_symbols"]), _states_record(d)))
 
 
 _KINDS: dict[str, type[Codec]] = {"tans": TansCodec, "rans": RansCodec}
 
-_NAME = re.compile(r"^(tans|rans)(\d+)$")
+_NAME = re.compile(r"^(tans|rans)(\d+)(?:x(\d+))?$")
+
+
+def _suffix(states: int, sep: str = "x") -> str:
+    """A codec name's ``xN`` suffix: none for one state, so ``tans8`` keeps its name."""
+    return f"{sep}{states}" if states > 1 else ""
+
+
+def _states_json(states: int) -> dict:
+    """The codec record's ``states`` key: only for ``N > 1``, so single-state records (and the
+    containers that hold them) stay byte-identical to those written before interleaving."""
+    return {"states": states} if states > 1 else {}
+
+
+def _states_record(d: dict) -> int:
+    """``states`` of a codec record (1 when absent); a record that spells out 1 is not one ansforge
+    writes, and a non-integer is malformed."""
+    if "states" not in d:
+        return 1
+    v = d["states"]
+    if isinstance(v, bool) or not isinstance(v, int) or v == 1:
+        raise ValueError(f"states must be an integer from 2 to {MAX_STATES} when present, not {v!r}")
+    return v
 
 
 def parse_codec(name: str) -> Codec:
-    """``tans5`` … ``tans12``, ``rans5`` … ``rans24`` as a :class:`TansCodec` or :class:`RansCodec`
-    (see the module docstring)."""
+    """``tans5`` … ``tans12``, ``rans5`` … ``rans24`` as a :class:`TansCodec` or :class:`RansCodec`,
+    with an optional ``xN`` suffix for ``N = 1 … 16`` interleaved states (``tans8x2``; ``x1`` is the
+    plain name) (see the module docstring)."""
     m = _NAME.match(str(name).strip().lower())
     if not m:
-        raise ConfigError(f"codec must be tansR (R = 5..12) or ransP (P = 5..24), e.g. tans8, rans16, rans24; "
-                          f"not {name!r}")
+        raise ConfigError(f"codec must be tansR (R = 5..12) or ransP (P = 5..24), optionally with xN interleaved "
+                          f"states (N = 1..{MAX_STATES}), e.g. tans8, rans16, rans24, tans8x2; not {name!r}")
     kind, bits = m.group(1), int(m.group(2))
+    states = int(m.group(3)) if m.group(3) is not None else 1
+    if not 1 <= states <= MAX_STATES:
+        raise ConfigError(f"codec {name!r}: interleaved states N must be from 1 to {MAX_STATES}, not {states}")
+    sfx = _suffix(states)
     if kind == "tans":
         if not 5 <= bits <= 12:
             raise ConfigError(f"codec {name!r}: tANS table_log R must be from 5 to 12, not {bits}")
-        return TansCodec(f"tans{bits}", TansParams(table_log=bits, word_bits=16, max_symbols=64))
+        return TansCodec(f"tans{bits}{sfx}", TansParams(table_log=bits, word_bits=16, max_symbols=64, states=states))
     if not 5 <= bits <= 24:
         raise ConfigError(f"codec {name!r}: rANS precision P must be from 5 to 24, not {bits}")
     if bits == 24:
-        return RansCodec("rans24", RANS_PRESETS["constriction"])
+        return RansCodec(f"rans24{sfx}", dataclasses.replace(RANS_PRESETS["constriction"], states=states))
     if bits == 16:
-        return RansCodec("rans16", RANS_PRESETS["paper"])
-    return RansCodec(f"rans{bits}", RansParams(64, 32, bits))
+        return RansCodec(f"rans16{sfx}", dataclasses.replace(RANS_PRESETS["paper"], states=states))
+    return RansCodec(f"rans{bits}{sfx}", RansParams(64, 32, bits, states=states))

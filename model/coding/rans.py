@@ -39,24 +39,26 @@ import numpy as np
 
 from .codetable import CodeTable
 from ..errors import ConfigError
-from .stream import Checkpoint, DecodeWindow, EncodedStream, Run, StreamError, reverse_chunks, word_dtype, word_list
-from .stream import check_checkpoint_interval
+from .stream import Checkpoint, DecodeWindow, pack_states, EncodedStream, Run, StreamError, reverse_chunks, word_dtype, word_list
+from .stream import MAX_STATES, check_checkpoint, check_checkpoint_interval
 
-__all__ = ["RansParams", "RansTable", "RansCoder", "RANS_PRESETS"]
+__all__ = ["RansParams", "RansTable", "RansCoder", "RANS_PRESETS", "initial_state", "stream_head"]
 
 
 @dataclass(frozen=True)
 class RansParams:
-    """rANS core parameters: ``state_bits`` S, ``word_bits`` W, ``precision_bits`` P (see module)."""
+    """rANS core parameters: ``state_bits`` S, ``word_bits`` W, ``precision_bits`` P (see module) and
+    ``states`` N (1 to 16 interleaved states sharing one word stream, ``docs/bitstream.md`` §8)."""
 
     state_bits: int = 64
     word_bits: int = 32
     precision_bits: int = 16
     max_symbols: int = 256
+    states: int = 1
 
     def __post_init__(self) -> None:
         for name, lo, hi in (("state_bits", 16, 128), ("word_bits", 8, 64), ("precision_bits", 5, 24),
-                             ("max_symbols", 2, 1 << 16)):
+                             ("max_symbols", 2, 1 << 16), ("states", 1, MAX_STATES)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
                 raise ConfigError(f"rANS {name} must be an integer from {lo} to {hi}, not {v!r}")
@@ -64,6 +66,54 @@ class RansParams:
             raise ConfigError(
                 f"rANS state_bits S={self.state_bits} must be >= word_bits + precision_bits = "
                 f"{self.word_bits} + {self.precision_bits}")
+
+
+def initial_state(params: RansParams) -> int:
+    """Every state's value before the encoder's first symbol, which the decoder's end check expects.
+
+    One state starts at 0: its first symbols are absorbed while ``x < 2**(S - W)``, before any word is
+    pushed, and the decoder tells those steps from a renormalization by the empty stack. ``N > 1``
+    states share one stack, so a state still absorbing (a lane of zero-cost symbols stays at 0) could
+    pop another lane's word; they start at ``2**(S - W)`` instead, which keeps every state in
+    ``[2**(S - W), 2**S)`` and makes "pop exactly when ``x < 2**(S - W)``" the decoder's rule."""
+    return 0 if params.states == 1 else 1 << (params.state_bits - params.word_bits)
+
+
+def stream_head(w: Sequence[int], params: RansParams) -> tuple[int, list[int]]:
+    """Where decoding starts at the top of an rANS stream of words ``w`` (a list of ints): the words
+    still unread and the ``N`` states (lane order).
+
+    One state: pop the top word (never zero), then pop while ``x < 2**(S - W)`` and words remain. ``N > 1``
+    states: pop ``ceil(S / W)`` words per state, most significant first, lane 0 first; each must lie
+    in ``[2**(S - W), 2**S)``. Raises :class:`StreamError` on a zero top word, or top words that
+    cannot hold the ``N`` states."""
+    S, W, N = params.state_bits, params.word_bits, params.states
+    h = len(w)
+    if N == 1:
+        x = 0
+        if h:
+            h -= 1
+            x = int(w[h])
+            if x == 0 or x >> W:
+                raise StreamError("rANS stream's top word is zero (corrupt or not an rANS stream)")
+            while x < (1 << (S - W)) and h:
+                h -= 1
+                x = (x << W) | int(w[h])
+        return h, [x]
+    per = -(-S // W)
+    xs = []
+    for _ in range(N):
+        x = 0
+        for _ in range(per):
+            if h == 0:
+                raise StreamError(f"rANS stream's top words cannot hold its {N} states ({per} words each)")
+            h -= 1
+            x = (x << W) | int(w[h])
+        if not (1 << (S - W)) <= x < (1 << S):
+            raise StreamError(f"rANS stream's top words cannot hold its {N} states: state {len(xs)} = {x} is "
+                              f"outside {1 << (S - W)}..{(1 << S) - 1}")
+        xs.append(x)
+    return h, xs
 
 
 RANS_PRESETS: dict[str, RansParams] = {
@@ -160,12 +210,16 @@ class RansCoder:
         symbols = np.asarray(symbols, dtype=np.int64).ravel()
         extras = np.asarray(extras, dtype=np.uint64).ravel()
         interval = check_checkpoint_interval(checkpoint_interval)
-        S, W, P = self.params.state_bits, self.params.word_bits, self.params.precision_bits
+        S, W, P, N = self.params.state_bits, self.params.word_bits, self.params.precision_bits, self.params.states
         wmask, pshift = (1 << W) - 1, S - P
         words: list[int] = []
         push = words.append
         checkpoints: list[Checkpoint] = []
-        x = 0
+        # Pair i is coded with xs[i mod N]. One state starts at 0 (its first symbols cost nothing); N > 1
+        # states start at 2**(S - W), the bottom of the normalized interval, so that a decoder pops
+        # exactly when x < 2**(S - W): see initial_state.
+        xs = [initial_state(self.params)] * N
+        lane = (int(symbols.size) - 1) % N if symbols.size else 0
         current = None
         prepared: dict[int, tuple] = {}      # per table, once: runs may switch tables every few pairs
         for t, clo, syms, exs in reverse_chunks(tables, runs, symbols, extras):
@@ -180,6 +234,7 @@ class RansCoder:
             for j in range(len(syms) - 1, -1, -1):
                 s = syms[j]
                 e = exs[j]
+                x = xs[lane]
                 for b, fu in chunks[s]:
                     v = e & ((1 << b) - 1)
                     e >>= b
@@ -191,13 +246,23 @@ class RansCoder:
                 if x >> pshift >= fs:
                     push(x & wmask)
                     x >>= W
-                x = ((x // fs) << P) | (cum[s] + x % fs)
+                xs[lane] = ((x // fs) << P) | (cum[s] + x % fs)
                 i = clo + j
                 if interval and i and i % interval == 0:
-                    checkpoints.append(Checkpoint(i, len(words), 0, x))
-        while x:
-            push(x & wmask)
-            x >>= W
+                    checkpoints.append(Checkpoint(i, len(words), 0, pack_states(xs)))
+                lane = lane - 1 if lane else N - 1
+        if N == 1:
+            x = xs[0]
+            while x:  # the state's non-zero words, least significant first
+                push(x & wmask)
+                x >>= W
+        else:
+            # Every state in exactly ceil(S / W) words, x_{N-1} first and x_0 last, least significant
+            # word first: the decoder pops x_0's words first, most significant first.
+            for x in reversed(xs):
+                for _ in range(-(-S // W)):
+                    push(x & wmask)
+                    x >>= W
         checkpoints.reverse()
         return EncodedStream(np.asarray(words, dtype=word_dtype(W)), int(symbols.size), checkpoints)
 
@@ -211,26 +276,21 @@ class RansCoder:
         Decoding to the end checks ``x == 0`` and an empty stack; raises :class:`StreamError` otherwise.
         """
         window = DecodeWindow(runs, len(tables), start, count)
-        S, W, P = self.params.state_bits, self.params.word_bits, self.params.precision_bits
+        S, W, P, N = self.params.state_bits, self.params.word_bits, self.params.precision_bits, self.params.states
         lo_bound, pmask = 1 << (S - W), (1 << P) - 1
         w = word_list(words)
         h = len(w)
         if checkpoint is None or checkpoint.pair == 0:
-            x = 0
-            if h:
-                h -= 1
-                x = w[h]
-                if x == 0 or x >> W:
-                    raise StreamError("rANS stream's top word is zero (corrupt or not an rANS stream)")
-                while x < lo_bound and h:
-                    h -= 1
-                    x = (x << W) | w[h]
+            h, xs = stream_head(w, self.params)
             pos = 0
         else:
-            if not 0 <= checkpoint.pair <= start or not 0 <= checkpoint.word <= h or checkpoint.bit != 0 \
-                    or not 0 <= checkpoint.state < (1 << S):
-                raise StreamError(f"checkpoint {checkpoint.as_tuple()} does not fit this stream")
-            h, x, pos = checkpoint.word, checkpoint.state, checkpoint.pair
+            check_checkpoint(checkpoint, start, h, W, N, 1 << S, mid_word=False)
+            h, xs, pos = checkpoint.word, list(checkpoint.lane_states), checkpoint.pair
+        # One state pops while words remain (its first symbols were absorbed at x < 2**(S - W) before
+        # any word was pushed); N > 1 states pop exactly when x < 2**(S - W) and fail without words.
+        strict = N > 1
+        lane = pos % N
+        x = xs[lane]
         prepared: dict[int, tuple] = {}
         for ti, pos, stop in window.chunks(pos):
             if ti not in prepared:
@@ -240,12 +300,15 @@ class RansCoder:
             f, cum, lookup, chunks = prepared[ti]
             es, ee = [], []
             for _ in range(pos, stop):
+                x = xs[lane]
                 q = x & pmask
                 s = lookup(q)
                 x = (x >> P) * f[s] + q - cum[s]
                 if x < lo_bound and h:
                     h -= 1
                     x = (x << W) | w[h]
+                elif x < lo_bound and strict:
+                    raise StreamError(f"rANS stream runs out of words at pair {pos + len(es)}")
                 e = 0
                 for b, sh, m in chunks[s]:
                     q = x & pmask
@@ -254,9 +317,16 @@ class RansCoder:
                     if x < lo_bound and h:
                         h -= 1
                         x = (x << W) | w[h]
+                    elif x < lo_bound and strict:
+                        raise StreamError(f"rANS stream runs out of words at pair {pos + len(es)}")
+                xs[lane] = x
+                lane = lane + 1 if lane + 1 < N else 0
                 es.append(s)
                 ee.append(e)
             window.store(pos, stop, es, ee)
-        if window.reaches_end and (x != 0 or h != 0):
-            raise StreamError(f"rANS stream fails its end check: final state {x} (expected 0), {h} unread words")
-        return window.symbols, window.extras, Checkpoint(window.end, h, 0, x)
+        x0 = initial_state(self.params)
+        if window.reaches_end and (any(v != x0 for v in xs) or h != 0):
+            shown = xs[0] if N == 1 else xs
+            raise StreamError(f"rANS stream fails its end check: final state {shown} (expected "
+                              f"{x0 if N == 1 else [x0] * N}), {h} unread words")
+        return window.symbols, window.extras, Checkpoint(window.end, h, 0, pack_states(xs))

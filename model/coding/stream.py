@@ -15,7 +15,10 @@ on the status of the decompressor"):
 ``bit``
     number of not yet consumed bits left in the word at address ``word`` (its low bits; tANS only);
 ``state``
-    the coder state (tANS: state index ``0 .. 2**R - 1``; rANS: the ``S``-bit state).
+    the coder state (tANS: state index ``0 .. 2**R - 1``; rANS: the ``S``-bit state). A stream of
+    ``N > 1`` interleaved states (``docs/bitstream.md`` §8) stores a tuple of ``N`` states, lane
+    ``k``'s state at index ``k``: the decoder codes pair ``pair`` with state ``pair mod N``. A stream
+    of one state keeps a plain ``int``, so its checkpoints and container records are unchanged.
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ from ..errors import AnsforgeError, ConfigError
 
 __all__ = ["Checkpoint", "EncodedStream", "StreamError", "Run", "check_runs", "table_at", "CHUNK",
            "reverse_chunks", "DecodeWindow", "word_list", "word_dtype", "block_ranges", "block_crc",
-           "check_checkpoint_interval"]
+           "check_checkpoint_interval", "MAX_STATES", "pack_states", "check_checkpoint"]
+
+#: Most interleaved states a stream may have (``TansParams.states``, ``RansParams.states``).
+MAX_STATES = 16
 
 #: Pairs converted to Python lists at a time by the golden loops (bounds their memory).
 CHUNK = 1 << 16
@@ -52,15 +58,47 @@ class StreamError(AnsforgeError):
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """Decoder state before pair ``pair`` (see the module docstring)."""
+    """Decoder state before pair ``pair`` (see the module docstring): ``state`` is an ``int`` for one
+    state, a tuple of ``N`` ints (lane ``k`` at index ``k``) for ``N > 1`` interleaved states."""
 
     pair: int
     word: int
     bit: int
-    state: int
+    state: int | tuple[int, ...]
 
-    def as_tuple(self) -> tuple[int, int, int, int]:
+    def as_tuple(self) -> tuple:
         return (self.pair, self.word, self.bit, self.state)
+
+    @property
+    def lane_states(self) -> tuple[int, ...]:
+        """The states as a tuple, one per lane (``(state,)`` for a single-state stream)."""
+        return self.state if isinstance(self.state, tuple) else (self.state,)
+
+    def to_record(self) -> list:
+        """The container's checkpoint record: ``[pair, word, bit, state]``, or ``[pair, word, bit,
+        [s0, ..., s_{N-1}]]`` for ``N > 1`` states."""
+        st = self.state
+        return [self.pair, self.word, self.bit, list(st) if isinstance(st, tuple) else st]
+
+
+def check_checkpoint(c: Checkpoint, start: int, h: int, W: int, states: int, limit: int, mid_word: bool) -> None:
+    """Raise :class:`StreamError` unless checkpoint ``c`` can start a decoder of a stream of ``h`` words
+    at or before pair ``start``: ``0 <= pair <= start``, ``0 <= word <= h``, ``bit`` inside a word
+    (tANS, ``mid_word``; it needs the word at address ``word``) or 0 (rANS), and ``states`` states
+    (an ``int`` for one, a tuple of ``states`` ints otherwise) each in ``0 .. limit - 1``."""
+    st = c.state
+    ok_state = (isinstance(st, tuple) and len(st) == states > 1) or (states == 1 and not isinstance(st, tuple))
+    if not (0 <= c.pair <= start and 0 <= c.word <= h and ok_state
+            and (0 <= c.bit < W and not (c.bit and c.word >= h) if mid_word else c.bit == 0)
+            and all(0 <= v < limit for v in c.lane_states)):
+        raise StreamError(f"checkpoint {c.as_tuple()} does not fit this stream")
+
+
+def pack_states(states) -> int | tuple[int, ...]:
+    """A checkpoint's ``state`` field from the lanes' states: the ``int`` itself for one state (today's
+    records), a tuple of ints for ``N > 1``."""
+    states = [int(v) for v in states]
+    return states[0] if len(states) == 1 else tuple(states)
 
 
 @dataclass(frozen=True)

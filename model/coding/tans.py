@@ -37,22 +37,24 @@ import numpy as np
 
 from .codetable import CodeTable
 from ..errors import ConfigError
-from .stream import Checkpoint, DecodeWindow, EncodedStream, Run, StreamError, reverse_chunks, word_dtype, word_list
-from .stream import check_checkpoint_interval
+from .stream import Checkpoint, DecodeWindow, pack_states, EncodedStream, Run, StreamError, reverse_chunks, word_dtype, word_list
+from .stream import MAX_STATES, check_checkpoint, check_checkpoint_interval
 
 __all__ = ["TansParams", "TansTable", "TansCoder", "SPREADS", "fse_spread", "tuned_spread", "stream_head"]
 
 SPREADS = ("fse", "tuned")
 
 
-def stream_head(w: Sequence[int], R: int, W: int) -> tuple[int, int, int, int]:
+def stream_head(w: Sequence[int], R: int, W: int, states: int = 1) -> tuple[int, int, int, int | tuple[int, ...]]:
     """Where decoding starts at the top of a tANS stream of ``W``-bit words ``w`` (a list of ints).
 
-    The last word holds a marker bit above the bits the encoder flushed; the final state index (``R``
-    bits) sits just below the marker. Returns ``(h, cnt, buf, state)``: the words still unread
-    (``w[:h]``), the ``cnt`` bits of ``buf`` left over from the head words, and the state index.
+    The last word holds a marker bit above the bits the encoder flushed; the final state indices
+    (``R`` bits each) sit just below the marker, lane 0's first (read first), then lane 1's, ...
+    Returns ``(h, cnt, buf, state)``: the words still unread (``w[:h]``), the ``cnt < W`` bits of
+    ``buf`` left over from the head words, and the state index (an ``int`` for one state, a tuple of
+    ``states`` indices otherwise, as :class:`~.stream.Checkpoint` holds them).
     Raises :class:`StreamError` on an empty stream, a last word without a marker, or a stream that
-    ends inside the final state.
+    ends inside the final states.
     """
     h = len(w)
     if h == 0:
@@ -63,15 +65,18 @@ def stream_head(w: Sequence[int], R: int, W: int) -> tuple[int, int, int, int]:
         raise StreamError("tANS stream's last word holds no marker bit (corrupt or not a tANS stream)")
     cnt = top.bit_length() - 1
     buf = top & ((1 << cnt) - 1)
-    while cnt < R:
-        if h == 0:
-            raise StreamError("tANS stream ends inside its final state")
-        h -= 1
-        buf = (buf << W) | int(w[h])
-        cnt += W
-    cnt -= R
-    return h, cnt, buf & ((1 << cnt) - 1), buf >> cnt
-
+    out = []
+    for _ in range(states):
+        while cnt < R:
+            if h == 0:
+                raise StreamError("tANS stream ends inside its final state" + ("s" if states > 1 else ""))
+            h -= 1
+            buf = (buf << W) | int(w[h])
+            cnt += W
+        cnt -= R
+        out.append(buf >> cnt)
+        buf &= (1 << cnt) - 1
+    return h, cnt, buf, pack_states(out)
 
 
 @dataclass(frozen=True)
@@ -87,16 +92,20 @@ class TansParams:
     max_extra_bits : int
         Largest additional-data width of a symbol, 0 to 32; the pair formats need up to 24
         (fp32), an escape symbol adds its index bits.
+    states : int
+        ``N``, 1 to 16: interleaved states sharing one word stream; pair ``j`` of a stream is coded
+        with state ``j mod N`` (``docs/bitstream.md`` §8). 1 is the paper's single-state coder.
     """
 
     table_log: int = 8
     word_bits: int = 16
     max_symbols: int = 64
     max_extra_bits: int = 32
+    states: int = 1
 
     def __post_init__(self) -> None:
         for name, lo, hi in (("table_log", 5, 12), ("word_bits", 8, 32), ("max_symbols", 2, 256),
-                             ("max_extra_bits", 0, 32)):
+                             ("max_extra_bits", 0, 32), ("states", 1, MAX_STATES)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
                 raise ConfigError(f"tANS {name} must be an integer from {lo} to {hi}, not {v!r}")
@@ -251,12 +260,15 @@ class TansCoder:
         symbols = np.asarray(symbols, dtype=np.int64).ravel()
         extras = np.asarray(extras, dtype=np.uint64).ravel()
         interval = check_checkpoint_interval(checkpoint_interval)
-        R, W = self.params.table_log, self.params.word_bits
+        R, W, N = self.params.table_log, self.params.word_bits, self.params.states
         L, wmask = 1 << R, (1 << W) - 1
         words: list[int] = []
         push = words.append
         checkpoints: list[Checkpoint] = []
-        X, acc, cnt = L, 0, 0
+        acc, cnt = 0, 0
+        # Interleaved states: pair i is coded with Xs[i mod N]; every state starts at X = L.
+        Xs = [L] * N
+        lane = (int(symbols.size) - 1) % N if symbols.size else 0
         current = None
         prepared: dict[int, tuple] = {}      # per table, once: runs may switch tables every few pairs
         for t, clo, syms, exs in reverse_chunks(tables, runs, symbols, extras):
@@ -268,10 +280,11 @@ class TansCoder:
                 f, cum, nbh, thr, kb, enc = prepared[id(t)]
             for j in range(len(syms) - 1, -1, -1):
                 s = syms[j]
+                X = Xs[lane]
                 n_out = nbh[s] - (X < thr[s])
                 acc |= (X & ((1 << n_out) - 1)) << cnt
                 cnt += n_out
-                X = L + enc[cum[s] + (X >> n_out) - f[s]]
+                Xs[lane] = L + enc[cum[s] + (X >> n_out) - f[s]]
                 acc |= exs[j] << cnt
                 cnt += kb[s]
                 while cnt >= W:
@@ -280,10 +293,19 @@ class TansCoder:
                     cnt -= W
                 i = clo + j
                 if interval and i and i % interval == 0:
-                    checkpoints.append(Checkpoint(i, len(words), cnt, X - L))
-        # Final state index, then the marker bit; the top word is never zero.
-        acc |= ((X - L) | (1 << R)) << cnt
-        cnt += R + 1
+                    checkpoints.append(Checkpoint(i, len(words), cnt, pack_states(x - L for x in Xs)))
+                lane = lane - 1 if lane else N - 1
+        # Final state indices X_{N-1} .. X_0 (the decoder reads X_0 first), then the marker bit; the
+        # top word is never zero.
+        for k in range(N - 1, -1, -1):
+            acc |= (Xs[k] - L) << cnt
+            cnt += R
+            while cnt >= W:
+                push(acc & wmask)
+                acc >>= W
+                cnt -= W
+        acc |= 1 << cnt
+        cnt += 1
         while cnt >= W:
             push(acc & wmask)
             acc >>= W
@@ -305,18 +327,18 @@ class TansCoder:
         Raises :class:`StreamError` on a stream that runs out of words or fails the final check.
         """
         window = DecodeWindow(runs, len(tables), start, count)
-        R, W = self.params.table_log, self.params.word_bits
+        R, W, N = self.params.table_log, self.params.word_bits, self.params.states
         w = word_list(words)
         h = len(w)
         if checkpoint is None or checkpoint.pair == 0:
-            h, cnt, buf, X = stream_head(w, R, W)
+            h, cnt, buf, X = stream_head(w, R, W, N)
             pos = 0
         else:
-            if not 0 <= checkpoint.pair <= start or not 0 <= checkpoint.word <= h or not 0 <= checkpoint.bit < W \
-                    or (checkpoint.bit and checkpoint.word >= h) or not 0 <= checkpoint.state < (1 << R):
-                raise StreamError(f"checkpoint {checkpoint.as_tuple()} does not fit this stream")
+            check_checkpoint(checkpoint, start, h, W, N, 1 << R, mid_word=True)
             h, cnt, X, pos = checkpoint.word, checkpoint.bit, checkpoint.state, checkpoint.pair
             buf = (w[h] & ((1 << cnt) - 1)) if cnt else 0
+        Xs = list(X) if N > 1 else [X]
+        lane = pos % N
         prepared: dict[int, tuple] = {}
         for ti, pos, stop in window.chunks(pos):
             if ti not in prepared:
@@ -325,6 +347,7 @@ class TansCoder:
             sym, nbl, base, kb = prepared[ti]
             es, ee = [], []
             for _ in range(pos, stop):
+                X = Xs[lane]
                 s = sym[X]
                 nb = nbl[X]
                 need = nb + kb[s]
@@ -337,12 +360,14 @@ class TansCoder:
                 cnt -= need
                 v = buf >> cnt
                 buf &= (1 << cnt) - 1
-                X = base[X] + (v & ((1 << nb) - 1))
+                Xs[lane] = base[X] + (v & ((1 << nb) - 1))
+                lane = lane + 1 if lane + 1 < N else 0
                 es.append(s)
                 ee.append(v >> nb)
             window.store(pos, stop, es, ee)
-        if window.reaches_end and (X != 0 or cnt != 0 or h != 0 or buf != 0):
-            raise StreamError(
-                f"tANS stream fails its end check: state index {X} (expected 0), {cnt + W * h} unread bits")
-        return window.symbols, window.extras, Checkpoint(window.end, h, cnt, X)
+        if window.reaches_end and (any(Xs) or cnt != 0 or h != 0 or buf != 0):
+            shown = Xs[0] if N == 1 else Xs
+            raise StreamError(f"tANS stream fails its end check: state index {shown} (expected "
+                              f"{0 if N == 1 else [0] * N}), {cnt + W * h} unread bits")
+        return window.symbols, window.extras, Checkpoint(window.end, h, cnt, pack_states(Xs))
 
