@@ -2,7 +2,7 @@
 
 Layout (all integers little-endian)::
 
-    header   magic b"ANSFORGE" | u32 version (2, or 3 with row shifts) | u32 n_tensors | u32 n_streams | u32 crc32(previous 20 bytes)
+    header   magic b"ANSFORGE" | u32 version (2; 3 with row shifts; 5 with interleaved states) | u32 n_tensors | u32 n_streams | u32 crc32(previous 20 bytes)
     records  n_tensors tensor records, then n_streams stream records, each:
              u32 length | UTF-8 JSON | u32 crc32(JSON)
     payload  the streams' words (little-endian, W/8 bytes each) and raw tensors, at the offsets the
@@ -13,7 +13,8 @@ or ``raw``), the pair format and conversion, the code→exponent table, the
 :class:`~ansforge.model.coding.codetable.CodeTable` (direct and escape codes, normalized frequencies, extra
 widths), for tANS the state→symbol spread, and where its pairs lie in which stream. A **stream
 record** gives the codec and its parameters, the pair and word counts, the checkpoints
-(``[pair, word, bit, state]``, every ``checkpoint_interval`` pairs) and one CRC-32 per **block**; the
+(``[pair, word, bit, state]``, every ``checkpoint_interval`` pairs; ``state`` is a list of ``N``
+states for a codec of ``N > 1`` interleaved states) and one CRC-32 per **block**; the
 blocks split the word addresses at the checkpoints, so block ``b`` holds the words a decoder reads
 between checkpoints ``b - 1`` and ``b`` (:func:`~ansforge.model.coding.stream.block_ranges`), and its CRC is
 taken in the order the decoder reads them (:func:`~ansforge.model.coding.stream.block_crc`), so a decoder
@@ -53,7 +54,7 @@ from .rans import RansParams
 from .stream import Checkpoint, Run, StreamError, block_crc, block_ranges, word_dtype
 
 __all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "Container", "ContainerStream",
-           "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION", "LEGACY_CODECS"]
+           "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION", "VERSION_STATES", "LEGACY_CODECS"]
 
 #: Codecs ansforge wrote before, which it still reads: rans16 coded with a 64-bit state until the
 #: paper preset moved to S = 48 (one-DSP decoder multiply, docs/bitstream.md); each stream's codec
@@ -68,7 +69,11 @@ VERSION = 3
 #: (decoding order), which a decoder core checks as the words arrive.
 #: Version 3 adds a tensor's optional ``row_shifts`` (:func:`row_shifts`); files without them are written
 #: as version 2.
-READ_VERSIONS = (1, 2, 3)
+#: Version 5 adds codecs of ``N > 1`` interleaved states (a codec record's ``states``, checkpoints whose
+#: state is a list of ``N`` states, ``docs/bitstream.md`` §8); a file is written as version 5 only when
+#: one of its streams has ``N > 1``, so single-state files keep their version and their bytes.
+VERSION_STATES = 5
+READ_VERSIONS = (1, 2, 3, VERSION_STATES)
 DEFAULT_CHECKPOINT_INTERVAL = 1 << 20
 RAW_BLOCK_BYTES = 1 << 20
 _HEADER = struct.Struct("<8sIIII")
@@ -137,8 +142,9 @@ class CodedStream:
 
     @property
     def checkpoint_bits(self) -> int:
-        """Bits of the stored checkpoints: 32-bit word offset, 8-bit bit offset and the coder state each."""
-        return len(self.checkpoints) * (32 + 8 + self.spec.state_bits)
+        """Bits of the stored checkpoints: 32-bit word offset, 8-bit bit offset and the coder's ``N``
+        states each."""
+        return len(self.checkpoints) * (32 + 8 + self.spec.states * self.spec.state_bits)
 
     @property
     def total_bits(self) -> int:
@@ -364,7 +370,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         stream_records.append({
             "codec": spec.to_json(), "n_pairs": st.n_pairs, "n_words": int(st.words.size),
             "word_bytes": wb, "payload_offset": offset, "checkpoint_interval": st.checkpoint_interval,
-            "checkpoints": [list(c.as_tuple()) for c in st.checkpoints], "blocks": blocks})
+            "checkpoints": [c.to_record() for c in st.checkpoints], "blocks": blocks})
         payload.append(blob)
         offset += len(blob)
         for (ri, _, _), ct in zip(g, st.tensors):
@@ -386,8 +392,9 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     tmp = out.with_name(out.name + ".partial")
     try:
         with open(tmp, "wb") as f:
-            # Version 3 only where a reader must know row shifts: other files stay readable by version-2 readers.
-            version = VERSION if any("row_shifts" in r for r in records) else 2
+            # Version 3 only where a reader must know row shifts, 5 only where it must know interleaved
+            # states: other files stay readable by version-2 readers (and byte-identical to theirs).
+            version = VERSION_STATES if spec.states > 1 else VERSION if any("row_shifts" in r for r in records) else 2
             head = _HEADER.pack(MAGIC, version, len(records), len(stream_records), 0)[:20]
             f.write(head + struct.pack("<I", _crc(head)))
             for rec in records + stream_records:
@@ -569,6 +576,9 @@ class Container:
             canonical = None
         if canonical != spec and spec not in LEGACY_CODECS:
             raise self._fail(where, f"codec {str(codec)[:200]} is not one that ansforge writes")
+        if spec.states > 1 and self.version < VERSION_STATES:
+            raise self._fail(where, f"codec {spec.name} interleaves {spec.states} states, which needs container "
+                                    f"version {VERSION_STATES}, not {self.version}")
         limit = len(self._data)
         n_words = _field(rec, "n_words", int, self._fail, where, 0, limit)
         word_bytes = _field(rec, "word_bytes", int, self._fail, where)
@@ -580,20 +590,27 @@ class Container:
         cps = _field(rec, "checkpoints", list, self._fail, where)
         if len(cps) > n_pairs:
             raise self._fail(where, f"{len(cps)} checkpoints for {n_pairs} pairs")
-        state_limit = 1 << spec.state_bits
+        state_limit, N = 1 << spec.state_bits, spec.states
         checkpoints, last = [], 0
         for c in cps:
-            if not (isinstance(c, list) and len(c) == 4 and all(_is_int(v) for v in c)):
-                raise self._fail(where, f"checkpoint {str(c)[:80]} is not [pair, word, bit, state]")
+            # One state: [pair, word, bit, state]; N > 1 states: [pair, word, bit, [s0, ..., s_{N-1}]].
+            if not (isinstance(c, list) and len(c) == 4 and all(_is_int(v) for v in c[:3])
+                    and (_is_int(c[3]) if N == 1 else isinstance(c[3], list) and all(_is_int(v) for v in c[3]))):
+                raise self._fail(where, f"checkpoint {str(c)[:80]} is not [pair, word, bit, "
+                                        + ("state]" if N == 1 else f"[{N} states]]"))
             pair, word, bit, state = c
+            if N > 1 and len(state) != N:
+                raise self._fail(where, f"checkpoint {str(c)[:80]} holds {len(state)} states, codec {spec.name} "
+                                        f"has {N}")
             # Checkpoints lie strictly inside the stream, in increasing order, and fit the coder; a
             # decoder started from one is then bounded by the pair counts (pair = -2**31 once ran forever).
             if not (last < pair < n_pairs and 0 <= word <= n_words and 0 <= bit < spec.word_bits
-                    and (bit == 0 or (spec.checkpoint_mid_word and word < n_words)) and 0 <= state < state_limit):
-                raise self._fail(where, f"checkpoint {c} does not fit a stream of {n_pairs} pairs and {n_words} words"
-                                        + (" (checkpoints must increase)" if pair <= last else ""))
+                    and (bit == 0 or (spec.checkpoint_mid_word and word < n_words))
+                    and all(0 <= v < state_limit for v in (state if N > 1 else [state]))):
+                raise self._fail(where, f"checkpoint {str(c)[:120]} does not fit a stream of {n_pairs} pairs and "
+                                        f"{n_words} words" + (" (checkpoints must increase)" if pair <= last else ""))
             last = pair
-            checkpoints.append(Checkpoint(pair, word, bit, state))
+            checkpoints.append(Checkpoint(pair, word, bit, tuple(state) if N > 1 else state))
         if interval and (len(checkpoints) != (n_pairs - 1) // interval if n_pairs else checkpoints) \
                 or any(c.pair != (k + 1) * interval for k, c in enumerate(checkpoints)):
             raise self._fail(where, f"checkpoints are not every checkpoint_interval = {interval} pairs")
@@ -871,7 +888,7 @@ class Container:
                           metadata={"ansforge": "decompressed from " + self.path.name})
 
     def summary(self) -> dict:
-        bits = sum(st.n_words * st.word_bytes * 8 + len(st.checkpoints) * (40 + st.spec.state_bits)
+        bits = sum(st.n_words * st.word_bytes * 8 + len(st.checkpoints) * (40 + st.spec.states * st.spec.state_bits)
                    for st in self.streams)
         ideal = sum(float(r.get("ideal_bits", 0.0)) for r in self.tensors if r["coding"] == "pairs")
         pairs = sum(st.n_pairs for st in self.streams)

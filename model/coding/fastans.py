@@ -26,7 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .stream import Checkpoint, EncodedStream, Run, StreamError, check_pairs, check_runs, word_dtype
+from .rans import initial_state as rans_initial_state, stream_head as rans_stream_head
+from .stream import Checkpoint, EncodedStream, Run, StreamError, check_checkpoint, check_pairs, check_runs, pack_states
+from .stream import word_dtype
 from .tans import stream_head
 
 __all__ = ["supported", "encode", "decode", "decode_segments", "join_values", "default_threads", "PreparedTables"]
@@ -245,6 +247,211 @@ if njit is not None:
         return nw, nc
 
 
+    # -- N > 1 interleaved states (docs/bitstream.md §8): pair j is coded with state j mod N. The states
+    # live in a small array, ``lane`` is the state of the next pair; the N = 1 kernels above stay as
+    # they are (bit-exact with the single-state bitstream and not slowed by the lane bookkeeping).
+
+    @njit(**_NJIT)
+    def _tans_decode_n(w, h, cnt, buf, Xs, lane, sym, nb, base, kb, run_tab, run_end, pos, stop, W, out_s, out_e,
+                       out0):
+        """:func:`_tans_decode` over ``N = Xs.size`` states (``Xs`` updated in place, ``lane`` the state
+        of pair ``pos``). Returns ``(status, h, cnt, buf, lane)``."""
+        N = Xs.size
+        r = _run_at(run_end, pos)
+        while pos < stop:
+            t, end = run_tab[r], min(stop, run_end[r])
+            sym_t, nb_t, base_t, kb_t = sym[t], nb[t], base[t], kb[t]
+            while pos < end:
+                X = Xs[lane]
+                s = sym_t[X]
+                n = nb_t[X]
+                need = n + kb_t[s]
+                while cnt < need:
+                    if h == 0:
+                        return pos, h, cnt, buf, lane
+                    h -= 1
+                    buf = (buf << np.uint64(W)) | np.uint64(w[h])
+                    cnt += W
+                cnt -= need
+                v = buf >> np.uint64(cnt)
+                buf &= (np.uint64(1) << np.uint64(cnt)) - np.uint64(1)
+                Xs[lane] = base_t[X] + np.int64(v & ((np.uint64(1) << np.uint64(n)) - np.uint64(1)))
+                lane += 1
+                if lane == N:
+                    lane = 0
+                if pos >= out0:
+                    out_s[pos - out0] = s
+                    out_e[pos - out0] = v >> np.uint64(n)
+                pos += 1
+            r += 1
+        return -1, h, cnt, buf, lane
+
+    @njit(**_NJIT)
+    def _rans_decode_n(w, h, xs, lane, freq, cum, nsym, lut, lut_bits, nchunk, chunk_b, run_tab, run_end, pos, stop,
+                       W, P, S, out_s, out_e, out0):
+        """:func:`_rans_decode` over ``N = xs.size`` states: a state pops exactly when it falls below
+        ``2**(S - W)``, and the words running out there is an error. Returns ``(status, h, lane)``."""
+        N = xs.size
+        lo_bound = np.uint64(1) << np.uint64(S - W)
+        pmask = (np.uint64(1) << np.uint64(P)) - np.uint64(1)
+        uP = np.uint64(P)
+        uW = np.uint64(W)
+        r = _run_at(run_end, pos)
+        while pos < stop:
+            t, end = run_tab[r], min(stop, run_end[r])
+            n_sym = nsym[t]
+            while pos < end:
+                x = xs[lane]
+                q = x & pmask
+                if P <= lut_bits:
+                    s = np.int64(lut[t, np.int64(q)])
+                else:
+                    lo = 0
+                    hi = n_sym - 1
+                    while lo < hi:
+                        mid = (lo + hi + 1) >> 1
+                        if np.uint64(cum[t, mid]) <= q:
+                            lo = mid
+                        else:
+                            hi = mid - 1
+                    s = lo
+                x = (x >> uP) * np.uint64(freq[t, s]) + q - np.uint64(cum[t, s])
+                if x < lo_bound:
+                    if h == 0:
+                        return pos, h, lane
+                    h -= 1
+                    x = (x << uW) | np.uint64(w[h])
+                e = np.uint64(0)
+                for c in range(nchunk[t, s]):
+                    b = np.uint64(chunk_b[t, s, c])
+                    sh = uP - b
+                    q = x & pmask
+                    e = (e << b) | (q >> sh)
+                    x = ((x >> uP) << sh) | (q & ((np.uint64(1) << sh) - np.uint64(1)))
+                    if x < lo_bound:
+                        if h == 0:
+                            return pos, h, lane
+                        h -= 1
+                        x = (x << uW) | np.uint64(w[h])
+                xs[lane] = x
+                lane += 1
+                if lane == N:
+                    lane = 0
+                if pos >= out0:
+                    out_s[pos - out0] = s
+                    out_e[pos - out0] = e
+                pos += 1
+            r += 1
+        return -1, h, lane
+
+    @njit(**_NJIT)
+    def _tans_encode_n(syms, exs, run_tab, run_end, n_runs, freq, cum, nbh, thr, kb, enc, R, W, N, interval, out,
+                       cps):
+        """:func:`_tans_encode` over ``N`` states (every one starts at ``X = L``; the flush appends
+        ``X_{N-1} .. X_0`` then the marker). ``cps`` rows: pair, word, bit, then the ``N`` state indices."""
+        L = np.int64(1) << R
+        wmask = (np.uint64(1) << np.uint64(W)) - np.uint64(1)
+        Xs = np.full(N, L, np.int64)
+        acc = np.uint64(0)
+        cnt = 0
+        nw = nc = 0
+        r = n_runs - 1
+        lane = (syms.size - 1) % N if syms.size else 0
+        for i in range(syms.size - 1, -1, -1):
+            r = _run_before(run_end, r, i)
+            t, s = run_tab[r], syms[i]
+            X = Xs[lane]
+            n_out = nbh[t, s] - (1 if X < thr[t, s] else 0)
+            acc |= np.uint64(X & ((np.int64(1) << n_out) - 1)) << np.uint64(cnt)
+            cnt += n_out
+            Xs[lane] = L + enc[t, cum[t, s] + (X >> n_out) - freq[t, s]]
+            acc |= np.uint64(exs[i]) << np.uint64(cnt)
+            cnt += kb[t, s]
+            while cnt >= W:
+                out[nw] = acc & wmask
+                nw += 1
+                acc >>= np.uint64(W)
+                cnt -= W
+            if interval and i and i % interval == 0:
+                cps[nc, 0] = i
+                cps[nc, 1] = nw
+                cps[nc, 2] = cnt
+                for k in range(N):
+                    cps[nc, 3 + k] = Xs[k] - L
+                nc += 1
+            lane = lane - 1 if lane else N - 1
+        for k in range(N - 1, -1, -1):
+            acc |= np.uint64(Xs[k] - L) << np.uint64(cnt)
+            cnt += R
+            while cnt >= W:
+                out[nw] = acc & wmask
+                nw += 1
+                acc >>= np.uint64(W)
+                cnt -= W
+        acc |= np.uint64(1) << np.uint64(cnt)
+        cnt += 1
+        while cnt >= W:
+            out[nw] = acc & wmask
+            nw += 1
+            acc >>= np.uint64(W)
+            cnt -= W
+        if cnt:
+            out[nw] = acc
+            nw += 1
+        return nw, nc
+
+    @njit(**_NJIT)
+    def _rans_encode_n(syms, exs, run_tab, run_end, n_runs, freq, cum, nchunk, chunk_b, P, S, W, N, interval, out,
+                       cps):
+        """:func:`_rans_encode` over ``N`` states, each starting at ``2**(S - W)`` and flushed as
+        ``ceil(S / W)`` words, ``x_{N-1}`` first."""
+        uP = np.uint64(P)
+        uW = np.uint64(W)
+        pshift = np.uint64(S - P)
+        wmask = (np.uint64(1) << uW) - np.uint64(1)
+        xs = np.full(N, np.uint64(1) << np.uint64(S - W), np.uint64)
+        nw = nc = 0
+        r = n_runs - 1
+        lane = (syms.size - 1) % N if syms.size else 0
+        for i in range(syms.size - 1, -1, -1):
+            r = _run_before(run_end, r, i)
+            t, s = run_tab[r], syms[i]
+            x = xs[lane]
+            e = np.uint64(exs[i])
+            for c in range(nchunk[t, s] - 1, -1, -1):
+                b = np.uint64(chunk_b[t, s, c])
+                fu = np.uint64(1) << (uP - b)
+                v = e & ((np.uint64(1) << b) - np.uint64(1))
+                e >>= b
+                if (x >> pshift) >= fu:
+                    out[nw] = x & wmask
+                    nw += 1
+                    x >>= uW
+                x = ((x // fu) << uP) | (v * fu + x % fu)
+            fs = np.uint64(freq[t, s])
+            if (x >> pshift) >= fs:
+                out[nw] = x & wmask
+                nw += 1
+                x >>= uW
+            xs[lane] = ((x // fs) << uP) | (np.uint64(cum[t, s]) + x % fs)
+            if interval and i and i % interval == 0:
+                cps[nc, 0] = i
+                cps[nc, 1] = nw
+                cps[nc, 2] = 0
+                for k in range(N):
+                    cps[nc, 3 + k] = xs[k]
+                nc += 1
+            lane = lane - 1 if lane else N - 1
+        per = (S + W - 1) // W
+        for k in range(N - 1, -1, -1):
+            x = xs[k]
+            for _ in range(per):
+                out[nw] = x & wmask
+                nw += 1
+                x >>= uW
+        return nw, nc
+
+
     @njit(**_NJIT)
     def _first_bad_pair(syms, exs, run_tab, run_end, nsym, kb):
         """Index of the first pair whose symbol is outside its table or whose additional data is wider
@@ -387,7 +594,8 @@ def encode(spec, tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, ext
     W = spec.word_bits
     out, cps, nw, nc = _KERNELS[spec.kind].encode(spec, p, tables, symbols, extras, run_tab, run_end, len(runs),
                                                   interval)
-    checkpoints = [Checkpoint(*map(int, row)) for row in cps[:nc][::-1].tolist()]
+    checkpoints = [Checkpoint(int(row[0]), int(row[1]), int(row[2]), pack_states(row[3:]))
+                   for row in cps[:nc][::-1].tolist()]
     return EncodedStream(out[:nw].astype(word_dtype(W)), int(n), checkpoints)
 
 
@@ -398,20 +606,31 @@ def _tans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_ru
     n, W = symbols.size, spec.word_bits
     widest = max((int(t.extra_bits.max()) for t in tables if t.extra_bits.size), default=0)
     cap = (n * (spec.precision_bits + 1 + widest) + spec.precision_bits + 1) // W + 2
+    N = spec.states
+    cap += (N * spec.precision_bits) // W + 1
     out = np.empty(cap, dtype=np.uint64)
-    cps = np.empty(((n - 1) // interval if interval and n else 0, 4), dtype=np.int64)
-    nw, nc = _tans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
-                          spec.tans.table_log, W, interval, out, cps)
+    cps = np.empty(((n - 1) // interval if interval and n else 0, 3 + N), dtype=np.int64)
+    if N == 1:
+        nw, nc = _tans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
+                              spec.tans.table_log, W, interval, out, cps)
+    else:
+        nw, nc = _tans_encode_n(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
+                                spec.tans.table_log, W, N, interval, out, cps)
     return out, cps, nw, nc
 
 
 def _rans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_runs, interval):
     n, W = symbols.size, spec.word_bits
-    cap = n * (int(p.nchunk.max()) + 1) + spec.state_bits // W + 2
+    N = spec.states
+    cap = n * (int(p.nchunk.max()) + 1) + N * (spec.state_bits // W + 1) + 2
     out = np.empty(cap, dtype=np.uint64)
-    cps = np.empty(((n - 1) // interval if interval and n else 0, 4), dtype=np.uint64)
-    nw, nc = _rans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nchunk, p.chunk_b,
-                          spec.rans.precision_bits, spec.rans.state_bits, W, interval, out, cps)
+    cps = np.empty(((n - 1) // interval if interval and n else 0, 3 + N), dtype=np.uint64)
+    if N == 1:
+        nw, nc = _rans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nchunk, p.chunk_b,
+                              spec.rans.precision_bits, spec.rans.state_bits, W, interval, out, cps)
+    else:
+        nw, nc = _rans_encode_n(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nchunk, p.chunk_b,
+                                spec.rans.precision_bits, spec.rans.state_bits, W, N, interval, out, cps)
     return out, cps, nw, nc
 
 
@@ -424,22 +643,28 @@ def _tans_start(spec, w: np.ndarray, checkpoint: Checkpoint | None, start: int):
     W = spec.word_bits
     h = int(w.size)
     R = spec.tans.table_log
+    N = spec.states
     if checkpoint is None or checkpoint.pair == 0:
-        # Only the head words are read: at most ceil((R + W) / W) + 1 of them.
-        head = max(0, h - (R + 2 * W) // W - 1)
-        hh, cnt, buf, state = stream_head(w[head:].tolist(), R, W)
+        # Only the head words are read: at most ceil((N R + W) / W) + 1 of them.
+        head = max(0, h - (N * R + 2 * W) // W - 1)
+        hh, cnt, buf, state = stream_head(w[head:].tolist(), R, W, N)
         return 0, (head + hh, cnt, buf, state)
     c = checkpoint
-    if not 0 <= c.pair <= start or not 0 <= c.word <= h or not 0 <= c.bit < W \
-            or (c.bit and c.word >= h) or not 0 <= c.state < (1 << R):
-        raise StreamError(f"checkpoint {c.as_tuple()} does not fit this stream")
+    check_checkpoint(c, start, h, W, N, 1 << R, mid_word=True)
     return c.pair, (c.word, c.bit, (int(w[c.word]) & ((1 << c.bit) - 1)) if c.bit else 0, c.state)
 
 
 def _rans_start(spec, w: np.ndarray, checkpoint: Checkpoint | None, start: int):
     W = spec.word_bits
     h = int(w.size)
-    S = spec.rans.state_bits
+    S, N = spec.rans.state_bits, spec.states
+    if N > 1:
+        if checkpoint is None or checkpoint.pair == 0:
+            head = max(0, h - N * (-(-S // W)))  # the states' words only
+            hh, xs = rans_stream_head(w[head:].tolist(), spec.rans)
+            return 0, (head + hh, pack_states(xs))
+        check_checkpoint(checkpoint, start, h, W, N, 1 << S, mid_word=False)
+        return checkpoint.pair, (checkpoint.word, checkpoint.state)
     if checkpoint is None or checkpoint.pair == 0:
         x = 0
         if h:
@@ -452,8 +677,7 @@ def _rans_start(spec, w: np.ndarray, checkpoint: Checkpoint | None, start: int):
                 x = (x << W) | int(w[h])
         return 0, (h, x)
     c = checkpoint
-    if not 0 <= c.pair <= start or not 0 <= c.word <= h or c.bit != 0 or not 0 <= c.state < (1 << S):
-        raise StreamError(f"checkpoint {c.as_tuple()} does not fit this stream")
+    check_checkpoint(c, start, h, W, 1, 1 << S, mid_word=False)
     return c.pair, (c.word, c.state)
 
 
@@ -464,15 +688,30 @@ def _run_kernel(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, 
 
 def _tans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0):
     h, cnt, buf, X = state
-    status, h, cnt, buf, X = _tans_decode(w, h, cnt, np.uint64(buf), X, p.sym, p.nb, p.base, p.kb, run_tab,
-                                          run_end, pos, stop, spec.word_bits, out_s, out_e, out0)
+    if isinstance(X, tuple):
+        Xs = np.asarray(X, np.int64)
+        status, h, cnt, buf, _ = _tans_decode_n(w, h, cnt, np.uint64(buf), Xs, pos % Xs.size, p.sym, p.nb, p.base,
+                                                p.kb, run_tab, run_end, pos, stop, spec.word_bits, out_s, out_e, out0)
+        X = pack_states(Xs.tolist())
+    else:
+        status, h, cnt, buf, X = _tans_decode(w, h, cnt, np.uint64(buf), X, p.sym, p.nb, p.base, p.kb, run_tab,
+                                              run_end, pos, stop, spec.word_bits, out_s, out_e, out0)
+        X = int(X)
     if status >= 0:
         raise StreamError(f"tANS stream runs out of words at pair {status}")
-    return int(h), int(cnt), int(buf), int(X)
+    return int(h), int(cnt), int(buf), X
 
 
 def _rans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0):
     h, x = state
+    if isinstance(x, tuple):
+        xs = np.asarray(x, np.uint64)
+        status, h, _ = _rans_decode_n(w, h, xs, pos % xs.size, p.freq, p.cum, p.nsym, p.lut, _LUT_BITS, p.nchunk,
+                                      p.chunk_b, run_tab, run_end, pos, stop, spec.word_bits, spec.rans.precision_bits,
+                                      spec.rans.state_bits, out_s, out_e, out0)
+        if status >= 0:
+            raise StreamError(f"rANS stream runs out of words at pair {status}")
+        return int(h), pack_states(xs.tolist())
     status, h, x = _rans_decode(w, h, np.uint64(x), p.freq, p.cum, p.nsym, p.lut, _LUT_BITS, p.nchunk, p.chunk_b, run_tab,
                                 run_end, pos, stop, spec.word_bits, spec.rans.precision_bits, spec.rans.state_bits,
                                 out_s, out_e, out0)
@@ -515,16 +754,24 @@ def _finish(spec, state, end: int, n: int) -> Checkpoint:
 
 def _tans_finish(spec, state, end: int, n: int) -> Checkpoint:
     h, cnt, buf, X = state
-    if end == n and (X != 0 or cnt != 0 or h != 0 or buf != 0):
-        raise StreamError(
-            f"tANS stream fails its end check: state index {X} (expected 0), {cnt + spec.word_bits * h} unread bits")
+    N = spec.states
+    Xs = list(X) if isinstance(X, tuple) else [X]
+    if end == n and (any(Xs) or cnt != 0 or h != 0 or buf != 0):
+        shown = Xs[0] if N == 1 else Xs
+        raise StreamError(f"tANS stream fails its end check: state index {shown} (expected "
+                          f"{0 if N == 1 else [0] * N}), {cnt + spec.word_bits * h} unread bits")
     return Checkpoint(end, h, cnt, X)
 
 
 def _rans_finish(spec, state, end: int, n: int) -> Checkpoint:
     h, x = state
-    if end == n and (x != 0 or h != 0):
-        raise StreamError(f"rANS stream fails its end check: final state {x} (expected 0), {h} unread words")
+    N = spec.states
+    xs = list(x) if isinstance(x, tuple) else [x]
+    x0 = rans_initial_state(spec.rans)
+    if end == n and (any(v != x0 for v in xs) or h != 0):
+        shown = xs[0] if N == 1 else xs
+        raise StreamError(f"rANS stream fails its end check: final state {shown} (expected "
+                          f"{x0 if N == 1 else [x0] * N}), {h} unread words")
     return Checkpoint(end, h, 0, x)
 
 
