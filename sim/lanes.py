@@ -180,6 +180,7 @@ def decode_container_lanes(container, engine, *, lanes: int, beat_words: int = 2
     tensor, so Verilator compiles it once."""
     streams = [st for st in container.streams if st.n_pairs]
     for st in streams:
+        st.spec.hardware_check()  # the lane cores decode one state
         if len(st.tensors) != 1:
             raise ConfigError(f"{container.path}: stream {st.index} holds {len(st.tensors)} tensors; the lanes "
                               "take one table per command (compress with one stream per tensor)")

@@ -476,6 +476,7 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
     target = next(iter(formats))
     for r in recs:
         st = streams[int(r["stream"])]
+        st.spec.hardware_check()  # the subsystem's decoder lanes decode one state
         if len(st.tensors) != 1:
             raise ConfigError(f"{container.path}: tensor {r['name']!r} shares stream {st.index} with other tensors; "
                               "the subsystem decodes one table per block (compress with --stream-per-tensor)")

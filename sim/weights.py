@@ -58,6 +58,7 @@ class HardwareWeights:
         self.seconds = 0.0
         streams = self.container.streams
         for st in streams:
+            st.spec.hardware_check()  # before the layout checks: no layout helps a core decode N > 1 states
             if len(st.tensors) > 1:
                 raise ConfigError(f"{self.container.path}: stream {st.index} holds {len(st.tensors)} tensors; a "
                                   "decoder core takes one table per command, so hardware decoding needs one stream "

@@ -14,6 +14,10 @@ the compiled kernels are cached on disk, so a process pays the compilation once 
 so :func:`decode_segments` splits a stream there and decodes the pieces on ``threads`` threads; each
 piece must end in the state its successor's checkpoint records, which checks the seams.
 
+Codecs of ``N > 1`` interleaved states (``docs/bitstream.md`` §8) run their own kernels
+(``_tans_decode_n`` …), whose ``N`` states are independent dependency chains a CPU overlaps; the
+``N = 1`` kernels are the single-state ones, untouched.
+
 Limits (outside them the callers use the golden coders): tANS fields with ``W + R + 1 + k <= 64``
 bits (the paper's tans8 with fp32 pairs: 16 + 9 + 30 = 55); rANS with ``S <= 64``.
 """

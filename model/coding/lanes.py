@@ -13,8 +13,9 @@ The decoders are branch-free: a lane's words are laid out top of stack first, ev
 an absolute offset into that layout, and a field is read by one gather from a table of 64-bit
 windows (tANS) or one conditional word pop per renormalization (rANS).
 
-Limits of the bulk mode (the single-lane models have none of them): one table for all lanes, no
-checkpoints, a word width of 8, 16 or 32 bits; for tANS a field (``nb + k`` bits) of at most
+Limits of the bulk mode (the single-lane models have none of them): single-state codecs only (a
+codec of ``N > 1`` interleaved states is one stream, not lanes: :class:`ConfigError`), one table for
+all lanes, no checkpoints, a word width of 8, 16 or 32 bits; for tANS a field (``nb + k`` bits) of at most
 ``65 - W`` bits, for rANS ``S <= 64`` and additional data of at most ``P`` bits per symbol.
 """
 
@@ -51,6 +52,15 @@ def _rows(values: np.ndarray, lanes: int, dtype) -> np.ndarray:
     return grid.reshape(m, lanes)
 
 
+def _check_states(spec: Codec) -> None:
+    """The bulk lanes are single-state streams side by side (Fig. 12); a codec of ``N > 1`` interleaved
+    states in one stream (``docs/bitstream.md`` §8) is a different layout, refused here."""
+    if spec.states > 1:
+        raise ConfigError(f"codec {spec.name} interleaves {spec.states} states in one stream; the bulk lanes code "
+                          f"single-state streams (use {spec.name.partition('x')[0]} with lanes, or the compiled "
+                          f"coders for {spec.name})")
+
+
 def _check_words(spec: Codec, word_bits: int) -> int:
     if word_bits not in (8, 16, 32):
         raise ConfigError(f"{spec.name}: the bulk mode needs 8-, 16- or 32-bit words, not {word_bits}")
@@ -59,6 +69,7 @@ def _check_words(spec: Codec, word_bits: int) -> int:
 
 def encode_lanes(spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, lanes: int) -> list[np.ndarray]:
     """Encode ``symbols``/``extras`` as ``lanes`` independent streams; returns each lane's words."""
+    _check_states(spec)
     symbols = np.asarray(symbols).ravel()
     extras = np.asarray(extras).ravel()
     n = symbols.size
@@ -76,6 +87,7 @@ def decode_lanes(spec: Codec, table, lane_words: list[np.ndarray], n: int) -> tu
     symbol carries more than 32 bits). Raises :class:`StreamError` naming a lane that fails its end
     check (final state, every bit read) or has no words.
     """
+    _check_states(spec)
     lanes = len(lane_words)
     lengths = lane_lengths(n, lanes)
     nw = np.array([w.size for w in lane_words], dtype=np.int64)

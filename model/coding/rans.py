@@ -27,6 +27,11 @@ The encoder starts from ``x = 0`` (so the first symbols cost nothing extra) and,
 pushes the state's non-zero words, least significant first (``docs/bitstream.md``). The decoder pops
 the top word (never zero) and keeps popping until ``x >= 2**(S - W)`` or the stack is empty; after the
 last pair it checks ``x == 0`` and an empty stack.
+
+With ``N = RansParams.states > 1`` interleaved states, pair ``j`` (its code and its chunks) is coded
+with state ``j mod N``; every state starts at ``2**(S - W)`` (:func:`initial_state` says why), is
+flushed as ``ceil(S / W)`` words (``x_{N-1}`` first), and the decoder pops exactly when a state falls
+below ``2**(S - W)`` (``docs/bitstream.md`` §8).
 """
 
 from __future__ import annotations

@@ -26,6 +26,10 @@ recently written bits first. The stream ends (decoder side: begins) with the fin
 (``R`` bits) and a ``1`` marker bit; the decoder finds the marker as the highest set bit of the last
 word. The encoder starts from state index 0, which the decoder checks after the last pair, together
 with an exhausted stream.
+
+With ``N = TansParams.states > 1`` interleaved states, pair ``j`` is coded with state ``j mod N``; all
+states start at index 0, the flush appends ``X_{N-1} .. X_0`` below the marker (the decoder reads
+``X_0`` first) and the end check wants every index 0 (``docs/bitstream.md`` §8).
 """
 
 from __future__ import annotations
