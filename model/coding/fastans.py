@@ -348,6 +348,147 @@ if njit is not None:
             r += 1
         return -1, h, lane
 
+    # The decoders for N = 2, 4 and 8 hold the states in local variables X0 .. X7 and rotate them after
+    # each pair (X0 is always the state of the pair being decoded), so the N chains live in registers
+    # instead of a store and a reload per pair: measured on MiniLM's word embeddings (bf16, one thread)
+    # tans8x2 decodes 1.3x and tans8x4 1.15x faster than with the array kernels above, which remain for
+    # the other N. The branch on N is the same every pair (predicted, or unswitched by LLVM).
+
+    @njit(**_NJIT)
+    def _tans_decode_r(w, h, cnt, buf, Xs, lane, sym, nb, base, kb, run_tab, run_end, pos, stop, W, out_s, out_e,
+                       out0):
+        """:func:`_tans_decode_n` for ``N = Xs.size`` in (2, 4, 8), states in rotating locals."""
+        N = Xs.size
+        X0, X1, X2, X3 = Xs[lane % N], Xs[(lane + 1) % N], Xs[(lane + 2) % N], Xs[(lane + 3) % N]
+        X4, X5, X6, X7 = Xs[(lane + 4) % N], Xs[(lane + 5) % N], Xs[(lane + 6) % N], Xs[(lane + 7) % N]
+        status = -1
+        r = _run_at(run_end, pos)
+        while pos < stop:
+            t, end = run_tab[r], min(stop, run_end[r])
+            sym_t, nb_t, base_t, kb_t = sym[t], nb[t], base[t], kb[t]
+            while pos < end:
+                s = sym_t[X0]
+                n = nb_t[X0]
+                need = n + kb_t[s]
+                while cnt < need:
+                    if h == 0:
+                        status = pos
+                        break
+                    h -= 1
+                    buf = (buf << np.uint64(W)) | np.uint64(w[h])
+                    cnt += W
+                if status >= 0:
+                    break
+                cnt -= need
+                v = buf >> np.uint64(cnt)
+                buf &= (np.uint64(1) << np.uint64(cnt)) - np.uint64(1)
+                Xn = base_t[X0] + np.int64(v & ((np.uint64(1) << np.uint64(n)) - np.uint64(1)))
+                if N == 2:
+                    X0, X1 = X1, Xn
+                elif N == 4:
+                    X0, X1, X2, X3 = X1, X2, X3, Xn
+                else:
+                    X0, X1, X2, X3, X4, X5, X6, X7 = X1, X2, X3, X4, X5, X6, X7, Xn
+                if pos >= out0:
+                    out_s[pos - out0] = s
+                    out_e[pos - out0] = v >> np.uint64(n)
+                pos += 1
+            if status >= 0:
+                break
+            r += 1
+        lane = pos % N
+        Xs[lane] = X0
+        Xs[(lane + 1) % N] = X1
+        if N > 2:
+            Xs[(lane + 2) % N] = X2
+            Xs[(lane + 3) % N] = X3
+        if N > 4:
+            Xs[(lane + 4) % N] = X4
+            Xs[(lane + 5) % N] = X5
+            Xs[(lane + 6) % N] = X6
+            Xs[(lane + 7) % N] = X7
+        return status, h, cnt, buf, lane
+
+    @njit(**_NJIT)
+    def _rans_decode_r(w, h, xs, lane, freq, cum, nsym, lut, lut_bits, nchunk, chunk_b, run_tab, run_end, pos, stop,
+                       W, P, S, out_s, out_e, out0):
+        """:func:`_rans_decode_n` for ``N = xs.size`` in (2, 4, 8), states in rotating locals."""
+        N = xs.size
+        x0, x1, x2, x3 = xs[lane % N], xs[(lane + 1) % N], xs[(lane + 2) % N], xs[(lane + 3) % N]
+        x4, x5, x6, x7 = xs[(lane + 4) % N], xs[(lane + 5) % N], xs[(lane + 6) % N], xs[(lane + 7) % N]
+        lo_bound = np.uint64(1) << np.uint64(S - W)
+        pmask = (np.uint64(1) << np.uint64(P)) - np.uint64(1)
+        uP = np.uint64(P)
+        uW = np.uint64(W)
+        status = -1
+        r = _run_at(run_end, pos)
+        while pos < stop:
+            t, end = run_tab[r], min(stop, run_end[r])
+            n_sym = nsym[t]
+            while pos < end:
+                x = x0
+                q = x & pmask
+                if P <= lut_bits:
+                    s = np.int64(lut[t, np.int64(q)])
+                else:
+                    lo = 0
+                    hi = n_sym - 1
+                    while lo < hi:
+                        mid = (lo + hi + 1) >> 1
+                        if np.uint64(cum[t, mid]) <= q:
+                            lo = mid
+                        else:
+                            hi = mid - 1
+                    s = lo
+                x = (x >> uP) * np.uint64(freq[t, s]) + q - np.uint64(cum[t, s])
+                if x < lo_bound:
+                    if h == 0:
+                        status = pos
+                        break
+                    h -= 1
+                    x = (x << uW) | np.uint64(w[h])
+                e = np.uint64(0)
+                for c in range(nchunk[t, s]):
+                    b = np.uint64(chunk_b[t, s, c])
+                    sh = uP - b
+                    q = x & pmask
+                    e = (e << b) | (q >> sh)
+                    x = ((x >> uP) << sh) | (q & ((np.uint64(1) << sh) - np.uint64(1)))
+                    if x < lo_bound:
+                        if h == 0:
+                            status = pos
+                            break
+                        h -= 1
+                        x = (x << uW) | np.uint64(w[h])
+                if status >= 0:
+                    break
+                if N == 2:
+                    x0, x1 = x1, x
+                elif N == 4:
+                    x0, x1, x2, x3 = x1, x2, x3, x
+                else:
+                    x0, x1, x2, x3, x4, x5, x6, x7 = x1, x2, x3, x4, x5, x6, x7, x
+                if pos >= out0:
+                    out_s[pos - out0] = s
+                    out_e[pos - out0] = e
+                pos += 1
+            if status >= 0:
+                break
+            r += 1
+        lane = pos % N
+        xs[lane] = x0
+        xs[(lane + 1) % N] = x1
+        if N > 2:
+            xs[(lane + 2) % N] = x2
+            xs[(lane + 3) % N] = x3
+        if N > 4:
+            xs[(lane + 4) % N] = x4
+            xs[(lane + 5) % N] = x5
+            xs[(lane + 6) % N] = x6
+            xs[(lane + 7) % N] = x7
+        return status, h, lane
+
+
     @njit(**_NJIT)
     def _tans_encode_n(syms, exs, run_tab, run_end, n_runs, freq, cum, nbh, thr, kb, enc, R, W, N, interval, out,
                        cps):
@@ -528,6 +669,8 @@ def _rans_chunks(tables, P: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 _LUT_BITS = 16
+#: State counts whose decoders keep the states in rotating local variables (``_tans_decode_r``).
+_ROTATED = (2, 4, 8)
 
 
 class PreparedTables:
@@ -694,7 +837,8 @@ def _tans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, ou
     h, cnt, buf, X = state
     if isinstance(X, tuple):
         Xs = np.asarray(X, np.int64)
-        status, h, cnt, buf, _ = _tans_decode_n(w, h, cnt, np.uint64(buf), Xs, pos % Xs.size, p.sym, p.nb, p.base,
+        kernel = _tans_decode_r if Xs.size in _ROTATED else _tans_decode_n
+        status, h, cnt, buf, _ = kernel(w, h, cnt, np.uint64(buf), Xs, pos % Xs.size, p.sym, p.nb, p.base,
                                                 p.kb, run_tab, run_end, pos, stop, spec.word_bits, out_s, out_e, out0)
         X = pack_states(Xs.tolist())
     else:
@@ -710,7 +854,8 @@ def _rans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, ou
     h, x = state
     if isinstance(x, tuple):
         xs = np.asarray(x, np.uint64)
-        status, h, _ = _rans_decode_n(w, h, xs, pos % xs.size, p.freq, p.cum, p.nsym, p.lut, _LUT_BITS, p.nchunk,
+        kernel = _rans_decode_r if xs.size in _ROTATED else _rans_decode_n
+        status, h, _ = kernel(w, h, xs, pos % xs.size, p.freq, p.cum, p.nsym, p.lut, _LUT_BITS, p.nchunk,
                                       p.chunk_b, run_tab, run_end, pos, stop, spec.word_bits, spec.rans.precision_bits,
                                       spec.rans.state_bits, out_s, out_e, out0)
         if status >= 0:
