@@ -244,7 +244,6 @@ def test_rans_lanes_of_zero_cost_symbols_pop_nothing():
 
 def test_interleaving_costs_about_the_flush():
     """N states cost about N - 1 extra final states (and rANS about S - W bits per state), nothing more."""
-    tables, runs, s, e = _fixed_stream(parse_codec("tans8"))
     for family in ("tans8", "rans16"):
         bits = {}
         for n in (1, 2, 4, 8):

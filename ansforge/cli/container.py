@@ -12,7 +12,8 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="PATH", help="llama2.c .bin, safetensors or GGUF checkpoint")
     p.add_argument("--codec", default="tans8", metavar="CODEC",
                    help="tans8 (paper's tANS, R = 8), rans16 (paper's rANS), rans24 (constriction preset), or "
-                        "any tansR / ransP (default tans8)")
+                        "any tansR / ransP; a suffix xN (tans8x4, rans16x2) interleaves N = 2..16 states in the "
+                        "stream, for faster software decoding (not for the hardware cores) (default tans8)")
     p.add_argument("--pairs", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
                    help="pair format: auto keeps each tensor's storage type (lossless); others convert (RNE)")
     p.add_argument("--checkpoint-interval", type=int, default=1 << 20, metavar="PAIRS",
