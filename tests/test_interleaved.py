@@ -380,3 +380,21 @@ def test_hardware_paths_refuse_interleaved_states(stories, interleaved, tmp_path
         codec = args[args.index("--codec") + 1]
         _one_line_error(ansforge(*args), line.format(codec, codec.rpartition("x")[2]))
     assert not (tmp_path / "x.v").exists() and not (tmp_path / "tb").exists()
+
+
+@pytest.mark.parametrize("codec", ["tans8x2", "rans16x3"])
+def test_fuzzed_interleaved_containers_raise_only_our_errors(tmp_path, codec):
+    """Structured edits, flips, truncations and appended bytes of an interleaved container (its N-state
+    checkpoints included): only AnsforgeError, none over 5 s."""
+    from ansforge.analysis.fuzz import fuzz_container
+    from ansforge.model.llm.checkpoint import write_safetensors
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal((30, 40)) * 0.02).astype(np.float32)
+    b = (rng.standard_normal(500) * 0.1).astype(np.float32)
+    write_safetensors(tmp_path / "m.safetensors", [("a", "F32", a.shape), ("b", "F32", b.shape)],
+                      lambda i, n: [a if n == "a" else b])
+    compress_checkpoint(tmp_path / "m.safetensors", tmp_path / "m.ansf", codec, checkpoint_interval=97)
+    rep = fuzz_container((tmp_path / "m.ansf").read_bytes(), tmp_path, 300, seed=len(codec), measure_memory=False)
+    assert rep.crashes == [], rep.summary() + "\n" + "\n".join(map(str, rep.crashes[:10]))
+    assert rep.slow == [] and rep.max_seconds < 5.0, rep.summary()
+    assert rep.raised > 200, rep.summary()
