@@ -13,8 +13,11 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--codec", default="tans8", metavar="CODEC",
                    help="tans8 (paper's tANS, R = 8), rans16 (paper's rANS), rans24 (constriction preset), or "
                         "any tansR / ransP (default tans8)")
-    p.add_argument("--pairs", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
-                   help="pair format: auto keeps each tensor's storage type (lossless); others convert (RNE)")
+    p.add_argument("--pairs", default="auto", choices=["auto", "bf16", "fp16", "fp32", "e4m3", "e5m2"],
+                   help="pair format: auto keeps each tensor's storage type (lossless); bf16/fp16/fp32 convert "
+                        "(RNE); e4m3/e5m2 convert every matrix to fp8 with a per-tensor scale (absmax to the "
+                        "largest finite fp8, OCP satfinite; lossy, reported). fp8 and GGUF Q4_0 tensors are "
+                        "always coded losslessly as they are")
     p.add_argument("--checkpoint-interval", type=int, default=1 << 20, metavar="PAIRS",
                    help="a random-access checkpoint every PAIRS pairs (default 1048576; 0 for none)")
     p.add_argument("--stream-per-tensor", action="store_true",
@@ -41,6 +44,14 @@ def compress(args: argparse.Namespace) -> int:
                                 progress=lambda name: note(f"split {name}"))
     print(f"wrote {out}: {r['tensors']} tensors ({r['coded']} coded), {r['pairs']:,} pairs, {r['bytes']:,} bytes; "
           f"{r['bits'] / max(1, r['pairs']):.4f} bits/pair, {100 * r['gap']:+.4f}% vs ideal")
+    from ..model.coding.container import format_lines
+
+    for line in format_lines({k: v for k, v in r["formats"].items() if k in ("e4m3", "e5m2", "q4_0")}):
+        print(line)
+    if r["lossy"]:
+        name, conv = r["lossy"][0]
+        more = f" (and {len(r['lossy']) - 1} more; `ansforge inspect` lists each)" if len(r["lossy"]) > 1 else ""
+        print(f"lossy: {len(r['lossy'])} tensors converted, e.g. {name}: {conv}{more}")
     return 0
 
 

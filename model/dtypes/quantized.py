@@ -1,0 +1,211 @@
+"""Already-quantized tensors as coding pairs: fp8 (OCP E4M3 / E5M2) and GGUF Q4_0 blocks.
+
+fp8
+---
+An fp8 value is a binary float like bf16, so its coding pair is the one of Fig. 2
+(:class:`~ansforge.model.dtypes.pairs.IeeeFloatPairs`): **code** = the exponent field through the
+tensor's code→exponent table, **additional data** = sign and mantissa (E4M3: 4 bits, E5M2: 3 bits).
+The bit patterns are taken as they are, so every pattern (E4M3's NaN S.1111.111, E5M2's Inf/NaN)
+round-trips exactly. Storage: one byte per value, safetensors ``F8_E4M3`` / ``F8_E5M2``.
+
+:func:`to_fp8` produces fp8 from a float checkpoint with a **per-tensor scale**: ``s = absmax /
+max_finite`` (absmax over the tensor's finite values; 448 for E4M3, 57344 for E5M2; ``s = 1`` for an
+all-zero tensor), then ``fp8 = RNE_satfinite(float32(x / s))`` with the OCP rules of
+:class:`~ansforge.model.dtypes.custom_float.MinifloatFormat`. The dequantized weight is ``fp8 × s``,
+the convention of fp8 checkpoints served by vLLM (``weight`` in F8_E4M3 beside a float32
+``weight_scale``). The division rounds once to float32 and the fp8 rounding once more (as
+``(x / s).to(float8)`` does in PyTorch).
+
+Q4_0
+----
+A GGUF Q4_0 block is 18 bytes for 32 weights: an fp16 scale ``d`` then 16 bytes ``qs``; weight ``j``
+of the block is ``(q_j - 8) · d`` with ``q_j = qs[j] & 15`` for ``j < 16`` and ``qs[j - 16] >> 4``
+otherwise. :func:`q4_0_split` gives the ``q`` in weight order (one byte each, 0..15) and the scales'
+fp16 bit patterns; :func:`q4_0_join` is its exact inverse. The ``q`` are coded as pairs of
+:data:`Q4_0_VALUES` (code = the 4-bit value through the tensor's table of values that occur, no
+additional data); the scales as fp16 pairs.
+
+Hardware
+--------
+Each layout is a :class:`~ansforge.model.dtypes.layout.CodeLayout` (:func:`layout`) within the paper
+cores' limits (≤ 64 codes, ≤ 8 additional-data bits; :data:`PAPER_CORE_LIMITS`), except the Q4_0
+scales' fp16 pairs (11 bits, one pair per 32 weights), which take a core built with
+``max_extra_bits = 11`` or the fp16 path. A decoder core emits ``{symbol, extra}``; the §4.3
+interface core :class:`~ansforge.hdl.interfaces.PairToFloat` turns an fp8 pair into the value: its LUT
+entry for the code holds the exponent re-biased to the output format, the additional data's top bit
+is the sign and the rest the mantissa, left-aligned (fp8 → bf16/fp16/fp32 is an exact widening, the
+subnormals through the LUT's shift). A Q4_0 ``q`` needs no LUT arithmetic at all: the code table's
+direct mapping gives the 4-bit value, and ``(q - 8) · d`` is one small multiply per weight with ``d``
+held for 32 pairs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError, PairFormatError
+from .custom_float import MINIFLOATS
+from .layout import CodeLayout, CodeSet
+from .pairs import FP16, CodingPairs, Conversion, IeeeFloatPairs
+
+__all__ = ["FP8_FORMATS", "FP8_STORAGE", "IntegerPairs", "Q4_0_VALUES", "Q4_0_BLOCK", "Q4_0_BLOCK_BYTES",
+           "Fp8Conversion", "to_fp8", "q4_0_split", "q4_0_join", "layout", "PAPER_CORE_LIMITS"]
+
+#: fp8 pair formats by the name ``--pairs`` uses; code = exponent field, extra = sign + mantissa.
+FP8_FORMATS: dict[str, IeeeFloatPairs] = {n: MINIFLOATS[n].pairs for n in ("e4m3", "e5m2")}
+#: safetensors dtype ↔ fp8 pair format.
+FP8_STORAGE: dict[str, str] = {"F8_E4M3": "e4m3", "F8_E5M2": "e5m2"}
+Q4_0_BLOCK = 32        #: weights per Q4_0 block
+Q4_0_BLOCK_BYTES = 18  #: bytes per Q4_0 block: fp16 scale + 16 bytes of nibbles
+#: (max codes, max additional-data bits) of the paper's decoder cores (§4, Table 3).
+PAPER_CORE_LIMITS = (64, 8)
+
+
+@dataclass(frozen=True)
+class IntegerPairs:
+    """Pairs of ``bits``-bit unsigned integers with no additional data: code = the value through the
+    tensor's table of values that occur (``exponents`` in :class:`CodingPairs`, strictly increasing).
+
+    It has the attributes of :class:`~ansforge.model.dtypes.pairs.IeeeFloatPairs` that the container
+    reads (``exponent_bits`` = the value width, ``mantissa_bits = extra_bits = 0``), so a tensor of it
+    is stored, checked and decoded like a float tensor. Values are ``uint8``.
+    """
+
+    name: str
+    bits: int
+
+    @property
+    def exponent_bits(self) -> int:
+        return self.bits
+
+    mantissa_bits = 0
+    extra_bits = 0
+
+    @property
+    def total_bits(self) -> int:
+        return self.bits
+
+    @property
+    def bits_dtype(self) -> np.dtype:
+        return np.dtype(np.uint8)
+
+    def split(self, values: np.ndarray) -> CodingPairs:
+        v = np.asarray(values)
+        if v.dtype.kind != "u" or (v.size and int(v.max()) >> self.bits):
+            raise PairFormatError(f"{self.name} pairs need unsigned {self.bits}-bit values")
+        hist = np.bincount(v.ravel(), minlength=1 << self.bits)
+        table = np.flatnonzero(hist).astype(np.uint16)
+        lut = np.zeros(1 << self.bits, np.uint8)
+        lut[table] = np.arange(table.size, dtype=np.uint8)
+        return CodingPairs(lut[v.ravel()], np.zeros(v.size, np.uint32), np.zeros(table.size, np.uint8), table,
+                           tuple(v.shape))
+
+    def join(self, pairs: CodingPairs) -> np.ndarray:
+        codes = np.asarray(pairs.codes).ravel()
+        table = np.asarray(pairs.exponents)
+        if codes.size and int(codes.max()) >= table.size:
+            raise PairFormatError(f"code {int(codes.max())} is outside the {table.size}-entry value table")
+        return table.astype(np.uint8)[codes]
+
+
+#: Q4_0's 4-bit values as pairs.
+Q4_0_VALUES = IntegerPairs("q4_0", 4)
+
+
+@dataclass(frozen=True)
+class Fp8Conversion(Conversion):
+    """A :class:`Conversion` to fp8 with a per-tensor scale: the scale and the error of ``fp8 × scale``
+    against the source (``rel_rmse`` = ‖w' − w‖₂ / ‖w‖₂, ``max_abs_error`` in the weights' units)."""
+
+    scale: float = 1.0
+    rel_rmse: float = 0.0
+    max_abs_error: float = 0.0
+
+    def describe(self) -> str:
+        return (f"{self.source} scaled by 1/{self.scale:.6g} (absmax → max finite) and rounded to {self.target} "
+                f"(OCP satfinite, round-to-nearest-even, lossy: {self.changed} values changed, "
+                f"relative RMS error {self.rel_rmse:.3e}, max |error| {self.max_abs_error:.3e})")
+
+
+def _as_float32(array: np.ndarray, dtype: str) -> np.ndarray:
+    a = np.asarray(array)
+    if dtype == "BF16":
+        return (a.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    if dtype in ("F16", "F32"):
+        return a.astype(np.float32)
+    raise ConfigError(f"cannot convert stored dtype {dtype!r} to fp8 (expected F32, F16 or BF16)")
+
+
+def to_fp8(array: np.ndarray, dtype: str, target: str) -> tuple[np.ndarray, Fp8Conversion]:
+    """A stored float tensor (``F32``/``F16``/``BF16`` as :func:`~ansforge.model.dtypes.pairs.convert`
+    takes it) → fp8 bit patterns (``uint8``) with a per-tensor scale (module docstring), and the report.
+
+    ``scale`` is a float32 value (returned as a Python float, exactly); dequantize as ``fp8 × scale``.
+    """
+    if target not in FP8_FORMATS:
+        raise ConfigError(f"fp8 format must be one of {', '.join(FP8_FORMATS)}, not {target!r}")
+    fmt = MINIFLOATS[target]
+    x = _as_float32(array, dtype)
+    finite = np.isfinite(x)
+    absmax = float(np.abs(x[finite]).max()) if finite.any() else 0.0
+    scale = np.float32(absmax / fmt.max_finite) if absmax > 0 else np.float32(1.0)
+    if not np.isfinite(scale) or scale == 0:  # absmax below max_finite · 2**-149: keep the values unscaled
+        scale = np.float32(1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = x / scale  # float32 ÷ float32: one rounding
+    bits = fmt.from_float(y).astype(np.uint8)
+    back = fmt.to_float64(bits) * float(scale)
+    xs = x.astype(np.float64)
+    ok = finite & np.isfinite(back)
+    err = np.where(ok, back - xs, 0.0)
+    same = (back == xs) | (np.isnan(back) & np.isnan(xs))
+    zeros = xs == 0
+    if zeros.any():
+        same[zeros] = (back[zeros] == 0) & (np.signbit(back[zeros]) == np.signbit(xs[zeros]))
+    norm = float(np.sqrt(np.sum(np.where(ok, xs, 0.0) ** 2)))
+    src = {"F32": "fp32", "F16": "fp16", "BF16": "bf16"}[dtype]
+    conv = Fp8Conversion(src, target, True, int(same.size - np.count_nonzero(same)),
+                         int(np.count_nonzero(~finite)), float(scale),
+                         float(np.sqrt(np.sum(err ** 2))) / norm if norm else 0.0,
+                         float(np.abs(err).max()) if err.size else 0.0)
+    return bits, conv
+
+
+def q4_0_split(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_0 data (``uint8``, 18 bytes per block, any shape) → ``(q, d)``: the 4-bit values in weight
+    order (``uint8``, 32 per block) and the blocks' fp16 scales as bit patterns (``uint16``)."""
+    b = np.asarray(blocks, dtype=np.uint8).reshape(-1)
+    if b.size % Q4_0_BLOCK_BYTES:
+        raise PairFormatError(f"Q4_0 data of {b.size} bytes is not a whole number of {Q4_0_BLOCK_BYTES}-byte blocks")
+    b = b.reshape(-1, Q4_0_BLOCK_BYTES)
+    d = np.ascontiguousarray(b[:, :2]).view("<u2").ravel().astype(np.uint16)
+    qs = b[:, 2:]
+    q = np.concatenate([qs & np.uint8(15), qs >> np.uint8(4)], axis=1)  # weights 0..15 low nibbles, 16..31 high
+    return q.ravel(), d
+
+
+def q4_0_join(q: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Exact inverse of :func:`q4_0_split`: the Q4_0 bytes (``uint8``, 18 per block)."""
+    q = np.asarray(q, dtype=np.uint8).reshape(-1, Q4_0_BLOCK)
+    d = np.asarray(d, dtype=np.uint16).ravel()
+    if q.shape[0] != d.size:
+        raise PairFormatError(f"{q.shape[0]} Q4_0 blocks of values but {d.size} scales")
+    out = np.empty((d.size, Q4_0_BLOCK_BYTES), np.uint8)
+    out[:, :2] = d.astype("<u2").view(np.uint8).reshape(-1, 2)
+    out[:, 2:] = (q[:, :16] & np.uint8(15)) | (q[:, 16:] << np.uint8(4))
+    return out.ravel()
+
+
+def layout(name: str) -> CodeLayout:
+    """The :class:`CodeLayout` of a container pair format (``e4m3``, ``e5m2``, ``q4_0``): the codes a
+    core's LUT spans (every exponent field / 4-bit value) and the additional-data width of each."""
+    if name in FP8_FORMATS:
+        f = FP8_FORMATS[name]
+        return CodeLayout(f"fp8 {name}", [CodeSet("exponent", 0, (f.extra_bits,) * (1 << f.exponent_bits))])
+    if name == "q4_0":
+        return CodeLayout("q4_0", [CodeSet("value", 0, (0,) * 16)])
+    if name == "q4_0 scales":
+        return CodeLayout("q4_0 scales (fp16 pairs)", [CodeSet("exponent", 0, (FP16.extra_bits,) * 32)])
+    raise ConfigError(f"no layout for pair format {name!r} (expected e4m3, e5m2, q4_0 or 'q4_0 scales')")
