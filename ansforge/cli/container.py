@@ -1,4 +1,5 @@
-"""The .ansf container verbs: ``compress``, ``decompress`` and ``inspect``."""
+"""The .ansf container verbs: ``compress``, ``decompress`` and ``inspect``; ``quantize`` makes the quantized
+checkpoints (GGUF Q4_0, fp8 safetensors) that ``compress`` codes as pairs."""
 
 from __future__ import annotations
 
@@ -72,8 +73,8 @@ def decompress(args: argparse.Namespace) -> int:
     out = check_output(args, args.output, directory=False)
     n = threads(args.threads)
     c = open_container(args.container)
-    c.decompress(out, threads=n)
-    print(f"wrote {out}: {len(c.names)} tensors")
+    written = c.decompress(out, threads=n)
+    print(f"wrote {out}: {written} tensors")
     return 0
 
 
@@ -105,4 +106,26 @@ def inspect(args: argparse.Namespace) -> int:
             vals = c.read(args.tensor).ravel()
         with np.printoptions(threshold=20, edgeitems=8):
             print(f"{args.tensor}: {vals.size} values (bit patterns {vals.dtype}): {vals}")
+    return 0
+
+
+def _quantize_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, metavar="PATH", help="llama2.c .bin, safetensors or GGUF float checkpoint")
+    p.add_argument("--to", required=True, choices=["q4_0", "e4m3", "e5m2"],
+                   help="q4_0: a GGUF file of Q4_0 matrices (gguf's reference quantizer); e4m3/e5m2: a safetensors "
+                        "file of fp8 matrices, each with a float32 NAME_scale (absmax to the largest finite fp8)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="GGUF (q4_0) or safetensors (fp8) file to write")
+
+
+@verb("quantize", _quantize_arguments, help="write a Q4_0 GGUF or an fp8 safetensors copy of a checkpoint",
+      description="Quantize every float matrix of a checkpoint (norms and biases stay float32) into the "
+                  "quantized formats `compress` codes losslessly, to measure what it saves on them.",
+      force="replace an existing output file")
+def quantize(args: argparse.Namespace) -> int:
+    from ..analysis.formats import quantize_checkpoint
+
+    out = check_output(args, args.output, directory=False)
+    r = quantize_checkpoint(args.model, out, args.to)
+    print(f"wrote {out}: {r['quantized']} matrices ({r['weights']:,} weights) as {args.to}, {r['kept']} tensors kept "
+          "as float32")
     return 0

@@ -964,7 +964,7 @@ class Container:
         self._verify_blocks(st, words, 0, st.n_words)
         return s, e
 
-    def decompress(self, out: str | os.PathLike[str], threads: int | None = 1) -> None:
+    def decompress(self, out: str | os.PathLike[str], threads: int | None = 1) -> int:
         """Write every tensor to a safetensors file (atomically), bit-exact; ``threads`` threads decode
         each stream's checkpoint segments (``None``: one per CPU).
 
@@ -972,7 +972,8 @@ class Container:
         gets a float32 scalar ``NAME_scale`` (dequantized weight = fp8 × scale; vLLM's convention), so
         the file is the fp8 checkpoint that was coded, not a re-widened approximation. A GGUF Q4_0
         tensor is written as its exact GGUF bytes, ``U8`` of shape ``(blocks, 18)`` (safetensors has no
-        Q4_0 type); the metadata key ``ansforge.q4_0`` maps each such name to its weights' shape."""
+        Q4_0 type); the metadata key ``ansforge.q4_0`` maps each such name to its weights' shape.
+        Returns the number of tensors written."""
         decoded: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
         def stream_pairs(st: ContainerStream):
@@ -1025,6 +1026,7 @@ class Container:
         if q4:
             meta["ansforge.q4_0"] = json.dumps(q4, separators=(",", ":"))
         write_safetensors(out, [spec for spec, _ in outputs], lambda index, name: outputs[index][1](), metadata=meta)
+        return len(outputs)
 
     def summary(self) -> dict:
         bits = sum(st.n_words * st.word_bytes * 8 + len(st.checkpoints) * (40 + st.spec.state_bits)
