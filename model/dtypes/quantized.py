@@ -32,9 +32,10 @@ cores' limits (≤ 64 codes, ≤ 8 additional-data bits; :data:`PAPER_CORE_LIMIT
 scales' fp16 pairs (11 bits, one pair per 32 weights), which take a core built with
 ``max_extra_bits = 11`` or the fp16 path. A decoder core emits ``{symbol, extra}``; the §4.3
 interface core :class:`~ansforge.hdl.interfaces.PairToFloat` turns an fp8 pair into the value: its LUT
-entry for the code holds the exponent re-biased to the output format, the additional data's top bit
-is the sign and the rest the mantissa, left-aligned (fp8 → bf16/fp16/fp32 is an exact widening, the
-subnormals through the LUT's shift). A Q4_0 ``q`` needs no LUT arithmetic at all: the code table's
+entry for the code holds the exponent field, the additional data's top bit
+is the sign and the rest the mantissa; built with an fp8 ``target`` it outputs the fp8 bit patterns
+exactly (:func:`pair_to_float_format`, checked in the Amaranth simulator on all 256 patterns, with the
+paper core's 64 codes and 8 extra bits). A Q4_0 ``q`` needs no LUT arithmetic at all: the code table's
 direct mapping gives the 4-bit value, and ``(q - 8) · d`` is one small multiply per weight with ``d``
 held for 32 pairs.
 """
@@ -51,7 +52,7 @@ from .layout import CodeLayout, CodeSet
 from .pairs import FP16, CodingPairs, Conversion, IeeeFloatPairs
 
 __all__ = ["FP8_FORMATS", "FP8_STORAGE", "IntegerPairs", "Q4_0_VALUES", "Q4_0_BLOCK", "Q4_0_BLOCK_BYTES",
-           "Fp8Conversion", "to_fp8", "q4_0_split", "q4_0_join", "layout", "PAPER_CORE_LIMITS"]
+           "Fp8Conversion", "to_fp8", "q4_0_split", "q4_0_join", "layout", "PAPER_CORE_LIMITS", "pair_to_float_format"]
 
 #: fp8 pair formats by the name ``--pairs`` uses; code = exponent field, extra = sign + mantissa.
 FP8_FORMATS: dict[str, IeeeFloatPairs] = {n: MINIFLOATS[n].pairs for n in ("e4m3", "e5m2")}
@@ -209,3 +210,22 @@ def layout(name: str) -> CodeLayout:
     if name == "q4_0 scales":
         return CodeLayout("q4_0 scales (fp16 pairs)", [CodeSet("exponent", 0, (FP16.extra_bits,) * 32)])
     raise ConfigError(f"no layout for pair format {name!r} (expected e4m3, e5m2, q4_0 or 'q4_0 scales')")
+
+
+def pair_to_float_format(name: str, exponents) -> "CodingPairFormat":
+    """The :class:`~ansforge.model.dtypes.interfaces.CodingPairFormat` that configures
+    :class:`~ansforge.hdl.interfaces.PairToFloat` to turn an fp8 tensor's pairs (``exponents``: its
+    code→exponent table) back into the fp8 bit patterns: build the core with ``target =
+    FP8_FORMATS[name]`` (8-bit output). Code ``i`` carries exponent field ``exponents[i]`` (field 0: the
+    subnormals, no hidden bit); the additional data's top bit is the sign, the rest the mantissa,
+    passed through unshifted. The all-ones field is a "special" code, whose mantissa also passes
+    through: E5M2's Inf/NaN and E4M3's top binade (256..448 and its NaN S.1111.111) come out bit-exact.
+
+    Widening to bf16/fp16 in the same core is not possible for the subnormals (field 0), whose
+    significand ``0.f`` would need normalizing; the core produces fp8 and a bf16 datapath widens it.
+    """
+    from .interfaces import CodingPairFormat
+
+    if name not in FP8_FORMATS:
+        raise ConfigError(f"fp8 format must be one of {', '.join(FP8_FORMATS)}, not {name!r}")
+    return CodingPairFormat.ieee(FP8_FORMATS[name], exponents)
