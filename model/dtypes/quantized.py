@@ -60,6 +60,7 @@ FP8_FORMATS: dict[str, IeeeFloatPairs] = {n: MINIFLOATS[n].pairs for n in ("e4m3
 FP8_STORAGE: dict[str, str] = {"F8_E4M3": "e4m3", "F8_E5M2": "e5m2"}
 Q4_0_BLOCK = 32        #: weights per Q4_0 block
 Q4_0_BLOCK_BYTES = 18  #: bytes per Q4_0 block: fp16 scale + 16 bytes of nibbles
+_CHUNK = 1 << 20  #: values :func:`to_fp8` rounds at once
 #: (max codes, max additional-data bits) of the paper's decoder cores (§4, Table 3).
 PAPER_CORE_LIMITS = (64, 8)
 
@@ -154,23 +155,31 @@ def to_fp8(array: np.ndarray, dtype: str, target: str) -> tuple[np.ndarray, Fp8C
     scale = np.float32(absmax / fmt.max_finite) if absmax > 0 else np.float32(1.0)
     if not np.isfinite(scale) or scale == 0:  # absmax below max_finite · 2**-149: keep the values unscaled
         scale = np.float32(1.0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        y = x / scale  # float32 ÷ float32: one rounding
-    bits = fmt.from_float(y).astype(np.uint8)
-    back = fmt.to_float64(bits) * float(scale)
-    xs = x.astype(np.float64)
-    ok = finite & np.isfinite(back)
-    err = np.where(ok, back - xs, 0.0)
-    same = (back == xs) | (np.isnan(back) & np.isnan(xs))
-    zeros = xs == 0
-    if zeros.any():
-        same[zeros] = (back[zeros] == 0) & (np.signbit(back[zeros]) == np.signbit(xs[zeros]))
-    norm = float(np.sqrt(np.sum(np.where(ok, xs, 0.0) ** 2)))
+    flat = x.reshape(-1)
+    bits = np.empty(flat.size, np.uint8)
+    changed, sq_err, sq_norm, max_err = 0, 0.0, 0.0, 0.0
+    for lo in range(0, flat.size, _CHUNK):  # chunks: from_float's float64 temporaries stay small
+        xc = flat[lo:lo + _CHUNK]
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = xc / scale  # float32 ÷ float32: one rounding
+        b = fmt.from_float(y).astype(np.uint8)
+        bits[lo:lo + xc.size] = b
+        back = fmt.to_float64(b) * float(scale)
+        xs = xc.astype(np.float64)
+        ok = np.isfinite(xs) & np.isfinite(back)
+        err = np.where(ok, back - xs, 0.0)
+        same = (back == xs) | (np.isnan(back) & np.isnan(xs))
+        zeros = xs == 0
+        if zeros.any():
+            same[zeros] = (back[zeros] == 0) & (np.signbit(back[zeros]) == np.signbit(xs[zeros]))
+        changed += int(same.size - np.count_nonzero(same))
+        sq_err += float(np.sum(err ** 2))
+        sq_norm += float(np.sum(np.where(ok, xs, 0.0) ** 2))
+        max_err = max(max_err, float(np.abs(err).max()) if err.size else 0.0)
     src = {"F32": "fp32", "F16": "fp16", "BF16": "bf16"}[dtype]
-    conv = Fp8Conversion(src, target, True, int(same.size - np.count_nonzero(same)),
-                         int(np.count_nonzero(~finite)), float(scale),
-                         float(np.sqrt(np.sum(err ** 2))) / norm if norm else 0.0,
-                         float(np.abs(err).max()) if err.size else 0.0)
+    conv = Fp8Conversion(src, target, True, changed, int(np.count_nonzero(~finite)), float(scale),
+                         float(np.sqrt(sq_err / sq_norm)) if sq_norm else 0.0, max_err)
+    bits = bits.reshape(x.shape)
     return bits, conv
 
 
