@@ -394,6 +394,10 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             if isinstance(conv, Fp8Conversion):
                 rec.update({"scale": conv.scale, "rel_rmse": conv.rel_rmse, "max_abs_error": conv.max_abs_error})
             rec.update({k: v for k, v in fields.items() if k in ("scales", "scales_of")})
+            if "scales" in fields:
+                rec["conversion"] = f"GGUF Q4_0 as stored: 4-bit values as codes, block scales in {fields['scales']!r}"
+            elif "scales_of" in fields:
+                rec["conversion"] = f"fp16 block scales of Q4_0 tensor {fields['scales_of']!r}, as stored"
             coded_items.append((len(records), name, cp))
             records.append(rec)
         if progress:
