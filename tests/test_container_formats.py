@@ -19,7 +19,7 @@ from ansforge.model.coding.container import FP8_SCALE_SUFFIX, compress_checkpoin
 from ansforge.model.dtypes.custom_float import MINIFLOATS
 from ansforge.model.dtypes.quantized import (FP8_FORMATS, PAPER_CORE_LIMITS, Q4_0_VALUES, layout,
                                              pair_to_float_format, q4_0_join, q4_0_split, to_fp8)
-from ansforge.model.errors import ConfigError
+from ansforge.model.errors import AnsforgeError, ConfigError
 from ansforge.model.llm.checkpoint import open_checkpoint, write_safetensors
 
 from .test_cli import _one_line_error, ansforge
@@ -327,3 +327,38 @@ def test_pair_to_float_core_produces_fp8_in_the_amaranth_simulator(fmt):
     assert np.array_equal(job.expected, bits)
     ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=1))
     assert ok, errs
+
+
+@pytest.mark.parametrize("kind", ["fp8", "q4_0"])
+def test_corrupted_fp8_and_q4_0_containers_never_return_wrong_weights(stories, tmp_path, kind):
+    """500 flipped bytes or truncations of an fp8 (scaled) and a Q4_0 container: each raises an error
+    naming the file, never returns different values (the scale and the scales' link are in the
+    records, under their CRC)."""
+    f = tmp_path / "c.ansf"
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal((8, 64)) * 0.02).astype(np.float32)
+    src = tmp_path / "m.safetensors"
+    write_safetensors(src, [("w", "F32", a.shape), ("v", "F32", a.shape)], lambda i, n: iter([a if n == "w" else -a]))
+    if kind == "fp8":
+        compress_checkpoint(src, f, "tans8", pairs="e4m3", checkpoint_interval=100)
+    else:
+        quantize_checkpoint(src, tmp_path / "q.gguf", "q4_0")
+        compress_checkpoint(tmp_path / "q.gguf", f, "rans16", checkpoint_interval=100)
+    good = f.read_bytes()
+    ref = open_container(f)
+    expected = {n: (ref.read(n).tobytes(), ref.record(n).get("scale")) for n in ref.names}
+    bad = tmp_path / "bad.ansf"
+    for case in range(500):
+        blob = bytearray(good)
+        if case % 10 == 9:
+            blob = blob[:int(rng.integers(0, len(blob)))]
+        else:
+            blob[int(rng.integers(0, len(blob)))] ^= int(rng.integers(1, 256))
+        bad.write_bytes(bytes(blob))
+        try:
+            c = open_container(bad)
+            got = {n: (c.read(n).tobytes(), c.record(n).get("scale")) for n in c.names}
+        except AnsforgeError as e:
+            assert "bad.ansf" in str(e)
+            continue
+        assert got == expected, f"case {case}: a corrupted container decoded to different values"
