@@ -278,7 +278,7 @@ def test_sizes_match_an_independent_count(minilm_layer0, tmp_path, fmt):
             nib = np.concatenate([blocks[:, 2:] & 15, blocks[:, 2:] >> 4], axis=1)
             d = blocks[:, :2].copy().view("<u2").ravel()
             ideal += _entropy_bits(np.bincount(nib.ravel(), minlength=16))
-            ideal += _entropy_bits(np.bincount(d >> 10 & 31, minlength=32)) + 11 * d.size
+            ideal += _entropy_bits(np.bincount(d >> 7 & 255, minlength=256)) + 8 * d.size  # bits 14..7 coded
             weights += nib.size
         else:
             m = FP8_FORMATS[fmt].mantissa_bits
@@ -299,15 +299,22 @@ def test_sizes_match_an_independent_count(minilm_layer0, tmp_path, fmt):
 # hardware
 
 
-def test_layouts_fit_the_paper_cores():
+def test_layouts_fit_the_paper_cores(stories, tmp_path):
     for name in ("e4m3", "e5m2", "q4_0"):
         layout(name).check_core(*PAPER_CORE_LIMITS)
+    quantize_checkpoint(stories, tmp_path / "q.gguf", "q4_0")
+    compress_checkpoint(tmp_path / "q.gguf", tmp_path / "c.ansf", "tans8")
+    c = open_container(tmp_path / "c.ansf")
+    scales = [c.record(n) for n in c.names if c.record(n)["pair_format"] == "q4_0_scale"]
+    assert len(scales) == 31
+    for rec in scales:  # each scales tensor's table, as a core's LUT holds it
+        layout("q4_0_scale", len(rec["exponents"])).check_core(*PAPER_CORE_LIMITS)
     assert layout("e4m3").n_codes == 16 and layout("e4m3").max_extra_bits == 4
     assert layout("e5m2").n_codes == 32 and layout("e5m2").max_extra_bits == 3
     assert layout("q4_0").n_codes == 16 and layout("q4_0").max_extra_bits == 0
-    with pytest.raises(ConfigError, match="max_extra_bits=8"):
-        layout("q4_0 scales").check_core(*PAPER_CORE_LIMITS)
-    layout("q4_0 scales").check_core(64, 11)
+    assert layout("q4_0_scale").max_extra_bits == 8
+    with pytest.raises(ConfigError, match="max_symbols=64"):  # all 256 code fields need a bigger LUT
+        layout("q4_0_scale").check_core(*PAPER_CORE_LIMITS)
 
 
 @pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
@@ -362,3 +369,25 @@ def test_corrupted_fp8_and_q4_0_containers_never_return_wrong_weights(stories, t
             assert "bad.ansf" in str(e)
             continue
         assert got == expected, f"case {case}: a corrupted container decoded to different values"
+
+
+def test_pair_to_float_core_produces_q4_0_scales_in_the_amaranth_simulator(stories, tmp_path):
+    """The scales' pairs through PairToFloat built for bf16, as the paper core's 64 codes and 8 extra
+    bits: out come the fp16 scales' bit patterns, as GGUF stores them."""
+    from ansforge.hdl.interfaces import PairToFloat
+    from ansforge.model.dtypes.interfaces import CodingPairFormat, PairToFloatTable
+    from ansforge.model.dtypes.quantized import Q4_0_SCALES
+    from ansforge.sim.amaranth_sim import AmaranthEngine
+    from ansforge.sim.interfaces import pair_to_float_job
+
+    quantize_checkpoint(stories, tmp_path / "q.gguf", "q4_0")
+    reader = gguf.GGUFReader(str(tmp_path / "q.gguf"))
+    t = next(t for t in reader.tensors if t.name == "layers.0.feed_forward.w1.weight")
+    _, d = q4_0_split(t.data)
+    pairs = Q4_0_SCALES.split(d)
+    table = PairToFloatTable(CodingPairFormat.ieee("bf16", pairs.exponents), "bf16")
+    assert np.array_equal(table.apply(pairs.codes, pairs.extra), d)
+    core = PairToFloat(target="bf16", max_codes=PAPER_CORE_LIMITS[0], max_extra_bits=PAPER_CORE_LIMITS[1])
+    job = pair_to_float_job(table, pairs.codes, pairs.extra, core=core)
+    ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=2))
+    assert ok, errs

@@ -48,8 +48,8 @@ from . import fastans
 from .codetable import CodeTable
 from ..errors import AnsforgeError, ConfigError
 from ..dtypes.custom_float import MINIFLOATS
-from ..dtypes.pairs import FP16, PAIR_FORMATS, CodingPairs, Conversion, convert
-from ..dtypes.quantized import (FP8_FORMATS, FP8_STORAGE, Q4_0_BLOCK, Q4_0_BLOCK_BYTES, Q4_0_VALUES, Fp8Conversion,
+from ..dtypes.pairs import PAIR_FORMATS, CodingPairs, Conversion, convert
+from ..dtypes.quantized import (FP8_FORMATS, FP8_STORAGE, Q4_0_BLOCK, Q4_0_BLOCK_BYTES, Q4_0_SCALES, Q4_0_VALUES, Fp8Conversion,
                                 q4_0_join, q4_0_split, to_fp8)
 from .probability import ideal_bits
 from .rans import RansParams
@@ -76,12 +76,13 @@ READ_VERSIONS = (1, 2, 3)
 DEFAULT_CHECKPOINT_INTERVAL = 1 << 20
 RAW_BLOCK_BYTES = 1 << 20
 _HEADER = struct.Struct("<8sIIII")
-_STORAGE = {"bf16": "BF16", "fp16": "F16", "fp32": "F32", "e4m3": "F8_E4M3", "e5m2": "F8_E5M2", "q4_0": "Q4_0"}
+_STORAGE = {"bf16": "BF16", "fp16": "F16", "fp32": "F32", "e4m3": "F8_E4M3", "e5m2": "F8_E5M2", "q4_0": "Q4_0",
+            "q4_0_scale": "F16"}
 #: Every pair format a tensor record may name: the float formats, fp8 and Q4_0's 4-bit values
 #: (model/dtypes/quantized.py). A reader that predates one refuses the record by its pair_format.
-FORMATS = {**PAIR_FORMATS, **FP8_FORMATS, "q4_0": Q4_0_VALUES}
+FORMATS = {**PAIR_FORMATS, **FP8_FORMATS, "q4_0": Q4_0_VALUES, "q4_0_scale": Q4_0_SCALES}
 #: Suffix of the record that holds a Q4_0 tensor's fp16 block scales (as fp16 pairs).
-Q4_0_SCALES = ":scales"
+Q4_0_SCALES_SUFFIX = ":scales"
 #: Suffix of the float32 scalar ``decompress`` writes beside an fp8 tensor converted with a scale
 #: (vLLM's ``weight`` / ``weight_scale`` convention: dequantized = fp8 × scale).
 FP8_SCALE_SUFFIX = "_scale"
@@ -335,7 +336,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                 and info.dtype not in ITEMSIZE:
             raise ConfigError(f"{model}: tensor {info.name!r} has type {info.dtype}, which ansforge does not code "
                               f"(it codes F32, F16, BF16, F8_E4M3, F8_E5M2 and GGUF Q4_0 tensors)")
-        extra_name = info.name + Q4_0_SCALES if info.dtype == "Q4_0" else info.name + FP8_SCALE_SUFFIX \
+        extra_name = info.name + Q4_0_SCALES_SUFFIX if info.dtype == "Q4_0" else info.name + FP8_SCALE_SUFFIX \
             if pairs in FP8_FORMATS and info.dtype in SUPPORTED_DTYPES and len(info.shape) >= 2 else None
         if extra_name is not None and extra_name in names:
             raise ConfigError(f"{model}: tensor {info.name!r} needs the name {extra_name!r} for its scales, "
@@ -360,10 +361,10 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                                   f"{info.nbytes} bytes, not whole {Q4_0_BLOCK}-weight blocks of {Q4_0_BLOCK_BYTES} bytes")
             q, d = q4_0_split(raw_bytes(info))
             nonfinite = int(np.count_nonzero((d & np.uint16(0x7C00)) == np.uint16(0x7C00)))
-            scales = info.name + Q4_0_SCALES
+            scales = info.name + Q4_0_SCALES_SUFFIX
             return [("q4_0", Conversion("q4_0", "q4_0", False, 0, 0), Q4_0_VALUES.split(q.reshape(info.shape)),
                      {"scales": scales}),
-                    ("fp16", Conversion("fp16", "fp16", False, 0, nonfinite), FP16.split(d),
+                    ("q4_0_scale", Conversion("fp16", "fp16", False, 0, nonfinite), Q4_0_SCALES.split(d),
                      {"name": scales, "shape": [int(d.size)], "scales_of": info.name})]
         if info.dtype not in SUPPORTED_DTYPES:
             return None
@@ -756,8 +757,8 @@ class Container:
                 raise self._fail(where, f"scale {str(sc)[:40]} must be a positive finite float32 of an fp8 tensor")
         if (fmt_name == "q4_0") != ("scales" in rec) or ("scales" in rec and not isinstance(rec["scales"], str)):
             raise self._fail(where, "a q4_0 tensor, and only one, names the record of its scales ('scales')")
-        if "scales_of" in rec and (fmt_name != "fp16" or not isinstance(rec["scales_of"], str)):
-            raise self._fail(where, "the scales of a Q4_0 tensor ('scales_of') are fp16 pairs")
+        if (fmt_name == "q4_0_scale") != ("scales_of" in rec) or ("scales_of" in rec and not isinstance(rec["scales_of"], str)):
+            raise self._fail(where, "a q4_0_scale tensor, and only one, names the Q4_0 tensor it scales ('scales_of')")
         if _field(rec, "dtype", str, self._fail, where) != _STORAGE[fmt_name]:
             raise self._fail(where, f"dtype {rec['dtype']!r} is not the storage of pair format {fmt_name}")
         for key in ("conversion",):

@@ -23,19 +23,23 @@ of the block is ``(q_j - 8) · d`` with ``q_j = qs[j] & 15`` for ``j < 16`` and 
 otherwise. :func:`q4_0_split` gives the ``q`` in weight order (one byte each, 0..15) and the scales'
 fp16 bit patterns; :func:`q4_0_join` is its exact inverse. The ``q`` are coded as pairs of
 :data:`Q4_0_VALUES` (code = the 4-bit value through the tensor's table of values that occur, no
-additional data); the scales as fp16 pairs.
+additional data); the scales as pairs of :data:`Q4_0_SCALES`: code = the fp16 exponent field with the
+top 3 mantissa bits (8 bits, through the tensor's table), additional data = sign and the low 7 mantissa
+bits — bf16's layout laid over the fp16 pattern, so that every pair fits the paper core's 8 extra bits
+(plain fp16 pairs would need 11) and the code also carries the mantissa bits that are not uniform
+(MiniLM: 11.77 bits per scale ideal against 12.17 for exponent-only codes; ≤ 46 codes per tensor).
 
 Hardware
 --------
 Each layout is a :class:`~ansforge.model.dtypes.layout.CodeLayout` (:func:`layout`) within the paper
-cores' limits (≤ 64 codes, ≤ 8 additional-data bits; :data:`PAPER_CORE_LIMITS`), except the Q4_0
-scales' fp16 pairs (11 bits, one pair per 32 weights), which take a core built with
-``max_extra_bits = 11`` or the fp16 path. A decoder core emits ``{symbol, extra}``; the §4.3
+cores' limits (≤ 64 codes, ≤ 8 additional-data bits; :data:`PAPER_CORE_LIMITS`); for the Q4_0 scales
+the codes are those a tensor's table holds (≤ 64 with the tANS/rANS tables' escapes beyond). A decoder core emits ``{symbol, extra}``; the §4.3
 interface core :class:`~ansforge.hdl.interfaces.PairToFloat` turns an fp8 pair into the value: its LUT
 entry for the code holds the exponent field, the additional data's top bit
 is the sign and the rest the mantissa; built with an fp8 ``target`` it outputs the fp8 bit patterns
 exactly (:func:`pair_to_float_format`, checked in the Amaranth simulator on all 256 patterns, with the
-paper core's 64 codes and 8 extra bits). A Q4_0 ``q`` needs no LUT arithmetic at all: the code table's
+paper core's 64 codes and 8 extra bits). The scales' pairs come out of the same core built for bf16
+(``CodingPairFormat.ieee("bf16", table)`` reproduces the 16-bit pattern, here an fp16 scale). A Q4_0 ``q`` needs no LUT arithmetic at all: the code table's
 direct mapping gives the 4-bit value, and ``(q - 8) · d`` is one small multiply per weight with ``d``
 held for 32 pairs.
 """
@@ -49,10 +53,10 @@ import numpy as np
 from ..errors import ConfigError, PairFormatError
 from .custom_float import MINIFLOATS
 from .layout import CodeLayout, CodeSet
-from .pairs import FP16, CodingPairs, Conversion, IeeeFloatPairs
+from .pairs import CodingPairs, Conversion, IeeeFloatPairs
 
 __all__ = ["FP8_FORMATS", "FP8_STORAGE", "IntegerPairs", "Q4_0_VALUES", "Q4_0_BLOCK", "Q4_0_BLOCK_BYTES",
-           "Fp8Conversion", "to_fp8", "q4_0_split", "q4_0_join", "layout", "PAPER_CORE_LIMITS", "pair_to_float_format"]
+           "Q4_0_SCALES", "Fp8Conversion", "to_fp8", "q4_0_split", "q4_0_join", "layout", "PAPER_CORE_LIMITS", "pair_to_float_format"]
 
 #: fp8 pair formats by the name ``--pairs`` uses; code = exponent field, extra = sign + mantissa.
 FP8_FORMATS: dict[str, IeeeFloatPairs] = {n: MINIFLOATS[n].pairs for n in ("e4m3", "e5m2")}
@@ -114,6 +118,9 @@ class IntegerPairs:
 
 #: Q4_0's 4-bit values as pairs.
 Q4_0_VALUES = IntegerPairs("q4_0", 4)
+#: Q4_0's fp16 block scales as pairs: the 16-bit pattern split as bf16 is (code = bits 14..7: the fp16
+#: exponent field and top 3 mantissa bits; additional data = sign and bits 6..0), module docstring.
+Q4_0_SCALES = IeeeFloatPairs("q4_0_scale", 8, 7)
 
 
 @dataclass(frozen=True)
@@ -208,17 +215,20 @@ def q4_0_join(q: np.ndarray, d: np.ndarray) -> np.ndarray:
     return out.ravel()
 
 
-def layout(name: str) -> CodeLayout:
-    """The :class:`CodeLayout` of a container pair format (``e4m3``, ``e5m2``, ``q4_0``): the codes a
-    core's LUT spans (every exponent field / 4-bit value) and the additional-data width of each."""
+def layout(name: str, n_codes: int | None = None) -> CodeLayout:
+    """The :class:`CodeLayout` of a container pair format (``e4m3``, ``e5m2``, ``q4_0``,
+    ``q4_0_scale``): the codes a core's LUT spans and the additional-data width of each. fp8 and Q4_0
+    span every exponent field / 4-bit value; ``q4_0_scale`` the ``n_codes`` of a tensor's table
+    (default: all 256 code fields)."""
     if name in FP8_FORMATS:
         f = FP8_FORMATS[name]
         return CodeLayout(f"fp8 {name}", [CodeSet("exponent", 0, (f.extra_bits,) * (1 << f.exponent_bits))])
     if name == "q4_0":
         return CodeLayout("q4_0", [CodeSet("value", 0, (0,) * 16)])
-    if name == "q4_0 scales":
-        return CodeLayout("q4_0 scales (fp16 pairs)", [CodeSet("exponent", 0, (FP16.extra_bits,) * 32)])
-    raise ConfigError(f"no layout for pair format {name!r} (expected e4m3, e5m2, q4_0 or 'q4_0 scales')")
+    if name == "q4_0_scale":
+        n = 1 << Q4_0_SCALES.exponent_bits if n_codes is None else n_codes
+        return CodeLayout("q4_0_scale", [CodeSet("exponent and top mantissa bits", 0, (Q4_0_SCALES.extra_bits,) * n)])
+    raise ConfigError(f"no layout for pair format {name!r} (expected e4m3, e5m2, q4_0 or q4_0_scale)")
 
 
 def pair_to_float_format(name: str, exponents) -> "CodingPairFormat":
