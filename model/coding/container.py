@@ -916,7 +916,9 @@ class Container:
         return s, e
 
     def read(self, name: str) -> np.ndarray:
-        """The tensor's stored bit patterns (or raw values), shaped, in the container's dtype."""
+        """The tensor's stored bit patterns (or raw values), shaped, in the container's dtype: ``uint8``
+        patterns for fp8, the 4-bit values ``q`` (``uint8``, 0..15, weight order) for a Q4_0 tensor,
+        whose ``NAME:scales`` record reads as the blocks' fp16 patterns (``uint16``)."""
         rec = self.record(name)
         return self.read_range(name, 0, None).reshape(rec["shape"])
 
