@@ -9,7 +9,7 @@ Each verb lives in one module of this package, its arguments and its handler tog
 
 ``demo``        ``ansforge demo``
 ``tables``      ``ansforge tables`` (Table 1)
-``container``   ``compress``, ``decompress``, ``inspect`` (.ansf containers)
+``container``   ``compress``, ``decompress``, ``inspect`` (.ansf containers), ``quantize``
 ``cores``       ``simulate``, ``verilog``, ``testbench``, ``resources``, ``prove`` (the hardware cores)
 ``factory``     ``ansforge factory`` (token-factory bandwidth)
 ``report``      ``figure``, ``quant-table``, ``types``, ``outliers``, ``context``, ``activations``, ``histograms``

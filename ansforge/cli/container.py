@@ -1,4 +1,5 @@
-"""The .ansf container verbs: ``compress``, ``decompress`` and ``inspect``."""
+"""The .ansf container verbs: ``compress``, ``decompress`` and ``inspect``; ``quantize`` makes the quantized
+checkpoints (GGUF Q4_0, fp8 safetensors) that ``compress`` codes as pairs."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
                    help="tans8 (paper's tANS, R = 8), rans16 (paper's rANS), rans24 (constriction preset), or "
                         "any tansR / ransP; a suffix xN (tans8x4, rans16x2) interleaves N = 2..16 states in the "
                         "stream, for faster software decoding (not for the hardware cores) (default tans8)")
-    p.add_argument("--pairs", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
-                   help="pair format: auto keeps each tensor's storage type (lossless); others convert (RNE)")
+    p.add_argument("--pairs", default="auto", choices=["auto", "bf16", "fp16", "fp32", "e4m3", "e5m2"],
+                   help="pair format: auto keeps each tensor's storage type (lossless); bf16/fp16/fp32 convert "
+                        "(RNE); e4m3/e5m2 convert every matrix to fp8 with a per-tensor scale (absmax to the "
+                        "largest finite fp8, OCP satfinite; lossy, reported). fp8 and GGUF Q4_0 tensors are "
+                        "always coded losslessly as they are")
     p.add_argument("--checkpoint-interval", type=int, default=1 << 20, metavar="PAIRS",
                    help="a random-access checkpoint every PAIRS pairs (default 1048576; 0 for none)")
     p.add_argument("--stream-per-tensor", action="store_true",
@@ -42,6 +46,14 @@ def compress(args: argparse.Namespace) -> int:
                                 progress=lambda name: note(f"split {name}"))
     print(f"wrote {out}: {r['tensors']} tensors ({r['coded']} coded), {r['pairs']:,} pairs, {r['bytes']:,} bytes; "
           f"{r['bits'] / max(1, r['pairs']):.4f} bits/pair, {100 * r['gap']:+.4f}% vs ideal")
+    from ..model.coding.container import format_lines
+
+    for line in format_lines({k: v for k, v in r["formats"].items() if k in ("e4m3", "e5m2", "q4_0")}):
+        print(line)
+    if r["lossy"]:
+        name, conv = r["lossy"][0]
+        more = f" (and {len(r['lossy']) - 1} more; `ansforge inspect` lists each)" if len(r["lossy"]) > 1 else ""
+        print(f"lossy: {len(r['lossy'])} tensors converted, e.g. {name}: {conv}{more}")
     return 0
 
 
@@ -62,8 +74,8 @@ def decompress(args: argparse.Namespace) -> int:
     out = check_output(args, args.output, directory=False)
     n = threads(args.threads)
     c = open_container(args.container)
-    c.decompress(out, threads=n)
-    print(f"wrote {out}: {len(c.names)} tensors")
+    written = c.decompress(out, threads=n)
+    print(f"wrote {out}: {written} tensors")
     return 0
 
 
@@ -95,4 +107,26 @@ def inspect(args: argparse.Namespace) -> int:
             vals = c.read(args.tensor).ravel()
         with np.printoptions(threshold=20, edgeitems=8):
             print(f"{args.tensor}: {vals.size} values (bit patterns {vals.dtype}): {vals}")
+    return 0
+
+
+def _quantize_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, metavar="PATH", help="llama2.c .bin, safetensors or GGUF float checkpoint")
+    p.add_argument("--to", required=True, choices=["q4_0", "e4m3", "e5m2"],
+                   help="q4_0: a GGUF file of Q4_0 matrices (gguf's reference quantizer); e4m3/e5m2: a safetensors "
+                        "file of fp8 matrices, each with a float32 NAME_scale (absmax to the largest finite fp8)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="GGUF (q4_0) or safetensors (fp8) file to write")
+
+
+@verb("quantize", _quantize_arguments, help="write a Q4_0 GGUF or an fp8 safetensors copy of a checkpoint",
+      description="Quantize every float matrix of a checkpoint (norms and biases stay float32) into the "
+                  "quantized formats `compress` codes losslessly, to measure what it saves on them.",
+      force="replace an existing output file")
+def quantize(args: argparse.Namespace) -> int:
+    from ..analysis.formats import quantize_checkpoint
+
+    out = check_output(args, args.output, directory=False)
+    r = quantize_checkpoint(args.model, out, args.to)
+    print(f"wrote {out}: {r['quantized']} matrices ({r['weights']:,} weights) as {args.to}, {r['kept']} tensors kept "
+          "as float32")
     return 0

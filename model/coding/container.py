@@ -48,13 +48,17 @@ from .codecs import Codec, RansCodec, parse_codec
 from . import fastans
 from .codetable import CodeTable
 from ..errors import AnsforgeError, ConfigError
-from ..dtypes.pairs import PAIR_FORMATS, CodingPairs, convert
+from ..dtypes.custom_float import MINIFLOATS
+from ..dtypes.pairs import PAIR_FORMATS, CodingPairs, Conversion, convert
+from ..dtypes.quantized import (FP8_FORMATS, FP8_STORAGE, Q4_0_BLOCK, Q4_0_BLOCK_BYTES, Q4_0_SCALES, Q4_0_VALUES, Fp8Conversion,
+                                q4_0_join, q4_0_split, to_fp8)
 from .probability import ideal_bits
 from .rans import RansParams
 from .stream import Checkpoint, Run, StreamError, block_crc, block_ranges, word_dtype
 
 __all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "Container", "ContainerStream",
-           "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION", "VERSION_STATES", "LEGACY_CODECS"]
+           "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION", "VERSION_STATES", "LEGACY_CODECS", "FORMATS",
+           "format_sizes", "format_lines", "PUBLISHED_FP8_SAVING"]
 
 #: Codecs ansforge wrote before, which it still reads: rans16 coded with a 64-bit state until the
 #: paper preset moved to S = 48 (one-DSP decoder multiply, docs/bitstream.md); each stream's codec
@@ -77,7 +81,16 @@ READ_VERSIONS = (1, 2, 3, VERSION_STATES)
 DEFAULT_CHECKPOINT_INTERVAL = 1 << 20
 RAW_BLOCK_BYTES = 1 << 20
 _HEADER = struct.Struct("<8sIIII")
-_STORAGE = {"bf16": "BF16", "fp16": "F16", "fp32": "F32"}
+_STORAGE = {"bf16": "BF16", "fp16": "F16", "fp32": "F32", "e4m3": "F8_E4M3", "e5m2": "F8_E5M2", "q4_0": "Q4_0",
+            "q4_0_scale": "F16"}
+#: Every pair format a tensor record may name: the float formats, fp8 and Q4_0's 4-bit values
+#: (model/dtypes/quantized.py). A reader that predates one refuses the record by its pair_format.
+FORMATS = {**PAIR_FORMATS, **FP8_FORMATS, "q4_0": Q4_0_VALUES, "q4_0_scale": Q4_0_SCALES}
+#: Suffix of the record that holds a Q4_0 tensor's fp16 block scales (as fp16 pairs).
+Q4_0_SCALES_SUFFIX = ":scales"
+#: Suffix of the float32 scalar ``decompress`` writes beside an fp8 tensor converted with a scale
+#: (vLLM's ``weight`` / ``weight_scale`` convention: dequantized = fp8 × scale).
+FP8_SCALE_SUFFIX = "_scale"
 _NATIVE = {"F32": "fp32", "F16": "fp16", "BF16": "bf16"}
 _RAW_NUMPY = {"F64": "<f8", "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1", "U64": "<u8", "U32": "<u4",
               "U16": "<u2", "U8": "u1", "BOOL": "?"}
@@ -287,6 +300,12 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     pairs
         ``auto`` codes each float tensor in its own storage format (lossless); ``bf16``, ``fp16`` or
         ``fp32`` convert first (the conversion is recorded; decompression returns the converted tensor).
+        ``e4m3`` or ``e5m2`` convert every float tensor of two or more dimensions to fp8 with a
+        per-tensor scale (:func:`~ansforge.model.dtypes.quantized.to_fp8`; the scale and the error are
+        recorded; decompression writes the fp8 tensor and its scale as ``NAME_scale``) and code the
+        others (norms, biases) as stored, as fp8 checkpoints do. Whatever ``pairs`` is, safetensors
+        ``F8_E4M3``/``F8_E5M2`` tensors are coded as fp8 pairs and GGUF ``Q4_0`` tensors as their 4-bit
+        values plus fp16 scales, losslessly; any other quantized type is refused.
     group
         ``model``: one stream for all coded tensors; ``tensor``: one stream per tensor.
     allow_nonfinite
@@ -299,57 +318,100 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         ``group="model"``; not with ``group="tensor"``, the layout the hardware decoders read, whose
         commands take one table per stream.
 
-    Returns a summary (``tensors``, ``pairs``, ``bits``, ``ideal_bits``, ``gap``).
+    Returns a summary (``tensors``, ``pairs``, ``bits``, ``ideal_bits``, ``gap``, ``bytes``; ``formats``:
+    per pair format the :func:`format_sizes`; ``lossy``: ``(name, conversion)`` of each lossy tensor).
     """
     spec = parse_codec(codec)
-    if pairs != "auto" and pairs not in PAIR_FORMATS:
-        raise ConfigError(f"pairs must be auto or one of {', '.join(PAIR_FORMATS)}, not {pairs!r}")
+    if pairs != "auto" and pairs not in PAIR_FORMATS and pairs not in FP8_FORMATS:
+        raise ConfigError(f"pairs must be auto or one of {', '.join([*PAIR_FORMATS, *FP8_FORMATS])}, not {pairs!r}")
     if group not in ("model", "tensor"):
         raise ConfigError(f"group must be 'model' or 'tensor', not {group!r}")
     if isinstance(checkpoint_interval, bool) or not isinstance(checkpoint_interval, int) or checkpoint_interval < 0:
         raise ConfigError(f"checkpoint_interval must be a non-negative integer, not {checkpoint_interval!r}")
-    ckpt = open_checkpoint(model)
+    ckpt = open_checkpoint(model, quantized=True)
     records: list[dict] = []
     coded_items: list[tuple[int, str, CodingPairs]] = []
     raw_payload: list[tuple[int, bytes]] = []
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ConfigError(f"threads must be a positive integer, not {threads!r}")
 
-    def split(info):
+    infos = ckpt.infos()
+    names = {info.name for info in infos}
+    for info in infos:  # refuse before any work: a type we do not code, or a name our outputs would reuse
+        if info.dtype not in SUPPORTED_DTYPES and info.dtype not in FP8_STORAGE and info.dtype != "Q4_0" \
+                and info.dtype not in ITEMSIZE:
+            raise ConfigError(f"{model}: tensor {info.name!r} has type {info.dtype}, which ansforge does not code "
+                              f"(it codes F32, F16, BF16, F8_E4M3, F8_E5M2 and GGUF Q4_0 tensors)")
+        extra_name = info.name + Q4_0_SCALES_SUFFIX if info.dtype == "Q4_0" else info.name + FP8_SCALE_SUFFIX \
+            if pairs in FP8_FORMATS and info.dtype in SUPPORTED_DTYPES and len(info.shape) >= 2 else None
+        if extra_name is not None and extra_name in names:
+            raise ConfigError(f"{model}: tensor {info.name!r} needs the name {extra_name!r} for its scales, "
+                              "but the checkpoint has a tensor of that name")
+
+    def raw_bytes(info) -> np.ndarray:
+        return np.memmap(ckpt.path, dtype=np.uint8, mode="r", offset=info.offset, shape=(info.nbytes,)) \
+            if info.nbytes else np.zeros(0, np.uint8)
+
+    def split(info) -> list | None:
+        """The tensor's ``(target, conversion, pairs, record fields)``, one per record (a Q4_0 tensor
+        has two: its values and its scales); ``None`` for a tensor stored raw."""
+        if info.dtype in FP8_STORAGE:
+            target = FP8_STORAGE[info.dtype]
+            bits = raw_bytes(info)
+            nonfinite = int(np.count_nonzero(~np.isfinite(MINIFLOATS[target].to_float64(bits))))
+            return [(target, Conversion(target, target, False, 0, nonfinite),
+                     FP8_FORMATS[target].split(bits.reshape(info.shape)), {})]
+        if info.dtype == "Q4_0":
+            if info.size % Q4_0_BLOCK or info.nbytes != info.size // Q4_0_BLOCK * Q4_0_BLOCK_BYTES:
+                raise ConfigError(f"{model}: tensor {info.name!r} of type Q4_0 has {info.size} weights in "
+                                  f"{info.nbytes} bytes, not whole {Q4_0_BLOCK}-weight blocks of {Q4_0_BLOCK_BYTES} bytes")
+            q, d = q4_0_split(raw_bytes(info))
+            nonfinite = int(np.count_nonzero((d & np.uint16(0x7C00)) == np.uint16(0x7C00)))
+            scales = info.name + Q4_0_SCALES_SUFFIX
+            return [("q4_0", Conversion("q4_0", "q4_0", False, 0, 0), Q4_0_VALUES.split(q.reshape(info.shape)),
+                     {"scales": scales}),
+                    ("q4_0_scale", Conversion("fp16", "fp16", False, 0, nonfinite), Q4_0_SCALES.split(d),
+                     {"name": scales, "shape": [int(d.size)], "scales_of": info.name})]
         if info.dtype not in SUPPORTED_DTYPES:
             return None
-        target = _NATIVE[info.dtype] if pairs == "auto" else pairs
+        if pairs in FP8_FORMATS and len(info.shape) >= 2:
+            bits, conv = to_fp8(ckpt.tensor(info.name).array, info.dtype, pairs)
+            return [(pairs, conv, FP8_FORMATS[pairs].split(bits), {})]
+        target = _NATIVE[info.dtype] if pairs == "auto" or pairs in FP8_FORMATS else pairs
         bits, conv = convert(ckpt.tensor(info.name).array, info.dtype, target)
-        return target, conv, PAIR_FORMATS[target].split(bits)
+        return [(target, conv, PAIR_FORMATS[target].split(bits), {})]
 
-    infos = ckpt.infos()
     split_all = _map(split, infos, threads)
     for info, done in zip(infos, split_all):
-        rec: dict = {"name": info.name, "shape": list(info.shape), "source_dtype": info.dtype}
-        if info.dtype not in SUPPORTED_DTYPES:
-            nbytes = ITEMSIZE.get(info.dtype)
-            if nbytes is None:
-                raise ConfigError(f"{model}: tensor {info.name!r} has dtype {info.dtype}, which the container cannot store")
-            data = np.memmap(ckpt.path, dtype=np.uint8, mode="r", offset=info.offset, shape=(info.nbytes,)) \
-                if info.nbytes else np.zeros(0, np.uint8)
+        if done is None:
+            rec: dict = {"name": info.name, "shape": list(info.shape), "source_dtype": info.dtype}
             rec.update({"coding": "raw", "dtype": info.dtype})
-            raw_payload.append((len(records), bytes(data)))
+            raw_payload.append((len(records), bytes(raw_bytes(info))))
             records.append(rec)
             continue
-        target, conv, cp = done
-        if conv.nonfinite and not allow_nonfinite:
-            raise ConfigError(f"{model}: tensor {info.name!r} holds {conv.nonfinite} NaN/Inf values "
-                              f"(after conversion to {target}); pass allow_nonfinite (--allow-nonfinite) to code them exactly")
-        rec.update({"coding": "pairs", "dtype": _STORAGE[target], "pair_format": target,
-                    "conversion": conv.describe(), "lossy": conv.lossy, "changed": conv.changed,
-                    "exponents": cp.exponents.tolist()})
-        coded_items.append((len(records), info.name, cp))
-        records.append(rec)
+        for target, conv, cp, fields in done:
+            name = fields.get("name", info.name)
+            rec = {"name": name, "shape": fields.get("shape", list(info.shape)), "source_dtype": info.dtype}
+            if conv.nonfinite and not allow_nonfinite:
+                raise ConfigError(f"{model}: tensor {name!r} holds {conv.nonfinite} NaN/Inf values "
+                                  f"(after conversion to {target}); pass allow_nonfinite (--allow-nonfinite) to code them exactly")
+            rec.update({"coding": "pairs", "dtype": _STORAGE[target], "pair_format": target,
+                        "conversion": conv.describe(), "lossy": conv.lossy, "changed": conv.changed,
+                        "exponents": cp.exponents.tolist()})
+            if isinstance(conv, Fp8Conversion):
+                rec.update({"scale": conv.scale, "rel_rmse": conv.rel_rmse, "max_abs_error": conv.max_abs_error})
+            rec.update({k: v for k, v in fields.items() if k in ("scales", "scales_of")})
+            if "scales" in fields:
+                rec["conversion"] = f"GGUF Q4_0 as stored: 4-bit values as codes, block scales in {fields['scales']!r}"
+            elif "scales_of" in fields:
+                rec["conversion"] = f"fp16 block scales of Q4_0 tensor {fields['scales_of']!r}, as stored"
+            coded_items.append((len(records), name, cp))
+            records.append(rec)
         if progress:
             progress(info.name)
     groups = [coded_items] if group == "model" else [[it] for it in coded_items]
     groups = [g for g in groups if g]
-    fmt_of = {ri: PAIR_FORMATS[records[ri]["pair_format"]].mantissa_bits for ri, _, _ in coded_items}
+    fmt_of = {ri: FORMATS[records[ri]["pair_format"]].mantissa_bits for ri, _, _ in coded_items}
     shifts = group == "model" if row_shifts is None else bool(row_shifts)
 
     def encode_group(g, threads=1):
@@ -410,7 +472,43 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     ideal = sum(t.ideal_bits for s in streams for t in s.tensors)
     return {"tensors": len(records), "coded": len(coded_items), "pairs": sum(s.n_pairs for s in streams),
             "bits": bits, "ideal_bits": ideal, "gap": bits / ideal - 1 if ideal else 0.0,
-            "streams": len(streams), "bytes": out.stat().st_size}
+            "streams": len(streams), "bytes": out.stat().st_size,
+            "formats": format_sizes(records, [s.total_bits for s in streams]),
+            "lossy": [(r["name"], r["conversion"]) for r in records if r.get("lossy")]}
+
+
+def format_sizes(records: Sequence[dict], stream_bits: Sequence[int]) -> dict[str, dict]:
+    """Per pair format of a container's tensor records: ``tensors``, ``weights``, ``raw_bytes`` (their
+    storage as ``decompress`` writes it: 1 byte per fp8 weight, 18 bytes per 32 Q4_0 weights, …),
+    ``bits`` and ``bits_per_weight``, ``fraction`` = coded bytes / raw bytes.
+
+    ``bits`` are the streams' bits (final states and checkpoints included) shared out among each
+    stream's tensors in proportion to their ideal bits: exact for a stream holding one format, and
+    otherwise off by at most the stream's small gap to ideal. A Q4_0 tensor's scales (an fp16 record)
+    count in ``q4_0``, which so measures the whole Q4_0 storage; table and record bytes are not counted.
+    """
+    ideal_in = [0.0] * len(stream_bits)
+    for r in records:
+        if r.get("coding") == "pairs":
+            ideal_in[int(r["stream"])] += float(r.get("ideal_bits", 0.0))
+    out: dict[str, dict] = {}
+    for r in records:
+        if r.get("coding") != "pairs":
+            continue
+        key = "q4_0" if "scales_of" in r else r["pair_format"]
+        row = out.setdefault(key, {"tensors": 0, "weights": 0, "raw_bytes": 0, "bits": 0.0})
+        si = int(r["stream"])
+        row["bits"] += stream_bits[si] * float(r.get("ideal_bits", 0.0)) / ideal_in[si] if ideal_in[si] else 0.0
+        if "scales_of" in r:
+            continue
+        n = int(r["n_pairs"])
+        row["tensors"] += 1
+        row["weights"] += n
+        row["raw_bytes"] += n // Q4_0_BLOCK * Q4_0_BLOCK_BYTES if key == "q4_0" else n * FORMATS[key].total_bits // 8
+    for row in out.values():
+        row["bits_per_weight"] = row["bits"] / row["weights"] if row["weights"] else 0.0
+        row["fraction"] = row["bits"] / 8 / row["raw_bytes"] if row["raw_bytes"] else 0.0
+    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -533,6 +631,7 @@ class Container:
                 self._parse_pairs(i, rec, where, size)
             else:
                 raise self._fail(where, f"coding must be 'pairs' or 'raw', not {coding!r}")
+        self._check_q4_0()
         for st in self.streams:
             if sum(r.count for r in st.runs) != st.n_pairs:
                 raise self._fail(f"stream {st.index}", f"tensor pair counts add up to {sum(r.count for r in st.runs)}, "
@@ -562,6 +661,25 @@ class Container:
             raise self._fail("payload", f"truncated: {len(self._data)} bytes, records need {self._payload + expect}")
         if expect < size:
             raise self._fail("payload", f"{size - expect} bytes follow the last stream or tensor (appended data?)")
+
+    def _check_q4_0(self) -> None:
+        """Each Q4_0 tensor and its scales' record name each other, and there is one scale per block."""
+        for rec in self.tensors:
+            if "scales" in rec:
+                where = f"tensor {rec['name']!r}"
+                size = int(rec["n_pairs"])
+                other = self._by_name.get(rec["scales"])
+                sc = self.tensors[other] if other is not None else None
+                if sc is None or sc.get("scales_of") != rec["name"]:
+                    raise self._fail(where, f"its scales' record {rec['scales']!r} is missing or names another tensor")
+                if size % Q4_0_BLOCK or sc["shape"] != [size // Q4_0_BLOCK]:
+                    raise self._fail(where, f"{size} Q4_0 weights need {size / Q4_0_BLOCK:g} scales in whole blocks, "
+                                            f"its scales' record has shape {sc['shape']}")
+            if "scales_of" in rec:
+                owner = self._by_name.get(rec["scales_of"])
+                if owner is None or self.tensors[owner].get("scales") != rec["name"]:
+                    raise self._fail(f"tensor {rec['name']!r}", f"holds the scales of {rec['scales_of']!r}, "
+                                                                "which does not name it")
 
     def _parse_stream(self, si: int, rec: dict) -> ContainerStream:
         where = f"stream record {si + 1}"
@@ -646,9 +764,18 @@ class Container:
 
     def _parse_pairs(self, i: int, rec: dict, where: str, size: int) -> None:
         fmt_name = _field(rec, "pair_format", str, self._fail, where)
-        if fmt_name not in PAIR_FORMATS:
-            raise self._fail(where, f"pair_format {fmt_name!r} is not one of {', '.join(PAIR_FORMATS)}")
-        fmt = PAIR_FORMATS[fmt_name]
+        if fmt_name not in FORMATS:
+            raise self._fail(where, f"pair_format {fmt_name!r} is not one of {', '.join(FORMATS)}")
+        fmt = FORMATS[fmt_name]
+        if "scale" in rec:  # an fp8 tensor converted with a per-tensor scale
+            sc = rec["scale"]
+            if fmt_name not in FP8_FORMATS or isinstance(sc, bool) or not isinstance(sc, (int, float)) \
+                    or not (0 < sc < float("inf")) or float(np.float32(sc)) != sc:
+                raise self._fail(where, f"scale {str(sc)[:40]} must be a positive finite float32 of an fp8 tensor")
+        if (fmt_name == "q4_0") != ("scales" in rec) or ("scales" in rec and not isinstance(rec["scales"], str)):
+            raise self._fail(where, "a q4_0 tensor, and only one, names the record of its scales ('scales')")
+        if (fmt_name == "q4_0_scale") != ("scales_of" in rec) or ("scales_of" in rec and not isinstance(rec["scales_of"], str)):
+            raise self._fail(where, "a q4_0_scale tensor, and only one, names the Q4_0 tensor it scales ('scales_of')")
         if _field(rec, "dtype", str, self._fail, where) != _STORAGE[fmt_name]:
             raise self._fail(where, f"dtype {rec['dtype']!r} is not the storage of pair format {fmt_name}")
         for key in ("conversion",):
@@ -806,7 +933,9 @@ class Container:
         return s, e
 
     def read(self, name: str) -> np.ndarray:
-        """The tensor's stored bit patterns (or raw values), shaped, in the container's dtype."""
+        """The tensor's stored bit patterns (or raw values), shaped, in the container's dtype: ``uint8``
+        patterns for fp8, the 4-bit values ``q`` (``uint8``, 0..15, weight order) for a Q4_0 tensor,
+        whose ``NAME:scales`` record reads as the blocks' fp16 patterns (``uint16``)."""
         rec = self.record(name)
         return self.read_range(name, 0, None).reshape(rec["shape"])
 
@@ -835,7 +964,7 @@ class Container:
         exps = np.asarray(rec["exponents"], dtype=np.uint16)
         if codes.size and int(codes.max()) >= exps.size:
             raise self._fail(f"tensor {rec['name']!r}", "decoded code outside the tensor's exponent table")
-        fmt = PAIR_FORMATS[rec["pair_format"]]
+        fmt = FORMATS[rec["pair_format"]]
         pairs = CodingPairs(codes.astype(np.uint16), extra.astype(np.uint32),
                             np.full(exps.size, fmt.extra_bits, np.uint8), exps, (codes.size,))
         return fmt.join(pairs).ravel()
@@ -859,9 +988,16 @@ class Container:
         self._verify_blocks(st, words, 0, st.n_words)
         return s, e
 
-    def decompress(self, out: str | os.PathLike[str], threads: int | None = 1) -> None:
+    def decompress(self, out: str | os.PathLike[str], threads: int | None = 1) -> int:
         """Write every tensor to a safetensors file (atomically), bit-exact; ``threads`` threads decode
-        each stream's checkpoint segments (``None``: one per CPU)."""
+        each stream's checkpoint segments (``None``: one per CPU).
+
+        fp8 tensors are written as ``F8_E4M3``/``F8_E5M2``; one converted with a per-tensor scale also
+        gets a float32 scalar ``NAME_scale`` (dequantized weight = fp8 × scale; vLLM's convention), so
+        the file is the fp8 checkpoint that was coded, not a re-widened approximation. A GGUF Q4_0
+        tensor is written as its exact GGUF bytes, ``U8`` of shape ``(blocks, 18)`` (safetensors has no
+        Q4_0 type); the metadata key ``ansforge.q4_0`` maps each such name to its weights' shape.
+        Returns the number of tensors written."""
         decoded: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
         def stream_pairs(st: ContainerStream):
@@ -869,23 +1005,52 @@ class Container:
                 decoded[st.index] = self._decode_all(st, threads)
             return decoded[st.index]
 
-        def fill(index: int, name: str):
-            rec = self.tensors[index]
-            if rec["coding"] == "raw":
-                yield np.frombuffer(self.read_range(name, 0, None).tobytes(), np.uint8)
-                return
+        def values(rec: dict) -> np.ndarray:
             st = self.streams[int(rec["stream"])]
             s_all, e_all = stream_pairs(st)
             a, n = int(rec["first_pair"]), int(rec["n_pairs"])
             s, e = s_all[a:a + n], _unshift(rec, e_all[a:a + n], 0)
-            bits = fastans.join_values(rec["_code_table"], rec["exponents"], PAIR_FORMATS[rec["pair_format"]],
-                                       s, e) if fastans.supported(st.spec) else None
+            fmt = FORMATS[rec["pair_format"]]
+            bits = fastans.join_values(rec["_code_table"], rec["exponents"], fmt, s, e) \
+                if fastans.supported(st.spec) and rec["pair_format"] != "q4_0" else None
             if bits is None:  # the golden path (it also names a code outside the tables)
                 bits = self._join(rec, s.astype(np.int64), e.astype(np.uint64))
-            yield bits.view(SUPPORTED_DTYPES[rec["dtype"]]) if rec["dtype"] != "BF16" else bits
+            return bits
 
-        write_safetensors(out, [(r["name"], r["dtype"], tuple(r["shape"])) for r in self.tensors], fill,
-                          metadata={"ansforge": "decompressed from " + self.path.name})
+        def fill_record(rec: dict):
+            if rec["coding"] == "raw":
+                yield np.frombuffer(self.read_range(rec["name"], 0, None).tobytes(), np.uint8)
+            elif rec["pair_format"] == "q4_0":
+                yield q4_0_join(values(rec), values(self.record(rec["scales"])))
+            elif rec["pair_format"] in FP8_FORMATS:
+                yield values(rec).astype(np.uint8)
+            else:
+                bits = values(rec)
+                yield bits.view(SUPPORTED_DTYPES[rec["dtype"]]) if rec["dtype"] != "BF16" else bits
+
+        outputs: list[tuple[tuple[str, str, tuple], Callable]] = []
+        q4 = {}
+        for r in self.tensors:
+            if "scales_of" in r:
+                continue  # written inside its Q4_0 tensor's blocks
+            if r["coding"] == "pairs" and r["pair_format"] == "q4_0":
+                q4[r["name"]] = r["shape"]
+                n_blocks = int(r["n_pairs"]) // Q4_0_BLOCK
+                outputs.append(((r["name"], "U8", (n_blocks, Q4_0_BLOCK_BYTES)), lambda r=r: fill_record(r)))
+                continue
+            outputs.append(((r["name"], r["dtype"], tuple(r["shape"])), lambda r=r: fill_record(r)))
+            if "scale" in r:
+                outputs.append(((r["name"] + FP8_SCALE_SUFFIX, "F32", ()),
+                                lambda r=r: iter([np.asarray([r["scale"]], np.float32)])))
+        names = [spec[0] for spec, _ in outputs]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise self._fail(f"tensor {dup!r}", "is also the name of another tensor's scale in the output")
+        meta = {"ansforge": "decompressed from " + self.path.name}
+        if q4:
+            meta["ansforge.q4_0"] = json.dumps(q4, separators=(",", ":"))
+        write_safetensors(out, [spec for spec, _ in outputs], lambda index, name: outputs[index][1](), metadata=meta)
+        return len(outputs)
 
     def summary(self) -> dict:
         bits = sum(st.n_words * st.word_bytes * 8 + len(st.checkpoints) * (40 + st.spec.states * st.spec.state_bits)
@@ -895,6 +1060,11 @@ class Container:
         return {"tensors": len(self.tensors), "streams": len(self.streams), "pairs": pairs, "bits": bits,
                 "ideal_bits": ideal, "gap": bits / ideal - 1 if ideal else 0.0,
                 "bits_per_pair": bits / pairs if pairs else 0.0, "bytes": len(self._data)}
+
+    def formats(self) -> dict[str, dict]:
+        """:func:`format_sizes` of this container's tensors (its streams' bits shared out by ideal bits)."""
+        return format_sizes(self.tensors, [st.n_words * st.word_bytes * 8 + len(st.checkpoints) * (40 + st.spec.state_bits)
+                                           for st in self.streams])
 
     def inspect(self) -> str:
         """A human-readable listing: streams, codecs, checkpoints, and per tensor its alphabet and size."""
@@ -906,6 +1076,7 @@ class Container:
         for st in self.streams:
             lines.append(f"stream {st.index}: {st.spec.name} {st.spec.to_json()}, {st.n_pairs:,} pairs, "
                          f"{st.n_words:,} words, {len(st.checkpoints)} checkpoints, {len(st.blocks)} CRC blocks")
+        lines += format_lines(self.formats())
         lines.append(f"{'tensor':40s} {'shape':>14s} {'dtype':>5s} {'coding':>8s} {'codes':>5s} {'esc':>3s} "
                      f"{'spread':>6s}  conversion")
         for r in self.tensors:
@@ -918,6 +1089,26 @@ class Container:
             else:
                 lines.append(f"{r['name'][:40]:40s} {shape:>14s} {r['dtype']:>5s} {'raw':>8s}")
         return "\n".join(lines)
+
+
+#: Published figure the fp8 rows are compared with: entropy-coded fp8 exponents save up to ~27 %.
+PUBLISHED_FP8_SAVING = 0.27
+_RAW_UNIT = {"e4m3": "1-byte fp8", "e5m2": "1-byte fp8", "q4_0": "18-byte/32-weight Q4_0"}
+
+
+def format_lines(formats: dict[str, dict]) -> list[str]:
+    """One line per pair format of :func:`format_sizes`: bits per weight and the stored fraction of
+    its raw storage (fp8 and Q4_0 against the published fp8 saving of up to ~27 %)."""
+    lines = []
+    for name, f in formats.items():
+        raw = _RAW_UNIT.get(name, f"{FORMATS[name].total_bits}-bit {name}")
+        line = (f"format {name}: {f['tensors']} tensors, {f['weights']:,} weights, {f['bits_per_weight']:.4f} "
+                f"bits/weight, {100 * f['fraction']:.2f}% of the raw {raw} storage "
+                f"(saves {100 * (1 - f['fraction']):.2f}%")
+        if name in FP8_FORMATS:
+            line += f"; published fp8 figure: up to ~{100 * PUBLISHED_FP8_SAVING:.0f}%"
+        lines.append(line + ")")
+    return lines
 
 
 def _unshift(rec: dict, extras: np.ndarray, start: int) -> np.ndarray:

@@ -409,12 +409,14 @@ class GgufCheckpoint(Checkpoint):
     """GGUF file read with the ``gguf`` package; F32, F16 and BF16 tensors.
 
     A file holding any quantized tensor (Q4_0, Q8_0, K-quants, …) is rejected at open time: its values
-    are not floats that a coding pair could carry losslessly.
+    are not floats that a coding pair could carry losslessly. ``quantized=True`` opens it anyway, for
+    a reader that takes such tensors' bytes itself (the container codes Q4_0 blocks, see
+    :mod:`~ansforge.model.dtypes.quantized`); :meth:`tensor` still refuses them.
     """
 
     format = "gguf"
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], quantized: bool = False) -> None:
         super().__init__(path)
         from gguf import GGUFReader
 
@@ -423,14 +425,14 @@ class GgufCheckpoint(Checkpoint):
             self._reader = GGUFReader(str(self.path))
         except Exception as exc:
             raise CheckpointError(f"{self.path}: not a readable GGUF file: {_one_line(exc)}") from None
-        quantized = []
+        allow_quantized, quantized = quantized, []
         for t in self._reader.tensors:
             dtype = t.tensor_type.name
             shape = tuple(int(d) for d in reversed(t.shape.tolist()))
             self._infos.append(TensorInfo(t.name, shape, dtype, int(t.data_offset), int(t.n_bytes)))
             if dtype not in SUPPORTED_DTYPES:
                 quantized.append((t.name, dtype))
-        if quantized:
+        if quantized and not allow_quantized:
             name, dtype = quantized[0]
             raise CheckpointError(
                 f"{self.path}: tensor {name!r} has GGML type {dtype} ({len(quantized)} of "
@@ -468,7 +470,7 @@ def _one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def open_checkpoint(path: str | os.PathLike[str], format: str | None = None) -> Checkpoint:
+def open_checkpoint(path: str | os.PathLike[str], format: str | None = None, quantized: bool = False) -> Checkpoint:
     """Open a checkpoint, detecting its format from its first bytes unless ``format`` is given.
 
     Parameters
@@ -478,6 +480,9 @@ def open_checkpoint(path: str | os.PathLike[str], format: str | None = None) -> 
     format
         ``"llama2c"``, ``"safetensors"`` or ``"gguf"``; ``None`` detects: ``GGUF`` magic → GGUF;
         an 8-byte length followed by ``{`` → safetensors; anything else → llama2.c.
+    quantized
+        Open a GGUF file that holds quantized tensors (:class:`GgufCheckpoint`); their bytes are then
+        the caller's to read (``TensorInfo.offset``/``nbytes``).
 
     Raises
     ------
@@ -498,6 +503,8 @@ def open_checkpoint(path: str | os.PathLike[str], format: str | None = None) -> 
     readers = {"llama2c": Llama2cCheckpoint, "safetensors": SafetensorsCheckpoint, "gguf": GgufCheckpoint}
     if format not in readers:
         raise CheckpointError(f"{path}: unknown checkpoint format {format!r} (expected one of {', '.join(readers)})")
+    if format == "gguf":
+        return GgufCheckpoint(path, quantized=quantized)
     return readers[format](path)
 
 
