@@ -534,6 +534,7 @@ class Container:
             raise self._fail("header", f"{n_t} tensor and {n_s} stream records do not fit in {len(self._data)} bytes")
         pos = 24
         raw_records = []
+        record_bytes: list[int] = []  # each record's bytes in the file (length, JSON, CRC)
         for i in range(n_t + n_s):
             what = f"tensor record {i + 1} of {n_t}" if i < n_t else f"stream record {i - n_t + 1} of {n_s}"
             (length,) = struct.unpack("<I", self._bytes(pos, pos + 4, what))
@@ -556,9 +557,11 @@ class Container:
             if not isinstance(rec, dict):
                 raise self._fail(what, f"must be a JSON object, not {type(rec).__name__}")
             raw_records.append(rec)
+            record_bytes.append(8 + length)
             pos += 8 + length
         self._payload = pos
         self.tensors: list[dict] = raw_records[:n_t]
+        self._record_bytes = record_bytes
         self.streams: list[ContainerStream] = [self._parse_stream(si, rec) for si, rec in enumerate(raw_records[n_t:])]
         self._by_name = {}
         regions: list[tuple[int, int, str]] = [(st.offset, st.offset + st.n_words * st.word_bytes, f"stream {st.index}")
@@ -987,6 +990,21 @@ class Container:
         plan = record.get("_plan")
         return side_bits(len(record["exponents"]), fmt.exponent_bits, plan.n_sets if plan else 1, ct.n_symbols,
                          ct.precision_bits, len(plan.selects) if plan else 0)
+
+    def tensor_bits(self, name: str) -> dict:
+        """What a coded tensor alone in its stream (``--stream-per-tensor``) costs in this file:
+        ``stream_bits`` (its stream's words as stored), ``checkpoint_bits`` (32 + 8 + state bits each),
+        ``side_bits`` (:meth:`side_bits`), ``record_bytes`` (its JSON record with length and CRC)."""
+        rec = self.record(name)
+        if rec["coding"] != "pairs":
+            raise ConfigError(f"{self.path}: tensor {name!r} is stored raw, it has no stream")
+        st = self.streams[int(rec["stream"])]
+        if len(st.tensors) != 1:
+            raise ConfigError(f"{self.path}: tensor {name!r} shares stream {st.index} with {len(st.tensors) - 1} "
+                              "other tensors; its own bits need one stream per tensor (--stream-per-tensor)")
+        return {"stream_bits": st.n_words * st.word_bytes * 8,
+                "checkpoint_bits": len(st.checkpoints) * (40 + st.spec.state_bits),
+                "side_bits": self.side_bits(rec), "record_bytes": self._record_bytes[self._by_name[name]]}
 
     def summary(self) -> dict:
         bits = sum(st.n_words * st.word_bytes * 8 + len(st.checkpoints) * (40 + st.spec.state_bits)
