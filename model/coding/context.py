@@ -133,7 +133,7 @@ def set_counts(codes: np.ndarray, shape: tuple[int, int], plan: ContextPlan, n_c
 
 def plan_record(plan: ContextPlan, fold: int) -> dict:
     """The container's generic plan record (docs/bitstream.md §6): ``kind`` and its ``params``, the
-    mantissa bits ``fold``\ ed into the code, ``n_sets`` and the per-group ``selects``. The writer adds
+    mantissa bits folded into the code (``fold``), ``n_sets`` and the per-group ``selects``. The writer adds
     the table sets (``sets``)."""
     return {"kind": "groups", "params": {"axis": plan.axis, "group": plan.group}, "fold": int(fold),
             "n_sets": plan.n_sets, "selects": list(plan.selects)}
