@@ -275,3 +275,19 @@ def test_corrupted_context_record_fails_its_crc(small, tmp_path, capsys):
     assert main(["inspect", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "tensor 'w.a'" in err and "CRC32 mismatch" in err
+
+
+def test_lanes_and_subsystem_refuse_context_tensors(small, tmp_path):
+    """The lanes and the subsystem hold one table per tensor: a context-coded tensor is refused by
+    name instead of decoding wrong weights (the decoder core of ``simulate --container`` takes it)."""
+    from ansforge.model.errors import ConfigError
+    from ansforge.sim.lanes import decode_container_lanes
+    from ansforge.sim.subsystem import decode_container_subsystem
+
+    f = tmp_path / "c.ansf"
+    compress_checkpoint(small / "m.safetensors", f, "tans8", group="tensor", context=True)
+    c = open_container(f)
+    with pytest.raises(ConfigError, match=r"'w.a' is coded with a context plan"):
+        decode_container_lanes(c, None, lanes=2)
+    with pytest.raises(ConfigError, match=r"'w.a' is coded with a context plan"):
+        decode_container_subsystem(c, None, lanes=2, names=["w.a"])
