@@ -291,3 +291,24 @@ def test_lanes_and_subsystem_refuse_context_tensors(small, tmp_path):
         decode_container_lanes(c, None, lanes=2)
     with pytest.raises(ConfigError, match=r"'w.a' is coded with a context plan"):
         decode_container_subsystem(c, None, lanes=2, names=["w.a"])
+
+
+def test_crafted_plan_with_too_many_runs_is_refused_quickly(small, tmp_path):
+    """rANS pairs of zeros cost no words, so a crafted shape can claim 2**26 pairs in a small file; a
+    column plan of 1-column groups would then be 2**26 runs. The reader refuses it before building them."""
+    import time
+
+    good = tmp_path / "good.ansf"
+    compress_checkpoint(small / "m.safetensors", good, "rans16", group="tensor", context=True, checkpoint_interval=0)
+
+    def fn(r):
+        t = next(t for t in r.records[:r.n_tensors] if t["name"] == "w.a")
+        t["shape"], t["n_pairs"] = [1 << 20, 64], 1 << 26
+        t["context"].update(params={"axis": "cols", "group": 1}, selects=[0] * 64)
+        r.records[r.n_tensors + t["stream"]]["n_pairs"] = 1 << 26
+
+    bad = _edit(good, tmp_path / "bad.ansf", fn)
+    t0 = time.process_time()
+    with pytest.raises(ContainerError, match=r"tensor 'w.a': context plan makes 67108864 runs"):
+        open_container(bad)
+    assert time.process_time() - t0 < 2.0

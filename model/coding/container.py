@@ -356,7 +356,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         # per-matrix ideal (Table 1's "Ideal"), so the gap is comparable with a plain container's.
         plain = fmt.split(bits)
         ideal = ideal_bits(plain.counts()) + plain.extra_bits_total()
-        fold = min(context_fold, fmt.mantissa_bits)
+        fold = min(context_fold, fmt.mantissa_bits, 16 - fmt.exponent_bits)  # codes index 16-bit exponent fields
         cp = folded_format(fmt, fold).split(bits.reshape(info.shape))
         plan = plan_context(cp.codes.reshape(info.shape), cp.n_codes, precision_bits=spec.precision_bits,
                             max_sets=context_sets)
@@ -789,9 +789,17 @@ class Container:
                 tables.append(st.spec.table_from_record(ct_k, lambda key: _field(entry, key, str, self._fail, what)))
             except (ValueError, TypeError, binascii.Error) as e:  # ConfigError is a ValueError too
                 raise self._fail(what, f"table set is inconsistent: {e}") from None
+        # A column plan is one run per group in every row: bound the runs by the file's size before
+        # building them, so that a crafted shape (rANS pairs of zeros cost no words) cannot make the
+        # reader allocate without limit. Real plans stay far below (MiniLM: < 0.1 run per byte).
+        rows, cols = rec["shape"]
+        n_runs = -(-rows // plan.group) if plan.axis == "rows" else rows * -(-cols // plan.group)
+        if n_runs > 16 * len(self._data) + 16:
+            raise self._fail(where, f"context plan makes {n_runs} runs, more than a {len(self._data)}-byte file "
+                                    "can describe")
         first = len(st.tables)
         st.tables.extend(tables)
-        st.runs.extend(plan.runs(tuple(rec["shape"]), first_table=first))
+        st.runs.extend(plan.runs((rows, cols), first_table=first))
 
     # -- access ------------------------------------------------------------------------------------
     @property
@@ -966,7 +974,8 @@ class Container:
             s_all, e_all = stream_pairs(st)
             a, n = int(rec["first_pair"]), int(rec["n_pairs"])
             s, e = s_all[a:a + n], _unshift(rec, e_all[a:a + n], 0)
-            bits = fastans.join_values(rec["_code_table"], rec["exponents"], rec["_fmt"], s, e) if fastans.supported(st.spec) else None
+            bits = fastans.join_values(rec["_code_table"], rec["exponents"], rec["_fmt"], s, e) \
+                if fastans.supported(st.spec) else None
             if bits is None:  # the golden path (it also names a code outside the tables)
                 bits = self._join(rec, s.astype(np.int64), e.astype(np.uint64))
             yield bits.view(SUPPORTED_DTYPES[rec["dtype"]]) if rec["dtype"] != "BF16" else bits
