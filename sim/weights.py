@@ -7,8 +7,14 @@ The pairs the core emits — not the golden model's — are joined into the tens
 tensor's code table and exponent table. A core that reports anything but ``OK`` raises
 :class:`HardwareDecodeError` naming the tensor, block and status.
 
-One core is built per container (the codec's, ``max_extra_bits`` = what the widest table needs),
-so the Verilator engine compiles it once. The decoder takes one table per command, so the container
+A tensor with a context plan (``ansforge compress --context``, container version 4) writes all of its
+table sets through ``cfg`` and feeds the plan's runs ``{set, count}`` on the core's ``sel`` stream,
+which switches set without losing a cycle (:class:`~ansforge.hdl.common.TableSelect`); the core then
+has ``table_sets`` (a power of two) for the largest plan, and a tensor without a plan is one run of
+set 0.
+
+One core is built per container (the codec's, ``max_extra_bits`` and ``max_symbols`` what the widest
+table needs, ``table_sets`` what the largest plan needs), so the Verilator engine compiles it once. The decoder takes one table per command, so the container
 must hold one stream per tensor (``ansforge compress --stream-per-tensor``; :meth:`from_checkpoint`
 writes one).
 """
@@ -24,7 +30,8 @@ from ..hdl.common import DecodeStatus
 from ..model.coding.container import Container, compress_checkpoint, open_container
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.llm.llama import stored_from_bits
-from .jobs import blocks_job, build_core, stream_blocks, unpack_pairs
+from .jobs import blocks_job, build_core, cfg_writes, stream_blocks, unpack_pairs
+from .streams import pack, payload_shape
 from .model_run import engine_by_name
 
 __all__ = ["HardwareWeights", "HardwareDecodeError"]
@@ -79,8 +86,12 @@ class HardwareWeights:
             spec = streams[0].spec
             self.kind = f"{spec.kind}-decoder"
             k = max([8] + [int(t.extra_bits.max()) for st in streams for t in st.tables])
+            symbols = max([64] + [len(t.code_table.freqs) for st in streams for t in st.tables])
+            sets = max([1] + [len(st.tables) for st in streams])
+            self.table_sets = 1 if sets == 1 else 1 << (sets - 1).bit_length()
             self._core = build_core(self.kind, spec, streams[0].tables[0] if streams[0].tables else None,
-                                    programmable=True, max_extra_bits=k)
+                                    programmable=True, max_extra_bits=k,
+                                    max_symbols=1 << (symbols - 1).bit_length(), table_sets=self.table_sets)
 
     @classmethod
     def from_checkpoint(cls, model: str | Path, out: str | Path, codec: str = "tans8", pairs: str = "auto",
@@ -104,6 +115,12 @@ class HardwareWeights:
         blocks = stream_blocks(words, st.checkpoints, st.n_pairs, word_bits=st.spec.word_bits,
                                crcs=[crc for _, _, crc in st.blocks])
         job = blocks_job(self.kind, st.spec, table, self._core, [(b, b.words) for b in blocks])
+        if self.table_sets > 1:
+            # Every set of the tensor's plan (or its one table as set 0), and the stream's runs as
+            # the select stream: they span the commands, as the core's select does.
+            job.cfg = cfg_writes(self._core, st.tables)
+            sel = payload_shape(self._core, "sel")
+            job.side = {"sel": [pack(sel, {"set": r.table, "count": r.count}) for r in st.runs if r.count]}
         t0 = time.perf_counter()
         res = self.engine.run(job, stall_prob=self.stall_prob, seed=self.seed)
         self.seconds += time.perf_counter() - t0

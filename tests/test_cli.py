@@ -165,7 +165,8 @@ def test_tables_json_markdown_and_no_overwrite(stories, tmp_path):
     assert set(doc) >= {"model", "weights", "matrices", "rows", "per_matrix"}
     assert doc["weights"] == 259_328 and doc["matrices"] == 36 and len(doc["per_matrix"]) == 36
     methods = [row["method"] for row in doc["rows"]]
-    assert methods == ["Original", "Simple", "Ideal", "rANS 16 bits", "tANS 8 bits", "rANS 24 bits (constriction)",
+    assert methods == ["Original", "Simple", "Ideal", "rANS 16 bits", "tANS 8 bits", "Context (rANS 16 bits, container)",
+                       "rANS 24 bits (constriction)",
                        "Huffman per tensor (DFloat11-style)", "Huffman per layer (DFloat11-style)", "Gzip -9", "Bzip2 -9"]
     for row in doc["rows"]:
         assert set(row) >= {"method", "bytes", "percent_of_original", "bits_per_weight", "code_bits"}

@@ -18,7 +18,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip-7b", action="store_true", help="skip the synthetic 7B-shape run")
     p.add_argument("--tmpdir", default=None, metavar="DIR", help="where to write the temporary checkpoint")
     p.add_argument("--only", default=None, metavar="LIST",
-                   help="comma-separated sections: table1, coders, software, hardware, prove, llama, streaming, 7b (default: all)")
+                   help="comma-separated sections: table1, coders, software, hardware, subsystem, context, prove, llama, "
+                        "streaming, 7b (default: all)")
     p.add_argument("--stories", default=None, metavar="PATH",
                    help="stories260K.bin for the llama section (default: ../shared/models beside the checkout)")
 

@@ -24,6 +24,11 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
                    help="a random-access checkpoint every PAIRS pairs (default 1048576; 0 for none)")
     p.add_argument("--stream-per-tensor", action="store_true",
                    help="one independent stream per tensor (costs a final state each) instead of one per file")
+    p.add_argument("--context", action="store_true",
+                   help="context tables: code each 2-D matrix with up to --context-sets table sets chosen per "
+                        "row/column group, the top mantissa bit in the code (container version 4)")
+    p.add_argument("--context-sets", type=int, default=8, metavar="N",
+                   help="with --context: table sets per matrix, at most (1..16, default 8)")
     p.add_argument("--allow-nonfinite", action="store_true", help="code NaN/Inf weights (exactly) instead of refusing")
     p.add_argument("-o", "--output", required=True, metavar="F.ansf", help="container to write")
     p.add_argument("--threads", type=int, default=1, metavar="N",
@@ -37,12 +42,17 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
 def compress(args: argparse.Namespace) -> int:
     from ..model.coding.container import compress_checkpoint
 
+    if args.context_sets != 8 and not args.context:
+        raise UsageError("--context-sets needs --context")
+    if not 1 <= args.context_sets <= 16:
+        raise UsageError(f"--context-sets must be between 1 and 16, not {args.context_sets}")
     out = check_output(args, args.output)
     with progress.activity(f"compress ({args.codec})") as note:
         r = compress_checkpoint(args.model, out, args.codec, pairs=args.pairs,
                                 checkpoint_interval=args.checkpoint_interval,
                                 group="tensor" if args.stream_per_tensor else "model",
                                 allow_nonfinite=args.allow_nonfinite, threads=threads(args.threads),
+                                context=args.context, context_sets=args.context_sets,
                                 progress=lambda name: note(f"split {name}"))
     print(f"wrote {out}: {r['tensors']} tensors ({r['coded']} coded), {r['pairs']:,} pairs, {r['bytes']:,} bytes; "
           f"{r['bits'] / max(1, r['pairs']):.4f} bits/pair, {100 * r['gap']:+.4f}% vs ideal")

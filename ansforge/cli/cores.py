@@ -104,7 +104,11 @@ def _output_directory(args: argparse.Namespace) -> Path:
 
 def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--core", required=True, choices=CORES, help="the core to simulate")
-    p.add_argument("--model", required=True, metavar="PATH", help="llama2.c .bin, safetensors or GGUF checkpoint")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", metavar="PATH", help="llama2.c .bin, safetensors or GGUF checkpoint")
+    src.add_argument("--container", metavar="F.ansf",
+                     help="decode this container (one stream per tensor; context tables too) with the decoder "
+                          "core and check every tensor against `ansforge decompress`")
     p.add_argument("--codec", default=None, metavar="CODEC",
                    help="tansR / ransP (default tans8 for tANS cores, rans16 for rANS cores; rans24 = constriction)")
     g = p.add_mutually_exclusive_group()
@@ -127,6 +131,8 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
 def simulate(args: argparse.Namespace) -> int:
     from ..sim.model_run import model_pairs, simulate_matrices
 
+    if args.container is not None:
+        return _simulate_container(args)
     codec = _default_codec(args.core, args.codec)
     _check_stall_prob(args.stall_prob)
     if args.limit is not None and args.limit < 0:
@@ -159,6 +165,60 @@ def simulate(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args, args.json, rep.to_json())
     return 0 if rep.bit_exact and rep.constriction_exact is not False else 1
+
+
+def _simulate_container(args: argparse.Namespace) -> int:
+    """``simulate --container``: every coded tensor of a container through the decoder core, its table
+    sets written through ``cfg``, its plan's runs on ``sel`` and one command per CRC block (from the
+    block's checkpoint), the output compared bit for bit with the golden decoder's (``decompress``)."""
+    import numpy as np
+
+    from ..model.coding.container import open_container
+    from ..sim.weights import HardwareWeights
+
+    if not args.core.endswith("decoder"):
+        raise UsageError(f"--container needs a decoder core (tans-decoder or rans-decoder), not {args.core}")
+    for opt in ("codec", "limit", "vcd"):
+        if getattr(args, opt) is not None:
+            raise UsageError(f"--{opt} does not apply to --container (the container gives the codec and the pairs)")
+    if args.all:
+        raise UsageError("--all does not apply to --container (every coded tensor is decoded; --matrix picks some)")
+    _check_stall_prob(args.stall_prob)
+    need_verilator(args.engine)
+    refuse_existing(args, args.json)
+    c = open_container(args.container)
+    kinds = {st.spec.kind for st in c.streams}
+    if kinds and kinds != {args.core.split("-")[0]}:
+        raise UsageError(f"{args.container}: its streams are {'/'.join(sorted(kinds))}, "
+                         f"not what --core {args.core} decodes")
+    names = [r["name"] for r in c.tensors if r["coding"] == "pairs"]
+    if args.matrix:
+        for n in args.matrix:
+            c.record(n)  # names a missing tensor in one line
+        names = [n for n in names if n in set(args.matrix)]
+    hw = HardwareWeights(c, args.engine, stall_prob=args.stall_prob, seed=args.seed)
+    mismatched = []
+    with progress.bar(len(names), f"{args.core} ({args.engine})", unit="tensor") as update:
+        for name in names:
+            got, _ = hw.tensor(name)
+            want = c.read(name)  # the golden decoder, every block's CRC checked
+            if not np.array_equal(np.asarray(got).view(np.uint8).ravel(), want.view(np.uint8).ravel()):
+                mismatched.append(name)
+            update(1)
+    planned = sum(1 for n in names if c.record(n).get("context") is not None)
+    spec = c.streams[0].spec.name if c.streams else "-"
+    print(f"{args.core} ({spec}, {args.engine}): {args.container}, {len(names)} tensors ({planned} with context "
+          f"plans, {hw.table_sets} table sets in the core), {hw.pairs:,} pairs, {hw.cycles:,} cycles, "
+          f"{hw.pairs / max(1, hw.cycles):.4f} pairs/cycle")
+    print(f"bit-exact against decompress: {'yes' if not mismatched else 'NO'}")
+    for n in mismatched[:10]:
+        print(f"  {n}: differs")
+    if args.json:
+        write_json(args, args.json, {"core": args.core, "codec": spec, "engine": args.engine,
+                                     "container": str(args.container), "tensors": len(names),
+                                     "context_tensors": planned, "table_sets": hw.table_sets, "pairs": hw.pairs,
+                                     "cycles": hw.cycles, "bit_exact": not mismatched, "mismatched": mismatched})
+    return 0 if not mismatched else 1
 
 
 # --- verilog ---------------------------------------------------------------------------------------------

@@ -19,6 +19,9 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--codecs", default="rans16,tans8", metavar="LIST",
                    help="golden ANS codecs to run, each a row with its gap to Ideal: tansR (R 5..12), ransP "
                         "(P 5..24), comma-separated (default: rans16,tans8, the paper's rows; empty for none)")
+    p.add_argument("--context-codec", default="rans16", metavar="CODEC",
+                   help="codec of the Context row (compress --context, read back from the file; default rans16, "
+                        "empty for no such row)")
 
 
 @verb("tables", _arguments, help="the paper's Table 1 for a checkpoint",
@@ -32,7 +35,8 @@ def tables(args: argparse.Namespace) -> int:
     refuse_existing(args, args.json, args.markdown)  # fail before hours of work, not after
     codecs = [c.strip() for c in args.codecs.split(",") if c.strip()]
     table = compute_table1(args.model, pairs=args.pairs, include=args.include, exclude=args.exclude,
-                           general=general, constriction=not args.no_constriction, codecs=codecs, jobs=args.jobs,
+                           general=general, constriction=not args.no_constriction, codecs=codecs,
+                           context=args.context_codec.strip() or None, jobs=args.jobs,
                            dask=args.dask, progress=progress.enabled())
     print(table.format_text(per_matrix=args.per_matrix))
     write_json(args, args.json, table.to_json())

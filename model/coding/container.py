@@ -47,6 +47,8 @@ from ..llm.checkpoint import ITEMSIZE, SUPPORTED_DTYPES, open_checkpoint, write_
 from .codecs import Codec, RansCodec, parse_codec
 from . import fastans
 from .codetable import CodeTable
+from .context import ContextPlan, context_tables, folded_format, plan_context, plan_from_record, plan_record, \
+    set_counts, side_bits
 from ..errors import AnsforgeError, ConfigError
 from ..dtypes.custom_float import MINIFLOATS
 from ..dtypes.pairs import PAIR_FORMATS, CodingPairs, Conversion, convert
@@ -66,18 +68,20 @@ __all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoi
 LEGACY_CODECS = (RansCodec("rans16", RansParams(64, 32, 16)),)
 
 MAGIC = b"ANSFORGE"
-VERSION = 3
+VERSION = 4
 #: Versions this reader accepts. Version 1 computed each block CRC over the block's words in address
 #: order and did not give a word split by a tANS checkpoint to both blocks; version 2 uses
 #: :func:`~ansforge.model.coding.stream.block_ranges` and :func:`~ansforge.model.coding.stream.block_crc`
 #: (decoding order), which a decoder core checks as the words arrive.
 #: Version 3 adds a tensor's optional ``row_shifts`` (:func:`row_shifts`); files without them are written
-#: as version 2.
+#: as version 2. Version 4 adds a matrix's optional ``context`` record (plan, selects and table sets,
+#: :mod:`.context`); only files that hold one are written as version 4.
 #: Version 5 adds codecs of ``N > 1`` interleaved states (a codec record's ``states``, checkpoints whose
 #: state is a list of ``N`` states, ``docs/bitstream.md`` §8); a file is written as version 5 only when
-#: one of its streams has ``N > 1``, so single-state files keep their version and their bytes.
+#: one of its streams has ``N > 1``, so single-state files keep their version and their bytes. A file
+#: is written as the highest version any of its fields needs.
 VERSION_STATES = 5
-READ_VERSIONS = (1, 2, 3, VERSION_STATES)
+READ_VERSIONS = (1, 2, 3, 4, VERSION_STATES)
 DEFAULT_CHECKPOINT_INTERVAL = 1 << 20
 RAW_BLOCK_BYTES = 1 << 20
 _HEADER = struct.Struct("<8sIIII")
@@ -134,6 +138,8 @@ class CodedTensor:
     first_pair: int = 0
     ideal_bits: float = 0.0
     row_shifts: list | None = None  #: ``[[rows, z], ...]`` (see :func:`row_shifts`), None when not used
+    context: ContextPlan | None = None  #: the matrix's context plan (its ``pairs`` are the folded ones)
+    set_tables: list | None = None      #: with ``context``: one coder table per table set
 
 
 @dataclass
@@ -228,37 +234,57 @@ def _map(fn: Callable, items: Sequence, threads: int) -> list:
 
 def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
                    checkpoint_interval: int | None = DEFAULT_CHECKPOINT_INTERVAL, threads: int = 1,
-                   mantissa_bits: Sequence[int] | None = None) -> CodedStream:
+                   mantissa_bits: Sequence[int] | None = None,
+                   contexts: Sequence[ContextPlan | None] | None = None) -> CodedStream:
     """Encode tensors' coding pairs, in order, into one stream of ``spec``'s coder (the compiled
     kernels of :mod:`.fastans` where they apply, bit-exact with the golden coder); the tensors' tables
     are built on ``threads`` threads.
 
     ``mantissa_bits`` (one per tensor) enables :func:`row_shifts`: rows whose low mantissa bits are
     all zero are coded with narrower additional data. Without it, tensor ``i`` is run ``i`` of table
-    ``i`` (the layout Table 1 and the cores use)."""
+    ``i`` (the layout Table 1 and the cores use).
+
+    ``contexts`` (one per tensor, ``None`` for the one-table layout) codes tensor ``i`` with the table
+    sets of its :class:`~.context.ContextPlan`: its pairs (already split in the plan's folded format)
+    form a 2-D matrix, one coder table per set (:func:`~.context.context_tables`, one alphabet), and
+    the runs switch set per group (:meth:`~.context.ContextPlan.runs`). Such a tensor has no row shifts."""
 
     def prepare(index: int):
         name, pairs = items[index]
         counts = pairs.counts()
         extra_bits = int(pairs.extra_bits_per_code.max()) if pairs.extra_bits_per_code.size else 0
+        plan = contexts[index] if contexts is not None else None
         try:
-            ct, table = spec.tables(counts, extra_bits)
+            if plan is None:
+                ct, table = spec.tables(counts, extra_bits)
+                sets = None
+            else:
+                shape = tuple(pairs.shape)
+                ct, sets = context_tables(spec, set_counts(pairs.codes, shape, plan, pairs.n_codes), extra_bits)
+                table = sets[0]
             s, e = ct.to_symbols(pairs.codes, pairs.extra, compact=fastans.supported(spec))
         except ConfigError as exc:
             raise ConfigError(f"tensor {name!r}: {exc}") from None
         ideal = ideal_bits(counts) + pairs.extra_bits_total()
+        if plan is not None:
+            return ct, table, s, e, ideal, None, (plan, sets)
         shifts = row_shifts(pairs, mantissa_bits[index]) if mantissa_bits is not None else None
         if shifts is not None:
             z, per_row = shifts
             e = (e.reshape(z.size, per_row) >> z.astype(e.dtype)[:, None]).ravel()
             ideal -= float(z.sum()) * per_row
-        return ct, table, s, e, ideal, shifts
+        return ct, table, s, e, ideal, shifts, None
 
     coded: list[CodedTensor] = []
     syms, exs, runs, tables = [], [], [], []
     pos = 0
-    for (name, pairs), (ct, table, s, e, ideal, shifts) in zip(items, _map(prepare, range(len(items)), threads)):
-        if shifts is None:
+    for (name, pairs), (ct, table, s, e, ideal, shifts, ctx) in zip(items, _map(prepare, range(len(items)), threads)):
+        if ctx is not None:
+            plan, sets = ctx
+            coded.append(CodedTensor(name, pairs, ct, table, pos, ideal, None, plan, sets))
+            runs += plan.runs(tuple(pairs.shape), first_table=len(tables))
+            tables += sets
+        elif shifts is None:
             coded.append(CodedTensor(name, pairs, ct, table, pos, ideal))
             runs.append(Run(len(tables), int(s.size)))
             tables.append(table)
@@ -290,7 +316,8 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                         pairs: str = "auto", checkpoint_interval: int = DEFAULT_CHECKPOINT_INTERVAL,
                         group: str = "model", allow_nonfinite: bool = False,
                         progress: Callable[[str], None] | None = None, threads: int = 1,
-                        row_shifts: bool | None = None) -> dict:
+                        row_shifts: bool | None = None, context: bool = False, context_sets: int = 8,
+                        context_fold: int = 1) -> dict:
     """Compress every tensor of checkpoint ``model`` into container ``out`` (written atomically).
 
     Parameters
@@ -317,6 +344,11 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         Leave out rows' all-zero low mantissa bits (:func:`row_shifts`; version 3). Default: with
         ``group="model"``; not with ``group="tensor"``, the layout the hardware decoders read, whose
         commands take one table per stream.
+    context
+        Code every 2-D float tensor with context tables (:mod:`.context`; version 4): its top
+        ``context_fold`` mantissa bits folded into the code, up to ``context_sets`` table sets chosen
+        per row or column group by :func:`~.context.plan_context`, every set and select stored in the
+        tensor's ``context`` record. Other tensors are coded as without it.
 
     Returns a summary (``tensors``, ``pairs``, ``bits``, ``ideal_bits``, ``gap``, ``bytes``; ``formats``:
     per pair format the :func:`format_sizes`; ``lossy``: ``(name, conversion)`` of each lossy tensor).
@@ -334,6 +366,10 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     raw_payload: list[tuple[int, bytes]] = []
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ConfigError(f"threads must be a positive integer, not {threads!r}")
+    if context and (isinstance(context_sets, bool) or not isinstance(context_sets, int) or not 1 <= context_sets <= 16):
+        raise ConfigError(f"context_sets must be an integer from 1 to 16, not {context_sets!r}")
+    if context and (isinstance(context_fold, bool) or not isinstance(context_fold, int) or context_fold < 0):
+        raise ConfigError(f"context_fold must be a non-negative integer, not {context_fold!r}")
 
     infos = ckpt.infos()
     names = {info.name for info in infos}
@@ -379,8 +415,20 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             return [(pairs, conv, FP8_FORMATS[pairs].split(bits), {})]
         target = _NATIVE[info.dtype] if pairs == "auto" or pairs in FP8_FORMATS else pairs
         bits, conv = convert(ckpt.tensor(info.name).array, info.dtype, target)
-        return [(target, conv, PAIR_FORMATS[target].split(bits), {})]
+        fmt = PAIR_FORMATS[target]
+        if not context or len(info.shape) != 2 or bits.size == 0:
+            return [(target, conv, fmt.split(bits), {})]
+        # Context coding: the folded pairs carry the code; the record's ideal stays the unfolded
+        # per-matrix ideal (Table 1's "Ideal"), so the gap is comparable with a plain container's.
+        plain = fmt.split(bits)
+        ideal = ideal_bits(plain.counts()) + plain.extra_bits_total()
+        fold = min(context_fold, fmt.mantissa_bits, 16 - fmt.exponent_bits)  # codes index 16-bit exponent fields
+        cp = folded_format(fmt, fold).split(bits.reshape(info.shape))
+        plan = plan_context(cp.codes.reshape(info.shape), cp.n_codes, precision_bits=spec.precision_bits,
+                            max_sets=context_sets)
+        return [(target, conv, cp, {"context": (plan, fold, ideal)})]
 
+    ctx_of: dict[int, tuple] = {}  # record index -> (plan, fold, unfolded ideal bits)
     split_all = _map(split, infos, threads)
     for info, done in zip(infos, split_all):
         if done is None:
@@ -392,6 +440,8 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         for target, conv, cp, fields in done:
             name = fields.get("name", info.name)
             rec = {"name": name, "shape": fields.get("shape", list(info.shape)), "source_dtype": info.dtype}
+            if "context" in fields:
+                ctx_of[len(records)] = fields["context"]
             if conv.nonfinite and not allow_nonfinite:
                 raise ConfigError(f"{model}: tensor {name!r} holds {conv.nonfinite} NaN/Inf values "
                                   f"(after conversion to {target}); pass allow_nonfinite (--allow-nonfinite) to code them exactly")
@@ -416,7 +466,8 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
 
     def encode_group(g, threads=1):
         return encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval, threads,
-                              mantissa_bits=[fmt_of[ri] for ri, _, _ in g] if shifts else None)
+                              mantissa_bits=[0 if ri in ctx_of else fmt_of[ri] for ri, _, _ in g] if shifts else None,
+                              contexts=[ctx_of[ri][0] if ri in ctx_of else None for ri, _, _ in g] if ctx_of else None)
 
     if group == "model":
         streams = [encode_group(g, threads) for g in groups]
@@ -441,7 +492,14 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                         "code_table": ct.code_table.to_json(), "ideal_bits": ct.ideal_bits})
             if ct.row_shifts is not None:
                 rec["row_shifts"] = ct.row_shifts
-            rec.update(spec.table_record(ct.table))
+            if ct.context is not None:
+                plan, fold, ideal = ctx_of[ri]
+                sets = [{"freqs": list(t.code_table.freqs), **spec.table_record(t)} for t in ct.set_tables]
+                rec["context"] = {**plan_record(plan, fold), "sets": sets}
+                rec["ideal_bits"] = ideal
+                ct.ideal_bits = ideal
+            else:
+                rec.update(spec.table_record(ct.table))
     for ri, data in raw_payload:
         blocks = [[o, min(len(data), o + RAW_BLOCK_BYTES), _crc(data[o:o + RAW_BLOCK_BYTES])]
                   for o in range(0, len(data), RAW_BLOCK_BYTES)]
@@ -454,9 +512,11 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     tmp = out.with_name(out.name + ".partial")
     try:
         with open(tmp, "wb") as f:
-            # Version 3 only where a reader must know row shifts, 5 only where it must know interleaved
-            # states: other files stay readable by version-2 readers (and byte-identical to theirs).
-            version = VERSION_STATES if spec.states > 1 else VERSION if any("row_shifts" in r for r in records) else 2
+            # The lowest version whose reader knows every field written, so that older readers still read
+            # the files they can (and single-state files without plans stay byte-identical to theirs):
+            # 5 with interleaved states, 4 with context plans, 3 with row shifts, 2 otherwise.
+            version = VERSION_STATES if spec.states > 1 else VERSION if any("context" in r for r in records) else \
+                3 if any("row_shifts" in r for r in records) else 2
             head = _HEADER.pack(MAGIC, version, len(records), len(stream_records), 0)[:20]
             f.write(head + struct.pack("<I", _crc(head)))
             for rec in records + stream_records:
@@ -580,6 +640,7 @@ class Container:
             raise self._fail("header", f"{n_t} tensor and {n_s} stream records do not fit in {len(self._data)} bytes")
         pos = 24
         raw_records = []
+        record_bytes: list[int] = []  # each record's bytes in the file (length, JSON, CRC)
         for i in range(n_t + n_s):
             what = f"tensor record {i + 1} of {n_t}" if i < n_t else f"stream record {i - n_t + 1} of {n_s}"
             (length,) = struct.unpack("<I", self._bytes(pos, pos + 4, what))
@@ -602,9 +663,11 @@ class Container:
             if not isinstance(rec, dict):
                 raise self._fail(what, f"must be a JSON object, not {type(rec).__name__}")
             raw_records.append(rec)
+            record_bytes.append(8 + length)
             pos += 8 + length
         self._payload = pos
         self.tensors: list[dict] = raw_records[:n_t]
+        self._record_bytes = record_bytes
         self.streams: list[ContainerStream] = [self._parse_stream(si, rec) for si, rec in enumerate(raw_records[n_t:])]
         self._by_name = {}
         regions: list[tuple[int, int, str]] = [(st.offset, st.offset + st.n_words * st.word_bytes, f"stream {st.index}")
@@ -778,6 +841,22 @@ class Container:
             raise self._fail(where, "a q4_0_scale tensor, and only one, names the Q4_0 tensor it scales ('scales_of')")
         if _field(rec, "dtype", str, self._fail, where) != _STORAGE[fmt_name]:
             raise self._fail(where, f"dtype {rec['dtype']!r} is not the storage of pair format {fmt_name}")
+        plan = None
+        if "context" in rec:
+            # A context plan (version 4): the pairs are in the plan's folded format, so the exponent
+            # table and the code table's extra width below are checked against that format.
+            if self.version < 4:
+                raise self._fail(where, f"field 'context' needs container version 4, not {self.version}")
+            if fmt_name not in PAIR_FORMATS:  # plans fold mantissa bits: IEEE float pairs only
+                raise self._fail(where, f"a context plan needs a {', '.join(PAIR_FORMATS)} tensor, not {fmt_name}")
+            try:
+                plan, fold = plan_from_record(rec["context"], rec["shape"],
+                                              # codes index a 16-bit exponent table (CodingPairs.exponents)
+                                              min(fmt.mantissa_bits, 16 - fmt.exponent_bits))
+            except ConfigError as e:
+                raise self._fail(where, str(e)) from None
+            fmt = folded_format(fmt, fold)
+        rec["_fmt"] = fmt
         for key in ("conversion",):
             _field(rec, key, str, self._fail, where)
         if not isinstance(rec.get("ideal_bits", 0.0), (int, float)) or isinstance(rec.get("ideal_bits"), bool):
@@ -802,12 +881,19 @@ class Container:
                 or (size and max(ct.direct_codes + ct.escape_codes) >= len(exps)):
             raise self._fail(where, f"code table (precision {ct.precision_bits}, extra {ct.extra_bits} bits) does "
                                     f"not fit codec {st.spec.name}, pair format {fmt_name} and {len(exps)} exponents")
+        rec["_code_table"] = ct
+        rec["_shifts"] = None
+        rec["_plan"] = plan
+        if plan is not None:
+            if "row_shifts" in rec:
+                raise self._fail(where, "a tensor with a context plan cannot have row_shifts")
+            self._parse_context(rec, where, st, ct, plan)
+            st.tensors.append(i)
+            return
         try:
             table = st.spec.table_from_record(ct, lambda key: _field(rec, key, str, self._fail, where))
         except (ValueError, binascii.Error) as e:  # ConfigError is a ValueError too
             raise self._fail(where, f"coder table is inconsistent: {e}") from None
-        rec["_code_table"] = ct
-        rec["_shifts"] = None
         st.tensors.append(i)
         if "row_shifts" not in rec:
             st.runs.append(Run(len(st.tables), n_pairs))
@@ -831,6 +917,36 @@ class Container:
             st.tables.append(t)
         st.runs.extend(Run(index[z], r * per_row) for r, z in shifts)
         rec["_shifts"] = (np.repeat(np.asarray([z for _, z in shifts], np.int64), [r for r, _ in shifts]), per_row)
+
+    def _parse_context(self, rec: dict, where: str, st: "ContainerStream", ct: CodeTable, plan: ContextPlan) -> None:
+        """The table sets of a context record (one frequency list, and for tANS the spread, per set, on
+        the code table's alphabet) and the runs its selects give, appended to ``st``."""
+        ctx = rec["context"]
+        sets = _field(ctx, "sets", list, self._fail, where + " context")
+        if len(sets) != plan.n_sets:
+            raise self._fail(where, f"context sets holds {len(sets)} table sets, n_sets is {plan.n_sets}")
+        tables = []
+        for k, entry in enumerate(sets):
+            what = f"{where} context set {k}"
+            if not isinstance(entry, dict):
+                raise self._fail(what, f"must be an object, not {type(entry).__name__}")
+            freqs = _field(entry, "freqs", list, self._fail, what)
+            try:
+                ct_k = CodeTable(ct.direct_codes, ct.escape_codes, ct.extra_bits, tuple(freqs), ct.precision_bits)
+                tables.append(st.spec.table_from_record(ct_k, lambda key: _field(entry, key, str, self._fail, what)))
+            except (ValueError, TypeError, binascii.Error) as e:  # ConfigError is a ValueError too
+                raise self._fail(what, f"table set is inconsistent: {e}") from None
+        # A column plan is one run per group in every row: bound the runs by the file's size before
+        # building them, so that a crafted shape (rANS pairs of zeros cost no words) cannot make the
+        # reader allocate without limit. Real plans stay far below (MiniLM: < 0.1 run per byte).
+        rows, cols = rec["shape"]
+        n_runs = -(-rows // plan.group) if plan.axis == "rows" else rows * -(-cols // plan.group)
+        if n_runs > 16 * len(self._data) + 16:
+            raise self._fail(where, f"context plan makes {n_runs} runs, more than a {len(self._data)}-byte file "
+                                    "can describe")
+        first = len(st.tables)
+        st.tables.extend(tables)
+        st.runs.extend(plan.runs((rows, cols), first_table=first))
 
     # -- access ------------------------------------------------------------------------------------
     @property
@@ -964,7 +1080,7 @@ class Container:
         exps = np.asarray(rec["exponents"], dtype=np.uint16)
         if codes.size and int(codes.max()) >= exps.size:
             raise self._fail(f"tensor {rec['name']!r}", "decoded code outside the tensor's exponent table")
-        fmt = FORMATS[rec["pair_format"]]
+        fmt = rec["_fmt"]
         pairs = CodingPairs(codes.astype(np.uint16), extra.astype(np.uint32),
                             np.full(exps.size, fmt.extra_bits, np.uint8), exps, (codes.size,))
         return fmt.join(pairs).ravel()
@@ -1010,8 +1126,7 @@ class Container:
             s_all, e_all = stream_pairs(st)
             a, n = int(rec["first_pair"]), int(rec["n_pairs"])
             s, e = s_all[a:a + n], _unshift(rec, e_all[a:a + n], 0)
-            fmt = FORMATS[rec["pair_format"]]
-            bits = fastans.join_values(rec["_code_table"], rec["exponents"], fmt, s, e) \
+            bits = fastans.join_values(rec["_code_table"], rec["exponents"], rec["_fmt"], s, e) \
                 if fastans.supported(st.spec) and rec["pair_format"] != "q4_0" else None
             if bits is None:  # the golden path (it also names a code outside the tables)
                 bits = self._join(rec, s.astype(np.int64), e.astype(np.uint64))
@@ -1052,6 +1167,38 @@ class Container:
         write_safetensors(out, [spec for spec, _ in outputs], lambda index, name: outputs[index][1](), metadata=meta)
         return len(outputs)
 
+    def plan_text(self, record: dict) -> str:
+        """A tensor's context plan in a few characters: ``kind axis/group xSETS +mFOLD`` (``-`` without)."""
+        plan = record.get("_plan")
+        if plan is None:
+            return "-"
+        return f"{record['context']['kind']} {plan.axis}/{plan.group} x{plan.n_sets} +m{record['context']['fold']}"
+
+    def side_bits(self, record: dict) -> int:
+        """Side information of a coded tensor, packed as :func:`~.context.side_bits` counts it from its
+        record: the code→exponent table (``exponents``, each a field of the pair format's exponent
+        width, folded bits included), one ``precision_bits`` frequency per symbol and table set, the
+        selects and the plan header. A tensor without a context plan is one set without selects."""
+        ct, fmt = record["_code_table"], record["_fmt"]
+        plan = record.get("_plan")
+        return side_bits(len(record["exponents"]), fmt.exponent_bits, plan.n_sets if plan else 1, ct.n_symbols,
+                         ct.precision_bits, len(plan.selects) if plan else 0)
+
+    def tensor_bits(self, name: str) -> dict:
+        """What a coded tensor alone in its stream (``--stream-per-tensor``) costs in this file:
+        ``stream_bits`` (its stream's words as stored), ``checkpoint_bits`` (32 + 8 + state bits each),
+        ``side_bits`` (:meth:`side_bits`), ``record_bytes`` (its JSON record with length and CRC)."""
+        rec = self.record(name)
+        if rec["coding"] != "pairs":
+            raise ConfigError(f"{self.path}: tensor {name!r} is stored raw, it has no stream")
+        st = self.streams[int(rec["stream"])]
+        if len(st.tensors) != 1:
+            raise ConfigError(f"{self.path}: tensor {name!r} shares stream {st.index} with {len(st.tensors) - 1} "
+                              "other tensors; its own bits need one stream per tensor (--stream-per-tensor)")
+        return {"stream_bits": st.n_words * st.word_bytes * 8,
+                "checkpoint_bits": len(st.checkpoints) * (40 + st.spec.state_bits),
+                "side_bits": self.side_bits(rec), "record_bytes": self._record_bytes[self._by_name[name]]}
+
     def summary(self) -> dict:
         bits = sum(st.n_words * st.word_bytes * 8 + len(st.checkpoints) * (40 + st.spec.states * st.spec.state_bits)
                    for st in self.streams)
@@ -1078,14 +1225,14 @@ class Container:
                          f"{st.n_words:,} words, {len(st.checkpoints)} checkpoints, {len(st.blocks)} CRC blocks")
         lines += format_lines(self.formats())
         lines.append(f"{'tensor':40s} {'shape':>14s} {'dtype':>5s} {'coding':>8s} {'codes':>5s} {'esc':>3s} "
-                     f"{'spread':>6s}  conversion")
+                     f"{'spread':>6s} {'context plan':>18s}  conversion")
         for r in self.tensors:
             shape = "x".join(map(str, r["shape"])) or "scalar"
             if r["coding"] == "pairs":
                 ct = r["_code_table"]
                 lines.append(f"{r['name'][:40]:40s} {shape:>14s} {r['dtype']:>5s} {r['pair_format']:>8s} "
-                             f"{ct.n_codes:5d} {len(ct.escape_codes):3d} {r.get('tans_spread', '-'):>6s}  "
-                             f"{r['conversion']}")
+                             f"{ct.n_codes:5d} {len(ct.escape_codes):3d} {r.get('tans_spread', '-'):>6s} "
+                             f"{self.plan_text(r):>18s}  {r['conversion']}")
             else:
                 lines.append(f"{r['name'][:40]:40s} {shape:>14s} {r['dtype']:>5s} {'raw':>8s}")
         return "\n".join(lines)

@@ -38,9 +38,15 @@ from ..dtypes.pairs import CodingPairs, IeeeFloatPairs
 from .stream import Run
 
 __all__ = ["folded_format", "ContextPlan", "ContextCost", "ContextCoded", "plan_context", "group_counts",
-           "context_tables", "encode_context", "decode_context", "AXES", "GROUPS", "HEADER_BITS"]
+           "context_tables", "set_counts", "encode_context", "decode_context", "plan_record", "plan_from_record",
+           "side_bits", "AXES", "GROUPS", "HEADER_BITS", "MAX_SETS", "PLAN_KINDS"]
 
 AXES = ("rows", "cols")
+#: Table sets a plan may use (a core's ``table_sets`` is a power of two up to this).
+MAX_SETS = 16
+#: Plan kinds a container's ``context`` record may name (:func:`plan_from_record`). A new kind adds
+#: an entry here and its ``params`` → runs mapping; the record's layout does not change.
+PLAN_KINDS = ("groups",)
 #: Stream header of a plan: axis (1 bit), group size (16 bits), sets - 1 (4 bits), fold (3 bits).
 HEADER_BITS = 24
 
@@ -68,8 +74,8 @@ class ContextPlan:
             raise ConfigError(f"context axis must be one of {', '.join(AXES)}, not {self.axis!r}")
         if not 1 <= self.group <= 65535:
             raise ConfigError(f"context group must be between 1 and 65535 rows/columns, not {self.group!r}")
-        if not 1 <= self.n_sets <= 16:
-            raise ConfigError(f"context n_sets must be between 1 and 16, not {self.n_sets!r}")
+        if not 1 <= self.n_sets <= MAX_SETS:
+            raise ConfigError(f"context n_sets must be between 1 and {MAX_SETS}, not {self.n_sets!r}")
         if any(not 0 <= s < self.n_sets for s in self.selects):
             raise ConfigError(f"context selects must be table sets 0..{self.n_sets - 1}")
 
@@ -115,6 +121,72 @@ class ContextPlan:
 
     def to_json(self) -> dict:
         return {"axis": self.axis, "group": self.group, "n_sets": self.n_sets, "selects": list(self.selects)}
+
+
+def set_counts(codes: np.ndarray, shape: tuple[int, int], plan: ContextPlan, n_codes: int) -> np.ndarray:
+    """Code histogram of every table set (``n_sets × n_codes`` int64) of a matrix's codes (row-major)."""
+    grp = plan.group_of(shape).ravel()
+    set_of = np.asarray(plan.selects, dtype=np.int64)[grp]
+    flat = set_of * n_codes + np.asarray(codes, dtype=np.int64).ravel()
+    return np.bincount(flat, minlength=plan.n_sets * n_codes).reshape(plan.n_sets, n_codes)
+
+
+def plan_record(plan: ContextPlan, fold: int) -> dict:
+    """The container's generic plan record (docs/bitstream.md §6): ``kind`` and its ``params``, the
+    mantissa bits folded into the code (``fold``), ``n_sets`` and the per-group ``selects``. The writer adds
+    the table sets (``sets``)."""
+    return {"kind": "groups", "params": {"axis": plan.axis, "group": plan.group}, "fold": int(fold),
+            "n_sets": plan.n_sets, "selects": list(plan.selects)}
+
+
+def plan_from_record(rec: dict, shape: Sequence[int], max_fold: int) -> tuple[ContextPlan, int]:
+    """``(plan, fold)`` of a container's plan record for a matrix of ``shape`` whose pair format lets
+    at most ``max_fold`` mantissa bits fold into the code; :class:`ConfigError` naming the field that is malformed or out of range (the
+    kind, a parameter, the set count over :data:`MAX_SETS`, a select outside ``0 .. n_sets-1``, the
+    number of selects against the matrix's groups)."""
+    def _int(v) -> bool:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+    if not isinstance(rec, dict):
+        raise ConfigError(f"context must be an object, not {type(rec).__name__}")
+    kind = rec.get("kind")
+    if kind not in PLAN_KINDS:
+        raise ConfigError(f"context kind {str(kind)[:40]!r} is not one of {', '.join(PLAN_KINDS)}")
+    if len(shape) != 2:
+        raise ConfigError(f"context plans need a 2-D matrix, not shape {list(shape)}")
+    params = rec.get("params")
+    if not isinstance(params, dict):
+        raise ConfigError("context params must be an object")
+    axis, group = params.get("axis"), params.get("group")
+    if axis not in AXES:
+        raise ConfigError(f"context params axis {str(axis)[:40]!r} is not one of {', '.join(AXES)}")
+    if not _int(group) or not 1 <= group <= 65535:
+        raise ConfigError(f"context params group {str(group)[:40]} is not an integer from 1 to 65535")
+    fold = rec.get("fold")
+    if not _int(fold) or not 0 <= fold <= max_fold:
+        raise ConfigError(f"context fold {str(fold)[:40]} is not an integer from 0 to {max_fold}")
+    n_sets = rec.get("n_sets")
+    if not _int(n_sets) or not 1 <= n_sets <= MAX_SETS:
+        raise ConfigError(f"context n_sets {str(n_sets)[:40]} is not an integer from 1 to {MAX_SETS}")
+    selects = rec.get("selects")
+    lines = shape[0] if axis == "rows" else shape[1]
+    n_groups = -(-lines // group)
+    if not isinstance(selects, list) or len(selects) != n_groups:
+        raise ConfigError(f"context selects must be a list of {n_groups} table sets, one per group of "
+                          f"{group} {axis} of a {shape[0]}x{shape[1]} matrix")
+    bad = next((v for v in selects if not _int(v) or not 0 <= v < n_sets), None)
+    if bad is not None or (selects and not all(_int(v) for v in selects)):
+        raise ConfigError(f"context select {str(bad)[:40]} is outside table sets 0..{n_sets - 1}")
+    return ContextPlan(axis, int(group), int(n_sets), tuple(int(v) for v in selects)), int(fold)
+
+
+def side_bits(n_codes: int, code_field_bits: int, n_sets: int, n_symbols: int, precision_bits: int,
+              n_selects: int) -> int:
+    """Side information of one coded matrix, packed as :class:`ContextCost` charges it: the
+    code→exponent table, one frequency per symbol and set, ``ceil(log2 n_sets)`` bits per select and
+    the :data:`HEADER_BITS` plan header (the one-table plan has no selects)."""
+    sel = n_selects * math.ceil(math.log2(n_sets)) if n_sets > 1 else 0
+    return n_codes * code_field_bits + n_sets * n_symbols * precision_bits + sel + HEADER_BITS
 
 
 def group_counts(codes: np.ndarray, axis: str, group: int, n_codes: int) -> np.ndarray:
