@@ -47,7 +47,9 @@ class DecoderShell(wiring.Component):
 
     Sequence: ``IDLE`` (``cmd`` and table writes accepted; ``idle`` high) → ``RUN`` (words go to the
     coder, pairs are counted) → [``DRAIN`` (the command's unread words are discarded) → ``CHECK`` (the
-    CRC of the last word has settled)] → ``IDLE``.
+    CRC of the last word has settled)] → ``IDLE``. Widths: the counters are as wide as the command's
+    ``count`` and ``words`` (``count_bits`` of the core); the shell alone (no CRC, paper
+    configuration, yosys xcup ``-nowidelut``) is 71 LUT-equivalents at 16 bits, 99 at 24, 121 at 32.
 
     Back to back: a command that ends with every word taken (the normal case) is checked in the clock
     its last pair has been counted, and the *next* command is accepted in that same clock (``cmd.ready``

@@ -61,17 +61,21 @@ class AmaranthEngine:
             # while the previous one ends (``done`` is high for one clock per command, in order).
             for c in job.commands:
                 await stream_put(ctx, core.cmd, c, rng=rng_cmd, stall_prob=stall_prob)
+                accepted[0] += 1
             while len(reports) < len(job.commands):
                 await ctx.tick()
             cycles[1] = reports[-1] - start
 
         reports: list[int] = []        # the clock of each command's ``done``
+        accepted = [0]                 # commands accepted: a ``done`` beyond them is one held high
 
         async def report(ctx):
             # A plain tick per clock (not ``until``), so that the simulation may end with it waiting.
             while True:
                 await ctx.tick()
-                if ctx.get(core.done):
+                # A core's ``done`` is one clock per command; a wrapper's may hold until the next
+                # command (sim/factory.py, sim/lanes.py): count no more reports than commands.
+                if ctx.get(core.done) and len(reports) < accepted[0]:
                     reports.append(cycles[0])
                     if job.is_decoder:
                         st = ctx.get(core.status)

@@ -119,7 +119,9 @@ int main(int argc, char** argv) {
         top->clk = 1; top->eval(); top->clk = 0; top->eval();
         cycle++;
 @@ADVANCE@@
-        if (cmd_done < cmd_sent && @@DONE@@) {      // done: one clock per command, in order
+        // done: one clock per command, in order (a wrapper's done held high is counted once: no
+        // more reports than commands sent)
+        if (cmd_done < cmd_sent && @@DONE@@) {
             cmd_done++; last = cycle;
             if (has_status) fprintf(st, "%d\n", @@STATUS@@);
         }
