@@ -49,7 +49,8 @@ class DecoderShell(wiring.Component):
     coder, pairs are counted) → [``DRAIN`` (the command's unread words are discarded) → ``CHECK`` (the
     CRC of the last word has settled)] → ``IDLE``. Widths: the counters are as wide as the command's
     ``count`` and ``words`` (``count_bits`` of the core); the shell alone (no CRC, paper
-    configuration, yosys xcup ``-nowidelut``) is 71 LUT-equivalents at 16 bits, 99 at 24, 121 at 32.
+    configuration, yosys xcup ``-nowidelut``) is 74 LUT-equivalents at 16 bits, 106 at 24, 124 at 32
+    (the shelled core keeps the coder's 10 levels at either width).
 
     Back to back: a command that ends with every word taken (the normal case) is checked in the clock
     its last pair has been counted, and the *next* command is accepted in that same clock (``cmd.ready``
@@ -99,6 +100,8 @@ class DecoderShell(wiring.Component):
         c = self.cmd.p
         remaining = Signal.like(c.count)
         words_left = Signal.like(c.words)
+        lag = Signal()             # ``words_left`` counts one word more than are left
+        no_words, one_word = Signal(), Signal()      # no word / one word of the command is left
         check_end = Signal()
         take = Signal()
         reporting = Signal()       # a finished command's status waits for its last pair to leave ``o``
@@ -112,9 +115,12 @@ class DecoderShell(wiring.Component):
         sel_ready = 1 if select is None else select.ready
 
         m.d.comb += [self.words.p.eq(self.i.p.data), take.eq(self.i.valid & self.i.ready),
-                     self.ended.eq(words_left == 0)]
-        # Each counter is one subtractor after a load multiplexer (a LUT per bit on the carry chain):
-        # a command's first word may be taken in the clock it is loaded; no pair is decoded then.
+                     self.ended.eq(no_words)]
+        # ``words_left`` is loaded with the command's ``words`` as they are, even when the first word
+        # is taken with the command (``words - take`` would put a subtractor behind ``cmd.ready`` and
+        # ``take``): ``lag`` then says it counts one word more than are left, until the next command.
+        m.d.comb += [no_words.eq((words_left == 0) | (lag & (words_left == 1))),
+                     one_word.eq(Mux(lag, words_left == 2, words_left == 1))]
         with m.If(take):
             m.d.sync += words_left.eq(words_left - 1)
         with m.If(self.fire):
@@ -130,10 +136,13 @@ class DecoderShell(wiring.Component):
 
         # The end of a command, as single signals (not logic nested in the FSM, which would repeat
         # the end conditions in every counter bit's load): ``ending`` this clock with ``end_status``;
-        # ``clean``: no word left to drain, the CRC has settled, the next command may be taken now.
-        running, ending, clean, accept, load = Signal(), Signal(), Signal(), Signal(), Signal()
+        # ``settled``: it ends with no word left to drain (the CRC has settled): it reports now.
+        # ``clean``: it ends after its last pair (whatever the end check says) with no word left: the
+        # next command is taken in this clock. Errors found before the last pair (no marker, out of
+        # words) end through ``IDLE``: ``cmd.ready`` then does not wait on the coder's window.
+        running, ending, settled, clean, accept, load = Signal(), Signal(), Signal(), Signal(), Signal(), Signal()
         end_status = Signal(DecodeStatus)
-        out_of_words = self.starved & (words_left == 0)
+        out_of_words = self.starved & no_words
         with m.If(~self.decoding):
             m.d.comb += [ending.eq(self.no_marker | out_of_words),
                          end_status.eq(Mux(self.no_marker, DecodeStatus.NO_MARKER, DecodeStatus.OUT_OF_WORDS))]
@@ -143,21 +152,22 @@ class DecoderShell(wiring.Component):
                 m.d.comb += end_status.eq(DecodeStatus.OK)
             with m.Elif(~self.final_state_zero):
                 m.d.comb += end_status.eq(DecodeStatus.FINAL_STATE)
-            with m.Elif(~self.window_empty | (words_left != 0)):
+            with m.Elif(~self.window_empty | ~no_words):
                 m.d.comb += end_status.eq(DecodeStatus.TRAILING_DATA)
             with m.Else():
                 m.d.comb += end_status.eq(DecodeStatus.OK)
         with m.Else():
             m.d.comb += [ending.eq(out_of_words & sel_ready), end_status.eq(DecodeStatus.OUT_OF_WORDS)]
         finishing = Signal()       # the command ends this clock (the previous one has reported)
-        m.d.comb += [finishing.eq(running & ending & ~held), clean.eq(finishing & (words_left == 0)),
+        m.d.comb += [finishing.eq(running & ending & ~held), settled.eq(finishing & no_words),
+                     clean.eq(running & self.decoding & (remaining == 0) & ~held & no_words),
                      load.eq(accept & self.cmd.valid), self.cmd.ready.eq(accept)]
-        with m.If(clean):
+        with m.If(settled):
             m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(end_status))]
         with m.Elif(finishing):
             m.d.sync += report.eq(end_status)
         with m.If(load):
-            m.d.sync += [remaining.eq(c.count), words_left.eq(c.words - take), check_end.eq(c.check_end)]
+            m.d.sync += [remaining.eq(c.count), words_left.eq(c.words), lag.eq(take), check_end.eq(c.check_end)]
 
         with m.FSM():
             with m.State("IDLE"):
@@ -166,14 +176,14 @@ class DecoderShell(wiring.Component):
                     m.next = "RUN"
 
             with m.State("RUN"):
-                more = (words_left > 1) if self._mutant == "tans_dec_last_word" else (words_left != 0)
+                more = (~no_words & ~one_word) if self._mutant == "tans_dec_last_word" else ~no_words
                 m.d.comb += [running.eq(1), accept.eq(clean),
                              self.words.valid.eq(self.i.valid & more), self.i.ready.eq(self.words.ready & more),
                              self.run.eq((remaining != 0) & sel_ready & ~held)]
                 with m.If(finishing):
-                    with m.If(words_left == 0):
+                    with m.If(no_words):
                         m.next = "IDLE"
-                    with m.Elif((words_left == 1) & take):
+                    with m.Elif(one_word & take):
                         m.next = "CHECK"
                     with m.Else():
                         m.next = "DRAIN"
@@ -182,8 +192,8 @@ class DecoderShell(wiring.Component):
 
             with m.State("DRAIN"):
                 # The rest of the command's words are discarded so that the next command starts clean.
-                m.d.comb += self.i.ready.eq(words_left != 0)
-                with m.If((words_left == 0) | ((words_left == 1) & take)):
+                m.d.comb += self.i.ready.eq(~no_words)
+                with m.If(no_words | (one_word & take)):
                     m.next = "CHECK"
 
             with m.State("CHECK"):
