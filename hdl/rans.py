@@ -554,14 +554,10 @@ class RansDecoderShell(wiring.Component):
         m.d.comb += [ended.eq(words_left == 0), self.ended.eq(ended),
                      self.word.valid.eq(self.i.valid & forward & ~ended), self.word.p.eq(self.i.p.data),
                      take.eq(self.i.valid & self.i.ready)]
-        # Each counter is one subtractor after a load multiplexer (a stream's top word may be taken
-        # in the clock its command is loaded; no pair is decoded then).
-        load = Signal()
-        m.d.comb += load.eq(self.cmd.valid & self.cmd.ready)
-        m.d.sync += [words_left.eq(Mux(load, self.cmd.p.words, words_left) - take),
-                     remaining.eq(Mux(load, self.cmd.p.count, remaining) - self.step)]
         with m.If(take):
-            m.d.sync += top.eq(0)
+            m.d.sync += [words_left.eq(words_left - 1), top.eq(0)]
+        with m.If(self.step):
+            m.d.sync += remaining.eq(remaining - 1)
         block_crc = BlockCrc(m, W, self.cmd, self.i, present=self._block_crc)
 
         # The report: one ``done`` clock per command once its last pair has left ``o``.
@@ -580,7 +576,9 @@ class RansDecoderShell(wiring.Component):
                 first = ~cm.resume & (cm.words != 0)
                 m.d.comb += [self.load.eq(1), self.i.ready.eq(first),
                              self.load_state.eq(Mux(cm.resume, cm.state, Mux(take, self.i.p.data, 0)))]
-                m.d.sync += [check_end.eq(cm.check_end), top.eq(~cm.resume & ~take),
+                # A stream's top word may be taken in this clock; no pair is decoded in it.
+                m.d.sync += [remaining.eq(cm.count), words_left.eq(cm.words - take),
+                             check_end.eq(cm.check_end), top.eq(~cm.resume & ~take),
                              zero_top.eq(take & (self.i.p.data == 0))]
                 m.next = "INIT"
                 with m.If(cm.resume):
@@ -997,12 +995,14 @@ class RansEncoderShell(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         remaining = Signal.like(self.cmd.p.count)
-        m.d.sync += [remaining.eq(Mux(self.cmd.valid & self.cmd.ready, self.cmd.p.count, remaining) - self.step),
-                     self.done.eq(0)]
+        with m.If(self.step):
+            m.d.sync += remaining.eq(remaining - 1)
+        m.d.sync += self.done.eq(0)
 
         def take_command(flushed=False):
             m.d.comb += self.cmd.ready.eq(1)
             with m.If(self.cmd.valid):
+                m.d.sync += remaining.eq(self.cmd.p.count - self.step)    # its first pair may enter now
                 if flushed:
                     # The flush has left ``x = 0``, where a stream starts: no ``start``, and the
                     # command's first pair enters in this clock (the flush no longer picks the word).

