@@ -567,36 +567,30 @@ class RansDecoderShell(wiring.Component):
         with m.Elif(self.cmd.valid & self.cmd.ready):
             m.d.sync += self.status.eq(DecodeStatus.OK)
 
+        # Taking a command, as single signals (logic nested in the FSM's end conditions would repeat
+        # them in every counter bit's load): ``accept`` in IDLE, or in the clock a command ends after
+        # its last pair with every word taken.
+        accept, taking = Signal(), Signal()
+        m.d.comb += [self.cmd.ready.eq(accept), taking.eq(accept & self.cmd.valid)]
+
         def take_command():
-            # IDLE, or the clock the previous command ends with every word taken. A stream's top word
-            # is popped with its command (when it is offered): the state starts as that word.
-            m.d.comb += self.cmd.ready.eq(1)
-            with m.If(self.cmd.valid):
-                cm = self.cmd.p
-                first = ~cm.resume & (cm.words != 0)
-                m.d.comb += [self.load.eq(1), self.i.ready.eq(first),
-                             self.load_state.eq(Mux(cm.resume, cm.state, Mux(take, self.i.p.data, 0)))]
-                # A stream's top word may be taken in this clock; no pair is decoded in it.
-                m.d.sync += [remaining.eq(cm.count), words_left.eq(cm.words - take),
-                             check_end.eq(cm.check_end), top.eq(~cm.resume & ~take),
-                             zero_top.eq(take & (self.i.p.data == 0))]
+            with m.If(taking):
                 m.next = "INIT"
-                with m.If(cm.resume):
+                with m.If(self.cmd.p.resume):
                     m.next = "DECODE"
 
         def finish(status):
             with m.If(ended):
-                # Nothing to drain, and the CRC has settled: report, and take the next command now.
+                # Nothing to drain, and the CRC has settled: report (the next command is taken now).
                 m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(status))]
                 m.next = "IDLE"
-                take_command()
             with m.Else():
                 m.d.sync += report.eq(status)
                 m.next = "DRAIN"
 
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += self.idle.eq(~self.cmd.valid)
+                m.d.comb += [accept.eq(1), self.idle.eq(~self.cmd.valid)]
                 take_command()
 
             with m.State("INIT"):
@@ -620,6 +614,7 @@ class RansDecoderShell(wiring.Component):
                 # While the previous command's report waits, no pair of this one is decoded (so that
                 # ``pair_valid`` speaks of the previous command only) and this one cannot end.
                 m.d.comb += [forward.eq(more), self.run.eq((remaining != 0) & ~held),
+                             accept.eq((remaining == 0) & ~held & ended),
                              self.i.ready.eq(self.word.ready & ~ended & more)]
                 with m.If((remaining == 0) & ~held):
                     with m.If(~check_end):
@@ -630,6 +625,7 @@ class RansDecoderShell(wiring.Component):
                         finish(DecodeStatus.TRAILING_DATA)
                     with m.Else():
                         finish(DecodeStatus.OK)
+                take_command()
 
             with m.State("DRAIN"):
                 m.d.comb += self.i.ready.eq(~ended)
@@ -640,6 +636,16 @@ class RansDecoderShell(wiring.Component):
                 # The CRC of the last word has settled.
                 m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(report))]
                 m.next = "IDLE"
+
+        # A stream's top word is popped with its command (when it is offered): the state starts as
+        # that word. No pair is decoded in this clock.
+        with m.If(taking):
+            cm = self.cmd.p
+            m.d.comb += [self.load.eq(1), self.i.ready.eq(~cm.resume & (cm.words != 0)),
+                         self.load_state.eq(Mux(cm.resume, cm.state, Mux(take, self.i.p.data, 0)))]
+            m.d.sync += [remaining.eq(cm.count), words_left.eq(cm.words - take),
+                         check_end.eq(cm.check_end), top.eq(~cm.resume & ~take),
+                         zero_top.eq(take & (self.i.p.data == 0))]
         return m
 
 
