@@ -224,13 +224,16 @@ def core_blocks(core) -> dict:
 
 def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_symbols: int = 64,
               block_crc: bool = True, config: str | None = None, timeout: float | None = None,
-              ecp5: bool = True, shell: bool = True, breakdown: bool = False, widelut: bool = True) -> CoreArea:
+              ecp5: bool = True, shell: bool = True, breakdown: bool = False, widelut: bool = True,
+              count_bits: int | None = None) -> CoreArea:
     """Synthesize a programmable ``kind`` core (the paper's cores are configured at run time).
 
     ``block_crc`` builds a decoder's CRC-32 unit (the paper's cores have none). ``shell=False``
     synthesizes the coder alone, as Table 3 measures it; with ``shell=True`` the coder alone is
     synthesized too and :attr:`CoreArea.shell_extra` is the difference. ``breakdown`` adds every
     block synthesized alone (:func:`core_blocks`). ``ecp5`` runs the ECP5 place and route (3 seeds).
+    ``count_bits``: the width of a command's counts, i.e. of the shell's counters (default: the cores'
+    default, 32).
     """
     from ..model.coding.codecs import parse_codec
     from ..sim.jobs import build_core
@@ -242,13 +245,14 @@ def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_s
 
     def build(with_shell):
         return build_core(kind, spec, programmable=True, max_symbols=max_symbols, max_extra_bits=extra_bits,
-                          block_crc=block_crc, shell=with_shell)
+                          block_crc=block_crc, shell=with_shell,
+                          **({} if count_bits is None else {"count_bits": count_bits}))
 
     core = build(shell)
     text = core_verilog(core)
     r = synthesize(text, timeout, widelut=widelut)
     crc = ", CRC-32" if block_crc and shell and kind.endswith("decoder") else ""
-    part = ", shelled" if shell else ", coder alone"
+    part = (", shelled" + ("" if count_bits is None else f", {count_bits}-bit counts")) if shell else ", coder alone"
     fmax, seeds = ecp5_fmax_median(text, timeout) if ecp5 else (None, None)
     area = CoreArea(kind, config or f"{codec}, {max_symbols} codes, {extra_bits} extra bits{crc}{part}", **r,
                     ecp5_fmax_mhz=fmax, ecp5_fmax_seeds=seeds, shell=shell)

@@ -250,8 +250,9 @@ class BlockCrc:
     A :class:`WordCrc` of the ISO-HDLC algorithm (zlib's CRC-32, ``W``-bit words least significant
     byte first) sees every word the decoder accepts during a command, drained words included, so it
     covers exactly the command's ``words`` words. The ANS final-state check cannot see a flipped bit
-    of the raw additional data; this check can. It costs the decoder one cycle per command: the
-    ``CHECK`` state after the drain, where the CRC of the last word has settled.
+    of the raw additional data; this check can. :meth:`checked` is read in a clock after the last
+    word's (the CRC register has settled): the clock a command ends when its words were all taken
+    before, else the shell's ``CHECK`` state after the drain.
     """
 
     def __init__(self, m: Module, word_bits: int, cmd, word_in, *, present: bool = True):
@@ -267,10 +268,10 @@ class BlockCrc:
         with m.If(cmd.valid & cmd.ready):
             m.d.sync += [expected.eq(cmd.p.crc), enabled.eq(cmd.p.check_crc)]
 
-    def check(self, status, done) -> None:
-        """The ``CHECK`` state's logic: turn an OK ``status`` into CRC on a mismatch, raise ``done``."""
-        m = self._m
-        if self.present:
-            with m.If(self.enabled & (self.processor.crc != self.expected) & (status == DecodeStatus.OK)):
-                m.d.sync += status.eq(DecodeStatus.CRC)
-        m.d.sync += done.eq(1)
+    def checked(self, status):
+        """``status``, or ``CRC`` where it is OK and the CRC of the command's words (settled: read in a
+        clock after the last word's) does not match."""
+        if not self.present:
+            return status
+        bad = self.enabled & (self.processor.crc != self.expected) & (status == DecodeStatus.OK)
+        return Mux(bad, DecodeStatus.CRC, status)

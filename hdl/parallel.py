@@ -181,7 +181,13 @@ class ParallelDecoder(wiring.Component):
                          dec.cmd.p.check_end.eq(1)]
             with m.If(dec.cmd.valid & dec.cmd.ready):
                 m.d.sync += [cmd_pending.eq(0), issued.eq(1)]
-            lane_done.append(issued & dec.done)
+            # ``done`` is high for one clock per command: remember it until the next command.
+            finished = Signal(name=f"finished{lane}")
+            with m.If(issued & dec.done):
+                m.d.sync += finished.eq(1)
+            with m.If(cmd_fire):
+                m.d.sync += finished.eq(0)
+            lane_done.append(finished)
             lane_status.append(dec.status)
             lane_issued.append(issued)
 

@@ -60,7 +60,7 @@ from amaranth.lib.wiring import In, Out
 from ..model.coding.codecs import RansCodec
 from ..model.coding.rans import RansTable
 from .mutants import check_mutant
-from .common import (BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_for, check_bool, check_int,
+from .common import (COUNT_BITS, BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_for, check_bool, check_int,
                      core_codec, decoder_ports, encoder_ports, pair_layout, table_select_layout)
 
 __all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell", "RansEncoderCoder",
@@ -91,8 +91,10 @@ class _RansShape:
     32), ``table_sets`` (1 to 16), ``programmable`` and whether ``table`` fits.
     """
 
-    def __init__(self, codec, max_symbols, max_extra_bits, table, programmable, table_sets=1):
+    def __init__(self, codec, max_symbols, max_extra_bits, table, programmable, table_sets=1,
+                 count_bits=COUNT_BITS):
         self.codec = codec
+        self.count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
         self.S = codec.rans.state_bits
         self.sets = check_int("table_sets", table_sets, 1, 16)
         if self.sets > 1 and not programmable:
@@ -240,6 +242,11 @@ class _RansCore(CoreParameters):
     def shell(self) -> bool:
         """Whether the command shell is built (``False``: the coder alone, what Table 3 measures)."""
         return self._shell
+
+    @property
+    def count_bits(self) -> int:
+        """Width of a command's pair and word counts (the shell's counters)."""
+        return self._shape.count_bits
 
     def table_writes(self, tables) -> dict[str, list[dict]]:
         """The ``cfg`` writes (unpacked ``{addr, data}`` dicts, :func:`rans_writes`) that load ``tables[t]``
@@ -503,14 +510,25 @@ class RansDecoderShell(wiring.Component):
     word`` until ``x >= 2**(S - W)`` or the stream has no word left), forwards the command's other words
     from ``i`` to the coder's ``word`` stream (the CRC sees every word), runs it for ``count`` pairs and, once the last
     pair has left the coder, checks the end (``check_end``: ``x = 0`` and every word read), drains the
-    stream's unread words and raises ``done`` with ``status``. A zero top word is ``ZERO_TOP_WORD``.
-    Overhead per command: the load clock, the init pops (one clock each) and two clocks at the end.
+    stream's unread words and reports ``status``. A zero top word is ``ZERO_TOP_WORD``.
+
+    Back to back: a command that ends with every word taken is checked in the clock its last pair
+    has been counted, and the next command is accepted (and its state loaded) in that same clock.
+    The status waits in one register until the last pair has left ``o``; then ``done`` is high for
+    one clock (one per command, in command order) and ``status`` holds that command's outcome (it
+    returns to ``OK`` when a command is accepted in a clock without a report). While a report
+    waits, the next command pops its initial state but decodes no pair and cannot end.
+    Overhead per command: the init pops (one clock each; none for a ``resume`` command).
+
+    Reset: the counters, the report and the FSM reset (the running command and a waiting report
+    are dropped: no ``done`` comes for them); the tables are memories and survive (see the module
+    docstring).
     """
 
     def __init__(self, shape: _RansShape, block_crc: bool):
         sh = self._shape = shape
         self._block_crc = block_crc
-        ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K)
+        ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
         del ports["o"]
         ports.update({"word": Out(stream.Signature(sh.W)), "pair_valid": In(1),
                       "load": Out(1), "load_state": Out(sh.S), "run": Out(1), "ended": Out(1),
@@ -525,9 +543,14 @@ class RansDecoderShell(wiring.Component):
         words_left = Signal.like(self.cmd.p.words)   # words of the stream not yet taken
         check_end = Signal()
         top = Signal()                               # the next word is the stream's top word
+        zero_top = Signal()                          # the top word, popped with the command, is zero
         ended = Signal()
         forward = Signal()
         take = Signal()
+        reporting = Signal()       # a finished command's status waits for its last pair to leave ``o``
+        report = Signal(DecodeStatus)
+        held = Signal()            # the report cannot go out this clock (its last pair is still on ``o``)
+        m.d.comb += held.eq(reporting & self.pair_valid)
         m.d.comb += [ended.eq(words_left == 0), self.ended.eq(ended),
                      self.word.valid.eq(self.i.valid & forward & ~ended), self.word.p.eq(self.i.p.data),
                      take.eq(self.i.valid & self.i.ready)]
@@ -537,40 +560,63 @@ class RansDecoderShell(wiring.Component):
             m.d.sync += remaining.eq(remaining - 1)
         block_crc = BlockCrc(m, W, self.cmd, self.i, present=self._block_crc)
 
+        # The report: one ``done`` clock per command once its last pair has left ``o``.
+        m.d.sync += self.done.eq(0)
+        with m.If(reporting & ~self.pair_valid):
+            m.d.sync += [self.done.eq(1), self.status.eq(report), reporting.eq(0)]
+        with m.Elif(self.cmd.valid & self.cmd.ready):
+            m.d.sync += self.status.eq(DecodeStatus.OK)
+
+        # Taking a command, as single signals (logic nested in the FSM's end conditions would repeat
+        # them in every counter bit's load): ``accept`` in IDLE, or in the clock a command ends after
+        # its last pair with every word taken.
+        accept, taking = Signal(), Signal()
+        m.d.comb += [self.cmd.ready.eq(accept), taking.eq(accept & self.cmd.valid)]
+
+        def take_command():
+            with m.If(taking):
+                m.next = "INIT"
+                with m.If(self.cmd.p.resume):
+                    m.next = "DECODE"
+
         def finish(status):
-            m.d.sync += self.status.eq(status)
-            with m.If(ended):                       # nothing to drain: the CRC has settled already
-                m.next = "CHECK"
+            with m.If(ended):
+                # Nothing to drain, and the CRC has settled: report (the next command is taken now).
+                m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(status))]
+                m.next = "IDLE"
             with m.Else():
+                m.d.sync += report.eq(status)
                 m.next = "DRAIN"
 
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += [self.cmd.ready.eq(1), self.idle.eq(1)]
-                with m.If(self.cmd.valid):
-                    cm = self.cmd.p
-                    m.d.comb += [self.load.eq(1), self.load_state.eq(Mux(cm.resume, cm.state, 0))]
-                    m.d.sync += [remaining.eq(cm.count), words_left.eq(cm.words), check_end.eq(cm.check_end),
-                                 self.done.eq(0), self.status.eq(DecodeStatus.OK), top.eq(~cm.resume)]
-                    m.next = "INIT"
-                    with m.If(cm.resume):
-                        m.next = "DECODE"
+                m.d.comb += [accept.eq(1), self.idle.eq(~self.cmd.valid)]
+                take_command()
 
             with m.State("INIT"):
                 # Pop the top word (never zero), then words until x >= 2**(S - W) or none is left.
                 started = self.state[S - W:] != 0
-                m.d.comb += [self.i.ready.eq(~ended & ~started), self.load.eq(take),
+                # (Not while a report waits: a zero top word would end this command before it.)
+                m.d.comb += [self.i.ready.eq(~ended & ~started & ~held & ~zero_top), self.load.eq(take),
                              self.load_state.eq(Cat(self.i.p.data, self.state[:S - W]))]
                 # Decide on the state being loaded, not a clock later.
                 with m.If(started | ended | (take & ((self.load_state[S - W:] != 0) | (words_left == 1)))):
                     m.next = "DECODE"
                 with m.If(take & top & (self.i.p.data == 0)):
+                    # A word was taken: not ended before it; the drain sees to the rest.
+                    m.d.sync += report.eq(DecodeStatus.ZERO_TOP_WORD)
+                    m.next = "DRAIN"
+                with m.If(zero_top & ~held):
                     finish(DecodeStatus.ZERO_TOP_WORD)
 
             with m.State("DECODE"):
                 more = (words_left > 1) if sh.mutant == "rans_dec_last_word" else 1
-                m.d.comb += [forward.eq(more), self.run.eq(remaining != 0), self.i.ready.eq(self.word.ready & ~ended & more)]
-                with m.If((remaining == 0) & ~self.pair_valid):
+                # While the previous command's report waits, no pair of this one is decoded (so that
+                # ``pair_valid`` speaks of the previous command only) and this one cannot end.
+                m.d.comb += [forward.eq(more), self.run.eq((remaining != 0) & ~held),
+                             accept.eq((remaining == 0) & ~held & ended),
+                             self.i.ready.eq(self.word.ready & ~ended & more)]
+                with m.If((remaining == 0) & ~held):
                     with m.If(~check_end):
                         finish(DecodeStatus.OK)
                     with m.Elif((self.state[:W] if sh.mutant == "rans_dec_state_low" else self.state) != 0):
@@ -579,6 +625,7 @@ class RansDecoderShell(wiring.Component):
                         finish(DecodeStatus.TRAILING_DATA)
                     with m.Else():
                         finish(DecodeStatus.OK)
+                take_command()
 
             with m.State("DRAIN"):
                 m.d.comb += self.i.ready.eq(~ended)
@@ -586,8 +633,19 @@ class RansDecoderShell(wiring.Component):
                     m.next = "CHECK"
 
             with m.State("CHECK"):
-                block_crc.check(self.status, self.done)
+                # The CRC of the last word has settled.
+                m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(report))]
                 m.next = "IDLE"
+
+        # A stream's top word is popped with its command (when it is offered): the state starts as
+        # that word. No pair is decoded in this clock.
+        with m.If(taking):
+            cm = self.cmd.p
+            m.d.comb += [self.load.eq(1), self.i.ready.eq(~cm.resume & (cm.words != 0)),
+                         self.load_state.eq(Mux(cm.resume, cm.state, Mux(take, self.i.p.data, 0)))]
+            m.d.sync += [remaining.eq(cm.count), words_left.eq(cm.words - take),
+                         check_end.eq(cm.check_end), top.eq(~cm.resume & ~take),
+                         zero_top.eq(take & (self.i.p.data == 0))]
         return m
 
 
@@ -614,22 +672,36 @@ class RansDecoder(_RansCore):
         ``True``: :class:`RansDecoderCoder` behind :class:`RansDecoderShell`, with the ports of
         :class:`~ansforge.hdl.tans.TansDecoder` and a command ``state`` of ``S`` bits (``bit`` must be
         0). ``False``: the coder alone, with its ports (what Table 3 measures).
+    count_bits : int
+        Width of a command's pair and word counts (the shell's counters), 1..32 (default 32; as for
+        :class:`~ansforge.hdl.tans.TansDecoder`).
     mutant : str or None
         As for :class:`~ansforge.hdl.tans.TansDecoder` (``ansforge prove --mutants``).
+
+    Reset: the tables are memories and survive (the module docstring); the shell drops the running
+    command and a report still waiting (no ``done`` comes for them), see :class:`RansDecoderShell`.
     """
 
     def __init__(self, codec: RansCodec | None = None, *, state_bits: int | None = None, word_bits: int | None = None,
                  precision_bits: int | None = None, max_symbols: int = 64, max_extra_bits: int = 8,
                  table: RansTable | None = None, programmable: bool = False, block_crc: bool = True,
-                 table_sets: int = 1, shell: bool = True, mutant: str | None = None):
+                 table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS, mutant: str | None = None):
         codec = core_codec(RansCodec, codec, state_bits=state_bits, word_bits=word_bits, precision_bits=precision_bits)
-        sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
+        sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets, count_bits)
         self._mutant = sh.mutant = check_mutant("rans-decoder", mutant)
         self._block_crc = check_bool("block_crc", block_crc)
-        ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K)
+        ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
         if sh.sets > 1:
             ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
         self._setup(sh, shell, ports, RansDecoderCoder)
+
+    def blocks(self) -> dict[str, wiring.Component]:
+        """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``): the
+        coder and, with the shell, the shell (its CRC unit included)."""
+        out = {"coder": RansDecoderCoder(self._shape)}
+        if self._shell:
+            out["shell"] = RansDecoderShell(self._shape, self._block_crc)
+        return out
 
     def elaborate(self, platform):
         sh = self._shape
@@ -909,12 +981,18 @@ class RansEncoderShell(wiring.Component):
     """The rANS encoder's shell: a command's pair count, the final flush, ``last`` and ``done``.
 
     A command takes ``count`` pairs, then flushes the state's non-zero words (least significant
-    first); the last word of the stream carries ``last``, and ``done`` rises once it has left.
+    first); the last word of the stream carries ``last``, and ``done`` is high for one clock after it
+    has left (one ``done`` per command, in command order). Back to back: the next command is
+    accepted in the clock the flush ends (the stream's last word leaves ``o``, or ``o`` is empty),
+    and its first pair enters in that clock: the flush has left ``x = 0``, where a stream starts.
+
+    Reset: the counter and the FSM reset (a running command is dropped, no ``done`` comes for it);
+    the coder's tables are memories (LUT-RAM) and survive.
     """
 
     def __init__(self, shape: _RansShape, depth: int):
         sh = self._shape = shape
-        ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits)
+        ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits)
         del ports["i"], ports["o"]
         ports.update({"start": Out(1), "run": Out(1), "flush": Out(1), "last": Out(1), "emit": In(1),
                       "state": In(sh.S), "held": In(range(depth + 1)), "step": In(1), "idle": Out(1)})
@@ -925,13 +1003,24 @@ class RansEncoderShell(wiring.Component):
         remaining = Signal.like(self.cmd.p.count)
         with m.If(self.step):
             m.d.sync += remaining.eq(remaining - 1)
+        m.d.sync += self.done.eq(0)
+
+        def take_command(flushed=False):
+            m.d.comb += self.cmd.ready.eq(1)
+            with m.If(self.cmd.valid):
+                m.d.sync += remaining.eq(self.cmd.p.count - self.step)    # its first pair may enter now
+                if flushed:
+                    # The flush has left ``x = 0``, where a stream starts: no ``start``, and the
+                    # command's first pair enters in this clock (the flush no longer picks the word).
+                    m.d.comb += [self.run.eq(self.cmd.p.count != 0), self.flush.eq(0)]
+                else:
+                    m.d.comb += self.start.eq(1)
+                m.next = "ENCODE"
+
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += [self.cmd.ready.eq(1), self.idle.eq(1)]
-                with m.If(self.cmd.valid):
-                    m.d.comb += self.start.eq(1)
-                    m.d.sync += [remaining.eq(self.cmd.p.count), self.done.eq(0)]
-                    m.next = "ENCODE"
+                m.d.comb += self.idle.eq(~self.cmd.valid)
+                take_command()
             with m.State("ENCODE"):
                 m.d.comb += self.run.eq(remaining != 0)
                 with m.If(((remaining == 0) & (self._shape.mutant != "rans_enc_zero_count"))
@@ -943,13 +1032,14 @@ class RansEncoderShell(wiring.Component):
                 with m.If((self.state == 0) & ((self.held == 0) | ((self.held == 1) & self.emit))):
                     m.d.sync += self.done.eq(1)
                     m.next = "IDLE"
+                    take_command(flushed=True)     # back to back: the next command in this clock
         return m
 
 
 class RansEncoder(_RansCore):
     """rANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
 
-    Parameters are those of :class:`RansDecoder` (no ``block_crc``); with ``shell=True`` the ports are
+    Parameters are those of :class:`RansDecoder` (no ``block_crc``; ``count_bits`` too); with ``shell=True`` the ports are
     those of :class:`~ansforge.hdl.tans.TansEncoder` (``cfg`` as in :class:`RansDecoder`; with
     ``table_sets`` the pairs carry their ``set``), with ``shell=False`` those of
     :class:`RansEncoderCoder`.
@@ -958,11 +1048,19 @@ class RansEncoder(_RansCore):
     def __init__(self, codec: RansCodec | None = None, *, state_bits: int | None = None, word_bits: int | None = None,
                  precision_bits: int | None = None, max_symbols: int = 64, max_extra_bits: int = 8,
                  table: RansTable | None = None, programmable: bool = False, table_sets: int = 1, shell: bool = True,
-                 mutant: str | None = None):
+                 count_bits: int = COUNT_BITS, mutant: str | None = None):
         codec = core_codec(RansCodec, codec, state_bits=state_bits, word_bits=word_bits, precision_bits=precision_bits)
-        sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
+        sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets, count_bits)
         self._mutant = sh.mutant = check_mutant("rans-encoder", mutant)
-        self._setup(sh, shell, encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits), RansEncoderCoder)
+        self._setup(sh, shell, encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits),
+                    RansEncoderCoder)
+
+    def blocks(self) -> dict[str, wiring.Component]:
+        """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``)."""
+        out = {"coder": RansEncoderCoder(self._shape)}
+        if self._shell:
+            out["shell"] = RansEncoderShell(self._shape, RansEncoderCoder.depth(self._shape))
+        return out
 
     def elaborate(self, platform):
         sh = self._shape

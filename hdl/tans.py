@@ -564,10 +564,17 @@ class TansDecoder(_TansCore):
     o : Out(stream)
         ``{symbol, extra}``: the golden decoder's symbols and additional data (a register).
     done, status : Out
-        ``done`` rises once a command has finished, its words are drained and its last pair has
-        left ``o``; ``status`` (:class:`~.common.DecodeStatus`) is then valid. Both hold until the next
-        command. Every command ends: after at most ``count`` pairs plus ``words`` accepted words
-        plus a constant, whatever the words hold.
+        ``done`` is high for one clock per command, in command order, once the command has finished,
+        its words are drained and its last pair has left ``o``; ``status``
+        (:class:`~.common.DecodeStatus`) is then that command's outcome and holds until the next
+        ``done`` (it returns to ``OK`` when a command is accepted in a clock without a report).
+        Every command ends: after at most ``count`` pairs plus ``words`` accepted words plus a
+        constant, whatever the words hold.
+
+    Commands back to back: ``cmd`` is accepted while the previous command ends (in the clock its end
+    is checked, when it has no word left to drain), so a driver sends commands without waiting for
+    ``done`` and counts ``done`` clocks. Table writes (``cfg``) are accepted only in ``IDLE`` with no
+    command offered (a command offered in the same clock goes first).
     cfg : In(stream), programmable cores only
         ``{addr: R (+ set) bits, data: {symbol, nb, base, need}}`` writes to the state table
         (accepted when idle, one per clock).
@@ -576,7 +583,10 @@ class TansDecoder(_TansCore):
         (:class:`~.common.TableSelect`; a switch costs no cycle).
 
     Reset: the table is a memory and a reset leaves it as it is (only registers reset): a programmed
-    table survives a reset, and the core decodes with it without reloading.
+    table survives a reset, and the core decodes with it without reloading. The command being run
+    and a status still waiting to be reported are dropped (no ``done`` comes for them); a command
+    offered on ``cmd`` but not yet accepted is accepted after the reset (tested:
+    ``tests/test_command_queue.py``).
 
     Latency: a pair is on ``o`` the cycle after its bits are in the window; words arriving at one
     per clock keep one pair per clock while a pair reads at most ``W`` bits.
@@ -863,14 +873,16 @@ class TansEncoder(_TansCore):
     o : Out(stream)
         ``W``-bit words in push order (a register); ``last`` marks the command's final (partial) word.
     done : Out
-        Rises with the transfer of the final word; holds until the next command.
+        High for one clock per command, in command order, in the clock after the transfer of its
+        final word. The next command is accepted in the clock of that transfer (commands go back
+        to back; a driver counts ``done`` clocks).
     sym_cfg, state_cfg : In(stream), programmable cores only
         Writes ``{addr, data}`` to the symbol table (``freq, cum, nb_high, threshold, k``; address
         ``set · 2**symbol_bits + symbol``) and to the encode-state table (``set << R | slot``);
         accepted when idle.
 
     Reset: the tables are memories and keep their contents through a reset; the state returns to
-    ``L`` and the pipeline empties.
+    ``L`` and the pipeline empties; the running command is dropped (no ``done`` for it).
     """
 
     def __init__(self, codec: TansCodec | None = None, *, table_log: int | None = None, word_bits: int | None = None,

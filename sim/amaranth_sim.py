@@ -57,13 +57,29 @@ class AmaranthEngine:
                     await ctx.tick()
                 cycles[1] = cycles[0] - start
                 return
+            # Commands go in back to back, without waiting for ``done``: the core takes the next one
+            # while the previous one ends (``done`` is high for one clock per command, in order).
             for c in job.commands:
                 await stream_put(ctx, core.cmd, c, rng=rng_cmd, stall_prob=stall_prob)
-                await ctx.tick().until(core.done)
-                if job.is_decoder:
-                    st = ctx.get(core.status)
-                    statuses.append(int(getattr(st, "value", st)))
-            cycles[1] = cycles[0] - start
+                accepted[0] += 1
+            while len(reports) < len(job.commands):
+                await ctx.tick()
+            cycles[1] = reports[-1] - start
+
+        reports: list[int] = []        # the clock of each command's ``done``
+        accepted = [0]                 # commands accepted: a ``done`` beyond them is one held high
+
+        async def report(ctx):
+            # A plain tick per clock (not ``until``), so that the simulation may end with it waiting.
+            while True:
+                await ctx.tick()
+                # A core's ``done`` is one clock per command; a wrapper's may hold until the next
+                # command (sim/factory.py, sim/lanes.py): count no more reports than commands.
+                if ctx.get(core.done) and len(reports) < accepted[0]:
+                    reports.append(cycles[0])
+                    if job.is_decoder:
+                        st = ctx.get(core.status)
+                        statuses.append(int(getattr(st, "value", st)))
 
         async def inputs(ctx):
             while not configured[0]:
@@ -101,6 +117,8 @@ class AmaranthEngine:
         sim.add_clock(1e-8)
         sim.add_testbench(commands)
         sim.add_testbench(inputs, background=True)
+        if not dataflow:
+            sim.add_testbench(report, background=True)
         for name, values in job.side.items():
             sim.add_testbench(side_feeder(name, values), background=True)
         sim.add_testbench(collect, background=True)

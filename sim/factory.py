@@ -157,8 +157,14 @@ class TokenFactory(wiring.Component):
         with m.If(busy & bc.stall):
             m.d.sync += stalls.eq(stalls + 1)
 
+        # The decoder's ``done`` is high for one clock per command: remember it until the next command.
+        dec_done = Signal()
+        with m.If(busy & dec.done):
+            m.d.sync += dec_done.eq(1)
+        with m.If(self.cmd.valid & self.cmd.ready):
+            m.d.sync += dec_done.eq(0)
         finished = Cat(*[p.count == count for p in procs]).all() | (dec.status != DecodeStatus.OK)
-        with m.If(busy & ~reporting & ~start & dec.done & finished):
+        with m.If(busy & ~reporting & ~start & dec_done & finished):
             m.d.sync += [reporting.eq(1), port.eq(0)]
         m.d.comb += [self.o.valid.eq(reporting), self.o.p.port.eq(port), self.o.p.stalls.eq(stalls)]
         for n, p in enumerate(procs):

@@ -85,7 +85,8 @@ ROUND_TRIP_PAIRS = {"tans": 1, "rans": 1}
 DETECTION_WORDS = {"tans": 3, "rans": 3}
 STACK_WORDS = 8
 #: Whether ``stream_rules`` also asserts "no pair on ``o`` while ``cmd.ready``" (see :func:`_stream_rules`).
-IDLE_EMPTY = {"tans-decoder": True, "tans-encoder": False, "rans-decoder": False, "rans-encoder": True}
+#: No core now: their shells take the next command while the last pair/word of the previous one is on ``o``.
+IDLE_EMPTY = {"tans-decoder": False, "tans-encoder": False, "rans-decoder": False, "rans-encoder": False}
 #: The rANS table (frequency, extra bits per symbol) of the harnesses where z3 cannot finish the rANS
 #: datapath with a symbolic table in CI's budget (its multiply and divide): a real
 #: :class:`~ansforge.model.coding.rans.RansTable` (three direct symbols, an escape symbol of four codes),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from amaranth.lib import wiring
 
-from ..hdl.common import DecodeStatus
+from ..hdl.common import COUNT_BITS, DecodeStatus
 from ..hdl.cores import build_core as hdl_build_core, table_writes
 from ..model.coding.codecs import Codec
 from ..model.coding.stream import Checkpoint, Run, block_crc, block_ranges
@@ -70,14 +70,14 @@ class CoreJob:
 
 def build_core(kind: str, spec: Codec, table=None, *, programmable: bool = False, max_symbols: int = 64,
                max_extra_bits: int | None = None, block_crc: bool = True, table_sets: int = 1,
-               shell: bool = True) -> wiring.Component:
+               shell: bool = True, count_bits: int = COUNT_BITS) -> wiring.Component:
     """The core ``kind`` (one of :data:`CORES`) for codec ``spec`` with ``table`` baked in, or loadable
     if programmable (``table=None``: an empty programmable core): :func:`ansforge.hdl.cores.build_core`
     with the simulator's defaults. ``max_extra_bits`` defaults to what ``table`` needs (at least 8, the
     paper's). ``block_crc`` (decoders) builds the hardware CRC-32 check. ``table_sets`` > 1 builds a
     programmable context-table core. ``shell=False`` builds the coder alone (no commands, counters,
     status or CRC: what Table 3 measures); it has the coder's ports, which the simulation engines do not
-    drive."""
+    drive. ``count_bits`` is the width of a command's counts (the shell's counters)."""
     if kind not in CORES:
         raise ValueError(f"core must be one of {', '.join(CORES)}, not {kind!r}")
     codec_kind, role = kind.split("-")
@@ -87,7 +87,7 @@ def build_core(kind: str, spec: Codec, table=None, *, programmable: bool = False
         max(8, int(table.extra_bits.max())) if table is not None else 8
     options = {"block_crc": block_crc} if role == "decoder" else {}
     return hdl_build_core(spec, role, table, programmable=programmable, max_symbols=max_symbols,
-                          max_extra_bits=k, table_sets=table_sets, shell=shell, **options)
+                          max_extra_bits=k, table_sets=table_sets, shell=shell, count_bits=count_bits, **options)
 
 
 def cfg_writes(core, tables) -> dict[str, list[int]]:

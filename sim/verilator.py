@@ -3,7 +3,7 @@
 The core is converted by :func:`ansforge.hdl.verilog.core_verilog` (what ``ansforge verilog`` writes); a C++ harness is generated from the
 component's signature (port names, payload widths), so nothing is written by hand per core. The
 harness plays the same game as :class:`~.amaranth_sim.AmaranthEngine`: configuration writes, then
-each command followed by a wait for ``done``, input words/pairs with random valid gaps, outputs with
+the commands back to back (``done`` is counted, one clock per command), input words/pairs with random valid gaps, outputs with
 random ready gaps, and a cycle bound. Builds are cached under ``$ANSFORGE_CACHE`` (default
 ``~/.cache/ansforge``) by a hash of the Verilog and the harness.
 
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
     top->clk = 0; top->rst = 1; top->eval(); top->clk = 1; top->eval(); top->clk = 0; top->rst = 0; top->eval();
     uint64_t cycle = 0, first = 0, last = 0;
     size_t cmd_sent = 0, cmd_done = 0;
-    bool waiting = false, started = false;
+    bool started = false;
     std::vector<uint64_t> obuf(@@OWORDS@@);
     while (@@RUNNING@@) {
         bool cfg_busy = false;
@@ -119,8 +119,10 @@ int main(int argc, char** argv) {
         top->clk = 1; top->eval(); top->clk = 0; top->eval();
         cycle++;
 @@ADVANCE@@
-        if (waiting && @@DONE@@) {
-            waiting = false; cmd_done++; last = cycle;
+        // done: one clock per command, in order (a wrapper's done held high is counted once: no
+        // more reports than commands sent)
+        if (cmd_done < cmd_sent && @@DONE@@) {
+            cmd_done++; last = cycle;
             if (has_status) fprintf(st, "%d\n", @@STATUS@@);
         }
         if (cycle > max_cycles) { fprintf(stderr, "no result after %llu cycles\n", (unsigned long long)max_cycles); fclose(out); fclose(st); return 3; }
@@ -148,7 +150,7 @@ def _harness(core) -> str:
         if ({name}_s.pos < {name}_s.n) {{ cfg_busy = true; top->{_cxx(name + '__valid')} = 1; {setter}; }}""")
         elif name == "cmd":
             drive.append(f"""        top->{_cxx('cmd__valid')} = 0;
-        if (!cfg_busy && !waiting && cmd_sent < cmd_s.n) {{
+        if (!cfg_busy && cmd_sent < cmd_s.n) {{     // back to back: no wait for done
             if (!cmd_s.valid) cmd_s.valid = !stall();
             if (cmd_s.valid) {{ top->{_cxx('cmd__valid')} = 1; {setter}; }}
         }}""")
@@ -160,7 +162,7 @@ def _harness(core) -> str:
         }}""")
         fires.append(f"        bool {name}_fire = top->{_cxx(name + '__valid')} && top->{_cxx(name + '__ready')};")
         if name == "cmd":
-            advance.append("""        if (cmd_fire) { cmd_s.pos++; cmd_s.valid = false; cmd_sent++; waiting = true;
+            advance.append("""        if (cmd_fire) { cmd_s.pos++; cmd_s.valid = false; cmd_sent++;
             if (!started) { started = true; first = cycle - 1; } }""")
         else:
             advance.append(f"        if ({name}_fire) {{ {name}_s.pos++; {name}_s.valid = false; }}")

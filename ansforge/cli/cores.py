@@ -26,6 +26,15 @@ def _core_parameters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-shell", action="store_true",
                    help="the coder alone, as Table 3 measures it: no command counters, status, end-of-stream "
                         "checks or CRC (its ports are the coder's)")
+    p.add_argument("--count-bits", type=int, default=None, metavar="N",
+                   help="width of a command's pair and word counts, the shell's counters (1..32; default 32: "
+                        "up to 2**32 - 1 pairs per command; the tANS decoder's shell is 74 LUT-equivalents "
+                        "at 16 bits, 124 at 32)")
+
+
+def _count_bits(args: argparse.Namespace) -> dict:
+    """``count_bits`` for the core, when ``--count-bits`` was given."""
+    return {} if args.count_bits is None else {"count_bits": args.count_bits}
 
 
 def _subsystem_parameters(p: argparse.ArgumentParser) -> None:
@@ -274,11 +283,11 @@ def verilog(args: argparse.Namespace) -> int:
         if table is None:
             core = build_core(args.core, spec, programmable=True, max_symbols=args.max_symbols,
                               max_extra_bits=args.max_extra_bits, block_crc=not args.no_crc,
-                              shell=not args.no_shell)
+                              shell=not args.no_shell, **_count_bits(args))
         else:
             core = build_core(args.core, spec, table, max_symbols=args.max_symbols,
                               max_extra_bits=max(args.max_extra_bits, int(table.extra_bits.max())),
-                              block_crc=not args.no_crc, shell=not args.no_shell)
+                              block_crc=not args.no_crc, shell=not args.no_shell, **_count_bits(args))
         text = core_verilog(core, args.name)
     except (ValueError, TypeError, AnsforgeError) as exc:
         raise UsageError(str(exc)) from None
@@ -393,6 +402,7 @@ def resources(args: argparse.Namespace) -> int:
     try:
         a = core_area(args.core, codec, extra_bits=args.max_extra_bits, max_symbols=args.max_symbols,
                       block_crc=not args.no_crc, shell=not args.no_shell, breakdown=args.breakdown,
+                      **_count_bits(args),
                       ecp5=not args.no_fmax)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
