@@ -109,6 +109,9 @@ TABLES = ("arbitrary", "pinned")
 #: tANS: the table is presented as the memories' contents (:class:`_TablePlatform`) plus one arbitrary
 #: row written through ``cfg``; rANS: written through ``cfg`` (4 clocks).
 SAT_RUNS = {("tans", "round_trip"), ("rans", "round_trip"), ("rans", "detection")}
+#: Seconds the ``sat`` runner gives one problem (yosys writing the CNF, then CaDiCaL) by default: the
+#: arbitrary-table round trips take minutes on a loaded two-core machine.
+SAT_TIMEOUT = 3600
 #: Experiments (``docs/formal.md``): whether ``table="arbitrary"`` leaves the tANS frequencies free
 #: (else they are the pinned table's, the spread and the extra widths arbitrary), and whether the direct
 #: tANS path relies on its row witnesses for "every state in one slot".
@@ -1071,7 +1074,7 @@ def _sat(root: Path, b: _Bench, depth: int, timeout: float, result: PropertyResu
 
 def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int | None = None,
                  vcd_dir: str | Path | None = None, workdir: str | Path | None = None,
-                 timeout: float = 900, cover: bool = False, table: str = "pinned") -> PropertyResult:
+                 timeout: float | None = None, cover: bool = False, table: str = "pinned") -> PropertyResult:
     """Build the harness of ``prop`` on ``core`` (with ``mutant``), run SymbiYosys on it (or, for
     :data:`SAT_RUNS`, yosys ``sat`` and CaDiCaL), and parse the result.
 
@@ -1081,7 +1084,8 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
     With ``cover``, a property that holds is also run in SymbiYosys's ``cover`` mode to the same
     depth: every ``Cover`` of the harness must be reached (:attr:`PropertyResult.covered`), so that
     an ``Assume`` that rules out everything cannot make the property pass silently. ``table`` (one
-    of :data:`TABLES`): the round trip's table.
+    of :data:`TABLES`): the round trip's table. ``timeout``: seconds per solver run (default 900; for
+    the ``sat`` runner :data:`SAT_TIMEOUT`).
     """
     if depth is None or prop in ("round_trip", "detection"):
         depth = default_depth(core, prop, mutant, table)
@@ -1094,10 +1098,12 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
     try:
         (root / "top.il").write_text(text)
         if (core.split("-")[0], prop) in SAT_RUNS:
+            timeout = SAT_TIMEOUT if timeout is None else timeout
             result = PropertyResult(core, prop, "error", depth, 0.0, mutant, engine="sat")
             trace = None if vcd_dir is None else Path(vcd_dir) / f"{core}.{prop}{'.' + mutant if mutant else ''}.vcd"
             _sat(root, b, depth, timeout, result, trace=trace, cover=cover)
             return result
+        timeout = 900 if timeout is None else timeout
         verdict, log, seconds = _sby(root, mode, depth, _engine(core, prop), timeout, OPTIONS_OVERRIDE.get(prop, ""))
         result = PropertyResult(core, prop, "error", depth, round(seconds, 2), mutant, engine="sby")
         if verdict is None:
