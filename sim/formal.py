@@ -25,7 +25,8 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     hold a pinned legal table (the rANS symbol search ends only on a legal one). Bounded.
 ``round_trip``
     Encoder then decoder holding the same legal table (:class:`_LegalTable`: with ``table="arbitrary"``
-    any legal one, ``AnyConst`` restricted by ``Assume``; with ``"pinned"`` one per family; tANS: the
+    any legal one, ``AnyConst`` restricted by ``Assume`` (tANS: over fixed frequencies unless
+    :data:`TANS_FREE_FREQUENCIES`); with ``"pinned"`` one per family; tANS: the
     memories' contents plus one arbitrary row written through ``cfg``, rANS: written through ``cfg``),
     ``N <= ROUND_TRIP_PAIRS`` arbitrary legal pairs; the decoder returns exactly the pairs, reports
     OK, and finishes by a fixed clock. Bounded, ``sat`` runner.
@@ -112,10 +113,11 @@ SAT_RUNS = {("tans", "round_trip"), ("rans", "round_trip"), ("rans", "detection"
 #: Seconds the ``sat`` runner gives one problem (yosys writing the CNF, then CaDiCaL) by default: the
 #: arbitrary-table round trips take minutes on a loaded two-core machine.
 SAT_TIMEOUT = 3600
-#: Experiments (``docs/formal.md``): whether ``table="arbitrary"`` leaves the tANS frequencies free
-#: (else they are the pinned table's, the spread and the extra widths arbitrary), and whether the direct
-#: tANS path relies on its row witnesses for "every state in one slot".
-TANS_FREE_FREQUENCIES = True
+#: Whether ``table="arbitrary"`` leaves the tANS frequencies free too (off: CaDiCaL does not finish the
+#: round trip with them free in the runner's 15 minutes; with them fixed at the pinned table's 13/9/7/3,
+#: every spread and every extra width up to 2 takes about 8 minutes, ``docs/formal.md``), and whether
+#: the direct tANS path relies on its row witnesses for "every state in one slot".
+TANS_FREE_FREQUENCIES = False
 TANS_WITNESS_ONLY = True
 #: Default depth of the k-induction properties.
 DEFAULT_DEPTH = 20
