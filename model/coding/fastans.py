@@ -805,27 +805,14 @@ def _rans_start(spec, w: np.ndarray, checkpoint: Checkpoint | None, start: int):
     W = spec.word_bits
     h = int(w.size)
     S, N = spec.rans.state_bits, spec.states
-    if N > 1:
-        if checkpoint is None or checkpoint.pair == 0:
-            head = max(0, h - N * (-(-S // W)))  # the states' words only
-            hh, xs = rans_stream_head(w[head:].tolist(), spec.rans)
-            return 0, (head + hh, pack_states(xs))
-        check_checkpoint(checkpoint, start, h, W, N, 1 << S, mid_word=False)
-        return checkpoint.pair, (checkpoint.word, checkpoint.state)
     if checkpoint is None or checkpoint.pair == 0:
-        x = 0
-        if h:
-            h -= 1
-            x = int(w[h])
-            if x == 0 or x >> W:
-                raise StreamError("rANS stream's top word is zero (corrupt or not an rANS stream)")
-            while x < (1 << (S - W)) and h:
-                h -= 1
-                x = (x << W) | int(w[h])
-        return 0, (h, x)
-    c = checkpoint
-    check_checkpoint(c, start, h, W, 1, 1 << S, mid_word=False)
-    return c.pair, (c.word, c.state)
+        # The golden head on the top words only: N states never take more than ceil(S/W) words each
+        # (one state: after k pops x >= 2**((k-1)W), so it stops within ceil(S/W) pops).
+        head = max(0, h - N * (-(-S // W)))
+        hh, xs = rans_stream_head(w[head:].tolist(), spec.rans)
+        return 0, (head + hh, xs[0] if N == 1 else pack_states(xs))
+    check_checkpoint(checkpoint, start, h, W, N, 1 << S, mid_word=False)
+    return checkpoint.pair, (checkpoint.word, checkpoint.state)
 
 
 def _run_kernel(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0):
