@@ -37,7 +37,7 @@ import numpy as np
 from ..model.coding.container import open_container
 from ..model.errors import AnsforgeError
 
-__all__ = ["Records", "split_records", "join_records", "mutate", "FuzzReport", "fuzz_container", "BAD_VALUES"]
+__all__ = ["Records", "split_records", "join_records", "edit_records", "mutate", "FuzzReport", "fuzz_container", "BAD_VALUES"]
 
 #: Replacement values for a field: out of range, wrong types, negative and huge counts.
 BAD_VALUES: tuple = (-1, 0, 1, 3, -2 ** 31, 2 ** 31, 2 ** 32 + 7, 2 ** 63, 10 ** 30, -10 ** 30, 1.5, 1e308,
@@ -80,6 +80,14 @@ def join_records(r: Records, n_streams: int | None = None) -> bytes:
         out += [struct.pack("<I", len(js)), js, struct.pack("<I", zlib.crc32(js) & 0xFFFFFFFF)]
     return b"".join(out) + r.payload
 
+
+def edit_records(src: Path, dst: Path, fn) -> Path:
+    """Write container ``src`` to ``dst`` with ``fn(records)`` applied to its decoded records (in place)
+    and every CRC recomputed: a crafted file that only the reader's field checks can refuse."""
+    r = split_records(Path(src).read_bytes())
+    fn(r)
+    Path(dst).write_bytes(join_records(r))
+    return Path(dst)
 
 def _paths(value, prefix=()):
     """Every key path into a JSON value (dict keys and list indices), shallow ones first."""

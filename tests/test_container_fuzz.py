@@ -11,7 +11,7 @@ import zlib
 import numpy as np
 import pytest
 
-from ansforge.analysis.fuzz import fuzz_container, join_records, split_records
+from ansforge.analysis.fuzz import edit_records, fuzz_container
 from ansforge.cli import main
 from ansforge.model.llm.checkpoint import open_checkpoint, write_safetensors
 from ansforge.model.coding.codetable import CodeTable
@@ -56,13 +56,6 @@ def container(request, tmp_path_factory):
     return d / "m.ansf"
 
 
-def _edit(src, dst, fn):
-    """Apply ``fn(records)`` to a container's decoded records and write it with every CRC recomputed."""
-    r = split_records(src.read_bytes())
-    fn(r)
-    dst.write_bytes(join_records(r))
-    return dst
-
 
 def _stream(r):
     return r.records[r.n_tensors]
@@ -76,7 +69,7 @@ def test_negative_checkpoint_pair_is_rejected_not_a_hang(container, tmp_path):
     """pair = -2**31 made the decoder run from pair -2**31 (validated only pair > start)."""
     def fn(r):
         _stream(r)["checkpoints"][0][0] = -2 ** 31
-    bad = _edit(container, tmp_path / "b.ansf", fn)
+    bad = edit_records(container, tmp_path / "b.ansf", fn)
     with pytest.raises(ContainerError, match="checkpoint"):
         open_container(bad)
 
@@ -107,7 +100,7 @@ def test_shape_that_disagrees_with_stored_size(container, tmp_path, name, shape)
     def fn(r):
         _tensor(r, name)["shape"] = shape
     with pytest.raises(ContainerError, match="shape|nbytes|n_pairs"):
-        open_container(_edit(container, tmp_path / "b.ansf", fn))
+        open_container(edit_records(container, tmp_path / "b.ansf", fn))
 
 
 @pytest.mark.parametrize("field,value", [("precision_bits", 2 ** 40), ("direct_codes", [2 ** 70]),
@@ -118,7 +111,7 @@ def test_code_table_fields_never_crash(container, tmp_path, field, value):
     def fn(r):
         _tensor(r, "w.a")["code_table"][field] = value
     with pytest.raises(ContainerError, match="w.a"):
-        open_container(_edit(container, tmp_path / "b.ansf", fn))
+        open_container(edit_records(container, tmp_path / "b.ansf", fn))
     with pytest.raises(ConfigError):
         CodeTable.from_json({"direct_codes": [0], "escape_codes": [], "extra_bits": 8, "freqs": [256],
                              "precision_bits": 2 ** 40})
@@ -146,7 +139,7 @@ def test_record_edits_raise_container_error(container, tmp_path, edit):
         elif edit == "gap":
             _tensor(r, "ids")["payload_offset"] += 1
     with pytest.raises(ContainerError):
-        open_container(_edit(container, tmp_path / "b.ansf", fn))
+        open_container(edit_records(container, tmp_path / "b.ansf", fn))
 
 
 def test_fuzz_1000_cases(container, tmp_path):

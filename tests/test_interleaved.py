@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pytest
 
-from ansforge.analysis.fuzz import join_records, split_records
+from ansforge.analysis.fuzz import edit_records, split_records
 from ansforge.model.coding import fastans
 from ansforge.model.coding.codecs import Codec, parse_codec
 from ansforge.model.coding.container import VERSION_STATES, ContainerError, compress_checkpoint, open_container
@@ -317,12 +317,6 @@ def interleaved(tmp_path_factory):
     return d / "m.ansf"
 
 
-def _edit(src, dst, fn):
-    r = split_records(src.read_bytes())
-    fn(r)
-    dst.write_bytes(join_records(r))
-    return dst
-
 
 @pytest.mark.parametrize("edit, needle", [
     (lambda cps: cps[0].__setitem__(3, cps[0][3][:1]), "holds 1 states, codec tans8x2 has 2"),
@@ -335,7 +329,7 @@ def _edit(src, dst, fn):
 def test_crafted_checkpoint_states_are_refused(interleaved, tmp_path, edit, needle):
     def fn(r):
         edit(r.records[r.n_tensors]["checkpoints"])
-    bad = _edit(interleaved, tmp_path / "bad.ansf", fn)
+    bad = edit_records(interleaved, tmp_path / "bad.ansf", fn)
     with pytest.raises(ContainerError, match="checkpoint"):
         open_container(bad)
     _one_line_error(ansforge("decompress", bad, "-o", tmp_path / "o.safetensors"), "bad.ansf", needle)
@@ -344,14 +338,14 @@ def test_crafted_checkpoint_states_are_refused(interleaved, tmp_path, edit, need
 def test_states_need_version_5_and_one_state_records_stay_plain(interleaved, tmp_path):
     def older(r):
         r.version = 3
-    bad = _edit(interleaved, tmp_path / "v3.ansf", older)
+    bad = edit_records(interleaved, tmp_path / "v3.ansf", older)
     _one_line_error(ansforge("inspect", bad), "v3.ansf", "tans8x2 interleaves 2 states, which needs container "
                                                         "version 5, not 3")
 
     def one_state(r):  # states dropped from the codec, N-state checkpoints left: refused as malformed
         del r.records[r.n_tensors]["codec"]["states"]
         r.records[r.n_tensors]["codec"]["name"] = "tans8"
-    bad = _edit(interleaved, tmp_path / "n1.ansf", one_state)
+    bad = edit_records(interleaved, tmp_path / "n1.ansf", one_state)
     _one_line_error(ansforge("inspect", bad), "n1.ansf", "is not [pair, word, bit, state]")
 
 
