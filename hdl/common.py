@@ -141,12 +141,12 @@ def encoder_ports(word_bits: int, symbol_bits: int, extra_bits: int, set_bits: i
             "done": Out(1)}
 
 
-def core_codec(codec_cls, codec, **loose):
+def core_codec(codec_cls, codec, states: tuple[int, ...] = (1,), **loose):
     """The codec a core is built for: ``codec`` (an instance of ``codec_cls``), or, when it is ``None``,
     one made from the ``loose`` keyword arguments that are not ``None`` (``codec_cls.of``: the codec's
     one validation, which names the bad parameter). Giving both is a ``TypeError``. A codec of
-    ``N > 1`` interleaved states is refused here, where every core takes its codec (``ConfigError``:
-    the cores decode one state)."""
+    interleaved states other than ``states`` (those the core decodes) is refused here, where every core
+    takes its codec (``ConfigError``)."""
     given = {k: v for k, v in loose.items() if v is not None}
     if codec is None:
         return codec_cls.of(**given)
@@ -154,7 +154,7 @@ def core_codec(codec_cls, codec, **loose):
         raise TypeError(f"codec must be a {codec_cls.__name__}, not {codec!r}")
     if given:
         raise TypeError(f"give the codec or {', '.join(given)}, not both")
-    codec.hardware_check()
+    codec.hardware_check(states)
     return codec
 
 

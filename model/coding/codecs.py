@@ -107,12 +107,14 @@ class Codec:
         """``N``, the interleaved states of a stream (1: the single-state bitstream)."""
         return self.params.states
 
-    def hardware_check(self) -> None:
-        """Raise :class:`ConfigError` unless the hardware cores decode this codec's streams: they
-        decode streams of one state (issues 18/19), not ``N > 1`` interleaved states."""
-        if self.states > 1:
+    def hardware_check(self, states: tuple[int, ...] = (1,)) -> None:
+        """Raise :class:`ConfigError` unless a hardware core that decodes streams of ``states``
+        interleaved states (a tuple of ``N``; the lanes, the subsystem and the weight paths take 1)
+        can take this codec's streams."""
+        if self.states not in states:
+            have = " or ".join(str(n) for n in states)
             raise ConfigError(f"codec {self.name} interleaves {self.states} states; the hardware cores decode "
-                              f"streams of 1 state (issues 18/19)")
+                              f"streams of {have} state{'s' if states != (1,) else ''} (issues 18/19)")
 
     def label(self) -> str:
         """Table 1 row label, as the paper writes it."""
