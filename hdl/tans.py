@@ -892,11 +892,15 @@ class TansDecoder(_TansCore):
     per clock keep one pair per clock while a pair reads at most ``W`` bits.
     """
 
+    #: The interleaved states of the streams it decodes: ``tansR`` (:class:`TansDecoderCoder`) and
+    #: ``tansRx2`` (:class:`TansX2DecoderCoder`).
+    STATES = (1, 2)
+
     def __init__(self, codec: TansCodec | None = None, *, table_log: int | None = None, word_bits: int | None = None,
                  max_symbols: int = 64, max_extra_bits: int = 8, table: TansTable | None = None,
                  programmable: bool = False, block_crc: bool = True, table_sets: int = 1, shell: bool = True,
                  count_bits: int = COUNT_BITS, table_memory: str = "lutram", mutant: str | None = None):
-        codec = core_codec(TansCodec, codec, states=(1, 2), table_log=table_log, word_bits=word_bits)
+        codec = core_codec(TansCodec, codec, states=self.STATES, table_log=table_log, word_bits=word_bits)
         sh = _TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
         self._mutant = sh.mutant = check_mutant("tans-decoder", mutant)
