@@ -519,98 +519,133 @@ class TansDecoderCoder(wiring.Component):
         return m
 
 
+def _gather(vec: list, amount, offsets: list[int]):
+    """``Cat(vec[(amount + offsets[i]) mod len(vec)] for i)``: a rotating select built as a tree of
+    4:1 multiplexers, two ``amount`` bits per level from the most significant down (one LUT6 each),
+    each level computing only the positions the next one reads. (yosys maps a generic shift of the
+    same select into about twice the LUTs.)"""
+    M = len(vec)
+    groups = []                                   # amount bit indices per level, most significant first
+    b = len(amount)
+    while b > 0:
+        groups.append(list(range(max(0, b - 2), b)))
+        b -= 2
+
+    def shifts(g):
+        return [sum(((v >> k) & 1) << bit for k, bit in enumerate(g)) for v in range(1 << len(g))]
+
+    need = [sorted({o % M for o in offsets})]     # positions each level produces, last level first
+    for g in reversed(groups[1:]):
+        need.insert(0, sorted({(t + d) % M for t in need[0] for d in shifts(g)}))
+    level = dict(enumerate(vec))
+    for g, want in zip(groups, need):
+        sel = [amount[bit] for bit in g]
+        nxt = {}
+        for t in want:
+            c = [level[(t + d) % M] for d in shifts(g)]
+            nxt[t] = Mux(sel[0], c[1], c[0]) if len(c) == 2 else \
+                Mux(sel[1], Mux(sel[0], c[3], c[2]), Mux(sel[0], c[1], c[0]))
+        level = nxt
+    return Cat(*[level[o % M] for o in offsets])
+
+
 class PairWindow(wiring.Component):
-    """The bit window of the two-state decoder: words in; the bits at the read offset and the bits that
-    end at a pair's field end ``pos``, both from registers.
+    """The bit window of the two-state decoder: a ring of ``D`` word slots; the bits at the read offset
+    and the bits that end at a pair's field end ``pos``, both selected by registers.
 
     The coder keeps ``pos``, where the current pair's field ends, counted in bits from the top of the
-    oldest held word (slot 0). A step consumes up to ``pos``: ``pos // W`` words leave and the read
-    offset becomes ``pos % W``. The coder computes the *next* pair's ``pos`` one clock ahead (the
-    offset plus the next pair's ``need``, read from the table while this pair is decoded), so the
-    shift amount of every field select here is a register and no adder sits between a table read and
-    a select. Slots, word landing and the ``hole`` (slot 0 has a single source, the next slot) are as
-    in :class:`BitWindow`.
+    oldest held word. A step consumes every bit before ``pos``: ``pos // W`` words leave and the read
+    offset becomes ``pos % W``. The coder computes the *next* pair's ``pos`` a clock ahead (the offset
+    plus the next pair's ``need``, read from the table while this pair is decoded), so every select
+    here is driven by registers and no adder sits between a table read and a select.
+
+    Words are written into the slot after the newest (a clock enable, no multiplexer) and never move;
+    the oldest slot's index ``rp`` joins the select amount instead (``rp · W + offset``, a rotation of
+    the ``D · W``-bit ring). ``D`` is the smallest power of two with ``D · W > P``, so that a ring of
+    full slots always holds the next field (one pair per clock with words offered every clock).
 
     Ports
     -----
     i : In(stream)
-        ``W``-bit words, top of stack first. ``ready`` comes from registers (a free slot).
+        ``W``-bit words, top of stack first. ``ready``: a slot is free, or one is freed this clock
+        (combinational from ``step``).
     pos : In(range(P + 1))
-        End of the current field, in bits from the top of slot 0 (``P = W + max(R + K - 1, R)``: an
-        offset below ``W`` plus a field, or the marker skip plus a state).
+        End of the current field, in bits from the top of the oldest word (``P = W + max(R + K - 1,
+        R)``: an offset below ``W`` plus a field, or the marker skip plus a state).
     step : In(1)
         Consume every bit before ``pos`` this clock.
     head : Out(H)
-        The ``H`` bits at the read offset (the next unread bit at the top): a state read at the
-        stream head, a pair's extra bits.
+        The ``H`` bits at the read offset, the next unread bit at the top (a pair's extra bits).
     tail : Out(T)
-        The ``T`` bits that end at ``pos`` (the bit before ``pos`` at bit 0; zeros above the window's
-        top when ``pos < T``): a pair's state bits.
+        The ``T`` bits that end at ``pos``, the bit before ``pos`` at bit 0 (a pair's state bits;
+        above the oldest word the ring's other bits, which the coder masks).
     holds : Out(1)
-        The window holds every bit before ``pos`` and slot 0 is not a hole.
-    hole : Out(1)
-        Slot 0 is empty while slot 1 holds a word (this clock shifts it in).
+        The window holds every bit before ``pos``.
     bits : Out
         Bits held and not yet read.
     clear, clear_off : In
         Drop every word; the read offset becomes ``clear_off``. A word on ``i`` in the same clock is
         kept, as the first.
 
-    Latency: a word taken in clock ``t`` is readable from ``t + 1`` (``t + 2`` into an empty window).
+    Latency: a word taken in clock ``t`` is readable from ``t + 1``.
     """
 
     def __init__(self, word_bits: int, pos_max: int, head_bits: int, tail_bits: int):
         self._W, self._P, self._H, self._T = W, P, H, T = word_bits, pos_max, head_bits, tail_bits
-        self._D = -(-P // W)          # slots that cover bits 0 .. P - 1
-        self._N = self._D + 1         # and one prefetched word
-        self._Q = P // W              # words a step consumes at most
+        self._D = 1 << (P // W).bit_length()     # a power of two above P / W
+        self._Q = P // W                         # words a step consumes at most
         super().__init__({
             "i": In(stream.Signature(W)), "pos": In(range(P + 1)), "step": In(1),
-            "head": Out(H), "tail": Out(T), "holds": Out(1), "hole": Out(1),
-            "bits": Out(range(self._N * W + 1)), "clear": In(1), "clear_off": In(range(W)),
+            "head": Out(H), "tail": Out(T), "holds": Out(1),
+            "bits": Out(range(self._D * W + 1)), "clear": In(1), "clear_off": In(range(W)),
         })
 
+    @property
+    def slots(self) -> int:
+        """``D``, the words the ring holds."""
+        return self._D
+
     def elaborate(self, platform):
-        W, D, N, Q, H, T = self._W, self._D, self._N, self._Q, self._H, self._T
+        W, D, Q, H, T, P = self._W, self._D, self._Q, self._H, self._T, self._P
         m = Module()
-        slots = [Signal(W, name=f"slot{j}") for j in range(N)]   # slot0: oldest word
-        nw = Signal(range(N + 1))
-        hole = Signal()
+        slots = [Signal(W, name=f"slot{j}") for j in range(D)]
+        nw = Signal(range(D + 1))                # words held
+        rp = Signal(range(D))                    # the oldest word's slot
+        wp = Signal(range(D))                    # where the next word goes
         off = Signal(range(W))
-        window = Cat(*reversed(slots[:D]))                         # stream bit p at index D*W - 1 - p
+        # The ring in stream order: bit ``s·W + p`` is bit ``p`` (from the top) of slot ``s``.
+        ring = [slots[j // W][W - 1 - j % W] for j in range(D * W)]
+        M = D * W
+        pow2 = W & (W - 1) == 0
+        if pow2:
+            lw = exact_log2(W)
+            head_at = Cat(off, rp) if D > 1 else off
+            tail_at = Cat(self.pos[:lw], (self.pos[lw:] + rp)[:exact_log2(D)]) if D > 1 else self.pos[:lw]
+        else:
+            head_at, tail_at = rp * W + off, rp * W + self.pos
         m.d.comb += [
-            self.head.eq((window << off)[D * W - H:D * W]),
-            self.tail.eq((Cat(Const(0, T), window) << self.pos)[D * W + T:D * W + 2 * T]),
-            self.holds.eq(~hole & Cat(*[(nw == c) & (self.pos <= c * W) for c in range(N + 1)]).any()),
-            self.hole.eq(hole),
+            self.head.eq(_gather(ring, head_at, list(range(H - 1, -1, -1)))),
+            self.tail.eq(_gather(ring, tail_at, [-1 - i for i in range(T)])),
+            self.holds.eq(Cat(*[(nw == c) & (self.pos <= c * W) for c in range(D + 1)]).any()),
             self.bits.eq(nw * W - off),
-            self.i.ready.eq(nw + hole != N),
         ]
-        t = Signal(range(max(self._P, W - 1) + 1))
+        t = Signal(range(max(P, W - 1) + 1))
         q = Signal(range(Q + 1))
         m.d.comb += t.eq(Mux(self.step, self.pos, off))
-        if W & (W - 1) == 0:
-            m.d.comb += q.eq(t >> exact_log2(W))
+        if pow2:
+            m.d.comb += q.eq(t >> lw)
         else:
             m.d.comb += q.eq(sum((t >= j * W).as_unsigned() for j in range(1, Q + 1)))
         take = Signal()
-        m.d.comb += take.eq(self.i.valid & self.i.ready)
-        land = Signal(range(N + 1))
-        m.d.comb += land.eq(Mux(hole, nw, nw - q))
-        into_empty = Signal()
-        m.d.comb += into_empty.eq(self.clear | (~hole & (nw == q)))
-        for j in range(N):
-            for s in range(1, Q + 1):
-                if j + s < N:
-                    cond = (q == s) if s > 1 else (hole | (q == 1))
-                    with m.If(cond):
-                        m.d.sync += slots[j].eq(slots[j + s])
-            if j >= 1:
-                with m.If(take & Mux(into_empty, j == 1, land == j)):
-                    m.d.sync += slots[j].eq(self.i.payload)
-        m.d.sync += [nw.eq(Mux(self.clear, 0, nw - q) + take), hole.eq(take & into_empty)]
-        if W & (W - 1) == 0:
-            m.d.sync += off.eq(Mux(self.clear, self.clear_off, t[:exact_log2(W)]))
+        m.d.comb += [self.i.ready.eq((nw != D) | (q != 0)), take.eq(self.i.valid & self.i.ready)]
+        for j in range(D):
+            with m.If(take & (wp == j)):
+                m.d.sync += slots[j].eq(self.i.payload)
+        m.d.sync += [wp.eq(wp + take if D > 1 else 0),
+                     rp.eq(Mux(self.clear, wp, rp + q) if D > 1 else 0),
+                     nw.eq(Mux(self.clear, 0, nw - q) + take)]
+        if pow2:
+            m.d.sync += off.eq(Mux(self.clear, self.clear_off, t[:lw]))
         else:
             m.d.sync += off.eq(Mux(self.clear, self.clear_off, t - q * W))
         return m
@@ -707,8 +742,8 @@ class TansX2DecoderCoder(wiring.Component):
 
     @property
     def window_bits(self) -> int:
-        """Bits of the window: ``(D + 1) W``."""
-        return (-(-self._P // self._shape.W) + 1) * self._shape.W
+        """Bits of the window's ring: ``D W`` (:class:`PairWindow`)."""
+        return (1 << (self._P // self._shape.W).bit_length()) * self._shape.W
 
     def elaborate(self, platform):
         sh = self._shape
@@ -751,7 +786,7 @@ class TansX2DecoderCoder(wiring.Component):
         step = Signal()
         m.d.comb += [
             pipe_free.eq(~p_valid | out_free),
-            step.eq(~first & ~no_marker & (win.holds | (self.ended & ~win.hole)) & quiet
+            step.eq(~first & ~no_marker & (win.holds | self.ended) & quiet
                     & ((head != 0) | (self.run & pipe_free))),
             self.fire.eq(step & (head == 0)),
             win.step.eq(step),
@@ -765,32 +800,35 @@ class TansX2DecoderCoder(wiring.Component):
             rest = pos[:exact_log2(W)]
         else:
             rest = pos - W * sum((pos >= j * W).as_unsigned() for j in range(1, self._P // W + 1))
-        state_entry = Const({"symbol": 0, "nb": R, "base": 0, "need": R}, self._entry)   # reads R bits
         xa_next = Signal(R)
         m.d.comb += xa_next.eq(xa)
         with m.If(step):
-            m.d.sync += [xo.eq(xa), head.eq(head - (head != 0))]
+            # symbol and need only matter for pairs: loaded as read (a clock enable, no multiplexer)
+            m.d.sync += [xo.eq(xa), head.eq(head - (head != 0)), T.symbol.eq(rd.data.symbol),
+                         T.need.eq(rd.data.need), pos.eq(rest + Mux(head == 2, R, rd.data.need))]
             with m.If(head == 2):
-                m.d.sync += [T.eq(state_entry), pos.eq(rest + R)]
+                m.d.sync += [T.nb.eq(R), T.base.eq(0)]
             with m.Else():
-                m.d.sync += [T.eq(rd.data), pos.eq(rest + rd.data.need)]
+                m.d.sync += [T.nb.eq(rd.data.nb), T.base.eq(rd.data.base)]
 
         # The pair, in two registers (as TansDecoderCoder): the decoded step, then ``o`` with the
         # extra right-aligned, off the loops.
+        # p_top holds the K bits at the pair's offset, its k extra bits at the top: the extra is
+        # p_top >> (K - k), with K - k = K + nb - need computed from T at the decode.
         p_symbol = Signal.like(T.symbol)
         p_top = Signal(max(1, K))
-        p_need = Signal.like(T.need)
-        p_nb = Signal.like(T.nb)
+        p_drop = Signal(range(K + 1))
         with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
         m.d.comb += self.pending.eq(p_valid | self.o.valid)
         with m.If(p_valid & out_free):
-            k = Signal(range(K + 1))
-            m.d.comb += k.eq(p_need - p_nb)
-            m.d.sync += [self.o.valid.eq(1), self.o.p.symbol.eq(p_symbol),
-                         self.o.p.extra.eq((p_top << k)[K:2 * K] if K else 0), p_valid.eq(0)]
+            m.d.sync += [self.o.valid.eq(1), self.o.p.symbol.eq(p_symbol), p_valid.eq(0)]
+            if K:
+                m.d.sync += self.o.p.extra.eq(
+                    _gather([p_top[i] for i in range(K)] + [Const(0, 1)] * (1 << bits_for(K)),
+                            p_drop, list(range(K))))
         with m.If(self.fire):
-            m.d.sync += [p_valid.eq(1), p_symbol.eq(T.symbol), p_need.eq(T.need), p_nb.eq(T.nb)]
+            m.d.sync += [p_valid.eq(1), p_symbol.eq(T.symbol), p_drop.eq(K + T.nb - T.need)]
             if K:
                 m.d.sync += p_top.eq(win.head[H - K:])
 
@@ -809,8 +847,7 @@ class TansX2DecoderCoder(wiring.Component):
             m.d.comb += [win.clear.eq(1), win.clear_off.eq(Mux(p.resume & (p.bit != 0), W - p.bit, 0)),
                          xa_next.eq(p.state[:R])]
             m.d.sync += [no_marker.eq(0), overrun.eq(0), first.eq(~p.resume), head.eq(Mux(p.resume, 1, 2)),
-                         T.eq(Mux(p.resume, Cat(Const(0, len(T.symbol)), Const(0, len(T.nb)), p.state[R:]),
-                                  state_entry)),
+                         T.nb.eq(Mux(p.resume, 0, R)), T.base.eq(Mux(p.resume, p.state[R:], 0)),
                          pos.eq(win.clear_off)]
         with m.If(marker_now):
             m.d.sync += [pos.eq(in_pos), first.eq(0), no_marker.eq(self.i.payload == 0)]
