@@ -212,7 +212,7 @@ class BitWindow(wiring.Component):
                    for c in range(N + 1) if c * W >= F]
         m.d.comb += [
             self.field.eq((window << off)[D * W - F:D * W]),
-            self.bits.eq(nw * W - off),
+            self.empty.eq(nw == 0),
             self.full.eq(~hole & Cat(*full_at).any()),
             self.hole.eq(hole),
             self.i.ready.eq(nw + hole != N),
@@ -581,8 +581,8 @@ class PairWindow(wiring.Component):
         above the oldest word the ring's other bits, which the coder masks).
     holds : Out(1)
         The window holds every bit before ``pos``.
-    bits : Out
-        Bits held and not yet read.
+    empty : Out(1)
+        No word is held (after a stream read to its end: nothing is left; the end check).
     clear, clear_off : In
         Drop every word; the read offset becomes ``clear_off``. A word on ``i`` in the same clock is
         kept, as the first.
@@ -597,7 +597,7 @@ class PairWindow(wiring.Component):
         super().__init__({
             "i": In(stream.Signature(W)), "pos": In(range(P + 1)), "step": In(1),
             "head": Out(H), "tail": Out(T), "holds": Out(1),
-            "bits": Out(range(self._D * W + 1)), "clear": In(1), "clear_off": In(range(W)),
+            "empty": Out(1), "clear": In(1), "clear_off": In(range(W)),
         })
 
     @property
@@ -627,7 +627,7 @@ class PairWindow(wiring.Component):
             self.head.eq(_gather(ring, head_at, list(range(H - 1, -1, -1)))),
             self.tail.eq(_gather(ring, tail_at, [-1 - i for i in range(T)])),
             self.holds.eq(Cat(*[(nw == c) & (self.pos <= c * W) for c in range(D + 1)]).any()),
-            self.bits.eq(nw * W - off),
+            self.empty.eq(nw == 0),
         ]
         t = Signal(range(max(P, W - 1) + 1))
         q = Signal(range(Q + 1))
@@ -696,8 +696,12 @@ class TansX2DecoderCoder(wiring.Component):
         state indices, the state of the command's first pair in the low ``R`` bits and the other
         lane's above (a checkpoint before pair ``i`` gives ``s[i mod 2] | s[(i + 1) mod 2] << R``);
         ``bit`` as in :class:`TansDecoderCoder`. Always ready.
-    i, o, run, ended, fire, pending, decoding, starved, no_marker, avail, cfg
+    i, o, run, ended, fire, pending, decoding, starved, no_marker, cfg
         As in :class:`TansDecoderCoder` (``starved`` also when the marker word never comes).
+    empty : Out(1)
+        The window holds no word (the end check: a stream read to its end has none left; a step
+        never ends inside a word it has not read to its end unless it overran, which ``starved``
+        reports). :class:`TansDecoderCoder` has ``avail`` (its bits) instead.
     state : Out(2 R)
         The two lanes' state indices (the end check wants 0).
 
@@ -739,7 +743,7 @@ class TansX2DecoderCoder(wiring.Component):
             "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
             "run": In(1), "ended": In(1), "fire": Out(1), "pending": Out(1), "decoding": Out(1), "starved": Out(1),
             "no_marker": Out(1), "state": Out(2 * sh.R),
-            "avail": Out(range(self.window_bits + 1)),
+            "empty": Out(1),
         }
         if sh.programmable:
             ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.R, "data": self._entry})))
@@ -775,7 +779,7 @@ class TansX2DecoderCoder(wiring.Component):
         first = Signal()                        # the next word taken holds the marker
         no_marker = Signal()
         overrun = Signal()
-        m.d.comb += [self.state.eq(Cat(xa, xo)), self.avail.eq(win.bits), self.decoding.eq(head == 0),
+        m.d.comb += [self.state.eq(Cat(xa, xo)), self.empty.eq(win.empty), self.decoding.eq(head == 0),
                      self.no_marker.eq(no_marker), self.start.ready.eq(1), win.pos.eq(pos),
                      self.starved.eq(overrun | (self.ended & first))]
 
@@ -813,12 +817,11 @@ class TansX2DecoderCoder(wiring.Component):
         xa_next = Signal(R)
         m.d.comb += xa_next.eq(xa)
         with m.If(step):
-            # symbol and need only matter for pairs: loaded as read (a clock enable, no multiplexer)
+            # symbol and need only matter for pairs: loaded as read (a clock enable, no multiplexer);
+            # nb and base keep the start's state-read entry through the first state read.
             m.d.sync += [xo.eq(xa), head.eq(head - (head != 0)), T.symbol.eq(rd.data.symbol),
                          T.need.eq(rd.data.need), pos.eq(rest + Mux(head == 2, R, rd.data.need))]
-            with m.If(head == 2):
-                m.d.sync += [T.nb.eq(R), T.base.eq(0)]
-            with m.Else():
+            with m.If(head != 2):
                 m.d.sync += [T.nb.eq(rd.data.nb), T.base.eq(rd.data.base)]
 
         # The pair, in two registers (as TansDecoderCoder): the decoded step, then ``o`` with the
@@ -1028,7 +1031,7 @@ class TansDecoder(_TansCore):
             coder.run.eq(shell.run), coder.ended.eq(shell.ended), shell.fire.eq(coder.fire), shell.decoding.eq(coder.decoding),
             shell.starved.eq(coder.starved), shell.no_marker.eq(coder.no_marker),
             shell.final_state_zero.eq((coder.state[:-1] if self._mutant == "tans_dec_state_msb" else coder.state) == 0),
-            shell.window_empty.eq(coder.avail == 0),
+            shell.window_empty.eq(coder.empty if self._states == 2 else coder.avail == 0),
             shell.out_valid.eq(coder.pending), self.done.eq(shell.done), self.status.eq(shell.status),
         ]
         if sh.programmable:
