@@ -212,7 +212,7 @@ class BitWindow(wiring.Component):
                    for c in range(N + 1) if c * W >= F]
         m.d.comb += [
             self.field.eq((window << off)[D * W - F:D * W]),
-            self.empty.eq(nw == 0),
+            self.bits.eq(nw * W - off),
             self.full.eq(~hole & Cat(*full_at).any()),
             self.hole.eq(hole),
             self.i.ready.eq(nw + hole != N),
@@ -583,6 +583,8 @@ class PairWindow(wiring.Component):
         The window holds every bit before ``pos``.
     empty : Out(1)
         No word is held (after a stream read to its end: nothing is left; the end check).
+    room : Out(1)
+        A slot is free (``i.ready`` in a clock without a step; a register compare).
     clear, clear_off : In
         Drop every word; the read offset becomes ``clear_off``. A word on ``i`` in the same clock is
         kept, as the first.
@@ -597,7 +599,7 @@ class PairWindow(wiring.Component):
         super().__init__({
             "i": In(stream.Signature(W)), "pos": In(range(P + 1)), "step": In(1),
             "head": Out(H), "tail": Out(T), "holds": Out(1),
-            "empty": Out(1), "clear": In(1), "clear_off": In(range(W)),
+            "empty": Out(1), "room": Out(1), "clear": In(1), "clear_off": In(range(W)),
         })
 
     @property
@@ -637,7 +639,8 @@ class PairWindow(wiring.Component):
         else:
             m.d.comb += q.eq(sum((t >= j * W).as_unsigned() for j in range(1, Q + 1)))
         take = Signal()
-        m.d.comb += [self.i.ready.eq((nw != D) | (q != 0)), take.eq(self.i.valid & self.i.ready)]
+        m.d.comb += [self.room.eq(nw != D), self.i.ready.eq(self.room | (q != 0)),
+                     take.eq(self.i.valid & self.i.ready)]
         for j in range(D):
             with m.If(take & (wp == j)):
                 m.d.sync += slots[j].eq(self.i.payload)
@@ -788,8 +791,11 @@ class TansX2DecoderCoder(wiring.Component):
         for b in range(W):
             with m.If(self.i.payload[b]):
                 m.d.comb += in_pos.eq(W - b + R)
+        # A word is taken at the stream head only in clocks without a step (a start, or ``first``),
+        # when the window's ready is just "a slot is free": that register, not ``i.ready`` (which
+        # follows the step), keeps the marker off the step's path.
         marker_now = Signal()
-        m.d.comb += marker_now.eq(self.i.valid & self.i.ready & Mux(self.start.valid, ~self.start.p.resume, first))
+        m.d.comb += marker_now.eq(self.i.valid & win.room & Mux(self.start.valid, ~self.start.p.resume, first))
 
         out_free = ~self.o.valid | self.o.ready
         if sh.mutant == "tans_dec_overwrite":
