@@ -66,6 +66,24 @@ def test_bit_exact_with_back_pressure_amaranth(codec, programmable):
             assert ok, (n, stall, errs)
 
 
+@pytest.mark.parametrize("R,W,K", [(8, 8, 8), (8, 24, 8), (8, 32, 8), (8, 16, 0), (10, 8, 12)])
+def test_other_word_and_extra_widths_amaranth(R, W, K):
+    """Words of 8, 24 (not a power of two: the ring's selects take ``rp·W + offset``) and 32 bits, no
+    extra bits, and fields wider than a word (R + K = 22 > W = 8): bit-exact with back-pressure."""
+    from ansforge.model.coding.codecs import TansCodec
+    spec = TansCodec.of(table_log=R, word_bits=W, states=2)
+    rng = np.random.default_rng(R * W + K)
+    counts = (rng.integers(1, 1000, size=20) ** 2).astype(np.int64)
+    ct, table = spec.tables(counts, K)
+    core = build_core("tans-decoder", spec, table, programmable=True, max_extra_bits=max(K, int(table.extra_bits.max())))
+    for n in (1, 5, 200):
+        s, e = ct.to_symbols(rng.choice(counts.size, size=n, p=counts / counts.sum()),
+                             rng.integers(0, 1 << K, size=n) if K else np.zeros(n, np.int64))
+        job = make_job("tans-decoder", spec, table, s, e, core=core)
+        ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.3, seed=n))
+        assert ok, (n, errs)
+
+
 def test_resumed_blocks_at_odd_and_even_checkpoints_amaranth():
     """A stream cut at checkpoints every 7 pairs (so blocks start in either lane), one command per
     block, the command's state field holding both lanes (the block's first lane lowest)."""
