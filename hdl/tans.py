@@ -712,7 +712,8 @@ class TansX2DecoderCoder(wiring.Component):
     ---------------------------------------------------------------
     * ``xa`` → table (LUT-RAM, written at ``xa`` like the one-state coder: single-port) → ``T``, and
       → ``need`` → ``pos % W + need`` → ``pos``.
-    * ``pos`` → the ``R`` bits ending there (a log shifter) → mask by ``T.nb``, OR ``T.base`` → ``xa``.
+    * ``pos`` → the ``R`` bits ending there (:func:`_gather`: 4:1 multiplexers, 3 levels) → mask by
+      ``T.nb``, OR ``T.base`` → ``xa``.
     * ``pos``, word count → ``holds`` → step → slot enables.
 
     The stream head: the marker's position is found as the first word is taken and ``pos`` is set
