@@ -13,7 +13,7 @@ from amaranth.lib import wiring
 from .rans import RansDecoder, RansEncoder
 from .tans import TansDecoder, TansEncoder
 
-__all__ = ["ROLES", "CORE_CLASSES", "PAPER_CODECS", "build_core", "paper_codec", "table_writes"]
+__all__ = ["ROLES", "CORE_CLASSES", "PAPER_CODECS", "build_core", "core_states", "paper_codec", "table_writes"]
 
 ROLES = ("decoder", "encoder")
 
@@ -43,6 +43,13 @@ def build_core(codec, role: str, table=None, **options) -> wiring.Component:
     if cls is None:
         raise ValueError(f"no {role!r} core for codec {codec!r} (roles: {', '.join(ROLES)})")
     return cls(codec, table=table, **options)
+
+
+def core_states(codec, role: str) -> tuple[int, ...]:
+    """The interleaved state counts ``N`` whose streams the ``role`` core of ``codec``'s kind takes (its
+    class's ``STATES``; ``(1,)`` when it declares none): what ``codec.hardware_check`` is given."""
+    cls = CORE_CLASSES.get((getattr(codec, "kind", None), role))
+    return getattr(cls, "STATES", (1,))
 
 
 def table_writes(core, tables) -> dict[str, list[dict]]:

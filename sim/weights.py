@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..hdl.common import DecodeStatus
+from ..hdl.cores import core_states
 from ..model.coding.container import Container, compress_checkpoint, open_container
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.llm.llama import stored_from_bits
@@ -65,7 +66,12 @@ class HardwareWeights:
         self.seconds = 0.0
         streams = self.container.streams
         for st in streams:
-            st.spec.hardware_check()  # before the layout checks: no layout helps a core decode N > 1 states
+            # before the layout checks: no layout helps a core decode states it was not built for
+            st.spec.hardware_check(core_states(st.spec, "decoder"))
+            if st.spec.states > 1 and len(st.tables) > 1:
+                raise ConfigError(f"{self.container.path}: stream {st.index} is {st.spec.name} with a context plan "
+                                  f"({len(st.tables)} tables); the decoder core takes table sets with one state "
+                                  "only (compress with a single-state codec for context tables in hardware)")
             if len(st.tensors) > 1:
                 raise ConfigError(f"{self.container.path}: stream {st.index} holds {len(st.tensors)} tensors; a "
                                   "decoder core takes one table per command, so hardware decoding needs one stream "

