@@ -1,0 +1,349 @@
+"""The tANS encoder coder for two interleaved states (``tans8x2``, ``docs/bitstream.md`` §8).
+
+Pair ``j`` of a stream is coded with state ``j mod 2``. The encoder runs the pairs back to front, so
+the state that codes a pair is the one that did *not* code the pair given just before it; the two
+states take turns through a two-register ring, and each has two clocks for its step:
+
+* clock A (:class:`TansEncoderStateRing`, the ``x`` register → ``slot`` register):
+  ``n = nb_high - (X < threshold)``; ``slot = (cum - freq) + (X >> n)``; the pair's bits
+  (``n`` low bits of ``X``, then ``k`` extra bits) leave for the packer;
+* clock B (``slot`` register → ``x`` register): ``X := L | state[slot]``, a LUT-RAM read at a
+  registered address, nothing else.
+
+While one state is in A the other is in B; both registers advance together, one pair per clock.
+
+Which hardware state is golden state 0 needs no pair count: the last pair given is pair 0 (golden
+state 0), so the flush writes the state in ``x`` (the other one, golden state 1) first, then the
+state read from ``slot`` (golden state 0) with the marker above it. Both states start at index 0;
+that is the ring's ``fresh`` flag (the state behind ``slot`` is the initial one: the read gives 0)
+and a synchronous reset of ``x``, so no multiplexer sits after the table read.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .common import bits_for, pair_layout, word_layout
+
+__all__ = ["TansEncoderStateRing", "WordPacker", "TansEncoderX2Coder", "x2_symbol_entry", "x2_symbol_rows"]
+
+
+def _therm(n, width: int):
+    """``(1 << n) - 1`` as ``width`` bits (bit ``i`` set when ``i < n``), without a shifter."""
+    return Cat(*(n > i for i in range(width)))
+
+
+def x2_symbol_entry(shape) -> data.StructLayout:
+    """The two-state encoder's symbol-table row (25 bits in the paper configuration, 35 in the
+    single-state coder's): ``base = (cum - freq) mod L`` (the slot is ``base + (X >> n)``, no
+    subtractor per pair), ``thr = threshold - L`` (``0 .. L``: compared with the state *index*),
+    ``nb_high`` and ``k``."""
+    R = shape.R
+    return data.StructLayout({"base": R, "thr": R + 1, "nb_high": bits_for(R), "k": bits_for(shape.K)})
+
+
+def x2_symbol_rows(table) -> list[dict]:
+    """The rows of :func:`x2_symbol_entry` for a :class:`~ansforge.model.coding.tans.TansTable`, per
+    symbol."""
+    L = 1 << table.params.table_log
+    return [{"base": int(r[1] - r[0]) % L, "thr": int(r[3]) - L, "nb_high": int(r[2]), "k": int(r[4])}
+            for r in table.encoder_entries()]
+
+
+class TansEncoderStateRing(wiring.Component):
+    """The two states of the encoder and its state table: ``x`` (clock A) and ``slot`` (clock B).
+
+    On ``step`` the state in ``x`` is coded with the row ``base, thr, nb_high`` (registers of the
+    coder's stage 1): ``slot := set · 2**R | (base + (L|x) >> n)``; at the same time the other state
+    comes back from the table: ``x := state[slot]`` (0 instead when ``fresh`` or ``restart``).
+
+    Ports
+    -----
+    step : In(1)
+        Advance both registers (one pair, or one flush or write step).
+    restart : In(1)
+        With ``step``: the stream ends here; both states become index 0 (``x`` now, the other on
+        the next step through ``fresh``).
+    base : In(R); thr : In(R + 1); nb_high : In(range(R + 2)); set : In
+        The pair's row (``nb_high = R + 1`` and ``thr = 0`` make the slot ``base``: a table write).
+    x : Out(R)
+        The state index in clock A (a register).
+    lt : Out(1)
+        ``x < thr``: the pair writes ``nb_high - 1`` state bits instead of ``nb_high``.
+    we, wdata : In
+        Write ``wdata`` to the state table at the ``slot`` register (the table is single-port: its
+        one address is a register).
+    """
+
+    def __init__(self, table_log: int, set_bits: int, init=()):
+        self._R, self._S, self._init = table_log, set_bits, list(init)
+        ports = {"step": In(1), "restart": In(1), "base": In(table_log), "thr": In(table_log + 1),
+                 "nb_high": In(range(table_log + 2)), "x": Out(table_log), "lt": Out(1),
+                 "we": In(1), "wdata": In(table_log)}
+        if set_bits:
+            ports["set"] = In(set_bits)
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        R, S = self._R, self._S
+        m = Module()
+        m.submodules.states = states = Memory(shape=R, depth=1 << (R + S), init=self._init)
+        rd = states.read_port(domain="comb")
+        wr = states.write_port()
+        slot = Signal(R + S)
+        fresh = Signal(init=1)     # the state behind ``slot`` is a new stream's initial state
+        X = Cat(self.x, Const(1, 1))
+        xs = Signal(R)
+        m.d.comb += [
+            self.lt.eq(self.x < self.thr),
+            # X >> n with n = nb_high - lt: both shifts beside the compare, then a 2:1 choice.
+            xs.eq(Mux(self.lt, Cat(Const(0, 1), X) >> self.nb_high, X >> self.nb_high)),
+            rd.addr.eq(slot), wr.addr.eq(slot), wr.en.eq(self.we), wr.data.eq(self.wdata),
+        ]
+        with m.If(self.step):
+            m.d.sync += [slot[:R].eq(self.base + xs), fresh.eq(self.restart)]
+            if S:
+                m.d.sync += slot[R:].eq(self.set)
+            # A synchronous reset (the flip-flops' own), not a multiplexer after the table read.
+            with m.If(fresh | self.restart):
+                m.d.sync += self.x.eq(0)
+            with m.Else():
+                m.d.sync += self.x.eq(rd.data)
+        return m
+
+
+class WordPacker(wiring.Component):
+    """Bit fields in (first bit at 0), ``W``-bit words out in push order, one field per clock.
+
+    A field of ``len`` bits (``F`` at most) is placed at the fill count ``cnt < W`` by a rotation of
+    ``W`` bits (``log2 W`` stages of 2:1, i.e. two levels of 4:1) instead of a ``2W``-bit shifter: the
+    rotated bits at or above ``cnt`` complete the word, those below are the next word's start, and a
+    registered thermometer of ``cnt`` (``used``) chooses per bit between the held bits and the new
+    ones. A field wider than ``W`` (escape codes) takes one clock per ``W`` bits.
+
+    Ports
+    -----
+    i : In(stream)
+        ``{bits: F, len, end}``; ``bits`` above ``len`` are 0. ``end`` marks a stream's last field:
+        the word it completes, or the partial word it leaves, is the stream's last. ``ready`` comes
+        from registers.
+    o : Out(stream)
+        ``{data: W, last}``, a register, with a one-word skid register behind it so that
+        ``o.ready`` reaches no further than these two registers.
+
+    Latency: a field taken in clock ``t`` is in a word on ``o`` from clock ``t + 2``.
+    """
+
+    def __init__(self, word_bits: int, field_bits: int):
+        self._W, self._F = word_bits, field_bits
+        super().__init__({
+            "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "len": range(field_bits + 1),
+                                                       "end": 1}))),
+            "o": Out(stream.Signature(word_layout(word_bits))),
+        })
+
+    def elaborate(self, platform):
+        W, F = self._W, self._F
+        m = Module()
+        v3, end3 = Signal(), Signal()
+        bits3, len3 = Signal(F), Signal(range(F + 1))
+        acc, used = Signal(W), Signal(W)
+        cnt = Signal(range(W))
+        skid, skid_last, skid_v = Signal(W), Signal(), Signal()
+
+        wide = Signal()
+        m.d.comb += wide.eq(len3 > W) if F > W else wide.eq(0)
+        seg = Signal(W)
+        m.d.comb += seg.eq(bits3[:W])
+        seglen = Signal(range(W + 1))
+        m.d.comb += seglen.eq(Mux(wide, W, len3))
+        tot = Signal(range(2 * W))
+        m.d.comb += tot.eq(cnt + seglen)
+        full = Signal()
+        m.d.comb += full.eq(tot >= W)
+        # rot = seg rotated left by cnt.
+        rot = seg
+        for b in range(len(cnt)):
+            sh = (1 << b) % W
+            rot = Mux(cnt[b], Cat(rot[W - sh:], rot[:W - sh]) if sh else rot, rot)
+        rot_s = Signal(W)
+        m.d.comb += rot_s.eq(rot)
+        lo = Signal(W)
+        m.d.comb += lo.eq((used & acc) | (~used & rot_s))
+        stay = Signal()          # the field keeps the input register another clock
+        m.d.comb += stay.eq(wide | (end3 & (tot > W)))
+        fin = Signal()           # this step emits the stream's last word
+        m.d.comb += fin.eq(end3 & ~stay)
+        can_push = ~skid_v
+        step = Signal()
+        m.d.comb += [step.eq(v3 & can_push),
+                     # Registers only: an end field or a wide one holds the input for a clock.
+                     self.i.ready.eq(~v3 | (can_push & ~wide & ~end3))]
+        emit = Signal()
+        m.d.comb += emit.eq(step & (full | fin))
+        cnt_next = Signal(range(W))
+        m.d.comb += cnt_next.eq(Mux(fin, 0, Mux(full, tot - W, tot)))
+        with m.If(step):
+            m.d.sync += [acc.eq(Mux(full, rot_s, lo)), cnt.eq(cnt_next), used.eq(_therm(cnt_next, W))]
+            with m.If(stay):
+                m.d.sync += [bits3.eq(bits3 >> W), len3.eq(Mux(wide, len3 - W, 0))]
+            with m.Else():
+                m.d.sync += v3.eq(0)
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += [v3.eq(1), bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end)]
+
+        with m.If(~self.o.valid | self.o.ready):
+            with m.If(skid_v):
+                m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(skid), self.o.p.last.eq(skid_last),
+                             skid_v.eq(0)]
+            with m.Elif(emit):
+                m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(lo), self.o.p.last.eq(fin)]
+            with m.Else():
+                m.d.sync += self.o.valid.eq(0)
+        with m.Elif(emit):
+            m.d.sync += [skid.eq(lo), skid_last.eq(fin), skid_v.eq(1)]
+        return m
+
+
+class TansEncoderX2Coder(wiring.Component):
+    """The tANS encoder's coder for two interleaved states (``tans8x2``): one pair per clock.
+
+    Ports
+    -----
+    i : In(stream)
+        ``{symbol, extra}`` (and ``set`` with table sets), the pairs from the last to the first.
+        ``ready`` comes from registers.
+    o : Out(stream)
+        ``W``-bit words in push order, a register; ``last`` marks a stream's final (partial) word.
+    flush : In(1)
+        High after the stream's last pair has been given (no pair is taken while it is high): the
+        coder queues the flush (``X_1``, then ``X_0`` and the marker bit: ``R`` and ``R + 1`` bits) behind
+        the stream's pairs, two clocks, and the next stream's states start at index 0.
+    flushed : Out(1)
+        The flush is queued this clock (the second of its two clocks): the next stream's pairs may
+        be given from the next clock, while this stream drains. Its last word leaves ``o`` later,
+        marked ``last``.
+    sym_cfg, state_cfg : In(stream), programmable cores
+        Symbol rows :func:`x2_symbol_entry` at ``set · 2**symbol_bits + symbol`` (one per clock) and
+        state-table rows at ``set << R | slot`` (through the pipeline: ``ready`` when stage 1 is free).
+        Neither is given together with pairs.
+
+    Pipeline
+    --------
+    1. The pair's symbol row, read combinationally at ``i``'s symbol, is registered with what does
+       not depend on the state: ``mask = 2**nb_high - 1``, the extra bits shifted to ``nb_high``,
+       ``nb_high + k``. Flush and table-write steps enter here too, as rows of their own.
+    2. Clock A of the ring (:class:`TansEncoderStateRing`); the pair's bits and length go to the packer
+       (``lt`` halves the mask and the shifted extra bits: no shifter after the compare).
+    3. The :class:`WordPacker`.
+
+    Clock B of the ring is the table read; two states make it a stage of its own.
+    """
+
+    def __init__(self, shape):
+        self._shape = sh = shape
+        R, K = sh.R, sh.K
+        if sh.W < R + 1:
+            raise ValueError(f"the two-state tANS encoder needs word_bits >= table_log + 1, not {sh.W} < {R + 1}")
+        self._entry = x2_symbol_entry(sh)
+        self._F = max(R + K, R + 1)
+        ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, K, sh.set_bits))),
+                 "o": Out(stream.Signature(word_layout(sh.W))),
+                 "flush": In(1), "flushed": Out(1)}
+        if sh.programmable:
+            ports["sym_cfg"] = In(stream.Signature(data.StructLayout(
+                {"addr": sh.symbol_bits + sh.set_bits, "data": self._entry})))
+            ports["state_cfg"] = In(stream.Signature(data.StructLayout({"addr": R + sh.set_bits, "data": R})))
+        super().__init__(ports)
+
+    @property
+    def field_bits(self) -> int:
+        """Widest field the packer takes: ``max(R + K, R + 1)``."""
+        return self._F
+
+    def elaborate(self, platform):
+        sh = self._shape
+        R, K, F, S = sh.R, sh.K, self._F, sh.set_bits
+        m = Module()
+        if sh.table is None:
+            sym_init, state_init = [], []
+        else:
+            sym_init, state_init = x2_symbol_rows(sh.table), [int(v) for v in sh.table.encode_state]
+        m.submodules.symbols = symbols = Memory(shape=self._entry, depth=sh.sets << sh.symbol_bits, init=sym_init)
+        sym_rd = symbols.read_port(domain="comb")
+        m.submodules.ring = ring = TansEncoderStateRing(R, S, state_init)
+        m.submodules.packer = packer = WordPacker(sh.W, F)
+        wiring.connect(m, packer.o, wiring.flipped(self.o))
+
+        # Stage 1 registers.
+        v1 = Signal()
+        base1, thr1, nbh1 = Signal(R), Signal(R + 1), Signal(range(R + 2))
+        mask1 = Signal(R)
+        ext1 = Signal(F)
+        len1 = Signal(range(F + 1))
+        emit1, end1, restart1, wr1 = Signal(), Signal(), Signal(), Signal()
+        set1 = Signal(max(1, S))
+        wd1, wd2, we2 = Signal(R), Signal(R), Signal()
+        fl = Signal()     # the flush's first step is queued; its second comes next
+
+        # Stage 2: clock A (the ring) and the pair's bits.
+        lt = ring.lt
+        advance = Signal()
+        m.d.comb += [
+            packer.i.valid.eq(v1 & emit1),
+            packer.i.p.bits.eq((ring.x & Mux(lt, mask1 >> 1, mask1)) | Mux(lt, ext1 >> 1, ext1)),
+            packer.i.p.len.eq(len1 - lt),
+            packer.i.p.end.eq(end1),
+            advance.eq(v1 & (~emit1 | packer.i.ready)),
+            ring.step.eq(advance), ring.restart.eq(restart1),
+            ring.base.eq(base1), ring.thr.eq(thr1), ring.nb_high.eq(nbh1),
+            ring.we.eq(we2), ring.wdata.eq(wd2),
+        ]
+        if S:
+            m.d.comb += ring.set.eq(set1)
+        m.d.sync += we2.eq(advance & wr1)
+        with m.If(advance):
+            m.d.sync += [v1.eq(0), wd2.eq(wd1)]
+
+        # Stage 1: a table write, a flush step or a pair, in that priority.
+        free1 = Signal()
+        m.d.comb += free1.eq(~v1 | advance)
+        sym_addr = Cat(self.i.p.symbol, self.i.p.set) if S else self.i.p.symbol
+        write = Signal()
+        if sh.programmable:
+            m.d.comb += [self.state_cfg.ready.eq(free1), write.eq(self.state_cfg.valid & free1),
+                         self.sym_cfg.ready.eq(1)]
+            sym_wr = symbols.write_port()
+            m.d.comb += [sym_rd.addr.eq(Mux(self.sym_cfg.valid, self.sym_cfg.p.addr, sym_addr)),
+                         sym_wr.addr.eq(sym_rd.addr), sym_wr.data.eq(self.sym_cfg.p.data),
+                         sym_wr.en.eq(self.sym_cfg.valid)]
+        else:
+            m.d.comb += sym_rd.addr.eq(sym_addr)
+        flush_step = Signal()
+        m.d.comb += [flush_step.eq(self.flush & free1 & ~write), self.flushed.eq(flush_step & fl),
+                     self.i.ready.eq(free1 & ~self.flush)]
+        row = sym_rd.data
+        with m.If(write):
+            if sh.programmable:
+                addr = self.state_cfg.p.addr
+                m.d.sync += [v1.eq(1), base1.eq(addr[:R]), thr1.eq(0), nbh1.eq(R + 1), emit1.eq(0), end1.eq(0),
+                             restart1.eq(1), wr1.eq(1), wd1.eq(self.state_cfg.p.data)]
+                if S:
+                    m.d.sync += set1.eq(addr[R:])
+        with m.Elif(flush_step):
+            # X_1 (R bits), then X_0 with the marker above it (R + 1 bits).
+            m.d.sync += [v1.eq(1), thr1.eq(0), nbh1.eq(R), mask1.eq((1 << R) - 1), ext1.eq(Mux(fl, 1 << R, 0)),
+                         len1.eq(Mux(fl, R + 1, R)), emit1.eq(1), end1.eq(fl), restart1.eq(fl), wr1.eq(0),
+                         fl.eq(~fl)]
+        with m.Elif(self.i.valid & self.i.ready):
+            k = row.k
+            m.d.sync += [v1.eq(1), base1.eq(row.base), thr1.eq(row.thr), nbh1.eq(row.nb_high),
+                         mask1.eq(_therm(row.nb_high, R)),
+                         ext1.eq(((self.i.p.extra & _therm(k, max(1, K)))[:max(1, K)] << row.nb_high)[:F]),
+                         len1.eq(row.nb_high + k), emit1.eq(1), end1.eq(0), restart1.eq(0), wr1.eq(0)]
+            if S:
+                m.d.sync += set1.eq(self.i.p.set)
+        return m
