@@ -150,9 +150,8 @@ class WordPacker(wiring.Component):
         m = Module()
         v3, end3 = Signal(), Signal()
         bits3, len3 = Signal(F), Signal(range(F + 1))
-        acc, used = Signal(W), Signal(W)
+        acc = Signal(W)
         cnt = Signal(range(W))
-        skid, skid_last, skid_v = Signal(W), Signal(), Signal()
 
         wide = Signal()
         m.d.comb += wide.eq(len3 > W) if F > W else wide.eq(0)
@@ -165,46 +164,55 @@ class WordPacker(wiring.Component):
         full = Signal()
         m.d.comb += full.eq(tot >= W)
         # rot = seg rotated left by cnt.
+        # Two (or more) stages of 4:1 multiplexers, one LUT6 per bit each.
         rot = seg
-        for b in range(len(cnt)):
-            sh = (1 << b) % W
-            rot = Mux(cnt[b], Cat(rot[W - sh:], rot[:W - sh]) if sh else rot, rot)
-        rot_s = Signal(W)
-        m.d.comb += rot_s.eq(rot)
+        for b in range(0, len(cnt), 2):
+            sel = cnt[b:b + 2]
+            nxt = Signal(W, name=f"rot{b}")
+            choices = [Cat(rot[W - (j << b) % W:], rot[:W - (j << b) % W]) if (j << b) % W else rot
+                       for j in range(1 << len(sel))]
+            with m.Switch(sel):
+                for j, c in enumerate(choices):
+                    with m.Case(j):
+                        m.d.comb += nxt.eq(c)
+            rot = nxt
+        rot_s = rot
         lo = Signal(W)
-        m.d.comb += lo.eq((used & acc) | (~used & rot_s))
+        # Bits below cnt are held, the others are the field's: one LUT6 per bit (cnt, acc, rot).
+        m.d.comb += lo.eq(Cat(Mux(cnt > q, acc[q], rot_s[q]) for q in range(W)))
         stay = Signal()          # the field keeps the input register another clock
         m.d.comb += stay.eq(wide | (end3 & (tot > W)))
         fin = Signal()           # this step emits the stream's last word
         m.d.comb += fin.eq(end3 & ~stay)
-        can_push = ~skid_v
+        can_push = ~self.o.valid | self.o.ready
         step = Signal()
         m.d.comb += [step.eq(v3 & can_push),
-                     # Registers only: an end field or a wide one holds the input for a clock.
+                     # An end field or a wide one holds the input register for a clock.
                      self.i.ready.eq(~v3 | (can_push & ~wide & ~end3))]
         emit = Signal()
         m.d.comb += emit.eq(step & (full | fin))
         cnt_next = Signal(range(W))
         m.d.comb += cnt_next.eq(Mux(fin, 0, Mux(full, tot - W, tot)))
         with m.If(step):
-            m.d.sync += [acc.eq(Mux(full, rot_s, lo)), cnt.eq(cnt_next), used.eq(_therm(cnt_next, W))]
-            with m.If(stay):
-                m.d.sync += [bits3.eq(bits3 >> W), len3.eq(Mux(wide, len3 - W, 0))]
-            with m.Else():
+            m.d.sync += [acc.eq(Mux(full, rot_s, lo)), cnt.eq(cnt_next)]
+            with m.If(~stay):
                 m.d.sync += v3.eq(0)
+        # A field is never taken while one stays (ready is low then), so the clear comes first and
+        # maps onto the flip-flops' synchronous reset.
+        with m.If(step & stay):
+            if F > W:
+                m.d.sync += [bits3.eq(bits3 >> W), len3.eq(Mux(wide, len3 - W, 0))]
+            else:
+                m.d.sync += [bits3.eq(0), len3.eq(0)]
+        with m.Elif(self.i.valid & self.i.ready):
+            m.d.sync += [bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end)]
         with m.If(self.i.valid & self.i.ready):
-            m.d.sync += [v3.eq(1), bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end)]
+            m.d.sync += v3.eq(1)
 
-        with m.If(~self.o.valid | self.o.ready):
-            with m.If(skid_v):
-                m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(skid), self.o.p.last.eq(skid_last),
-                             skid_v.eq(0)]
-            with m.Elif(emit):
-                m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(lo), self.o.p.last.eq(fin)]
-            with m.Else():
-                m.d.sync += self.o.valid.eq(0)
-        with m.Elif(emit):
-            m.d.sync += [skid.eq(lo), skid_last.eq(fin), skid_v.eq(1)]
+        with m.If(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        with m.If(emit):
+            m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(lo), self.o.p.last.eq(fin)]
         return m
 
 
@@ -326,24 +334,39 @@ class TansEncoderX2Coder(wiring.Component):
         m.d.comb += [flush_step.eq(self.flush & free1 & ~write), self.flushed.eq(flush_step & fl),
                      self.i.ready.eq(free1 & ~self.flush)]
         row = sym_rd.data
-        with m.If(write):
-            if sh.programmable:
-                addr = self.state_cfg.p.addr
-                m.d.sync += [v1.eq(1), base1.eq(addr[:R]), thr1.eq(0), nbh1.eq(R + 1), emit1.eq(0), end1.eq(0),
-                             restart1.eq(1), wr1.eq(1), wd1.eq(self.state_cfg.p.data)]
+        pair = Signal()
+        pseudo = Signal()        # a flush or table-write step: its row is made of constants
+        m.d.comb += [pair.eq(self.i.valid & self.i.ready & ~write & ~flush_step), pseudo.eq(write | flush_step)]
+        with m.If(pseudo | pair):
+            m.d.sync += [v1.eq(1), emit1.eq(~write), end1.eq(flush_step & fl), restart1.eq(write | (flush_step & fl)),
+                         wr1.eq(write)]
+        with m.If(flush_step):
+            m.d.sync += fl.eq(~fl)
+        # Each register of the row: the constants of the pseudo rows first (the flip-flops' own
+        # synchronous set/reset), the pair's value under the clock enable.
+        # Flush: X_1 (R bits), then X_0 with the marker above it (R + 1 bits): all of x, lt = 0.
+        # Write: lt = 0 and X >> (R + 1) = 0, so that the slot is the address.
+        with m.If(pseudo):
+            m.d.sync += [thr1.eq(0), nbh1.eq(R + write), mask1.eq((1 << R) - 1),
+                         ext1.eq((flush_step & fl) << R), len1.eq(R + (flush_step & fl))]
+        with m.Elif(pair):
+            k = row.k
+            m.d.sync += [thr1.eq(row.thr), nbh1.eq(row.nb_high), mask1.eq(_therm(row.nb_high, R)),
+                         ext1.eq(((self.i.p.extra & _therm(k, max(1, K)))[:max(1, K)] << row.nb_high)[:F]),
+                         len1.eq(row.nb_high + k)]
+        if sh.programmable:
+            addr = self.state_cfg.p.addr
+            with m.If(write):
+                m.d.sync += [base1.eq(addr[:R]), wd1.eq(self.state_cfg.p.data)]
                 if S:
                     m.d.sync += set1.eq(addr[R:])
-        with m.Elif(flush_step):
-            # X_1 (R bits), then X_0 with the marker above it (R + 1 bits).
-            m.d.sync += [v1.eq(1), thr1.eq(0), nbh1.eq(R), mask1.eq((1 << R) - 1), ext1.eq(Mux(fl, 1 << R, 0)),
-                         len1.eq(Mux(fl, R + 1, R)), emit1.eq(1), end1.eq(fl), restart1.eq(fl), wr1.eq(0),
-                         fl.eq(~fl)]
-        with m.Elif(self.i.valid & self.i.ready):
-            k = row.k
-            m.d.sync += [v1.eq(1), base1.eq(row.base), thr1.eq(row.thr), nbh1.eq(row.nb_high),
-                         mask1.eq(_therm(row.nb_high, R)),
-                         ext1.eq(((self.i.p.extra & _therm(k, max(1, K)))[:max(1, K)] << row.nb_high)[:F]),
-                         len1.eq(row.nb_high + k), emit1.eq(1), end1.eq(0), restart1.eq(0), wr1.eq(0)]
-            if S:
-                m.d.sync += set1.eq(self.i.p.set)
+            with m.Elif(pair):
+                m.d.sync += base1.eq(row.base)
+                if S:
+                    m.d.sync += set1.eq(self.i.p.set)
+        else:
+            with m.If(pair):
+                m.d.sync += base1.eq(row.base)
+                if S:
+                    m.d.sync += set1.eq(self.i.p.set)
         return m
