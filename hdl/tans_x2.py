@@ -39,17 +39,18 @@ def _therm(n, width: int):
 def x2_symbol_entry(shape) -> data.StructLayout:
     """The two-state encoder's symbol-table row (25 bits in the paper configuration, 35 in the
     single-state coder's): ``base = (cum - freq) mod L`` (the slot is ``base + (X >> n)``, no
-    subtractor per pair), ``thr = threshold - L`` (``0 .. L``: compared with the state *index*),
-    ``nb_high`` and ``k``."""
+    subtractor per pair), ``thr = threshold - L`` (``R`` bits: ``threshold = freq << nb_high`` has its
+    top bit at ``R``; compared with the state *index*), ``nb_high`` and ``len = nb_high + k`` (the
+    pair's bits when ``X >= threshold``; no adder per pair)."""
     R = shape.R
-    return data.StructLayout({"base": R, "thr": R + 1, "nb_high": bits_for(R), "k": bits_for(shape.K)})
+    return data.StructLayout({"base": R, "thr": R, "nb_high": bits_for(R), "len": bits_for(R + shape.K)})
 
 
 def x2_symbol_rows(table) -> list[dict]:
     """The rows of :func:`x2_symbol_entry` for a :class:`~ansforge.model.coding.tans.TansTable`, per
     symbol."""
     L = 1 << table.params.table_log
-    return [{"base": int(r[1] - r[0]) % L, "thr": int(r[3]) - L, "nb_high": int(r[2]), "k": int(r[4])}
+    return [{"base": int(r[1] - r[0]) % L, "thr": int(r[3]) - L, "nb_high": int(r[2]), "len": int(r[2] + r[4])}
             for r in table.encoder_entries()]
 
 
@@ -67,7 +68,7 @@ class TansEncoderStateRing(wiring.Component):
     restart : In(1)
         With ``step``: the stream ends here; both states become index 0 (``x`` now, the other on
         the next step through ``fresh``).
-    base : In(R); thr : In(R + 1); nb_high : In(range(R + 2)); set : In
+    base : In(R); thr : In(R); nb_high : In(range(R + 2)); set : In
         The pair's row (``nb_high = R + 1`` and ``thr = 0`` make the slot ``base``: a table write).
     x : Out(R)
         The state index in clock A (a register).
@@ -80,7 +81,7 @@ class TansEncoderStateRing(wiring.Component):
 
     def __init__(self, table_log: int, set_bits: int, init=()):
         self._R, self._S, self._init = table_log, set_bits, list(init)
-        ports = {"step": In(1), "restart": In(1), "base": In(table_log), "thr": In(table_log + 1),
+        ports = {"step": In(1), "restart": In(1), "base": In(table_log), "thr": In(table_log),
                  "nb_high": In(range(table_log + 2)), "x": Out(table_log), "lt": Out(1),
                  "we": In(1), "wdata": In(table_log)}
         if set_bits:
@@ -97,10 +98,12 @@ class TansEncoderStateRing(wiring.Component):
         fresh = Signal(init=1)     # the state behind ``slot`` is a new stream's initial state
         X = Cat(self.x, Const(1, 1))
         xs = Signal(R)
+        x2s = Signal(R + 2)
         m.d.comb += [
             self.lt.eq(self.x < self.thr),
-            # X >> n with n = nb_high - lt: both shifts beside the compare, then a 2:1 choice.
-            xs.eq(Mux(self.lt, Cat(Const(0, 1), X) >> self.nb_high, X >> self.nb_high)),
+            # X >> n with n = nb_high - lt: one shift of 2X beside the compare, then a 2:1 choice.
+            x2s.eq(Cat(Const(0, 1), X) >> self.nb_high),
+            xs.eq(Mux(self.lt, x2s[:R], x2s[1:R + 1])),
             rd.addr.eq(slot), wr.addr.eq(slot), wr.en.eq(self.we), wr.data.eq(self.wdata),
         ]
         with m.If(self.step):
@@ -242,8 +245,7 @@ class TansEncoderX2Coder(wiring.Component):
     Pipeline
     --------
     1. The pair's symbol row, read combinationally at ``i``'s symbol, is registered with what does
-       not depend on the state: ``mask = 2**nb_high - 1``, the extra bits shifted to ``nb_high``,
-       ``nb_high + k``. Flush and table-write steps enter here too, as rows of their own.
+       not depend on the state: ``mask = 2**nb_high - 1`` and the extra bits shifted to ``nb_high``. Flush and table-write steps enter here too, as rows of their own.
     2. Clock A of the ring (:class:`TansEncoderStateRing`); the pair's bits and length go to the packer
        (``lt`` halves the mask and the shifted extra bits: no shifter after the compare).
     3. The :class:`WordPacker`.
@@ -288,7 +290,7 @@ class TansEncoderX2Coder(wiring.Component):
 
         # Stage 1 registers.
         v1 = Signal()
-        base1, thr1, nbh1 = Signal(R), Signal(R + 1), Signal(range(R + 2))
+        base1, thr1, nbh1 = Signal(R), Signal(R), Signal(range(R + 2))
         mask1 = Signal(R)
         ext1 = Signal(F)
         len1 = Signal(range(F + 1))
@@ -350,10 +352,10 @@ class TansEncoderX2Coder(wiring.Component):
             m.d.sync += [thr1.eq(0), nbh1.eq(R + write), mask1.eq((1 << R) - 1),
                          ext1.eq((flush_step & fl) << R), len1.eq(R + (flush_step & fl))]
         with m.Elif(pair):
-            k = row.k
+            # The extra bits are not masked to k: a pair's additional data has k bits (the golden
+            # model's contract, docs/bitstream.md §1), so the bits above are 0.
             m.d.sync += [thr1.eq(row.thr), nbh1.eq(row.nb_high), mask1.eq(_therm(row.nb_high, R)),
-                         ext1.eq(((self.i.p.extra & _therm(k, max(1, K)))[:max(1, K)] << row.nb_high)[:F]),
-                         len1.eq(row.nb_high + k)]
+                         ext1.eq((self.i.p.extra << row.nb_high)[:F]), len1.eq(row.len)]
         if sh.programmable:
             addr = self.state_cfg.p.addr
             with m.If(write):
