@@ -182,7 +182,7 @@ class WordPacker(wiring.Component):
         rot_s = rot
         lo = Signal(W)
         # Bits below cnt are held, the others are the field's: one LUT6 per bit (cnt, acc, rot).
-        m.d.comb += lo.eq(Cat(Mux(cnt > q, acc[q], rot_s[q]) for q in range(W)))
+        m.d.comb += lo.eq(Cat(*(Mux(cnt > q, acc[q], rot_s[q]) for q in range(W - 1)), rot_s[W - 1]))
         stay = Signal()          # the field keeps the input register another clock
         m.d.comb += stay.eq(wide | (end3 & (tot > W)))
         fin = Signal()           # this step emits the stream's last word
