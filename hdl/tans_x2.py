@@ -28,7 +28,7 @@ from amaranth.lib.wiring import In, Out
 
 from .common import bits_for, pair_layout, word_layout
 
-__all__ = ["TansEncoderStateRing", "WordPacker", "TansEncoderX2Coder", "x2_symbol_entry", "x2_symbol_rows"]
+__all__ = ["TansEncoderStateRing", "WordPacker", "WideWordPacker", "TansEncoderX2Coder", "x2_symbol_entry", "x2_symbol_rows"]
 
 
 def _therm(n, width: int):
@@ -125,7 +125,7 @@ class WordPacker(wiring.Component):
     ``W`` bits (``log2 W`` stages of 2:1, i.e. two levels of 4:1) instead of a ``2W``-bit shifter: the
     rotated bits at or above ``cnt`` complete the word, those below are the next word's start, and a
     registered thermometer of ``cnt`` (``used``) chooses per bit between the held bits and the new
-    ones. A field wider than ``W`` (escape codes) takes one clock per ``W`` bits.
+    ones. Fields are at most ``W`` bits (:class:`WideWordPacker` takes wider ones).
 
     Ports
     -----
@@ -141,6 +141,8 @@ class WordPacker(wiring.Component):
     """
 
     def __init__(self, word_bits: int, field_bits: int):
+        if field_bits > word_bits:
+            raise ValueError(f"WordPacker takes fields of at most word_bits={word_bits} bits, not {field_bits}")
         self._W, self._F = word_bits, field_bits
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "len": range(field_bits + 1),
@@ -156,14 +158,10 @@ class WordPacker(wiring.Component):
         acc = Signal(W)
         cnt = Signal(range(W))
 
-        wide = Signal()
-        m.d.comb += wide.eq(len3 > W) if F > W else wide.eq(0)
         seg = Signal(W)
-        m.d.comb += seg.eq(bits3[:W])
-        seglen = Signal(range(W + 1))
-        m.d.comb += seglen.eq(Mux(wide, W, len3))
+        m.d.comb += seg.eq(bits3)
         tot = Signal(range(2 * W))
-        m.d.comb += tot.eq(cnt + seglen)
+        m.d.comb += tot.eq(cnt + len3)
         full = Signal()
         m.d.comb += full.eq(tot >= W)
         # rot = seg rotated left by cnt.
@@ -184,14 +182,14 @@ class WordPacker(wiring.Component):
         # Bits below cnt are held, the others are the field's: one LUT6 per bit (cnt, acc, rot).
         m.d.comb += lo.eq(Cat(*(Mux(cnt > q, acc[q], rot_s[q]) for q in range(W - 1)), rot_s[W - 1]))
         stay = Signal()          # the field keeps the input register another clock
-        m.d.comb += stay.eq(wide | (end3 & (tot > W)))
+        m.d.comb += stay.eq(end3 & (tot > W))
         fin = Signal()           # this step emits the stream's last word
         m.d.comb += fin.eq(end3 & ~stay)
         can_push = ~self.o.valid | self.o.ready
         step = Signal()
         m.d.comb += [step.eq(v3 & can_push),
-                     # An end field or a wide one holds the input register for a clock.
-                     self.i.ready.eq(~v3 | (can_push & ~wide & ~end3))]
+                     # An end field holds the input register for a clock (ready from registers).
+                     self.i.ready.eq(~v3 | (can_push & ~end3))]
         emit = Signal()
         m.d.comb += emit.eq(step & (full | fin))
         cnt_next = Signal(range(W))
@@ -203,10 +201,7 @@ class WordPacker(wiring.Component):
         # A field is never taken while one stays (ready is low then), so the clear comes first and
         # maps onto the flip-flops' synchronous reset.
         with m.If(step & stay):
-            if F > W:
-                m.d.sync += [bits3.eq(bits3 >> W), len3.eq(Mux(wide, len3 - W, 0))]
-            else:
-                m.d.sync += [bits3.eq(0), len3.eq(0)]
+            m.d.sync += [bits3.eq(0), len3.eq(0)]
         with m.Elif(self.i.valid & self.i.ready):
             m.d.sync += [bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end)]
         with m.If(self.i.valid & self.i.ready):
@@ -216,6 +211,59 @@ class WordPacker(wiring.Component):
             m.d.sync += self.o.valid.eq(0)
         with m.If(emit):
             m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(lo), self.o.p.last.eq(fin)]
+        return m
+
+
+class WideWordPacker(wiring.Component):
+    """:class:`WordPacker`'s ports for fields wider than a word (``F > W``: escape codes with many
+    extra bits), at one field per clock as long as the average stays below ``W`` bits.
+
+    A plain accumulator of ``2W + F`` bits: a clock that emits a word (``cnt >= W``) also inserts the
+    next field behind it, so a wide field costs no clock; a field waits only when the accumulator
+    cannot take it. After a stream's ``end`` field the accumulator drains (the last word may be
+    partial) before the next stream's first field is taken. Not what the paper configuration builds
+    (``R + K = W`` there), so its size is not budgeted: its ``ready`` passes ``o.ready`` through.
+    """
+
+    def __init__(self, word_bits: int, field_bits: int):
+        self._W, self._F = word_bits, field_bits
+        super().__init__({
+            "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "len": range(field_bits + 1),
+                                                       "end": 1}))),
+            "o": Out(stream.Signature(word_layout(word_bits))),
+        })
+
+    def elaborate(self, platform):
+        W, F = self._W, self._F
+        A = 2 * W + F
+        m = Module()
+        v3, end3 = Signal(), Signal()
+        bits3, len3 = Signal(F), Signal(range(F + 1))
+        acc = Signal(A)
+        cnt = Signal(range(A + 1))
+        drain = Signal()
+        o_free = ~self.o.valid | self.o.ready
+        emit, last, consume = Signal(), Signal(), Signal()
+        base = Signal(range(A + 1))
+        m.d.comb += [emit.eq(o_free & ((cnt >= W) | (drain & (cnt != 0)))),
+                     last.eq(drain & (cnt <= W)),
+                     base.eq(Mux(emit, Mux(cnt >= W, cnt - W, 0), cnt)),
+                     consume.eq(v3 & ~drain & (base + len3 <= A)),
+                     self.i.ready.eq(~v3 | consume)]
+        kept = Mux(emit, acc >> W, acc)
+        m.d.sync += [acc.eq(kept | Mux(consume, bits3 << base, 0)[:A]), cnt.eq(base + Mux(consume, len3, 0))]
+        with m.If(consume):
+            m.d.sync += v3.eq(0)
+            with m.If(end3):
+                m.d.sync += drain.eq(1)
+        with m.If(emit & last):
+            m.d.sync += drain.eq(0)
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += [v3.eq(1), bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end)]
+        with m.If(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        with m.If(emit):
+            m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(acc[:W]), self.o.p.last.eq(last)]
         return m
 
 
@@ -285,7 +333,7 @@ class TansEncoderX2Coder(wiring.Component):
         m.submodules.symbols = symbols = Memory(shape=self._entry, depth=sh.sets << sh.symbol_bits, init=sym_init)
         sym_rd = symbols.read_port(domain="comb")
         m.submodules.ring = ring = TansEncoderStateRing(R, S, state_init)
-        m.submodules.packer = packer = WordPacker(sh.W, F)
+        m.submodules.packer = packer = (WordPacker if F <= sh.W else WideWordPacker)(sh.W, F)
         wiring.connect(m, packer.o, wiring.flipped(self.o))
 
         # Stage 1 registers.
