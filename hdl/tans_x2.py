@@ -145,8 +145,8 @@ class WordPacker(wiring.Component):
             raise ValueError(f"WordPacker takes fields of at most word_bits={word_bits} bits, not {field_bits}")
         self._W, self._F = word_bits, field_bits
         super().__init__({
-            "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "len": range(field_bits + 1),
-                                                       "end": 1}))),
+            "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "skip": range(word_bits),
+                                                       "len": range(field_bits + 1), "end": 1}))),
             "o": Out(stream.Signature(word_layout(word_bits))),
         })
 
@@ -155,6 +155,7 @@ class WordPacker(wiring.Component):
         m = Module()
         v3, end3 = Signal(), Signal()
         bits3, len3 = Signal(F), Signal(range(F + 1))
+        skip3 = Signal(range(W))
         acc = Signal(W)
         cnt = Signal(range(W))
 
@@ -164,11 +165,16 @@ class WordPacker(wiring.Component):
         m.d.comb += tot.eq(cnt + len3)
         full = Signal()
         m.d.comb += full.eq(tot >= W)
-        # rot = seg rotated left by cnt.
+        # rot = seg rotated left by cnt - skip (mod W): the field's first bit lands at cnt.
         # Two (or more) stages of 4:1 multiplexers, one LUT6 per bit each.
+        amt = Signal(range(W))
+        if W & (W - 1) == 0:
+            m.d.comb += amt.eq((cnt - skip3)[:len(amt)])
+        else:
+            m.d.comb += amt.eq(Mux(cnt >= skip3, cnt - skip3, cnt + W - skip3))
         rot = seg
-        for b in range(0, len(cnt), 2):
-            sel = cnt[b:b + 2]
+        for b in range(0, len(amt), 2):
+            sel = amt[b:b + 2]
             nxt = Signal(W, name=f"rot{b}")
             choices = [Cat(rot[W - (j << b) % W:], rot[:W - (j << b) % W]) if (j << b) % W else rot
                        for j in range(1 << len(sel))]
@@ -203,7 +209,8 @@ class WordPacker(wiring.Component):
         with m.If(step & stay):
             m.d.sync += [bits3.eq(0), len3.eq(0)]
         with m.Elif(self.i.valid & self.i.ready):
-            m.d.sync += [bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end)]
+            m.d.sync += [bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end),
+                         skip3.eq(self.i.p.skip)]
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += v3.eq(1)
 
@@ -228,8 +235,8 @@ class WideWordPacker(wiring.Component):
     def __init__(self, word_bits: int, field_bits: int):
         self._W, self._F = word_bits, field_bits
         super().__init__({
-            "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "len": range(field_bits + 1),
-                                                       "end": 1}))),
+            "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "skip": range(field_bits),
+                                                       "len": range(field_bits + 1), "end": 1}))),
             "o": Out(stream.Signature(word_layout(word_bits))),
         })
 
@@ -239,6 +246,7 @@ class WideWordPacker(wiring.Component):
         m = Module()
         v3, end3 = Signal(), Signal()
         bits3, len3 = Signal(F), Signal(range(F + 1))
+        skip3 = Signal(range(F))
         acc = Signal(A)
         cnt = Signal(range(A + 1))
         drain = Signal()
@@ -251,7 +259,7 @@ class WideWordPacker(wiring.Component):
                      consume.eq(v3 & ~drain & (base + len3 <= A)),
                      self.i.ready.eq(~v3 | consume)]
         kept = Mux(emit, acc >> W, acc)
-        m.d.sync += [acc.eq(kept | Mux(consume, bits3 << base, 0)[:A]), cnt.eq(base + Mux(consume, len3, 0))]
+        m.d.sync += [acc.eq(kept | Mux(consume, (bits3 >> skip3) << base, 0)[:A]), cnt.eq(base + Mux(consume, len3, 0))]
         with m.If(consume):
             m.d.sync += v3.eq(0)
             with m.If(end3):
@@ -259,7 +267,8 @@ class WideWordPacker(wiring.Component):
         with m.If(emit & last):
             m.d.sync += drain.eq(0)
         with m.If(self.i.valid & self.i.ready):
-            m.d.sync += [v3.eq(1), bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end)]
+            m.d.sync += [v3.eq(1), bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end),
+                         skip3.eq(self.i.p.skip)]
         with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
         with m.If(emit):
@@ -339,8 +348,8 @@ class TansEncoderX2Coder(wiring.Component):
         # Stage 1 registers.
         v1 = Signal()
         base1, thr1, nbh1 = Signal(R), Signal(R), Signal(range(R + 2))
-        mask1 = Signal(R)
-        ext1 = Signal(F)
+        sh1 = Signal(range(R + 1))     # R - nb_high: where the state bits are moved up to
+        ext1 = Signal(max(1, K))
         len1 = Signal(range(F + 1))
         emit1, end1, restart1, wr1 = Signal(), Signal(), Signal(), Signal()
         set1 = Signal(max(1, S))
@@ -349,10 +358,18 @@ class TansEncoderX2Coder(wiring.Component):
 
         # Stage 2: clock A (the ring) and the pair's bits.
         lt = ring.lt
+        # x << (R - n), cut to R bits: its n low bits at the top, zeros below (sh1 from a register,
+        # beside the compare; lt adds one more place).
+        xsh_a = Signal(R)
+        xsh = Signal(R)
+        m.d.comb += [xsh_a.eq((ring.x << sh1)[:R]), xsh.eq(Mux(lt, xsh_a << 1, xsh_a)[:R])]
         advance = Signal()
         m.d.comb += [
             packer.i.valid.eq(v1 & emit1),
-            packer.i.p.bits.eq((ring.x & Mux(lt, mask1 >> 1, mask1)) | Mux(lt, ext1 >> 1, ext1)),
+            # The n = nb_high - lt state bits end at bit R, right below the extra bits: no shifter
+            # for the extra bits; the packer starts the field at bit ``skip = R - n``.
+            packer.i.p.bits.eq(Cat(xsh, ext1)),
+            packer.i.p.skip.eq(sh1 + lt),
             packer.i.p.len.eq(len1 - lt),
             packer.i.p.end.eq(end1),
             advance.eq(v1 & (~emit1 | packer.i.ready)),
@@ -397,13 +414,13 @@ class TansEncoderX2Coder(wiring.Component):
         # Flush: X_1 (R bits), then X_0 with the marker above it (R + 1 bits): all of x, lt = 0.
         # Write: lt = 0 and X >> (R + 1) = 0, so that the slot is the address.
         with m.If(pseudo):
-            m.d.sync += [thr1.eq(0), nbh1.eq(R + write), mask1.eq((1 << R) - 1),
-                         ext1.eq((flush_step & fl) << R), len1.eq(R + (flush_step & fl))]
+            m.d.sync += [thr1.eq(0), nbh1.eq(R + write), sh1.eq(0),
+                         ext1.eq(flush_step & fl), len1.eq(R + (flush_step & fl))]
         with m.Elif(pair):
             # The extra bits are not masked to k: a pair's additional data has k bits (the golden
             # model's contract, docs/bitstream.md §1), so the bits above are 0.
-            m.d.sync += [thr1.eq(row.thr), nbh1.eq(row.nb_high), mask1.eq(_therm(row.nb_high, R)),
-                         ext1.eq((self.i.p.extra << row.nb_high)[:F]), len1.eq(row.len)]
+            m.d.sync += [thr1.eq(row.thr), nbh1.eq(row.nb_high), sh1.eq(R - row.nb_high),
+                         ext1.eq(self.i.p.extra), len1.eq(row.len)]
         if sh.programmable:
             addr = self.state_cfg.p.addr
             with m.If(write):
