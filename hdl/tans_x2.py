@@ -358,11 +358,10 @@ class TansEncoderX2Coder(wiring.Component):
 
         # Stage 2: clock A (the ring) and the pair's bits.
         lt = ring.lt
-        # x << (R - n), cut to R bits: its n low bits at the top, zeros below (sh1 from a register,
-        # beside the compare; lt adds one more place).
-        xsh_a = Signal(R)
+        # x << (R - n), cut to R bits: its n low bits at the top, zeros below.
         xsh = Signal(R)
-        m.d.comb += [xsh_a.eq((ring.x << sh1)[:R]), xsh.eq(Mux(lt, xsh_a << 1, xsh_a)[:R])]
+        skip = Signal(range(R + 1))
+        m.d.comb += [skip.eq(sh1 + lt), xsh.eq((ring.x << skip)[:R])]
         advance = Signal()
         m.d.comb += [
             packer.i.valid.eq(v1 & emit1),
