@@ -31,11 +31,6 @@ from .common import bits_for, pair_layout, word_layout
 __all__ = ["TansEncoderStateRing", "WordPacker", "WideWordPacker", "TansEncoderX2Coder", "x2_symbol_entry", "x2_symbol_rows"]
 
 
-def _therm(n, width: int):
-    """``(1 << n) - 1`` as ``width`` bits (bit ``i`` set when ``i < n``), without a shifter."""
-    return Cat(*(n > i for i in range(width)))
-
-
 def x2_symbol_entry(shape) -> data.StructLayout:
     """The two-state encoder's symbol-table row (25 bits in the paper configuration, 35 in the
     single-state coder's): ``base = (cum - freq) mod L`` (the slot is ``base + (X >> n)``, no
@@ -301,14 +296,30 @@ class TansEncoderX2Coder(wiring.Component):
 
     Pipeline
     --------
-    1. The pair's symbol row, read combinationally at ``i``'s symbol, is registered with what does
-       not depend on the state: ``mask = 2**nb_high - 1`` and the extra bits shifted to ``nb_high``. Flush and table-write steps enter here too, as rows of their own.
-    2. Clock A of the ring (:class:`TansEncoderStateRing`); the pair's bits and length go to the packer
-       (``lt`` halves the mask and the shifted extra bits: no shifter after the compare).
-    3. The :class:`WordPacker`.
+    1. The pair's symbol row, read combinationally at ``i``'s symbol, is registered with
+       ``R - nb_high`` (the row's ``len`` is already ``nb_high + k``). Flush and table-write steps
+       enter here too, as rows of constants (the flip-flops' own set/reset).
+    2. Clock A of the ring (:class:`TansEncoderStateRing`). The pair's field goes to the packer as
+       ``{x << skip (R bits), extra}`` with ``skip = R - n``: its ``n`` state bits end right below
+       the extra bits, so the extra bits need no shifter and the state bits one shift of ``R`` bits
+       (beside the slot's); the packer starts the field at ``skip``.
+    3. The :class:`WordPacker` (fields of at most ``W`` bits: the paper's ``R + K = 16``), else
+       the :class:`WideWordPacker`.
 
-    Clock B of the ring is the table read; two states make it a stage of its own.
-    """
+    Clock B of the ring is the table read; two states make it a stage of its own. A pair's words
+    are on ``o`` three clocks after the pair is taken; a stream's last word about six clocks after
+    its last pair.
+
+    The extra bits are used as given: a pair's additional data has ``k`` bits (the golden model's
+    contract), so nothing above them is masked.
+
+    Measured (paper configuration: 64 codes, 8 extra bits, programmable; ``ansforge resources
+    --core tans-encoder --codec tans8x2 --no-shell``): 222 LUTs + 33 LUT-RAM cells (8 ``RAM256X1S``,
+    25 ``RAM64X1S``) = 279 LUT-equivalents, 141 FFs, 7 levels; ECP5 about 182-186 MHz (seeds 1-2).
+    Issue 18's area (<= 256) is not reached; where it goes: packer 95 LUTs (rotation 32, hold-or-new
+    per bit 15, next accumulator 16, control), ring 46 (compare, shift, add), the rest (stage 1,
+    the state-bit shift, programming multiplexers) 81, LUT-RAM 57.
+        """
 
     def __init__(self, shape):
         self._shape = sh = shape
