@@ -52,9 +52,14 @@ def x2_symbol_rows(table) -> list[dict]:
 class TansEncoderStateRing(wiring.Component):
     """The two states of the encoder and its state table: ``x`` (clock A) and ``slot`` (clock B).
 
-    On ``step`` the state in ``x`` is coded with the row ``base, thr, nb_high`` (registers of the
-    coder's stage 1): ``slot := set · 2**R | (base + (L|x) >> n)``; at the same time the other state
-    comes back from the table: ``x := state[slot]`` (0 instead when ``fresh`` or ``restart``).
+    On ``step`` the state in ``x`` is coded with the row ``base, thr, sh`` (registers of the coder's
+    stage 1): ``n = R - sh - lt`` state bits, ``slot := set · 2**R | (base + (L|x) >> n)``; at the same
+    time the other state comes back from the table: ``x := state[slot]`` (0 instead when ``fresh`` or
+    ``restart``).
+
+    One shifter serves the slot and the pair's bits: ``T = (lead·L | x) << skip`` with
+    ``skip = R - n = sh + lt``; its high ``R`` bits are ``X >> n`` (the slot's offset) and its low
+    ``R`` bits, ``low``, hold the ``n`` state bits the pair writes, at the top (zeros below).
 
     Ports
     -----
@@ -63,12 +68,17 @@ class TansEncoderStateRing(wiring.Component):
     restart : In(1)
         With ``step``: the stream ends here; both states become index 0 (``x`` now, the other on
         the next step through ``fresh``).
-    base : In(R); thr : In(R); nb_high : In(range(R + 2)); set : In
-        The pair's row (``nb_high = R + 1`` and ``thr = 0`` make the slot ``base``: a table write).
+    base : In(R); thr : In(R); sh : In(range(R + 1)); set : In
+        The pair's row: ``thr = threshold - L``, ``sh = R - nb_high``.
+    lead : In(1)
+        The state's leading bit (1: ``X = L | x``). A table write gives 0 with ``sh = thr = 0``,
+        so that the slot is ``base``, the write's address.
     x : Out(R)
         The state index in clock A (a register).
     lt : Out(1)
         ``x < thr``: the pair writes ``nb_high - 1`` state bits instead of ``nb_high``.
+    skip : Out(range(R + 1)); low : Out(R)
+        ``R - n`` and ``(x << skip) mod 2**R``: the pair's state bits end at bit ``R``.
     we, wdata : In
         Write ``wdata`` to the state table at the ``slot`` register (the table is single-port: its
         one address is a register).
@@ -76,9 +86,10 @@ class TansEncoderStateRing(wiring.Component):
 
     def __init__(self, table_log: int, set_bits: int, init=()):
         self._R, self._S, self._init = table_log, set_bits, list(init)
-        ports = {"step": In(1), "restart": In(1), "base": In(table_log), "thr": In(table_log),
-                 "nb_high": In(range(table_log + 2)), "x": Out(table_log), "lt": Out(1),
-                 "we": In(1), "wdata": In(table_log)}
+        R = table_log
+        ports = {"step": In(1), "restart": In(1), "base": In(R), "thr": In(R), "sh": In(range(R + 1)),
+                 "lead": In(1), "x": Out(R), "lt": Out(1), "skip": Out(range(R + 1)), "low": Out(R),
+                 "we": In(1), "wdata": In(R)}
         if set_bits:
             ports["set"] = In(set_bits)
         super().__init__(ports)
@@ -91,18 +102,16 @@ class TansEncoderStateRing(wiring.Component):
         wr = states.write_port()
         slot = Signal(R + S)
         fresh = Signal(init=1)     # the state behind ``slot`` is a new stream's initial state
-        X = Cat(self.x, Const(1, 1))
-        xs = Signal(R)
-        x2s = Signal(R + 2)
+        T = Signal(2 * R)
         m.d.comb += [
             self.lt.eq(self.x < self.thr),
-            # X >> n with n = nb_high - lt: one shift of 2X beside the compare, then a 2:1 choice.
-            x2s.eq(Cat(Const(0, 1), X) >> self.nb_high),
-            xs.eq(Mux(self.lt, x2s[:R], x2s[1:R + 1])),
+            self.skip.eq(self.sh + self.lt),
+            T.eq(Cat(self.x, self.lead) << self.skip),
+            self.low.eq(T[:R]),
             rd.addr.eq(slot), wr.addr.eq(slot), wr.en.eq(self.we), wr.data.eq(self.wdata),
         ]
         with m.If(self.step):
-            m.d.sync += [slot[:R].eq(self.base + xs), fresh.eq(self.restart)]
+            m.d.sync += [slot[:R].eq(self.base + T[R:]), fresh.eq(self.restart)]
             if S:
                 m.d.sync += slot[R:].eq(self.set)
             # A synchronous reset (the flip-flops' own), not a multiplexer after the table read.
@@ -358,7 +367,7 @@ class TansEncoderX2Coder(wiring.Component):
 
         # Stage 1 registers.
         v1 = Signal()
-        base1, thr1, nbh1 = Signal(R), Signal(R), Signal(range(R + 2))
+        base1, thr1 = Signal(R), Signal(R)
         sh1 = Signal(range(R + 1))     # R - nb_high: where the state bits are moved up to
         ext1 = Signal(max(1, K))
         len1 = Signal(range(F + 1))
@@ -369,22 +378,18 @@ class TansEncoderX2Coder(wiring.Component):
 
         # Stage 2: clock A (the ring) and the pair's bits.
         lt = ring.lt
-        # x << (R - n), cut to R bits: its n low bits at the top, zeros below.
-        xsh = Signal(R)
-        skip = Signal(range(R + 1))
-        m.d.comb += [skip.eq(sh1 + lt), xsh.eq((ring.x << skip)[:R])]
         advance = Signal()
         m.d.comb += [
             packer.i.valid.eq(v1 & emit1),
             # The n = nb_high - lt state bits end at bit R, right below the extra bits: no shifter
             # for the extra bits; the packer starts the field at bit ``skip = R - n``.
-            packer.i.p.bits.eq(Cat(xsh, ext1)),
-            packer.i.p.skip.eq(sh1 + lt),
+            packer.i.p.bits.eq(Cat(ring.low, ext1)),
+            packer.i.p.skip.eq(ring.skip),
             packer.i.p.len.eq(len1 - lt),
             packer.i.p.end.eq(end1),
             advance.eq(v1 & (~emit1 | packer.i.ready)),
             ring.step.eq(advance), ring.restart.eq(restart1),
-            ring.base.eq(base1), ring.thr.eq(thr1), ring.nb_high.eq(nbh1),
+            ring.base.eq(base1), ring.thr.eq(thr1), ring.sh.eq(sh1), ring.lead.eq(~wr1),
             ring.we.eq(we2), ring.wdata.eq(wd2),
         ]
         if S:
@@ -421,15 +426,15 @@ class TansEncoderX2Coder(wiring.Component):
             m.d.sync += fl.eq(~fl)
         # Each register of the row: the constants of the pseudo rows first (the flip-flops' own
         # synchronous set/reset), the pair's value under the clock enable.
-        # Flush: X_1 (R bits), then X_0 with the marker above it (R + 1 bits): all of x, lt = 0.
-        # Write: lt = 0 and X >> (R + 1) = 0, so that the slot is the address.
+        # Flush: X_1 (R bits), then X_0 with the marker above it (R + 1 bits): all of x (sh = 0, lt = 0).
+        # Write: lt = 0, sh = 0 and the state's leading bit 0 (ring.lead), so that the slot is the address.
         with m.If(pseudo):
-            m.d.sync += [thr1.eq(0), nbh1.eq(R + write), sh1.eq(0),
+            m.d.sync += [thr1.eq(0), sh1.eq(0),
                          ext1.eq(flush_step & fl), len1.eq(R + (flush_step & fl))]
         with m.Elif(pair):
             # The extra bits are not masked to k: a pair's additional data has k bits (the golden
             # model's contract, docs/bitstream.md §1), so the bits above are 0.
-            m.d.sync += [thr1.eq(row.thr), nbh1.eq(row.nb_high), sh1.eq(R - row.nb_high),
+            m.d.sync += [thr1.eq(row.thr), sh1.eq(R - row.nb_high),
                          ext1.eq(self.i.p.extra), len1.eq(row.len)]
         if sh.programmable:
             addr = self.state_cfg.p.addr
