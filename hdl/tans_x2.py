@@ -35,17 +35,19 @@ def x2_symbol_entry(shape) -> data.StructLayout:
     """The two-state encoder's symbol-table row (25 bits in the paper configuration, 35 in the
     single-state coder's): ``base = (cum - freq) mod L`` (the slot is ``base + (X >> n)``, no
     subtractor per pair), ``thr = threshold - L`` (``R`` bits: ``threshold = freq << nb_high`` has its
-    top bit at ``R``; compared with the state *index*), ``nb_high`` and ``len = nb_high + k`` (the
+    top bit at ``R``; compared with the state *index*), ``sh = R - nb_high`` (where the pair's state
+    bits are moved up to, and the shift that gives ``X >> n``) and ``len = nb_high + k`` (the
     pair's bits when ``X >= threshold``; no adder per pair)."""
     R = shape.R
-    return data.StructLayout({"base": R, "thr": R, "nb_high": bits_for(R), "len": bits_for(R + shape.K)})
+    return data.StructLayout({"base": R, "thr": R, "sh": bits_for(R), "len": bits_for(R + shape.K)})
 
 
 def x2_symbol_rows(table) -> list[dict]:
     """The rows of :func:`x2_symbol_entry` for a :class:`~ansforge.model.coding.tans.TansTable`, per
     symbol."""
-    L = 1 << table.params.table_log
-    return [{"base": int(r[1] - r[0]) % L, "thr": int(r[3]) - L, "nb_high": int(r[2]), "len": int(r[2] + r[4])}
+    R = table.params.table_log
+    L = 1 << R
+    return [{"base": int(r[1] - r[0]) % L, "thr": int(r[3]) - L, "sh": R - int(r[2]), "len": int(r[2] + r[4])}
             for r in table.encoder_entries()]
 
 
@@ -306,7 +308,7 @@ class TansEncoderX2Coder(wiring.Component):
     Pipeline
     --------
     1. The pair's symbol row, read combinationally at ``i``'s symbol, is registered with
-       ``R - nb_high`` (the row's ``len`` is already ``nb_high + k``). Flush and table-write steps
+       its ``sh = R - nb_high`` and ``len = nb_high + k`` (no adder per pair). Flush and table-write steps
        enter here too, as rows of constants (the flip-flops' own set/reset).
     2. Clock A of the ring (:class:`TansEncoderStateRing`). The pair's field goes to the packer as
        ``{x << skip (R bits), extra}`` with ``skip = R - n``: its ``n`` state bits end right below
@@ -434,7 +436,7 @@ class TansEncoderX2Coder(wiring.Component):
         with m.Elif(pair):
             # The extra bits are not masked to k: a pair's additional data has k bits (the golden
             # model's contract, docs/bitstream.md §1), so the bits above are 0.
-            m.d.sync += [thr1.eq(row.thr), sh1.eq(R - row.nb_high),
+            m.d.sync += [thr1.eq(row.thr), sh1.eq(row.sh),
                          ext1.eq(self.i.p.extra), len1.eq(row.len)]
         if sh.programmable:
             addr = self.state_cfg.p.addr
