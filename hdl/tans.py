@@ -861,7 +861,11 @@ class TansEncoder(_TansCore):
     """tANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
 
     Parameters are those of :class:`TansDecoder` (no ``block_crc``, no ``table_memory``); ``shell=False``
-    builds :class:`TansEncoderCoder` alone (its ports).
+    builds the coder alone (its ports). A codec of two interleaved states (``tans8x2``,
+    ``docs/bitstream.md`` §8) builds :class:`~.tans_x2.TansEncoderX2Coder` (its symbol rows are
+    :func:`~.tans_x2.x2_symbol_entry`, which :meth:`table_writes` gives; its flush is queued behind
+    the pairs, so the next command's pairs follow two clocks after the last one); any other ``N > 1``
+    is refused. One state builds :class:`TansEncoderCoder`.
 
     Ports (``shell=True``)
     ----------------------
