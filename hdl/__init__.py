@@ -3,7 +3,8 @@
 ``tans``, ``rans``
     The tANS and rANS decoder and encoder cores (§4.2, Table 3): each a coder with an optional command
     shell (``shell``: counters, status, end checks, CRC), checked bit for bit against the golden models
-    of :mod:`ansforge.model.coding`.
+    of :mod:`ansforge.model.coding`. ``tans_x2`` holds the tANS encoder's coder for two interleaved
+    states (``tans8x2``), which ``tans.TansEncoder`` builds for such a codec.
 ``interfaces``
     Coding pairs to and from floats and fixed point (§4.3, Figs. 9–11).
 ``parallel``, ``broadcast``

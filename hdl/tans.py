@@ -25,6 +25,7 @@ from .common import (COUNT_BITS, CoreParameters, WordCrc, bits_for, check_bool, 
                      table_select_layout, word_layout)
 from .mutants import check_mutant
 from .shell import DecoderShell, EncoderShell
+from .tans_x2 import TansEncoderX2Coder, x2_symbol_rows
 
 __all__ = ["BitWindow", "PairWindow", "TansDecoder", "TansDecoderCoder", "TansStateUpdate", "TansTailUpdate", "TansX2DecoderCoder", "TansEncoder", "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes"]
 
@@ -1245,7 +1246,11 @@ class TansEncoder(_TansCore):
     """tANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
 
     Parameters are those of :class:`TansDecoder` (no ``block_crc``, no ``table_memory``); ``shell=False``
-    builds :class:`TansEncoderCoder` alone (its ports).
+    builds the coder alone (its ports). A codec of two interleaved states (``tans8x2``,
+    ``docs/bitstream.md`` §8) builds :class:`~.tans_x2.TansEncoderX2Coder` (its symbol rows are
+    :func:`~.tans_x2.x2_symbol_entry`, which :meth:`table_writes` gives; its flush is queued behind
+    the pairs, so the next command's pairs follow two clocks after the last one); any other ``N > 1``
+    is refused. One state builds :class:`TansEncoderCoder`.
 
     Ports (``shell=True``)
     ----------------------
@@ -1274,13 +1279,15 @@ class TansEncoder(_TansCore):
                  max_symbols: int = 64, max_extra_bits: int = 8, table: TansTable | None = None,
                  programmable: bool = False, table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS,
                  mutant: str | None = None):
-        codec = core_codec(TansCodec, codec, table_log=table_log, word_bits=word_bits)
+        codec = core_codec(TansCodec, codec, states=(1, 2), table_log=table_log, word_bits=word_bits)
         sh = _TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
         self._mutant = sh.mutant = check_mutant("tans-encoder", mutant)
         self._shell = check_bool("shell", shell)
         self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
-        self._coder = TansEncoderCoder(sh)
+        # Two interleaved states (tans8x2): the ring coder, whose table read has a clock of its own.
+        self._coder_cls = TansEncoderX2Coder if codec.tans.states == 2 else TansEncoderCoder
+        self._coder = self._coder_cls(sh)
         self._sym_entry = _symbol_entry(sh)
         if not shell:
             super().__init__(dict(self._coder.signature.members))
@@ -1302,13 +1309,15 @@ class TansEncoder(_TansCore):
         sym, state = [], []
         for t, table in enumerate(tables):
             s, x = tans_encoder_writes(table, t, 1 << self._shape.symbol_bits)
+            if self._coder_cls is TansEncoderX2Coder:    # its narrower symbol rows
+                s = [{"addr": w["addr"], "data": r} for w, r in zip(s, x2_symbol_rows(table))]
             sym += s
             state += x
         return {"sym_cfg": sym, "state_cfg": state}
 
     def blocks(self) -> dict[str, wiring.Component]:
         """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``)."""
-        out = {"coder": TansEncoderCoder(self._shape)}
+        out = {"coder": self._coder_cls(self._shape)}
         if self._shell:
             out["shell"] = EncoderShell(encoder_command_layout(self._count_bits))
         return out
@@ -1323,11 +1332,17 @@ class TansEncoder(_TansCore):
         m.d.comb += [coder.i.p.eq(self.i.p), coder.i.valid.eq(self.i.valid & shell.take),
                      self.i.ready.eq(coder.i.ready & shell.take),
                      shell.pair.eq(self.i.valid & self.i.ready), coder.flush.eq(shell.flush),
-                     shell.flushed.eq(coder.flushed), self.done.eq(shell.done)]
+                     shell.flushed.eq(coder.flushed)]
+        if self._coder_cls is TansEncoderX2Coder:
+            # Its ``flushed`` comes when the flush is queued, before the stream has drained (the next
+            # command's pairs follow at once): ``done`` is the clock after the ``last`` word's transfer.
+            m.d.sync += self.done.eq(self.o.valid & self.o.ready & self.o.p.last)
+        else:
+            m.d.comb += self.done.eq(shell.done)
         for name in ("sym_cfg", "state_cfg"):
             if name in self.signature.members:
                 a, b = getattr(self, name), getattr(coder, name)
-                m.d.comb += [b.valid.eq(a.valid & shell.idle), b.p.eq(a.p), a.ready.eq(shell.idle)]
+                m.d.comb += [b.valid.eq(a.valid & shell.idle), b.p.eq(a.p), a.ready.eq(shell.idle & b.ready)]
                 if self._mutant == "tans_enc_table_bit" and name == "state_cfg":
                     m.d.comb += b.p.data[0].eq(~a.p.data[0])
         return m

