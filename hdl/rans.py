@@ -1264,23 +1264,24 @@ class RansEncoderXnCoder(wiring.Component):
             with m.If(part == per - 1):
                 m.d.sync += left.eq(left - 1)
 
-        # -- the ring ------------------------------------------------------------------------------
+        # -- the ring (the stages' logic outside the clock enable: a comb assignment under ``If``
+        # would gate every bit) ----------------------------------------------------------------------
+        nxt = []
+        for s in range(1, N):
+            nxt.append(steps(rs[s - 1], ts[s - 1], fs[s - 1], plan[s][1], f"s{s}"))
+        r_end, t_end = nxt[-1]
+        # r + f corrects a negative remainder; c + (x mod f) < 2**P.
+        low = Signal(n, name="remainder_plus_c")
+        m.d.comb += low.eq(r_end + Mux(r_end[n - 1], cfs[N - 2], cs[N - 2]))
         with m.If(step_ring):
             m.d.sync += [rs[0].eq(r), ts[0].eq(t), fs[0].eq(f), cs[0].eq(c), cfs[0].eq(cf), fresh[0].eq(~fire)]
-            for s in range(1, N):
-                first, bits, last = plan[s]
-                r, t = steps(rs[s - 1], ts[s - 1], fs[s - 1], bits, f"s{s}")
-                if not last:
-                    m.d.sync += [rs[s].eq(r), ts[s].eq(t), fs[s].eq(fs[s - 1]), cs[s].eq(cs[s - 1]),
-                                 cfs[s].eq(cfs[s - 1]), fresh[s].eq(fresh[s - 1])]
-                else:
-                    # r + f corrects a negative remainder; c + (x mod f) < 2**P.
-                    low = Signal(n, name="remainder_plus_c")
-                    m.d.comb += low.eq(r + Mux(r[n - 1], cfs[s - 1], cs[s - 1]))
-                    with m.If(fresh[s - 1]):
-                        m.d.sync += x.eq(init)
-                    with m.Else():
-                        m.d.sync += x.eq(Cat(low[:P], t))
+            for s in range(1, N - 1):
+                m.d.sync += [rs[s].eq(nxt[s - 1][0]), ts[s].eq(nxt[s - 1][1]), fs[s].eq(fs[s - 1]),
+                             cs[s].eq(cs[s - 1]), cfs[s].eq(cfs[s - 1]), fresh[s].eq(fresh[s - 1])]
+            with m.If(fresh[N - 2]):
+                m.d.sync += x.eq(init)
+            with m.Else():
+                m.d.sync += x.eq(Cat(low[:P], t_end))
         with m.If(self.start):
             m.d.sync += [fr.eq(1) for fr in fresh] + [x.eq(init)]
         return m
