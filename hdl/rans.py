@@ -1187,24 +1187,39 @@ class RansEncoderXnCoder(wiring.Component):
         tables = _Tables(m, sh, self.cfg if sh.programmable else None, buckets=False)
         plan = _xn_units(N, Q)
 
-        # -- the ring's registers: per stage k < N - 1 a divider in progress, the last the finished state
+        # -- the ring's registers: per stage k < N - 1 a division in progress, the last a finished
+        # state. The dividend is kept as the state before the symbol's push (``xv``) and the push
+        # bit: each step picks its dividend bit from ``xv`` in the adder's own LUT, where a
+        # registered ``push ? xv >> W : xv`` would cost a LUT per bit. Bits no later stage reads
+        # are left unread and yosys removes their flip-flops.
         fresh = [Signal(init=1, name=f"fresh{k}") for k in range(N - 1)]
+        xvs = [Signal(S, name=f"xv{k}") for k in range(N - 1)]
+        pss = [Signal(name=f"push{k}") for k in range(N - 1)]
         rs = [Signal(n, name=f"r{k}") for k in range(N - 1)]        # partial remainder, two's complement
-        ts = [Signal(Q, name=f"t{k}") for k in range(N - 1)]        # dividend bits left, then quotient bits
+        qs = [Signal(Q, name=f"q{k}") for k in range(N - 1)]        # quotient bits so far (low end)
         fs = [Signal(n, name=f"f{k}") for k in range(N - 1)]
         cs = [Signal(n, name=f"c{k}") for k in range(N - 1)]
         cfs = [Signal(n, name=f"cf{k}") for k in range(N - 1)]
         x = Signal(S, init=init, name="x_done")                     # the last stage: a finished state
 
-        def steps(r, t, f, bits, tag):
-            """``bits`` non-restoring steps: per step ``r = 2 r + b -/+ f`` (``b`` the top bit of ``t``)."""
-            for j in range(bits):
+        def dividend_bit(xv, ps, j):
+            """Bit ``j`` of the dividend ``ps ? xv >> W : xv``."""
+            return Mux(ps, xv[j + W], xv[j]) if j + W < S else xv[j] & ~ps
+
+        def steps(xv, ps, r, q, f, first, bits, tag):
+            """Quotient bits ``first .. first + bits - 1`` (counted from the most significant): per
+            step ``r = 2 r + b - f`` if ``r >= 0`` else ``2 r + b + f``, the bit ``r >= 0`` after it
+            (a non-restoring step: one ``P + 1``-bit carry chain, ``f`` or ``~f`` chosen in its LUTs)."""
+            if first == 0:
+                # x < f 2**Q after the push: the dividend's top S - Q bits are already a remainder.
+                r = Cat(*[dividend_bit(xv, ps, j) for j in range(Q, S)], Const(0, n))[:n]
+            for i in range(bits):
                 sub = ~r[n - 1]
-                total = Cat(Const(1, 1), t[Q - 1], r[:n - 1]) + Cat(sub, Mux(sub, ~f, f))
-                nr, nt = Signal(n, name=f"{tag}_r{j}"), Signal(Q, name=f"{tag}_t{j}")
-                m.d.comb += [nr.eq(total[1:n + 1]), nt.eq(Cat(~total[n], t[:Q - 1]))]
-                r, t = nr, nt
-            return r, t
+                total = Cat(Const(1, 1), dividend_bit(xv, ps, Q - 1 - first - i), r[:n - 1]) + Cat(sub, Mux(sub, ~f, f))
+                nr, nq = Signal(n, name=f"{tag}_r{i}"), Signal(Q, name=f"{tag}_q{i}")
+                m.d.comb += [nr.eq(total[1:n + 1]), nq.eq(Cat(~total[n], q[:Q - 1]))]
+                r, q = nr, nq
+            return r, q
 
         # -- stage 0: the pair's pushes and the chunk ----------------------------------------------
         entry = tables.symbol(m, self.i.p.symbol, self.i.p.set if sh.sets > 1 else None)
@@ -1212,27 +1227,34 @@ class RansEncoderXnCoder(wiring.Component):
         xv = x
         push_c = Const(0, 1)
         if K:
-            # As RansEncoderCoder: push when one of x's top w bits is set, then insert the w-bit
-            # chunk below P and move the bits above P - K up by w (a two-level shifter).
+            # Push when one of x's top w bits is set (x >= 2**(S - w)), then insert the w-bit chunk
+            # below P (frequency 2**(P - w)) and move the bits above P - w up by w. The push's
+            # ``x >> W`` and the move are one shifter: a first level by ``w mod 4`` on x itself, a
+            # second by ``4 (w // 4)``, which also takes ``W`` off where the chunk pushed.
             push_c = Signal(name="push_chunk")
             m.d.comb += push_c.eq((x[S - K:] >> (K - k).as_unsigned()) != 0)
-            xp = Signal(S, name="x_after_push_chunk")
-            m.d.comb += xp.eq(Mux(push_c, x >> W, x))
-            moved = _shift(m, xp[P - K:], k, S - P + 2 * K, "chunk_moved", left=True)
-            value = Signal(K, name="chunk_value")
+            a = Signal(S + 3, name="chunk_shift1")
+            m.d.comb += a.eq(Array([x << j for j in range(4)])[k[:2]])
+            rest = k[2:]
+            hi = []
+            for i in range(P, S):
+                opts_keep = [a[i - 4 * j] for j in range(K // 4 + 1)]
+                opts_push = [a[i - 4 * j + W] if i - 4 * j + W < S + 3 else Const(0, 1) for j in range(K // 4 + 1)]
+                keep = Array(opts_keep)[rest] if len(rest) else opts_keep[0]
+                pushed = Array(opts_push)[rest] if len(rest) else opts_push[0]
+                hi.append(Mux(push_c, pushed, keep))
+            xp_low = Signal(P, name="x_after_push_chunk_low")
+            m.d.comb += xp_low.eq(Mux(push_c, x[W:W + P], x[:P]))
+            value = Signal(K, name="chunk_value")              # the chunk, left-aligned in K bits
             m.d.comb += value.eq(self.i.p.extra << (K - k).as_unsigned())
             xv = Signal(S, name="x_chunk")
-            m.d.comb += xv.eq(Cat(xp[:P - K], *[Mux(i < K - k, xp[P - K + i], value[i]) for i in range(K)],
-                                  moved[K:]))
+            m.d.comb += xv.eq(Cat(xp_low[:P - K], *[Mux(i < K - k, xp_low[P - K + i], value[i]) for i in range(K)],
+                                  *hi))
         push_s = Signal(name="push_sym")
         m.d.comb += push_s.eq((xv >> (S - P)) >= f)
-        xs = Signal(S, name="x_pushed")
-        m.d.comb += xs.eq(Mux(push_s, xv >> W, xv))
         cf = Signal(n, name="c_plus_f")
         m.d.comb += cf.eq(c + f)
-        # x < f 2**Q after the push: its top S - Q bits are already a remainder (< f).
-        r, t = steps(Cat(xs[Q:], Const(0, n))[:n], xs[:Q], f, plan[0][1], "s0")
-        stage_in = [(r, t, f, c, cf)]
+        r, q = steps(xv, push_s, Const(0, n), Const(0, Q), f, plan[0][0], plan[0][1], "s0")
 
         # -- the output word and the flush ---------------------------------------------------------
         n_out = Signal()
@@ -1250,7 +1272,7 @@ class RansEncoderXnCoder(wiring.Component):
         m.d.comb += self.o.p.eq(out)
         words = Array([Cat(x, Const(0, per * W - S))[j * W:(j + 1) * W] for j in range(per)])
         with m.If((fire & (push_c | push_s)) | fword):
-            # At most one of the pair's pushes happens (one word per pair); the chunk's pushes the
+            # At most one of the pair's pushes happens (one word per pair): the chunk's pushes the
             # incoming state's low word, the symbol's the low word after the chunk.
             m.d.sync += [out.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))), n_out.eq(1)]
         with m.Elif(self.o.ready):
@@ -1266,22 +1288,23 @@ class RansEncoderXnCoder(wiring.Component):
 
         # -- the ring (the stages' logic outside the clock enable: a comb assignment under ``If``
         # would gate every bit) ----------------------------------------------------------------------
-        nxt = []
-        for s in range(1, N):
-            nxt.append(steps(rs[s - 1], ts[s - 1], fs[s - 1], plan[s][1], f"s{s}"))
-        r_end, t_end = nxt[-1]
+        nxt = [steps(xvs[s - 1], pss[s - 1], rs[s - 1], qs[s - 1], fs[s - 1], plan[s][0], plan[s][1], f"s{s}")
+               for s in range(1, N)]
+        r_end, q_end = nxt[-1]
         # r + f corrects a negative remainder; c + (x mod f) < 2**P.
         low = Signal(n, name="remainder_plus_c")
         m.d.comb += low.eq(r_end + Mux(r_end[n - 1], cfs[N - 2], cs[N - 2]))
         with m.If(step_ring):
-            m.d.sync += [rs[0].eq(r), ts[0].eq(t), fs[0].eq(f), cs[0].eq(c), cfs[0].eq(cf), fresh[0].eq(~fire)]
+            m.d.sync += [xvs[0].eq(xv), pss[0].eq(push_s), rs[0].eq(r), qs[0].eq(q), fs[0].eq(f), cs[0].eq(c),
+                         cfs[0].eq(cf), fresh[0].eq(~fire)]
             for s in range(1, N - 1):
-                m.d.sync += [rs[s].eq(nxt[s - 1][0]), ts[s].eq(nxt[s - 1][1]), fs[s].eq(fs[s - 1]),
-                             cs[s].eq(cs[s - 1]), cfs[s].eq(cfs[s - 1]), fresh[s].eq(fresh[s - 1])]
+                m.d.sync += [xvs[s].eq(xvs[s - 1]), pss[s].eq(pss[s - 1]), rs[s].eq(nxt[s - 1][0]),
+                             qs[s].eq(nxt[s - 1][1]), fs[s].eq(fs[s - 1]), cs[s].eq(cs[s - 1]),
+                             cfs[s].eq(cfs[s - 1]), fresh[s].eq(fresh[s - 1])]
             with m.If(fresh[N - 2]):
                 m.d.sync += x.eq(init)
             with m.Else():
-                m.d.sync += x.eq(Cat(low[:P], t_end))
+                m.d.sync += x.eq(Cat(low[:P], q_end))
         with m.If(self.start):
             m.d.sync += [fr.eq(1) for fr in fresh] + [x.eq(init)]
         return m
