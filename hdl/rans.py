@@ -1206,7 +1206,7 @@ class RansEncoderXnCoder(wiring.Component):
             """Bit ``j`` of the dividend ``ps ? xv >> W : xv``."""
             return Mux(ps, xv[j + W], xv[j]) if j + W < S else xv[j] & ~ps
 
-        def steps(xv, ps, r, q, f, first, bits, tag):
+        def steps(xv, ps, r, q, f, first, bits, tag, sm):
             """Quotient bits ``first .. first + bits - 1`` (counted from the most significant): per
             step ``r = 2 r + b - f`` if ``r >= 0`` else ``2 r + b + f``, the bit ``r >= 0`` after it
             (a non-restoring step: one ``P + 1``-bit carry chain, ``f`` or ``~f`` chosen in its LUTs)."""
@@ -1217,11 +1217,13 @@ class RansEncoderXnCoder(wiring.Component):
                 sub = ~r[n - 1]
                 total = Cat(Const(1, 1), dividend_bit(xv, ps, Q - 1 - first - i), r[:n - 1]) + Cat(sub, Mux(sub, ~f, f))
                 nr, nq = Signal(n, name=f"{tag}_r{i}"), Signal(Q, name=f"{tag}_q{i}")
-                m.d.comb += [nr.eq(total[1:n + 1]), nq.eq(Cat(~total[n], q[:Q - 1]))]
+                sm.d.comb += [nr.eq(total[1:n + 1]), nq.eq(Cat(~total[n], q[:Q - 1]))]
                 r, q = nr, nq
             return r, q
 
         # -- stage 0: the pair's pushes and the chunk ----------------------------------------------
+        # (Each stage is a module of its own: the Amaranth simulator re-evaluates only what changed.)
+        m.submodules.front = fm = Module()
         entry = tables.symbol(m, self.i.p.symbol, self.i.p.set if sh.sets > 1 else None)
         f, c, k = entry.freq, entry.cum, entry.k
         xv = x
@@ -1232,9 +1234,9 @@ class RansEncoderXnCoder(wiring.Component):
             # ``x >> W`` and the move are one shifter: a first level by ``w mod 4`` on x itself, a
             # second by ``4 (w // 4)``, which also takes ``W`` off where the chunk pushed.
             push_c = Signal(name="push_chunk")
-            m.d.comb += push_c.eq((x[S - K:] >> (K - k).as_unsigned()) != 0)
+            fm.d.comb += push_c.eq((x[S - K:] >> (K - k).as_unsigned()) != 0)
             a = Signal(S + 3, name="chunk_shift1")
-            m.d.comb += a.eq(Array([x << j for j in range(4)])[k[:2]])
+            fm.d.comb += a.eq(Array([x << j for j in range(4)])[k[:2]])
             rest = k[2:]
             hi = []
             for i in range(P, S):
@@ -1244,17 +1246,17 @@ class RansEncoderXnCoder(wiring.Component):
                 pushed = Array(opts_push)[rest] if len(rest) else opts_push[0]
                 hi.append(Mux(push_c, pushed, keep))
             xp_low = Signal(P, name="x_after_push_chunk_low")
-            m.d.comb += xp_low.eq(Mux(push_c, x[W:W + P], x[:P]))
+            fm.d.comb += xp_low.eq(Mux(push_c, x[W:W + P], x[:P]))
             value = Signal(K, name="chunk_value")              # the chunk, left-aligned in K bits
-            m.d.comb += value.eq(self.i.p.extra << (K - k).as_unsigned())
+            fm.d.comb += value.eq(self.i.p.extra << (K - k).as_unsigned())
             xv = Signal(S, name="x_chunk")
-            m.d.comb += xv.eq(Cat(xp_low[:P - K], *[Mux(i < K - k, xp_low[P - K + i], value[i]) for i in range(K)],
+            fm.d.comb += xv.eq(Cat(xp_low[:P - K], *[Mux(i < K - k, xp_low[P - K + i], value[i]) for i in range(K)],
                                   *hi))
         push_s = Signal(name="push_sym")
-        m.d.comb += push_s.eq((xv >> (S - P)) >= f)
+        fm.d.comb += push_s.eq((xv >> (S - P)) >= f)
         cf = Signal(n, name="c_plus_f")
-        m.d.comb += cf.eq(c + f)
-        r, q = steps(xv, push_s, Const(0, n), Const(0, Q), f, plan[0][0], plan[0][1], "s0")
+        fm.d.comb += cf.eq(c + f)
+        r, q = steps(xv, push_s, Const(0, n), Const(0, Q), f, plan[0][0], plan[0][1], "s0", fm)
 
         # -- the output word and the flush ---------------------------------------------------------
         n_out = Signal()
@@ -1288,8 +1290,11 @@ class RansEncoderXnCoder(wiring.Component):
 
         # -- the ring (the stages' logic outside the clock enable: a comb assignment under ``If``
         # would gate every bit) ----------------------------------------------------------------------
-        nxt = [steps(xvs[s - 1], pss[s - 1], rs[s - 1], qs[s - 1], fs[s - 1], plan[s][0], plan[s][1], f"s{s}")
-               for s in range(1, N)]
+        nxt = []
+        for s in range(1, N):
+            m.submodules[f"stage{s}"] = sm = Module()
+            nxt.append(steps(xvs[s - 1], pss[s - 1], rs[s - 1], qs[s - 1], fs[s - 1], plan[s][0], plan[s][1],
+                             f"s{s}", sm))
         r_end, q_end = nxt[-1]
         # r + f corrects a negative remainder; c + (x mod f) < 2**P.
         low = Signal(n, name="remainder_plus_c")
@@ -1301,10 +1306,14 @@ class RansEncoderXnCoder(wiring.Component):
                 m.d.sync += [xvs[s].eq(xvs[s - 1]), pss[s].eq(pss[s - 1]), rs[s].eq(nxt[s - 1][0]),
                              qs[s].eq(nxt[s - 1][1]), fs[s].eq(fs[s - 1]), cs[s].eq(cs[s - 1]),
                              cfs[s].eq(cfs[s - 1]), fresh[s].eq(fresh[s - 1])]
-            with m.If(fresh[N - 2]):
-                m.d.sync += x.eq(init)
-            with m.Else():
-                m.d.sync += x.eq(Cat(low[:P], q_end))
+        # One synchronous set/reset for the finished state, above its enable: the flip-flops' own
+        # reset pins (a fresh slot's value and ``start`` as two conditions cost a LUT per bit).
+        x_init = Signal()
+        m.d.comb += x_init.eq(self.start | (step_ring & fresh[N - 2]))
+        with m.If(x_init):
+            m.d.sync += x.eq(init)
+        with m.Elif(step_ring):
+            m.d.sync += x.eq(Cat(low[:P], q_end))
         with m.If(self.start):
-            m.d.sync += [fr.eq(1) for fr in fresh] + [x.eq(init)]
+            m.d.sync += [fr.eq(1) for fr in fresh]
         return m
