@@ -29,9 +29,10 @@ from ansforge.sim.streams import pack, stream_get, stream_put
 
 N = ENCODER_XN_STATES[-1]
 CODEC = f"rans16x{N}"
-#: Clocks a command costs beyond one per pair (inputs offered, outputs taken): the flush's
-#: ``N ceil(S / W)`` words, one per clock after the last pair's, and the last word's clock in ``o``.
-FLUSH_CLOCKS = 2 * N + 1
+#: Clocks a command costs beyond one per pair in the Verilator count (from the clock before the first
+#: pair enters to the last word's transfer; inputs offered, outputs taken): the flush's
+#: ``N ceil(S / W)`` words, one per clock after the last pair's, and two.
+FLUSH_CLOCKS = 2 * N + 2
 
 
 def _table(freqs, extra=8):
@@ -257,9 +258,13 @@ def test_whole_stories_verilator(stories_pairs):
     assert rep.bit_exact, rep.errors[:3]
 
 
-def test_whole_minilm_verilator(minilm):
-    """All of MiniLM, bit-exact in Verilator, one pair per clock but for each matrix's flush."""
+def test_whole_minilm_verilator(minilm, stories_pairs):
+    """All of MiniLM, bit-exact in Verilator, one pair per clock but for each matrix's flush; over
+    stories260K and MiniLM together (as tests/test_rans_cores.py counts) >= 0.999 pairs per clock.
+    (stories260K alone: 0.9953, its 36 matrices average 7,204 pairs against 34 flush clocks each.)"""
     rep = simulate_matrices("rans-encoder", CODEC, model_pairs(str(minilm), CODEC), engine="verilator")
     assert rep.bit_exact, rep.errors[:3]
     assert rep.cycles == rep.pairs + rep.matrices * FLUSH_CLOCKS, (rep.cycles, rep.pairs, rep.matrices)
-    assert rep.pairs / rep.cycles >= 0.999
+    assert rep.pairs / rep.cycles >= 0.9999
+    stories_cycles = 259_328 + len(stories_pairs) * FLUSH_CLOCKS       # held by test_whole_stories_verilator
+    assert (rep.pairs + 259_328) / (rep.cycles + stories_cycles) >= 0.999
