@@ -1233,24 +1233,36 @@ class RansEncoderXnCoder(wiring.Component):
             # below P (frequency 2**(P - w)) and move the bits above P - w up by w. The push's
             # ``x >> W`` and the move are one shifter: a first level by ``w mod 4`` on x itself, a
             # second by ``4 (w // 4)``, which also takes ``W`` off where the chunk pushed.
+            # Every selection is written against ``w`` itself (no ``K - w``: a subtractor in front of
+            # each shifter doubles its LUTs).
             push_c = Signal(name="push_chunk")
-            fm.d.comb += push_c.eq((x[S - K:] >> (K - k).as_unsigned()) != 0)
+            fm.d.comb += push_c.eq(Cat(*(x[S - K + i] & (k >= K - i) for i in range(K))).any())
             a = Signal(S + 3, name="chunk_shift1")
             fm.d.comb += a.eq(Array([x << j for j in range(4)])[k[:2]])
             rest = k[2:]
+
+            def by_rest(opts):
+                # w // 4 never exceeds K // 4: the unused codes repeat the last option (fewer LUTs).
+                if not len(rest):
+                    return opts[0]
+                return Array(opts + [opts[-1]] * ((1 << len(rest)) - len(opts)))[rest]
+
             hi = []
             for i in range(P, S):
-                opts_keep = [a[i - 4 * j] for j in range(K // 4 + 1)]
-                opts_push = [a[i - 4 * j + W] if i - 4 * j + W < S + 3 else Const(0, 1) for j in range(K // 4 + 1)]
-                keep = Array(opts_keep)[rest] if len(rest) else opts_keep[0]
-                pushed = Array(opts_push)[rest] if len(rest) else opts_push[0]
-                hi.append(Mux(push_c, pushed, keep))
+                keep = by_rest([a[i - 4 * j] for j in range(K // 4 + 1)])
+                if i - 4 * (K // 4) + W < S + 3:
+                    pushed = by_rest([a[i - 4 * j + W] if i - 4 * j + W < S + 3 else Const(0, 1)
+                                      for j in range(K // 4 + 1)])
+                    hi.append(Mux(push_c, pushed, keep))
+                else:
+                    hi.append(keep & ~push_c)
             xp_low = Signal(P, name="x_after_push_chunk_low")
             fm.d.comb += xp_low.eq(Mux(push_c, x[W:W + P], x[:P]))
-            value = Signal(K, name="chunk_value")              # the chunk, left-aligned in K bits
-            fm.d.comb += value.eq(self.i.p.extra << (K - k).as_unsigned())
+            # The chunk's w bits go to [P - w, P): bit P - K + j is the chunk's bit j + w - K.
+            chunk = Signal(K, name="chunk_value")
+            fm.d.comb += chunk.eq((Cat(Const(0, K), self.i.p.extra[:K]) >> k)[:K])
             xv = Signal(S, name="x_chunk")
-            fm.d.comb += xv.eq(Cat(xp_low[:P - K], *[Mux(i < K - k, xp_low[P - K + i], value[i]) for i in range(K)],
+            fm.d.comb += xv.eq(Cat(xp_low[:P - K], *[Mux(k < K - j, xp_low[P - K + j], chunk[j]) for j in range(K)],
                                   *hi))
         push_s = Signal(name="push_sym")
         fm.d.comb += push_s.eq((xv >> (S - P)) >= f)
