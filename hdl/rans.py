@@ -1043,6 +1043,12 @@ class RansEncoder(_RansCore):
     those of :class:`~ansforge.hdl.tans.TansEncoder` (``cfg`` as in :class:`RansDecoder`; with
     ``table_sets`` the pairs carry their ``set``), with ``shell=False`` those of
     :class:`RansEncoderCoder`.
+
+    ``codec.states`` picks the coder: one state, :class:`RansEncoderCoder` (its divider is one clock);
+    ``N`` interleaved states (``docs/bitstream.md`` §8, ``N`` in :data:`ENCODER_XN_STATES`: ``rans16x16``),
+    :class:`RansEncoderXnCoder`, a ring of ``N`` pipeline stages that writes the ``N`` states' flush
+    itself. Other state counts are refused (``ConfigError``), as is an ``N``-state core whose pairs
+    may move more than one word (``max_extra_bits > W - P``: ``ValueError``).
     """
 
     def __init__(self, codec: RansCodec | None = None, *, state_bits: int | None = None, word_bits: int | None = None,
