@@ -268,3 +268,15 @@ def test_whole_minilm_verilator(minilm, stories_pairs):
     assert rep.pairs / rep.cycles >= 0.9999
     stories_cycles = 259_328 + len(stories_pairs) * FLUSH_CLOCKS       # held by test_whole_stories_verilator
     assert (rep.pairs + 259_328) / (rep.cycles + stories_cycles) >= 0.999
+
+
+def test_other_shape_rans24_states():
+    """The coder is written for any one-word shape: S = 64, P = 24 (40 quotient bits over the same
+    stages) with at most W - P = 8 extra bits codes the golden ``rans24x16`` words."""
+    rng = np.random.default_rng(11)
+    spec = parse_codec(f"rans24x{N}")
+    counts = (rng.integers(1, 1000, size=20) ** 2).astype(np.int64)
+    ct, table = spec.tables(counts, 8)
+    s, e = ct.to_symbols(rng.choice(20, size=200, p=counts / counts.sum()), rng.integers(0, 256, size=200))
+    job = make_job("rans-encoder", spec, table, s, e, programmable=True)
+    assert job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=2))[0]
