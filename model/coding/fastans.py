@@ -556,6 +556,89 @@ def decode_segments(spec, words, tables: Sequence, runs: Sequence[Run], checkpoi
     return out_s, out_e
 
 
+#: The values decoder's marker of an escape state (nativeans.c ``ESC``).
+_ESC = 0xFFFFFFFF
+
+
+def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoints: Sequence[Checkpoint],
+                  joins: Sequence[tuple], fmt, threads: int | None = None) -> np.ndarray | None:
+    """A whole tANS stream decoded straight into value bit patterns (``fmt.bits_dtype``), one per pair:
+    :func:`decode_segments` and :func:`join_values` in one native pass, without the intermediate pairs.
+
+    ``joins[t]`` is ``(code_table, exponents, z)`` for table ``t``: the tensor's code table and
+    code→exponent list, and its rows' shift ``z`` (docs/bitstream.md §6: the table codes ``w - z``
+    bits of additional data that land shifted left by ``z``; 0 without row shifts). Every table
+    joins with the one pair format ``fmt`` (sign and mantissa as the additional data).
+
+    Returns ``None`` where this path does not apply (no native kernels, rANS, another format, a
+    table outside the kernel's limits) or when the stream is corrupt: the caller then runs
+    :func:`decode_segments`, which names the error as the golden decoder does.
+    """
+    if not (_native() and spec.kind == "tans" and len(joins) == len(tables) and tables
+            and fmt.extra_bits == fmt.mantissa_bits + 1 and np.dtype(fmt.bits_dtype).itemsize in (1, 2, 4)
+            and _widest_field_ok(spec, tables)):
+        return None
+    n = check_runs(runs, len(tables))
+    w = _as_words(words)
+    p = PreparedTables(spec, tables)
+    wn = _native_words(spec, p, w)
+    if wn is None or not p.native_ok:
+        return None
+    m, wbits = fmt.mantissa_bits, fmt.extra_bits
+    his, z, escs = [], np.zeros(len(tables), np.int64), []
+    for t, (ct, exponents, zt) in enumerate(joins):
+        exps = np.asarray(exponents, dtype=np.int64)
+        codes = list(ct.direct_codes) + list(ct.escape_codes)
+        if (codes and max(codes) >= exps.size) or not 0 <= zt <= m or ct.extra_bits != wbits \
+                or (np.asarray(tables[t].extra_bits[:ct.n_direct]) != wbits - zt).any():
+            return None
+        hi = np.full(max(p.sym.shape[1], int(p.nsym[t])), _ESC, np.uint64)
+        hi[:ct.n_direct] = exps[np.asarray(ct.direct_codes, np.int64)].astype(np.uint64) << np.uint64(m)
+        his.append(hi)
+        z[t] = zt
+        escs.append(exps[np.asarray(ct.escape_codes, np.int64)] if ct.escape_codes else np.zeros(0, np.int64))
+    hi = np.stack([h[:p.nsym.max()] for h in his]) if his else np.zeros((1, 1), np.uint64)
+    hi_state = np.take_along_axis(hi, p.sym, axis=1)
+    vtab = np.ascontiguousarray(p.base.astype(np.uint64) | (p.nb.astype(np.uint64) << np.uint64(16))
+                                | ((p.dec_se >> np.uint64(40)) & np.uint64(0xFF)) << np.uint64(24)
+                                | (hi_state << np.uint64(32)))
+    esc = _pad(escs) if escs else np.zeros((1, 1), np.int64)
+    n_esc = np.asarray([e.size for e in escs], np.int64)
+    run_tab, run_end = _runs(runs)
+    out = np.empty(n, dtype=fmt.bits_dtype)
+    L = 1 << spec.tans.table_log
+    W = spec.word_bits
+    bounds = [None, *checkpoints]
+    stops = [c.pair for c in checkpoints] + [n]
+
+    def one(b: int) -> bool:
+        cp = bounds[b]
+        pos, (h, cnt, buf, X) = _start(spec, w, cp, cp.pair if cp is not None else 0)
+        stop = stops[b]
+        Xs = np.asarray(X if isinstance(X, tuple) else (X,), np.int64)
+        status, B = nativeans.tans_decode_values(wn, h * W + cnt, Xs, vtab, L, run_tab, run_end, pos, stop, z,
+                                                 esc, n_esc, wbits, m, fmt.total_bits - 1, out[pos:stop])
+        if status != -1:
+            return False
+        h, cnt, buf = nativeans.tans_state_at(wn, W, h, B)
+        got = _finish(spec, (int(h), int(cnt), int(buf), pack_states(Xs.tolist())), stop, n)
+        if b + 1 < len(bounds):
+            nxt = bounds[b + 1]
+            return (got.word, got.bit, got.state) == (nxt.word, nxt.bit, nxt.state)
+        return True
+
+    threads = default_threads() if threads is None else max(1, int(threads))
+    try:
+        if threads == 1 or len(bounds) == 1:
+            ok = all(one(b) for b in range(len(bounds)))
+        else:
+            with ThreadPoolExecutor(max_workers=min(threads, len(bounds))) as pool:
+                ok = all(pool.map(one, range(len(bounds))))
+    except StreamError:
+        return None
+    return out if ok else None
+
+
 class _Kernels:
     """The compiled path of one codec kind: which codecs it takes and the kind's steps (one
     implementation per kind, selected by ``spec.kind``: no caller branches on it)."""

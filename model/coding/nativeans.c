@@ -367,6 +367,8 @@ typedef struct {
     const int64_t *n_esc;   /* per table */
     int64_t esc_w;
     unsigned w, m, top;
+    const uint64_t *A;      /* the fast path's tables (FastTab layout), or NULL */
+    int64_t D;
 } ValDec;
 
 #define VAL_STEP(X, OUTIDX)                                                                           \
@@ -390,6 +392,116 @@ typedef struct {
         ((OT *)outp)[OUTIDX] = (OT)(((x_ >> m) << top) | hi_ | (x_ & mmask));                         \
     } while (0)
 
+/* The fast path of the values decoder: whole blocks of N pairs of one run, far enough from both ends of
+ * the bit string that no read needs a check (B >= N * 56: no block runs out; the 8-byte window
+ * stays inside the words). The state is kept as a pointer into A, where A[x] holds the address of
+ * A[base[x]] and A[x + D] the fields (need, nb, hi): the next state's entry is then A[base] + v, one
+ * address computation, which shortens each lane's dependency chain and the instructions per pair.
+ * The value is hi | pdep(e, M): `pdep` (BMI2) deposits the additional data's low bits into the sign
+ * and mantissa positions M of the value; a row shift z drops M's low z bits (the stored field is
+ * w - z bits wide and lands shifted left by z, docs/bitstream.md §6). Escape symbols (hi == ESC)
+ * leave the block to the checked path. Returns the number of pairs decoded. */
+typedef struct {
+    uint64_t M;       /* pdep mask: the sign and mantissa bits a field fills (z low bits dropped) */
+    uint64_t wzmask;  /* the field's additional-data bits: w - z */
+    uint64_t mmask;
+    unsigned z, m, top, wt;
+    const int64_t *esc; /* the table's escape group (exponent fields) */
+    int64_t n_esc;
+} JoinK;
+
+#define FAST_BODY(JOIN, BZHI)                                                                              \
+    {                                                                                                \
+        int64_t B = *Bp;                                                                             \
+        const int64_t safe_hi = (nbytes - 8) * 8, safe_lo = (int64_t)N * 56;                          \
+        int64_t done = 0;                                                                            \
+        int bad = 0;                                                                                 \
+        const uint64_t *P[MAXN];                                                                     \
+        for (int k = 0; k < N; k++) P[k] = A_t + X[k];                                               \
+        while (done + N <= count && B <= safe_hi && B >= safe_lo) {                                  \
+            _Pragma("GCC unroll 16")                                                                 \
+            for (int k = 0; k < N; k++) {                                                            \
+                const uint64_t *q = P[k];                                                            \
+                uint64_t nxt = q[0];                                                                 \
+                const uint8_t *fb = (const uint8_t *)(q + D);                                        \
+                unsigned need = fb[0], nb = fb[1];                                                   \
+                uint32_t hi;                                                                         \
+                memcpy(&hi, fb + 4, 4);                                                              \
+                B -= need;                                                                           \
+                uint64_t f = load64_le(p + (B >> 3)) >> (B & 7);                                     \
+                uint64_t v = BZHI(f, nb);                                                            \
+                P[k] = (const uint64_t *)(uintptr_t)nxt + v;                                         \
+                uint64_t e = f >> nb;                                                                \
+                uint64_t h64 = hi;                                                                   \
+                if (UNLIKELY(hi == ESC)) {                                                           \
+                    uint64_t x = (f & (((uint64_t)1 << need) - 1)) >> nb;                            \
+                    uint64_t idx = x >> jk->wt;                                                      \
+                    if (idx >= (uint64_t)jk->n_esc) { bad = 1; idx = 0; }                            \
+                    h64 = jk->n_esc ? (uint64_t)jk->esc[idx] << jk->m : 0;                           \
+                    e = x & jk->wzmask;                                                              \
+                }                                                                                    \
+                out[done + k] = (OT)((JOIN) | h64);                                                  \
+            }                                                                                        \
+            if (UNLIKELY(bad)) { *Bp = B; return -1; }                                               \
+            done += N;                                                                               \
+        }                                                                                            \
+        for (int k = 0; k < N; k++) X[k] = (uint32_t)(P[k] - A_t);                                   \
+        *Bp = B;                                                                                     \
+        return done;                                                                                 \
+    }
+
+#define BZHI_PORTABLE(x, n) ((x) & (((uint64_t)1 << (n)) - 1))
+#define BZHI_BMI2(x, n) ((uint64_t)_bzhi_u64((x), (n)))
+#define JOIN_PORTABLE ((((e & jk->wzmask) << jk->z) >> jk->m) << jk->top | (((e & jk->wzmask) << jk->z) & jk->mmask))
+
+#define FAST_ARGS const uint8_t *p, int64_t nbytes, int64_t *Bp, uint32_t *X, const uint64_t *A_t, int64_t D, \
+                  int64_t count, void *out_, const JoinK *jk
+
+#define FAST_PORTABLE(NAME, OT_, NN)                                                                 \
+    static int64_t NAME(FAST_ARGS) { typedef OT_ OT; OT *out = (OT *)out_; const int N = NN; FAST_BODY(JOIN_PORTABLE, BZHI_PORTABLE) }
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define HAVE_PDEP 1
+#include <immintrin.h>
+#define JOIN_PDEP ((uint64_t)_pdep_u64(e, jk->M))
+#define FAST_BMI2(NAME, OT_, NN)                                                                     \
+    __attribute__((target("bmi2"))) static int64_t NAME(FAST_ARGS) {                                 \
+        typedef OT_ OT; OT *out = (OT *)out_; const int N = NN; FAST_BODY(JOIN_PDEP, BZHI_BMI2)                                       \
+    }
+#endif
+
+typedef int64_t (*fast_fn)(FAST_ARGS);
+
+#ifdef HAVE_PDEP
+#define FAST_INST(NN)                                                                                \
+    FAST_PORTABLE(fast_p16_##NN, uint16_t, NN) FAST_PORTABLE(fast_p32_##NN, uint32_t, NN)            \
+    FAST_BMI2(fast_b16_##NN, uint16_t, NN) FAST_BMI2(fast_b32_##NN, uint32_t, NN)
+#define FAST_ROW(NN) {fast_p16_##NN, fast_p32_##NN, fast_b16_##NN, fast_b32_##NN}
+#else
+#define FAST_INST(NN) FAST_PORTABLE(fast_p16_##NN, uint16_t, NN) FAST_PORTABLE(fast_p32_##NN, uint32_t, NN)
+#define FAST_ROW(NN) {fast_p16_##NN, fast_p32_##NN, fast_p16_##NN, fast_p32_##NN}
+#endif
+
+FAST_INST(1) FAST_INST(2) FAST_INST(3) FAST_INST(4) FAST_INST(5) FAST_INST(6) FAST_INST(7) FAST_INST(8)
+FAST_INST(9) FAST_INST(10) FAST_INST(11) FAST_INST(12) FAST_INST(13) FAST_INST(14) FAST_INST(15) FAST_INST(16)
+
+/* [N][out 16/32 bits + 2 * pdep] */
+static const fast_fn FAST[MAXN + 1][4] = {{0, 0, 0, 0}, FAST_ROW(1), FAST_ROW(2), FAST_ROW(3), FAST_ROW(4),
+                                          FAST_ROW(5), FAST_ROW(6), FAST_ROW(7), FAST_ROW(8), FAST_ROW(9),
+                                          FAST_ROW(10), FAST_ROW(11), FAST_ROW(12), FAST_ROW(13), FAST_ROW(14),
+                                          FAST_ROW(15), FAST_ROW(16)};
+
+/* pdep is one fast instruction from Intel Haswell and AMD Zen 3 on; Zen 1/2 run it in microcode
+ * (tens of cycles), where the portable shifts win. Chosen once at import. */
+static int use_pdep = 0;
+
+static void choose_isa(void) {
+#ifdef HAVE_PDEP
+    __builtin_cpu_init();
+    use_pdep = __builtin_cpu_supports("bmi2") && !__builtin_cpu_is("znver1") && !__builtin_cpu_is("znver2");
+#endif
+}
+
 INLINE int64_t val_dec_core(const ValDec *d, int64_t *Bp, uint32_t *Xs, const int N, int64_t pos, int64_t stop,
                             void *out_, const int OSZ) {
     const uint8_t *p = d->p;
@@ -410,6 +522,16 @@ INLINE int64_t val_dec_core(const ValDec *d, int64_t *Bp, uint32_t *Xs, const in
         const unsigned z = (unsigned)d->z[t], wt = d->w - z;
         const int64_t *esc_t = d->esc + t * d->esc_w;
         const int64_t n_esc_t = d->n_esc[t];
+        if (OSZ != 1 && d->A) {
+            JoinK jk;
+            jk.z = z; jk.m = m; jk.top = top; jk.mmask = mmask; jk.wzmask = lowmask(wt);
+            jk.M = (((uint64_t)1 << top) | mmask) & ~lowmask(z);
+            jk.wt = wt; jk.esc = esc_t; jk.n_esc = n_esc_t;
+            int64_t done = FAST[N][(OSZ == 4) + 2 * use_pdep](p, nbytes, &B, X, d->A + t * d->L, d->D, end - pos, outp, &jk);
+            if (done < 0) goto badesc;
+            pos += done;
+            outp += OSZ * done;
+        }
         if (OSZ == 2) {
             typedef uint16_t OT;
             while (pos + N <= end) {
@@ -517,9 +639,26 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_ValueError, "tans_decode_values: bad shift or escape group");
                 goto out;
             }
+        /* the fast path's tables: A[x] = &A[base[x]] and A[D + x] = need | nb << 8 | hi << 32 */
+        int64_t D = ntab * L;
+        uint64_t *A = (uint64_t *)malloc((size_t)(2 * D) * sizeof(uint64_t));
+        if (!A) { PyErr_NoMemory(); goto out; }
+        const uint64_t *vt = (const uint64_t *)tab.view.buf;
+        for (int64_t t = 0; t < ntab; t++)
+            for (int64_t x = 0; x < L; x++) {
+                uint64_t e = vt[t * L + x];
+                unsigned base = V_BASE(e), nb = V_NB(e), need = V_NEED(e);
+                if (nb > 16 || need > 56 || need < nb || base + ((int64_t)1 << nb) > L) {
+                    free(A);
+                    PyErr_SetString(PyExc_ValueError, "tans_decode_values: table entry outside the table");
+                    goto out;
+                }
+                A[t * L + x] = (uint64_t)(uintptr_t)(A + t * L + base);
+                A[D + t * L + x] = need | (uint64_t)nb << 8 | (uint64_t)V_HI(e) << 32;
+            }
         ValDec d = {(const uint8_t *)w.view.buf, (int64_t)w.view.len, (const uint64_t *)tab.view.buf, L, ntab,
                     (const int64_t *)rt.view.buf, (const int64_t *)re.view.buf, zz, (const int64_t *)esc.view.buf, ne,
-                    esc_w, (unsigned)w_, (unsigned)m_, (unsigned)top_};
+                    esc_w, (unsigned)w_, (unsigned)m_, (unsigned)top_, A, D};
         const int64_t *s64 = (const int64_t *)st.view.buf;
         uint32_t X[MAXN];
         for (int64_t k = 0; k < N; k++) {
@@ -534,6 +673,7 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         status = VAL_DEC[N][oi](&d, &Bv, X, pos, stop, out.view.buf);
         Py_END_ALLOW_THREADS
+        free(A);
         int64_t *sw = (int64_t *)st.view.buf;
         if (status == -1)
             for (int64_t k = 0; k < N; k++) sw[(stop + k) % N] = X[k];
@@ -1144,4 +1284,12 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "nativeans",
                                     "Native tANS/rANS kernels of ansforge (see fastans).", -1, methods};
 
-PyMODINIT_FUNC PyInit_nativeans(void) { return PyModule_Create(&moddef); }
+PyMODINIT_FUNC PyInit_nativeans(void) {
+    choose_isa();
+    PyObject *mod = PyModule_Create(&moddef);
+    if (mod && PyModule_AddIntConstant(mod, "uses_pdep", use_pdep) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}
