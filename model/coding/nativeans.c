@@ -367,8 +367,10 @@ typedef struct {
     const int64_t *n_esc;   /* per table */
     int64_t esc_w;
     unsigned w, m, top;
-    const uint64_t *A;      /* the fast path's tables (FastTab layout), or NULL */
+    const uint64_t *A;      /* the fast path's tables (see FAST_BODY), or NULL */
     int64_t D;
+    const uint64_t *esc_pad; /* ntab * pad_w: escape groups padded to a power of two, shifted, flagged */
+    int64_t pad_w;
 } ValDec;
 
 #define VAL_STEP(X, OUTIDX)                                                                           \
@@ -406,8 +408,8 @@ typedef struct {
     uint64_t wzmask;  /* the field's additional-data bits: w - z */
     uint64_t mmask;
     unsigned z, m, top, wt;
-    const int64_t *esc; /* the table's escape group (exponent fields) */
-    int64_t n_esc;
+    const uint64_t *esc_pad; /* escape index -> exponent field << m; 1 << 63 where outside the group */
+    uint64_t pad_mask;
 } JoinK;
 
 #define FAST_BODY(JOIN, BZHI)                                                                              \
@@ -415,7 +417,8 @@ typedef struct {
         int64_t B = *Bp;                                                                             \
         const int64_t safe_hi = (nbytes - 8) * 8, safe_lo = (int64_t)N * 56;                          \
         int64_t done = 0;                                                                            \
-        int bad = 0;                                                                                 \
+        uint64_t chk = 0;                                                                            \
+        OT *o = out;                                                                                 \
         const uint64_t *P[MAXN];                                                                     \
         for (int k = 0; k < N; k++) P[k] = A_t + X[k];                                               \
         while (done + N <= count && B <= safe_hi && B >= safe_lo) {                                  \
@@ -434,17 +437,17 @@ typedef struct {
                 uint64_t e = f >> nb;                                                                \
                 uint64_t h64 = hi;                                                                   \
                 if (UNLIKELY(hi == ESC)) {                                                           \
-                    uint64_t x = (f & (((uint64_t)1 << need) - 1)) >> nb;                            \
-                    uint64_t idx = x >> jk->wt;                                                      \
-                    if (idx >= (uint64_t)jk->n_esc) { bad = 1; idx = 0; }                            \
-                    h64 = jk->n_esc ? (uint64_t)jk->esc[idx] << jk->m : 0;                           \
+                    uint64_t x = BZHI(f, need) >> nb;                                                \
+                    h64 = jk->esc_pad[(x >> jk->wt) & jk->pad_mask];                                 \
+                    chk |= h64;                                                                      \
                     e = x & jk->wzmask;                                                              \
                 }                                                                                    \
-                out[done + k] = (OT)((JOIN) | h64);                                                  \
+                o[k] = (OT)((JOIN) | h64);                                                           \
             }                                                                                        \
-            if (UNLIKELY(bad)) { *Bp = B; return -1; }                                               \
+            o += N;                                                                                  \
             done += N;                                                                               \
         }                                                                                            \
+        if (UNLIKELY(chk >> 63)) { *Bp = B; return -1; }                                             \
         for (int k = 0; k < N; k++) X[k] = (uint32_t)(P[k] - A_t);                                   \
         *Bp = B;                                                                                     \
         return done;                                                                                 \
@@ -526,7 +529,7 @@ INLINE int64_t val_dec_core(const ValDec *d, int64_t *Bp, uint32_t *Xs, const in
             JoinK jk;
             jk.z = z; jk.m = m; jk.top = top; jk.mmask = mmask; jk.wzmask = lowmask(wt);
             jk.M = (((uint64_t)1 << top) | mmask) & ~lowmask(z);
-            jk.wt = wt; jk.esc = esc_t; jk.n_esc = n_esc_t;
+            jk.wt = wt; jk.esc_pad = d->esc_pad + t * d->pad_w; jk.pad_mask = (uint64_t)d->pad_w - 1;
             int64_t done = FAST[N][(OSZ == 4) + 2 * use_pdep](p, nbytes, &B, X, d->A + t * d->L, d->D, end - pos, outp, &jk);
             if (done < 0) goto badesc;
             pos += done;
@@ -639,10 +642,29 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_ValueError, "tans_decode_values: bad shift or escape group");
                 goto out;
             }
-        /* the fast path's tables: A[x] = &A[base[x]] and A[D + x] = need | nb << 8 | hi << 32 */
-        int64_t D = ntab * L;
-        uint64_t *A = (uint64_t *)malloc((size_t)(2 * D) * sizeof(uint64_t));
+        /* the fast path's tables: A[x] = &A[base[x]] and A[D + x] = need | nb << 8 | hi << 32; then the
+         * escape groups padded to a power of two covering every index a field can hold */
+        int64_t D = ntab * L, pad_w = 1;
+        while (pad_w < esc_w) pad_w <<= 1;
+        {
+            const uint64_t *vt0 = (const uint64_t *)tab.view.buf;
+            for (int64_t i = 0; i < ntab * L; i++) {
+                uint64_t e = vt0[i];
+                int64_t t = i / L;
+                int64_t ib = (int64_t)V_NEED(e) - (int64_t)V_NB(e) - ((int64_t)w_ - zz[t]);
+                if (V_HI(e) == ESC && ib > 0) {
+                    if (ib > 20) { PyErr_SetString(PyExc_ValueError, "tans_decode_values: escape field too wide"); goto out; }
+                    while (pad_w < ((int64_t)1 << ib)) pad_w <<= 1;
+                }
+            }
+        }
+        uint64_t *A = (uint64_t *)malloc((size_t)(2 * D + ntab * pad_w) * sizeof(uint64_t));
         if (!A) { PyErr_NoMemory(); goto out; }
+        uint64_t *esc_pad = A + 2 * D;
+        for (int64_t t = 0; t < ntab; t++)
+            for (int64_t i = 0; i < pad_w; i++)
+                esc_pad[t * pad_w + i] = i < ne[t] ? (uint64_t)((const int64_t *)esc.view.buf)[t * esc_w + i] << m_
+                                                   : (uint64_t)1 << 63;
         const uint64_t *vt = (const uint64_t *)tab.view.buf;
         for (int64_t t = 0; t < ntab; t++)
             for (int64_t x = 0; x < L; x++) {
@@ -658,7 +680,7 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
             }
         ValDec d = {(const uint8_t *)w.view.buf, (int64_t)w.view.len, (const uint64_t *)tab.view.buf, L, ntab,
                     (const int64_t *)rt.view.buf, (const int64_t *)re.view.buf, zz, (const int64_t *)esc.view.buf, ne,
-                    esc_w, (unsigned)w_, (unsigned)m_, (unsigned)top_, A, D};
+                    esc_w, (unsigned)w_, (unsigned)m_, (unsigned)top_, A, D, esc_pad, pad_w};
         const int64_t *s64 = (const int64_t *)st.view.buf;
         uint32_t X[MAXN];
         for (int64_t k = 0; k < N; k++) {
