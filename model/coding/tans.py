@@ -83,6 +83,12 @@ def stream_head(w: Sequence[int], R: int, W: int, states: int = 1) -> tuple[int,
     return h, cnt, buf, pack_states(out)
 
 
+def _bit_length(v: np.ndarray) -> np.ndarray:
+    """``int.bit_length`` of each value of a non-negative ``int64`` array below 2**53 (frexp's exponent
+    is exact there)."""
+    return np.frexp(v.astype(np.float64))[1].astype(np.int64)
+
+
 @dataclass(frozen=True)
 class TansParams:
     """Parameters of a tANS core.
@@ -192,20 +198,18 @@ class TansTable:
         else:
             sym = fse_spread(f, R) if spread == "fse" else tuned_spread(f, R, probabilities)
         self.symbol = sym
-        nb = np.empty(L, dtype=np.int64)
-        base = np.empty(L, dtype=np.int64)
+        # x_s = f_s + (occurrences of s before x), for every x at once: a stable sort by symbol
+        # lists each symbol's states in increasing x, so a state's rank in its group is its occurrence.
+        order = np.argsort(sym, kind="stable")
+        occ = np.empty(L, dtype=np.int64)
+        occ[order] = np.arange(L, dtype=np.int64) - self.cum[sym[order]]
+        xs = f[sym] + occ
+        nb = R + 1 - _bit_length(xs)
+        base = (xs << nb) - L
         enc = np.empty(L, dtype=np.int64)
-        rank = f.copy()  # next x_s of each symbol, starts at f_s
-        for x in range(L):
-            s = int(sym[x])
-            xs = int(rank[s])
-            rank[s] += 1
-            n = R + 1 - xs.bit_length()
-            nb[x] = n
-            base[x] = (xs << n) - L
-            enc[self.cum[s] + xs - f[s]] = x
+        enc[self.cum[sym] + occ] = np.arange(L, dtype=np.int64)
         self.nb_bits, self.base, self.encode_state = nb, base, enc
-        bl = np.array([int(v).bit_length() for v in f], dtype=np.int64)
+        bl = _bit_length(f)
         self.nb_high = R + 1 - bl  # bits the encoder writes for s when X >= threshold[s]
         self.threshold = f << self.nb_high  # a state X in [L, 2L]; below it, one bit fewer
 
