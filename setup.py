@@ -26,7 +26,7 @@ class OptionalBuildExt(build_ext):
             print(f"ansforge: native kernels not built ({exc}); the numba kernels will be used", file=sys.stderr)
 
 
-extra = [] if sys.platform == "win32" else ["-O3", "-std=c99", "-fno-strict-aliasing", "-fno-tree-slp-vectorize"]
+extra = [] if sys.platform == "win32" else ["-O3", "-std=c99", "-fno-strict-aliasing", "-fno-tree-slp-vectorize", "-ffp-contract=off"]
 setup(
     ext_modules=[Extension("ansforge.model.coding.nativeans", ["model/coding/nativeans.c"], extra_compile_args=extra,
                            optional=True)],

@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <stdlib.h>
+#include <math.h>
 
 #if defined(__GNUC__)
 #define LIKELY(x) __builtin_expect(!!(x), 1)
@@ -1292,8 +1293,70 @@ out:
 }
 
 /* ---------------------------------------------------------------------------------------------- */
+/* stationary(nxt (int64 [ns, L]), ps (float64 [ns]), L, max_iter, tol) -> float64 [L]: the power
+ * iteration of TansTable.expected_bits_per_symbol, operation for operation as NumPy does it
+ * (per symbol a bincount of pi * p_s in state order, added to the new vector; then the lazy step
+ * 0.5 * (new + pi); stop when max |new - pi| < tol), so the result is bit-identical. */
+static PyObject *py_stationary(PyObject *self, PyObject *args) {
+    PyObject *onx, *ops;
+    long long L, max_iter;
+    double tol;
+    if (!PyArg_ParseTuple(args, "OOLLd", &onx, &ops, &L, &max_iter, &tol)) return NULL;
+    Buf nx = {0}, ps = {0};
+    PyObject *res = NULL;
+    double *pi = NULL, *nw = NULL, *tmp = NULL;
+    if (get_buf(onx, &nx, 0, 8, "nxt") || get_buf(ops, &ps, 0, 8, "ps")) goto out;
+    {
+        int64_t ns = NITEMS(ps);
+        if (L < 1 || L > (1 << 16) || NITEMS(nx) != ns * L) {
+            PyErr_SetString(PyExc_ValueError, "stationary: inconsistent arguments");
+            goto out;
+        }
+        const int64_t *nxt = (const int64_t *)nx.view.buf;
+        const double *p = (const double *)ps.view.buf;
+        for (int64_t i = 0; i < ns * L; i++)
+            if (nxt[i] < 0 || nxt[i] >= L) {
+                PyErr_SetString(PyExc_ValueError, "stationary: next state outside the table");
+                goto out;
+            }
+        pi = (double *)malloc(L * sizeof(double));
+        nw = (double *)malloc(L * sizeof(double));
+        tmp = (double *)malloc(L * sizeof(double));
+        if (!pi || !nw || !tmp) { PyErr_NoMemory(); goto out; }
+        for (int64_t x = 0; x < L; x++) pi[x] = 1.0 / (double)L;
+        Py_BEGIN_ALLOW_THREADS
+        for (int64_t it = 0; it < max_iter; it++) {
+            for (int64_t x = 0; x < L; x++) nw[x] = 0.0;
+            for (int64_t s = 0; s < ns; s++) {
+                for (int64_t x = 0; x < L; x++) tmp[x] = 0.0;
+                const int64_t *n_s = nxt + s * L;
+                for (int64_t x = 0; x < L; x++) tmp[n_s[x]] += pi[x] * p[s];
+                for (int64_t x = 0; x < L; x++) nw[x] += tmp[x];
+            }
+            double diff = 0.0;
+            for (int64_t x = 0; x < L; x++) {
+                double v = 0.5 * (nw[x] + pi[x]);
+                double d = fabs(v - pi[x]);
+                if (d > diff) diff = d;
+                nw[x] = v;
+            }
+            double *t = pi; pi = nw; nw = t;
+            if (diff < tol) break;
+        }
+        Py_END_ALLOW_THREADS
+        PyObject *b = PyBytes_FromStringAndSize((const char *)pi, (Py_ssize_t)(L * sizeof(double)));
+        res = b;
+    }
+out:
+    free(pi); free(nw); free(tmp);
+    rel(&nx); rel(&ps);
+    return res;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
+    {"stationary", py_stationary, METH_VARARGS, "the tANS encoder's stationary state distribution (power iteration)"},
     {"tans_decode", py_tans_decode, METH_VARARGS, "tANS decode of N interleaved states into (symbol, extra) arrays"},
     {"tans_decode_values", py_tans_decode_values, METH_VARARGS, "tANS decode straight into value bit patterns"},
     {"tans_state_at", py_tans_state_at, METH_VARARGS, "the golden decoder's (h, cnt, buf) at a bit position"},
