@@ -413,43 +413,53 @@ typedef struct {
     uint64_t pad_mask;
 } JoinK;
 
-#define FAST_BODY(JOIN, BZHI)                                                                              \
+/* One pair of lane K: its state pointer is the local PK (named variables, not an array, so that the
+ * compiler keeps them in registers). */
+#define FAST_STEP(PK, K, JOIN, BZHI)                                                                 \
+    if (N > K) {                                                                                     \
+        const uint64_t *q = PK;                                                                      \
+        uint64_t nxt = q[0];                                                                         \
+        const uint8_t *fb = (const uint8_t *)(q + 1);                                                \
+        unsigned need = fb[0], nb = fb[1];                                                           \
+        uint32_t hi;                                                                                 \
+        memcpy(&hi, fb + 4, 4);                                                                      \
+        B -= need;                                                                                   \
+        uint64_t f = load64_le(p + (B >> 3)) >> (B & 7);                                             \
+        uint64_t v = BZHI(f, nb);                                                                    \
+        PK = (const uint64_t *)(uintptr_t)nxt + 2 * v;                                               \
+        uint64_t e = f >> nb;                                                                        \
+        uint64_t h64 = hi;                                                                           \
+        if (UNLIKELY(hi == ESC)) {                                                                   \
+            uint64_t x = BZHI(f, need) >> nb;                                                        \
+            h64 = jk->esc_pad[(x >> jk->wt) & jk->pad_mask];                                         \
+            chk |= h64;                                                                              \
+            e = x & jk->wzmask;                                                                      \
+        }                                                                                            \
+        o[K] = (OT)((JOIN) | h64);                                                                   \
+    }
+
+#define FAST_LANES(DO)                                                                               \
+    DO(P0, 0) DO(P1, 1) DO(P2, 2) DO(P3, 3) DO(P4, 4) DO(P5, 5) DO(P6, 6) DO(P7, 7)                  \
+    DO(P8, 8) DO(P9, 9) DO(P10, 10) DO(P11, 11) DO(P12, 12) DO(P13, 13) DO(P14, 14) DO(P15, 15)
+
+#define FAST_INIT(PK, K) const uint64_t *PK = N > K ? A_t + 2 * (int64_t)X[K] : A_t;
+#define FAST_FINI(PK, K) if (N > K) X[K] = (uint32_t)((PK - A_t) >> 1);
+
+#define FAST_BODY_WITH(STEP)                                                                         \
     {                                                                                                \
         int64_t B = *Bp;                                                                             \
         const int64_t safe_hi = (nbytes - 8) * 8, safe_lo = (int64_t)N * 56;                          \
         int64_t done = 0;                                                                            \
         uint64_t chk = 0;                                                                            \
         OT *o = out;                                                                                 \
-        const uint64_t *P[MAXN];                                                                     \
-        for (int k = 0; k < N; k++) P[k] = A_t + X[k];                                               \
+        FAST_LANES(FAST_INIT)                                                                        \
         while (done + N <= count && B <= safe_hi && B >= safe_lo) {                                  \
-            _Pragma("GCC unroll 16")                                                                 \
-            for (int k = 0; k < N; k++) {                                                            \
-                const uint64_t *q = P[k];                                                            \
-                uint64_t nxt = q[0];                                                                 \
-                const uint8_t *fb = (const uint8_t *)(q + D);                                        \
-                unsigned need = fb[0], nb = fb[1];                                                   \
-                uint32_t hi;                                                                         \
-                memcpy(&hi, fb + 4, 4);                                                              \
-                B -= need;                                                                           \
-                uint64_t f = load64_le(p + (B >> 3)) >> (B & 7);                                     \
-                uint64_t v = BZHI(f, nb);                                                            \
-                P[k] = (const uint64_t *)(uintptr_t)nxt + v;                                         \
-                uint64_t e = f >> nb;                                                                \
-                uint64_t h64 = hi;                                                                   \
-                if (UNLIKELY(hi == ESC)) {                                                           \
-                    uint64_t x = BZHI(f, need) >> nb;                                                \
-                    h64 = jk->esc_pad[(x >> jk->wt) & jk->pad_mask];                                 \
-                    chk |= h64;                                                                      \
-                    e = x & jk->wzmask;                                                              \
-                }                                                                                    \
-                o[k] = (OT)((JOIN) | h64);                                                           \
-            }                                                                                        \
+            FAST_LANES(STEP)                                                                         \
             o += N;                                                                                  \
             done += N;                                                                               \
         }                                                                                            \
         if (UNLIKELY(chk >> 63)) { *Bp = B; return -1; }                                             \
-        for (int k = 0; k < N; k++) X[k] = (uint32_t)(P[k] - A_t);                                   \
+        FAST_LANES(FAST_FINI)                                                                        \
         *Bp = B;                                                                                     \
         return done;                                                                                 \
     }
@@ -461,8 +471,14 @@ typedef struct {
 #define FAST_ARGS const uint8_t *p, int64_t nbytes, int64_t *Bp, uint32_t *X, const uint64_t *A_t, int64_t D, \
                   int64_t count, void *out_, const JoinK *jk
 
+#define FAST_STEP_PORTABLE(PK, K) FAST_STEP(PK, K, JOIN_PORTABLE, BZHI_PORTABLE)
+#define FAST_STEP_BMI2(PK, K) FAST_STEP(PK, K, JOIN_PDEP, BZHI_BMI2)
+
 #define FAST_PORTABLE(NAME, OT_, NN)                                                                 \
-    static int64_t NAME(FAST_ARGS) { typedef OT_ OT; OT *out = (OT *)out_; const int N = NN; FAST_BODY(JOIN_PORTABLE, BZHI_PORTABLE) }
+    static int64_t NAME(FAST_ARGS) {                                                                 \
+        typedef OT_ OT; OT *out = (OT *)out_; const int N = NN;                                      \
+        FAST_BODY_WITH(FAST_STEP_PORTABLE)                                                           \
+    }
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define HAVE_PDEP 1
@@ -470,7 +486,7 @@ typedef struct {
 #define JOIN_PDEP ((uint64_t)_pdep_u64(e, jk->M))
 #define FAST_BMI2(NAME, OT_, NN)                                                                     \
     __attribute__((target("bmi2"))) static int64_t NAME(FAST_ARGS) {                                 \
-        typedef OT_ OT; OT *out = (OT *)out_; const int N = NN; FAST_BODY(JOIN_PDEP, BZHI_BMI2)                                       \
+        typedef OT_ OT; OT *out = (OT *)out_; const int N = NN; FAST_BODY_WITH(FAST_STEP_BMI2)                                       \
     }
 #endif
 
@@ -531,7 +547,7 @@ INLINE int64_t val_dec_core(const ValDec *d, int64_t *Bp, uint32_t *Xs, const in
             jk.z = z; jk.m = m; jk.top = top; jk.mmask = mmask; jk.wzmask = lowmask(wt);
             jk.M = (((uint64_t)1 << top) | mmask) & ~lowmask(z);
             jk.wt = wt; jk.esc_pad = d->esc_pad + t * d->pad_w; jk.pad_mask = (uint64_t)d->pad_w - 1;
-            int64_t done = FAST[N][(OSZ == 4) + 2 * use_pdep](p, nbytes, &B, X, d->A + t * d->L, d->D, end - pos, outp, &jk);
+            int64_t done = FAST[N][(OSZ == 4) + 2 * use_pdep](p, nbytes, &B, X, d->A + 2 * t * d->L, d->D, end - pos, outp, &jk);
             if (done < 0) goto badesc;
             pos += done;
             outp += OSZ * done;
@@ -643,7 +659,8 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_ValueError, "tans_decode_values: bad shift or escape group");
                 goto out;
             }
-        /* the fast path's tables: A[x] = &A[base[x]] and A[D + x] = need | nb << 8 | hi << 32; then the
+        /* the fast path's tables: per state x two words, A[2x] = &A[2 base[x]] and A[2x + 1] = need | nb << 8 |
+         * hi << 32 (the state is a pointer to its entry, the next one is one shift and add away); then the
          * escape groups padded to a power of two covering every index a field can hold */
         int64_t D = ntab * L, pad_w = 1;
         while (pad_w < esc_w) pad_w <<= 1;
@@ -676,8 +693,8 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
                     PyErr_SetString(PyExc_ValueError, "tans_decode_values: table entry outside the table");
                     goto out;
                 }
-                A[t * L + x] = (uint64_t)(uintptr_t)(A + t * L + base);
-                A[D + t * L + x] = need | (uint64_t)nb << 8 | (uint64_t)V_HI(e) << 32;
+                A[2 * (t * L + x)] = (uint64_t)(uintptr_t)(A + 2 * (t * L + base));
+                A[2 * (t * L + x) + 1] = need | (uint64_t)nb << 8 | (uint64_t)V_HI(e) << 32;
             }
         ValDec d = {(const uint8_t *)w.view.buf, (int64_t)w.view.len, (const uint64_t *)tab.view.buf, L, ntab,
                     (const int64_t *)rt.view.buf, (const int64_t *)re.view.buf, zz, (const int64_t *)esc.view.buf, ne,
