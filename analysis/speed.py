@@ -71,21 +71,47 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
     per: dict[str, int] = {}
     # The interleaved codecs (docs/bitstream.md §8) are compiled-only rows: their golden coder is the
     # same model with more states, and the bulk lanes take single-state codecs.
-    for codec in ("tans8", "tans8x4", "rans16", "rans16x2", "rans24"):
+    native = fastans.backend() == "native"
+    kind = "native" if native else "numba"
+
+    def with_kernels(name, fn):
+        """``fn`` run with the ``name`` kernels (the numba fallback rows beside the native ones)."""
+        def run():
+            old = fastans.set_backend(name)
+            try:
+                return fn()
+            finally:
+                fastans.set_backend(old)
+        return run
+
+    for codec in ("tans8", "tans8x4", "tans8x8", "tans8x16", "rans16", "rans16x2", "rans24"):
         spec = parse_codec(codec)
         ct, table = spec.tables(counts, 8)
-        s, e = ct.to_symbols(pairs.codes, pairs.extra)
+        s, e = ct.to_symbols(pairs.codes, pairs.extra, compact=True)
         runs = [Run(0, n)]
         st = fastans.encode(spec, [table], runs, s, e, 1 << 20)
-        fns[f"{spec.label()}: compiled encode"] = lambda spec=spec, t=table, s=s, e=e, r=runs: \
-            fastans.encode(spec, [t], r, s, e, 1 << 20)
-        fns[f"{spec.label()}: compiled decode"] = lambda spec=spec, t=table, st=st, r=runs: \
-            fastans.decode_segments(spec, st.words, [t], r, st.checkpoints, 1)
+        enc = lambda spec=spec, t=table, s=s, e=e, r=runs: fastans.encode(spec, [t], r, s, e, 1 << 20)
+        dec = lambda spec=spec, t=table, st=st, r=runs: \
+            fastans.decode_segments(spec, st.words, [t], r, st.checkpoints, 1, compact=True)
+        fns[f"{spec.label()}: {kind} encode"] = enc
+        fns[f"{spec.label()}: {kind} decode (pairs)"] = dec
+        if spec.kind == "tans" and native:
+            joins = [(ct, pairs.exponents, 0)]
+            fns[f"{spec.label()}: native decode to bf16 values"] = \
+                lambda spec=spec, t=table, st=st, r=runs, j=joins: fastans.decode_values(
+                    spec, st.words, [t], r, st.checkpoints, j, BF16, 1)
+            checks.append(lambda spec=spec, t=table, st=st, r=runs, j=joins: np.array_equal(
+                fastans.decode_values(spec, st.words, [t], r, st.checkpoints, j, BF16, 1), bits.ravel()))
+        if native and codec in ("tans8", "tans8x8", "rans16"):
+            fns[f"{spec.label()}: numba encode (fallback)"] = with_kernels("numba", enc)
+            fns[f"{spec.label()}: numba decode (pairs, fallback)"] = with_kernels("numba", dec)
+            checks.append(lambda enc=enc, st=st: np.array_equal(with_kernels("numba", enc)().words, st.words))
         checks.append(lambda spec=spec, t=table, st=st, s=s, e=e, r=runs: all(
             np.array_equal(a, b) for a, b in zip(fastans.decode_segments(spec, st.words, [t], r, st.checkpoints, 1),
                                                  (s, e))))
         if spec.states > 1:
             continue
+        s, e = s.astype(np.int64), e.astype(np.uint64)  # the golden models' and the bulk lanes' types
         gs, ge = s[:golden_pairs], e[:golden_pairs]
         gst = spec.coder().encode([table], [Run(0, gs.size)], gs, ge)
         lanes = encode_lanes(spec, table, s, e, 16384)
@@ -119,11 +145,18 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
     if not all(c() for c in checks):
         raise AssertionError("a compiled kernel did not round-trip")
     times = interleaved(fns, reps)
+    kernels = ("native = the C extension `ansforge.model.coding.nativeans` (built by `pip install`; "
+               "`__builtin_cpu_supports` picks its BMI2 path at run time), numba = the fallback kernels "
+               f"(`numba_kernels.py`, numba {package_version('numba')})") if native else \
+        "numba = `numba_kernels.py` (the native extension is not built here)"
     md = ["### Coders on one tensor, one thread", "",
           f"Tensor `{name}` ({n:,} bf16 values). Process CPU time, {reps} interleaved rounds (every method once "
-          f"per round, same order), min and median. Golden = the pure-Python single-lane hardware model, on the "
-          f"first {golden_pairs:,} pairs; compiled = `ansforge.model.coding.fastans` (numba), the same algorithm and "
-          "bitstream, whole tensor, checkpoints every 2^20 pairs (`x4`/`x2`: 4 or 2 interleaved states in the one stream, docs/bitstream.md §8, a software-only format for now); bulk = NumPy, 16,384 lanes. constriction codes "
+          f"per round, same order), min and median; load average {os.getloadavg()[0]:.1f} at the end. Golden = "
+          f"the pure-Python single-lane hardware model, on the first {golden_pairs:,} pairs; {kernels}: the same "
+          "algorithm and bitstream as the golden model, whole tensor, checkpoints every 2^20 pairs, one thread. "
+          "`xN`: N interleaved states in the one stream (docs/bitstream.md §8, a software-only format for now). "
+          "\"decode (pairs)\" writes symbols and additional data; \"decode to bf16 values\" writes the bf16 bit "
+          "patterns themselves (the join of the pairs included). bulk = NumPy, 16,384 lanes. constriction codes "
           "the exponent codes only (no additional data); zstd and ZipNN compress the tensor's bf16 bytes.", "",
           "| Method | M weights / CPU-s (min time) | M weights / CPU-s (median time) |", "|---|---:|---:|"]
     for k, ts in times.items():
@@ -132,12 +165,16 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
         md.append(f"| {k} | {m / lo / 1e6:,.1f} | {m / med / 1e6:,.1f} |")
     if zipnn_v:
         md += ["", "Ratios from the same rounds (ansforge compiled / ZipNN, CPU time; > 1 means ansforge is slower):", ""]
-        for codec in ("tANS 8 bits", "rANS 16 bits"):
-            for op, zop in (("decode", "decompress"), ("encode", "compress")):
-                a = times[f"{codec}: compiled {op}"]
+        dec_rows = ["tANS 8 bits x8: native decode to bf16 values"] if native else []
+        for row in dec_rows + [f"{c}: {kind} {op}" for c in ("tANS 8 bits", "tANS 8 bits x8", "rANS 16 bits")
+                               for op in ("decode (pairs)", "encode")]:
+            codec, op = row.split(": ", 1)
+            zop = "compress" if op.endswith("encode") else "decompress"
+            if row in times:
+                a = times[row]
                 b = times[[k for k in times if k.startswith(f"ZipNN {zipnn_v}") and k.endswith(zop)][0]]
-                md.append(f"- {codec} {op} / ZipNN {zop}: min {min(a) / min(b):.1f}×, "
-                          f"median {statistics.median(a) / statistics.median(b):.1f}×")
+                md.append(f"- {codec} {op} / ZipNN {zop}: min {min(a) / min(b):.2f}×, "
+                          f"median {statistics.median(a) / statistics.median(b):.2f}×")
     md.append("")
     return md
 
