@@ -1,22 +1,31 @@
 """Native-speed tANS and rANS stream coders, bit-exact with the golden models.
 
 The golden coders (:mod:`.tans`, :mod:`.rans`) walk pairs in Python; they stay the reference. This
-module runs *the same* single-lane algorithms, step for step, as machine code compiled by numba
-(``@njit(nogil=True, cache=True)``): the same state, the same bit buffer and the same word stack, so
-the words, checkpoints and decoded pairs are identical (``tests/test_fastans.py`` compares them with
-the golden coders on random and real tensors, including every error path).
+module runs *the same* single-lane algorithms, step for step, as machine code, so the words,
+checkpoints and decoded pairs are identical (``tests/test_fastans.py`` and ``tests/test_native.py``
+compare them with the golden coders on random and real tensors, including every error path). Two
+implementations, one interface:
 
-Why numba: the algorithms are short integer loops over NumPy arrays, which numba compiles to the
-code a C extension would hold, without a compiler at ``pip install`` time (numba ships wheels), and
-the compiled kernels are cached on disk, so a process pays the compilation once per installation.
-``nogil`` lets threads decode independent segments at once: a stream's checkpoints (every
+native (preferred)
+    The C extension :mod:`.nativeans` (``nativeans.c``), built by ``pip install`` where a compiler is
+    present (``setup.py``; optional). Why C: it costs nothing at import (numba costs ~0.2 s to import
+    and ~0.4 s to load its cached code in every process: most of a `decompress`), it reads the word
+    stack as one little-endian bit string with unaligned 64-bit loads, keeps ``N`` interleaved states
+    in registers (one specialization per ``N = 1 .. 16``), and :func:`decode_values` writes a
+    tensor's values without the intermediate pairs (BMI2 ``pdep``/``bzhi`` chosen at run time, never
+    ``-march``: the wheel runs on any x86-64 and elsewhere).
+numba (fallback)
+    :mod:`.numba_kernels` (``@njit(nogil=True, cache=True)``), imported only when the extension is
+    missing or ``ANSFORGE_KERNELS=numba`` / :func:`set_backend` asks for it.
+
+Both release the GIL, so threads decode independent segments at once: a stream's checkpoints (every
 ``checkpoint_interval`` pairs) are exactly the starting points that Fig. 12's parallel decoders use,
 so :func:`decode_segments` splits a stream there and decodes the pieces on ``threads`` threads; each
 piece must end in the state its successor's checkpoint records, which checks the seams.
 
-Codecs of ``N > 1`` interleaved states (``docs/bitstream.md`` §8) run their own kernels
-(``_tans_decode_n`` …), whose ``N`` states are independent dependency chains a CPU overlaps; the
-``N = 1`` kernels are the single-state ones, untouched.
+Codecs of ``N > 1`` interleaved states (``docs/bitstream.md`` §8) are independent dependency chains a
+CPU overlaps (the tANS decoders' speed comes from them: ``tans8x8`` decodes several times faster than
+``tans8``).
 
 Limits (outside them the callers use the golden coders): tANS fields with ``W + R + 1 + k <= 64``
 bits (the paper's tans8 with fp32 pairs: 16 + 9 + 30 = 55); rANS with ``S <= 64``.
