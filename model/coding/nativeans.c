@@ -986,6 +986,104 @@ INLINE void word_put(uint8_t *p, int isz, int64_t a, uint64_t v) {
     else p[a] = (uint8_t)v;
 }
 
+/* rANS decode core: the word width, output kind and symbol lookup are compile-time constants in each
+ * instantiation (RANS_DEC), so the per-pair loop has no branches on them. */
+typedef struct {
+    const uint8_t *p;
+    uint64_t *xs;
+    int64_t N;
+    const int64_t *freq, *cum, *nsym, *nch, *chb;
+    const uint16_t *lt;
+    const int64_t *run_tab, *run_end;
+    int64_t width, most;
+    unsigned P, S, W;
+    void *out_s, *out_e;
+    int64_t out0;
+} RansDec;
+
+INLINE int64_t rans_dec_core(const RansDec *d, int64_t *hp, int64_t pos, int64_t stop, const int ISZ, const int KIND,
+                             const int LUT) {
+    const uint8_t *p = d->p;
+    uint64_t *xs = d->xs;
+    const int64_t N = d->N, width = d->width, most = d->most, out0 = d->out0;
+    const unsigned uP = d->P, uW = d->W;
+    const uint64_t lo_bound = (uint64_t)1 << (d->S - d->W), pmask = lowmask(uP);
+    int64_t hh = *hp, status = -1, lane = pos % N;
+    int64_t r = 0;
+    while (d->run_end[r] <= pos) r++;
+    while (pos < stop) {
+        int64_t end = d->run_end[r] < stop ? d->run_end[r] : stop;
+        int64_t t = d->run_tab[r];
+        const int64_t *freq_t = d->freq + t * width, *cum_t = d->cum + t * width, *nch_t = d->nch + t * width;
+        const uint16_t *lt_t = d->lt + (LUT ? (t << uP) : 0);
+        uint64_t x = xs[lane];
+        while (pos < end) {
+            uint64_t q = x & pmask;
+            int64_t sidx;
+            if (LUT) sidx = lt_t[q];
+            else {
+                int64_t lo = 0, hi = d->nsym[t] - 1;
+                while (lo < hi) {
+                    int64_t mid = (lo + hi + 1) >> 1;
+                    if ((uint64_t)cum_t[mid] <= q) lo = mid; else hi = mid - 1;
+                }
+                sidx = lo;
+            }
+            x = (x >> uP) * (uint64_t)freq_t[sidx] + q - (uint64_t)cum_t[sidx];
+            if (x < lo_bound) {
+                if (hh > 0) { hh--; x = (x << uW) | word_at(p, ISZ, hh); }
+                else if (N > 1) { status = pos; break; }
+            }
+            uint64_t e = 0;
+            int64_t nchunk = nch_t[sidx];
+            const int64_t *chb_i = d->chb + (t * width + sidx) * most;
+            for (int64_t k = 0; k < nchunk; k++) {
+                unsigned b = (unsigned)chb_i[k], sh = uP - b;
+                q = x & pmask;
+                e = (e << b) | (q >> sh);
+                x = ((x >> uP) << sh) | (q & lowmask(sh));
+                if (x < lo_bound) {
+                    if (hh > 0) { hh--; x = (x << uW) | word_at(p, ISZ, hh); }
+                    else if (N > 1) { status = pos; break; }
+                }
+            }
+            if (status >= 0) break;
+            if (N > 1) {
+                xs[lane] = x;
+                if (++lane == N) lane = 0;
+                x = xs[lane];
+            }
+            if (pos >= out0) {
+                if (KIND == OUT_SE8) {
+                    ((uint8_t *)d->out_s)[pos - out0] = (uint8_t)sidx;
+                    ((uint32_t *)d->out_e)[pos - out0] = (uint32_t)e;
+                } else {
+                    ((int64_t *)d->out_s)[pos - out0] = sidx;
+                    ((uint64_t *)d->out_e)[pos - out0] = e;
+                }
+            }
+            pos++;
+        }
+        if (N == 1 && status < 0) xs[0] = x;
+        if (status >= 0) break;
+        r++;
+    }
+    *hp = hh;
+    return status;
+}
+
+#define RDEC(ISZ, KIND, LUT)                                                                          \
+    static int64_t rans_dec_##ISZ##_##KIND##_##LUT(const RansDec *d, int64_t *hp, int64_t pos, int64_t stop) { \
+        return rans_dec_core(d, hp, pos, stop, ISZ, KIND, LUT);                                        \
+    }
+RDEC(1, 0, 0) RDEC(1, 0, 1) RDEC(1, 1, 0) RDEC(1, 1, 1) RDEC(2, 0, 0) RDEC(2, 0, 1) RDEC(2, 1, 0) RDEC(2, 1, 1)
+RDEC(4, 0, 0) RDEC(4, 0, 1) RDEC(4, 1, 0) RDEC(4, 1, 1)
+typedef int64_t (*rans_dec_fn)(const RansDec *, int64_t *, int64_t, int64_t);
+static const rans_dec_fn RANS_DEC[3][2][2] = {
+    {{rans_dec_1_0_0, rans_dec_1_0_1}, {rans_dec_1_1_0, rans_dec_1_1_1}},
+    {{rans_dec_2_0_0, rans_dec_2_0_1}, {rans_dec_2_1_0, rans_dec_2_1_1}},
+    {{rans_dec_4_0_0, rans_dec_4_0_1}, {rans_dec_4_1_0, rans_dec_4_1_1}}};
+
 /* rans_decode(words, h, states(u64[N]), freq, cum, nsym, lut(u16 [ntab, 2^P] or empty), nchunk,
  *             chunk_b, run_tab, run_end, pos, stop, W, P, S, out_s, out_e, out0) -> (status, h) */
 static PyObject *py_rans_decode(PyObject *self, PyObject *args) {
@@ -1036,66 +1134,13 @@ static PyObject *py_rans_decode(PyObject *self, PyObject *args) {
                 for (int64_t q = 0; q < ((int64_t)1 << P); q++)
                     if (lt[(t << P) + q] >= nsym[t]) goto badtab;
         }
-        const uint8_t *p = (const uint8_t *)w.view.buf;
-        uint64_t *xs = (uint64_t *)st.view.buf;
-        const uint64_t lo_bound = (uint64_t)1 << (S - W), pmask = lowmask((unsigned)P);
-        const unsigned uP = (unsigned)P, uW = (unsigned)W;
-        int64_t status = -1, lane = pos % N;
-        int64_t hh = h;
+        RansDec d = {(const uint8_t *)w.view.buf, (uint64_t *)st.view.buf, N, freq, cum, nsym, nch, chb, lt,
+                     run_tab, run_end, width, most, (unsigned)P, (unsigned)S, (unsigned)W, os.view.buf, oe.view.buf,
+                     out0};
+        int64_t status = -1, hh = h;
         Py_BEGIN_ALLOW_THREADS
-        int64_t r = 0;
-        while (run_end[r] <= pos) r++;
-        while (pos < stop) {
-            int64_t end = run_end[r] < stop ? run_end[r] : stop;
-            int64_t t = run_tab[r];
-            while (pos < end) {
-                uint64_t x = xs[lane];
-                uint64_t q = x & pmask;
-                int64_t sidx;
-                if (use_lut) sidx = lt[(t << P) + (int64_t)q];
-                else {
-                    int64_t lo = 0, hi = nsym[t] - 1;
-                    while (lo < hi) {
-                        int64_t mid = (lo + hi + 1) >> 1;
-                        if ((uint64_t)cum[t * width + mid] <= q) lo = mid; else hi = mid - 1;
-                    }
-                    sidx = lo;
-                }
-                int64_t i = t * width + sidx;
-                x = (x >> uP) * (uint64_t)freq[i] + q - (uint64_t)cum[i];
-                if (x < lo_bound) {
-                    if (hh > 0) { hh--; x = (x << uW) | word_at(p, isz, hh); }
-                    else if (N > 1) { status = pos; break; }
-                }
-                uint64_t e = 0;
-                int64_t nchunk = nch[i];
-                for (int64_t k = 0; k < nchunk; k++) {
-                    unsigned b = (unsigned)chb[i * most + k], sh = uP - b;
-                    q = x & pmask;
-                    e = (b >= 64 ? 0 : (e << b)) | (q >> sh);
-                    x = ((x >> uP) << sh) | (q & lowmask(sh));
-                    if (x < lo_bound) {
-                        if (hh > 0) { hh--; x = (x << uW) | word_at(p, isz, hh); }
-                        else if (N > 1) { status = pos; break; }
-                    }
-                }
-                if (status >= 0) break;
-                xs[lane] = x;
-                if (++lane == N) lane = 0;
-                if (pos >= out0) {
-                    if (kind == OUT_SE8) {
-                        ((uint8_t *)os.view.buf)[pos - out0] = (uint8_t)sidx;
-                        ((uint32_t *)oe.view.buf)[pos - out0] = (uint32_t)e;
-                    } else {
-                        ((int64_t *)os.view.buf)[pos - out0] = sidx;
-                        ((uint64_t *)oe.view.buf)[pos - out0] = e;
-                    }
-                }
-                pos++;
-            }
-            if (status >= 0) break;
-            r++;
-        }
+        int li = use_lut ? 1 : 0, ki = kind == OUT_SE8 ? 0 : 1, wi = isz == 4 ? 2 : isz == 2 ? 1 : 0;
+        status = RANS_DEC[wi][ki][li](&d, &hh, pos, stop);
         Py_END_ALLOW_THREADS
         res = Py_BuildValue("LL", (long long)status, (long long)hh);
         goto out;
