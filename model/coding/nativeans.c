@@ -419,14 +419,14 @@ typedef struct {
     if (N > K) {                                                                                     \
         const uint64_t *q = PK;                                                                      \
         uint64_t nxt = q[0];                                                                         \
-        const uint8_t *fb = (const uint8_t *)(q + 1);                                                \
+        const uint8_t *fb = (const uint8_t *)(q + FOFF);                                             \
         unsigned need = fb[0], nb = fb[1];                                                           \
         uint32_t hi;                                                                                 \
         memcpy(&hi, fb + 4, 4);                                                                      \
         B -= need;                                                                                   \
         uint64_t f = load64_le(p + (B >> 3)) >> (B & 7);                                             \
         uint64_t v = BZHI(f, nb);                                                                    \
-        PK = (const uint64_t *)(uintptr_t)nxt + 2 * v;                                               \
+        PK = (const uint64_t *)(uintptr_t)nxt + v;                                                   \
         uint64_t e = f >> nb;                                                                        \
         uint64_t h64 = hi;                                                                           \
         if (UNLIKELY(hi == ESC)) {                                                                   \
@@ -442,8 +442,8 @@ typedef struct {
     DO(P0, 0) DO(P1, 1) DO(P2, 2) DO(P3, 3) DO(P4, 4) DO(P5, 5) DO(P6, 6) DO(P7, 7)                  \
     DO(P8, 8) DO(P9, 9) DO(P10, 10) DO(P11, 11) DO(P12, 12) DO(P13, 13) DO(P14, 14) DO(P15, 15)
 
-#define FAST_INIT(PK, K) const uint64_t *PK = N > K ? A_t + 2 * (int64_t)X[K] : A_t;
-#define FAST_FINI(PK, K) if (N > K) X[K] = (uint32_t)((PK - A_t) >> 1);
+#define FAST_INIT(PK, K) const uint64_t *PK = N > K ? A_t + (int64_t)X[K] : A_t;
+#define FAST_FINI(PK, K) if (N > K) X[K] = (uint32_t)(PK - A_t);
 
 #define FAST_BODY_WITH(STEP)                                                                         \
     {                                                                                                \
@@ -474,9 +474,9 @@ typedef struct {
 #define FAST_STEP_PORTABLE(PK, K) FAST_STEP(PK, K, JOIN_PORTABLE, BZHI_PORTABLE)
 #define FAST_STEP_BMI2(PK, K) FAST_STEP(PK, K, JOIN_PDEP, BZHI_BMI2)
 
-#define FAST_PORTABLE(NAME, OT_, NN)                                                                 \
+#define FAST_PORTABLE(NAME, OT_, NN, FO)                                                             \
     static int64_t NAME(FAST_ARGS) {                                                                 \
-        typedef OT_ OT; OT *out = (OT *)out_; const int N = NN;                                      \
+        typedef OT_ OT; OT *out = (OT *)out_; const int N = NN; const int64_t FOFF = FO;             \
         FAST_BODY_WITH(FAST_STEP_PORTABLE)                                                           \
     }
 
@@ -484,9 +484,10 @@ typedef struct {
 #define HAVE_PDEP 1
 #include <immintrin.h>
 #define JOIN_PDEP ((uint64_t)_pdep_u64(e, jk->M))
-#define FAST_BMI2(NAME, OT_, NN)                                                                     \
+#define FAST_BMI2(NAME, OT_, NN, FO)                                                                 \
     __attribute__((target("bmi2"))) static int64_t NAME(FAST_ARGS) {                                 \
-        typedef OT_ OT; OT *out = (OT *)out_; const int N = NN; FAST_BODY_WITH(FAST_STEP_BMI2)                                       \
+        typedef OT_ OT; OT *out = (OT *)out_; const int N = NN; const int64_t FOFF = FO;             \
+        FAST_BODY_WITH(FAST_STEP_BMI2)                                                               \
     }
 #endif
 
@@ -494,12 +495,17 @@ typedef int64_t (*fast_fn)(FAST_ARGS);
 
 #ifdef HAVE_PDEP
 #define FAST_INST(NN)                                                                                \
-    FAST_PORTABLE(fast_p16_##NN, uint16_t, NN) FAST_PORTABLE(fast_p32_##NN, uint32_t, NN)            \
-    FAST_BMI2(fast_b16_##NN, uint16_t, NN) FAST_BMI2(fast_b32_##NN, uint32_t, NN)
+    FAST_PORTABLE(fast_p16_##NN, uint16_t, NN, D) FAST_PORTABLE(fast_p32_##NN, uint32_t, NN, D)      \
+    FAST_BMI2(fast_b16_##NN, uint16_t, NN, D) FAST_BMI2(fast_b32_##NN, uint32_t, NN, D)              \
+    FAST_PORTABLE(fast_q16_##NN, uint16_t, NN, 256) FAST_PORTABLE(fast_q32_##NN, uint32_t, NN, 256)  \
+    FAST_BMI2(fast_c16_##NN, uint16_t, NN, 256) FAST_BMI2(fast_c32_##NN, uint32_t, NN, 256)
 #define FAST_ROW(NN) {fast_p16_##NN, fast_p32_##NN, fast_b16_##NN, fast_b32_##NN}
+#define FAST_ROW256(NN) {fast_q16_##NN, fast_q32_##NN, fast_c16_##NN, fast_c32_##NN}
 #else
-#define FAST_INST(NN) FAST_PORTABLE(fast_p16_##NN, uint16_t, NN) FAST_PORTABLE(fast_p32_##NN, uint32_t, NN)
+#define FAST_INST(NN) FAST_PORTABLE(fast_p16_##NN, uint16_t, NN, D) FAST_PORTABLE(fast_p32_##NN, uint32_t, NN, D) \
+    FAST_PORTABLE(fast_q16_##NN, uint16_t, NN, 256) FAST_PORTABLE(fast_q32_##NN, uint32_t, NN, 256)
 #define FAST_ROW(NN) {fast_p16_##NN, fast_p32_##NN, fast_p16_##NN, fast_p32_##NN}
+#define FAST_ROW256(NN) {fast_q16_##NN, fast_q32_##NN, fast_q16_##NN, fast_q32_##NN}
 #endif
 
 FAST_INST(1) FAST_INST(2) FAST_INST(3) FAST_INST(4) FAST_INST(5) FAST_INST(6) FAST_INST(7) FAST_INST(8)
@@ -510,6 +516,12 @@ static const fast_fn FAST[MAXN + 1][4] = {{0, 0, 0, 0}, FAST_ROW(1), FAST_ROW(2)
                                           FAST_ROW(5), FAST_ROW(6), FAST_ROW(7), FAST_ROW(8), FAST_ROW(9),
                                           FAST_ROW(10), FAST_ROW(11), FAST_ROW(12), FAST_ROW(13), FAST_ROW(14),
                                           FAST_ROW(15), FAST_ROW(16)};
+/* the same for tables of L = 256 states (tans8, the paper's core): the fields' offset is a constant */
+static const fast_fn FAST256[MAXN + 1][4] = {{0, 0, 0, 0}, FAST_ROW256(1), FAST_ROW256(2), FAST_ROW256(3),
+                                             FAST_ROW256(4), FAST_ROW256(5), FAST_ROW256(6), FAST_ROW256(7),
+                                             FAST_ROW256(8), FAST_ROW256(9), FAST_ROW256(10), FAST_ROW256(11),
+                                             FAST_ROW256(12), FAST_ROW256(13), FAST_ROW256(14), FAST_ROW256(15),
+                                             FAST_ROW256(16)};
 
 /* pdep is one fast instruction from Intel Haswell and AMD Zen 3 on; Zen 1/2 run it in microcode
  * (tens of cycles), where the portable shifts win. Chosen once at import. */
@@ -547,7 +559,8 @@ INLINE int64_t val_dec_core(const ValDec *d, int64_t *Bp, uint32_t *Xs, const in
             jk.z = z; jk.m = m; jk.top = top; jk.mmask = mmask; jk.wzmask = lowmask(wt);
             jk.M = (((uint64_t)1 << top) | mmask) & ~lowmask(z);
             jk.wt = wt; jk.esc_pad = d->esc_pad + t * d->pad_w; jk.pad_mask = (uint64_t)d->pad_w - 1;
-            int64_t done = FAST[N][(OSZ == 4) + 2 * use_pdep](p, nbytes, &B, X, d->A + 2 * t * d->L, d->D, end - pos, outp, &jk);
+            int64_t done = (d->L == 256 ? FAST256 : FAST)[N][(OSZ == 4) + 2 * use_pdep](
+                p, nbytes, &B, X, d->A + 2 * t * d->L, d->L, end - pos, outp, &jk);
             if (done < 0) goto badesc;
             pos += done;
             outp += OSZ * done;
@@ -659,8 +672,9 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_ValueError, "tans_decode_values: bad shift or escape group");
                 goto out;
             }
-        /* the fast path's tables: per state x two words, A[2x] = &A[2 base[x]] and A[2x + 1] = need | nb << 8 |
-         * hi << 32 (the state is a pointer to its entry, the next one is one shift and add away); then the
+        /* the fast path's tables: per table a block of 2L words, A[x] = &A[base[x]] and A[L + x] = need | nb << 8 |
+         * hi << 32 (the state is a pointer to its entry, the next one is one address computation away, and for
+         * L = 256 the fields are at a constant offset); then the
          * escape groups padded to a power of two covering every index a field can hold */
         int64_t D = ntab * L, pad_w = 1;
         while (pad_w < esc_w) pad_w <<= 1;
@@ -693,8 +707,8 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
                     PyErr_SetString(PyExc_ValueError, "tans_decode_values: table entry outside the table");
                     goto out;
                 }
-                A[2 * (t * L + x)] = (uint64_t)(uintptr_t)(A + 2 * (t * L + base));
-                A[2 * (t * L + x) + 1] = need | (uint64_t)nb << 8 | (uint64_t)V_HI(e) << 32;
+                A[2 * t * L + x] = (uint64_t)(uintptr_t)(A + 2 * t * L + base);
+                A[2 * t * L + L + x] = need | (uint64_t)nb << 8 | (uint64_t)V_HI(e) << 32;
             }
         ValDec d = {(const uint8_t *)w.view.buf, (int64_t)w.view.len, (const uint64_t *)tab.view.buf, L, ntab,
                     (const int64_t *)rt.view.buf, (const int64_t *)re.view.buf, zz, (const int64_t *)esc.view.buf, ne,
