@@ -397,13 +397,16 @@ typedef struct {
 
 /* The fast path of the values decoder: whole blocks of N pairs of one run, far enough from both ends of
  * the bit string that no read needs a check (B >= N * 56: no block runs out; the 8-byte window
- * stays inside the words). The state is kept as a pointer into A, where A[x] holds the address of
- * A[base[x]] and A[x + D] the fields (need, nb, hi): the next state's entry is then A[base] + v, one
- * address computation, which shortens each lane's dependency chain and the instructions per pair.
+ * stays inside the words). The state is kept as a pointer into the table's block A_t, where A_t[x]
+ * holds the address of A_t[base[x]] and A_t[x + D] (D = L, a constant in the L = 256 instances) the
+ * fields (need, nb, hi): the next state's entry is then A_t[base] + v, one address computation, which
+ * shortens each lane's dependency chain and the instructions per pair (measured: tans8x8 bf16 values
+ * ~0.95 -> ~1.15 G pairs per CPU-s here against the same loop with a separate index add).
  * The value is hi | pdep(e, M): `pdep` (BMI2) deposits the additional data's low bits into the sign
  * and mantissa positions M of the value; a row shift z drops M's low z bits (the stored field is
- * w - z bits wide and lands shifted left by z, docs/bitstream.md §6). Escape symbols (hi == ESC)
- * leave the block to the checked path. Returns the number of pairs decoded. */
+ * w - z bits wide and lands shifted left by z, docs/bitstream.md §6). An escape symbol (hi == ESC)
+ * takes its exponent from its padded group (an index outside the group flags the call, which then
+ * reports the stream as corrupt). Returns the number of pairs decoded, or -1 for that flag. */
 typedef struct {
     uint64_t M;       /* pdep mask: the sign and mantissa bits a field fills (z low bits dropped) */
     uint64_t wzmask;  /* the field's additional-data bits: w - z */
