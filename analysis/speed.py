@@ -71,21 +71,47 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
     per: dict[str, int] = {}
     # The interleaved codecs (docs/bitstream.md §8) are compiled-only rows: their golden coder is the
     # same model with more states, and the bulk lanes take single-state codecs.
-    for codec in ("tans8", "tans8x4", "rans16", "rans16x2", "rans24"):
+    native = fastans.backend() == "native"
+    kind = "native" if native else "numba"
+
+    def with_kernels(name, fn):
+        """``fn`` run with the ``name`` kernels (the numba fallback rows beside the native ones)."""
+        def run():
+            old = fastans.set_backend(name)
+            try:
+                return fn()
+            finally:
+                fastans.set_backend(old)
+        return run
+
+    for codec in ("tans8", "tans8x4", "tans8x8", "tans8x16", "rans16", "rans16x2", "rans24"):
         spec = parse_codec(codec)
         ct, table = spec.tables(counts, 8)
-        s, e = ct.to_symbols(pairs.codes, pairs.extra)
+        s, e = ct.to_symbols(pairs.codes, pairs.extra, compact=True)
         runs = [Run(0, n)]
         st = fastans.encode(spec, [table], runs, s, e, 1 << 20)
-        fns[f"{spec.label()}: compiled encode"] = lambda spec=spec, t=table, s=s, e=e, r=runs: \
-            fastans.encode(spec, [t], r, s, e, 1 << 20)
-        fns[f"{spec.label()}: compiled decode"] = lambda spec=spec, t=table, st=st, r=runs: \
-            fastans.decode_segments(spec, st.words, [t], r, st.checkpoints, 1)
+        enc = lambda spec=spec, t=table, s=s, e=e, r=runs: fastans.encode(spec, [t], r, s, e, 1 << 20)
+        dec = lambda spec=spec, t=table, st=st, r=runs: \
+            fastans.decode_segments(spec, st.words, [t], r, st.checkpoints, 1, compact=True)
+        fns[f"{spec.label()}: {kind} encode"] = enc
+        fns[f"{spec.label()}: {kind} decode (pairs)"] = dec
+        if spec.kind == "tans" and native:
+            joins = [(ct, pairs.exponents, 0)]
+            fns[f"{spec.label()}: native decode to bf16 values"] = \
+                lambda spec=spec, t=table, st=st, r=runs, j=joins: fastans.decode_values(
+                    spec, st.words, [t], r, st.checkpoints, j, BF16, 1)
+            checks.append(lambda spec=spec, t=table, st=st, r=runs, j=joins: np.array_equal(
+                fastans.decode_values(spec, st.words, [t], r, st.checkpoints, j, BF16, 1), bits.ravel()))
+        if native and codec in ("tans8", "tans8x8", "rans16"):
+            fns[f"{spec.label()}: numba encode (fallback)"] = with_kernels("numba", enc)
+            fns[f"{spec.label()}: numba decode (pairs, fallback)"] = with_kernels("numba", dec)
+            checks.append(lambda enc=enc, st=st: np.array_equal(with_kernels("numba", enc)().words, st.words))
         checks.append(lambda spec=spec, t=table, st=st, s=s, e=e, r=runs: all(
             np.array_equal(a, b) for a, b in zip(fastans.decode_segments(spec, st.words, [t], r, st.checkpoints, 1),
                                                  (s, e))))
         if spec.states > 1:
             continue
+        s, e = s.astype(np.int64), e.astype(np.uint64)  # the golden models' and the bulk lanes' types
         gs, ge = s[:golden_pairs], e[:golden_pairs]
         gst = spec.coder().encode([table], [Run(0, gs.size)], gs, ge)
         lanes = encode_lanes(spec, table, s, e, 16384)
@@ -119,11 +145,18 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
     if not all(c() for c in checks):
         raise AssertionError("a compiled kernel did not round-trip")
     times = interleaved(fns, reps)
+    kernels = ("native = the C extension `ansforge.model.coding.nativeans` (built by `pip install`; "
+               "`__builtin_cpu_supports` picks its BMI2 path at run time), numba = the fallback kernels "
+               f"(`numba_kernels.py`, numba {package_version('numba')})") if native else \
+        "numba = `numba_kernels.py` (the native extension is not built here)"
     md = ["### Coders on one tensor, one thread", "",
           f"Tensor `{name}` ({n:,} bf16 values). Process CPU time, {reps} interleaved rounds (every method once "
-          f"per round, same order), min and median. Golden = the pure-Python single-lane hardware model, on the "
-          f"first {golden_pairs:,} pairs; compiled = `ansforge.model.coding.fastans` (numba), the same algorithm and "
-          "bitstream, whole tensor, checkpoints every 2^20 pairs (`x4`/`x2`: 4 or 2 interleaved states in the one stream, docs/bitstream.md §8, a software-only format for now); bulk = NumPy, 16,384 lanes. constriction codes "
+          f"per round, same order), min and median; load average {os.getloadavg()[0]:.1f} at the end. Golden = "
+          f"the pure-Python single-lane hardware model, on the first {golden_pairs:,} pairs; {kernels}: the same "
+          "algorithm and bitstream as the golden model, whole tensor, checkpoints every 2^20 pairs, one thread. "
+          "`xN`: N interleaved states in the one stream (docs/bitstream.md §8, a software-only format for now). "
+          "\"decode (pairs)\" writes symbols and additional data; \"decode to bf16 values\" writes the bf16 bit "
+          "patterns themselves (the join of the pairs included). bulk = NumPy, 16,384 lanes. constriction codes "
           "the exponent codes only (no additional data); zstd and ZipNN compress the tensor's bf16 bytes.", "",
           "| Method | M weights / CPU-s (min time) | M weights / CPU-s (median time) |", "|---|---:|---:|"]
     for k, ts in times.items():
@@ -132,12 +165,16 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
         md.append(f"| {k} | {m / lo / 1e6:,.1f} | {m / med / 1e6:,.1f} |")
     if zipnn_v:
         md += ["", "Ratios from the same rounds (ansforge compiled / ZipNN, CPU time; > 1 means ansforge is slower):", ""]
-        for codec in ("tANS 8 bits", "rANS 16 bits"):
-            for op, zop in (("decode", "decompress"), ("encode", "compress")):
-                a = times[f"{codec}: compiled {op}"]
+        dec_rows = ["tANS 8 bits x8: native decode to bf16 values"] if native else []
+        for row in dec_rows + [f"{c}: {kind} {op}" for c in ("tANS 8 bits", "tANS 8 bits x8", "rANS 16 bits")
+                               for op in ("decode (pairs)", "encode")]:
+            codec, op = row.split(": ", 1)
+            zop = "compress" if op.endswith("encode") else "decompress"
+            if row in times:
+                a = times[row]
                 b = times[[k for k in times if k.startswith(f"ZipNN {zipnn_v}") and k.endswith(zop)][0]]
-                md.append(f"- {codec} {op} / ZipNN {zop}: min {min(a) / min(b):.1f}×, "
-                          f"median {statistics.median(a) / statistics.median(b):.1f}×")
+                md.append(f"- {codec} {op} / ZipNN {zop}: min {min(a) / min(b):.2f}×, "
+                          f"median {statistics.median(a) / statistics.median(b):.2f}×")
     md.append("")
     return md
 
@@ -162,9 +199,10 @@ _ZIPNN_SCRIPT = ("import sys; from zipnn import ZipNN; z = ZipNN(input_format='b
                  "open(sys.argv[3], 'wb').write(z.compress(d) if sys.argv[1] == 'c' else z.decompress(d))")
 
 
-def cli_section(path: str, reps: int = 3, codec: str = "tans8") -> list[str]:
+def cli_section(path: str, reps: int = 3, codec: str = "tans8", fast_codec: str | None = "tans8x8") -> list[str]:
     """Whole processes on the whole MiniLM file: ``ansforge compress``/``decompress`` against ``zstd -3``
-    and ZipNN, interleaved; then ``decompress --threads``."""
+    and ZipNN, interleaved; then ``decompress --threads``. ``fast_codec`` (an interleaved codec, the
+    native kernels' fast case) adds its own compress and decompress rows."""
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="ansforge-speed-") as tmp:
         t = Path(tmp)
@@ -174,6 +212,11 @@ def cli_section(path: str, reps: int = 3, codec: str = "tans8") -> list[str]:
             "ansforge decompress": [py, "-m", "ansforge", "decompress", str(t / "m.ansf"), "-o", str(t / "m.st"),
                                     "--force"],
         }
+        if fast_codec:
+            cmds[f"ansforge compress ({fast_codec})"] = [py, "-m", "ansforge", "compress", "--model", path, "-o",
+                                                         str(t / "f.ansf"), "--codec", fast_codec, "--force"]
+            cmds[f"ansforge decompress ({fast_codec} file)"] = [py, "-m", "ansforge", "decompress", str(t / "f.ansf"),
+                                                               "-o", str(t / "f.st"), "--force"]
         zstd = shutil.which("zstd")
         zstd_v = subprocess.run([zstd, "--version"], capture_output=True, text=True).stdout.strip().split(",")[0] \
             if zstd else None
@@ -197,7 +240,11 @@ def cli_section(path: str, reps: int = 3, codec: str = "tans8") -> list[str]:
         from safetensors.numpy import load_file
         a, b = load_file(path), load_file(str(t / "m.st"))
         exact = a.keys() == b.keys() and all(a[k].tobytes() == b[k].tobytes() for k in a)
-        sizes = {"ansforge": (t / "m.ansf").stat().st_size}
+        sizes = {f"ansforge ({codec})": (t / "m.ansf").stat().st_size}
+        if fast_codec:
+            c = load_file(str(t / "f.st"))
+            exact = exact and a.keys() == c.keys() and all(a[k].tobytes() == c[k].tobytes() for k in a)
+            sizes[f"ansforge ({fast_codec})"] = (t / "f.ansf").stat().st_size
         if zstd:
             sizes["zstd -3"] = (t / "m.zst").stat().st_size
         if zipnn_v:
@@ -221,13 +268,14 @@ def cli_section(path: str, reps: int = 3, codec: str = "tans8") -> list[str]:
     md += ["", f"ansforge decompress output bit-exact: {exact}" + (f"; ZipNN round trip exact: {exact_z}" if zipnn_v else "")]
     if zstd:
         dk = [k for k in cmds if k.startswith("zstd -3 decompress")][0]
-        md.append(f"- ansforge decompress / zstd -3 decompress, CPU: min {min(cpu['ansforge decompress']) / min(cpu[dk]):.1f}×, "
-                  f"median {statistics.median(cpu['ansforge decompress']) / statistics.median(cpu[dk]):.1f}× (target ≤ 4×)")
+        for ak in [k for k in cmds if k.startswith("ansforge decompress")]:
+            md.append(f"- {ak} / zstd -3 decompress, CPU: min {min(cpu[ak]) / min(cpu[dk]):.2f}×, "
+                      f"median {statistics.median(cpu[ak]) / statistics.median(cpu[dk]):.2f}× (target ≤ 4×)")
     if zipnn_v:
         zk = f"ZipNN {zipnn_v} compress (1 thread, whole process)"
-        ck = f"ansforge compress ({codec})"
-        md.append(f"- ansforge compress / ZipNN compress, CPU: min {min(cpu[ck]) / min(cpu[zk]):.2f}×, "
-                  f"median {statistics.median(cpu[ck]) / statistics.median(cpu[zk]):.2f}× (target ≤ 1×)")
+        for ck in [k for k in cmds if k.startswith("ansforge compress")]:
+            md.append(f"- {ck} / ZipNN compress, CPU: min {min(cpu[ck]) / min(cpu[zk]):.2f}×, "
+                      f"median {statistics.median(cpu[ck]) / statistics.median(cpu[zk]):.2f}× (target ≤ 1×)")
     md.append(f"- `decompress --threads 2` / `--threads 1`, wall: min {min(threads_wall[2]) / min(threads_wall[1]):.2f}, "
               f"median {statistics.median(threads_wall[2]) / statistics.median(threads_wall[1]):.2f} "
               f"({os.cpu_count()} CPUs, shared with other jobs)")
@@ -267,9 +315,11 @@ def fuzz_section(cases: int = 10_000) -> list[str]:
 
 def software_section(path: str, cli_reps: int = 3, fuzz_cases: int = 10_000) -> list[str]:
     """BENCHMARKS.md's software-path section (the one-tensor coder speeds are the ``coders`` section)."""
-    nb = package_version("numba")
+    from ..model.coding import fastans
+    kernels = "native (C extension nativeans)" if fastans.backend() == "native" else \
+        f"numba {package_version('numba')} (the native extension is not built here)"
     md = ["## Software path: whole files against peers, fuzzing", "",
-          f"Compiled kernels: numba {nb}; ZipNN: {package_version('zipnn') or 'not installed (pip install ansforge[peers])'}. "
+          f"Compiled kernels: {kernels}; ZipNN: {package_version('zipnn') or 'not installed (pip install ansforge[peers])'}. "
           f"Measured on a machine shared with other jobs (load average {os.getloadavg()[0]:.1f}): CPU times are "
           "the processes' own, wall times include waiting.", ""]
     md += cli_section(path, cli_reps)

@@ -600,6 +600,8 @@ class ContainerStream:
     tensors: list[int] = field(default_factory=list)
     tables: list = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
+    #: per table: (index of the tensor it codes, its rows' shift z) — what joins its pairs to values
+    table_owner: list[tuple[int, int]] = field(default_factory=list)
     verified: set = field(default_factory=set)
     word_list: list | None = None
     prepared: object = None
@@ -887,7 +889,7 @@ class Container:
         if plan is not None:
             if "row_shifts" in rec:
                 raise self._fail(where, "a tensor with a context plan cannot have row_shifts")
-            self._parse_context(rec, where, st, ct, plan)
+            self._parse_context(rec, where, st, ct, plan, i)
             st.tensors.append(i)
             return
         try:
@@ -898,6 +900,7 @@ class Container:
         if "row_shifts" not in rec:
             st.runs.append(Run(len(st.tables), n_pairs))
             st.tables.append(table)
+            st.table_owner.append((i, 0))
             return
         shifts = _field(rec, "row_shifts", list, self._fail, where)
         rows = int(rec["shape"][0]) if len(rec["shape"]) >= 2 else 1
@@ -915,10 +918,12 @@ class Container:
         for z, t in variants.items():
             index[z] = len(st.tables)
             st.tables.append(t)
+            st.table_owner.append((i, z))
         st.runs.extend(Run(index[z], r * per_row) for r, z in shifts)
         rec["_shifts"] = (np.repeat(np.asarray([z for _, z in shifts], np.int64), [r for r, _ in shifts]), per_row)
 
-    def _parse_context(self, rec: dict, where: str, st: "ContainerStream", ct: CodeTable, plan: ContextPlan) -> None:
+    def _parse_context(self, rec: dict, where: str, st: "ContainerStream", ct: CodeTable, plan: ContextPlan,
+                       index: int) -> None:
         """The table sets of a context record (one frequency list, and for tANS the spread, per set, on
         the code table's alphabet) and the runs its selects give, appended to ``st``."""
         ctx = rec["context"]
@@ -946,6 +951,7 @@ class Container:
                                     "can describe")
         first = len(st.tables)
         st.tables.extend(tables)
+        st.table_owner.extend((index, 0) for _ in tables)
         st.runs.extend(plan.runs((rows, cols), first_table=first))
 
     # -- access ------------------------------------------------------------------------------------
@@ -1104,6 +1110,25 @@ class Container:
         self._verify_blocks(st, words, 0, st.n_words)
         return s, e
 
+    def _decode_values(self, st: ContainerStream, threads: int | None) -> np.ndarray | None:
+        """Every value of a stream's tensors (their bit patterns, in stream order) in one native pass
+        (:func:`fastans.decode_values`), its blocks' CRCs checked; ``None`` where that path does not
+        apply (then the pairs are decoded and joined per tensor, which also names any error)."""
+        if len(st.table_owner) != len(st.tables) or not st.tables or not fastans.supported(st.spec):
+            return None
+        recs = [self.tensors[i] for i, _ in st.table_owner]
+        fmts = {(r["_fmt"].extra_bits, r["_fmt"].mantissa_bits, r["_fmt"].total_bits, np.dtype(r["_fmt"].bits_dtype))
+                for r in recs}
+        if len(fmts) != 1 or any(r["pair_format"] == "q4_0" for r in recs):
+            return None
+        joins = [(self.tensors[i]["_code_table"], self.tensors[i]["exponents"], z) for i, z in st.table_owner]
+        words = self._words(st)
+        vals = fastans.decode_values(st.spec, words, st.tables, st.runs, st.checkpoints, joins, recs[0]["_fmt"],
+                                     threads)
+        if vals is not None:
+            self._verify_blocks(st, words, 0, st.n_words)
+        return vals
+
     def decompress(self, out: str | os.PathLike[str], threads: int | None = 1) -> int:
         """Write every tensor to a safetensors file (atomically), bit-exact; ``threads`` threads decode
         each stream's checkpoint segments (``None``: one per CPU).
@@ -1115,6 +1140,7 @@ class Container:
         Q4_0 type); the metadata key ``ansforge.q4_0`` maps each such name to its weights' shape.
         Returns the number of tensors written."""
         decoded: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        as_values: dict[int, np.ndarray | None] = {}
 
         def stream_pairs(st: ContainerStream):
             if st.index not in decoded:
@@ -1123,8 +1149,12 @@ class Container:
 
         def values(rec: dict) -> np.ndarray:
             st = self.streams[int(rec["stream"])]
-            s_all, e_all = stream_pairs(st)
             a, n = int(rec["first_pair"]), int(rec["n_pairs"])
+            if st.index not in as_values:
+                as_values[st.index] = self._decode_values(st, threads)
+            if as_values[st.index] is not None:
+                return as_values[st.index][a:a + n]
+            s_all, e_all = stream_pairs(st)
             s, e = s_all[a:a + n], _unshift(rec, e_all[a:a + n], 0)
             bits = fastans.join_values(rec["_code_table"], rec["exponents"], rec["_fmt"], s, e) \
                 if fastans.supported(st.spec) and rec["pair_format"] != "q4_0" else None

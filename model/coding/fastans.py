@@ -1,22 +1,31 @@
 """Native-speed tANS and rANS stream coders, bit-exact with the golden models.
 
 The golden coders (:mod:`.tans`, :mod:`.rans`) walk pairs in Python; they stay the reference. This
-module runs *the same* single-lane algorithms, step for step, as machine code compiled by numba
-(``@njit(nogil=True, cache=True)``): the same state, the same bit buffer and the same word stack, so
-the words, checkpoints and decoded pairs are identical (``tests/test_fastans.py`` compares them with
-the golden coders on random and real tensors, including every error path).
+module runs *the same* single-lane algorithms, step for step, as machine code, so the words,
+checkpoints and decoded pairs are identical (``tests/test_fastans.py`` and ``tests/test_native.py``
+compare them with the golden coders on random and real tensors, including every error path). Two
+implementations, one interface:
 
-Why numba: the algorithms are short integer loops over NumPy arrays, which numba compiles to the
-code a C extension would hold, without a compiler at ``pip install`` time (numba ships wheels), and
-the compiled kernels are cached on disk, so a process pays the compilation once per installation.
-``nogil`` lets threads decode independent segments at once: a stream's checkpoints (every
+native (preferred)
+    The C extension :mod:`.nativeans` (``nativeans.c``), built by ``pip install`` where a compiler is
+    present (``setup.py``; optional). Why C: it costs nothing at import (numba costs ~0.2 s to import
+    and ~0.4 s to load its cached code in every process: most of a `decompress`), it reads the word
+    stack as one little-endian bit string with unaligned 64-bit loads, keeps ``N`` interleaved states
+    in registers (one specialization per ``N = 1 .. 16``), and :func:`decode_values` writes a
+    tensor's values without the intermediate pairs (BMI2 ``pdep``/``bzhi`` chosen at run time, never
+    ``-march``: the wheel runs on any x86-64 and elsewhere).
+numba (fallback)
+    :mod:`.numba_kernels` (``@njit(nogil=True, cache=True)``), imported only when the extension is
+    missing or ``ANSFORGE_KERNELS=numba`` / :func:`set_backend` asks for it.
+
+Both release the GIL, so threads decode independent segments at once: a stream's checkpoints (every
 ``checkpoint_interval`` pairs) are exactly the starting points that Fig. 12's parallel decoders use,
 so :func:`decode_segments` splits a stream there and decodes the pieces on ``threads`` threads; each
 piece must end in the state its successor's checkpoint records, which checks the seams.
 
-Codecs of ``N > 1`` interleaved states (``docs/bitstream.md`` §8) run their own kernels
-(``_tans_decode_n`` …), whose ``N`` states are independent dependency chains a CPU overlaps; the
-``N = 1`` kernels are the single-state ones, untouched.
+Codecs of ``N > 1`` interleaved states (``docs/bitstream.md`` §8) are independent dependency chains a
+CPU overlaps (the tANS decoders' speed comes from them: ``tans8x8`` decodes several times faster than
+``tans8``).
 
 Limits (outside them the callers use the golden coders): tANS fields with ``W + R + 1 + k <= 64``
 bits (the paper's tans8 with fp32 pairs: 16 + 9 + 30 = 55); rANS with ``S <= 64``.
@@ -35,14 +44,52 @@ from .stream import Checkpoint, EncodedStream, Run, StreamError, check_checkpoin
 from .stream import word_dtype
 from .tans import stream_head
 
-__all__ = ["supported", "encode", "decode", "decode_segments", "join_values", "default_threads", "PreparedTables"]
+__all__ = ["supported", "encode", "decode", "decode_segments", "decode_values", "join_values", "default_threads",
+           "PreparedTables", "backend", "set_backend"]
 
-try:  # numba is a declared dependency; the guard only keeps `import ansforge` working while it installs
-    from numba import njit
-except ImportError:  # pragma: no cover
-    njit = None
+try:  # built by `pip install` where a C compiler is present (setup.py); optional
+    from . import nativeans
+except ImportError:  # pragma: no cover - exercised on machines without a compiler
+    nativeans = None
 
-_NJIT = dict(nogil=True, cache=True, boundscheck=False)
+#: Which kernels run: "native" (the C extension) where it is built, else "numba"; the environment
+#: variable ANSFORGE_KERNELS=numba (or :func:`set_backend`) selects the numba kernels anyway.
+_backend = "native" if nativeans is not None and os.environ.get("ANSFORGE_KERNELS", "") != "numba" else "numba"
+_numba_module = None
+
+
+def backend() -> str:
+    """The kernels in use: ``"native"`` (C extension ``nativeans``) or ``"numba"``."""
+    return _backend
+
+
+def set_backend(name: str) -> str:
+    """Select the kernels (``"native"`` or ``"numba"``); returns the previous choice. For tests and
+    benchmarks that compare the two; ``"native"`` needs the extension to be built."""
+    global _backend
+    if name not in ("native", "numba") or (name == "native" and nativeans is None):
+        from ..errors import ConfigError
+        raise ConfigError(f"kernels {name!r} are not available (native built: {nativeans is not None})")
+    old, _backend = _backend, name
+    return old
+
+
+def _nk():
+    """The numba kernels (:mod:`.numba_kernels`), imported on first use (importing numba costs ~0.2 s)."""
+    global _numba_module
+    if _numba_module is None:
+        from . import numba_kernels
+        _numba_module = numba_kernels
+    return _numba_module
+
+
+def _numba_importable() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("numba") is not None
+
+
+def _native() -> bool:
+    return _backend == "native"
 
 
 def default_threads() -> int:
@@ -56,7 +103,7 @@ def default_threads() -> int:
 def supported(spec) -> bool:
     """Whether ``spec`` (a :class:`~ansforge.model.coding.codecs.Codec`) runs on the compiled kernels
     (tANS tables whose fields are too wide for a 64-bit buffer fall back per stream, see the module)."""
-    if njit is None:
+    if not _native() and not _numba_importable():
         return False
     return _KERNELS[spec.kind].supported(spec)
 
@@ -67,578 +114,6 @@ def _widest_field_ok(spec, tables) -> bool:
 
 # ------------------------------------------------------------------------------------------------
 # kernels (integers: int64 where values stay below 2**63, uint64 for rANS states and bit buffers)
-
-if njit is not None:
-
-    @njit(**_NJIT)
-    def _run_at(run_end, pos):
-        """The run holding pair ``pos`` (``run_end`` ends with a sentinel larger than any pair)."""
-        r = 0
-        while run_end[r] <= pos:
-            r += 1
-        return r
-
-    @njit(**_NJIT)
-    def _tans_decode(w, h, cnt, buf, X, sym, nb, base, kb, run_tab, run_end, pos, stop, W, out_s, out_e, out0):
-        """Decode pairs ``pos .. stop-1``; run ``r`` (table ``run_tab[r]``) ends before pair ``run_end[r]``.
-
-        Returns ``(status, h, cnt, buf, X)``; status ``-1`` is success, else the pair where the words ran out.
-        """
-        r = _run_at(run_end, pos)
-        while pos < stop:
-            t, end = run_tab[r], min(stop, run_end[r])
-            sym_t, nb_t, base_t, kb_t = sym[t], nb[t], base[t], kb[t]
-            while pos < end:
-                s = sym_t[X]
-                n = nb_t[X]
-                need = n + kb_t[s]
-                while cnt < need:
-                    if h == 0:
-                        return pos, h, cnt, buf, X
-                    h -= 1
-                    buf = (buf << np.uint64(W)) | np.uint64(w[h])
-                    cnt += W
-                cnt -= need
-                v = buf >> np.uint64(cnt)
-                buf &= (np.uint64(1) << np.uint64(cnt)) - np.uint64(1)
-                X = base_t[X] + np.int64(v & ((np.uint64(1) << np.uint64(n)) - np.uint64(1)))
-                if pos >= out0:
-                    out_s[pos - out0] = s
-                    out_e[pos - out0] = v >> np.uint64(n)
-                pos += 1
-            r += 1
-        return -1, h, cnt, buf, X
-
-    @njit(**_NJIT)
-    def _rans_decode(w, h, x, freq, cum, nsym, lut, lut_bits, nchunk, chunk_b, run_tab, run_end, pos, stop, W, P, S,
-                     out_s, out_e, out0):
-        """rANS twin of :func:`_tans_decode` (``lut`` maps a quantile to its symbol when ``P <= lut_bits``,
-        else a binary search over ``cum``). Returns ``(status, h, x)``."""
-        lo_bound = np.uint64(1) << np.uint64(S - W)
-        pmask = (np.uint64(1) << np.uint64(P)) - np.uint64(1)
-        uP = np.uint64(P)
-        uW = np.uint64(W)
-        r = _run_at(run_end, pos)
-        while pos < stop:
-            t, end = run_tab[r], min(stop, run_end[r])
-            n_sym = nsym[t]
-            while pos < end:
-                q = x & pmask
-                if P <= lut_bits:
-                    s = np.int64(lut[t, np.int64(q)])
-                else:
-                    lo = 0
-                    hi = n_sym - 1
-                    while lo < hi:  # the last symbol whose cum <= q
-                        mid = (lo + hi + 1) >> 1
-                        if np.uint64(cum[t, mid]) <= q:
-                            lo = mid
-                        else:
-                            hi = mid - 1
-                    s = lo
-                x = (x >> uP) * np.uint64(freq[t, s]) + q - np.uint64(cum[t, s])
-                if x < lo_bound and h:
-                    h -= 1
-                    x = (x << uW) | np.uint64(w[h])
-                e = np.uint64(0)
-                for c in range(nchunk[t, s]):
-                    b = np.uint64(chunk_b[t, s, c])
-                    sh = uP - b
-                    q = x & pmask
-                    e = (e << b) | (q >> sh)
-                    x = ((x >> uP) << sh) | (q & ((np.uint64(1) << sh) - np.uint64(1)))
-                    if x < lo_bound and h:
-                        h -= 1
-                        x = (x << uW) | np.uint64(w[h])
-                if pos >= out0:
-                    out_s[pos - out0] = s
-                    out_e[pos - out0] = e
-                pos += 1
-            r += 1
-        return -1, h, x
-
-    @njit(**_NJIT)
-    def _run_before(run_end, r, i):
-        """The run holding pair ``i``, searching down from run ``r`` (encoders walk pairs back to front)."""
-        while r > 0 and run_end[r - 1] > i:
-            r -= 1
-        return r
-
-    @njit(**_NJIT)
-    def _tans_encode(syms, exs, run_tab, run_end, n_runs, freq, cum, nbh, thr, kb, enc, R, W, interval, out, cps):
-        """Encode all pairs back to front (run ``r``, of table ``run_tab[r]``, ends before pair
-        ``run_end[r]``); returns (n_words, n_checkpoints).
-        ``cps`` rows: pair, word, bit, state (in encoder order: decreasing pair)."""
-        L = np.int64(1) << R
-        wmask = (np.uint64(1) << np.uint64(W)) - np.uint64(1)
-        X = L
-        acc = np.uint64(0)
-        cnt = 0
-        nw = nc = 0
-        r = n_runs - 1
-        for i in range(syms.size - 1, -1, -1):
-            r = _run_before(run_end, r, i)
-            t, s = run_tab[r], syms[i]
-            n_out = nbh[t, s] - (1 if X < thr[t, s] else 0)
-            acc |= np.uint64(X & ((np.int64(1) << n_out) - 1)) << np.uint64(cnt)
-            cnt += n_out
-            X = L + enc[t, cum[t, s] + (X >> n_out) - freq[t, s]]
-            acc |= np.uint64(exs[i]) << np.uint64(cnt)
-            cnt += kb[t, s]
-            while cnt >= W:
-                out[nw] = acc & wmask
-                nw += 1
-                acc >>= np.uint64(W)
-                cnt -= W
-            if interval and i and i % interval == 0:
-                cps[nc, 0] = i
-                cps[nc, 1] = nw
-                cps[nc, 2] = cnt
-                cps[nc, 3] = X - L
-                nc += 1
-        acc |= np.uint64((X - L) | L) << np.uint64(cnt)
-        cnt += R + 1
-        while cnt >= W:
-            out[nw] = acc & wmask
-            nw += 1
-            acc >>= np.uint64(W)
-            cnt -= W
-        if cnt:
-            out[nw] = acc
-            nw += 1
-        return nw, nc
-
-    @njit(**_NJIT)
-    def _rans_encode(syms, exs, run_tab, run_end, n_runs, freq, cum, nchunk, chunk_b, P, S, W, interval, out, cps):
-        """rANS twin of :func:`_tans_encode` (state starts at 0, as the golden encoder's)."""
-        uP = np.uint64(P)
-        uW = np.uint64(W)
-        pshift = np.uint64(S - P)
-        wmask = (np.uint64(1) << uW) - np.uint64(1)
-        x = np.uint64(0)
-        nw = nc = 0
-        r = n_runs - 1
-        for i in range(syms.size - 1, -1, -1):
-            r = _run_before(run_end, r, i)
-            t, s = run_tab[r], syms[i]
-            e = np.uint64(exs[i])
-            for c in range(nchunk[t, s] - 1, -1, -1):  # least significant chunk first
-                b = np.uint64(chunk_b[t, s, c])
-                fu = np.uint64(1) << (uP - b)
-                v = e & ((np.uint64(1) << b) - np.uint64(1))
-                e >>= b
-                if (x >> pshift) >= fu:
-                    out[nw] = x & wmask
-                    nw += 1
-                    x >>= uW
-                x = ((x // fu) << uP) | (v * fu + x % fu)
-            fs = np.uint64(freq[t, s])
-            if (x >> pshift) >= fs:
-                out[nw] = x & wmask
-                nw += 1
-                x >>= uW
-            x = ((x // fs) << uP) | (np.uint64(cum[t, s]) + x % fs)
-            if interval and i and i % interval == 0:
-                cps[nc, 0] = i
-                cps[nc, 1] = nw
-                cps[nc, 2] = 0
-                cps[nc, 3] = x
-                nc += 1
-        while x:
-            out[nw] = x & wmask
-            nw += 1
-            x >>= uW
-        return nw, nc
-
-
-    # -- N > 1 interleaved states (docs/bitstream.md §8): pair j is coded with state j mod N. The states
-    # live in a small array, ``lane`` is the state of the next pair; the N = 1 kernels above stay as
-    # they are (bit-exact with the single-state bitstream and not slowed by the lane bookkeeping).
-
-    @njit(**_NJIT)
-    def _tans_decode_n(w, h, cnt, buf, Xs, lane, sym, nb, base, kb, run_tab, run_end, pos, stop, W, out_s, out_e,
-                       out0):
-        """:func:`_tans_decode` over ``N = Xs.size`` states (``Xs`` updated in place, ``lane`` the state
-        of pair ``pos``). Returns ``(status, h, cnt, buf, lane)``."""
-        N = Xs.size
-        r = _run_at(run_end, pos)
-        while pos < stop:
-            t, end = run_tab[r], min(stop, run_end[r])
-            sym_t, nb_t, base_t, kb_t = sym[t], nb[t], base[t], kb[t]
-            while pos < end:
-                X = Xs[lane]
-                s = sym_t[X]
-                n = nb_t[X]
-                need = n + kb_t[s]
-                while cnt < need:
-                    if h == 0:
-                        return pos, h, cnt, buf, lane
-                    h -= 1
-                    buf = (buf << np.uint64(W)) | np.uint64(w[h])
-                    cnt += W
-                cnt -= need
-                v = buf >> np.uint64(cnt)
-                buf &= (np.uint64(1) << np.uint64(cnt)) - np.uint64(1)
-                Xs[lane] = base_t[X] + np.int64(v & ((np.uint64(1) << np.uint64(n)) - np.uint64(1)))
-                lane += 1
-                if lane == N:
-                    lane = 0
-                if pos >= out0:
-                    out_s[pos - out0] = s
-                    out_e[pos - out0] = v >> np.uint64(n)
-                pos += 1
-            r += 1
-        return -1, h, cnt, buf, lane
-
-    @njit(**_NJIT)
-    def _rans_decode_n(w, h, xs, lane, freq, cum, nsym, lut, lut_bits, nchunk, chunk_b, run_tab, run_end, pos, stop,
-                       W, P, S, out_s, out_e, out0):
-        """:func:`_rans_decode` over ``N = xs.size`` states: a state pops exactly when it falls below
-        ``2**(S - W)``, and the words running out there is an error. Returns ``(status, h, lane)``."""
-        N = xs.size
-        lo_bound = np.uint64(1) << np.uint64(S - W)
-        pmask = (np.uint64(1) << np.uint64(P)) - np.uint64(1)
-        uP = np.uint64(P)
-        uW = np.uint64(W)
-        r = _run_at(run_end, pos)
-        while pos < stop:
-            t, end = run_tab[r], min(stop, run_end[r])
-            n_sym = nsym[t]
-            while pos < end:
-                x = xs[lane]
-                q = x & pmask
-                if P <= lut_bits:
-                    s = np.int64(lut[t, np.int64(q)])
-                else:
-                    lo = 0
-                    hi = n_sym - 1
-                    while lo < hi:
-                        mid = (lo + hi + 1) >> 1
-                        if np.uint64(cum[t, mid]) <= q:
-                            lo = mid
-                        else:
-                            hi = mid - 1
-                    s = lo
-                x = (x >> uP) * np.uint64(freq[t, s]) + q - np.uint64(cum[t, s])
-                if x < lo_bound:
-                    if h == 0:
-                        return pos, h, lane
-                    h -= 1
-                    x = (x << uW) | np.uint64(w[h])
-                e = np.uint64(0)
-                for c in range(nchunk[t, s]):
-                    b = np.uint64(chunk_b[t, s, c])
-                    sh = uP - b
-                    q = x & pmask
-                    e = (e << b) | (q >> sh)
-                    x = ((x >> uP) << sh) | (q & ((np.uint64(1) << sh) - np.uint64(1)))
-                    if x < lo_bound:
-                        if h == 0:
-                            return pos, h, lane
-                        h -= 1
-                        x = (x << uW) | np.uint64(w[h])
-                xs[lane] = x
-                lane += 1
-                if lane == N:
-                    lane = 0
-                if pos >= out0:
-                    out_s[pos - out0] = s
-                    out_e[pos - out0] = e
-                pos += 1
-            r += 1
-        return -1, h, lane
-
-    # The decoders for N = 2, 4 and 8 hold the states in local variables X0 .. X7 and rotate them after
-    # each pair (X0 is always the state of the pair being decoded), so the N chains live in registers
-    # instead of a store and a reload per pair: measured on MiniLM's word embeddings (bf16, one thread)
-    # tans8x2 decodes 1.3x and tans8x4 1.15x faster than with the array kernels above, which remain for
-    # the other N. The branch on N is the same every pair (predicted, or unswitched by LLVM).
-
-    @njit(**_NJIT)
-    def _tans_decode_r(w, h, cnt, buf, Xs, lane, sym, nb, base, kb, run_tab, run_end, pos, stop, W, out_s, out_e,
-                       out0):
-        """:func:`_tans_decode_n` for ``N = Xs.size`` in (2, 4, 8), states in rotating locals."""
-        N = Xs.size
-        X0, X1, X2, X3 = Xs[lane % N], Xs[(lane + 1) % N], Xs[(lane + 2) % N], Xs[(lane + 3) % N]
-        X4, X5, X6, X7 = Xs[(lane + 4) % N], Xs[(lane + 5) % N], Xs[(lane + 6) % N], Xs[(lane + 7) % N]
-        status = -1
-        r = _run_at(run_end, pos)
-        while pos < stop:
-            t, end = run_tab[r], min(stop, run_end[r])
-            sym_t, nb_t, base_t, kb_t = sym[t], nb[t], base[t], kb[t]
-            while pos < end:
-                s = sym_t[X0]
-                n = nb_t[X0]
-                need = n + kb_t[s]
-                while cnt < need:
-                    if h == 0:
-                        status = pos
-                        break
-                    h -= 1
-                    buf = (buf << np.uint64(W)) | np.uint64(w[h])
-                    cnt += W
-                if status >= 0:
-                    break
-                cnt -= need
-                v = buf >> np.uint64(cnt)
-                buf &= (np.uint64(1) << np.uint64(cnt)) - np.uint64(1)
-                Xn = base_t[X0] + np.int64(v & ((np.uint64(1) << np.uint64(n)) - np.uint64(1)))
-                if N == 2:
-                    X0, X1 = X1, Xn
-                elif N == 4:
-                    X0, X1, X2, X3 = X1, X2, X3, Xn
-                else:
-                    X0, X1, X2, X3, X4, X5, X6, X7 = X1, X2, X3, X4, X5, X6, X7, Xn
-                if pos >= out0:
-                    out_s[pos - out0] = s
-                    out_e[pos - out0] = v >> np.uint64(n)
-                pos += 1
-            if status >= 0:
-                break
-            r += 1
-        lane = pos % N
-        Xs[lane] = X0
-        Xs[(lane + 1) % N] = X1
-        if N > 2:
-            Xs[(lane + 2) % N] = X2
-            Xs[(lane + 3) % N] = X3
-        if N > 4:
-            Xs[(lane + 4) % N] = X4
-            Xs[(lane + 5) % N] = X5
-            Xs[(lane + 6) % N] = X6
-            Xs[(lane + 7) % N] = X7
-        return status, h, cnt, buf, lane
-
-    @njit(**_NJIT)
-    def _rans_decode_r(w, h, xs, lane, freq, cum, nsym, lut, lut_bits, nchunk, chunk_b, run_tab, run_end, pos, stop,
-                       W, P, S, out_s, out_e, out0):
-        """:func:`_rans_decode_n` for ``N = xs.size`` in (2, 4, 8), states in rotating locals."""
-        N = xs.size
-        x0, x1, x2, x3 = xs[lane % N], xs[(lane + 1) % N], xs[(lane + 2) % N], xs[(lane + 3) % N]
-        x4, x5, x6, x7 = xs[(lane + 4) % N], xs[(lane + 5) % N], xs[(lane + 6) % N], xs[(lane + 7) % N]
-        lo_bound = np.uint64(1) << np.uint64(S - W)
-        pmask = (np.uint64(1) << np.uint64(P)) - np.uint64(1)
-        uP = np.uint64(P)
-        uW = np.uint64(W)
-        status = -1
-        r = _run_at(run_end, pos)
-        while pos < stop:
-            t, end = run_tab[r], min(stop, run_end[r])
-            n_sym = nsym[t]
-            while pos < end:
-                x = x0
-                q = x & pmask
-                if P <= lut_bits:
-                    s = np.int64(lut[t, np.int64(q)])
-                else:
-                    lo = 0
-                    hi = n_sym - 1
-                    while lo < hi:
-                        mid = (lo + hi + 1) >> 1
-                        if np.uint64(cum[t, mid]) <= q:
-                            lo = mid
-                        else:
-                            hi = mid - 1
-                    s = lo
-                x = (x >> uP) * np.uint64(freq[t, s]) + q - np.uint64(cum[t, s])
-                if x < lo_bound:
-                    if h == 0:
-                        status = pos
-                        break
-                    h -= 1
-                    x = (x << uW) | np.uint64(w[h])
-                e = np.uint64(0)
-                for c in range(nchunk[t, s]):
-                    b = np.uint64(chunk_b[t, s, c])
-                    sh = uP - b
-                    q = x & pmask
-                    e = (e << b) | (q >> sh)
-                    x = ((x >> uP) << sh) | (q & ((np.uint64(1) << sh) - np.uint64(1)))
-                    if x < lo_bound:
-                        if h == 0:
-                            status = pos
-                            break
-                        h -= 1
-                        x = (x << uW) | np.uint64(w[h])
-                if status >= 0:
-                    break
-                if N == 2:
-                    x0, x1 = x1, x
-                elif N == 4:
-                    x0, x1, x2, x3 = x1, x2, x3, x
-                else:
-                    x0, x1, x2, x3, x4, x5, x6, x7 = x1, x2, x3, x4, x5, x6, x7, x
-                if pos >= out0:
-                    out_s[pos - out0] = s
-                    out_e[pos - out0] = e
-                pos += 1
-            if status >= 0:
-                break
-            r += 1
-        lane = pos % N
-        xs[lane] = x0
-        xs[(lane + 1) % N] = x1
-        if N > 2:
-            xs[(lane + 2) % N] = x2
-            xs[(lane + 3) % N] = x3
-        if N > 4:
-            xs[(lane + 4) % N] = x4
-            xs[(lane + 5) % N] = x5
-            xs[(lane + 6) % N] = x6
-            xs[(lane + 7) % N] = x7
-        return status, h, lane
-
-
-    @njit(**_NJIT)
-    def _tans_encode_n(syms, exs, run_tab, run_end, n_runs, freq, cum, nbh, thr, kb, enc, R, W, N, interval, out,
-                       cps):
-        """:func:`_tans_encode` over ``N`` states (every one starts at ``X = L``; the flush appends
-        ``X_{N-1} .. X_0`` then the marker). ``cps`` rows: pair, word, bit, then the ``N`` state indices."""
-        L = np.int64(1) << R
-        wmask = (np.uint64(1) << np.uint64(W)) - np.uint64(1)
-        Xs = np.full(N, L, np.int64)
-        acc = np.uint64(0)
-        cnt = 0
-        nw = nc = 0
-        r = n_runs - 1
-        lane = (syms.size - 1) % N if syms.size else 0
-        for i in range(syms.size - 1, -1, -1):
-            r = _run_before(run_end, r, i)
-            t, s = run_tab[r], syms[i]
-            X = Xs[lane]
-            n_out = nbh[t, s] - (1 if X < thr[t, s] else 0)
-            acc |= np.uint64(X & ((np.int64(1) << n_out) - 1)) << np.uint64(cnt)
-            cnt += n_out
-            Xs[lane] = L + enc[t, cum[t, s] + (X >> n_out) - freq[t, s]]
-            acc |= np.uint64(exs[i]) << np.uint64(cnt)
-            cnt += kb[t, s]
-            while cnt >= W:
-                out[nw] = acc & wmask
-                nw += 1
-                acc >>= np.uint64(W)
-                cnt -= W
-            if interval and i and i % interval == 0:
-                cps[nc, 0] = i
-                cps[nc, 1] = nw
-                cps[nc, 2] = cnt
-                for k in range(N):
-                    cps[nc, 3 + k] = Xs[k] - L
-                nc += 1
-            lane = lane - 1 if lane else N - 1
-        for k in range(N - 1, -1, -1):
-            acc |= np.uint64(Xs[k] - L) << np.uint64(cnt)
-            cnt += R
-            while cnt >= W:
-                out[nw] = acc & wmask
-                nw += 1
-                acc >>= np.uint64(W)
-                cnt -= W
-        acc |= np.uint64(1) << np.uint64(cnt)
-        cnt += 1
-        while cnt >= W:
-            out[nw] = acc & wmask
-            nw += 1
-            acc >>= np.uint64(W)
-            cnt -= W
-        if cnt:
-            out[nw] = acc
-            nw += 1
-        return nw, nc
-
-    @njit(**_NJIT)
-    def _rans_encode_n(syms, exs, run_tab, run_end, n_runs, freq, cum, nchunk, chunk_b, P, S, W, N, interval, out,
-                       cps):
-        """:func:`_rans_encode` over ``N`` states, each starting at ``2**(S - W)`` and flushed as
-        ``ceil(S / W)`` words, ``x_{N-1}`` first."""
-        uP = np.uint64(P)
-        uW = np.uint64(W)
-        pshift = np.uint64(S - P)
-        wmask = (np.uint64(1) << uW) - np.uint64(1)
-        xs = np.full(N, np.uint64(1) << np.uint64(S - W), np.uint64)
-        nw = nc = 0
-        r = n_runs - 1
-        lane = (syms.size - 1) % N if syms.size else 0
-        for i in range(syms.size - 1, -1, -1):
-            r = _run_before(run_end, r, i)
-            t, s = run_tab[r], syms[i]
-            x = xs[lane]
-            e = np.uint64(exs[i])
-            for c in range(nchunk[t, s] - 1, -1, -1):
-                b = np.uint64(chunk_b[t, s, c])
-                fu = np.uint64(1) << (uP - b)
-                v = e & ((np.uint64(1) << b) - np.uint64(1))
-                e >>= b
-                if (x >> pshift) >= fu:
-                    out[nw] = x & wmask
-                    nw += 1
-                    x >>= uW
-                x = ((x // fu) << uP) | (v * fu + x % fu)
-            fs = np.uint64(freq[t, s])
-            if (x >> pshift) >= fs:
-                out[nw] = x & wmask
-                nw += 1
-                x >>= uW
-            xs[lane] = ((x // fs) << uP) | (np.uint64(cum[t, s]) + x % fs)
-            if interval and i and i % interval == 0:
-                cps[nc, 0] = i
-                cps[nc, 1] = nw
-                cps[nc, 2] = 0
-                for k in range(N):
-                    cps[nc, 3 + k] = xs[k]
-                nc += 1
-            lane = lane - 1 if lane else N - 1
-        per = (S + W - 1) // W
-        for k in range(N - 1, -1, -1):
-            x = xs[k]
-            for _ in range(per):
-                out[nw] = x & wmask
-                nw += 1
-                x >>= uW
-        return nw, nc
-
-
-    @njit(**_NJIT)
-    def _first_bad_pair(syms, exs, run_tab, run_end, nsym, kb):
-        """Index of the first pair whose symbol is outside its table or whose additional data is wider
-        than its symbol's width; -1 if none (the golden :func:`~.stream.check_pairs`, without temporaries)."""
-        r = 0
-        for i in range(syms.size):
-            while run_end[r] <= i:  # pairs go forward: advance from the last run, not from the first
-                r += 1
-            t = run_tab[r]
-            s = syms[i]
-            if s < 0 or s >= nsym[t]:
-                return i
-            k = kb[t, s]
-            if k < 64 and (exs[i] >> np.uint64(k)) != np.uint64(0):
-                return i
-        return -1
-
-
-    @njit(**_NJIT)
-    def _join_values(s, e, direct_exp, esc_exp, n_direct, w, m, total, out):
-        """Decoded (symbol, additional data) → IEEE bit patterns in ``out``, through the tensor's code
-        table (direct symbols' exponent fields ``direct_exp``, escape group ``esc_exp``, pair extra width
-        ``w = m + 1``); returns the first pair whose escape index is outside the group, or -1."""
-        wmask = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
-        mmask = (np.uint64(1) << np.uint64(m)) - np.uint64(1)
-        top = np.uint64(total - 1)
-        um = np.uint64(m)
-        uw = np.uint64(w)
-        for i in range(s.size):
-            sym = np.int64(s[i])
-            x = np.uint64(e[i])
-            if sym < n_direct:
-                ex = np.uint64(direct_exp[sym])
-            else:
-                idx = np.int64(x >> uw)
-                if idx >= esc_exp.size:
-                    return i
-                ex = np.uint64(esc_exp[idx])
-                x &= wmask
-            out[i] = ((x >> um) << top) | (ex << um) | (x & mmask)
-        return -1
-
 
 # ------------------------------------------------------------------------------------------------
 # tables as padded 2-D arrays (one row per table)
@@ -678,6 +153,7 @@ class PreparedTables:
 
     def __init__(self, spec, tables):
         self.spec = spec
+        self.native_ok = False
         _KERNELS[spec.kind].prepare(self, spec, tables)
 
     def prepare_tans(self, spec, tables) -> None:
@@ -690,6 +166,32 @@ class PreparedTables:
         self.nbh = _pad([t.nb_high for t in tables])
         self.thr = _pad([t.threshold for t in tables])
         self.enc = _pad([t.encode_state for t in tables])
+        self.nsym = np.asarray([t.freqs.size for t in tables] or [1], dtype=np.int64)
+        if _native():
+            self._prepare_tans_native(spec)
+
+    def _prepare_tans_native(self, spec) -> None:
+        """The native kernels' packed entries (nativeans.c): per state ``base | nb << 32 | need << 40 |
+        symbol << 48`` for the decoder, per symbol ``thr | nbh << 16 | k << 24 | (cum - f) << 32`` and
+        the spread as ``uint16`` for the encoder. ``native_ok`` is False when a table leaves the
+        kernels' limits (then the numba kernels run); a legal table never does."""
+        L = 1 << spec.tans.table_log
+        sym, nb, base, kb = self.sym, self.nb, self.base, self.kb
+        self.native_ok = sym.shape[1] == L and self.enc.shape[1] == L and bool(
+            (sym >= 0).all() and (sym < self.nsym[:, None]).all() and (nb >= 0).all() and (nb <= 16).all()
+            and (base >= 0).all() and (base + (1 << nb) <= L).all() and (kb >= 0).all() and (kb <= 40).all()
+            and (self.enc >= 0).all() and (self.enc < L).all() and (self.thr >= 0).all() and (self.thr < 1 << 16).all()
+            and (self.nbh >= 0).all() and (self.nbh < 32).all())
+        if not self.native_ok:
+            return
+        need = nb + np.take_along_axis(kb, sym, axis=1)
+        self.native_ok = bool((need <= 56).all())
+        self.dec_se = (base.astype(np.uint64) | (nb.astype(np.uint64) << np.uint64(32))
+                       | (need.astype(np.uint64) << np.uint64(40)) | (sym.astype(np.uint64) << np.uint64(48)))
+        off = (self.cum - self.freq).astype(np.int64) & 0xFFFFFFFF
+        self.esym = (self.thr.astype(np.uint64) | (self.nbh.astype(np.uint64) << np.uint64(16))
+                     | (kb.astype(np.uint64) << np.uint64(24)) | (off.astype(np.uint64) << np.uint64(32)))
+        self.enc16 = self.enc.astype(np.uint16)
 
     def prepare_rans(self, spec, tables) -> None:
         P = spec.rans.precision_bits
@@ -702,6 +204,14 @@ class PreparedTables:
         else:
             self.lut = np.zeros((1, 1), np.uint8)
         self.nchunk, self.chunk_b = _rans_chunks(tables, P)
+        self.kb = _pad([t.extra_bits for t in tables])
+        if _native():
+            # the native decoder's quantile -> symbol table (uint16), when P <= 16
+            self.native_ok = max((t.freqs.size for t in tables), default=1) <= 1 << 16
+            self.lut16 = _pad([np.repeat(np.arange(t.freqs.size), t.freqs) for t in tables], np.uint16) \
+                if P <= _LUT_BITS and self.native_ok else np.zeros(1, np.uint16)
+            if P <= _LUT_BITS and self.lut16.shape[1] != 1 << P:
+                self.native_ok = False
 
 
 def _runs(runs: Sequence[Run]) -> tuple[np.ndarray, np.ndarray]:
@@ -734,16 +244,37 @@ def encode(spec, tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, ext
     n = symbols.size
     run_tab, run_end = _runs(runs)
     p = PreparedTables(spec, tables)
-    if _first_bad_pair(symbols, extras, run_tab, run_end, np.asarray([t.freqs.size for t in tables] or [1], np.int64),
-                       _pad([t.extra_bits for t in tables])) >= 0:
-        check_pairs(symbols.astype(np.int64), extras.astype(np.uint64), runs, [t.freqs.size for t in tables],
-                    [t.extra_bits for t in tables])
+    if _native() and p.native_ok:
+        # The native kernels take (uint8, uint32) or (int64, uint64) and check every pair themselves.
+        if not (symbols.dtype == np.uint8 and extras.dtype == np.uint32):
+            symbols = symbols.astype(np.int64, copy=False)
+            extras = extras.astype(np.uint64, copy=False)
+    elif _nk().first_bad_pair(symbols, extras, run_tab, run_end, p.nsym, _pad([t.extra_bits for t in tables])) >= 0:
+        _bad_pairs(symbols, extras, runs, tables)
     W = spec.word_bits
     out, cps, nw, nc = _KERNELS[spec.kind].encode(spec, p, tables, symbols, extras, run_tab, run_end, len(runs),
                                                   interval)
+    if nw < 0:  # the native kernel found a pair outside its table: the golden check names it
+        _bad_pairs(symbols, extras, runs, tables)
+        raise StreamError(f"pair {-1 - nw} cannot be coded with its table")  # pragma: no cover
     checkpoints = [Checkpoint(int(row[0]), int(row[1]), int(row[2]), pack_states(row[3:]))
                    for row in cps[:nc][::-1].tolist()]
-    return EncodedStream(out[:nw].astype(word_dtype(W)), int(n), checkpoints)
+    return EncodedStream(out[:nw].astype(word_dtype(W), copy=False), int(n), checkpoints)
+
+
+def _bad_pairs(symbols, extras, runs, tables) -> None:
+    """Raise the golden coders' error for the first pair outside its table (:func:`~.stream.check_pairs`)."""
+    check_pairs(symbols.astype(np.int64), extras.astype(np.uint64), runs, [t.freqs.size for t in tables],
+                [t.extra_bits for t in tables])
+
+
+def _native_status(name: str, status: int, nw: int) -> int:
+    """``nw`` from a native encoder's status (0 ok; 1 a pair outside its table: ``-1 - pair``)."""
+    if status == 1:
+        return -1 - nw
+    if status:
+        raise StreamError(f"{name}: the native encoder stopped (status {status}; a table outside its limits)")
+    return nw
 
 
 # The kernels write without bounds checks, so the buffer holds the most any pairs can produce:
@@ -755,13 +286,18 @@ def _tans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_ru
     cap = (n * (spec.precision_bits + 1 + widest) + spec.precision_bits + 1) // W + 2
     N = spec.states
     cap += (N * spec.precision_bits) // W + 1
-    out = np.empty(cap, dtype=np.uint64)
     cps = np.empty(((n - 1) // interval if interval and n else 0, 3 + N), dtype=np.int64)
+    if _native() and p.native_ok and W in (8, 16, 32):
+        out = np.empty(cap * (W // 8) + 16, dtype=np.uint8)
+        status, nw, nc = nativeans.tans_encode(symbols, extras, run_tab, run_end, p.esym, p.nsym, p.enc16,
+                                               spec.tans.table_log, W, N, interval, out, cps)
+        return out.view(word_dtype(W)), cps, _native_status("tANS", status, nw), nc
+    out = np.empty(cap, dtype=np.uint64)
     if N == 1:
-        nw, nc = _tans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
+        nw, nc = _nk().tans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
                               spec.tans.table_log, W, interval, out, cps)
     else:
-        nw, nc = _tans_encode_n(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
+        nw, nc = _nk().tans_encode_n(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
                                 spec.tans.table_log, W, N, interval, out, cps)
     return out, cps, nw, nc
 
@@ -770,13 +306,19 @@ def _rans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_ru
     n, W = symbols.size, spec.word_bits
     N = spec.states
     cap = n * (int(p.nchunk.max()) + 1) + N * (spec.state_bits // W + 1) + 2
-    out = np.empty(cap, dtype=np.uint64)
     cps = np.empty(((n - 1) // interval if interval and n else 0, 3 + N), dtype=np.uint64)
+    if _native() and p.native_ok and W in (8, 16, 32):
+        out = np.empty(cap, dtype=word_dtype(W))
+        status, nw, nc = nativeans.rans_encode(symbols, extras, run_tab, run_end, p.freq, p.cum, p.nsym, p.kb,
+                                               p.nchunk, p.chunk_b, spec.rans.precision_bits, spec.rans.state_bits,
+                                               W, N, interval, out, cps)
+        return out, cps, _native_status("rANS", status, nw), nc
+    out = np.empty(cap, dtype=np.uint64)
     if N == 1:
-        nw, nc = _rans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nchunk, p.chunk_b,
+        nw, nc = _nk().rans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nchunk, p.chunk_b,
                               spec.rans.precision_bits, spec.rans.state_bits, W, interval, out, cps)
     else:
-        nw, nc = _rans_encode_n(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nchunk, p.chunk_b,
+        nw, nc = _nk().rans_encode_n(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nchunk, p.chunk_b,
                                 spec.rans.precision_bits, spec.rans.state_bits, W, N, interval, out, cps)
     return out, cps, nw, nc
 
@@ -820,17 +362,42 @@ def _run_kernel(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, 
     return _KERNELS[spec.kind].run(spec, p, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0)
 
 
+def _native_words(spec, p: PreparedTables, w: np.ndarray) -> np.ndarray | None:
+    """``w`` as the native kernels read it (little-endian ``W``-bit items), or None where they cannot
+    (a word wider than ``W`` bits, which only the golden arithmetic defines; or ``W`` not 8/16/32)."""
+    if not (_native() and p.native_ok):
+        return None
+    W = spec.word_bits
+    if W not in (8, 16, 32):
+        return None
+    if w.dtype.itemsize * 8 != W:
+        if w.size and int(w.max()) >> W:
+            return None
+        w = w.astype(word_dtype(W))
+    return w
+
+
 def _tans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0):
     h, cnt, buf, X = state
+    wn = _native_words(spec, p, w)
+    if wn is not None and (out_s.dtype, out_e.dtype) in _NATIVE_OUT:
+        W = spec.word_bits
+        Xs = np.asarray(X if isinstance(X, tuple) else (X,), np.int64)
+        status, B = nativeans.tans_decode(wn, h * W + cnt, Xs, pos % Xs.size, p.dec_se, 1 << spec.tans.table_log,
+                                          run_tab, run_end, pos, stop, out_s, out_e, out0)
+        if status >= 0:
+            raise StreamError(f"tANS stream runs out of words at pair {status}")
+        h, cnt, buf = nativeans.tans_state_at(wn, W, h, B)
+        return int(h), int(cnt), int(buf), pack_states(Xs.tolist())
     if isinstance(X, tuple):
         Xs = np.asarray(X, np.int64)
-        kernel = _tans_decode_r if Xs.size in _ROTATED else _tans_decode_n
+        kernel = _nk().tans_decode_r if Xs.size in _ROTATED else _nk().tans_decode_n
         status, h, cnt, buf, _ = kernel(w, h, cnt, np.uint64(buf), Xs, pos % Xs.size, p.sym, p.nb, p.base,
-                                                p.kb, run_tab, run_end, pos, stop, spec.word_bits, out_s, out_e, out0)
+                                        p.kb, run_tab, run_end, pos, stop, spec.word_bits, out_s, out_e, out0)
         X = pack_states(Xs.tolist())
     else:
-        status, h, cnt, buf, X = _tans_decode(w, h, cnt, np.uint64(buf), X, p.sym, p.nb, p.base, p.kb, run_tab,
-                                              run_end, pos, stop, spec.word_bits, out_s, out_e, out0)
+        status, h, cnt, buf, X = _nk().tans_decode(w, h, cnt, np.uint64(buf), X, p.sym, p.nb, p.base, p.kb, run_tab,
+                                                   run_end, pos, stop, spec.word_bits, out_s, out_e, out0)
         X = int(X)
     if status >= 0:
         raise StreamError(f"tANS stream runs out of words at pair {status}")
@@ -839,19 +406,34 @@ def _tans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, ou
 
 def _rans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0):
     h, x = state
-    if isinstance(x, tuple):
-        xs = np.asarray(x, np.uint64)
-        kernel = _rans_decode_r if xs.size in _ROTATED else _rans_decode_n
-        status, h, _ = kernel(w, h, xs, pos % xs.size, p.freq, p.cum, p.nsym, p.lut, _LUT_BITS, p.nchunk,
-                                      p.chunk_b, run_tab, run_end, pos, stop, spec.word_bits, spec.rans.precision_bits,
-                                      spec.rans.state_bits, out_s, out_e, out0)
+    wn = _native_words(spec, p, w)
+    if wn is not None and (out_s.dtype, out_e.dtype) in _NATIVE_OUT:
+        xs = np.asarray(x if isinstance(x, tuple) else (x,), np.uint64)
+        status, h = nativeans.rans_decode(wn, h, xs, p.freq, p.cum, p.nsym, p.lut16, p.nchunk, p.chunk_b, run_tab,
+                                          run_end, pos, stop, spec.word_bits, spec.rans.precision_bits,
+                                          spec.rans.state_bits, out_s, out_e, out0)
         if status >= 0:
             raise StreamError(f"rANS stream runs out of words at pair {status}")
         return int(h), pack_states(xs.tolist())
-    status, h, x = _rans_decode(w, h, np.uint64(x), p.freq, p.cum, p.nsym, p.lut, _LUT_BITS, p.nchunk, p.chunk_b, run_tab,
-                                run_end, pos, stop, spec.word_bits, spec.rans.precision_bits, spec.rans.state_bits,
-                                out_s, out_e, out0)
+    if isinstance(x, tuple):
+        xs = np.asarray(x, np.uint64)
+        kernel = _nk().rans_decode_r if xs.size in _ROTATED else _nk().rans_decode_n
+        status, h, _ = kernel(w, h, xs, pos % xs.size, p.freq, p.cum, p.nsym, p.lut, _LUT_BITS, p.nchunk,
+                              p.chunk_b, run_tab, run_end, pos, stop, spec.word_bits, spec.rans.precision_bits,
+                              spec.rans.state_bits, out_s, out_e, out0)
+        if status >= 0:
+            raise StreamError(f"rANS stream runs out of words at pair {status}")
+        return int(h), pack_states(xs.tolist())
+    status, h, x = _nk().rans_decode(w, h, np.uint64(x), p.freq, p.cum, p.nsym, p.lut, _LUT_BITS, p.nchunk, p.chunk_b,
+                                     run_tab, run_end, pos, stop, spec.word_bits, spec.rans.precision_bits,
+                                     spec.rans.state_bits, out_s, out_e, out0)
     return int(h), int(x)
+
+
+_NO_SHIFTS = np.zeros(0, np.uint8)
+
+#: Output arrays the native decoders write: (symbols, additional data).
+_NATIVE_OUT = {(np.dtype(np.uint8), np.dtype(np.uint32)), (np.dtype(np.int64), np.dtype(np.uint64))}
 
 
 def _as_words(words) -> np.ndarray:
@@ -923,7 +505,11 @@ def join_values(code_table, exponents: np.ndarray, fmt, symbols: np.ndarray, ext
         else np.zeros(len(code_table.direct_codes), np.int64)
     esc = exps[np.asarray(code_table.escape_codes, np.int64)] if code_table.escape_codes else np.zeros(0, np.int64)
     out = np.empty(symbols.size, dtype=fmt.bits_dtype)
-    bad = _join_values(symbols, extras, direct, esc, code_table.n_direct, fmt.extra_bits, fmt.mantissa_bits,
+    if _native() and (symbols.dtype, extras.dtype) in _NATIVE_OUT and fmt.total_bits <= 64:
+        bad = nativeans.join(symbols, extras, direct, esc, code_table.n_direct, fmt.extra_bits, fmt.mantissa_bits,
+                             fmt.total_bits - 1, _NO_SHIFTS, 1, 0, out)
+        return None if bad >= 0 else out
+    bad = _nk().join_values(symbols, extras, direct, esc, code_table.n_direct, fmt.extra_bits, fmt.mantissa_bits,
                        fmt.total_bits, out)
     return None if bad >= 0 else out
 
@@ -977,6 +563,89 @@ def decode_segments(spec, words, tables: Sequence, runs: Sequence[Run], checkpoi
             for f in [pool.submit(one, b) for b in range(len(bounds))]:
                 f.result()
     return out_s, out_e
+
+
+#: The values decoder's marker of an escape state (nativeans.c ``ESC``).
+_ESC = 0xFFFFFFFF
+
+
+def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoints: Sequence[Checkpoint],
+                  joins: Sequence[tuple], fmt, threads: int | None = None) -> np.ndarray | None:
+    """A whole tANS stream decoded straight into value bit patterns (``fmt.bits_dtype``), one per pair:
+    :func:`decode_segments` and :func:`join_values` in one native pass, without the intermediate pairs.
+
+    ``joins[t]`` is ``(code_table, exponents, z)`` for table ``t``: the tensor's code table and
+    code→exponent list, and its rows' shift ``z`` (docs/bitstream.md §6: the table codes ``w - z``
+    bits of additional data that land shifted left by ``z``; 0 without row shifts). Every table
+    joins with the one pair format ``fmt`` (sign and mantissa as the additional data).
+
+    Returns ``None`` where this path does not apply (no native kernels, rANS, another format, a
+    table outside the kernel's limits) or when the stream is corrupt: the caller then runs
+    :func:`decode_segments`, which names the error as the golden decoder does.
+    """
+    if not (_native() and spec.kind == "tans" and len(joins) == len(tables) and tables
+            and fmt.extra_bits == fmt.mantissa_bits + 1 and np.dtype(fmt.bits_dtype).itemsize in (1, 2, 4)
+            and _widest_field_ok(spec, tables)):
+        return None
+    n = check_runs(runs, len(tables))
+    w = _as_words(words)
+    p = PreparedTables(spec, tables)
+    wn = _native_words(spec, p, w)
+    if wn is None or not p.native_ok:
+        return None
+    m, wbits = fmt.mantissa_bits, fmt.extra_bits
+    his, z, escs = [], np.zeros(len(tables), np.int64), []
+    for t, (ct, exponents, zt) in enumerate(joins):
+        exps = np.asarray(exponents, dtype=np.int64)
+        codes = list(ct.direct_codes) + list(ct.escape_codes)
+        if (codes and max(codes) >= exps.size) or not 0 <= zt <= m or ct.extra_bits != wbits \
+                or (np.asarray(tables[t].extra_bits[:ct.n_direct]) != wbits - zt).any():
+            return None
+        hi = np.full(max(p.sym.shape[1], int(p.nsym[t])), _ESC, np.uint64)
+        hi[:ct.n_direct] = exps[np.asarray(ct.direct_codes, np.int64)].astype(np.uint64) << np.uint64(m)
+        his.append(hi)
+        z[t] = zt
+        escs.append(exps[np.asarray(ct.escape_codes, np.int64)] if ct.escape_codes else np.zeros(0, np.int64))
+    hi = np.stack([h[:p.nsym.max()] for h in his]) if his else np.zeros((1, 1), np.uint64)
+    hi_state = np.take_along_axis(hi, p.sym, axis=1)
+    vtab = np.ascontiguousarray(p.base.astype(np.uint64) | (p.nb.astype(np.uint64) << np.uint64(16))
+                                | ((p.dec_se >> np.uint64(40)) & np.uint64(0xFF)) << np.uint64(24)
+                                | (hi_state << np.uint64(32)))
+    esc = _pad(escs) if escs else np.zeros((1, 1), np.int64)
+    n_esc = np.asarray([e.size for e in escs], np.int64)
+    run_tab, run_end = _runs(runs)
+    out = np.empty(n, dtype=fmt.bits_dtype)
+    L = 1 << spec.tans.table_log
+    W = spec.word_bits
+    bounds = [None, *checkpoints]
+    stops = [c.pair for c in checkpoints] + [n]
+
+    def one(b: int) -> bool:
+        cp = bounds[b]
+        pos, (h, cnt, buf, X) = _start(spec, w, cp, cp.pair if cp is not None else 0)
+        stop = stops[b]
+        Xs = np.asarray(X if isinstance(X, tuple) else (X,), np.int64)
+        status, B = nativeans.tans_decode_values(wn, h * W + cnt, Xs, vtab, L, run_tab, run_end, pos, stop, z,
+                                                 esc, n_esc, wbits, m, fmt.total_bits - 1, out[pos:stop])
+        if status != -1:
+            return False
+        h, cnt, buf = nativeans.tans_state_at(wn, W, h, B)
+        got = _finish(spec, (int(h), int(cnt), int(buf), pack_states(Xs.tolist())), stop, n)
+        if b + 1 < len(bounds):
+            nxt = bounds[b + 1]
+            return (got.word, got.bit, got.state) == (nxt.word, nxt.bit, nxt.state)
+        return True
+
+    threads = default_threads() if threads is None else max(1, int(threads))
+    try:
+        if threads == 1 or len(bounds) == 1:
+            ok = all(one(b) for b in range(len(bounds)))
+        else:
+            with ThreadPoolExecutor(max_workers=min(threads, len(bounds))) as pool:
+                ok = all(pool.map(one, range(len(bounds))))
+    except StreamError:
+        return None
+    return out if ok else None
 
 
 class _Kernels:

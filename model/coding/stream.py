@@ -213,7 +213,11 @@ def block_crc(words: np.ndarray, lo: int = 0, hi: int | None = None, word_bits: 
     word_bits = word_bits or 8 * blk.dtype.itemsize
     if word_bits in (8, 16, 32):
         dt = word_dtype(word_bits).newbyteorder("<")
-        return zlib.crc32(np.ascontiguousarray(blk, dtype=dt).tobytes()) & 0xFFFFFFFF
+        # In pieces of 2^16 words: each reversed copy stays in cache (no copy of the whole stream).
+        crc = 0
+        for i in range(0, blk.size, 1 << 16):
+            crc = zlib.crc32(np.ascontiguousarray(blk[i:i + (1 << 16)], dtype=dt), crc)
+        return crc & 0xFFFFFFFF
     from amaranth.lib.crc.catalog import CRC32_ISO_HDLC
     return int(CRC32_ISO_HDLC(data_width=word_bits).compute(int(w) for w in blk))
 

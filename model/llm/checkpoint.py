@@ -594,7 +594,7 @@ def write_safetensors(
                 written = 0
                 for chunk in fill(index, name):
                     chunk = np.ascontiguousarray(chunk, dtype=np.uint8 if raw else SUPPORTED_DTYPES[dtype])
-                    f.write(chunk.tobytes())
+                    f.write(chunk.data if chunk.size else b"")  # the array's own buffer: no copy
                     written += chunk.size
                 if written != expected:
                     raise ValueError(f"tensor {name!r}: fill produced {written} values, shape needs {expected}")

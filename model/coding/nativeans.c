@@ -1,0 +1,1459 @@
+/* Native tANS and rANS stream kernels (CPython extension `ansforge.model.coding.nativeans`).
+ *
+ * The same algorithms as the golden coders (tans.py, rans.py) and the numba kernels
+ * (numba_kernels.py), bit for bit; `fastans` calls these when the extension is built and the numba
+ * kernels otherwise. docs/bitstream.md is the contract; tests/test_native.py checks every entry
+ * point against the golden coders and the numba kernels, including corrupt and random inputs.
+ *
+ * Why C: the kernels are short integer loops; compiled ahead of time they cost nothing at import
+ * (numba: ~0.2 s to import and ~0.4 s to load its cached machine code in every process), and C
+ * lets the decoder read the word stack as one little-endian bit string with unaligned 64-bit
+ * loads (no per-pair refill loop), and keep N interleaved states in registers.
+ *
+ * The bit string. Words are W-bit, word a at byte a*W/8, little-endian, so the words form one
+ * little-endian integer with word h-1 on top. The golden tANS decoder's (h, cnt, buf) state is
+ * the bit position B = h*W + cnt: the bits [B, top) are consumed, buf holds bits [h*W, B). Reading
+ * a field of n bits is B -= n and taking bits [B, B + n). The golden decoder pops a word only when
+ * it lacks bits, so after any pair h = min(h_start, floor(B / W)); the kernel returns B and the
+ * caller recovers (h, cnt, buf) from it (tans_state_at).
+ *
+ * Every array comes in through the buffer protocol (no NumPy headers at build time); the Python
+ * side (fastans.py) checks shapes and dtypes before calling, and the kernels check every index
+ * that comes from the data (states, symbols, words), so corrupt streams give a status, never an
+ * out-of-bounds access. Portable C (C99 + GCC builtins); no -march flags: the wheel runs anywhere.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <stdlib.h>
+#include <math.h>
+
+#if defined(__GNUC__)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define INLINE static inline __attribute__((always_inline))
+#else
+#define LIKELY(x) (x)
+#define UNLIKELY(x) (x)
+#define INLINE static inline
+#endif
+
+#define MAXN 16
+
+/* ---------------------------------------------------------------------------------------------- */
+/* buffers */
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Buf;
+
+static int get_buf(PyObject *o, Buf *b, int writable, Py_ssize_t itemsize, const char *what) {
+    b->held = 0;
+    if (PyObject_GetBuffer(o, &b->view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    b->held = 1;
+    if (itemsize && b->view.itemsize != itemsize) {
+        PyErr_Format(PyExc_TypeError, "%s: item size %zd, expected %zd", what, b->view.itemsize, itemsize);
+        return -1;
+    }
+    return 0;
+}
+
+static void rel(Buf *b) {
+    if (b->held) PyBuffer_Release(&b->view);
+    b->held = 0;
+}
+
+#define NITEMS(b) ((b).view.itemsize ? (b).view.len / (b).view.itemsize : 0)
+
+/* ---------------------------------------------------------------------------------------------- */
+/* bit string reads (little-endian bytes p[0 .. nbytes-1]) */
+
+INLINE uint64_t load64_le(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+/* bits [B, B + 56) (those past the end read as 0), B >= 0 */
+static uint64_t slow_window(const uint8_t *p, int64_t nbytes, int64_t B) {
+    int64_t off = B >> 3;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        if (off + i < nbytes) v |= (uint64_t)p[off + i] << (8 * i);
+    return v >> (B & 7);
+}
+
+/* bits [B, B + 56): the caller masks the n <= 56 it needs */
+INLINE uint64_t window(const uint8_t *p, int64_t nbytes, int64_t B) {
+    int64_t off = B >> 3;
+    if (LIKELY(off + 8 <= nbytes)) return load64_le(p + off) >> (B & 7);
+    return slow_window(p, nbytes, B);
+}
+
+INLINE uint64_t lowmask(unsigned n) { return n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1); }
+
+/* bits [lo, hi) as an integer, hi - lo <= 64 */
+static uint64_t bits_range(const uint8_t *p, int64_t nbytes, int64_t lo, int64_t hi) {
+    int64_t n = hi - lo;
+    if (n <= 0) return 0;
+    if (n <= 56) return window(p, nbytes, lo) & lowmask((unsigned)n);
+    uint64_t a = window(p, nbytes, lo) & lowmask(32);
+    uint64_t b = window(p, nbytes, lo + 32) & lowmask((unsigned)(n - 32));
+    return a | (b << 32);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* tANS decode
+ *
+ * Table entry per (table t, state x), built by fastans.PreparedTables: bits 0..31 base[x] (the
+ * next state minus the field's low bits), 32..39 nb[x], 40..47 need = nb[x] + k_s (the field
+ * width), 48..63 the symbol. For the fused (values) kernel, `hi` per entry holds the output's
+ * exponent bits of a direct symbol, or a flag for an escape symbol.
+ */
+
+#define E_BASE(e) ((uint32_t)(e))
+#define E_NB(e) ((unsigned)((e) >> 32) & 0xffu)
+#define E_NEED(e) ((unsigned)((e) >> 40) & 0xffu)
+#define E_SYM(e) ((unsigned)((e) >> 48))
+
+typedef struct {
+    const uint8_t *p;
+    int64_t nbytes;
+    const uint64_t *tab; /* ntab * L */
+    int64_t L, ntab;
+    const int64_t *run_tab, *run_end;
+    int64_t n_runs;
+} TansDec;
+
+/* Output kinds: symbols u8/i64 with extras u32/u64. */
+#define OUT_SE8 0
+#define OUT_SE64 1
+
+/* One pair with state X (a local); returns 0, or 1 when the words ran out (nothing consumed). */
+#define TANS_STEP(X, OUTIDX)                                                                          \
+    do {                                                                                              \
+        uint64_t e_ = tab_t[X];                                                                       \
+        unsigned need_ = E_NEED(e_);                                                                  \
+        if (UNLIKELY((int64_t)need_ > B)) goto ranout;                                                \
+        B -= need_;                                                                                   \
+        uint64_t f_ = window(p, nbytes, B) & lowmask(need_);                                          \
+        unsigned nb_ = E_NB(e_);                                                                      \
+        X = E_BASE(e_) + (uint32_t)(f_ & lowmask(nb_));                                               \
+        if (KIND == OUT_SE8) {                                                                        \
+            ((uint8_t *)out_s)[OUTIDX] = (uint8_t)E_SYM(e_);                                          \
+            ((uint32_t *)out_e)[OUTIDX] = (uint32_t)(f_ >> nb_);                                      \
+        } else {                                                                                      \
+            ((int64_t *)out_s)[OUTIDX] = (int64_t)E_SYM(e_);                                          \
+            ((uint64_t *)out_e)[OUTIDX] = f_ >> nb_;                                                  \
+        }                                                                                             \
+    } while (0)
+
+/* Decode pairs pos .. stop-1 (outputs from pair out0 on: pos >= out0 here); Xs[k] is the state of
+ * pair pos + k (rotated by the caller); returns -1 or the pair where the words ran out.
+ * N is a compile-time constant in each instantiation, so the states live in registers. */
+INLINE int64_t tans_dec_core(const TansDec *d, int64_t *Bp, uint32_t *Xs, const int N, int64_t pos, int64_t stop,
+                             void *out_s_, void *out_e_, int64_t out0, const int KIND) {
+    const uint8_t *p = d->p;
+    const int64_t nbytes = d->nbytes;
+    int64_t B = *Bp;
+    uint32_t X[MAXN];
+    for (int k = 0; k < N; k++) X[k] = Xs[k];
+    int64_t r = 0;
+    while (d->run_end[r] <= pos) r++;
+    int64_t status = -1;
+    char *out_s = (char *)out_s_ + (KIND == OUT_SE8 ? 1 : 8) * (pos - out0);
+    char *out_e = (char *)out_e_ + (KIND == OUT_SE8 ? 4 : 8) * (pos - out0);
+    while (pos < stop) {
+        int64_t end = d->run_end[r] < stop ? d->run_end[r] : stop;
+        const uint64_t *tab_t = d->tab + d->run_tab[r] * d->L;
+        /* whole blocks of N pairs: pair pos + k uses X[k] */
+        while (pos + N <= end) {
+#pragma GCC unroll 16
+            for (int k = 0; k < N; k++) TANS_STEP(X[k], k);
+            pos += N;
+            out_s += (KIND == OUT_SE8 ? 1 : 8) * N;
+            out_e += (KIND == OUT_SE8 ? 4 : 8) * N;
+        }
+        /* the rest of the run one pair at a time, rotating the states */
+        while (pos < end) {
+            TANS_STEP(X[0], 0);
+            uint32_t x0 = X[0];
+            for (int k = 0; k + 1 < N; k++) X[k] = X[k + 1];
+            X[N - 1] = x0;
+            pos++;
+            out_s += (KIND == OUT_SE8 ? 1 : 8);
+            out_e += (KIND == OUT_SE8 ? 4 : 8);
+        }
+        r++;
+    }
+    goto done;
+ranout:
+    /* which pair ran out: a block may have been part-way; redo it pair by pair is not needed, the
+     * caller only reports the pair, and the block's states are discarded with the error. */
+    status = pos;
+done:
+    for (int k = 0; k < N; k++) Xs[k] = X[k];
+    *Bp = B;
+    return status;
+}
+
+/* The pair where a block's read ran out is reported as the block's first pair; fastans re-runs the
+ * failing segment pair by pair (N = 1 kernels of numba or golden) when it needs the exact pair.
+ * To keep the message exact without that, tans_decode re-decodes a failing block one pair at a
+ * time (below). */
+
+#define DEC_INST(NN)                                                                                  \
+    static int64_t tans_dec_n##NN##_k0(const TansDec *d, int64_t *Bp, uint32_t *Xs, int64_t pos,      \
+                                       int64_t stop, void *os, void *oe, int64_t out0) {               \
+        return tans_dec_core(d, Bp, Xs, NN, pos, stop, os, oe, out0, OUT_SE8);                         \
+    }                                                                                                 \
+    static int64_t tans_dec_n##NN##_k1(const TansDec *d, int64_t *Bp, uint32_t *Xs, int64_t pos,      \
+                                       int64_t stop, void *os, void *oe, int64_t out0) {               \
+        return tans_dec_core(d, Bp, Xs, NN, pos, stop, os, oe, out0, OUT_SE64);                        \
+    }
+
+DEC_INST(1) DEC_INST(2) DEC_INST(3) DEC_INST(4) DEC_INST(5) DEC_INST(6) DEC_INST(7) DEC_INST(8)
+DEC_INST(9) DEC_INST(10) DEC_INST(11) DEC_INST(12) DEC_INST(13) DEC_INST(14) DEC_INST(15) DEC_INST(16)
+
+typedef int64_t (*tans_dec_fn)(const TansDec *, int64_t *, uint32_t *, int64_t, int64_t, void *, void *, int64_t);
+#define FN2(NN) {tans_dec_n##NN##_k0, tans_dec_n##NN##_k1}
+static const tans_dec_fn TANS_DEC[MAXN + 1][2] = {{0, 0}, FN2(1), FN2(2), FN2(3), FN2(4), FN2(5), FN2(6), FN2(7),
+                                                  FN2(8), FN2(9), FN2(10), FN2(11), FN2(12), FN2(13), FN2(14),
+                                                  FN2(15), FN2(16)};
+
+/* Pairs before out0 (a checkpoint before the wanted range): decoded without output, one at a time. */
+static int64_t tans_skip(const TansDec *d, int64_t *Bp, uint32_t *X, int N, int64_t pos, int64_t stop) {
+    int64_t B = *Bp;
+    int64_t r = 0;
+    while (d->run_end[r] <= pos) r++;
+    while (pos < stop) {
+        while (d->run_end[r] <= pos) r++;
+        const uint64_t *tab_t = d->tab + d->run_tab[r] * d->L;
+        uint64_t e = tab_t[X[0]];
+        unsigned need = E_NEED(e);
+        if ((int64_t)need > B) {
+            *Bp = B;
+            return pos;
+        }
+        B -= need;
+        uint64_t f = window(d->p, d->nbytes, B) & lowmask(need);
+        uint32_t x0 = E_BASE(e) + (uint32_t)(f & lowmask(E_NB(e)));
+        for (int k = 0; k + 1 < N; k++) X[k] = X[k + 1];
+        X[N - 1] = x0;
+        pos++;
+    }
+    *Bp = B;
+    return -1;
+}
+
+static int check_runs_arrays(Buf *rt, Buf *re, int64_t ntab, int64_t *n_runs) {
+    int64_t n = NITEMS(*rt);
+    if (n < 1 || NITEMS(*re) != n) {
+        PyErr_SetString(PyExc_ValueError, "run arrays: run_tab and run_end (with its sentinel) differ in size");
+        return -1;
+    }
+    const int64_t *t = (const int64_t *)rt->view.buf;
+    for (int64_t i = 0; i < n; i++)
+        if (t[i] < 0 || t[i] >= ntab) {
+            PyErr_SetString(PyExc_ValueError, "run arrays: table index out of range");
+            return -1;
+        }
+    *n_runs = n;
+    return 0;
+}
+
+/* tans_decode(words, B, states, lane, tab, L, run_tab, run_end, pos, stop, out_s, out_e, out0)
+ *   -> (status, B). states: int64[N] (updated: state of lane k at index k), lane: lane of pair pos.
+ * Every table entry's state, symbol and need were checked by the caller (fastans.PreparedTables);
+ * states coming from the data are masked into 0 .. L-1 only after the caller checked them
+ * (check_checkpoint), and base + low bits < L holds for every legal table. */
+static PyObject *py_tans_decode(PyObject *self, PyObject *args) {
+    PyObject *ow, *ost, *otab, *ort, *ore, *oos, *ooe;
+    long long B, lane, L, pos, stop, out0;
+    if (!PyArg_ParseTuple(args, "OLOLOLOOLLOOL", &ow, &B, &ost, &lane, &otab, &L, &ort, &ore, &pos, &stop, &oos, &ooe,
+                          &out0))
+        return NULL;
+    Buf w = {0}, st = {0}, tab = {0}, rt = {0}, re = {0}, os = {0}, oe = {0};
+    PyObject *res = NULL;
+    if (get_buf(ow, &w, 0, 0, "words") || get_buf(ost, &st, 1, 8, "states") || get_buf(otab, &tab, 0, 8, "table") ||
+        get_buf(ort, &rt, 0, 8, "run_tab") || get_buf(ore, &re, 0, 8, "run_end") || get_buf(oos, &os, 1, 0, "out_s") ||
+        get_buf(ooe, &oe, 1, 0, "out_e"))
+        goto out;
+    int64_t N = NITEMS(st);
+    int kind = os.view.itemsize == 1 && oe.view.itemsize == 4 ? OUT_SE8
+               : os.view.itemsize == 8 && oe.view.itemsize == 8 ? OUT_SE64 : -1;
+    int64_t ntab = L > 0 ? NITEMS(tab) / L : 0, n_runs;
+    if (N < 1 || N > MAXN || kind < 0 || L < 1 || L > (1 << 16) || ntab < 1 || lane < 0 || lane >= N || pos > stop ||
+        out0 > stop || stop - out0 > NITEMS(os) || NITEMS(os) != NITEMS(oe) || B < 0 ||
+        B > (int64_t)w.view.len * 8) {
+        PyErr_SetString(PyExc_ValueError, "tans_decode: inconsistent arguments");
+        goto out;
+    }
+    if (check_runs_arrays(&rt, &re, ntab, &n_runs)) goto out;
+    {
+        TansDec d = {(const uint8_t *)w.view.buf, (int64_t)w.view.len, (const uint64_t *)tab.view.buf, L, ntab,
+                     (const int64_t *)rt.view.buf, (const int64_t *)re.view.buf, n_runs};
+        const int64_t *s64 = (const int64_t *)st.view.buf;
+        uint32_t X[MAXN];
+        for (int64_t k = 0; k < N; k++) {
+            int64_t v = s64[(lane + k) % N];
+            if (v < 0 || v >= L) {
+                PyErr_SetString(PyExc_ValueError, "tans_decode: state outside the table");
+                goto out;
+            }
+            X[k] = (uint32_t)v;
+        }
+        int64_t Bv = B, status = -1;
+        Py_BEGIN_ALLOW_THREADS
+        if (pos < out0) {
+            int64_t upto = out0 < stop ? out0 : stop;
+            status = tans_skip(&d, &Bv, X, (int)N, pos, upto);
+            if (status < 0) pos = upto;
+        }
+        if (status < 0 && pos < stop) {
+            int64_t B0 = Bv;
+            uint32_t X0[MAXN];
+            memcpy(X0, X, sizeof X);
+            status = TANS_DEC[N][kind](&d, &Bv, X, pos, stop, os.view.buf, oe.view.buf, out0);
+            if (status >= 0) {
+                /* A block ran out: redo from the block's start pair by pair to name the exact pair. The
+                 * block's first pair is `status`; states and B are those before it. */
+                Bv = B0;
+                memcpy(X, X0, sizeof X);
+                status = tans_skip(&d, &Bv, X, (int)N, pos, stop);
+            }
+        }
+        Py_END_ALLOW_THREADS
+        /* states back in lane order: X[k] is the state of pair done_to + k (lane (done_to + k) mod N) */
+        int64_t *sw = (int64_t *)st.view.buf;
+        int64_t done_to = status >= 0 ? status : stop;
+        for (int64_t k = 0; k < N; k++) sw[(done_to + k) % N] = X[k];
+        res = Py_BuildValue("LL", (long long)status, (long long)Bv);
+    }
+out:
+    rel(&w); rel(&st); rel(&tab); rel(&rt); rel(&re); rel(&os); rel(&oe);
+    return res;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* tANS decode straight into values (bit patterns of the tensor's dtype).
+ *
+ * Entry per (table, state): bits 0..15 base, 16..23 nb, 24..31 need, 32..63 `hi`: the value's
+ * exponent field in place (ex << m) for a direct symbol, or ESC for the escape symbol, whose
+ * exponent comes from the escape index above the field. Per table: z (the rows' zero mantissa
+ * bits, docs/bitstream.md §6 row shifts: the field is w - z bits wide and is shifted back left by z)
+ * and its escape group. A value is sign | exponent | mantissa: out = (e >> m) << top | hi | e & mmask.
+ */
+
+#define ESC 0xffffffffu
+#define V_BASE(e) ((uint32_t)(e) & 0xffffu)
+#define V_NB(e) ((unsigned)((e) >> 16) & 0xffu)
+#define V_NEED(e) ((unsigned)((e) >> 24) & 0xffu)
+#define V_HI(e) ((uint32_t)((e) >> 32))
+
+typedef struct {
+    const uint8_t *p;
+    int64_t nbytes;
+    const uint64_t *tab;
+    int64_t L, ntab;
+    const int64_t *run_tab, *run_end;
+    const int64_t *z;       /* per table */
+    const int64_t *esc;     /* ntab * esc_w exponent fields */
+    const int64_t *n_esc;   /* per table */
+    int64_t esc_w;
+    unsigned w, m, top;
+    const uint64_t *A;      /* the fast path's tables (see FAST_BODY), or NULL */
+    int64_t D;
+    const uint64_t *esc_pad; /* ntab * pad_w: escape groups padded to a power of two, shifted, flagged */
+    int64_t pad_w;
+} ValDec;
+
+#define VAL_STEP(X, OUTIDX)                                                                           \
+    do {                                                                                              \
+        uint64_t e_ = tab_t[X];                                                                       \
+        unsigned need_ = V_NEED(e_);                                                                  \
+        if (UNLIKELY((int64_t)need_ > B)) goto ranout;                                                \
+        B -= need_;                                                                                   \
+        uint64_t f_ = window(p, nbytes, B) & lowmask(need_);                                          \
+        unsigned nb_ = V_NB(e_);                                                                      \
+        X = V_BASE(e_) + (uint32_t)(f_ & lowmask(nb_));                                               \
+        uint64_t x_ = f_ >> nb_;                                                                      \
+        uint64_t hi_ = V_HI(e_);                                                                      \
+        if (UNLIKELY(hi_ == ESC)) {                                                                   \
+            uint64_t idx_ = x_ >> wt;                                                                 \
+            if (idx_ >= (uint64_t)n_esc_t) goto badesc;                                               \
+            hi_ = (uint64_t)esc_t[idx_] << m;                                                         \
+            x_ &= lowmask(wt);                                                                        \
+        }                                                                                             \
+        x_ <<= z;                                                                                     \
+        ((OT *)outp)[OUTIDX] = (OT)(((x_ >> m) << top) | hi_ | (x_ & mmask));                         \
+    } while (0)
+
+/* The fast path of the values decoder: whole blocks of N pairs of one run, far enough from both ends of
+ * the bit string that no read needs a check (B >= N * 56: no block runs out; the 8-byte window
+ * stays inside the words). The state is kept as a pointer into the table's block A_t, where A_t[x]
+ * holds the address of A_t[base[x]] and A_t[x + D] (D = L, a constant in the L = 256 instances) the
+ * fields (need, nb, hi): the next state's entry is then A_t[base] + v, one address computation, which
+ * shortens each lane's dependency chain and the instructions per pair (measured: tans8x8 bf16 values
+ * ~0.95 -> ~1.15 G pairs per CPU-s here against the same loop with a separate index add).
+ * The value is hi | pdep(e, M): `pdep` (BMI2) deposits the additional data's low bits into the sign
+ * and mantissa positions M of the value; a row shift z drops M's low z bits (the stored field is
+ * w - z bits wide and lands shifted left by z, docs/bitstream.md §6). An escape symbol (hi == ESC)
+ * takes its exponent from its padded group (an index outside the group flags the call, which then
+ * reports the stream as corrupt). Returns the number of pairs decoded, or -1 for that flag. */
+typedef struct {
+    uint64_t M;       /* pdep mask: the sign and mantissa bits a field fills (z low bits dropped) */
+    uint64_t wzmask;  /* the field's additional-data bits: w - z */
+    uint64_t mmask;
+    unsigned z, m, top, wt;
+    const uint64_t *esc_pad; /* escape index -> exponent field << m; 1 << 63 where outside the group */
+    uint64_t pad_mask;
+} JoinK;
+
+/* One pair of lane K: its state pointer is the local PK (named variables, not an array, so that the
+ * compiler keeps them in registers). */
+#define FAST_STEP(PK, K, JOIN, BZHI)                                                                 \
+    if (N > K) {                                                                                     \
+        const uint64_t *q = PK;                                                                      \
+        uint64_t nxt = q[0];                                                                         \
+        const uint8_t *fb = (const uint8_t *)(q + FOFF);                                             \
+        unsigned need = fb[0], nb = fb[1];                                                           \
+        uint32_t hi;                                                                                 \
+        memcpy(&hi, fb + 4, 4);                                                                      \
+        B -= need;                                                                                   \
+        uint64_t f = load64_le(p + (B >> 3)) >> (B & 7);                                             \
+        uint64_t v = BZHI(f, nb);                                                                    \
+        PK = (const uint64_t *)(uintptr_t)nxt + v;                                                   \
+        uint64_t e = f >> nb;                                                                        \
+        uint64_t h64 = hi;                                                                           \
+        if (UNLIKELY(hi == ESC)) {                                                                   \
+            uint64_t x = BZHI(f, need) >> nb;                                                        \
+            h64 = jk->esc_pad[(x >> jk->wt) & jk->pad_mask];                                         \
+            chk |= h64;                                                                              \
+            e = x & jk->wzmask;                                                                      \
+        }                                                                                            \
+        o[K] = (OT)((JOIN) | h64);                                                                   \
+    }
+
+#define FAST_LANES(DO)                                                                               \
+    DO(P0, 0) DO(P1, 1) DO(P2, 2) DO(P3, 3) DO(P4, 4) DO(P5, 5) DO(P6, 6) DO(P7, 7)                  \
+    DO(P8, 8) DO(P9, 9) DO(P10, 10) DO(P11, 11) DO(P12, 12) DO(P13, 13) DO(P14, 14) DO(P15, 15)
+
+#define FAST_INIT(PK, K) const uint64_t *PK = N > K ? A_t + (int64_t)X[K] : A_t;
+#define FAST_FINI(PK, K) if (N > K) X[K] = (uint32_t)(PK - A_t);
+
+#define FAST_BODY_WITH(STEP)                                                                         \
+    {                                                                                                \
+        int64_t B = *Bp;                                                                             \
+        const int64_t safe_hi = (nbytes - 8) * 8, safe_lo = (int64_t)N * 56;                          \
+        int64_t done = 0;                                                                            \
+        uint64_t chk = 0;                                                                            \
+        OT *o = out;                                                                                 \
+        FAST_LANES(FAST_INIT)                                                                        \
+        while (done + N <= count && B <= safe_hi && B >= safe_lo) {                                  \
+            FAST_LANES(STEP)                                                                         \
+            o += N;                                                                                  \
+            done += N;                                                                               \
+        }                                                                                            \
+        if (UNLIKELY(chk >> 63)) { *Bp = B; return -1; }                                             \
+        FAST_LANES(FAST_FINI)                                                                        \
+        *Bp = B;                                                                                     \
+        return done;                                                                                 \
+    }
+
+#define BZHI_PORTABLE(x, n) ((x) & (((uint64_t)1 << (n)) - 1))
+#define BZHI_BMI2(x, n) ((uint64_t)_bzhi_u64((x), (n)))
+#define JOIN_PORTABLE ((((e & jk->wzmask) << jk->z) >> jk->m) << jk->top | (((e & jk->wzmask) << jk->z) & jk->mmask))
+
+#define FAST_ARGS const uint8_t *p, int64_t nbytes, int64_t *Bp, uint32_t *X, const uint64_t *A_t, int64_t D, \
+                  int64_t count, void *out_, const JoinK *jk
+
+#define FAST_STEP_PORTABLE(PK, K) FAST_STEP(PK, K, JOIN_PORTABLE, BZHI_PORTABLE)
+#define FAST_STEP_BMI2(PK, K) FAST_STEP(PK, K, JOIN_PDEP, BZHI_BMI2)
+
+#define FAST_PORTABLE(NAME, OT_, NN, FO)                                                             \
+    static int64_t NAME(FAST_ARGS) {                                                                 \
+        typedef OT_ OT; OT *out = (OT *)out_; const int N = NN; const int64_t FOFF = FO;             \
+        FAST_BODY_WITH(FAST_STEP_PORTABLE)                                                           \
+    }
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define HAVE_PDEP 1
+#include <immintrin.h>
+#define JOIN_PDEP ((uint64_t)_pdep_u64(e, jk->M))
+#define FAST_BMI2(NAME, OT_, NN, FO)                                                                 \
+    __attribute__((target("bmi2"))) static int64_t NAME(FAST_ARGS) {                                 \
+        typedef OT_ OT; OT *out = (OT *)out_; const int N = NN; const int64_t FOFF = FO;             \
+        FAST_BODY_WITH(FAST_STEP_BMI2)                                                               \
+    }
+#endif
+
+typedef int64_t (*fast_fn)(FAST_ARGS);
+
+#ifdef HAVE_PDEP
+#define FAST_INST(NN)                                                                                \
+    FAST_PORTABLE(fast_p16_##NN, uint16_t, NN, D) FAST_PORTABLE(fast_p32_##NN, uint32_t, NN, D)      \
+    FAST_BMI2(fast_b16_##NN, uint16_t, NN, D) FAST_BMI2(fast_b32_##NN, uint32_t, NN, D)              \
+    FAST_PORTABLE(fast_q16_##NN, uint16_t, NN, 256) FAST_PORTABLE(fast_q32_##NN, uint32_t, NN, 256)  \
+    FAST_BMI2(fast_c16_##NN, uint16_t, NN, 256) FAST_BMI2(fast_c32_##NN, uint32_t, NN, 256)
+#define FAST_ROW(NN) {fast_p16_##NN, fast_p32_##NN, fast_b16_##NN, fast_b32_##NN}
+#define FAST_ROW256(NN) {fast_q16_##NN, fast_q32_##NN, fast_c16_##NN, fast_c32_##NN}
+#else
+#define FAST_INST(NN) FAST_PORTABLE(fast_p16_##NN, uint16_t, NN, D) FAST_PORTABLE(fast_p32_##NN, uint32_t, NN, D) \
+    FAST_PORTABLE(fast_q16_##NN, uint16_t, NN, 256) FAST_PORTABLE(fast_q32_##NN, uint32_t, NN, 256)
+#define FAST_ROW(NN) {fast_p16_##NN, fast_p32_##NN, fast_p16_##NN, fast_p32_##NN}
+#define FAST_ROW256(NN) {fast_q16_##NN, fast_q32_##NN, fast_q16_##NN, fast_q32_##NN}
+#endif
+
+FAST_INST(1) FAST_INST(2) FAST_INST(3) FAST_INST(4) FAST_INST(5) FAST_INST(6) FAST_INST(7) FAST_INST(8)
+FAST_INST(9) FAST_INST(10) FAST_INST(11) FAST_INST(12) FAST_INST(13) FAST_INST(14) FAST_INST(15) FAST_INST(16)
+
+/* [N][out 16/32 bits + 2 * pdep] */
+static const fast_fn FAST[MAXN + 1][4] = {{0, 0, 0, 0}, FAST_ROW(1), FAST_ROW(2), FAST_ROW(3), FAST_ROW(4),
+                                          FAST_ROW(5), FAST_ROW(6), FAST_ROW(7), FAST_ROW(8), FAST_ROW(9),
+                                          FAST_ROW(10), FAST_ROW(11), FAST_ROW(12), FAST_ROW(13), FAST_ROW(14),
+                                          FAST_ROW(15), FAST_ROW(16)};
+/* the same for tables of L = 256 states (tans8, the paper's core): the fields' offset is a constant */
+static const fast_fn FAST256[MAXN + 1][4] = {{0, 0, 0, 0}, FAST_ROW256(1), FAST_ROW256(2), FAST_ROW256(3),
+                                             FAST_ROW256(4), FAST_ROW256(5), FAST_ROW256(6), FAST_ROW256(7),
+                                             FAST_ROW256(8), FAST_ROW256(9), FAST_ROW256(10), FAST_ROW256(11),
+                                             FAST_ROW256(12), FAST_ROW256(13), FAST_ROW256(14), FAST_ROW256(15),
+                                             FAST_ROW256(16)};
+
+/* pdep is one fast instruction from Intel Haswell and AMD Zen 3 on; Zen 1/2 run it in microcode
+ * (tens of cycles), where the portable shifts win. Chosen once at import. */
+static int use_pdep = 0;
+
+static void choose_isa(void) {
+#ifdef HAVE_PDEP
+    __builtin_cpu_init();
+    use_pdep = __builtin_cpu_supports("bmi2") && !__builtin_cpu_is("znver1") && !__builtin_cpu_is("znver2");
+#endif
+}
+
+INLINE int64_t val_dec_core(const ValDec *d, int64_t *Bp, uint32_t *Xs, const int N, int64_t pos, int64_t stop,
+                            void *out_, const int OSZ) {
+    const uint8_t *p = d->p;
+    const int64_t nbytes = d->nbytes;
+    const unsigned m = d->m, top = d->top;
+    const uint64_t mmask = lowmask(m);
+    int64_t B = *Bp;
+    uint32_t X[MAXN];
+    for (int k = 0; k < N; k++) X[k] = Xs[k];
+    int64_t r = 0;
+    while (d->run_end[r] <= pos) r++;
+    int64_t status = -1;
+    char *outp = (char *)out_;
+    while (pos < stop) {
+        int64_t end = d->run_end[r] < stop ? d->run_end[r] : stop;
+        int64_t t = d->run_tab[r];
+        const uint64_t *tab_t = d->tab + t * d->L;
+        const unsigned z = (unsigned)d->z[t], wt = d->w - z;
+        const int64_t *esc_t = d->esc + t * d->esc_w;
+        const int64_t n_esc_t = d->n_esc[t];
+        if (OSZ != 1 && d->A) {
+            JoinK jk;
+            jk.z = z; jk.m = m; jk.top = top; jk.mmask = mmask; jk.wzmask = lowmask(wt);
+            jk.M = (((uint64_t)1 << top) | mmask) & ~lowmask(z);
+            jk.wt = wt; jk.esc_pad = d->esc_pad + t * d->pad_w; jk.pad_mask = (uint64_t)d->pad_w - 1;
+            int64_t done = (d->L == 256 ? FAST256 : FAST)[N][(OSZ == 4) + 2 * use_pdep](
+                p, nbytes, &B, X, d->A + 2 * t * d->L, d->L, end - pos, outp, &jk);
+            if (done < 0) goto badesc;
+            pos += done;
+            outp += OSZ * done;
+        }
+        if (OSZ == 2) {
+            typedef uint16_t OT;
+            while (pos + N <= end) {
+#pragma GCC unroll 16
+                for (int k = 0; k < N; k++) VAL_STEP(X[k], k);
+                pos += N;
+                outp += 2 * N;
+            }
+            while (pos < end) {
+                VAL_STEP(X[0], 0);
+                uint32_t x0 = X[0];
+                for (int k = 0; k + 1 < N; k++) X[k] = X[k + 1];
+                X[N - 1] = x0;
+                pos++;
+                outp += 2;
+            }
+        } else if (OSZ == 4) {
+            typedef uint32_t OT;
+            while (pos + N <= end) {
+#pragma GCC unroll 16
+                for (int k = 0; k < N; k++) VAL_STEP(X[k], k);
+                pos += N;
+                outp += 4 * N;
+            }
+            while (pos < end) {
+                VAL_STEP(X[0], 0);
+                uint32_t x0 = X[0];
+                for (int k = 0; k + 1 < N; k++) X[k] = X[k + 1];
+                X[N - 1] = x0;
+                pos++;
+                outp += 4;
+            }
+        } else {
+            typedef uint8_t OT;
+            while (pos < end) {
+                VAL_STEP(X[0], 0);
+                uint32_t x0 = X[0];
+                for (int k = 0; k + 1 < N; k++) X[k] = X[k + 1];
+                X[N - 1] = x0;
+                pos++;
+                outp += 1;
+            }
+        }
+        r++;
+    }
+    goto done;
+ranout:
+    status = pos;
+    goto done;
+badesc:
+    status = -2;
+done:
+    for (int k = 0; k < N; k++) Xs[k] = X[k];
+    *Bp = B;
+    return status;
+}
+
+#define VAL_INST(NN)                                                                                  \
+    static int64_t val_dec_n##NN##_1(const ValDec *d, int64_t *Bp, uint32_t *Xs, int64_t pos, int64_t stop, \
+                                     void *o) { return val_dec_core(d, Bp, Xs, NN, pos, stop, o, 1); }  \
+    static int64_t val_dec_n##NN##_2(const ValDec *d, int64_t *Bp, uint32_t *Xs, int64_t pos, int64_t stop, \
+                                     void *o) { return val_dec_core(d, Bp, Xs, NN, pos, stop, o, 2); }  \
+    static int64_t val_dec_n##NN##_4(const ValDec *d, int64_t *Bp, uint32_t *Xs, int64_t pos, int64_t stop, \
+                                     void *o) { return val_dec_core(d, Bp, Xs, NN, pos, stop, o, 4); }
+
+VAL_INST(1) VAL_INST(2) VAL_INST(3) VAL_INST(4) VAL_INST(5) VAL_INST(6) VAL_INST(7) VAL_INST(8)
+VAL_INST(9) VAL_INST(10) VAL_INST(11) VAL_INST(12) VAL_INST(13) VAL_INST(14) VAL_INST(15) VAL_INST(16)
+
+typedef int64_t (*val_dec_fn)(const ValDec *, int64_t *, uint32_t *, int64_t, int64_t, void *);
+#define VFN(NN) {val_dec_n##NN##_1, val_dec_n##NN##_2, val_dec_n##NN##_4}
+static const val_dec_fn VAL_DEC[MAXN + 1][3] = {{0, 0, 0}, VFN(1), VFN(2), VFN(3), VFN(4), VFN(5), VFN(6), VFN(7),
+                                                VFN(8), VFN(9), VFN(10), VFN(11), VFN(12), VFN(13), VFN(14),
+                                                VFN(15), VFN(16)};
+
+/* tans_decode_values(words, B, states, vtab, L, run_tab, run_end, pos, stop, z, esc, n_esc, w, m, top, out)
+ *   -> (status, B): pairs pos .. stop-1 as values into out[0 .. stop-pos-1] (item size 1, 2 or 4);
+ * status -1 success, >= 0 the pair where the words ran out, -2 an escape index outside its group. */
+static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
+    PyObject *ow, *ost, *otab, *ort, *ore, *oz, *oesc, *onesc, *oout;
+    long long B, L, pos, stop, w_, m_, top_;
+    if (!PyArg_ParseTuple(args, "OLOOLOOLLOOOLLLO", &ow, &B, &ost, &otab, &L, &ort, &ore, &pos, &stop, &oz, &oesc,
+                          &onesc, &w_, &m_, &top_, &oout))
+        return NULL;
+    Buf w = {0}, st = {0}, tab = {0}, rt = {0}, re = {0}, z = {0}, esc = {0}, nesc = {0}, out = {0};
+    PyObject *res = NULL;
+    if (get_buf(ow, &w, 0, 0, "words") || get_buf(ost, &st, 1, 8, "states") || get_buf(otab, &tab, 0, 8, "table") ||
+        get_buf(ort, &rt, 0, 8, "run_tab") || get_buf(ore, &re, 0, 8, "run_end") || get_buf(oz, &z, 0, 8, "z") ||
+        get_buf(oesc, &esc, 0, 8, "esc") || get_buf(onesc, &nesc, 0, 8, "n_esc") || get_buf(oout, &out, 1, 0, "out"))
+        goto out;
+    {
+        int64_t N = NITEMS(st), ntab = L > 0 ? NITEMS(tab) / L : 0, n_runs;
+        int64_t osz = out.view.itemsize, oi = osz == 1 ? 0 : osz == 2 ? 1 : osz == 4 ? 2 : -1;
+        int64_t esc_w = ntab ? NITEMS(esc) / ntab : 0;
+        if (N < 1 || N > MAXN || oi < 0 || L < 1 || L > (1 << 16) || ntab < 1 || pos > stop ||
+            stop - pos > NITEMS(out) || B < 0 || B > (int64_t)w.view.len * 8 || NITEMS(z) != ntab ||
+            NITEMS(nesc) != ntab || esc_w * ntab != NITEMS(esc) || w_ < 0 || w_ > 56 || m_ < 0 || m_ > w_ ||
+            top_ < 0 || top_ > 8 * osz - 1) {
+            PyErr_SetString(PyExc_ValueError, "tans_decode_values: inconsistent arguments");
+            goto out;
+        }
+        if (check_runs_arrays(&rt, &re, ntab, &n_runs)) goto out;
+        const int64_t *zz = (const int64_t *)z.view.buf, *ne = (const int64_t *)nesc.view.buf;
+        for (int64_t t = 0; t < ntab; t++)
+            if (zz[t] < 0 || zz[t] > w_ || ne[t] < 0 || ne[t] > esc_w) {
+                PyErr_SetString(PyExc_ValueError, "tans_decode_values: bad shift or escape group");
+                goto out;
+            }
+        /* the fast path's tables: per table a block of 2L words, A[x] = &A[base[x]] and A[L + x] = need | nb << 8 |
+         * hi << 32 (the state is a pointer to its entry, the next one is one address computation away, and for
+         * L = 256 the fields are at a constant offset); then the
+         * escape groups padded to a power of two covering every index a field can hold */
+        int64_t D = ntab * L, pad_w = 1;
+        while (pad_w < esc_w) pad_w <<= 1;
+        {
+            const uint64_t *vt0 = (const uint64_t *)tab.view.buf;
+            for (int64_t i = 0; i < ntab * L; i++) {
+                uint64_t e = vt0[i];
+                int64_t t = i / L;
+                int64_t ib = (int64_t)V_NEED(e) - (int64_t)V_NB(e) - ((int64_t)w_ - zz[t]);
+                if (V_HI(e) == ESC && ib > 0) {
+                    if (ib > 20) { PyErr_SetString(PyExc_ValueError, "tans_decode_values: escape field too wide"); goto out; }
+                    while (pad_w < ((int64_t)1 << ib)) pad_w <<= 1;
+                }
+            }
+        }
+        uint64_t *A = (uint64_t *)malloc((size_t)(2 * D + ntab * pad_w) * sizeof(uint64_t));
+        if (!A) { PyErr_NoMemory(); goto out; }
+        uint64_t *esc_pad = A + 2 * D;
+        for (int64_t t = 0; t < ntab; t++)
+            for (int64_t i = 0; i < pad_w; i++)
+                esc_pad[t * pad_w + i] = i < ne[t] ? (uint64_t)((const int64_t *)esc.view.buf)[t * esc_w + i] << m_
+                                                   : (uint64_t)1 << 63;
+        const uint64_t *vt = (const uint64_t *)tab.view.buf;
+        for (int64_t t = 0; t < ntab; t++)
+            for (int64_t x = 0; x < L; x++) {
+                uint64_t e = vt[t * L + x];
+                unsigned base = V_BASE(e), nb = V_NB(e), need = V_NEED(e);
+                if (nb > 16 || need > 56 || need < nb || base + ((int64_t)1 << nb) > L) {
+                    free(A);
+                    PyErr_SetString(PyExc_ValueError, "tans_decode_values: table entry outside the table");
+                    goto out;
+                }
+                A[2 * t * L + x] = (uint64_t)(uintptr_t)(A + 2 * t * L + base);
+                A[2 * t * L + L + x] = need | (uint64_t)nb << 8 | (uint64_t)V_HI(e) << 32;
+            }
+        ValDec d = {(const uint8_t *)w.view.buf, (int64_t)w.view.len, (const uint64_t *)tab.view.buf, L, ntab,
+                    (const int64_t *)rt.view.buf, (const int64_t *)re.view.buf, zz, (const int64_t *)esc.view.buf, ne,
+                    esc_w, (unsigned)w_, (unsigned)m_, (unsigned)top_, A, D, esc_pad, pad_w};
+        const int64_t *s64 = (const int64_t *)st.view.buf;
+        uint32_t X[MAXN];
+        for (int64_t k = 0; k < N; k++) {
+            int64_t v = s64[(pos + k) % N];
+            if (v < 0 || v >= L) {
+                PyErr_SetString(PyExc_ValueError, "tans_decode_values: state outside the table");
+                goto out;
+            }
+            X[k] = (uint32_t)v;
+        }
+        int64_t Bv = B, status = -1;
+        Py_BEGIN_ALLOW_THREADS
+        status = VAL_DEC[N][oi](&d, &Bv, X, pos, stop, out.view.buf);
+        Py_END_ALLOW_THREADS
+        free(A);
+        int64_t *sw = (int64_t *)st.view.buf;
+        if (status == -1)
+            for (int64_t k = 0; k < N; k++) sw[(stop + k) % N] = X[k];
+        res = Py_BuildValue("LL", (long long)status, (long long)Bv);
+    }
+out:
+    rel(&w); rel(&st); rel(&tab); rel(&rt); rel(&re); rel(&z); rel(&esc); rel(&nesc); rel(&out);
+    return res;
+}
+
+/* tans_state_at(words, W, h0, B) -> (h, cnt, buf): the golden decoder's (h, cnt, buf) at bit position
+ * B, after starting with h0 words unread (see the top of the file). */
+static PyObject *py_tans_state_at(PyObject *self, PyObject *args) {
+    PyObject *ow;
+    long long W, h0, B;
+    if (!PyArg_ParseTuple(args, "OLLL", &ow, &W, &h0, &B)) return NULL;
+    Buf w = {0};
+    if (get_buf(ow, &w, 0, 0, "words")) { rel(&w); return NULL; }
+    if (W < 1 || W > 32 || B < 0 || h0 < 0) {
+        rel(&w);
+        PyErr_SetString(PyExc_ValueError, "tans_state_at: bad arguments");
+        return NULL;
+    }
+    int64_t h = B / W < h0 ? B / W : h0;
+    int64_t cnt = B - h * W;
+    if (cnt > 64) {
+        rel(&w);
+        PyErr_SetString(PyExc_ValueError, "tans_state_at: more than 64 buffered bits");
+        return NULL;
+    }
+    uint64_t buf = bits_range((const uint8_t *)w.view.buf, (int64_t)w.view.len, h * W, B);
+    rel(&w);
+    return Py_BuildValue("LLK", (long long)h, (long long)cnt, (unsigned long long)buf);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* tANS encode (pairs back to front, docs/bitstream.md §3 and §8).
+ *
+ * Per (table, symbol) entry: bits 0..15 thr = f << (R + 1 - bitlen f), 16..23 nbh = R + 1 -
+ * bitlen f, 24..31 k (additional-data width), 32..63 off = cum - f (signed): the next state is
+ * L + enc[off + (X >> n)]. Bits go out through a 64-bit accumulator stored 8 bytes at a time
+ * (the buffer has 8 bytes of slack), so the bytes are the golden coder's W-bit words. */
+
+typedef struct {
+    const int64_t *run_tab, *run_end;
+    int64_t n_runs;
+    const uint64_t *esym; /* ntab * width */
+    const int64_t *nsym;  /* per table */
+    int64_t width;
+    const uint16_t *enc;  /* ntab * L */
+    int64_t L, R, W;
+    int64_t interval;
+    uint8_t *out, *out_end;
+    int64_t *cps;
+    int64_t cps_rows;
+} TansEnc;
+
+#define T_THR(e) ((uint32_t)(e) & 0xffffu)
+#define T_NBH(e) ((unsigned)((e) >> 16) & 0xffu)
+#define T_K(e) ((unsigned)((e) >> 24) & 0xffu)
+#define T_OFF(e) ((int32_t)((e) >> 32))
+
+#define PUT(v, n) do { acc |= (uint64_t)(v) << cnt; cnt += (n); } while (0)
+#define FLUSH()                                                                                        \
+    do {                                                                                               \
+        if (UNLIKELY(o + 8 > d->out_end)) goto overflow;                                               \
+        uint64_t a_ = acc;                                                                             \
+        memcpy(o, &a_, 8);                                                                             \
+        o += cnt >> 3;                                                                                 \
+        acc >>= (cnt & 56u);                                                                           \
+        cnt &= 7u;                                                                                     \
+    } while (0)
+
+/* one pair i (symbol s, extra x) with state Y (X in [L, 2L)) */
+#define ENC_STEP(Y, I)                                                                                 \
+    do {                                                                                               \
+        int64_t s_ = (int64_t)syms[I];                                                                 \
+        uint64_t x_ = (uint64_t)exs[I];                                                                \
+        if (UNLIKELY(s_ < 0 || s_ >= nsym_t)) { bad = (I); goto badpair; }                             \
+        uint64_t e_ = es_t[s_];                                                                        \
+        unsigned k_ = T_K(e_);                                                                         \
+        if (UNLIKELY(x_ >> k_)) { bad = (I); goto badpair; }                                           \
+        unsigned n_ = T_NBH(e_) - (Y < T_THR(e_));                                                     \
+        PUT(Y & lowmask(n_), n_);                                                                      \
+        int64_t j_ = (int64_t)T_OFF(e_) + (int64_t)(Y >> n_);                                          \
+        if (UNLIKELY(j_ < 0 || j_ >= L)) { bad = (I); goto badtable; }                                 \
+        Y = (uint32_t)(L + enc_t[j_]);                                                                 \
+        PUT(x_, k_);                                                                                   \
+        FLUSH();                                                                                       \
+    } while (0)
+
+/* returns 0; 1 a pair outside its table (its index in *nw_out), 2 a table whose encode step leaves
+ * it (never for a legal table), 3 output overflow (never with the caller's capacity) */
+INLINE int64_t tans_enc_core(const TansEnc *d, const void *syms_, const void *exs_, int64_t n, const int N,
+                             const int KIND, int64_t *nw_out, int64_t *nc_out) {
+    const int64_t L = d->L;
+    uint8_t *o = d->out;
+    uint64_t acc = 0;
+    unsigned cnt = 0;
+    uint32_t Y[MAXN];
+    for (int k = 0; k < N; k++) Y[k] = (uint32_t)L;
+    int64_t nc = 0, bad = -1;
+    int64_t r = d->n_runs - 1;
+    int64_t i = n - 1;
+    const int64_t interval = d->interval;
+    const uint8_t *s8 = (const uint8_t *)syms_;
+    const int64_t *s64 = (const int64_t *)syms_;
+    const uint32_t *e32 = (const uint32_t *)exs_;
+    const uint64_t *e64 = (const uint64_t *)exs_;
+    while (i >= 0) {
+        while (r > 0 && d->run_end[r - 1] > i) r--;
+        int64_t run_start = r > 0 ? d->run_end[r - 1] : 0;
+        int64_t cp = (interval > 0 && i > 0) ? (i / interval) * interval : 0;
+        int64_t lo = run_start > cp ? run_start : cp;
+        int64_t t = d->run_tab[r];
+        const uint64_t *es_t = d->esym + t * d->width;
+        const uint16_t *enc_t = d->enc + t * L;
+        const int64_t nsym_t = d->nsym[t];
+        if (KIND == OUT_SE8) {
+            const uint8_t *syms = s8;
+            const uint32_t *exs = e32;
+            while (i - N + 1 >= lo) {
+#pragma GCC unroll 16
+                for (int k = 0; k < N; k++) ENC_STEP(Y[k], i - k);
+                i -= N;
+            }
+            while (i >= lo) {
+                ENC_STEP(Y[0], i);
+                uint32_t y0 = Y[0];
+                for (int k = 0; k + 1 < N; k++) Y[k] = Y[k + 1];
+                Y[N - 1] = y0;
+                i--;
+            }
+        } else {
+            const int64_t *syms = s64;
+            const uint64_t *exs = e64;
+            while (i - N + 1 >= lo) {
+#pragma GCC unroll 16
+                for (int k = 0; k < N; k++) ENC_STEP(Y[k], i - k);
+                i -= N;
+            }
+            while (i >= lo) {
+                ENC_STEP(Y[0], i);
+                uint32_t y0 = Y[0];
+                for (int k = 0; k + 1 < N; k++) Y[k] = Y[k + 1];
+                Y[N - 1] = y0;
+                i--;
+            }
+        }
+        if (cp > 0 && lo == cp && i == cp - 1) {
+            if (nc >= d->cps_rows) goto overflow;
+            int64_t bits = (int64_t)(o - d->out) * 8 + cnt;
+            int64_t *row = d->cps + nc * (3 + N);
+            row[0] = cp;
+            row[1] = bits / d->W;
+            row[2] = bits % d->W;
+            /* Y[j] is the state of pair i - j: lane l is j = (i - l) mod N */
+            for (int l = 0; l < N; l++) row[3 + l] = (int64_t)Y[(((i - l) % N) + N) % N] - L;
+            nc++;
+        }
+    }
+    /* flush: X_{N-1} .. X_0 (R bits each), then the marker; i = -1 here: lane l is Y[(N - 1 - l)] */
+    for (int l = N - 1; l >= 0; l--) {
+        PUT((uint64_t)Y[N - 1 - l] - (uint64_t)L, (unsigned)d->R);
+        FLUSH();
+    }
+    PUT(1, 1);
+    FLUSH();
+    {
+        if (o + 8 > d->out_end) goto overflow;
+        uint64_t a_ = acc;
+        memcpy(o, &a_, 8);
+        int64_t bits = (int64_t)(o - d->out) * 8 + cnt;
+        *nw_out = (bits + d->W - 1) / d->W;
+        *nc_out = nc;
+    }
+    return 0;
+badpair:
+    *nw_out = bad;
+    return 1;
+badtable:
+    *nw_out = bad;
+    return 2;
+overflow:
+    return 3;
+}
+
+#define ENC_INST(NN)                                                                                  \
+    static int64_t tans_enc_n##NN##_k0(const TansEnc *d, const void *s, const void *e, int64_t n, int64_t *nw, \
+                                       int64_t *nc) { return tans_enc_core(d, s, e, n, NN, OUT_SE8, nw, nc); } \
+    static int64_t tans_enc_n##NN##_k1(const TansEnc *d, const void *s, const void *e, int64_t n, int64_t *nw, \
+                                       int64_t *nc) { return tans_enc_core(d, s, e, n, NN, OUT_SE64, nw, nc); }
+
+ENC_INST(1) ENC_INST(2) ENC_INST(3) ENC_INST(4) ENC_INST(5) ENC_INST(6) ENC_INST(7) ENC_INST(8)
+ENC_INST(9) ENC_INST(10) ENC_INST(11) ENC_INST(12) ENC_INST(13) ENC_INST(14) ENC_INST(15) ENC_INST(16)
+
+typedef int64_t (*tans_enc_fn)(const TansEnc *, const void *, const void *, int64_t, int64_t *, int64_t *);
+#define EFN(NN) {tans_enc_n##NN##_k0, tans_enc_n##NN##_k1}
+static const tans_enc_fn TANS_ENC[MAXN + 1][2] = {{0, 0}, EFN(1), EFN(2), EFN(3), EFN(4), EFN(5), EFN(6), EFN(7),
+                                                  EFN(8), EFN(9), EFN(10), EFN(11), EFN(12), EFN(13), EFN(14),
+                                                  EFN(15), EFN(16)};
+
+/* tans_encode(syms, exs, run_tab, run_end, esym, nsym, enc, R, W, N, interval, out, cps) -> (status, nw, nc)
+ * status as tans_enc_core (1: nw is the bad pair; the caller raises the golden error). syms u8 with
+ * exs u32, or syms i64 with exs u64. */
+static PyObject *py_tans_encode(PyObject *self, PyObject *args) {
+    PyObject *os_, *oe_, *ort, *ore, *oes, *ons, *oenc, *oout, *ocps;
+    long long R, W, N, interval;
+    if (!PyArg_ParseTuple(args, "OOOOOOOLLLLOO", &os_, &oe_, &ort, &ore, &oes, &ons, &oenc, &R, &W, &N, &interval,
+                          &oout, &ocps))
+        return NULL;
+    Buf s = {0}, e = {0}, rt = {0}, re = {0}, es = {0}, ns = {0}, enc = {0}, out = {0}, cps = {0};
+    PyObject *res = NULL;
+    if (get_buf(os_, &s, 0, 0, "syms") || get_buf(oe_, &e, 0, 0, "exs") || get_buf(ort, &rt, 0, 8, "run_tab") ||
+        get_buf(ore, &re, 0, 8, "run_end") || get_buf(oes, &es, 0, 8, "esym") || get_buf(ons, &ns, 0, 8, "nsym") ||
+        get_buf(oenc, &enc, 0, 2, "enc") || get_buf(oout, &out, 1, 1, "out") || get_buf(ocps, &cps, 1, 8, "cps"))
+        goto out;
+    {
+        int kind = s.view.itemsize == 1 && e.view.itemsize == 4 ? OUT_SE8
+                   : s.view.itemsize == 8 && e.view.itemsize == 8 ? OUT_SE64 : -1;
+        int64_t n = NITEMS(s), ntab = NITEMS(ns), L = (int64_t)1 << (R > 0 && R < 16 ? R : 0), n_runs;
+        int64_t width = ntab ? NITEMS(es) / ntab : 0;
+        if (kind < 0 || NITEMS(e) != n || R < 1 || R > 15 || W < 8 || W > 32 || W % 8 || N < 1 || N > MAXN ||
+            interval < 0 || ntab < 1 || width * ntab != NITEMS(es) || NITEMS(enc) != ntab * L ||
+            NITEMS(cps) % (3 + N)) {
+            PyErr_SetString(PyExc_ValueError, "tans_encode: inconsistent arguments");
+            goto out;
+        }
+        if (check_runs_arrays(&rt, &re, ntab, &n_runs)) goto out;
+        const int64_t *rend = (const int64_t *)re.view.buf;
+        if (n_runs < 2 ? n != 0 : rend[n_runs - 2] != n) {
+            PyErr_SetString(PyExc_ValueError, "tans_encode: runs do not cover the pairs");
+            goto out;
+        }
+        const int64_t *nsym = (const int64_t *)ns.view.buf;
+        for (int64_t t = 0; t < ntab; t++)
+            if (nsym[t] < 0 || nsym[t] > width) {
+                PyErr_SetString(PyExc_ValueError, "tans_encode: symbol count outside the table");
+                goto out;
+            }
+        TansEnc d = {(const int64_t *)rt.view.buf, rend, n_runs - 1, (const uint64_t *)es.view.buf, nsym, width,
+                     (const uint16_t *)enc.view.buf, L, R, W, interval, (uint8_t *)out.view.buf,
+                     (uint8_t *)out.view.buf + out.view.len, (int64_t *)cps.view.buf, NITEMS(cps) / (3 + N)};
+        int64_t nw = 0, nc = 0, status;
+        Py_BEGIN_ALLOW_THREADS
+        status = TANS_ENC[N][kind](&d, s.view.buf, e.view.buf, n, &nw, &nc);
+        Py_END_ALLOW_THREADS
+        res = Py_BuildValue("LLL", (long long)status, (long long)nw, (long long)nc);
+    }
+out:
+    rel(&s); rel(&e); rel(&rt); rel(&re); rel(&es); rel(&ns); rel(&enc); rel(&out); rel(&cps);
+    return res;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* rANS (docs/bitstream.md §4 and §8): states of S <= 64 bits, words of W in {8, 16, 32} bits. One
+ * state (N = 1) pops a word when x < 2^(S-W) and words remain; N > 1 states pop exactly then, and
+ * no word left is an error. Decoder's symbol lookup: a table of 2^P symbols when P <= 16, else a
+ * binary search over cum. Not specialized per N: the interleaved tANS codecs are the fast path. */
+
+INLINE uint64_t word_at(const uint8_t *p, int isz, int64_t a) {
+    if (isz == 4) { uint32_t v; memcpy(&v, p + 4 * a, 4); return v; }
+    if (isz == 2) { uint16_t v; memcpy(&v, p + 2 * a, 2); return v; }
+    return p[a];
+}
+
+INLINE void word_put(uint8_t *p, int isz, int64_t a, uint64_t v) {
+    if (isz == 4) { uint32_t u = (uint32_t)v; memcpy(p + 4 * a, &u, 4); }
+    else if (isz == 2) { uint16_t u = (uint16_t)v; memcpy(p + 2 * a, &u, 2); }
+    else p[a] = (uint8_t)v;
+}
+
+/* rANS decode core: the word width, output kind and symbol lookup are compile-time constants in each
+ * instantiation (RANS_DEC), so the per-pair loop has no branches on them. */
+typedef struct {
+    const uint8_t *p;
+    uint64_t *xs;
+    int64_t N;
+    const int64_t *freq, *cum, *nsym, *nch, *chb;
+    const uint16_t *lt;
+    const int64_t *run_tab, *run_end;
+    int64_t width, most;
+    unsigned P, S, W;
+    void *out_s, *out_e;
+    int64_t out0;
+} RansDec;
+
+INLINE int64_t rans_dec_core(const RansDec *d, int64_t *hp, int64_t pos, int64_t stop, const int ISZ, const int KIND,
+                             const int LUT) {
+    const uint8_t *p = d->p;
+    uint64_t *xs = d->xs;
+    const int64_t N = d->N, width = d->width, most = d->most, out0 = d->out0;
+    const unsigned uP = d->P, uW = d->W;
+    const uint64_t lo_bound = (uint64_t)1 << (d->S - d->W), pmask = lowmask(uP);
+    int64_t hh = *hp, status = -1, lane = pos % N;
+    int64_t r = 0;
+    while (d->run_end[r] <= pos) r++;
+    while (pos < stop) {
+        int64_t end = d->run_end[r] < stop ? d->run_end[r] : stop;
+        int64_t t = d->run_tab[r];
+        const int64_t *freq_t = d->freq + t * width, *cum_t = d->cum + t * width, *nch_t = d->nch + t * width;
+        const uint16_t *lt_t = d->lt + (LUT ? (t << uP) : 0);
+        uint64_t x = xs[lane];
+        while (pos < end) {
+            uint64_t q = x & pmask;
+            int64_t sidx;
+            if (LUT) sidx = lt_t[q];
+            else {
+                int64_t lo = 0, hi = d->nsym[t] - 1;
+                while (lo < hi) {
+                    int64_t mid = (lo + hi + 1) >> 1;
+                    if ((uint64_t)cum_t[mid] <= q) lo = mid; else hi = mid - 1;
+                }
+                sidx = lo;
+            }
+            x = (x >> uP) * (uint64_t)freq_t[sidx] + q - (uint64_t)cum_t[sidx];
+            if (x < lo_bound) {
+                if (hh > 0) { hh--; x = (x << uW) | word_at(p, ISZ, hh); }
+                else if (N > 1) { status = pos; break; }
+            }
+            uint64_t e = 0;
+            int64_t nchunk = nch_t[sidx];
+            const int64_t *chb_i = d->chb + (t * width + sidx) * most;
+            for (int64_t k = 0; k < nchunk; k++) {
+                unsigned b = (unsigned)chb_i[k], sh = uP - b;
+                q = x & pmask;
+                e = (e << b) | (q >> sh);
+                x = ((x >> uP) << sh) | (q & lowmask(sh));
+                if (x < lo_bound) {
+                    if (hh > 0) { hh--; x = (x << uW) | word_at(p, ISZ, hh); }
+                    else if (N > 1) { status = pos; break; }
+                }
+            }
+            if (status >= 0) break;
+            if (N > 1) {
+                xs[lane] = x;
+                if (++lane == N) lane = 0;
+                x = xs[lane];
+            }
+            if (pos >= out0) {
+                if (KIND == OUT_SE8) {
+                    ((uint8_t *)d->out_s)[pos - out0] = (uint8_t)sidx;
+                    ((uint32_t *)d->out_e)[pos - out0] = (uint32_t)e;
+                } else {
+                    ((int64_t *)d->out_s)[pos - out0] = sidx;
+                    ((uint64_t *)d->out_e)[pos - out0] = e;
+                }
+            }
+            pos++;
+        }
+        if (N == 1 && status < 0) xs[0] = x;
+        if (status >= 0) break;
+        r++;
+    }
+    *hp = hh;
+    return status;
+}
+
+#define RDEC(ISZ, KIND, LUT)                                                                          \
+    static int64_t rans_dec_##ISZ##_##KIND##_##LUT(const RansDec *d, int64_t *hp, int64_t pos, int64_t stop) { \
+        return rans_dec_core(d, hp, pos, stop, ISZ, KIND, LUT);                                        \
+    }
+RDEC(1, 0, 0) RDEC(1, 0, 1) RDEC(1, 1, 0) RDEC(1, 1, 1) RDEC(2, 0, 0) RDEC(2, 0, 1) RDEC(2, 1, 0) RDEC(2, 1, 1)
+RDEC(4, 0, 0) RDEC(4, 0, 1) RDEC(4, 1, 0) RDEC(4, 1, 1)
+typedef int64_t (*rans_dec_fn)(const RansDec *, int64_t *, int64_t, int64_t);
+static const rans_dec_fn RANS_DEC[3][2][2] = {
+    {{rans_dec_1_0_0, rans_dec_1_0_1}, {rans_dec_1_1_0, rans_dec_1_1_1}},
+    {{rans_dec_2_0_0, rans_dec_2_0_1}, {rans_dec_2_1_0, rans_dec_2_1_1}},
+    {{rans_dec_4_0_0, rans_dec_4_0_1}, {rans_dec_4_1_0, rans_dec_4_1_1}}};
+
+/* rans_decode(words, h, states(u64[N]), freq, cum, nsym, lut(u16 [ntab, 2^P] or empty), nchunk,
+ *             chunk_b, run_tab, run_end, pos, stop, W, P, S, out_s, out_e, out0) -> (status, h) */
+static PyObject *py_rans_decode(PyObject *self, PyObject *args) {
+    PyObject *ow, *ost, *of, *oc, *ons, *olut, *onc, *ocb, *ort, *ore, *oos, *ooe;
+    long long h, pos, stop, W, P, S, out0;
+    if (!PyArg_ParseTuple(args, "OLOOOOOOOOOLLLLLOOL", &ow, &h, &ost, &of, &oc, &ons, &olut, &onc, &ocb, &ort, &ore,
+                          &pos, &stop, &W, &P, &S, &oos, &ooe, &out0))
+        return NULL;
+    Buf w = {0}, st = {0}, f = {0}, c = {0}, ns = {0}, lut = {0}, nc = {0}, cb = {0}, rt = {0}, re = {0}, os = {0},
+        oe = {0};
+    PyObject *res = NULL;
+    if (get_buf(ow, &w, 0, 0, "words") || get_buf(ost, &st, 1, 8, "states") || get_buf(of, &f, 0, 8, "freq") ||
+        get_buf(oc, &c, 0, 8, "cum") || get_buf(ons, &ns, 0, 8, "nsym") || get_buf(olut, &lut, 0, 2, "lut") ||
+        get_buf(onc, &nc, 0, 8, "nchunk") || get_buf(ocb, &cb, 0, 8, "chunk_b") || get_buf(ort, &rt, 0, 8, "run_tab") ||
+        get_buf(ore, &re, 0, 8, "run_end") || get_buf(oos, &os, 1, 0, "out_s") || get_buf(ooe, &oe, 1, 0, "out_e"))
+        goto out;
+    {
+        int kind = os.view.itemsize == 1 && oe.view.itemsize == 4 ? OUT_SE8
+                   : os.view.itemsize == 8 && oe.view.itemsize == 8 ? OUT_SE64 : -1;
+        int64_t N = NITEMS(st), ntab = NITEMS(ns), n_runs;
+        int64_t width = ntab ? NITEMS(f) / ntab : 0, most = (ntab && width) ? NITEMS(cb) / (ntab * width) : 0;
+        int isz = (int)w.view.itemsize;
+        int use_lut = P <= 16;
+        if (kind < 0 || N < 1 || N > MAXN || ntab < 1 || width < 1 || NITEMS(c) != ntab * width ||
+            NITEMS(nc) != ntab * width || most < 1 || NITEMS(cb) != ntab * width * most || W != 8 * isz ||
+            (isz != 1 && isz != 2 && isz != 4) || P < 1 || P > 32 || S > 64 || S < W + P ||
+            (use_lut && NITEMS(lut) != ntab * ((int64_t)1 << P)) || h < 0 || h > NITEMS(w) || pos > stop ||
+            out0 > stop || stop - out0 > NITEMS(os) || NITEMS(os) != NITEMS(oe)) {
+            PyErr_SetString(PyExc_ValueError, "rans_decode: inconsistent arguments");
+            goto out;
+        }
+        if (check_runs_arrays(&rt, &re, ntab, &n_runs)) goto out;
+        const int64_t *nsym = (const int64_t *)ns.view.buf, *freq = (const int64_t *)f.view.buf,
+                      *cum = (const int64_t *)c.view.buf, *nch = (const int64_t *)nc.view.buf,
+                      *chb = (const int64_t *)cb.view.buf, *run_tab = (const int64_t *)rt.view.buf,
+                      *run_end = (const int64_t *)re.view.buf;
+        const uint16_t *lt = (const uint16_t *)lut.view.buf;
+        for (int64_t t = 0; t < ntab; t++) {
+            if (nsym[t] < 1 || nsym[t] > width) goto badtab;
+            for (int64_t s = 0; s < nsym[t]; s++) {
+                int64_t i = t * width + s;
+                if (freq[i] < 1 || cum[i] < 0 || cum[i] + freq[i] > ((int64_t)1 << P) || nch[i] < 0 || nch[i] > most)
+                    goto badtab;
+                for (int64_t k = 0; k < nch[i]; k++)
+                    if (chb[i * most + k] < 1 || chb[i * most + k] > P) goto badtab;
+            }
+            if (use_lut)
+                for (int64_t q = 0; q < ((int64_t)1 << P); q++)
+                    if (lt[(t << P) + q] >= nsym[t]) goto badtab;
+        }
+        RansDec d = {(const uint8_t *)w.view.buf, (uint64_t *)st.view.buf, N, freq, cum, nsym, nch, chb, lt,
+                     run_tab, run_end, width, most, (unsigned)P, (unsigned)S, (unsigned)W, os.view.buf, oe.view.buf,
+                     out0};
+        int64_t status = -1, hh = h;
+        Py_BEGIN_ALLOW_THREADS
+        int li = use_lut ? 1 : 0, ki = kind == OUT_SE8 ? 0 : 1, wi = isz == 4 ? 2 : isz == 2 ? 1 : 0;
+        status = RANS_DEC[wi][ki][li](&d, &hh, pos, stop);
+        Py_END_ALLOW_THREADS
+        res = Py_BuildValue("LL", (long long)status, (long long)hh);
+        goto out;
+    badtab:
+        PyErr_SetString(PyExc_ValueError, "rans_decode: table outside its limits");
+    }
+out:
+    rel(&w); rel(&st); rel(&f); rel(&c); rel(&ns); rel(&lut); rel(&nc); rel(&cb); rel(&rt); rel(&re); rel(&os);
+    rel(&oe);
+    return res;
+}
+
+/* rans_encode(syms, exs, run_tab, run_end, freq, cum, nsym, kb, nchunk, chunk_b, P, S, W, N, interval,
+ *             out (words of W bits), cps (u64 [rows, 3 + N])) -> (status, nw_or_bad, nc) */
+static PyObject *py_rans_encode(PyObject *self, PyObject *args) {
+    PyObject *os_, *oe_, *ort, *ore, *of, *oc, *ons, *okb, *onc, *ocb, *oout, *ocps;
+    long long P, S, W, N, interval;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOLLLLLOO", &os_, &oe_, &ort, &ore, &of, &oc, &ons, &okb, &onc, &ocb, &P, &S,
+                          &W, &N, &interval, &oout, &ocps))
+        return NULL;
+    Buf s = {0}, e = {0}, rt = {0}, re = {0}, f = {0}, c = {0}, ns = {0}, kb = {0}, nc = {0}, cb = {0}, out = {0},
+        cps = {0};
+    PyObject *res = NULL;
+    if (get_buf(os_, &s, 0, 0, "syms") || get_buf(oe_, &e, 0, 0, "exs") || get_buf(ort, &rt, 0, 8, "run_tab") ||
+        get_buf(ore, &re, 0, 8, "run_end") || get_buf(of, &f, 0, 8, "freq") || get_buf(oc, &c, 0, 8, "cum") ||
+        get_buf(ons, &ns, 0, 8, "nsym") || get_buf(okb, &kb, 0, 8, "kb") || get_buf(onc, &nc, 0, 8, "nchunk") ||
+        get_buf(ocb, &cb, 0, 8, "chunk_b") || get_buf(oout, &out, 1, 0, "out") || get_buf(ocps, &cps, 1, 8, "cps"))
+        goto out;
+    {
+        int kind = s.view.itemsize == 1 && e.view.itemsize == 4 ? OUT_SE8
+                   : s.view.itemsize == 8 && e.view.itemsize == 8 ? OUT_SE64 : -1;
+        int64_t n = NITEMS(s), ntab = NITEMS(ns), n_runs;
+        int64_t width = ntab ? NITEMS(f) / ntab : 0, most = (ntab && width) ? NITEMS(cb) / (ntab * width) : 0;
+        int isz = (int)out.view.itemsize;
+        if (kind < 0 || NITEMS(e) != n || N < 1 || N > MAXN || ntab < 1 || width < 1 || NITEMS(c) != ntab * width ||
+            NITEMS(kb) != ntab * width || NITEMS(nc) != ntab * width || most < 1 ||
+            NITEMS(cb) != ntab * width * most || W != 8 * isz || (isz != 1 && isz != 2 && isz != 4) || P < 1 ||
+            P > 32 || S > 64 || S < W + P || interval < 0 || NITEMS(cps) % (3 + N)) {
+            PyErr_SetString(PyExc_ValueError, "rans_encode: inconsistent arguments");
+            goto out;
+        }
+        if (check_runs_arrays(&rt, &re, ntab, &n_runs)) goto out;
+        const int64_t *run_tab = (const int64_t *)rt.view.buf, *run_end = (const int64_t *)re.view.buf;
+        if (n_runs < 2 ? n != 0 : run_end[n_runs - 2] != n) {
+            PyErr_SetString(PyExc_ValueError, "rans_encode: runs do not cover the pairs");
+            goto out;
+        }
+        const int64_t *nsym = (const int64_t *)ns.view.buf, *freq = (const int64_t *)f.view.buf,
+                      *cum = (const int64_t *)c.view.buf, *kbits = (const int64_t *)kb.view.buf,
+                      *nch = (const int64_t *)nc.view.buf, *chb = (const int64_t *)cb.view.buf;
+        for (int64_t t = 0; t < ntab; t++) {
+            if (nsym[t] < 0 || nsym[t] > width) goto badtab;
+            for (int64_t q = 0; q < nsym[t]; q++) {
+                int64_t i = t * width + q;
+                if (freq[i] < 1 || cum[i] < 0 || cum[i] + freq[i] > ((int64_t)1 << P) || nch[i] < 0 ||
+                    nch[i] > most || kbits[i] < 0)
+                    goto badtab;
+                for (int64_t k = 0; k < nch[i]; k++)
+                    if (chb[i * most + k] < 1 || chb[i * most + k] > P) goto badtab;
+            }
+        }
+        uint8_t *o = (uint8_t *)out.view.buf;
+        int64_t cap = NITEMS(out), rows = NITEMS(cps) / (3 + N);
+        uint64_t *cp = (uint64_t *)cps.view.buf;
+        const unsigned uP = (unsigned)P, uW = (unsigned)W, pshift = (unsigned)(S - P);
+        const uint64_t wmask = lowmask(uW);
+        uint64_t xs[MAXN];
+        for (int k = 0; k < N; k++) xs[k] = N == 1 ? 0 : (uint64_t)1 << (S - W);
+        int64_t nw = 0, ncp = 0, status = 0, bad = 0;
+        const uint8_t *s8 = (const uint8_t *)s.view.buf;
+        const int64_t *s64 = (const int64_t *)s.view.buf;
+        const uint32_t *e32 = (const uint32_t *)e.view.buf;
+        const uint64_t *e64 = (const uint64_t *)e.view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        int64_t r = n_runs - 2;
+        int64_t lane = n ? (n - 1) % N : 0;
+        for (int64_t i = n - 1; i >= 0; i--) {
+            while (r > 0 && run_end[r - 1] > i) r--;
+            int64_t t = run_tab[r];
+            int64_t sym = kind == OUT_SE8 ? (int64_t)s8[i] : s64[i];
+            uint64_t ev = kind == OUT_SE8 ? (uint64_t)e32[i] : e64[i];
+            if (sym < 0 || sym >= nsym[t]) { status = 1; bad = i; break; }
+            int64_t ti = t * width + sym;
+            if (kbits[ti] < 64 && (ev >> kbits[ti])) { status = 1; bad = i; break; }
+            uint64_t x = xs[lane];
+            for (int64_t k = nch[ti] - 1; k >= 0; k--) {
+                unsigned b = (unsigned)chb[ti * most + k];
+                uint64_t fu = (uint64_t)1 << (uP - b);
+                uint64_t v = ev & lowmask(b);
+                ev = b >= 64 ? 0 : ev >> b;
+                if ((x >> pshift) >= fu) {
+                    if (nw >= cap) { status = 3; break; }
+                    word_put(o, isz, nw++, x & wmask);
+                    x >>= uW;
+                }
+                x = ((x >> (uP - b)) << uP) | (v * fu + (x & (fu - 1)));
+            }
+            if (status) break;
+            uint64_t fs = (uint64_t)freq[ti];
+            if ((x >> pshift) >= fs) {
+                if (nw >= cap) { status = 3; break; }
+                word_put(o, isz, nw++, x & wmask);
+                x >>= uW;
+            }
+            xs[lane] = ((x / fs) << uP) | ((uint64_t)cum[ti] + x % fs);
+            if (interval && i && i % interval == 0) {
+                if (ncp >= rows) { status = 3; break; }
+                uint64_t *row = cp + ncp * (3 + N);
+                row[0] = (uint64_t)i;
+                row[1] = (uint64_t)nw;
+                row[2] = 0;
+                for (int k = 0; k < N; k++) row[3 + k] = xs[k];
+                ncp++;
+            }
+            lane = lane ? lane - 1 : N - 1;
+        }
+        if (!status) {
+            if (N == 1) {
+                uint64_t x = xs[0];
+                while (x) {
+                    if (nw >= cap) { status = 3; break; }
+                    word_put(o, isz, nw++, x & wmask);
+                    x = uW >= 64 ? 0 : x >> uW;
+                }
+            } else {
+                int64_t per = (S + W - 1) / W;
+                for (int k = (int)N - 1; k >= 0 && !status; k--) {
+                    uint64_t x = xs[k];
+                    for (int64_t j = 0; j < per; j++) {
+                        if (nw >= cap) { status = 3; break; }
+                        word_put(o, isz, nw++, x & wmask);
+                        x >>= uW;
+                    }
+                }
+            }
+        }
+        Py_END_ALLOW_THREADS
+        res = Py_BuildValue("LLL", (long long)status, (long long)(status == 1 ? bad : nw), (long long)ncp);
+        goto out;
+    badtab:
+        PyErr_SetString(PyExc_ValueError, "rans_encode: table outside its limits");
+    }
+out:
+    rel(&s); rel(&e); rel(&rt); rel(&re); rel(&f); rel(&c); rel(&ns); rel(&kb); rel(&nc); rel(&cb); rel(&out);
+    rel(&cps);
+    return res;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* join(s, e, direct_exp, esc_exp, n_direct, w, m, top, z_row, per_row, start, out) -> -1 or the first
+ * pair whose escape index is outside its group (or whose symbol is outside the code table):
+ * decoded pairs -> value bit patterns (out item size 1, 2, 4 or 8), the additional data first
+ * shifted left by its row's z (z_row: u8 per row, empty for none; pair j of the tensor is in row
+ * (start + j) / per_row). What CodeTable.from_symbols + IeeeFloatPairs.join compute. */
+static PyObject *py_join(PyObject *self, PyObject *args) {
+    PyObject *os_, *oe_, *od, *oes, *oz, *oout;
+    long long n_direct, w_, m_, top_, per_row, start;
+    if (!PyArg_ParseTuple(args, "OOOOLLLLOLLO", &os_, &oe_, &od, &oes, &n_direct, &w_, &m_, &top_, &oz, &per_row,
+                          &start, &oout))
+        return NULL;
+    Buf s = {0}, e = {0}, d = {0}, es = {0}, z = {0}, out = {0};
+    PyObject *res = NULL;
+    if (get_buf(os_, &s, 0, 0, "s") || get_buf(oe_, &e, 0, 0, "e") || get_buf(od, &d, 0, 8, "direct") ||
+        get_buf(oes, &es, 0, 8, "esc") || get_buf(oz, &z, 0, 1, "z_row") || get_buf(oout, &out, 1, 0, "out"))
+        goto out;
+    {
+        int64_t n = NITEMS(s), nz = NITEMS(z), nd = NITEMS(d), ne = NITEMS(es);
+        int ss = (int)s.view.itemsize, esz = (int)e.view.itemsize, osz = (int)out.view.itemsize;
+        if ((ss != 1 && ss != 8) || (esz != 4 && esz != 8) || (osz != 1 && osz != 2 && osz != 4 && osz != 8) ||
+            NITEMS(e) != n || NITEMS(out) != n || n_direct < 0 || n_direct > nd || w_ < 0 || w_ > 63 || m_ < 0 ||
+            m_ > w_ || top_ < 0 || top_ > 63 || (nz && per_row < 1) || start < 0) {
+            PyErr_SetString(PyExc_ValueError, "join: inconsistent arguments");
+            goto out;
+        }
+        const uint8_t *zr = (const uint8_t *)z.view.buf;
+        const int64_t *dx = (const int64_t *)d.view.buf, *ex = (const int64_t *)es.view.buf;
+        const unsigned w = (unsigned)w_, m = (unsigned)m_, top = (unsigned)top_;
+        const uint64_t wmask = lowmask(w), mmask = lowmask(m);
+        int64_t bad = -1;
+        Py_BEGIN_ALLOW_THREADS
+        for (int64_t i = 0; i < n; i++) {
+            int64_t sym = ss == 1 ? ((const uint8_t *)s.view.buf)[i] : ((const int64_t *)s.view.buf)[i];
+            uint64_t x = esz == 4 ? ((const uint32_t *)e.view.buf)[i] : ((const uint64_t *)e.view.buf)[i];
+            if (nz) {
+                int64_t row = (start + i) / per_row;
+                if (row >= nz) { bad = i; break; }
+                unsigned zz = zr[row];
+                x = zz >= 64 ? 0 : x << zz;
+            }
+            uint64_t hi;
+            if (sym >= 0 && sym < n_direct) hi = (uint64_t)dx[sym];
+            else { /* the escape symbol (as the numba kernel: any symbol from n_direct on) */
+                uint64_t idx = w >= 64 ? 0 : x >> w;
+                if (sym < 0 || idx >= (uint64_t)ne) { bad = i; break; }
+                hi = (uint64_t)ex[idx];
+                x &= wmask;
+            }
+            uint64_t v = ((x >> m) << top) | (hi << m) | (x & mmask);
+            switch (osz) {
+            case 1: ((uint8_t *)out.view.buf)[i] = (uint8_t)v; break;
+            case 2: ((uint16_t *)out.view.buf)[i] = (uint16_t)v; break;
+            case 4: ((uint32_t *)out.view.buf)[i] = (uint32_t)v; break;
+            default: ((uint64_t *)out.view.buf)[i] = v;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        res = PyLong_FromLongLong(bad);
+    }
+out:
+    rel(&s); rel(&e); rel(&d); rel(&es); rel(&z); rel(&out);
+    return res;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* stationary(nxt (int64 [ns, L]), ps (float64 [ns]), L, max_iter, tol) -> float64 [L]: the power
+ * iteration of TansTable.expected_bits_per_symbol, operation for operation as NumPy does it
+ * (per symbol a bincount of pi * p_s in state order, added to the new vector; then the lazy step
+ * 0.5 * (new + pi); stop when max |new - pi| < tol), so the result is bit-identical. */
+static PyObject *py_stationary(PyObject *self, PyObject *args) {
+    PyObject *onx, *ops;
+    long long L, max_iter;
+    double tol;
+    if (!PyArg_ParseTuple(args, "OOLLd", &onx, &ops, &L, &max_iter, &tol)) return NULL;
+    Buf nx = {0}, ps = {0};
+    PyObject *res = NULL;
+    double *pi = NULL, *nw = NULL, *tmp = NULL;
+    if (get_buf(onx, &nx, 0, 8, "nxt") || get_buf(ops, &ps, 0, 8, "ps")) goto out;
+    {
+        int64_t ns = NITEMS(ps);
+        if (L < 1 || L > (1 << 16) || NITEMS(nx) != ns * L) {
+            PyErr_SetString(PyExc_ValueError, "stationary: inconsistent arguments");
+            goto out;
+        }
+        const int64_t *nxt = (const int64_t *)nx.view.buf;
+        const double *p = (const double *)ps.view.buf;
+        for (int64_t i = 0; i < ns * L; i++)
+            if (nxt[i] < 0 || nxt[i] >= L) {
+                PyErr_SetString(PyExc_ValueError, "stationary: next state outside the table");
+                goto out;
+            }
+        pi = (double *)malloc(L * sizeof(double));
+        nw = (double *)malloc(L * sizeof(double));
+        tmp = (double *)malloc(L * sizeof(double));
+        if (!pi || !nw || !tmp) { PyErr_NoMemory(); goto out; }
+        for (int64_t x = 0; x < L; x++) pi[x] = 1.0 / (double)L;
+        Py_BEGIN_ALLOW_THREADS
+        for (int64_t it = 0; it < max_iter; it++) {
+            for (int64_t x = 0; x < L; x++) nw[x] = 0.0;
+            for (int64_t s = 0; s < ns; s++) {
+                for (int64_t x = 0; x < L; x++) tmp[x] = 0.0;
+                const int64_t *n_s = nxt + s * L;
+                for (int64_t x = 0; x < L; x++) tmp[n_s[x]] += pi[x] * p[s];
+                for (int64_t x = 0; x < L; x++) nw[x] += tmp[x];
+            }
+            double diff = 0.0;
+            for (int64_t x = 0; x < L; x++) {
+                double v = 0.5 * (nw[x] + pi[x]);
+                double d = fabs(v - pi[x]);
+                if (d > diff) diff = d;
+                nw[x] = v;
+            }
+            double *t = pi; pi = nw; nw = t;
+            if (diff < tol) break;
+        }
+        Py_END_ALLOW_THREADS
+        PyObject *b = PyBytes_FromStringAndSize((const char *)pi, (Py_ssize_t)(L * sizeof(double)));
+        res = b;
+    }
+out:
+    free(pi); free(nw); free(tmp);
+    rel(&nx); rel(&ps);
+    return res;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+
+static PyMethodDef methods[] = {
+    {"stationary", py_stationary, METH_VARARGS, "the tANS encoder's stationary state distribution (power iteration)"},
+    {"tans_decode", py_tans_decode, METH_VARARGS, "tANS decode of N interleaved states into (symbol, extra) arrays"},
+    {"tans_decode_values", py_tans_decode_values, METH_VARARGS, "tANS decode straight into value bit patterns"},
+    {"tans_state_at", py_tans_state_at, METH_VARARGS, "the golden decoder's (h, cnt, buf) at a bit position"},
+    {"tans_encode", py_tans_encode, METH_VARARGS, "tANS encode of N interleaved states"},
+    {"rans_decode", py_rans_decode, METH_VARARGS, "rANS decode of N interleaved states"},
+    {"rans_encode", py_rans_encode, METH_VARARGS, "rANS encode of N interleaved states"},
+    {"join", py_join, METH_VARARGS, "decoded pairs to value bit patterns (row shifts restored)"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "nativeans",
+                                    "Native tANS/rANS kernels of ansforge (see fastans).", -1, methods};
+
+PyMODINIT_FUNC PyInit_nativeans(void) {
+    choose_isa();
+    PyObject *mod = PyModule_Create(&moddef);
+    if (mod && PyModule_AddIntConstant(mod, "uses_pdep", use_pdep) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}

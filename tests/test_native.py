@@ -1,0 +1,310 @@
+"""The native kernels (model/coding/nativeans.c, through fastans) against the golden coders and the numba
+kernels: identical words, checkpoints, decoded pairs, values and errors for every state count N = 1..16,
+random tables (escape symbols, several tables and runs, row shifts), edge cases (no pairs, one pair, the
+widest additional data a kernel takes) and fuzzed streams, which must raise the project's StreamError
+exactly where the other kernels do and never crash."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+
+from ansforge.model.coding import fastans, nativeans
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.dtypes.pairs import PAIR_FORMATS as FLOATS
+from ansforge.model.dtypes.quantized import FP8_FORMATS
+from ansforge.model.coding.stream import Checkpoint, Run, StreamError
+
+STATES = list(range(1, 17))
+PAIR_FORMATS = {**FLOATS, **FP8_FORMATS}
+
+
+def test_the_extension_is_built_and_used():
+    """CI installs with a compiler, so the extension must be there (no skip): without it every
+    figure of the speed section would silently be the numba fallback's."""
+    assert nativeans.tans_decode is not None and fastans.backend() == "native"
+
+
+@contextlib.contextmanager
+def kernels(name):
+    old = fastans.set_backend(name)
+    try:
+        yield
+    finally:
+        fastans.set_backend(old)
+
+
+def _stream(spec, rng, n_tensors=3, fmt="bf16", sizes=None):
+    """Tensors of random skewed exponent distributions (escape symbols included) as one stream."""
+    f = PAIR_FORMATS[fmt]
+    tables, syms, exs, runs, cts, exps = [], [], [], [], [], []
+    for i in range(n_tensors):
+        n = sizes[i] if sizes else (int(rng.integers(0, 300)) if i == 1 else int(rng.integers(500, 3000)))
+        n_codes = int(rng.integers(1, min(60, 1 << f.exponent_bits) + 1))
+        p = rng.dirichlet(np.full(n_codes, 0.3))
+        codes = rng.choice(n_codes, size=n, p=p).astype(np.uint16)
+        counts = np.bincount(codes, minlength=n_codes).astype(np.int64)
+        extra = rng.integers(0, 1 << f.extra_bits, n, dtype=np.uint64)
+        ct, t = spec.tables(counts, f.extra_bits)
+        s, e = ct.to_symbols(codes, extra)
+        tables.append(t), syms.append(s), exs.append(e), runs.append(Run(i, s.size)), cts.append(ct)
+        exps.append(np.sort(rng.choice(1 << f.exponent_bits, size=n_codes, replace=False)))
+    return tables, np.concatenate(syms), np.concatenate(exs), runs, cts, exps
+
+
+def _both(fn):
+    """``fn()`` with the numba and with the native kernels."""
+    out = []
+    for name in ("numba", "native"):
+        with kernels(name):
+            try:
+                out.append(("ok", fn()))
+            except StreamError as exc:
+                out.append(("err", str(exc)))
+    return out
+
+
+def _same(a, b):
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+@pytest.mark.parametrize("family", ["tans8", "tans11", "rans16", "rans24"])
+@pytest.mark.parametrize("n", STATES)
+def test_every_state_count_equals_golden_and_numba(family, n):
+    spec = parse_codec(family if n == 1 else f"{family}x{n}")
+    rng = np.random.default_rng(n * 101 + len(family))
+    tables, s, e, runs, _, _ = _stream(spec, rng)
+    for interval in (0, 257, 1000):
+        g = spec.coder().encode(tables, runs, s, e, interval)
+        for name in ("numba", "native"):
+            with kernels(name):
+                f = fastans.encode(spec, tables, runs, s, e, interval)
+                assert f.words.dtype == g.words.dtype and np.array_equal(f.words, g.words), name
+                assert f.checkpoints == g.checkpoints, name
+                fs, fe, fc = fastans.decode(spec, g.words, tables, runs)
+                assert np.array_equal(fs, s) and np.array_equal(fe, e)
+                assert fc == spec.coder().decode(g.words, tables, runs)[2]
+                for cp in g.checkpoints[:2]:
+                    start = cp.pair + int(rng.integers(0, 40))
+                    count = int(rng.integers(0, s.size - start + 1))
+                    r_g = spec.coder().decode(g.words, tables, runs, start, count, cp)
+                    r_f = fastans.decode(spec, g.words, tables, runs, start, count, cp)
+                    assert np.array_equal(r_f[0], r_g[0]) and np.array_equal(r_f[1], r_g[1]) and r_f[2] == r_g[2]
+                for threads in (1, 2):
+                    ss, ee = fastans.decode_segments(spec, g.words, tables, runs, g.checkpoints, threads, compact=True)
+                    assert np.array_equal(ss, s) and np.array_equal(ee, e)
+
+
+@pytest.mark.parametrize("codec", ["tans8", "tans8x4", "rans16", "rans16x3"])
+def test_compact_inputs_give_the_same_words(codec):
+    """uint8 symbols with uint32 additional data (what compress passes) code as int64/uint64 ones do."""
+    spec = parse_codec(codec)
+    tables, s, e, runs, _, _ = _stream(spec, np.random.default_rng(5))
+    wide = fastans.encode(spec, tables, runs, s, e, 300)
+    narrow = fastans.encode(spec, tables, runs, s.astype(np.uint8), e.astype(np.uint32), 300)
+    assert np.array_equal(wide.words, narrow.words) and wide.checkpoints == narrow.checkpoints
+
+
+@pytest.mark.parametrize("codec", ["tans8", "tans8x8", "tans12x16", "rans16", "rans24x5"])
+@pytest.mark.parametrize("sizes", [[0], [1], [0, 1, 0], [2, 0, 3]])
+def test_tiny_streams(codec, sizes):
+    spec = parse_codec(codec)
+    tables, s, e, runs, _, _ = _stream(spec, np.random.default_rng(len(sizes)), len(sizes), sizes=sizes)
+    g = spec.coder().encode(tables, runs, s, e, 1)
+    res = _both(lambda: fastans.encode(spec, tables, runs, s, e, 1))
+    for kind, f in res:
+        assert kind == "ok" and np.array_equal(f.words, g.words) and f.checkpoints == g.checkpoints
+    res = _both(lambda: fastans.decode_segments(spec, g.words, tables, runs, g.checkpoints, 1))
+    assert res[0][0] == "ok" and _same(res[0][1], res[1][1])
+    assert np.array_equal(res[1][1][0], s)
+
+
+@pytest.mark.parametrize("codec", ["tans5", "tans12x3", "rans16x2", "rans9"])
+def test_widest_additional_data(codec):
+    """fp32 pairs (24 bits) with escape symbols: the widest fields the container writes."""
+    spec = parse_codec(codec)
+    tables, s, e, runs, _, _ = _stream(spec, np.random.default_rng(9), fmt="fp32")
+    assert max(int(t.extra_bits.max()) for t in tables) >= 24
+    g = spec.coder().encode(tables, runs, s, e, 500)
+    for kind, f in _both(lambda: fastans.encode(spec, tables, runs, s, e, 500)):
+        assert np.array_equal(f.words, g.words) and f.checkpoints == g.checkpoints
+    a, b = _both(lambda: fastans.decode_segments(spec, g.words, tables, runs, g.checkpoints, 2))
+    assert _same(a, b) and np.array_equal(b[1][1], e)
+
+
+@pytest.mark.parametrize("codec", ["tans8", "tans8x2", "tans9x7", "tans8x16", "rans16", "rans16x4"])
+def test_fuzzed_streams_fail_as_numba_does(codec):
+    """Random word flips, truncations, extensions and checkpoint edits: the native decoders give the
+    numba decoders' pairs or their StreamError, message for message, and never crash."""
+    spec = parse_codec(codec)
+    rng = np.random.default_rng(sum(map(ord, codec)))
+    tables, s, e, runs, _, _ = _stream(spec, rng)
+    g = spec.coder().encode(tables, runs, s, e, 400)
+    w0 = g.words
+    for case in range(120):
+        w = w0.copy()
+        cps = list(g.checkpoints)
+        kind = case % 5
+        if kind == 0:
+            for _ in range(int(rng.integers(1, 4))):
+                w[int(rng.integers(0, w.size))] ^= np.asarray(1 << int(rng.integers(0, 8 * w.itemsize)), w.dtype)
+        elif kind == 1:
+            w = w[:int(rng.integers(0, w.size))]
+        elif kind == 2:
+            w = w[int(rng.integers(1, 4)):]
+        elif kind == 3:
+            w = np.concatenate([w, rng.integers(0, 1 << (8 * w.itemsize), int(rng.integers(1, 4))).astype(w.dtype)])
+        elif cps:
+            i = int(rng.integers(0, len(cps)))
+            c = cps[i]
+            st = c.state
+            st = tuple((v + int(rng.integers(0, 3))) % 256 for v in st) if isinstance(st, tuple) \
+                else (st + int(rng.integers(0, 3))) % 256
+            cps[i] = Checkpoint(c.pair, max(0, c.word + int(rng.integers(-2, 3))), c.bit, st)
+        a, b = _both(lambda: fastans.decode_segments(spec, w, tables, runs, cps, 1))
+        assert a[0] == b[0] and _same(a[1], b[1]), (case, a, b)
+        a, b = _both(lambda: fastans.decode(spec, w, tables, runs))
+        assert a[0] == b[0] and _same(a[1], b[1]), (case, a, b)
+
+
+@pytest.mark.parametrize("codec", ["tans8", "tans8x8", "tans7x16", "tans12x3"])
+@pytest.mark.parametrize("fmt", ["bf16", "fp32", "fp16", "e4m3"])
+def test_values_decoder_equals_the_join(codec, fmt):
+    """decode_values (decode and join in one pass, row shifts included) gives join_values' bit
+    patterns, and None (so the caller names the error) for corrupt streams."""
+    spec = parse_codec(codec)
+    f = PAIR_FORMATS[fmt]
+    rng = np.random.default_rng(len(codec) * 7 + f.total_bits)
+    tables, s, e, runs, cts, exps = _stream(spec, rng, fmt=fmt)
+    g = spec.coder().encode(tables, runs, s, e, 300)
+    ss, ee = fastans.decode_segments(spec, g.words, tables, runs, g.checkpoints, 1)
+    want, a = [], 0
+    for r, ct, ex in zip(runs, cts, exps):
+        want.append(fastans.join_values(ct, ex, f, ss[a:a + r.count], ee[a:a + r.count]))
+        a += r.count
+    joins = [(ct, ex, 0) for ct, ex in zip(cts, exps)]
+    for threads in (1, 3):
+        got = fastans.decode_values(spec, g.words, tables, runs, g.checkpoints, joins, f, threads)
+        assert got is not None and got.dtype == f.bits_dtype and np.array_equal(got, np.concatenate(want))
+    for k in range(12):  # corrupt words: the values of the pair decoder and join, or None where they fail
+        bad = g.words.copy()
+        bad[int(rng.integers(0, bad.size))] ^= np.asarray(1 << int(rng.integers(0, 16)), bad.dtype)
+        r = fastans.decode_values(spec, bad, tables, runs, g.checkpoints, joins, f, 1 + k % 2)
+        try:
+            ss, ee = fastans.decode_segments(spec, bad, tables, runs, g.checkpoints, 1)
+        except StreamError:
+            assert r is None
+            continue
+        parts, a = [], 0
+        for rr, ct, ex in zip(runs, cts, exps):
+            parts.append(fastans.join_values(ct, ex, f, ss[a:a + rr.count], ee[a:a + rr.count]))
+            a += rr.count
+        if any(p is None for p in parts):
+            assert r is None
+        else:
+            assert r is not None and np.array_equal(r, np.concatenate(parts))
+
+
+def test_values_decoder_row_shifts():
+    """A table coding ``w - z`` bits whose values land shifted left by ``z`` (container row shifts)."""
+    spec = parse_codec("tans8x4")
+    f = PAIR_FORMATS["fp32"]
+    rng = np.random.default_rng(11)
+    n, z = 4000, 5
+    codes = rng.choice(6, size=n, p=[.5, .2, .1, .1, .05, .05]).astype(np.uint16)
+    counts = np.bincount(codes, minlength=6).astype(np.int64)
+    extra = rng.integers(0, 1 << (f.extra_bits - z), n, dtype=np.uint64)
+    ct, t = spec.tables(counts, f.extra_bits - z)
+    s, e = ct.to_symbols(codes, extra)
+    g = spec.coder().encode([t], [Run(0, n)], s, e, 1000)
+    full_ct, _ = spec.tables(counts, f.extra_bits)
+    exps = np.arange(6) + 100
+    want = fastans.join_values(full_ct, exps, f, s, e << np.uint64(z))
+    got = fastans.decode_values(spec, g.words, [t], [Run(0, n)], g.checkpoints, [(full_ct, exps, z)], f, 1)
+    assert np.array_equal(got, want)
+
+
+def test_encoder_errors_are_the_golden_errors():
+    spec = parse_codec("tans8x4")
+    tables, s, e, runs, _, _ = _stream(spec, np.random.default_rng(3), n_tensors=1)
+    for edit in ("extra", "symbol"):
+        s2, e2 = s.copy(), e.copy()
+        if edit == "extra":
+            e2[5] = 1 << 40
+        else:
+            s2[7] = 200
+        with pytest.raises(Exception) as g:
+            spec.coder().encode(tables, runs, s2, e2)
+        with pytest.raises(type(g.value), match=str(g.value).split(":")[0]):
+            fastans.encode(spec, tables, runs, s2, e2)
+
+
+def test_kernel_arguments_are_checked():
+    """The extension refuses inconsistent arrays with ValueError/TypeError instead of reading past them."""
+    w = np.zeros(4, np.uint16)
+    st = np.zeros(2, np.int64)
+    tab = np.zeros(256, np.uint64)
+    rt, re = np.zeros(2, np.int64), np.asarray([5, 2 ** 62], np.int64)
+    with pytest.raises(ValueError):  # outputs smaller than the pairs asked for
+        nativeans.tans_decode(w, 64, st, 0, tab, 256, rt, re, 0, 5, np.zeros(2, np.uint8), np.zeros(2, np.uint32), 0)
+    with pytest.raises(ValueError):  # a state outside the table
+        nativeans.tans_decode(w, 64, np.asarray([0, 999], np.int64), 0, tab, 256, rt, re, 0, 5,
+                              np.zeros(5, np.uint8), np.zeros(5, np.uint32), 0)
+    with pytest.raises(ValueError):  # a run naming a table that is not there
+        nativeans.tans_decode(w, 64, st, 0, tab, 256, np.asarray([3, 0], np.int64), re, 0, 5,
+                              np.zeros(5, np.uint8), np.zeros(5, np.uint32), 0)
+    with pytest.raises(TypeError):
+        nativeans.tans_decode(w, 64, st.astype(np.int32), 0, tab, 256, rt, re, 0, 5, np.zeros(5, np.uint8),
+                              np.zeros(5, np.uint32), 0)
+
+
+def test_stationary_distribution_is_the_numpy_loops_bit_for_bit():
+    """The spread choice's power iteration (nativeans.stationary) gives exactly the NumPy loop's floats,
+    so a container does not depend on whether the extension was built."""
+    import ansforge.model.coding.tans as tans_mod
+
+    rng = np.random.default_rng(21)
+    for codec in ("tans5", "tans8", "tans11"):
+        spec = parse_codec(codec)
+        for _ in range(4):
+            counts = (rng.dirichlet(np.full(int(rng.integers(2, 50)), 0.3)) * 1e6).astype(np.int64) + 1
+            ct, t = spec.tables(counts, 8)
+            probs = ct.symbol_counts(counts) / ct.symbol_counts(counts).sum()
+            p = np.pad(probs, (0, t.freqs.size - probs.size))
+            native = t.expected_bits_per_symbol(p)
+            saved, tans_mod._stationary = tans_mod._stationary, lambda nexts, L: None
+            try:
+                numpy_loop = t.expected_bits_per_symbol(p)
+            finally:
+                tans_mod._stationary = saved
+            assert native == numpy_loop
+
+
+def test_compress_and_decompress_import_no_numba(tmp_path):
+    """The command-line path runs on the native kernels without importing numba, Amaranth or matplotlib
+    (they cost most of a small decompress's time)."""
+    import subprocess
+    import sys
+
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(2)
+    save_file({"w": rng.standard_normal((64, 300)).astype(np.float32),
+               "b": rng.standard_normal(300).astype(np.float32).astype(np.float16)}, str(tmp_path / "m.safetensors"))
+    code = ("import sys; from ansforge.cli import main; "
+            f"main(['compress', '--model', {str(tmp_path / 'm.safetensors')!r}, '-o', {str(tmp_path / 'm.ansf')!r}, "
+            "'--codec', 'tans8x8']); "
+            f"main(['decompress', {str(tmp_path / 'm.ansf')!r}, '-o', {str(tmp_path / 'o.safetensors')!r}]); "
+            "print(sorted(m for m in ('numba', 'amaranth', 'matplotlib', 'scipy') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[]"
+    from safetensors.numpy import load_file
+    a, b = load_file(str(tmp_path / "m.safetensors")), load_file(str(tmp_path / "o.safetensors"))
+    assert all(a[k].tobytes() == b[k].tobytes() for k in a)
