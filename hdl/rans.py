@@ -59,11 +59,13 @@ from amaranth.lib.wiring import In, Out
 
 from ..model.coding.codecs import RansCodec
 from ..model.coding.rans import RansTable
+from ..model.errors import ConfigError
 from .mutants import check_mutant
 from .common import (COUNT_BITS, BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_for, check_bool, check_int,
                      core_codec, decoder_ports, encoder_ports, pair_layout, table_select_layout)
 
-__all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell", "RansEncoderCoder",
+__all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell", "RansDecoderCoderXN",
+           "RansDecoderShellXN", "XN_STATES", "RansEncoderCoder",
            "RansEncoderShell", "rans_writes", "bucket_bits_for", "MAX_BUCKET_BITS", "BUCKET_SPLITS"]
 
 #: Widest bucket index of the decoder's bucket table (64 entries: one bank of 64-deep LUT-RAM).
@@ -649,6 +651,368 @@ class RansDecoderShell(wiring.Component):
         return m
 
 
+#: Interleaved states of the pipelined decoder (``docs/bitstream.md`` §8): one per pipeline stage.
+XN_STATES = 4
+
+
+def _upper_product(m: Module, a: Value, f: Value, name: str) -> Signal:
+    """``a * f`` in LUTs for a narrow ``a`` (at most 8 bits) and ``f`` of at most 17: radix 4, each pair
+    of ``a``'s bits picks 0, f, 2f or 3f (3f is one add, shared), so the product is ``ceil(len(a) / 2)``
+    rows (as :func:`_multiply_add`'s upper part; a plain ``*`` would take a DSP)."""
+    f3 = Signal(len(f) + 2, name=f"{name}_3f")
+    m.d.comb += f3.eq(f + (f << 1))
+    rows = []
+    for j in range(0, len(a), 2):
+        row = Signal(len(f) + 2, name=f"{name}_row{j // 2}")
+        m.d.comb += row.eq(Array([Const(0, len(f) + 2), f, f << 1, f3])[a[j:min(j + 2, len(a))]])
+        rows.append(row << j)
+    out = Signal(len(f) + len(a), name=name)
+    m.d.comb += out.eq(sum(rows, Const(0, len(out))))
+    return out
+
+
+class RansDecoderCoderXN(wiring.Component):
+    """The rANS decoder's coder for ``N = XN_STATES`` interleaved states (``rans16x4``, ``docs/bitstream.md``
+    §8): words in, pairs out (registered), one pair per clock, each state with four clocks of its own.
+
+    The ``N`` states travel round a ring of four pipeline registers, one state in each; pair ``j`` uses
+    state ``j mod N`` because the ring turns once per pair. Per stage (paper configuration):
+
+    1. *bucket*: from ``x`` (``S`` bits) with ``q = x mod 2**P``, the bucket table at ``q``'s top 6
+       bits and nine split compares give the candidate symbol (as :class:`RansDecoderCoder`);
+    2. *symbol*: the symbol table gives ``freq, cum, k``; ``r = q - cum`` and the range test; the
+       product of ``x >> P``'s bits above the DSP's 26 (``S - P - 26`` = 6 bits) with ``freq`` in LUTs
+       (radix 4); a wrong candidate holds the ring and steps one symbol per clock;
+    3. *multiply*: ``x' = (x >> P)[:26] * freq + (upper product << 26 | r)``, the multiply in one DSP;
+    4. *pop*: the pair's one word pop (after ``x'`` pops iff ``x' < 2**(S - W + k)``: before the chunk
+       when ``x' < 2**(S - W)``, else after it) and the ``k``-bit chunk of additional data; the pair is
+       registered on ``o`` and the state returns to stage 1.
+
+    A *bubble* (no pair) passes a state round the ring unchanged (``freq = 2**P``, ``cum = 0``, ``k = 0``:
+    ``x' = x``): the stream head fills the ring with bubbles, and after a command's last pair ``drain``
+    turns it ``N - 1`` times so that its pairs leave and each state passes stage 1 in order (``initial``:
+    the state there is ``2**(S - W)``, what the end check needs).
+
+    Ports: ``i`` (``W``-bit words, top of stack first), ``o`` (pairs ``{symbol, extra}``, a register),
+    ``cfg`` (programmable cores), ``sel`` (table sets), and the control a shell drives: ``start`` (a
+    new stream: empties the word buffer and clears ``bad``/``short``), ``head`` (take the stream's top
+    ``N ceil(S / W)`` words into the states, most significant first, state 0 first; ``loaded`` when
+    done), ``run`` (decode pairs), ``drain`` (turn the ring with bubbles), ``ended`` (no word will come);
+    ``initial``, ``buffered`` (a word is held), ``step`` (a pair entered the ring), ``bad`` (a head word
+    put a state outside ``[2**(S - W), 2**S)``) and ``short`` (a pop found no word) go back.
+
+    A turn of the ring waits for a buffered word (or ``ended``) whether or not the pair at stage 4 pops:
+    that test is a register, not the pop test, and the one-word buffer refills in the clock it is
+    emptied. Latency: a pair is on ``o`` four clocks after its step (three turns of the ring and the
+    output register). Supported shapes: at most one chunk of ``K <= W - P`` bits and ``S <= 2 W - K``
+    (one pop per pair, as the paper's ``S = 48, W = 32, P = 16, K = 8``).
+    """
+
+    def __init__(self, shape: _RansShape):
+        self._shape = shape
+        super().__init__(self.ports(shape))
+
+    @staticmethod
+    def check_shape(sh: _RansShape) -> None:
+        """``ConfigError`` unless the pipelined coder can decode ``sh`` (see the class docstring)."""
+        if not (sh.one_word and sh.S <= 2 * sh.W - sh.K and sh.P <= sh.S - sh.W):
+            raise ConfigError(f"codec {sh.codec.name}: the {XN_STATES}-state rANS decoder needs one pop per pair "
+                              f"(at most one chunk of K <= W - P bits, S <= 2 W - K, P <= S - W); "
+                              f"S={sh.S}, W={sh.W}, P={sh.P}, max_extra_bits={sh.K}")
+
+    @staticmethod
+    def ports(sh: _RansShape) -> dict:
+        """The coder's signature members for ``sh``."""
+        ports = {"i": In(stream.Signature(sh.W)), "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
+                 "start": In(1), "head": In(1), "run": In(1), "drain": In(1), "ended": In(1),
+                 "loaded": Out(1), "initial": Out(1), "buffered": Out(1), "step": Out(1), "turned": Out(1), "bad": Out(1),
+                 "short": Out(1)}
+        if sh.programmable:
+            ports["cfg"] = sh.cfg_port()
+        if sh.sets > 1:
+            ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
+        return ports
+
+    def elaborate(self, platform):
+        sh = self._shape
+        S, W, P, K, N = sh.S, sh.W, sh.P, sh.K, XN_STATES
+        L = S - W                                   # a state is normalized at x >= 2**L
+        per = -(-S // W)                            # head words per state
+        A = min(26, S - P)                          # bits of x >> P that the DSP multiplies
+        m = Module()
+        tables = _Tables(m, sh, self.cfg if sh.programmable else None, buckets=True)
+        sb = sh.symbol_bits
+
+        # -- the ring: stage registers (bubble = no pair; all bubbles after reset) ---------------------
+        x0 = Signal(S)                               # stage 1's state
+        r1_x, r1_cand, r1_bub = Signal(S), Signal(sb), Signal(init=1)
+        r2_lo, r2_f, r2_add = Signal(A), Signal(P + 1), Signal(S)
+        r2_k, r2_sym, r2_bub = Signal(bits_for(K)), Signal(sb), Signal(init=1)
+        r3_x, r3_k, r3_sym, r3_bub = Signal(S), Signal(bits_for(K)), Signal(sb), Signal(init=1)
+        word = Signal(W)                             # the one-word buffer
+        have_word = Signal()
+        o_valid, o_pair = Signal(), Signal(self.o.p.shape())
+        bad, short = Signal(), Signal()
+        m.d.comb += [self.o.valid.eq(o_valid), self.o.p.eq(o_pair), self.buffered.eq(have_word),
+                     self.bad.eq(bad), self.short.eq(short), self.initial.eq(x0 == (1 << L))]
+
+        table_set = r1_set = None
+        run = Signal()
+        if sh.sets > 1:
+            select = TableSelect(m, self.sel, self.step)
+            table_set = select.set
+            r1_set = Signal.like(table_set)
+            m.d.comb += run.eq(self.run & select.ready)
+        else:
+            m.d.comb += run.eq(self.run)
+
+        # -- stage 1: bucket table and split compares -> candidate ----------------------------------
+        q0 = x0[:P]
+        bkt = tables.bucket(m, q0[sh.off_bits:], table_set)
+        cand = Signal(sb)
+        if sh.off_bits:
+            low = q0[:sh.off_bits]
+            m.d.comb += cand.eq(bkt.base + sum((low > bkt[f"split{j}"]).as_unsigned() for j in range(BUCKET_SPLITS)))
+        else:
+            m.d.comb += cand.eq(bkt.base)
+
+        # -- stage 2: symbol entry, range test, upper product ---------------------------------------
+        q1 = r1_x[:P]
+        entry = tables.symbol(m, r1_cand, r1_set)
+        r = Signal(P + 2)                            # q - cum, two's complement
+        m.d.comb += r.eq(q1 - entry.cum)
+        below, beyond, found = Signal(), Signal(), Signal()
+        m.d.comb += [below.eq(r[P + 1]), beyond.eq(~r[P + 1] & (r[:P + 1] >= entry.freq)),
+                     found.eq(r1_bub | ~(below | beyond))]
+        f_eff = Signal(P + 1)
+        m.d.comb += f_eff.eq(Mux(r1_bub, 1 << P, entry.freq))
+        hi = _upper_product(m, r1_x[P + A:], f_eff, "x_upper") if S - P > A else Const(0, 1)
+        add = Signal(S)
+        m.d.comb += add.eq(Cat(Mux(r1_bub, q1, r[:P]), Const(0, A - P), hi))
+
+        # -- stage 3: the multiply (one DSP) --------------------------------------------------------
+        x_mul = Signal(S)
+        m.d.comb += x_mul.eq(r2_lo * r2_f + r2_add)
+
+        # -- stage 4: one pop and the chunk ---------------------------------------------------------
+        w = r3_k
+        early = Signal()                             # x' < 2**L: pop before the chunk
+        late = Signal()                              # 2**L <= x' < 2**(L + w): pop after it
+        m.d.comb += [early.eq(r3_x[L:] == 0),
+                     late.eq(~early & (r3_x[L + K:] == 0) & ((r3_x[L:L + K] >> w) == 0) if K else 0)]
+        v = Signal(S)
+        m.d.comb += v.eq(Mux(early, Cat(word, r3_x[:S - W]), r3_x))
+        if K:
+            moved = _shift(m, v[P - K:], w, S - P + K, "chunk_moved", left=False)
+            bits = Signal(K, name="chunk_bits")
+            m.d.comb += bits.eq(v[P - K:P] >> (K - w).as_unsigned())
+            mid = [Mux(P - K + i < P - w, v[P - K + i], moved[i]) for i in range(K)]
+            chunked = Signal(S, name="x_chunk")
+            m.d.comb += chunked.eq(Cat(v[:P - K], *mid, moved[K:]))
+        else:
+            bits, chunked = Const(0, 1), v
+        x_next = Signal(S)
+        m.d.comb += x_next.eq(Mux(late, Cat(word, chunked[:S - W]), chunked))
+        pop = Signal()
+        m.d.comb += pop.eq((early | late) & ~r3_bub)
+
+        # -- the turn of the ring -------------------------------------------------------------------
+        o_free = ~o_valid | self.o.ready
+        ready = Signal()
+        m.d.comb += ready.eq(found & (have_word | self.ended) & o_free)
+        hw = Signal(range(per))                      # head words of the current state taken
+        hl = Signal(range(N + 1))                    # head states complete
+        settled = Signal()                           # the head's last turn is done
+        head_word = Signal()
+        head_turn = Signal()                         # a state of the head is complete: pass it on
+        m.d.comb += [self.loaded.eq(hl == N), head_word.eq(self.head & (hl != N) & self.i.valid),
+                     head_turn.eq(self.head & ((head_word & (hw == 0) & (hl != 0)) | ((hl == N) & ~settled)))]
+        step, turn = Signal(), Signal()
+        m.d.comb += [step.eq(run & ready & ~self.head), self.step.eq(step), self.turned.eq(turn),
+                     turn.eq(step | (self.drain & ready & ~self.head) | head_turn)]
+        with m.If(turn):
+            m.d.sync += [r1_x.eq(x0), r1_cand.eq(cand), r1_bub.eq(~step),
+                         r2_lo.eq(r1_x[P:P + A]), r2_f.eq(f_eff), r2_add.eq(add),
+                         r2_k.eq(Mux(r1_bub, 0, entry.k)), r2_sym.eq(r1_cand), r2_bub.eq(r1_bub),
+                         r3_x.eq(x_mul), r3_k.eq(r2_k), r3_sym.eq(r2_sym), r3_bub.eq(r2_bub),
+                         x0.eq(x_next)]
+            if r1_set is not None:
+                m.d.sync += r1_set.eq(table_set)
+            with m.If(~r3_bub):
+                m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(r3_sym), o_pair.extra.eq(bits)]
+                with m.If((early | late) & ~have_word):
+                    m.d.sync += short.eq(1)
+        with m.Elif(~found & ~self.head):
+            # A bucket that meets more than ten symbols: step the candidate towards the right one.
+            m.d.sync += r1_cand.eq(Mux(below, r1_cand - 1, r1_cand + 1))
+        with m.If(self.o.ready & ~(turn & ~r3_bub)):
+            m.d.sync += o_valid.eq(0)
+
+        # -- head: the stream's top words into the states -------------------------------------------
+        top_bits = S - (per - 1) * W                 # bits of a state's first (most significant) word
+        with m.If(head_word):
+            m.d.sync += [x0.eq(Cat(self.i.p, x0[:S - W])), hw.eq(Mux(hw == per - 1, 0, hw + 1))]
+            with m.If(hw == per - 1):
+                m.d.sync += hl.eq(hl + 1)
+            if top_bits < W:
+                with m.If((hw == 0) & (self.i.p[top_bits:] != 0)):
+                    m.d.sync += bad.eq(1)
+        with m.If(head_turn):
+            with m.If(x0[L:] == 0):                  # the state just completed is below 2**L
+                m.d.sync += bad.eq(1)
+            with m.If(hl == N):
+                m.d.sync += settled.eq(1)
+
+        # -- the word buffer: one word, refilled in the clock it is popped ----------------------------
+        consume = Signal()
+        m.d.comb += [consume.eq(turn & pop & have_word),
+                     self.i.ready.eq(Mux(self.head & (hl != N), 1, ~have_word | consume))]
+        take = Signal()
+        m.d.comb += take.eq(self.i.valid & self.i.ready & ~(self.head & (hl != N)))
+        with m.If(take):
+            m.d.sync += [word.eq(self.i.p), have_word.eq(1)]
+        with m.Elif(consume):
+            m.d.sync += have_word.eq(0)
+        with m.If(self.start):
+            m.d.sync += [have_word.eq(0), hw.eq(0), hl.eq(0), settled.eq(0), bad.eq(0), short.eq(0)]
+        return m
+
+
+class RansDecoderShellXN(wiring.Component):
+    """The shell of :class:`RansDecoderCoderXN`: commands, the stream's head and end, status, drain and CRC-32.
+
+    A command (``resume = 0``) has the coder take the stream's top ``N ceil(S / W)`` words into its ``N``
+    states (``head``), runs it for ``count`` pairs, turns its ring ``N - 1`` times with bubbles
+    (``drain``) so that the last pairs leave and every state passes the end check (``check_end``:
+    every ``x = 2**(S - W)``, no word left), drains the stream's unread words and reports ``status``:
+    ``ZERO_TOP_WORD`` where the head's words put a state outside ``[2**(S - W), 2**S)``,
+    ``OUT_OF_WORDS`` where the stream ends inside the head or a pop found no word, ``FINAL_STATE``,
+    ``TRAILING_DATA``, ``CRC``. A ``resume = 1`` command (a checkpoint's ``N`` states do not fit the
+    command's ``S``-bit ``state``) is not decoded: its words are drained and it reports ``FINAL_STATE``.
+
+    Back to back: a command whose words were all taken reports in the clock its drain ends, and the
+    next command is accepted in that clock; the report waits in one register until the last pair has
+    left ``o`` (one ``done`` clock per command, in command order). Overhead per command: the head
+    (``N ceil(S / W)`` word clocks and one turn) and the drain (``N - 1`` turns and one check clock).
+
+    Reset: the counters, the report and the FSM reset (a running command and a waiting report are
+    dropped: no ``done`` comes for them); the tables are memories and survive.
+    """
+
+    def __init__(self, shape: _RansShape, block_crc: bool):
+        sh = self._shape = shape
+        self._block_crc = block_crc
+        ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
+        del ports["o"]
+        ports.update({"word": Out(stream.Signature(sh.W)), "pair_valid": In(1),
+                      "start": Out(1), "head": Out(1), "run": Out(1), "drain": Out(1), "ended": Out(1),
+                      "loaded": In(1), "initial": In(1), "buffered": In(1), "step": In(1), "turned": In(1), "bad": In(1),
+                      "short": In(1), "idle": Out(1)})
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        N = XN_STATES
+        m = Module()
+        remaining = Signal.like(self.cmd.p.count)
+        words_left = Signal.like(self.cmd.p.words)   # words of the stream not yet taken
+        check_end = Signal()
+        ended, forward, take = Signal(), Signal(), Signal()
+        turns = Signal(range(N))                     # drain turns done
+        at_initial = Signal()                        # every state seen at stage 1 so far was 2**(S - W)
+        reporting = Signal()       # a finished command's status waits for its last pair to leave ``o``
+        report = Signal(DecodeStatus)
+        held = Signal()            # the report cannot go out this clock (its last pair is still on ``o``)
+        m.d.comb += [held.eq(reporting & self.pair_valid), ended.eq(words_left == 0), self.ended.eq(ended),
+                     self.word.valid.eq(self.i.valid & forward & ~ended), self.word.p.eq(self.i.p.data),
+                     self.i.ready.eq(forward & self.word.ready & ~ended),
+                     take.eq(self.i.valid & self.i.ready)]
+        with m.If(take):
+            m.d.sync += words_left.eq(words_left - 1)
+        with m.If(self.step):
+            m.d.sync += remaining.eq(remaining - 1)
+        block_crc = BlockCrc(m, self._shape.W, self.cmd, self.i, present=self._block_crc)
+
+        m.d.sync += self.done.eq(0)
+        with m.If(reporting & ~self.pair_valid):
+            m.d.sync += [self.done.eq(1), self.status.eq(report), reporting.eq(0)]
+        with m.Elif(self.cmd.valid & self.cmd.ready):
+            m.d.sync += self.status.eq(DecodeStatus.OK)
+
+        accept, taking = Signal(), Signal()
+        m.d.comb += [self.cmd.ready.eq(accept), taking.eq(accept & self.cmd.valid)]
+
+        def take_command():
+            with m.If(taking):
+                m.next = "HEAD"
+                with m.If(self.cmd.p.resume):
+                    m.next = "DRAIN"
+
+        def finish(status):
+            with m.If(ended):
+                # Nothing to drain, and the CRC has settled: report (the next command is taken now).
+                m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(status))]
+                m.next = "IDLE"
+                m.d.comb += accept.eq(1)
+                take_command()
+            with m.Else():
+                m.d.sync += report.eq(status)
+                m.next = "DRAIN"
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += [accept.eq(1), self.idle.eq(~self.cmd.valid)]
+                take_command()
+
+            with m.State("HEAD"):
+                m.d.comb += [self.head.eq(1), forward.eq(~self.loaded)]
+                with m.If(self.loaded):
+                    m.next = "DECODE"
+                with m.Elif(ended):
+                    finish(DecodeStatus.OUT_OF_WORDS)
+
+            with m.State("DECODE"):
+                m.d.comb += [forward.eq(1), self.run.eq((remaining != 0) & ~held)]
+                with m.If((remaining == 0) & ~held):
+                    m.d.sync += [turns.eq(0), at_initial.eq(1)]
+                    m.next = "FLUSH"
+
+            with m.State("FLUSH"):
+                # Stage 1 holds each state in turn, the first one in the clock after the last pair.
+                m.d.comb += [forward.eq(1), self.drain.eq(turns != N - 1)]
+                m.d.sync += at_initial.eq(at_initial & self.initial)
+                with m.If(self.turned):
+                    m.d.sync += turns.eq(turns + 1)
+                with m.If(turns == N - 1):
+                    all_initial = at_initial & self.initial
+                    with m.If(self.short):
+                        finish(DecodeStatus.OUT_OF_WORDS)
+                    with m.Elif(self.bad):
+                        finish(DecodeStatus.ZERO_TOP_WORD)
+                    with m.Elif(check_end & ~all_initial):
+                        finish(DecodeStatus.FINAL_STATE)
+                    with m.Elif(check_end & (self.buffered | ~ended)):
+                        finish(DecodeStatus.TRAILING_DATA)
+                    with m.Else():
+                        finish(DecodeStatus.OK)
+
+            with m.State("DRAIN"):
+                m.d.comb += self.i.ready.eq(~ended)
+                with m.If(ended | ((words_left == 1) & take)):
+                    m.next = "CHECK"
+
+            with m.State("CHECK"):
+                m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(report))]
+                m.next = "IDLE"
+
+        with m.If(taking):
+            cm = self.cmd.p
+            m.d.comb += self.start.eq(1)
+            m.d.sync += [remaining.eq(cm.count), words_left.eq(cm.words), check_end.eq(cm.check_end)]
+            with m.If(cm.resume):
+                m.d.sync += report.eq(DecodeStatus.FINAL_STATE)
+        return m
+
+
 class RansDecoder(_RansCore):
     """rANS decoder: words (top of stack first) in, coding pairs out, one pair per clock.
 
@@ -686,29 +1050,39 @@ class RansDecoder(_RansCore):
                  precision_bits: int | None = None, max_symbols: int = 64, max_extra_bits: int = 8,
                  table: RansTable | None = None, programmable: bool = False, block_crc: bool = True,
                  table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS, mutant: str | None = None):
-        codec = core_codec(RansCodec, codec, state_bits=state_bits, word_bits=word_bits, precision_bits=precision_bits)
+        codec = core_codec(RansCodec, codec, states=(1, XN_STATES), state_bits=state_bits, word_bits=word_bits,
+                           precision_bits=precision_bits)
         sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets, count_bits)
         self._mutant = sh.mutant = check_mutant("rans-decoder", mutant)
         self._block_crc = check_bool("block_crc", block_crc)
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
         if sh.sets > 1:
             ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
-        self._setup(sh, shell, ports, RansDecoderCoder)
+        self._interleaved = codec.states > 1
+        if self._interleaved:
+            RansDecoderCoderXN.check_shape(sh)
+            if sh.mutant is not None:
+                raise ValueError(f"mutant {sh.mutant!r} is a mutant of the one-state decoder, not of codec {codec.name}")
+        self._setup(sh, shell, ports, RansDecoderCoderXN if self._interleaved else RansDecoderCoder)
 
     def blocks(self) -> dict[str, wiring.Component]:
         """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``): the
         coder and, with the shell, the shell (its CRC unit included)."""
-        out = {"coder": RansDecoderCoder(self._shape)}
+        out = {"coder": self._coder_cls(self._shape)}
         if self._shell:
-            out["shell"] = RansDecoderShell(self._shape, self._block_crc)
+            out["shell"] = self._shell_cls(self._shape, self._block_crc)
         return out
+
+    @property
+    def _shell_cls(self):
+        return RansDecoderShellXN if self._interleaved else RansDecoderShell
 
     def elaborate(self, platform):
         sh = self._shape
         m, coder = self._coder()
         if not self._shell:
             return m
-        m.submodules.shell = sh_ = RansDecoderShell(sh, self._block_crc)
+        m.submodules.shell = sh_ = self._shell_cls(sh, self._block_crc)
         wiring.connect(m, wiring.flipped(self.cmd), sh_.cmd)
         wiring.connect(m, sh_.word, coder.i)
         wiring.connect(m, wiring.flipped(self.o), coder.o)
@@ -716,9 +1090,14 @@ class RansDecoder(_RansCore):
             wiring.connect(m, wiring.flipped(self.sel), coder.sel)
         m.d.comb += [sh_.i.valid.eq(self.i.valid), sh_.i.p.eq(self.i.p), self.i.ready.eq(sh_.i.ready),
                      self.done.eq(sh_.done), self.status.eq(sh_.status), sh_.pair_valid.eq(coder.o.valid)]
-        for name in ("load", "load_state", "run", "ended"):
+        if self._interleaved:
+            to_coder, from_coder = ("start", "head", "run", "drain", "ended"), \
+                ("loaded", "initial", "buffered", "step", "turned", "bad", "short")
+        else:
+            to_coder, from_coder = ("load", "load_state", "run", "ended"), ("state", "buffered", "step")
+        for name in to_coder:
             m.d.comb += getattr(coder, name).eq(getattr(sh_, name))
-        for name in ("state", "buffered", "step"):
+        for name in from_coder:
             m.d.comb += getattr(sh_, name).eq(getattr(coder, name))
         self._gate_cfg(m, coder, sh_.idle)
         return m
