@@ -66,7 +66,7 @@ from .common import (COUNT_BITS, BlockCrc, CoreParameters, DecodeStatus, TableSe
 
 __all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell", "RansDecoderCoderXN",
            "RansDecoderShellXN", "XN_STATES", "RansEncoderCoder",
-           "RansEncoderShell", "rans_writes", "bucket_bits_for", "MAX_BUCKET_BITS", "BUCKET_SPLITS"]
+           "RansEncoderShell", "rans_writes", "bucket_bits_for", "MAX_BUCKET_BITS", "BUCKET_SPLITS", "XN_SPLITS"]
 
 #: Widest bucket index of the decoder's bucket table (64 entries: one bank of 64-deep LUT-RAM).
 MAX_BUCKET_BITS = 6
@@ -77,6 +77,10 @@ MAX_BUCKET_BITS = 6
 #: 9 splits 0.000 % / 0.002 %, 0.116 %; 6 bits, 10 splits 0.000 % / 0.001 %, 0.069 %. Six bits need
 #: no read multiplexer; nine splits fill 14 RAM64M8 (96 of their 98 bits).
 BUCKET_SPLITS = 9
+#: Splits per bucket of the interleaved-state decoder (:class:`RansDecoderCoderXN`): exact where a bucket
+#: meets at most seven symbols; expected extra clocks per pair over stories260K / MiniLM (rans16) 0.018 % /
+#: 0.037 %, for 10 RAM64M8 and six compares instead of 14 and nine.
+XN_SPLITS = 6
 
 
 def bucket_bits_for(precision_bits: int) -> int:
@@ -127,11 +131,16 @@ class _RansShape:
         # pop x >= 2**(S - P), so the chunk cannot need another (and, mirrored, after a push the
         # symbol cannot). The paper's cores (K = 8, P = 16, W = 32) are such.
         self.one_word = self.chunks <= 1 and self.K <= self.W - self.P
-        self.entry = data.StructLayout({"freq": self.P + 1, "cum": self.P + 1, "k": bits_for(self.K)})
+        # The interleaved-state decoder's entries also hold ``end = cum + freq``: its range test is two
+        # compares straight from the table, not a subtract and a compare in series.
+        self.ends = codec.states > 1
+        self.entry = data.StructLayout({"freq": self.P + 1, "cum": self.P + 1,
+                                        **({"end": self.P + 1} if self.ends else {}), "k": bits_for(self.K)})
         self.B = bucket_bits_for(self.P)
         self.off_bits = self.P - self.B
+        self.splits = XN_SPLITS if codec.states > 1 else BUCKET_SPLITS
         self.bucket = data.StructLayout({"base": self.symbol_bits, **{f"split{j}": max(1, self.off_bits)
-                                                                      for j in range(BUCKET_SPLITS)}})
+                                                                      for j in range(self.splits)}})
         self.index_bits = max(self.symbol_bits, self.B)
         self.cfg_data_bits = max(self.entry.size, self.bucket.size)
         self.mutant = None        # hdl/mutants.py: set by the core's constructor
@@ -149,32 +158,42 @@ class _RansShape:
             init = [{"freq": int(r[0]), "cum": int(r[1]), "k": int(r[2])} for r in rows]
         else:
             init = []
-        return (init + [{"freq": 0, "cum": 1 << self.P, "k": 0}] * (self.slots - len(init))) * self.sets
+        init += [{"freq": 0, "cum": 1 << self.P, "k": 0}] * (self.slots - len(init))
+        if self.ends:
+            init = [{**e, "end": e["cum"] + e["freq"]} for e in init]
+        return init * self.sets
 
     def bucket_init(self) -> list[dict]:
         if self.table is not None:
             init = [{"base": int(r[0]), **{f"split{j}": int(v) for j, v in enumerate(r[1:])}}
-                    for r in self.table.core_buckets(self.B, BUCKET_SPLITS)]
+                    for r in self.table.core_buckets(self.B, self.splits)]
         else:
             none = (1 << self.off_bits) - 1
-            init = [{"base": 0, **{f"split{j}": none for j in range(BUCKET_SPLITS)}}] * (1 << self.B)
+            init = [{"base": 0, **{f"split{j}": none for j in range(self.splits)}}] * (1 << self.B)
         return init * self.sets
 
 
-def rans_writes(table: RansTable, max_symbols: int, table_set: int = 0) -> list[dict]:
+def rans_writes(table: RansTable, max_symbols: int, table_set: int = 0, interleaved: bool = False) -> list[dict]:
     """The ``cfg`` write sequence for ``table`` in a core of ``max_symbols`` slots, as table set
-    ``table_set``: every symbol entry (unused slots get ``cum = 2**P``, ``freq = 0``: they never
-    match), then every bucket entry of the decoder's bucket table (an encoder ignores those)."""
+    ``table_set``: every symbol entry ``{freq, cum, k}`` (unused slots get ``cum = 2**P``, ``freq = 0``:
+    they never match), then every bucket entry of the decoder's bucket table (an encoder ignores
+    those) of :data:`BUCKET_SPLITS` splits. ``interleaved``: the layout of :class:`RansDecoderCoderXN`,
+    entries ``{freq, cum, end = cum + freq, k}`` and buckets of :data:`XN_SPLITS` splits."""
     P = table.params.precision_bits
     sb, B = bits_for(max_symbols - 1), bucket_bits_for(P)
     ib = max(sb, B)
     base = table_set << (ib + 1)
     rows = [tuple(int(v) for v in r) for r in table.core_entries()]
     rows += [(0, 1 << P, 0)] * (max_symbols - len(rows))
-    out = [{"addr": base + s, "data": f | (c << (P + 1)) | (k << (2 * P + 2))} for s, (f, c, k) in enumerate(rows)]
+    splits = XN_SPLITS if interleaved else BUCKET_SPLITS
+    if interleaved:
+        out = [{"addr": base + s, "data": f | (c << (P + 1)) | ((c + f) << (2 * P + 2)) | (k << (3 * P + 3))}
+               for s, (f, c, k) in enumerate(rows)]
+    else:
+        out = [{"addr": base + s, "data": f | (c << (P + 1)) | (k << (2 * P + 2))} for s, (f, c, k) in enumerate(rows)]
     ob = max(1, P - B)
     out += [{"addr": base + (1 << ib) + b, "data": sum(int(v) << (sb + ob * j) for j, v in enumerate(r[1:])) | int(r[0])}
-            for b, r in enumerate(table.core_buckets(B, BUCKET_SPLITS))]
+            for b, r in enumerate(table.core_buckets(B, splits))]
     return out
 
 
@@ -253,7 +272,8 @@ class _RansCore(CoreParameters):
     def table_writes(self, tables) -> dict[str, list[dict]]:
         """The ``cfg`` writes (unpacked ``{addr, data}`` dicts, :func:`rans_writes`) that load ``tables[t]``
         as table set ``t``."""
-        return {"cfg": [w for t, table in enumerate(tables) for w in rans_writes(table, self._shape.max_symbols, t)]}
+        sh = self._shape
+        return {"cfg": [w for t, table in enumerate(tables) for w in rans_writes(table, sh.max_symbols, t, sh.ends)]}
 
     def _setup(self, sh: _RansShape, shell: bool, ports: dict, coder_cls) -> None:
         """Validate ``shell`` and take the shelled ``ports`` (plus ``cfg``) or the coder's."""
@@ -652,7 +672,7 @@ class RansDecoderShell(wiring.Component):
 
 
 #: Interleaved states of the pipelined decoder (``docs/bitstream.md`` §8): one per pipeline stage.
-XN_STATES = 4
+XN_STATES = 5
 
 
 def _upper_product(m: Module, a: Value, f: Value, name: str) -> Signal:
@@ -745,10 +765,12 @@ class RansDecoderCoderXN(wiring.Component):
 
         # -- the ring: stage registers (bubble = no pair; all bubbles after reset) ---------------------
         x0 = Signal(S)                               # stage 1's state
-        r1_x, r1_cand, r1_bub = Signal(S), Signal(sb), Signal(init=1)
-        r2_lo, r2_f, r2_add = Signal(A), Signal(P + 1), Signal(S)
-        r2_k, r2_sym, r2_bub = Signal(bits_for(K)), Signal(sb), Signal(init=1)
-        r3_x, r3_k, r3_sym, r3_bub = Signal(S), Signal(bits_for(K)), Signal(sb), Signal(init=1)
+        r1_x, r1_base, r1_bub = Signal(S), Signal(sb), Signal(init=1)
+        r1_gt = Signal(sh.splits)                    # which split offsets q's low bits exceed
+        r2_x, r2_cand, r2_bub = Signal(S), Signal(sb), Signal(init=1)
+        r3_lo, r3_f, r3_add = Signal(A), Signal(P + 1), Signal(S)
+        r3_k, r3_sym, r3_bub = Signal(bits_for(K)), Signal(sb), Signal(init=1)
+        r4_x, r4_k, r4_sym, r4_bub = Signal(S), Signal(bits_for(K)), Signal(sb), Signal(init=1)
         word = Signal(W)                             # the one-word buffer
         have_word = Signal()
         o_valid, o_pair = Signal(), Signal(self.o.p.shape())
@@ -756,52 +778,53 @@ class RansDecoderCoderXN(wiring.Component):
         m.d.comb += [self.o.valid.eq(o_valid), self.o.p.eq(o_pair), self.buffered.eq(have_word),
                      self.bad.eq(bad), self.short.eq(short), self.initial.eq(x0 == (1 << L))]
 
-        table_set = r1_set = None
+        table_set = r1_set = r2_set = None
         run = Signal()
         if sh.sets > 1:
             select = TableSelect(m, self.sel, self.step)
             table_set = select.set
-            r1_set = Signal.like(table_set)
+            r1_set, r2_set = Signal.like(table_set), Signal.like(table_set)
             m.d.comb += run.eq(self.run & select.ready)
         else:
             m.d.comb += run.eq(self.run)
 
-        # -- stage 1: bucket table and split compares -> candidate ----------------------------------
-        q0 = x0[:P]
-        bkt = tables.bucket(m, q0[sh.off_bits:], table_set)
+        # -- stage 1: the bucket table at q's top bits, and the split compares ----------------------
+        # (The compares sit between the table and the register: a table read straight into a register
+        # becomes a block RAM with a slow clock-to-output on an ECP5.)
+        bkt = tables.bucket(m, x0[:P][sh.off_bits:], table_set)
+        gt = Signal(sh.splits)
+        low = x0[:sh.off_bits] if sh.off_bits else Const(0, 1)
+        m.d.comb += gt.eq(Cat(*((low > bkt[f"split{j}"]) for j in range(sh.splits))) if sh.off_bits else 0)
+
+        # -- stage 2: the candidate -----------------------------------------------------------------
         cand = Signal(sb)
-        if sh.off_bits:
-            low = q0[:sh.off_bits]
-            m.d.comb += cand.eq(bkt.base + sum((low > bkt[f"split{j}"]).as_unsigned() for j in range(BUCKET_SPLITS)))
-        else:
-            m.d.comb += cand.eq(bkt.base)
+        m.d.comb += cand.eq(r1_base + sum(r1_gt[j].as_unsigned() for j in range(sh.splits)))
 
-        # -- stage 2: symbol entry, range test, upper product ---------------------------------------
-        q1 = r1_x[:P]
-        entry = tables.symbol(m, r1_cand, r1_set)
-        r = Signal(P + 2)                            # q - cum, two's complement
-        m.d.comb += r.eq(q1 - entry.cum)
+        # -- stage 3: symbol entry, range test, upper product ---------------------------------------
+        q2 = r2_x[:P]
+        entry = tables.symbol(m, r2_cand, r2_set)
+        r = Signal(P + 1)                            # q - cum (the multiply's addend, valid when found)
+        m.d.comb += r.eq(q2 - entry.cum)
         below, beyond, found = Signal(), Signal(), Signal()
-        m.d.comb += [below.eq(r[P + 1]), beyond.eq(~r[P + 1] & (r[:P + 1] >= entry.freq)),
-                     found.eq(r1_bub | ~(below | beyond))]
+        m.d.comb += [below.eq(q2 < entry.cum), beyond.eq(q2 >= entry.end), found.eq(r2_bub | ~(below | beyond))]
         f_eff = Signal(P + 1)
-        m.d.comb += f_eff.eq(Mux(r1_bub, 1 << P, entry.freq))
-        hi = _upper_product(m, r1_x[P + A:], f_eff, "x_upper") if S - P > A else Const(0, 1)
+        m.d.comb += f_eff.eq(Mux(r2_bub, 1 << P, entry.freq))
+        hi = _upper_product(m, r2_x[P + A:], f_eff, "x_upper") if S - P > A else Const(0, 1)
         add = Signal(S)
-        m.d.comb += add.eq(Cat(Mux(r1_bub, q1, r[:P]), Const(0, A - P), hi))
+        m.d.comb += add.eq(Cat(Mux(r2_bub, q2, r[:P]), Const(0, A - P), hi))
 
-        # -- stage 3: the multiply (one DSP) --------------------------------------------------------
+        # -- stage 4: the multiply (one DSP) --------------------------------------------------------
         x_mul = Signal(S)
-        m.d.comb += x_mul.eq(r2_lo * r2_f + r2_add)
+        m.d.comb += x_mul.eq(r3_lo * r3_f + r3_add)
 
-        # -- stage 4: one pop and the chunk ---------------------------------------------------------
-        w = r3_k
+        # -- stage 5: one pop and the chunk ---------------------------------------------------------
+        w = r4_k
         early = Signal()                             # x' < 2**L: pop before the chunk
         late = Signal()                              # 2**L <= x' < 2**(L + w): pop after it
-        m.d.comb += [early.eq(r3_x[L:] == 0),
-                     late.eq(~early & (r3_x[L + K:] == 0) & ((r3_x[L:L + K] >> w) == 0) if K else 0)]
+        m.d.comb += [early.eq(r4_x[L:] == 0),
+                     late.eq(~early & (r4_x[L + K:] == 0) & ((r4_x[L:L + K] >> w) == 0) if K else 0)]
         v = Signal(S)
-        m.d.comb += v.eq(Mux(early, Cat(word, r3_x[:S - W]), r3_x))
+        m.d.comb += v.eq(Mux(early, Cat(word, r4_x[:S - W]), r4_x))
         if K:
             moved = _shift(m, v[P - K:], w, S - P + K, "chunk_moved", left=False)
             bits = Signal(K, name="chunk_bits")
@@ -814,7 +837,7 @@ class RansDecoderCoderXN(wiring.Component):
         x_next = Signal(S)
         m.d.comb += x_next.eq(Mux(late, Cat(word, chunked[:S - W]), chunked))
         pop = Signal()
-        m.d.comb += pop.eq((early | late) & ~r3_bub)
+        m.d.comb += pop.eq((early | late) & ~r4_bub)
 
         # -- the turn of the ring -------------------------------------------------------------------
         o_free = ~o_valid | self.o.ready
@@ -831,21 +854,22 @@ class RansDecoderCoderXN(wiring.Component):
         m.d.comb += [step.eq(run & ready & ~self.head), self.step.eq(step), self.turned.eq(turn),
                      turn.eq(step | (self.drain & ready & ~self.head) | head_turn)]
         with m.If(turn):
-            m.d.sync += [r1_x.eq(x0), r1_cand.eq(cand), r1_bub.eq(~step),
-                         r2_lo.eq(r1_x[P:P + A]), r2_f.eq(f_eff), r2_add.eq(add),
-                         r2_k.eq(Mux(r1_bub, 0, entry.k)), r2_sym.eq(r1_cand), r2_bub.eq(r1_bub),
-                         r3_x.eq(x_mul), r3_k.eq(r2_k), r3_sym.eq(r2_sym), r3_bub.eq(r2_bub),
+            m.d.sync += [r1_x.eq(x0), r1_base.eq(bkt.base), r1_gt.eq(gt), r1_bub.eq(~step),
+                         r2_x.eq(r1_x), r2_cand.eq(cand), r2_bub.eq(r1_bub),
+                         r3_lo.eq(r2_x[P:P + A]), r3_f.eq(f_eff), r3_add.eq(add),
+                         r3_k.eq(Mux(r2_bub, 0, entry.k)), r3_sym.eq(r2_cand), r3_bub.eq(r2_bub),
+                         r4_x.eq(x_mul), r4_k.eq(r3_k), r4_sym.eq(r3_sym), r4_bub.eq(r3_bub),
                          x0.eq(x_next)]
             if r1_set is not None:
-                m.d.sync += r1_set.eq(table_set)
-            with m.If(~r3_bub):
-                m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(r3_sym), o_pair.extra.eq(bits)]
+                m.d.sync += [r1_set.eq(table_set), r2_set.eq(r1_set)]
+            with m.If(~r4_bub):
+                m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(r4_sym), o_pair.extra.eq(bits)]
                 with m.If((early | late) & ~have_word):
                     m.d.sync += short.eq(1)
         with m.Elif(~found & ~self.head):
-            # A bucket that meets more than ten symbols: step the candidate towards the right one.
-            m.d.sync += r1_cand.eq(Mux(below, r1_cand - 1, r1_cand + 1))
-        with m.If(self.o.ready & ~(turn & ~r3_bub)):
+            # A bucket that meets more than seven symbols: step the candidate towards the right one.
+            m.d.sync += r2_cand.eq(Mux(below, r2_cand - 1, r2_cand + 1))
+        with m.If(self.o.ready & ~(turn & ~r4_bub)):
             m.d.sync += o_valid.eq(0)
 
         # -- head: the stream's top words into the states -------------------------------------------
@@ -984,10 +1008,10 @@ class RansDecoderShellXN(wiring.Component):
                     m.d.sync += turns.eq(turns + 1)
                 with m.If(turns == N - 1):
                     all_initial = at_initial & self.initial
-                    with m.If(self.short):
-                        finish(DecodeStatus.OUT_OF_WORDS)
-                    with m.Elif(self.bad):
+                    with m.If(self.bad):
                         finish(DecodeStatus.ZERO_TOP_WORD)
+                    with m.Elif(self.short):
+                        finish(DecodeStatus.OUT_OF_WORDS)
                     with m.Elif(check_end & ~all_initial):
                         finish(DecodeStatus.FINAL_STATE)
                     with m.Elif(check_end & (self.buffered | ~ended)):
