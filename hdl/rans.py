@@ -768,6 +768,8 @@ class RansDecoderCoderXN(wiring.Component):
         r1_x, r1_base, r1_bub = Signal(S), Signal(sb), Signal(init=1)
         r1_gt = Signal(sh.splits)                    # which split offsets q's low bits exceed
         r2_x, r2_cand, r2_bub = Signal(S), Signal(sb), Signal(init=1)
+        r2_f, r2_lo, r2_k = Signal(P + 1), Signal(P), Signal(bits_for(K))
+        r2_found, r2_below = Signal(init=1), Signal()
         r3_lo, r3_f, r3_add = Signal(A), Signal(P + 1), Signal(S)
         r3_k, r3_sym, r3_bub = Signal(bits_for(K)), Signal(sb), Signal(init=1)
         r4_x, r4_k, r4_sym, r4_bub = Signal(S), Signal(bits_for(K)), Signal(sb), Signal(init=1)
@@ -796,22 +798,30 @@ class RansDecoderCoderXN(wiring.Component):
         low = x0[:sh.off_bits] if sh.off_bits else Const(0, 1)
         m.d.comb += gt.eq(Cat(*((low > bkt[f"split{j}"]) for j in range(sh.splits))) if sh.off_bits else 0)
 
-        # -- stage 2: the candidate -----------------------------------------------------------------
+        # -- stage 2: the candidate, its symbol entry and range test --------------------------------
+        # The range test is registered (``r2_found``), so that a turn of the ring waits on registers
+        # only. A wrong candidate (a bucket that meets more than seven symbols) holds the ring, and the
+        # table is read again at the stepped candidate, one symbol per clock.
+        miss = ~r2_found
         cand = Signal(sb)
-        m.d.comb += cand.eq(r1_base + sum(r1_gt[j].as_unsigned() for j in range(sh.splits)))
+        stepped = Signal(sb)
+        m.d.comb += [cand.eq(r1_base + sum(r1_gt[j].as_unsigned() for j in range(sh.splits))),
+                     stepped.eq(Mux(r2_below, r2_cand - 1, r2_cand + 1))]
+        sym = Signal(sb)
+        qs = Signal(P)
+        bub = Signal()
+        m.d.comb += [sym.eq(Mux(miss, stepped, cand)), qs.eq(Mux(miss, r2_x[:P], r1_x[:P])), bub.eq(~miss & r1_bub)]
+        entry = tables.symbol(m, sym, None if r1_set is None else Mux(miss, r2_set, r1_set))
+        below, found = Signal(), Signal()
+        m.d.comb += [below.eq(qs < entry.cum), found.eq(bub | ~(below | (qs >= entry.end)))]
+        f_eff, lo_eff, k_eff = Signal(P + 1), Signal(P), Signal(bits_for(K))
+        m.d.comb += [f_eff.eq(Mux(bub, 1 << P, entry.freq)), lo_eff.eq(Mux(bub, qs, qs - entry.cum)),
+                     k_eff.eq(Mux(bub, 0, entry.k))]
 
-        # -- stage 3: symbol entry, range test, upper product ---------------------------------------
-        q2 = r2_x[:P]
-        entry = tables.symbol(m, r2_cand, r2_set)
-        r = Signal(P + 1)                            # q - cum (the multiply's addend, valid when found)
-        m.d.comb += r.eq(q2 - entry.cum)
-        below, beyond, found = Signal(), Signal(), Signal()
-        m.d.comb += [below.eq(q2 < entry.cum), beyond.eq(q2 >= entry.end), found.eq(r2_bub | ~(below | beyond))]
-        f_eff = Signal(P + 1)
-        m.d.comb += f_eff.eq(Mux(r2_bub, 1 << P, entry.freq))
-        hi = _upper_product(m, r2_x[P + A:], f_eff, "x_upper") if S - P > A else Const(0, 1)
+        # -- stage 3: the upper product -------------------------------------------------------------
+        hi = _upper_product(m, r2_x[P + A:], r2_f, "x_upper") if S - P > A else Const(0, 1)
         add = Signal(S)
-        m.d.comb += add.eq(Cat(Mux(r2_bub, q2, r[:P]), Const(0, A - P), hi))
+        m.d.comb += add.eq(Cat(r2_lo, Const(0, A - P), hi))
 
         # -- stage 4: the multiply (one DSP) --------------------------------------------------------
         x_mul = Signal(S)
@@ -842,7 +852,7 @@ class RansDecoderCoderXN(wiring.Component):
         # -- the turn of the ring -------------------------------------------------------------------
         o_free = ~o_valid | self.o.ready
         ready = Signal()
-        m.d.comb += ready.eq(found & (have_word | self.ended) & o_free)
+        m.d.comb += ready.eq(r2_found & (have_word | self.ended) & o_free)
         hw = Signal(range(per))                      # head words of the current state taken
         hl = Signal(range(N + 1))                    # head states complete
         settled = Signal()                           # the head's last turn is done
@@ -855,9 +865,9 @@ class RansDecoderCoderXN(wiring.Component):
                      turn.eq(step | (self.drain & ready & ~self.head) | head_turn)]
         with m.If(turn):
             m.d.sync += [r1_x.eq(x0), r1_base.eq(bkt.base), r1_gt.eq(gt), r1_bub.eq(~step),
-                         r2_x.eq(r1_x), r2_cand.eq(cand), r2_bub.eq(r1_bub),
-                         r3_lo.eq(r2_x[P:P + A]), r3_f.eq(f_eff), r3_add.eq(add),
-                         r3_k.eq(Mux(r2_bub, 0, entry.k)), r3_sym.eq(r2_cand), r3_bub.eq(r2_bub),
+                         r2_x.eq(r1_x), r2_cand.eq(sym), r2_bub.eq(r1_bub),
+                         r3_lo.eq(r2_x[P:P + A]), r3_f.eq(r2_f), r3_add.eq(add),
+                         r3_k.eq(r2_k), r3_sym.eq(r2_cand), r3_bub.eq(r2_bub),
                          r4_x.eq(x_mul), r4_k.eq(r3_k), r4_sym.eq(r3_sym), r4_bub.eq(r3_bub),
                          x0.eq(x_next)]
             if r1_set is not None:
@@ -866,9 +876,10 @@ class RansDecoderCoderXN(wiring.Component):
                 m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(r4_sym), o_pair.extra.eq(bits)]
                 with m.If((early | late) & ~have_word):
                     m.d.sync += short.eq(1)
-        with m.Elif(~found & ~self.head):
-            # A bucket that meets more than seven symbols: step the candidate towards the right one.
-            m.d.sync += r2_cand.eq(Mux(below, r2_cand - 1, r2_cand + 1))
+        with m.If(turn | miss):
+            m.d.sync += [r2_f.eq(f_eff), r2_lo.eq(lo_eff), r2_k.eq(k_eff), r2_found.eq(found), r2_below.eq(below)]
+        with m.If(miss):
+            m.d.sync += r2_cand.eq(stepped)
         with m.If(self.o.ready & ~(turn & ~r4_bub)):
             m.d.sync += o_valid.eq(0)
 
