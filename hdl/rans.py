@@ -765,8 +765,7 @@ class RansDecoderCoderXN(wiring.Component):
 
         # -- the ring: stage registers (bubble = no pair; all bubbles after reset) ---------------------
         x0 = Signal(S)                               # stage 1's state
-        r1_x, r1_base, r1_bub = Signal(S), Signal(sb), Signal(init=1)
-        r1_gt = Signal(sh.splits)                    # which split offsets q's low bits exceed
+        r1_x, r1_cand, r1_bub = Signal(S), Signal(sb), Signal(init=1)
         r2_x, r2_cand, r2_bub = Signal(S), Signal(sb), Signal(init=1)
         r2_f, r2_lo, r2_k = Signal(P + 1), Signal(P), Signal(bits_for(K))
         r2_found, r2_below = Signal(init=1), Signal()
@@ -790,27 +789,27 @@ class RansDecoderCoderXN(wiring.Component):
         else:
             m.d.comb += run.eq(self.run)
 
-        # -- stage 1: the bucket table at q's top bits, and the split compares ----------------------
+        # -- stage 1: the bucket table at q's top bits, the split compares, the candidate ----------
         # (The compares sit between the table and the register: a table read straight into a register
         # becomes a block RAM with a slow clock-to-output on an ECP5.)
         bkt = tables.bucket(m, x0[:P][sh.off_bits:], table_set)
         gt = Signal(sh.splits)
         low = x0[:sh.off_bits] if sh.off_bits else Const(0, 1)
         m.d.comb += gt.eq(Cat(*((low > bkt[f"split{j}"]) for j in range(sh.splits))) if sh.off_bits else 0)
+        cand = Signal(sb)
+        m.d.comb += cand.eq(bkt.base + sum(gt[j].as_unsigned() for j in range(sh.splits)))
 
-        # -- stage 2: the candidate, its symbol entry and range test --------------------------------
+        # -- stage 2: the candidate's symbol entry and range test -----------------------------------
         # The range test is registered (``r2_found``), so that a turn of the ring waits on registers
         # only. A wrong candidate (a bucket that meets more than seven symbols) holds the ring, and the
         # table is read again at the stepped candidate, one symbol per clock.
         miss = ~r2_found
-        cand = Signal(sb)
         stepped = Signal(sb)
-        m.d.comb += [cand.eq(r1_base + sum(r1_gt[j].as_unsigned() for j in range(sh.splits))),
-                     stepped.eq(Mux(r2_below, r2_cand - 1, r2_cand + 1))]
+        m.d.comb += stepped.eq(Mux(r2_below, r2_cand - 1, r2_cand + 1))
         sym = Signal(sb)
         qs = Signal(P)
         bub = Signal()
-        m.d.comb += [sym.eq(Mux(miss, stepped, cand)), qs.eq(Mux(miss, r2_x[:P], r1_x[:P])), bub.eq(~miss & r1_bub)]
+        m.d.comb += [sym.eq(Mux(miss, stepped, r1_cand)), qs.eq(Mux(miss, r2_x[:P], r1_x[:P])), bub.eq(~miss & r1_bub)]
         entry = tables.symbol(m, sym, None if r1_set is None else Mux(miss, r2_set, r1_set))
         below, found = Signal(), Signal()
         m.d.comb += [below.eq(qs < entry.cum), found.eq(bub | ~(below | (qs >= entry.end)))]
@@ -864,7 +863,7 @@ class RansDecoderCoderXN(wiring.Component):
         m.d.comb += [step.eq(run & ready & ~self.head), self.step.eq(step), self.turned.eq(turn),
                      turn.eq(step | (self.drain & ready & ~self.head) | head_turn)]
         with m.If(turn):
-            m.d.sync += [r1_x.eq(x0), r1_base.eq(bkt.base), r1_gt.eq(gt), r1_bub.eq(~step),
+            m.d.sync += [r1_x.eq(x0), r1_cand.eq(cand), r1_bub.eq(~step),
                          r2_x.eq(r1_x), r2_cand.eq(sym), r2_bub.eq(r1_bub),
                          r3_lo.eq(r2_x[P:P + A]), r3_f.eq(r2_f), r3_add.eq(add),
                          r3_k.eq(r2_k), r3_sym.eq(r2_cand), r3_bub.eq(r2_bub),
