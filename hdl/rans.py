@@ -48,6 +48,20 @@ cut: each clock's lookup (or division) needs the previous clock's ``x``, so neit
 lanes, a bitstream change), so that lookup, multiply (in the DSP's own registers, with the add in
 its post-adder) and pops, or an encoder's pipelined reciprocal multiply, each take a clock of
 their own.
+
+The interleaved-state decoder (:class:`RansDecoderCoderXN`, :class:`RansDecoderShellXN`; ``RansDecoder``
+picks them for a codec of :data:`XN_STATES` = 5 states, ``rans16x5``) does that: five states round a
+five-stage ring (bucket read, split compares and candidate; symbol entry and range test; upper
+product; the DSP multiply and its add; pop and chunk), one pair per clock. Why five: with four
+stages (``rans16x4``, measured) the bucket read, its compares and the candidate's sum shared a stage
+with nothing to spare, and the symbol read, ``q - cum``, the range compare and the ring's enable
+another: 89 MHz; a fifth stage and a range test of two parallel compares (the table holds ``end =
+cum + freq``), registered, so that the ring's enable waits on registers only, give FIGURE_FMAX. Area
+(coder alone, paper configuration, programmable): FIGURE_AREA, above the issue's 483: the
+five stages' logic is what the one-state coder had (two LUT-RAM tables of 144 LUT-equivalents, the
+split compares, the 6 x 17 upper product in LUTs beside the DSP's 26 x 17, the post-multiply add,
+the pop and chunk shifter) plus the bubble multiplexers and the end check. Overhead per command:
+the head's ``2 N`` words and one turn, the drain's ``N - 1`` turns and one check clock.
 """
 
 from __future__ import annotations
@@ -1006,7 +1020,7 @@ class RansDecoderShellXN(wiring.Component):
 
             with m.State("DECODE"):
                 m.d.comb += [forward.eq(1), self.run.eq((remaining != 0) & ~held)]
-                with m.If((remaining == 0) & ~held):
+                with m.If(((remaining == 0) | ((remaining == 1) & self.step)) & ~held):
                     m.d.sync += [turns.eq(0), at_initial.eq(1)]
                     m.next = "FLUSH"
 
