@@ -734,11 +734,11 @@ class RansDecoderCoderXN(wiring.Component):
 
     Ports: ``i`` (``W``-bit words, top of stack first), ``o`` (pairs ``{symbol, extra}``, a register),
     ``cfg`` (programmable cores), ``sel`` (table sets), and the control a shell drives: ``start`` (a
-    new stream: empties the word buffer and clears ``bad``/``short``), ``head`` (take the stream's top
+    new stream: empties the word buffer and clears ``bad``/``starved``), ``head`` (take the stream's top
     ``N ceil(S / W)`` words into the states, most significant first, state 0 first; ``loaded`` when
     done), ``run`` (decode pairs), ``drain`` (turn the ring with bubbles), ``ended`` (no word will come);
     ``initial``, ``buffered`` (a word is held), ``step`` (a pair entered the ring), ``bad`` (a head word
-    put a state outside ``[2**(S - W), 2**S)``) and ``short`` (a pop found no word) go back.
+    put a state outside ``[2**(S - W), 2**S)``) and ``starved`` (a pop found no word) go back.
 
     A turn of the ring waits for a buffered word (or ``ended``) whether or not the pair at stage 4 pops:
     that test is a register, not the pop test, and the one-word buffer refills in the clock it is
@@ -765,7 +765,7 @@ class RansDecoderCoderXN(wiring.Component):
         ports = {"i": In(stream.Signature(sh.W)), "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
                  "start": In(1), "head": In(1), "run": In(1), "drain": In(1), "ended": In(1),
                  "loaded": Out(1), "initial": Out(1), "buffered": Out(1), "step": Out(1), "turned": Out(1), "bad": Out(1),
-                 "short": Out(1)}
+                 "starved": Out(1)}
         if sh.programmable:
             ports["cfg"] = sh.cfg_port()
         if sh.sets > 1:
@@ -794,9 +794,9 @@ class RansDecoderCoderXN(wiring.Component):
         word = Signal(W)                             # the one-word buffer
         have_word = Signal()
         o_valid, o_pair = Signal(), Signal(self.o.p.shape())
-        bad, short = Signal(), Signal()
+        bad, short = Signal(), Signal(name="starved")
         m.d.comb += [self.o.valid.eq(o_valid), self.o.p.eq(o_pair), self.buffered.eq(have_word),
-                     self.bad.eq(bad), self.short.eq(short), self.initial.eq(x0 == (1 << L))]
+                     self.bad.eq(bad), self.starved.eq(short), self.initial.eq(x0 == (1 << L))]
 
         table_set = r1_set = r2_set = None
         run = Signal()
@@ -960,7 +960,7 @@ class RansDecoderShellXN(wiring.Component):
         ports.update({"word": Out(stream.Signature(sh.W)), "pair_valid": In(1),
                       "start": Out(1), "head": Out(1), "run": Out(1), "drain": Out(1), "ended": Out(1),
                       "loaded": In(1), "initial": In(1), "buffered": In(1), "step": In(1), "turned": In(1), "bad": In(1),
-                      "short": In(1), "idle": Out(1)})
+                      "starved": In(1), "idle": Out(1)})
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -1039,7 +1039,7 @@ class RansDecoderShellXN(wiring.Component):
                     all_initial = at_initial & self.initial
                     with m.If(self.bad):
                         finish(DecodeStatus.ZERO_TOP_WORD)
-                    with m.Elif(self.short):
+                    with m.Elif(self.starved):
                         finish(DecodeStatus.OUT_OF_WORDS)
                     with m.Elif(check_end & ~all_initial):
                         finish(DecodeStatus.FINAL_STATE)
@@ -1145,7 +1145,7 @@ class RansDecoder(_RansCore):
                      self.done.eq(sh_.done), self.status.eq(sh_.status), sh_.pair_valid.eq(coder.o.valid)]
         if self._interleaved:
             to_coder, from_coder = ("start", "head", "run", "drain", "ended"), \
-                ("loaded", "initial", "buffered", "step", "turned", "bad", "short")
+                ("loaded", "initial", "buffered", "step", "turned", "bad", "starved")
         else:
             to_coder, from_coder = ("load", "load_state", "run", "ended"), ("state", "buffered", "step")
         for name in to_coder:
