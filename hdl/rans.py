@@ -711,20 +711,25 @@ def _upper_product(m: Module, a: Value, f: Value, name: str) -> Signal:
 
 
 class RansDecoderCoderXN(wiring.Component):
-    """The rANS decoder's coder for ``N = XN_STATES`` interleaved states (``rans16x4``, ``docs/bitstream.md``
-    §8): words in, pairs out (registered), one pair per clock, each state with four clocks of its own.
+    """The rANS decoder's coder for ``N = XN_STATES`` = 5 interleaved states (``rans16x5``,
+    ``docs/bitstream.md`` §8): words in, pairs out (registered), one pair per clock, each state with
+    five clocks of its own.
 
-    The ``N`` states travel round a ring of four pipeline registers, one state in each; pair ``j`` uses
-    state ``j mod N`` because the ring turns once per pair. Per stage (paper configuration):
+    The ``N`` states travel round a ring of five pipeline registers, one state in each; pair ``j`` uses
+    state ``j mod N`` because the ring turns once per pair (a turn moves every stage at once; nothing
+    moves while the ring waits). Per stage (paper configuration):
 
     1. *bucket*: from ``x`` (``S`` bits) with ``q = x mod 2**P``, the bucket table at ``q``'s top 6
-       bits and nine split compares give the candidate symbol (as :class:`RansDecoderCoder`);
-    2. *symbol*: the symbol table gives ``freq, cum, k``; ``r = q - cum`` and the range test; the
-       product of ``x >> P``'s bits above the DSP's 26 (``S - P - 26`` = 6 bits) with ``freq`` in LUTs
-       (radix 4); a wrong candidate holds the ring and steps one symbol per clock;
-    3. *multiply*: ``x' = (x >> P)[:26] * freq + (upper product << 26 | r)``, the multiply in one DSP;
-    4. *pop*: the pair's one word pop (after ``x'`` pops iff ``x' < 2**(S - W + k)``: before the chunk
-       when ``x' < 2**(S - W)``, else after it) and the ``k``-bit chunk of additional data; the pair is
+       bits, six split compares (:data:`XN_SPLITS`) and their sum give the candidate symbol;
+    2. *symbol*: the symbol table gives ``freq, cum, end = cum + freq, k``; the range test ``cum <= q
+       < end`` (two compares in parallel) and ``q - cum`` are registered; a wrong candidate (a bucket
+       that meets more than seven symbols) holds the ring and reads the table again at the stepped
+       candidate, one symbol per clock;
+    3. *upper product*: ``x >> P``'s bits above the DSP's 26 (``S - P - 26`` = 6 bits) times ``freq``,
+       in LUTs (radix 4), joined with ``q - cum`` into the addend;
+    4. *multiply*: ``x' = (x >> P)[:26] * freq + addend``, the multiply in one DSP;
+    5. *pop*: the pair's one word pop (``x'`` pops iff ``x' < 2**(S - W + k)``: before the chunk when
+       ``x' < 2**(S - W)``, else after it) and the ``k``-bit chunk of additional data; the pair is
        registered on ``o`` and the state returns to stage 1.
 
     A *bubble* (no pair) passes a state round the ring unchanged (``freq = 2**P``, ``cum = 0``, ``k = 0``:
@@ -740,10 +745,10 @@ class RansDecoderCoderXN(wiring.Component):
     ``initial``, ``buffered`` (a word is held), ``step`` (a pair entered the ring), ``bad`` (a head word
     put a state outside ``[2**(S - W), 2**S)``) and ``starved`` (a pop found no word) go back.
 
-    A turn of the ring waits for a buffered word (or ``ended``) whether or not the pair at stage 4 pops:
+    A turn of the ring waits for a buffered word (or ``ended``) whether or not the pair at stage 5 pops:
     that test is a register, not the pop test, and the one-word buffer refills in the clock it is
-    emptied. Latency: a pair is on ``o`` four clocks after its step (three turns of the ring and the
-    output register). Supported shapes: at most one chunk of ``K <= W - P`` bits and ``S <= 2 W - K``
+    emptied. Latency: a pair is on ``o`` after the fourth turn that follows its step (stages 2 to 5,
+    the last one writing the output register). Supported shapes: at most one chunk of ``K <= W - P`` bits and ``S <= 2 W - K``
     (one pop per pair, as the paper's ``S = 48, W = 32, P = 16, K = 8``).
     """
 
