@@ -48,6 +48,25 @@ cut: each clock's lookup (or division) needs the previous clock's ``x``, so neit
 lanes, a bitstream change), so that lookup, multiply (in the DSP's own registers, with the add in
 its post-adder) and pops, or an encoder's pipelined reciprocal multiply, each take a clock of
 their own.
+
+The interleaved-state decoder (:class:`RansDecoderCoderXN`, :class:`RansDecoderShellXN`; ``RansDecoder``
+picks them for a codec of :data:`XN_STATES` = 5 states, ``rans16x5``) does that: five states round a
+five-stage ring (bucket read, split compares and candidate; symbol entry and range test; upper
+product; the DSP multiply and its add; pop and chunk), one pair per clock. Why five: with four
+stages (``rans16x4``, measured: 724 LUT-equivalents, ECP5 89 MHz) the bucket read, its compares and
+the candidate's sum shared a stage with the symbol read, and the symbol read, ``q - cum``, the range
+compare and the ring's enable were in series; a fifth stage, a range test of two parallel compares
+(the table holds ``end = cum + freq``) and a registered result, so that a turn of the ring waits on
+registers only, give 106 MHz (ECP5, median of seeds 105.5 / 106.0 / 107.2; its longest path is now
+stage 1: bucket LUT-RAM read, a 10-bit split compare, the candidate's sum). Area (coder alone, paper
+configuration, programmable): 705 LUT-equivalents (561 LUTs + 18 RAM64M8) + 1 DSP, 403 FFs, 14 levels
+(the post-multiply add), above the issue's 483: the stages hold what the one-state coder had (the
+two LUT-RAM tables, 144 LUT-equivalents; six split compares; the 6 x 17 upper product in LUTs beside
+the DSP's 26 x 17; the post-multiply add, which yosys leaves in LUTs; the pop multiplexers and the
+chunk's shifter) plus the bubble multiplexers and the end check. Overhead per command: the head's
+``2 N`` words and one turn, the drain's ``N - 1`` turns and one check clock (16 to 17 idle clocks
+between back-to-back commands); over all of stories260K / MiniLM in Verilator 0.9972 / 0.9996 pairs
+per clock.
 """
 
 from __future__ import annotations
@@ -59,12 +78,14 @@ from amaranth.lib.wiring import In, Out
 
 from ..model.coding.codecs import RansCodec
 from ..model.coding.rans import RansTable
+from ..model.errors import ConfigError
 from .mutants import check_mutant
 from .common import (COUNT_BITS, BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_for, check_bool, check_int,
                      core_codec, decoder_ports, encoder_ports, pair_layout, table_select_layout)
 
-__all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell", "RansEncoderCoder",
-           "RansEncoderShell", "RansEncoderXnCoder", "ENCODER_XN_STATES", "rans_writes", "bucket_bits_for", "MAX_BUCKET_BITS", "BUCKET_SPLITS"]
+__all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell", "RansDecoderCoderXN",
+           "RansDecoderShellXN", "XN_STATES", "RansEncoderCoder", "RansEncoderShell", "RansEncoderXnCoder",
+           "ENCODER_XN_STATES", "rans_writes", "bucket_bits_for", "MAX_BUCKET_BITS", "BUCKET_SPLITS", "XN_SPLITS"]
 
 #: Widest bucket index of the decoder's bucket table (64 entries: one bank of 64-deep LUT-RAM).
 MAX_BUCKET_BITS = 6
@@ -75,6 +96,10 @@ MAX_BUCKET_BITS = 6
 #: 9 splits 0.000 % / 0.002 %, 0.116 %; 6 bits, 10 splits 0.000 % / 0.001 %, 0.069 %. Six bits need
 #: no read multiplexer; nine splits fill 14 RAM64M8 (96 of their 98 bits).
 BUCKET_SPLITS = 9
+#: Splits per bucket of the interleaved-state decoder (:class:`RansDecoderCoderXN`): exact where a bucket
+#: meets at most seven symbols; expected extra clocks per pair over stories260K / MiniLM (rans16) 0.018 % /
+#: 0.037 %, for 10 RAM64M8 and six compares instead of 14 and nine.
+XN_SPLITS = 6
 
 
 def bucket_bits_for(precision_bits: int) -> int:
@@ -92,7 +117,7 @@ class _RansShape:
     """
 
     def __init__(self, codec, max_symbols, max_extra_bits, table, programmable, table_sets=1,
-                 count_bits=COUNT_BITS):
+                 count_bits=COUNT_BITS, interleaved_decoder=False):
         self.codec = codec
         self.count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
         self.S = codec.rans.state_bits
@@ -125,11 +150,17 @@ class _RansShape:
         # pop x >= 2**(S - P), so the chunk cannot need another (and, mirrored, after a push the
         # symbol cannot). The paper's cores (K = 8, P = 16, W = 32) are such.
         self.one_word = self.chunks <= 1 and self.K <= self.W - self.P
-        self.entry = data.StructLayout({"freq": self.P + 1, "cum": self.P + 1, "k": bits_for(self.K)})
+        # The interleaved-state decoder's entries also hold ``end = cum + freq``: its range test is two
+        # compares straight from the table, not a subtract and a compare in series.
+        # (The interleaved encoder keeps the one-state layout: it reads no bucket and no end.)
+        self.ends = bool(interleaved_decoder)
+        self.entry = data.StructLayout({"freq": self.P + 1, "cum": self.P + 1,
+                                        **({"end": self.P + 1} if self.ends else {}), "k": bits_for(self.K)})
         self.B = bucket_bits_for(self.P)
         self.off_bits = self.P - self.B
+        self.splits = XN_SPLITS if self.ends else BUCKET_SPLITS
         self.bucket = data.StructLayout({"base": self.symbol_bits, **{f"split{j}": max(1, self.off_bits)
-                                                                      for j in range(BUCKET_SPLITS)}})
+                                                                      for j in range(self.splits)}})
         self.index_bits = max(self.symbol_bits, self.B)
         self.cfg_data_bits = max(self.entry.size, self.bucket.size)
         self.mutant = None        # hdl/mutants.py: set by the core's constructor
@@ -147,32 +178,42 @@ class _RansShape:
             init = [{"freq": int(r[0]), "cum": int(r[1]), "k": int(r[2])} for r in rows]
         else:
             init = []
-        return (init + [{"freq": 0, "cum": 1 << self.P, "k": 0}] * (self.slots - len(init))) * self.sets
+        init += [{"freq": 0, "cum": 1 << self.P, "k": 0}] * (self.slots - len(init))
+        if self.ends:
+            init = [{**e, "end": e["cum"] + e["freq"]} for e in init]
+        return init * self.sets
 
     def bucket_init(self) -> list[dict]:
         if self.table is not None:
             init = [{"base": int(r[0]), **{f"split{j}": int(v) for j, v in enumerate(r[1:])}}
-                    for r in self.table.core_buckets(self.B, BUCKET_SPLITS)]
+                    for r in self.table.core_buckets(self.B, self.splits)]
         else:
             none = (1 << self.off_bits) - 1
-            init = [{"base": 0, **{f"split{j}": none for j in range(BUCKET_SPLITS)}}] * (1 << self.B)
+            init = [{"base": 0, **{f"split{j}": none for j in range(self.splits)}}] * (1 << self.B)
         return init * self.sets
 
 
-def rans_writes(table: RansTable, max_symbols: int, table_set: int = 0) -> list[dict]:
+def rans_writes(table: RansTable, max_symbols: int, table_set: int = 0, interleaved: bool = False) -> list[dict]:
     """The ``cfg`` write sequence for ``table`` in a core of ``max_symbols`` slots, as table set
-    ``table_set``: every symbol entry (unused slots get ``cum = 2**P``, ``freq = 0``: they never
-    match), then every bucket entry of the decoder's bucket table (an encoder ignores those)."""
+    ``table_set``: every symbol entry ``{freq, cum, k}`` (unused slots get ``cum = 2**P``, ``freq = 0``:
+    they never match), then every bucket entry of the decoder's bucket table (an encoder ignores
+    those) of :data:`BUCKET_SPLITS` splits. ``interleaved``: the layout of :class:`RansDecoderCoderXN`,
+    entries ``{freq, cum, end = cum + freq, k}`` and buckets of :data:`XN_SPLITS` splits."""
     P = table.params.precision_bits
     sb, B = bits_for(max_symbols - 1), bucket_bits_for(P)
     ib = max(sb, B)
     base = table_set << (ib + 1)
     rows = [tuple(int(v) for v in r) for r in table.core_entries()]
     rows += [(0, 1 << P, 0)] * (max_symbols - len(rows))
-    out = [{"addr": base + s, "data": f | (c << (P + 1)) | (k << (2 * P + 2))} for s, (f, c, k) in enumerate(rows)]
+    splits = XN_SPLITS if interleaved else BUCKET_SPLITS
+    if interleaved:
+        out = [{"addr": base + s, "data": f | (c << (P + 1)) | ((c + f) << (2 * P + 2)) | (k << (3 * P + 3))}
+               for s, (f, c, k) in enumerate(rows)]
+    else:
+        out = [{"addr": base + s, "data": f | (c << (P + 1)) | (k << (2 * P + 2))} for s, (f, c, k) in enumerate(rows)]
     ob = max(1, P - B)
     out += [{"addr": base + (1 << ib) + b, "data": sum(int(v) << (sb + ob * j) for j, v in enumerate(r[1:])) | int(r[0])}
-            for b, r in enumerate(table.core_buckets(B, BUCKET_SPLITS))]
+            for b, r in enumerate(table.core_buckets(B, splits))]
     return out
 
 
@@ -251,7 +292,8 @@ class _RansCore(CoreParameters):
     def table_writes(self, tables) -> dict[str, list[dict]]:
         """The ``cfg`` writes (unpacked ``{addr, data}`` dicts, :func:`rans_writes`) that load ``tables[t]``
         as table set ``t``."""
-        return {"cfg": [w for t, table in enumerate(tables) for w in rans_writes(table, self._shape.max_symbols, t)]}
+        sh = self._shape
+        return {"cfg": [w for t, table in enumerate(tables) for w in rans_writes(table, sh.max_symbols, t, sh.ends)]}
 
     def _setup(self, sh: _RansShape, shell: bool, ports: dict, coder_cls) -> None:
         """Validate ``shell`` and take the shelled ``ports`` (plus ``cfg``) or the coder's."""
@@ -649,6 +691,387 @@ class RansDecoderShell(wiring.Component):
         return m
 
 
+#: Interleaved states of the pipelined decoder (``docs/bitstream.md`` §8): one per pipeline stage.
+XN_STATES = 5
+
+
+def _upper_product(m: Module, a: Value, f: Value, name: str) -> Signal:
+    """``a * f`` in LUTs for a narrow ``a`` (at most 8 bits) and ``f`` of at most 17: radix 4, each pair
+    of ``a``'s bits picks 0, f, 2f or 3f (3f is one add, shared), so the product is ``ceil(len(a) / 2)``
+    rows (as :func:`_multiply_add`'s upper part; a plain ``*`` would take a DSP)."""
+    f3 = Signal(len(f) + 2, name=f"{name}_3f")
+    m.d.comb += f3.eq(f + (f << 1))
+    rows = []
+    for j in range(0, len(a), 2):
+        row = Signal(len(f) + 2, name=f"{name}_row{j // 2}")
+        m.d.comb += row.eq(Array([Const(0, len(f) + 2), f, f << 1, f3])[a[j:min(j + 2, len(a))]])
+        rows.append(row << j)
+    out = Signal(len(f) + len(a), name=name)
+    m.d.comb += out.eq(sum(rows, Const(0, len(out))))
+    return out
+
+
+class RansDecoderCoderXN(wiring.Component):
+    """The rANS decoder's coder for ``N = XN_STATES`` = 5 interleaved states (``rans16x5``,
+    ``docs/bitstream.md`` §8): words in, pairs out (registered), one pair per clock, each state with
+    five clocks of its own.
+
+    The ``N`` states travel round a ring of five pipeline registers, one state in each; pair ``j`` uses
+    state ``j mod N`` because the ring turns once per pair (a turn moves every stage at once; nothing
+    moves while the ring waits). Per stage (paper configuration):
+
+    1. *bucket*: from ``x`` (``S`` bits) with ``q = x mod 2**P``, the bucket table at ``q``'s top 6
+       bits, six split compares (:data:`XN_SPLITS`) and their sum give the candidate symbol;
+    2. *symbol*: the symbol table gives ``freq, cum, end = cum + freq, k``; the range test ``cum <= q
+       < end`` (two compares in parallel) and ``q - cum`` are registered; a wrong candidate (a bucket
+       that meets more than seven symbols) holds the ring and reads the table again at the stepped
+       candidate, one symbol per clock;
+    3. *upper product*: ``x >> P``'s bits above the DSP's 26 (``S - P - 26`` = 6 bits) times ``freq``,
+       in LUTs (radix 4), joined with ``q - cum`` into the addend;
+    4. *multiply*: ``x' = (x >> P)[:26] * freq + addend``, the multiply in one DSP;
+    5. *pop*: the pair's one word pop (``x'`` pops iff ``x' < 2**(S - W + k)``: before the chunk when
+       ``x' < 2**(S - W)``, else after it) and the ``k``-bit chunk of additional data; the pair is
+       registered on ``o`` and the state returns to stage 1.
+
+    A *bubble* (no pair) passes a state round the ring unchanged (``freq = 2**P``, ``cum = 0``, ``k = 0``:
+    ``x' = x``): the stream head fills the ring with bubbles, and after a command's last pair ``drain``
+    turns it ``N - 1`` times so that its pairs leave and each state passes stage 1 in order (``initial``:
+    the state there is ``2**(S - W)``, what the end check needs).
+
+    Ports: ``i`` (``W``-bit words, top of stack first), ``o`` (pairs ``{symbol, extra}``, a register),
+    ``cfg`` (programmable cores), ``sel`` (table sets), and the control a shell drives: ``start`` (a
+    new stream: empties the word buffer and clears ``bad``/``starved``), ``head`` (take the stream's top
+    ``N ceil(S / W)`` words into the states, most significant first, state 0 first; ``loaded`` when
+    done), ``run`` (decode pairs), ``drain`` (turn the ring with bubbles), ``ended`` (no word will come);
+    ``initial``, ``buffered`` (a word is held), ``step`` (a pair entered the ring), ``bad`` (a head word
+    put a state outside ``[2**(S - W), 2**S)``) and ``starved`` (a pop found no word) go back.
+
+    A turn of the ring waits for a buffered word (or ``ended``) whether or not the pair at stage 5 pops:
+    that test is a register, not the pop test, and the one-word buffer refills in the clock it is
+    emptied. Latency: a pair is on ``o`` after the fourth turn that follows its step (stages 2 to 5,
+    the last one writing the output register). Supported shapes: at most one chunk of ``K <= W - P`` bits and ``S <= 2 W - K``
+    (one pop per pair, as the paper's ``S = 48, W = 32, P = 16, K = 8``).
+    """
+
+    def __init__(self, shape: _RansShape):
+        self._shape = shape
+        super().__init__(self.ports(shape))
+
+    @staticmethod
+    def check_shape(sh: _RansShape) -> None:
+        """``ConfigError`` unless the pipelined coder can decode ``sh`` (see the class docstring)."""
+        if not (sh.one_word and sh.S <= 2 * sh.W - sh.K and sh.P <= sh.S - sh.W):
+            raise ConfigError(f"codec {sh.codec.name}: the {XN_STATES}-state rANS decoder needs one pop per pair "
+                              f"(at most one chunk of K <= W - P bits, S <= 2 W - K, P <= S - W); "
+                              f"S={sh.S}, W={sh.W}, P={sh.P}, max_extra_bits={sh.K}")
+
+    @staticmethod
+    def ports(sh: _RansShape) -> dict:
+        """The coder's signature members for ``sh``."""
+        ports = {"i": In(stream.Signature(sh.W)), "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
+                 "start": In(1), "head": In(1), "run": In(1), "drain": In(1), "ended": In(1),
+                 "loaded": Out(1), "initial": Out(1), "buffered": Out(1), "step": Out(1), "turned": Out(1), "bad": Out(1),
+                 "starved": Out(1)}
+        if sh.programmable:
+            ports["cfg"] = sh.cfg_port()
+        if sh.sets > 1:
+            ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
+        return ports
+
+    def elaborate(self, platform):
+        sh = self._shape
+        S, W, P, K, N = sh.S, sh.W, sh.P, sh.K, XN_STATES
+        L = S - W                                   # a state is normalized at x >= 2**L
+        per = -(-S // W)                            # head words per state
+        A = min(26, S - P)                          # bits of x >> P that the DSP multiplies
+        m = Module()
+        tables = _Tables(m, sh, self.cfg if sh.programmable else None, buckets=True)
+        sb = sh.symbol_bits
+
+        # -- the ring: stage registers (bubble = no pair; all bubbles after reset) ---------------------
+        x0 = Signal(S)                               # stage 1's state
+        r1_x, r1_cand, r1_bub = Signal(S), Signal(sb), Signal(init=1)
+        r2_x, r2_cand, r2_bub = Signal(S), Signal(sb), Signal(init=1)
+        r2_f, r2_lo, r2_k = Signal(P + 1), Signal(P), Signal(bits_for(K))
+        r2_found, r2_below = Signal(init=1), Signal()
+        r3_lo, r3_f, r3_add = Signal(A), Signal(P + 1), Signal(S)
+        r3_k, r3_sym, r3_bub = Signal(bits_for(K)), Signal(sb), Signal(init=1)
+        r4_x, r4_k, r4_sym, r4_bub = Signal(S), Signal(bits_for(K)), Signal(sb), Signal(init=1)
+        word = Signal(W)                             # the one-word buffer
+        have_word = Signal()
+        o_valid, o_pair = Signal(), Signal(self.o.p.shape())
+        bad, short = Signal(), Signal(name="starved")
+        m.d.comb += [self.o.valid.eq(o_valid), self.o.p.eq(o_pair), self.buffered.eq(have_word),
+                     self.bad.eq(bad), self.starved.eq(short), self.initial.eq(x0 == (1 << L))]
+
+        table_set = r1_set = r2_set = None
+        run = Signal()
+        if sh.sets > 1:
+            select = TableSelect(m, self.sel, self.step)
+            table_set = select.set
+            r1_set, r2_set = Signal.like(table_set), Signal.like(table_set)
+            m.d.comb += run.eq(self.run & select.ready)
+        else:
+            m.d.comb += run.eq(self.run)
+
+        # -- stage 1: the bucket table at q's top bits, the split compares, the candidate ----------
+        # (The compares sit between the table and the register: a table read straight into a register
+        # becomes a block RAM with a slow clock-to-output on an ECP5.)
+        bkt = tables.bucket(m, x0[:P][sh.off_bits:], table_set)
+        gt = Signal(sh.splits)
+        low = x0[:sh.off_bits] if sh.off_bits else Const(0, 1)
+        m.d.comb += gt.eq(Cat(*((low > bkt[f"split{j}"]) for j in range(sh.splits))) if sh.off_bits else 0)
+        cand = Signal(sb)
+        m.d.comb += cand.eq(bkt.base + sum(gt[j].as_unsigned() for j in range(sh.splits)))
+
+        # -- stage 2: the candidate's symbol entry and range test -----------------------------------
+        # The range test is registered (``r2_found``), so that a turn of the ring waits on registers
+        # only. A wrong candidate (a bucket that meets more than seven symbols) holds the ring, and the
+        # table is read again at the stepped candidate, one symbol per clock.
+        miss = ~r2_found
+        stepped = Signal(sb)
+        m.d.comb += stepped.eq(Mux(r2_below, r2_cand - 1, r2_cand + 1))
+        sym = Signal(sb)
+        qs = Signal(P)
+        bub = Signal()
+        m.d.comb += [sym.eq(Mux(miss, stepped, r1_cand)), qs.eq(Mux(miss, r2_x[:P], r1_x[:P])), bub.eq(~miss & r1_bub)]
+        entry = tables.symbol(m, sym, None if r1_set is None else Mux(miss, r2_set, r1_set))
+        below, found = Signal(), Signal()
+        m.d.comb += [below.eq(qs < entry.cum), found.eq(bub | ~(below | (qs >= entry.end)))]
+        f_eff, lo_eff, k_eff = Signal(P + 1), Signal(P), Signal(bits_for(K))
+        m.d.comb += [f_eff.eq(Mux(bub, 1 << P, entry.freq)), lo_eff.eq(Mux(bub, qs, qs - entry.cum)),
+                     k_eff.eq(Mux(bub, 0, entry.k))]
+
+        # -- stage 3: the upper product -------------------------------------------------------------
+        hi = _upper_product(m, r2_x[P + A:], r2_f, "x_upper") if S - P > A else Const(0, 1)
+        add = Signal(S)
+        m.d.comb += add.eq(Cat(r2_lo, Const(0, A - P), hi))
+
+        # -- stage 4: the multiply (one DSP) --------------------------------------------------------
+        x_mul = Signal(S)
+        m.d.comb += x_mul.eq(r3_lo * r3_f + r3_add)
+
+        # -- stage 5: one pop and the chunk ---------------------------------------------------------
+        w = r4_k
+        early = Signal()                             # x' < 2**L: pop before the chunk
+        late = Signal()                              # 2**L <= x' < 2**(L + w): pop after it
+        m.d.comb += [early.eq(r4_x[L:] == 0),
+                     late.eq(~early & (r4_x[L + K:] == 0) & ((r4_x[L:L + K] >> w) == 0) if K else 0)]
+        v = Signal(S)
+        m.d.comb += v.eq(Mux(early, Cat(word, r4_x[:S - W]), r4_x))
+        if K:
+            moved = _shift(m, v[P - K:], w, S - P + K, "chunk_moved", left=False)
+            bits = Signal(K, name="chunk_bits")
+            m.d.comb += bits.eq(v[P - K:P] >> (K - w).as_unsigned())
+            mid = [Mux(P - K + i < P - w, v[P - K + i], moved[i]) for i in range(K)]
+            chunked = Signal(S, name="x_chunk")
+            m.d.comb += chunked.eq(Cat(v[:P - K], *mid, moved[K:]))
+        else:
+            bits, chunked = Const(0, 1), v
+        x_next = Signal(S)
+        m.d.comb += x_next.eq(Mux(late, Cat(word, chunked[:S - W]), chunked))
+        pop = Signal()
+        m.d.comb += pop.eq((early | late) & ~r4_bub)
+
+        # -- the turn of the ring -------------------------------------------------------------------
+        o_free = ~o_valid | self.o.ready
+        ready = Signal()
+        m.d.comb += ready.eq(r2_found & (have_word | self.ended) & o_free)
+        hw = Signal(range(per))                      # head words of the current state taken
+        hl = Signal(range(N + 1))                    # head states complete
+        settled = Signal()                           # the head's last turn is done
+        head_word = Signal()
+        head_turn = Signal()                         # a state of the head is complete: pass it on
+        m.d.comb += [self.loaded.eq(hl == N), head_word.eq(self.head & (hl != N) & self.i.valid),
+                     head_turn.eq(self.head & ((head_word & (hw == 0) & (hl != 0)) | ((hl == N) & ~settled)))]
+        step, turn = Signal(), Signal()
+        m.d.comb += [step.eq(run & ready & ~self.head), self.step.eq(step), self.turned.eq(turn),
+                     turn.eq(step | (self.drain & ready & ~self.head) | head_turn)]
+        with m.If(turn):
+            m.d.sync += [r1_x.eq(x0), r1_cand.eq(cand), r1_bub.eq(~step),
+                         r2_x.eq(r1_x), r2_cand.eq(sym), r2_bub.eq(r1_bub),
+                         r3_lo.eq(r2_x[P:P + A]), r3_f.eq(r2_f), r3_add.eq(add),
+                         r3_k.eq(r2_k), r3_sym.eq(r2_cand), r3_bub.eq(r2_bub),
+                         r4_x.eq(x_mul), r4_k.eq(r3_k), r4_sym.eq(r3_sym), r4_bub.eq(r3_bub),
+                         x0.eq(x_next)]
+            if r1_set is not None:
+                m.d.sync += [r1_set.eq(table_set), r2_set.eq(r1_set)]
+            with m.If(~r4_bub):
+                m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(r4_sym), o_pair.extra.eq(bits)]
+                with m.If((early | late) & ~have_word):
+                    m.d.sync += short.eq(1)
+        with m.If(turn | miss):
+            m.d.sync += [r2_f.eq(f_eff), r2_lo.eq(lo_eff), r2_k.eq(k_eff), r2_found.eq(found), r2_below.eq(below)]
+        with m.If(miss):
+            m.d.sync += r2_cand.eq(stepped)
+        with m.If(self.o.ready & ~(turn & ~r4_bub)):
+            m.d.sync += o_valid.eq(0)
+
+        # -- head: the stream's top words into the states -------------------------------------------
+        top_bits = S - (per - 1) * W                 # bits of a state's first (most significant) word
+        with m.If(head_word):
+            m.d.sync += [x0.eq(Cat(self.i.p, x0[:S - W])), hw.eq(Mux(hw == per - 1, 0, hw + 1))]
+            with m.If(hw == per - 1):
+                m.d.sync += hl.eq(hl + 1)
+            if top_bits < W:
+                with m.If((hw == 0) & (self.i.p[top_bits:] != 0)):
+                    m.d.sync += bad.eq(1)
+        with m.If(head_turn):
+            with m.If(x0[L:] == 0):                  # the state just completed is below 2**L
+                m.d.sync += bad.eq(1)
+            with m.If(hl == N):
+                m.d.sync += settled.eq(1)
+
+        # -- the word buffer: one word, refilled in the clock it is popped ----------------------------
+        consume = Signal()
+        m.d.comb += [consume.eq(turn & pop & have_word),
+                     self.i.ready.eq(Mux(self.head & (hl != N), 1, ~have_word | consume))]
+        take = Signal()
+        m.d.comb += take.eq(self.i.valid & self.i.ready & ~(self.head & (hl != N)))
+        with m.If(take):
+            m.d.sync += [word.eq(self.i.p), have_word.eq(1)]
+        with m.Elif(consume):
+            m.d.sync += have_word.eq(0)
+        with m.If(self.start):
+            m.d.sync += [have_word.eq(0), hw.eq(0), hl.eq(0), settled.eq(0), bad.eq(0), short.eq(0)]
+        return m
+
+
+class RansDecoderShellXN(wiring.Component):
+    """The shell of :class:`RansDecoderCoderXN`: commands, the stream's head and end, status, drain and CRC-32.
+
+    A command (``resume = 0``) has the coder take the stream's top ``N ceil(S / W)`` words into its ``N``
+    states (``head``), runs it for ``count`` pairs, turns its ring ``N - 1`` times with bubbles
+    (``drain``) so that the last pairs leave and every state passes the end check (``check_end``:
+    every ``x = 2**(S - W)``, no word left), drains the stream's unread words and reports ``status``:
+    ``ZERO_TOP_WORD`` where the head's words put a state outside ``[2**(S - W), 2**S)``,
+    ``OUT_OF_WORDS`` where the stream ends inside the head or a pop found no word, ``FINAL_STATE``,
+    ``TRAILING_DATA``, ``CRC``. A ``resume = 1`` command (a checkpoint's ``N`` states do not fit the
+    command's ``S``-bit ``state``) is not decoded: its words are drained and it reports ``FINAL_STATE``.
+
+    Back to back: a command whose words were all taken reports in the clock its drain ends, and the
+    next command is accepted in that clock; the report waits in one register until the last pair has
+    left ``o`` (one ``done`` clock per command, in command order). Overhead per command: the head
+    (``N ceil(S / W)`` word clocks and one turn) and the drain (``N - 1`` turns and one check clock).
+
+    Reset: the counters, the report and the FSM reset (a running command and a waiting report are
+    dropped: no ``done`` comes for them); the tables are memories and survive.
+    """
+
+    def __init__(self, shape: _RansShape, block_crc: bool):
+        sh = self._shape = shape
+        self._block_crc = block_crc
+        ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
+        del ports["o"]
+        ports.update({"word": Out(stream.Signature(sh.W)), "pair_valid": In(1),
+                      "start": Out(1), "head": Out(1), "run": Out(1), "drain": Out(1), "ended": Out(1),
+                      "loaded": In(1), "initial": In(1), "buffered": In(1), "step": In(1), "turned": In(1), "bad": In(1),
+                      "starved": In(1), "idle": Out(1)})
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        N = XN_STATES
+        m = Module()
+        remaining = Signal.like(self.cmd.p.count)
+        words_left = Signal.like(self.cmd.p.words)   # words of the stream not yet taken
+        check_end = Signal()
+        ended, forward, take = Signal(), Signal(), Signal()
+        turns = Signal(range(N))                     # drain turns done
+        at_initial = Signal()                        # every state seen at stage 1 so far was 2**(S - W)
+        reporting = Signal()       # a finished command's status waits for its last pair to leave ``o``
+        report = Signal(DecodeStatus)
+        held = Signal()            # the report cannot go out this clock (its last pair is still on ``o``)
+        m.d.comb += [held.eq(reporting & self.pair_valid), ended.eq(words_left == 0), self.ended.eq(ended),
+                     self.word.valid.eq(self.i.valid & forward & ~ended), self.word.p.eq(self.i.p.data),
+                     self.i.ready.eq(forward & self.word.ready & ~ended),
+                     take.eq(self.i.valid & self.i.ready)]
+        with m.If(take):
+            m.d.sync += words_left.eq(words_left - 1)
+        with m.If(self.step):
+            m.d.sync += remaining.eq(remaining - 1)
+        block_crc = BlockCrc(m, self._shape.W, self.cmd, self.i, present=self._block_crc)
+
+        m.d.sync += self.done.eq(0)
+        with m.If(reporting & ~self.pair_valid):
+            m.d.sync += [self.done.eq(1), self.status.eq(report), reporting.eq(0)]
+        with m.Elif(self.cmd.valid & self.cmd.ready):
+            m.d.sync += self.status.eq(DecodeStatus.OK)
+
+        accept, taking = Signal(), Signal()
+        m.d.comb += [self.cmd.ready.eq(accept), taking.eq(accept & self.cmd.valid)]
+
+        def take_command():
+            with m.If(taking):
+                m.next = "HEAD"
+                with m.If(self.cmd.p.resume):
+                    m.next = "DRAIN"
+
+        def finish(status):
+            with m.If(ended):
+                # Nothing to drain, and the CRC has settled: report (the next command is taken now).
+                m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(status))]
+                m.next = "IDLE"
+                m.d.comb += accept.eq(1)
+                take_command()
+            with m.Else():
+                m.d.sync += report.eq(status)
+                m.next = "DRAIN"
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += [accept.eq(1), self.idle.eq(~self.cmd.valid)]
+                take_command()
+
+            with m.State("HEAD"):
+                m.d.comb += [self.head.eq(1), forward.eq(~self.loaded)]
+                with m.If(self.loaded):
+                    m.next = "DECODE"
+                with m.Elif(ended):
+                    finish(DecodeStatus.OUT_OF_WORDS)
+
+            with m.State("DECODE"):
+                m.d.comb += [forward.eq(1), self.run.eq((remaining != 0) & ~held)]
+                with m.If(((remaining == 0) | ((remaining == 1) & self.step)) & ~held):
+                    m.d.sync += [turns.eq(0), at_initial.eq(1)]
+                    m.next = "FLUSH"
+
+            with m.State("FLUSH"):
+                # Stage 1 holds each state in turn, the first one in the clock after the last pair.
+                m.d.comb += [forward.eq(1), self.drain.eq(turns != N - 1)]
+                m.d.sync += at_initial.eq(at_initial & self.initial)
+                with m.If(self.turned):
+                    m.d.sync += turns.eq(turns + 1)
+                with m.If(turns == N - 1):
+                    all_initial = at_initial & self.initial
+                    with m.If(self.bad):
+                        finish(DecodeStatus.ZERO_TOP_WORD)
+                    with m.Elif(self.starved):
+                        finish(DecodeStatus.OUT_OF_WORDS)
+                    with m.Elif(check_end & ~all_initial):
+                        finish(DecodeStatus.FINAL_STATE)
+                    with m.Elif(check_end & (self.buffered | ~ended)):
+                        finish(DecodeStatus.TRAILING_DATA)
+                    with m.Else():
+                        finish(DecodeStatus.OK)
+
+            with m.State("DRAIN"):
+                m.d.comb += self.i.ready.eq(~ended)
+                with m.If(ended | ((words_left == 1) & take)):
+                    m.next = "CHECK"
+
+            with m.State("CHECK"):
+                m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(report))]
+                m.next = "IDLE"
+
+        with m.If(taking):
+            cm = self.cmd.p
+            m.d.comb += self.start.eq(1)
+            m.d.sync += [remaining.eq(cm.count), words_left.eq(cm.words), check_end.eq(cm.check_end)]
+            with m.If(cm.resume):
+                m.d.sync += report.eq(DecodeStatus.FINAL_STATE)
+        return m
+
+
 class RansDecoder(_RansCore):
     """rANS decoder: words (top of stack first) in, coding pairs out, one pair per clock.
 
@@ -686,29 +1109,40 @@ class RansDecoder(_RansCore):
                  precision_bits: int | None = None, max_symbols: int = 64, max_extra_bits: int = 8,
                  table: RansTable | None = None, programmable: bool = False, block_crc: bool = True,
                  table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS, mutant: str | None = None):
-        codec = core_codec(RansCodec, codec, state_bits=state_bits, word_bits=word_bits, precision_bits=precision_bits)
-        sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets, count_bits)
+        codec = core_codec(RansCodec, codec, states=(1, XN_STATES), state_bits=state_bits, word_bits=word_bits,
+                           precision_bits=precision_bits)
+        sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets, count_bits,
+                        interleaved_decoder=codec.states > 1)
         self._mutant = sh.mutant = check_mutant("rans-decoder", mutant)
         self._block_crc = check_bool("block_crc", block_crc)
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
         if sh.sets > 1:
             ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
-        self._setup(sh, shell, ports, RansDecoderCoder)
+        self._interleaved = codec.states > 1
+        if self._interleaved:
+            RansDecoderCoderXN.check_shape(sh)
+            if sh.mutant is not None:
+                raise ValueError(f"mutant {sh.mutant!r} is a mutant of the one-state decoder, not of codec {codec.name}")
+        self._setup(sh, shell, ports, RansDecoderCoderXN if self._interleaved else RansDecoderCoder)
 
     def blocks(self) -> dict[str, wiring.Component]:
         """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``): the
         coder and, with the shell, the shell (its CRC unit included)."""
-        out = {"coder": RansDecoderCoder(self._shape)}
+        out = {"coder": self._coder_cls(self._shape)}
         if self._shell:
-            out["shell"] = RansDecoderShell(self._shape, self._block_crc)
+            out["shell"] = self._shell_cls(self._shape, self._block_crc)
         return out
+
+    @property
+    def _shell_cls(self):
+        return RansDecoderShellXN if self._interleaved else RansDecoderShell
 
     def elaborate(self, platform):
         sh = self._shape
         m, coder = self._coder()
         if not self._shell:
             return m
-        m.submodules.shell = sh_ = RansDecoderShell(sh, self._block_crc)
+        m.submodules.shell = sh_ = self._shell_cls(sh, self._block_crc)
         wiring.connect(m, wiring.flipped(self.cmd), sh_.cmd)
         wiring.connect(m, sh_.word, coder.i)
         wiring.connect(m, wiring.flipped(self.o), coder.o)
@@ -716,9 +1150,14 @@ class RansDecoder(_RansCore):
             wiring.connect(m, wiring.flipped(self.sel), coder.sel)
         m.d.comb += [sh_.i.valid.eq(self.i.valid), sh_.i.p.eq(self.i.p), self.i.ready.eq(sh_.i.ready),
                      self.done.eq(sh_.done), self.status.eq(sh_.status), sh_.pair_valid.eq(coder.o.valid)]
-        for name in ("load", "load_state", "run", "ended"):
+        if self._interleaved:
+            to_coder, from_coder = ("start", "head", "run", "drain", "ended"), \
+                ("loaded", "initial", "buffered", "step", "turned", "bad", "starved")
+        else:
+            to_coder, from_coder = ("load", "load_state", "run", "ended"), ("state", "buffered", "step")
+        for name in to_coder:
             m.d.comb += getattr(coder, name).eq(getattr(sh_, name))
-        for name in ("state", "buffered", "step"):
+        for name in from_coder:
             m.d.comb += getattr(sh_, name).eq(getattr(coder, name))
         self._gate_cfg(m, coder, sh_.idle)
         return m

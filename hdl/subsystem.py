@@ -348,6 +348,7 @@ class AxiDecompressor(wiring.Component):
         self._MustUse__silence = True
         if not isinstance(codec, Codec):
             raise TypeError(f"codec must be a Codec, not {codec!r}")
+        codec.hardware_check()     # the lanes decode streams of one state (the rANS core's xN mode is not for lanes)
         if target not in subsystem_targets():
             raise ValueError(f"target must be one of {', '.join(subsystem_targets())}, not {target!r}")
         self._codec, self._target = codec, target

@@ -353,14 +353,16 @@ def test_states_need_version_5_and_one_state_records_stay_plain(interleaved, tmp
 # the hardware paths refuse N > 1
 
 def test_hardware_paths_refuse_interleaved_states(stories, interleaved, tmp_path):
-    """Each core takes the state counts it decodes (the tANS decoder 1 or 2: TansX2DecoderCoder, tested
-    in tests/test_tans_x2_decoder.py); every other count, and the lanes and the subsystem, are refused
-    in one line."""
+    """Each core takes the state counts it names (tANS 1 or 2; the rANS decoder 1 or 5, the rANS encoder
+    1 or 16: their own test files test those); every other count, and the lanes and the subsystem, are
+    refused in one line naming the counts."""
     from ansforge.hdl.cores import build_core
     from ansforge.sim.lanes import decode_container_lanes
-    line = "codec {} interleaves {} states; the hardware cores decode streams of {} (issues 18/19)"
-    for codec, role, have in (("tans8x4", "decoder", "1 or 2 states"), ("tans8x4", "encoder", "1 state"),
-                              ("rans16x2", "decoder", "1 state"), ("rans24x3", "encoder", "1 state")):
+    from ansforge.hdl.rans import ENCODER_XN_STATES, XN_STATES
+    line = "codec {} interleaves {} states; this hardware takes streams of {} (issues 18/19)"
+    rans_dec, rans_enc = f"1 or {XN_STATES} states", f"1 or {ENCODER_XN_STATES[0]} states"
+    for codec, role, have in (("tans8x4", "decoder", "1 or 2 states"), ("tans8x4", "encoder", "1 or 2 states"),
+                              ("rans16x2", "decoder", rans_dec), ("rans24x3", "encoder", rans_enc)):
         spec = parse_codec(codec)
         with pytest.raises(ConfigError, match=line.format(codec, spec.states, have).replace("(", r"\(").replace(")", r"\)")):
             build_core(spec, role, programmable=True)
@@ -369,7 +371,8 @@ def test_hardware_paths_refuse_interleaved_states(stories, interleaved, tmp_path
         decode_container_lanes(c, None, lanes=2)
     for args, have in ((("verilog", "--core", "tans-decoder", "--codec", "tans8x4", "-o", tmp_path / "x.v"), "1 or 2 states"),
                        (("verilog", "--top", "subsystem", "--codec", "rans16x2", "-o", tmp_path / "x.v"), "1 state"),
-                       (("simulate", "--core", "rans-decoder", "--codec", "rans16x4", "--model", stories), "1 state"),
+                       (("simulate", "--core", "rans-decoder", "--codec", "rans16x4", "--model", stories), rans_dec),
+                       (("simulate", "--core", "rans-encoder", "--codec", "rans16x4", "--model", stories), rans_enc),
                        (("testbench", "--core", "tans-decoder", "--codec", "tans8x4", "--model", stories,
                          "-o", tmp_path / "tb"), "1 or 2 states")):
         codec = args[args.index("--codec") + 1]

@@ -204,7 +204,7 @@ def test_reset_keeps_the_programmed_table():
 def test_states_and_options_the_core_takes():
     """The tANS decoder takes 1 or 2 states (one line for others); two states refuse table sets and
     the block-RAM table; shell=False is the two-state coder alone."""
-    with pytest.raises(ConfigError, match="decode streams of 1 or 2 states"):
+    with pytest.raises(ConfigError, match="takes streams of 1 or 2 states"):
         build_core("tans-decoder", parse_codec("tans8x4"), programmable=True)
     spec = parse_codec("tans8x2")
     with pytest.raises(ValueError, match="table_sets > 1 needs one state"):

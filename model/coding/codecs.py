@@ -113,7 +113,7 @@ class Codec:
         can take this codec's streams."""
         if self.states not in states:
             have = " or ".join(str(n) for n in states)
-            raise ConfigError(f"codec {self.name} interleaves {self.states} states; the hardware cores decode "
+            raise ConfigError(f"codec {self.name} interleaves {self.states} states; this hardware takes "
                               f"streams of {have} state{'s' if states != (1,) else ''} (issues 18/19)")
 
     def label(self) -> str:

