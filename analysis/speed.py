@@ -10,6 +10,7 @@ with its version; nothing is extrapolated.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -24,6 +25,13 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["package_version", "interleaved", "kernel_section", "cli_section", "fuzz_section", "software_section"]
+
+
+def _zstd_version(zstd: str) -> str:
+    """``zstd CLI v1.5.4`` from the banner ``*** Zstandard CLI (64-bit) v1.5.4, by Yann Collet ***``."""
+    out = subprocess.run([zstd, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"v\d+(?:\.\d+)+", out)
+    return f"zstd CLI {m.group(0)}" if m else out.strip().split(",")[0]
 
 
 def package_version(pkg: str) -> str | None:
@@ -218,8 +226,7 @@ def cli_section(path: str, reps: int = 3, codec: str = "tans8", fast_codec: str 
             cmds[f"ansforge decompress ({fast_codec} file)"] = [py, "-m", "ansforge", "decompress", str(t / "f.ansf"),
                                                                "-o", str(t / "f.st"), "--force"]
         zstd = shutil.which("zstd")
-        zstd_v = subprocess.run([zstd, "--version"], capture_output=True, text=True).stdout.strip().split(",")[0] \
-            if zstd else None
+        zstd_v = _zstd_version(zstd) if zstd else None
         if zstd:
             cmds[f"zstd -3 compress ({zstd_v})"] = [zstd, "-3", "-q", "-f", "-T1", path, "-o", str(t / "m.zst")]
             cmds["zstd -3 decompress"] = [zstd, "-d", "-q", "-f", str(t / "m.zst"), "-o", str(t / "m.raw")]
