@@ -81,8 +81,8 @@ class TansEncoderStateRing(wiring.Component):
         The state index in clock A (a register).
     lt : Out(1)
         ``x < thr``: the pair writes ``nb_high - 1`` state bits instead of ``nb_high``.
-    skip : Out(range(R + 1)); low : Out(R)
-        ``R - n`` and ``(x << skip) mod 2**R``: the pair's state bits end at bit ``R``.
+    low : Out(R)
+        ``(x << (R - n)) mod 2**R``, ``R - n = sh + lt``: the pair's state bits end at bit ``R``.
     we, wdata : In
         Write ``wdata`` to the state table at the ``slot`` register (the table is single-port: its
         one address is a register).
@@ -92,7 +92,7 @@ class TansEncoderStateRing(wiring.Component):
         self._R, self._S, self._init = table_log, set_bits, list(init)
         R = table_log
         ports = {"step": In(1), "restart": In(1), "base": In(R), "thr": In(R), "sh": In(range(R + 1)),
-                 "lead": In(1), "x": Out(R), "lt": Out(1), "skip": Out(range(R + 1)), "low": Out(R),
+                 "lead": In(1), "x": Out(R), "lt": Out(1), "low": Out(R),
                  "we": In(1), "wdata": In(R)}
         if set_bits:
             ports["set"] = In(set_bits)
@@ -109,7 +109,6 @@ class TansEncoderStateRing(wiring.Component):
         T0, T = Signal(2 * R), Signal(2 * R)
         m.d.comb += [
             self.lt.eq(self.x < self.thr),
-            self.skip.eq(self.sh + self.lt),
             # X << sh beside the compare; lt then moves it one more place (a 2:1 choice that the
             # slot's adder absorbs), so the loop is compare -> choice -> add, not compare -> shift.
             T0.eq(Cat(self.x, self.lead) << self.sh),
@@ -141,7 +140,10 @@ class WordPacker(wiring.Component):
     Ports
     -----
     i : In(stream)
-        ``{bits: F, len, end}``; ``bits`` above ``len`` are 0. ``end`` marks a stream's last field:
+        ``{bits: F, skip, lt, len, end}``: the field is ``bits[skip + lt : skip + len]`` (``len - lt``
+        bits; the others are 0). ``lt`` is the ring's compare, taken as is: the packer's two adders
+        (``cnt + len - lt``, ``cnt - skip - lt``) absorb it as a carry-in instead of two adders in
+        front of them (13 LUT-equivalents less, measured). ``end`` marks a stream's last field:
         the word it completes, or the partial word it leaves, is the stream's last. ``ready`` comes
         from registers.
     o : Out(stream)
@@ -157,14 +159,14 @@ class WordPacker(wiring.Component):
         self._W, self._F = word_bits, field_bits
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "skip": range(word_bits),
-                                                       "len": range(field_bits + 1), "end": 1}))),
+                                                       "len": range(field_bits + 1), "end": 1, "lt": 1}))),
             "o": Out(stream.Signature(word_layout(word_bits))),
         })
 
     def elaborate(self, platform):
         W, F = self._W, self._F
         m = Module()
-        v3, end3 = Signal(), Signal()
+        v3, end3, lt3 = Signal(), Signal(), Signal()
         bits3, len3 = Signal(F), Signal(range(F + 1))
         skip3 = Signal(range(W))
         acc = Signal(W)
@@ -173,16 +175,18 @@ class WordPacker(wiring.Component):
         seg = Signal(W)
         m.d.comb += seg.eq(bits3)
         tot = Signal(range(2 * W))
-        m.d.comb += tot.eq(cnt + len3)
+        m.d.comb += tot.eq(cnt + len3 + ~lt3 - 1)      # cnt + len - lt
         full = Signal()
         m.d.comb += full.eq(tot >= W)
-        # rot = seg rotated left by cnt - skip (mod W): the field's first bit lands at cnt.
+        # rot = seg rotated left by cnt - skip - lt (mod W): the field's first bit lands at cnt.
+        # cnt - skip - lt = cnt + ~skip + ~lt (~skip = -skip - 1, ~lt = 1 - lt): lt is a carry-in.
         # Two (or more) stages of 4:1 multiplexers, one LUT6 per bit each.
         amt = Signal(range(W))
         if W & (W - 1) == 0:
-            m.d.comb += amt.eq((cnt - skip3)[:len(amt)])
+            m.d.comb += amt.eq((cnt + ~skip3 + ~lt3)[:len(amt)])
         else:
-            m.d.comb += amt.eq(Mux(cnt >= skip3, cnt - skip3, cnt + W - skip3))
+            first = skip3 + lt3
+            m.d.comb += amt.eq(Mux(cnt >= first, cnt - first, cnt + W - first))
         rot = seg
         for b in range(0, len(amt), 2):
             sel = amt[b:b + 2]
@@ -221,7 +225,7 @@ class WordPacker(wiring.Component):
             m.d.sync += [bits3.eq(0), len3.eq(0)]
         with m.Elif(self.i.valid & self.i.ready):
             m.d.sync += [bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end),
-                         skip3.eq(self.i.p.skip)]
+                         skip3.eq(self.i.p.skip), lt3.eq(self.i.p.lt)]
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += v3.eq(1)
 
@@ -247,7 +251,7 @@ class WideWordPacker(wiring.Component):
         self._W, self._F = word_bits, field_bits
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "skip": range(field_bits),
-                                                       "len": range(field_bits + 1), "end": 1}))),
+                                                       "len": range(field_bits + 1), "end": 1, "lt": 1}))),
             "o": Out(stream.Signature(word_layout(word_bits))),
         })
 
@@ -255,7 +259,7 @@ class WideWordPacker(wiring.Component):
         W, F = self._W, self._F
         A = 2 * W + F
         m = Module()
-        v3, end3 = Signal(), Signal()
+        v3, end3, lt3 = Signal(), Signal(), Signal()
         bits3, len3 = Signal(F), Signal(range(F + 1))
         skip3 = Signal(range(F))
         acc = Signal(A)
@@ -267,10 +271,11 @@ class WideWordPacker(wiring.Component):
         m.d.comb += [emit.eq(o_free & ((cnt >= W) | (drain & (cnt != 0)))),
                      last.eq(drain & (cnt <= W)),
                      base.eq(Mux(emit, Mux(cnt >= W, cnt - W, 0), cnt)),
-                     consume.eq(v3 & ~drain & (base + len3 <= A)),
+                     consume.eq(v3 & ~drain & (base + len3 - lt3 <= A)),
                      self.i.ready.eq(~v3 | consume)]
         kept = Mux(emit, acc >> W, acc)
-        m.d.sync += [acc.eq(kept | Mux(consume, (bits3 >> skip3) << base, 0)[:A]), cnt.eq(base + Mux(consume, len3, 0))]
+        m.d.sync += [acc.eq(kept | Mux(consume, (bits3 >> (skip3 + lt3)) << base, 0)[:A]),
+                     cnt.eq(base + Mux(consume, len3 - lt3, 0))]
         with m.If(consume):
             m.d.sync += v3.eq(0)
             with m.If(end3):
@@ -279,7 +284,7 @@ class WideWordPacker(wiring.Component):
             m.d.sync += drain.eq(0)
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += [v3.eq(1), bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end),
-                         skip3.eq(self.i.p.skip)]
+                         skip3.eq(self.i.p.skip), lt3.eq(self.i.p.lt)]
         with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
         with m.If(emit):
@@ -316,9 +321,10 @@ class TansEncoderX2Coder(wiring.Component):
        its ``sh = R - nb_high`` and ``len = nb_high + k`` (no adder per pair). Flush and table-write steps
        enter here too, as rows of constants (the flip-flops' own set/reset).
     2. Clock A of the ring (:class:`TansEncoderStateRing`). The pair's field goes to the packer as
-       ``{x << skip (R bits), extra}`` with ``skip = R - n``: its ``n`` state bits end right below
+       ``{x << (R - n) (R bits), extra}`` with ``R - n = sh + lt``: its ``n`` state bits end right below
        the extra bits, so the extra bits need no shifter and the state bits one shift of ``R`` bits
-       (beside the slot's); the packer starts the field at ``skip``.
+       (beside the slot's); the packer starts the field at ``sh + lt`` and counts ``len - lt`` bits
+       (``lt`` goes to the packer as is, a carry-in of its adders).
     3. The :class:`WordPacker` (fields of at most ``W`` bits: the paper's ``R + K = 16``), else
        the :class:`WideWordPacker`.
 
@@ -391,10 +397,11 @@ class TansEncoderX2Coder(wiring.Component):
         m.d.comb += [
             packer.i.valid.eq(v1 & emit1),
             # The n = nb_high - lt state bits end at bit R, right below the extra bits: no shifter
-            # for the extra bits; the packer starts the field at bit ``skip = R - n``.
+            # for the extra bits; the packer starts the field at bit ``R - n = sh + lt``.
             packer.i.p.bits.eq(Cat(ring.low, ext1)),
-            packer.i.p.skip.eq(ring.skip),
-            packer.i.p.len.eq(len1 - lt),
+            packer.i.p.skip.eq(sh1),
+            packer.i.p.lt.eq(lt),
+            packer.i.p.len.eq(len1),
             packer.i.p.end.eq(end1),
             advance.eq(v1 & (~emit1 | packer.i.ready)),
             ring.step.eq(advance), ring.restart.eq(restart1),
