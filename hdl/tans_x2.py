@@ -405,7 +405,7 @@ class TansEncoderX2Coder(wiring.Component):
             packer.i.p.end.eq(end1),
             advance.eq(v1 & (~emit1 | packer.i.ready)),
             ring.step.eq(advance), ring.restart.eq(restart1),
-            ring.base.eq(base1), ring.thr.eq(thr1), ring.sh.eq(sh1), ring.lead.eq(~wr1),
+            ring.thr.eq(thr1), ring.sh.eq(sh1), ring.lead.eq(~wr1),
             ring.we.eq(we2), ring.wdata.eq(wd2),
         ]
         if S:
@@ -454,8 +454,13 @@ class TansEncoderX2Coder(wiring.Component):
                          ext1.eq(self.i.p.extra), len1.eq(row.len)]
         if sh.programmable:
             addr = self.state_cfg.p.addr
+            # The write's address has a register of its own and is chosen after base1, where the
+            # slot adder's LUTs absorb the choice (5 LUT-equivalents less than a multiplexer in
+            # front of base1, measured; 8 flip-flops more).
+            a1 = Signal(R)
+            m.d.comb += ring.base.eq(Mux(wr1, a1, base1))
             with m.If(write):
-                m.d.sync += [base1.eq(addr[:R]), wd1.eq(self.state_cfg.p.data)]
+                m.d.sync += [a1.eq(addr[:R]), wd1.eq(self.state_cfg.p.data)]
                 if S:
                     m.d.sync += set1.eq(addr[R:])
             with m.Elif(pair):
@@ -463,6 +468,7 @@ class TansEncoderX2Coder(wiring.Component):
                 if S:
                     m.d.sync += set1.eq(self.i.p.set)
         else:
+            m.d.comb += ring.base.eq(base1)
             with m.If(pair):
                 m.d.sync += base1.eq(row.base)
                 if S:
