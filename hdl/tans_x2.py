@@ -32,14 +32,15 @@ __all__ = ["TansEncoderStateRing", "WordPacker", "WideWordPacker", "TansEncoderX
 
 
 def x2_symbol_entry(shape) -> data.StructLayout:
-    """The two-state encoder's symbol-table row (25 bits in the paper configuration, 35 in the
+    """The two-state encoder's symbol-table row (24 bits in the paper configuration, 35 in the
     single-state coder's): ``base = (cum - freq) mod L`` (the slot is ``base + (X >> n)``, no
-    subtractor per pair), ``thr = threshold - L`` (``R`` bits: ``threshold = freq << nb_high`` has its
-    top bit at ``R``; compared with the state *index*), ``sh = R - nb_high`` (where the pair's state
+    subtractor per pair), ``thr = (threshold - L) / 2`` (``R - 1`` bits: ``threshold = freq << nb_high``
+    is in ``[L, 2L)`` and even, as ``nb_high >= 1`` unless ``freq = L``, where it is ``L``; compared
+    with the state *index* as ``x >> 1 < thr``), ``sh = R - nb_high`` (where the pair's state
     bits are moved up to, and the shift that gives ``X >> n``) and ``len = nb_high + k`` (the
     pair's bits when ``X >= threshold``; no adder per pair)."""
     R = shape.R
-    return data.StructLayout({"base": R, "thr": R, "sh": bits_for(R), "len": bits_for(R + shape.K)})
+    return data.StructLayout({"base": R, "thr": R - 1, "sh": bits_for(R), "len": bits_for(R + shape.K)})
 
 
 def x2_symbol_rows(table) -> list[dict]:
@@ -47,7 +48,7 @@ def x2_symbol_rows(table) -> list[dict]:
     symbol."""
     R = table.params.table_log
     L = 1 << R
-    return [{"base": int(r[1] - r[0]) % L, "thr": int(r[3]) - L, "sh": R - int(r[2]), "len": int(r[2] + r[4])}
+    return [{"base": int(r[1] - r[0]) % L, "thr": (int(r[3]) - L) >> 1, "sh": R - int(r[2]), "len": int(r[2] + r[4])}
             for r in table.encoder_entries()]
 
 
@@ -72,15 +73,15 @@ class TansEncoderStateRing(wiring.Component):
     restart : In(1)
         With ``step``: the stream ends here; both states become index 0 (``x`` now, the other on
         the next step through ``fresh``).
-    base : In(R); thr : In(R); sh : In(range(R + 1)); set : In
-        The pair's row: ``thr = threshold - L``, ``sh = R - nb_high``.
+    base : In(R); thr : In(R - 1); sh : In(range(R + 1)); set : In
+        The pair's row: ``thr = (threshold - L) / 2``, ``sh = R - nb_high``.
     lead : In(1)
         The state's leading bit (1: ``X = L | x``). A table write gives 0 with ``sh = thr = 0``,
         so that the slot is ``base``, the write's address.
     x : Out(R)
         The state index in clock A (a register).
     lt : Out(1)
-        ``x < thr``: the pair writes ``nb_high - 1`` state bits instead of ``nb_high``.
+        ``x < 2·thr``: the pair writes ``nb_high - 1`` state bits instead of ``nb_high``.
     low : Out(R)
         ``(x << (R - n)) mod 2**R``, ``R - n = sh + lt``: the pair's state bits end at bit ``R``.
     we, wdata : In
@@ -91,7 +92,7 @@ class TansEncoderStateRing(wiring.Component):
     def __init__(self, table_log: int, set_bits: int, init=()):
         self._R, self._S, self._init = table_log, set_bits, list(init)
         R = table_log
-        ports = {"step": In(1), "restart": In(1), "base": In(R), "thr": In(R), "sh": In(range(R + 1)),
+        ports = {"step": In(1), "restart": In(1), "base": In(R), "thr": In(R - 1), "sh": In(range(R + 1)),
                  "lead": In(1), "x": Out(R), "lt": Out(1), "low": Out(R),
                  "we": In(1), "wdata": In(R)}
         if set_bits:
@@ -108,7 +109,8 @@ class TansEncoderStateRing(wiring.Component):
         fresh = Signal(init=1)     # the state behind ``slot`` is a new stream's initial state
         T0, T = Signal(2 * R), Signal(2 * R)
         m.d.comb += [
-            self.lt.eq(self.x < self.thr),
+            # x < 2·thr: the threshold is even (its bit 0 is not stored).
+            self.lt.eq(self.x[1:] < self.thr),
             # X << sh beside the compare; lt then moves it one more place (a 2:1 choice that the
             # slot's adder absorbs), so the loop is compare -> choice -> add, not compare -> shift.
             T0.eq(Cat(self.x, self.lead) << self.sh),
@@ -382,7 +384,7 @@ class TansEncoderX2Coder(wiring.Component):
 
         # Stage 1 registers.
         v1 = Signal()
-        base1, thr1 = Signal(R), Signal(R)
+        base1, thr1 = Signal(R), Signal(R - 1)
         sh1 = Signal(range(R + 1))     # R - nb_high: where the state bits are moved up to
         ext1 = Signal(max(1, K))
         len1 = Signal(range(F + 1))
