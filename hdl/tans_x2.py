@@ -224,7 +224,7 @@ class WordPacker(wiring.Component):
         # A field is never taken while one stays (ready is low then), so the clear comes first and
         # maps onto the flip-flops' synchronous reset.
         with m.If(step & stay):
-            m.d.sync += [bits3.eq(0), len3.eq(0)]
+            m.d.sync += [bits3.eq(0), len3.eq(0), lt3.eq(0)]
         with m.Elif(self.i.valid & self.i.ready):
             m.d.sync += [bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end),
                          skip3.eq(self.i.p.skip), lt3.eq(self.i.p.lt)]
