@@ -40,7 +40,7 @@ def x2_symbol_entry(shape) -> data.StructLayout:
     bits are moved up to, and the shift that gives ``X >> n``) and ``len = nb_high + k`` (the
     pair's bits when ``X >= threshold``; no adder per pair)."""
     R = shape.R
-    return data.StructLayout({"base": R, "thr": R - 1, "sh": bits_for(R), "len": bits_for(R + shape.K)})
+    return data.StructLayout({"base": R, "thr": R - 1, "sh": bits_for(R), "k": bits_for(max(1, shape.K))})
 
 
 def x2_symbol_rows(table) -> list[dict]:
@@ -48,7 +48,7 @@ def x2_symbol_rows(table) -> list[dict]:
     symbol."""
     R = table.params.table_log
     L = 1 << R
-    return [{"base": int(r[1] - r[0]) % L, "thr": (int(r[3]) - L) >> 1, "sh": R - int(r[2]), "len": int(r[2] + r[4])}
+    return [{"base": int(r[1] - r[0]) % L, "thr": (int(r[3]) - L) >> 1, "sh": R - int(r[2]), "k": int(r[4])}
             for r in table.encoder_entries()]
 
 
@@ -161,7 +161,7 @@ class WordPacker(wiring.Component):
         self._W, self._F = word_bits, field_bits
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "skip": range(word_bits),
-                                                       "len": range(field_bits + 1), "end": 1, "lt": 1}))),
+                                                       "top": range(field_bits + 1), "end": 1, "lt": 1}))),
             "o": Out(stream.Signature(word_layout(word_bits))),
         })
 
@@ -169,7 +169,7 @@ class WordPacker(wiring.Component):
         W, F = self._W, self._F
         m = Module()
         v3, end3, lt3 = Signal(), Signal(), Signal()
-        bits3, len3 = Signal(F), Signal(range(F + 1))
+        bits3, top3 = Signal(F), Signal(range(F + 1))
         skip3 = Signal(range(W))
         acc = Signal(W)
         cnt = Signal(range(W))
@@ -177,7 +177,8 @@ class WordPacker(wiring.Component):
         seg = Signal(W)
         m.d.comb += seg.eq(bits3)
         tot = Signal(range(2 * W))
-        m.d.comb += tot.eq(cnt + len3 + ~lt3 - 1)      # cnt + len - lt
+        # tot = cnt + top - skip - lt: -skip = ~skip + 1 at tot's width, lt a carry-in (1 - lt = ~lt).
+        m.d.comb += tot.eq(cnt + top3 + Cat(~skip3, Const((1 << (len(tot) - len(skip3))) - 1, len(tot) - len(skip3))) + ~lt3)
         full = Signal()
         m.d.comb += full.eq(tot >= W)
         # rot = seg rotated left by cnt - skip - lt (mod W): the field's first bit lands at cnt.
@@ -224,9 +225,9 @@ class WordPacker(wiring.Component):
         # A field is never taken while one stays (ready is low then), so the clear comes first and
         # maps onto the flip-flops' synchronous reset.
         with m.If(step & stay):
-            m.d.sync += [bits3.eq(0), len3.eq(0), lt3.eq(0)]
+            m.d.sync += [bits3.eq(0), top3.eq(0), skip3.eq(0), lt3.eq(0)]
         with m.Elif(self.i.valid & self.i.ready):
-            m.d.sync += [bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end),
+            m.d.sync += [bits3.eq(self.i.p.bits), top3.eq(self.i.p.top), end3.eq(self.i.p.end),
                          skip3.eq(self.i.p.skip), lt3.eq(self.i.p.lt)]
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += v3.eq(1)
@@ -253,7 +254,7 @@ class WideWordPacker(wiring.Component):
         self._W, self._F = word_bits, field_bits
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "skip": range(field_bits),
-                                                       "len": range(field_bits + 1), "end": 1, "lt": 1}))),
+                                                       "top": range(field_bits + 1), "end": 1, "lt": 1}))),
             "o": Out(stream.Signature(word_layout(word_bits))),
         })
 
@@ -262,22 +263,24 @@ class WideWordPacker(wiring.Component):
         A = 2 * W + F
         m = Module()
         v3, end3, lt3 = Signal(), Signal(), Signal()
-        bits3, len3 = Signal(F), Signal(range(F + 1))
+        bits3, top3 = Signal(F), Signal(range(F + 1))
         skip3 = Signal(range(F))
         acc = Signal(A)
         cnt = Signal(range(A + 1))
         drain = Signal()
+        len3 = Signal(range(F + 1))       # the field's bits
+        m.d.comb += len3.eq(top3 - skip3 - lt3)
         o_free = ~self.o.valid | self.o.ready
         emit, last, consume = Signal(), Signal(), Signal()
         base = Signal(range(A + 1))
         m.d.comb += [emit.eq(o_free & ((cnt >= W) | (drain & (cnt != 0)))),
                      last.eq(drain & (cnt <= W)),
                      base.eq(Mux(emit, Mux(cnt >= W, cnt - W, 0), cnt)),
-                     consume.eq(v3 & ~drain & (base + len3 - lt3 <= A)),
+                     consume.eq(v3 & ~drain & (base + len3 <= A)),
                      self.i.ready.eq(~v3 | consume)]
         kept = Mux(emit, acc >> W, acc)
         m.d.sync += [acc.eq(kept | Mux(consume, (bits3 >> (skip3 + lt3)) << base, 0)[:A]),
-                     cnt.eq(base + Mux(consume, len3 - lt3, 0))]
+                     cnt.eq(base + Mux(consume, len3, 0))]
         with m.If(consume):
             m.d.sync += v3.eq(0)
             with m.If(end3):
@@ -285,7 +288,7 @@ class WideWordPacker(wiring.Component):
         with m.If(emit & last):
             m.d.sync += drain.eq(0)
         with m.If(self.i.valid & self.i.ready):
-            m.d.sync += [v3.eq(1), bits3.eq(self.i.p.bits), len3.eq(self.i.p.len), end3.eq(self.i.p.end),
+            m.d.sync += [v3.eq(1), bits3.eq(self.i.p.bits), top3.eq(self.i.p.top), end3.eq(self.i.p.end),
                          skip3.eq(self.i.p.skip), lt3.eq(self.i.p.lt)]
         with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
@@ -387,7 +390,7 @@ class TansEncoderX2Coder(wiring.Component):
         base1, thr1 = Signal(R), Signal(R - 1)
         sh1 = Signal(range(R + 1))     # R - nb_high: where the state bits are moved up to
         ext1 = Signal(max(1, K))
-        len1 = Signal(range(F + 1))
+        k1 = Signal(range(max(K, 1) + 1))      # the pair's extra bits: its field ends at bit R + k
         emit1, end1, restart1, wr1 = Signal(), Signal(), Signal(), Signal()
         set1 = Signal(max(1, S))
         wd1, wd2, we2 = Signal(R), Signal(R), Signal()
@@ -403,7 +406,7 @@ class TansEncoderX2Coder(wiring.Component):
             packer.i.p.bits.eq(Cat(ring.low, ext1)),
             packer.i.p.skip.eq(sh1),
             packer.i.p.lt.eq(lt),
-            packer.i.p.len.eq(len1),
+            packer.i.p.top.eq(R + k1),
             packer.i.p.end.eq(end1),
             advance.eq(v1 & (~emit1 | packer.i.ready)),
             ring.step.eq(advance), ring.restart.eq(restart1),
@@ -448,12 +451,12 @@ class TansEncoderX2Coder(wiring.Component):
         # Write: lt = 0, sh = 0 and the state's leading bit 0 (ring.lead), so that the slot is the address.
         with m.If(pseudo):
             m.d.sync += [thr1.eq(0), sh1.eq(0),
-                         ext1.eq(flush_step & fl), len1.eq(R + (flush_step & fl))]
+                         ext1.eq(flush_step & fl), k1.eq(flush_step & fl)]
         with m.Elif(pair):
             # The extra bits are not masked to k: a pair's additional data has k bits (the golden
             # model's contract, docs/bitstream.md §1), so the bits above are 0.
             m.d.sync += [thr1.eq(row.thr), sh1.eq(row.sh),
-                         ext1.eq(self.i.p.extra), len1.eq(row.len)]
+                         ext1.eq(self.i.p.extra), k1.eq(row.k)]
         if sh.programmable:
             addr = self.state_cfg.p.addr
             # The write's address has a register of its own and is chosen after base1, where the
