@@ -51,32 +51,33 @@ their own.
 
 The interleaved-state decoder (:class:`RansDecoderCoderXN`, :class:`RansDecoderShellXN`; ``RansDecoder``
 picks them for a codec of ``N`` in :data:`XN_STATES` = 5 to 16 states, ``rans16x5`` .. ``rans16x16``,
-the last one what the encoder core writes) does that: ``N`` states round a ring of five pipeline
-stages (bucket read, split compares and candidate; symbol entry and range test; upper product; the
-DSP multiply and its add; pop and chunk) and ``N - 5`` delay registers, one pair per clock. Why five: with four
-stages (``rans16x4``, measured: 724 LUT-equivalents, ECP5 89 MHz) the bucket read, its compares and
-the candidate's sum shared a stage with the symbol read, and the symbol read, ``q - cum``, the range
-compare and the ring's enable were in series; a fifth stage, a range test of two parallel compares
-(the table holds ``end = cum + freq``) and a registered result, so that a turn of the ring waits on
-registers only, give 106 MHz (ECP5, median of seeds 105.5 / 106.0 / 107.2; its longest path is now
-stage 1: bucket LUT-RAM read, a 10-bit split compare, the candidate's sum). Area (coder alone, paper
-configuration, programmable): 705 LUT-equivalents (561 LUTs + 18 RAM64M8) + 1 DSP, 403 FFs, 14 levels
-(the post-multiply add), above the issue's 483: the stages hold what the one-state coder had (the
-two LUT-RAM tables, 144 LUT-equivalents; six split compares; the 6 x 17 upper product in LUTs beside
-the DSP's 26 x 17; the post-multiply add, which yosys leaves in LUTs; the pop multiplexers and the
-chunk's shifter) plus the bubble multiplexers and the end check. Overhead per command: the head's
-``2 N`` words and one turn, the drain's ``N - 1`` turns and one check clock (16 to 17 idle clocks
-between back-to-back commands); over all of stories260K / MiniLM in Verilator 0.9972 / 0.9996 pairs
-per clock (``rans16x5``). With ``N > 5`` the states beyond the five wait in a delay line of ``N - 5``
-``S``-bit registers (no reset, turn as enable: SRLs on a Xilinx part); ``rans16x16`` measured (coder
-alone, paper configuration, programmable): 781 LUT-equivalents (589 LUTs + 18 RAM64M8 + 48 SRLs)
-+ 1 DSP, 405 FFs, 14 levels, ECP5 107 MHz; ``rans16x8`` 787 (595 LUTs + 18 RAM64M8 + 48 SRLs), 107
-MHz. The 28 to 34 LUTs above ``N = 5`` are not the line (``rans16x6``, one delay register and no SRL,
-has 594): most likely stage 1's own multiplexer (head load or ring), which for ``N = 5`` shares LUTs
-with the pop's logic and for ``N > 5`` sits apart, the delay line between them; with
-ordinary flip-flops for the line (a reset) it would be 737 LUT-equivalents and 933 FFs at ``N = 16``.
-Overhead per command grows with ``N`` (the head's ``2 N`` words, the drain's ``N - 1`` turns): over
-all of stories260K in Verilator 0.9927 pairs per clock at ``N = 16``.
+the last one what the encoder core writes) does that: ``N`` states round a ring of five pipeline stages
+(bucket read, split compares and candidate; symbol entry and range test; upper product; the DSP multiply
+and its add; pop and chunk) and ``N - 5`` delay registers, one pair per clock. Why five: with four
+stages (``rans16x4``, measured: 724 LUT-equivalents, ECP5 89 MHz) the bucket read, its compares and the
+candidate's sum shared a stage with the symbol read, and the symbol read, ``q - cum``, the range compare
+and the ring's enable were in series; a fifth stage, a range test of two parallel compares (the table
+holds ``end = cum + freq``) and a registered result, so that a turn of the ring waits on registers only,
+give 106 MHz (ECP5, median of seeds 105.5 / 106.0 / 107.2; its longest path is now stage 1: bucket
+LUT-RAM read, a 10-bit split compare, the candidate's sum). Area (coder alone, paper configuration,
+programmable): 705 LUT-equivalents (561 LUTs + 18 RAM64M8) + 1 DSP, 403 FFs, 14 levels (the
+post-multiply add), above the issue's 483: the stages hold what the one-state coder had (the two LUT-RAM
+tables, 144 LUT-equivalents; six split compares; the 6 x 17 upper product in LUTs beside the DSP's 26 x
+17; the post-multiply add, which yosys leaves in LUTs; the pop multiplexers and the chunk's shifter)
+plus the bubble multiplexers and the end check. Overhead per command: the head's ``2 N`` words and one
+turn, the drain's ``N - 1`` turns and one check clock (16 to 17 idle clocks between back-to-back
+commands); over all of stories260K / MiniLM in Verilator 0.9972 / 0.9996 pairs per clock (``rans16x5``).
+With ``N > 5`` the states beyond the five wait in a delay line of ``N - 5`` ``S``-bit registers (no
+reset, turn as enable: SRLs on a Xilinx part); ``rans16x16`` measured (coder alone, paper configuration,
+programmable): 781 LUT-equivalents (589 LUTs + 18 RAM64M8 + 48 SRLs) + 1 DSP, 405 FFs, 14 levels, ECP5
+106.9 MHz (seeds 109.0 / 106.9 / 102.6); ``rans16x8`` 787 (595 LUTs + 18 RAM64M8 + 48 SRLs), 404 FFs, 14
+levels, 107.1 MHz (111.1 / 107.1 / 104.2). The 28 to 34 LUTs above ``N = 5`` are not the line
+(``rans16x6``, one delay register and no SRL, has 594): most likely stage 1's own multiplexer (head load
+or ring), which for ``N = 5`` shares LUTs with the pop's logic and for ``N > 5`` sits apart, the delay
+line between them; with ordinary flip-flops for the line (a reset) it would be 737 LUT-equivalents and
+933 FFs at ``N = 16``. Overhead per command grows with ``N`` (the head's ``2 N`` words, the drain's ``N
+- 1`` turns): over all of stories260K / MiniLM in Verilator 0.9927 / 0.9995 pairs per clock at ``N =
+16`` (up to ``3 N + 2`` idle clocks between back-to-back commands).
 """
 
 from __future__ import annotations
