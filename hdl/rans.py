@@ -50,23 +50,34 @@ its post-adder) and pops, or an encoder's pipelined reciprocal multiply, each ta
 their own.
 
 The interleaved-state decoder (:class:`RansDecoderCoderXN`, :class:`RansDecoderShellXN`; ``RansDecoder``
-picks them for a codec of :data:`XN_STATES` = 5 states, ``rans16x5``) does that: five states round a
-five-stage ring (bucket read, split compares and candidate; symbol entry and range test; upper
-product; the DSP multiply and its add; pop and chunk), one pair per clock. Why five: with four
-stages (``rans16x4``, measured: 724 LUT-equivalents, ECP5 89 MHz) the bucket read, its compares and
-the candidate's sum shared a stage with the symbol read, and the symbol read, ``q - cum``, the range
-compare and the ring's enable were in series; a fifth stage, a range test of two parallel compares
-(the table holds ``end = cum + freq``) and a registered result, so that a turn of the ring waits on
-registers only, give 106 MHz (ECP5, median of seeds 105.5 / 106.0 / 107.2; its longest path is now
-stage 1: bucket LUT-RAM read, a 10-bit split compare, the candidate's sum). Area (coder alone, paper
-configuration, programmable): 705 LUT-equivalents (561 LUTs + 18 RAM64M8) + 1 DSP, 403 FFs, 14 levels
-(the post-multiply add), above the issue's 483: the stages hold what the one-state coder had (the
-two LUT-RAM tables, 144 LUT-equivalents; six split compares; the 6 x 17 upper product in LUTs beside
-the DSP's 26 x 17; the post-multiply add, which yosys leaves in LUTs; the pop multiplexers and the
-chunk's shifter) plus the bubble multiplexers and the end check. Overhead per command: the head's
-``2 N`` words and one turn, the drain's ``N - 1`` turns and one check clock (16 to 17 idle clocks
-between back-to-back commands); over all of stories260K / MiniLM in Verilator 0.9972 / 0.9996 pairs
-per clock.
+picks them for a codec of ``N`` in :data:`XN_STATES` = 5 to 16 states, ``rans16x5`` .. ``rans16x16``,
+the last one what the encoder core writes) does that: ``N`` states round a ring of five pipeline stages
+(bucket read, split compares and candidate; symbol entry and range test; upper product; the DSP multiply
+and its add; pop and chunk) and ``N - 5`` delay registers, one pair per clock. Why five: with four
+stages (``rans16x4``, measured: 724 LUT-equivalents, ECP5 89 MHz) the bucket read, its compares and the
+candidate's sum shared a stage with the symbol read, and the symbol read, ``q - cum``, the range compare
+and the ring's enable were in series; a fifth stage, a range test of two parallel compares (the table
+holds ``end = cum + freq``) and a registered result, so that a turn of the ring waits on registers only,
+give 106 MHz (ECP5, median of seeds 105.5 / 106.0 / 107.2; its longest path is now stage 1: bucket
+LUT-RAM read, a 10-bit split compare, the candidate's sum). Area (coder alone, paper configuration,
+programmable): 705 LUT-equivalents (561 LUTs + 18 RAM64M8) + 1 DSP, 403 FFs, 14 levels (the
+post-multiply add), above the issue's 483: the stages hold what the one-state coder had (the two LUT-RAM
+tables, 144 LUT-equivalents; six split compares; the 6 x 17 upper product in LUTs beside the DSP's 26 x
+17; the post-multiply add, which yosys leaves in LUTs; the pop multiplexers and the chunk's shifter)
+plus the bubble multiplexers and the end check. Overhead per command: the head's ``2 N`` words and one
+turn, the drain's ``N - 1`` turns and one check clock (16 to 17 idle clocks between back-to-back
+commands); over all of stories260K / MiniLM in Verilator 0.9972 / 0.9996 pairs per clock (``rans16x5``).
+With ``N > 5`` the states beyond the five wait in a delay line of ``N - 5`` ``S``-bit registers (no
+reset, turn as enable: SRLs on a Xilinx part); ``rans16x16`` measured (coder alone, paper configuration,
+programmable): 781 LUT-equivalents (589 LUTs + 18 RAM64M8 + 48 SRLs) + 1 DSP, 405 FFs, 14 levels, ECP5
+106.9 MHz (seeds 109.0 / 106.9 / 102.6); ``rans16x8`` 787 (595 LUTs + 18 RAM64M8 + 48 SRLs), 404 FFs, 14
+levels, 107.1 MHz (111.1 / 107.1 / 104.2). The 28 to 34 LUTs above ``N = 5`` are not the line
+(``rans16x6``, one delay register and no SRL, has 594): most likely stage 1's own multiplexer (head load
+or ring), which for ``N = 5`` shares LUTs with the pop's logic and for ``N > 5`` sits apart, the delay
+line between them; with ordinary flip-flops for the line (a reset) it would be 737 LUT-equivalents and
+933 FFs at ``N = 16``. Overhead per command grows with ``N`` (the head's ``2 N`` words, the drain's ``N
+- 1`` turns): over all of stories260K / MiniLM in Verilator 0.9927 / 0.9995 pairs per clock at ``N =
+16`` (up to ``3 N + 2`` idle clocks between back-to-back commands).
 """
 
 from __future__ import annotations
@@ -84,7 +95,7 @@ from .common import (COUNT_BITS, BlockCrc, CoreParameters, DecodeStatus, TableSe
                      core_codec, decoder_ports, encoder_ports, pair_layout, table_select_layout)
 
 __all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell", "RansDecoderCoderXN",
-           "RansDecoderShellXN", "XN_STATES", "RansEncoderCoder", "RansEncoderShell", "RansEncoderXnCoder",
+           "RansDecoderShellXN", "XN_STATES", "XN_RING", "RansEncoderCoder", "RansEncoderShell", "RansEncoderXnCoder",
            "ENCODER_XN_STATES", "rans_writes", "bucket_bits_for", "MAX_BUCKET_BITS", "BUCKET_SPLITS", "XN_SPLITS"]
 
 #: Widest bucket index of the decoder's bucket table (64 entries: one bank of 64-deep LUT-RAM).
@@ -691,8 +702,13 @@ class RansDecoderShell(wiring.Component):
         return m
 
 
-#: Interleaved states of the pipelined decoder (``docs/bitstream.md`` §8): one per pipeline stage.
-XN_STATES = 5
+#: Pipeline stages of the interleaved decoder's ring (one state in each; the class docstring of
+#: :class:`RansDecoderCoderXN` says what each does).
+XN_RING = 5
+
+#: Interleaved state counts ``N`` the decoder takes (``docs/bitstream.md`` §8): ``N >= XN_RING``, the
+#: states beyond the ring's five waiting in a delay line; 16 is what the encoder writes (``rans16x16``).
+XN_STATES = tuple(range(XN_RING, 17))
 
 
 def _upper_product(m: Module, a: Value, f: Value, name: str) -> Signal:
@@ -712,13 +728,16 @@ def _upper_product(m: Module, a: Value, f: Value, name: str) -> Signal:
 
 
 class RansDecoderCoderXN(wiring.Component):
-    """The rANS decoder's coder for ``N = XN_STATES`` = 5 interleaved states (``rans16x5``,
-    ``docs/bitstream.md`` §8): words in, pairs out (registered), one pair per clock, each state with
-    five clocks of its own.
+    """The rANS decoder's coder for ``N`` in :data:`XN_STATES` (5 to 16) interleaved states
+    (``rans16x5`` .. ``rans16x16``, ``docs/bitstream.md`` §8): words in, pairs out (registered), one
+    pair per clock, each state with ``N`` clocks of its own.
 
-    The ``N`` states travel round a ring of five pipeline registers, one state in each; pair ``j`` uses
-    state ``j mod N`` because the ring turns once per pair (a turn moves every stage at once; nothing
-    moves while the ring waits). Per stage (paper configuration):
+    The ``N`` states travel round a ring of ``N`` registers, one state in each: five pipeline stages
+    (:data:`XN_RING`) and, for ``N > 5``, a delay line of ``N - 5`` ``S``-bit registers from stage 5
+    back to stage 1 (flip-flops with the turn as enable and no reset, so that a Xilinx synthesis may
+    map the line to SRLs; no logic). Pair ``j`` uses state ``j mod N`` because the ring turns once per
+    pair (a turn moves every register at once; nothing moves while the ring waits). Per stage (paper
+    configuration):
 
     1. *bucket*: from ``x`` (``S`` bits) with ``q = x mod 2**P``, the bucket table at ``q``'s top 6
        bits, six split compares (:data:`XN_SPLITS`) and their sum give the candidate symbol;
@@ -761,7 +780,7 @@ class RansDecoderCoderXN(wiring.Component):
     def check_shape(sh: _RansShape) -> None:
         """``ConfigError`` unless the pipelined coder can decode ``sh`` (see the class docstring)."""
         if not (sh.one_word and sh.S <= 2 * sh.W - sh.K and sh.P <= sh.S - sh.W):
-            raise ConfigError(f"codec {sh.codec.name}: the {XN_STATES}-state rANS decoder needs one pop per pair "
+            raise ConfigError(f"codec {sh.codec.name}: the interleaved rANS decoder needs one pop per pair "
                               f"(at most one chunk of K <= W - P bits, S <= 2 W - K, P <= S - W); "
                               f"S={sh.S}, W={sh.W}, P={sh.P}, max_extra_bits={sh.K}")
 
@@ -780,7 +799,7 @@ class RansDecoderCoderXN(wiring.Component):
 
     def elaborate(self, platform):
         sh = self._shape
-        S, W, P, K, N = sh.S, sh.W, sh.P, sh.K, XN_STATES
+        S, W, P, K, N = sh.S, sh.W, sh.P, sh.K, sh.codec.states
         L = S - W                                   # a state is normalized at x >= 2**L
         per = -(-S // W)                            # head words per state
         A = min(26, S - P)                          # bits of x >> P that the DSP multiplies
@@ -790,6 +809,9 @@ class RansDecoderCoderXN(wiring.Component):
 
         # -- the ring: stage registers (bubble = no pair; all bubbles after reset) ---------------------
         x0 = Signal(S)                               # stage 1's state
+        # The states beyond the pipeline's: stage 5's result enters ``delay[0]``, ``delay[-1]`` feeds
+        # stage 1. No reset (a state's value before the head is never used), so that it may be an SRL.
+        delay = [Signal(S, name=f"x_wait{j}", reset_less=True) for j in range(N - XN_RING)]
         r1_x, r1_cand, r1_bub = Signal(S), Signal(sb), Signal(init=1)
         r2_x, r2_cand, r2_bub = Signal(S), Signal(sb), Signal(init=1)
         r2_f, r2_lo, r2_k = Signal(P + 1), Signal(P), Signal(bits_for(K))
@@ -892,8 +914,12 @@ class RansDecoderCoderXN(wiring.Component):
                          r2_x.eq(r1_x), r2_cand.eq(sym), r2_bub.eq(r1_bub),
                          r3_lo.eq(r2_x[P:P + A]), r3_f.eq(r2_f), r3_add.eq(add),
                          r3_k.eq(r2_k), r3_sym.eq(r2_cand), r3_bub.eq(r2_bub),
-                         r4_x.eq(x_mul), r4_k.eq(r3_k), r4_sym.eq(r3_sym), r4_bub.eq(r3_bub),
-                         x0.eq(x_next)]
+                         r4_x.eq(x_mul), r4_k.eq(r3_k), r4_sym.eq(r3_sym), r4_bub.eq(r3_bub)]
+            ring_in = x_next
+            for d in delay:
+                m.d.sync += d.eq(ring_in)
+                ring_in = d
+            m.d.sync += x0.eq(ring_in)
             if r1_set is not None:
                 m.d.sync += [r1_set.eq(table_set), r2_set.eq(r1_set)]
             with m.If(~r4_bub):
@@ -970,7 +996,7 @@ class RansDecoderShellXN(wiring.Component):
         super().__init__(ports)
 
     def elaborate(self, platform):
-        N = XN_STATES
+        N = self._shape.codec.states
         m = Module()
         remaining = Signal.like(self.cmd.p.count)
         words_left = Signal.like(self.cmd.p.words)   # words of the stream not yet taken
@@ -1109,7 +1135,7 @@ class RansDecoder(_RansCore):
                  precision_bits: int | None = None, max_symbols: int = 64, max_extra_bits: int = 8,
                  table: RansTable | None = None, programmable: bool = False, block_crc: bool = True,
                  table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS, mutant: str | None = None):
-        codec = core_codec(RansCodec, codec, states=(1, XN_STATES), state_bits=state_bits, word_bits=word_bits,
+        codec = core_codec(RansCodec, codec, states=(1, *XN_STATES), state_bits=state_bits, word_bits=word_bits,
                            precision_bits=precision_bits)
         sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets, count_bits,
                         interleaved_decoder=codec.states > 1)

