@@ -195,7 +195,7 @@ def test_codecs_it_takes_and_refuses():
     for name in ("rans16x2", "rans16x4", "rans24x16"):
         with pytest.raises(ConfigError):
             RansDecoder(parse_codec(name), programmable=True)
-    with pytest.raises(ConfigError, match="takes streams of 1 or 5 or 6 or .* or 16 states"):
+    with pytest.raises(ConfigError, match="takes streams of 1 or 5 to 16 states"):
         RansDecoder(parse_codec("rans16x3"), programmable=True)
     with pytest.raises(ConfigError):
         RansEncoder(parse_codec("rans16x5"), programmable=True)

@@ -112,7 +112,7 @@ class Codec:
         interleaved states (a tuple of ``N``; the lanes, the subsystem and the weight paths take 1)
         can take this codec's streams."""
         if self.states not in states:
-            have = " or ".join(str(n) for n in states)
+            have = _count_ranges(states)
             raise ConfigError(f"codec {self.name} interleaves {self.states} states; this hardware takes "
                               f"streams of {have} state{'s' if states != (1,) else ''} (issues 18/19)")
 
@@ -343,6 +343,18 @@ class RansCodec(Codec):
 _KINDS: dict[str, type[Codec]] = {"tans": TansCodec, "rans": RansCodec}
 
 _NAME = re.compile(r"^(tans|rans)(\d+)(?:x(\d+))?$")
+
+
+def _count_ranges(counts: tuple[int, ...]) -> str:
+    """``(1, 5, 6, …, 16)`` as ``"1 or 5 to 16"``: runs of three or more consecutive counts as a range."""
+    runs: list[list[int]] = []
+    for n in sorted(set(counts)):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    parts = [f"{r[0]} to {r[-1]}" if len(r) > 2 else " or ".join(map(str, r)) for r in runs]
+    return " or ".join(parts)
 
 
 def _suffix(states: int, sep: str = "x") -> str:
