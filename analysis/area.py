@@ -107,6 +107,7 @@ class CoreArea:
     shell: bool = True   # the command shell is in the figures (False: the coder alone, as Table 3)
     shell_extra: BlockArea | None = None   # with shell=True: what the shell adds to the coder
     blocks: list[BlockArea] | None = None  # with breakdown: every block alone
+    codec: str | None = None   # the codec the core was built for (tans8, tans8x2, rans16x16, …)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -255,7 +256,7 @@ def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_s
     part = (", shelled" + ("" if count_bits is None else f", {count_bits}-bit counts")) if shell else ", coder alone"
     fmax, seeds = ecp5_fmax_median(text, timeout) if ecp5 else (None, None)
     area = CoreArea(kind, config or f"{codec}, {max_symbols} codes, {extra_bits} extra bits{crc}{part}", **r,
-                    ecp5_fmax_mhz=fmax, ecp5_fmax_seeds=seeds, shell=shell)
+                    ecp5_fmax_mhz=fmax, ecp5_fmax_seeds=seeds, shell=shell, codec=spec.name)
     if shell:
         c = synthesize(core_verilog(build(False)), timeout, widelut=False)
         area.shell_extra = BlockArea("shell (extra)", r["luts"] - c["luts"], r["lutram"] - c["lutram"],
