@@ -93,17 +93,17 @@ def test_done_once_per_command_in_order(kind):
     assert outs_before == sorted(outs_before)
 
 
-@pytest.mark.parametrize("kind", list(IDLE_BOUND))
-def test_reset_drops_queued_commands_keeps_the_table(kind):
-    """A programmable core is loaded, given a command and a queued second one, and reset mid-run:
-    no ``done`` comes for either, the table survives (no reload), and the second command given
-    again codes bit-exact with an OK status."""
-    job = queued_job(kind, commands=2, pairs=30, seed=4, programmable=True)
+def reset_mid_command(job, split: int, mid_clocks: int) -> dict:
+    """Load ``job``'s programmable core, offer its two commands (the second queued), reset it after
+    ``mid_clocks`` clocks, give the second command again with its words (``job.inputs[split:]``) and
+    run to its ``done``. Returns ``{"dones": [phase …], "got": [(phase, payload) …], "status"}``
+    (phase 0 before the reset, 1 the second command, 2 four clocks after); ``status`` is a decoder's
+    last one. The reset tests of the one-state and the interleaved cores share it."""
     core = job.core
+    decoder = hasattr(core, "status")
     rst = Signal()
     top = Module()
     top.submodules.core = ResetInserter({"sync": rst})(core)
-    split = job.per_command_inputs[0]
     seen = {"dones": [], "got": [], "status": None}
 
     async def run(ctx, cmds, words, clocks, phase):
@@ -121,7 +121,7 @@ def test_reset_drops_queued_commands_keeps_the_table(kind):
                 ctx.set(core.i.payload.as_value(), words[kw])
             _, _, cv, cr, iv, ir, ov, op, d, st = await ctx.tick().sample(
                 core.cmd.valid, core.cmd.ready, core.i.valid, core.i.ready, core.o.valid,
-                core.o.payload.as_value(), core.done, core.status if kind.endswith("decoder") else core.done)
+                core.o.payload.as_value(), core.done, core.status if decoder else core.done)
             kc += int(cv and cr)
             kw += int(iv and ir)
             if ov:
@@ -140,7 +140,7 @@ def test_reset_drops_queued_commands_keeps_the_table(kind):
             for w in writes:
                 await stream_put(ctx, getattr(core, name), w)
         data = job.inputs.tolist()
-        await run(ctx, job.commands, data, 12, 0)       # mid-run of the first, the second queued
+        await run(ctx, job.commands, data, mid_clocks, 0)       # mid-run of the first, the second queued
         ctx.set(rst, 1)
         await ctx.tick().repeat(2)
         ctx.set(rst, 0)
@@ -151,6 +151,17 @@ def test_reset_drops_queued_commands_keeps_the_table(kind):
     sim.add_clock(1e-8)
     sim.add_testbench(drive)
     sim.run()
+    return seen
+
+
+@pytest.mark.parametrize("kind", list(IDLE_BOUND))
+def test_reset_drops_queued_commands_keeps_the_table(kind):
+    """A programmable core is loaded, given a command and a queued second one, and reset mid-run:
+    no ``done`` comes for either, the table survives (no reload), and the second command given
+    again codes bit-exact with an OK status."""
+    job = queued_job(kind, commands=2, pairs=30, seed=4, programmable=True)
+    split = job.per_command_inputs[0]
+    seen = reset_mid_command(job, split, 12)
     assert seen["dones"] == [1], seen["dones"]       # nothing reported for the dropped commands
     if kind.endswith("decoder"):
         assert seen["status"] == 0

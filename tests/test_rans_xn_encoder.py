@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from amaranth.hdl import Module, ResetInserter, Signal
 from amaranth.sim import Simulator
 
 from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
@@ -26,6 +25,8 @@ from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import CoreJob, build_core, make_job
 from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, stream_get, stream_put
+
+from .test_command_queue import reset_mid_command
 
 N = ENCODER_XN_STATES[-1]
 CODEC = f"rans16x{N}"
@@ -172,53 +173,7 @@ def test_reset_drops_the_command_and_keeps_the_table():
     ring is fresh again: the second command given again codes bit-exact."""
     pairs = 30
     job, per_cmd = _queued(2, pairs, 4, programmable=True)
-    core = job.core
-    rst = Signal()
-    top = Module()
-    top.submodules.core = ResetInserter({"sync": rst})(core)
-    seen = {"dones": [], "got": []}
-
-    async def run(ctx, cmds, data, clocks, phase):
-        ctx.set(core.o.ready, 1)
-        kc = kd = t = 0
-        while clocks is None or t < clocks:
-            ctx.set(core.cmd.valid, kc < len(cmds))
-            if kc < len(cmds):
-                ctx.set(core.cmd.payload.as_value(), cmds[kc])
-            ctx.set(core.i.valid, kd < len(data))
-            if kd < len(data):
-                ctx.set(core.i.payload.as_value(), data[kd])
-            _, _, cv, cr, iv, ir, ov, op, d = await ctx.tick().sample(
-                core.cmd.valid, core.cmd.ready, core.i.valid, core.i.ready, core.o.valid,
-                core.o.payload.as_value(), core.done)
-            kc += int(cv and cr)
-            kd += int(iv and ir)
-            if ov:
-                seen["got"].append((phase, int(op)))
-            if d:
-                seen["dones"].append(phase)
-                if clocks is None:
-                    break
-            t += 1
-        ctx.set(core.cmd.valid, 0)
-        ctx.set(core.i.valid, 0)
-
-    async def drive(ctx):
-        for name, writes in job.cfg.items():
-            for w in writes:
-                await stream_put(ctx, getattr(core, name), w)
-        data = job.inputs.tolist()
-        await run(ctx, job.commands, data, 20, 0)        # mid-run of the first, the second queued
-        ctx.set(rst, 1)
-        await ctx.tick().repeat(2)
-        ctx.set(rst, 0)
-        await run(ctx, job.commands[1:], data[pairs:], None, 1)
-        await run(ctx, [], [], 4, 2)
-
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    sim.add_testbench(drive)
-    sim.run()
+    seen = reset_mid_command(job, pairs, 20)
     assert seen["dones"] == [1], seen["dones"]
     second = [v for p, v in seen["got"] if p == 1]
     assert np.array_equal(np.array(second, dtype=np.uint64), job.expected[per_cmd[0]:])
