@@ -504,7 +504,7 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
         md += _table1_minilm(mini)
     if "coders" in want:
         from .speed import kernel_section
-        md += ["", "## Coder speed, one thread (compiled and golden coders, bulk lanes, constriction, zstd, ZipNN)", ""]
+        md += ["", "## Coder speed, one thread (compiled and golden coders, bulk lanes, constriction, zstd, ZipNN, DFloat11-style Huffman)", ""]
         md += kernel_section(mini)
     if "software" in want:
         from .speed import software_section

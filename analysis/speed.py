@@ -57,6 +57,51 @@ def _mm(xs: list[float]) -> tuple[float, float]:
     return min(xs), statistics.median(xs)
 
 
+def _huffman_rows(ck, bits: np.ndarray, n: int, fns: dict, per: dict, checks: list) -> str:
+    """Add the DFloat11-style Huffman rows (model/coding/huffman.py, compiled) to ``fns``: per tensor on
+    the benchmark tensor, and per layer (one code shared by layer 0's matrices, against each matrix with
+    its own code) on those matrices. Returns the sentence the table's legend needs."""
+    from ..model.coding import huffman
+    from ..model.dtypes.pairs import convert
+    if not huffman.native_available():
+        return ("DFloat11-style Huffman: no speed rows, the native extension is not built here "
+                "(its sizes are rows of `ansforge tables`). ")
+    h = huffman.encode_bf16_native(bits)
+    out = np.empty(n, dtype=np.uint16)
+    label = "Huffman per tensor (DFloat11-style; this project's C)"
+    # as the ANS rows, the code is built before the clock starts (the tables are too)
+    fns[f"{label}: encode"] = lambda: huffman.encode_bf16_native(bits, h.lengths)
+    fns[f"{label}: decode to bf16 values"] = lambda: huffman.decode_bf16_native(h, out)
+    checks.append(lambda: np.array_equal(huffman.decode_bf16_native(h, out), bits.ravel()))
+    layer = re.compile(r"(?:^|\.)(?:layers?|h|blocks?)\.0\.")
+    names = [i.name for i in ck.infos() if len(i.shape) == 2 and layer.search(i.name)]
+    legend = (f"Huffman = DFloat11's layout (exponents Huffman-coded, at most 32 bits a code, MSB first; sign and "
+              f"mantissa one raw byte per weight) in this project's C, one thread (DFloat11's own decoder is a CUDA "
+              f"kernel and does not run here): per tensor {h.nbits / n:.4f} exponent bits per weight on this tensor; "
+              "a 2^12-entry first-level table, one load per two codes. ")
+    if not names:
+        return legend
+    tensors = [convert(ck.tensor(k).array, "F32", "bf16")[0].ravel() for k in names]
+    m = int(sum(t.size for t in tensors))
+    shared = huffman.code_lengths(sum(np.bincount((t >> 7) & 0xFF, minlength=256) for t in tensors))
+    own = [huffman.encode_bf16_native(t) for t in tensors]
+    one = [huffman.encode_bf16_native(t, shared) for t in tensors]
+    outs = [np.empty(t.size, dtype=np.uint16) for t in tensors]
+    for tag, hs in (("own code per matrix", own), ("one code for the layer", one)):
+        k = f"Huffman per layer (layer 0's {len(names)} matrices, {tag}): decode to bf16 values"
+        fns[k] = lambda hs=hs: [huffman.decode_bf16_native(x, o) for x, o in zip(hs, outs)]
+        per[k] = m
+        checks.append(lambda hs=hs: all(np.array_equal(huffman.decode_bf16_native(x, o), t)
+                                         for x, o, t in zip(hs, outs, tensors)))
+    k = f"Huffman per layer (layer 0's {len(names)} matrices, one code for the layer): encode"
+    fns[k] = lambda: [huffman.encode_bf16_native(t, shared) for t in tensors]
+    per[k] = m
+    bits_own = sum(x.nbits for x in own) / m
+    bits_one = sum(x.nbits for x in one) / m
+    return legend + (f"Layer 0 ({m:,} weights): {bits_own:.4f} exponent bits per weight with a code per matrix, "
+                     f"{bits_one:.4f} with one code for the layer. ")
+
+
 def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> list[str]:
     """One thread, bf16 pairs of MiniLM's largest matrix: compiled kernels, golden models, bulk lanes,
     constriction, zstd -3 and ZipNN on the same tensor, interleaved."""
@@ -150,6 +195,7 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
             raise AssertionError("ZipNN did not round-trip")
         fns[f"ZipNN {zipnn_v} (1 thread, input copy included): compress"] = lambda: z.compress(bytearray(raw))
         fns[f"ZipNN {zipnn_v} (1 thread): decompress"] = lambda: z.decompress(zz)
+    huff_note = _huffman_rows(ck, bits, n, fns, per, checks)
     if not all(c() for c in checks):
         raise AssertionError("a compiled kernel did not round-trip")
     times = interleaved(fns, reps)
@@ -165,7 +211,7 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
           "`xN`: N interleaved states in the one stream (docs/bitstream.md §8, a software-only format for now). "
           "\"decode (pairs)\" writes symbols and additional data; \"decode to bf16 values\" writes the bf16 bit "
           "patterns themselves (the join of the pairs included). bulk = NumPy, 16,384 lanes. constriction codes "
-          "the exponent codes only (no additional data); zstd and ZipNN compress the tensor's bf16 bytes.", "",
+          "the exponent codes only (no additional data); zstd and ZipNN compress the tensor's bf16 bytes. " + huff_note, "",
           "| Method | M weights / CPU-s (min time) | M weights / CPU-s (median time) |", "|---|---:|---:|"]
     for k, ts in times.items():
         lo, med = _mm(ts)
@@ -183,6 +229,17 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
                 b = times[[k for k in times if k.startswith(f"ZipNN {zipnn_v}") and k.endswith(zop)][0]]
                 md.append(f"- {codec} {op} / ZipNN {zop}: min {min(a) / min(b):.2f}×, "
                           f"median {statistics.median(a) / statistics.median(b):.2f}×")
+    huff = "Huffman per tensor (DFloat11-style; this project's C)"
+    pairs_h = [("tANS 8 bits x8: native decode to bf16 values", f"{huff}: decode to bf16 values"),
+               ("tANS 8 bits: native decode to bf16 values", f"{huff}: decode to bf16 values"),
+               ("tANS 8 bits: native encode", f"{huff}: encode"),
+               ("tANS 8 bits x8: native encode", f"{huff}: encode")]
+    if all(a in times and b in times for a, b in pairs_h):
+        md += ["", "Ratios from the same rounds (ansforge compiled / DFloat11-style Huffman, CPU time; "
+               "> 1 means ansforge is slower):", ""]
+        for a, b in pairs_h:
+            md.append(f"- {a} / Huffman {b.split(': ')[1]}: min {min(times[a]) / min(times[b]):.2f}×, "
+                      f"median {statistics.median(times[a]) / statistics.median(times[b]):.2f}×")
     md.append("")
     return md
 

@@ -435,25 +435,10 @@ def _zipnn_bytes(path: str, names: Sequence[str], pairs: str) -> int:
 
 def huffman_lengths(counts: np.ndarray) -> np.ndarray:
     """Huffman code lengths (bits) of symbols with ``counts`` (a lone symbol gets 1 bit, as a decoder
-    needs a code to read); zero counts get length 0."""
-    import heapq
-    c = np.asarray(counts, dtype=np.int64)
-    lengths = np.zeros(c.size, dtype=np.int64)
-    live = [int(i) for i in np.flatnonzero(c)]
-    if len(live) == 1:
-        lengths[live[0]] = 1
-        return lengths
-    heap = [(int(c[i]), i, [i]) for i in live]
-    heapq.heapify(heap)
-    tie = c.size
-    while len(heap) > 1:
-        a, _, sa = heapq.heappop(heap)
-        b, _, sb = heapq.heappop(heap)
-        for i in sa + sb:
-            lengths[i] += 1
-        heapq.heappush(heap, (a + b, tie, sa + sb))
-        tie += 1
-    return lengths
+    needs a code to read); zero counts get length 0. The code ``model.coding.huffman`` writes: at most
+    32 bits a code, as DFloat11, so the size rows are what that coder's streams measure."""
+    from ..model.coding.huffman import code_lengths
+    return code_lengths(counts)
 
 
 def huffman_bits(matrices: Sequence["MatrixStats"], per: str) -> float:

@@ -20,7 +20,10 @@
 ``constriction_codec``
     The rANS reference through constriction's ``AnsCoder``.
 ``fastans``
-    The compiled (numba) coders, bit-exact with the golden ones.
+    The compiled coders (the native C extension ``nativeans``, numba as the fallback), bit-exact with
+    the golden ones.
+``huffman``
+    A DFloat11-style Huffman coder of bf16 exponents: the peer the benchmarks size and time.
 """
 
 __all__: list[str] = []

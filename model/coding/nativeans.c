@@ -1433,6 +1433,204 @@ out:
 }
 
 /* ---------------------------------------------------------------------------------------------- */
+/* DFloat11-style Huffman of bf16 exponents (huffman.py is the golden model and the format's
+ * description): a peer the benchmarks time beside the ANS kernels, not a project bitstream.
+ * Canonical codes of at most 32 bits, assigned in order of (length, exponent); the payload is MSB
+ * first; one raw byte per weight holds sign << 7 | mantissa. */
+
+#define HUFF_MAXLEN 32
+#define HUFF_LUT 12
+
+typedef struct {
+    uint16_t lut[1 << HUFF_LUT]; /* symbol << 8 | length for codes <= HUFF_LUT bits; 0: longer or none */
+    uint64_t first[HUFF_MAXLEN + 1]; /* canonical first code of each length */
+    uint32_t cnt[HUFF_MAXLEN + 1], idx[HUFF_MAXLEN + 1];
+    uint8_t sorted[256];
+    int maxlen;
+} HuffTable;
+
+/* 0, or -1 when the lengths are no prefix code (Kraft sum above 1) or out of range */
+static int huff_build(const uint8_t *lens, HuffTable *t) {
+    memset(t, 0, sizeof *t);
+    uint32_t nsym = 0;
+    for (int s = 0; s < 256; s++) {
+        if (lens[s] > HUFF_MAXLEN) return -1;
+        if (lens[s]) { t->cnt[lens[s]]++; nsym++; if (lens[s] > t->maxlen) t->maxlen = lens[s]; }
+    }
+    uint64_t code = 0;
+    uint32_t k = 0;
+    for (int L = 1; L <= HUFF_MAXLEN; L++) {
+        code <<= 1;
+        t->first[L] = code;
+        t->idx[L] = k;
+        code += t->cnt[L];
+        k += t->cnt[L];
+        if (code > ((uint64_t)1 << L)) return -1;
+    }
+    uint32_t fill[HUFF_MAXLEN + 1];
+    for (int L = 0; L <= HUFF_MAXLEN; L++) fill[L] = t->idx[L];
+    for (int s = 0; s < 256; s++)
+        if (lens[s]) t->sorted[fill[lens[s]]++] = (uint8_t)s;
+    for (int L = 1; L <= HUFF_LUT; L++)
+        for (uint32_t j = 0; j < t->cnt[L]; j++) {
+            uint32_t c = (uint32_t)(t->first[L] + j), sh = HUFF_LUT - L;
+            uint16_t e = (uint16_t)((t->sorted[t->idx[L] + j] << 8) | L);
+            for (uint32_t a = c << sh; a < ((c + 1) << sh); a++) t->lut[a] = e;
+        }
+    (void)nsym;
+    return 0;
+}
+
+INLINE uint64_t load64_be(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+/* bits [B, B + 57) MSB first, left-aligned (bits past the end read as 0) */
+INLINE uint64_t window_be(const uint8_t *p, int64_t nbytes, int64_t B) {
+    int64_t off = B >> 3;
+    if (LIKELY(off + 8 <= nbytes)) return load64_be(p + off) << (B & 7);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        if (off + i < nbytes) v |= (uint64_t)p[off + i] << (56 - 8 * i);
+    return v << (B & 7);
+}
+
+/* huff_decode_bf16(payload, nbits, raw u8[n], lens u8[256], out u16[n]) -> -1 when every weight
+ * decoded and exactly nbits were read, -2 when bits are left over, else the first weight whose code
+ * is missing or runs past nbits. */
+static PyObject *py_huff_decode_bf16(PyObject *self, PyObject *args) {
+    PyObject *opl, *oraw, *olen, *oout;
+    long long nbits;
+    if (!PyArg_ParseTuple(args, "OLOOO", &opl, &nbits, &oraw, &olen, &oout)) return NULL;
+    Buf pl = {0}, raw = {0}, ln = {0}, out = {0};
+    PyObject *res = NULL;
+    HuffTable *t = NULL;
+    if (get_buf(opl, &pl, 0, 1, "payload") || get_buf(oraw, &raw, 0, 1, "raw") || get_buf(olen, &ln, 0, 1, "lens") ||
+        get_buf(oout, &out, 1, 2, "out"))
+        goto out;
+    {
+        int64_t n = NITEMS(raw), nbytes = pl.view.len;
+        if (NITEMS(ln) != 256 || NITEMS(out) != n || nbits < 0 || nbits > 8 * nbytes) {
+            PyErr_SetString(PyExc_ValueError, "huff_decode_bf16: inconsistent arguments");
+            goto out;
+        }
+        t = (HuffTable *)malloc(sizeof *t);
+        if (!t) { PyErr_NoMemory(); goto out; }
+        if (huff_build((const uint8_t *)ln.view.buf, t)) {
+            PyErr_SetString(PyExc_ValueError, "huff_decode_bf16: the code lengths are no prefix code");
+            goto out;
+        }
+        const uint8_t *p = (const uint8_t *)pl.view.buf, *r = (const uint8_t *)raw.view.buf;
+        uint16_t *o = (uint16_t *)out.view.buf;
+        int64_t B = 0, bad = -1;
+        const int maxlen = t->maxlen;
+        Py_BEGIN_ALLOW_THREADS
+        /* One load serves two codes when the first is at most 25 bits (a load gives 57 valid bits and
+         * a code is at most 32), which takes a memory load off every other step of the chain. */
+#define HUFF_ONE(v, sym, L)                                                                       \
+        do {                                                                                      \
+            uint32_t ent_ = t->lut[(v) >> (64 - HUFF_LUT)];                                       \
+            if (LIKELY(ent_)) { sym = ent_ >> 8; L = ent_ & 0xFF; }                               \
+            else {                                                                                \
+                for (L = HUFF_LUT + 1; (int)L <= maxlen; L++)                                     \
+                    if (((v) >> (64 - L)) - t->first[L] < t->cnt[L]) break;                       \
+                if ((int)L > maxlen) { sym = 0; L = 0; }                                          \
+                else sym = t->sorted[t->idx[L] + (((v) >> (64 - L)) - t->first[L])];              \
+            }                                                                                     \
+        } while (0)
+        int64_t i = 0;
+        while (i < n) {
+            uint64_t v = window_be(p, nbytes, B);
+            uint32_t sym, L;
+            HUFF_ONE(v, sym, L);
+            if (UNLIKELY(!L) || UNLIKELY(B + L > nbits)) { bad = i; break; }
+            B += L;
+            uint32_t rb = r[i];
+            o[i] = (uint16_t)(((rb & 0x80u) << 8) | (sym << 7) | (rb & 0x7Fu));
+            i++;
+            if (L <= 25 && i < n) {
+                v <<= L;
+                HUFF_ONE(v, sym, L);
+                if (UNLIKELY(!L) || UNLIKELY(B + L > nbits)) { bad = i; break; }
+                B += L;
+                rb = r[i];
+                o[i] = (uint16_t)(((rb & 0x80u) << 8) | (sym << 7) | (rb & 0x7Fu));
+                i++;
+            }
+        }
+#undef HUFF_ONE
+        if (bad < 0 && B != nbits) bad = -2;
+        Py_END_ALLOW_THREADS
+        res = PyLong_FromLongLong(bad);
+    }
+out:
+    free(t);
+    rel(&pl); rel(&raw); rel(&ln); rel(&out);
+    return res;
+}
+
+/* huff_encode_bf16(values u16[n], codes u32[256], lens u8[256], payload u8 (room for every code
+ * plus 8 bytes), raw u8[n]) -> the payload's length in bits, or -(i + 1) when weight i's exponent
+ * has no code. */
+static PyObject *py_huff_encode_bf16(PyObject *self, PyObject *args) {
+    PyObject *ov, *oc, *olen, *opl, *oraw;
+    if (!PyArg_ParseTuple(args, "OOOOO", &ov, &oc, &olen, &opl, &oraw)) return NULL;
+    Buf v = {0}, cd = {0}, ln = {0}, pl = {0}, raw = {0};
+    PyObject *res = NULL;
+    if (get_buf(ov, &v, 0, 2, "values") || get_buf(oc, &cd, 0, 4, "codes") || get_buf(olen, &ln, 0, 1, "lens") ||
+        get_buf(opl, &pl, 1, 1, "payload") || get_buf(oraw, &raw, 1, 1, "raw"))
+        goto out;
+    {
+        int64_t n = NITEMS(v);
+        const uint8_t *lens = (const uint8_t *)ln.view.buf;
+        const uint32_t *codes = (const uint32_t *)cd.view.buf;
+        int maxlen = 0;
+        for (int s = 0; NITEMS(ln) == 256 && s < 256; s++) if (lens[s] > maxlen) maxlen = lens[s];
+        if (NITEMS(cd) != 256 || NITEMS(ln) != 256 || NITEMS(raw) != n || maxlen > HUFF_MAXLEN ||
+            pl.view.len < (n * maxlen) / 8 + 16) {
+            PyErr_SetString(PyExc_ValueError, "huff_encode_bf16: inconsistent arguments");
+            goto out;
+        }
+        const uint16_t *x = (const uint16_t *)v.view.buf;
+        uint8_t *p = (uint8_t *)pl.view.buf, *r = (uint8_t *)raw.view.buf;
+        uint64_t acc = 0;
+        int64_t nacc = 0, written = 0, bad = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t w = x[i], e = (w >> 7) & 0xFF, L = lens[e];
+            r[i] = (uint8_t)(((w >> 8) & 0x80u) | (w & 0x7Fu));
+            if (UNLIKELY(!L)) { bad = -(i + 1); break; }
+            acc = (acc << L) | codes[e];
+            nacc += L;
+            if (nacc >= 32) { /* the 32 oldest pending bits, big-endian */
+                nacc -= 32;
+                uint32_t word = (uint32_t)(acc >> nacc);
+#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+                word = __builtin_bswap32(word);
+#endif
+                memcpy(p + written, &word, 4);
+                written += 4;
+            }
+        }
+        if (!bad) {
+            for (; nacc > 0; nacc -= 8) /* the last bits, left-aligned and zero-padded */
+                p[written++] = (uint8_t)(nacc >= 8 ? acc >> (nacc - 8) : acc << (8 - nacc));
+            bad = 8 * written + nacc; /* nacc <= 0 here: the padding */
+        }
+        Py_END_ALLOW_THREADS
+        res = PyLong_FromLongLong(bad);
+    }
+out:
+    rel(&v); rel(&cd); rel(&ln); rel(&pl); rel(&raw);
+    return res;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"stationary", py_stationary, METH_VARARGS, "the tANS encoder's stationary state distribution (power iteration)"},
@@ -1443,6 +1641,8 @@ static PyMethodDef methods[] = {
     {"rans_decode", py_rans_decode, METH_VARARGS, "rANS decode of N interleaved states"},
     {"rans_encode", py_rans_encode, METH_VARARGS, "rANS encode of N interleaved states"},
     {"join", py_join, METH_VARARGS, "decoded pairs to value bit patterns (row shifts restored)"},
+    {"huff_decode_bf16", py_huff_decode_bf16, METH_VARARGS, "DFloat11-style Huffman decode of bf16 (a benchmark peer)"},
+    {"huff_encode_bf16", py_huff_encode_bf16, METH_VARARGS, "DFloat11-style Huffman encode of bf16 (a benchmark peer)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "nativeans",
