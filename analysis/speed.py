@@ -238,7 +238,7 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
         md += ["", "Ratios from the same rounds (ansforge compiled / DFloat11-style Huffman, CPU time; "
                "> 1 means ansforge is slower):", ""]
         for a, b in pairs_h:
-            md.append(f"- {a} / Huffman {b.split(': ')[1]}: min {min(times[a]) / min(times[b]):.2f}×, "
+            md.append(f"- {a.replace(': ', ' ')} / Huffman {b.split(': ')[1]}: min {min(times[a]) / min(times[b]):.2f}×, "
                       f"median {statistics.median(times[a]) / statistics.median(times[b]):.2f}×")
     md.append("")
     return md
