@@ -3,6 +3,8 @@ gaps to the ideal, and 10^4 corrupted or truncated containers."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -47,6 +49,28 @@ def test_stories_every_tensor_round_trips(stories, tmp_path, codec, pairs):
 def test_minilm_every_tensor_round_trips_losslessly(minilm, tmp_path, codec):
     c = _assert_round_trip(minilm, tmp_path, codec, "auto")
     assert c.summary()["pairs"] > 22_000_000
+
+
+def test_decompress_gives_back_the_source_file_byte_for_byte(minilm, tmp_path):
+    """MiniLM's safetensors file (written by the safetensors library, metadata {"format": "pt"}, which
+    transformers' loader requires) comes back identical, header and metadata included."""
+    compress_checkpoint(minilm, tmp_path / "m.ansf", "tans8x8")
+    open_container(tmp_path / "m.ansf").decompress(tmp_path / "m.safetensors")
+    assert (tmp_path / "m.safetensors").read_bytes() == Path(minilm).read_bytes()
+
+
+def test_source_metadata_is_kept_and_a_file_without_it_gets_none(tmp_path):
+    rng = np.random.default_rng(2)
+    w = (rng.standard_normal((16, 8)) * 0.02).astype(np.float32)
+    for k, meta in enumerate(({"format": "pt", "note": "ü, \"quoted\""}, None)):
+        src = tmp_path / f"src{k}.safetensors"
+        write_safetensors(src, [("w", "F32", w.shape)], lambda i, n: [w], metadata=meta)
+        compress_checkpoint(src, tmp_path / f"m{k}.ansf", "rans16")
+        c = open_container(tmp_path / f"m{k}.ansf")
+        assert c.file_metadata == (meta or {})
+        c.decompress(tmp_path / f"out{k}.safetensors")
+        assert open_checkpoint(tmp_path / f"out{k}.safetensors").metadata == (meta or {})
+        assert (tmp_path / f"out{k}.safetensors").read_bytes() == src.read_bytes()
 
 
 # Acceptance: gap to the ideal on MiniLM's 2-D matrices and on stories260K (bf16 pairs), final state

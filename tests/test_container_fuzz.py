@@ -118,7 +118,8 @@ def test_code_table_fields_never_crash(container, tmp_path, field, value):
 
 
 @pytest.mark.parametrize("edit", ["huge_n_pairs", "float_offset", "missing_blocks", "string_stream", "list_record",
-                                  "duplicate_name", "gap"])
+                                  "duplicate_name", "gap", "metadata_not_a_map", "metadata_value_not_a_string",
+                                  "metadata_in_a_later_record"])
 def test_record_edits_raise_container_error(container, tmp_path, edit):
     def fn(r):
         st, t = _stream(r), _tensor(r, "w.a")
@@ -138,6 +139,12 @@ def test_record_edits_raise_container_error(container, tmp_path, edit):
             _tensor(r, "w.c")["name"] = "w.a"
         elif edit == "gap":
             _tensor(r, "ids")["payload_offset"] += 1
+        elif edit == "metadata_not_a_map":
+            r.records[0]["file_metadata"] = ["format", "pt"]
+        elif edit == "metadata_value_not_a_string":
+            r.records[0]["file_metadata"] = {"format": 1}
+        elif edit == "metadata_in_a_later_record":
+            r.records[1]["file_metadata"] = {"format": "pt"}
     with pytest.raises(ContainerError):
         open_container(edit_records(container, tmp_path / "b.ansf", fn))
 

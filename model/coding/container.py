@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..llm.checkpoint import ITEMSIZE, SUPPORTED_DTYPES, open_checkpoint, write_safetensors
+from ..llm.checkpoint import ITEMSIZE, SUPPORTED_DTYPES, SafetensorsCheckpoint, open_checkpoint, write_safetensors
 from .codecs import Codec, RansCodec, parse_codec
 from . import fastans
 from .codetable import CodeTable
@@ -506,6 +506,11 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         records[ri].update({"payload_offset": offset, "nbytes": len(data), "blocks": blocks})
         payload.append(data)
         offset += len(data)
+    meta = getattr(ckpt, "metadata", None) if isinstance(ckpt, SafetensorsCheckpoint) else None
+    if records and isinstance(meta, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
+        # The source file's own metadata (e.g. transformers' {"format": "pt"}, which its loader requires),
+        # for decompress to write back: older readers ignore the key, so no version change.
+        records[0]["file_metadata"] = dict(meta)
     out = Path(out)
     if out.is_dir():
         raise ConfigError(f"{out}: is a directory")
@@ -674,10 +679,18 @@ class Container:
         self._by_name = {}
         regions: list[tuple[int, int, str]] = [(st.offset, st.offset + st.n_words * st.word_bytes, f"stream {st.index}")
                                                for st in self.streams]
+        self.file_metadata: dict[str, str] | None = None
         for i, rec in enumerate(self.tensors):
             where = f"tensor record {i + 1}"
             name = _field(rec, "name", str, self._fail, where)
             where = f"tensor {name!r}"
+            if "file_metadata" in rec:
+                meta = rec["file_metadata"]
+                if i:
+                    raise self._fail(where, "file_metadata belongs in the first tensor record only")
+                if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+                    raise self._fail(where, "file_metadata must map strings to strings")
+                self.file_metadata = meta
             if name in self._by_name:
                 raise self._fail(where, "appears twice")
             self._by_name[name] = i
@@ -1191,7 +1204,9 @@ class Container:
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
             raise self._fail(f"tensor {dup!r}", "is also the name of another tensor's scale in the output")
-        meta = {"ansforge": "decompressed from " + self.path.name}
+        # the source file's metadata as it was; a file without any (GGUF, llama2.c) gets a provenance note
+        meta = dict(self.file_metadata) if self.file_metadata is not None else \
+            {"ansforge": "decompressed from " + self.path.name}
         if q4:
             meta["ansforge.q4_0"] = json.dumps(q4, separators=(",", ":"))
         write_safetensors(out, [spec for spec, _ in outputs], lambda index, name: outputs[index][1](), metadata=meta)
