@@ -25,7 +25,7 @@ from .common import (COUNT_BITS, CoreParameters, WordCrc, bits_for, check_bool, 
                      table_select_layout, word_layout)
 from .mutants import check_mutant
 from .shell import DecoderShell, EncoderShell
-from .tans_x2 import TansEncoderX2Coder, x2_symbol_rows
+from .tans_x2 import TansEncoderX2Coder, x2_last_bits, x2_symbol_rows
 
 __all__ = ["BitWindow", "PairWindow", "TansDecoder", "TansDecoderCoder", "TansStateUpdate", "TansTailUpdate", "TansX2DecoderCoder", "TansEncoder", "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes"]
 
@@ -1271,7 +1271,8 @@ class TansEncoder(_TansCore):
     builds the coder alone (its ports). A codec of two interleaved states (``tans8x2``,
     ``docs/bitstream.md`` §8) builds :class:`~.tans_x2.TansEncoderX2Coder` (its symbol rows are
     :func:`~.tans_x2.x2_symbol_entry`, which :meth:`table_writes` gives; its flush is queued behind
-    the pairs, so the next command's pairs follow two clocks after the last one); any other ``N > 1``
+    the pairs in one step, so the next command's first pair follows its last one after one idle clock
+    and the packer's marker clock costs one more); any other ``N > 1``
     is refused. One state builds :class:`TansEncoderCoder`.
 
     Ports (``shell=True``)
@@ -1332,7 +1333,8 @@ class TansEncoder(_TansCore):
         for t, table in enumerate(tables):
             s, x = tans_encoder_writes(table, t, 1 << self._shape.symbol_bits)
             if self._coder_cls is TansEncoderX2Coder:    # its narrower symbol rows
-                s = [{"addr": w["addr"], "data": r} for w, r in zip(s, x2_symbol_rows(table))]
+                s = [{"addr": w["addr"], "data": r}
+                     for w, r in zip(s, x2_symbol_rows(table, x2_last_bits(self._shape)))]
             sym += s
             state += x
         return {"sym_cfg": sym, "state_cfg": state}

