@@ -751,6 +751,16 @@ class TansX2DecoderCoder(wiring.Component):
     block RAM addressed by ``xa``'s next value, or ``pos``'s adder split per word (``need``
     one-hot), so that the read feeds a single LUT. Idle clocks between back-to-back commands
     (3 to 4) are unchanged: see above.
+
+    Tried in issue 18's third round and not kept (coder alone, same measure): a 20-bit table row
+    ``{symbol, c = 2 base + 2^nb, need}`` (``nb`` and ``base`` in ``R + 1`` bits: 12 LUT-equivalents of
+    LUT-RAM fewer) costs more than it saves, because the mask (a prefix NOR of ``c``) and ``nb`` (its
+    trailing zeros, for ``pos - nb`` and ``k``) must then be derived: 281 derived in ``T``'s clock, 279
+    derived from the read into ``T`` registers. ``need``'s top bit derived from ``nb = R`` (one
+    ``RAM256X1S`` fewer) costs 4 LUTs: 276. Without a bitstream change the fixed parts alone are
+    about 240 (the table 92, the two window selects 64 and ``pos - nb`` 7, ``xa``'s select 16, the
+    extra's mask and ``k`` 10, ``pos``'s adder and selects about 20, the marker about 10, the
+    window's counters and the step about 20), so issue 18's 249 is not reached here.
     """
 
     def __init__(self, shape: "_TansShape"):
