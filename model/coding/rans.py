@@ -47,7 +47,7 @@ from ..errors import ConfigError
 from .stream import Checkpoint, DecodeWindow, pack_states, EncodedStream, Run, StreamError, reverse_chunks, word_dtype, word_list
 from .stream import MAX_STATES, check_checkpoint, check_checkpoint_interval
 
-__all__ = ["RansParams", "RansTable", "RansCoder", "RANS_PRESETS", "initial_state", "stream_head"]
+__all__ = ["RansParams", "RansTable", "RansCoder", "RANS_PRESETS", "initial_state", "stream_head", "freq_reciprocals"]
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,18 @@ RANS_PRESETS: dict[str, RansParams] = {
 }
 
 
+def freq_reciprocals(freqs, precision_bits: int) -> np.ndarray:
+    """Per frequency ``f`` (1 .. ``2**P``) the columns ``e, R``: ``e = P + 1 - bit_length(f)``
+    normalises it, ``F = f << e`` in ``[2**P, 2**(P + 1))``, and ``R = floor((2**(2P + 1) - 1) / F)``
+    in ``[2**P, 2**(P + 1))`` is its reciprocal (``2**(2P + 1) / F - 1 < R <= 2**(2P + 1) / F``).
+    A frequency of 0 (a symbol never coded) gets ``0, 0``."""
+    P = precision_bits
+    f = np.asarray(freqs, dtype=np.int64).reshape(-1)
+    e = np.where(f > 0, P + 1 - np.frexp(np.maximum(f, 1).astype(np.float64))[1], 0).astype(np.int64)
+    R = np.where(f > 0, ((1 << (2 * P + 1)) - 1) // np.maximum(f << e, 1), 0)
+    return np.stack([e, R], axis=1).astype(np.int64)
+
+
 class RansTable:
     """Frequencies, cumulatives and per-symbol additional-data widths of one alphabet."""
 
@@ -149,6 +161,11 @@ class RansTable:
         """The rANS cores' symbol table: per symbol the columns ``freq, cum, k`` (``freq`` may be
         ``2**P`` for a one-symbol alphabet)."""
         return np.stack([self.freqs, self.cum[:-1], self.extra_bits], axis=1)
+
+    def core_reciprocals(self) -> np.ndarray:
+        """The interleaved encoder core's division data: per symbol the columns ``e, R`` of
+        :func:`freq_reciprocals`."""
+        return freq_reciprocals(self.freqs, self.params.precision_bits)
 
     def core_buckets(self, bucket_bits: int, splits: int = 2) -> np.ndarray:
         """The decoder cores' quantile → symbol guess: per bucket of ``2**(P - bucket_bits)``
