@@ -847,16 +847,19 @@ class RansDecoderCoderXN(wiring.Component):
         gt = Signal(sh.splits)
         low = x0[:sh.off_bits] if sh.off_bits else Const(0, 1)
         m.d.comb += gt.eq(Cat(*((low > bkt[f"split{j}"]) for j in range(sh.splits))) if sh.off_bits else 0)
+        # The count of splits passed is a constant table of ``gt`` (one LUT6 per bit), not a chain of adds.
+        count = Signal(range(sh.splits + 1))
+        m.d.comb += count.eq(Array([Const(bin(v).count("1"), len(count)) for v in range(1 << sh.splits)])[gt])
         cand = Signal(sb)
-        m.d.comb += cand.eq(bkt.base + sum(gt[j].as_unsigned() for j in range(sh.splits)))
+        m.d.comb += cand.eq(bkt.base + count)
 
         # -- stage 2: the candidate's symbol entry and range test -----------------------------------
         # The range test is registered (``r2_found``), so that a turn of the ring waits on registers
         # only. A wrong candidate (a bucket that meets more than seven symbols) holds the ring, and the
         # table is read again at the stepped candidate, one symbol per clock.
         miss = ~r2_found
-        stepped = Signal(sb)
-        m.d.comb += stepped.eq(Mux(r2_below, r2_cand - 1, r2_cand + 1))
+        stepped = Signal(sb)                         # r2_cand -/+ 1: one add of 1 or all ones
+        m.d.comb += stepped.eq(r2_cand + Cat(Const(1, 1), r2_below.replicate(sb - 1)))
         sym = Signal(sb)
         qs = Signal(P)
         bub = Signal()
@@ -864,13 +867,13 @@ class RansDecoderCoderXN(wiring.Component):
         entry = tables.symbol(m, sym, None if r1_set is None else Mux(miss, r2_set, r1_set))
         # One subtract gives ``q - cum`` and, in its borrow, ``q < cum``; one compare then tests ``q - cum
         # < freq`` (no ``end`` column in the table: two RAM64M8 fewer).
+        # A bubble subtracts 0 (the mask sits in the subtract's LUTs), so that ``q - cum`` is also its ``q``.
         diff = Signal(P + 2)                         # q - cum, two's complement
         below, found = Signal(), Signal()
-        m.d.comb += [diff.eq(qs - entry.cum), below.eq(diff[P + 1]),
+        m.d.comb += [diff.eq(qs - (entry.cum & ~bub.replicate(P + 1))), below.eq(diff[P + 1]),
                      found.eq(bub | ~(below | (diff[:P + 1] >= entry.freq)))]
         f_eff, lo_eff, k_eff = Signal(P + 1), Signal(P), Signal(bits_for(K))
-        m.d.comb += [f_eff.eq(Mux(bub, 1 << P, entry.freq)), lo_eff.eq(Mux(bub, qs, diff[:P])),
-                     k_eff.eq(Mux(bub, 0, entry.k))]
+        m.d.comb += [f_eff.eq(Mux(bub, 1 << P, entry.freq)), lo_eff.eq(diff[:P]), k_eff.eq(Mux(bub, 0, entry.k))]
 
         # -- stage 3: the upper product -------------------------------------------------------------
         hi = _upper_product(m, r2_x[P + A:], r2_f, "x_upper") if S - P > A else Const(0, 1)
