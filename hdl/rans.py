@@ -108,9 +108,11 @@ MAX_BUCKET_BITS = 6
 #: no read multiplexer; nine splits fill 14 RAM64M8 (96 of their 98 bits).
 BUCKET_SPLITS = 9
 #: Splits per bucket of the interleaved-state decoder (:class:`RansDecoderCoderXN`): exact where a bucket
-#: meets at most seven symbols; expected extra clocks per pair over stories260K / MiniLM (rans16) 0.018 % /
-#: 0.037 %, for 10 RAM64M8 and six compares instead of 14 and nine.
-XN_SPLITS = 6
+#: meets at most six symbols; expected extra clocks per pair over stories260K / MiniLM (rans16) 0.049 % /
+#: 0.068 % (six splits: 0.018 % / 0.037 %; four: 0.116 % / 0.126 %), for 8 RAM64M8 and five compares
+#: (six splits: 10 RAM64M8, 21 LUT-equivalents more at ``N = 5``). Measured in Verilator over both whole
+#: models with five: 0.99914 pairs per clock at ``N = 16``, the issue's floor being 0.999.
+XN_SPLITS = 5
 
 
 def bucket_bits_for(precision_bits: int) -> int:
@@ -744,13 +746,14 @@ class RansDecoderCoderXN(wiring.Component):
     configuration):
 
     1. *bucket*: from ``x`` (``S`` bits) with ``q = x mod 2**P``, the bucket table at ``q``'s top 6
-       bits, six split compares (:data:`XN_SPLITS`) and their sum give the candidate symbol;
-    2. *symbol*: the symbol table gives ``freq, cum, end = cum + freq, k``; the range test ``cum <= q
-       < end`` (two compares in parallel) and ``q - cum`` are registered; a wrong candidate (a bucket
-       that meets more than seven symbols) holds the ring and reads the table again at the stepped
-       candidate, one symbol per clock;
+       bits, five split compares (:data:`XN_SPLITS`) and their count (a constant table of the five
+       results) added to the bucket's base give the candidate symbol;
+    2. *symbol*: the symbol table gives ``freq, cum, k``; one subtract gives ``q - cum`` and, in its
+       borrow, ``q < cum``, one compare ``q - cum >= freq``: the range test and ``q - cum`` are
+       registered; a wrong candidate (a bucket that meets more than six symbols) holds the ring and
+       reads the table again at the stepped candidate, one symbol per clock;
     3. *upper product*: ``x >> P``'s bits above the DSP's 26 (``S - P - 26`` = 6 bits) times ``freq``,
-       in LUTs (radix 4), joined with ``q - cum`` into the addend;
+       in LUTs (radix 4, :func:`_upper_product`), joined with ``q - cum`` into the addend;
     4. *multiply*: ``x' = (x >> P)[:26] * freq + addend``, the multiply in one DSP;
     5. *pop*: the pair's one word pop (``x'`` pops iff ``x' < 2**(S - W + k)``: before the chunk when
        ``x' < 2**(S - W)``, else after it) and the ``k``-bit chunk of additional data; the pair is
@@ -855,7 +858,7 @@ class RansDecoderCoderXN(wiring.Component):
 
         # -- stage 2: the candidate's symbol entry and range test -----------------------------------
         # The range test is registered (``r2_found``), so that a turn of the ring waits on registers
-        # only. A wrong candidate (a bucket that meets more than seven symbols) holds the ring, and the
+        # only. A wrong candidate (a bucket that meets more than six symbols) holds the ring, and the
         # table is read again at the stepped candidate, one symbol per clock.
         miss = ~r2_found
         stepped = Signal(sb)                         # r2_cand -/+ 1: one add of 1 or all ones
