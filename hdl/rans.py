@@ -821,6 +821,7 @@ class RansDecoderCoderXN(wiring.Component):
         delay = [Signal(S, name=f"x_wait{j}", reset_less=True) for j in range(N - XN_RING)]
         r1_x, r1_cand, r1_bub = Signal(S), Signal(sb), Signal(init=1)
         r2_x, r2_cand, r2_bub = Signal(S), Signal(sb), Signal(init=1)
+        r2_up, r2_down = Signal(sb), Signal(sb)      # r2_cand + 1 and - 1, registered with it
         r2_f, r2_lo, r2_k = Signal(P + 1), Signal(P), Signal(bits_for(K))
         r2_found, r2_below = Signal(init=1), Signal()
         r3_lo, r3_f, r3_add = Signal(A), Signal(P + 1), Signal(S)
@@ -861,8 +862,11 @@ class RansDecoderCoderXN(wiring.Component):
         # only. A wrong candidate (a bucket that meets more than six symbols) holds the ring, and the
         # table is read again at the stepped candidate, one symbol per clock.
         miss = ~r2_found
-        stepped = Signal(sb)                         # r2_cand -/+ 1: one add of 1 or all ones
-        m.d.comb += stepped.eq(r2_cand + Cat(Const(1, 1), r2_below.replicate(sb - 1)))
+        # Both neighbours of the candidate are registered with it, so that a step is a multiplexer before
+        # the table read, not an add in series with it (that add, the read, ``q - cum`` and the range
+        # compare were the ECP5's longest path: 95.6 MHz).
+        stepped = Signal(sb)
+        m.d.comb += stepped.eq(Mux(r2_below, r2_down, r2_up))
         sym = Signal(sb)
         qs = Signal(P)
         bub = Signal()
@@ -925,7 +929,7 @@ class RansDecoderCoderXN(wiring.Component):
                      turn.eq(step | (self.drain & ready & ~self.head) | head_turn)]
         with m.If(turn):
             m.d.sync += [r1_x.eq(x0), r1_cand.eq(cand), r1_bub.eq(~step),
-                         r2_x.eq(r1_x), r2_cand.eq(sym), r2_bub.eq(r1_bub),
+                         r2_x.eq(r1_x), r2_bub.eq(r1_bub),
                          r3_lo.eq(r2_x[P:P + A]), r3_f.eq(r2_f), r3_add.eq(add),
                          r3_k.eq(r2_k), r3_sym.eq(r2_cand), r3_bub.eq(r2_bub),
                          r4_x.eq(x_mul), r4_k.eq(r3_k), r4_sym.eq(r3_sym), r4_bub.eq(r3_bub)]
@@ -940,10 +944,9 @@ class RansDecoderCoderXN(wiring.Component):
                 m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(r4_sym), o_pair.extra.eq(bits)]
                 with m.If((early | late) & ~have_word):
                     m.d.sync += short.eq(1)
-        with m.If(turn | miss):
-            m.d.sync += [r2_f.eq(f_eff), r2_lo.eq(lo_eff), r2_k.eq(k_eff), r2_found.eq(found), r2_below.eq(below)]
-        with m.If(miss):
-            m.d.sync += r2_cand.eq(stepped)
+        with m.If(turn | miss):                      # (a miss reads the table at sym = stepped)
+            m.d.sync += [r2_f.eq(f_eff), r2_lo.eq(lo_eff), r2_k.eq(k_eff), r2_found.eq(found), r2_below.eq(below),
+                         r2_cand.eq(sym), r2_up.eq(sym + 1), r2_down.eq(sym - 1)]
         with m.If(self.o.ready & ~(turn & ~r4_bub)):
             m.d.sync += o_valid.eq(0)
 
