@@ -41,6 +41,9 @@
 
 #define MAXN 16
 
+/* ISA paths, chosen once at import (choose_isa) */
+static int use_pdep = 0, use_bmi2 = 0;
+
 /* ---------------------------------------------------------------------------------------------- */
 /* buffers */
 
@@ -527,13 +530,14 @@ static const fast_fn FAST256[MAXN + 1][4] = {{0, 0, 0, 0}, FAST_ROW256(1), FAST_
                                              FAST_ROW256(16)};
 
 /* pdep is one fast instruction from Intel Haswell and AMD Zen 3 on; Zen 1/2 run it in microcode
- * (tens of cycles), where the portable shifts win. Chosen once at import. */
-static int use_pdep = 0;
+ * (tens of cycles), where the portable shifts win. Chosen once at import. (The other BMI2
+ * instructions are fast everywhere: use_bmi2.) */
 
 static void choose_isa(void) {
 #ifdef HAVE_PDEP
     __builtin_cpu_init();
-    use_pdep = __builtin_cpu_supports("bmi2") && !__builtin_cpu_is("znver1") && !__builtin_cpu_is("znver2");
+    use_bmi2 = __builtin_cpu_supports("bmi2") != 0;
+    use_pdep = use_bmi2 && !__builtin_cpu_is("znver1") && !__builtin_cpu_is("znver2");
 #endif
 }
 
@@ -774,9 +778,19 @@ static PyObject *py_tans_state_at(PyObject *self, PyObject *args) {
  * L + enc[off + (X >> n)]. Bits go out through a 64-bit accumulator stored 8 bytes at a time
  * (the buffer has 8 bytes of slack), so the bytes are the golden coder's W-bit words. */
 
+/* What one coding step of symbol s needs, built per call from the packed entries: n = (Y + delta) >> 16
+ * is nbh - (Y < thr) for every state Y in [L, 2L) (FSE's trick: an add and a shift instead of a compare
+ * and a subtract on the state's chain), and the next state is tp[Y >> n], tp = the spread (with L
+ * added) + cum - f: one load whose address needs no further add. */
+typedef struct {
+    const uint16_t *tp;
+    uint32_t delta, k;
+} EncSym;
+
 typedef struct {
     const int64_t *run_tab, *run_end;
     int64_t n_runs;
+    const EncSym *est;    /* ntab * width */
     const uint64_t *esym; /* ntab * width */
     const int64_t *nsym;  /* per table */
     int64_t width;
@@ -804,28 +818,63 @@ typedef struct {
         cnt &= 7u;                                                                                     \
     } while (0)
 
-/* one pair i (symbol s, extra x) with state Y (X in [L, 2L)) */
-#define ENC_STEP(Y, I)                                                                                 \
+/* One pair i (symbol s, extra x) with state Y (in [L, 2L)). The pair's bits (n low bits of the state, then
+ * the k bits of x above them) go into the accumulator with one shift and or: the accumulator's chain
+ * (cnt, acc) is the encoder's only serial dependency across lanes, so it gets one add per pair. The
+ * accumulator is stored every F pairs (FL = 1 there): F pairs of at most `most` bits each fit its 64
+ * bits above the <= 7 bits a store leaves (the caller picks F from the tables' widest pair). The
+ * state's next index stays inside the spread for every legal table (checked once before coding). */
+#define ENC_STEP(Y, I, FL)                                                                             \
     do {                                                                                               \
         int64_t s_ = (int64_t)syms[I];                                                                 \
         uint64_t x_ = (uint64_t)exs[I];                                                                \
-        if (UNLIKELY(s_ < 0 || s_ >= nsym_t)) { bad = (I); goto badpair; }                             \
-        uint64_t e_ = es_t[s_];                                                                        \
-        unsigned k_ = T_K(e_);                                                                         \
+        if (UNLIKELY((uint64_t)s_ >= (uint64_t)nsym_t)) { bad = (I); goto badpair; }                   \
+        const EncSym *q_ = es_t + s_;                                                                  \
+        unsigned k_ = q_->k;                                                                           \
         if (UNLIKELY(x_ >> k_)) { bad = (I); goto badpair; }                                           \
-        unsigned n_ = T_NBH(e_) - (Y < T_THR(e_));                                                     \
-        PUT(Y & lowmask(n_), n_);                                                                      \
-        int64_t j_ = (int64_t)T_OFF(e_) + (int64_t)(Y >> n_);                                          \
-        if (UNLIKELY(j_ < 0 || j_ >= L)) { bad = (I); goto badtable; }                                 \
-        Y = (uint32_t)(L + enc_t[j_]);                                                                 \
-        PUT(x_, k_);                                                                                   \
-        FLUSH();                                                                                       \
+        unsigned n_ = (Y + q_->delta) >> 16;                                                           \
+        acc |= ((uint64_t)(Y & ((1u << n_) - 1u)) | (x_ << n_)) << cnt; /* n_ <= 16 */                 \
+        cnt += n_ + k_;                                                                                \
+        Y = q_->tp[Y >> n_];                                                                           \
+        if (FL) {                                                                                      \
+            uint64_t a_ = acc;                                                                         \
+            memcpy(o, &a_, 8);                                                                         \
+            o += cnt >> 3;                                                                             \
+            acc >>= (cnt & 56u);                                                                       \
+            cnt &= 7u;                                                                                 \
+        }                                                                                              \
     } while (0)
 
+/* Whether every (table, symbol)'s next index off + (Y >> n) stays in [0, L) for every state Y in [L, 2L)
+ * (Y >> n is monotonic on each side of the threshold, so the two ends of each side suffice), and the
+ * widest pair's bit count; 0 or -1 (a table that leaves its spread: status 2). */
+static int tans_enc_check(const TansEnc *d, int64_t ntab, unsigned *most) {
+    const int64_t L = d->L;
+    unsigned w = 0;
+    for (int64_t t = 0; t < ntab; t++)
+        for (int64_t s = 0; s < d->nsym[t]; s++) {
+            uint64_t e = d->esym[t * d->width + s];
+            int64_t thr = T_THR(e), nbh = T_NBH(e), off = T_OFF(e);
+            int64_t ys[4] = {L, thr - 1, thr, 2 * L - 1};
+            for (int q = 0; q < 4; q++) {
+                int64_t y = ys[q];
+                if (y < L || y >= 2 * L) continue;
+                int64_t n = nbh - (y < thr);
+                if (n < 0 || n > 31) return -1;
+                int64_t j = off + (y >> n);
+                if (j < 0 || j >= L) return -1;
+                if ((unsigned)(n + T_K(e)) > w) w = (unsigned)(n + T_K(e));
+            }
+        }
+    *most = w;
+    return 0;
+}
+
 /* returns 0; 1 a pair outside its table (its index in *nw_out), 2 a table whose encode step leaves
- * it (never for a legal table), 3 output overflow (never with the caller's capacity) */
+ * it (never for a legal table), 3 output overflow (never with the caller's capacity). F: pairs per
+ * accumulator store (1, 2 or 3; see ENC_STEP). */
 INLINE int64_t tans_enc_core(const TansEnc *d, const void *syms_, const void *exs_, int64_t n, const int N,
-                             const int KIND, int64_t *nw_out, int64_t *nc_out) {
+                             const int KIND, const int F, int64_t *nw_out, int64_t *nc_out) {
     const int64_t L = d->L;
     uint8_t *o = d->out;
     uint64_t acc = 0;
@@ -840,25 +889,28 @@ INLINE int64_t tans_enc_core(const TansEnc *d, const void *syms_, const void *ex
     const int64_t *s64 = (const int64_t *)syms_;
     const uint32_t *e32 = (const uint32_t *)exs_;
     const uint64_t *e64 = (const uint64_t *)exs_;
+    /* a block of N pairs advances at most 8 bytes a pair and stores 8 bytes: blocks run while that
+     * room is left, the single pairs after them check each store */
+    const int64_t room = 8 * (N + 2);
     while (i >= 0) {
         while (r > 0 && d->run_end[r - 1] > i) r--;
         int64_t run_start = r > 0 ? d->run_end[r - 1] : 0;
         int64_t cp = (interval > 0 && i > 0) ? (i / interval) * interval : 0;
         int64_t lo = run_start > cp ? run_start : cp;
         int64_t t = d->run_tab[r];
-        const uint64_t *es_t = d->esym + t * d->width;
-        const uint16_t *enc_t = d->enc + t * L;
+        const EncSym *es_t = d->est + t * d->width;
         const int64_t nsym_t = d->nsym[t];
         if (KIND == OUT_SE8) {
             const uint8_t *syms = s8;
             const uint32_t *exs = e32;
-            while (i - N + 1 >= lo) {
+            while (i - N + 1 >= lo && LIKELY(d->out_end - o >= room)) {
 #pragma GCC unroll 16
-                for (int k = 0; k < N; k++) ENC_STEP(Y[k], i - k);
+                for (int k = 0; k < N; k++) ENC_STEP(Y[k], i - k, (k % F == F - 1 || k == N - 1));
                 i -= N;
             }
             while (i >= lo) {
-                ENC_STEP(Y[0], i);
+                if (UNLIKELY(o + 8 > d->out_end)) goto overflow;
+                ENC_STEP(Y[0], i, 1);
                 uint32_t y0 = Y[0];
                 for (int k = 0; k + 1 < N; k++) Y[k] = Y[k + 1];
                 Y[N - 1] = y0;
@@ -867,13 +919,14 @@ INLINE int64_t tans_enc_core(const TansEnc *d, const void *syms_, const void *ex
         } else {
             const int64_t *syms = s64;
             const uint64_t *exs = e64;
-            while (i - N + 1 >= lo) {
+            while (i - N + 1 >= lo && LIKELY(d->out_end - o >= room)) {
 #pragma GCC unroll 16
-                for (int k = 0; k < N; k++) ENC_STEP(Y[k], i - k);
+                for (int k = 0; k < N; k++) ENC_STEP(Y[k], i - k, (k % F == F - 1 || k == N - 1));
                 i -= N;
             }
             while (i >= lo) {
-                ENC_STEP(Y[0], i);
+                if (UNLIKELY(o + 8 > d->out_end)) goto overflow;
+                ENC_STEP(Y[0], i, 1);
                 uint32_t y0 = Y[0];
                 for (int k = 0; k + 1 < N; k++) Y[k] = Y[k + 1];
                 Y[N - 1] = y0;
@@ -911,25 +964,42 @@ INLINE int64_t tans_enc_core(const TansEnc *d, const void *syms_, const void *ex
 badpair:
     *nw_out = bad;
     return 1;
-badtable:
-    *nw_out = bad;
-    return 2;
 overflow:
     return 3;
 }
 
+/* Each instantiation twice: portable, and with BMI2 (shlx/shrx/bzhi: a variable shift is one
+ * instruction without the cl register, chosen at run time like the decoder's pdep). */
+#define ENC_FN(NAME, ATTR, NN, KIND, F)                                                               \
+    ATTR static int64_t NAME(const TansEnc *d, const void *s, const void *e, int64_t n, int64_t *nw, int64_t *nc) { \
+        return tans_enc_core(d, s, e, n, NN, KIND, F, nw, nc);                                        \
+    }
+#ifdef HAVE_PDEP
+#define ATTR_BMI2 __attribute__((target("bmi2")))
+#else
+#define ATTR_BMI2
+#endif
 #define ENC_INST(NN)                                                                                  \
-    static int64_t tans_enc_n##NN##_k0(const TansEnc *d, const void *s, const void *e, int64_t n, int64_t *nw, \
-                                       int64_t *nc) { return tans_enc_core(d, s, e, n, NN, OUT_SE8, nw, nc); } \
-    static int64_t tans_enc_n##NN##_k1(const TansEnc *d, const void *s, const void *e, int64_t n, int64_t *nw, \
-                                       int64_t *nc) { return tans_enc_core(d, s, e, n, NN, OUT_SE64, nw, nc); }
+    ENC_FN(tans_enc_n##NN##_k0_f1, , NN, OUT_SE8, 1) ENC_FN(tans_enc_n##NN##_k1_f1, , NN, OUT_SE64, 1)  \
+    ENC_FN(tans_enc_n##NN##_k0_f2, , NN, OUT_SE8, 2) ENC_FN(tans_enc_n##NN##_k1_f2, , NN, OUT_SE64, 2)  \
+    ENC_FN(tans_enc_n##NN##_k0_f3, , NN, OUT_SE8, 3) ENC_FN(tans_enc_n##NN##_k1_f3, , NN, OUT_SE64, 3)  \
+    ENC_FN(tans_enc_n##NN##_k0_f1b, ATTR_BMI2, NN, OUT_SE8, 1)                                        \
+    ENC_FN(tans_enc_n##NN##_k1_f1b, ATTR_BMI2, NN, OUT_SE64, 1)                                       \
+    ENC_FN(tans_enc_n##NN##_k0_f2b, ATTR_BMI2, NN, OUT_SE8, 2)                                        \
+    ENC_FN(tans_enc_n##NN##_k1_f2b, ATTR_BMI2, NN, OUT_SE64, 2)                                       \
+    ENC_FN(tans_enc_n##NN##_k0_f3b, ATTR_BMI2, NN, OUT_SE8, 3)                                        \
+    ENC_FN(tans_enc_n##NN##_k1_f3b, ATTR_BMI2, NN, OUT_SE64, 3)
 
 ENC_INST(1) ENC_INST(2) ENC_INST(3) ENC_INST(4) ENC_INST(5) ENC_INST(6) ENC_INST(7) ENC_INST(8)
 ENC_INST(9) ENC_INST(10) ENC_INST(11) ENC_INST(12) ENC_INST(13) ENC_INST(14) ENC_INST(15) ENC_INST(16)
 
 typedef int64_t (*tans_enc_fn)(const TansEnc *, const void *, const void *, int64_t, int64_t *, int64_t *);
-#define EFN(NN) {tans_enc_n##NN##_k0, tans_enc_n##NN##_k1}
-static const tans_enc_fn TANS_ENC[MAXN + 1][2] = {{0, 0}, EFN(1), EFN(2), EFN(3), EFN(4), EFN(5), EFN(6), EFN(7),
+#define EFN(NN) {{{tans_enc_n##NN##_k0_f1, tans_enc_n##NN##_k0_f2, tans_enc_n##NN##_k0_f3},               \
+                  {tans_enc_n##NN##_k1_f1, tans_enc_n##NN##_k1_f2, tans_enc_n##NN##_k1_f3}},              \
+                 {{tans_enc_n##NN##_k0_f1b, tans_enc_n##NN##_k0_f2b, tans_enc_n##NN##_k0_f3b},            \
+                  {tans_enc_n##NN##_k1_f1b, tans_enc_n##NN##_k1_f2b, tans_enc_n##NN##_k1_f3b}}}
+/* [N][BMI2][kind][F - 1] */
+static const tans_enc_fn TANS_ENC[MAXN + 1][2][2][3] = {{{{0, 0, 0}, {0, 0, 0}}, {{0, 0, 0}, {0, 0, 0}}}, EFN(1), EFN(2), EFN(3), EFN(4), EFN(5), EFN(6), EFN(7),
                                                   EFN(8), EFN(9), EFN(10), EFN(11), EFN(12), EFN(13), EFN(14),
                                                   EFN(15), EFN(16)};
 
@@ -971,13 +1041,37 @@ static PyObject *py_tans_encode(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_ValueError, "tans_encode: symbol count outside the table");
                 goto out;
             }
-        TansEnc d = {(const int64_t *)rt.view.buf, rend, n_runs - 1, (const uint64_t *)es.view.buf, nsym, width,
+        EncSym *est = (EncSym *)malloc((size_t)(ntab * width) * sizeof(EncSym) + 1);
+        uint16_t *encl = (uint16_t *)malloc((size_t)(ntab * L) * sizeof(uint16_t) + 1);
+        if (!est || !encl) {
+            free(est); free(encl);
+            PyErr_NoMemory();
+            goto out;
+        }
+        const uint16_t *enc0 = (const uint16_t *)enc.view.buf;
+        const uint64_t *esym0 = (const uint64_t *)es.view.buf;
+        for (int64_t i = 0; i < ntab * L; i++) encl[i] = (uint16_t)(enc0[i] + L); /* < 2L <= 2^16 */
+        for (int64_t i = 0; i < ntab * width; i++) {
+            uint64_t q = esym0[i];
+            /* tp may point outside the spread for an illegal table: tans_enc_check refuses those first */
+            est[i].tp = (const uint16_t *)((uintptr_t)(encl + (i / width) * L) + 2 * (uintptr_t)(intptr_t)T_OFF(q));
+            est[i].delta = ((uint32_t)T_NBH(q) << 16) - T_THR(q);
+            est[i].k = T_K(q);
+        }
+        TansEnc d = {(const int64_t *)rt.view.buf, rend, n_runs - 1, est, (const uint64_t *)es.view.buf, nsym, width,
                      (const uint16_t *)enc.view.buf, L, R, W, interval, (uint8_t *)out.view.buf,
                      (uint8_t *)out.view.buf + out.view.len, (int64_t *)cps.view.buf, NITEMS(cps) / (3 + N)};
-        int64_t nw = 0, nc = 0, status;
+        int64_t nw = 0, nc = 0, status = 2;
+        unsigned most = 0;
         Py_BEGIN_ALLOW_THREADS
-        status = TANS_ENC[N][kind](&d, s.view.buf, e.view.buf, n, &nw, &nc);
+        if (tans_enc_check(&d, ntab, &most) == 0) {
+            /* F pairs of `most` bits each above the 7 bits a store leaves: 7 + F * most <= 64 */
+            int F = 7 + 3 * most <= 64 ? 3 : 7 + 2 * most <= 64 ? 2 : 1;
+            status = TANS_ENC[N][use_bmi2][kind][F - 1](&d, s.view.buf, e.view.buf, n, &nw, &nc);
+        }
         Py_END_ALLOW_THREADS
+        free(est);
+        free(encl);
         res = Py_BuildValue("LLL", (long long)status, (long long)nw, (long long)nc);
     }
 out:
