@@ -239,10 +239,10 @@ def test_simd_path_is_chosen_where_the_cpu_has_it():
         assert nativeans.simd(-1) is False
 
 
-@pytest.mark.parametrize("codec", ["tans8x16", "tans11x16", "tans5x16"])
+@pytest.mark.parametrize("codec", ["tans8x16", "tans11x16", "tans5x16", "tans8x8", "tans5x8"])
 @pytest.mark.parametrize("fmt", ["bf16", "fp16"])
 def test_simd_values_decoder_equals_the_scalar_one(codec, fmt):
-    """The AVX-512 values kernel (N = 16, 16-bit values: segments side by side, several tables and runs,
+    """The AVX-512 values kernels (N = 16 and 8, 16-bit values: segments side by side, several tables and runs,
     escape symbols, row shifts) and the scalar kernel, each forced, give the same values bit for bit,
     and the same None for corrupt streams."""
     spec = parse_codec(codec)
@@ -268,9 +268,10 @@ def test_simd_values_decoder_equals_the_scalar_one(codec, fmt):
         assert (want is None and got is None) or np.array_equal(got, want)
 
 
-def test_simd_values_decoder_row_shifts():
-    """Row shifts (the table codes w - z bits that land shifted left by z) through the AVX-512 kernel."""
-    spec = parse_codec("tans8x16")
+@pytest.mark.parametrize("codec", ["tans8x16", "tans8x8"])
+def test_simd_values_decoder_row_shifts(codec):
+    """Row shifts (the table codes w - z bits that land shifted left by z) through the AVX-512 kernels."""
+    spec = parse_codec(codec)
     f = PAIR_FORMATS["bf16"]
     rng = np.random.default_rng(12)
     n, z = 20000, 3

@@ -788,6 +788,102 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
     }
     for (int c = 0; c < K; c++) _mm512_storeu_si512((void *)ch[c].X, xv[c]);
 }
+
+/* The same for N = 8 in ymm registers (8 lanes, a 32-byte window): a block is 8 pairs. */
+SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
+    enum { KMAX = SV_KMAX };
+    const uint8_t *p = d->p;
+    const int64_t safe_hi = (d->nbytes - 8) * 8;
+    const __m256i m31 = _mm256_set1_epi32(31), m32 = _mm256_set1_epi32(32);
+    const __m256i basemask = _mm256_set1_epi32(0x1fff), expmask = _mm256_set1_epi32(0xff);
+    const __m256i bcast = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808, 0x0c0c0c0c);
+    const __m256i bytes4 = _mm256_set1_epi32(0x03020100), seven = _mm256_set1_epi32(7);
+    const __m128i cm = _mm_cvtsi32_si128((int)d->m), ctop = _mm_cvtsi32_si128((int)d->top);
+    const __m256i mmask = _mm256_set1_epi32((int)lowmask(d->m));
+    __m256i xv[KMAX];
+    /* per chain: the current run's fast-zone end and table */
+    int64_t fend[KMAX], r[KMAX];
+    const uint32_t *tab[KMAX];
+    const uint32_t *esc[KMAX];
+    int64_t n_esc[KMAX];
+    __m128i cz[KMAX];
+    __m256i wzmask[KMAX], cwt[KMAX];
+    for (int c = 0; c < K; c++) {
+        xv[c] = _mm256_loadu_si256((const __m256i *)ch[c].X);
+        r[c] = 0;
+        while (d->run_end[r[c]] <= ch[c].pos) r[c]++;
+        fend[c] = -1; /* run info loaded on the first visit */
+    }
+    for (;;) {
+        int active = 0;
+        for (int c = 0; c < K; c++) {
+            SChain *h = &ch[c];
+            if (h->done) continue;
+            active = 1;
+            if (fend[c] < 0 || h->pos >= fend[c]) {
+                if (h->pos >= h->stop) { h->done = 1; continue; }
+                while (d->run_end[r[c]] <= h->pos) r[c]++;
+                int64_t t = d->run_tab[r[c]];
+                fend[c] = d->run_end[r[c]] < h->stop ? d->run_end[r[c]] : h->stop;
+                tab[c] = st->tab32 + t * d->L;
+                esc[c] = st->esc32 + t * d->esc_w;
+                n_esc[c] = d->n_esc[t];
+                unsigned z = (unsigned)d->z[t], wt = d->w - z;
+                cz[c] = _mm_cvtsi32_si128((int)z);
+                cwt[c] = _mm256_set1_epi32((int)wt);
+                wzmask[c] = _mm256_set1_epi32((int)lowmask(wt));
+            }
+            int64_t B = h->B, pos = h->pos;
+            if (UNLIKELY(pos + 8 > fend[c] || B > safe_hi || B < SV_SAFE_LO)) {
+                /* the scalar kernel: the rest of the run, the top of the stream, or its bottom */
+                int64_t upto = pos + 8 > fend[c] ? fend[c] : B > safe_hi ? pos + 8 : h->stop;
+                _mm256_storeu_si256((__m256i *)h->X, xv[c]);
+                int64_t s = VAL_DEC[8][1](d, &h->B, h->X, pos, upto, (void *)(out + pos));
+                xv[c] = _mm256_loadu_si256((const __m256i *)h->X);
+                if (s != -1) { h->status = s; h->done = 1; continue; }
+                h->pos = upto;
+                continue;
+            }
+            __m256i ent = _mm256_i32gather_epi32((const int *)tab[c], xv[c], 4);
+            __m256i need = _mm256_and_si256(ent, m31);
+            __m256i nb = _mm256_and_si256(_mm256_srli_epi32(ent, 5), m31);
+            __m256i base = _mm256_and_si256(_mm256_srli_epi32(ent, 10), basemask);
+            /* inclusive prefix sum of need: within each 128-bit lane, then the lanes' carries */
+            __m256i s = _mm256_add_epi32(need, _mm256_bslli_epi128(need, 4));
+            s = _mm256_add_epi32(s, _mm256_bslli_epi128(s, 8));
+            __m256i tl = _mm256_shuffle_epi32(s, 0xff);
+            __m256i pre = _mm256_add_epi32(s, _mm256_permute2x128_si256(tl, tl, 0x08)); /* + [0, t0] */
+            /* the window holds bytes B/8 - 28 .. B/8 + 3: rel = B % 8 + 224 - pre_k */
+            __m256i win = _mm256_loadu_si256((const __m256i *)(p + (B >> 3) - 28));
+            __m256i rel = _mm256_sub_epi32(_mm256_set1_epi32((int)(B & 7) + 224), pre);
+            __m256i idx = _mm256_add_epi8(_mm256_shuffle_epi8(_mm256_srli_epi32(rel, 3), bcast), bytes4);
+            __m256i f = _mm256_srlv_epi32(_mm256_permutexvar_epi8(idx, win), _mm256_and_si256(rel, seven));
+            __m256i snb = _mm256_sub_epi32(m32, nb), sneed = _mm256_sub_epi32(m32, need);
+            xv[c] = _mm256_add_epi32(base, _mm256_srlv_epi32(_mm256_sllv_epi32(f, snb), snb));
+            __m256i e = _mm256_srlv_epi32(_mm256_sllv_epi32(f, sneed), _mm256_add_epi32(sneed, nb));
+            __m256i hi = _mm256_sll_epi32(_mm256_and_si256(_mm256_srli_epi32(ent, 23), expmask), cm);
+            __mmask8 em = _mm256_movepi32_mask(ent);
+            if (UNLIKELY(em)) {
+                /* escape symbols: the exponent comes from the escape index above the w - z data bits */
+                __m256i ix = _mm256_srlv_epi32(e, cwt[c]);
+                if (_mm256_mask_cmpge_epu32_mask(em, ix, _mm256_set1_epi32((int)n_esc[c]))) {
+                    h->status = -2; h->done = 1; continue;
+                }
+                hi = _mm256_mmask_i32gather_epi32(hi, em, ix, (const void *)esc[c], 4);
+                e = _mm256_mask_and_epi32(e, em, e, wzmask[c]);
+            }
+            __m256i x = _mm256_sll_epi32(e, cz[c]);
+            __m256i sg = _mm256_sll_epi32(_mm256_srl_epi32(x, cm), ctop);
+            __m256i v = _mm256_ternarylogic_epi32(sg, hi, _mm256_and_si256(x, mmask), 0xfe);
+            _mm_storeu_si128((__m128i *)(out + pos), _mm256_cvtepi32_epi16(v));
+            h->B = B - (int64_t)_mm_extract_epi32(_mm256_extracti128_si256(pre, 1), 3);
+            h->pos = pos + 8;
+        }
+        if (!active) break;
+    }
+    for (int c = 0; c < K; c++) _mm256_storeu_si256((__m256i *)ch[c].X, xv[c]);
+}
+
 #endif
 
 
@@ -847,7 +943,7 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
          * escape groups padded to a power of two covering every index a field can hold */
         int64_t D = ntab * L, pad_w = 1;
         while (pad_w < esc_w) pad_w <<= 1;
-        int simd_ok = N == 16 && osz == 2 && L <= 8192 && top_ - m_ <= 8;
+        int simd_ok = (N == 16 || N == 8) && osz == 2 && L <= 8192 && top_ - m_ <= 8;
         {
             const uint64_t *vt0 = (const uint64_t *)tab.view.buf;
             for (int64_t i = 0; i < ntab * L; i++) {
@@ -923,7 +1019,8 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
              * segments, Xeon SPR: 6 side by side ~1.3 G values/s, 4 ~1.0, 2 ~0.8) */
             int64_t groups = (S + SV_KMAX - 1) / SV_KMAX, per = (S + groups - 1) / groups;
             for (int64_t s = 0; s < S; s += per)
-                simd_val16(&d, &sv, ch + s, S - s < per ? (int)(S - s) : (int)per, (uint16_t *)out.view.buf);
+                (N == 16 ? simd_val16 : simd_val8)(&d, &sv, ch + s, S - s < per ? (int)(S - s) : (int)per,
+                                                   (uint16_t *)out.view.buf);
         }
         else
 #endif
