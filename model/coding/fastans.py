@@ -579,6 +579,9 @@ def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoint
     bits of additional data that land shifted left by ``z``; 0 without row shifts). Every table
     joins with the one pair format ``fmt`` (sign and mantissa as the additional data).
 
+    The segments between checkpoints go to the kernel together (one call per thread), so that the
+    AVX-512 kernel (``N`` = 8 or 16, 16-bit values) can run them side by side.
+
     Returns ``None`` where this path does not apply (no native kernels, rANS, another format, a
     table outside the kernel's limits) or when the stream is corrupt: the caller then runs
     :func:`decode_segments`, which names the error as the golden decoder does.
