@@ -668,8 +668,9 @@ static const val_dec_fn VAL_DEC[MAXN + 1][3] = {{0, 0, 0}, VFN(1), VFN(2), VFN(3
  * could run out), and the pairs of a run that do not fill a block. Same values, states and bit
  * positions as the scalar kernel (tests/test_native.py forces both).
  *
- * Entry per (table, state), 32 bits: need (the field width, <= 25) in bits 0..4, nb in 5..9, base in
- * 10..22 (L <= 8192), the direct symbol's exponent field in 23..30, bit 31 the escape flag. */
+ * Entry per (table, state), 32 bits: need (the field width, <= 25) in bits 0..4, 32 - nb in 5..10, the
+ * direct symbol's exponent field in 11..18 (one shift puts it in place: m <= 11), bit 19 the escape
+ * flag, base in 20..31 (L <= 4096): each field is one or two instructions away. */
 
 #define SV_MAXNEED 25
 #define SV_SAFE_LO 512 /* B >= this: the window's first byte (B / 8 - 60) is a byte of the words */
@@ -696,7 +697,9 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
     const uint8_t *p = d->p;
     const int64_t safe_hi = (d->nbytes - 8) * 8;
     const __m512i m31 = _mm512_set1_epi32(31), m32 = _mm512_set1_epi32(32);
-    const __m512i basemask = _mm512_set1_epi32(0x1fff), expmask = _mm512_set1_epi32(0xff);
+    const __m512i m63 = _mm512_set1_epi32(63), m64 = _mm512_set1_epi32(64), expmask = _mm512_set1_epi32((int)(0xffu << d->m));
+    const __m512i escbit = _mm512_set1_epi32(1 << 19);
+    const __m128i cexp = _mm_cvtsi32_si128(11 - (int)d->m);
     const __m512i bcast = _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0x00000000);
     const __m512i bytes4 = _mm512_set1_epi32(0x03020100), seven = _mm512_set1_epi32(7);
     const __m128i cm = _mm_cvtsi32_si128((int)d->m), ctop = _mm_cvtsi32_si128((int)d->top);
@@ -747,8 +750,8 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
             }
             __m512i ent = _mm512_i32gather_epi32(xv[c], (const void *)tab[c], 4);
             __m512i need = _mm512_and_si512(ent, m31);
-            __m512i nb = _mm512_and_si512(_mm512_srli_epi32(ent, 5), m31);
-            __m512i base = _mm512_and_si512(_mm512_srli_epi32(ent, 10), basemask);
+            __m512i snb = _mm512_and_si512(_mm512_srli_epi32(ent, 5), m63); /* 32 - nb */
+            __m512i base = _mm512_srli_epi32(ent, 20);
             /* inclusive prefix sum of need: within each 128-bit lane, then the lanes' carries */
             __m512i s = _mm512_add_epi32(need, _mm512_bslli_epi128(need, 4));
             s = _mm512_add_epi32(s, _mm512_bslli_epi128(s, 8));
@@ -763,11 +766,11 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
             __m512i rel = _mm512_sub_epi32(_mm512_set1_epi32((int)(B & 7) + 480), pre);
             __m512i idx = _mm512_add_epi8(_mm512_shuffle_epi8(_mm512_srli_epi32(rel, 3), bcast), bytes4);
             __m512i f = _mm512_srlv_epi32(_mm512_permutexvar_epi8(idx, win), _mm512_and_si512(rel, seven));
-            __m512i snb = _mm512_sub_epi32(m32, nb), sneed = _mm512_sub_epi32(m32, need);
+            __m512i sneed = _mm512_sub_epi32(m32, need);
             xv[c] = _mm512_add_epi32(base, _mm512_srlv_epi32(_mm512_sllv_epi32(f, snb), snb));
-            __m512i e = _mm512_srlv_epi32(_mm512_sllv_epi32(f, sneed), _mm512_add_epi32(sneed, nb));
-            __m512i hi = _mm512_sll_epi32(_mm512_and_si512(_mm512_srli_epi32(ent, 23), expmask), cm);
-            __mmask16 em = _mm512_movepi32_mask(ent);
+            __m512i e = _mm512_srlv_epi32(_mm512_sllv_epi32(f, sneed), _mm512_sub_epi32(_mm512_sub_epi32(m64, need), snb));
+            __m512i hi = _mm512_and_si512(_mm512_srl_epi32(ent, cexp), expmask);
+            __mmask16 em = _mm512_test_epi32_mask(ent, escbit);
             if (UNLIKELY(em)) {
                 /* escape symbols: the exponent comes from the escape index above the w - z data bits */
                 __m512i ix = _mm512_srlv_epi32(e, cwt[c]);
@@ -795,7 +798,9 @@ SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, 
     const uint8_t *p = d->p;
     const int64_t safe_hi = (d->nbytes - 8) * 8;
     const __m256i m31 = _mm256_set1_epi32(31), m32 = _mm256_set1_epi32(32);
-    const __m256i basemask = _mm256_set1_epi32(0x1fff), expmask = _mm256_set1_epi32(0xff);
+    const __m256i m63 = _mm256_set1_epi32(63), m64 = _mm256_set1_epi32(64), expmask = _mm256_set1_epi32((int)(0xffu << d->m));
+    const __m256i escbit = _mm256_set1_epi32(1 << 19);
+    const __m128i cexp = _mm_cvtsi32_si128(11 - (int)d->m);
     const __m256i bcast = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808, 0x0c0c0c0c);
     const __m256i bytes4 = _mm256_set1_epi32(0x03020100), seven = _mm256_set1_epi32(7);
     const __m128i cm = _mm_cvtsi32_si128((int)d->m), ctop = _mm_cvtsi32_si128((int)d->top);
@@ -846,8 +851,8 @@ SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, 
             }
             __m256i ent = _mm256_i32gather_epi32((const int *)tab[c], xv[c], 4);
             __m256i need = _mm256_and_si256(ent, m31);
-            __m256i nb = _mm256_and_si256(_mm256_srli_epi32(ent, 5), m31);
-            __m256i base = _mm256_and_si256(_mm256_srli_epi32(ent, 10), basemask);
+            __m256i snb = _mm256_and_si256(_mm256_srli_epi32(ent, 5), m63); /* 32 - nb */
+            __m256i base = _mm256_srli_epi32(ent, 20);
             /* inclusive prefix sum of need: within each 128-bit lane, then the lanes' carries */
             __m256i s = _mm256_add_epi32(need, _mm256_bslli_epi128(need, 4));
             s = _mm256_add_epi32(s, _mm256_bslli_epi128(s, 8));
@@ -858,11 +863,11 @@ SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, 
             __m256i rel = _mm256_sub_epi32(_mm256_set1_epi32((int)(B & 7) + 224), pre);
             __m256i idx = _mm256_add_epi8(_mm256_shuffle_epi8(_mm256_srli_epi32(rel, 3), bcast), bytes4);
             __m256i f = _mm256_srlv_epi32(_mm256_permutexvar_epi8(idx, win), _mm256_and_si256(rel, seven));
-            __m256i snb = _mm256_sub_epi32(m32, nb), sneed = _mm256_sub_epi32(m32, need);
+            __m256i sneed = _mm256_sub_epi32(m32, need);
             xv[c] = _mm256_add_epi32(base, _mm256_srlv_epi32(_mm256_sllv_epi32(f, snb), snb));
-            __m256i e = _mm256_srlv_epi32(_mm256_sllv_epi32(f, sneed), _mm256_add_epi32(sneed, nb));
-            __m256i hi = _mm256_sll_epi32(_mm256_and_si256(_mm256_srli_epi32(ent, 23), expmask), cm);
-            __mmask8 em = _mm256_movepi32_mask(ent);
+            __m256i e = _mm256_srlv_epi32(_mm256_sllv_epi32(f, sneed), _mm256_sub_epi32(_mm256_sub_epi32(m64, need), snb));
+            __m256i hi = _mm256_and_si256(_mm256_srl_epi32(ent, cexp), expmask);
+            __mmask8 em = _mm256_test_epi32_mask(ent, escbit);
             if (UNLIKELY(em)) {
                 /* escape symbols: the exponent comes from the escape index above the w - z data bits */
                 __m256i ix = _mm256_srlv_epi32(e, cwt[c]);
@@ -943,7 +948,7 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
          * escape groups padded to a power of two covering every index a field can hold */
         int64_t D = ntab * L, pad_w = 1;
         while (pad_w < esc_w) pad_w <<= 1;
-        int simd_ok = (N == 16 || N == 8) && osz == 2 && L <= 8192 && top_ - m_ <= 8;
+        int simd_ok = (N == 16 || N == 8) && osz == 2 && L <= 4096 && top_ - m_ <= 8 && m_ <= 11;
         {
             const uint64_t *vt0 = (const uint64_t *)tab.view.buf;
             for (int64_t i = 0; i < ntab * L; i++) {
@@ -1003,8 +1008,8 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
             for (int64_t i = 0; i < ntab * L; i++) {
                 uint64_t e = vt[i];
                 uint32_t hi = V_HI(e);
-                simd_tab[i] = V_NEED(e) | V_NB(e) << 5 | V_BASE(e) << 10 |
-                              (hi == ESC ? 0x80000000u : ((hi >> m_) & 0xffu) << 23);
+                simd_tab[i] = V_NEED(e) | (32 - V_NB(e)) << 5 | V_BASE(e) << 20 |
+                              (hi == ESC ? 1u << 19 : ((hi >> m_) & 0xffu) << 11);
             }
             for (int64_t i = 0; i < ntab * esc_w; i++)
                 simd_tab[ntab * L + i] = (uint32_t)(((const int64_t *)esc.view.buf)[i] << m_);
