@@ -200,7 +200,7 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
         raise AssertionError("a compiled kernel did not round-trip")
     times = interleaved(fns, reps)
     kernels = ("native = the C extension `ansforge.model.coding.nativeans` (built by `pip install`; "
-               "`__builtin_cpu_supports` picks its BMI2 path at run time), numba = the fallback kernels "
+               "`__builtin_cpu_supports` picks its BMI2 and AVX-512 paths at run time), numba = the fallback kernels "
                f"(`numba_kernels.py`, numba {package_version('numba')})") if native else \
         "numba = `numba_kernels.py` (the native extension is not built here)"
     md = ["### Coders on one tensor, one thread", "",

@@ -211,6 +211,85 @@ def test_values_decoder_equals_the_join(codec, fmt):
             assert r is not None and np.array_equal(r, np.concatenate(parts))
 
 
+def _cpu_has_avx512_path() -> bool:
+    """Whether this CPU has what the AVX-512 values kernel needs (Linux: /proc/cpuinfo)."""
+    from pathlib import Path
+
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return all(f in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512vbmi", "avx512dq", "bmi2"))
+
+
+@contextlib.contextmanager
+def simd(flag):
+    old = nativeans.simd(-1)
+    nativeans.simd(flag)
+    try:
+        yield
+    finally:
+        nativeans.simd(int(old))
+
+
+def test_simd_path_is_chosen_where_the_cpu_has_it():
+    with simd(1):
+        assert nativeans.simd(-1) == _cpu_has_avx512_path()
+    with simd(0):
+        assert nativeans.simd(-1) is False
+
+
+@pytest.mark.parametrize("codec", ["tans8x16", "tans11x16", "tans5x16", "tans8x8", "tans5x8"])
+@pytest.mark.parametrize("fmt", ["bf16", "fp16"])
+def test_simd_values_decoder_equals_the_scalar_one(codec, fmt):
+    """The AVX-512 values kernels (N = 16 and 8, 16-bit values: segments side by side, several tables and runs,
+    escape symbols, row shifts) and the scalar kernel, each forced, give the same values bit for bit,
+    and the same None for corrupt streams."""
+    spec = parse_codec(codec)
+    f = PAIR_FORMATS[fmt]
+    rng = np.random.default_rng(len(codec) * 13 + f.total_bits)
+    tables, s, e, runs, cts, exps = _stream(spec, rng, n_tensors=4, fmt=fmt)
+    for interval in (300, 1000, 10 ** 6):
+        g = spec.coder().encode(tables, runs, s, e, interval)
+        joins = [(ct, ex, 0) for ct, ex in zip(cts, exps)]
+        with simd(0):
+            want = fastans.decode_values(spec, g.words, tables, runs, g.checkpoints, joins, f, 1)
+        with simd(1):
+            got = fastans.decode_values(spec, g.words, tables, runs, g.checkpoints, joins, f, 1)
+            got3 = fastans.decode_values(spec, g.words, tables, runs, g.checkpoints, joins, f, 3)
+        assert want is not None and got is not None and np.array_equal(got, want) and np.array_equal(got3, want)
+    for k in range(16):  # corrupt words: the same values or the same None
+        bad = g.words.copy()
+        bad[int(rng.integers(0, bad.size))] ^= np.asarray(1 << int(rng.integers(0, 16)), bad.dtype)
+        with simd(0):
+            want = fastans.decode_values(spec, bad, tables, runs, g.checkpoints, joins, f, 1)
+        with simd(1):
+            got = fastans.decode_values(spec, bad, tables, runs, g.checkpoints, joins, f, 1)
+        assert (want is None and got is None) or np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("codec", ["tans8x16", "tans8x8"])
+def test_simd_values_decoder_row_shifts(codec):
+    """Row shifts (the table codes w - z bits that land shifted left by z) through the AVX-512 kernels."""
+    spec = parse_codec(codec)
+    f = PAIR_FORMATS["bf16"]
+    rng = np.random.default_rng(12)
+    n, z = 20000, 3
+    codes = rng.choice(6, size=n, p=[.5, .2, .1, .1, .05, .05]).astype(np.uint16)
+    counts = np.bincount(codes, minlength=6).astype(np.int64)
+    extra = rng.integers(0, 1 << (f.extra_bits - z), n, dtype=np.uint64)
+    ct, t = spec.tables(counts, f.extra_bits - z)
+    s, e = ct.to_symbols(codes, extra)
+    g = spec.coder().encode([t], [Run(0, n)], s, e, 1500)
+    full_ct, _ = spec.tables(counts, f.extra_bits)
+    exps = np.arange(6) + 100
+    want = fastans.join_values(full_ct, exps, f, s, e << np.uint64(z))
+    for flag in (0, 1):
+        with simd(flag):
+            got = fastans.decode_values(spec, g.words, [t], [Run(0, n)], g.checkpoints, [(full_ct, exps, z)], f, 1)
+        assert np.array_equal(got, want)
+
+
 def test_values_decoder_row_shifts():
     """A table coding ``w - z`` bits whose values land shifted left by ``z`` (container row shifts)."""
     spec = parse_codec("tans8x4")

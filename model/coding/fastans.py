@@ -579,6 +579,9 @@ def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoint
     bits of additional data that land shifted left by ``z``; 0 without row shifts). Every table
     joins with the one pair format ``fmt`` (sign and mantissa as the additional data).
 
+    The segments between checkpoints go to the kernel together (one call per thread), so that the
+    AVX-512 kernel (``N`` = 8 or 16, 16-bit values) can run them side by side.
+
     Returns ``None`` where this path does not apply (no native kernels, rANS, another format, a
     table outside the kernel's limits) or when the stream is corrupt: the caller then runs
     :func:`decode_segments`, which names the error as the golden decoder does.
@@ -620,29 +623,38 @@ def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoint
     bounds = [None, *checkpoints]
     stops = [c.pair for c in checkpoints] + [n]
 
-    def one(b: int) -> bool:
-        cp = bounds[b]
-        pos, (h, cnt, buf, X) = _start(spec, w, cp, cp.pair if cp is not None else 0)
-        stop = stops[b]
-        Xs = np.asarray(X if isinstance(X, tuple) else (X,), np.int64)
-        status, B = nativeans.tans_decode_values(wn, h * W + cnt, Xs, vtab, L, run_tab, run_end, pos, stop, z,
-                                                 esc, n_esc, wbits, m, fmt.total_bits - 1, out[pos:stop])
-        if status != -1:
-            return False
-        h, cnt, buf = nativeans.tans_state_at(wn, W, h, B)
-        got = _finish(spec, (int(h), int(cnt), int(buf), pack_states(Xs.tolist())), stop, n)
-        if b + 1 < len(bounds):
-            nxt = bounds[b + 1]
-            return (got.word, got.bit, got.state) == (nxt.word, nxt.bit, nxt.state)
+    def some(bs: list[int]) -> bool:
+        """Segments ``bs`` in one native call (side by side in the AVX-512 kernel), each checked
+        against the checkpoint that ends it."""
+        starts = [_start(spec, w, bounds[b], bounds[b].pair if bounds[b] is not None else 0) for b in bs]
+        N = spec.states
+        Bs = np.asarray([h * W + cnt for _, (h, cnt, _, _) in starts], np.int64)
+        Xs = np.asarray([X if isinstance(X, tuple) else (X,) for _, (_, _, _, X) in starts], np.int64).reshape(-1)
+        poss = np.asarray([pos for pos, _ in starts], np.int64)
+        stop = np.asarray([stops[b] for b in bs], np.int64)
+        statuses = np.empty(len(bs), np.int64)
+        nativeans.tans_decode_values(wn, Bs, Xs, vtab, L, run_tab, run_end, poss, stop, z, esc, n_esc, wbits, m,
+                                     fmt.total_bits - 1, out, statuses)
+        for i, b in enumerate(bs):
+            if statuses[i] != -1:
+                return False
+            h, cnt, buf = nativeans.tans_state_at(wn, W, starts[i][1][0], int(Bs[i]))
+            got = _finish(spec, (int(h), int(cnt), int(buf), pack_states(Xs[i * N:(i + 1) * N].tolist())),
+                          stops[b], n)
+            if b + 1 < len(bounds):
+                nxt = bounds[b + 1]
+                if (got.word, got.bit, got.state) != (nxt.word, nxt.bit, nxt.state):
+                    return False
         return True
 
     threads = default_threads() if threads is None else max(1, int(threads))
     try:
         if threads == 1 or len(bounds) == 1:
-            ok = all(one(b) for b in range(len(bounds)))
+            ok = some(list(range(len(bounds))))
         else:
-            with ThreadPoolExecutor(max_workers=min(threads, len(bounds))) as pool:
-                ok = all(pool.map(one, range(len(bounds))))
+            groups = [list(range(len(bounds)))[i::threads] for i in range(min(threads, len(bounds)))]
+            with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+                ok = all(pool.map(some, groups))
     except StreamError:
         return None
     return out if ok else None

@@ -41,6 +41,11 @@
 
 #define MAXN 16
 
+/* ISA paths, chosen once at import (choose_isa) */
+static int use_pdep = 0, use_bmi2 = 0;
+/* the AVX-512 values kernel: the CPU has it, and it runs (`simd` switches it off for tests) */
+static int have_simd = 0, use_simd = 0;
+
 /* ---------------------------------------------------------------------------------------------- */
 /* buffers */
 
@@ -527,13 +532,18 @@ static const fast_fn FAST256[MAXN + 1][4] = {{0, 0, 0, 0}, FAST_ROW256(1), FAST_
                                              FAST_ROW256(16)};
 
 /* pdep is one fast instruction from Intel Haswell and AMD Zen 3 on; Zen 1/2 run it in microcode
- * (tens of cycles), where the portable shifts win. Chosen once at import. */
-static int use_pdep = 0;
+ * (tens of cycles), where the portable shifts win. Chosen once at import. (The other BMI2
+ * instructions are fast everywhere: use_bmi2.) */
 
 static void choose_isa(void) {
 #ifdef HAVE_PDEP
     __builtin_cpu_init();
-    use_pdep = __builtin_cpu_supports("bmi2") && !__builtin_cpu_is("znver1") && !__builtin_cpu_is("znver2");
+    use_bmi2 = __builtin_cpu_supports("bmi2") != 0;
+    use_pdep = use_bmi2 && !__builtin_cpu_is("znver1") && !__builtin_cpu_is("znver2");
+    /* the AVX-512 values kernel (simd_val16, defined where HAVE_PDEP is) */
+    have_simd = use_simd = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
+                           __builtin_cpu_supports("avx512dq") && use_bmi2;
 #endif
 }
 
@@ -642,32 +652,289 @@ static const val_dec_fn VAL_DEC[MAXN + 1][3] = {{0, 0, 0}, VFN(1), VFN(2), VFN(3
                                                 VFN(8), VFN(9), VFN(10), VFN(11), VFN(12), VFN(13), VFN(14),
                                                 VFN(15), VFN(16)};
 
-/* tans_decode_values(words, B, states, vtab, L, run_tab, run_end, pos, stop, z, esc, n_esc, w, m, top, out)
- *   -> (status, B): pairs pos .. stop-1 as values into out[0 .. stop-pos-1] (item size 1, 2 or 4);
- * status -1 success, >= 0 the pair where the words ran out, -2 an escape index outside its group. */
+/* ---------------------------------------------------------------------------------------------- */
+/* The AVX-512 values decoder: N = 16 states, 16-bit values (bf16, fp16).
+ *
+ * One block is 16 pairs, one per state, every lane of a zmm register at once: a gather reads the 16
+ * states' entries, a prefix sum of their field widths gives each lane's bit position (lane k's field
+ * lies just below lane k - 1's), a byte permute (vpermb) pulls each lane's 4 bytes out of one 64-byte
+ * load of the bit string, and shifts cut the next state's low bits and the additional data out. A
+ * block is one dependency chain (the next block's gather needs this block's states, and every lane's
+ * position needs every earlier lane's width), about 50 cycles long, so one stream alone would be
+ * latency bound: the kernel runs K segments of the stream (the parts between checkpoints, which
+ * start from their own states and bit positions, docs/bitstream.md §8) side by side, each its own
+ * chain, and the core overlaps them. The scalar kernel (val_dec_core) does what the blocks cannot:
+ * the top of the stream (the 64-byte load would pass the end of the words), its bottom (a block
+ * could run out), and the pairs of a run that do not fill a block. Same values, states and bit
+ * positions as the scalar kernel (tests/test_native.py forces both).
+ *
+ * Entry per (table, state), 32 bits: need (the field width, <= 25) in bits 0..4, 32 - nb in 5..10, the
+ * direct symbol's exponent field in 11..18 (one shift puts it in place: m <= 11), bit 19 the escape
+ * flag, base in 20..31 (L <= 4096): each field is one or two instructions away. */
+
+#define SV_MAXNEED 25
+#define SV_SAFE_LO 512 /* B >= this: the window's first byte (B / 8 - 60) is a byte of the words */
+#define SV_KMAX 8      /* segments side by side at most */
+
+typedef struct {
+    int64_t B, pos, stop, status;
+    uint32_t X[MAXN];
+    int done;
+} SChain;
+
+#ifdef HAVE_PDEP
+#define HAVE_SIMD 1
+#define SIMD_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512dq,bmi2")))
+
+typedef struct {
+    const uint32_t *tab32; /* ntab * L entries as above */
+    const uint32_t *esc32; /* ntab * esc_w: exponent field << m */
+} SimdTab;
+
+/* Runs chains ch[0 .. K-1] of the values decoder (N = 16, 16-bit values) to their stops. */
+SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
+    enum { KMAX = SV_KMAX };
+    const uint8_t *p = d->p;
+    const int64_t safe_hi = (d->nbytes - 8) * 8;
+    const __m512i m31 = _mm512_set1_epi32(31), m32 = _mm512_set1_epi32(32);
+    const __m512i m63 = _mm512_set1_epi32(63), m64 = _mm512_set1_epi32(64), expmask = _mm512_set1_epi32((int)(0xffu << d->m));
+    const __m512i escbit = _mm512_set1_epi32(1 << 19);
+    const __m128i cexp = _mm_cvtsi32_si128(11 - (int)d->m);
+    const __m512i bcast = _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0x00000000);
+    const __m512i bytes4 = _mm512_set1_epi32(0x03020100), seven = _mm512_set1_epi32(7);
+    const __m128i cm = _mm_cvtsi32_si128((int)d->m), ctop = _mm_cvtsi32_si128((int)d->top);
+    const __m512i mmask = _mm512_set1_epi32((int)lowmask(d->m));
+    __m512i xv[KMAX];
+    /* per chain: the current run's fast-zone end and table */
+    int64_t fend[KMAX], r[KMAX];
+    const uint32_t *tab[KMAX];
+    const uint32_t *esc[KMAX];
+    int64_t n_esc[KMAX];
+    __m128i cz[KMAX];
+    __m512i wzmask[KMAX], cwt[KMAX];
+    for (int c = 0; c < K; c++) {
+        xv[c] = _mm512_loadu_si512((const void *)ch[c].X);
+        r[c] = 0;
+        while (d->run_end[r[c]] <= ch[c].pos) r[c]++;
+        fend[c] = -1; /* run info loaded on the first visit */
+    }
+    for (;;) {
+        int active = 0;
+        for (int c = 0; c < K; c++) {
+            SChain *h = &ch[c];
+            if (h->done) continue;
+            active = 1;
+            if (fend[c] < 0 || h->pos >= fend[c]) {
+                if (h->pos >= h->stop) { h->done = 1; continue; }
+                while (d->run_end[r[c]] <= h->pos) r[c]++;
+                int64_t t = d->run_tab[r[c]];
+                fend[c] = d->run_end[r[c]] < h->stop ? d->run_end[r[c]] : h->stop;
+                tab[c] = st->tab32 + t * d->L;
+                esc[c] = st->esc32 + t * d->esc_w;
+                n_esc[c] = d->n_esc[t];
+                unsigned z = (unsigned)d->z[t], wt = d->w - z;
+                cz[c] = _mm_cvtsi32_si128((int)z);
+                cwt[c] = _mm512_set1_epi32((int)wt);
+                wzmask[c] = _mm512_set1_epi32((int)lowmask(wt));
+            }
+            int64_t B = h->B, pos = h->pos;
+            if (UNLIKELY(pos + 16 > fend[c] || B > safe_hi || B < SV_SAFE_LO)) {
+                /* the scalar kernel: the rest of the run, the top of the stream, or its bottom */
+                int64_t upto = pos + 16 > fend[c] ? fend[c] : B > safe_hi ? pos + 16 : h->stop;
+                _mm512_storeu_si512((void *)h->X, xv[c]);
+                int64_t s = VAL_DEC[16][1](d, &h->B, h->X, pos, upto, (void *)(out + pos));
+                xv[c] = _mm512_loadu_si512((const void *)h->X);
+                if (s != -1) { h->status = s; h->done = 1; continue; }
+                h->pos = upto;
+                continue;
+            }
+            __m512i ent = _mm512_i32gather_epi32(xv[c], (const void *)tab[c], 4);
+            __m512i need = _mm512_and_si512(ent, m31);
+            __m512i snb = _mm512_and_si512(_mm512_srli_epi32(ent, 5), m63); /* 32 - nb */
+            __m512i base = _mm512_srli_epi32(ent, 20);
+            /* inclusive prefix sum of need: within each 128-bit lane, then the lanes' carries */
+            __m512i s = _mm512_add_epi32(need, _mm512_bslli_epi128(need, 4));
+            s = _mm512_add_epi32(s, _mm512_bslli_epi128(s, 8));
+            __m512i tl = _mm512_shuffle_epi32(s, _MM_PERM_DDDD);
+            __m512i c1 = _mm512_maskz_shuffle_i32x4(0xfff0, tl, tl, 0x90); /* [0, t0, t1, t2] */
+            __m512i c2 = _mm512_maskz_shuffle_i32x4(0xff00, tl, tl, 0x40); /* [0, 0, t0, t1] */
+            __m512i c3 = _mm512_maskz_shuffle_i32x4(0xf000, tl, tl, 0x00); /* [0, 0, 0, t0] */
+            __m512i pre = _mm512_add_epi32(_mm512_add_epi32(s, c1), _mm512_add_epi32(c2, c3));
+            /* lane k's field is bits [B - pre_k, B - pre_k + need_k); the window holds bytes B/8 - 60 ..
+             * B/8 + 3, so the field starts rel = B % 8 + 480 - pre_k bits into it */
+            __m512i win = _mm512_loadu_si512((const void *)(p + (B >> 3) - 60));
+            __m512i rel = _mm512_sub_epi32(_mm512_set1_epi32((int)(B & 7) + 480), pre);
+            __m512i idx = _mm512_add_epi8(_mm512_shuffle_epi8(_mm512_srli_epi32(rel, 3), bcast), bytes4);
+            __m512i f = _mm512_srlv_epi32(_mm512_permutexvar_epi8(idx, win), _mm512_and_si512(rel, seven));
+            __m512i sneed = _mm512_sub_epi32(m32, need);
+            xv[c] = _mm512_add_epi32(base, _mm512_srlv_epi32(_mm512_sllv_epi32(f, snb), snb));
+            __m512i e = _mm512_srlv_epi32(_mm512_sllv_epi32(f, sneed), _mm512_sub_epi32(_mm512_sub_epi32(m64, need), snb));
+            __m512i hi = _mm512_and_si512(_mm512_srl_epi32(ent, cexp), expmask);
+            __mmask16 em = _mm512_test_epi32_mask(ent, escbit);
+            if (UNLIKELY(em)) {
+                /* escape symbols: the exponent comes from the escape index above the w - z data bits */
+                __m512i ix = _mm512_srlv_epi32(e, cwt[c]);
+                if (_mm512_mask_cmpge_epu32_mask(em, ix, _mm512_set1_epi32((int)n_esc[c]))) {
+                    h->status = -2; h->done = 1; continue;
+                }
+                hi = _mm512_mask_i32gather_epi32(hi, em, ix, (const void *)esc[c], 4);
+                e = _mm512_mask_and_epi32(e, em, e, wzmask[c]);
+            }
+            __m512i x = _mm512_sll_epi32(e, cz[c]);
+            __m512i sg = _mm512_sll_epi32(_mm512_srl_epi32(x, cm), ctop);
+            __m512i v = _mm512_ternarylogic_epi32(sg, hi, _mm512_and_si512(x, mmask), 0xfe);
+            _mm256_storeu_si256((__m256i *)(out + pos), _mm512_cvtepi32_epi16(v));
+            h->B = B - (int64_t)_mm_extract_epi32(_mm512_extracti32x4_epi32(pre, 3), 3);
+            h->pos = pos + 16;
+        }
+        if (!active) break;
+    }
+    for (int c = 0; c < K; c++) _mm512_storeu_si512((void *)ch[c].X, xv[c]);
+}
+
+/* The same for N = 8 in ymm registers (8 lanes, a 32-byte window): a block is 8 pairs. */
+SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
+    enum { KMAX = SV_KMAX };
+    const uint8_t *p = d->p;
+    const int64_t safe_hi = (d->nbytes - 8) * 8;
+    const __m256i m31 = _mm256_set1_epi32(31), m32 = _mm256_set1_epi32(32);
+    const __m256i m63 = _mm256_set1_epi32(63), m64 = _mm256_set1_epi32(64), expmask = _mm256_set1_epi32((int)(0xffu << d->m));
+    const __m256i escbit = _mm256_set1_epi32(1 << 19);
+    const __m128i cexp = _mm_cvtsi32_si128(11 - (int)d->m);
+    const __m256i bcast = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808, 0x0c0c0c0c);
+    const __m256i bytes4 = _mm256_set1_epi32(0x03020100), seven = _mm256_set1_epi32(7);
+    const __m128i cm = _mm_cvtsi32_si128((int)d->m), ctop = _mm_cvtsi32_si128((int)d->top);
+    const __m256i mmask = _mm256_set1_epi32((int)lowmask(d->m));
+    __m256i xv[KMAX];
+    /* per chain: the current run's fast-zone end and table */
+    int64_t fend[KMAX], r[KMAX];
+    const uint32_t *tab[KMAX];
+    const uint32_t *esc[KMAX];
+    int64_t n_esc[KMAX];
+    __m128i cz[KMAX];
+    __m256i wzmask[KMAX], cwt[KMAX];
+    for (int c = 0; c < K; c++) {
+        xv[c] = _mm256_loadu_si256((const __m256i *)ch[c].X);
+        r[c] = 0;
+        while (d->run_end[r[c]] <= ch[c].pos) r[c]++;
+        fend[c] = -1; /* run info loaded on the first visit */
+    }
+    for (;;) {
+        int active = 0;
+        for (int c = 0; c < K; c++) {
+            SChain *h = &ch[c];
+            if (h->done) continue;
+            active = 1;
+            if (fend[c] < 0 || h->pos >= fend[c]) {
+                if (h->pos >= h->stop) { h->done = 1; continue; }
+                while (d->run_end[r[c]] <= h->pos) r[c]++;
+                int64_t t = d->run_tab[r[c]];
+                fend[c] = d->run_end[r[c]] < h->stop ? d->run_end[r[c]] : h->stop;
+                tab[c] = st->tab32 + t * d->L;
+                esc[c] = st->esc32 + t * d->esc_w;
+                n_esc[c] = d->n_esc[t];
+                unsigned z = (unsigned)d->z[t], wt = d->w - z;
+                cz[c] = _mm_cvtsi32_si128((int)z);
+                cwt[c] = _mm256_set1_epi32((int)wt);
+                wzmask[c] = _mm256_set1_epi32((int)lowmask(wt));
+            }
+            int64_t B = h->B, pos = h->pos;
+            if (UNLIKELY(pos + 8 > fend[c] || B > safe_hi || B < SV_SAFE_LO)) {
+                /* the scalar kernel: the rest of the run, the top of the stream, or its bottom */
+                int64_t upto = pos + 8 > fend[c] ? fend[c] : B > safe_hi ? pos + 8 : h->stop;
+                _mm256_storeu_si256((__m256i *)h->X, xv[c]);
+                int64_t s = VAL_DEC[8][1](d, &h->B, h->X, pos, upto, (void *)(out + pos));
+                xv[c] = _mm256_loadu_si256((const __m256i *)h->X);
+                if (s != -1) { h->status = s; h->done = 1; continue; }
+                h->pos = upto;
+                continue;
+            }
+            __m256i ent = _mm256_i32gather_epi32((const int *)tab[c], xv[c], 4);
+            __m256i need = _mm256_and_si256(ent, m31);
+            __m256i snb = _mm256_and_si256(_mm256_srli_epi32(ent, 5), m63); /* 32 - nb */
+            __m256i base = _mm256_srli_epi32(ent, 20);
+            /* inclusive prefix sum of need: within each 128-bit lane, then the lanes' carries */
+            __m256i s = _mm256_add_epi32(need, _mm256_bslli_epi128(need, 4));
+            s = _mm256_add_epi32(s, _mm256_bslli_epi128(s, 8));
+            __m256i tl = _mm256_shuffle_epi32(s, 0xff);
+            __m256i pre = _mm256_add_epi32(s, _mm256_permute2x128_si256(tl, tl, 0x08)); /* + [0, t0] */
+            /* the window holds bytes B/8 - 28 .. B/8 + 3: rel = B % 8 + 224 - pre_k */
+            __m256i win = _mm256_loadu_si256((const __m256i *)(p + (B >> 3) - 28));
+            __m256i rel = _mm256_sub_epi32(_mm256_set1_epi32((int)(B & 7) + 224), pre);
+            __m256i idx = _mm256_add_epi8(_mm256_shuffle_epi8(_mm256_srli_epi32(rel, 3), bcast), bytes4);
+            __m256i f = _mm256_srlv_epi32(_mm256_permutexvar_epi8(idx, win), _mm256_and_si256(rel, seven));
+            __m256i sneed = _mm256_sub_epi32(m32, need);
+            xv[c] = _mm256_add_epi32(base, _mm256_srlv_epi32(_mm256_sllv_epi32(f, snb), snb));
+            __m256i e = _mm256_srlv_epi32(_mm256_sllv_epi32(f, sneed), _mm256_sub_epi32(_mm256_sub_epi32(m64, need), snb));
+            __m256i hi = _mm256_and_si256(_mm256_srl_epi32(ent, cexp), expmask);
+            __mmask8 em = _mm256_test_epi32_mask(ent, escbit);
+            if (UNLIKELY(em)) {
+                /* escape symbols: the exponent comes from the escape index above the w - z data bits */
+                __m256i ix = _mm256_srlv_epi32(e, cwt[c]);
+                if (_mm256_mask_cmpge_epu32_mask(em, ix, _mm256_set1_epi32((int)n_esc[c]))) {
+                    h->status = -2; h->done = 1; continue;
+                }
+                hi = _mm256_mmask_i32gather_epi32(hi, em, ix, (const void *)esc[c], 4);
+                e = _mm256_mask_and_epi32(e, em, e, wzmask[c]);
+            }
+            __m256i x = _mm256_sll_epi32(e, cz[c]);
+            __m256i sg = _mm256_sll_epi32(_mm256_srl_epi32(x, cm), ctop);
+            __m256i v = _mm256_ternarylogic_epi32(sg, hi, _mm256_and_si256(x, mmask), 0xfe);
+            _mm_storeu_si128((__m128i *)(out + pos), _mm256_cvtepi32_epi16(v));
+            h->B = B - (int64_t)_mm_extract_epi32(_mm256_extracti128_si256(pre, 1), 3);
+            h->pos = pos + 8;
+        }
+        if (!active) break;
+    }
+    for (int c = 0; c < K; c++) _mm256_storeu_si256((__m256i *)ch[c].X, xv[c]);
+}
+
+#endif
+
+
+/* tans_decode_values(words, Bs, states, vtab, L, run_tab, run_end, poss, stops, z, esc, n_esc, w, m, top, out,
+ *                    statuses) -> None: segments s = 0 .. S-1 (Bs, poss, stops, statuses: int64[S]; states:
+ * int64[S * N], segment s's lane k at s * N + k), each pairs poss[s] .. stops[s]-1 from bit position Bs[s]
+ * as values into out[poss[s] .. stops[s]-1] (item size 1, 2 or 4; segments must not overlap). Per
+ * segment: statuses -1 success (Bs and states then those after its last pair), >= 0 the pair where
+ * the words ran out, -2 an escape index outside its group. Several segments of one N = 16 stream of
+ * 16-bit values run side by side in the AVX-512 kernel where the CPU has it (simd_val16). */
 static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
-    PyObject *ow, *ost, *otab, *ort, *ore, *oz, *oesc, *onesc, *oout;
-    long long B, L, pos, stop, w_, m_, top_;
-    if (!PyArg_ParseTuple(args, "OLOOLOOLLOOOLLLO", &ow, &B, &ost, &otab, &L, &ort, &ore, &pos, &stop, &oz, &oesc,
-                          &onesc, &w_, &m_, &top_, &oout))
+    PyObject *ow, *oB, *ost, *otab, *ort, *ore, *opos, *ostop, *oz, *oesc, *onesc, *oout, *ostat;
+    long long L, w_, m_, top_;
+    if (!PyArg_ParseTuple(args, "OOOOLOOOOOOOLLLOO", &ow, &oB, &ost, &otab, &L, &ort, &ore, &opos, &ostop, &oz, &oesc,
+                          &onesc, &w_, &m_, &top_, &oout, &ostat))
         return NULL;
-    Buf w = {0}, st = {0}, tab = {0}, rt = {0}, re = {0}, z = {0}, esc = {0}, nesc = {0}, out = {0};
+    Buf w = {0}, bb = {0}, st = {0}, tab = {0}, rt = {0}, re = {0}, ps = {0}, sp = {0}, z = {0}, esc = {0},
+        nesc = {0}, out = {0}, sts = {0};
     PyObject *res = NULL;
-    if (get_buf(ow, &w, 0, 0, "words") || get_buf(ost, &st, 1, 8, "states") || get_buf(otab, &tab, 0, 8, "table") ||
-        get_buf(ort, &rt, 0, 8, "run_tab") || get_buf(ore, &re, 0, 8, "run_end") || get_buf(oz, &z, 0, 8, "z") ||
-        get_buf(oesc, &esc, 0, 8, "esc") || get_buf(onesc, &nesc, 0, 8, "n_esc") || get_buf(oout, &out, 1, 0, "out"))
+    uint64_t *A = NULL;
+    uint32_t *simd_tab = NULL;
+    if (get_buf(ow, &w, 0, 0, "words") || get_buf(oB, &bb, 1, 8, "Bs") || get_buf(ost, &st, 1, 8, "states") ||
+        get_buf(otab, &tab, 0, 8, "table") || get_buf(ort, &rt, 0, 8, "run_tab") ||
+        get_buf(ore, &re, 0, 8, "run_end") || get_buf(opos, &ps, 0, 8, "poss") || get_buf(ostop, &sp, 0, 8, "stops") ||
+        get_buf(oz, &z, 0, 8, "z") || get_buf(oesc, &esc, 0, 8, "esc") || get_buf(onesc, &nesc, 0, 8, "n_esc") ||
+        get_buf(oout, &out, 1, 0, "out") || get_buf(ostat, &sts, 1, 8, "statuses"))
         goto out;
     {
-        int64_t N = NITEMS(st), ntab = L > 0 ? NITEMS(tab) / L : 0, n_runs;
+        int64_t S = NITEMS(bb), N = S ? NITEMS(st) / S : 0, ntab = L > 0 ? NITEMS(tab) / L : 0, n_runs;
         int64_t osz = out.view.itemsize, oi = osz == 1 ? 0 : osz == 2 ? 1 : osz == 4 ? 2 : -1;
         int64_t esc_w = ntab ? NITEMS(esc) / ntab : 0;
-        if (N < 1 || N > MAXN || oi < 0 || L < 1 || L > (1 << 16) || ntab < 1 || pos > stop ||
-            stop - pos > NITEMS(out) || B < 0 || B > (int64_t)w.view.len * 8 || NITEMS(z) != ntab ||
+        int64_t *Bs = (int64_t *)bb.view.buf, *statuses = (int64_t *)sts.view.buf;
+        const int64_t *poss = (const int64_t *)ps.view.buf, *stops = (const int64_t *)sp.view.buf;
+        if (S < 1 || N < 1 || N > MAXN || NITEMS(st) != S * N || NITEMS(ps) != S || NITEMS(sp) != S ||
+            NITEMS(sts) != S || oi < 0 || L < 1 || L > (1 << 16) || ntab < 1 || NITEMS(z) != ntab ||
             NITEMS(nesc) != ntab || esc_w * ntab != NITEMS(esc) || w_ < 0 || w_ > 56 || m_ < 0 || m_ > w_ ||
             top_ < 0 || top_ > 8 * osz - 1) {
             PyErr_SetString(PyExc_ValueError, "tans_decode_values: inconsistent arguments");
             goto out;
         }
+        for (int64_t s = 0; s < S; s++)
+            if (poss[s] < 0 || poss[s] > stops[s] || stops[s] > NITEMS(out) || Bs[s] < 0 ||
+                Bs[s] > (int64_t)w.view.len * 8) {
+                PyErr_SetString(PyExc_ValueError, "tans_decode_values: inconsistent arguments");
+                goto out;
+            }
         if (check_runs_arrays(&rt, &re, ntab, &n_runs)) goto out;
         const int64_t *zz = (const int64_t *)z.view.buf, *ne = (const int64_t *)nesc.view.buf;
         for (int64_t t = 0; t < ntab; t++)
@@ -681,6 +948,7 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
          * escape groups padded to a power of two covering every index a field can hold */
         int64_t D = ntab * L, pad_w = 1;
         while (pad_w < esc_w) pad_w <<= 1;
+        int simd_ok = (N == 16 || N == 8) && osz == 2 && L <= 4096 && top_ - m_ <= 8 && m_ <= 11;
         {
             const uint64_t *vt0 = (const uint64_t *)tab.view.buf;
             for (int64_t i = 0; i < ntab * L; i++) {
@@ -691,9 +959,10 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
                     if (ib > 20) { PyErr_SetString(PyExc_ValueError, "tans_decode_values: escape field too wide"); goto out; }
                     while (pad_w < ((int64_t)1 << ib)) pad_w <<= 1;
                 }
+                if (V_NEED(e) > SV_MAXNEED) simd_ok = 0;
             }
         }
-        uint64_t *A = (uint64_t *)malloc((size_t)(2 * D + ntab * pad_w) * sizeof(uint64_t));
+        A = (uint64_t *)malloc((size_t)(2 * D + ntab * pad_w) * sizeof(uint64_t));
         if (!A) { PyErr_NoMemory(); goto out; }
         uint64_t *esc_pad = A + 2 * D;
         for (int64_t t = 0; t < ntab; t++)
@@ -706,7 +975,6 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
                 uint64_t e = vt[t * L + x];
                 unsigned base = V_BASE(e), nb = V_NB(e), need = V_NEED(e);
                 if (nb > 16 || need > 56 || need < nb || base + ((int64_t)1 << nb) > L) {
-                    free(A);
                     PyErr_SetString(PyExc_ValueError, "tans_decode_values: table entry outside the table");
                     goto out;
                 }
@@ -716,29 +984,82 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
         ValDec d = {(const uint8_t *)w.view.buf, (int64_t)w.view.len, (const uint64_t *)tab.view.buf, L, ntab,
                     (const int64_t *)rt.view.buf, (const int64_t *)re.view.buf, zz, (const int64_t *)esc.view.buf, ne,
                     esc_w, (unsigned)w_, (unsigned)m_, (unsigned)top_, A, D, esc_pad, pad_w};
+        SChain *ch = (SChain *)calloc((size_t)S, sizeof(SChain));
+        if (!ch) { PyErr_NoMemory(); goto out; }
         const int64_t *s64 = (const int64_t *)st.view.buf;
-        uint32_t X[MAXN];
-        for (int64_t k = 0; k < N; k++) {
-            int64_t v = s64[(pos + k) % N];
-            if (v < 0 || v >= L) {
-                PyErr_SetString(PyExc_ValueError, "tans_decode_values: state outside the table");
-                goto out;
+        for (int64_t s = 0; s < S; s++) {
+            ch[s].B = Bs[s]; ch[s].pos = poss[s]; ch[s].stop = stops[s]; ch[s].status = -1;
+            for (int64_t k = 0; k < N; k++) {
+                int64_t v = s64[s * N + (poss[s] + k) % N];
+                if (v < 0 || v >= L) {
+                    free(ch);
+                    PyErr_SetString(PyExc_ValueError, "tans_decode_values: state outside the table");
+                    goto out;
+                }
+                ch[s].X[k] = (uint32_t)v;
             }
-            X[k] = (uint32_t)v;
         }
-        int64_t Bv = B, status = -1;
+#ifdef HAVE_SIMD
+        SimdTab sv = {NULL, NULL};
+        if (simd_ok && use_simd) {
+            /* the AVX-512 kernel's entries (see simd_val16), then the escape exponents as 32-bit fields */
+            simd_tab = (uint32_t *)malloc((size_t)(ntab * L + ntab * esc_w + 1) * sizeof(uint32_t));
+            if (!simd_tab) { free(ch); PyErr_NoMemory(); goto out; }
+            for (int64_t i = 0; i < ntab * L; i++) {
+                uint64_t e = vt[i];
+                uint32_t hi = V_HI(e);
+                simd_tab[i] = V_NEED(e) | (32 - V_NB(e)) << 5 | V_BASE(e) << 20 |
+                              (hi == ESC ? 1u << 19 : ((hi >> m_) & 0xffu) << 11);
+            }
+            for (int64_t i = 0; i < ntab * esc_w; i++)
+                simd_tab[ntab * L + i] = (uint32_t)(((const int64_t *)esc.view.buf)[i] << m_);
+            sv.tab32 = simd_tab;
+            sv.esc32 = simd_tab + ntab * L;
+        }
+#endif
         Py_BEGIN_ALLOW_THREADS
-        status = VAL_DEC[N][oi](&d, &Bv, X, pos, stop, out.view.buf);
+#ifdef HAVE_SIMD
+        if (sv.tab32) {
+            /* groups of at most SV_KMAX segments, as even as they go (measured on the MiniLM tensor's 12
+             * segments, Xeon SPR: 6 side by side ~1.3 G values/s, 4 ~1.0, 2 ~0.8) */
+            int64_t groups = (S + SV_KMAX - 1) / SV_KMAX, per = (S + groups - 1) / groups;
+            for (int64_t s = 0; s < S; s += per)
+                (N == 16 ? simd_val16 : simd_val8)(&d, &sv, ch + s, S - s < per ? (int)(S - s) : (int)per,
+                                                   (uint16_t *)out.view.buf);
+        }
+        else
+#endif
+            for (int64_t s = 0; s < S; s++) {
+                char *o = (char *)out.view.buf + osz * poss[s];
+                ch[s].status = VAL_DEC[N][oi](&d, &ch[s].B, ch[s].X, poss[s], stops[s], o);
+            }
         Py_END_ALLOW_THREADS
-        free(A);
         int64_t *sw = (int64_t *)st.view.buf;
-        if (status == -1)
-            for (int64_t k = 0; k < N; k++) sw[(stop + k) % N] = X[k];
-        res = Py_BuildValue("LL", (long long)status, (long long)Bv);
+        for (int64_t s = 0; s < S; s++) {
+            statuses[s] = ch[s].status;
+            Bs[s] = ch[s].B;
+            if (ch[s].status == -1)
+                for (int64_t k = 0; k < N; k++) sw[s * N + (stops[s] + k) % N] = ch[s].X[k];
+        }
+        free(ch);
+        Py_INCREF(Py_None);
+        res = Py_None;
     }
 out:
-    rel(&w); rel(&st); rel(&tab); rel(&rt); rel(&re); rel(&z); rel(&esc); rel(&nesc); rel(&out);
+    free(A);
+    free(simd_tab);
+    rel(&w); rel(&bb); rel(&st); rel(&tab); rel(&rt); rel(&re); rel(&ps); rel(&sp); rel(&z); rel(&esc); rel(&nesc);
+    rel(&out); rel(&sts);
     return res;
+}
+
+/* simd(flag) -> whether the AVX-512 values kernel runs: flag -1 asks, 0 forces the scalar kernels, 1 the
+ * AVX-512 one where the CPU has it (the default); tests compare the two. */
+static PyObject *py_simd(PyObject *self, PyObject *args) {
+    int flag;
+    if (!PyArg_ParseTuple(args, "i", &flag)) return NULL;
+    if (flag >= 0) use_simd = flag && have_simd;
+    return PyBool_FromLong(use_simd);
 }
 
 /* tans_state_at(words, W, h0, B) -> (h, cnt, buf): the golden decoder's (h, cnt, buf) at bit position
@@ -774,9 +1095,19 @@ static PyObject *py_tans_state_at(PyObject *self, PyObject *args) {
  * L + enc[off + (X >> n)]. Bits go out through a 64-bit accumulator stored 8 bytes at a time
  * (the buffer has 8 bytes of slack), so the bytes are the golden coder's W-bit words. */
 
+/* What one coding step of symbol s needs, built per call from the packed entries: n = (Y + delta) >> 16
+ * is nbh - (Y < thr) for every state Y in [L, 2L) (FSE's trick: an add and a shift instead of a compare
+ * and a subtract on the state's chain), and the next state is tp[Y >> n], tp = the spread (with L
+ * added) + cum - f: one load whose address needs no further add. */
+typedef struct {
+    const uint16_t *tp;
+    uint32_t delta, k;
+} EncSym;
+
 typedef struct {
     const int64_t *run_tab, *run_end;
     int64_t n_runs;
+    const EncSym *est;    /* ntab * width */
     const uint64_t *esym; /* ntab * width */
     const int64_t *nsym;  /* per table */
     int64_t width;
@@ -804,28 +1135,63 @@ typedef struct {
         cnt &= 7u;                                                                                     \
     } while (0)
 
-/* one pair i (symbol s, extra x) with state Y (X in [L, 2L)) */
-#define ENC_STEP(Y, I)                                                                                 \
+/* One pair i (symbol s, extra x) with state Y (in [L, 2L)). The pair's bits (n low bits of the state, then
+ * the k bits of x above them) go into the accumulator with one shift and or: the accumulator's chain
+ * (cnt, acc) is the encoder's only serial dependency across lanes, so it gets one add per pair. The
+ * accumulator is stored every F pairs (FL = 1 there): F pairs of at most `most` bits each fit its 64
+ * bits above the <= 7 bits a store leaves (the caller picks F from the tables' widest pair). The
+ * state's next index stays inside the spread for every legal table (checked once before coding). */
+#define ENC_STEP(Y, I, FL)                                                                             \
     do {                                                                                               \
         int64_t s_ = (int64_t)syms[I];                                                                 \
         uint64_t x_ = (uint64_t)exs[I];                                                                \
-        if (UNLIKELY(s_ < 0 || s_ >= nsym_t)) { bad = (I); goto badpair; }                             \
-        uint64_t e_ = es_t[s_];                                                                        \
-        unsigned k_ = T_K(e_);                                                                         \
+        if (UNLIKELY((uint64_t)s_ >= (uint64_t)nsym_t)) { bad = (I); goto badpair; }                   \
+        const EncSym *q_ = es_t + s_;                                                                  \
+        unsigned k_ = q_->k;                                                                           \
         if (UNLIKELY(x_ >> k_)) { bad = (I); goto badpair; }                                           \
-        unsigned n_ = T_NBH(e_) - (Y < T_THR(e_));                                                     \
-        PUT(Y & lowmask(n_), n_);                                                                      \
-        int64_t j_ = (int64_t)T_OFF(e_) + (int64_t)(Y >> n_);                                          \
-        if (UNLIKELY(j_ < 0 || j_ >= L)) { bad = (I); goto badtable; }                                 \
-        Y = (uint32_t)(L + enc_t[j_]);                                                                 \
-        PUT(x_, k_);                                                                                   \
-        FLUSH();                                                                                       \
+        unsigned n_ = (Y + q_->delta) >> 16;                                                           \
+        acc |= ((uint64_t)(Y & ((1u << n_) - 1u)) | (x_ << n_)) << cnt; /* n_ <= 16 */                 \
+        cnt += n_ + k_;                                                                                \
+        Y = q_->tp[Y >> n_];                                                                           \
+        if (FL) {                                                                                      \
+            uint64_t a_ = acc;                                                                         \
+            memcpy(o, &a_, 8);                                                                         \
+            o += cnt >> 3;                                                                             \
+            acc >>= (cnt & 56u);                                                                       \
+            cnt &= 7u;                                                                                 \
+        }                                                                                              \
     } while (0)
 
+/* Whether every (table, symbol)'s next index off + (Y >> n) stays in [0, L) for every state Y in [L, 2L)
+ * (Y >> n is monotonic on each side of the threshold, so the two ends of each side suffice), and the
+ * widest pair's bit count; 0 or -1 (a table that leaves its spread: status 2). */
+static int tans_enc_check(const TansEnc *d, int64_t ntab, unsigned *most) {
+    const int64_t L = d->L;
+    unsigned w = 0;
+    for (int64_t t = 0; t < ntab; t++)
+        for (int64_t s = 0; s < d->nsym[t]; s++) {
+            uint64_t e = d->esym[t * d->width + s];
+            int64_t thr = T_THR(e), nbh = T_NBH(e), off = T_OFF(e);
+            int64_t ys[4] = {L, thr - 1, thr, 2 * L - 1};
+            for (int q = 0; q < 4; q++) {
+                int64_t y = ys[q];
+                if (y < L || y >= 2 * L) continue;
+                int64_t n = nbh - (y < thr);
+                if (n < 0 || n > 31) return -1;
+                int64_t j = off + (y >> n);
+                if (j < 0 || j >= L) return -1;
+                if ((unsigned)(n + T_K(e)) > w) w = (unsigned)(n + T_K(e));
+            }
+        }
+    *most = w;
+    return 0;
+}
+
 /* returns 0; 1 a pair outside its table (its index in *nw_out), 2 a table whose encode step leaves
- * it (never for a legal table), 3 output overflow (never with the caller's capacity) */
+ * it (never for a legal table), 3 output overflow (never with the caller's capacity). F: pairs per
+ * accumulator store (1, 2 or 3; see ENC_STEP). */
 INLINE int64_t tans_enc_core(const TansEnc *d, const void *syms_, const void *exs_, int64_t n, const int N,
-                             const int KIND, int64_t *nw_out, int64_t *nc_out) {
+                             const int KIND, const int F, int64_t *nw_out, int64_t *nc_out) {
     const int64_t L = d->L;
     uint8_t *o = d->out;
     uint64_t acc = 0;
@@ -840,25 +1206,28 @@ INLINE int64_t tans_enc_core(const TansEnc *d, const void *syms_, const void *ex
     const int64_t *s64 = (const int64_t *)syms_;
     const uint32_t *e32 = (const uint32_t *)exs_;
     const uint64_t *e64 = (const uint64_t *)exs_;
+    /* a block of N pairs advances at most 8 bytes a pair and stores 8 bytes: blocks run while that
+     * room is left, the single pairs after them check each store */
+    const int64_t room = 8 * (N + 2);
     while (i >= 0) {
         while (r > 0 && d->run_end[r - 1] > i) r--;
         int64_t run_start = r > 0 ? d->run_end[r - 1] : 0;
         int64_t cp = (interval > 0 && i > 0) ? (i / interval) * interval : 0;
         int64_t lo = run_start > cp ? run_start : cp;
         int64_t t = d->run_tab[r];
-        const uint64_t *es_t = d->esym + t * d->width;
-        const uint16_t *enc_t = d->enc + t * L;
+        const EncSym *es_t = d->est + t * d->width;
         const int64_t nsym_t = d->nsym[t];
         if (KIND == OUT_SE8) {
             const uint8_t *syms = s8;
             const uint32_t *exs = e32;
-            while (i - N + 1 >= lo) {
+            while (i - N + 1 >= lo && LIKELY(d->out_end - o >= room)) {
 #pragma GCC unroll 16
-                for (int k = 0; k < N; k++) ENC_STEP(Y[k], i - k);
+                for (int k = 0; k < N; k++) ENC_STEP(Y[k], i - k, (k % F == F - 1 || k == N - 1));
                 i -= N;
             }
             while (i >= lo) {
-                ENC_STEP(Y[0], i);
+                if (UNLIKELY(o + 8 > d->out_end)) goto overflow;
+                ENC_STEP(Y[0], i, 1);
                 uint32_t y0 = Y[0];
                 for (int k = 0; k + 1 < N; k++) Y[k] = Y[k + 1];
                 Y[N - 1] = y0;
@@ -867,13 +1236,14 @@ INLINE int64_t tans_enc_core(const TansEnc *d, const void *syms_, const void *ex
         } else {
             const int64_t *syms = s64;
             const uint64_t *exs = e64;
-            while (i - N + 1 >= lo) {
+            while (i - N + 1 >= lo && LIKELY(d->out_end - o >= room)) {
 #pragma GCC unroll 16
-                for (int k = 0; k < N; k++) ENC_STEP(Y[k], i - k);
+                for (int k = 0; k < N; k++) ENC_STEP(Y[k], i - k, (k % F == F - 1 || k == N - 1));
                 i -= N;
             }
             while (i >= lo) {
-                ENC_STEP(Y[0], i);
+                if (UNLIKELY(o + 8 > d->out_end)) goto overflow;
+                ENC_STEP(Y[0], i, 1);
                 uint32_t y0 = Y[0];
                 for (int k = 0; k + 1 < N; k++) Y[k] = Y[k + 1];
                 Y[N - 1] = y0;
@@ -911,25 +1281,42 @@ INLINE int64_t tans_enc_core(const TansEnc *d, const void *syms_, const void *ex
 badpair:
     *nw_out = bad;
     return 1;
-badtable:
-    *nw_out = bad;
-    return 2;
 overflow:
     return 3;
 }
 
+/* Each instantiation twice: portable, and with BMI2 (shlx/shrx/bzhi: a variable shift is one
+ * instruction without the cl register, chosen at run time like the decoder's pdep). */
+#define ENC_FN(NAME, ATTR, NN, KIND, F)                                                               \
+    ATTR static int64_t NAME(const TansEnc *d, const void *s, const void *e, int64_t n, int64_t *nw, int64_t *nc) { \
+        return tans_enc_core(d, s, e, n, NN, KIND, F, nw, nc);                                        \
+    }
+#ifdef HAVE_PDEP
+#define ATTR_BMI2 __attribute__((target("bmi2")))
+#else
+#define ATTR_BMI2
+#endif
 #define ENC_INST(NN)                                                                                  \
-    static int64_t tans_enc_n##NN##_k0(const TansEnc *d, const void *s, const void *e, int64_t n, int64_t *nw, \
-                                       int64_t *nc) { return tans_enc_core(d, s, e, n, NN, OUT_SE8, nw, nc); } \
-    static int64_t tans_enc_n##NN##_k1(const TansEnc *d, const void *s, const void *e, int64_t n, int64_t *nw, \
-                                       int64_t *nc) { return tans_enc_core(d, s, e, n, NN, OUT_SE64, nw, nc); }
+    ENC_FN(tans_enc_n##NN##_k0_f1, , NN, OUT_SE8, 1) ENC_FN(tans_enc_n##NN##_k1_f1, , NN, OUT_SE64, 1)  \
+    ENC_FN(tans_enc_n##NN##_k0_f2, , NN, OUT_SE8, 2) ENC_FN(tans_enc_n##NN##_k1_f2, , NN, OUT_SE64, 2)  \
+    ENC_FN(tans_enc_n##NN##_k0_f3, , NN, OUT_SE8, 3) ENC_FN(tans_enc_n##NN##_k1_f3, , NN, OUT_SE64, 3)  \
+    ENC_FN(tans_enc_n##NN##_k0_f1b, ATTR_BMI2, NN, OUT_SE8, 1)                                        \
+    ENC_FN(tans_enc_n##NN##_k1_f1b, ATTR_BMI2, NN, OUT_SE64, 1)                                       \
+    ENC_FN(tans_enc_n##NN##_k0_f2b, ATTR_BMI2, NN, OUT_SE8, 2)                                        \
+    ENC_FN(tans_enc_n##NN##_k1_f2b, ATTR_BMI2, NN, OUT_SE64, 2)                                       \
+    ENC_FN(tans_enc_n##NN##_k0_f3b, ATTR_BMI2, NN, OUT_SE8, 3)                                        \
+    ENC_FN(tans_enc_n##NN##_k1_f3b, ATTR_BMI2, NN, OUT_SE64, 3)
 
 ENC_INST(1) ENC_INST(2) ENC_INST(3) ENC_INST(4) ENC_INST(5) ENC_INST(6) ENC_INST(7) ENC_INST(8)
 ENC_INST(9) ENC_INST(10) ENC_INST(11) ENC_INST(12) ENC_INST(13) ENC_INST(14) ENC_INST(15) ENC_INST(16)
 
 typedef int64_t (*tans_enc_fn)(const TansEnc *, const void *, const void *, int64_t, int64_t *, int64_t *);
-#define EFN(NN) {tans_enc_n##NN##_k0, tans_enc_n##NN##_k1}
-static const tans_enc_fn TANS_ENC[MAXN + 1][2] = {{0, 0}, EFN(1), EFN(2), EFN(3), EFN(4), EFN(5), EFN(6), EFN(7),
+#define EFN(NN) {{{tans_enc_n##NN##_k0_f1, tans_enc_n##NN##_k0_f2, tans_enc_n##NN##_k0_f3},               \
+                  {tans_enc_n##NN##_k1_f1, tans_enc_n##NN##_k1_f2, tans_enc_n##NN##_k1_f3}},              \
+                 {{tans_enc_n##NN##_k0_f1b, tans_enc_n##NN##_k0_f2b, tans_enc_n##NN##_k0_f3b},            \
+                  {tans_enc_n##NN##_k1_f1b, tans_enc_n##NN##_k1_f2b, tans_enc_n##NN##_k1_f3b}}}
+/* [N][BMI2][kind][F - 1] */
+static const tans_enc_fn TANS_ENC[MAXN + 1][2][2][3] = {{{{0, 0, 0}, {0, 0, 0}}, {{0, 0, 0}, {0, 0, 0}}}, EFN(1), EFN(2), EFN(3), EFN(4), EFN(5), EFN(6), EFN(7),
                                                   EFN(8), EFN(9), EFN(10), EFN(11), EFN(12), EFN(13), EFN(14),
                                                   EFN(15), EFN(16)};
 
@@ -971,13 +1358,37 @@ static PyObject *py_tans_encode(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_ValueError, "tans_encode: symbol count outside the table");
                 goto out;
             }
-        TansEnc d = {(const int64_t *)rt.view.buf, rend, n_runs - 1, (const uint64_t *)es.view.buf, nsym, width,
+        EncSym *est = (EncSym *)malloc((size_t)(ntab * width) * sizeof(EncSym) + 1);
+        uint16_t *encl = (uint16_t *)malloc((size_t)(ntab * L) * sizeof(uint16_t) + 1);
+        if (!est || !encl) {
+            free(est); free(encl);
+            PyErr_NoMemory();
+            goto out;
+        }
+        const uint16_t *enc0 = (const uint16_t *)enc.view.buf;
+        const uint64_t *esym0 = (const uint64_t *)es.view.buf;
+        for (int64_t i = 0; i < ntab * L; i++) encl[i] = (uint16_t)(enc0[i] + L); /* < 2L <= 2^16 */
+        for (int64_t i = 0; i < ntab * width; i++) {
+            uint64_t q = esym0[i];
+            /* tp may point outside the spread for an illegal table: tans_enc_check refuses those first */
+            est[i].tp = (const uint16_t *)((uintptr_t)(encl + (i / width) * L) + 2 * (uintptr_t)(intptr_t)T_OFF(q));
+            est[i].delta = ((uint32_t)T_NBH(q) << 16) - T_THR(q);
+            est[i].k = T_K(q);
+        }
+        TansEnc d = {(const int64_t *)rt.view.buf, rend, n_runs - 1, est, (const uint64_t *)es.view.buf, nsym, width,
                      (const uint16_t *)enc.view.buf, L, R, W, interval, (uint8_t *)out.view.buf,
                      (uint8_t *)out.view.buf + out.view.len, (int64_t *)cps.view.buf, NITEMS(cps) / (3 + N)};
-        int64_t nw = 0, nc = 0, status;
+        int64_t nw = 0, nc = 0, status = 2;
+        unsigned most = 0;
         Py_BEGIN_ALLOW_THREADS
-        status = TANS_ENC[N][kind](&d, s.view.buf, e.view.buf, n, &nw, &nc);
+        if (tans_enc_check(&d, ntab, &most) == 0) {
+            /* F pairs of `most` bits each above the 7 bits a store leaves: 7 + F * most <= 64 */
+            int F = 7 + 3 * most <= 64 ? 3 : 7 + 2 * most <= 64 ? 2 : 1;
+            status = TANS_ENC[N][use_bmi2][kind][F - 1](&d, s.view.buf, e.view.buf, n, &nw, &nc);
+        }
         Py_END_ALLOW_THREADS
+        free(est);
+        free(encl);
         res = Py_BuildValue("LLL", (long long)status, (long long)nw, (long long)nc);
     }
 out:
@@ -1636,6 +2047,7 @@ static PyMethodDef methods[] = {
     {"stationary", py_stationary, METH_VARARGS, "the tANS encoder's stationary state distribution (power iteration)"},
     {"tans_decode", py_tans_decode, METH_VARARGS, "tANS decode of N interleaved states into (symbol, extra) arrays"},
     {"tans_decode_values", py_tans_decode_values, METH_VARARGS, "tANS decode straight into value bit patterns"},
+    {"simd", py_simd, METH_VARARGS, "asks or sets whether the AVX-512 values kernel runs (-1, 0, 1)"},
     {"tans_state_at", py_tans_state_at, METH_VARARGS, "the golden decoder's (h, cnt, buf) at a bit position"},
     {"tans_encode", py_tans_encode, METH_VARARGS, "tANS encode of N interleaved states"},
     {"rans_decode", py_rans_decode, METH_VARARGS, "rANS decode of N interleaved states"},
