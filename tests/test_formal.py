@@ -176,3 +176,18 @@ def test_every_legal_tans_table_satisfies_the_local_table():
             for x in range(L):                      # detection: the slots of the rows of s*
                 if dec[x, 0] == s:
                     assert f <= y_of[x] < 2 * f and t.encode_state[c + y_of[x] - f] == x
+
+
+def test_tans_arbitrary_table_harnesses_use_the_local_table():
+    """``--table arbitrary``: the tANS round trip and detection hold the local table (frequencies free)
+    and go through the sat runner at depth >= 20; ``--table pinned`` (CI) keeps the z3 detection."""
+    assert formal.TANS_TABLE_MODEL == "local"
+    assert formal.sat_run("tans", "detection", "arbitrary") and not formal.sat_run("tans", "detection", "pinned")
+    assert formal.sat_run("tans", "round_trip", "arbitrary") and formal.sat_run("tans", "round_trip", "pinned")
+    assert formal.default_depth("tans-decoder", "round_trip", table="arbitrary") == 25
+    assert formal.default_depth("tans-decoder", "detection", table="arbitrary") == 26
+    assert formal.default_depth("tans-decoder", "detection", table="pinned") == 57
+    for prop in ("round_trip", "detection"):
+        b = formal._bench("tans-decoder", prop, None, "arbitrary")
+        text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
+        assert "the_freq" in text and "f0" not in re.findall(r"wire \S+ \\(\w+)", text)
