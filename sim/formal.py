@@ -24,9 +24,9 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     output; within :data:`PROGRESS_CLOCKS` clocks a command, a word or a pair moves. The decoders
     hold a pinned legal table (the rANS symbol search ends only on a legal one). Bounded.
 ``round_trip``
-    Encoder then decoder holding the same legal table (:class:`_LegalTable`: with ``table="arbitrary"``
-    any legal one, ``AnyConst`` restricted by ``Assume`` (tANS: over fixed frequencies unless
-    :data:`TANS_FREE_FREQUENCIES`); with ``"pinned"`` one per family; tANS: the
+    Encoder then decoder holding the same legal table (with ``table="arbitrary"`` any legal one:
+    rANS :class:`_LegalTable`, ``AnyConst`` restricted by ``Assume``; tANS :class:`_LocalTansTable`,
+    frequencies, spread and extra widths free; with ``"pinned"`` one per family; tANS: the
     memories' contents plus one arbitrary row written through ``cfg``, rANS: written through ``cfg``),
     ``N <= ROUND_TRIP_PAIRS`` arbitrary legal pairs; the decoder returns exactly the pairs, reports
     OK, and finishes by a fixed clock. Bounded, ``sat`` runner.
@@ -34,8 +34,9 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     The decoder, holding that table, is given an arbitrary stream of ``M <= DETECTION_WORDS`` words
     for ``N`` pairs with the end check on. It reports ``done`` within ``N * c + M + C`` clocks; and if
     it reports OK, the encoder given the decoded pairs reproduces the stream word for word. A stream
-    whose final state is wrong re-encodes differently, so it is never reported OK. Bounded (rANS:
-    the round trip's table, ``sat`` runner; tANS: the pinned table written through ``cfg``, z3).
+    whose final state is wrong re-encodes differently, so it is never reported OK. Bounded (the
+    round trip's table and the ``sat`` runner; tANS with ``table="pinned"``: the pinned table
+    written through ``cfg``, z3).
 
 The sync domain's clock is the harness's only port; harness bookkeeping lives in a reset-less
 ``past`` domain on the same clock (Amaranth 0.5 has no ``Past``). SymbiYosys runs with
@@ -111,13 +112,20 @@ TABLES = ("arbitrary", "pinned")
 #: tANS: the table is presented as the memories' contents (:class:`_TablePlatform`) plus one arbitrary
 #: row written through ``cfg``; rANS: written through ``cfg`` (4 clocks).
 SAT_RUNS = {("tans", "round_trip"), ("rans", "round_trip"), ("rans", "detection")}
+#: With ``table="arbitrary"`` the tANS detection too goes through the ``sat`` runner (on the local
+#: table, :class:`_LocalTansTable`); with the pinned table it stays on SymbiYosys/z3 (CI).
+SAT_RUNS_ARBITRARY = SAT_RUNS | {("tans", "detection")}
 #: Seconds the ``sat`` runner gives one problem (yosys writing the CNF, then CaDiCaL) by default: the
 #: arbitrary-table round trips take minutes on a loaded two-core machine.
 SAT_TIMEOUT = 3600
-#: Whether ``table="arbitrary"`` leaves the tANS frequencies free too (off: CaDiCaL does not finish the
-#: round trip with them free in the runner's 15 minutes; with them fixed at the pinned table's 13/9/7/3,
-#: every spread and every extra width up to 2 takes about 8 minutes, ``docs/formal.md``), and whether
-#: the direct tANS path relies on its row witnesses for "every state in one slot".
+#: How ``table="arbitrary"`` describes a tANS table: ``"local"`` (the default, :class:`_LocalTansTable`:
+#: frequencies, spread and extra widths free, and only the consequences of legality that the rows one
+#: pair reads need; a proof over it is a proof over every legal table, ``docs/formal.md``) or
+#: ``"global"`` (round 3's :class:`_LegalTable`: the whole legal table, the round trip only; CaDiCaL
+#: does not finish it with free frequencies in 30 minutes, so its frequencies are fixed at 13/9/7/3
+#: unless :data:`TANS_FREE_FREQUENCIES`). :data:`TANS_WITNESS_ONLY`: whether the global direct path
+#: relies on its row witnesses for "every state in one slot".
+TANS_TABLE_MODEL = "local"
 TANS_FREE_FREQUENCIES = False
 TANS_WITNESS_ONLY = True
 #: Default depth of the k-induction properties.
@@ -500,6 +508,114 @@ class _LegalTable:
             b.platform.contents["state"] = list(self.state)
 
 
+class _LocalTansTable:
+    """An arbitrary tANS table of the small configuration, described by what one pair's coding reads
+    of it (``table="arbitrary"``; ``docs/formal.md`` *The local table*), presented as the memories'
+    contents (:class:`_TablePlatform`) with one arbitrary row of each memory written through ``cfg``.
+
+    Free (``AnyConst``): a symbol ``s*`` (:attr:`sym`) with its frequency ``f`` (1 to ``L``), its first
+    slot ``c`` (``c + f <= L``) and every symbol's extra width (``<= K``); the state of every slot; the
+    decoder row of every state, as a witness ``(symbol, y)`` with ``y != 0``; every other symbol's
+    encoder row (any bits). Assumed, for ``s*`` only (``Assume``): ``round_trip``, every slot ``j`` of
+    ``s*`` (``c <= j < c + f``) has the row ``(s*, f + j - c)`` at its state; ``detection``, every
+    state whose row names ``s*`` has ``f <= y < 2f`` and is the state of slot ``c + y - f``. Every
+    legal table satisfies both for each of its symbols (with ``c = cum[s*]``), so with ``s*`` the
+    pair's symbol (round trip) or the decoded one (detection, an ``Assume`` on ``o``) every trace of
+    a legal table is a trace of this harness: what holds here holds on every legal table."""
+
+    family = "tans"
+
+    def __init__(self, b: _Bench, prop: str):
+        assert prop in ("round_trip", "detection") and ROUND_TRIP_PAIRS["tans"] == 1, prop
+        self.b, self.prop = b, prop
+        m = b.m
+        sh = SMALL["tans"]
+        self.n_sym = n = sh["max_symbols"]
+        K = sh["max_extra_bits"]
+        R = self.R = sh["table_log"]
+        L = self.L = 1 << R
+        self.clocks = 1
+        self.prog = Signal(name="programming")
+        self.t = Signal(8, name="prog_t")
+        m.d.comb += self.prog.eq(self.t < self.clocks)
+        m.d.past += self.t.eq(Mux(self.prog, self.t + 1, self.t))
+        sb = _bits(n - 1)
+        self.sym = Signal(sb, name="the_symbol")
+        self.f = Signal(R + 1, name="the_freq")
+        self.c = Signal(R, name="the_cum")
+        self.k = [Signal(_bits(K), name=f"k{q}") for q in range(n)]
+        self.state = [Signal(R, name=f"slot{j}_state") for j in range(L)]
+        self.dsym = [Signal(sb, name=f"state{x}_symbol") for x in range(L)]
+        self.dy = [Signal(R + 1, name=f"state{x}_y") for x in range(L)]
+        for v in [self.sym, self.f, self.c] + self.k + self.state + self.dsym + self.dy:
+            m.d.comb += v.eq(AnyConst(len(v)))
+        m.d.comb += [Assume((self.f >= 1) & (self.f <= L)), Assume(self.c + self.f <= L)]
+        m.d.comb += [Assume(k <= K) for k in self.k]
+        m.d.comb += [Assume(y != 0) for y in self.dy]
+        dsym, dy, state = Array(self.dsym), Array(self.dy), Array(self.state)
+        if prop == "round_trip":
+            for j in range(L):
+                with m.If((self.c <= j) & (j < self.c + self.f)):
+                    m.d.comb += Assume((dsym[self.state[j]] == self.sym) & (dy[self.state[j]] == self.f + j - self.c))
+        else:
+            for x in range(L):
+                with m.If(self.dsym[x] == self.sym):
+                    y = self.dy[x]
+                    m.d.comb += Assume((y >= self.f) & (y < 2 * self.f) & (state[(self.c + y - self.f)[:R]] == x))
+        # The written rows (one of each memory, clock 0): the harness's own value of that row.
+        self.a0, self.j0 = Signal(R, name="written_state"), Signal(R, name="written_slot")
+        self.q0 = Signal(sb, name="written_symbol")
+        m.d.comb += [v.eq(AnyConst(len(v))) for v in (self.a0, self.j0, self.q0)]
+
+    def legal_pair(self, symbol, extra) -> Value:
+        """Round trip: the pair is of symbol ``s*``, with extra bits that fit its width."""
+        return (symbol == self.sym) & ((extra >> Array(self.k)[symbol]) == 0)
+
+    def restrict_decoded(self, dec) -> None:
+        """Detection: the decoded pair (if any) is of symbol ``s*``."""
+        with self.b.m.If(_transfer(dec.o)):
+            self.b.m.d.comb += Assume(dec.o.p.symbol == self.sym)
+
+    def program(self, core, *, role: str) -> None:
+        b, m = self.b, self.b.m
+        R, L = self.R, self.L
+        if b.platform is None:
+            b.platform = _TablePlatform()
+        if role == "dec":
+            layout = _tans_layout(core.cfg.p.data)
+            words = []
+            for x in range(L):
+                nb = Signal(range(R + 2), name=f"state{x}_nb")
+                m.d.comb += nb.eq(R + 1 - _bit_length(m, self.dy[x], f"state{x}_y"))
+                row = Signal(layout, name=f"dec_row{x}")
+                m.d.comb += [row.symbol.eq(self.dsym[x]), row.nb.eq(nb), row.base.eq(((self.dy[x] << nb) - L)[:R]),
+                             row.need.eq(nb + Array(self.k)[self.dsym[x]])]
+                words.append(Value.cast(row))
+            b.platform.contents["dec"] = words
+            m.d.comb += [core.cfg.valid.eq(self.prog), core.cfg.p.addr.eq(self.a0),
+                         core.cfg.p.data.eq(Array(words)[self.a0])]
+            return
+        layout = _tans_layout(core.sym_cfg.p.data)
+        nbh = Signal(range(R + 2), name="the_nb_high")
+        m.d.comb += nbh.eq(R + 1 - _bit_length(m, self.f, "the_freq"))
+        legal = Signal(layout, name="the_sym_row")
+        m.d.comb += [legal.freq.eq(self.f), legal.cum.eq(self.c), legal.nb_high.eq(nbh),
+                     legal.threshold.eq(self.f << nbh), legal.k.eq(Array(self.k)[self.sym])]
+        syms = []
+        for q in range(self.n_sym):
+            other = Signal(layout.size, name=f"sym{q}_row_bits")
+            m.d.comb += other.eq(AnyConst(layout.size))
+            row = Signal(layout.size, name=f"enc_sym_row{q}")
+            m.d.comb += row.eq(Mux(self.sym == q, Value.cast(legal), other))
+            syms.append(row)
+        b.platform.contents["sym"] = syms
+        b.platform.contents["state"] = list(self.state)
+        m.d.comb += [core.sym_cfg.valid.eq(self.prog), core.sym_cfg.p.addr.eq(self.q0),
+                     core.sym_cfg.p.data.eq(Array(syms)[self.q0]),
+                     core.state_cfg.valid.eq(self.prog), core.state_cfg.p.addr.eq(self.j0),
+                     core.state_cfg.p.data.eq(Array(self.state)[self.j0])]
+
+
 def _tans_layout(view) -> data.StructLayout:
     return data.Layout.cast(view.shape())
 
@@ -646,21 +762,35 @@ DETECTION_CLOCKS = {"tans": 24, "rans": 30}
 DETECTION_BOUND = {"tans": (1, 6), "rans": (4, 6)}
 
 
-def _direct(family: str, prop: str) -> bool:
-    """Whether the harness presents its table as the memories' contents (tANS round trip: one row is
-    written through ``cfg``; the others would take 32 clocks that no solver needs)."""
-    return family == "tans" and prop == "round_trip"
+def _direct(family: str, prop: str, table: str = "pinned") -> bool:
+    """Whether the harness presents its table as the memories' contents (tANS round trip, and tANS
+    detection on an arbitrary table: one row is written through ``cfg``; the others would take 32
+    clocks that no solver needs)."""
+    return family == "tans" and (prop == "round_trip" or _local(family, prop, table))
+
+
+def _local(family: str, prop: str, table: str) -> bool:
+    """Whether the harness holds the local tANS table (:class:`_LocalTansTable`)."""
+    return family == "tans" and table == "arbitrary" and TANS_TABLE_MODEL == "local"
+
+
+def sat_run(family: str, prop: str, table: str) -> bool:
+    """Whether ``(family, prop)`` on ``table`` goes through the ``sat`` runner (:data:`SAT_RUNS`)."""
+    if (family, prop) == ("tans", "detection") and not _local(family, prop, table):
+        return False
+    return (family, prop) in (SAT_RUNS_ARBITRARY if table == "arbitrary" else SAT_RUNS)
 
 
 def _pinned(family: str, prop: str, table: str) -> bool:
     """Whether the harness holds the family's pinned table: with ``table == "pinned"``, and for the
-    tANS ``detection`` always (only the pinned table is within reach there, ``docs/formal.md``)."""
-    return table == "pinned" or (family, prop) == ("tans", "detection")
+    tANS ``detection`` unless it holds the local table (the global one is out of reach there,
+    ``docs/formal.md``)."""
+    return table == "pinned" or ((family, prop) == ("tans", "detection") and not _local(family, prop, table))
 
 
 def _data_table_clocks(family: str, prop: str, table: str) -> int:
     """Clocks the round trip / detection harness spends writing its table through ``cfg`` first."""
-    if _direct(family, prop):
+    if _direct(family, prop, table):
         return 1
     if family == "tans":
         return 1 << SMALL["tans"]["table_log"]
@@ -673,10 +803,14 @@ def _pair_bench(family: str, prop: str, mutant: str | None, table: str):
     if table not in TABLES:
         raise ValueError(f"table must be one of {', '.join(TABLES)}, not {table!r}")
     b = _Bench(free_reset=False)
-    pinned, direct = _pinned(family, prop, table), _direct(family, prop)
+    pinned = _pinned(family, prop, table)
+    direct = _direct(family, prop, table)
     enc, dec = _family_cores(family, mutant, baked=family == "rans" and pinned)
     b.m.submodules.enc, b.m.submodules.dec = enc, dec
-    lt = _LegalTable(b, family, pinned=pinned, direct=direct)
+    if _local(family, prop, table):
+        lt = _LocalTansTable(b, prop)
+    else:
+        lt = _LegalTable(b, family, pinned=pinned, direct=direct)
     assert lt.clocks == _data_table_clocks(family, prop, table)
     lt.program(enc, role="enc")
     lt.program(dec, role="dec")
@@ -769,6 +903,8 @@ def _detection(family: str, mutant: str | None, tables: str) -> _Bench:
     since = Signal(8, name="clocks_since_command")
     judged = Signal(name="judged")
     ok = Signal(name="reported_ok")
+    if isinstance(table, _LocalTansTable):
+        table.restrict_decoded(dec)
     m.d.comb += [dec.cmd.valid.eq(~table.prog & ~dec_sent)] + _decoder_command(dec, n, nw)
     m.d.comb += [dec.i.valid.eq(~table.prog & (k_w < nw)), dec.i.p.data.eq(wa[k_w]), dec.i.p.last.eq(0),
                  dec.o.ready.eq(1)]
@@ -1100,7 +1236,7 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
     root = Path(tempfile.mkdtemp(prefix="prove-", dir=workdir))
     try:
         (root / "top.il").write_text(text)
-        if (core.split("-")[0], prop) in SAT_RUNS:
+        if sat_run(core.split("-")[0], prop, table):
             timeout = SAT_TIMEOUT if timeout is None else timeout
             result = PropertyResult(core, prop, "error", depth, 0.0, mutant, engine="sat")
             trace = None if vcd_dir is None else Path(vcd_dir) / f"{core}.{prop}{'.' + mutant if mutant else ''}.vcd"

@@ -138,3 +138,56 @@ def test_latched_checks_name_the_clock_of_failure():
     r = run_property("tans-decoder", "round_trip", mutant="tans_dec_table_bit")
     assert r.status == "failed" and r.step is not None and r.step < r.depth - 1, r
     assert r.assertion == "the decoder does not report OK on an encoder's stream", r
+
+
+def test_every_legal_tans_table_satisfies_the_local_table():
+    """The soundness of ``--table arbitrary`` for tANS (:class:`formal._LocalTansTable`): every legal
+    table the golden model builds (random frequencies >= 1 and random spreads of the small
+    configuration) satisfies, for each of its symbols ``s*``, the harness's assumptions and has the rows
+    the harness computes (encoder row of ``s*``; decoder row of each state from its ``(symbol, y)``)."""
+    import numpy as np
+
+    from ansforge.model.coding.codetable import CodeTable
+    from ansforge.model.coding.tans import TansParams, TansTable
+
+    sh = formal.SMALL["tans"]
+    R, L, K = sh["table_log"], 1 << sh["table_log"], sh["max_extra_bits"]
+    params = TansParams(table_log=R, word_bits=sh["word_bits"], max_symbols=sh["max_symbols"], max_extra_bits=K)
+    rng = np.random.default_rng(20)
+    for _ in range(300):
+        cuts = np.sort(rng.choice(np.arange(1, L), 3, replace=False))
+        freqs = tuple(int(v) for v in np.diff(np.concatenate([[0], cuts, [L]])))
+        spread = rng.permutation(np.repeat(np.arange(4), freqs))
+        t = TansTable(CodeTable((0, 1, 2), (3, 4, 5, 6), 0, freqs, R), params, symbols=spread)
+        dec, enc = t.decoder_entries(), t.encoder_entries()
+        y_of = (dec[:, 2] + L) >> dec[:, 1]         # base = (y << nb) - L
+        assert (y_of != 0).all()
+        for x in range(L):                          # the harness's decoder row from (symbol, y)
+            nb = R + 1 - int(y_of[x]).bit_length()
+            assert (dec[x, 1], dec[x, 2], dec[x, 3]) == (nb, ((int(y_of[x]) << nb) - L) % L, t.extra_bits[dec[x, 0]])
+        for s in range(4):
+            f, c = int(t.freqs[s]), int(t.cum[s])
+            assert 1 <= f <= L and c + f <= L and t.extra_bits[s] <= K
+            nbh = R + 1 - f.bit_length()            # the harness's encoder row of s*
+            assert tuple(enc[s]) == (f, c, nbh, f << nbh, t.extra_bits[s])
+            for j in range(c, c + f):               # round_trip: the rows at the slots of s*
+                x = t.encode_state[j]
+                assert (dec[x, 0], y_of[x]) == (s, f + j - c)
+            for x in range(L):                      # detection: the slots of the rows of s*
+                if dec[x, 0] == s:
+                    assert f <= y_of[x] < 2 * f and t.encode_state[c + y_of[x] - f] == x
+
+
+def test_tans_arbitrary_table_harnesses_use_the_local_table():
+    """``--table arbitrary``: the tANS round trip and detection hold the local table (frequencies free)
+    and go through the sat runner at depth >= 20; ``--table pinned`` (CI) keeps the z3 detection."""
+    assert formal.TANS_TABLE_MODEL == "local"
+    assert formal.sat_run("tans", "detection", "arbitrary") and not formal.sat_run("tans", "detection", "pinned")
+    assert formal.sat_run("tans", "round_trip", "arbitrary") and formal.sat_run("tans", "round_trip", "pinned")
+    assert formal.default_depth("tans-decoder", "round_trip", table="arbitrary") == 25
+    assert formal.default_depth("tans-decoder", "detection", table="arbitrary") == 26
+    assert formal.default_depth("tans-decoder", "detection", table="pinned") == 57
+    for prop in ("round_trip", "detection"):
+        b = formal._bench("tans-decoder", prop, None, "arbitrary")
+        text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
+        assert "the_freq" in text and "f0" not in re.findall(r"wire \S+ \\(\w+)", text)

@@ -427,8 +427,8 @@ def _prove_arguments(p: argparse.ArgumentParser) -> None:
                    help="only this property (repeatable; with --mutants, only the mutants it is meant to catch)")
     p.add_argument("--mutants", action="store_true", help="also check that every mutant of the cores is caught")
     p.add_argument("--table", choices=["arbitrary", "pinned"], default="arbitrary",
-                   help="the round trip's (and rANS detection's) table: an arbitrary legal table of the small "
-                        "configuration (rANS: any; tANS: any spread and extra widths over fixed frequencies; "
+                   help="the round trip's and detection's table: an arbitrary legal table of the small "
+                        "configuration (any frequencies, spread and extra widths; "
                         "yosys sat + CaDiCaL, minutes), or one pinned legal table (CI)")
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="SymbiYosys runs at a time (default: one per CPU)")
     p.add_argument("--vcd", default=None, metavar="DIR", help="write each counterexample's trace (VCD) into DIR")
