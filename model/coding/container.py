@@ -265,7 +265,8 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
             s, e = ct.to_symbols(pairs.codes, pairs.extra, compact=fastans.supported(spec))
         except ConfigError as exc:
             raise ConfigError(f"tensor {name!r}: {exc}") from None
-        ideal = ideal_bits(counts) + pairs.extra_bits_total()
+        # The extra bits from the counts in hand: extra_bits_total() would count the codes a second time.
+        ideal = ideal_bits(counts) + int(counts @ pairs.extra_bits_per_code.astype(np.int64))
         if plan is not None:
             return ct, table, s, e, ideal, None, (plan, sets)
         shifts = row_shifts(pairs, mantissa_bits[index]) if mantissa_bits is not None else None
