@@ -144,7 +144,11 @@ def test_every_legal_tans_table_satisfies_the_local_table():
     """The soundness of ``--table arbitrary`` for tANS (:class:`formal._LocalTansTable`): every legal
     table the golden model builds (random frequencies >= 1 and random spreads of the small
     configuration) satisfies, for each of its symbols ``s*``, the harness's assumptions and has the rows
-    the harness computes (encoder row of ``s*``; decoder row of each state from its ``(symbol, y)``)."""
+    the harness computes (encoder row of ``s*``; decoder row of each state from its ``(symbol, y)``);
+    and, for the round trip's sequences of pairs, every tuple of symbols ``(s*_0, s*_1, ...)`` (equal
+    ones included) meets the assumptions that tie the pairs' descriptions together."""
+    import itertools
+
     import numpy as np
 
     from ansforge.model.coding.codetable import CodeTable
@@ -176,6 +180,21 @@ def test_every_legal_tans_table_satisfies_the_local_table():
             for x in range(L):                      # detection: the slots of the rows of s*
                 if dec[x, 0] == s:
                     assert f <= y_of[x] < 2 * f and t.encode_state[c + y_of[x] - f] == x
+        # round_trip of n pairs: pair i's (s*_i, f_i, c_i) is the table's (s, freq[s], cum[s]); two pairs
+        # of one symbol have one description, and the encoder row of a symbol is the one every pair
+        # naming it computes (the harness's Mux takes the first).
+        n = max(2, formal.ROUND_TRIP_PAIRS_ARBITRARY["tans"])
+        for syms in itertools.product(range(4), repeat=n):
+            desc = [(int(t.freqs[s]), int(t.cum[s])) for s in syms]
+            for i, h in itertools.combinations(range(n), 2):
+                if syms[i] == syms[h]:
+                    assert desc[i] == desc[h]
+            for q in range(4):
+                named = [desc[i] for i in range(n) if syms[i] == q]
+                if named:
+                    f, c = named[0]
+                    nbh = R + 1 - f.bit_length()
+                    assert tuple(enc[q]) == (f, c, nbh, f << nbh, t.extra_bits[q])
 
 
 def test_tans_arbitrary_table_harnesses_use_the_local_table():
@@ -185,8 +204,16 @@ def test_tans_arbitrary_table_harnesses_use_the_local_table():
     assert formal.sat_run("tans", "detection", "arbitrary") and not formal.sat_run("tans", "detection", "pinned")
     assert formal.sat_run("tans", "round_trip", "arbitrary") and formal.sat_run("tans", "round_trip", "pinned")
     assert formal.default_depth("tans-decoder", "round_trip", table="arbitrary") == 25
+    assert formal.default_depth("tans-decoder", "round_trip", table="pinned") == 25       # CI: one pair
     assert formal.default_depth("tans-decoder", "detection", table="arbitrary") == 26
     assert formal.default_depth("tans-decoder", "detection", table="pinned") == 57
+    # Sequences of pairs: one free symbol of the local table per pair (the harness builds at 2 pairs).
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(formal.ROUND_TRIP_PAIRS_ARBITRARY, "tans", 2)
+        assert formal.default_depth("tans-decoder", "round_trip", table="arbitrary") == 27
+        b = formal._bench("tans-decoder", "round_trip", None, "arbitrary")
+        text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
+        assert all(f" \\{w}\n" in text for w in ("the_symbol", "the_symbol1", "the_freq1", "the_cum1")), "one s* per pair"
     for prop in ("round_trip", "detection"):
         b = formal._bench("tans-decoder", prop, None, "arbitrary")
         text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
