@@ -1,4 +1,4 @@
-"""Deliberately broken variants of the four cores, for ``ansforge prove --mutants``.
+"""Deliberately broken variants of the cores, for ``ansforge prove --mutants``.
 
 A proof counts only if a broken core makes it fail. Each entry below names a *mutant*: a one- or
 two-line change that the core's own constructor switches on with ``mutant=<name>`` (kept as
@@ -12,10 +12,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CORES", "Mutant", "MUTANTS", "check_mutant"]
+__all__ = ["CORES", "ONE_STATE_CORES", "INTERLEAVED_CORES", "Mutant", "MUTANTS", "build_name", "check_mutant"]
 
-#: The four cores, by the names the command line uses.
-CORES = ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")
+#: The one-state cores, by the names the command line uses.
+ONE_STATE_CORES = ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")
+#: The interleaved-state builds of the same four cores (``docs/bitstream.md`` §8): ``<core>-x<N>`` is
+#: the core built for a codec of ``N`` states (:class:`~.tans.TansX2DecoderCoder`,
+#: :class:`~.tans_x2.TansEncoderX2Coder`, :class:`~.rans.RansDecoderCoderXN` at its smallest ``N``,
+#: :class:`~.rans.RansEncoderXnCoder` at the one ``N`` it builds).
+INTERLEAVED_CORES = ("tans-decoder-x2", "tans-encoder-x2", "rans-decoder-x5", "rans-encoder-x16")
+#: Every provable core.
+CORES = ONE_STATE_CORES + INTERLEAVED_CORES
+
+
+def build_name(core: str, states: int = 1) -> str:
+    """The :data:`CORES` name of ``core`` (one of :data:`ONE_STATE_CORES`) built for ``states`` states."""
+    return core if states == 1 else f"{core}-x{states}"
 
 
 @dataclass(frozen=True)
@@ -75,13 +87,27 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "an off-by-one in the final flush: the state's last word (x < 2**W) is never written", "round_trip"),
     Mutant("rans_enc_zero_count", "rans-encoder", "hdl/rans.py RansEncoderShell: flush only after a pair",
            "a command of zero pairs never flushes: the encoder hangs", "progress"),
+    Mutant("tans_x2_dec_overwrite", "tans-decoder-x2", "hdl/tans.py TansX2DecoderCoder: out_free = 1",
+           "a pair is decoded into o while o still holds an untaken one (payload changes under back-pressure)",
+           "stream_rules"),
+    Mutant("tans_x2_enc_valid_pulse", "tans-encoder-x2", "hdl/tans_x2.py WideWordPacker/WordPacker: o.valid "
+           "cleared every clock", "valid retracted before the transfer: a word not taken in its first clock is lost",
+           "stream_rules"),
+    Mutant("rans_xn_dec_overwrite", "rans-decoder-x5", "hdl/rans.py RansDecoderCoderXN: o_free = 1",
+           "the ring hands a pair to o while o still holds an untaken one (payload changes under back-pressure)",
+           "stream_rules"),
+    Mutant("rans_xn_enc_overwrite", "rans-encoder-x16", "hdl/rans.py RansEncoderXnCoder: room = 1",
+           "the ring writes a word into o while o still holds an untaken one (payload changes under back-pressure)",
+           "stream_rules"),
 )}
 
 
-def check_mutant(core: str, mutant: str | None) -> str | None:
-    """``mutant`` if it is ``None`` or a mutant of ``core`` in :data:`MUTANTS`, else ``ValueError``."""
+def check_mutant(core: str, mutant: str | None, states: int = 1) -> str | None:
+    """``mutant`` if it is ``None`` or a mutant of ``core`` built for ``states`` states
+    (:func:`build_name`) in :data:`MUTANTS`, else ``ValueError``."""
     if mutant is None:
         return None
+    core = build_name(core, states)
     m = MUTANTS.get(mutant) if isinstance(mutant, str) else None
     if m is None or m.core != core:
         names = ", ".join(n for n, v in MUTANTS.items() if v.core == core)

@@ -969,7 +969,7 @@ class RansDecoderCoderXN(wiring.Component):
         m.d.comb += pop.eq((early | late) & ~r4_bub)
 
         # -- the turn of the ring -------------------------------------------------------------------
-        o_free = ~o_valid | self.o.ready
+        o_free = 1 if sh.mutant == "rans_xn_dec_overwrite" else (~o_valid | self.o.ready)
         ready = Signal()
         m.d.comb += ready.eq(r2_found & (have_word | self.ended) & o_free)
         hw = Signal(range(per))                      # head words of the current state taken
@@ -1211,7 +1211,7 @@ class RansDecoder(_RansCore):
                            precision_bits=precision_bits)
         sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets, count_bits,
                         interleaved_decoder=codec.states > 1)
-        self._mutant = sh.mutant = check_mutant("rans-decoder", mutant)
+        self._mutant = sh.mutant = check_mutant("rans-decoder", mutant, codec.states)
         self._block_crc = check_bool("block_crc", block_crc)
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
         if sh.sets > 1:
@@ -1219,8 +1219,6 @@ class RansDecoder(_RansCore):
         self._interleaved = codec.states > 1
         if self._interleaved:
             RansDecoderCoderXN.check_shape(sh)
-            if sh.mutant is not None:
-                raise ValueError(f"mutant {sh.mutant!r} is a mutant of the one-state decoder, not of codec {codec.name}")
         self._setup(sh, shell, ports, RansDecoderCoderXN if self._interleaved else RansDecoderCoder)
 
     def blocks(self) -> dict[str, wiring.Component]:
@@ -1596,7 +1594,7 @@ class RansEncoder(_RansCore):
                            word_bits=word_bits, precision_bits=precision_bits)
         sh = _RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets, count_bits,
                         reciprocal=codec.states > 1)
-        self._mutant = sh.mutant = check_mutant("rans-encoder", mutant)
+        self._mutant = sh.mutant = check_mutant("rans-encoder", mutant, codec.states)
         # One state: the single-clock divider; N > 1 interleaved states: the pipelined ring.
         self._setup(sh, shell, encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits),
                     RansEncoderXnCoder if codec.states > 1 else RansEncoderCoder)
@@ -1857,7 +1855,7 @@ class RansEncoderXnCoder(wiring.Component):
         left = Signal(range(N + 1), init=N)
         part = Signal(range(per))
         fword = Signal()
-        m.d.comb += [room.eq(~n_out | self.o.ready),
+        m.d.comb += [room.eq(1 if sh.mutant == "rans_xn_enc_overwrite" else (~n_out | self.o.ready)),
                      self.i.ready.eq(self.run & room), fire.eq(self.i.valid & self.i.ready),
                      fword.eq(self.flush & (left != 0) & room),
                      self.o.valid.eq(n_out), self.held.eq(n_out), self.step.eq(fire),

@@ -839,7 +839,7 @@ class TansX2DecoderCoder(wiring.Component):
         m.d.comb += marker_now.eq(self.i.valid & win.room & Mux(self.start.valid, ~self.start.p.resume, first))
 
         out_free = ~self.o.valid | self.o.ready
-        if sh.mutant == "tans_dec_overwrite":
+        if sh.mutant == "tans_x2_dec_overwrite":       # mutant: ignores back-pressure
             out_free = Const(1)
         p_valid = Signal()
         pipe_free = Signal()
@@ -1006,7 +1006,7 @@ class TansDecoder(_TansCore):
         codec = core_codec(TansCodec, codec, states=self.STATES, table_log=table_log, word_bits=word_bits)
         sh = _TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
-        self._mutant = sh.mutant = check_mutant("tans-decoder", mutant)
+        self._mutant = sh.mutant = check_mutant("tans-decoder", mutant, codec.states)
         self._block_crc = check_bool("block_crc", block_crc)
         self._shell = check_bool("shell", shell)
         self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
@@ -1321,7 +1321,7 @@ class TansEncoder(_TansCore):
         codec = core_codec(TansCodec, codec, states=(1, 2), table_log=table_log, word_bits=word_bits)
         sh = _TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
-        self._mutant = sh.mutant = check_mutant("tans-encoder", mutant)
+        self._mutant = sh.mutant = check_mutant("tans-encoder", mutant, codec.states)
         self._shell = check_bool("shell", shell)
         self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
         # Two interleaved states (tans8x2): the ring coder, whose table read has a clock of its own.

@@ -186,7 +186,8 @@ class WordPacker(wiring.Component):
     costs one clock more (the marker's), whatever the fill count.
     """
 
-    def __init__(self, word_bits: int, field_bits: int):
+    def __init__(self, word_bits: int, field_bits: int, *, valid_pulse: bool = False):
+        self._valid_pulse = valid_pulse   # hdl/mutants.py ``tans_x2_enc_valid_pulse``: o.valid cleared every clock
         if field_bits > word_bits:
             raise ValueError(f"WordPacker takes fields of at most word_bits={word_bits} bits, not {field_bits}")
         self._W, self._F = word_bits, field_bits
@@ -266,7 +267,7 @@ class WordPacker(wiring.Component):
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += v3.eq(1)
 
-        with m.If(self.o.ready):
+        with m.If(self.o.ready | self._valid_pulse):
             m.d.sync += self.o.valid.eq(0)
         with m.If(emit):
             m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(lo), self.o.p.last.eq(fin)]
@@ -284,7 +285,8 @@ class WideWordPacker(wiring.Component):
     (``R + K = W`` there), so its size is not budgeted: its ``ready`` passes ``o.ready`` through.
     """
 
-    def __init__(self, word_bits: int, field_bits: int):
+    def __init__(self, word_bits: int, field_bits: int, *, valid_pulse: bool = False):
+        self._valid_pulse = valid_pulse   # hdl/mutants.py ``tans_x2_enc_valid_pulse``: o.valid cleared every clock
         self._W, self._F = word_bits, field_bits
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "skip": range(field_bits),
@@ -327,7 +329,7 @@ class WideWordPacker(wiring.Component):
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += [v3.eq(1), bits3.eq(self.i.p.bits), last3.eq(self.i.p.last), end3.eq(self.i.p.end),
                          skip3.eq(self.i.p.skip), lt3.eq(self.i.p.lt)]
-        with m.If(self.o.ready):
+        with m.If(self.o.ready | self._valid_pulse):
             m.d.sync += self.o.valid.eq(0)
         with m.If(emit):
             m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(acc[:W]), self.o.p.last.eq(last)]
@@ -451,7 +453,8 @@ class TansEncoderX2Coder(wiring.Component):
         m.submodules.symbols = symbols = Memory(shape=self._entry, depth=sh.sets << sh.symbol_bits, init=sym_init)
         sym_rd = symbols.read_port(domain="comb")
         m.submodules.ring = ring = TansEncoderStateRing(R, S, state_init)
-        m.submodules.packer = packer = (WordPacker if F <= sh.W else WideWordPacker)(sh.W, F)
+        m.submodules.packer = packer = (WordPacker if F <= sh.W else WideWordPacker)(
+            sh.W, F, valid_pulse=sh.mutant == "tans_x2_enc_valid_pulse")
         wiring.connect(m, packer.o, wiring.flipped(self.o))
 
         # Stage 1 registers.

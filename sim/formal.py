@@ -69,9 +69,10 @@ from amaranth.lib.wiring import In
 from amaranth.utils import bits_for as _bits
 
 from ..hdl.common import DecodeStatus
-from ..hdl.mutants import CORES, MUTANTS
+from ..hdl.mutants import CORES, INTERLEAVED_CORES, MUTANTS
 from ..hdl.rans import RansDecoder, RansEncoder
 from ..hdl.tans import TansDecoder, TansEncoder
+from ..model.coding.codecs import RansCodec, TansCodec
 from ..model.coding.codetable import CodeTable
 from ..model.coding.rans import RansParams, RansTable
 
@@ -84,9 +85,19 @@ SMALL = {
     "tans": dict(table_log=5, word_bits=8, max_symbols=4, max_extra_bits=2),
     "rans": dict(state_bits=16, word_bits=8, precision_bits=8, max_symbols=4, max_extra_bits=2),
 }
+#: The interleaved-state builds (:data:`~ansforge.hdl.mutants.INTERLEAVED_CORES`): the codec's
+#: parameters (the states come from the core's name) and the core's. tANS: ``SMALL["tans"]`` with two
+#: states. rANS: the smallest ``S, W, P`` both xN coders accept: the decoder needs one pop per pair
+#: (``K <= W - P``, ``S <= 2 W - K``, ``P <= S - W``), the encoder ``P >= 5``, ``S - P >= P``, and
+#: ``S >= 16`` is the codec's own floor.
+SMALL_XN = {
+    "tans": (dict(table_log=5, word_bits=8), dict(max_symbols=4, max_extra_bits=2)),
+    "rans": (dict(state_bits=16, word_bits=9, precision_bits=5), dict(max_symbols=4, max_extra_bits=2)),
+}
 #: Longest run of clocks without a transfer that ``progress`` allows once inputs are offered and
 #: outputs taken (rANS decoder: a symbol search steps up to ``max_symbols - 1`` clocks).
-PROGRESS_CLOCKS = {"tans-decoder": 6, "tans-encoder": 6, "rans-decoder": 8, "rans-encoder": 6}
+PROGRESS_CLOCKS = {"tans-decoder": 6, "tans-encoder": 6, "rans-decoder": 8, "rans-encoder": 6,
+                   "tans-decoder-x2": 6, "tans-encoder-x2": 6, "rans-decoder-x5": 8, "rans-encoder-x16": 6}
 #: Most pairs a round trip / a detection run codes (``table="pinned"``, what CI runs, and every detection).
 ROUND_TRIP_PAIRS = {"tans": 1, "rans": 1}
 #: Most pairs a round trip codes on an arbitrary legal table (``table="arbitrary"``): sequences of up to
@@ -99,7 +110,7 @@ DETECTION_WORDS = {"tans": 3, "rans": 3}
 STACK_WORDS = 8
 #: Whether ``stream_rules`` also asserts "no pair on ``o`` while ``cmd.ready``" (see :func:`_stream_rules`).
 #: No core now: their shells take the next command while the last pair/word of the previous one is on ``o``.
-IDLE_EMPTY = {"tans-decoder": False, "tans-encoder": False, "rans-decoder": False, "rans-encoder": False}
+IDLE_EMPTY = dict.fromkeys(CORES, False)
 #: The rANS table (frequency, extra bits per symbol) of the harnesses where z3 cannot finish the rANS
 #: datapath with a symbolic table in CI's budget (its multiply and divide): a real
 #: :class:`~ansforge.model.coding.rans.RansTable` (three direct symbols, an escape symbol of four codes),
@@ -140,8 +151,16 @@ DEFAULT_DEPTH = 20
 PROPERTIES = ("stream_rules", "out_of_reset", "progress", "round_trip", "detection")
 
 
+#: The port properties, all that the interleaved builds have (their round trip and detection are the
+#: simulation tests' ``tests/test_tans_x2_*.py``, ``tests/test_rans_xn_*.py``).
+PORT_PROPERTIES = PROPERTIES[:3]
+
+
 def properties_of(core: str) -> tuple[str, ...]:
-    """The properties proved for ``core`` (encoders have no ``detection``: that is the decoder's end check)."""
+    """The properties proved for ``core`` (encoders have no ``detection``: that is the decoder's end
+    check; the interleaved builds the port properties only)."""
+    if core in INTERLEAVED_CORES:
+        return PORT_PROPERTIES
     return PROPERTIES if core.endswith("decoder") else PROPERTIES[:-1]
 
 
@@ -155,9 +174,42 @@ def pinned_rans_table() -> RansTable:
                                     precision_bits=sh["precision_bits"], max_symbols=sh["max_symbols"]))
 
 
+#: The rANS table of the interleaved decoder's harnesses (:data:`XN_BAKED`): frequencies of ``P = 5``,
+#: three direct symbols and an escape symbol of four codes, like :data:`PINNED_RANS_TABLE`.
+PINNED_XN_FREQUENCIES = (18, 3, 9, 2)
+#: Interleaved builds whose port harnesses run on a baked table with ``cfg`` tied off: the rANS xN
+#: decoder, whose first pair comes after its ``N ceil(S / W) = 10`` head words, so that its covers need
+#: depth :data:`MIN_DEPTH`, where z3 with a writable table takes minutes.
+XN_BAKED = ("rans-decoder-x5",)
+#: The least depth a core's port properties run at, whatever ``--depth`` says (the report gives the
+#: depth run): the rANS xN decoder's first pair leaves at clock 17 (10 head words, the ring's turn and
+#: its five stages), so a shallower run would not reach its covers.
+MIN_DEPTH = {"rans-decoder-x5": 20}
+
+
+def pinned_xn_table() -> RansTable:
+    """:data:`PINNED_XN_FREQUENCIES` as the golden model's table for ``SMALL_XN["rans"]``, five states."""
+    loose, kw = SMALL_XN["rans"]
+    ct = CodeTable((0, 1, 2), (3, 4, 5, 6), 0, PINNED_XN_FREQUENCIES, loose["precision_bits"])
+    return RansTable(ct, RansParams(**loose, max_symbols=kw["max_symbols"], states=5))
+
+
 def small_core(core: str, mutant: str | None = None, *, baked: bool = False):
     """``core`` (one of :data:`~ansforge.hdl.mutants.CORES`) in its small, programmable configuration;
-    ``baked`` (rANS): with :func:`pinned_rans_table` as the memories' initial contents."""
+    ``baked`` (rANS): with :func:`pinned_rans_table` as the memories' initial contents. An interleaved
+    build (``<core>-x<N>``) is the same core for a codec of ``N`` states, :data:`SMALL_XN`."""
+    if core in INTERLEAVED_CORES:
+        base, states = core.rsplit("-x", 1)
+        family = base.split("-")[0]
+        loose, kw = SMALL_XN[family]
+        codec = (TansCodec if family == "tans" else RansCodec).of(**loose, states=int(states))
+        cls = {"tans-decoder": TansDecoder, "tans-encoder": TansEncoder,
+               "rans-decoder": RansDecoder, "rans-encoder": RansEncoder}[base]
+        extra = ({"block_crc": False} if base.endswith("decoder") else {}) | (
+            {"count_bits": 3} if family == "tans" else {})
+        if baked:
+            extra["table"] = pinned_xn_table()
+        return cls(codec, **kw, programmable=True, mutant=mutant, **extra)
     if baked:
         return (RansDecoder if core == "rans-decoder" else RansEncoder)(
             **SMALL["rans"], programmable=True, table=pinned_rans_table(), mutant=mutant,
@@ -271,8 +323,11 @@ def _free_core(core_name: str, mutant: str | None, *, pinned: bool = False) -> t
     ``pinned`` (rANS), :data:`PINNED_RANS_TABLE` is written first and the table is not written after."""
     b = _Bench(free_reset=True)
     m = b.m
-    m.submodules.dut = dut = small_core(core_name, mutant, baked=pinned)
+    m.submodules.dut = dut = small_core(core_name, mutant, baked=pinned or core_name in XN_BAKED)
     ins, outs = _streams(dut)
+    if core_name in XN_BAKED:
+        m.d.comb += dut.cfg.valid.eq(0)
+        ins = [(n, p) for n, p in ins if n != "cfg"]
     if pinned:
         table = _LegalTable(b, "rans", pinned=True)
         table.program(dut, role="pinned")
@@ -706,8 +761,11 @@ def _bit_length(m: Module, v: Signal, name: str) -> Signal:
 def _progress(core_name: str, mutant: str | None) -> _Bench:
     b = _Bench(free_reset=False)
     m = b.m
-    m.submodules.dut = dut = small_core(core_name, mutant, baked=core_name == "rans-decoder")
+    m.submodules.dut = dut = small_core(core_name, mutant, baked=core_name in ("rans-decoder", *XN_BAKED))
     ins, outs = _streams(dut)
+    if core_name in XN_BAKED:
+        m.d.comb += dut.cfg.valid.eq(0)
+        ins = [(n, p) for n, p in ins if n != "cfg"]
     table = None
     if ("progress", core_name) in _TABLE_FIRST:
         # The rANS symbol search ends only on a legal symbol table (bucket entries may be anything);
@@ -1041,7 +1099,7 @@ def _mode(core: str, prop: str) -> str:
     """k-induction where it closes (the stream rules of three cores, measured), else bounded model
     checking: a failed induction costs more than the base case, and for the others it fails on
     unreachable states that only the cores' insides could rule out."""
-    return "prove" if prop == "stream_rules" and core != "rans-encoder" else "bmc"
+    return "prove" if prop == "stream_rules" and core not in ("rans-encoder", *XN_BAKED) else "bmc"
 
 
 # -- running SymbiYosys ----------------------------------------------------------------------------
@@ -1268,6 +1326,7 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
         depth = default_depth(core, prop, mutant, table)
     elif (prop, core) in _TABLE_FIRST:
         depth += _table_clocks(core)
+    depth = max(depth, MIN_DEPTH.get(core, 1))
     mode = _mode(core, prop)
     b = _bench(core, prop, mutant, table)
     text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)

@@ -40,6 +40,35 @@ def test_every_mutant_builds_and_differs(name):
     assert good != bad, f"{name} builds the same netlist as the core"
 
 
+def test_interleaved_builds_are_the_interleaved_coders():
+    """The ``-x<N>`` cores are the shipped cores built for ``N`` states, with the port properties only;
+    their mutants belong to those builds alone."""
+    from ansforge.hdl.mutants import INTERLEAVED_CORES
+    from ansforge.hdl.rans import RansDecoderCoderXN, RansEncoderXnCoder
+    from ansforge.hdl.tans import TansX2DecoderCoder
+    from ansforge.hdl.tans_x2 import TansEncoderX2Coder
+
+    want = {"tans-decoder-x2": (TansX2DecoderCoder, 2), "tans-encoder-x2": (TansEncoderX2Coder, 2),
+            "rans-decoder-x5": (RansDecoderCoderXN, 5), "rans-encoder-x16": (RansEncoderXnCoder, 16)}
+    assert set(INTERLEAVED_CORES) == set(want) and set(INTERLEAVED_CORES) <= set(CORES)
+    for core, (coder, states) in want.items():
+        built = small_core(core)
+        assert built.codec.states == states
+        # The core's coder class (the tANS decoder picks it from its states at elaboration).
+        assert getattr(built, "_coder_cls", coder) is coder, core
+        assert properties_of(core) == ("stream_rules", "out_of_reset", "progress")
+        rtlil.convert(built)          # elaborated: no UnusedElaboratable
+        for m in (v for v in MUTANTS.values() if v.core == core):
+            assert m.expected in properties_of(core)
+    with pytest.raises(ValueError, match=r"\(mutants of the tans-decoder-x2\), not 'tans_dec_overwrite'"):
+        check_mutant("tans-decoder", "tans_dec_overwrite", 2)
+    with pytest.raises(ValueError, match=r"\(mutants of the rans-decoder\), not 'rans_xn_dec_overwrite'"):
+        check_mutant("rans-decoder", "rans_xn_dec_overwrite")
+    # Its first pair comes after ten head words: the CI depth is raised to its floor, and reported.
+    r = run_property("rans-decoder-x5", "out_of_reset", depth=CI_DEPTH, cover=True)
+    assert (r.status, r.depth, r.covered) == ("bounded", formal.MIN_DEPTH["rans-decoder-x5"], True), r
+
+
 def test_bad_mutant_names_are_refused():
     with pytest.raises(ValueError, match=r"\(mutants of the tans-decoder\), not 'rans_dec_renorm'"):
         check_mutant("tans-decoder", "rans_dec_renorm")
