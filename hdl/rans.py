@@ -260,12 +260,12 @@ def rans_writes(table: RansTable, max_symbols: int, table_set: int = 0, interlea
         amax, bmax = _recip_split(P)
         rec = table.core_reciprocals().tolist()
         rec += [(0, 0)] * (max_symbols - len(rec))
+        sa_at = 3 * P + 2                        # the entry's fields after freq, cum (P + 1 each), rcp (P)
+        sb_at = sa_at + bits_for(amax)
+        k_at = sb_at + bits_for(bmax)
         out = []
         for s, ((f, c, k), (e, R)) in enumerate(zip(rows, rec)):
             r = _recip_entry(P, e, R)
-            sa_at = 3 * P + 2
-            sb_at = sa_at + bits_for(amax)
-            k_at = sb_at + bits_for(bmax)
             out.append({"addr": base + s, "data": f | (c << (P + 1)) | (r["rcp"] << (2 * P + 2)) | (r["sa"] << sa_at)
                         | (r["sb"] << sb_at) | (k << k_at)})
     else:
