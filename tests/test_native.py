@@ -7,6 +7,7 @@ exactly where the other kernels do and never crash."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import numpy as np
 import pytest
@@ -371,3 +372,97 @@ def test_compress_and_decompress_import_no_numba(tmp_path):
     from safetensors.numpy import load_file
     a, b = load_file(str(tmp_path / "m.safetensors")), load_file(str(tmp_path / "o.safetensors"))
     assert all(a[k].tobytes() == b[k].tobytes() for k in a)
+
+
+def _special_values(rng, fmt, n):
+    """Random bit patterns of ``fmt`` with the cases a split must keep: ±0, subnormals, ±Inf, NaN payloads."""
+    bits = rng.integers(0, 1 << fmt.total_bits, size=n, dtype=np.uint64).astype(fmt.bits_dtype)
+    top, e_all = fmt.total_bits - 1, (1 << fmt.exponent_bits) - 1
+    special = np.array([0, 1 << top, 1, e_all << fmt.mantissa_bits, (e_all << fmt.mantissa_bits) | 1,
+                        (1 << top) | (e_all << fmt.mantissa_bits) | 3], dtype=np.uint64).astype(fmt.bits_dtype)
+    bits[: special.size] = special[: bits.size]
+    return bits
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "fp16", "fp32"])
+@pytest.mark.parametrize("shape", [(0,), (1,), (7,), (33, 65), (3, 4, 5)])
+def test_compiled_split_equals_the_numpy_split(fmt, shape):
+    """``fastans.split_pairs`` (what ``compress`` uses) gives the golden split's pairs, dtypes included,
+    and the exponent histogram whose last entry counts NaN/Inf; ``code_counts`` equals ``counts()``."""
+    f = FLOATS[fmt]
+    rng = np.random.default_rng(sum(shape) + f.total_bits)
+    n = int(np.prod(shape))
+    for bits in (_special_values(rng, f, n).reshape(shape),
+                 # a realistic tensor: few exponents, so the table and the codes are small
+                 (rng.standard_normal(n) * 0.02).astype(np.float32).view(np.uint32).reshape(shape)):
+        if bits.dtype != f.bits_dtype:
+            bits = (bits >> np.uint32(32 - f.total_bits)).astype(f.bits_dtype) if f.total_bits < 32 else bits
+        golden = f.split(bits)
+        fast, hist = fastans.split_pairs(f, bits)
+        for a, b in ((golden.codes, fast.codes), (golden.extra, fast.extra), (golden.exponents, fast.exponents),
+                     (golden.extra_bits_per_code, fast.extra_bits_per_code)):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+        assert fast.shape == golden.shape == tuple(shape)
+        assert np.array_equal(f.join(fast), bits)
+        assert int(hist.sum()) == n and int(hist[-1]) == int(np.count_nonzero(f.exponent_field(bits) == hist.size - 1))
+        assert np.array_equal(fastans.code_counts(fast), golden.counts())
+
+
+@pytest.mark.parametrize("codec", ["tans8", "rans16"])
+@pytest.mark.parametrize("fmt", ["bf16", "fp32"])
+@pytest.mark.parametrize("shifts", [False, True])
+def test_compiled_symbol_map_equals_to_symbols(codec, fmt, shifts):
+    """``fastans.map_symbols`` (escape symbols, row shifts) writes what ``CodeTable.to_symbols`` and the
+    row shift of ``encode_tensors`` compute; a code outside the table is the project's error."""
+    from ansforge.model.errors import ConfigError
+    f, spec = FLOATS[fmt], parse_codec(codec)
+    rng = np.random.default_rng(5)
+    rows, per_row = 40, 96
+    # Skewed exponents, so that rare ones fall into the escape group of an 8-bit table.
+    e = np.clip(np.round(rng.standard_normal(rows * per_row) * 6), -40, 40).astype(np.int64) + 120
+    mant = rng.integers(0, 1 << f.mantissa_bits, rows * per_row, dtype=np.int64)
+    z = rng.integers(0, f.mantissa_bits + 1, rows) if shifts else np.zeros(rows, np.int64)
+    mant = (mant >> np.repeat(z, per_row)) << np.repeat(z, per_row)
+    sign = rng.integers(0, 2, rows * per_row, dtype=np.int64)
+    bits = ((sign << (f.total_bits - 1)) | (e << f.mantissa_bits) | mant).astype(f.bits_dtype).reshape(rows, per_row)
+    pairs = f.split(bits)
+    ct, _ = spec.tables(pairs.counts(), f.extra_bits)
+    assert ct.escape_codes or codec != "tans8"
+    s, x = ct.to_symbols(pairs.codes, pairs.extra)
+    if shifts:
+        x = (x.reshape(rows, per_row) >> z.astype(np.uint64)[:, None]).ravel()
+    out_s, out_e = np.empty(s.size, np.uint8), np.empty(s.size, np.uint32)
+    assert fastans.map_symbols(ct, pairs, (z, per_row) if shifts else None, out_s, out_e)
+    assert np.array_equal(out_s, s) and np.array_equal(out_e, x)
+    bad = dataclasses.replace(pairs, codes=np.where(np.arange(pairs.codes.size) == 17, 200, pairs.codes).astype(np.uint8))
+    with pytest.raises(ConfigError, match="code 200"):
+        fastans.map_symbols(ct, bad, None, out_s, out_e)
+
+
+@pytest.mark.parametrize("codec", ["tans8", "rans16", "tans8x4"])
+def test_compress_is_the_same_file_with_and_without_the_compiled_split(tmp_path, codec):
+    """``compress`` through the compiled split, counts and symbol map (native) and through NumPy and
+    the numba coders writes the same bytes: fp32 rows with shifts, bf16, fp16, an escape-heavy tensor."""
+    from ansforge.model.coding.container import compress_checkpoint, open_container
+    from ansforge.model.llm.checkpoint import write_safetensors
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal((48, 40)) * 0.02).astype(np.float32)
+    a[::3] = a[::3].astype(np.float16).astype(np.float32)  # rows with zero low mantissa bits
+    wide = np.exp(rng.uniform(-60, 60, 3000)).astype(np.float32) * rng.choice([-1, 1], 3000)
+    b = ((rng.standard_normal(500) * 0.1).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    h = (rng.standard_normal(300) * 0.3).astype(np.float16)
+    data = {"a": a, "wide": wide.astype(np.float32), "b": b, "h": h}
+    write_safetensors(tmp_path / "m.safetensors", [("a", "F32", a.shape), ("wide", "F32", wide.shape),
+                                                   ("b", "BF16", b.shape), ("h", "F16", h.shape)],
+                      lambda i, nm: [data[nm]])
+    files = {}
+    for name in ("native", "numba"):
+        with kernels(name):
+            compress_checkpoint(tmp_path / "m.safetensors", tmp_path / f"{name}.ansf", codec, checkpoint_interval=512)
+        files[name] = (tmp_path / f"{name}.ansf").read_bytes()
+    assert files["native"] == files["numba"]
+    c = open_container(tmp_path / "native.ansf")
+    c.decompress(tmp_path / "back.safetensors")
+    from ansforge.model.llm.checkpoint import open_checkpoint
+    back = open_checkpoint(tmp_path / "back.safetensors")
+    assert all(np.asarray(back.tensor(k).array).tobytes() == np.asarray(v).tobytes() for k, v in data.items())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..model import progress
-from .common import UsageError, check_output, threads, verb
+from .common import UsageError, check_output, one_pass_memory, threads, verb
 
 
 def _compress_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,6 +47,7 @@ def compress(args: argparse.Namespace) -> int:
     if not 1 <= args.context_sets <= 16:
         raise UsageError(f"--context-sets must be between 1 and 16, not {args.context_sets}")
     out = check_output(args, args.output)
+    one_pass_memory()
     with progress.activity(f"compress ({args.codec})") as note:
         r = compress_checkpoint(args.model, out, args.codec, pairs=args.pairs,
                                 checkpoint_interval=args.checkpoint_interval,
@@ -83,6 +84,7 @@ def decompress(args: argparse.Namespace) -> int:
 
     out = check_output(args, args.output, directory=False)
     n = threads(args.threads)
+    one_pass_memory()
     c = open_container(args.container)
     written = c.decompress(out, threads=n)
     print(f"wrote {out}: {written} tensors")

@@ -141,11 +141,18 @@ class CodeTable:
     def to_symbols(self, codes: np.ndarray, extra: np.ndarray, compact: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Map coding pairs to (symbol ``int64``, additional data ``uint64``) of this alphabet;
         ``compact``: ``uint8`` symbols and ``uint32`` additional data where they fit (the compiled
-        coders take them as they are: a fifth of the memory traffic)."""
+        coders take them as they are: a fifth of the memory traffic); they may then be the inputs
+        themselves, not copies."""
         codes = np.asarray(codes).ravel()
-        size = max(self.n_codes, int(codes.max()) + 1 if codes.size else 0)
+        top = int(codes.max()) if codes.size else -1
+        size = max(self.n_codes, top + 1)
         small = compact and self.n_symbols < 255 and max(self.symbol_extra_bits) <= 32
         udt = np.uint32 if small else np.uint64
+        if small and not self.escape_codes and codes.dtype == np.uint8 and top < self.n_direct and \
+                self.direct_codes == tuple(range(self.n_direct)):
+            # Every code is its own symbol (the usual case: codes index the exponents that occur):
+            # the arrays as they are, no copies (compact results are read-only inputs of the coders).
+            return codes, np.asarray(extra).ravel().astype(udt, copy=False)
         sym_of = np.full(size, 255 if small else -1, dtype=np.uint8 if small else np.int64)
         idx_of = np.zeros(size, dtype=udt)
         sym_of[list(self.direct_codes)] = np.arange(self.n_direct)

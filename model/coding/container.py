@@ -191,9 +191,9 @@ def row_shifts(pairs: CodingPairs, mantissa_bits: int) -> tuple[np.ndarray, int]
         return None
     rows = int(shape[0]) if len(shape) >= 2 else 1
     per_row = n // rows
-    m = np.uint64(mantissa_bits)
-    mant = (pairs.extra.astype(np.uint64) & ((np.uint64(1) << m) - np.uint64(1))).reshape(rows, per_row)
-    orr = np.bitwise_or.reduce(mant, axis=1)
+    # OR each row in the additional data's own dtype, then mask: one pass, no widened copy.
+    orr = np.bitwise_or.reduce(np.asarray(pairs.extra).reshape(rows, per_row), axis=1).astype(np.uint64) \
+        & ((np.uint64(1) << np.uint64(mantissa_bits)) - np.uint64(1))
     low = orr & (~orr + np.uint64(1))  # lowest set bit (0 for an all-zero row)
     z = np.where(orr == 0, mantissa_bits, np.log2(np.maximum(low, 1).astype(np.float64)).astype(np.int64))
     n_runs = 1 + int(np.count_nonzero(np.diff(z))) if z.size else 0
@@ -251,7 +251,7 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
 
     def prepare(index: int):
         name, pairs = items[index]
-        counts = pairs.counts()
+        counts = fastans.code_counts(pairs)
         extra_bits = int(pairs.extra_bits_per_code.max()) if pairs.extra_bits_per_code.size else 0
         plan = contexts[index] if contexts is not None else None
         try:
@@ -262,24 +262,22 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
                 shape = tuple(pairs.shape)
                 ct, sets = context_tables(spec, set_counts(pairs.codes, shape, plan, pairs.n_codes), extra_bits)
                 table = sets[0]
-            s, e = ct.to_symbols(pairs.codes, pairs.extra, compact=fastans.supported(spec))
         except ConfigError as exc:
             raise ConfigError(f"tensor {name!r}: {exc}") from None
         # The extra bits from the counts in hand: extra_bits_total() would count the codes a second time.
         ideal = ideal_bits(counts) + int(counts @ pairs.extra_bits_per_code.astype(np.int64))
         if plan is not None:
-            return ct, table, s, e, ideal, None, (plan, sets)
+            return ct, table, ideal, None, (plan, sets)
         shifts = row_shifts(pairs, mantissa_bits[index]) if mantissa_bits is not None else None
         if shifts is not None:
-            z, per_row = shifts
-            e = (e.reshape(z.size, per_row) >> z.astype(e.dtype)[:, None]).ravel()
-            ideal -= float(z.sum()) * per_row
-        return ct, table, s, e, ideal, shifts, None
+            ideal -= float(shifts[0].sum()) * shifts[1]
+        return ct, table, ideal, shifts, None
 
+    prepared = _map(prepare, range(len(items)), threads)
     coded: list[CodedTensor] = []
-    syms, exs, runs, tables = [], [], [], []
+    runs, tables, firsts = [], [], []
     pos = 0
-    for (name, pairs), (ct, table, s, e, ideal, shifts, ctx) in zip(items, _map(prepare, range(len(items)), threads)):
+    for (name, pairs), (ct, table, ideal, shifts, ctx) in zip(items, prepared):
         if ctx is not None:
             plan, sets = ctx
             coded.append(CodedTensor(name, pairs, ct, table, pos, ideal, None, plan, sets))
@@ -287,7 +285,7 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
             tables += sets
         elif shifts is None:
             coded.append(CodedTensor(name, pairs, ct, table, pos, ideal))
-            runs.append(Run(len(tables), int(s.size)))
+            runs.append(Run(len(tables), int(pairs.codes.size)))
             tables.append(table)
         else:
             z, per_row = shifts
@@ -299,12 +297,34 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
                 index[zz] = len(tables)
                 tables.append(t)
             runs += [Run(index[zz], rows * per_row) for rows, zz in rle]
-        syms.append(s)
-        exs.append(e)
-        pos += int(s.size)
-    sy = np.concatenate(syms) if syms else np.zeros(0, np.int64)  # one dtype when every tensor's fits
-    ex = np.concatenate(exs) if exs else np.zeros(0, np.uint64)
-    stream = fastans.encode(spec, tables, runs, sy, ex, checkpoint_interval) if fastans.supported(spec) \
+        firsts.append(pos)
+        pos += int(pairs.codes.size)
+
+    # The stream's symbols and additional data, each tensor written straight into its slice (no
+    # per-tensor arrays to concatenate): bytes and 32-bit words where every alphabet fits them.
+    compact = fastans.supported(spec)
+    small = compact and all(ct.n_symbols < 255 and max(ct.symbol_extra_bits) <= 32 for ct, *_ in prepared)
+    sy = np.empty(pos, np.uint8 if small else np.int64)
+    ex = np.empty(pos, np.uint32 if small else np.uint64)
+
+    def fill(index: int) -> None:
+        name, pairs = items[index]
+        ct, _, _, shifts, _ = prepared[index]
+        lo, hi = firsts[index], firsts[index] + int(pairs.codes.size)
+        try:
+            if small and fastans.map_symbols(ct, pairs, shifts, sy[lo:hi], ex[lo:hi]):
+                return
+            s, e = ct.to_symbols(pairs.codes, pairs.extra, compact=compact)
+        except ConfigError as exc:
+            raise ConfigError(f"tensor {name!r}: {exc}") from None
+        if shifts is not None:
+            z, per_row = shifts
+            e = (e.reshape(z.size, per_row) >> z.astype(e.dtype)[:, None]).ravel()
+        sy[lo:hi] = s
+        ex[lo:hi] = e
+
+    _map(fill, range(len(items)), threads)
+    stream = fastans.encode(spec, tables, runs, sy, ex, checkpoint_interval) if compact \
         else spec.coder().encode(tables, runs, sy, ex, checkpoint_interval)
     return CodedStream(spec, coded, stream.words, stream.checkpoints, pos, checkpoint_interval or 0, runs, tables)
 
@@ -415,8 +435,15 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             bits, conv = to_fp8(ckpt.tensor(info.name).array, info.dtype, pairs)
             return [(pairs, conv, FP8_FORMATS[pairs].split(bits), {})]
         target = _NATIVE[info.dtype] if pairs == "auto" or pairs in FP8_FORMATS else pairs
-        bits, conv = convert(ckpt.tensor(info.name).array, info.dtype, target)
         fmt = PAIR_FORMATS[target]
+        if not context and _NATIVE[info.dtype] == target:
+            # As stored, no conversion: the compiled split, whose exponent histogram also counts the
+            # NaN/Inf values (exponent field all ones) that convert() would count in a pass of its own.
+            fast = fastans.split_pairs(fmt, ckpt.tensor(info.name).array)
+            if fast is not None:
+                cp, hist = fast
+                return [(target, Conversion(target, target, False, 0, int(hist[-1])), cp, {})]
+        bits, conv = convert(ckpt.tensor(info.name).array, info.dtype, target)
         if not context or len(info.shape) != 2 or bits.size == 0:
             return [(target, conv, fmt.split(bits), {})]
         # Context coding: the folded pairs carry the code; the record's ideal stays the unfolded
@@ -474,11 +501,12 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         streams = [encode_group(g, threads) for g in groups]
     else:
         streams = _map(encode_group, groups, threads)
-    payload: list[bytes] = []
+    payload: list = []  # bytes and arrays, each written through the buffer protocol
     offset = 0
     stream_records = []
     for si, (g, st) in enumerate(zip(groups, streams)):
-        blob = st.words.astype(st.words.dtype.newbyteorder("<"), copy=False).tobytes()
+        # Little-endian words, written from the array itself (no bytes copy of the stream).
+        blob = np.ascontiguousarray(st.words.astype(st.words.dtype.newbyteorder("<"), copy=False))
         wb = st.words.dtype.itemsize
         blocks = [[lo, hi, block_crc(st.words, lo, hi)] for lo, hi in block_ranges(int(st.words.size), st.checkpoints)]
         stream_records.append({
@@ -486,7 +514,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             "word_bytes": wb, "payload_offset": offset, "checkpoint_interval": st.checkpoint_interval,
             "checkpoints": [c.to_record() for c in st.checkpoints], "blocks": blocks})
         payload.append(blob)
-        offset += len(blob)
+        offset += blob.nbytes
         for (ri, _, _), ct in zip(g, st.tensors):
             rec = records[ri]
             rec.update({"stream": si, "first_pair": ct.first_pair, "n_pairs": int(ct.pairs.codes.size),
@@ -529,7 +557,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                 js = json.dumps(rec, separators=(",", ":")).encode()
                 f.write(struct.pack("<I", len(js)) + js + struct.pack("<I", _crc(js)))
             for blob in payload:
-                f.write(blob)
+                f.write(memoryview(blob).cast("B"))
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -45,7 +45,7 @@ from .stream import word_dtype
 from .tans import stream_head
 
 __all__ = ["supported", "encode", "decode", "decode_segments", "decode_values", "join_values", "default_threads",
-           "PreparedTables", "backend", "set_backend"]
+           "PreparedTables", "backend", "set_backend", "split_pairs", "code_counts", "map_symbols"]
 
 try:  # built by `pip install` where a C compiler is present (setup.py); optional
     from . import nativeans
@@ -512,6 +512,70 @@ def join_values(code_table, exponents: np.ndarray, fmt, symbols: np.ndarray, ext
     bad = _nk().join_values(symbols, extras, direct, esc, code_table.n_direct, fmt.extra_bits, fmt.mantissa_bits,
                        fmt.total_bits, out)
     return None if bad >= 0 else out
+
+
+def split_pairs(fmt, values: np.ndarray):
+    """``(fmt.split(values), exponent histogram)`` in two compiled passes (histogram, then codes and
+    additional data; NumPy's split makes some ten temporaries of the tensor), or ``None`` where the
+    native kernels do not run or ``fmt`` is not a 16- or 32-bit format of at most 8 exponent bits
+    (the caller splits in NumPy then). ``fmt`` is an :class:`~ansforge.model.dtypes.pairs.IeeeFloatPairs`;
+    the histogram (``int64``, ``2**exponent_bits`` entries) counts every exponent field, so its last
+    entry is the number of NaN/Inf values."""
+    from ..dtypes.pairs import CodingPairs
+    if not _native() or fmt.exponent_bits > 8 or fmt.total_bits not in (16, 32):
+        return None
+    bits = np.ascontiguousarray(fmt.as_bits(values))
+    flat = bits.reshape(-1)
+    hist = np.zeros(1 << fmt.exponent_bits, dtype=np.int64)
+    nativeans.field_hist(flat, fmt.mantissa_bits, (1 << fmt.exponent_bits) - 1, hist)
+    exponents = np.flatnonzero(hist).astype(np.uint16)
+    lut = np.zeros(1 << fmt.exponent_bits, dtype=np.uint8)
+    lut[exponents] = np.arange(exponents.size, dtype=np.uint8)
+    codes = np.empty(flat.size, dtype=np.uint8)
+    extra = np.empty(flat.size, dtype=fmt.bits_dtype)
+    nativeans.split_pairs(flat, fmt.mantissa_bits, fmt.total_bits, lut, codes, extra)
+    widths = np.full(exponents.size, fmt.extra_bits, dtype=np.uint8)
+    return CodingPairs(codes, extra, widths, exponents, tuple(bits.shape)), hist
+
+
+def code_counts(pairs) -> np.ndarray:
+    """``pairs.counts()`` (occurrences of each code, ``int64``) in one compiled pass where the codes
+    are bytes (NumPy's bincount first widens them to 8-byte integers)."""
+    codes = np.asarray(pairs.codes)
+    if not _native() or codes.dtype != np.uint8 or not codes.flags.c_contiguous:
+        return pairs.counts()
+    hist = np.zeros(256, dtype=np.int64)
+    nativeans.field_hist(codes.reshape(-1), 0, 255, hist)
+    if pairs.n_codes < 256 and hist[pairs.n_codes:].any():  # as bincount would: one entry per code that occurs
+        return hist[: int(np.flatnonzero(hist)[-1]) + 1].copy()
+    return hist[: max(pairs.n_codes, 0)].copy() if pairs.n_codes <= 256 else \
+        np.concatenate([hist, np.zeros(pairs.n_codes - 256, np.int64)])
+
+
+def map_symbols(code_table, pairs, shifts, out_s: np.ndarray, out_e: np.ndarray) -> bool:
+    """``code_table.to_symbols(pairs)`` with the row shifts ``shifts`` (``(z per row, values per row)``
+    of :func:`~.container.row_shifts`, or ``None``) applied to the additional data, written into
+    ``out_s`` (``uint8``) and ``out_e`` (``uint32``) in one compiled pass. ``False`` where it does not
+    apply (no native kernels, codes wider than a byte, more than 254 symbols or 32 additional-data
+    bits): the caller maps in NumPy then. A code outside the table raises :class:`ConfigError`."""
+    from ..errors import ConfigError
+    codes, extra = np.asarray(pairs.codes).reshape(-1), np.asarray(pairs.extra).reshape(-1)
+    if not _native() or codes.dtype != np.uint8 or extra.dtype not in (np.uint16, np.uint32) or \
+            code_table.n_symbols >= 255 or max(code_table.symbol_extra_bits) > 32 or \
+            max(code_table.direct_codes + code_table.escape_codes) > 255:
+        return False
+    sym_of = np.full(256, 255, dtype=np.uint8)
+    idx_of = np.zeros(256, dtype=np.uint32)
+    sym_of[list(code_table.direct_codes)] = np.arange(code_table.n_direct)
+    if code_table.escape_codes:
+        sym_of[list(code_table.escape_codes)] = code_table.n_direct
+        idx_of[list(code_table.escape_codes)] = np.arange(len(code_table.escape_codes), dtype=np.uint32)
+    z, per_row = (np.asarray(shifts[0], dtype=np.uint8), int(shifts[1])) if shifts is not None else (_NO_SHIFTS, 1)
+    bad = nativeans.map_symbols(np.ascontiguousarray(codes), np.ascontiguousarray(extra), sym_of, idx_of,
+                                code_table.extra_bits, z, per_row, out_s, out_e)
+    if bad >= 0:
+        raise ConfigError(f"code {int(codes[bad])} occurs but is not in the code table")
+    return True
 
 
 def decode_segments(spec, words, tables: Sequence, runs: Sequence[Run], checkpoints: Sequence[Checkpoint],

@@ -2042,6 +2042,170 @@ out:
 }
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Splitting values into coding pairs (what IeeeFloatPairs.split computes in NumPy, in two passes
+ * without temporaries: compress spends most of its time outside the coder otherwise). */
+
+/* field_hist(x (u8/u16/u32/u64), shift, mask, hist (int64, > mask entries)) -> None: adds the
+ * occurrences of (x >> shift) & mask to hist. Four sub-histograms, so that runs of one value (an
+ * exponent repeats most of the time) do not serialize on one counter. */
+static PyObject *py_field_hist(PyObject *self, PyObject *args) {
+    PyObject *ox, *oh;
+    long long shift, mask;
+    if (!PyArg_ParseTuple(args, "OLLO", &ox, &shift, &mask, &oh)) return NULL;
+    Buf x = {0}, h = {0};
+    PyObject *res = NULL;
+    int64_t *sub = NULL;
+    if (get_buf(ox, &x, 0, 0, "x") || get_buf(oh, &h, 1, 8, "hist")) goto out;
+    {
+        int64_t n = NITEMS(x), nh = NITEMS(h);
+        int isz = (int)x.view.itemsize;
+        if ((isz != 1 && isz != 2 && isz != 4 && isz != 8) || shift < 0 || shift > 63 || mask < 0 ||
+            mask > 0xFFFF || nh <= mask) {
+            PyErr_SetString(PyExc_ValueError, "field_hist: inconsistent arguments");
+            goto out;
+        }
+        const int64_t nb = mask + 1;
+        sub = (int64_t *)calloc((size_t)(4 * nb), sizeof(int64_t));
+        if (!sub) { PyErr_NoMemory(); goto out; }
+        const unsigned sh = (unsigned)shift;
+        const uint64_t mk = (uint64_t)mask;
+        const void *p = x.view.buf;
+        Py_BEGIN_ALLOW_THREADS
+#define FIELD_HIST_LOOP(T)                                                                      \
+        {                                                                                       \
+            const T *q = (const T *)p;                                                          \
+            int64_t i = 0;                                                                      \
+            for (; i + 4 <= n; i += 4) {                                                        \
+                sub[((uint64_t)q[i] >> sh) & mk]++;                                             \
+                sub[nb + (((uint64_t)q[i + 1] >> sh) & mk)]++;                                  \
+                sub[2 * nb + (((uint64_t)q[i + 2] >> sh) & mk)]++;                              \
+                sub[3 * nb + (((uint64_t)q[i + 3] >> sh) & mk)]++;                              \
+            }                                                                                   \
+            for (; i < n; i++) sub[((uint64_t)q[i] >> sh) & mk]++;                              \
+        }
+        switch (isz) {
+        case 1: FIELD_HIST_LOOP(uint8_t) break;
+        case 2: FIELD_HIST_LOOP(uint16_t) break;
+        case 4: FIELD_HIST_LOOP(uint32_t) break;
+        default: FIELD_HIST_LOOP(uint64_t)
+        }
+#undef FIELD_HIST_LOOP
+        int64_t *hist = (int64_t *)h.view.buf;
+        for (int64_t v = 0; v < nb; v++) hist[v] += sub[v] + sub[nb + v] + sub[2 * nb + v] + sub[3 * nb + v];
+        Py_END_ALLOW_THREADS
+        Py_INCREF(Py_None);
+        res = Py_None;
+    }
+out:
+    free(sub);
+    rel(&x); rel(&h);
+    return res;
+}
+
+/* split_pairs(bits (u16/u32), m, total, lut (u8 [> exponent field mask]), codes (u8 out), extra (out,
+ * item size of bits)) -> None: per value, code = lut[exponent field] and extra = sign << m |
+ * mantissa, for an IEEE-style format of `total` bits with m mantissa bits (IeeeFloatPairs.split). */
+static PyObject *py_split_pairs(PyObject *self, PyObject *args) {
+    PyObject *ob, *ol, *oc, *oe;
+    long long m_, total_;
+    if (!PyArg_ParseTuple(args, "OLLOOO", &ob, &m_, &total_, &ol, &oc, &oe)) return NULL;
+    Buf b = {0}, l = {0}, c = {0}, e = {0};
+    PyObject *res = NULL;
+    if (get_buf(ob, &b, 0, 0, "bits") || get_buf(ol, &l, 0, 1, "lut") || get_buf(oc, &c, 1, 1, "codes") ||
+        get_buf(oe, &e, 1, 0, "extra"))
+        goto out;
+    {
+        int64_t n = NITEMS(b);
+        int isz = (int)b.view.itemsize;
+        if ((isz != 2 && isz != 4) || e.view.itemsize != isz || NITEMS(c) != n || NITEMS(e) != n || m_ < 0 ||
+            total_ < m_ + 2 || total_ > 8 * isz || NITEMS(l) < ((int64_t)1 << (total_ - 1 - m_))) {
+            PyErr_SetString(PyExc_ValueError, "split_pairs: inconsistent arguments");
+            goto out;
+        }
+        const unsigned m = (unsigned)m_, top = (unsigned)total_ - 1;
+        const uint32_t emask = (uint32_t)lowmask(top - m), mmask = (uint32_t)lowmask(m);
+        const uint8_t *lut = (const uint8_t *)l.view.buf;
+        uint8_t *codes = (uint8_t *)c.view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        if (isz == 2) {
+            const uint16_t *q = (const uint16_t *)b.view.buf;
+            uint16_t *ex = (uint16_t *)e.view.buf;
+            for (int64_t i = 0; i < n; i++) {
+                uint32_t v = q[i];
+                codes[i] = lut[(v >> m) & emask];
+                ex[i] = (uint16_t)(((v >> top) << m) | (v & mmask));
+            }
+        } else {
+            const uint32_t *q = (const uint32_t *)b.view.buf;
+            uint32_t *ex = (uint32_t *)e.view.buf;
+            for (int64_t i = 0; i < n; i++) {
+                uint32_t v = q[i];
+                codes[i] = lut[(v >> m) & emask];
+                ex[i] = ((v >> top) << m) | (v & mmask);
+            }
+        }
+        Py_END_ALLOW_THREADS
+        Py_INCREF(Py_None);
+        res = Py_None;
+    }
+out:
+    rel(&b); rel(&l); rel(&c); rel(&e);
+    return res;
+}
+
+/* map_symbols(codes (u8), extra (u16/u32), sym_of (u8 [256]), idx_of (u32 [256]), w, z_row (u8 per row,
+ * empty for none), per_row, out_s (u8), out_e (u32)) -> -1 or the first pair whose code has no symbol
+ * (sym_of 255): CodeTable.to_symbols (symbol = sym_of[code], additional data | escape index << w)
+ * followed by the row shift of row_shifts (additional data >> its row's z), into the caller's
+ * slices of the stream's arrays. */
+static PyObject *py_map_symbols(PyObject *self, PyObject *args) {
+    PyObject *oc, *oe, *os_, *oi, *oz, *oos, *ooe;
+    long long w_, per_row;
+    if (!PyArg_ParseTuple(args, "OOOOLOLOO", &oc, &oe, &os_, &oi, &w_, &oz, &per_row, &oos, &ooe)) return NULL;
+    Buf c = {0}, e = {0}, sy = {0}, ix = {0}, z = {0}, outs = {0}, oute = {0};
+    PyObject *res = NULL;
+    if (get_buf(oc, &c, 0, 1, "codes") || get_buf(oe, &e, 0, 0, "extra") || get_buf(os_, &sy, 0, 1, "sym_of") ||
+        get_buf(oi, &ix, 0, 4, "idx_of") || get_buf(oz, &z, 0, 1, "z_row") || get_buf(oos, &outs, 1, 1, "out_s") ||
+        get_buf(ooe, &oute, 1, 4, "out_e"))
+        goto out;
+    {
+        int64_t n = NITEMS(c), nz = NITEMS(z);
+        int esz = (int)e.view.itemsize;
+        if ((esz != 2 && esz != 4) || NITEMS(e) != n || NITEMS(outs) != n || NITEMS(oute) != n ||
+            NITEMS(sy) != 256 || NITEMS(ix) != 256 || w_ < 0 || w_ > 31 || (nz && (per_row < 1 || nz * per_row != n))) {
+            PyErr_SetString(PyExc_ValueError, "map_symbols: inconsistent arguments");
+            goto out;
+        }
+        const uint8_t *cd = (const uint8_t *)c.view.buf, *so = (const uint8_t *)sy.view.buf;
+        const uint8_t *zr = (const uint8_t *)z.view.buf;
+        const uint32_t *io = (const uint32_t *)ix.view.buf;
+        uint8_t *s_out = (uint8_t *)outs.view.buf;
+        uint32_t *e_out = (uint32_t *)oute.view.buf;
+        const unsigned w = (unsigned)w_;
+        int64_t bad = -1;
+        Py_BEGIN_ALLOW_THREADS
+        int64_t rows = nz ? nz : 1, len = nz ? per_row : n;
+        for (int64_t r = 0; r < rows && bad < 0; r++) {
+            const unsigned zz = nz ? zr[r] : 0;
+            const int64_t lo = r * len, hi = lo + len;
+            for (int64_t i = lo; i < hi; i++) {
+                uint8_t code = cd[i];
+                uint32_t x = esz == 2 ? ((const uint16_t *)e.view.buf)[i] : ((const uint32_t *)e.view.buf)[i];
+                uint8_t s = so[code];
+                if (UNLIKELY(s == 255)) { bad = i; break; }
+                s_out[i] = s;
+                e_out[i] = zz >= 32 ? 0 : (x | io[code] << w) >> zz;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        res = PyLong_FromLongLong(bad);
+    }
+out:
+    rel(&c); rel(&e); rel(&sy); rel(&ix); rel(&z); rel(&outs); rel(&oute);
+    return res;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"stationary", py_stationary, METH_VARARGS, "the tANS encoder's stationary state distribution (power iteration)"},
@@ -2053,6 +2217,9 @@ static PyMethodDef methods[] = {
     {"rans_decode", py_rans_decode, METH_VARARGS, "rANS decode of N interleaved states"},
     {"rans_encode", py_rans_encode, METH_VARARGS, "rANS encode of N interleaved states"},
     {"join", py_join, METH_VARARGS, "decoded pairs to value bit patterns (row shifts restored)"},
+    {"field_hist", py_field_hist, METH_VARARGS, "adds the histogram of a bit field of unsigned integers"},
+    {"map_symbols", py_map_symbols, METH_VARARGS, "coding pairs to a coder's (symbol, additional data), row shifts applied"},
+    {"split_pairs", py_split_pairs, METH_VARARGS, "IEEE-style float bit patterns to (code, additional data) pairs"},
     {"huff_decode_bf16", py_huff_decode_bf16, METH_VARARGS, "DFloat11-style Huffman decode of bf16 (a benchmark peer)"},
     {"huff_encode_bf16", py_huff_encode_bf16, METH_VARARGS, "DFloat11-style Huffman encode of bf16 (a benchmark peer)"},
     {NULL, NULL, 0, NULL}};
