@@ -250,10 +250,16 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+#: The measured processes' environment: Python may write its bytecode cache, as a pip-installed package
+#: ships it (an environment with PYTHONDONTWRITEBYTECODE would otherwise compile an editable checkout's
+#: modules from source in every run, ~0.07 s here, while the peers' site-packages have their caches).
+_CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _measure(cmd: list[str]) -> tuple[float, float]:
     """Whole-process CPU seconds (user + system, children included) and wall seconds of a command."""
     c0, t0 = _children_cpu(), time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_CHILD_ENV)
     wall = time.perf_counter() - t0
     if proc.returncode:
         raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stderr.strip()[-500:]}")
@@ -296,6 +302,8 @@ def cli_section(path: str, reps: int = 5, codec: str = "tans8", fast_codec: str 
                                                                  str(t / "m.zraw")]
         cpu: dict[str, list[float]] = {k: [] for k in cmds}
         wall: dict[str, list[float]] = {k: [] for k in cmds}
+        for cmd in cmds.values():  # one warm-up run each, not counted: caches (page cache, bytecode) filled
+            _measure(cmd)
         for _ in range(reps):
             for k, cmd in cmds.items():
                 c, w = _measure(cmd)
@@ -329,8 +337,10 @@ def cli_section(path: str, reps: int = 5, codec: str = "tans8", fast_codec: str 
                 opened.decompress(t / f"threads{th}.safetensors", threads=th)
                 in_process[th].append(time.perf_counter() - t0)
     md = ["### Whole files, whole processes", "",
-          f"MiniLM-L6 safetensors ({len(original):,} bytes, fp32), {reps} interleaved rounds; CPU = user + system "
-          "seconds of the whole process (imports included), wall = elapsed; min / median.", "",
+          f"MiniLM-L6 safetensors ({len(original):,} bytes, fp32), {reps} interleaved rounds after one warm-up run "
+          "of each command (not counted; it fills the page cache and Python's bytecode cache, as an installed "
+          "package has it); CPU = user + system seconds of the whole process (imports included), wall = "
+          "elapsed; min / median.", "",
           "| Command | CPU s (min) | CPU s (median) | wall s (min) | wall s (median) |", "|---|---:|---:|---:|---:|"]
     for k in cmds:
         md.append(f"| {k} | {min(cpu[k]):.2f} | {statistics.median(cpu[k]):.2f} | {min(wall[k]):.2f} | "
