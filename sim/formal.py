@@ -31,6 +31,16 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     sequences of ``N <= round_trip_pairs(family, table)`` arbitrary legal pairs (:data:`ROUND_TRIP_PAIRS`
     pinned, :data:`ROUND_TRIP_PAIRS_ARBITRARY` arbitrary); the decoder returns exactly the pairs, reports
     OK, and finishes by a fixed clock. Bounded, ``sat`` runner.
+``encoder_step``, ``decoder_step`` (tANS; ``table="arbitrary"`` only, :data:`STEP_PROPERTIES`)
+    The round trip's step lemmas, one pair from an arbitrary state on the arbitrary local table. The
+    encoder, brought to an arbitrary idle state (any state, any ``< W`` pending bits) by two warm-up
+    pairs with free rows, codes one legal pair and flushes: its words are the golden step's. The
+    decoder, resumed at any checkpoint (state, unread bits), on words whose next bits are the golden
+    step's from any ``X0``: it returns the pair, ends in ``X0`` and reads exactly the pair's bits.
+    ``proved`` (every starting state, the whole step within the depth). By induction over the pairs
+    every sequence round-trips, on three conditions no lemma checks (back-to-back pairs in the
+    encoder's pipeline, the decoder going on as a resume at its checkpoint would, the shells' counts
+    for more than one pair): ``docs/formal.md``, *Round 6*.
 ``detection`` (decoders)
     The decoder, holding that table, is given an arbitrary stream of ``M <= DETECTION_WORDS`` words
     for ``N`` pairs with the end check on. It reports ``done`` within ``N * c + M + C`` clocks; and if
