@@ -35,12 +35,13 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     The round trip's step lemmas, one pair from an arbitrary state on the arbitrary local table. The
     encoder, brought to an arbitrary idle state (any state, any ``< W`` pending bits) by two warm-up
     pairs with free rows, codes one legal pair and flushes: its words are the golden step's. The
-    decoder, resumed at any checkpoint (state, unread bits), on words whose next bits are the golden
-    step's from any ``X0``: it returns the pair, ends in ``X0`` and reads exactly the pair's bits.
-    ``proved`` (every starting state, the whole step within the depth). By induction over the pairs
-    every sequence round-trips, on three conditions no lemma checks (back-to-back pairs in the
-    encoder's pipeline, the decoder going on as a resume at its checkpoint would, the shells' counts
-    for more than one pair): ``docs/formal.md``, *Round 6*.
+    decoder, resumed at any checkpoint (state, unread bits) and going on after one warm-up pair of
+    its own, on words whose next bits are the golden step's from any ``X0``: it returns the pair,
+    ends in ``X0`` and reads exactly the pair's bits. ``proved`` (every starting state, the whole
+    step within the depth). By induction over the pairs every sequence round-trips, on three
+    conditions no lemma checks (back-to-back pairs in the encoder's pipeline, the decoder's window
+    after more than one pair, the shells' counts for more than one pair): ``docs/formal.md``,
+    *Round 6*.
 ``detection`` (decoders)
     The decoder, holding that table, is given an arbitrary stream of ``M <= DETECTION_WORDS`` words
     for ``N`` pairs with the end check on. It reports ``done`` within ``N * c + M + C`` clocks; and if
@@ -168,13 +169,14 @@ PORT_PROPERTIES = PROPERTIES[:3]
 #: state, on an arbitrary legal table (always the local table, whatever ``table``), so they run with
 #: ``--table arbitrary`` only (minutes each). ``encoder_step``: from every idle encoder state, the
 #: encoder core's step (and flush) is the golden step. ``decoder_step``: from every checkpoint the
-#: decoder is resumed at, the decoder core inverts the golden encoder step. Status ``proved``: each
+#: decoder is resumed at, after one pair of its own, the decoder core inverts the golden encoder step.
+#: Status ``proved``: each
 #: quantifies over every starting state and its whole scenario ends within the depth.
 STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step"}
 #: Every property name ``--property`` takes.
 ALL_PROPERTIES = PROPERTIES + tuple(STEP_PROPERTIES.values())
 #: The depth of each step lemma (the clock its latched "finished in time" check is seen, plus one).
-STEP_DEPTH = {"encoder_step": 22, "decoder_step": 16}
+STEP_DEPTH = {"encoder_step": 22, "decoder_step": 18}
 
 
 def properties_of(core: str, table: str = "pinned") -> tuple[str, ...]:
@@ -1081,15 +1083,19 @@ def _tans_encoder_step(m: Module, X, row, extra, name: str):
 
 
 def _decoder_step(family: str, mutant: str | None, tables: str) -> _Bench:
-    """The decoder's step from an arbitrary checkpoint (``decoder_step``, tANS): the decoder inverts the
-    encoder's step from *any* state.
+    """The decoder's step from an arbitrary state (``decoder_step``, tANS): the decoder inverts the
+    encoder's step from *any* state, going on from a pair it has just decoded.
 
     Free: a legal table (the local table, pair symbol ``s*``), a state ``X0`` (``L <= X0 < 2L``) and a
     legal pair ``q``; the harness computes the encoder's step (:func:`_tans_encoder_step`, the encoder
     row of ``s*`` as the model computes it): ``X1`` and the pair's bits. The decoder is resumed through
-    its command (``resume = 1``) at state ``X1`` with ``b`` free (the unread low bits of the first word)
-    on three words whose next bits are the pair's bits and whose other bits are free. Asserted: it
-    returns ``q``, and at ``done`` its state is ``X0`` and it has read exactly the pair's bits."""
+    its command (``resume = 1``, two pairs) at a free state ``xw`` with ``b`` free (the unread low bits
+    of the first word) on four words, words offered every clock and pairs always taken. Its first
+    pair is a *warm-up*: ``xw``'s row is a free witness of a symbol other than ``s*`` (any ``need``),
+    its bits are free, and an ``Assume`` says the decoder is in ``X1`` after it; the next bits are
+    ``q``'s (with :data:`DECODER_STEP_WARM_UP` off, the decoder is resumed at ``X1`` itself).
+    Asserted: its second pair is ``q``, it reports OK, and at ``done`` its state is ``X0`` and it has
+    read exactly the warm-up's and ``q``'s bits."""
     assert family == "tans", family
     b = _Bench(free_reset=False)
     m = b.m
@@ -1115,7 +1121,11 @@ def _decoder_step(family: str, mutant: str | None, tables: str) -> _Bench:
     n, slot, X1, bits, length = _tans_encoder_step(m, X0, row, qe, "pair")
     m.d.comb += X1.eq(L | Array(table.state)[slot])
     # The words: the first one with ``b`` unread low bits (0: all W), then two more.
-    NW = 3
+    # DECODER_STEP_WARM_UP: a warm-up pair first (the resumed state ``xw``, whose row is a free witness
+    # of a symbol other than s*, reads ``need_w`` free bits), after which the decoder must be in ``X1``
+    # (an Assume): the pair is then decoded by a decoder that goes on from a pair, not a fresh resume.
+    warm = DECODER_STEP_WARM_UP
+    NW = 4 if warm else 3
     words = [Signal(W, name=f"word{j}") for j in range(NW)]
     m.d.comb += [w.eq(AnyConst(W)) for w in words]
     bit = Signal(range(W), name="resume_bit")
@@ -1128,18 +1138,29 @@ def _decoder_step(family: str, mutant: str | None, tables: str) -> _Bench:
     m.d.comb += stream.eq((Cat(*reversed(words)) << read0)[:NW * W])
     below = Signal(range(NW * W + 1), name="stream_below_pair")
     top = Signal(R + K, name="stream_top")
-    m.d.comb += [below.eq(NW * W - length), top.eq(stream >> below)]
+    need_w = Signal(range(R + K + 2), name="warm_need")
+    xw = Signal(R, name="warm_state")
+    if warm:
+        m.d.comb += [xw.eq(AnyConst(R)), Assume(Array(table.dsym)[xw] != table.sym)]
+        nbw = Signal(range(R + 2), name="warm_nb")
+        m.d.comb += nbw.eq(R + 1 - _bit_length(m, Array(table.dy)[xw], "warm_y"))
+        m.d.comb += need_w.eq(nbw + Array(table.k)[Array(table.dsym)[xw]])
+    else:
+        m.d.comb += [xw.eq(X1[:R]), need_w.eq(0)]
+    after = Signal(NW * W, name="stream_after_warm_up")
+    m.d.comb += after.eq((stream << need_w)[:NW * W])
+    m.d.comb += [below.eq(NW * W - length), top.eq(after >> below)]
     m.d.comb += Assume(top == bits)
 
     sent = Signal(name="dec_cmd_sent")
     k_w = Signal(range(NW + 1), name="words_out")
     into = Signal(range(NW + 1), name="words_into_window")
-    k_out = Signal(range(3), name="pairs_out")
+    k_out = Signal(range(4), name="pairs_out")
     finished = Signal(name="finished")
     go = ~table.prog
     c = dec.cmd.p
-    m.d.comb += [dec.cmd.valid.eq(go & ~sent), c.count.eq(1), c.words.eq(NW), c.resume.eq(1), c.check_end.eq(0),
-                 c.state.eq(X1[:R]), c.bit.eq(bit), c.check_crc.eq(0), c.crc.eq(0)]
+    m.d.comb += [dec.cmd.valid.eq(go & ~sent), c.count.eq(2 if warm else 1), c.words.eq(NW), c.resume.eq(1), c.check_end.eq(0),
+                 c.state.eq(xw), c.bit.eq(bit), c.check_crc.eq(0), c.crc.eq(0)]
     m.d.comb += [dec.i.valid.eq(go & (k_w < NW)), dec.i.p.data.eq(Array(words)[k_w]),
                  dec.i.p.last.eq(0), dec.o.ready.eq(1)]
     with m.If(_transfer(dec.cmd)):
@@ -1149,22 +1170,30 @@ def _decoder_step(family: str, mutant: str | None, tables: str) -> _Bench:
     coder = dec._coder
     with m.If(_transfer(coder.i)):
         m.d.past += into.eq(into + 1)
-    b.check(_transfer(dec.o), k_out == 0, "the decoder returns more than the one pair")
-    b.check(_transfer(dec.o), dec.o.p.symbol == qs, "the decoded symbol is not the encoded one")
-    b.check(_transfer(dec.o), dec.o.p.extra == qe, "the decoded extra bits are not the encoded ones")
+    first = int(warm)           # the index of q among the decoded pairs
+    b.check(_transfer(dec.o), k_out <= first, "the decoder returns more pairs than the command asks for")
+    b.check(_transfer(dec.o) & (k_out == first), dec.o.p.symbol == qs, "the decoded symbol is not the encoded one")
+    b.check(_transfer(dec.o) & (k_out == first), dec.o.p.extra == qe, "the decoded extra bits are not the encoded ones")
+    if warm:
+        # After the warm-up's step the decoder holds X1 (the warm-up row and bits that lead there).
+        fired = Signal(name="warm_fired")
+        with m.If(coder.fire):
+            m.d.past += fired.eq(1)
+        with m.If(fired):
+            m.d.comb += Assume(b.past(fired, "warm_fired") | (coder.state == X1[:R]))
     with m.If(_transfer(dec.o)):
         m.d.past += k_out.eq(k_out + 1)
     ending = sent & dec.done & ~finished
     b.check(ending, dec.status == DecodeStatus.OK, "the decoder does not report OK")
-    b.check(ending, k_out == 1, "the decoder reports done before returning the pair")
+    b.check(ending, k_out == first + 1, "the decoder reports done before returning the pair")
     b.check(ending, coder.state == x0, "the decoder's state after the pair is not the encoder's before it")
     read = Signal(range(NW * W + 1), name="bits_read")
     m.d.comb += read.eq(into * W - read0 - coder.avail)
-    b.check(ending, read == length, "the decoder did not read exactly the pair's bits")
+    b.check(ending, read == need_w + length, "the decoder did not read exactly the pair's bits")
     with m.If(ending):
         m.d.past += finished.eq(1)
     b.check(b.cycle >= table.clocks + DECODER_STEP_CLOCKS, finished, "the step has not finished in time")
-    b.cover(finished, "a pair decoded from a resumed checkpoint")
+    b.cover(finished, "a pair decoded after a warm-up pair from a resumed checkpoint")
     return b
 
 
@@ -1256,8 +1285,10 @@ def _encoder_step(family: str, mutant: str | None, tables: str) -> _Bench:
 
 #: Clocks after the table's by which ``encoder_step``'s scenario has finished (measured).
 ENCODER_STEP_CLOCKS = 20
+#: Whether ``decoder_step`` decodes a warm-up pair before the pair (see :func:`_decoder_step`).
+DECODER_STEP_WARM_UP = True
 #: Clocks after the table's by which ``decoder_step``'s scenario has finished (measured).
-DECODER_STEP_CLOCKS = 12
+DECODER_STEP_CLOCKS = 14
 _BUILDERS = {"stream_rules": _stream_rules, "out_of_reset": _out_of_reset, "progress": _progress}
 
 
