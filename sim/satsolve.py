@@ -21,16 +21,27 @@ SOLVER = "cadical195"
 
 
 def read_dimacs(path: str) -> list[list[int]]:
-    """The clauses of a DIMACS CNF file (comment and ``p`` lines skipped; yosys writes one clause a line)."""
+    """The clauses of a DIMACS CNF file (comment and ``p`` lines skipped; yosys writes them first).
+
+    Parsed with numpy (one C-level pass over the text): a Python loop over the 2.5 M clauses of the
+    pinned tANS round trip took 5.5 s of its 12 s; this takes under 1 s."""
+    import numpy as np
+
+    with open(path, "rb") as f:
+        text = f.read()
+    body = text
+    while body[:1] in (b"c", b"p"):                 # the header lines
+        _, _, body = body.partition(b"\n")
+    lits = np.fromstring(body, dtype=np.int64, sep=" ") if body.strip() else np.zeros(0, np.int64)
+    ends = np.flatnonzero(lits == 0)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    lengths = ends - starts
+    # Clauses of one length at a time, as one 2-D array each (``tolist`` in C): their order does not
+    # matter to a solver.
     clauses = []
-    with open(path) as f:
-        for line in f:
-            if line[:1] in ("c", "p", "\n", ""):
-                continue
-            lits = [int(t) for t in line.split()]
-            if lits and lits[-1] == 0:
-                lits.pop()
-            clauses.append(lits)
+    for n in np.unique(lengths).tolist():
+        at = starts[lengths == n]
+        clauses += lits[at[:, None] + np.arange(n)].tolist()
     return clauses
 
 

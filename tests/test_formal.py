@@ -249,3 +249,70 @@ def test_tans_arbitrary_table_harnesses_use_the_local_table():
         # The whole-table model's per-symbol frequencies (f0 ..) are absent: the regex reads every wire's
         # name (``wire width N \\name``); the global model's harness has f0 .. f3 (checked when written).
         assert "the_freq" in text and "f0" not in re.findall(r"^\s*wire\b[^\n]*\\(\w+)$", text, re.M)
+
+
+def test_step_lemmas_run_with_the_arbitrary_table_only():
+    """The round trip's step lemmas (tANS, Round 6 of docs/formal.md) are properties of the tANS cores
+    with ``--table arbitrary`` (minutes each), not of CI's pinned run; they hold the local table."""
+    steps = set(formal.STEP_PROPERTIES.values())
+    assert formal.STEP_PROPERTIES == {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step"}
+    for core in CORES:
+        assert not steps & set(properties_of(core)), core           # CI: --table pinned
+        want = {formal.STEP_PROPERTIES[core]} if core in formal.STEP_PROPERTIES else set()
+        assert steps & set(properties_of(core, "arbitrary")) == want, core
+    assert formal.default_depth("tans-encoder", "encoder_step") == formal.STEP_DEPTH["encoder_step"] == 22
+    assert formal.default_depth("tans-decoder", "decoder_step") == formal.STEP_DEPTH["decoder_step"] == 18
+    for core, prop in formal.STEP_PROPERTIES.items():
+        b = formal._bench(core, prop, None, "arbitrary")
+        text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
+        names = set(re.findall(r"^\s*wire\b[^\n]*\\(\w+)$", text, re.M))
+        assert {"the_symbol", "the_freq", "the_cum"} <= names, prop
+        assert ("pair0_symbol" in names and "golden_stream" in names) if prop == "encoder_step" else \
+            {"resume_bit", "start_state", "warm_state", "warm_need"} <= names
+
+
+def test_warm_ups_reach_every_idle_encoder_state():
+    """``encoder_step``'s premise: two warm-up pairs with free rows (``1 <= nb_high <= R``, ``k <= K``,
+    any threshold, cum, freq) and free slot states bring the encoder, from ``X = L``, to every idle
+    state: any ``X0`` in ``[L, 2L)`` and any ``c <= W - 1`` pending bits of any value. Checked with the
+    harness's own step (``_tans_encoder_step``'s formulas, the encoder's documented pipeline)."""
+    sh = formal.SMALL["tans"]
+    R, K, W, L = sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"]
+    assert R + K >= W - 1
+
+    def step(X, nb_high, threshold, cum, freq, k, extra, state):
+        n = nb_high - (X < threshold)
+        assert 0 <= n <= R and 1 <= nb_high <= R and k <= K
+        slot = (cum - freq + (X >> n)) % L
+        return L | state[slot], (X & ((1 << n) - 1)) | ((extra & ((1 << k) - 1)) << n), n + k
+
+    for X0 in range(L, 2 * L):
+        for c in range(W):
+            for value in range(1 << c):
+                n2 = min(c, R)
+                X1 = L | (value & ((1 << n2) - 1))
+                state = [0] * L
+                # Warm-up 1: n = 0 (X = L below the threshold, nb_high 1), k = 0, to slot 3 (X1's state).
+                state[3] = X1 - L
+                X, b1, l1 = step(L, 1, 2 * L, 3, L, 0, 0, state)
+                assert (X, l1) == (X1, 0)
+                # Warm-up 2: n = n2 low bits of X1, then c - n2 extra bits, to slot 7 (X0's state).
+                state[7] = X0 - L
+                nb, th = (n2, 0) if n2 else (1, 2 * L)
+                cum = (7 - (X1 >> n2)) % L
+                X, b2, l2 = step(X1, nb, th, cum, 0, c - n2, value >> n2, state)
+                assert (X, b1 | (b2 << l1), l1 + l2) == (X0, value, c), (X0, c, value)
+
+
+@pytest.mark.parametrize("core, prop, mutant", [("tans-decoder", "decoder_step", "tans_dec_table_bit"),
+                                                ("tans-encoder", "encoder_step", "tans_enc_table_bit")])
+def test_step_lemmas_catch_the_table_bit_mutants(core, prop, mutant, tmp_path):
+    """A table bit flipped on its way into a core breaks the round trip: the step lemma fails with a
+    counterexample (about half a minute each through the sat runner)."""
+    r = run_property(core, prop, mutant=mutant, vcd_dir=tmp_path)
+    assert r.status == "failed" and r.engine == "sat" and r.step is not None and r.step < r.depth, r
+    assert r.assertion in ("the decoder's state after the pair is not the encoder's before it",
+                           "the decoder returns more pairs than the command asks for",
+                           "the decoded symbol is not the encoded one", "the decoded extra bits are not the encoded ones",
+                           "the decoder did not read exactly the pair's bits", "a word differs from the golden stream's"), r
+    assert (tmp_path / f"{core}.{prop}.{mutant}.vcd").exists()

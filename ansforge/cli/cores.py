@@ -426,7 +426,8 @@ def _prove_arguments(p: argparse.ArgumentParser) -> None:
                    help="k-induction / bounded-model-check depth of every property (default: 20, and for the "
                         "round trip and detection the clocks their whole scenario takes)")
     p.add_argument("--property", action="append", default=None, metavar="NAME",
-                   choices=["stream_rules", "out_of_reset", "progress", "round_trip", "detection"],
+                   choices=["stream_rules", "out_of_reset", "progress", "round_trip", "detection", "encoder_step",
+                            "decoder_step"],
                    help="only this property (repeatable; with --mutants, only the mutants it is meant to catch)")
     p.add_argument("--mutants", action="store_true", help="also check that every mutant of the cores is caught")
     p.add_argument("--table", choices=["arbitrary", "pinned"], default="arbitrary",
