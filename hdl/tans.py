@@ -132,6 +132,12 @@ class _TansCore(CoreParameters):
         """Width of a command's pair and word counts (the shell's counters)."""
         return self._count_bits
 
+    @property
+    def coder(self) -> wiring.Component:
+        """The coder this core holds (the paper's core; with the shell, its ports are internal: a
+        formal harness or a test bench reads them, e.g. the decoder coder's word input ``i``)."""
+        return self._coder
+
     def _with_coder(self) -> tuple[Module, wiring.Component]:
         """A module holding the coder; without the shell its ports are wired to the core's."""
         m = Module()

@@ -1167,7 +1167,7 @@ def _decoder_step(family: str, mutant: str | None, tables: str) -> _Bench:
         m.d.past += sent.eq(1)
     with m.If(_transfer(dec.i)):
         m.d.past += k_w.eq(k_w + 1)
-    coder = dec._coder
+    coder = dec.coder
     with m.If(_transfer(coder.i)):
         m.d.past += into.eq(into + 1)
     first = int(warm)           # the index of q among the decoded pairs
