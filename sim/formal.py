@@ -1082,6 +1082,20 @@ def _tans_encoder_step(m: Module, X, row, extra, name: str):
     return n, slot, nxt, bits, length
 
 
+def _tans_step_bench(core: str, mutant: str | None):
+    """The step lemmas' common start: a bench, the small ``core`` (``tans-decoder``/``tans-encoder``,
+    the mutant built in when it is this core's) programmed with the arbitrary local table of one free
+    symbol, and the small configuration's ``(R, K, W, L)``."""
+    b = _Bench(free_reset=False)
+    owner = MUTANTS[mutant].core if mutant else None
+    dut = small_core(core, mutant if owner == core else None)
+    setattr(b.m.submodules, "dec" if core == "tans-decoder" else "enc", dut)
+    table = _LocalTansTable(b, "round_trip", 1)
+    table.program(dut, role="dec" if core == "tans-decoder" else "enc")
+    sh = SMALL["tans"]
+    return b, dut, table, (sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"])
+
+
 def _decoder_step(family: str, mutant: str | None, tables: str) -> _Bench:
     """The decoder's step from an arbitrary state (``decoder_step``, tANS): the decoder inverts the
     encoder's step from *any* state, going on from a pair it has just decoded.
@@ -1097,14 +1111,8 @@ def _decoder_step(family: str, mutant: str | None, tables: str) -> _Bench:
     Asserted: its second pair is ``q``, it reports OK, and at ``done`` its state is ``X0`` and it has
     read exactly the warm-up's and ``q``'s bits."""
     assert family == "tans", family
-    b = _Bench(free_reset=False)
+    b, dec, table, (R, K, W, L) = _tans_step_bench("tans-decoder", mutant)
     m = b.m
-    owner = MUTANTS[mutant].core if mutant else None
-    m.submodules.dec = dec = small_core("tans-decoder", mutant if owner == "tans-decoder" else None)
-    table = _LocalTansTable(b, "round_trip", 1)
-    table.program(dec, role="dec")
-    sh = SMALL["tans"]
-    R, K, W, L = sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"]
     sb = _bits(table.n_sym - 1)
     x0 = Signal(R, name="start_state")
     X0 = Signal(R + 1, name="start_x")
@@ -1213,14 +1221,8 @@ def _encoder_step(family: str, mutant: str | None, tables: str) -> _Bench:
     bits) and asserts the encoder's words are exactly that stream, oldest bit first, the last word
     marked ``last``."""
     assert family == "tans", family
-    b = _Bench(free_reset=False)
+    b, enc, table, (R, K, W, L) = _tans_step_bench("tans-encoder", mutant)
     m = b.m
-    owner = MUTANTS[mutant].core if mutant else None
-    m.submodules.enc = enc = small_core("tans-encoder", mutant if owner == "tans-encoder" else None)
-    table = _LocalTansTable(b, "round_trip", 1)
-    table.program(enc, role="enc")
-    sh = SMALL["tans"]
-    R, K, W, L = sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"]
     layout = _tans_layout(enc.sym_cfg.p.data)
     rows = b.platform.contents["sym"]
     sb = _bits(table.n_sym - 1)
@@ -1553,18 +1555,24 @@ def _minisat_first(root: Path, b: _Bench, depth: int, result: PropertyResult, tr
     if "model found: FAIL!" in log and vcd.exists():
         result.seconds = round(time.perf_counter() - t0, 2)
         result.status = "failed"
-        first = _first_violation(vcd.read_text(), len(b.latched), step=1, offset=1)
-        if first is not None:
-            result.step, result.assertion = first[0], b.latched[first[1]]
-        if trace is not None:
-            shutil.copyfile(vcd, trace)
-            result.trace = str(trace)
+        _record_trace(vcd, b, result, trace)
         return True
     if "no model found: SUCCESS!" in log:
         result.seconds = round(time.perf_counter() - t0, 2)
         result.status = "bounded"
         return True
     return False
+
+
+def _record_trace(vcd: Path, b: _Bench, result: PropertyResult, trace: Path | None) -> None:
+    """A failure's clock and assertion from yosys sat's counterexample ``vcd``, and the trace copied
+    to ``trace`` (``--vcd``) when asked for."""
+    first = _first_violation(vcd.read_text(), len(b.latched), step=1, offset=1)
+    if first is not None:
+        result.step, result.assertion = first[0], b.latched[first[1]]
+    if trace is not None:
+        shutil.copyfile(vcd, trace)
+        result.trace = str(trace)
 
 
 def _sat(root: Path, b: _Bench, depth: int, timeout: float, result: PropertyResult, *, trace: Path | None,
@@ -1591,12 +1599,7 @@ def _sat(root: Path, b: _Bench, depth: int, timeout: float, result: PropertyResu
         # the signal names a trace needs (the CNF has none).
         _yosys_sat(root, depth, "-prove-asserts", f"-show-public -dump_vcd {vcd.name}", min(timeout, 600), stop_at_cnf=False)
         if vcd.exists():
-            first = _first_violation(vcd.read_text(), len(b.latched), step=1, offset=1)
-            if first is not None:
-                result.step, result.assertion = first[0], b.latched[first[1]]
-            if trace is not None:
-                shutil.copyfile(vcd, trace)
-                result.trace = str(trace)
+            _record_trace(vcd, b, result, trace)
         else:
             result.detail = "yosys sat gave no trace of the counterexample"
     if cover and result.status == "bounded":
