@@ -692,6 +692,28 @@ typedef struct {
 } SimdTab;
 
 /* Runs chains ch[0 .. K-1] of the values decoder (N = 16, 16-bit values) to their stops. */
+/* One chain's place in the runs, the same for both vector widths: the run it is in, where that
+ * run's vector zone ends (fend: the run's end or the chain's stop; -1 before the first visit), and
+ * the run's value table, escape table and row shift z. */
+typedef struct {
+    int64_t r, fend, n_esc;
+    const uint32_t *tab, *esc;
+    unsigned z;
+} SRun;
+
+/* Enters the run holding the chain's next pair; 0 (and the chain marked done) at its stop. */
+INLINE int srun_enter(const ValDec *d, const SimdTab *st, SChain *h, SRun *u) {
+    if (h->pos >= h->stop) { h->done = 1; return 0; }
+    while (d->run_end[u->r] <= h->pos) u->r++;
+    int64_t t = d->run_tab[u->r];
+    u->fend = d->run_end[u->r] < h->stop ? d->run_end[u->r] : h->stop;
+    u->tab = st->tab32 + t * d->L;
+    u->esc = st->esc32 + t * d->esc_w;
+    u->n_esc = d->n_esc[t];
+    u->z = (unsigned)d->z[t];
+    return 1;
+}
+
 SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
     enum { KMAX = SV_KMAX };
     const uint8_t *p = d->p;
@@ -706,17 +728,13 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
     const __m512i mmask = _mm512_set1_epi32((int)lowmask(d->m));
     __m512i xv[KMAX];
     /* per chain: the current run's fast-zone end and table */
-    int64_t fend[KMAX], r[KMAX];
-    const uint32_t *tab[KMAX];
-    const uint32_t *esc[KMAX];
-    int64_t n_esc[KMAX];
+    SRun u[KMAX];
     __m128i cz[KMAX];
     __m512i wzmask[KMAX], cwt[KMAX];
     for (int c = 0; c < K; c++) {
         xv[c] = _mm512_loadu_si512((const void *)ch[c].X);
-        r[c] = 0;
-        while (d->run_end[r[c]] <= ch[c].pos) r[c]++;
-        fend[c] = -1; /* run info loaded on the first visit */
+        u[c].r = 0;
+        u[c].fend = -1; /* run info loaded on the first visit */
     }
     for (;;) {
         int active = 0;
@@ -724,23 +742,17 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
             SChain *h = &ch[c];
             if (h->done) continue;
             active = 1;
-            if (fend[c] < 0 || h->pos >= fend[c]) {
-                if (h->pos >= h->stop) { h->done = 1; continue; }
-                while (d->run_end[r[c]] <= h->pos) r[c]++;
-                int64_t t = d->run_tab[r[c]];
-                fend[c] = d->run_end[r[c]] < h->stop ? d->run_end[r[c]] : h->stop;
-                tab[c] = st->tab32 + t * d->L;
-                esc[c] = st->esc32 + t * d->esc_w;
-                n_esc[c] = d->n_esc[t];
-                unsigned z = (unsigned)d->z[t], wt = d->w - z;
+            if (u[c].fend < 0 || h->pos >= u[c].fend) {
+                if (!srun_enter(d, st, h, &u[c])) continue;
+                unsigned z = u[c].z, wt = d->w - z;
                 cz[c] = _mm_cvtsi32_si128((int)z);
                 cwt[c] = _mm512_set1_epi32((int)wt);
                 wzmask[c] = _mm512_set1_epi32((int)lowmask(wt));
             }
             int64_t B = h->B, pos = h->pos;
-            if (UNLIKELY(pos + 16 > fend[c] || B > safe_hi || B < SV_SAFE_LO)) {
+            if (UNLIKELY(pos + 16 > u[c].fend || B > safe_hi || B < SV_SAFE_LO)) {
                 /* the scalar kernel: the rest of the run, the top of the stream, or its bottom */
-                int64_t upto = pos + 16 > fend[c] ? fend[c] : B > safe_hi ? pos + 16 : h->stop;
+                int64_t upto = pos + 16 > u[c].fend ? u[c].fend : B > safe_hi ? pos + 16 : h->stop;
                 _mm512_storeu_si512((void *)h->X, xv[c]);
                 int64_t s = VAL_DEC[16][1](d, &h->B, h->X, pos, upto, (void *)(out + pos));
                 xv[c] = _mm512_loadu_si512((const void *)h->X);
@@ -748,7 +760,7 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
                 h->pos = upto;
                 continue;
             }
-            __m512i ent = _mm512_i32gather_epi32(xv[c], (const void *)tab[c], 4);
+            __m512i ent = _mm512_i32gather_epi32(xv[c], (const void *)u[c].tab, 4);
             __m512i need = _mm512_and_si512(ent, m31);
             __m512i snb = _mm512_and_si512(_mm512_srli_epi32(ent, 5), m63); /* 32 - nb */
             __m512i base = _mm512_srli_epi32(ent, 20);
@@ -774,10 +786,10 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
             if (UNLIKELY(em)) {
                 /* escape symbols: the exponent comes from the escape index above the w - z data bits */
                 __m512i ix = _mm512_srlv_epi32(e, cwt[c]);
-                if (_mm512_mask_cmpge_epu32_mask(em, ix, _mm512_set1_epi32((int)n_esc[c]))) {
+                if (_mm512_mask_cmpge_epu32_mask(em, ix, _mm512_set1_epi32((int)u[c].n_esc))) {
                     h->status = -2; h->done = 1; continue;
                 }
-                hi = _mm512_mask_i32gather_epi32(hi, em, ix, (const void *)esc[c], 4);
+                hi = _mm512_mask_i32gather_epi32(hi, em, ix, (const void *)u[c].esc, 4);
                 e = _mm512_mask_and_epi32(e, em, e, wzmask[c]);
             }
             __m512i x = _mm512_sll_epi32(e, cz[c]);
@@ -807,17 +819,13 @@ SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, 
     const __m256i mmask = _mm256_set1_epi32((int)lowmask(d->m));
     __m256i xv[KMAX];
     /* per chain: the current run's fast-zone end and table */
-    int64_t fend[KMAX], r[KMAX];
-    const uint32_t *tab[KMAX];
-    const uint32_t *esc[KMAX];
-    int64_t n_esc[KMAX];
+    SRun u[KMAX];
     __m128i cz[KMAX];
     __m256i wzmask[KMAX], cwt[KMAX];
     for (int c = 0; c < K; c++) {
         xv[c] = _mm256_loadu_si256((const __m256i *)ch[c].X);
-        r[c] = 0;
-        while (d->run_end[r[c]] <= ch[c].pos) r[c]++;
-        fend[c] = -1; /* run info loaded on the first visit */
+        u[c].r = 0;
+        u[c].fend = -1; /* run info loaded on the first visit */
     }
     for (;;) {
         int active = 0;
@@ -825,23 +833,17 @@ SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, 
             SChain *h = &ch[c];
             if (h->done) continue;
             active = 1;
-            if (fend[c] < 0 || h->pos >= fend[c]) {
-                if (h->pos >= h->stop) { h->done = 1; continue; }
-                while (d->run_end[r[c]] <= h->pos) r[c]++;
-                int64_t t = d->run_tab[r[c]];
-                fend[c] = d->run_end[r[c]] < h->stop ? d->run_end[r[c]] : h->stop;
-                tab[c] = st->tab32 + t * d->L;
-                esc[c] = st->esc32 + t * d->esc_w;
-                n_esc[c] = d->n_esc[t];
-                unsigned z = (unsigned)d->z[t], wt = d->w - z;
+            if (u[c].fend < 0 || h->pos >= u[c].fend) {
+                if (!srun_enter(d, st, h, &u[c])) continue;
+                unsigned z = u[c].z, wt = d->w - z;
                 cz[c] = _mm_cvtsi32_si128((int)z);
                 cwt[c] = _mm256_set1_epi32((int)wt);
                 wzmask[c] = _mm256_set1_epi32((int)lowmask(wt));
             }
             int64_t B = h->B, pos = h->pos;
-            if (UNLIKELY(pos + 8 > fend[c] || B > safe_hi || B < SV_SAFE_LO)) {
+            if (UNLIKELY(pos + 8 > u[c].fend || B > safe_hi || B < SV_SAFE_LO)) {
                 /* the scalar kernel: the rest of the run, the top of the stream, or its bottom */
-                int64_t upto = pos + 8 > fend[c] ? fend[c] : B > safe_hi ? pos + 8 : h->stop;
+                int64_t upto = pos + 8 > u[c].fend ? u[c].fend : B > safe_hi ? pos + 8 : h->stop;
                 _mm256_storeu_si256((__m256i *)h->X, xv[c]);
                 int64_t s = VAL_DEC[8][1](d, &h->B, h->X, pos, upto, (void *)(out + pos));
                 xv[c] = _mm256_loadu_si256((const __m256i *)h->X);
@@ -849,7 +851,7 @@ SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, 
                 h->pos = upto;
                 continue;
             }
-            __m256i ent = _mm256_i32gather_epi32((const int *)tab[c], xv[c], 4);
+            __m256i ent = _mm256_i32gather_epi32((const int *)u[c].tab, xv[c], 4);
             __m256i need = _mm256_and_si256(ent, m31);
             __m256i snb = _mm256_and_si256(_mm256_srli_epi32(ent, 5), m63); /* 32 - nb */
             __m256i base = _mm256_srli_epi32(ent, 20);
@@ -871,10 +873,10 @@ SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, 
             if (UNLIKELY(em)) {
                 /* escape symbols: the exponent comes from the escape index above the w - z data bits */
                 __m256i ix = _mm256_srlv_epi32(e, cwt[c]);
-                if (_mm256_mask_cmpge_epu32_mask(em, ix, _mm256_set1_epi32((int)n_esc[c]))) {
+                if (_mm256_mask_cmpge_epu32_mask(em, ix, _mm256_set1_epi32((int)u[c].n_esc))) {
                     h->status = -2; h->done = 1; continue;
                 }
-                hi = _mm256_mmask_i32gather_epi32(hi, em, ix, (const void *)esc[c], 4);
+                hi = _mm256_mmask_i32gather_epi32(hi, em, ix, (const void *)u[c].esc, 4);
                 e = _mm256_mask_and_epi32(e, em, e, wzmask[c]);
             }
             __m256i x = _mm256_sll_epi32(e, cz[c]);
