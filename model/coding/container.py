@@ -436,7 +436,8 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             return [(pairs, conv, FP8_FORMATS[pairs].split(bits), {})]
         target = _NATIVE[info.dtype] if pairs == "auto" or pairs in FP8_FORMATS else pairs
         fmt = PAIR_FORMATS[target]
-        if not context and _NATIVE[info.dtype] == target:
+        plain = not context or len(info.shape) != 2 or info.size == 0  # split as it is, without a fold
+        if plain and _NATIVE[info.dtype] == target:
             # As stored, no conversion: the compiled split, whose exponent histogram also counts the
             # NaN/Inf values (exponent field all ones) that convert() would count in a pass of its own.
             fast = fastans.split_pairs(fmt, ckpt.tensor(info.name).array)
@@ -444,7 +445,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                 cp, hist = fast
                 return [(target, Conversion(target, target, False, 0, int(hist[-1])), cp, {})]
         bits, conv = convert(ckpt.tensor(info.name).array, info.dtype, target)
-        if not context or len(info.shape) != 2 or bits.size == 0:
+        if plain:
             return [(target, conv, fmt.split(bits), {})]
         # Context coding: the folded pairs carry the code; the record's ideal stays the unfolded
         # per-matrix ideal (Table 1's "Ideal"), so the gap is comparable with a plain container's.

@@ -544,12 +544,11 @@ def code_counts(pairs) -> np.ndarray:
     codes = np.asarray(pairs.codes)
     if not _native() or codes.dtype != np.uint8 or not codes.flags.c_contiguous:
         return pairs.counts()
-    hist = np.zeros(256, dtype=np.int64)
+    hist = np.zeros(max(256, pairs.n_codes), dtype=np.int64)
     nativeans.field_hist(codes.reshape(-1), 0, 255, hist)
-    if pairs.n_codes < 256 and hist[pairs.n_codes:].any():  # as bincount would: one entry per code that occurs
-        return hist[: int(np.flatnonzero(hist)[-1]) + 1].copy()
-    return hist[: max(pairs.n_codes, 0)].copy() if pairs.n_codes <= 256 else \
-        np.concatenate([hist, np.zeros(pairs.n_codes - 256, np.int64)])
+    # bincount's length: the table's codes, or up to the largest code that occurs if that is beyond it
+    used = np.flatnonzero(hist[:256])
+    return hist[: max(pairs.n_codes, int(used[-1]) + 1 if used.size else 0)].copy()
 
 
 def map_symbols(code_table, pairs, shifts, out_s: np.ndarray, out_e: np.ndarray) -> bool:
