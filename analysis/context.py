@@ -8,6 +8,7 @@ The reference line is the paper's per-matrix ideal (Table 1's "Ideal", no table 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,12 +16,12 @@ import numpy as np
 
 from ..model.llm.checkpoint import open_checkpoint, select_tensors
 from ..model.coding.codecs import parse_codec
-from ..model.coding.context import ContextCost, decode_context, encode_context
-from ..model.errors import AnsforgeError
+from ..model.coding.context import ContextCost, cluster_sets, decode_context, encode_context, group_counts
+from ..model.errors import AnsforgeError, ConfigError
 from ..model.dtypes.pairs import PAIR_FORMATS, convert
 from ..model.coding.probability import ideal_bits
 
-__all__ = ["ContextRow", "ContextReport", "context_report"]
+__all__ = ["ContextRow", "ContextReport", "context_report", "ContextFloor", "FloorRow", "FLOOR_FAMILIES", "context_floor", "conditional_entropy_bits", "adaptive_bits"]
 
 
 @dataclass(frozen=True)
@@ -105,3 +106,177 @@ def context_report(path: str | Path, codec: str = "rans16", *, pairs: str = "bf1
             plans[key] = plans.get(key, 0) + 1
         report.rows.append(ContextRow(label, coded.cost, sum(p.n_sets for p in coded.plans), plans))
     return report
+
+
+# --- how far context tables can go: the empirical floor of each context family ---------------------
+
+#: Context families of :func:`context_floor`: one table per matrix, row groups, column groups, and
+#: their product (rows clustered into ``a`` sets, columns into ``b``, ``a · b = sets`` cells).
+FLOOR_FAMILIES = ("matrix", "rows", "cols", "rows x cols")
+
+
+@dataclass(frozen=True)
+class FloorRow:
+    family: str
+    fold: int
+    sign: bool
+    contexts: int
+    bits: float
+    adaptive_bits: float
+    symbols: int = 0          # the most distinct codes of one matrix (a core takes at most 256)
+
+    def layout(self) -> str:
+        """The code this row measures, e.g. ``sign+exp+m2`` (``exp``: the format's exponent field)."""
+        return ("sign+" if self.sign else "") + "exp" + (f"+m{self.fold}" if self.fold else "")
+
+
+@dataclass
+class ContextFloor:
+    """:func:`context_floor`'s result: bits of the counted matrices per family and code layout (the
+    floor, and what an adaptive coder with the same contexts spends)."""
+
+    model: str
+    pairs: str
+    sets: int
+    weights: int
+    rows: list[FloorRow] = field(default_factory=list)
+
+    def best(self) -> FloorRow:
+        return min(self.rows, key=lambda r: r.bits)
+
+    def format_text(self) -> str:
+        lines = [f"Context floor on {self.model} ({self.weights:,} weights, {self.pairs} pairs, at most "
+                 f"{self.sets} contexts per matrix): the empirical entropy of the code given its context, "
+                 "plus the raw bits; no table, select or header charged, so every static coder with "
+                 "these contexts spends at least this much. 'adaptive': the exact code length of an "
+                 "adaptive coder (Krichevsky-Trofimov counts) with the same contexts, selects charged: "
+                 "what learning the tables costs, an estimate of a stored table's price",
+                 f"{'Family':<14}{'code':<16}{'symbols':>8}{'contexts':>9}{'floor':>9}{'adaptive':>10}  (bits/weight)"]
+        for r in self.rows:
+            lines.append(f"{r.family:<14}{r.layout():<16}{r.symbols:>8}{r.contexts:>9}{r.bits / self.weights:>9.4f}"
+                         f"{r.adaptive_bits / self.weights:>10.4f}")
+        b = self.best()
+        a = min(self.rows, key=lambda r: r.adaptive_bits)
+        lines.append(f"lowest floor: {b.family}, {b.layout()}: {b.bits / self.weights:.4f} bits/weight; "
+                     f"lowest adaptive: {a.family}, {a.layout()}: {a.adaptive_bits / self.weights:.4f}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {"model": self.model, "pairs": self.pairs, "sets": self.sets, "weights": self.weights,
+                "rows": [{"family": r.family, "code": r.layout(), "fold": r.fold, "sign": r.sign,
+                          "contexts": r.contexts, "symbols": r.symbols, "floor_bits_per_weight": r.bits / self.weights,
+                          "adaptive_bits_per_weight": r.adaptive_bits / self.weights} for r in self.rows]}
+
+
+def conditional_entropy_bits(codes: np.ndarray, ctx: np.ndarray, n_codes: int) -> float:
+    """``Σ_c n_c H(code | ctx = c)`` in bits: the empirical entropy of each context's codes."""
+    n_ctx = int(ctx.max()) + 1
+    counts = np.bincount((ctx.astype(np.int64) * n_codes + codes).ravel(), minlength=n_ctx * n_codes)
+    counts = counts.reshape(n_ctx, n_codes).astype(np.float64)
+    total = counts.sum(1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(counts > 0, counts * np.log2(np.where(counts > 0, counts / total, 1.0)), 0.0)
+    return float(-terms.sum())
+
+
+_LGAMMA = np.vectorize(math.lgamma, otypes=[np.float64])
+
+
+def adaptive_bits(codes: np.ndarray, ctx: np.ndarray, n_codes: int) -> float:
+    """Code length in bits of an adaptive coder with one Krichevsky-Trofimov estimator per context
+    (counts start at 1/2 for each of the matrix's ``n_codes`` symbols): exact, not an estimate, for
+    any order of the weights (the product of the sequential probabilities depends only on the counts)."""
+    n_ctx = int(ctx.max()) + 1
+    counts = np.bincount((ctx.astype(np.int64) * n_codes + codes).ravel(), minlength=n_ctx * n_codes)
+    counts = counts.reshape(n_ctx, n_codes)
+    used = counts.sum(1) > 0
+    counts = counts[used]
+    n = counts.sum(1)
+    k = n_codes / 2
+    nats = (_LGAMMA(n + k) - math.lgamma(k)).sum() - (_LGAMMA(counts + 0.5) - math.lgamma(0.5)).sum()
+    return float(nats / math.log(2))
+
+
+def _family_contexts(codes: np.ndarray, n_codes: int, family: str, sets: int) -> np.ndarray:
+    """The context of every weight of a 2-D code array under ``family`` (at most ``sets`` contexts),
+    row and column sets chosen by :func:`~ansforge.model.coding.context.cluster_sets` (Lloyd iterations
+    on cross-entropy, the clustering ``compress --context`` uses)."""
+    rows, cols = codes.shape
+    a, b = _row_col_sets(family, sets)
+    r = cluster_sets(group_counts(codes, "rows", 1, n_codes), a) if a > 1 and rows > 1 else np.zeros(rows, np.int64)
+    c = cluster_sets(group_counts(codes, "cols", 1, n_codes), b) if b > 1 and cols > 1 else np.zeros(cols, np.int64)
+    return r[:, None] * b + c[None, :]
+
+
+def _row_col_sets(family: str, sets: int) -> tuple[int, int]:
+    """Row sets and column sets of a family (``rows x cols``: 16 sets are 4 row sets x 4 column sets)."""
+    if family == "matrix" or sets == 1:
+        return 1, 1
+    if family == "rows x cols":
+        a = 1 << ((sets.bit_length() - 1) // 2)
+        return a, sets // a
+    return (sets, 1) if family == "rows" else (1, sets)
+
+
+def _select_bits(family: str, shape: tuple[int, int], sets: int) -> int:
+    """Bits of the selects: ``ceil(log2 a)`` per row and ``ceil(log2 b)`` per column."""
+    a, b = _row_col_sets(family, sets)
+    return shape[0] * math.ceil(math.log2(a)) + shape[1] * math.ceil(math.log2(b))
+
+
+def context_floor(path: str | Path, *, pairs: str = "bf16", sets: int = 16, folds=(0, 1, 2, 3),
+                  families=FLOOR_FAMILIES, include=(), exclude=()) -> ContextFloor:
+    """How far context tables of each family can go on a checkpoint's matrices (Table 1's selection).
+
+    For every family of :data:`FLOOR_FAMILIES` with at most ``sets`` contexts per matrix, every
+    ``fold`` (top mantissa bits moved into the code) and the sign outside or inside the code, the
+    bits are the empirical conditional entropy of the code given its context plus the bits left raw.
+    By Gibbs' inequality no static table per context codes a context's codes in fewer bits than their
+    empirical entropy, so a coder with these contexts, whatever its tables, spends at least this much
+    *before* its tables and selects are stored: a floor for the family as instantiated here (the
+    sets come from the same clustering as ``compress --context``; other partitions are not searched).
+    The floor falls as the code grows (more folded bits: more symbols, fewer weights per table
+    entry) because it charges no table; ``adaptive`` is the exact code length of an adaptive coder
+    with the same contexts and the selects charged, which pays for learning every table from the data.
+    """
+    if not 1 <= sets <= 16:
+        raise ConfigError(f"sets must be between 1 and 16, not {sets!r}")
+    if not families or any(f not in FLOOR_FAMILIES for f in families):
+        raise ConfigError(f"families must be among {', '.join(FLOOR_FAMILIES)}, not {families!r}")
+    fmt = PAIR_FORMATS[pairs]
+    E, M = fmt.exponent_bits, fmt.mantissa_bits
+    folds = tuple(folds)
+    if any(isinstance(f, bool) or not 0 <= int(f) <= M for f in folds):
+        raise ConfigError(f"folds must be between 0 and {M} mantissa bits, not {folds!r}")
+    ck = open_checkpoint(path)
+    totals: dict[tuple, float] = {}
+    weights = 0
+    for info in select_tensors(ck, include, exclude):
+        rec = ck.tensor(info.name)
+        bits, _ = convert(rec.array, rec.dtype, pairs)
+        bits = np.asarray(bits).reshape(rec.shape)
+        if bits.ndim != 2:
+            continue
+        weights += bits.size
+        b = bits.astype(np.int64)
+        for fold in folds:
+            for sign in (False, True):
+                field_ = b >> (M - fold)
+                if not sign:
+                    field_ &= (1 << (E + fold)) - 1
+                raw = (M - fold) + (0 if sign else 1)
+                values, dense = np.unique(field_, return_inverse=True)
+                dense = dense.reshape(b.shape)
+                for family in families:
+                    ctx = _family_contexts(dense, values.size, family, 1 if family == "matrix" else sets)
+                    k2 = (family, fold, sign)
+                    floor = conditional_entropy_bits(dense, ctx, values.size) + raw * b.size
+                    adaptive = adaptive_bits(dense, ctx, values.size) + raw * b.size + _select_bits(family, b.shape, sets)
+                    f0, a0, s0 = totals.get(k2, (0.0, 0.0, 0))
+                    totals[k2] = (f0 + floor, a0 + adaptive, max(s0, int(values.size)))
+    if not weights:
+        raise AnsforgeError(f"{path}: no 2-D matrix selected for the context floor")
+    rows = [FloorRow(f, fold, sign, 1 if f == "matrix" else sets, fl, ad, sy)
+            for (f, fold, sign), (fl, ad, sy) in totals.items()]
+    rows.sort(key=lambda r: (FLOOR_FAMILIES.index(r.family), r.sign, r.fold))
+    return ContextFloor(Path(path).name, pairs, sets, weights, rows)

@@ -180,6 +180,12 @@ def _context_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
     p.add_argument("--codec", default="rans16", metavar="NAME", help="golden codec (default rans16)")
     p.add_argument("--max-sets", type=int, default=8, metavar="SETS", help="most table sets per matrix (1..16, default 8)")
+    p.add_argument("--floor", action="store_true",
+                   help="instead of coding: how far each context family (one table, row groups, column "
+                        "groups, row x column groups; at most --max-sets contexts) can go, as the empirical "
+                        "entropy given the context (no table charged) and an adaptive coder's exact length")
+    p.add_argument("--folds", default="0,1,2,3", metavar="F,F,...",
+                   help="with --floor: top mantissa bits moved into the code (default 0,1,2,3)")
 
 
 @verb("context", _context_arguments,
@@ -194,6 +200,14 @@ def context(args: argparse.Namespace) -> int:
     refuse_existing(args, args.json)
     if not 1 <= args.max_sets <= 16:
         raise UsageError(f"--max-sets must be between 1 and 16, not {args.max_sets}")
+    if args.floor:
+        from ..analysis.context import context_floor
+
+        folds = number_list("--folds", args.folds)
+        if not folds:
+            raise UsageError("--folds needs at least one number")
+        return report(context_floor(args.model, pairs=args.pairs, sets=args.max_sets, folds=folds,
+                                    include=args.include, exclude=args.exclude), args)
     return report(context_report(args.model, args.codec, pairs=args.pairs, max_sets=args.max_sets,
                                  include=args.include, exclude=args.exclude), args)
 

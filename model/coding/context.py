@@ -38,7 +38,7 @@ from ..dtypes.pairs import CodingPairs, IeeeFloatPairs
 from .stream import Run
 
 __all__ = ["folded_format", "ContextPlan", "ContextCost", "ContextCoded", "plan_context", "group_counts",
-           "context_tables", "set_counts", "encode_context", "decode_context", "plan_record", "plan_from_record",
+           "context_tables", "set_counts", "cluster_sets", "encode_context", "decode_context", "plan_record", "plan_from_record",
            "side_bits", "AXES", "GROUPS", "HEADER_BITS", "MAX_SETS", "PLAN_KINDS"]
 
 AXES = ("rows", "cols")
@@ -201,7 +201,7 @@ def group_counts(codes: np.ndarray, axis: str, group: int, n_codes: int) -> np.n
     return np.bincount(flat, minlength=n_groups * n_codes).reshape(n_groups, n_codes)
 
 
-def _cluster(C: np.ndarray, sets: int, iters: int = 12) -> np.ndarray:
+def cluster_sets(C: np.ndarray, sets: int, iters: int = 12) -> np.ndarray:
     """Selects of ``sets`` sets for group histograms ``C``: quantiles of the mean code, then Lloyd
     iterations that move each group to the set of least cross-entropy. Deterministic."""
     n = C.sum(1)
@@ -264,7 +264,7 @@ def plan_context(codes: np.ndarray, n_codes: int, *, precision_bits: int = 16, m
             C = group_counts(codes, axis, g, n_codes)
             sets = 2
             while sets <= max_sets:
-                lab = _cluster(C, sets)
+                lab = cluster_sets(C, sets)
                 k_used = int(lab.max()) + 1
                 cost = _estimate(C, lab, k_used, n_symbols, precision_bits)
                 if cost < best_cost:
