@@ -222,8 +222,9 @@ def _hardware(path: str) -> list[str]:
         md.append(f"| {a.core} | {b.codec} → {a.codec} | {b.lut_equivalents} → {a.lut_equivalents} | {b.dsps} → "
                   f"{a.dsps} | {b.ffs} → {a.ffs} | {b.levels} → {a.levels} | {fb} → {fa} |")
     md += ["", "Before and after the redesign, paper configuration (before: the whole core of commit bb6bc26 "
-           "without CRC, rANS S = 64, nothing else to split off; after: the coder alone), same definitions, "
-           "same machine:", "",
+           "without CRC, rANS S = 64, nothing else to split off; after: the coder alone), same definitions and "
+           "tools (the before figures were measured on an earlier machine, an AMD EPYC; yosys's area is "
+           "deterministic for its version and nextpnr's Fmax for its seed, so they carry over):", "",
            "| Core | LUT-equivalents before → after | DSP before → after | FFs before → after | "
            "Levels before → after | ECP5 Fmax MHz before → after |", "|---|---:|---:|---:|---:|---:|"]
     for kind, (_l, _r, eq, ff, dsp, lev, fmax) in BEFORE_REDESIGN.items():
