@@ -29,6 +29,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..hdl.dsp import DSP48E2_DEFINE
+
 __all__ = ["PAPER_TABLE3", "PAPER_FMAX", "LUTRAM_LUTS", "ECP5_SEEDS", "CoreArea", "BlockArea", "lut_equivalents",
            "synthesize", "ecp5_fmax", "ecp5_fmax_median", "core_area", "subsystem_area", "core_blocks", "area_markdown", "LINT_KINDS",
            "lint_warnings"]
@@ -163,8 +165,11 @@ def ecp5_fmax_median(verilog: str, timeout: float | None = None,
 def _yosys(verilog: str, extra: str, timeout: float | None = None) -> tuple[str, str]:
     with tempfile.TemporaryDirectory(prefix="ansforge-yosys-") as tmp:
         (Path(tmp) / "core.v").write_text(verilog)
-        script = (f"read_verilog core.v; synth_xilinx -family xcup -flatten -noiopad -noclkbuf {extra} -top top; "
-                  "tee -q -o stat.txt stat; delete t:FD*; tee -q -o ltp.txt ltp")
+        # ``ANSFORGE_DSP48E2``: hand-written blocks take their DSP48E2 branch (``hdl/dsp.py``: yosys packs
+        # no post-adder or pipeline register into a DSP48E2 by itself). A DSP48E2 with its P register is a
+        # register for the levels, as the flip-flops are.
+        script = (f"read_verilog -D{DSP48E2_DEFINE} core.v; synth_xilinx -family xcup -flatten -noiopad -noclkbuf {extra} -top top; "
+                  "tee -q -o stat.txt stat; delete t:FD* t:DSP48E2 r:PREG=1 %i; tee -q -o ltp.txt ltp")
         try:
             r = subprocess.run([_yosys_exe(), "-q", "-p", script], cwd=tmp, capture_output=True, text=True,
                                timeout=timeout)

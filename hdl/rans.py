@@ -100,6 +100,7 @@ from ..model.coding.codecs import RansCodec
 from ..model.coding.rans import RansTable
 from ..model.errors import ConfigError
 from .mutants import check_mutant
+from .dsp import MulAdd
 from .common import (COUNT_BITS, BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_for, check_bool, check_int,
                      core_codec, decoder_ports, encoder_ports, pair_layout, table_select_layout)
 
@@ -809,7 +810,8 @@ class RansDecoderCoderXN(wiring.Component):
        reads the table again at the stepped candidate, one symbol per clock;
     3. *upper product*: ``x >> P``'s bits above the DSP's 26 (``S - P - 26`` = 6 bits) times ``freq``,
        in LUTs (radix 4, :func:`_upper_product`), joined with ``q - cum`` into the addend;
-    4. *multiply*: ``x' = (x >> P)[:26] * freq + addend``, the multiply in one DSP;
+    4. *multiply*: ``x' = (x >> P)[:26] * freq + addend``, in one DSP48E2 with the add in its post-adder
+       and stage 3's operands and ``x'`` in its own A/B/C and P registers (:class:`~ansforge.hdl.dsp.MulAdd`);
     5. *pop*: the pair's one word pop (``x'`` pops iff ``x' < 2**(S - W + k)``: before the chunk when
        ``x' < 2**(S - W)``, else after it) and the ``k``-bit chunk of additional data; the pair is
        registered on ``o`` and the state returns to stage 1.
@@ -879,9 +881,10 @@ class RansDecoderCoderXN(wiring.Component):
         r2_up, r2_down = Signal(sb), Signal(sb)      # r2_cand + 1 and - 1, registered with it
         r2_f, r2_lo, r2_k = Signal(P + 1), Signal(P), Signal(bits_for(K))
         r2_found, r2_below = Signal(init=1), Signal()
-        r3_lo, r3_f, r3_add = Signal(A), Signal(P + 1), Signal(S)
+        # Stage 3's operands and stage 4's result are the registers of the multiply-add (one DSP48E2).
+        m.submodules.mul_add = mac = MulAdd(A, P + 1, S, S)
         r3_k, r3_sym, r3_bub = Signal(bits_for(K)), Signal(sb), Signal(init=1)
-        r4_x, r4_k, r4_sym, r4_bub = Signal(S), Signal(bits_for(K)), Signal(sb), Signal(init=1)
+        r4_x, r4_k, r4_sym, r4_bub = mac.p, Signal(bits_for(K)), Signal(sb), Signal(init=1)
         word = Signal(W)                             # the one-word buffer
         have_word = Signal()
         o_valid, o_pair = Signal(), Signal(self.o.p.shape())
@@ -942,9 +945,8 @@ class RansDecoderCoderXN(wiring.Component):
         add = Signal(S)
         m.d.comb += add.eq(Cat(r2_lo, Const(0, A - P), hi))
 
-        # -- stage 4: the multiply (one DSP) --------------------------------------------------------
-        x_mul = Signal(S)
-        m.d.comb += x_mul.eq(r3_lo * r3_f + r3_add)
+        # -- stage 4: the multiply and its add (one DSP48E2, its registers and post-adder) -----------
+        m.d.comb += [mac.a.eq(r2_x[P:P + A]), mac.b.eq(r2_f), mac.c.eq(add)]     # (mac.en: the turn)
 
         # -- stage 5: one pop and the chunk ---------------------------------------------------------
         w = r4_k
@@ -981,13 +983,12 @@ class RansDecoderCoderXN(wiring.Component):
                      head_turn.eq(self.head & ((head_word & (hw == 0) & (hl != 0)) | ((hl == N) & ~settled)))]
         step, turn = Signal(), Signal()
         m.d.comb += [step.eq(run & ready & ~self.head), self.step.eq(step), self.turned.eq(turn),
-                     turn.eq(step | (self.drain & ready & ~self.head) | head_turn)]
+                     turn.eq(step | (self.drain & ready & ~self.head) | head_turn), mac.en.eq(turn)]
         with m.If(turn):
             m.d.sync += [r1_x.eq(x0), r1_cand.eq(cand), r1_bub.eq(~step),
                          r2_x.eq(r1_x), r2_bub.eq(r1_bub),
-                         r3_lo.eq(r2_x[P:P + A]), r3_f.eq(r2_f), r3_add.eq(add),
                          r3_k.eq(r2_k), r3_sym.eq(r2_cand), r3_bub.eq(r2_bub),
-                         r4_x.eq(x_mul), r4_k.eq(r3_k), r4_sym.eq(r3_sym), r4_bub.eq(r3_bub)]
+                         r4_k.eq(r3_k), r4_sym.eq(r3_sym), r4_bub.eq(r3_bub)]
             ring_in = x_next
             for d in delay:
                 m.d.sync += d.eq(ring_in)
