@@ -878,9 +878,9 @@ class RansDecoderCoderXN(wiring.Component):
         delay = [Signal(S, name=f"x_wait{j}", reset_less=True) for j in range(N - XN_RING)]
         r1_x, r1_cand, r1_bub = Signal(S), Signal(sb), Signal(init=1)
         r2_x, r2_cand, r2_bub = Signal(S), Signal(sb), Signal(init=1)
-        r2_up, r2_down = Signal(sb), Signal(sb)      # r2_cand + 1 and - 1, registered with it
+        r2_next = Signal(sb)                         # the stepped candidate: r2_cand -+ 1 towards the symbol
         r2_f, r2_lo, r2_k = Signal(P + 1), Signal(P), Signal(bits_for(K))
-        r2_found, r2_below = Signal(init=1), Signal()
+        r2_found = Signal(init=1)
         # Stage 3's operands and stage 4's result are the registers of the multiply-add (one DSP48E2).
         m.submodules.mul_add = mac = MulAdd(A, P + 1, S, S)
         r3_k, r3_sym, r3_bub = Signal(bits_for(K)), Signal(sb), Signal(init=1)
@@ -923,8 +923,7 @@ class RansDecoderCoderXN(wiring.Component):
         # Both neighbours of the candidate are registered with it, so that a step is a multiplexer before
         # the table read, not an add in series with it (that add, the read, ``q - cum`` and the range
         # compare were the ECP5's longest path: 95.6 MHz).
-        stepped = Signal(sb)
-        m.d.comb += stepped.eq(Mux(r2_below, r2_down, r2_up))
+        stepped = r2_next
         sym = Signal(sb)
         qs = Signal(P)
         bub = Signal()
@@ -957,9 +956,10 @@ class RansDecoderCoderXN(wiring.Component):
         v = Signal(S)
         m.d.comb += v.eq(Mux(early, Cat(word, r4_x[:S - W]), r4_x))
         if K:
-            moved = _shift(m, v[P - K:], w, S - P + K, "chunk_moved", left=False)
+            moved = Signal(S - P + K, name="chunk_moved")
+            m.d.comb += moved.eq(v[P - K:] >> w)
             bits = Signal(K, name="chunk_bits")
-            m.d.comb += bits.eq(v[P - K:P] >> (K - w).as_unsigned())
+            m.d.comb += bits.eq(Array([v[P - j:P] for j in range(K + 1)])[w])    # the top w bits of v[:P]
             mid = [Mux(P - K + i < P - w, v[P - K + i], moved[i]) for i in range(K)]
             chunked = Signal(S, name="x_chunk")
             m.d.comb += chunked.eq(Cat(v[:P - K], *mid, moved[K:]))
@@ -1001,8 +1001,8 @@ class RansDecoderCoderXN(wiring.Component):
                 with m.If((early | late) & ~have_word):
                     m.d.sync += short.eq(1)
         with m.If(turn | miss):                      # (a miss reads the table at sym = stepped)
-            m.d.sync += [r2_f.eq(f_eff), r2_lo.eq(lo_eff), r2_k.eq(k_eff), r2_found.eq(found), r2_below.eq(below),
-                         r2_cand.eq(sym), r2_up.eq(sym + 1), r2_down.eq(sym - 1)]
+            m.d.sync += [r2_f.eq(f_eff), r2_lo.eq(lo_eff), r2_k.eq(k_eff), r2_found.eq(found),
+                         r2_cand.eq(sym), r2_next.eq(sym + Mux(below, Const(-1 % (1 << sb), sb), 1))]
         with m.If(self.o.ready & ~(turn & ~r4_bub)):
             m.d.sync += o_valid.eq(0)
 
