@@ -6,10 +6,13 @@ One definition for every hardware figure of the project (DEVELOPERS.md, "Hardwar
   LUTs plus every LUT-as-memory cell (distributed RAM, SRL) at the LUTs it occupies in a slice
   (``RAM64M8`` = 8, ``RAM32M`` = 4, ``RAM64X1D`` = 2, ...; :data:`LUTRAM_LUTS`), as Vivado's "CLB LUTs"
   column counts them. This is the figure compared with Table 3. The default mapping (MUXF7/F8 allowed)
-  is reported beside it.
+  is reported beside it. The Verilog is read with ``ANSFORGE_DSP48E2`` defined, so that a block with a
+  hand-written DSP48E2 branch (:class:`~ansforge.hdl.dsp.MulAdd`: the post-adder and pipeline registers
+  that yosys does not pack by itself) is synthesized as that primitive; the ECP5 run reads the same
+  text's behavioural branch, as Verilator does.
 * **Levels**: cells on the longest register-to-register path: the flip-flops are deleted
-  (``delete t:FD*``) before ``ltp``, so a path never runs *through* a register (``ltp -noff`` alone
-  does not know Xilinx ``FD*`` cells and counts through them).
+  (``delete t:FD*``, and every DSP48E2 with its P register) before ``ltp``, so a path never runs
+  *through* a register (``ltp -noff`` alone does not know Xilinx ``FD*`` cells and counts through them).
 * **Fmax**: yosys ``synth_ecp5`` then nextpnr-ecp5 ``--85k --speed 8 --out-of-context``, the median
   of 3 seeds. An ECP5 is several times slower than the paper's Kintex UltraScale+ (whose > 800 MHz and
   ~650 MHz are Vivado's); the figure is a relative speed proxy between cores and versions. Open tools
