@@ -14,8 +14,9 @@ behave alike, clock for clock:
   with it one DSP48E2 primitive: ``AREG = BREG = CREG = PREG = 1``, ``MREG = 0``, the clock enable on
   A2, B2, C and P, the synchronous reset on A, B, C and P (a DSP48E2's reset wins over its enable, as
   Amaranth's ``sync`` reset does). Verilator, Icarus and ``synth_ecp5`` read the behavioural branch;
-  :mod:`ansforge.analysis.area` defines ``ANSFORGE_DSP48E2`` for its ``synth_xilinx`` run (Vivado infers
-  the same packing from the behavioural branch by itself).
+  :mod:`ansforge.analysis.area` defines ``ANSFORGE_DSP48E2`` for its ``synth_xilinx`` run (Vivado's own
+  DSP inference usually packs the behavioural branch so too; not measured here). Measured in the
+  interleaved rANS decoder (``rans16x5``, coder alone): 603 -> 584 LUT-equivalents, 415 -> 286 FFs.
 
 Widths: ``a`` at most 26 bits, ``b`` at most 17 (unsigned, inside the multiplier's 27 x 18 signed
 operands), ``c`` and ``p`` at most 48; ``p = (a * b + c) mod 2**len(p)``.
