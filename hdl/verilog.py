@@ -8,11 +8,19 @@ from __future__ import annotations
 
 from amaranth.back import verilog
 
+from .dsp import VerilogExport
+
 __all__ = ["core_verilog"]
 
 
 def core_verilog(core, name: str = "top") -> str:
     """Verilog of ``core`` as a module ``name``, its ports named after its signature (``i__payload``,
     ``i__valid``, ...). Source locations are left out (``emit_src=False``), so the text depends on the
-    design alone, not on where its Python lines sit."""
-    return verilog.convert(core, name=name, emit_src=False)
+    design alone, not on where its Python lines sit.
+
+    Blocks with a hand-written Verilog body (:class:`~ansforge.hdl.dsp.MulAdd`: a behavioural description,
+    or a DSP48E2 primitive where ``ANSFORGE_DSP48E2`` is defined) are instances of modules appended to
+    the text, each once."""
+    platform = VerilogExport()
+    text = verilog.convert(core, name=name, platform=platform, emit_src=False)
+    return text + "".join(platform.modules[k] for k in sorted(platform.modules))
