@@ -239,6 +239,9 @@ class EncoderShell(wiring.Component):
 
     def __init__(self, command_layout: data.StructLayout, *, mutant: str | None = None):
         self._mutant = mutant     # hdl/mutants.py (validated by the core)
+        #: ``remaining`` and ``running`` (the FSM in ``RUN``), filled in by :meth:`elaborate`: the formal
+        #: counter lemma (``sim/formal.py``, ``encoder_counts``) states its invariant over them. Not ports.
+        self.probe: dict = {}
         super().__init__({"cmd": In(stream.Signature(command_layout)), "take": Out(1), "pair": In(1),
                           "flush": Out(1), "flushed": In(1), "idle": Out(1), "done": Out(1)})
 
@@ -259,7 +262,7 @@ class EncoderShell(wiring.Component):
                 m.d.sync += remaining.eq(self.cmd.p.count - self.pair)    # the first pair may enter now
                 m.next = "RUN"
 
-        with m.FSM():
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(~self.cmd.valid)
                 take_command()
@@ -271,4 +274,5 @@ class EncoderShell(wiring.Component):
                     m.d.sync += self.done.eq(1)
                     m.next = "IDLE"
                     take_command()
+        self.probe.update(remaining=remaining, running=fsm.ongoing("RUN"))
         return m

@@ -192,8 +192,12 @@ class BitWindow(wiring.Component):
     window).
     """
 
-    def __init__(self, word_bits: int, field_bits: int):
+    def __init__(self, word_bits: int, field_bits: int, *, mutant: str | None = None):
         self._W, self._F = W, F = word_bits, field_bits
+        self._mutant = mutant     # hdl/mutants.py (validated by the core)
+        #: The registers, filled in by :meth:`elaborate` (``slots``, ``nw``, ``hole``, ``off``): the formal
+        #: window lemma (``sim/formal.py``, ``window_queue``) states its invariants over them. Not ports.
+        self.probe: dict = {}
         self._D = -(-(F + W - 1) // W)
         self._N = self._D + 1
         # A read is a field (F bits) or the marker skip (up to W bits: a marker at bit 0 drops the
@@ -238,7 +242,10 @@ class BitWindow(wiring.Component):
         land = Signal(range(N + 1))
         m.d.comb += land.eq(Mux(hole, nw, nw - q))
         into_empty = Signal()
-        m.d.comb += into_empty.eq(self.clear | (~hole & (nw == q)))
+        if self._mutant == "tans_dec_window_clear":    # mutant: a clear's word lands behind the dropped ones
+            m.d.comb += into_empty.eq(~hole & (nw == q))
+        else:
+            m.d.comb += into_empty.eq(self.clear | (~hole & (nw == q)))
         for j in range(N):
             for s in range(1, Q + 1):
                 if j + s < N:
@@ -253,6 +260,7 @@ class BitWindow(wiring.Component):
             m.d.sync += off.eq(Mux(self.clear, self.clear_off, t[:exact_log2(W)]))
         else:
             m.d.sync += off.eq(Mux(self.clear, self.clear_off, t - q * W))
+        self.probe.update(slots=slots, nw=nw, hole=hole, off=off)
         return m
 
 
@@ -404,7 +412,7 @@ class TansDecoderCoder(wiring.Component):
         bram = self._table_memory == "bram"
         rd = table.read_port(domain="sync" if bram else "comb")
         entry = rd.data
-        m.submodules.window = win = BitWindow(W, F)
+        m.submodules.window = win = BitWindow(W, F, mutant=sh.mutant)
         wiring.connect(m, wiring.flipped(self.i), win.i)
         field = win.field
 
@@ -662,6 +670,7 @@ class PairWindow(wiring.Component):
             m.d.sync += off.eq(Mux(self.clear, self.clear_off, t[:lw]))
         else:
             m.d.sync += off.eq(Mux(self.clear, self.clear_off, t - q * W))
+        self.probe.update(slots=slots, nw=nw, hole=hole, off=off)
         return m
 
 

@@ -173,8 +173,14 @@ PORT_PROPERTIES = PROPERTIES[:3]
 #: Status ``proved``: each
 #: quantifies over every starting state and its whole scenario ends within the depth.
 STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step"}
+#: The composition's lemmas (``docs/formal.md`` *Round 7*): one block each, every input free, a shadow
+#: model in the harness, proved by k-induction (SymbiYosys ``prove``, z3) at :data:`LEMMA_DEPTH`.
+#: ``window_queue``: the decoder's :class:`~ansforge.hdl.tans.BitWindow` is a bit queue.
+LEMMA_PROPERTIES = {"tans-decoder": ("window_queue",), "tans-encoder": ("encoder_counts",)}
+#: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes).
+LEMMA_DEPTH = {"window_queue": 4, "encoder_counts": 10}
 #: Every property name ``--property`` takes.
-ALL_PROPERTIES = PROPERTIES + tuple(STEP_PROPERTIES.values())
+ALL_PROPERTIES = PROPERTIES + tuple(STEP_PROPERTIES.values()) + tuple(LEMMA_DEPTH)
 #: The depth of each step lemma (the clock its latched "finished in time" check is seen, plus one).
 STEP_DEPTH = {"encoder_step": 22, "decoder_step": 18}
 
@@ -188,7 +194,7 @@ def properties_of(core: str, table: str = "pinned") -> tuple[str, ...]:
     own = PROPERTIES if core.endswith("decoder") else PROPERTIES[:-1]
     if table == "arbitrary" and core in STEP_PROPERTIES:
         own += (STEP_PROPERTIES[core],)
-    return own
+    return own + LEMMA_PROPERTIES.get(core, ())
 
 
 def pinned_rans_table() -> RansTable:
@@ -1285,6 +1291,167 @@ def _encoder_step(family: str, mutant: str | None, tables: str) -> _Bench:
     return b
 
 
+# -- the composition's lemmas (k-induction on one block each; docs/formal.md, Round 7) -------------
+
+
+def _elaborated(block):
+    """``block`` elaborated now (so that its :attr:`probe` holds its registers for the invariants),
+    as the module to add to the harness in its place."""
+    mod = block.elaborate(None)
+    block._MustUse__used = True         # the module stands for it (no UnusedElaboratable warning)
+    return mod
+
+
+def _top_mask(n, width: int) -> Value:
+    """The top ``n`` bits of ``width`` set (``n`` a value, at most ``width``)."""
+    return ~(Const((1 << width) - 1, width) >> n)[:width]
+
+
+def _window_queue(core: str, mutant: str | None) -> _Bench:
+    """The decoder's bit window is a bit queue (``window_queue``, condition 2 of the composition).
+
+    :class:`~ansforge.hdl.tans.BitWindow` of the small tANS decoder (``W = 8``, fields of
+    ``F = R + K = 7`` bits) alone, every input free: a word offered or not in any clock, any payload,
+    clears in any clock with any ``clear_off``, resets in any clock, and any read ``n`` that the
+    coder may make (``n <= max(F, W)``, at most the bits held, none while ``hole`` or in a clear's
+    clock: the coder's steps wait for ``~hole`` and are blocked by ``start``). The harness keeps the
+    abstract queue (``queue``: the bits taken and not yet read, the next one at the top; ``count``;
+    ``skip``: the bits of the next word already read, after a clear with ``clear_off`` and no word)
+    and asserts in every clock, for every sequence: ``bits`` is the count (except while the window is
+    empty with a pending skip, where it wraps: see the assertion); outside a ``hole``, the
+    top ``min(count, F)`` bits of ``field`` are the queue's; ``full`` is ``~hole & count >= F``; the
+    window takes a word whenever it holds fewer than ``F`` bits; a hole lasts one clock. The window's
+    registers (``slots``, ``nw``, ``hole``, ``off``: :attr:`BitWindow.probe`) are tied to the queue
+    by auxiliary assertions, so that the k-induction closes."""
+    from ..hdl.tans import BitWindow
+    b = _Bench(free_reset=True)
+    m = b.m
+    sh = SMALL["tans"]
+    W, F = sh["word_bits"], sh["table_log"] + sh["max_extra_bits"]
+    win = BitWindow(W, F, mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    m.submodules.window = _elaborated(win)
+    slots, nw, hole, off = (win.probe[k] for k in ("slots", "nw", "hole", "off"))
+    N = len(slots)
+    NW = N * W
+    QW = NW + W                                         # room for a word too many (an overflow shows)
+    n_max = max(F, W)
+    m.d.comb += [win.i.valid.eq(AnySeq(1)), win.i.payload.eq(AnySeq(W)), win.clear.eq(AnySeq(1)),
+                 win.clear_off.eq(AnySeq(len(win.clear_off))), win.n.eq(AnySeq(len(win.n)))]
+    queue = Signal(QW, name="queue")                    # the next bit at the top (bit QW - 1)
+    count = Signal(range(QW + 1), name="queue_count")
+    skip = Signal(range(W), name="queue_skip")
+    # The reads the coder makes: within the queue, none while a hole is shifted out or in a clear's clock.
+    m.d.comb += Assume((win.n <= n_max) & (win.n <= count) & ~((win.hole | win.clear) & (win.n != 0)))
+    take = _transfer(win.i)
+    lead = Signal(range(W), name="word_skip")           # bits of the taken word already read
+    m.d.comb += lead.eq(Mux(win.clear, win.clear_off, skip))
+    word = Signal(QW, name="word_at_top")
+    m.d.comb += word.eq(Cat(Const(0, QW - W), (win.i.payload << lead)[:W]))
+    kept = Signal(range(QW + 1), name="kept")           # bits left after this clock's read (or clear)
+    m.d.comb += kept.eq(Mux(win.clear, 0, count - win.n))
+    rest = Signal(QW, name="queue_rest")
+    m.d.comb += rest.eq(Mux(win.clear, 0, (queue << win.n)[:QW]))
+    with m.If(b.rst):
+        m.d.past += [queue.eq(0), count.eq(0), skip.eq(0)]
+    with m.Else():
+        m.d.past += [queue.eq(rest | Mux(take, word >> kept, 0)), count.eq(kept + Mux(take, W - lead, 0)),
+                     skip.eq(Mux(take, 0, lead))]
+
+    # The queue, as the coder sees it through the ports.
+    seen = Signal(range(F + 1), name="field_valid_bits")
+    m.d.comb += seen.eq(Mux(count >= F, F, count))
+    # ``bits`` is ``nw W - off``: in the one state where the window is empty with a pending skip (a
+    # clear with ``clear_off != 0`` and no word in its clock, until the next word) it is ``-off`` modulo
+    # its width, not 0 (found by this lemma; docs/formal.md, Round 7): asserted everywhere else.
+    m.d.comb += Assert((win.bits == count) | ((count == 0) & (skip != 0)), "bits is not the number of bits held")
+    with m.If(~win.hole):
+        m.d.comb += Assert(((win.field ^ queue[QW - F:]) & _top_mask(seen, F)) == 0,
+                           "the field's bits are not the queue's next bits")
+    m.d.comb += Assert(win.full == (~win.hole & (count >= F)), "full is not 'no hole and at least F bits'")
+    with m.If(count < F):
+        m.d.comb += Assert(win.i.ready, "the window refuses a word while it holds fewer than F bits")
+    m.d.comb += Assert(count <= NW, "the window took more bits than it holds")
+    with m.If(b.started & ~b.p_rst & b.past(win.hole & ~(win.clear & take), "window_hole")):
+        m.d.comb += Assert(~win.hole, "a hole lasts more than one clock")
+    # Auxiliary invariants (the window's registers against the queue): they make the induction close.
+    held = Signal(NW, name="window_words")              # the held words, the oldest at the top
+    m.d.comb += held.eq(Mux(hole, Cat(Const(0, W), *reversed(slots[1:])), Cat(*reversed(slots))))
+    m.d.comb += [Assert(nw + hole <= N, "inv: nw + hole <= N"), Assert(~hole | (nw != 0), "inv: a hole has a word")]
+    with m.If(nw == 0):
+        m.d.comb += Assert((count == 0) & (skip == off), "inv: an empty window's offset is the pending skip")
+    with m.Else():
+        m.d.comb += [Assert(skip == 0, "inv: no pending skip while words are held"),
+                     Assert(count == nw * W - off, "inv: count = nw W - off"),
+                     Assert(((Value.cast(held << off)[:NW] ^ queue[QW - NW:]) & _top_mask(count, NW)) == 0,
+                            "inv: the held words are the queue")]
+    m.d.comb += Assert((queue & ~_top_mask(count, QW)) == 0, "inv: the queue is zero below its bits")
+    # Covers: a word taken behind a word, and a read across two words; a clear with a word in its clock.
+    b.cover(b.started & (count > W) & ~win.hole & (off + win.n > W) & take, "a read across two words while a word is taken")
+    b.cover(b.started & win.clear & take & (nw >= 1), "a clear that drops words, with a word in its clock")
+    return b
+
+
+def _encoder_counts(core: str, mutant: str | None) -> _Bench:
+    """The encoder shell's counts for every ``N`` (``encoder_counts``, condition 3 of the composition).
+
+    :class:`~ansforge.hdl.shell.EncoderShell` of the small tANS encoder (3-bit counts) alone, its
+    coder's side free: ``pair`` (a pair enters the coder) in any clock where the shell lets pairs
+    through (``take``: in the core ``pair`` is ``i``'s transfer, whose ``ready`` includes ``take``),
+    ``flushed`` (the coder's last word leaves) in any clock where it asks for the flush (the coder
+    flushes only then), commands of any count offered in any clock, resets in any clock. The harness
+    keeps the command's count ``N`` and the pairs ``k`` taken since it was accepted, and asserts for
+    every sequence: pairs pass exactly while ``k < N`` (``take``; in the accepting clock, which may be
+    the previous command's ``flushed`` clock, ``N != 0``),
+    the flush is asked for exactly when ``k = N``, a command is accepted exactly when idle or in the
+    clock of ``flushed``, and ``done`` is high exactly in the clock after ``flushed``. With the
+    invariant ``remaining = N - k`` in ``RUN`` (the shell's registers,
+    :attr:`~ansforge.hdl.shell.EncoderShell.probe`) the k-induction closes."""
+    from ..hdl.common import encoder_command_layout
+    from ..hdl.shell import EncoderShell
+    b = _Bench(free_reset=True)
+    m = b.m
+    bits = 3                                            # small_core's count_bits
+    shell = EncoderShell(encoder_command_layout(bits), mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    m.submodules.shell = _elaborated(shell)
+    remaining, running = shell.probe["remaining"], shell.probe["running"]
+    m.d.comb += [shell.cmd.valid.eq(AnySeq(1)), shell.cmd.p.count.eq(AnySeq(bits)), shell.pair.eq(AnySeq(1)),
+                 shell.flushed.eq(AnySeq(1)), Assume(~shell.pair | shell.take), Assume(~shell.flushed | shell.flush)]
+    busy = Signal(name="busy")                          # a command accepted, its flush not yet done
+    N = Signal(bits, name="command_count")
+    k = Signal(bits, name="pairs_taken")
+    accept = _transfer(shell.cmd)
+    with m.If(b.rst):
+        m.d.past += [busy.eq(0), N.eq(0), k.eq(0)]
+    with m.Elif(accept):
+        m.d.past += [busy.eq(1), N.eq(shell.cmd.p.count), k.eq(shell.pair)]
+    with m.Else():
+        with m.If(shell.flushed):
+            m.d.past += busy.eq(0)
+        with m.If(shell.pair):
+            m.d.past += k.eq(k + 1)
+    first = shell.cmd.valid & (shell.cmd.p.count != 0)     # the accepted command's first pair may pass
+    with m.If(busy):
+        # In the clock of ``flushed`` the next command is accepted: ``take`` is then for its first pair.
+        m.d.comb += [Assert(shell.take == Mux(shell.flushed, first, k != N),
+                            "pairs are not let through exactly while fewer than N are taken"),
+                     Assert(shell.flush == (k == N), "the flush is not asked for exactly after the N-th pair"),
+                     Assert(shell.cmd.ready == shell.flushed, "a command is accepted before the flush is done")]
+    with m.Else():
+        m.d.comb += [Assert(shell.take == first, "an idle shell lets pairs through other than the accepted command's first"),
+                     Assert(~shell.flush, "an idle shell asks for a flush"),
+                     Assert(shell.cmd.ready & (shell.idle == ~shell.cmd.valid), "an idle shell refuses a command")]
+    done_due = b.past(busy & shell.flushed & ~b.rst, "done_due")
+    m.d.comb += Assert(shell.done == done_due, "done is not the clock after the flush")
+    # Auxiliary invariant: the count register against the harness's.
+    m.d.comb += [Assert(running == busy, "inv: RUN exactly while a command is busy")]
+    with m.If(busy):
+        m.d.comb += Assert(remaining == N - k, "inv: remaining = N - k")
+    b.cover(busy & (N == (1 << bits) - 1) & shell.flushed, "a command of the largest count flushed")
+    b.cover(busy & shell.flushed & accept & (shell.cmd.p.count != 0) & shell.pair,
+            "back to back: the next command and its first pair in the clock of the flush")
+    return b
+
+
 #: Clocks after the table's by which ``encoder_step``'s scenario has finished (measured).
 ENCODER_STEP_CLOCKS = 20
 #: Whether ``decoder_step`` decodes a warm-up pair before the pair (see :func:`_decoder_step`).
@@ -1292,6 +1459,7 @@ DECODER_STEP_WARM_UP = True
 #: Clocks after the table's by which ``decoder_step``'s scenario has finished (measured).
 DECODER_STEP_CLOCKS = 14
 _BUILDERS = {"stream_rules": _stream_rules, "out_of_reset": _out_of_reset, "progress": _progress}
+_LEMMAS = {"window_queue": _window_queue, "encoder_counts": _encoder_counts}
 
 
 def harness(core: str, prop: str, mutant: str | None = None, table: str = "pinned") -> tuple[Module, Signal]:
@@ -1308,7 +1476,9 @@ def _bench(core: str, prop: str, mutant: str | None, table: str = "pinned") -> _
         raise ValueError(f"property must be one of {', '.join(properties_of(core, 'arbitrary'))} for the {core}, "
                          f"not {prop!r}")
     family = core.split("-")[0]
-    if prop == "encoder_step":
+    if prop in LEMMA_DEPTH:
+        b = _LEMMAS[prop](core, mutant)
+    elif prop == "encoder_step":
         b = _encoder_step(family, mutant, table)
     elif prop == "decoder_step":
         b = _decoder_step(family, mutant, table)
@@ -1329,6 +1499,8 @@ def default_depth(core: str, prop: str, mutant: str | None = None, table: str = 
     family = core.split("-")[0]
     if prop in STEP_DEPTH:
         return STEP_DEPTH[prop]
+    if prop in LEMMA_DEPTH:
+        return LEMMA_DEPTH[prop]
     # One clock more than the scenario: a latched check (``_Bench.check``) shows a violation in the
     # clock after it.
     if prop == "round_trip":
@@ -1365,6 +1537,8 @@ def _mode(core: str, prop: str) -> str:
     """k-induction where it closes (the stream rules of three cores, measured), else bounded model
     checking: a failed induction costs more than the base case, and for the others it fails on
     unreachable states that only the cores' insides could rule out."""
+    if prop in LEMMA_DEPTH:
+        return "prove"
     return "prove" if prop == "stream_rules" and core not in ("rans-encoder", *XN_BAKED) else "bmc"
 
 
@@ -1626,7 +1800,7 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
     of :data:`TABLES`): the round trip's table. ``timeout``: seconds per solver run (default 900; for
     the ``sat`` runner :data:`SAT_TIMEOUT`).
     """
-    if depth is None or prop in ("round_trip", "detection", *STEP_DEPTH):
+    if depth is None or prop in ("round_trip", "detection", *STEP_DEPTH, *LEMMA_DEPTH):
         depth = default_depth(core, prop, mutant, table)
     elif (prop, core) in _TABLE_FIRST:
         depth += _table_clocks(core)
@@ -1723,10 +1897,11 @@ def _assertion_text(location: str) -> str | None:
     """The message of the ``Assert`` at ``file:line`` (this module's source), for the report."""
     file, _, line = location.rpartition(":")
     try:
-        src = Path(file).read_text().splitlines()[int(line) - 1]
+        # The call and the next two lines (a message may be on a continuation line).
+        src = " ".join(Path(file).read_text().splitlines()[int(line) - 1:int(line) + 2])
     except (OSError, ValueError, IndexError):
         return location
-    hit = re.search(r'Assert\([^"]*"([^"]+)"', src)
+    hit = re.search(r'Assert\([^"]*?"([^"]+)"', src)
     return hit.group(1) if hit else location
 
 
