@@ -176,9 +176,9 @@ STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step
 #: The composition's lemmas (``docs/formal.md`` *Round 7*): one block each, every input free, a shadow
 #: model in the harness, proved by k-induction (SymbiYosys ``prove``, z3) at :data:`LEMMA_DEPTH`.
 #: ``window_queue``: the decoder's :class:`~ansforge.hdl.tans.BitWindow` is a bit queue.
-LEMMA_PROPERTIES = {"tans-decoder": ("window_queue",), "tans-encoder": ("encoder_counts",)}
+LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_counts"), "tans-encoder": ("encoder_counts",)}
 #: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes).
-LEMMA_DEPTH = {"window_queue": 4, "encoder_counts": 10}
+LEMMA_DEPTH = {"window_queue": 4, "encoder_counts": 10, "decoder_counts": 10}
 #: Every property name ``--property`` takes.
 ALL_PROPERTIES = PROPERTIES + tuple(STEP_PROPERTIES.values()) + tuple(LEMMA_DEPTH)
 #: The depth of each step lemma (the clock its latched "finished in time" check is seen, plus one).
@@ -1452,6 +1452,98 @@ def _encoder_counts(core: str, mutant: str | None) -> _Bench:
     return b
 
 
+def _decoder_counts(core: str, mutant: str | None) -> _Bench:
+    """The decoder shell's counts for every ``N`` (``decoder_counts``, condition 3 of the composition).
+
+    :class:`~ansforge.hdl.shell.DecoderShell` of the small tANS decoder (3-bit counts, no CRC) alone,
+    its coder's side free: ``fire`` in any clock where the shell asks for pairs (``run``) and the coder
+    is past its prologue (``decoding``; both are what the coder's ``fire`` requires), every other
+    coder output (``decoding``, ``starved``, ``no_marker``, the end-check facts, ``out_valid``) and
+    ``words.ready`` free in every clock, commands and words offered in any clock, resets in any clock.
+    The harness keeps, per command, its counts ``N`` and ``Nw``, the pairs ``k`` decoded and the words
+    ``t`` taken since it was accepted, the commands not yet reported, and which of them decoded all
+    its pairs. Asserted for every sequence: ``run`` only while ``k < N``, and while the command runs
+    with ``k < N`` and no report held, ``run`` is high (no early stop); the command's words go to
+    the coder one for one and no word beyond ``Nw`` is taken (``ended`` exactly when ``t = Nw``),
+    every word offered while ``t < Nw`` passes when the coder takes it; one ``done`` per command
+    accepted (never more; at most two owed besides one whose ``done`` is high), and ``done`` with status ``OK`` only for a command that
+    decoded exactly ``N`` pairs. The shell's counters are tied to the harness's by auxiliary
+    assertions (:attr:`~ansforge.hdl.shell.DecoderShell.probe`), so that the k-induction closes."""
+    from ..hdl.common import decoder_command_layout
+    from ..hdl.shell import DecoderShell
+    b = _Bench(free_reset=True)
+    m = b.m
+    bits, sh = 3, SMALL["tans"]                         # small_core's count_bits
+    W, R = sh["word_bits"], sh["table_log"]
+    shell = DecoderShell(decoder_command_layout(R, _bits(W - 1), bits), W, block_crc=False,
+                         mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    m.submodules.shell = _elaborated(shell)
+    pr = shell.probe
+    for port in (shell.cmd.valid, shell.cmd.p, shell.i.valid, shell.i.p, shell.words.ready, shell.fire,
+                 shell.decoding, shell.starved, shell.no_marker, shell.final_state_zero, shell.window_empty,
+                 shell.out_valid):
+        m.d.comb += port.eq(AnySeq(len(Value.cast(port))))
+    m.d.comb += Assume(~shell.fire | (shell.run & shell.decoding))
+    c = shell.cmd.p
+    N, Nw = Signal(bits, name="command_count"), Signal(bits, name="command_words")
+    k, t = Signal(bits, name="pairs_decoded"), Signal(bits, name="words_taken")
+    owed = Signal(2, name="reports_owed")              # commands accepted and not yet reported
+    pend_full = Signal(name="finished_decoded_all")    # the last finished command decoded its N pairs
+    done_full = Signal(name="reported_decoded_all")    # ... the one whose done is due
+    accept, take, fed = _transfer(shell.cmd), _transfer(shell.i), _transfer(shell.words)
+    due = pr["reporting"] & ~shell.out_valid           # the shell's done comes in the next clock
+    with m.If(b.rst):
+        m.d.past += [N.eq(0), Nw.eq(0), k.eq(0), t.eq(0), owed.eq(0), pend_full.eq(0), done_full.eq(0)]
+    with m.Else():
+        with m.If(accept):
+            m.d.past += [N.eq(c.count), Nw.eq(c.words), k.eq(0), t.eq(take)]
+        with m.Else():
+            m.d.past += [k.eq(k + shell.fire), t.eq(t + take)]
+        m.d.past += owed.eq(owed + accept - shell.done)
+        with m.If(pr["finishing"]):
+            m.d.past += pend_full.eq(k + shell.fire == N)
+        with m.If(due):
+            m.d.past += done_full.eq(pend_full)
+    running = pr["run"] & ~accept                       # the clock belongs to the running command
+    with m.If(shell.run):
+        m.d.comb += Assert(pr["run"] & (k != N), "run is high while the command has no pairs left")
+    with m.If(running & (k != N) & shell.decoding & ~(pr["reporting"] & shell.out_valid)):
+        m.d.comb += Assert(shell.run, "run is low while the command has pairs left")
+    with m.If(~pr["idle"] & ~accept):
+        m.d.comb += Assert(shell.ended == (t == Nw), "ended is not 'every word of the command taken'")
+    with m.If(take & ~accept):
+        m.d.comb += Assert(~pr["idle"] & (t != Nw), "a word beyond the command's is taken")
+    with m.If(running):
+        m.d.comb += [Assert(fed == take, "a word of the command does not go to the coder"),
+                     Assert(shell.i.ready == (shell.words.ready & (t != Nw)), "a word the coder takes is not taken")]
+    with m.If(~pr["run"] & ~accept):
+        m.d.comb += Assert(~shell.words.valid, "a word goes to the coder outside a command")
+    with m.If(accept):
+        m.d.comb += Assert(fed == take, "the command's first word does not go to the coder")
+    with m.If(shell.done):
+        m.d.comb += Assert(owed != 0, "done without a command")
+    # At most two owed after this clock's done: the running command and one report waiting.
+    m.d.comb += Assert((owed != 3) | shell.done, "a command is not reported")
+    with m.If(shell.done & (shell.status == DecodeStatus.OK)):
+        m.d.comb += Assert(done_full, "OK reported for a command that did not decode its N pairs")
+    # Auxiliary invariants: the shell's registers against the harness's counts.
+    m.d.comb += [Assert(k <= N, "inv: k <= N"), Assert(t <= Nw, "inv: t <= Nw"),
+                 Assert(owed == (~pr["idle"]).as_unsigned() + pr["reporting"] + shell.done, "inv: reports owed"),
+                 Assert(pr["rem_zero"] == (pr["remaining"] == 0), "inv: rem_zero"),
+                 Assert(~((pr["drain"] | pr["check"]) & pr["reporting"]), "inv: no report waits while draining")]
+    with m.If(~pr["idle"]):
+        m.d.comb += [Assert(pr["no_words"] == (t == Nw), "inv: no_words"),
+                     Assert(pr["words_left"] - pr["lag"] == Nw - t, "inv: words_left")]
+    with m.If(pr["run"]):
+        m.d.comb += Assert(pr["remaining"] == N - k, "inv: remaining")
+    with m.If((pr["reporting"] | pr["drain"] | pr["check"]) & (pr["report"] == DecodeStatus.OK)):
+        m.d.comb += Assert(pend_full, "inv: a waiting OK report is of a command that decoded its pairs")
+    b.cover(shell.done & (shell.status == DecodeStatus.OK) & (N == (1 << bits) - 1),
+            "a command of the largest count reported OK")
+    b.cover(pr["run"] & accept & (owed == 2), "back to back: a command accepted while the previous one's report waits")
+    return b
+
+
 #: Clocks after the table's by which ``encoder_step``'s scenario has finished (measured).
 ENCODER_STEP_CLOCKS = 20
 #: Whether ``decoder_step`` decodes a warm-up pair before the pair (see :func:`_decoder_step`).
@@ -1459,7 +1551,7 @@ DECODER_STEP_WARM_UP = True
 #: Clocks after the table's by which ``decoder_step``'s scenario has finished (measured).
 DECODER_STEP_CLOCKS = 14
 _BUILDERS = {"stream_rules": _stream_rules, "out_of_reset": _out_of_reset, "progress": _progress}
-_LEMMAS = {"window_queue": _window_queue, "encoder_counts": _encoder_counts}
+_LEMMAS = {"window_queue": _window_queue, "encoder_counts": _encoder_counts, "decoder_counts": _decoder_counts}
 
 
 def harness(core: str, prop: str, mutant: str | None = None, table: str = "pinned") -> tuple[Module, Signal]:
