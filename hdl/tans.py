@@ -1167,6 +1167,9 @@ class TansEncoderCoder(wiring.Component):
     def __init__(self, shape: "_TansShape"):
         self._shape = sh = shape
         self._sym_entry = _symbol_entry(sh)
+        #: The pipeline's registers, filled in by :meth:`elaborate`: the formal pipeline lemma
+        #: (``sim/formal.py``, ``encoder_pipeline``) states its invariants over them. Not ports.
+        self.probe: dict = {}
         ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
                  "o": Out(stream.Signature(word_layout(sh.W))),
                  "flush": In(1), "flushed": Out(1)}
@@ -1292,6 +1295,8 @@ class TansEncoderCoder(wiring.Component):
                          state_rd.addr.eq(Mux(self.state_cfg.valid, self.state_cfg.p.addr, state_addr))]
         else:
             m.d.comb += [sym_rd.addr.eq(sym_addr), state_rd.addr.eq(state_addr)]
+        self.probe.update(v1=v1, e1=e1, base1=base1, extra1=extra1, v3=v3, bits3=bits3, len3=len3, acc=acc, cnt=cnt,
+                          x=X, flushing=FLUSHING)
         return m
 
 
