@@ -670,7 +670,6 @@ class PairWindow(wiring.Component):
             m.d.sync += off.eq(Mux(self.clear, self.clear_off, t[:lw]))
         else:
             m.d.sync += off.eq(Mux(self.clear, self.clear_off, t - q * W))
-        self.probe.update(slots=slots, nw=nw, hole=hole, off=off)
         return m
 
 
