@@ -39,9 +39,16 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     its own, on words whose next bits are the golden step's from any ``X0``: it returns the pair,
     ends in ``X0`` and reads exactly the pair's bits. ``proved`` (every starting state, the whole
     step within the depth). By induction over the pairs every sequence round-trips, on three
-    conditions no lemma checks (back-to-back pairs in the encoder's pipeline, the decoder's window
-    after more than one pair, the shells' counts for more than one pair): ``docs/formal.md``,
-    *Round 6*.
+    conditions (back-to-back pairs in the encoder's pipeline, the decoder's window after more than one
+    pair, the shells' counts for more than one pair) that the composition's lemmas check:
+    ``docs/formal.md``, *Round 6* and *Round 7*.
+``window_queue``, ``decoder_counts`` (tANS decoder); ``encoder_pipeline``, ``encoder_counts`` (tANS encoder)
+    The composition's lemmas (:data:`LEMMA_PROPERTIES`), one block each with every input free and a
+    shadow model in the harness, proved by k-induction in seconds (every table, CI included): the
+    decoder's ``BitWindow`` is a bit queue; the encoder's coder is the golden encoder for any timing;
+    the shells' counts hold for every ``N``. Auxiliary assertions tie the block's registers (its
+    ``probe``) to the shadow so that the induction closes. ``encoder_pipeline`` runs its induction
+    through yosys ``sat -tempinduct`` (:func:`_sat_induct`).
 ``detection`` (decoders)
     The decoder, holding that table, is given an arbitrary stream of ``M <= DETECTION_WORDS`` words
     for ``N`` pairs with the end check on. It reports ``done`` within ``N * c + M + C`` clocks; and if
