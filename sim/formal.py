@@ -86,10 +86,11 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 from amaranth.utils import bits_for as _bits
 
-from ..hdl.common import DecodeStatus
+from ..hdl.common import DecodeStatus, decoder_command_layout, encoder_command_layout
 from ..hdl.mutants import CORES, INTERLEAVED_CORES, MUTANTS
 from ..hdl.rans import RansDecoder, RansEncoder
-from ..hdl.tans import TansDecoder, TansEncoder
+from ..hdl.shell import DecoderShell, EncoderShell
+from ..hdl.tans import BitWindow, TansDecoder, TansEncoder
 from ..model.coding.codecs import RansCodec, TansCodec
 from ..model.coding.codetable import CodeTable
 from ..model.coding.rans import RansParams, RansTable
@@ -188,7 +189,8 @@ STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step
 #: included (condition 1; its induction through yosys ``sat -tempinduct``, :data:`SAT_INDUCT`). Each
 #: takes seconds, so every run has them, CI's ``--table pinned`` included (:data:`SLOW_LEMMAS` would
 #: keep one to ``table="arbitrary"`` runs).
-LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_counts"), "tans-encoder": ("encoder_pipeline", "encoder_counts")}
+LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_counts"),
+                    "tans-encoder": ("encoder_pipeline", "encoder_counts")}
 #: Lemmas left out of ``table="pinned"`` runs (CI): none (the slowest, ``encoder_pipeline``, takes 11 s).
 SLOW_LEMMAS: tuple[str, ...] = ()
 #: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes,
@@ -1342,7 +1344,6 @@ def _window_queue(core: str, mutant: str | None) -> _Bench:
     window takes a word whenever it holds fewer than ``F`` bits; a hole lasts one clock. The window's
     registers (``slots``, ``nw``, ``hole``, ``off``: :attr:`BitWindow.probe`) are tied to the queue
     by auxiliary assertions, so that the k-induction closes."""
-    from ..hdl.tans import BitWindow
     b = _Bench(free_reset=True)
     m = b.m
     sh = SMALL["tans"]
@@ -1425,8 +1426,6 @@ def _encoder_counts(core: str, mutant: str | None) -> _Bench:
     clock of ``flushed``, and ``done`` is high exactly in the clock after ``flushed``. With the
     invariant ``remaining = N - k`` in ``RUN`` (the shell's registers,
     :attr:`~ansforge.hdl.shell.EncoderShell.probe`) the k-induction closes."""
-    from ..hdl.common import encoder_command_layout
-    from ..hdl.shell import EncoderShell
     b = _Bench(free_reset=True)
     m = b.m
     bits = 3                                            # small_core's count_bits
@@ -1485,11 +1484,9 @@ def _decoder_counts(core: str, mutant: str | None) -> _Bench:
     with ``k < N`` and no report held, ``run`` is high (no early stop); the command's words go to
     the coder one for one and no word beyond ``Nw`` is taken (``ended`` exactly when ``t = Nw``),
     every word offered while ``t < Nw`` passes when the coder takes it; one ``done`` per command
-    accepted (never more; at most two owed besides one whose ``done`` is high), and ``done`` with status ``OK`` only for a command that
-    decoded exactly ``N`` pairs. The shell's counters are tied to the harness's by auxiliary
+    accepted (never more; at most two owed besides one whose ``done`` is high), and ``done`` with
+    status ``OK`` only for a command that decoded exactly ``N`` pairs. The shell's counters are tied to the harness's by auxiliary
     assertions (:attr:`~ansforge.hdl.shell.DecoderShell.probe`), so that the k-induction closes."""
-    from ..hdl.common import decoder_command_layout
-    from ..hdl.shell import DecoderShell
     b = _Bench(free_reset=True)
     m = b.m
     bits, sh = 3, SMALL["tans"]                         # small_core's count_bits
@@ -1666,7 +1663,8 @@ def _encoder_pipeline(core: str, mutant: str | None) -> _Bench:
                         "inv: the coder's registers are in range"),
                  Assert(~coder.o.valid | coder.o.p.last | (qlen >= W), "inv: a full word on o"),
                  Assert(~coder.o.valid | (qlen != 0), "inv: a word on o is in the golden queue"),
-                 Assert(~(fs & coder.o.valid & ~coder.o.p.last) | (qlen > W), "inv: a flushed stream goes on after a word not last"),
+                 Assert(~(fs & coder.o.valid & ~coder.o.p.last) | (qlen > W),
+                        "inv: a flushed stream goes on after a word not last"),
                  Assert((queue >> qlen) == 0, "inv: the golden queue is zero above its bits"),
                  Assert(~coder.o.valid | ~coder.o.p.last | (FL & (qlen <= W) & (s3 == olen) & ~v3 & ~v1),
                         "inv: a last word on o is the stream's end"),
