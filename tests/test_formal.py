@@ -338,6 +338,8 @@ def test_composition_lemmas_are_registered():
     for core in ("rans-decoder", "rans-encoder", "tans-decoder-x2"):
         assert not set(formal.LEMMA_DEPTH) & set(properties_of(core, "arbitrary")), core
     assert set(formal.LEMMA_DEPTH) <= set(formal.ALL_PROPERTIES)
+    from ansforge.cli.cores import PROVE_PROPERTIES       # the command line's --property choices
+    assert set(PROVE_PROPERTIES) == set(formal.ALL_PROPERTIES)
 
 
 @pytest.mark.parametrize("core, prop, mutant, message", [
