@@ -1565,9 +1565,10 @@ def _encoder_pipeline(core: str, mutant: str | None) -> _Bench:
     the composition: back-to-back pairs).
 
     :class:`~ansforge.hdl.tans.TansEncoderCoder` of the small tANS encoder alone, on an arbitrary table
-    held in its memories (:class:`_TablePlatform`: every symbol row ``AnyConst`` with ``1 <= nb_high <=
-    R`` and ``k <= K``, the rows ``encoder_step``'s warm-ups use, which include every legal row; every
-    slot's state ``AnyConst``; no writes), pairs offered in any clock (back to back or not, any
+    held in its memories (:class:`_TablePlatform`: every symbol row ``AnyConst`` with ``nb_high <= R``,
+    ``k <= K`` and ``n`` never below 0 (``nb_high >= 1`` or ``threshold <= L``), which every legal row
+    meets (a symbol of all ``L`` slots has ``nb_high = 0`` and ``threshold = L``); every slot's state
+    ``AnyConst``; no writes), pairs offered in any clock (back to back or not, any
     symbol and extra bits), ``o.ready`` free, resets in any clock, and the flush as the shell gives
     it: once asked for, held until ``flushed``, with no pair entering meanwhile except in the clock
     of ``flushed`` (the next command's first). The harness runs the golden encoder beside it
@@ -1592,8 +1593,10 @@ def _encoder_pipeline(core: str, mutant: str | None) -> _Bench:
     n_sym = sh["max_symbols"]
     rows = [Signal(layout, name=f"sym_row{q}") for q in range(n_sym)]
     states = [Signal(R, name=f"slot_state{j}") for j in range(L)]
+    def table_row(r):       # n = nb_high - (X < threshold) in 0..R for every X >= L; k <= K
+        return (r.nb_high <= R) & (r.k <= K) & ((r.nb_high != 0) | (r.threshold <= L))
     for r in rows:
-        m.d.comb += [Value.cast(r).eq(AnyConst(layout.size)), Assume((r.nb_high >= 1) & (r.nb_high <= R) & (r.k <= K))]
+        m.d.comb += [Value.cast(r).eq(AnyConst(layout.size)), Assume(table_row(r))]
     m.d.comb += [st.eq(AnyConst(R)) for st in states]
     b.platform.contents["sym"] = [Value.cast(r) for r in rows]
     b.platform.contents["state"] = states
@@ -1669,7 +1672,7 @@ def _encoder_pipeline(core: str, mutant: str | None) -> _Bench:
                  Assert(~coder.o.valid | ~coder.o.p.last | (FL & (qlen <= W) & (s3 == olen) & ~v3 & ~v1),
                         "inv: a last word on o is the stream's end"),
                  Assert(~v1 | (base1 == (e1.cum - e1.freq)[:R]), "inv: stage 1's slot base"),
-                 Assert(~v1 | (e1.nb_high >= 1) & (e1.nb_high <= R) & (e1.k <= K), "inv: stage 1's row is a table row"),
+                 Assert(~v1 | table_row(e1), "inv: stage 1's row is a table row"),
                  Assert(~FL | (fs & ~v1 & (Xc == L)), "inv: the coder flushes only when asked, from L, stage 1 empty")]
     b.cover(take & v1 & v3 & out, "back to back: a pair taken with one in each stage while a word is taken")
     b.cover(coder.flushed & take & b.past(out, "out1"), "a stream flushed after a word, the next one's first pair taken")
