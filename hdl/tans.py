@@ -195,11 +195,14 @@ class BitWindow(wiring.Component):
     def __init__(self, word_bits: int, field_bits: int, *, mutant: str | None = None):
         self._W, self._F = W, F = word_bits, field_bits
         self._mutant = mutant     # hdl/mutants.py (validated by the core)
-        #: The registers, filled in by :meth:`elaborate` (``slots``, ``nw``, ``hole``, ``off``): the formal
-        #: window lemma (``sim/formal.py``, ``window_queue``) states its invariants over them. Not ports.
-        self.probe: dict = {}
         self._D = -(-(F + W - 1) // W)
         self._N = self._D + 1
+        #: The registers (``slots``, ``nw``, ``hole``, ``off``), made here so that a formal harness can
+        #: name them before elaboration (``sim/formal.py``: ``window_queue``, ``decoder_pipeline``) and
+        #: state its invariants over them. Not ports. (One elaboration per window, as for any component.)
+        self.probe: dict = {"slots": [Signal(W, name=f"slot{j}") for j in range(self._N)],  # slot0: oldest word
+                            "nw": Signal(range(self._N + 1), name="nw"),     # words held: slots 0 .. nw-1, or 1 .. nw after a hole
+                            "hole": Signal(name="hole"), "off": Signal(range(W), name="off")}
         # A read is a field (F bits) or the marker skip (up to W bits: a marker at bit 0 drops the
         # whole first word), so when F < W the window must count up to W (found by ansforge prove).
         self._n_max = max(F, W)
@@ -213,10 +216,7 @@ class BitWindow(wiring.Component):
     def elaborate(self, platform):
         W, F, D, N, Q = self._W, self._F, self._D, self._N, self._Q
         m = Module()
-        slots = [Signal(W, name=f"slot{j}") for j in range(N)]   # slot0: oldest word
-        nw = Signal(range(N + 1))          # words held: slots 0 .. nw-1, or 1 .. nw after a hole
-        hole = Signal()
-        off = Signal(range(W))
+        slots, nw, hole, off = (self.probe[k] for k in ("slots", "nw", "hole", "off"))
         window = Cat(*reversed(slots[:D]))
         # full: nw * W - off >= F, written per word count so that no subtractor is built.
         full_at = [(nw == c) & (off <= c * W - F) if c * W - F < W - 1 else nw == c
@@ -260,7 +260,6 @@ class BitWindow(wiring.Component):
             m.d.sync += off.eq(Mux(self.clear, self.clear_off, t[:exact_log2(W)]))
         else:
             m.d.sync += off.eq(Mux(self.clear, self.clear_off, t - q * W))
-        self.probe.update(slots=slots, nw=nw, hole=hole, off=off)
         return m
 
 
@@ -381,6 +380,9 @@ class TansDecoderCoder(wiring.Component):
             raise ValueError("table_memory='bram' needs table_sets=1 (the set register is not the address register)")
         self._table_memory = table_memory
         self._entry = _decoder_entry(sh)
+        #: The coder's registers and its window, filled in by :meth:`elaborate`: the formal lemma
+        #: ``decoder_pipeline`` (``sim/formal.py``) states its invariants over them. Not ports.
+        self.probe: dict = {}
         F, W = sh.need_max, sh.W
         self._field_words = -(-(F + W - 1) // W)
         self._slots = self._field_words + 1
@@ -516,6 +518,9 @@ class TansDecoderCoder(wiring.Component):
             else:
                 m.d.comb += [wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid)]
             m.d.comb += self.cfg.ready.eq(1)
+        self.probe.update(window=win, x=x, phase=phase, first=first, overrun=overrun, no_marker=no_marker,
+                          p_valid=p_valid, p_symbol=p_symbol, p_top=p_top, p_need=p_need, p_nb=p_nb, entry=entry,
+                          n=n, decode_phase=DECODE)
         if bram:
             m.d.comb += rd.addr.eq(x_next)
         elif sh.sets > 1:
@@ -1031,6 +1036,9 @@ class TansDecoder(_TansCore):
         self._coder = self._new_coder(table_memory)
         self._table_memory = table_memory
         self._entry = _decoder_entry(sh)
+        #: The coder's registers and its window, filled in by :meth:`elaborate`: the formal lemma
+        #: ``decoder_pipeline`` (``sim/formal.py``) states its invariants over them. Not ports.
+        self.probe: dict = {}
         if not shell:
             super().__init__(dict(self._coder.signature.members))
             return

@@ -94,6 +94,7 @@ from ..hdl.tans import BitWindow, TansDecoder, TansEncoder
 from ..model.coding.codecs import RansCodec, TansCodec
 from ..model.coding.codetable import CodeTable
 from ..model.coding.rans import RansParams, RansTable
+from ..model.coding.tans import TansParams, TansTable
 
 __all__ = ["CORES", "PROPERTIES", "SMALL", "FormalToolMissing", "PropertyResult", "MutantResult", "ProveReport",
            "properties_of", "small_core", "pinned_rans_table", "harness", "default_depth", "check_tools",
@@ -189,16 +190,17 @@ STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step
 #: included (condition 1; its induction through yosys ``sat -tempinduct``, :data:`SAT_INDUCT`). Each
 #: takes seconds, so every run has them, CI's ``--table pinned`` included (:data:`SLOW_LEMMAS` would
 #: keep one to ``table="arbitrary"`` runs).
-LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_counts"),
+LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_pipeline", "decoder_counts"),
                     "tans-encoder": ("encoder_pipeline", "encoder_counts")}
 #: Lemmas left out of ``table="pinned"`` runs (CI): none (the slowest, ``encoder_pipeline``, takes 11 s).
 SLOW_LEMMAS: tuple[str, ...] = ()
 #: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes,
 #: and for the fast ones at least CI's 10).
-LEMMA_DEPTH = {"window_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "encoder_pipeline": 4}
+LEMMA_DEPTH = {"window_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "encoder_pipeline": 4,
+               "decoder_pipeline": 4}
 #: The depth a lemma's covers are sought at, where its k-induction depth is too shallow to reach them
 #: from reset (``encoder_pipeline`` closes at 2; its covers need 5 clocks).
-LEMMA_COVER_DEPTH = {"encoder_pipeline": 8}
+LEMMA_COVER_DEPTH = {"encoder_pipeline": 8, "decoder_pipeline": 8}
 #: Every property name ``--property`` takes.
 ALL_PROPERTIES = PROPERTIES + tuple(STEP_PROPERTIES.values()) + tuple(LEMMA_DEPTH)
 #: The depth of each step lemma (the clock its latched "finished in time" check is seen, plus one).
@@ -1349,7 +1351,7 @@ def _window_queue(core: str, mutant: str | None) -> _Bench:
     sh = SMALL["tans"]
     W, F = sh["word_bits"], sh["table_log"] + sh["max_extra_bits"]
     win = BitWindow(W, F, mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
-    m.submodules.window = _elaborated(win)
+    m.submodules.window = win
     slots, nw, hole, off = (win.probe[k] for k in ("slots", "nw", "hole", "off"))
     N = len(slots)
     NW = N * W
@@ -1679,6 +1681,159 @@ def _encoder_pipeline(core: str, mutant: str | None) -> _Bench:
     return b
 
 
+def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
+    """The decoder's coder is the abstract decoder over its bit queue, for any history and timing
+    (``decoder_pipeline``, the rest of condition 2 of the composition).
+
+    :class:`~ansforge.hdl.tans.TansDecoderCoder` of the small tANS decoder alone, its table an arbitrary
+    constant (the memory's contents; no writes) whose rows the coder reads are legal-shaped (``nb <= R``,
+    ``nb <= need <= nb + K``, ``base`` with ``nb`` zero low bits), streams started with ``resume = 1`` at
+    any state and offset in any clock, words offered in any clock once a stream has started, ``run``,
+    ``ended`` and ``o.ready`` free; streams that are not read past their end (no pair decoded with fewer
+    bits held than it needs: an ``Assume``; ``detection`` covers those). The harness keeps the bit queue
+    (as ``window_queue``), the abstract state and the pairs decoded and not yet taken from ``o``; at each
+    pair it decodes the queue's next ``need`` bits with the row of its state (the first ``need - nb``
+    bits are the extra bits, the next ``nb`` give ``next = base | v``). Asserted for every sequence: the
+    coder's state is the abstract state; a pair reads exactly its ``need`` bits; every pair taken from
+    ``o`` is the next abstract pair (none lost, none twice, in order, under any back-pressure);
+    ``pending`` exactly while pairs are owed. So a pair decoded after any history is decoded as
+    ``decoder_step`` decodes it from the same state and bits."""
+    b = _Bench(free_reset=True)
+    m = b.m
+    sh = SMALL["tans"]
+    R, K, W = sh["table_log"], sh["max_extra_bits"], sh["word_bits"]
+    F = R + K
+    # Built without the table write path (programmable=False): the table is a constant memory whose
+    # contents the harness gives (a write path held idle would add registers the induction must pin).
+    # (Its baked table, a real one with the pinned frequencies, is replaced by the harness's contents.)
+    baked = TansTable(CodeTable((0, 1, 2), (3, 4, 5, 6), 0, (13, 9, 7, 3), R), TansParams(table_log=R), "fse")
+    dec = TansDecoder(**sh, programmable=False, block_crc=False, count_bits=3, table=baked,
+                      mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    dec._MustUse__used = True                           # only its coder is built
+    coder = dec.coder
+    # The table: any constant (the memory's contents from the first clock, :class:`_TablePlatform`).
+    b.platform = _TablePlatform()
+    elayout = coder._entry
+    rows = [Signal(elayout, name=f"dec_row{a}") for a in range(1 << R)]
+    m.d.comb += [Value.cast(r).eq(AnyConst(elayout.size)) for r in rows]
+    b.platform.contents["dec"] = [Value.cast(r) for r in rows]
+    m.submodules.coder = _elaborated(coder)
+    pr = coder.probe
+    win = pr["window"]
+    slots, nw, hole, off = (win.probe[k] for k in ("slots", "nw", "hole", "off"))
+    N = len(slots)
+    NW = N * W
+    QW = NW + W
+    entry, x = pr["entry"], pr["x"]
+    m.d.comb += [coder.start.valid.eq(AnySeq(1)), coder.start.p.resume.eq(1),
+                 coder.start.p.state.eq(AnySeq(R)), coder.start.p.bit.eq(AnySeq(len(coder.start.p.bit))),
+                 coder.i.valid.eq(AnySeq(1)), coder.i.payload.eq(AnySeq(W)), coder.run.eq(AnySeq(1)),
+                 coder.ended.eq(AnySeq(1)), coder.o.ready.eq(AnySeq(1))]
+    begun = Signal(name="begun")                        # a stream has been started
+    with m.If(b.rst):
+        m.d.past += begun.eq(0)
+    with m.Elif(coder.start.valid):
+        m.d.past += begun.eq(1)
+    m.d.comb += Assume(~coder.i.valid | begun | coder.start.valid)
+    for r in rows:          # legal-shaped rows: nb <= R, k = need - nb <= K, base with nb zero low bits
+        m.d.comb += Assume((r.nb <= R) & (r.need >= r.nb) & (r.need <= r.nb + K) & ((r.base & _mask(r.nb, R)) == 0))
+    # The bit queue (window_queue's model), driven by what the window is given and read.
+    queue = Signal(QW, name="queue")
+    count = Signal(range(QW + 1), name="queue_count")
+    skip = Signal(range(W), name="queue_skip")
+    take = _transfer(win.i)
+    lead = Signal(range(W), name="word_skip")
+    m.d.comb += lead.eq(Mux(win.clear, win.clear_off, skip))
+    word = Signal(QW, name="word_at_top")
+    m.d.comb += word.eq(Cat(Const(0, QW - W), (win.i.payload << lead)[:W]))
+    kept = Signal(range(QW + 1), name="kept")
+    m.d.comb += kept.eq(Mux(win.clear, 0, count - win.n))
+    rest = Signal(QW, name="queue_rest")
+    m.d.comb += rest.eq(Mux(win.clear, 0, (queue << win.n)[:QW]))
+    with m.If(b.rst):
+        m.d.past += [queue.eq(0), count.eq(0), skip.eq(0)]
+    with m.Else():
+        m.d.past += [queue.eq(rest | Mux(take, word >> kept, 0)), count.eq(kept + Mux(take, W - lead, 0)),
+                     skip.eq(Mux(take, 0, lead))]
+    # The abstract decode of this clock's pair: the row of the state, the queue's next need bits.
+    k = Signal(range(K + 1), name="pair_k")
+    m.d.comb += k.eq(entry.need - entry.nb)
+    ext = Signal(K, name="expected_extra")
+    v = Signal(R, name="expected_state_bits")
+    m.d.comb += [ext.eq(queue >> (QW - k).as_unsigned()),
+                 v.eq((queue >> (QW - entry.need).as_unsigned()) & _mask(entry.nb, R))]
+    nxt = Signal(R, name="expected_next")
+    m.d.comb += nxt.eq(entry.base | v)
+    pair_layout = data.StructLayout({"symbol": len(entry.symbol), "extra": K})
+    expect = Signal(pair_layout, name="expected_pair")
+    m.d.comb += [expect.symbol.eq(entry.symbol), expect.extra.eq(ext)]
+    fire = coder.fire
+    m.d.comb += Assume(~fire | (count >= entry.need))     # no stream is read past its end
+    xs = Signal(R, name="abstract_state")
+    with m.If(b.rst):
+        m.d.past += xs.eq(0)
+    with m.Elif(coder.start.valid):
+        m.d.past += xs.eq(coder.start.p.state)
+    with m.Elif(fire):
+        m.d.past += xs.eq(nxt)
+    # The pairs owed: e0 the oldest, e1 the next; fc of them.
+    e0, e1 = Signal(pair_layout, name="owed0"), Signal(pair_layout, name="owed1")
+    fc = Signal(range(3), name="owed")
+    pop = _transfer(coder.o)
+    with m.If(b.rst):
+        m.d.past += fc.eq(0)
+    with m.Else():
+        m.d.past += fc.eq(fc + fire - pop)
+        with m.If(pop):
+            m.d.past += e0.eq(Mux(fire & (fc == 1), expect, e1))
+            with m.If(fire):
+                m.d.past += e1.eq(expect)
+        with m.Elif(fire):
+            with m.If(fc == 0):
+                m.d.past += e0.eq(expect)
+            with m.Else():
+                m.d.past += e1.eq(expect)
+    m.d.comb += Assert(coder.state == xs, "the coder's state is not the abstract decoder's")
+    m.d.comb += Assert(fire | (win.n == 0), "bits are read without a pair")
+    with m.If(fire):
+        m.d.comb += [Assert(win.n == entry.need, "a pair does not read exactly its need bits"),
+                     Assert((fc != 2) | pop, "a pair is decoded over one still owed")]
+    with m.If(pop):
+        m.d.comb += [Assert(fc != 0, "a pair on o that was not decoded"),
+                     Assert(Value.cast(coder.o.p) == Value.cast(e0), "a pair on o is not the next decoded pair")]
+    m.d.comb += Assert(coder.pending == (fc != 0), "pending is not 'pairs owed'")
+    # Auxiliary invariants: the window as in window_queue, the pipeline's registers against the owed pairs.
+    held = Signal(NW, name="window_words")
+    m.d.comb += held.eq(Mux(hole, Cat(Const(0, W), *reversed(slots[1:])), Cat(*reversed(slots))))
+    m.d.comb += [Assert(nw + hole <= N, "inv: nw + hole <= N"), Assert(~hole | (nw != 0), "inv: a hole has a word"),
+                 Assert((queue & ~_top_mask(count, QW)) == 0, "inv: the queue is zero below its bits"),
+                 Assert(count <= NW, "inv: the window holds the queue")]
+    with m.If(nw == 0):
+        m.d.comb += Assert((count == 0) & (skip == off), "inv: an empty window's offset is the pending skip")
+    with m.Else():
+        m.d.comb += [Assert(skip == 0, "inv: no pending skip while words are held"),
+                     Assert(count == nw * W - off, "inv: count = nw W - off"),
+                     Assert(((Value.cast(held << off)[:NW] ^ queue[QW - NW:]) & _top_mask(count, NW)) == 0,
+                            "inv: the held words are the queue")]
+    p_valid = pr["p_valid"]
+    p_extra = Signal(K, name="p_extra")
+    p_k = Signal(range(K + 1), name="p_k")
+    m.d.comb += [p_k.eq(pr["p_need"] - pr["p_nb"]), p_extra.eq((pr["p_top"] << p_k)[K:2 * K])]
+    p_pair = Cat(pr["p_symbol"], p_extra)
+    newest = Mux(fc == 2, Value.cast(e1), Value.cast(e0))
+    m.d.comb += [Assert(fc == coder.o.valid + p_valid, "inv: the owed pairs are in o and the pair register"),
+                 Assert(~coder.o.valid | (Value.cast(coder.o.p) == Value.cast(e0)), "inv: o holds the oldest owed pair"),
+                 Assert(~p_valid | (p_pair == newest), "inv: the pair register holds the newest owed pair"),
+                 Assert(~p_valid | (pr["p_need"] >= pr["p_nb"]) & (pr["p_need"] - pr["p_nb"] <= K), "inv: the pair's k"),
+                 Assert(~begun | (pr["phase"] == pr["decode_phase"]), "inv: a resumed stream is decoding"),
+                 Assert(begun | (count == 0) & (nw == 0) & (pr["phase"] == 0) & ~pr["first"], "inv: before a stream")]
+    fired = b.past(fire, "fired")
+    b.cover(fire & fired & pop & (entry.need != 0), "pairs decoded back to back while one is taken")
+    b.cover((fc == 2) & ~coder.o.ready & fired, "two pairs owed, held under back-pressure")
+    b.cover(fire & coder.ended & (count < F) & (fc == 1), "a pair decoded at a stream's end from a partial field")
+    return b
+
+
 #: Clocks after the table's by which ``encoder_step``'s scenario has finished (measured).
 ENCODER_STEP_CLOCKS = 20
 #: Whether ``decoder_step`` decodes a warm-up pair before the pair (see :func:`_decoder_step`).
@@ -1687,7 +1842,7 @@ DECODER_STEP_WARM_UP = True
 DECODER_STEP_CLOCKS = 14
 _BUILDERS = {"stream_rules": _stream_rules, "out_of_reset": _out_of_reset, "progress": _progress}
 _LEMMAS = {"window_queue": _window_queue, "encoder_counts": _encoder_counts, "decoder_counts": _decoder_counts,
-           "encoder_pipeline": _encoder_pipeline}
+           "encoder_pipeline": _encoder_pipeline, "decoder_pipeline": _decoder_pipeline}
 
 
 def harness(core: str, prop: str, mutant: str | None = None, table: str = "pinned") -> tuple[Module, Signal]:
@@ -1966,7 +2121,7 @@ def _sat_induct(root: Path, depth: int, timeout: float, result: PropertyResult) 
 
 
 #: Lemmas whose k-induction yosys's ``sat -tempinduct`` runs (:func:`_sat_induct`) instead of SymbiYosys/z3.
-SAT_INDUCT = ("encoder_pipeline",)
+SAT_INDUCT = ("encoder_pipeline", "decoder_pipeline")
 
 
 #: Seconds a mutant's ``sat`` run first gives yosys's own solver, which finds a counterexample and its
