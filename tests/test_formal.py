@@ -327,7 +327,7 @@ def test_step_lemmas_catch_the_table_bit_mutants(core, prop, mutant, tmp_path):
 def test_composition_lemmas_are_registered():
     """The round trip's composition lemmas (Round 7 of docs/formal.md): properties of the tANS cores,
     for every table (seconds each, CI's run included), each at its own k-induction depth."""
-    assert formal.LEMMA_PROPERTIES == {"tans-decoder": ("window_queue", "decoder_counts"),
+    assert formal.LEMMA_PROPERTIES == {"tans-decoder": ("window_queue", "decoder_pipeline", "decoder_counts"),
                                        "tans-encoder": ("encoder_pipeline", "encoder_counts")}
     for core, lemmas in formal.LEMMA_PROPERTIES.items():
         for table in formal.TABLES:
@@ -364,6 +364,18 @@ def test_window_clear_mutant_escapes_the_other_properties():
     for prop in ("round_trip", "stream_rules"):
         r = run_property("tans-decoder", prop, mutant="tans_dec_window_clear", depth=CI_DEPTH)
         assert r.status in ("proved", "bounded"), (prop, r)
+
+
+def test_decoder_pipeline_is_proved_and_catches_an_overwritten_pair():
+    """The decoder's coder against the abstract decoder over its bit queue, for any history and timing:
+    proved by yosys sat -tempinduct (seconds), its covers reached; a pair decoded over one still on
+    ``o`` (tans_dec_overwrite) and a window that keeps stale words (tans_dec_window_clear) are
+    counterexamples from reset."""
+    r = run_property("tans-decoder", "decoder_pipeline", cover=True)
+    assert (r.status, r.engine, r.covered, r.covers) == ("proved", "sat", True, "3/3"), r
+    for mutant in ("tans_dec_overwrite", "tans_dec_window_clear"):
+        bad = run_property("tans-decoder", "decoder_pipeline", mutant=mutant)
+        assert bad.status == "failed", (mutant, bad)
 
 
 def test_encoder_pipeline_is_proved_and_catches_a_lost_word():
