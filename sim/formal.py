@@ -42,13 +42,13 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     conditions (back-to-back pairs in the encoder's pipeline, the decoder's window after more than one
     pair, the shells' counts for more than one pair) that the composition's lemmas check:
     ``docs/formal.md``, *Round 6* and *Round 7*.
-``window_queue``, ``decoder_counts`` (tANS decoder); ``encoder_pipeline``, ``encoder_counts`` (tANS encoder)
+``window_queue``, ``decoder_pipeline``, ``decoder_counts`` (tANS decoder); ``encoder_pipeline``, ``encoder_counts`` (tANS encoder)
     The composition's lemmas (:data:`LEMMA_PROPERTIES`), one block each with every input free and a
     shadow model in the harness, proved by k-induction in seconds (every table, CI included): the
-    decoder's ``BitWindow`` is a bit queue; the encoder's coder is the golden encoder for any timing;
-    the shells' counts hold for every ``N``. Auxiliary assertions tie the block's registers (its
+    decoder's ``BitWindow`` is a bit queue and its coder the abstract decoder over it; the encoder's
+    coder is the golden encoder for any timing; the shells' counts hold for every ``N``. Auxiliary assertions tie the block's registers (its
     ``probe``) to the shadow so that the induction closes. ``encoder_pipeline`` runs its induction
-    through yosys ``sat -tempinduct`` (:func:`_sat_induct`).
+    through yosys ``sat -tempinduct`` (:func:`_sat_induct`), as does ``decoder_pipeline``.
 ``detection`` (decoders)
     The decoder, holding that table, is given an arbitrary stream of ``M <= DETECTION_WORDS`` words
     for ``N`` pairs with the end check on. It reports ``done`` within ``N * c + M + C`` clocks; and if
@@ -185,6 +185,7 @@ STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step
 #: The composition's lemmas (``docs/formal.md`` *Round 7*): one block each, every input free, a shadow
 #: model in the harness, proved by k-induction (SymbiYosys ``prove``, z3) at :data:`LEMMA_DEPTH`.
 #: ``window_queue``: the decoder's :class:`~ansforge.hdl.tans.BitWindow` is a bit queue (condition 2);
+#: ``decoder_pipeline``: the decoder's coder is the abstract decoder over that queue (condition 2);
 #: ``decoder_counts`` / ``encoder_counts``: the shells' counts for every ``N`` (condition 3);
 #: ``encoder_pipeline``: the encoder's coder is the golden encoder for any timing, back to back
 #: included (condition 1; its induction through yosys ``sat -tempinduct``, :data:`SAT_INDUCT`). Each
