@@ -1036,9 +1036,6 @@ class TansDecoder(_TansCore):
         self._coder = self._new_coder(table_memory)
         self._table_memory = table_memory
         self._entry = _decoder_entry(sh)
-        #: The coder's registers and its window, filled in by :meth:`elaborate`: the formal lemma
-        #: ``decoder_pipeline`` (``sim/formal.py``) states its invariants over them. Not ports.
-        self.probe: dict = {}
         if not shell:
             super().__init__(dict(self._coder.signature.members))
             return
