@@ -63,6 +63,10 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "a table bit flipped on its way into the state table", "round_trip"),
     Mutant("tans_dec_state_msb", "tans-decoder", "hdl/tans.py TansDecoder: final_state_zero ignores the state's MSB",
            "the end check compares R - 1 of the R state bits", "detection"),
+    Mutant("tans_dec_window_clear", "tans-decoder", "hdl/tans.py BitWindow: into_empty ignores clear",
+           "a word taken in the clock of a clear (a command's first word, given with the command) lands behind "
+           "the words the clear drops, so a command that follows one with unread words reads stale bits",
+           "window_queue"),
     Mutant("tans_dec_last_word", "tans-decoder", "hdl/shell.py DecoderShell: words pass only while words_left > 1",
            "a dropped ready: the command's last word is never taken, the decoder waits for it forever", "progress"),
     Mutant("tans_enc_valid_pulse", "tans-encoder", "hdl/tans.py TansEncoderCoder: o.valid cleared every clock",

@@ -84,6 +84,9 @@ class DecoderShell(wiring.Component):
     def __init__(self, command_layout: data.StructLayout, word_bits: int, *, block_crc: bool = True,
                  table_sets: int = 1, set_bits: int = 0, mutant: str | None = None):
         self._mutant = mutant     # hdl/mutants.py (validated by the core)
+        #: The counters, flags and FSM states, filled in by :meth:`elaborate`: the formal counter lemma
+        #: (``sim/formal.py``, ``decoder_counts``) states its invariants over them. Not ports.
+        self.probe: dict = {}
         self._block_crc = check_bool("block_crc", block_crc)
         self._sets = check_int("table_sets", table_sets, 1, 16)
         self._w = word_bits
@@ -182,7 +185,7 @@ class DecoderShell(wiring.Component):
             m.d.sync += [remaining.eq(c.count), words_left.eq(c.words), lag.eq(take), check_end.eq(c.check_end),
                          rem_zero.eq(c.count == 0), no_words.eq((c.words == 0) | (take & (c.words == 1)))]
 
-        with m.FSM():
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 m.d.comb += [accept.eq(1), self.idle.eq(~self.cmd.valid)]
                 with m.If(load):
@@ -219,6 +222,9 @@ class DecoderShell(wiring.Component):
             m.d.comb += [self.start.eq(self.cmd.valid),
                          self.words.valid.eq(self.i.valid & self.cmd.valid & (c.words != 0)),
                          self.i.ready.eq(self.words.ready & self.cmd.valid & (c.words != 0))]
+        self.probe.update(remaining=remaining, rem_zero=rem_zero, words_left=words_left, lag=lag, no_words=no_words,
+                          reporting=reporting, report=report, finishing=finishing, check_end=check_end,
+                          **{s: fsm.ongoing(s.upper()) for s in ("idle", "run", "drain", "check")})
         return m
 
 
@@ -239,6 +245,9 @@ class EncoderShell(wiring.Component):
 
     def __init__(self, command_layout: data.StructLayout, *, mutant: str | None = None):
         self._mutant = mutant     # hdl/mutants.py (validated by the core)
+        #: ``remaining`` and ``running`` (the FSM in ``RUN``), filled in by :meth:`elaborate`: the formal
+        #: counter lemma (``sim/formal.py``, ``encoder_counts``) states its invariant over them. Not ports.
+        self.probe: dict = {}
         super().__init__({"cmd": In(stream.Signature(command_layout)), "take": Out(1), "pair": In(1),
                           "flush": Out(1), "flushed": In(1), "idle": Out(1), "done": Out(1)})
 
@@ -259,7 +268,7 @@ class EncoderShell(wiring.Component):
                 m.d.sync += remaining.eq(self.cmd.p.count - self.pair)    # the first pair may enter now
                 m.next = "RUN"
 
-        with m.FSM():
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(~self.cmd.valid)
                 take_command()
@@ -271,4 +280,5 @@ class EncoderShell(wiring.Component):
                     m.d.sync += self.done.eq(1)
                     m.next = "IDLE"
                     take_command()
+        self.probe.update(remaining=remaining, running=fsm.ongoing("RUN"))
         return m

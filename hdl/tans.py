@@ -192,10 +192,17 @@ class BitWindow(wiring.Component):
     window).
     """
 
-    def __init__(self, word_bits: int, field_bits: int):
+    def __init__(self, word_bits: int, field_bits: int, *, mutant: str | None = None):
         self._W, self._F = W, F = word_bits, field_bits
+        self._mutant = mutant     # hdl/mutants.py (validated by the core)
         self._D = -(-(F + W - 1) // W)
         self._N = self._D + 1
+        #: The registers (``slots``, ``nw``, ``hole``, ``off``), made here so that a formal harness can
+        #: name them before elaboration (``sim/formal.py``: ``window_queue``, ``decoder_pipeline``) and
+        #: state its invariants over them. Not ports. (One elaboration per window, as for any component.)
+        self.probe: dict = {"slots": [Signal(W, name=f"slot{j}") for j in range(self._N)],  # slot0: oldest word
+                            "nw": Signal(range(self._N + 1), name="nw"),     # words held: slots 0 .. nw-1, or 1 .. nw after a hole
+                            "hole": Signal(name="hole"), "off": Signal(range(W), name="off")}
         # A read is a field (F bits) or the marker skip (up to W bits: a marker at bit 0 drops the
         # whole first word), so when F < W the window must count up to W (found by ansforge prove).
         self._n_max = max(F, W)
@@ -209,10 +216,7 @@ class BitWindow(wiring.Component):
     def elaborate(self, platform):
         W, F, D, N, Q = self._W, self._F, self._D, self._N, self._Q
         m = Module()
-        slots = [Signal(W, name=f"slot{j}") for j in range(N)]   # slot0: oldest word
-        nw = Signal(range(N + 1))          # words held: slots 0 .. nw-1, or 1 .. nw after a hole
-        hole = Signal()
-        off = Signal(range(W))
+        slots, nw, hole, off = (self.probe[k] for k in ("slots", "nw", "hole", "off"))
         window = Cat(*reversed(slots[:D]))
         # full: nw * W - off >= F, written per word count so that no subtractor is built.
         full_at = [(nw == c) & (off <= c * W - F) if c * W - F < W - 1 else nw == c
@@ -238,7 +242,10 @@ class BitWindow(wiring.Component):
         land = Signal(range(N + 1))
         m.d.comb += land.eq(Mux(hole, nw, nw - q))
         into_empty = Signal()
-        m.d.comb += into_empty.eq(self.clear | (~hole & (nw == q)))
+        if self._mutant == "tans_dec_window_clear":    # mutant: a clear's word lands behind the dropped ones
+            m.d.comb += into_empty.eq(~hole & (nw == q))
+        else:
+            m.d.comb += into_empty.eq(self.clear | (~hole & (nw == q)))
         for j in range(N):
             for s in range(1, Q + 1):
                 if j + s < N:
@@ -373,6 +380,9 @@ class TansDecoderCoder(wiring.Component):
             raise ValueError("table_memory='bram' needs table_sets=1 (the set register is not the address register)")
         self._table_memory = table_memory
         self._entry = _decoder_entry(sh)
+        #: The coder's registers and its window, filled in by :meth:`elaborate`: the formal lemma
+        #: ``decoder_pipeline`` (``sim/formal.py``) states its invariants over them. Not ports.
+        self.probe: dict = {}
         F, W = sh.need_max, sh.W
         self._field_words = -(-(F + W - 1) // W)
         self._slots = self._field_words + 1
@@ -404,7 +414,7 @@ class TansDecoderCoder(wiring.Component):
         bram = self._table_memory == "bram"
         rd = table.read_port(domain="sync" if bram else "comb")
         entry = rd.data
-        m.submodules.window = win = BitWindow(W, F)
+        m.submodules.window = win = BitWindow(W, F, mutant=sh.mutant)
         wiring.connect(m, wiring.flipped(self.i), win.i)
         field = win.field
 
@@ -508,6 +518,9 @@ class TansDecoderCoder(wiring.Component):
             else:
                 m.d.comb += [wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid)]
             m.d.comb += self.cfg.ready.eq(1)
+        self.probe.update(window=win, x=x, phase=phase, first=first, overrun=overrun, no_marker=no_marker,
+                          p_valid=p_valid, p_symbol=p_symbol, p_top=p_top, p_need=p_need, p_nb=p_nb, entry=entry,
+                          n=n, decode_phase=DECODE)
         if bram:
             m.d.comb += rd.addr.eq(x_next)
         elif sh.sets > 1:
@@ -1158,6 +1171,9 @@ class TansEncoderCoder(wiring.Component):
     def __init__(self, shape: "_TansShape"):
         self._shape = sh = shape
         self._sym_entry = _symbol_entry(sh)
+        #: The pipeline's registers, filled in by :meth:`elaborate`: the formal pipeline lemma
+        #: (``sim/formal.py``, ``encoder_pipeline``) states its invariants over them. Not ports.
+        self.probe: dict = {}
         ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
                  "o": Out(stream.Signature(word_layout(sh.W))),
                  "flush": In(1), "flushed": Out(1)}
@@ -1283,6 +1299,8 @@ class TansEncoderCoder(wiring.Component):
                          state_rd.addr.eq(Mux(self.state_cfg.valid, self.state_cfg.p.addr, state_addr))]
         else:
             m.d.comb += [sym_rd.addr.eq(sym_addr), state_rd.addr.eq(state_addr)]
+        self.probe.update(v1=v1, e1=e1, base1=base1, extra1=extra1, v3=v3, bits3=bits3, len3=len3, acc=acc, cnt=cnt,
+                          x=X, flushing=FLUSHING)
         return m
 
 

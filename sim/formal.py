@@ -39,9 +39,16 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     its own, on words whose next bits are the golden step's from any ``X0``: it returns the pair,
     ends in ``X0`` and reads exactly the pair's bits. ``proved`` (every starting state, the whole
     step within the depth). By induction over the pairs every sequence round-trips, on three
-    conditions no lemma checks (back-to-back pairs in the encoder's pipeline, the decoder's window
-    after more than one pair, the shells' counts for more than one pair): ``docs/formal.md``,
-    *Round 6*.
+    conditions (back-to-back pairs in the encoder's pipeline, the decoder's window after more than one
+    pair, the shells' counts for more than one pair) that the composition's lemmas check:
+    ``docs/formal.md``, *Round 6* and *Round 7*.
+``window_queue``, ``decoder_pipeline``, ``decoder_counts`` (tANS decoder); ``encoder_pipeline``, ``encoder_counts`` (tANS encoder)
+    The composition's lemmas (:data:`LEMMA_PROPERTIES`), one block each with every input free and a
+    shadow model in the harness, proved by k-induction in seconds (every table, CI included): the
+    decoder's ``BitWindow`` is a bit queue and its coder the abstract decoder over it; the encoder's
+    coder is the golden encoder for any timing; the shells' counts hold for every ``N``. Auxiliary assertions tie the block's registers (its
+    ``probe``) to the shadow so that the induction closes. ``encoder_pipeline`` runs its induction
+    through yosys ``sat -tempinduct`` (:func:`_sat_induct`), as does ``decoder_pipeline``.
 ``detection`` (decoders)
     The decoder, holding that table, is given an arbitrary stream of ``M <= DETECTION_WORDS`` words
     for ``N`` pairs with the end check on. It reports ``done`` within ``N * c + M + C`` clocks; and if
@@ -79,13 +86,15 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 from amaranth.utils import bits_for as _bits
 
-from ..hdl.common import DecodeStatus
+from ..hdl.common import DecodeStatus, decoder_command_layout, encoder_command_layout
 from ..hdl.mutants import CORES, INTERLEAVED_CORES, MUTANTS
 from ..hdl.rans import RansDecoder, RansEncoder
-from ..hdl.tans import TansDecoder, TansEncoder
+from ..hdl.shell import DecoderShell, EncoderShell
+from ..hdl.tans import BitWindow, TansDecoder, TansEncoder
 from ..model.coding.codecs import RansCodec, TansCodec
 from ..model.coding.codetable import CodeTable
 from ..model.coding.rans import RansParams, RansTable
+from ..model.coding.tans import TansParams, TansTable
 
 __all__ = ["CORES", "PROPERTIES", "SMALL", "FormalToolMissing", "PropertyResult", "MutantResult", "ProveReport",
            "properties_of", "small_core", "pinned_rans_table", "harness", "default_depth", "check_tools",
@@ -173,8 +182,28 @@ PORT_PROPERTIES = PROPERTIES[:3]
 #: Status ``proved``: each
 #: quantifies over every starting state and its whole scenario ends within the depth.
 STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step"}
+#: The composition's lemmas (``docs/formal.md`` *Round 7*): one block each, every input free, a shadow
+#: model in the harness, proved by k-induction (SymbiYosys ``prove``, z3) at :data:`LEMMA_DEPTH`.
+#: ``window_queue``: the decoder's :class:`~ansforge.hdl.tans.BitWindow` is a bit queue (condition 2);
+#: ``decoder_pipeline``: the decoder's coder is the abstract decoder over that queue (condition 2);
+#: ``decoder_counts`` / ``encoder_counts``: the shells' counts for every ``N`` (condition 3);
+#: ``encoder_pipeline``: the encoder's coder is the golden encoder for any timing, back to back
+#: included (condition 1; its induction through yosys ``sat -tempinduct``, :data:`SAT_INDUCT`). Each
+#: takes seconds, so every run has them, CI's ``--table pinned`` included (:data:`SLOW_LEMMAS` would
+#: keep one to ``table="arbitrary"`` runs).
+LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_pipeline", "decoder_counts"),
+                    "tans-encoder": ("encoder_pipeline", "encoder_counts")}
+#: Lemmas left out of ``table="pinned"`` runs (CI): none (the slowest, ``encoder_pipeline``, takes 11 s).
+SLOW_LEMMAS: tuple[str, ...] = ()
+#: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes,
+#: and for the fast ones at least CI's 10).
+LEMMA_DEPTH = {"window_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "encoder_pipeline": 4,
+               "decoder_pipeline": 4}
+#: The depth a lemma's covers are sought at, where its k-induction depth is too shallow to reach them
+#: from reset (``encoder_pipeline`` closes at 2; its covers need 5 clocks).
+LEMMA_COVER_DEPTH = {"encoder_pipeline": 8, "decoder_pipeline": 8}
 #: Every property name ``--property`` takes.
-ALL_PROPERTIES = PROPERTIES + tuple(STEP_PROPERTIES.values())
+ALL_PROPERTIES = PROPERTIES + tuple(STEP_PROPERTIES.values()) + tuple(LEMMA_DEPTH)
 #: The depth of each step lemma (the clock its latched "finished in time" check is seen, plus one).
 STEP_DEPTH = {"encoder_step": 22, "decoder_step": 18}
 
@@ -182,13 +211,14 @@ STEP_DEPTH = {"encoder_step": 22, "decoder_step": 18}
 def properties_of(core: str, table: str = "pinned") -> tuple[str, ...]:
     """The properties proved for ``core`` (encoders have no ``detection``: that is the decoder's end
     check; the interleaved builds the port properties only); with ``table="arbitrary"`` the tANS
-    cores also have their step lemma (:data:`STEP_PROPERTIES`)."""
+    cores also have their step lemma (:data:`STEP_PROPERTIES`); the tANS cores have the composition's
+    lemmas (:data:`LEMMA_PROPERTIES`; :data:`SLOW_LEMMAS` with ``table="arbitrary"`` only)."""
     if core in INTERLEAVED_CORES:
         return PORT_PROPERTIES
     own = PROPERTIES if core.endswith("decoder") else PROPERTIES[:-1]
     if table == "arbitrary" and core in STEP_PROPERTIES:
         own += (STEP_PROPERTIES[core],)
-    return own
+    return own + tuple(p for p in LEMMA_PROPERTIES.get(core, ()) if table == "arbitrary" or p not in SLOW_LEMMAS)
 
 
 def pinned_rans_table() -> RansTable:
@@ -1285,6 +1315,526 @@ def _encoder_step(family: str, mutant: str | None, tables: str) -> _Bench:
     return b
 
 
+# -- the composition's lemmas (k-induction on one block each; docs/formal.md, Round 7) -------------
+
+
+def _elaborated(block):
+    """``block`` elaborated now (so that its :attr:`probe` holds its registers for the invariants),
+    as the module to add to the harness in its place."""
+    mod = block.elaborate(None)
+    block._MustUse__used = True         # the module stands for it (no UnusedElaboratable warning)
+    return mod
+
+
+def _top_mask(n, width: int) -> Value:
+    """The top ``n`` bits of ``width`` set (``n`` a value, at most ``width``)."""
+    return ~(Const((1 << width) - 1, width) >> n)[:width]
+
+
+def _window_queue(core: str, mutant: str | None) -> _Bench:
+    """The decoder's bit window is a bit queue (``window_queue``, condition 2 of the composition).
+
+    :class:`~ansforge.hdl.tans.BitWindow` of the small tANS decoder (``W = 8``, fields of
+    ``F = R + K = 7`` bits) alone, every input free: a word offered or not in any clock, any payload,
+    clears in any clock with any ``clear_off``, resets in any clock, and any read ``n`` that the
+    coder may make (``n <= max(F, W)``, at most the bits held, none while ``hole`` or in a clear's
+    clock: the coder's steps wait for ``~hole`` and are blocked by ``start``). The harness keeps the
+    abstract queue (``queue``: the bits taken and not yet read, the next one at the top; ``count``;
+    ``skip``: the bits of the next word already read, after a clear with ``clear_off`` and no word)
+    and asserts in every clock, for every sequence: ``bits`` is the count (except while the window is
+    empty with a pending skip, where it wraps: see the assertion); outside a ``hole``, the
+    top ``min(count, F)`` bits of ``field`` are the queue's; ``full`` is ``~hole & count >= F``; the
+    window takes a word whenever it holds fewer than ``F`` bits; a hole lasts one clock. The window's
+    registers (``slots``, ``nw``, ``hole``, ``off``: :attr:`BitWindow.probe`) are tied to the queue
+    by auxiliary assertions, so that the k-induction closes."""
+    b = _Bench(free_reset=True)
+    m = b.m
+    sh = SMALL["tans"]
+    W, F = sh["word_bits"], sh["table_log"] + sh["max_extra_bits"]
+    win = BitWindow(W, F, mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    m.submodules.window = win
+    slots, nw, hole, off = (win.probe[k] for k in ("slots", "nw", "hole", "off"))
+    N = len(slots)
+    NW = N * W
+    QW = NW + W                                         # room for a word too many (an overflow shows)
+    n_max = max(F, W)
+    m.d.comb += [win.i.valid.eq(AnySeq(1)), win.i.payload.eq(AnySeq(W)), win.clear.eq(AnySeq(1)),
+                 win.clear_off.eq(AnySeq(len(win.clear_off))), win.n.eq(AnySeq(len(win.n)))]
+    queue = Signal(QW, name="queue")                    # the next bit at the top (bit QW - 1)
+    count = Signal(range(QW + 1), name="queue_count")
+    skip = Signal(range(W), name="queue_skip")
+    # The reads the coder makes: within the queue, none while a hole is shifted out or in a clear's clock.
+    m.d.comb += Assume((win.n <= n_max) & (win.n <= count) & ~((win.hole | win.clear) & (win.n != 0)))
+    take = _transfer(win.i)
+    lead = Signal(range(W), name="word_skip")           # bits of the taken word already read
+    m.d.comb += lead.eq(Mux(win.clear, win.clear_off, skip))
+    word = Signal(QW, name="word_at_top")
+    m.d.comb += word.eq(Cat(Const(0, QW - W), (win.i.payload << lead)[:W]))
+    kept = Signal(range(QW + 1), name="kept")           # bits left after this clock's read (or clear)
+    m.d.comb += kept.eq(Mux(win.clear, 0, count - win.n))
+    rest = Signal(QW, name="queue_rest")
+    m.d.comb += rest.eq(Mux(win.clear, 0, (queue << win.n)[:QW]))
+    with m.If(b.rst):
+        m.d.past += [queue.eq(0), count.eq(0), skip.eq(0)]
+    with m.Else():
+        m.d.past += [queue.eq(rest | Mux(take, word >> kept, 0)), count.eq(kept + Mux(take, W - lead, 0)),
+                     skip.eq(Mux(take, 0, lead))]
+
+    # The queue, as the coder sees it through the ports.
+    seen = Signal(range(F + 1), name="field_valid_bits")
+    m.d.comb += seen.eq(Mux(count >= F, F, count))
+    # ``bits`` is ``nw W - off``: in the one state where the window is empty with a pending skip (a
+    # clear with ``clear_off != 0`` and no word in its clock, until the next word) it is ``-off`` modulo
+    # its width, not 0 (found by this lemma; docs/formal.md, Round 7): asserted everywhere else.
+    m.d.comb += Assert((win.bits == count) | ((count == 0) & (skip != 0)), "bits is not the number of bits held")
+    with m.If(~win.hole):
+        m.d.comb += Assert(((win.field ^ queue[QW - F:]) & _top_mask(seen, F)) == 0,
+                           "the field's bits are not the queue's next bits")
+    m.d.comb += Assert(win.full == (~win.hole & (count >= F)), "full is not 'no hole and at least F bits'")
+    with m.If(count < F):
+        m.d.comb += Assert(win.i.ready, "the window refuses a word while it holds fewer than F bits")
+    m.d.comb += Assert(count <= NW, "the window took more bits than it holds")
+    with m.If(b.started & ~b.p_rst & b.past(win.hole & ~(win.clear & take), "window_hole")):
+        m.d.comb += Assert(~win.hole, "a hole lasts more than one clock")
+    # Auxiliary invariants (the window's registers against the queue): they make the induction close.
+    held = Signal(NW, name="window_words")              # the held words, the oldest at the top
+    m.d.comb += held.eq(Mux(hole, Cat(Const(0, W), *reversed(slots[1:])), Cat(*reversed(slots))))
+    m.d.comb += [Assert(nw + hole <= N, "inv: nw + hole <= N"), Assert(~hole | (nw != 0), "inv: a hole has a word")]
+    with m.If(nw == 0):
+        m.d.comb += Assert((count == 0) & (skip == off), "inv: an empty window's offset is the pending skip")
+    with m.Else():
+        m.d.comb += [Assert(skip == 0, "inv: no pending skip while words are held"),
+                     Assert(count == nw * W - off, "inv: count = nw W - off"),
+                     Assert(((Value.cast(held << off)[:NW] ^ queue[QW - NW:]) & _top_mask(count, NW)) == 0,
+                            "inv: the held words are the queue")]
+    m.d.comb += Assert((queue & ~_top_mask(count, QW)) == 0, "inv: the queue is zero below its bits")
+    # Covers: a word taken behind a word, and a read across two words; a clear with a word in its clock.
+    b.cover(b.started & (count > W) & ~win.hole & (off + win.n > W) & take, "a read across two words while a word is taken")
+    b.cover(b.started & win.clear & take & (nw >= 1), "a clear that drops words, with a word in its clock")
+    return b
+
+
+def _encoder_counts(core: str, mutant: str | None) -> _Bench:
+    """The encoder shell's counts for every ``N`` (``encoder_counts``, condition 3 of the composition).
+
+    :class:`~ansforge.hdl.shell.EncoderShell` of the small tANS encoder (3-bit counts) alone, its
+    coder's side free: ``pair`` (a pair enters the coder) in any clock where the shell lets pairs
+    through (``take``: in the core ``pair`` is ``i``'s transfer, whose ``ready`` includes ``take``),
+    ``flushed`` (the coder's last word leaves) in any clock where it asks for the flush (the coder
+    flushes only then), commands of any count offered in any clock, resets in any clock. The harness
+    keeps the command's count ``N`` and the pairs ``k`` taken since it was accepted, and asserts for
+    every sequence: pairs pass exactly while ``k < N`` (``take``; in the accepting clock, which may be
+    the previous command's ``flushed`` clock, ``N != 0``),
+    the flush is asked for exactly when ``k = N``, a command is accepted exactly when idle or in the
+    clock of ``flushed``, and ``done`` is high exactly in the clock after ``flushed``. With the
+    invariant ``remaining = N - k`` in ``RUN`` (the shell's registers,
+    :attr:`~ansforge.hdl.shell.EncoderShell.probe`) the k-induction closes."""
+    b = _Bench(free_reset=True)
+    m = b.m
+    bits = 3                                            # small_core's count_bits
+    shell = EncoderShell(encoder_command_layout(bits), mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    m.submodules.shell = _elaborated(shell)
+    remaining, running = shell.probe["remaining"], shell.probe["running"]
+    m.d.comb += [shell.cmd.valid.eq(AnySeq(1)), shell.cmd.p.count.eq(AnySeq(bits)), shell.pair.eq(AnySeq(1)),
+                 shell.flushed.eq(AnySeq(1)), Assume(~shell.pair | shell.take), Assume(~shell.flushed | shell.flush)]
+    busy = Signal(name="busy")                          # a command accepted, its flush not yet done
+    N = Signal(bits, name="command_count")
+    k = Signal(bits, name="pairs_taken")
+    accept = _transfer(shell.cmd)
+    with m.If(b.rst):
+        m.d.past += [busy.eq(0), N.eq(0), k.eq(0)]
+    with m.Elif(accept):
+        m.d.past += [busy.eq(1), N.eq(shell.cmd.p.count), k.eq(shell.pair)]
+    with m.Else():
+        with m.If(shell.flushed):
+            m.d.past += busy.eq(0)
+        with m.If(shell.pair):
+            m.d.past += k.eq(k + 1)
+    first = shell.cmd.valid & (shell.cmd.p.count != 0)     # the accepted command's first pair may pass
+    with m.If(busy):
+        # In the clock of ``flushed`` the next command is accepted: ``take`` is then for its first pair.
+        m.d.comb += [Assert(shell.take == Mux(shell.flushed, first, k != N),
+                            "pairs are not let through exactly while fewer than N are taken"),
+                     Assert(shell.flush == (k == N), "the flush is not asked for exactly after the N-th pair"),
+                     Assert(shell.cmd.ready == shell.flushed, "a command is accepted before the flush is done")]
+    with m.Else():
+        m.d.comb += [Assert(shell.take == first, "an idle shell lets pairs through other than the accepted command's first"),
+                     Assert(~shell.flush, "an idle shell asks for a flush"),
+                     Assert(shell.cmd.ready & (shell.idle == ~shell.cmd.valid), "an idle shell refuses a command")]
+    done_due = b.past(busy & shell.flushed & ~b.rst, "done_due")
+    m.d.comb += Assert(shell.done == done_due, "done is not the clock after the flush")
+    # Auxiliary invariant: the count register against the harness's.
+    m.d.comb += [Assert(running == busy, "inv: RUN exactly while a command is busy")]
+    with m.If(busy):
+        m.d.comb += Assert(remaining == N - k, "inv: remaining = N - k")
+    b.cover(busy & (N == (1 << bits) - 1) & shell.flushed, "a command of the largest count flushed")
+    b.cover(busy & shell.flushed & accept & (shell.cmd.p.count != 0) & shell.pair,
+            "back to back: the next command and its first pair in the clock of the flush")
+    return b
+
+
+def _decoder_counts(core: str, mutant: str | None) -> _Bench:
+    """The decoder shell's counts for every ``N`` (``decoder_counts``, condition 3 of the composition).
+
+    :class:`~ansforge.hdl.shell.DecoderShell` of the small tANS decoder (3-bit counts, no CRC) alone,
+    its coder's side free: ``fire`` in any clock where the shell asks for pairs (``run``) and the coder
+    is past its prologue (``decoding``; both are what the coder's ``fire`` requires), every other
+    coder output (``decoding``, ``starved``, ``no_marker``, the end-check facts, ``out_valid``) and
+    ``words.ready`` free in every clock, commands and words offered in any clock, resets in any clock.
+    The harness keeps, per command, its counts ``N`` and ``Nw``, the pairs ``k`` decoded and the words
+    ``t`` taken since it was accepted, the commands not yet reported, and which of them decoded all
+    its pairs. Asserted for every sequence: ``run`` only while ``k < N``, and while the command runs
+    with ``k < N`` and no report held, ``run`` is high (no early stop); the command's words go to
+    the coder one for one and no word beyond ``Nw`` is taken (``ended`` exactly when ``t = Nw``),
+    every word offered while ``t < Nw`` passes when the coder takes it; one ``done`` per command
+    accepted (never more; at most two owed besides one whose ``done`` is high), and ``done`` with
+    status ``OK`` only for a command that decoded exactly ``N`` pairs. The shell's counters are tied to the harness's by auxiliary
+    assertions (:attr:`~ansforge.hdl.shell.DecoderShell.probe`), so that the k-induction closes."""
+    b = _Bench(free_reset=True)
+    m = b.m
+    bits, sh = 3, SMALL["tans"]                         # small_core's count_bits
+    W, R = sh["word_bits"], sh["table_log"]
+    shell = DecoderShell(decoder_command_layout(R, _bits(W - 1), bits), W, block_crc=False,
+                         mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    m.submodules.shell = _elaborated(shell)
+    pr = shell.probe
+    for port in (shell.cmd.valid, shell.cmd.p, shell.i.valid, shell.i.p, shell.words.ready, shell.fire,
+                 shell.decoding, shell.starved, shell.no_marker, shell.final_state_zero, shell.window_empty,
+                 shell.out_valid):
+        m.d.comb += port.eq(AnySeq(len(Value.cast(port))))
+    m.d.comb += Assume(~shell.fire | (shell.run & shell.decoding))
+    c = shell.cmd.p
+    N, Nw = Signal(bits, name="command_count"), Signal(bits, name="command_words")
+    k, t = Signal(bits, name="pairs_decoded"), Signal(bits, name="words_taken")
+    owed = Signal(2, name="reports_owed")              # commands accepted and not yet reported
+    pend_full = Signal(name="finished_decoded_all")    # the last finished command decoded its N pairs
+    done_full = Signal(name="reported_decoded_all")    # ... the one whose done is due
+    accept, take, fed = _transfer(shell.cmd), _transfer(shell.i), _transfer(shell.words)
+    due = pr["reporting"] & ~shell.out_valid           # the shell's done comes in the next clock
+    with m.If(b.rst):
+        m.d.past += [N.eq(0), Nw.eq(0), k.eq(0), t.eq(0), owed.eq(0), pend_full.eq(0), done_full.eq(0)]
+    with m.Else():
+        with m.If(accept):
+            m.d.past += [N.eq(c.count), Nw.eq(c.words), k.eq(0), t.eq(take)]
+        with m.Else():
+            m.d.past += [k.eq(k + shell.fire), t.eq(t + take)]
+        m.d.past += owed.eq(owed + accept - shell.done)
+        with m.If(pr["finishing"]):
+            m.d.past += pend_full.eq(k + shell.fire == N)
+        with m.If(due):
+            m.d.past += done_full.eq(pend_full)
+    running = pr["run"] & ~accept                       # the clock belongs to the running command
+    with m.If(shell.run):
+        m.d.comb += Assert(pr["run"] & (k != N), "run is high while the command has no pairs left")
+    with m.If(running & (k != N) & shell.decoding & ~(pr["reporting"] & shell.out_valid)):
+        m.d.comb += Assert(shell.run, "run is low while the command has pairs left")
+    with m.If(~pr["idle"] & ~accept):
+        m.d.comb += Assert(shell.ended == (t == Nw), "ended is not 'every word of the command taken'")
+    with m.If(take & ~accept):
+        m.d.comb += Assert(~pr["idle"] & (t != Nw), "a word beyond the command's is taken")
+    with m.If(running):
+        m.d.comb += [Assert(fed == take, "a word of the command does not go to the coder"),
+                     Assert(shell.i.ready == (shell.words.ready & (t != Nw)), "a word the coder takes is not taken")]
+    with m.If(~pr["run"] & ~accept):
+        m.d.comb += Assert(~shell.words.valid, "a word goes to the coder outside a command")
+    with m.If(accept):
+        m.d.comb += Assert(fed == take, "the command's first word does not go to the coder")
+    with m.If(shell.done):
+        m.d.comb += Assert(owed != 0, "done without a command")
+    # At most two owed after this clock's done: the running command and one report waiting.
+    m.d.comb += Assert((owed != 3) | shell.done, "a command is not reported")
+    with m.If(shell.done & (shell.status == DecodeStatus.OK)):
+        m.d.comb += Assert(done_full, "OK reported for a command that did not decode its N pairs")
+    # Auxiliary invariants: the shell's registers against the harness's counts.
+    m.d.comb += [Assert(k <= N, "inv: k <= N"), Assert(t <= Nw, "inv: t <= Nw"),
+                 Assert(owed == (~pr["idle"]).as_unsigned() + pr["reporting"] + shell.done, "inv: reports owed"),
+                 Assert(pr["rem_zero"] == (pr["remaining"] == 0), "inv: rem_zero"),
+                 Assert(~((pr["drain"] | pr["check"]) & pr["reporting"]), "inv: no report waits while draining")]
+    with m.If(~pr["idle"]):
+        m.d.comb += [Assert(pr["no_words"] == (t == Nw), "inv: no_words"),
+                     Assert(pr["words_left"] - pr["lag"] == Nw - t, "inv: words_left")]
+    with m.If(pr["run"]):
+        m.d.comb += Assert(pr["remaining"] == N - k, "inv: remaining")
+    with m.If((pr["reporting"] | pr["drain"] | pr["check"]) & (pr["report"] == DecodeStatus.OK)):
+        m.d.comb += Assert(pend_full, "inv: a waiting OK report is of a command that decoded its pairs")
+    b.cover(shell.done & (shell.status == DecodeStatus.OK) & (N == (1 << bits) - 1),
+            "a command of the largest count reported OK")
+    b.cover(pr["run"] & accept & (owed == 2), "back to back: a command accepted while the previous one's report waits")
+    return b
+
+
+def _encoder_pipeline(core: str, mutant: str | None) -> _Bench:
+    """The encoder's coder is the golden encoder for any timing (``encoder_pipeline``, condition 1 of
+    the composition: back-to-back pairs).
+
+    :class:`~ansforge.hdl.tans.TansEncoderCoder` of the small tANS encoder alone, on an arbitrary table
+    held in its memories (:class:`_TablePlatform`: every symbol row ``AnyConst`` with ``nb_high <= R``,
+    ``k <= K`` and ``n`` never below 0 (``nb_high >= 1`` or ``threshold <= L``), which every legal row
+    meets (a symbol of all ``L`` slots has ``nb_high = 0`` and ``threshold = L``); every slot's state
+    ``AnyConst``; no writes), pairs offered in any clock (back to back or not, any
+    symbol and extra bits), ``o.ready`` free, resets in any clock, and the flush as the shell gives
+    it: once asked for, held until ``flushed``, with no pair entering meanwhile except in the clock
+    of ``flushed`` (the next command's first). The harness runs the golden encoder beside it
+    (:func:`_tans_encoder_step` per pair taken, in the clock it is taken; the final state and its
+    marker appended when the flush is first asked for): its state ``X`` and its queue of pushed bits
+    not yet taken from ``o``. Asserted for every sequence: every word taken from ``o`` is the queue's
+    next ``W`` bits (zero-padded), marked ``last`` exactly when it ends the flushed stream, and a
+    stream's ``flushed`` leaves the queue empty. The pipeline's registers
+    (:attr:`~ansforge.hdl.tans.TansEncoderCoder.probe`) are tied to the golden state by auxiliary
+    assertions (what is in each stage, the golden queue being ``o``, the accumulator, stage 3's
+    bits, stage 1's pair stepped from the coder's ``X``, and the marker not yet inserted), so that
+    the k-induction closes."""
+    b = _Bench(free_reset=True)
+    m = b.m
+    sh = SMALL["tans"]
+    R, K, W, L = sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"]
+    enc = small_core("tans-encoder", mutant if mutant and MUTANTS[mutant].core == core else None)
+    enc._MustUse__used = True                           # only its coder is built
+    coder = enc.coder
+    b.platform = _TablePlatform()
+    layout = _tans_layout(coder.sym_cfg.p.data)
+    n_sym = sh["max_symbols"]
+    rows = [Signal(layout, name=f"sym_row{q}") for q in range(n_sym)]
+    states = [Signal(R, name=f"slot_state{j}") for j in range(L)]
+    def table_row(r):       # n = nb_high - (X < threshold) in 0..R for every X >= L; k <= K
+        return (r.nb_high <= R) & (r.k <= K) & ((r.nb_high != 0) | (r.threshold <= L))
+    for r in rows:
+        m.d.comb += [Value.cast(r).eq(AnyConst(layout.size)), Assume(table_row(r))]
+    m.d.comb += [st.eq(AnyConst(R)) for st in states]
+    b.platform.contents["sym"] = [Value.cast(r) for r in rows]
+    b.platform.contents["state"] = states
+    m.submodules.coder = _elaborated(coder)
+    pr = coder.probe
+    m.d.comb += [coder.sym_cfg.valid.eq(0), coder.state_cfg.valid.eq(0), coder.sym_cfg.p.eq(0), coder.state_cfg.p.eq(0),
+                 coder.i.valid.eq(AnySeq(1)), coder.i.p.eq(AnySeq(len(Value.cast(coder.i.p)))),
+                 coder.o.ready.eq(AnySeq(1)), coder.flush.eq(AnySeq(1))]
+    QB = 48                                             # the golden queue (more than the pipeline holds)
+    X = Signal(R + 1, init=L, name="golden_x")
+    queue = Signal(QB, name="golden_queue")             # bits pushed, not yet taken from o; the oldest at 0
+    qlen = Signal(range(QB + 1), name="golden_queue_len")
+    fs = Signal(name="golden_flush")                    # the flush asked for, its marker appended, not yet flushed
+    take, out = _transfer(coder.i), _transfer(coder.o)
+    # The flush, as the shell gives it: held from the clock it is asked for until flushed; no pair
+    # enters meanwhile except in the clock of flushed.
+    m.d.comb += [Assume(~fs | coder.flush), Assume(~(coder.flush & take) | coder.flushed)]
+    # The golden step of the pair taken this clock (its row read at its symbol, as the model's).
+    row = Signal(layout, name="golden_row")
+    m.d.comb += Value.cast(row).eq(Array([Value.cast(r) for r in rows])[coder.i.p.symbol])
+    n, slot, nxt, bits, length = _tans_encoder_step(m, X, row, coder.i.p.extra, "golden")
+    m.d.comb += nxt.eq(L | Array(states)[slot])
+    # This clock's queue after o's transfer, then the pair's bits or the flush's marker behind it.
+    q1, l1 = Signal(QB, name="queue_after_word"), Signal(range(QB + 1), name="len_after_word")
+    m.d.comb += [q1.eq(Mux(out, queue >> W, queue)), l1.eq(Mux(out, Mux(qlen >= W, qlen - W, 0), qlen))]
+    start = coder.flush & ~fs                           # the flush is asked for (first clock)
+    with m.If(b.rst):
+        m.d.past += [X.eq(L), queue.eq(0), qlen.eq(0), fs.eq(0)]
+    with m.Elif(start & ~take):
+        m.d.past += [queue.eq(q1 | (X << l1)[:QB]), qlen.eq(l1 + R + 1), X.eq(L), fs.eq(1)]
+    with m.Else():
+        with m.If(take):
+            m.d.past += [queue.eq(q1 | (bits << l1)[:QB]), qlen.eq(l1 + length), X.eq(nxt)]
+        with m.Else():
+            m.d.past += [queue.eq(q1), qlen.eq(l1)]
+        with m.If(coder.flushed):
+            m.d.past += fs.eq(0)
+    with m.If(out):
+        m.d.comb += [Assert(qlen != 0, "a word from an empty stream"),
+                     Assert(coder.o.p.data == queue[:W], "a word is not the golden stream's next bits"),
+                     Assert(coder.o.p.last == (fs & (qlen <= W)), "last does not mark the flushed stream's end")]
+    with m.If(coder.flushed):
+        m.d.comb += Assert(fs & (qlen <= W), "flushed before the stream's last bits")
+    m.d.comb += Assert(qlen <= QB - W, "the golden queue overflows (a word is not taken out)")
+    # Auxiliary invariants: the pipeline's registers against the golden encoder.
+    v1, e1, base1, extra1 = pr["v1"], pr["e1"], pr["base1"], pr["extra1"]
+    v3, bits3, len3, acc, cnt, Xc, FL = pr["v3"], pr["bits3"], pr["len3"], pr["acc"], pr["cnt"], pr["x"], pr["flushing"]
+    n1, slot1, nxt1, bits1, len1 = _tans_encoder_step(m, Xc, e1, extra1, "stage1")
+    m.d.comb += nxt1.eq(L | Array(states)[slot1])
+    ahead = Signal(R + 1, name="x_ahead")               # the coder's X once stage 1's pair has stepped
+    m.d.comb += ahead.eq(Mux(v1, nxt1, Xc))
+    pend = Signal(name="marker_pending")                # the golden marker is appended, the coder's not yet
+    m.d.comb += pend.eq(fs & ~FL)
+    olen = Signal(range(W + 1), name="o_len")
+    m.d.comb += olen.eq(Mux(coder.o.valid, Mux(qlen >= W, W, qlen), 0))
+    s3 = Signal(range(QB + 1), name="after_acc")
+    s1 = Signal(range(QB + 1), name="after_stage3")
+    s0 = Signal(range(QB + 1), name="after_stage1")
+    m.d.comb += [s3.eq(olen + cnt), s1.eq(s3 + Mux(v3, len3, 0)), s0.eq(s1 + Mux(v1, len1, 0))]
+    model = Signal(QB, name="pipeline_bits")
+    m.d.comb += model.eq(Mux(coder.o.valid, coder.o.p.data, 0) | (acc << olen)[:QB] | Mux(v3, bits3 << s3, 0)[:QB]
+                         | Mux(v1, bits1 << s1, 0)[:QB] | Mux(pend, ahead << s0, 0)[:QB])
+    m.d.comb += [Assert(queue == model, "inv: the golden queue is o, the accumulator and the stages' bits"),
+                 Assert(qlen == s0 + Mux(pend, R + 1, 0), "inv: the golden length"),
+                 Assert(X == Mux(fs, L, ahead), "inv: the golden state is the coder's, stage 1 stepped"),
+                 Assert(Xc[R] & ((acc >> cnt) == 0) & ((bits3 >> len3) == 0) & (cnt < W) & (len3 <= R + K),
+                        "inv: the coder's registers are in range"),
+                 Assert(~coder.o.valid | coder.o.p.last | (qlen >= W), "inv: a full word on o"),
+                 Assert(~coder.o.valid | (qlen != 0), "inv: a word on o is in the golden queue"),
+                 Assert(~(fs & coder.o.valid & ~coder.o.p.last) | (qlen > W),
+                        "inv: a flushed stream goes on after a word not last"),
+                 Assert((queue >> qlen) == 0, "inv: the golden queue is zero above its bits"),
+                 Assert(~coder.o.valid | ~coder.o.p.last | (FL & (qlen <= W) & (s3 == olen) & ~v3 & ~v1),
+                        "inv: a last word on o is the stream's end"),
+                 Assert(~v1 | (base1 == (e1.cum - e1.freq)[:R]), "inv: stage 1's slot base"),
+                 Assert(~v1 | table_row(e1), "inv: stage 1's row is a table row"),
+                 Assert(~FL | (fs & ~v1 & (Xc == L)), "inv: the coder flushes only when asked, from L, stage 1 empty")]
+    b.cover(take & v1 & v3 & out, "back to back: a pair taken with one in each stage while a word is taken")
+    b.cover(coder.flushed & take & b.past(out, "out1"), "a stream flushed after a word, the next one's first pair taken")
+    return b
+
+
+def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
+    """The decoder's coder is the abstract decoder over its bit queue, for any history and timing
+    (``decoder_pipeline``, the rest of condition 2 of the composition).
+
+    :class:`~ansforge.hdl.tans.TansDecoderCoder` of the small tANS decoder alone, its table an arbitrary
+    constant (the memory's contents; no writes) whose rows the coder reads are legal-shaped (``nb <= R``,
+    ``nb <= need <= nb + K``, ``base`` with ``nb`` zero low bits), streams started with ``resume = 1`` at
+    any state and offset in any clock, words offered in any clock once a stream has started, ``run``,
+    ``ended`` and ``o.ready`` free; streams that are not read past their end (no pair decoded with fewer
+    bits held than it needs: an ``Assume``; ``detection`` covers those). The harness keeps the bit queue
+    (as ``window_queue``), the abstract state and the pairs decoded and not yet taken from ``o``; at each
+    pair it decodes the queue's next ``need`` bits with the row of its state (the first ``need - nb``
+    bits are the extra bits, the next ``nb`` give ``next = base | v``). Asserted for every sequence: the
+    coder's state is the abstract state; a pair reads exactly its ``need`` bits; every pair taken from
+    ``o`` is the next abstract pair (none lost, none twice, in order, under any back-pressure);
+    ``pending`` exactly while pairs are owed. So a pair decoded after any history is decoded as
+    ``decoder_step`` decodes it from the same state and bits."""
+    b = _Bench(free_reset=True)
+    m = b.m
+    sh = SMALL["tans"]
+    R, K, W = sh["table_log"], sh["max_extra_bits"], sh["word_bits"]
+    F = R + K
+    # Built without the table write path (programmable=False): the table is a constant memory whose
+    # contents the harness gives (a write path held idle would add registers the induction must pin).
+    # (Its baked table, a real one with the pinned frequencies, is replaced by the harness's contents.)
+    baked = TansTable(CodeTable((0, 1, 2), (3, 4, 5, 6), 0, (13, 9, 7, 3), R), TansParams(table_log=R), "fse")
+    dec = TansDecoder(**sh, programmable=False, block_crc=False, count_bits=3, table=baked,
+                      mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    dec._MustUse__used = True                           # only its coder is built
+    coder = dec.coder
+    # The table: any constant (the memory's contents from the first clock, :class:`_TablePlatform`).
+    b.platform = _TablePlatform()
+    elayout = coder._entry
+    rows = [Signal(elayout, name=f"dec_row{a}") for a in range(1 << R)]
+    m.d.comb += [Value.cast(r).eq(AnyConst(elayout.size)) for r in rows]
+    b.platform.contents["dec"] = [Value.cast(r) for r in rows]
+    m.submodules.coder = _elaborated(coder)
+    pr = coder.probe
+    win = pr["window"]
+    slots, nw, hole, off = (win.probe[k] for k in ("slots", "nw", "hole", "off"))
+    N = len(slots)
+    NW = N * W
+    QW = NW + W
+    entry, x = pr["entry"], pr["x"]
+    m.d.comb += [coder.start.valid.eq(AnySeq(1)), coder.start.p.resume.eq(1),
+                 coder.start.p.state.eq(AnySeq(R)), coder.start.p.bit.eq(AnySeq(len(coder.start.p.bit))),
+                 coder.i.valid.eq(AnySeq(1)), coder.i.payload.eq(AnySeq(W)), coder.run.eq(AnySeq(1)),
+                 coder.ended.eq(AnySeq(1)), coder.o.ready.eq(AnySeq(1))]
+    begun = Signal(name="begun")                        # a stream has been started
+    with m.If(b.rst):
+        m.d.past += begun.eq(0)
+    with m.Elif(coder.start.valid):
+        m.d.past += begun.eq(1)
+    m.d.comb += Assume(~coder.i.valid | begun | coder.start.valid)
+    for r in rows:          # legal-shaped rows: nb <= R, k = need - nb <= K, base with nb zero low bits
+        m.d.comb += Assume((r.nb <= R) & (r.need >= r.nb) & (r.need <= r.nb + K) & ((r.base & _mask(r.nb, R)) == 0))
+    # The bit queue (window_queue's model), driven by what the window is given and read.
+    queue = Signal(QW, name="queue")
+    count = Signal(range(QW + 1), name="queue_count")
+    skip = Signal(range(W), name="queue_skip")
+    take = _transfer(win.i)
+    lead = Signal(range(W), name="word_skip")
+    m.d.comb += lead.eq(Mux(win.clear, win.clear_off, skip))
+    word = Signal(QW, name="word_at_top")
+    m.d.comb += word.eq(Cat(Const(0, QW - W), (win.i.payload << lead)[:W]))
+    kept = Signal(range(QW + 1), name="kept")
+    m.d.comb += kept.eq(Mux(win.clear, 0, count - win.n))
+    rest = Signal(QW, name="queue_rest")
+    m.d.comb += rest.eq(Mux(win.clear, 0, (queue << win.n)[:QW]))
+    with m.If(b.rst):
+        m.d.past += [queue.eq(0), count.eq(0), skip.eq(0)]
+    with m.Else():
+        m.d.past += [queue.eq(rest | Mux(take, word >> kept, 0)), count.eq(kept + Mux(take, W - lead, 0)),
+                     skip.eq(Mux(take, 0, lead))]
+    # The abstract decode of this clock's pair: the row of the state, the queue's next need bits.
+    k = Signal(range(K + 1), name="pair_k")
+    m.d.comb += k.eq(entry.need - entry.nb)
+    ext = Signal(K, name="expected_extra")
+    v = Signal(R, name="expected_state_bits")
+    m.d.comb += [ext.eq(queue >> (QW - k).as_unsigned()),
+                 v.eq((queue >> (QW - entry.need).as_unsigned()) & _mask(entry.nb, R))]
+    nxt = Signal(R, name="expected_next")
+    m.d.comb += nxt.eq(entry.base | v)
+    pair_layout = data.StructLayout({"symbol": len(entry.symbol), "extra": K})
+    expect = Signal(pair_layout, name="expected_pair")
+    m.d.comb += [expect.symbol.eq(entry.symbol), expect.extra.eq(ext)]
+    fire = coder.fire
+    m.d.comb += Assume(~fire | (count >= entry.need))     # no stream is read past its end
+    xs = Signal(R, name="abstract_state")
+    with m.If(b.rst):
+        m.d.past += xs.eq(0)
+    with m.Elif(coder.start.valid):
+        m.d.past += xs.eq(coder.start.p.state)
+    with m.Elif(fire):
+        m.d.past += xs.eq(nxt)
+    # The pairs owed: e0 the oldest, e1 the next; fc of them.
+    e0, e1 = Signal(pair_layout, name="owed0"), Signal(pair_layout, name="owed1")
+    fc = Signal(range(3), name="owed")
+    pop = _transfer(coder.o)
+    with m.If(b.rst):
+        m.d.past += fc.eq(0)
+    with m.Else():
+        m.d.past += fc.eq(fc + fire - pop)
+        with m.If(pop):
+            m.d.past += e0.eq(Mux(fire & (fc == 1), expect, e1))
+            with m.If(fire):
+                m.d.past += e1.eq(expect)
+        with m.Elif(fire):
+            with m.If(fc == 0):
+                m.d.past += e0.eq(expect)
+            with m.Else():
+                m.d.past += e1.eq(expect)
+    m.d.comb += Assert(coder.state == xs, "the coder's state is not the abstract decoder's")
+    m.d.comb += Assert(fire | (win.n == 0), "bits are read without a pair")
+    with m.If(fire):
+        m.d.comb += [Assert(win.n == entry.need, "a pair does not read exactly its need bits"),
+                     Assert((fc != 2) | pop, "a pair is decoded over one still owed")]
+    with m.If(pop):
+        m.d.comb += [Assert(fc != 0, "a pair on o that was not decoded"),
+                     Assert(Value.cast(coder.o.p) == Value.cast(e0), "a pair on o is not the next decoded pair")]
+    m.d.comb += Assert(coder.pending == (fc != 0), "pending is not 'pairs owed'")
+    # Auxiliary invariants: the window as in window_queue, the pipeline's registers against the owed pairs.
+    held = Signal(NW, name="window_words")
+    m.d.comb += held.eq(Mux(hole, Cat(Const(0, W), *reversed(slots[1:])), Cat(*reversed(slots))))
+    m.d.comb += [Assert(nw + hole <= N, "inv: nw + hole <= N"), Assert(~hole | (nw != 0), "inv: a hole has a word"),
+                 Assert((queue & ~_top_mask(count, QW)) == 0, "inv: the queue is zero below its bits"),
+                 Assert(count <= NW, "inv: the window holds the queue")]
+    with m.If(nw == 0):
+        m.d.comb += Assert((count == 0) & (skip == off), "inv: an empty window's offset is the pending skip")
+    with m.Else():
+        m.d.comb += [Assert(skip == 0, "inv: no pending skip while words are held"),
+                     Assert(count == nw * W - off, "inv: count = nw W - off"),
+                     Assert(((Value.cast(held << off)[:NW] ^ queue[QW - NW:]) & _top_mask(count, NW)) == 0,
+                            "inv: the held words are the queue")]
+    p_valid = pr["p_valid"]
+    p_extra = Signal(K, name="p_extra")
+    p_k = Signal(range(K + 1), name="p_k")
+    m.d.comb += [p_k.eq(pr["p_need"] - pr["p_nb"]), p_extra.eq((pr["p_top"] << p_k)[K:2 * K])]
+    p_pair = Cat(pr["p_symbol"], p_extra)
+    newest = Mux(fc == 2, Value.cast(e1), Value.cast(e0))
+    m.d.comb += [Assert(fc == coder.o.valid + p_valid, "inv: the owed pairs are in o and the pair register"),
+                 Assert(~coder.o.valid | (Value.cast(coder.o.p) == Value.cast(e0)), "inv: o holds the oldest owed pair"),
+                 Assert(~p_valid | (p_pair == newest), "inv: the pair register holds the newest owed pair"),
+                 Assert(~p_valid | (pr["p_need"] >= pr["p_nb"]) & (pr["p_need"] - pr["p_nb"] <= K), "inv: the pair's k"),
+                 Assert(~begun | (pr["phase"] == pr["decode_phase"]), "inv: a resumed stream is decoding"),
+                 Assert(begun | (count == 0) & (nw == 0) & (pr["phase"] == 0) & ~pr["first"], "inv: before a stream")]
+    fired = b.past(fire, "fired")
+    b.cover(fire & fired & pop & (entry.need != 0), "pairs decoded back to back while one is taken")
+    b.cover((fc == 2) & ~coder.o.ready & fired, "two pairs owed, held under back-pressure")
+    b.cover(fire & coder.ended & (count < F) & (fc == 1), "a pair decoded at a stream's end from a partial field")
+    return b
+
+
 #: Clocks after the table's by which ``encoder_step``'s scenario has finished (measured).
 ENCODER_STEP_CLOCKS = 20
 #: Whether ``decoder_step`` decodes a warm-up pair before the pair (see :func:`_decoder_step`).
@@ -1292,6 +1842,8 @@ DECODER_STEP_WARM_UP = True
 #: Clocks after the table's by which ``decoder_step``'s scenario has finished (measured).
 DECODER_STEP_CLOCKS = 14
 _BUILDERS = {"stream_rules": _stream_rules, "out_of_reset": _out_of_reset, "progress": _progress}
+_LEMMAS = {"window_queue": _window_queue, "encoder_counts": _encoder_counts, "decoder_counts": _decoder_counts,
+           "encoder_pipeline": _encoder_pipeline, "decoder_pipeline": _decoder_pipeline}
 
 
 def harness(core: str, prop: str, mutant: str | None = None, table: str = "pinned") -> tuple[Module, Signal]:
@@ -1308,7 +1860,9 @@ def _bench(core: str, prop: str, mutant: str | None, table: str = "pinned") -> _
         raise ValueError(f"property must be one of {', '.join(properties_of(core, 'arbitrary'))} for the {core}, "
                          f"not {prop!r}")
     family = core.split("-")[0]
-    if prop == "encoder_step":
+    if prop in LEMMA_DEPTH:
+        b = _LEMMAS[prop](core, mutant)
+    elif prop == "encoder_step":
         b = _encoder_step(family, mutant, table)
     elif prop == "decoder_step":
         b = _decoder_step(family, mutant, table)
@@ -1329,6 +1883,8 @@ def default_depth(core: str, prop: str, mutant: str | None = None, table: str = 
     family = core.split("-")[0]
     if prop in STEP_DEPTH:
         return STEP_DEPTH[prop]
+    if prop in LEMMA_DEPTH:
+        return LEMMA_DEPTH[prop]
     # One clock more than the scenario: a latched check (``_Bench.check``) shows a violation in the
     # clock after it.
     if prop == "round_trip":
@@ -1365,6 +1921,8 @@ def _mode(core: str, prop: str) -> str:
     """k-induction where it closes (the stream rules of three cores, measured), else bounded model
     checking: a failed induction costs more than the base case, and for the others it fails on
     unreachable states that only the cores' insides could rule out."""
+    if prop in LEMMA_DEPTH:
+        return "prove"
     return "prove" if prop == "stream_rules" and core not in ("rans-encoder", *XN_BAKED) else "bmc"
 
 
@@ -1535,6 +2093,38 @@ def _cadical(root: Path, goal: str, depth: int, timeout: float) -> bool | None:
     return proc.returncode == 10
 
 
+def _sat_induct(root: Path, depth: int, timeout: float, result: PropertyResult) -> None:
+    """k-induction by yosys's own ``sat -tempinduct`` (MiniSat, bit level) on ``root/top.il``, up to
+    induction length ``depth``: base case from the ``init`` values, induction step from any state,
+    ``Assume`` in every clock, ``$anyconst`` one value per trace. ``proved`` when an induction step
+    is proven, ``failed`` when a base case has a counterexample, ``bounded`` when the base cases hold to
+    ``depth`` and no induction step closes. (z3 through SymbiYosys took 434 s for ``encoder_pipeline``'s
+    induction at length 2, this 10 s: ``docs/formal.md``, Round 7.)"""
+    t0 = time.perf_counter()
+    # ``-seq 0``: with ``-tempinduct``, ``-seq N`` would exempt the first N clocks from the assertions.
+    done, log = _yosys_sat(root, 0, "-tempinduct -prove-asserts", f"-maxsteps {depth}", timeout, stop_at_cnf=False)
+    result.seconds = round(time.perf_counter() - t0, 2)
+    lengths = [int(x) for x in re.findall(r"Trying induction with length (\d+)", log)]
+    error = re.search(r"^ERROR: .*", log, re.M)
+    if error:
+        raise RuntimeError(f"yosys sat: {error.group(0)}")
+    if not done:
+        result.detail = f"no answer from yosys sat -tempinduct within {timeout} s"
+    elif "Induction step proven: SUCCESS!" in log:
+        result.status = "proved"
+        result.depth = lengths[-1] if lengths else depth
+    elif re.search(r"base case.*FAIL|FAIL!", log):
+        result.status = "failed"
+    elif "Reached maximum number of time steps" in log:
+        result.status = "bounded"
+    else:
+        result.detail = "yosys sat -tempinduct gave no verdict"
+
+
+#: Lemmas whose k-induction yosys's ``sat -tempinduct`` runs (:func:`_sat_induct`) instead of SymbiYosys/z3.
+SAT_INDUCT = ("encoder_pipeline", "decoder_pipeline")
+
+
 #: Seconds a mutant's ``sat`` run first gives yosys's own solver, which finds a counterexample and its
 #: trace in one pass (6-12 s on CI's pinned tables), before the CNF goes to CaDiCaL.
 MUTANT_MINISAT_SECONDS = 60
@@ -1626,18 +2216,24 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
     of :data:`TABLES`): the round trip's table. ``timeout``: seconds per solver run (default 900; for
     the ``sat`` runner :data:`SAT_TIMEOUT`).
     """
-    if depth is None or prop in ("round_trip", "detection", *STEP_DEPTH):
+    if depth is None or prop in ("round_trip", "detection", *STEP_DEPTH, *LEMMA_DEPTH):
         depth = default_depth(core, prop, mutant, table)
     elif (prop, core) in _TABLE_FIRST:
         depth += _table_clocks(core)
     depth = max(depth, MIN_DEPTH.get(core, 1))
     mode = _mode(core, prop)
+    lemma_bmc = mutant is not None and prop in LEMMA_COVER_DEPTH
+    if lemma_bmc:
+        # A lemma whose induction closes below the clocks a bug needs to show from reset: its mutant
+        # runs are bounded checks from reset at the cover depth, by yosys's own sat solver (z3 took
+        # 148 s to find the encoder_pipeline mutant's counterexample at clock 3, MiniSat 1.5 s).
+        depth = LEMMA_COVER_DEPTH[prop]
     b = _bench(core, prop, mutant, table)
     text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
     root = Path(tempfile.mkdtemp(prefix="prove-", dir=workdir))
     try:
         (root / "top.il").write_text(text)
-        if prop in STEP_DEPTH or sat_run(core.split("-")[0], prop, table):
+        if prop in STEP_DEPTH or lemma_bmc or sat_run(core.split("-")[0], prop, table):
             timeout = SAT_TIMEOUT if timeout is None else timeout
             result = PropertyResult(core, prop, "error", depth, 0.0, mutant, engine="sat")
             trace = None if vcd_dir is None else Path(vcd_dir) / f"{core}.{prop}{'.' + mutant if mutant else ''}.vcd"
@@ -1656,12 +2252,22 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
                                  "the composition to sequences is argued there, not checked here")
             return result
         timeout = 900 if timeout is None else timeout
+        if prop in SAT_INDUCT:
+            result = PropertyResult(core, prop, "error", depth, 0.0, mutant, engine="sat")
+            _sat_induct(root, depth, timeout, result)
+            if result.status == "proved":
+                result.detail = "lemma of the round trip's composition, k-induction (docs/formal.md, Round 7)"
+                if cover:
+                    _sby_cover(root, b, max(depth, LEMMA_COVER_DEPTH.get(prop, 0)), timeout, result)
+            return result
         verdict, log, seconds = _sby(root, mode, depth, _engine(core, prop), timeout, OPTIONS_OVERRIDE.get(prop, ""))
         result = PropertyResult(core, prop, "error", depth, round(seconds, 2), mutant, engine="sby")
         if verdict is None:
             result.detail = f"no answer from SymbiYosys within {timeout} s"
         elif verdict == "PASS":
             result.status = "proved" if mode == "prove" else "bounded"
+            if prop in LEMMA_DEPTH and mode == "prove":
+                result.detail = "lemma of the round trip's composition, k-induction (docs/formal.md, Round 7)"
         elif verdict == "UNKNOWN" and "returned pass for basecase" in log:
             result.status = "bounded"       # the base case holds to the depth; induction did not close
         elif verdict == "FAIL":
@@ -1683,7 +2289,7 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
         else:
             result.detail = (log.strip().splitlines() or ["no output"])[-1][:300]
         if cover and result.status in ("proved", "bounded"):
-            _sby_cover(root, b, depth, timeout, result)
+            _sby_cover(root, b, max(depth, LEMMA_COVER_DEPTH.get(prop, 0)), timeout, result)
         return result
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -1723,10 +2329,11 @@ def _assertion_text(location: str) -> str | None:
     """The message of the ``Assert`` at ``file:line`` (this module's source), for the report."""
     file, _, line = location.rpartition(":")
     try:
-        src = Path(file).read_text().splitlines()[int(line) - 1]
+        # The call and the next two lines (a message may be on a continuation line).
+        src = " ".join(Path(file).read_text().splitlines()[int(line) - 1:int(line) + 2])
     except (OSError, ValueError, IndexError):
         return location
-    hit = re.search(r'Assert\([^"]*"([^"]+)"', src)
+    hit = re.search(r'Assert\([^"]*?"([^"]+)"', src)
     return hit.group(1) if hit else location
 
 
@@ -1767,21 +2374,21 @@ class ProveReport:
         return {"cores": cores, "mutants": [m.to_json() for m in self.mutants], "seconds": self.seconds}
 
     def format_text(self) -> str:
-        lines = [f"{'core':<14} {'property':<13} {'status':<8} {'depth':>5} {'seconds':>8} {'covers':>6}  note"]
+        lines = [f"{'core':<14} {'property':<16} {'status':<8} {'depth':>5} {'seconds':>8} {'covers':>6}  note"]
         for r in self.results:
             note = "" if r.covered is not False else "VACUOUS? a Cover is not reached within the depth"
             if r.status == "failed":
                 note = f"fails at clock {r.step}: {r.assertion}" + (f" (trace {r.trace})" if r.trace else "")
             elif r.status == "error":
                 note = r.detail or ""
-            lines.append(f"{r.core:<14} {r.name:<13} {r.status:<8} {r.depth:>5} {r.seconds:>8.1f} "
+            lines.append(f"{r.core:<14} {r.name:<16} {r.status:<8} {r.depth:>5} {r.seconds:>8.1f} "
                          f"{r.covers or '-':>6}  {note}")
         if self.mutants:
-            lines += ["", f"{'mutant':<22} {'core':<14} {'caught by':<13} {'clock':>5} {'seconds':>8}"]
+            lines += ["", f"{'mutant':<22} {'core':<14} {'caught by':<16} {'clock':>5} {'seconds':>8}"]
             for mu in self.mutants:
                 by = mu.by if mu.caught else "NOT CAUGHT"
                 step = "" if mu.step is None else str(mu.step)
-                lines.append(f"{mu.name:<22} {mu.core:<14} {by:<13} {step:>5} {mu.seconds:>8.1f}")
+                lines.append(f"{mu.name:<22} {mu.core:<14} {by:<16} {step:>5} {mu.seconds:>8.1f}")
         held = sum(r.status in ("proved", "bounded") for r in self.results)
         covered = [r for r in self.results if r.covered is not None]
         lines.append("")
@@ -1795,7 +2402,7 @@ class ProveReport:
 
 #: Rough seconds of one run with its cover (the CI run's JSON, ``--table pinned``, one worker, under
 #: load: round trips 12-37 s, detections 18-37 s, the rest 2-5 s): only their order matters.
-_COSTS = {"round_trip": 30, "detection": 25, "encoder_step": 40, "decoder_step": 40}
+_COSTS = {"round_trip": 30, "detection": 25, "encoder_step": 40, "decoder_step": 40, "encoder_pipeline": 45}
 
 
 def _cost(core: str, prop: str, mutant: str | None, table: str) -> float:

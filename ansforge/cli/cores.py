@@ -418,6 +418,13 @@ def resources(args: argparse.Namespace) -> int:
 # --- prove -----------------------------------------------------------------------------------------------
 
 
+#: ``prove --property``'s names (``sim/formal.py`` ``ALL_PROPERTIES``; spelled out here so that parsing the
+#: command line does not import the harnesses; ``tests/test_formal.py`` checks the two agree).
+PROVE_PROPERTIES = ("stream_rules", "out_of_reset", "progress", "round_trip", "detection", "encoder_step",
+                    "decoder_step", "window_queue", "decoder_pipeline", "encoder_counts", "decoder_counts",
+                    "encoder_pipeline")
+
+
 def _prove_arguments(p: argparse.ArgumentParser) -> None:
     sel = p.add_mutually_exclusive_group(required=True)
     sel.add_argument("--core", choices=PROVE_CORES, help="the core to prove (-x<N>: its N-state interleaved build)")
@@ -426,8 +433,7 @@ def _prove_arguments(p: argparse.ArgumentParser) -> None:
                    help="k-induction / bounded-model-check depth of every property (default: 20, and for the "
                         "round trip and detection the clocks their whole scenario takes)")
     p.add_argument("--property", action="append", default=None, metavar="NAME",
-                   choices=["stream_rules", "out_of_reset", "progress", "round_trip", "detection", "encoder_step",
-                            "decoder_step"],
+                   choices=PROVE_PROPERTIES,
                    help="only this property (repeatable; with --mutants, only the mutants it is meant to catch)")
     p.add_argument("--mutants", action="store_true", help="also check that every mutant of the cores is caught")
     p.add_argument("--table", choices=["arbitrary", "pinned"], default="arbitrary",
