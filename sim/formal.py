@@ -1331,6 +1331,55 @@ def _top_mask(n, width: int) -> Value:
     return ~(Const((1 << width) - 1, width) >> n)[:width]
 
 
+class _ShadowQueue:
+    """The bit queue a :class:`~ansforge.hdl.tans.BitWindow` must behave as (``window_queue``'s model,
+    also ``decoder_pipeline``'s), driven by what the window is given and read: ``queue`` holds the bits
+    taken and not yet read, the next bit at the top (bit ``QW - 1``), ``count`` how many, ``skip`` the
+    bits of the next word already read (a clear with ``clear_off != 0`` and no word in its clock);
+    ``take`` is the window's word transfer. :meth:`invariants` ties the window's registers
+    (:attr:`BitWindow.probe`) to it, so that a k-induction over a harness holding it closes."""
+
+    def __init__(self, b: "_Bench", win, QW: int):
+        m, W = b.m, len(win.i.payload)
+        self._m, self._win, self._QW, self._W = m, win, QW, W
+        self.queue = queue = Signal(QW, name="queue")
+        self.count = count = Signal(range(QW + 1), name="queue_count")
+        self.skip = skip = Signal(range(W), name="queue_skip")
+        self.take = take = _transfer(win.i)
+        lead = Signal(range(W), name="word_skip")           # bits of the taken word already read
+        m.d.comb += lead.eq(Mux(win.clear, win.clear_off, skip))
+        word = Signal(QW, name="word_at_top")
+        m.d.comb += word.eq(Cat(Const(0, QW - W), (win.i.payload << lead)[:W]))
+        kept = Signal(range(QW + 1), name="kept")           # bits left after this clock's read (or clear)
+        m.d.comb += kept.eq(Mux(win.clear, 0, count - win.n))
+        rest = Signal(QW, name="queue_rest")
+        m.d.comb += rest.eq(Mux(win.clear, 0, (queue << win.n)[:QW]))
+        with m.If(b.rst):
+            m.d.past += [queue.eq(0), count.eq(0), skip.eq(0)]
+        with m.Else():
+            m.d.past += [queue.eq(rest | Mux(take, word >> kept, 0)), count.eq(kept + Mux(take, W - lead, 0)),
+                         skip.eq(Mux(take, 0, lead))]
+
+    def invariants(self) -> None:
+        """Assert the window's registers against the queue (each message starts with ``inv:``)."""
+        m, W, QW = self._m, self._W, self._QW
+        queue, count, skip = self.queue, self.count, self.skip
+        slots, nw, hole, off = (self._win.probe[k] for k in ("slots", "nw", "hole", "off"))
+        N = len(slots)
+        NW = N * W
+        held = Signal(NW, name="window_words")              # the held words, the oldest at the top
+        m.d.comb += held.eq(Mux(hole, Cat(Const(0, W), *reversed(slots[1:])), Cat(*reversed(slots))))
+        m.d.comb += [Assert(nw + hole <= N, "inv: nw + hole <= N"), Assert(~hole | (nw != 0), "inv: a hole has a word"),
+                     Assert((queue & ~_top_mask(count, QW)) == 0, "inv: the queue is zero below its bits")]
+        with m.If(nw == 0):
+            m.d.comb += Assert((count == 0) & (skip == off), "inv: an empty window's offset is the pending skip")
+        with m.Else():
+            m.d.comb += [Assert(skip == 0, "inv: no pending skip while words are held"),
+                         Assert(count == nw * W - off, "inv: count = nw W - off"),
+                         Assert(((Value.cast(held << off)[:NW] ^ queue[QW - NW:]) & _top_mask(count, NW)) == 0,
+                                "inv: the held words are the queue")]
+
+
 def _window_queue(core: str, mutant: str | None) -> _Bench:
     """The decoder's bit window is a bit queue (``window_queue``, condition 2 of the composition).
 
@@ -1353,32 +1402,17 @@ def _window_queue(core: str, mutant: str | None) -> _Bench:
     W, F = sh["word_bits"], sh["table_log"] + sh["max_extra_bits"]
     win = BitWindow(W, F, mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
     m.submodules.window = win
-    slots, nw, hole, off = (win.probe[k] for k in ("slots", "nw", "hole", "off"))
+    slots, nw, off = (win.probe[k] for k in ("slots", "nw", "off"))
     N = len(slots)
     NW = N * W
     QW = NW + W                                         # room for a word too many (an overflow shows)
     n_max = max(F, W)
     m.d.comb += [win.i.valid.eq(AnySeq(1)), win.i.payload.eq(AnySeq(W)), win.clear.eq(AnySeq(1)),
                  win.clear_off.eq(AnySeq(len(win.clear_off))), win.n.eq(AnySeq(len(win.n)))]
-    queue = Signal(QW, name="queue")                    # the next bit at the top (bit QW - 1)
-    count = Signal(range(QW + 1), name="queue_count")
-    skip = Signal(range(W), name="queue_skip")
+    sq = _ShadowQueue(b, win, QW)
+    queue, count, skip, take = sq.queue, sq.count, sq.skip, sq.take
     # The reads the coder makes: within the queue, none while a hole is shifted out or in a clear's clock.
     m.d.comb += Assume((win.n <= n_max) & (win.n <= count) & ~((win.hole | win.clear) & (win.n != 0)))
-    take = _transfer(win.i)
-    lead = Signal(range(W), name="word_skip")           # bits of the taken word already read
-    m.d.comb += lead.eq(Mux(win.clear, win.clear_off, skip))
-    word = Signal(QW, name="word_at_top")
-    m.d.comb += word.eq(Cat(Const(0, QW - W), (win.i.payload << lead)[:W]))
-    kept = Signal(range(QW + 1), name="kept")           # bits left after this clock's read (or clear)
-    m.d.comb += kept.eq(Mux(win.clear, 0, count - win.n))
-    rest = Signal(QW, name="queue_rest")
-    m.d.comb += rest.eq(Mux(win.clear, 0, (queue << win.n)[:QW]))
-    with m.If(b.rst):
-        m.d.past += [queue.eq(0), count.eq(0), skip.eq(0)]
-    with m.Else():
-        m.d.past += [queue.eq(rest | Mux(take, word >> kept, 0)), count.eq(kept + Mux(take, W - lead, 0)),
-                     skip.eq(Mux(take, 0, lead))]
 
     # The queue, as the coder sees it through the ports.
     seen = Signal(range(F + 1), name="field_valid_bits")
@@ -1397,17 +1431,7 @@ def _window_queue(core: str, mutant: str | None) -> _Bench:
     with m.If(b.started & ~b.p_rst & b.past(win.hole & ~(win.clear & take), "window_hole")):
         m.d.comb += Assert(~win.hole, "a hole lasts more than one clock")
     # Auxiliary invariants (the window's registers against the queue): they make the induction close.
-    held = Signal(NW, name="window_words")              # the held words, the oldest at the top
-    m.d.comb += held.eq(Mux(hole, Cat(Const(0, W), *reversed(slots[1:])), Cat(*reversed(slots))))
-    m.d.comb += [Assert(nw + hole <= N, "inv: nw + hole <= N"), Assert(~hole | (nw != 0), "inv: a hole has a word")]
-    with m.If(nw == 0):
-        m.d.comb += Assert((count == 0) & (skip == off), "inv: an empty window's offset is the pending skip")
-    with m.Else():
-        m.d.comb += [Assert(skip == 0, "inv: no pending skip while words are held"),
-                     Assert(count == nw * W - off, "inv: count = nw W - off"),
-                     Assert(((Value.cast(held << off)[:NW] ^ queue[QW - NW:]) & _top_mask(count, NW)) == 0,
-                            "inv: the held words are the queue")]
-    m.d.comb += Assert((queue & ~_top_mask(count, QW)) == 0, "inv: the queue is zero below its bits")
+    sq.invariants()
     # Covers: a word taken behind a word, and a read across two words; a clear with a word in its clock.
     b.cover(b.started & (count > W) & ~win.hole & (off + win.n > W) & take, "a read across two words while a word is taken")
     b.cover(b.started & win.clear & take & (nw >= 1), "a clear that drops words, with a word in its clock")
@@ -1721,11 +1745,11 @@ def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     m.submodules.coder = _elaborated(coder)
     pr = coder.probe
     win = pr["window"]
-    slots, nw, hole, off = (win.probe[k] for k in ("slots", "nw", "hole", "off"))
+    slots, nw = win.probe["slots"], win.probe["nw"]
     N = len(slots)
     NW = N * W
     QW = NW + W
-    entry, x = pr["entry"], pr["x"]
+    entry = pr["entry"]
     m.d.comb += [coder.start.valid.eq(AnySeq(1)), coder.start.p.resume.eq(1),
                  coder.start.p.state.eq(AnySeq(R)), coder.start.p.bit.eq(AnySeq(len(coder.start.p.bit))),
                  coder.i.valid.eq(AnySeq(1)), coder.i.payload.eq(AnySeq(W)), coder.run.eq(AnySeq(1)),
@@ -1739,23 +1763,8 @@ def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     for r in rows:          # legal-shaped rows: nb <= R, k = need - nb <= K, base with nb zero low bits
         m.d.comb += Assume((r.nb <= R) & (r.need >= r.nb) & (r.need <= r.nb + K) & ((r.base & _mask(r.nb, R)) == 0))
     # The bit queue (window_queue's model), driven by what the window is given and read.
-    queue = Signal(QW, name="queue")
-    count = Signal(range(QW + 1), name="queue_count")
-    skip = Signal(range(W), name="queue_skip")
-    take = _transfer(win.i)
-    lead = Signal(range(W), name="word_skip")
-    m.d.comb += lead.eq(Mux(win.clear, win.clear_off, skip))
-    word = Signal(QW, name="word_at_top")
-    m.d.comb += word.eq(Cat(Const(0, QW - W), (win.i.payload << lead)[:W]))
-    kept = Signal(range(QW + 1), name="kept")
-    m.d.comb += kept.eq(Mux(win.clear, 0, count - win.n))
-    rest = Signal(QW, name="queue_rest")
-    m.d.comb += rest.eq(Mux(win.clear, 0, (queue << win.n)[:QW]))
-    with m.If(b.rst):
-        m.d.past += [queue.eq(0), count.eq(0), skip.eq(0)]
-    with m.Else():
-        m.d.past += [queue.eq(rest | Mux(take, word >> kept, 0)), count.eq(kept + Mux(take, W - lead, 0)),
-                     skip.eq(Mux(take, 0, lead))]
+    sq = _ShadowQueue(b, win, QW)
+    queue, count = sq.queue, sq.count
     # The abstract decode of this clock's pair: the row of the state, the queue's next need bits.
     k = Signal(range(K + 1), name="pair_k")
     m.d.comb += k.eq(entry.need - entry.nb)
@@ -1804,18 +1813,8 @@ def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
                      Assert(Value.cast(coder.o.p) == Value.cast(e0), "a pair on o is not the next decoded pair")]
     m.d.comb += Assert(coder.pending == (fc != 0), "pending is not 'pairs owed'")
     # Auxiliary invariants: the window as in window_queue, the pipeline's registers against the owed pairs.
-    held = Signal(NW, name="window_words")
-    m.d.comb += held.eq(Mux(hole, Cat(Const(0, W), *reversed(slots[1:])), Cat(*reversed(slots))))
-    m.d.comb += [Assert(nw + hole <= N, "inv: nw + hole <= N"), Assert(~hole | (nw != 0), "inv: a hole has a word"),
-                 Assert((queue & ~_top_mask(count, QW)) == 0, "inv: the queue is zero below its bits"),
-                 Assert(count <= NW, "inv: the window holds the queue")]
-    with m.If(nw == 0):
-        m.d.comb += Assert((count == 0) & (skip == off), "inv: an empty window's offset is the pending skip")
-    with m.Else():
-        m.d.comb += [Assert(skip == 0, "inv: no pending skip while words are held"),
-                     Assert(count == nw * W - off, "inv: count = nw W - off"),
-                     Assert(((Value.cast(held << off)[:NW] ^ queue[QW - NW:]) & _top_mask(count, NW)) == 0,
-                            "inv: the held words are the queue")]
+    sq.invariants()
+    m.d.comb += Assert(count <= NW, "inv: the window holds the queue")
     p_valid = pr["p_valid"]
     p_extra = Signal(K, name="p_extra")
     p_k = Signal(range(K + 1), name="p_k")
