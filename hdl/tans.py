@@ -404,6 +404,11 @@ class TansDecoderCoder(wiring.Component):
         """Bits of the window: ``(D + 1) W``."""
         return self._slots * self._shape.W
 
+    @property
+    def entry_layout(self) -> data.StructLayout:
+        """The layout of a table row, ``{symbol, nb, base, need}`` (:func:`tans_decoder_writes`)."""
+        return self._entry
+
     def elaborate(self, platform):
         sh = self._shape
         R, W, F, K = sh.R, sh.W, sh.need_max, sh.K

@@ -1322,7 +1322,7 @@ def _elaborated(block):
     """``block`` elaborated now (so that its :attr:`probe` holds its registers for the invariants),
     as the module to add to the harness in its place."""
     mod = block.elaborate(None)
-    block._MustUse__used = True         # the module stands for it (no UnusedElaboratable warning)
+    block._MustUse__silence = True      # the module stands for it (no UnusedElaboratable warning)
     return mod
 
 
@@ -1613,7 +1613,7 @@ def _encoder_pipeline(core: str, mutant: str | None) -> _Bench:
     sh = SMALL["tans"]
     R, K, W, L = sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"]
     enc = small_core("tans-encoder", mutant if mutant and MUTANTS[mutant].core == core else None)
-    enc._MustUse__used = True                           # only its coder is built
+    enc._MustUse__silence = True                        # only its coder is built
     coder = enc.coder
     b.platform = _TablePlatform()
     layout = _tans_layout(coder.sym_cfg.p.data)
@@ -1734,11 +1734,11 @@ def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     baked = TansTable(CodeTable((0, 1, 2), (3, 4, 5, 6), 0, (13, 9, 7, 3), R), TansParams(table_log=R), "fse")
     dec = TansDecoder(**sh, programmable=False, block_crc=False, count_bits=3, table=baked,
                       mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
-    dec._MustUse__used = True                           # only its coder is built
+    dec._MustUse__silence = True                        # only its coder is built
     coder = dec.coder
     # The table: any constant (the memory's contents from the first clock, :class:`_TablePlatform`).
     b.platform = _TablePlatform()
-    elayout = coder._entry
+    elayout = coder.entry_layout
     rows = [Signal(elayout, name=f"dec_row{a}") for a in range(1 << R)]
     m.d.comb += [Value.cast(r).eq(AnyConst(elayout.size)) for r in rows]
     b.platform.contents["dec"] = [Value.cast(r) for r in rows]

@@ -136,7 +136,7 @@ def test_prove_all_with_mutants(tmp_path, capsys):
     engines = {(c["core"], p["name"]): p["engine"] for c in doc["cores"] for p in c["properties"]}
     assert {k for k, e in engines.items() if e == "sat"} == {
         (f"{f}-{r}", p) for f, p in formal.SAT_RUNS for r in ("encoder", "decoder") if p in properties_of(f"{f}-{r}")} | {
-        ("tans-encoder", p) for p in formal.SAT_INDUCT}
+        (c, p) for c, ps in formal.LEMMA_PROPERTIES.items() for p in ps if p in formal.SAT_INDUCT}
     # ... and the composition's lemmas are proved (k-induction), in seconds each.
     assert {(c, p) for c, ps in formal.LEMMA_PROPERTIES.items() for p in ps} <= proved
     assert len(doc["mutants"]) == len(MUTANTS)
