@@ -168,15 +168,16 @@ class ContextFloor:
                           "adaptive_bits_per_weight": r.adaptive_bits / self.weights} for r in self.rows]}
 
 
-def conditional_entropy_bits(codes: np.ndarray, ctx: np.ndarray, n_codes: int) -> float:
-    """``Σ_c n_c H(code | ctx = c)`` in bits: the empirical entropy of each context's codes."""
+def _context_counts(codes: np.ndarray, ctx: np.ndarray, n_codes: int) -> np.ndarray:
+    """Code histogram of every context (``n_contexts × n_codes`` int64)."""
     n_ctx = int(ctx.max()) + 1
     counts = np.bincount((ctx.astype(np.int64) * n_codes + codes).ravel(), minlength=n_ctx * n_codes)
-    counts = counts.reshape(n_ctx, n_codes).astype(np.float64)
-    total = counts.sum(1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(counts > 0, counts * np.log2(np.where(counts > 0, counts / total, 1.0)), 0.0)
-    return float(-terms.sum())
+    return counts.reshape(n_ctx, n_codes)
+
+
+def conditional_entropy_bits(codes: np.ndarray, ctx: np.ndarray, n_codes: int) -> float:
+    """``Σ_c n_c H(code | ctx = c)`` in bits: the empirical entropy of each context's codes."""
+    return sum(ideal_bits(row) for row in _context_counts(codes, ctx, n_codes))
 
 
 _LGAMMA = np.vectorize(math.lgamma, otypes=[np.float64])
@@ -186,9 +187,7 @@ def adaptive_bits(codes: np.ndarray, ctx: np.ndarray, n_codes: int) -> float:
     """Code length in bits of an adaptive coder with one Krichevsky-Trofimov estimator per context
     (counts start at 1/2 for each of the matrix's ``n_codes`` symbols): exact, not an estimate, for
     any order of the weights (the product of the sequential probabilities depends only on the counts)."""
-    n_ctx = int(ctx.max()) + 1
-    counts = np.bincount((ctx.astype(np.int64) * n_codes + codes).ravel(), minlength=n_ctx * n_codes)
-    counts = counts.reshape(n_ctx, n_codes)
+    counts = _context_counts(codes, ctx, n_codes)
     used = counts.sum(1) > 0
     counts = counts[used]
     n = counts.sum(1)
@@ -197,15 +196,24 @@ def adaptive_bits(codes: np.ndarray, ctx: np.ndarray, n_codes: int) -> float:
     return float(nats / math.log(2))
 
 
-def _family_contexts(codes: np.ndarray, n_codes: int, family: str, sets: int) -> np.ndarray:
+def _family_contexts(codes: np.ndarray, n_codes: int, family: str, sets: int, labels: dict) -> np.ndarray:
     """The context of every weight of a 2-D code array under ``family`` (at most ``sets`` contexts),
     row and column sets chosen by :func:`~ansforge.model.coding.context.cluster_sets` (Lloyd iterations
-    on cross-entropy, the clustering ``compress --context`` uses)."""
-    rows, cols = codes.shape
+    on cross-entropy, the clustering ``compress --context`` uses). ``labels`` caches the row and column
+    histograms and clusterings of this code array across families."""
     a, b = _row_col_sets(family, sets)
-    r = cluster_sets(group_counts(codes, "rows", 1, n_codes), a) if a > 1 and rows > 1 else np.zeros(rows, np.int64)
-    c = cluster_sets(group_counts(codes, "cols", 1, n_codes), b) if b > 1 and cols > 1 else np.zeros(cols, np.int64)
-    return r[:, None] * b + c[None, :]
+
+    def sets_of(axis: str, k: int) -> np.ndarray:
+        lines = codes.shape[0 if axis == "rows" else 1]
+        if k == 1 or lines == 1:
+            return np.zeros(lines, np.int64)
+        if (axis, k) not in labels:
+            if axis not in labels:
+                labels[axis] = group_counts(codes, axis, 1, n_codes)
+            labels[axis, k] = cluster_sets(labels[axis], k)
+        return labels[axis, k]
+
+    return sets_of("rows", a)[:, None] * b + sets_of("cols", b)[None, :]
 
 
 def _row_col_sets(family: str, sets: int) -> tuple[int, int]:
@@ -267,8 +275,9 @@ def context_floor(path: str | Path, *, pairs: str = "bf16", sets: int = 16, fold
                 raw = (M - fold) + (0 if sign else 1)
                 values, dense = np.unique(field_, return_inverse=True)
                 dense = dense.reshape(b.shape)
+                labels: dict = {}
                 for family in families:
-                    ctx = _family_contexts(dense, values.size, family, 1 if family == "matrix" else sets)
+                    ctx = _family_contexts(dense, values.size, family, sets, labels)
                     k2 = (family, fold, sign)
                     floor = conditional_entropy_bits(dense, ctx, values.size) + raw * b.size
                     adaptive = adaptive_bits(dense, ctx, values.size) + raw * b.size + _select_bits(family, b.shape, sets)
