@@ -189,12 +189,10 @@ STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step
 #: ``decoder_counts`` / ``encoder_counts``: the shells' counts for every ``N`` (condition 3);
 #: ``encoder_pipeline``: the encoder's coder is the golden encoder for any timing, back to back
 #: included (condition 1; its induction through yosys ``sat -tempinduct``, :data:`SAT_INDUCT`). Each
-#: takes seconds, so every run has them, CI's ``--table pinned`` included (:data:`SLOW_LEMMAS` would
-#: keep one to ``table="arbitrary"`` runs).
+#: takes seconds (the slowest, ``encoder_pipeline``, 11 s), so every run has them, CI's ``--table
+#: pinned`` included.
 LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_pipeline", "decoder_counts"),
                     "tans-encoder": ("encoder_pipeline", "encoder_counts")}
-#: Lemmas left out of ``table="pinned"`` runs (CI): none (the slowest, ``encoder_pipeline``, takes 11 s).
-SLOW_LEMMAS: tuple[str, ...] = ()
 #: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes,
 #: and for the fast ones at least CI's 10).
 LEMMA_DEPTH = {"window_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "encoder_pipeline": 4,
@@ -212,13 +210,13 @@ def properties_of(core: str, table: str = "pinned") -> tuple[str, ...]:
     """The properties proved for ``core`` (encoders have no ``detection``: that is the decoder's end
     check; the interleaved builds the port properties only); with ``table="arbitrary"`` the tANS
     cores also have their step lemma (:data:`STEP_PROPERTIES`); the tANS cores have the composition's
-    lemmas (:data:`LEMMA_PROPERTIES`; :data:`SLOW_LEMMAS` with ``table="arbitrary"`` only)."""
+    lemmas (:data:`LEMMA_PROPERTIES`) with either table."""
     if core in INTERLEAVED_CORES:
         return PORT_PROPERTIES
     own = PROPERTIES if core.endswith("decoder") else PROPERTIES[:-1]
     if table == "arbitrary" and core in STEP_PROPERTIES:
         own += (STEP_PROPERTIES[core],)
-    return own + tuple(p for p in LEMMA_PROPERTIES.get(core, ()) if table == "arbitrary" or p not in SLOW_LEMMAS)
+    return own + LEMMA_PROPERTIES.get(core, ())
 
 
 def pinned_rans_table() -> RansTable:
