@@ -97,6 +97,12 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant("tans_x2_enc_valid_pulse", "tans-encoder-x2", "hdl/tans_x2.py WideWordPacker/WordPacker: o.valid "
            "cleared every clock", "valid retracted before the transfer: a word not taken in its first clock is lost",
            "stream_rules"),
+    Mutant("tans_x2_dec_head_read", "tans-decoder-x2", "hdl/tans.py TansX2DecoderCoder: the stream head's first "
+           "state read advances R - 1 bits", "an off-by-one at the stream head: the second lane's state is read "
+           "one bit early, so every pair of that lane decodes from a wrong state", "round_trip"),
+    Mutant("tans_x2_enc_flush_lane", "tans-encoder-x2", "hdl/tans_x2.py TansEncoderX2Coder: the flush field holds "
+           "X_1 twice", "the flush writes one lane's final state for both: the decoder starts the other lane in "
+           "the wrong state", "round_trip"),
     Mutant("rans_xn_dec_overwrite", "rans-decoder-x5", "hdl/rans.py RansDecoderCoderXN: o_free = 1",
            "the ring hands a pair to o while o still holds an untaken one (payload changes under back-pressure)",
            "stream_rules"),

@@ -475,7 +475,8 @@ class TansEncoderX2Coder(wiring.Component):
             # The n = nb_high - lt state bits end at bit R, right below the extra bits: no shifter
             # for the extra bits; the packer starts the field at bit ``R - n = sh + lt``.
             # The flush step: X_1 (in x: sh = lt = 0) and X_0 (read from the table) in one field.
-            packer.i.p.bits.eq(Cat(ring.low, Mux(end1, ring.other, ext1))),
+            packer.i.p.bits.eq(Cat(ring.low, Mux(end1, ring.low if sh.mutant == "tans_x2_enc_flush_lane" else ring.other,
+                                                  ext1))),
             packer.i.p.skip.eq(sh1),
             packer.i.p.lt.eq(lt),
             packer.i.p.last.eq(last1),

@@ -171,8 +171,9 @@ DEFAULT_DEPTH = 20
 PROPERTIES = ("stream_rules", "out_of_reset", "progress", "round_trip", "detection")
 
 
-#: The port properties, all that the interleaved builds have (their round trip and detection are the
-#: simulation tests' ``tests/test_tans_x2_*.py``, ``tests/test_rans_xn_*.py``).
+#: The port properties, all that the interleaved builds have besides the two-state tANS pair's
+#: ``round_trip`` on a baked table (:func:`_round_trip_interleaved`); their detection and the rANS xN
+#: round trip are the simulation tests' (``tests/test_tans_x2_*.py``, ``tests/test_rans_xn_*.py``).
 PORT_PROPERTIES = PROPERTIES[:3]
 #: The step lemmas of the round trip (tANS; ``docs/formal.md`` *Round 6*): one pair from an arbitrary
 #: state, on an arbitrary legal table (always the local table, whatever ``table``), so they run with
@@ -208,11 +209,11 @@ STEP_DEPTH = {"encoder_step": 22, "decoder_step": 18}
 
 def properties_of(core: str, table: str = "pinned") -> tuple[str, ...]:
     """The properties proved for ``core`` (encoders have no ``detection``: that is the decoder's end
-    check; the interleaved builds the port properties only); with ``table="arbitrary"`` the tANS
+    check; the interleaved builds the port properties, and the two-state tANS pair its round trip); with ``table="arbitrary"`` the tANS
     cores also have their step lemma (:data:`STEP_PROPERTIES`); the tANS cores have the composition's
     lemmas (:data:`LEMMA_PROPERTIES`) with either table."""
     if core in INTERLEAVED_CORES:
-        return PORT_PROPERTIES
+        return PORT_PROPERTIES + (("round_trip",) if core.split("-")[0] in XN_ROUND_TRIP_PAIRS else ())
     own = PROPERTIES if core.endswith("decoder") else PROPERTIES[:-1]
     if table == "arbitrary" and core in STEP_PROPERTIES:
         own += (STEP_PROPERTIES[core],)
@@ -263,7 +264,7 @@ def small_core(core: str, mutant: str | None = None, *, baked: bool = False):
         extra = ({"block_crc": False} if base.endswith("decoder") else {}) | (
             {"count_bits": 3} if family == "tans" else {})
         if baked:
-            extra["table"] = pinned_xn_table()
+            extra["table"] = pinned_xn_table() if family == "rans" else pinned_tans_x2_table()
         return cls(codec, **kw, programmable=True, mutant=mutant, **extra)
     if baked:
         return (RansDecoder if core == "rans-decoder" else RansEncoder)(
@@ -1028,6 +1029,93 @@ def _round_trip(family: str, mutant: str | None, tables: str) -> _Bench:
         m.d.past += finished.eq(1)
     b.check(b.cycle >= table.clocks + _round_trip_clocks(family, tables), finished, "the round trip has not finished in time")
     b.cover(finished & (n == nmax), f"a round trip of {nmax} pair(s) finishes")
+    return b
+
+
+#: The interleaved builds' round trip (``round_trip`` of ``tans-decoder-x2`` / ``tans-encoder-x2``): the
+#: pinned tANS table baked into both cores (:func:`pinned_tans_x2_table`), sequences of up to this many
+#: arbitrary legal pairs (both lanes, and each lane twice), and the clock by which every one has finished
+#: (measured: see ``docs/formal.md``, *Round 8*).
+XN_ROUND_TRIP_PAIRS = {"tans": 4}
+XN_ROUND_TRIP_CLOCKS = {"tans": 24}
+
+
+def pinned_tans_x2_table() -> TansTable:
+    """The interleaved tANS harnesses' table: frequencies 13/9/7/3 of ``R = 5`` (next-state bit counts
+    1 to 4 all occur), three direct symbols without extra bits and an escape symbol of four codes
+    (2 extra bits), the ``fse`` spread; two states (``tans5x2``)."""
+    loose, kw = SMALL_XN["tans"]
+    ct = CodeTable((0, 1, 2), (3, 4, 5, 6), 0, (13, 9, 7, 3), loose["table_log"])
+    return TansTable(ct, TansParams(**loose, max_symbols=kw["max_symbols"], states=2), "fse")
+
+
+def _round_trip_interleaved(core: str, mutant: str | None) -> _Bench:
+    """The round trip of an interleaved build (``tans5x2``): encoder and decoder of two states with the
+    pinned table baked in (``cfg`` tied off), one command of ``N <= XN_ROUND_TRIP_PAIRS`` arbitrary legal
+    pairs, the words through a stack; the decoder returns exactly the pairs, in order, reports OK, and is
+    done by a fixed clock. Bounded (the whole scenario): every sequence of up to that many pairs."""
+    family = core.split("-")[0]
+    states = int(core.rsplit("-x", 1)[1])
+    b = _Bench(free_reset=False)
+    m = b.m
+    owner = MUTANTS[mutant].core if mutant else None
+    enc = small_core(f"{family}-encoder-x{states}", mutant if owner == f"{family}-encoder-x{states}" else None,
+                     baked=True)
+    dec = small_core(f"{family}-decoder-x{states}", mutant if owner == f"{family}-decoder-x{states}" else None,
+                     baked=True)
+    m.submodules.enc, m.submodules.dec = enc, dec
+    for port in ("cfg", "sym_cfg", "state_cfg"):
+        for c in (enc, dec):
+            if port in c.signature.members:
+                m.d.comb += getattr(c, port).valid.eq(0)
+    table = pinned_tans_x2_table()
+    k_of = table.code_table.symbol_extra_bits
+    nmax = XN_ROUND_TRIP_PAIRS[family]
+    n = Signal(range(nmax + 1), name="n_pairs")
+    m.d.comb += [n.eq(AnyConst(len(n))), Assume(n <= nmax)]
+    K = SMALL_XN[family][1]["max_extra_bits"]
+    ps, pe = [], []
+    for j in range(nmax):
+        s, e = Signal(2, name=f"pair{j}_symbol"), Signal(K, name=f"pair{j}_extra")
+        m.d.comb += [s.eq(AnyConst(2)), e.eq(AnyConst(K)),
+                     Assume(e < Array([Const(1 << k_of[q], K + 1) for q in range(len(k_of))])[s])]
+        ps.append(s)
+        pe.append(e)
+    ps, pe = Array(ps), Array(pe)
+    W = SMALL_XN[family][0]["word_bits"]
+    enc_sent = _encode(b, enc, Const(1), n, ps, pe, "enc")
+    stack = [Signal(W, name=f"stack{j}") for j in range(STACK_WORDS)]
+    depth = Signal(range(STACK_WORDS + 1), name="stack_depth")
+    enc_done = Signal(name="enc_finished")
+    b.check(_transfer(enc.o), depth < STACK_WORDS, "more words than the harness's stack holds")
+    with m.If(_transfer(enc.o)):
+        m.d.past += [Array(stack)[depth].eq(enc.o.p.data), depth.eq(depth + 1)]
+    with m.If(enc_sent & enc.done):
+        m.d.past += enc_done.eq(1)
+    dec_sent = Signal(name="dec_cmd_sent")
+    k_w = Signal(range(STACK_WORDS + 1), name="words_out")
+    k_out = Signal(range(nmax + 2), name="pairs_out")
+    finished = Signal(name="finished")
+    m.d.comb += [dec.cmd.valid.eq(enc_done & ~dec_sent)] + _decoder_command(dec, n, depth)
+    m.d.comb += [dec.i.valid.eq(enc_done & (k_w < depth)), dec.i.p.data.eq(Array(stack)[depth - 1 - k_w]),
+                 dec.i.p.last.eq(0), dec.o.ready.eq(1)]
+    with m.If(_transfer(dec.cmd)):
+        m.d.past += dec_sent.eq(1)
+    with m.If(_transfer(dec.i)):
+        m.d.past += k_w.eq(k_w + 1)
+    b.check(_transfer(dec.o), k_out < n, "the decoder returns more pairs than were encoded")
+    b.check(_transfer(dec.o), dec.o.p.symbol == ps[k_out], "a decoded symbol differs from the encoded one")
+    b.check(_transfer(dec.o), dec.o.p.extra == pe[k_out], "decoded extra bits differ from the encoded ones")
+    with m.If(_transfer(dec.o)):
+        m.d.past += k_out.eq(k_out + 1)
+    ending = dec_sent & dec.done & ~finished
+    b.check(ending, dec.status == DecodeStatus.OK, "the decoder does not report OK on an encoder's stream")
+    b.check(ending, k_out == n, "the decoder reports done before returning every pair")
+    with m.If(ending):
+        m.d.past += finished.eq(1)
+    b.check(b.cycle >= XN_ROUND_TRIP_CLOCKS[family], finished, "the round trip has not finished in time")
+    b.cover(finished & (n == nmax), f"a round trip of {nmax} pairs finishes")
+    b.cover(finished & (n == 1), "a round trip of one pair finishes")
     return b
 
 
@@ -1865,6 +1953,8 @@ def _bench(core: str, prop: str, mutant: str | None, table: str = "pinned") -> _
         b = _decoder_step(family, mutant, table)
     elif prop in _BUILDERS:
         b = _BUILDERS[prop](core, mutant if mutant and MUTANTS[mutant].core == core else None)
+    elif prop == "round_trip" and core in INTERLEAVED_CORES:
+        b = _round_trip_interleaved(core, mutant)
     elif prop == "round_trip":
         b = _round_trip(family, mutant, table)
     else:
@@ -1884,6 +1974,8 @@ def default_depth(core: str, prop: str, mutant: str | None = None, table: str = 
         return LEMMA_DEPTH[prop]
     # One clock more than the scenario: a latched check (``_Bench.check``) shows a violation in the
     # clock after it.
+    if prop == "round_trip" and core in INTERLEAVED_CORES:
+        return XN_ROUND_TRIP_CLOCKS[family] + 2
     if prop == "round_trip":
         return _data_table_clocks(family, prop, table) + _round_trip_clocks(family, table) + 2
     if prop == "detection":
@@ -2451,7 +2543,8 @@ def prove(cores: list[str] | tuple[str, ...] = CORES, *, depth: int | None = Non
         for p in properties_of(c, "arbitrary" if properties else table):
             if p not in keep:
                 continue
-            key = (c.split("-")[0], p) if p == "round_trip" else (c, p)
+            # (the family and its state count: tans-decoder-x2 and tans-encoder-x2 share theirs)
+            key = (c.replace("-decoder", "").replace("-encoder", ""), p) if p == "round_trip" else (c, p)
             if key in seen_rt:
                 tasks.append((c, p, seen_rt[key]))
             else:

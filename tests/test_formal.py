@@ -13,7 +13,7 @@ import pytest
 from amaranth.back import rtlil
 
 from ansforge.cli import main
-from ansforge.hdl.mutants import CORES, MUTANTS, check_mutant
+from ansforge.hdl.mutants import CORES, INTERLEAVED_CORES, MUTANTS, check_mutant
 from ansforge.sim import formal
 from ansforge.sim.formal import harness, properties_of, run_property, small_core
 
@@ -44,7 +44,6 @@ def test_every_mutant_builds_and_differs(name):
 def test_interleaved_builds_are_the_interleaved_coders():
     """The ``-x<N>`` cores are the shipped cores built for ``N`` states, with the port properties only;
     their mutants belong to those builds alone."""
-    from ansforge.hdl.mutants import INTERLEAVED_CORES
     from ansforge.hdl.rans import RansDecoderCoderXN, RansEncoderXnCoder
     from ansforge.hdl.tans import TansX2DecoderCoder
     from ansforge.hdl.tans_x2 import TansEncoderX2Coder
@@ -57,7 +56,9 @@ def test_interleaved_builds_are_the_interleaved_coders():
         assert built.codec.states == states
         # The core's coder class (the tANS decoder picks it from its states at elaboration).
         assert getattr(built, "_coder_cls", coder) is coder, core
-        assert properties_of(core) == ("stream_rules", "out_of_reset", "progress")
+        # (the tANS pair also has a round trip on a baked table: test_interleaved_round_trip below)
+        assert properties_of(core) == ("stream_rules", "out_of_reset", "progress") + (
+            ("round_trip",) if core.startswith("tans") else ())
         rtlil.convert(built)          # elaborated: no UnusedElaboratable
         for m in (v for v in MUTANTS.values() if v.core == core):
             assert m.expected in properties_of(core)
@@ -68,6 +69,20 @@ def test_interleaved_builds_are_the_interleaved_coders():
     # Its first pair comes after ten head words: the CI depth is raised to its floor, and reported.
     r = run_property("rans-decoder-x5", "out_of_reset", depth=CI_DEPTH, cover=True)
     assert (r.status, r.depth, r.covered) == ("bounded", formal.MIN_DEPTH["rans-decoder-x5"], True), r
+
+
+def test_interleaved_round_trip():
+    """The two-state tANS pair (tans5x2, the paper's bitstream shape) on its baked table: every sequence
+    of up to four legal pairs (both lanes, each twice) comes back exactly, OK, by a fixed clock; both
+    covers (one pair, four pairs) reached; a head read one bit short in the decoder and a flush that
+    writes one lane's state twice in the encoder both fail it with a clock and the check that names it."""
+    r = run_property("tans-decoder-x2", "round_trip", cover=True)
+    assert (r.status, r.engine, r.covered, r.covers) == ("bounded", "sat", True, "2/2"), r
+    assert r.depth == formal.XN_ROUND_TRIP_CLOCKS["tans"] + 2 >= 20, r
+    for core, mutant in (("tans-decoder-x2", "tans_x2_dec_head_read"), ("tans-encoder-x2", "tans_x2_enc_flush_lane")):
+        bad = run_property(core, "round_trip", mutant=mutant)
+        assert bad.status == "failed" and bad.step is not None, (mutant, bad)
+        assert bad.assertion == "a decoded symbol differs from the encoded one", bad
 
 
 def test_bad_mutant_names_are_refused():
@@ -136,7 +151,8 @@ def test_prove_all_with_mutants(tmp_path, capsys):
     engines = {(c["core"], p["name"]): p["engine"] for c in doc["cores"] for p in c["properties"]}
     assert {k for k, e in engines.items() if e == "sat"} == {
         (f"{f}-{r}", p) for f, p in formal.SAT_RUNS for r in ("encoder", "decoder") if p in properties_of(f"{f}-{r}")} | {
-        (c, p) for c, ps in formal.LEMMA_PROPERTIES.items() for p in ps if p in formal.SAT_INDUCT}
+        (c, p) for c, ps in formal.LEMMA_PROPERTIES.items() for p in ps if p in formal.SAT_INDUCT} | {
+        (c, "round_trip") for c in INTERLEAVED_CORES if "round_trip" in properties_of(c)}
     # ... and the composition's lemmas are proved (k-induction), in seconds each.
     assert {(c, p) for c, ps in formal.LEMMA_PROPERTIES.items() for p in ps} <= proved
     assert len(doc["mutants"]) == len(MUTANTS)
