@@ -524,6 +524,7 @@ class TansDecoderCoder(wiring.Component):
                 m.d.comb += [wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid)]
             m.d.comb += self.cfg.ready.eq(1)
         self.probe.update(window=win, x=x, phase=phase, first=first, overrun=overrun, no_marker=no_marker,
+                          marker_skip=marker_skip,
                           p_valid=p_valid, p_symbol=p_symbol, p_top=p_top, p_need=p_need, p_nb=p_nb, entry=entry,
                           n=n, decode_phase=DECODE)
         if bram:

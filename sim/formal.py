@@ -1796,29 +1796,32 @@ def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     """The decoder's coder is the abstract decoder over its bit queue, for any history and timing
     (``decoder_pipeline``, the rest of condition 2 of the composition).
 
-    :class:`~ansforge.hdl.tans.TansDecoderCoder` of the small tANS decoder alone, its table an arbitrary
-    constant (the memory's contents; no writes) whose rows the coder reads are legal-shaped (``nb <= R``,
-    ``nb <= need <= nb + K``, ``base`` with ``nb`` zero low bits), streams started with ``resume = 1`` at
-    any state and offset in any clock, words offered in any clock once a stream has started, ``run``,
-    ``ended`` and ``o.ready`` free; streams that are not read past their end (no pair decoded with fewer
-    bits held than it needs: an ``Assume``; ``detection`` covers those). The harness keeps the bit queue
-    (as ``window_queue``), the abstract state and the pairs decoded and not yet taken from ``o``; at each
-    pair it decodes the queue's next ``need`` bits with the row of its state (the first ``need - nb``
-    bits are the extra bits, the next ``nb`` give ``next = base | v``). Asserted for every sequence: the
-    coder's state is the abstract state; a pair reads exactly its ``need`` bits; every pair taken from
-    ``o`` is the next abstract pair (none lost, none twice, in order, under any back-pressure);
-    ``pending`` exactly while pairs are owed. So a pair decoded after any history is decoded as
-    ``decoder_step`` decodes it from the same state and bits."""
+    :class:`~ansforge.hdl.tans.TansDecoderCoder` of the small tANS decoder alone, as shipped (programmable:
+    its table write path included), its table an arbitrary constant (the memory's contents) whose rows are
+    legal-shaped (``nb <= R``, ``nb <= need <= nb + K``, ``base`` with ``nb`` zero low bits), table writes
+    of legal-shaped rows in any clock (a write also moves the state to its address: the abstract decoder
+    follows), streams started in any clock from their top (``resume = 0``: the marker word, then the
+    state) or resumed (``resume = 1``) at any state and offset, words offered in any clock once a stream
+    has started, ``run``, ``ended`` and ``o.ready`` free; streams that are not read past their end (no
+    pair decoded, and no head state read, with fewer bits held than it needs: an ``Assume``; ``detection``
+    covers those). The harness keeps the bit queue (as ``window_queue``), the abstract state and the
+    pairs decoded and not yet taken from ``o``; a stream from its top first reads its marker skip (the
+    first word's bits down to its highest set bit) and then ``R`` bits, the state; at each pair it
+    decodes the queue's next ``need`` bits with the row of its state (the first ``need - nb`` bits are
+    the extra bits, the next ``nb`` give ``next = base | v``). Asserted for every sequence: the coder's
+    state is the abstract state; the head reads are those two; a pair reads exactly its ``need`` bits;
+    every pair taken from ``o`` is the next abstract pair (none lost, none twice, in order, under any
+    back-pressure); ``pending`` exactly while pairs are owed. So a pair decoded after any history is
+    decoded as ``decoder_step`` decodes it from the same state and bits."""
     b = _Bench(free_reset=True)
     m = b.m
     sh = SMALL["tans"]
     R, K, W = sh["table_log"], sh["max_extra_bits"], sh["word_bits"]
     F = R + K
-    # Built without the table write path (programmable=False): the table is a constant memory whose
-    # contents the harness gives (a write path held idle would add registers the induction must pin).
-    # (Its baked table, a real one with the pinned frequencies, is replaced by the harness's contents.)
+    # The shipped build, table write path included (programmable): the table's contents are the
+    # harness's (a baked table, a real one with the pinned frequencies, only gives the memory its shape).
     baked = TansTable(CodeTable((0, 1, 2), (3, 4, 5, 6), 0, (13, 9, 7, 3), R), TansParams(table_log=R), "fse")
-    dec = TansDecoder(**sh, programmable=False, block_crc=False, count_bits=3, table=baked,
+    dec = TansDecoder(**sh, programmable=True, block_crc=False, count_bits=3, table=baked,
                       mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
     dec._MustUse__silence = True                        # only its coder is built
     coder = dec.coder
@@ -1836,7 +1839,7 @@ def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     NW = N * W
     QW = NW + W
     entry = pr["entry"]
-    m.d.comb += [coder.start.valid.eq(AnySeq(1)), coder.start.p.resume.eq(1),
+    m.d.comb += [coder.start.valid.eq(AnySeq(1)), coder.start.p.resume.eq(AnySeq(1)),
                  coder.start.p.state.eq(AnySeq(R)), coder.start.p.bit.eq(AnySeq(len(coder.start.p.bit))),
                  coder.i.valid.eq(AnySeq(1)), coder.i.payload.eq(AnySeq(W)), coder.run.eq(AnySeq(1)),
                  coder.ended.eq(AnySeq(1)), coder.o.ready.eq(AnySeq(1))]
@@ -1846,8 +1849,20 @@ def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     with m.Elif(coder.start.valid):
         m.d.past += begun.eq(1)
     m.d.comb += Assume(~coder.i.valid | begun | coder.start.valid)
-    for r in rows:          # legal-shaped rows: nb <= R, k = need - nb <= K, base with nb zero low bits
-        m.d.comb += Assume((r.nb <= R) & (r.need >= r.nb) & (r.need <= r.nb + K) & ((r.base & _mask(r.nb, R)) == 0))
+    def legal(r):           # a legal-shaped row: nb <= R, k = need - nb <= K, base with nb zero low bits
+        return (r.nb <= R) & (r.need >= r.nb) & (r.need <= r.nb + K) & ((r.base & _mask(r.nb, R)) == 0)
+
+    for r in rows:
+        m.d.comb += Assume(legal(r))
+    # Table writes in any clock (the shell passes them only between commands; here also during a
+    # stream), of legal-shaped rows. A write moves the coder's state to its address (the table is written
+    # at the state register's address): the abstract decoder follows, as a resume at that state would.
+    cfg = coder.cfg
+    m.d.comb += [cfg.valid.eq(AnySeq(1)), Value.cast(cfg.p).eq(AnySeq(len(Value.cast(cfg.p)))),
+                 Assume(~cfg.valid | legal(cfg.p.data))]
+    # Every row the coder reads is one of those: the contents or a legal write. (Sound: no trace from
+    # reset reads another; it pins the written rows' registers in the induction's first clocks.)
+    m.d.comb += Assume(legal(pr["entry"]))
     # The bit queue (window_queue's model), driven by what the window is given and read.
     sq = _ShadowQueue(b, win, QW)
     queue, count = sq.queue, sq.count
@@ -1865,13 +1880,31 @@ def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     m.d.comb += [expect.symbol.eq(entry.symbol), expect.extra.eq(ext)]
     fire = coder.fire
     m.d.comb += Assume(~fire | (count >= entry.need))     # no stream is read past its end
+    # A stream started from its top (resume = 0): the abstract prologue reads the marker skip (the
+    # first word's bits above its highest set bit, and that bit) and then R bits, the state.
+    phase, first, no_marker = pr["phase"], pr["first"], pr["no_marker"]
+    SKIP, STATE, DECODE = 0, 1, pr["decode_phase"]
+    top = queue[QW - W:]                                # the queue's first word (the marker word)
+    mskip = Signal(range(W + 1), name="expected_marker_skip")
+    for bit in range(W):
+        with m.If(top[bit]):
+            m.d.comb += mskip.eq(W - bit)
+    skip_read = Signal(name="skip_read")
+    state_read = Signal(name="state_read")
+    m.d.comb += [skip_read.eq(begun & (phase == SKIP) & (win.n != 0)),
+                 state_read.eq(begun & (phase == STATE) & (win.n != 0))]
+    m.d.comb += Assume(~state_read | (count >= R))       # (nor its head)
     xs = Signal(R, name="abstract_state")
     with m.If(b.rst):
         m.d.past += xs.eq(0)
     with m.Elif(coder.start.valid):
         m.d.past += xs.eq(coder.start.p.state)
+    with m.Elif(cfg.valid):
+        m.d.past += xs.eq(cfg.p.addr)
     with m.Elif(fire):
         m.d.past += xs.eq(nxt)
+    with m.Elif(state_read):
+        m.d.past += xs.eq(queue[QW - R:])
     # The pairs owed: e0 the oldest, e1 the next; fc of them.
     e0, e1 = Signal(pair_layout, name="owed0"), Signal(pair_layout, name="owed1")
     fc = Signal(range(3), name="owed")
@@ -1890,7 +1923,12 @@ def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
             with m.Else():
                 m.d.past += e1.eq(expect)
     m.d.comb += Assert(coder.state == xs, "the coder's state is not the abstract decoder's")
-    m.d.comb += Assert(fire | (win.n == 0), "bits are read without a pair")
+    m.d.comb += Assert(fire | (win.n == 0) | skip_read | state_read, "bits are read without a pair")
+    with m.If(skip_read):
+        m.d.comb += Assert(~first & (count >= W) & (top != 0) & (win.n == mskip),
+                           "the marker skip is not the first word's bits down to its highest set bit")
+    with m.If(state_read):
+        m.d.comb += Assert(win.n == R, "the stream head's state read is not R bits")
     with m.If(fire):
         m.d.comb += [Assert(win.n == entry.need, "a pair does not read exactly its need bits"),
                      Assert((fc != 2) | pop, "a pair is decoded over one still owed")]
@@ -1911,12 +1949,27 @@ def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
                  Assert(~coder.o.valid | (Value.cast(coder.o.p) == Value.cast(e0)), "inv: o holds the oldest owed pair"),
                  Assert(~p_valid | (p_pair == newest), "inv: the pair register holds the newest owed pair"),
                  Assert(~p_valid | (pr["p_need"] >= pr["p_nb"]) & (pr["p_need"] - pr["p_nb"] <= K), "inv: the pair's k"),
-                 Assert(~begun | (pr["phase"] == pr["decode_phase"]), "inv: a resumed stream is decoding"),
-                 Assert(begun | (count == 0) & (nw == 0) & (pr["phase"] == 0) & ~pr["first"], "inv: before a stream")]
+                 Assert(phase <= DECODE, "inv: a phase"),
+                 Assert(~first | begun & (phase == SKIP) & (count == 0) & (nw == 0) & (sq.skip == 0),
+                        "inv: waiting for the marker word"),
+                 Assert(no_marker == (begun & (phase == SKIP) & ~first & (top == 0)), "inv: no marker"),
+                 Assert(~(begun & (phase == SKIP)) | first | (count >= W) & (pr["marker_skip"] == mskip),
+                        "inv: the marker word is held and its skip computed"),
+                 Assert(begun | (count == 0) & (nw == 0) & (sq.skip == 0) & (phase == SKIP) & ~first,
+                        "inv: before a stream")]
     fired = b.past(fire, "fired")
     b.cover(fire & fired & pop & (entry.need != 0), "pairs decoded back to back while one is taken")
     b.cover((fc == 2) & ~coder.o.ready & fired, "two pairs owed, held under back-pressure")
     b.cover(fire & coder.ended & (count < F) & (fc == 1), "a pair decoded at a stream's end from a partial field")
+    from_top = Signal(name="from_top")                  # the current stream was started from its top
+    wrote = Signal(name="wrote")                        # a table row was written before it
+    with m.If(b.rst):
+        m.d.past += [from_top.eq(0), wrote.eq(0)]
+    with m.Elif(coder.start.valid):
+        m.d.past += from_top.eq(~coder.start.p.resume)
+    with m.If(cfg.valid):
+        m.d.past += wrote.eq(1)
+    b.cover(fire & from_top & wrote, "a pair decoded from a stream's top, after a table write")
     return b
 
 

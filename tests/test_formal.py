@@ -383,12 +383,13 @@ def test_window_clear_mutant_escapes_the_other_properties():
 
 
 def test_decoder_pipeline_is_proved_and_catches_an_overwritten_pair():
-    """The decoder's coder against the abstract decoder over its bit queue, for any history and timing:
-    proved by yosys sat -tempinduct (seconds), its covers reached; a pair decoded over one still on
-    ``o`` (tans_dec_overwrite) and a window that keeps stale words (tans_dec_window_clear) are
-    counterexamples from reset."""
+    """The decoder's coder (as shipped: table writes in any clock) against the abstract decoder over its
+    bit queue, for any history and timing, streams started from their top or resumed: proved by yosys
+    sat -tempinduct (seconds), its covers reached (one of them a pair from a stream's top after a table
+    write); a pair decoded over one still on ``o`` (tans_dec_overwrite) and a window that keeps stale
+    words (tans_dec_window_clear) are counterexamples from reset."""
     r = run_property("tans-decoder", "decoder_pipeline", cover=True)
-    assert (r.status, r.engine, r.covered, r.covers) == ("proved", "sat", True, "3/3"), r
+    assert (r.status, r.engine, r.covered, r.covers) == ("proved", "sat", True, "4/4"), r
     for mutant in ("tans_dec_overwrite", "tans_dec_window_clear"):
         bad = run_property("tans-decoder", "decoder_pipeline", mutant=mutant)
         assert bad.status == "failed", (mutant, bad)
