@@ -484,6 +484,9 @@ class RansDecoderCoder(wiring.Component):
 
     def __init__(self, shape: _RansShape):
         self._shape = shape
+        #: The coder's word buffer, filled in by :meth:`elaborate`: the formal lemma ``decoder_pipeline``
+        #: (``sim/formal.py``) states its invariants over it. Not ports.
+        self.probe: dict = {}
         super().__init__(self.ports(shape))
 
     @staticmethod
@@ -634,6 +637,7 @@ class RansDecoderCoder(wiring.Component):
             m.d.sync += x.eq(xv)
         with m.If(self.load):
             m.d.sync += [x.eq(self.load_state), n_buf.eq(0), walking.eq(0)]
+        self.probe.update(words=words, n_buf=n_buf, x=x, sym=sym, x_symbol=x1)
         return m
 
 

@@ -88,7 +88,7 @@ from amaranth.utils import bits_for as _bits
 
 from ..hdl.common import DecodeStatus, decoder_command_layout, encoder_command_layout
 from ..hdl.mutants import CORES, INTERLEAVED_CORES, MUTANTS
-from ..hdl.rans import RansDecoder, RansEncoder
+from ..hdl.rans import RansDecoder, RansEncoder, bucket_bits_for
 from ..hdl.shell import DecoderShell, EncoderShell
 from ..hdl.tans import BitWindow, TansDecoder, TansEncoder
 from ..model.coding.codecs import RansCodec, TansCodec
@@ -188,12 +188,14 @@ STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step
 #: ``window_queue``: the decoder's :class:`~ansforge.hdl.tans.BitWindow` is a bit queue (condition 2);
 #: ``decoder_pipeline``: the decoder's coder is the abstract decoder over that queue (condition 2);
 #: ``decoder_counts`` / ``encoder_counts``: the shells' counts for every ``N`` (condition 3);
+#: the rANS decoder's ``decoder_pipeline``: its coder is the golden decoder over its word queue;
 #: ``encoder_pipeline``: the encoder's coder is the golden encoder for any timing, back to back
 #: included (condition 1; its induction through yosys ``sat -tempinduct``, :data:`SAT_INDUCT`). Each
 #: takes seconds (the slowest, ``encoder_pipeline``, 11 s), so every run has them, CI's ``--table
 #: pinned`` included.
 LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_pipeline", "decoder_counts"),
-                    "tans-encoder": ("encoder_pipeline", "encoder_counts")}
+                    "tans-encoder": ("encoder_pipeline", "encoder_counts"),
+                    "rans-decoder": ("decoder_pipeline",)}
 #: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes,
 #: and for the fast ones at least CI's 10).
 LEMMA_DEPTH = {"window_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "encoder_pipeline": 4,
@@ -763,12 +765,20 @@ class _TablePlatform:
 
     def __init__(self):
         self.contents: dict[str, list] = {}
+        #: Keys whose memories keep their contents: their write ports are left out (a harness that
+        #: ``Assume``s no write to them; otherwise the rows' "written" registers would be free in an
+        #: induction step).
+        self.frozen: set[str] = set()
 
     @staticmethod
     def _key(memory) -> str | None:
         shape = memory.shape
         if isinstance(shape, data.StructLayout):
             names = {n for n, _ in shape}
+            if "split0" in names:                       # the rANS decoder's bucket table
+                return "rans_bucket"
+            if names == {"freq", "cum", "k"}:           # the rANS symbol table
+                return "rans_symbol"
             return "dec" if "base" in names else "sym" if "threshold" in names else None
         if memory.depth == 1 << SMALL["tans"]["table_log"] and Shape.cast(shape).width == SMALL["tans"]["table_log"]:
             return "state"
@@ -786,7 +796,7 @@ class _TablePlatform:
             w = Signal(width, name=f"row{a}")
             m.d.comb += w.eq(init[a])
             words.append(w)
-        for i, port in enumerate(memory.write_ports):
+        for i, port in enumerate(() if self._key(memory) in self.frozen else memory.write_ports):
             rows = []
             for a, w in enumerate(words):
                 written = Signal(name=f"w{i}_written{a}")
@@ -1794,7 +1804,8 @@ def _encoder_pipeline(core: str, mutant: str | None) -> _Bench:
 
 def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     """The decoder's coder is the abstract decoder over its bit queue, for any history and timing
-    (``decoder_pipeline``, the rest of condition 2 of the composition).
+    (``decoder_pipeline``, the rest of condition 2 of the composition; the rANS decoder's:
+    :func:`_rans_decoder_pipeline`).
 
     :class:`~ansforge.hdl.tans.TansDecoderCoder` of the small tANS decoder alone, as shipped (programmable:
     its table write path included), its table an arbitrary constant (the memory's contents) whose rows are
@@ -1813,6 +1824,8 @@ def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     every pair taken from ``o`` is the next abstract pair (none lost, none twice, in order, under any
     back-pressure); ``pending`` exactly while pairs are owed. So a pair decoded after any history is
     decoded as ``decoder_step`` decodes it from the same state and bits."""
+    if core == "rans-decoder":
+        return _rans_decoder_pipeline(core, mutant)
     b = _Bench(free_reset=True)
     m = b.m
     sh = SMALL["tans"]
@@ -1970,6 +1983,142 @@ def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     with m.If(cfg.valid):
         m.d.past += wrote.eq(1)
     b.cover(fire & from_top & wrote, "a pair decoded from a stream's top, after a table write")
+    return b
+
+
+def _rans_decoder_pipeline(core: str, mutant: str | None) -> _Bench:
+    """The rANS decoder's coder is the golden decoder over its word queue, for any history and timing
+    (``decoder_pipeline`` of the rANS decoder: the composition's condition 2 for rANS).
+
+    :class:`~ansforge.hdl.rans.RansDecoderCoder` of the small rANS decoder (``S = 16, W = 8, P = 8``, 4
+    symbols, ``K = 2``) alone, as shipped (programmable), its symbol table an arbitrary legal one
+    (:class:`_LegalTable`: 1 to 4 used symbols, frequencies summing to ``2**P``, extra widths up to
+    ``K``; the memory's constant contents) and its bucket table arbitrary (any contents, and writes of
+    any bucket row in any clock: the buckets only choose where the symbol search starts); loads of any
+    state in any clock, words offered in any clock, ``run``, ``ended`` and ``o.ready`` free, resets in
+    any clock. The environment is the shell's and a legal stream's: no word and no pair in a load's
+    clock, no word once ``ended``, and a pair is asked for only from a normalized state
+    (``x >= 2**(S - W)``) unless the stream has no word left (``ended``, none held): the golden
+    decoder's states (a stream's top is loaded until it is normalized or its words run out). The
+    harness keeps the queue of words taken and not yet popped, the abstract state, and the pair owed
+    on ``o``; at each pair it runs the golden decode step (``model/coding/rans.py``): the symbol whose
+    ``[cum, cum + f)`` holds ``q = x mod 2**P``, ``x = (x >> P) f + q - cum``, a pop if ``x < 2**(S - W)``
+    and a word is queued, the extra's ``k`` bits from the top of ``x mod 2**P``, removed, and a pop
+    again. Asserted for every sequence: the coder's state is the abstract state, its buffer is the
+    queue, every pair taken from ``o`` is the golden pair of its step (none lost, none twice), a pair
+    never waits for a word that the golden decoder would not pop. k-induction."""
+    b = _Bench(free_reset=True)
+    m = b.m
+    sh = SMALL["rans"]
+    S, W, P, K, n = sh["state_bits"], sh["word_bits"], sh["precision_bits"], sh["max_extra_bits"], sh["max_symbols"]
+    lo = 1 << (S - W)
+    dec = RansDecoder(**sh, programmable=True, block_crc=False, table=pinned_rans_table(),
+                      mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    dec._MustUse__silence = True                        # only its coder is built
+    blocks = dec.blocks()
+    blocks["shell"]._MustUse__silence = True
+    coder = blocks["coder"]
+    table = _LegalTable(b, "rans")
+    b.platform = _TablePlatform()
+    b.platform.frozen.add("rans_symbol")
+    rows = []
+    for q in range(n):
+        cum = Mux(q < table.used, table.cum[q], 1 << P)
+        rows.append(Cat(table.freq[q], cum[:P + 1], table.k[q]))
+    b.platform.contents["rans_symbol"] = rows
+    bucket_size = len(coder.cfg.p.data)                 # (wide enough for a bucket row: any bits)
+    bkts = [Signal(bucket_size, name=f"bucket_row{j}") for j in range(1 << bucket_bits_for(P))]
+    m.d.comb += [r.eq(AnyConst(bucket_size)) for r in bkts]
+    b.platform.contents["rans_bucket"] = bkts
+    m.submodules.coder = _elaborated(coder)
+    pr = coder.probe
+    cfg = coder.cfg
+    ib = max(_bits(n - 1), bucket_bits_for(P))
+    m.d.comb += [cfg.valid.eq(AnySeq(1)), Value.cast(cfg.p).eq(AnySeq(len(Value.cast(cfg.p)))),
+                 Assume(~cfg.valid | cfg.p.addr[ib])]      # bucket rows only
+    for port in (coder.load, coder.load_state, coder.i.valid, coder.i.payload, coder.run, coder.ended, coder.o.ready):
+        m.d.comb += port.eq(AnySeq(len(Value.cast(port))))
+    # The shadow: the word queue (q0 the next word, q1 the one after), the abstract state, the pair owed.
+    q0, q1 = Signal(W, name="queue0"), Signal(W, name="queue1")
+    qn = Signal(range(3), name="queue_count")
+    xs = Signal(S, name="abstract_state")
+    m.d.comb += [Assume(~(coder.load & (coder.i.valid | coder.run))), Assume(~(coder.ended & coder.i.valid))]
+    m.d.comb += Assume(~coder.run | (xs >= lo) | (coder.ended & (qn == 0)))
+    # The golden decode step from xs.
+    q = xs[:P]
+    s = Signal(range(n), name="golden_symbol")
+    m.d.comb += s.eq(sum((((j < table.used) & (q >= table.cum[j])).as_unsigned() for j in range(1, n)),
+                         Const(0, len(s))))
+    f, c, k = Array(table.freq)[s], Array(table.cum)[s], Array(table.k)[s]
+    # The symbol step's product: the coder's own multiply-add (``(x >> P) f + q - cum`` with the entry it
+    # read), once its symbol is asserted to be the golden one (below). Its arithmetic is the step
+    # lemma's: ``decoder_step`` checks it against the golden step from every state (an independent
+    # multiply by the solver: two multipliers side by side over a k-induction ran out of time).
+    x1 = Signal(S, name="golden_x_symbol")
+    m.d.comb += x1.eq(pr["x_symbol"])
+    pop1 = Signal(name="golden_pop1")
+    m.d.comb += pop1.eq((x1 < lo) & (qn != 0))
+    xv = Signal(S, name="golden_x_popped")
+    m.d.comb += xv.eq(Mux(pop1, Cat(q0, x1)[:S], x1))
+    keep = Signal(range(P + 1), name="golden_chunk_keep")     # P - k: the bits of q the chunk leaves
+    m.d.comb += keep.eq(P - k)
+    extra = Signal(K, name="golden_extra")
+    m.d.comb += extra.eq(xv[:P] >> keep)
+    xc = Signal(S, name="golden_x_chunk")
+    m.d.comb += xc.eq((((xv >> P) << keep) | (xv & ((Const(1, P + 1) << keep) - 1)))[:S])
+    pop2 = Signal(name="golden_pop2")
+    m.d.comb += pop2.eq((xc < lo) & (qn > pop1))
+    xn = Signal(S, name="golden_x_next")
+    m.d.comb += xn.eq(Mux(pop2, Cat(Mux(pop1, q1, q0), xc)[:S], xc))
+    popped = Signal(range(3), name="golden_popped")
+    m.d.comb += popped.eq(pop1 + pop2)
+    step, take, pop = coder.step, _transfer(coder.i), _transfer(coder.o)
+    # The queue: a step pops its words, a taken word joins behind what is left.
+    left = Signal(range(3), name="queue_left")
+    m.d.comb += left.eq(qn - Mux(step, popped, 0))
+    with m.If(b.rst):
+        m.d.past += [qn.eq(0), xs.eq(0)]
+    with m.Elif(coder.load):
+        m.d.past += [qn.eq(0), xs.eq(coder.load_state)]
+    with m.Else():
+        m.d.past += qn.eq(left + take)
+        with m.If(step):
+            m.d.past += xs.eq(xn)
+        rest0 = Mux(step & (popped == 1), q1, q0)
+        with m.If(step & (popped != 0) | take & (left == 0)):
+            m.d.past += q0.eq(Mux(left == 0, coder.i.payload, rest0))
+        with m.If(take & (left == 1)):
+            m.d.past += q1.eq(coder.i.payload)
+    # The pair owed on o.
+    owed = Signal(name="owed")
+    e_sym, e_ext = Signal(range(n), name="owed_symbol"), Signal(K, name="owed_extra")
+    with m.If(b.rst):
+        m.d.past += owed.eq(0)
+    with m.Else():
+        m.d.past += owed.eq(step | (owed & ~pop))
+        with m.If(step):
+            m.d.past += [e_sym.eq(s), e_ext.eq(extra)]
+    m.d.comb += Assert(coder.state == xs, "the coder's state is not the golden decoder's")
+    with m.If(step):
+        m.d.comb += [Assert(~owed | pop, "a pair is decoded over one still owed"),
+                     Assert(pr["sym"] == s, "a pair is decoded as another symbol than the golden one")]
+    with m.If(pop):
+        m.d.comb += [Assert(owed, "a pair on o that was not decoded"),
+                     Assert((coder.o.p.symbol == e_sym) & (coder.o.p.extra == e_ext),
+                            "a pair on o is not the golden decoder's")]
+    # Auxiliary invariants: the buffer is the queue, o holds the owed pair.
+    words, n_buf = pr["words"], pr["n_buf"]
+    m.d.comb += [Assert(qn <= 2, "inv: at most two words queued"),
+                 Assert(n_buf == qn, "inv: the buffer holds the queue's words"),
+                 Assert((qn == 0) | (words[0] == q0), "inv: the first buffered word is the queue's"),
+                 Assert((qn != 2) | (words[1] == q1), "inv: the second buffered word is the queue's"),
+                 Assert(coder.o.valid == owed, "inv: o holds the owed pair"),
+                 Assert(~owed | (coder.o.p.symbol == e_sym) & (coder.o.p.extra == e_ext), "inv: o's pair")]
+    fired = b.past(step, "stepped")
+    held = b.past(coder.o.valid & ~coder.o.ready, "o_held")
+    b.cover(step & fired & (popped != 0), "back to back, the second pair popping a word")
+    b.cover(step & (popped == 2), "a pair popping two words (its symbol's and its extra's)")
+    b.cover(pop & held & (e_ext != 0), "a pair with extra bits held under back-pressure, then taken")
     return b
 
 
