@@ -1396,6 +1396,9 @@ class RansEncoderCoder(wiring.Component):
     def __init__(self, shape: _RansShape):
         self._shape = shape
         self._depth = self.depth(shape)
+        #: The coder's output buffer and divider, filled in by :meth:`elaborate`: the formal lemma
+        #: ``encoder_pipeline`` (``sim/formal.py``) states its invariants over them. Not ports.
+        self.probe: dict = {}
         super().__init__(self.ports(shape))
 
     @staticmethod
@@ -1545,6 +1548,8 @@ class RansEncoderCoder(wiring.Component):
             m.d.sync += x.eq(x >> W)
         with m.If(self.start):
             m.d.sync += x.eq(0)
+        self.probe.update(fifo=fifo, n_out=n_out, dividend=div.dividend, quotient=div.quotient,
+                          remainder=div.remainder)
         return m
 
 

@@ -195,7 +195,7 @@ STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step
 #: pinned`` included.
 LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_pipeline", "decoder_counts"),
                     "tans-encoder": ("encoder_pipeline", "encoder_counts"),
-                    "rans-decoder": ("decoder_pipeline",)}
+                    "rans-decoder": ("decoder_pipeline",), "rans-encoder": ("encoder_pipeline",)}
 #: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes,
 #: and for the fast ones at least CI's 10).
 LEMMA_DEPTH = {"window_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "encoder_pipeline": 4,
@@ -1685,7 +1685,7 @@ def _decoder_counts(core: str, mutant: str | None) -> _Bench:
 
 def _encoder_pipeline(core: str, mutant: str | None) -> _Bench:
     """The encoder's coder is the golden encoder for any timing (``encoder_pipeline``, condition 1 of
-    the composition: back-to-back pairs).
+    the composition: back-to-back pairs; the rANS encoder's: :func:`_rans_encoder_pipeline`).
 
     :class:`~ansforge.hdl.tans.TansEncoderCoder` of the small tANS encoder alone, on an arbitrary table
     held in its memories (:class:`_TablePlatform`: every symbol row ``AnyConst`` with ``nb_high <= R``,
@@ -1704,6 +1704,8 @@ def _encoder_pipeline(core: str, mutant: str | None) -> _Bench:
     assertions (what is in each stage, the golden queue being ``o``, the accumulator, stage 3's
     bits, stage 1's pair stepped from the coder's ``X``, and the marker not yet inserted), so that
     the k-induction closes."""
+    if core == "rans-encoder":
+        return _rans_encoder_pipeline(core, mutant)
     b = _Bench(free_reset=True)
     m = b.m
     sh = SMALL["tans"]
@@ -1799,6 +1801,107 @@ def _encoder_pipeline(core: str, mutant: str | None) -> _Bench:
                  Assert(~FL | (fs & ~v1 & (Xc == L)), "inv: the coder flushes only when asked, from L, stage 1 empty")]
     b.cover(take & v1 & v3 & out, "back to back: a pair taken with one in each stage while a word is taken")
     b.cover(coder.flushed & take & b.past(out, "out1"), "a stream flushed after a word, the next one's first pair taken")
+    return b
+
+
+def _rans_encoder_pipeline(core: str, mutant: str | None) -> _Bench:
+    """The rANS encoder's coder is the golden encoder for any history and timing (``encoder_pipeline`` of
+    the rANS encoder: the composition's condition 1 for rANS).
+
+    :class:`~ansforge.hdl.rans.RansEncoderCoder` of the small rANS encoder (``S = 16, W = 8, P = 8``, 4
+    symbols, ``K = 2``: one chunk, a two-word output buffer) alone, as shipped (programmable), on an
+    arbitrary legal symbol table (:class:`_LegalTable`, the memory's constant contents, no writes),
+    legal pairs offered in any clock (a symbol of the table and extra bits within its width: the golden
+    model's contract), ``o.ready`` free, resets in any clock, and ``start``, ``run`` and ``flush`` as
+    the shell gives them (one at a time). The harness runs the golden encoder of ``model/coding/rans.py``
+    beside it: per pair taken, a push if the state's top bits reach the chunk's frequency ``2**(P - k)``,
+    the chunk ``((x >> (P - k)) << P) | v << (P - k) | x mod 2**(P - k)``, a push if the top bits reach
+    the symbol's ``f``, then ``x = (x // f) << P | (cum + x mod f)``; per flush word, the state's low
+    word and ``x >>= W``; the queue of words pushed and not yet taken from ``o``. Asserted for every
+    sequence: every word taken from ``o`` is the golden queue's next word, the coder's state is the
+    golden state, and the divider divides the golden state after its pushes. The quotient and
+    remainder are the coder's own divider's: with one more divider in the harness the induction does
+    not finish (as the decoder's multiply); the step lemma ``encoder_step`` checks them against the
+    golden step from every state. k-induction."""
+    b = _Bench(free_reset=True)
+    m = b.m
+    sh = SMALL["rans"]
+    S, W, P, K, n = sh["state_bits"], sh["word_bits"], sh["precision_bits"], sh["max_extra_bits"], sh["max_symbols"]
+    enc = RansEncoder(**sh, programmable=True, table=pinned_rans_table(),
+                      mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    enc._MustUse__silence = True                        # only its coder is built
+    blocks = enc.blocks()
+    blocks["shell"]._MustUse__silence = True
+    coder = blocks["coder"]
+    table = _LegalTable(b, "rans")
+    b.platform = _TablePlatform()
+    b.platform.frozen.add("rans_symbol")
+    b.platform.contents["rans_symbol"] = [Cat(table.freq[q], Mux(q < table.used, table.cum[q], 1 << P)[:P + 1],
+                                              table.k[q]) for q in range(n)]
+    m.submodules.coder = _elaborated(coder)
+    pr = coder.probe
+    m.d.comb += [coder.cfg.valid.eq(0), coder.cfg.p.eq(0)]
+    for port in (coder.i.valid, coder.i.p, coder.o.ready, coder.start, coder.run, coder.flush):
+        m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
+    take, out = _transfer(coder.i), _transfer(coder.o)
+    sym, v = coder.i.p.symbol, coder.i.p.extra
+    m.d.comb += [Assume((coder.start + coder.run + coder.flush) <= 1), Assume(~take | table.legal_pair(sym, v))]
+    # The golden encoder's step for the pair offered.
+    xs = Signal(S, name="golden_x")
+    f, c, k = Array(table.freq)[sym], Array(table.cum)[sym], Array(table.k)[sym]
+    keep = Signal(range(P + 1), name="golden_chunk_keep")      # the chunk's frequency is 2**keep
+    m.d.comb += keep.eq(P - k)
+    push_c = Signal(name="golden_push_chunk")
+    m.d.comb += push_c.eq((xs >> (S - P)) >= (Const(1, P + 1) << keep))
+    xa = Signal(S, name="golden_x_chunk_pushed")
+    m.d.comb += xa.eq(Mux(push_c, xs >> W, xs))
+    xc = Signal(S, name="golden_x_chunk")
+    m.d.comb += xc.eq((((xa >> keep) << P) | (v << keep) | (xa & ((Const(1, P + 1) << keep) - 1)))[:S])
+    push_s = Signal(name="golden_push_symbol")
+    m.d.comb += push_s.eq((xc >> (S - P)) >= f)
+    xp = Signal(S, name="golden_x_divided")
+    m.d.comb += xp.eq(Mux(push_s, xc >> W, xc))
+    x_next = Signal(S, name="golden_x_next")
+    m.d.comb += x_next.eq((pr["quotient"] << P) | (c + pr["remainder"]))
+    flush_word = Signal(name="golden_flush_word")       # a flush word leaves x this clock
+    # The golden queue: g0 the next word out, g1 and g2 behind it.
+    g = [Signal(W, name=f"golden_word{j}") for j in range(3)]
+    gn = Signal(range(4), name="golden_words")
+    left = Signal(range(4), name="golden_left")
+    m.d.comb += left.eq(gn - out)
+    kept = [Mux(out, g[j + 1], g[j]) if j < 2 else Mux(out, 0, g[j]) for j in range(3)]
+    pushes = [(take & push_c, xs[:W]), (take & push_s, xc[:W]), (flush_word, xs[:W])]
+    nxt_q = list(kept)
+    pos = left
+    for en, word in pushes:
+        nxt_q = [Mux(en & (pos == j), word, nxt_q[j]) for j in range(3)]
+        pos = pos + en
+    with m.If(b.rst):
+        m.d.past += [xs.eq(0), gn.eq(0)]
+    with m.Else():
+        m.d.past += [gn.eq(pos)] + [g[j].eq(nxt_q[j]) for j in range(3)]
+        with m.If(coder.start):
+            m.d.past += xs.eq(0)
+        with m.Elif(take):
+            m.d.past += xs.eq(x_next)
+        with m.Elif(flush_word):
+            m.d.past += xs.eq(xs >> W)
+    # A flush word: while the flush is asked for, x is not 0 and the buffer has room.
+    m.d.comb += flush_word.eq(coder.flush & (xs != 0) & (left < 2))
+    m.d.comb += Assert(coder.state == xs, "the coder's state is not the golden encoder's")
+    with m.If(take):
+        m.d.comb += Assert(pr["dividend"] == xp, "the divider does not divide the golden state after its pushes")
+    with m.If(out):
+        m.d.comb += [Assert(gn != 0, "a word the golden encoder did not push"),
+                     Assert(coder.o.p == g[0], "a word is not the golden encoder's next word")]
+    fifo, n_out = pr["fifo"], pr["n_out"]
+    m.d.comb += [Assert(n_out == gn, "inv: the buffer holds the golden words"),
+                 Assert((gn == 0) | (fifo[0] == g[0]), "inv: the first buffered word is the golden one"),
+                 Assert((gn < 2) | (fifo[1] == g[1]), "inv: the second buffered word is the golden one"),
+                 Assert(gn <= 2, "inv: at most two words held")]
+    b.cover(take & push_c & push_s, "a pair pushing two words")
+    b.cover(take & b.past(take, "took") & out, "back to back while a word is taken")
+    b.cover(out & coder.flush & b.past(out & coder.flush, "flushing"), "two flush words in a row")
     return b
 
 
