@@ -1568,6 +1568,9 @@ class RansEncoderShell(wiring.Component):
 
     def __init__(self, shape: _RansShape, depth: int):
         sh = self._shape = shape
+        #: The shell's registers, filled in by :meth:`elaborate`: the formal lemma ``encoder_counts``
+        #: (``sim/formal.py``) states its invariants over them. Not ports.
+        self.probe: dict = {}
         ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits)
         del ports["i"], ports["o"]
         ports.update({"start": Out(1), "run": Out(1), "flush": Out(1), "last": Out(1), "emit": In(1),
@@ -1593,7 +1596,7 @@ class RansEncoderShell(wiring.Component):
                     m.d.comb += self.start.eq(1)
                 m.next = "ENCODE"
 
-        with m.FSM():
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(~self.cmd.valid)
                 take_command()
@@ -1609,6 +1612,7 @@ class RansEncoderShell(wiring.Component):
                     m.d.sync += self.done.eq(1)
                     m.next = "IDLE"
                     take_command(flushed=True)     # back to back: the next command in this clock
+        self.probe.update(remaining=remaining, encoding=fsm.ongoing("ENCODE"), flushing=fsm.ongoing("FLUSH"))
         return m
 
 

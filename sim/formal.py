@@ -195,7 +195,7 @@ STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step
 #: pinned`` included.
 LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_pipeline", "decoder_counts"),
                     "tans-encoder": ("encoder_pipeline", "encoder_counts"),
-                    "rans-decoder": ("decoder_pipeline",), "rans-encoder": ("encoder_pipeline",)}
+                    "rans-decoder": ("decoder_pipeline",), "rans-encoder": ("encoder_pipeline", "encoder_counts")}
 #: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes,
 #: and for the fast ones at least CI's 10).
 LEMMA_DEPTH = {"window_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "encoder_pipeline": 4,
@@ -1535,7 +1535,8 @@ def _window_queue(core: str, mutant: str | None) -> _Bench:
 
 
 def _encoder_counts(core: str, mutant: str | None) -> _Bench:
-    """The encoder shell's counts for every ``N`` (``encoder_counts``, condition 3 of the composition).
+    """The encoder shell's counts for every ``N`` (``encoder_counts``, condition 3 of the composition;
+    the rANS encoder's: :func:`_rans_encoder_counts`).
 
     :class:`~ansforge.hdl.shell.EncoderShell` of the small tANS encoder (3-bit counts) alone, its
     coder's side free: ``pair`` (a pair enters the coder) in any clock where the shell lets pairs
@@ -1549,6 +1550,8 @@ def _encoder_counts(core: str, mutant: str | None) -> _Bench:
     clock of ``flushed``, and ``done`` is high exactly in the clock after ``flushed``. With the
     invariant ``remaining = N - k`` in ``RUN`` (the shell's registers,
     :attr:`~ansforge.hdl.shell.EncoderShell.probe`) the k-induction closes."""
+    if core == "rans-encoder":
+        return _rans_encoder_counts(core, mutant)
     b = _Bench(free_reset=True)
     m = b.m
     bits = 3                                            # small_core's count_bits
@@ -1590,6 +1593,77 @@ def _encoder_counts(core: str, mutant: str | None) -> _Bench:
     b.cover(busy & (N == (1 << bits) - 1) & shell.flushed, "a command of the largest count flushed")
     b.cover(busy & shell.flushed & accept & (shell.cmd.p.count != 0) & shell.pair,
             "back to back: the next command and its first pair in the clock of the flush")
+    return b
+
+
+def _rans_encoder_counts(core: str, mutant: str | None) -> _Bench:
+    """The rANS encoder shell's counts for every ``N`` (``encoder_counts`` of the rANS encoder: the
+    composition's condition 3 for rANS, encoder side).
+
+    :class:`~ansforge.hdl.rans.RansEncoderShell` of the small rANS encoder (built with 3-bit counts,
+    the counters being width-generic code) alone, its coder's side free: ``step`` (a pair enters the
+    coder) in any clock where the shell runs the coder (the coder takes pairs only with ``run``),
+    ``emit`` (a word leaves ``o``) in any clock where the coder holds one, the coder's ``state`` and
+    ``held`` free in every clock, commands of any count offered in any clock, resets in any clock. The
+    flush *ends* in a clock of the shell's flush state where the state is 0 and the last held word
+    leaves (or none is held). The harness keeps the command's count ``N``, the pairs ``k`` taken since it was
+    accepted and whether a command is busy; asserted for every sequence: pairs pass only while
+    ``k < N`` and always then (no early stop), the flush is asked for only once ``k = N`` and from the
+    clock after that on until it ends, a command is accepted exactly when idle or when the flush ends
+    (back to back: the next stream then starts at the flush's ``x = 0``; from idle the shell raises
+    ``start``), and ``done`` is high exactly in the clock after a flush ends. With the invariant
+    ``remaining = N - k`` (the shell's registers, its ``probe``) the k-induction closes."""
+    b = _Bench(free_reset=True)
+    m = b.m
+    bits = 3
+    enc = RansEncoder(**SMALL["rans"], programmable=True, table=pinned_rans_table(), count_bits=bits,
+                      mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    enc._MustUse__silence = True                        # only its shell is built
+    blocks = enc.blocks()
+    blocks["coder"]._MustUse__silence = True
+    shell = blocks["shell"]
+    m.submodules.shell = _elaborated(shell)
+    pr = shell.probe
+    for port in (shell.cmd.valid, shell.cmd.p, shell.emit, shell.state, shell.held, shell.step):
+        m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
+    m.d.comb += [Assume(~shell.step | shell.run), Assume(~shell.emit | (shell.held != 0))]
+    accept = _transfer(shell.cmd)
+    ends = Signal(name="flush_ends")
+    # (In that clock ``flush`` may already be low: a command waiting is accepted and its first pair runs.)
+    m.d.comb += ends.eq(pr["flushing"] & (shell.state == 0) & ((shell.held == 0) | ((shell.held == 1) & shell.emit)))
+    busy = Signal(name="busy")
+    N, k = Signal(bits, name="command_count"), Signal(bits, name="pairs_taken")
+    with m.If(b.rst):
+        m.d.past += [busy.eq(0), N.eq(0), k.eq(0)]
+    with m.Elif(accept):
+        m.d.past += [busy.eq(1), N.eq(shell.cmd.p.count), k.eq(shell.step)]
+    with m.Else():
+        with m.If(ends):
+            m.d.past += busy.eq(0)
+        with m.If(shell.step):
+            m.d.past += k.eq(k + 1)
+    own = busy & ~ends                                  # the clock belongs to the busy command
+    with m.If(shell.run & ~accept):
+        m.d.comb += Assert(own & (k != N), "pairs pass while the command has none left")
+    with m.If(own):
+        m.d.comb += Assert(shell.run == (k != N), "pairs do not pass while the command has some left")
+    with m.If(shell.flush):
+        m.d.comb += Assert(busy & (k == N), "the flush is asked for before the N-th pair")
+    with m.If(own & (k == N) & b.past(busy & (k == N) & ~accept & ~b.rst, "counted")):
+        m.d.comb += Assert(shell.flush, "the flush is not asked for after the N-th pair")
+    m.d.comb += [Assert(shell.cmd.ready == (~busy | ends), "a command is not accepted exactly when idle or at the flush's end"),
+                 Assert(shell.start == (accept & ~busy), "start is not exactly a command accepted from idle"),
+                 Assert(shell.done == b.past(ends & busy & ~b.rst, "ended"), "done is not the clock after the flush ends")]
+    with m.If(accept & busy):
+        m.d.comb += Assert(ends, "a command is accepted before the previous one's flush ends")
+    # Auxiliary invariants: the shell's registers against the harness's.
+    m.d.comb += [Assert(busy == (pr["encoding"] | pr["flushing"]), "inv: busy exactly in ENCODE and FLUSH"),
+                 Assert(~pr["flushing"] | (k == N), "inv: flushing after the N-th pair")]
+    with m.If(busy):
+        m.d.comb += [Assert(pr["remaining"] == N - k, "inv: remaining = N - k"), Assert(k <= N, "inv: k <= N")]
+    b.cover(busy & (N == (1 << bits) - 1) & ends, "a command of the largest count flushed")
+    b.cover(busy & ends & accept & (shell.cmd.p.count != 0) & shell.step,
+            "back to back: the next command and its first pair in the clock the flush ends")
     return b
 
 
