@@ -666,6 +666,9 @@ class RansDecoderShell(wiring.Component):
     def __init__(self, shape: _RansShape, block_crc: bool):
         sh = self._shape = shape
         self._block_crc = block_crc
+        #: The shell's registers and states, filled in by :meth:`elaborate`: the formal lemma
+        #: ``decoder_counts`` (``sim/formal.py``) states its invariants over them. Not ports.
+        self.probe: dict = {}
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
         del ports["o"]
         ports.update({"word": Out(stream.Signature(sh.W)), "pair_valid": In(1),
@@ -726,7 +729,7 @@ class RansDecoderShell(wiring.Component):
                 m.d.sync += report.eq(status)
                 m.next = "DRAIN"
 
-        with m.FSM():
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 m.d.comb += [accept.eq(1), self.idle.eq(~self.cmd.valid)]
                 take_command()
@@ -784,6 +787,9 @@ class RansDecoderShell(wiring.Component):
             m.d.sync += [remaining.eq(cm.count), words_left.eq(cm.words - take),
                          check_end.eq(cm.check_end), top.eq(~cm.resume & ~take),
                          zero_top.eq(take & (self.i.p.data == 0))]
+        self.probe.update({name.lower(): fsm.ongoing(name) for name in ("IDLE", "INIT", "DECODE", "DRAIN", "CHECK")})
+        self.probe.update(remaining=remaining, words_left=words_left, reporting=reporting, report=report,
+                          top=top, zero_top=zero_top, check_end=check_end)
         return m
 
 

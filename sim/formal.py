@@ -195,7 +195,7 @@ STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step
 #: pinned`` included.
 LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_pipeline", "decoder_counts"),
                     "tans-encoder": ("encoder_pipeline", "encoder_counts"),
-                    "rans-decoder": ("decoder_pipeline",), "rans-encoder": ("encoder_pipeline", "encoder_counts")}
+                    "rans-decoder": ("decoder_pipeline", "decoder_counts"), "rans-encoder": ("encoder_pipeline", "encoder_counts")}
 #: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes,
 #: and for the fast ones at least CI's 10).
 LEMMA_DEPTH = {"window_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "encoder_pipeline": 4,
@@ -1668,7 +1668,8 @@ def _rans_encoder_counts(core: str, mutant: str | None) -> _Bench:
 
 
 def _decoder_counts(core: str, mutant: str | None) -> _Bench:
-    """The decoder shell's counts for every ``N`` (``decoder_counts``, condition 3 of the composition).
+    """The decoder shell's counts for every ``N`` (``decoder_counts``, condition 3 of the composition;
+    the rANS decoder's: :func:`_rans_decoder_counts`).
 
     :class:`~ansforge.hdl.shell.DecoderShell` of the small tANS decoder (3-bit counts, no CRC) alone,
     its coder's side free: ``fire`` in any clock where the shell asks for pairs (``run``) and the coder
@@ -1684,6 +1685,8 @@ def _decoder_counts(core: str, mutant: str | None) -> _Bench:
     accepted (never more; at most two owed besides one whose ``done`` is high), and ``done`` with
     status ``OK`` only for a command that decoded exactly ``N`` pairs. The shell's counters are tied to the harness's by auxiliary
     assertions (:attr:`~ansforge.hdl.shell.DecoderShell.probe`), so that the k-induction closes."""
+    if core == "rans-decoder":
+        return _rans_decoder_counts(core, mutant)
     b = _Bench(free_reset=True)
     m = b.m
     bits, sh = 3, SMALL["tans"]                         # small_core's count_bits
@@ -1754,6 +1757,105 @@ def _decoder_counts(core: str, mutant: str | None) -> _Bench:
     b.cover(shell.done & (shell.status == DecodeStatus.OK) & (N == (1 << bits) - 1),
             "a command of the largest count reported OK")
     b.cover(pr["run"] & accept & (owed == 2), "back to back: a command accepted while the previous one's report waits")
+    return b
+
+
+def _rans_decoder_counts(core: str, mutant: str | None) -> _Bench:
+    """The rANS decoder shell's counts for every ``N`` (``decoder_counts`` of the rANS decoder: the
+    composition's condition 3 for rANS, decoder side).
+
+    :class:`~ansforge.hdl.rans.RansDecoderShell` of the small rANS decoder (built with 3-bit counts, no
+    CRC) alone, its coder's side free: ``step`` in any clock where the shell runs the coder, the
+    coder's ``state``, ``buffered``, ``pair_valid`` and ``word.ready`` free in every clock, commands and
+    words offered in any clock, resets in any clock. The harness keeps, per command, its counts ``N``
+    and ``Nw``, the pairs ``k`` decoded and the words ``t`` taken since it was accepted, the commands
+    not yet reported, and whether the command whose report is decided decoded its ``N`` pairs.
+    Asserted for every sequence: ``run`` only in the decode state while ``k < N``, and then always
+    unless a previous report waits for its last pair (no early stop); every word of the command goes
+    into the coder, into its state while the stream's top is loaded and on its word stream while it
+    decodes, and none beyond ``Nw`` (``ended`` exactly when ``t = Nw``); no word reaches the coder
+    outside those; one ``done`` per command accepted, and ``done`` with status ``OK`` only for a
+    command that decoded exactly ``N`` pairs. With the shell's registers tied to the harness's counts
+    (its ``probe``) the k-induction closes."""
+    b = _Bench(free_reset=True)
+    m = b.m
+    bits = 3
+    W = SMALL["rans"]["word_bits"]
+    dec = RansDecoder(**SMALL["rans"], programmable=True, block_crc=False, table=pinned_rans_table(),
+                      count_bits=bits, mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    dec._MustUse__silence = True                        # only its shell is built
+    blocks = dec.blocks()
+    blocks["coder"]._MustUse__silence = True
+    shell = blocks["shell"]
+    m.submodules.shell = _elaborated(shell)
+    pr = shell.probe
+    for port in (shell.cmd.valid, shell.cmd.p, shell.i.valid, shell.i.p, shell.word.ready, shell.pair_valid,
+                 shell.state, shell.buffered, shell.step):
+        m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
+    m.d.comb += Assume(~shell.step | shell.run)
+    c = shell.cmd.p
+    N, Nw = Signal(bits, name="command_count"), Signal(bits, name="command_words")
+    k, t = Signal(bits, name="pairs_decoded"), Signal(bits, name="words_taken")
+    owed = Signal(2, name="reports_owed")
+    pend_full = Signal(name="finished_decoded_all")
+    done_full = Signal(name="reported_decoded_all")
+    accept, take, fed = _transfer(shell.cmd), _transfer(shell.i), _transfer(shell.word)
+    held = pr["reporting"] & shell.pair_valid
+    due = pr["reporting"] & ~shell.pair_valid           # the shell's done comes in the next clock
+    # The clock the running command's report is decided (``finish`` in the shell, or a zero top word).
+    fin = ((pr["decode"] & (pr["remaining"] == 0) & ~held)
+           | (pr["init"] & ((pr["zero_top"] & ~held) | (take & pr["top"] & (shell.i.p.data == 0)))))
+    with m.If(b.rst):
+        m.d.past += [N.eq(0), Nw.eq(0), k.eq(0), t.eq(0), owed.eq(0), pend_full.eq(0), done_full.eq(0)]
+    with m.Else():
+        with m.If(accept):
+            m.d.past += [N.eq(c.count), Nw.eq(c.words), k.eq(0), t.eq(take)]
+        with m.Else():
+            m.d.past += [k.eq(k + shell.step), t.eq(t + take)]
+        m.d.past += owed.eq(owed + accept - shell.done)
+        with m.If(fin):
+            m.d.past += pend_full.eq(k == N)
+        with m.If(due):
+            m.d.past += done_full.eq(pend_full)
+    with m.If(shell.run):
+        m.d.comb += Assert(pr["decode"] & (k != N), "run is high while the command has no pairs left")
+    with m.If(pr["decode"] & ~accept & (k != N) & ~held):
+        m.d.comb += Assert(shell.run, "run is low while the command has pairs left")
+    with m.If(~pr["idle"] & ~accept):
+        m.d.comb += Assert(shell.ended == (t == Nw), "ended is not 'every word of the command taken'")
+    with m.If(take & ~accept):
+        m.d.comb += Assert(~pr["idle"] & (t != Nw), "a word beyond the command's is taken")
+    with m.If(pr["decode"] & ~accept):
+        m.d.comb += [Assert(fed == take, "a word of the command does not go to the coder"),
+                     Assert(shell.i.ready == (shell.word.ready & (t != Nw)), "a word the coder takes is not taken")]
+    S = SMALL["rans"]["state_bits"]
+    with m.If(take & pr["init"] & ~accept):
+        m.d.comb += Assert(shell.load & (shell.load_state == Cat(shell.i.p.data, shell.state[:S - W])),
+                           "a word of the stream's top does not go into the coder's state (x << W | word)")
+    with m.If(take & accept):
+        m.d.comb += Assert(shell.load & (shell.load_state == shell.i.p.data),
+                           "the stream's top word, taken with its command, is not the coder's state")
+    with m.If(~pr["decode"]):
+        m.d.comb += Assert(~shell.word.valid, "a word goes to the coder outside a command's decoding")
+    with m.If(shell.done):
+        m.d.comb += Assert(owed != 0, "done without a command")
+    m.d.comb += Assert((owed != 3) | shell.done, "a command is not reported")
+    with m.If(shell.done & (shell.status == DecodeStatus.OK)):
+        m.d.comb += Assert(done_full, "OK reported for a command that did not decode its N pairs")
+    # Auxiliary invariants: the shell's registers against the harness's counts.
+    m.d.comb += [Assert(k <= N, "inv: k <= N"), Assert(t <= Nw, "inv: t <= Nw"),
+                 Assert(owed == (~pr["idle"]).as_unsigned() + pr["reporting"] + shell.done, "inv: reports owed"),
+                 Assert(~((pr["drain"] | pr["check"]) & pr["reporting"]), "inv: no report waits while draining"),
+                 Assert(~pr["init"] | (k == 0), "inv: no pair while the top is loaded")]
+    with m.If(~pr["idle"]):
+        m.d.comb += Assert(pr["words_left"] == Nw - t, "inv: words_left")
+    with m.If(pr["decode"] | pr["init"]):
+        m.d.comb += Assert(pr["remaining"] == N - k, "inv: remaining")
+    with m.If((pr["reporting"] | pr["drain"] | pr["check"]) & (pr["report"] == DecodeStatus.OK)):
+        m.d.comb += Assert(pend_full, "inv: a waiting OK report is of a command that decoded its pairs")
+    b.cover(shell.done & (shell.status == DecodeStatus.OK) & (N == (1 << bits) - 1),
+            "a command of the largest count reported OK")
+    b.cover(pr["decode"] & accept & (owed == 2), "back to back: a command accepted while the previous one's report waits")
     return b
 
 
