@@ -31,8 +31,11 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     sequences of ``N <= round_trip_pairs(family, table)`` arbitrary legal pairs (:data:`ROUND_TRIP_PAIRS`
     pinned, :data:`ROUND_TRIP_PAIRS_ARBITRARY` arbitrary); the decoder returns exactly the pairs, reports
     OK, and finishes by a fixed clock. Bounded, ``sat`` runner.
-``encoder_step``, ``decoder_step`` (tANS; ``table="arbitrary"`` only, :data:`STEP_PROPERTIES`)
-    The round trip's step lemmas, one pair from an arbitrary state on the arbitrary local table. The
+``encoder_step``, ``decoder_step`` (tANS and rANS; ``table="arbitrary"`` only, :data:`STEP_PROPERTIES`)
+    The round trip's step lemmas, one pair from an arbitrary state on the arbitrary local table (rANS:
+    the decoder on the arbitrary legal table, resumed through its command at the checkpoint the golden
+    step gives from any state; the encoder from any state, reached by two warm-up pairs; the golden step
+    without a divider, :func:`_rans_golden_step`; ``docs/formal.md``, *Round 8*). tANS: the
     encoder, brought to an arbitrary idle state (any state, any ``< W`` pending bits) by two warm-up
     pairs with free rows, codes one legal pair and flushes: its words are the golden step's. The
     decoder, resumed at any checkpoint (state, unread bits) and going on after one warm-up pair of
@@ -174,11 +177,12 @@ PROPERTIES = ("stream_rules", "out_of_reset", "progress", "round_trip", "detecti
 #: The port properties, all that the interleaved builds have (their round trip and detection are the
 #: simulation tests' ``tests/test_tans_x2_*.py``, ``tests/test_rans_xn_*.py``).
 PORT_PROPERTIES = PROPERTIES[:3]
-#: The step lemmas of the round trip (tANS; ``docs/formal.md`` *Round 6*): one pair from an arbitrary
-#: state, on an arbitrary legal table (always the local table, whatever ``table``), so they run with
-#: ``--table arbitrary`` only (minutes each). ``encoder_step``: from every idle encoder state, the
-#: encoder core's step (and flush) is the golden step. ``decoder_step``: from every checkpoint the
-#: decoder is resumed at, after one pair of its own, the decoder core inverts the golden encoder step.
+#: The step lemmas of the round trip (tANS, ``docs/formal.md`` *Round 6*; rANS, *Round 8*): one pair from an
+#: arbitrary state, on an arbitrary legal table (tANS: always the local table, whatever ``table``; rANS:
+#: the decoder on round 3's arbitrary legal table, the encoder on any legal row of its pair's symbol), so
+#: they run with ``--table arbitrary`` only (minutes each). ``encoder_step``: from every idle encoder state,
+#: the encoder core's step (and flush) is the golden step. ``decoder_step``: from every checkpoint the
+#: decoder is resumed at (tANS: after one pair of its own), the decoder core inverts the golden encoder step.
 #: Status ``proved``: each
 #: quantifies over every starting state and its whole scenario ends within the depth.
 STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step",
@@ -1391,22 +1395,45 @@ def _rans_decoder_step(mutant: str | None) -> _Bench:
     pc, wc, ps, ws, X1 = _rans_golden_step(m, X0, Array(table.freq)[qs], Array(table.cum)[qs],
                                            Array(table.k)[qs], qe, "pair")
     npush = Signal(range(3), name="words_pushed")
-    nw = Signal(range(4), name="stream_words")
-    m.d.comb += [npush.eq(pc + ps), nw.eq(npush + more)]
+    m.d.comb += npush.eq(pc + ps)
+    warm = RANS_DECODER_STEP_WARM_UP
+    if warm:
+        # A warm-up pair first: any legal pair w, encoded from X1 by the golden step (X2 and its words).
+        # The decoder is resumed at X2 and decodes w, then q: q comes after a pair of its own, with
+        # whatever that pair left in its word buffer.
+        w_s, w_e = Signal(sb, name="warm_symbol"), Signal(K, name="warm_extra")
+        m.d.comb += [w_s.eq(AnyConst(sb)), w_e.eq(AnyConst(K)), Assume(table.legal_pair(w_s, w_e))]
+        wpc, wwc, wps, wws, X2 = _rans_golden_step(m, X1, Array(table.freq)[w_s], Array(table.cum)[w_s],
+                                                   Array(table.k)[w_s], w_e, "warm")
+        nwarm = Signal(range(3), name="warm_words_pushed")
+        m.d.comb += nwarm.eq(wpc + wps)
+    npairs = 2 if warm else 1
+    ours = Signal(range(5), name="words_of_the_pairs")
+    m.d.comb += ours.eq(npush + (nwarm if warm else 0))
+    nw = Signal(range(6), name="stream_words")
+    m.d.comb += nw.eq(ours + more)
 
     sent = Signal(name="dec_cmd_sent")
-    k_w = Signal(range(4), name="words_out")
-    into = Signal(range(4), name="words_into_coder")
-    k_out = Signal(range(3), name="pairs_out")
+    k_w = Signal(range(6), name="words_out")
+    into = Signal(range(6), name="words_into_coder")
+    k_out = Signal(range(4), name="pairs_out")
+    n_steps = Signal(range(4), name="steps")
     stepped = Signal(name="pair_decoded")
     finished = Signal(name="finished")
     go = ~table.prog
     word = Signal(W, name="word_offered")      # top of stack first: the symbol's push, the chunk's, then below
-    m.d.comb += word.eq(Mux(k_w < npush, Mux((k_w == 0) & ps, ws, wc), below))
+    if warm:
+        # w's words (symbol's push, chunk's), then q's, then below.
+        kq = Signal(range(6), name="word_index_in_q")
+        m.d.comb += kq.eq(k_w - nwarm)
+        m.d.comb += word.eq(Mux(k_w < nwarm, Mux((k_w == 0) & wps, wws, wwc),
+                                Mux(k_w < ours, Mux((kq == 0) & ps, ws, wc), below)))
+    else:
+        m.d.comb += word.eq(Mux(k_w < npush, Mux((k_w == 0) & ps, ws, wc), below))
     c = dec.cmd.p
-    m.d.comb += [dec.cmd.valid.eq(go & ~sent), c.count.eq(1), c.words.eq(nw), c.resume.eq(1), c.check_end.eq(0),
-                 c.state.eq(X1), c.bit.eq(0), c.check_crc.eq(0), c.crc.eq(0)]
-    m.d.comb += [dec.i.valid.eq(go & ((k_w < npush) | ((k_w < nw) & stepped))), dec.i.p.data.eq(word),
+    m.d.comb += [dec.cmd.valid.eq(go & ~sent), c.count.eq(npairs), c.words.eq(nw), c.resume.eq(1), c.check_end.eq(0),
+                 c.state.eq(X2 if warm else X1), c.bit.eq(0), c.check_crc.eq(0), c.crc.eq(0)]
+    m.d.comb += [dec.i.valid.eq(go & ((k_w < ours) | ((k_w < nw) & stepped))), dec.i.p.data.eq(word),
                  dec.i.p.last.eq(0), dec.o.ready.eq(1)]
     with m.If(_transfer(dec.cmd)):
         m.d.past += sent.eq(1)
@@ -1414,24 +1441,34 @@ def _rans_decoder_step(mutant: str | None) -> _Bench:
         m.d.past += k_w.eq(k_w + 1)
     with m.If(_transfer(coder.i)):
         m.d.past += into.eq(into + 1)
+    last_step = coder.step & (n_steps == npairs - 1)
     with m.If(coder.step):
+        m.d.past += n_steps.eq(n_steps + 1)
+    with m.If(last_step):
         m.d.past += stepped.eq(1)
-    b.check(_transfer(dec.o), k_out == 0, "the decoder returns more pairs than the command asks for")
-    b.check(_transfer(dec.o), dec.o.p.symbol == qs, "the decoded symbol is not the encoded one")
-    b.check(_transfer(dec.o), dec.o.p.extra == qe, "the decoded extra bits are not the encoded ones")
+    first = npairs - 1          # the index of q among the decoded pairs
+    b.check(_transfer(dec.o), k_out <= first, "the decoder returns more pairs than the command asks for")
+    b.check(_transfer(dec.o) & (k_out == first), dec.o.p.symbol == qs, "the decoded symbol is not the encoded one")
+    b.check(_transfer(dec.o) & (k_out == first), dec.o.p.extra == qe, "the decoded extra bits are not the encoded ones")
+    if warm:
+        b.check(_transfer(dec.o) & (k_out == 0), (dec.o.p.symbol == w_s) & (dec.o.p.extra == w_e),
+                "the warm-up pair is not decoded")
+        b.check(b.past(coder.step & (n_steps == 0), "warm_stepped"), coder.state == X1,
+                "the decoder's state after the warm-up pair is not X1")
     with m.If(_transfer(dec.o)):
         m.d.past += k_out.eq(k_out + 1)
     ending = sent & dec.done & ~finished
     b.check(ending, dec.status == DecodeStatus.OK, "the decoder does not report OK")
-    b.check(ending, k_out == 1, "the decoder reports done before returning the pair")
+    b.check(ending, k_out == npairs, "the decoder reports done before returning the pair")
     b.check(ending, coder.state == X0, "the decoder's state after the pair is not the encoder's before it")
     # In the clock after the step the coder's buffer holds what the step left of the words taken before
     # it (the one more word is offered from this clock on, so none has come in since).
-    b.check(b.past(coder.step, "stepped_now"), (into == npush) & ~coder.buffered,
+    b.check(b.past(last_step, "stepped_now"), (into == ours) & ~coder.buffered,
             "the decoder did not pop exactly the pair's words")
     with m.If(ending):
         m.d.past += finished.eq(1)
-    b.check(b.cycle >= table.clocks + RANS_DECODER_STEP_CLOCKS, finished, "the step has not finished in time")
+    b.check(b.cycle >= table.clocks + RANS_DECODER_STEP_CLOCKS + (RANS_WARM_UP_CLOCKS if warm else 0), finished,
+            "the step has not finished in time")
     b.cover(finished & pc & ps & more, "a pair of two pops decoded from a checkpoint, the stream going on")
     return b
 
@@ -2046,6 +2083,10 @@ DECODER_STEP_WARM_UP = True
 DECODER_STEP_CLOCKS = 14
 #: Clocks after the table's by which the rANS step lemmas' scenarios have finished (measured).
 RANS_DECODER_STEP_CLOCKS = 10
+#: Whether the rANS ``decoder_step`` decodes a warm-up pair (encoded from ``X1`` by the golden step)
+#: before the pair, and the clocks it adds to the deadline.
+RANS_DECODER_STEP_WARM_UP = False
+RANS_WARM_UP_CLOCKS = 6
 RANS_ENCODER_STEP_CLOCKS = 9
 _BUILDERS = {"stream_rules": _stream_rules, "out_of_reset": _out_of_reset, "progress": _progress}
 _LEMMAS = {"window_queue": _window_queue, "encoder_counts": _encoder_counts, "decoder_counts": _decoder_counts,
