@@ -1378,7 +1378,10 @@ def _rans_decoder_step(mutant: str | None) -> _Bench:
     is decoded (so a pop it should not make shows as a stall); pairs always taken.
     Asserted: the decoder returns exactly ``q``; once it has decoded it, its coder has taken exactly
     the pushed words and holds none (it popped exactly those: the one more word is offered only from
-    the next clock); it reports OK and at ``done`` its state is ``X0``; all by a fixed clock."""
+    the next clock); it reports OK and at ``done`` its state is ``X0``; all by a fixed clock. With
+    :data:`RANS_DECODER_STEP_WARM_UP` the decoder is resumed one pair higher, at the golden step of a
+    free legal warm-up pair from ``X1``, and decodes that pair (checked: the pair, and ``X1`` after it)
+    before ``q``, so that ``q`` starts with what the warm-up left in the word buffer."""
     b, dec, coder = _rans_step_core("rans-decoder", mutant)
     m = b.m
     sh = SMALL["rans"]
