@@ -31,8 +31,11 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     sequences of ``N <= round_trip_pairs(family, table)`` arbitrary legal pairs (:data:`ROUND_TRIP_PAIRS`
     pinned, :data:`ROUND_TRIP_PAIRS_ARBITRARY` arbitrary); the decoder returns exactly the pairs, reports
     OK, and finishes by a fixed clock. Bounded, ``sat`` runner.
-``encoder_step``, ``decoder_step`` (tANS; ``table="arbitrary"`` only, :data:`STEP_PROPERTIES`)
-    The round trip's step lemmas, one pair from an arbitrary state on the arbitrary local table. The
+``encoder_step``, ``decoder_step`` (tANS and rANS; ``table="arbitrary"`` only, :data:`STEP_PROPERTIES`)
+    The round trip's step lemmas, one pair from an arbitrary state on the arbitrary local table (rANS:
+    the decoder on the arbitrary legal table, resumed through its command at the checkpoint the golden
+    step gives from any state; the encoder from any state, reached by two warm-up pairs; the golden step
+    without a divider, :func:`_rans_golden_step`; ``docs/formal.md``, *Round 8*). tANS: the
     encoder, brought to an arbitrary idle state (any state, any ``< W`` pending bits) by two warm-up
     pairs with free rows, codes one legal pair and flushes: its words are the golden step's. The
     decoder, resumed at any checkpoint (state, unread bits) and going on after one warm-up pair of
@@ -175,14 +178,18 @@ PROPERTIES = ("stream_rules", "out_of_reset", "progress", "round_trip", "detecti
 #: ``round_trip`` on a baked table (:func:`_round_trip_interleaved`); their detection and the rANS xN
 #: round trip are the simulation tests' (``tests/test_tans_x2_*.py``, ``tests/test_rans_xn_*.py``).
 PORT_PROPERTIES = PROPERTIES[:3]
-#: The step lemmas of the round trip (tANS; ``docs/formal.md`` *Round 6*): one pair from an arbitrary
-#: state, on an arbitrary legal table (always the local table, whatever ``table``), so they run with
-#: ``--table arbitrary`` only (minutes each). ``encoder_step``: from every idle encoder state, the
-#: encoder core's step (and flush) is the golden step. ``decoder_step``: from every checkpoint the
-#: decoder is resumed at, after one pair of its own, the decoder core inverts the golden encoder step.
+#: The step lemmas of the round trip (tANS, ``docs/formal.md`` *Round 6*; rANS, *Round 8*): one pair from an
+#: arbitrary state, on an arbitrary legal table (tANS: always the local table, whatever ``table``; rANS:
+#: the decoder on round 3's arbitrary legal table, the encoder on any legal row of its pair's symbol), so
+#: they run with ``--table arbitrary`` only (minutes each). ``encoder_step``: from every idle encoder state,
+#: the encoder core's step (and flush) is the golden step. ``decoder_step``: from every checkpoint the
+#: decoder is resumed at (tANS: after one pair of its own), the decoder core inverts the golden encoder step.
 #: Status ``proved``: each
 #: quantifies over every starting state and its whole scenario ends within the depth.
-STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step"}
+STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step",
+                   "rans-encoder": "encoder_step", "rans-decoder": "decoder_step"}
+#: The step lemmas' names (each core has at most one, :data:`STEP_PROPERTIES`).
+STEP_LEMMAS = ("encoder_step", "decoder_step")
 #: The composition's lemmas (``docs/formal.md`` *Round 7*): one block each, every input free, a shadow
 #: model in the harness, proved by k-induction (SymbiYosys ``prove``, z3) at :data:`LEMMA_DEPTH`.
 #: ``window_queue``: the decoder's :class:`~ansforge.hdl.tans.BitWindow` is a bit queue (condition 2);
@@ -204,9 +211,9 @@ LEMMA_DEPTH = {"window_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "
 #: from reset (``encoder_pipeline`` closes at 2; its covers need 5 clocks).
 LEMMA_COVER_DEPTH = {"encoder_pipeline": 8, "decoder_pipeline": 8}
 #: Every property name ``--property`` takes.
-ALL_PROPERTIES = PROPERTIES + tuple(STEP_PROPERTIES.values()) + tuple(LEMMA_DEPTH)
-#: The depth of each step lemma (the clock its latched "finished in time" check is seen, plus one).
-STEP_DEPTH = {"encoder_step": 22, "decoder_step": 18}
+ALL_PROPERTIES = PROPERTIES + STEP_LEMMAS + tuple(LEMMA_DEPTH)
+#: The depth of each core's step lemma (the clock its latched "finished in time" check is seen, plus one).
+STEP_DEPTH = {"tans-encoder": 22, "tans-decoder": 18, "rans-encoder": 15, "rans-decoder": 16}
 
 
 def properties_of(core: str, table: str = "pinned") -> tuple[str, ...]:
@@ -1411,6 +1418,245 @@ def _encoder_step(family: str, mutant: str | None, tables: str) -> _Bench:
     return b
 
 
+# -- the rANS step lemmas (docs/formal.md, Round 8) ------------------------------------------------
+
+
+def _rans_golden_step(m: Module, X, f, c, k, extra, name: str):
+    """The rANS encoder's step of one pair as ``docs/bitstream.md`` §4 writes it (the golden step of the
+    rANS step lemmas), from state ``X`` (``S`` bits) with the pair's symbol row ``(f, c, k)`` and its
+    extra bits: first the chunk of ``w = k`` bits (``f_u = 2**(P - w)``: push ``X mod 2**W`` if ``X >>
+    (S - P) >= f_u``, then ``x = (x div f_u) << P | (v f_u + x mod f_u)``, shifts only), then the
+    symbol (push if ``x >> (S - P) >= f``, then ``X1 = (x div f) << P | (c + x mod f)``). The divide
+    by the symbolic ``f`` is not built: ``x div f`` and ``x mod f`` are free values ``q``, ``r``
+    (``AnyConst``) with ``x = q f + r`` and ``r < f`` assumed, which has exactly one solution for
+    ``f >= 1``, so the step is a function of ``X`` as the model's is. Returns ``(push_chunk,
+    chunk_word, push_symbol, symbol_word, X1)``."""
+    sh = SMALL["rans"]
+    S, W, P = sh["state_bits"], sh["word_bits"], sh["precision_bits"]
+    pc, ps = Signal(name=f"{name}_push_chunk"), Signal(name=f"{name}_push_symbol")
+    xp, xc, xs = Signal(S, name=f"{name}_x_pushed"), Signal(S, name=f"{name}_x_chunk"), Signal(S, name=f"{name}_x_sym")
+    keep = Signal(range(P + 1), name=f"{name}_chunk_keep")         # the chunk's frequency is 2**keep
+    m.d.comb += [keep.eq(P - k), pc.eq((X >> (S - P)) >= (Const(1, P + 1) << keep)),
+                 xp.eq(Mux(pc, X >> W, X)),
+                 xc.eq(((xp >> keep) << P) | (extra << keep) | (xp & ((Const(1, P + 1) << keep) - 1))),
+                 ps.eq((xc >> (S - P)) >= f), xs.eq(Mux(ps, xc >> W, xc))]
+    q, r = Signal(P, name=f"{name}_quotient"), Signal(P + 1, name=f"{name}_remainder")
+    m.d.comb += [q.eq(AnyConst(P)), r.eq(AnyConst(P + 1)), Assume(q * f + r == xs), Assume(r < f)]
+    X1 = Signal(S, name=f"{name}_x_next")
+    m.d.comb += X1.eq((q << P) | (c + r))
+    return pc, X[:W], ps, xc[:W], X1
+
+
+def _rans_step_core(core: str, mutant: str | None):
+    """The rANS step lemmas' common start: a bench and the small ``core`` (the mutant built in when it is
+    this core's), elaborated here so that the harness reads its coder's ``state`` (and the decoder
+    coder's word stream and ``buffered``) through the module's public ``submodules``; the core's
+    netlist is the shipped one. Returns ``(bench, core, coder)``."""
+    b = _Bench(free_reset=False)
+    owner = MUTANTS[mutant].core if mutant else None
+    dut = small_core(core, mutant if owner == core else None)
+    mod = _elaborated(dut)
+    setattr(b.m.submodules, "dec" if core.endswith("decoder") else "enc", mod)
+    return b, dut, mod.submodules.coder
+
+
+def _rans_decoder_step(mutant: str | None) -> _Bench:
+    """The rANS decoder's step from an arbitrary state (``decoder_step``, rANS; ``docs/formal.md``,
+    Round 8): the decoder core inverts the golden encoder step from *every* state.
+
+    Free: an arbitrary legal table (round 3's :class:`_LegalTable`: 1 to 4 used symbols, frequencies
+    ``>= 1`` summing to ``2**P``, extra widths ``<= K``, written through ``cfg`` in 4 clocks), a
+    state ``X0`` (any ``S`` bits), a legal pair ``q`` (a used symbol, extra bits that fit its width),
+    whether the stream goes on below this pair's words (``more``: one more word, of any value; legal
+    only with ``X0 >= 2**(S - W)``, as an encoder that has pushed a word never goes below that) and
+    that word. The harness computes the encoder's step (:func:`_rans_golden_step`): ``X1`` and the
+    words it pushes (0, 1 or 2). The decoder is resumed through its command at the checkpoint ``(X1,
+    those words [+ the one more])``: ``resume = 1``, ``state = X1``, one pair, ``check_end = 0``;
+    the pushed words are offered from the command on, every clock; the one more only once the pair
+    is decoded (so a pop it should not make shows as a stall); pairs always taken.
+    Asserted: the decoder returns exactly ``q``; once it has decoded it, its coder has taken exactly
+    the pushed words and holds none (it popped exactly those: the one more word is offered only from
+    the next clock); it reports OK and at ``done`` its state is ``X0``; all by a fixed clock. With
+    :data:`RANS_DECODER_STEP_WARM_UP` the decoder is resumed one pair higher, at the golden step of a
+    free legal warm-up pair from ``X1``, and decodes that pair (checked: the pair, and ``X1`` after it)
+    before ``q``, so that ``q`` starts with what the warm-up left in the word buffer."""
+    b, dec, coder = _rans_step_core("rans-decoder", mutant)
+    m = b.m
+    sh = SMALL["rans"]
+    S, W, P, K = sh["state_bits"], sh["word_bits"], sh["precision_bits"], sh["max_extra_bits"]
+    table = _LegalTable(b, "rans")
+    table.program(dec, role="dec")
+    sb = _bits(table.n_sym - 1)
+    X0 = Signal(S, name="start_x")
+    more = Signal(name="more_words")
+    below = Signal(W, name="word_below")
+    qs, qe = Signal(sb, name="pair_symbol"), Signal(K, name="pair_extra")
+    m.d.comb += [X0.eq(AnyConst(S)), more.eq(AnyConst(1)), below.eq(AnyConst(W)), qs.eq(AnyConst(sb)),
+                 qe.eq(AnyConst(K)), Assume(table.legal_pair(qs, qe)), Assume(~more | (X0 >= (1 << (S - W))))]
+    pc, wc, ps, ws, X1 = _rans_golden_step(m, X0, Array(table.freq)[qs], Array(table.cum)[qs],
+                                           Array(table.k)[qs], qe, "pair")
+    npush = Signal(range(3), name="words_pushed")
+    m.d.comb += npush.eq(pc + ps)
+    warm = RANS_DECODER_STEP_WARM_UP
+    if warm:
+        # A warm-up pair first: any legal pair w, encoded from X1 by the golden step (X2 and its words).
+        # The decoder is resumed at X2 and decodes w, then q: q comes after a pair of its own, with
+        # whatever that pair left in its word buffer.
+        w_s, w_e = Signal(sb, name="warm_symbol"), Signal(K, name="warm_extra")
+        m.d.comb += [w_s.eq(AnyConst(sb)), w_e.eq(AnyConst(K)), Assume(table.legal_pair(w_s, w_e))]
+        wpc, wwc, wps, wws, X2 = _rans_golden_step(m, X1, Array(table.freq)[w_s], Array(table.cum)[w_s],
+                                                   Array(table.k)[w_s], w_e, "warm")
+        nwarm = Signal(range(3), name="warm_words_pushed")
+        m.d.comb += nwarm.eq(wpc + wps)
+    npairs = 2 if warm else 1
+    ours = Signal(range(5), name="words_of_the_pairs")
+    m.d.comb += ours.eq(npush + (nwarm if warm else 0))
+    nw = Signal(range(6), name="stream_words")
+    m.d.comb += nw.eq(ours + more)
+
+    sent = Signal(name="dec_cmd_sent")
+    k_w = Signal(range(6), name="words_out")
+    into = Signal(range(6), name="words_into_coder")
+    k_out = Signal(range(4), name="pairs_out")
+    n_steps = Signal(range(4), name="steps")
+    stepped = Signal(name="pair_decoded")
+    finished = Signal(name="finished")
+    go = ~table.prog
+    word = Signal(W, name="word_offered")      # top of stack first: the symbol's push, the chunk's, then below
+    if warm:
+        # w's words (symbol's push, chunk's), then q's, then below.
+        kq = Signal(range(6), name="word_index_in_q")
+        m.d.comb += kq.eq(k_w - nwarm)
+        m.d.comb += word.eq(Mux(k_w < nwarm, Mux((k_w == 0) & wps, wws, wwc),
+                                Mux(k_w < ours, Mux((kq == 0) & ps, ws, wc), below)))
+    else:
+        m.d.comb += word.eq(Mux(k_w < npush, Mux((k_w == 0) & ps, ws, wc), below))
+    c = dec.cmd.p
+    m.d.comb += [dec.cmd.valid.eq(go & ~sent), c.count.eq(npairs), c.words.eq(nw), c.resume.eq(1), c.check_end.eq(0),
+                 c.state.eq(X2 if warm else X1), c.bit.eq(0), c.check_crc.eq(0), c.crc.eq(0)]
+    m.d.comb += [dec.i.valid.eq(go & ((k_w < ours) | ((k_w < nw) & stepped))), dec.i.p.data.eq(word),
+                 dec.i.p.last.eq(0), dec.o.ready.eq(1)]
+    with m.If(_transfer(dec.cmd)):
+        m.d.past += sent.eq(1)
+    with m.If(_transfer(dec.i)):
+        m.d.past += k_w.eq(k_w + 1)
+    with m.If(_transfer(coder.i)):
+        m.d.past += into.eq(into + 1)
+    last_step = coder.step & (n_steps == npairs - 1)
+    with m.If(coder.step):
+        m.d.past += n_steps.eq(n_steps + 1)
+    with m.If(last_step):
+        m.d.past += stepped.eq(1)
+    first = npairs - 1          # the index of q among the decoded pairs
+    b.check(_transfer(dec.o), k_out <= first, "the decoder returns more pairs than the command asks for")
+    b.check(_transfer(dec.o) & (k_out == first), dec.o.p.symbol == qs, "the decoded symbol is not the encoded one")
+    b.check(_transfer(dec.o) & (k_out == first), dec.o.p.extra == qe, "the decoded extra bits are not the encoded ones")
+    if warm:
+        b.check(_transfer(dec.o) & (k_out == 0), (dec.o.p.symbol == w_s) & (dec.o.p.extra == w_e),
+                "the warm-up pair is not decoded")
+        b.check(b.past(coder.step & (n_steps == 0), "warm_stepped"), coder.state == X1,
+                "the decoder's state after the warm-up pair is not X1")
+    with m.If(_transfer(dec.o)):
+        m.d.past += k_out.eq(k_out + 1)
+    ending = sent & dec.done & ~finished
+    b.check(ending, dec.status == DecodeStatus.OK, "the decoder does not report OK")
+    b.check(ending, k_out == npairs, "the decoder reports done before returning the pair")
+    b.check(ending, coder.state == X0, "the decoder's state after the pair is not the encoder's before it")
+    # In the clock after the step the coder's buffer holds what the step left of the words taken before
+    # it (the one more word is offered from this clock on, so none has come in since).
+    b.check(b.past(last_step, "stepped_now"), (into == ours) & ~coder.buffered,
+            "the decoder did not pop exactly the pair's words")
+    with m.If(ending):
+        m.d.past += finished.eq(1)
+    b.check(b.cycle >= table.clocks + RANS_DECODER_STEP_CLOCKS + (RANS_WARM_UP_CLOCKS if warm else 0), finished,
+            "the step has not finished in time")
+    b.cover(finished & pc & ps & more, "a pair of two pops decoded from a checkpoint, the stream going on")
+    return b
+
+
+def _rans_encoder_step(mutant: str | None) -> _Bench:
+    """The rANS encoder's step from an arbitrary idle state (``encoder_step``, rANS; ``docs/formal.md``,
+    Round 8): the encoder core's step and flush are the golden step's.
+
+    Free: a state ``X0`` (any ``S`` bits), a legal pair ``q`` of symbol ``s*`` and the table, written
+    through ``cfg`` in 4 clocks, one row per symbol: ``s*``'s row any legal row (``f >= 1``, ``c + f
+    <= 2**P``, ``k <= K``: every legal table's row of a used symbol is one), the others legal-shaped
+    rows. Two *warm-up* pairs of symbols ``a != b``, both other than ``s*``, with rows ``(f, c, k) =
+    (1, X0 >> P, 0)`` and ``(1, X0 mod 2**P, 0)``, bring the encoder from its command's ``x = 0`` to
+    ``X0`` without a push (``0 -> c_a -> (c_a << P) | c_b``: every ``S``-bit state, every idle state
+    of the encoder, whose buffer has emptied with ``o`` always taken); ``q`` follows back to back,
+    then the flush (the command is of 3 pairs). The harness computes the golden stream
+    (:func:`_rans_golden_step`: the chunk's and the symbol's pushes from ``X0``, then ``X1``'s non-zero
+    words, least significant first) and asserts the encoder's words are exactly that stream, the
+    last one marked ``last``, its state ``X0`` after the warm-ups and ``X1`` after ``q``, and the
+    command done by a fixed clock."""
+    b, enc, coder = _rans_step_core("rans-encoder", mutant)
+    m = b.m
+    sh = SMALL["rans"]
+    S, W, P, K, n = sh["state_bits"], sh["word_bits"], sh["precision_bits"], sh["max_extra_bits"], sh["max_symbols"]
+    sb = _bits(n - 1)
+    f = [Signal(P + 1, name=f"f{s}") for s in range(n)]
+    cum = [Signal(P + 1, name=f"cum{s}") for s in range(n)]
+    k = [Signal(_bits(K), name=f"k{s}") for s in range(n)]
+    for s in range(n):
+        m.d.comb += [f[s].eq(AnyConst(P + 1)), cum[s].eq(AnyConst(P + 1)), k[s].eq(AnyConst(len(k[s]))),
+                     Assume((f[s] >= 1) & (cum[s] + f[s] <= (1 << P)) & (k[s] <= K))]
+    prog, t = Signal(name="programming"), Signal(range(n + 1), name="prog_t")
+    m.d.comb += prog.eq(t < n)
+    m.d.past += t.eq(Mux(prog, t + 1, t))
+    at = t[:sb]
+    m.d.comb += [enc.cfg.valid.eq(prog), enc.cfg.p.addr.eq(at),
+                 enc.cfg.p.data.eq(Array(f)[at] | (Array(cum)[at] << (P + 1)) | (Array(k)[at] << (2 * P + 2)))]
+    X0 = Signal(S, name="start_x")
+    qs, qe = Signal(sb, name="pair_symbol"), Signal(K, name="pair_extra")
+    wa, wb = Signal(sb, name="warm_symbol_a"), Signal(sb, name="warm_symbol_b")
+    m.d.comb += [v.eq(AnyConst(len(v))) for v in (X0, qs, qe, wa, wb)]
+    m.d.comb += [Assume((qe >> Array(k)[qs]) == 0), Assume((wa != wb) & (wa != qs) & (wb != qs)),
+                 Assume((Array(f)[wa] == 1) & (Array(k)[wa] == 0) & (Array(cum)[wa] == X0[P:])),
+                 Assume((Array(f)[wb] == 1) & (Array(k)[wb] == 0) & (Array(cum)[wb] == X0[:P]))]
+    pc, wc, ps, ws, X1 = _rans_golden_step(m, X0, Array(f)[qs], Array(cum)[qs], Array(k)[qs], qe, "pair")
+    # The golden stream, in push order: the chunk's word, the symbol's, then X1's non-zero words.
+    items = [(pc, wc), (ps, ws)] + [(X1 >> (W * j) != 0, X1[W * j:W * (j + 1)]) for j in range(-(-S // W))]
+    NG = len(items)
+    golden = [Signal(W, name=f"golden_word{j}") for j in range(NG)]
+    count = Const(0, _bits(NG))
+    for j, (en, w) in enumerate(items):
+        for g in range(j + 1):
+            with m.If(en & (count == g)):
+                m.d.comb += golden[g].eq(w)
+        nc = Signal(range(NG + 1), name=f"golden_len{j}")
+        m.d.comb += nc.eq(count + en)
+        count = nc
+    glen = count
+
+    sent = Signal(name="enc_cmd_sent")
+    n_in = Signal(range(4), name="enc_pairs_in")
+    k_o = Signal(range(NG + 2), name="words_out")
+    finished = Signal(name="finished")
+    go = ~prog
+    m.d.comb += [enc.cmd.valid.eq(go & ~sent), enc.cmd.p.count.eq(3),
+                 enc.i.valid.eq(go & (n_in < 3)), enc.i.p.symbol.eq(Array([wa, wb, qs])[n_in]),
+                 enc.i.p.extra.eq(Mux(n_in == 2, qe, 0)), enc.o.ready.eq(1)]
+    with m.If(_transfer(enc.cmd)):
+        m.d.past += sent.eq(1)
+    with m.If(_transfer(enc.i)):
+        m.d.past += n_in.eq(n_in + 1)
+    took = b.past(_transfer(enc.i), "pair_taken")
+    b.check(took & (n_in == 2), coder.state == X0, "the warm-ups do not bring the encoder to X0")
+    b.check(took & (n_in == 3), coder.state == X1, "the encoder's state after the pair is not the golden step's")
+    b.check(_transfer(enc.o), k_o < glen, "the encoder pushes more words than the golden stream has")
+    b.check(_transfer(enc.o), enc.o.p.data == Array(golden)[k_o], "a word differs from the golden stream's")
+    b.check(_transfer(enc.o), enc.o.p.last == (k_o + 1 == glen), "a word's last flag differs from the golden stream's")
+    with m.If(_transfer(enc.o)):
+        m.d.past += k_o.eq(k_o + 1)
+    b.check(sent & enc.done, k_o == glen, "the encoder is done before the golden stream's last word")
+    with m.If(sent & enc.done):
+        m.d.past += finished.eq(1)
+    b.check(b.cycle >= n + RANS_ENCODER_STEP_CLOCKS, finished, "the step has not finished in time")
+    b.cover(finished & pc & ps & (X1 >> W != 0), "a step of two pushes from the warm-up state, flushed in two words")
+    return b
+
+
 # -- the composition's lemmas (k-induction on one block each; docs/formal.md, Round 7) -------------
 
 
@@ -2407,6 +2653,13 @@ ENCODER_STEP_CLOCKS = 20
 DECODER_STEP_WARM_UP = True
 #: Clocks after the table's by which ``decoder_step``'s scenario has finished (measured).
 DECODER_STEP_CLOCKS = 14
+#: Clocks after the table's by which the rANS step lemmas' scenarios have finished (measured).
+RANS_DECODER_STEP_CLOCKS = 10
+#: Whether the rANS ``decoder_step`` decodes a warm-up pair (encoded from ``X1`` by the golden step)
+#: before the pair, and the clocks it adds to the deadline.
+RANS_DECODER_STEP_WARM_UP = False
+RANS_WARM_UP_CLOCKS = 6
+RANS_ENCODER_STEP_CLOCKS = 9
 _BUILDERS = {"stream_rules": _stream_rules, "out_of_reset": _out_of_reset, "progress": _progress}
 _LEMMAS = {"window_queue": _window_queue, "encoder_counts": _encoder_counts, "decoder_counts": _decoder_counts,
            "encoder_pipeline": _encoder_pipeline, "decoder_pipeline": _decoder_pipeline}
@@ -2429,9 +2682,9 @@ def _bench(core: str, prop: str, mutant: str | None, table: str = "pinned") -> _
     if prop in LEMMA_DEPTH:
         b = _LEMMAS[prop](core, mutant)
     elif prop == "encoder_step":
-        b = _encoder_step(family, mutant, table)
+        b = _rans_encoder_step(mutant) if family == "rans" else _encoder_step(family, mutant, table)
     elif prop == "decoder_step":
-        b = _decoder_step(family, mutant, table)
+        b = _rans_decoder_step(mutant) if family == "rans" else _decoder_step(family, mutant, table)
     elif prop in _BUILDERS:
         b = _BUILDERS[prop](core, mutant if mutant and MUTANTS[mutant].core == core else None)
     elif prop == "round_trip" and core in INTERLEAVED_CORES:
@@ -2449,8 +2702,8 @@ def default_depth(core: str, prop: str, mutant: str | None = None, table: str = 
     ``detection`` the clock by which every run of the harness has finished, plus one (round trip:
     two; its table's write clocks included)."""
     family = core.split("-")[0]
-    if prop in STEP_DEPTH:
-        return STEP_DEPTH[prop]
+    if prop in STEP_LEMMAS:
+        return STEP_DEPTH[core]
     if prop in LEMMA_DEPTH:
         return LEMMA_DEPTH[prop]
     # One clock more than the scenario: a latched check (``_Bench.check``) shows a violation in the
@@ -2786,7 +3039,7 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
     of :data:`TABLES`): the round trip's table. ``timeout``: seconds per solver run (default 900; for
     the ``sat`` runner :data:`SAT_TIMEOUT`).
     """
-    if depth is None or prop in ("round_trip", "detection", *STEP_DEPTH, *LEMMA_DEPTH):
+    if depth is None or prop in ("round_trip", "detection", *STEP_LEMMAS, *LEMMA_DEPTH):
         depth = default_depth(core, prop, mutant, table)
     elif (prop, core) in _TABLE_FIRST:
         depth += _table_clocks(core)
@@ -2803,22 +3056,23 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
     root = Path(tempfile.mkdtemp(prefix="prove-", dir=workdir))
     try:
         (root / "top.il").write_text(text)
-        if prop in STEP_DEPTH or lemma_bmc or sat_run(core.split("-")[0], prop, table):
+        if prop in STEP_LEMMAS or lemma_bmc or sat_run(core.split("-")[0], prop, table):
             timeout = SAT_TIMEOUT if timeout is None else timeout
             result = PropertyResult(core, prop, "error", depth, 0.0, mutant, engine="sat")
             trace = None if vcd_dir is None else Path(vcd_dir) / f"{core}.{prop}{'.' + mutant if mutant else ''}.vcd"
             # Covers: with a pinned table SymbiYosys (z3) reaches them in 1-8 s where yosys sat + CaDiCaL
             # takes 6-20 s per cover (writing the CNF of the whole run for each), measured on the CI run;
             # with a symbolic table the sat runner, as measured in docs/formal.md.
-            z3_cover = cover and table == "pinned" and prop not in STEP_DEPTH
+            z3_cover = cover and table == "pinned" and prop not in STEP_LEMMAS
             _sat(root, b, depth, timeout, result, trace=trace, cover=cover and not z3_cover, mutant=mutant is not None)
             if z3_cover and result.status == "bounded":
                 _sby_cover(root, b, depth, timeout, result)
-            if prop in STEP_DEPTH and result.status == "bounded":
+            if prop in STEP_LEMMAS and result.status == "bounded":
                 # A step lemma: every starting state is in the harness and its scenario ends (an
                 # asserted deadline) within the depth, so no longer trace can fail it.
                 result.status = "proved"
-                result.detail = ("step lemma, every starting state (docs/formal.md, Round 6); "
+                result.detail = ("step lemma, every starting state (docs/formal.md, "
+                                 + ("Round 8" if core.startswith("rans") else "Round 6") + "); "
                                  "the composition to sequences is argued there, not checked here")
             return result
         timeout = 900 if timeout is None else timeout
