@@ -1002,21 +1002,17 @@ def _encode(b: _Bench, enc, go, n, symbols: Array, extras: Array, name: str) -> 
     return sent
 
 
-def _round_trip(family: str, mutant: str | None, tables: str) -> _Bench:
-    b, enc, dec, table = _pair_bench(family, "round_trip", mutant, tables)
+def _through_stack(b: _Bench, enc, dec, go, n, nmax: int, ps: Array, pe: Array, word_bits: int) -> Signal:
+    """The round trip's scenario from clock ``go`` on: ``enc`` codes one command of the ``n`` pairs
+    ``ps, pe`` (back to front), its words go onto a stack, ``dec`` decodes them top of stack first in
+    one command; checked (latched): the pairs come back 0 .. ``n - 1`` exactly, then ``done`` with OK.
+    Returns "the decoder has finished"."""
     m = b.m
-    nmax = round_trip_pairs(family, tables)
-    n = Signal(range(nmax + 1), name="n_pairs")
-    m.d.comb += [n.eq(AnyConst(len(n))), Assume(n <= nmax)]
-    pairs = _pairs(table, nmax)
-    ps, pe = Array([s for s, _ in pairs]), Array([e for _, e in pairs])
-
-    # Encode: pairs N-1 .. 0, words onto a stack.
     dec_sent = Signal(name="dec_cmd_sent")
-    stack = [Signal(8, name=f"stack{j}") for j in range(STACK_WORDS)]
+    stack = [Signal(word_bits, name=f"stack{j}") for j in range(STACK_WORDS)]
     depth = Signal(range(STACK_WORDS + 1), name="stack_depth")
     enc_done = Signal(name="enc_finished")
-    enc_sent = _encode(b, enc, ~table.prog, n, ps, pe, "enc")
+    enc_sent = _encode(b, enc, go, n, ps, pe, "enc")
     b.check(_transfer(enc.o), depth < STACK_WORDS, "more words than the harness's stack holds")
     with m.If(_transfer(enc.o)):
         m.d.past += [Array(stack)[depth].eq(enc.o.p.data), depth.eq(depth + 1)]
@@ -1044,6 +1040,18 @@ def _round_trip(family: str, mutant: str | None, tables: str) -> _Bench:
     b.check(ending, k_out == n, "the decoder reports done before returning every pair")
     with m.If(ending):
         m.d.past += finished.eq(1)
+    return finished
+
+
+def _round_trip(family: str, mutant: str | None, tables: str) -> _Bench:
+    b, enc, dec, table = _pair_bench(family, "round_trip", mutant, tables)
+    m = b.m
+    nmax = round_trip_pairs(family, tables)
+    n = Signal(range(nmax + 1), name="n_pairs")
+    m.d.comb += [n.eq(AnyConst(len(n))), Assume(n <= nmax)]
+    pairs = _pairs(table, nmax)
+    ps, pe = Array([s for s, _ in pairs]), Array([e for _, e in pairs])
+    finished = _through_stack(b, enc, dec, ~table.prog, n, nmax, ps, pe, 8)
     b.check(b.cycle >= table.clocks + _round_trip_clocks(family, tables), finished, "the round trip has not finished in time")
     b.cover(finished & (n == nmax), f"a round trip of {nmax} pair(s) finishes")
     return b
@@ -1100,36 +1108,7 @@ def _round_trip_interleaved(core: str, mutant: str | None) -> _Bench:
         pe.append(e)
     ps, pe = Array(ps), Array(pe)
     W = SMALL_XN[family][0]["word_bits"]
-    enc_sent = _encode(b, enc, Const(1), n, ps, pe, "enc")
-    stack = [Signal(W, name=f"stack{j}") for j in range(STACK_WORDS)]
-    depth = Signal(range(STACK_WORDS + 1), name="stack_depth")
-    enc_done = Signal(name="enc_finished")
-    b.check(_transfer(enc.o), depth < STACK_WORDS, "more words than the harness's stack holds")
-    with m.If(_transfer(enc.o)):
-        m.d.past += [Array(stack)[depth].eq(enc.o.p.data), depth.eq(depth + 1)]
-    with m.If(enc_sent & enc.done):
-        m.d.past += enc_done.eq(1)
-    dec_sent = Signal(name="dec_cmd_sent")
-    k_w = Signal(range(STACK_WORDS + 1), name="words_out")
-    k_out = Signal(range(nmax + 2), name="pairs_out")
-    finished = Signal(name="finished")
-    m.d.comb += [dec.cmd.valid.eq(enc_done & ~dec_sent)] + _decoder_command(dec, n, depth)
-    m.d.comb += [dec.i.valid.eq(enc_done & (k_w < depth)), dec.i.p.data.eq(Array(stack)[depth - 1 - k_w]),
-                 dec.i.p.last.eq(0), dec.o.ready.eq(1)]
-    with m.If(_transfer(dec.cmd)):
-        m.d.past += dec_sent.eq(1)
-    with m.If(_transfer(dec.i)):
-        m.d.past += k_w.eq(k_w + 1)
-    b.check(_transfer(dec.o), k_out < n, "the decoder returns more pairs than were encoded")
-    b.check(_transfer(dec.o), dec.o.p.symbol == ps[k_out], "a decoded symbol differs from the encoded one")
-    b.check(_transfer(dec.o), dec.o.p.extra == pe[k_out], "decoded extra bits differ from the encoded ones")
-    with m.If(_transfer(dec.o)):
-        m.d.past += k_out.eq(k_out + 1)
-    ending = dec_sent & dec.done & ~finished
-    b.check(ending, dec.status == DecodeStatus.OK, "the decoder does not report OK on an encoder's stream")
-    b.check(ending, k_out == n, "the decoder reports done before returning every pair")
-    with m.If(ending):
-        m.d.past += finished.eq(1)
+    finished = _through_stack(b, enc, dec, Const(1), n, nmax, ps, pe, W)
     b.check(b.cycle >= XN_ROUND_TRIP_CLOCKS[family], finished, "the round trip has not finished in time")
     b.cover(finished & (n == nmax), f"a round trip of {nmax} pairs finishes")
     b.cover(finished & (n == 1), "a round trip of one pair finishes")
@@ -1862,12 +1841,7 @@ def _rans_encoder_counts(core: str, mutant: str | None) -> _Bench:
     b = _Bench(free_reset=True)
     m = b.m
     bits = 3
-    enc = RansEncoder(**SMALL["rans"], programmable=True, table=pinned_rans_table(), count_bits=bits,
-                      mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
-    enc._MustUse__silence = True                        # only its shell is built
-    blocks = enc.blocks()
-    blocks["coder"]._MustUse__silence = True
-    shell = blocks["shell"]
+    shell = _rans_block(core, mutant, "shell", count_bits=bits)
     m.submodules.shell = _elaborated(shell)
     pr = shell.probe
     for port in (shell.cmd.valid, shell.cmd.p, shell.emit, shell.state, shell.held, shell.step):
@@ -1913,6 +1887,52 @@ def _rans_encoder_counts(core: str, mutant: str | None) -> _Bench:
     return b
 
 
+class _CommandLedger:
+    """What a decoder-shell lemma keeps per command (``decoder_counts`` of both families): the accepted
+    command's pair and word counts ``N``, ``Nw``, the pairs ``k`` decoded (``pair``) and words ``t``
+    taken since, the commands not yet reported (``owed``), and whether the command whose report was
+    decided (``finishing``) decoded all its ``N`` pairs (``pend_full``), carried to the report whose
+    ``done`` is due (``due``: ``done_full``)."""
+
+    def __init__(self, b: _Bench, bits: int, cmd, take, pair, done, finishing, due):
+        m = b.m
+        self.N, self.Nw = Signal(bits, name="command_count"), Signal(bits, name="command_words")
+        self.k, self.t = Signal(bits, name="pairs_decoded"), Signal(bits, name="words_taken")
+        self.owed = Signal(2, name="reports_owed")
+        self.pend_full = Signal(name="finished_decoded_all")
+        self.done_full = Signal(name="reported_decoded_all")
+        accept = _transfer(cmd)
+        with m.If(b.rst):
+            m.d.past += [self.N.eq(0), self.Nw.eq(0), self.k.eq(0), self.t.eq(0), self.owed.eq(0),
+                         self.pend_full.eq(0), self.done_full.eq(0)]
+        with m.Else():
+            with m.If(accept):
+                m.d.past += [self.N.eq(cmd.p.count), self.Nw.eq(cmd.p.words), self.k.eq(0), self.t.eq(take)]
+            with m.Else():
+                m.d.past += [self.k.eq(self.k + pair), self.t.eq(self.t + take)]
+            m.d.past += self.owed.eq(self.owed + accept - done)
+            with m.If(finishing):
+                m.d.past += self.pend_full.eq(self.k + pair == self.N)
+            with m.If(due):
+                m.d.past += self.done_full.eq(self.pend_full)
+        self._m = m
+
+    def check_reports(self, done, status, idle, reporting, draining) -> None:
+        """Assert one ``done`` per command accepted (never more; at most two owed besides one whose
+        ``done`` is high), ``OK`` only for a command that decoded its ``N`` pairs, and the invariants that
+        tie the counts to the shell (``idle``, a report ``reporting`` its last pair, ``draining``)."""
+        m, owed = self._m, self.owed
+        with m.If(done):
+            m.d.comb += Assert(owed != 0, "done without a command")
+        # At most two owed after this clock's done: the running command and one report waiting.
+        m.d.comb += Assert((owed != 3) | done, "a command is not reported")
+        with m.If(done & (status == DecodeStatus.OK)):
+            m.d.comb += Assert(self.done_full, "OK reported for a command that did not decode its N pairs")
+        m.d.comb += [Assert(self.k <= self.N, "inv: k <= N"), Assert(self.t <= self.Nw, "inv: t <= Nw"),
+                     Assert(owed == (~idle).as_unsigned() + reporting + done, "inv: reports owed"),
+                     Assert(~(draining & reporting), "inv: no report waits while draining")]
+
+
 def _decoder_counts(core: str, mutant: str | None) -> _Bench:
     """The decoder shell's counts for every ``N`` (``decoder_counts``, condition 3 of the composition;
     the rANS decoder's: :func:`_rans_decoder_counts`).
@@ -1946,26 +1966,10 @@ def _decoder_counts(core: str, mutant: str | None) -> _Bench:
                  shell.out_valid):
         m.d.comb += port.eq(AnySeq(len(Value.cast(port))))
     m.d.comb += Assume(~shell.fire | (shell.run & shell.decoding))
-    c = shell.cmd.p
-    N, Nw = Signal(bits, name="command_count"), Signal(bits, name="command_words")
-    k, t = Signal(bits, name="pairs_decoded"), Signal(bits, name="words_taken")
-    owed = Signal(2, name="reports_owed")              # commands accepted and not yet reported
-    pend_full = Signal(name="finished_decoded_all")    # the last finished command decoded its N pairs
-    done_full = Signal(name="reported_decoded_all")    # ... the one whose done is due
     accept, take, fed = _transfer(shell.cmd), _transfer(shell.i), _transfer(shell.words)
     due = pr["reporting"] & ~shell.out_valid           # the shell's done comes in the next clock
-    with m.If(b.rst):
-        m.d.past += [N.eq(0), Nw.eq(0), k.eq(0), t.eq(0), owed.eq(0), pend_full.eq(0), done_full.eq(0)]
-    with m.Else():
-        with m.If(accept):
-            m.d.past += [N.eq(c.count), Nw.eq(c.words), k.eq(0), t.eq(take)]
-        with m.Else():
-            m.d.past += [k.eq(k + shell.fire), t.eq(t + take)]
-        m.d.past += owed.eq(owed + accept - shell.done)
-        with m.If(pr["finishing"]):
-            m.d.past += pend_full.eq(k + shell.fire == N)
-        with m.If(due):
-            m.d.past += done_full.eq(pend_full)
+    led = _CommandLedger(b, bits, shell.cmd, take, shell.fire, shell.done, pr["finishing"], due)
+    N, Nw, k, t, pend_full = led.N, led.Nw, led.k, led.t, led.pend_full
     running = pr["run"] & ~accept                       # the clock belongs to the running command
     with m.If(shell.run):
         m.d.comb += Assert(pr["run"] & (k != N), "run is high while the command has no pairs left")
@@ -1982,17 +1986,9 @@ def _decoder_counts(core: str, mutant: str | None) -> _Bench:
         m.d.comb += Assert(~shell.words.valid, "a word goes to the coder outside a command")
     with m.If(accept):
         m.d.comb += Assert(fed == take, "the command's first word does not go to the coder")
-    with m.If(shell.done):
-        m.d.comb += Assert(owed != 0, "done without a command")
-    # At most two owed after this clock's done: the running command and one report waiting.
-    m.d.comb += Assert((owed != 3) | shell.done, "a command is not reported")
-    with m.If(shell.done & (shell.status == DecodeStatus.OK)):
-        m.d.comb += Assert(done_full, "OK reported for a command that did not decode its N pairs")
+    led.check_reports(shell.done, shell.status, pr["idle"], pr["reporting"], pr["drain"] | pr["check"])
     # Auxiliary invariants: the shell's registers against the harness's counts.
-    m.d.comb += [Assert(k <= N, "inv: k <= N"), Assert(t <= Nw, "inv: t <= Nw"),
-                 Assert(owed == (~pr["idle"]).as_unsigned() + pr["reporting"] + shell.done, "inv: reports owed"),
-                 Assert(pr["rem_zero"] == (pr["remaining"] == 0), "inv: rem_zero"),
-                 Assert(~((pr["drain"] | pr["check"]) & pr["reporting"]), "inv: no report waits while draining")]
+    m.d.comb += Assert(pr["rem_zero"] == (pr["remaining"] == 0), "inv: rem_zero")
     with m.If(~pr["idle"]):
         m.d.comb += [Assert(pr["no_words"] == (t == Nw), "inv: no_words"),
                      Assert(pr["words_left"] - pr["lag"] == Nw - t, "inv: words_left")]
@@ -2002,7 +1998,7 @@ def _decoder_counts(core: str, mutant: str | None) -> _Bench:
         m.d.comb += Assert(pend_full, "inv: a waiting OK report is of a command that decoded its pairs")
     b.cover(shell.done & (shell.status == DecodeStatus.OK) & (N == (1 << bits) - 1),
             "a command of the largest count reported OK")
-    b.cover(pr["run"] & accept & (owed == 2), "back to back: a command accepted while the previous one's report waits")
+    b.cover(pr["run"] & accept & (led.owed == 2), "back to back: a command accepted while the previous one's report waits")
     return b
 
 
@@ -2027,42 +2023,21 @@ def _rans_decoder_counts(core: str, mutant: str | None) -> _Bench:
     m = b.m
     bits = 3
     W = SMALL["rans"]["word_bits"]
-    dec = RansDecoder(**SMALL["rans"], programmable=True, block_crc=False, table=pinned_rans_table(),
-                      count_bits=bits, mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
-    dec._MustUse__silence = True                        # only its shell is built
-    blocks = dec.blocks()
-    blocks["coder"]._MustUse__silence = True
-    shell = blocks["shell"]
+    shell = _rans_block(core, mutant, "shell", count_bits=bits)
     m.submodules.shell = _elaborated(shell)
     pr = shell.probe
     for port in (shell.cmd.valid, shell.cmd.p, shell.i.valid, shell.i.p, shell.word.ready, shell.pair_valid,
                  shell.state, shell.buffered, shell.step):
         m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
     m.d.comb += Assume(~shell.step | shell.run)
-    c = shell.cmd.p
-    N, Nw = Signal(bits, name="command_count"), Signal(bits, name="command_words")
-    k, t = Signal(bits, name="pairs_decoded"), Signal(bits, name="words_taken")
-    owed = Signal(2, name="reports_owed")
-    pend_full = Signal(name="finished_decoded_all")
-    done_full = Signal(name="reported_decoded_all")
     accept, take, fed = _transfer(shell.cmd), _transfer(shell.i), _transfer(shell.word)
     held = pr["reporting"] & shell.pair_valid
     due = pr["reporting"] & ~shell.pair_valid           # the shell's done comes in the next clock
     # The clock the running command's report is decided (``finish`` in the shell, or a zero top word).
     fin = ((pr["decode"] & (pr["remaining"] == 0) & ~held)
            | (pr["init"] & ((pr["zero_top"] & ~held) | (take & pr["top"] & (shell.i.p.data == 0)))))
-    with m.If(b.rst):
-        m.d.past += [N.eq(0), Nw.eq(0), k.eq(0), t.eq(0), owed.eq(0), pend_full.eq(0), done_full.eq(0)]
-    with m.Else():
-        with m.If(accept):
-            m.d.past += [N.eq(c.count), Nw.eq(c.words), k.eq(0), t.eq(take)]
-        with m.Else():
-            m.d.past += [k.eq(k + shell.step), t.eq(t + take)]
-        m.d.past += owed.eq(owed + accept - shell.done)
-        with m.If(fin):
-            m.d.past += pend_full.eq(k == N)
-        with m.If(due):
-            m.d.past += done_full.eq(pend_full)
+    led = _CommandLedger(b, bits, shell.cmd, take, shell.step, shell.done, fin, due)
+    N, Nw, k, t, pend_full = led.N, led.Nw, led.k, led.t, led.pend_full
     with m.If(shell.run):
         m.d.comb += Assert(pr["decode"] & (k != N), "run is high while the command has no pairs left")
     with m.If(pr["decode"] & ~accept & (k != N) & ~held):
@@ -2083,16 +2058,9 @@ def _rans_decoder_counts(core: str, mutant: str | None) -> _Bench:
                            "the stream's top word, taken with its command, is not the coder's state")
     with m.If(~pr["decode"]):
         m.d.comb += Assert(~shell.word.valid, "a word goes to the coder outside a command's decoding")
-    with m.If(shell.done):
-        m.d.comb += Assert(owed != 0, "done without a command")
-    m.d.comb += Assert((owed != 3) | shell.done, "a command is not reported")
-    with m.If(shell.done & (shell.status == DecodeStatus.OK)):
-        m.d.comb += Assert(done_full, "OK reported for a command that did not decode its N pairs")
+    led.check_reports(shell.done, shell.status, pr["idle"], pr["reporting"], pr["drain"] | pr["check"])
     # Auxiliary invariants: the shell's registers against the harness's counts.
-    m.d.comb += [Assert(k <= N, "inv: k <= N"), Assert(t <= Nw, "inv: t <= Nw"),
-                 Assert(owed == (~pr["idle"]).as_unsigned() + pr["reporting"] + shell.done, "inv: reports owed"),
-                 Assert(~((pr["drain"] | pr["check"]) & pr["reporting"]), "inv: no report waits while draining"),
-                 Assert(~pr["init"] | (k == 0), "inv: no pair while the top is loaded")]
+    m.d.comb += Assert(~pr["init"] | (k == 0), "inv: no pair while the top is loaded")
     with m.If(~pr["idle"]):
         m.d.comb += Assert(pr["words_left"] == Nw - t, "inv: words_left")
     with m.If(pr["decode"] | pr["init"]):
@@ -2101,7 +2069,7 @@ def _rans_decoder_counts(core: str, mutant: str | None) -> _Bench:
         m.d.comb += Assert(pend_full, "inv: a waiting OK report is of a command that decoded its pairs")
     b.cover(shell.done & (shell.status == DecodeStatus.OK) & (N == (1 << bits) - 1),
             "a command of the largest count reported OK")
-    b.cover(pr["decode"] & accept & (owed == 2), "back to back: a command accepted while the previous one's report waits")
+    b.cover(pr["decode"] & accept & (led.owed == 2), "back to back: a command accepted while the previous one's report waits")
     return b
 
 
@@ -2248,18 +2216,9 @@ def _rans_encoder_pipeline(core: str, mutant: str | None) -> _Bench:
     b = _Bench(free_reset=True)
     m = b.m
     sh = SMALL["rans"]
-    S, W, P, K, n = sh["state_bits"], sh["word_bits"], sh["precision_bits"], sh["max_extra_bits"], sh["max_symbols"]
-    enc = RansEncoder(**sh, programmable=True, table=pinned_rans_table(),
-                      mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
-    enc._MustUse__silence = True                        # only its coder is built
-    blocks = enc.blocks()
-    blocks["shell"]._MustUse__silence = True
-    coder = blocks["coder"]
-    table = _LegalTable(b, "rans")
-    b.platform = _TablePlatform()
-    b.platform.frozen.add("rans_symbol")
-    b.platform.contents["rans_symbol"] = [Cat(table.freq[q], Mux(q < table.used, table.cum[q], 1 << P)[:P + 1],
-                                              table.k[q]) for q in range(n)]
+    S, W, P = sh["state_bits"], sh["word_bits"], sh["precision_bits"]
+    coder = _rans_block(core, mutant, "coder")
+    table = _rans_symbol_table(b)
     m.submodules.coder = _elaborated(coder)
     pr = coder.probe
     m.d.comb += [coder.cfg.valid.eq(0), coder.cfg.p.eq(0)]
@@ -2511,6 +2470,34 @@ def _decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     return b
 
 
+def _rans_block(core: str, mutant: str | None, block: str, **kw):
+    """Block ``block`` (``"coder"`` or ``"shell"``) of a fresh small rANS ``core`` (programmable, the
+    pinned table as its memories' initial contents, ``mutant`` where it is this core's), the core and
+    its other block silenced: only that block goes into the harness."""
+    cls = RansDecoder if core == "rans-decoder" else RansEncoder
+    extra = {"block_crc": False} if core == "rans-decoder" else {}
+    built = cls(**SMALL["rans"], programmable=True, table=pinned_rans_table(), **extra, **kw,
+                mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    built._MustUse__silence = True
+    blocks = built.blocks()
+    for name, other in blocks.items():
+        if name != block:
+            other._MustUse__silence = True
+    return blocks[block]
+
+
+def _rans_symbol_table(b: _Bench) -> "_LegalTable":
+    """An arbitrary legal rANS symbol table (:class:`_LegalTable`) as the constant contents of the
+    harness's rANS symbol memory (:class:`_TablePlatform`, frozen: no write reaches it)."""
+    P, n = SMALL["rans"]["precision_bits"], SMALL["rans"]["max_symbols"]
+    table = _LegalTable(b, "rans")
+    b.platform = _TablePlatform()
+    b.platform.frozen.add("rans_symbol")
+    b.platform.contents["rans_symbol"] = [Cat(table.freq[q], Mux(q < table.used, table.cum[q], 1 << P)[:P + 1],
+                                              table.k[q]) for q in range(n)]
+    return table
+
+
 def _rans_decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     """The rANS decoder's coder is the golden decoder over its word queue, for any history and timing
     (``decoder_pipeline`` of the rANS decoder: the composition's condition 2 for rANS).
@@ -2537,20 +2524,8 @@ def _rans_decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     sh = SMALL["rans"]
     S, W, P, K, n = sh["state_bits"], sh["word_bits"], sh["precision_bits"], sh["max_extra_bits"], sh["max_symbols"]
     lo = 1 << (S - W)
-    dec = RansDecoder(**sh, programmable=True, block_crc=False, table=pinned_rans_table(),
-                      mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
-    dec._MustUse__silence = True                        # only its coder is built
-    blocks = dec.blocks()
-    blocks["shell"]._MustUse__silence = True
-    coder = blocks["coder"]
-    table = _LegalTable(b, "rans")
-    b.platform = _TablePlatform()
-    b.platform.frozen.add("rans_symbol")
-    rows = []
-    for q in range(n):
-        cum = Mux(q < table.used, table.cum[q], 1 << P)
-        rows.append(Cat(table.freq[q], cum[:P + 1], table.k[q]))
-    b.platform.contents["rans_symbol"] = rows
+    coder = _rans_block(core, mutant, "coder")
+    table = _rans_symbol_table(b)
     bucket_size = len(coder.cfg.p.data)                 # (wide enough for a bucket row: any bits)
     bkts = [Signal(bucket_size, name=f"bucket_row{j}") for j in range(1 << bucket_bits_for(P))]
     m.d.comb += [r.eq(AnyConst(bucket_size)) for r in bkts]
@@ -2574,7 +2549,7 @@ def _rans_decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     s = Signal(range(n), name="golden_symbol")
     m.d.comb += s.eq(sum((((j < table.used) & (q >= table.cum[j])).as_unsigned() for j in range(1, n)),
                          Const(0, len(s))))
-    f, c, k = Array(table.freq)[s], Array(table.cum)[s], Array(table.k)[s]
+    k = Array(table.k)[s]
     # The symbol step's product: the coder's own multiply-add (``(x >> P) f + q - cum`` with the entry it
     # read), once its symbol is asserted to be the golden one (below). Its arithmetic is the step
     # lemma's: ``decoder_step`` checks it against the golden step from every state (an independent

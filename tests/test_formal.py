@@ -405,28 +405,21 @@ def test_decoder_pipeline_is_proved_and_catches_an_overwritten_pair():
         assert bad.status == "failed", (mutant, bad)
 
 
-def test_rans_decoder_pipeline_is_proved_and_catches_its_mutants():
-    """The rANS decoder's coder against the golden decoder over its word queue, for any history and
-    timing, on an arbitrary legal symbol table and arbitrary (rewritten) bucket tables: proved by yosys
-    sat -tempinduct, its covers reached (two words popped by one pair among them); a pair decoded over
-    one still on ``o`` (rans_dec_overwrite) and the off-by-one renormalization (rans_dec_renorm) are
-    counterexamples from reset."""
-    r = run_property("rans-decoder", "decoder_pipeline", cover=True)
+@pytest.mark.parametrize("core, prop, mutants", [
+    ("rans-decoder", "decoder_pipeline", ("rans_dec_overwrite", "rans_dec_renorm")),
+    ("rans-encoder", "encoder_pipeline", ("rans_enc_flush", "rans_enc_reset_less")),
+])
+def test_rans_pipeline_lemmas_are_proved_and_catch_their_mutants(core, prop, mutants):
+    """The rANS coders against the golden decoder / encoder for any history and timing, on an arbitrary
+    legal symbol table (the decoder also on any bucket table, rewritten at any time): proved by yosys
+    sat -tempinduct, three covers reached each (the decoder's: a pair popping two words; the encoder's:
+    a pair pushing two); the decoder's pair decoded over one still on ``o`` and its off-by-one
+    renormalization, the encoder's flush that stops a word early and its word count that survives a
+    reset, are counterexamples from reset."""
+    r = run_property(core, prop, cover=True)
     assert (r.status, r.engine, r.covered, r.covers) == ("proved", "sat", True, "3/3"), r
-    for mutant in ("rans_dec_overwrite", "rans_dec_renorm"):
-        bad = run_property("rans-decoder", "decoder_pipeline", mutant=mutant)
-        assert bad.status == "failed", (mutant, bad)
-
-
-def test_rans_encoder_pipeline_is_proved_and_catches_its_mutants():
-    """The rANS encoder's coder against the golden encoder for any history and timing (pushes, the
-    chunk, the output buffer, the flush) on an arbitrary legal table: proved by yosys sat -tempinduct,
-    covers reached; a flush that stops one word early (rans_enc_flush) and a word count that survives
-    a reset (rans_enc_reset_less) are counterexamples from reset."""
-    r = run_property("rans-encoder", "encoder_pipeline", cover=True)
-    assert (r.status, r.engine, r.covered, r.covers) == ("proved", "sat", True, "3/3"), r
-    for mutant in ("rans_enc_flush", "rans_enc_reset_less"):
-        bad = run_property("rans-encoder", "encoder_pipeline", mutant=mutant)
+    for mutant in mutants:
+        bad = run_property(core, prop, mutant=mutant)
         assert bad.status == "failed", (mutant, bad)
 
 
