@@ -200,13 +200,14 @@ STEP_LEMMAS = ("encoder_step", "decoder_step")
 #: included (condition 1; its induction through yosys ``sat -tempinduct``, :data:`SAT_INDUCT`). Each
 #: takes seconds (the slowest, ``encoder_pipeline``, 11 s), so every run has them, CI's ``--table
 #: pinned`` included.
-LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_pipeline", "decoder_counts"),
-                    "tans-encoder": ("encoder_pipeline", "encoder_counts"),
-                    "rans-decoder": ("decoder_pipeline", "decoder_counts"), "rans-encoder": ("encoder_pipeline", "encoder_counts")}
+LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_pipeline", "decoder_counts", "composition"),
+                    "tans-encoder": ("encoder_pipeline", "encoder_counts", "composition"),
+                    "rans-decoder": ("decoder_pipeline", "decoder_counts", "composition"),
+                    "rans-encoder": ("encoder_pipeline", "encoder_counts", "composition")}
 #: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes,
 #: and for the fast ones at least CI's 10).
 LEMMA_DEPTH = {"window_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "encoder_pipeline": 4,
-               "decoder_pipeline": 4}
+               "decoder_pipeline": 4, "composition": 20}
 #: The depth a lemma's covers are sought at, where its k-induction depth is too shallow to reach them
 #: from reset (``encoder_pipeline`` closes at 2; its covers need 5 clocks).
 LEMMA_COVER_DEPTH = {"encoder_pipeline": 8, "decoder_pipeline": 8}
@@ -308,6 +309,7 @@ class _Bench:
         self.started = Signal(name="started")         # low in the first clock only
         m.d.past += self.started.eq(1)
         self.p_rst = self.past(self.rst, "rst")
+        self.dut_module = None                        # the core's module, where a harness elaborates it
         self.checked: list[str] = []                    # output streams whose rules are asserted
         self.covers: list[str] = []                     # what the harness's Cover statements say
         self.latched: list[str] = []                    # messages of the checks made by :meth:`check`
@@ -383,12 +385,16 @@ def _transfer(port) -> Value:
 # -- stream rules and progress (one core, free environment) ----------------------------------------
 
 
-def _free_core(core_name: str, mutant: str | None, *, pinned: bool = False) -> tuple[_Bench, object, list]:
+def _free_core(core_name: str, mutant: str | None, *, pinned: bool = False,
+               elaborated: bool = False) -> tuple[_Bench, object, list]:
     """A core with every input free (input streams obeying the stream rules) and a free reset; with
-    ``pinned`` (rANS), :data:`PINNED_RANS_TABLE` is written first and the table is not written after."""
+    ``pinned`` (rANS), :data:`PINNED_RANS_TABLE` is written first and the table is not written after.
+    With ``elaborated`` the core is elaborated here (its module in the harness; the harness may read
+    its blocks through the module's ``submodules``: :attr:`_Bench.dut_module`)."""
     b = _Bench(free_reset=True)
     m = b.m
-    m.submodules.dut = dut = small_core(core_name, mutant, baked=pinned or core_name in XN_BAKED)
+    dut = small_core(core_name, mutant, baked=pinned or core_name in XN_BAKED)
+    m.submodules.dut = b.dut_module = _elaborated(dut) if elaborated else dut
     ins, outs = _streams(dut)
     if core_name in XN_BAKED:
         m.d.comb += dut.cfg.valid.eq(0)
@@ -2509,9 +2515,11 @@ def _rans_decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     any bucket row in any clock: the buckets only choose where the symbol search starts); loads of any
     state in any clock, words offered in any clock, ``run``, ``ended`` and ``o.ready`` free, resets in
     any clock. The environment is the shell's and a legal stream's: no word and no pair in a load's
-    clock, no word once ``ended``, and a pair is asked for only from a normalized state
-    (``x >= 2**(S - W)``) unless the stream has no word left (``ended``, none held): the golden
-    decoder's states (a stream's top is loaded until it is normalized or its words run out). The
+    clock, no word once ``ended`` (which holds until the next load), pairs only after a load, and the
+    first pair after a load only from a normalized state (``x >= 2**(S - W)``) unless the stream has no
+    word left (``ended``, none held): a stream's top is loaded until it is normalized or its words run
+    out (``composition`` checks these on the core); that the pairs keep the state so is asserted (the
+    golden decoder's own invariant). The
     harness keeps the queue of words taken and not yet popped, the abstract state, and the pair owed
     on ``o``; at each pair it runs the golden decode step (``model/coding/rans.py``): the symbol whose
     ``[cum, cum + f)`` holds ``q = x mod 2**P``, ``x = (x >> P) f + q - cum``, a pop if ``x < 2**(S - W)``
@@ -2543,7 +2551,23 @@ def _rans_decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     qn = Signal(range(3), name="queue_count")
     xs = Signal(S, name="abstract_state")
     m.d.comb += [Assume(~(coder.load & (coder.i.valid | coder.run))), Assume(~(coder.ended & coder.i.valid))]
-    m.d.comb += Assume(~coder.run | (xs >= lo) | (coder.ended & (qn == 0)))
+    # ``ended`` holds until a load (the shell's word count of a stream only runs down; a command's count
+    # is loaded with its first state, so ``ended`` may drop in the load's clock or the next).
+    m.d.comb += Assume(~(b.past(coder.ended & ~b.rst, "was_ended") & ~coder.load & ~b.past(coder.load, "was_load")
+                         & ~b.p_rst) | coder.ended)
+    # Decoding starts from a normalized state, or from a stream with no word left (the shell's INIT
+    # ends so: ``composition`` checks it on the core); the steps keep it so (asserted below).
+    loaded = Signal(name="loaded")                      # a state was loaded since the reset
+    fresh = Signal(name="fresh")                        # ... and no pair decoded since the last load
+    with m.If(b.rst):
+        m.d.past += [loaded.eq(0), fresh.eq(0)]
+    with m.Elif(coder.load):
+        m.d.past += [loaded.eq(1), fresh.eq(1)]
+    with m.Elif(coder.step):
+        m.d.past += fresh.eq(0)
+    normal = Signal(name="normalized_or_drained")
+    m.d.comb += normal.eq((xs >= lo) | (coder.ended & (qn == 0)))
+    m.d.comb += [Assume(~coder.run | loaded), Assume(~(coder.run & fresh) | normal)]
     # The golden decode step from xs.
     q = xs[:P]
     s = Signal(range(n), name="golden_symbol")
@@ -2599,6 +2623,10 @@ def _rans_decoder_pipeline(core: str, mutant: str | None) -> _Bench:
         with m.If(step):
             m.d.past += [e_sym.eq(s), e_ext.eq(extra)]
     m.d.comb += Assert(coder.state == xs, "the coder's state is not the golden decoder's")
+    # The golden decoder's own invariant, in the clocks a pair may be asked for: normalized, or the
+    # stream has no word left (so that a pop never waits for a word below a state it should not pop from).
+    with m.If(loaded & ~fresh & ~coder.load):
+        m.d.comb += Assert(normal, "a pair leaves the state below 2**(S - W) while words remain")
     with m.If(step):
         m.d.comb += [Assert(~owed | pop, "a pair is decoded over one still owed"),
                      Assert(pr["sym"] == s, "a pair is decoded as another symbol than the golden one")]
@@ -2622,6 +2650,104 @@ def _rans_decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     return b
 
 
+def _composition(core: str, mutant: str | None) -> _Bench:
+    """The lemmas' environments hold inside the core (``composition``): what each composition lemma of
+    ``core`` assumes of the block beside it, asserted on the whole core, shell and coder wired as
+    shipped, so that the chain of lemmas is joined by checked facts instead of an argument.
+
+    The small core with every input free as in ``stream_rules`` (input streams obey the stream rules,
+    table writes and resets in any clock); rANS decoder: a ``resume`` command's state is a legal
+    checkpoint's (normalized, or the stream has no word). Asserted in every clock, per core:
+
+    * every core: table writes reach the coder only while the shell is idle (the pipeline lemmas hold
+      their table constant over a stream, or follow a write as a resume);
+    * tANS decoder (``decoder_counts``, ``decoder_pipeline``): a pair is decoded only while the shell
+      runs the coder and its prologue is over; no word reaches the coder before its first stream starts;
+    * tANS encoder (``encoder_counts``, ``encoder_pipeline``): a pair enters only while the shell lets
+      pairs through; ``flushed`` only while the flush is asked for; once asked for, the flush is held
+      until ``flushed``, with no pair meanwhile but in the clock of ``flushed``;
+    * rANS encoder (``encoder_counts``, ``encoder_pipeline``): a pair enters only while the shell runs
+      the coder; a word leaves only while the coder holds one; ``start``, ``run`` and ``flush`` one at a
+      time;
+    * rANS decoder (``decoder_counts``, ``decoder_pipeline``): a pair only while the shell runs the
+      coder, and only after a state was loaded; no word and no pair in a load's clock; no word once
+      ``ended``, which drops only in a load's clock or the next; decoding starts (the first pair after a load) from a
+      normalized state or once the stream has no word left.
+
+    k-induction where it closes, else bounded (depth 20)."""
+    # (The rANS decoder on its baked pinned table, cfg idle: with table writes the bounded check took
+    # 97 s, against CI's budget; its table-write gate is the encoder's ``_gate_cfg``, checked there.)
+    b, dut, outs = _free_core(core, mutant, elaborated=True, pinned=core == "rans-decoder")
+    m = b.m
+    shell, coder = b.dut_module.submodules.shell, b.dut_module.submodules.coder
+    if core == "rans-decoder":
+        sh = SMALL["rans"]
+        lo = 1 << (sh["state_bits"] - sh["word_bits"])
+        m.d.comb += Assume(~dut.cmd.valid | ~dut.cmd.p.resume | (dut.cmd.p.state >= lo) | (dut.cmd.p.words == 0))
+    for port in ("cfg", "sym_cfg", "state_cfg"):
+        if port in coder.signature.members:
+            with m.If(getattr(coder, port).valid):
+                m.d.comb += Assert(shell.idle, "a table write reaches the coder while the shell is not idle")
+    if core == "tans-decoder":
+        begun = Signal(name="begun")
+        with m.If(b.rst):
+            m.d.past += begun.eq(0)
+        with m.Elif(coder.start.valid):
+            m.d.past += begun.eq(1)
+        with m.If(coder.fire):
+            m.d.comb += Assert(shell.run & coder.decoding, "a pair is decoded outside the shell's run or the prologue")
+        with m.If(coder.i.valid):
+            m.d.comb += Assert(begun | coder.start.valid, "a word reaches the coder before its first stream")
+        b.cover(coder.fire & b.past(coder.fire, "fired"), "pairs back to back")
+    elif core == "tans-encoder":
+        take = _transfer(coder.i)
+        asked = Signal(name="flush_asked")          # the flush is asked for and not yet flushed
+        with m.If(b.rst):
+            m.d.past += asked.eq(0)
+        with m.Else():
+            m.d.past += asked.eq((asked | coder.flush) & ~coder.flushed)
+        with m.If(shell.pair):
+            m.d.comb += Assert(shell.take, "a pair enters while the shell does not let pairs through")
+        with m.If(shell.flushed):
+            m.d.comb += Assert(shell.flush, "flushed while the flush is not asked for")
+        with m.If(asked & ~b.rst):
+            m.d.comb += Assert(coder.flush, "the flush is not held until flushed")
+        with m.If(coder.flush & take):
+            m.d.comb += Assert(coder.flushed, "a pair enters while the flush is asked for")
+        b.cover(coder.flushed & take, "the next stream's first pair in the clock of flushed")
+    elif core == "rans-encoder":
+        with m.If(coder.step):
+            m.d.comb += Assert(coder.run, "a pair enters while the shell does not run the coder")
+        with m.If(_transfer(coder.o)):
+            m.d.comb += Assert(coder.held != 0, "a word leaves while the coder holds none")
+        m.d.comb += Assert((coder.start + coder.run + coder.flush) <= 1, "start, run and flush at once")
+        b.cover(coder.step & b.past(coder.flush, "flushing"), "a pair in the clock after a flush word (back to back)")
+    else:
+        with m.If(coder.step):
+            m.d.comb += Assert(coder.run, "a pair is decoded while the shell does not run the coder")
+        with m.If(coder.load):
+            m.d.comb += Assert(~coder.i.valid & ~coder.run, "a word or a pair in a load's clock")
+        with m.If(coder.ended):
+            m.d.comb += Assert(~coder.i.valid, "a word reaches the coder after the stream's end")
+        loaded = Signal(name="loaded")                  # a state was loaded since the reset
+        fresh = Signal(name="fresh")                    # ... and no pair decoded since the last load
+        with m.If(b.rst):
+            m.d.past += [loaded.eq(0), fresh.eq(0)]
+        with m.Elif(coder.load):
+            m.d.past += [loaded.eq(1), fresh.eq(1)]
+        with m.Elif(coder.step):
+            m.d.past += fresh.eq(0)
+        with m.If(coder.run):
+            m.d.comb += Assert(loaded, "a pair is asked for before any state was loaded")
+        with m.If(coder.run & fresh):
+            m.d.comb += Assert((coder.state >= lo) | (coder.ended & ~coder.buffered),
+                               "decoding starts from a state below 2**(S - W) while words remain")
+        with m.If(b.past(coder.ended & ~b.rst, "was_ended") & ~coder.load & ~b.past(coder.load, "was_load") & ~b.p_rst):
+            m.d.comb += Assert(coder.ended, "ended drops without a load")
+        b.cover(coder.step & coder.ended & ~coder.buffered, "a pair decoded after the stream's last word")
+    return b
+
+
 #: Clocks after the table's by which ``encoder_step``'s scenario has finished (measured).
 ENCODER_STEP_CLOCKS = 20
 #: Whether ``decoder_step`` decodes a warm-up pair before the pair (see :func:`_decoder_step`).
@@ -2636,7 +2762,7 @@ RANS_DECODER_STEP_WARM_UP = False
 RANS_WARM_UP_CLOCKS = 6
 RANS_ENCODER_STEP_CLOCKS = 9
 _BUILDERS = {"stream_rules": _stream_rules, "out_of_reset": _out_of_reset, "progress": _progress}
-_LEMMAS = {"window_queue": _window_queue, "encoder_counts": _encoder_counts, "decoder_counts": _decoder_counts,
+_LEMMAS = {"composition": _composition, "window_queue": _window_queue, "encoder_counts": _encoder_counts, "decoder_counts": _decoder_counts,
            "encoder_pipeline": _encoder_pipeline, "decoder_pipeline": _decoder_pipeline}
 
 
@@ -3014,7 +3140,8 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
     of :data:`TABLES`): the round trip's table. ``timeout``: seconds per solver run (default 900; for
     the ``sat`` runner :data:`SAT_TIMEOUT`).
     """
-    if depth is None or prop in ("round_trip", "detection", *STEP_LEMMAS, *LEMMA_DEPTH):
+    # (``composition`` is a check of the whole core, like the port properties: it runs at ``depth``.)
+    if depth is None or prop in ("round_trip", "detection", *STEP_LEMMAS, *(p for p in LEMMA_DEPTH if p != "composition")):
         depth = default_depth(core, prop, mutant, table)
     elif (prop, core) in _TABLE_FIRST:
         depth += _table_clocks(core)

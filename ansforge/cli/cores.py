@@ -422,7 +422,7 @@ def resources(args: argparse.Namespace) -> int:
 #: command line does not import the harnesses; ``tests/test_formal.py`` checks the two agree).
 PROVE_PROPERTIES = ("stream_rules", "out_of_reset", "progress", "round_trip", "detection", "encoder_step",
                     "decoder_step", "window_queue", "decoder_pipeline", "encoder_counts", "decoder_counts",
-                    "encoder_pipeline")
+                    "encoder_pipeline", "composition")
 
 
 def _prove_arguments(p: argparse.ArgumentParser) -> None:
