@@ -91,7 +91,7 @@ from amaranth.utils import bits_for as _bits
 
 from ..hdl.common import DecodeStatus, decoder_command_layout, encoder_command_layout
 from ..hdl.mutants import CORES, INTERLEAVED_CORES, MUTANTS
-from ..hdl.rans import RansDecoder, RansEncoder
+from ..hdl.rans import RansDecoder, RansEncoder, bucket_bits_for
 from ..hdl.shell import DecoderShell, EncoderShell
 from ..hdl.tans import BitWindow, TansDecoder, TansEncoder
 from ..model.coding.codecs import RansCodec, TansCodec
@@ -1424,13 +1424,14 @@ def _rans_decoder_step(mutant: str | None) -> _Bench:
     bucketed = RANS_DECODER_STEP_BUCKET
     table_clocks = table.clocks + int(bucketed)
     if bucketed:
-        IB = max(sb, min(P, 6))                 # the cfg address's index bits (hdl/rans.py _RansShape)
+        B = bucket_bits_for(P)
+        IB = max(sb, B)                         # the cfg address's index bits (hdl/rans.py rans_writes)
         bucket_data = Signal(len(dec.cfg.p.data), name="bucket_data")
         m.d.comb += bucket_data.eq(AnyConst(len(bucket_data)))
         now = (b.cycle == table.clocks)
         start = X2 if warm else X1
         with m.If(now):
-            m.d.comb += [dec.cfg.valid.eq(1), dec.cfg.p.addr.eq((1 << IB) | (start[:P] >> (P - min(P, 6)))),
+            m.d.comb += [dec.cfg.valid.eq(1), dec.cfg.p.addr.eq((1 << IB) | (start[:P] >> (P - B))),
                          dec.cfg.p.data.eq(bucket_data)]
     sent = Signal(name="dec_cmd_sent")
     k_w = Signal(range(6), name="words_out")
