@@ -586,3 +586,19 @@ def test_rans_step_lemmas_reach_their_cover(core, prop, tmp_path):
     depth = formal.default_depth(core, prop)
     assert len(b.covers) == 1
     assert formal._cadical(tmp_path, f"-set-at {depth} covered_0 1", depth, 600) is True
+
+
+def test_rans_decoder_step_switches_build(monkeypatch):
+    """The rANS ``decoder_step``'s measured switches (Round 8 of docs/formal.md) build, each with its own
+    depth: the free bucket (one more table clock) and the warm-up pair (its clocks, and a second pair)."""
+    for bucket, warm, depth, wires in [(False, False, 16, {"start_x", "more_words", "word_below"}),
+                                       (True, False, 17, {"bucket_data"}),
+                                       (False, True, 20, {"warm_symbol", "warm_x_next"})]:
+        monkeypatch.setattr(formal, "RANS_DECODER_STEP_BUCKET", bucket)
+        monkeypatch.setattr(formal, "RANS_DECODER_STEP_WARM_UP", warm)
+        assert formal.default_depth("rans-decoder", "decoder_step") == depth
+        b = formal._bench("rans-decoder", "decoder_step", None, "arbitrary")
+        text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
+        names = set(re.findall(r"^\s*wire\b[^\n]*\\(\w+)$", text, re.M))
+        assert wires <= names, (bucket, warm, wires - names)
+        assert ("bucket_data" in names) == bucket and ("warm_symbol" in names) == warm
