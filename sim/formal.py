@@ -2521,6 +2521,24 @@ def _rans_symbol_table(b: _Bench) -> "_LegalTable":
     return table
 
 
+def _load_tracker(b: _Bench, coder) -> tuple[Signal, Signal, Value]:
+    """For an rANS decoder coder's ``load``/``step``/``ended``: ``loaded`` (a state was loaded since the
+    reset), ``fresh`` (and no pair decoded since the last load) and ``kept``, the clocks in which
+    ``ended`` must still be high if it was (``ended`` drops only in a load's clock or the next: the
+    shell loads a command's word count with its first state)."""
+    m = b.m
+    loaded = Signal(name="loaded")
+    fresh = Signal(name="fresh")
+    with m.If(b.rst):
+        m.d.past += [loaded.eq(0), fresh.eq(0)]
+    with m.Elif(coder.load):
+        m.d.past += [loaded.eq(1), fresh.eq(1)]
+    with m.Elif(coder.step):
+        m.d.past += fresh.eq(0)
+    kept = b.past(coder.ended & ~b.rst, "was_ended") & ~coder.load & ~b.past(coder.load, "was_load") & ~b.p_rst
+    return loaded, fresh, kept
+
+
 def _rans_decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     """The rANS decoder's coder is the golden decoder over its word queue, for any history and timing
     (``decoder_pipeline`` of the rANS decoder: the composition's condition 2 for rANS).
@@ -2568,20 +2586,11 @@ def _rans_decoder_pipeline(core: str, mutant: str | None) -> _Bench:
     qn = Signal(range(3), name="queue_count")
     xs = Signal(S, name="abstract_state")
     m.d.comb += [Assume(~(coder.load & (coder.i.valid | coder.run))), Assume(~(coder.ended & coder.i.valid))]
-    # ``ended`` holds until a load (the shell's word count of a stream only runs down; a command's count
-    # is loaded with its first state, so ``ended`` may drop in the load's clock or the next).
-    m.d.comb += Assume(~(b.past(coder.ended & ~b.rst, "was_ended") & ~coder.load & ~b.past(coder.load, "was_load")
-                         & ~b.p_rst) | coder.ended)
-    # Decoding starts from a normalized state, or from a stream with no word left (the shell's INIT
-    # ends so: ``composition`` checks it on the core); the steps keep it so (asserted below).
-    loaded = Signal(name="loaded")                      # a state was loaded since the reset
-    fresh = Signal(name="fresh")                        # ... and no pair decoded since the last load
-    with m.If(b.rst):
-        m.d.past += [loaded.eq(0), fresh.eq(0)]
-    with m.Elif(coder.load):
-        m.d.past += [loaded.eq(1), fresh.eq(1)]
-    with m.Elif(coder.step):
-        m.d.past += fresh.eq(0)
+    # ``ended`` holds until a load (the shell's word count of a stream only runs down). Decoding starts
+    # from a normalized state, or from a stream with no word left (the shell's INIT ends so:
+    # ``composition`` checks both on the core); the steps keep it so (asserted below).
+    loaded, fresh, kept = _load_tracker(b, coder)
+    m.d.comb += Assume(~kept | coder.ended)
     normal = Signal(name="normalized_or_drained")
     m.d.comb += normal.eq((xs >= lo) | (coder.ended & (qn == 0)))
     m.d.comb += [Assume(~coder.run | loaded), Assume(~(coder.run & fresh) | normal)]
@@ -2746,20 +2755,13 @@ def _composition(core: str, mutant: str | None) -> _Bench:
             m.d.comb += Assert(~coder.i.valid & ~coder.run, "a word or a pair in a load's clock")
         with m.If(coder.ended):
             m.d.comb += Assert(~coder.i.valid, "a word reaches the coder after the stream's end")
-        loaded = Signal(name="loaded")                  # a state was loaded since the reset
-        fresh = Signal(name="fresh")                    # ... and no pair decoded since the last load
-        with m.If(b.rst):
-            m.d.past += [loaded.eq(0), fresh.eq(0)]
-        with m.Elif(coder.load):
-            m.d.past += [loaded.eq(1), fresh.eq(1)]
-        with m.Elif(coder.step):
-            m.d.past += fresh.eq(0)
+        loaded, fresh, kept = _load_tracker(b, coder)
         with m.If(coder.run):
             m.d.comb += Assert(loaded, "a pair is asked for before any state was loaded")
         with m.If(coder.run & fresh):
             m.d.comb += Assert((coder.state >= lo) | (coder.ended & ~coder.buffered),
                                "decoding starts from a state below 2**(S - W) while words remain")
-        with m.If(b.past(coder.ended & ~b.rst, "was_ended") & ~coder.load & ~b.past(coder.load, "was_load") & ~b.p_rst):
+        with m.If(kept):
             m.d.comb += Assert(coder.ended, "ended drops without a load")
         b.cover(coder.step & coder.ended & ~coder.buffered, "a pair decoded after the stream's last word")
     return b
