@@ -537,7 +537,7 @@ class _LegalTable:
 
     def program(self, core, *, role: str) -> None:
         """Drive ``core``'s table-write stream(s) for this table while :attr:`prog` is high (no write after)."""
-        b, m = self.b, self.b.m
+        m = self.b.m
         t = self.t
         if self.family == "rans" and self.clocks == 0:
             m.d.comb += core.cfg.valid.eq(0)
@@ -1189,7 +1189,7 @@ def _tans_encoder_step(m: Module, X, row, extra, name: str):
     state[slot]``; the pair pushes the ``n`` low bits of ``X`` and then its ``k`` extra bits (oldest
     first). Returns ``(X', bits, length)``."""
     sh = SMALL["tans"]
-    R, K, L = sh["table_log"], sh["max_extra_bits"], 1 << sh["table_log"]
+    R, K = sh["table_log"], sh["max_extra_bits"]
     n = Signal(range(R + 1), name=f"{name}_n")
     slot = Signal(R, name=f"{name}_slot")
     nxt = Signal(R + 1, name=f"{name}_next")
