@@ -637,7 +637,7 @@ class RansDecoderCoder(wiring.Component):
             m.d.sync += x.eq(xv)
         with m.If(self.load):
             m.d.sync += [x.eq(self.load_state), n_buf.eq(0), walking.eq(0)]
-        self.probe.update(words=words, n_buf=n_buf, x=x, sym=sym, x_symbol=x1)
+        self.probe.update(words=words, n_buf=n_buf, sym=sym, x_symbol=x1)
         return m
 
 
@@ -789,7 +789,7 @@ class RansDecoderShell(wiring.Component):
                          zero_top.eq(take & (self.i.p.data == 0))]
         self.probe.update({name.lower(): fsm.ongoing(name) for name in ("IDLE", "INIT", "DECODE", "DRAIN", "CHECK")})
         self.probe.update(remaining=remaining, words_left=words_left, reporting=reporting, report=report,
-                          top=top, zero_top=zero_top, check_end=check_end)
+                          top=top, zero_top=zero_top)
         return m
 
 
