@@ -110,9 +110,9 @@ SMALL = {
 }
 #: The interleaved-state builds (:data:`~ansforge.hdl.mutants.INTERLEAVED_CORES`): the codec's
 #: parameters (the states come from the core's name) and the core's. tANS: ``SMALL["tans"]`` with two
-#: states. rANS: the smallest ``S, W, P`` both xN coders accept: the decoder needs one pop per pair
-#: (``K <= W - P``, ``S <= 2 W - K``, ``P <= S - W``), the encoder ``P >= 5``, ``S - P >= P``, and
-#: ``S >= 16`` is the codec's own floor.
+#: states. rANS: the smallest ``S, W, P`` both xN coders accept with one pop per pair (``K <= W - P``,
+#: ``S <= 2 W - K``, ``P <= S - W``; the decoder's two-pop shapes are not built here), the encoder
+#: ``P >= 5``, ``S - P >= P``, and ``S >= 16`` is the codec's own floor.
 SMALL_XN = {
     "tans": (dict(table_log=5, word_bits=8), dict(max_symbols=4, max_extra_bits=2)),
     "rans": (dict(state_bits=16, word_bits=9, precision_bits=5), dict(max_symbols=4, max_extra_bits=2)),

