@@ -215,9 +215,43 @@ class WordCrc(wiring.Component):
     far, one cycle after the last ``valid``).
     """
 
-    def __init__(self, algorithm: crc.Algorithm, data_width: int):
-        self._alg, self._w = algorithm, data_width
-        super().__init__({"start": In(1), "valid": In(1), "data": In(data_width), "crc": Out(algorithm.crc_width)})
+    def __init__(self, algorithm: crc.Algorithm, data_width: int, *, zeros_first: int = 0):
+        self._alg, self._w, self._z = algorithm, data_width, zeros_first
+        ports = {"start": In(1), "valid": In(1), "data": In(data_width), "crc": Out(algorithm.crc_width)}
+        if zeros_first:
+            ports["alt"] = In(1)
+        super().__init__(ports)
+
+    def _init_before_zeros(self) -> int:
+        """The register value from which ``zeros_first`` zero bits lead to the algorithm's initial
+        value (the update with zero data is invertible): a start with ``alt`` then gives the CRC of
+        the words after those zero bits, whatever they are."""
+        n, a, z = self._alg.crc_width, self._alg, self._z
+        raw = crc.Algorithm(crc_width=n, polynomial=a.polynomial, initial_crc=0, reflect_input=a.reflect_input,
+                            reflect_output=False, xor_output=0)(data_width=z)
+        cols = []
+        for j in range(n):
+            raw_j = crc.Algorithm(crc_width=n, polynomial=a.polynomial, initial_crc=1 << j,
+                                  reflect_input=a.reflect_input, reflect_output=False, xor_output=0)(data_width=z)
+            cols.append(raw_j.compute([0]) ^ raw.compute([0]))
+        # Solve sum(x_j cols[j]) = initial over GF(2): Gaussian elimination on (column, selector) pairs.
+        rows, target = [(c, 1 << j) for j, c in enumerate(cols)], a.initial_crc
+        basis = {}
+        for c, sel in rows:
+            for bit in reversed(range(n)):
+                if not c >> bit & 1:
+                    continue
+                if bit in basis:
+                    c, sel = c ^ basis[bit][0], sel ^ basis[bit][1]
+                else:
+                    basis[bit] = (c, sel)
+                    break
+        x = 0
+        for bit in reversed(range(n)):
+            if target >> bit & 1:
+                target, x = target ^ basis[bit][0], x ^ basis[bit][1]
+        assert target == 0
+        return x
 
     def _raw(self, init: int, word: int) -> int:
         a = self._alg
@@ -231,15 +265,18 @@ class WordCrc(wiring.Component):
         f_cols = [self._raw(1 << j, 0) for j in range(n)]
         g_cols = [self._raw(0, 1 << j) for j in range(self._w)]
         reg = Signal(n, init=a.initial_crc)
+        alt_init = self._init_before_zeros() if self._z else None
         with m.If(self.valid):
             # A word given with ``start`` is the first word of the new CRC.
             for i in range(n):
                 f_row = sum(1 << j for j, col in enumerate(f_cols) if col >> i & 1)
                 g_row = sum(1 << j for j, col in enumerate(g_cols) if col >> i & 1)
                 from_init = bin(a.initial_crc & f_row).count("1") & 1
+                if alt_init is not None:
+                    from_init = Mux(self.alt, bin(alt_init & f_row).count("1") & 1, from_init)
                 m.d.sync += reg[i].eq(Mux(self.start, from_init, (reg & f_row).xor()) ^ (self.data & g_row).xor())
         with m.Elif(self.start):
-            m.d.sync += reg.eq(a.initial_crc)
+            m.d.sync += reg.eq(a.initial_crc if alt_init is None else Mux(self.alt, alt_init, a.initial_crc))
         m.d.comb += self.crc.eq((reg[::-1] if a.reflect_output else reg) ^ a.xor_output)
         return m
 
@@ -255,16 +292,25 @@ class BlockCrc:
     before, else the shell's ``CHECK`` state after the drain.
     """
 
-    def __init__(self, m: Module, word_bits: int, cmd, word_in, *, present: bool = True):
+    def __init__(self, m: Module, word_bits: int, cmd, word_in, *, present: bool = True, data=None,
+                 zeros_first=None):
+        """``data``: what the unit takes of each word (default ``word_in.p.data``); ``zeros_first``:
+        ``(condition, bits)``, where the condition holds at the command, the first word begins with
+        ``bits`` zero bits that are not the command's (the CRC starts where they lead to its initial
+        value)."""
         self._m = m
         self.present = present
         if not present:        # built without the unit: ``check_crc`` is ignored
             return
-        m.submodules.block_crc = self.processor = proc = WordCrc(crc.catalog.CRC32_ISO_HDLC, word_bits)
+        m.submodules.block_crc = self.processor = proc = WordCrc(
+            crc.catalog.CRC32_ISO_HDLC, word_bits, zeros_first=zeros_first[1] if zeros_first else 0)
         self.expected = expected = Signal(32)
         self.enabled = enabled = Signal()
         m.d.comb += [proc.start.eq(cmd.valid & cmd.ready),
-                     proc.valid.eq(word_in.valid & word_in.ready), proc.data.eq(word_in.p.data)]
+                     proc.valid.eq(word_in.valid & word_in.ready),
+                     proc.data.eq(word_in.p.data if data is None else data)]
+        if zeros_first:
+            m.d.comb += proc.alt.eq(zeros_first[0])
         with m.If(cmd.valid & cmd.ready):
             m.d.sync += [expected.eq(cmd.p.crc), enabled.eq(cmd.p.check_crc)]
 

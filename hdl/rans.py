@@ -880,16 +880,24 @@ class RansDecoderCoderXN(wiring.Component):
     preset's ``S = 48, W = 32, P = 16, K = 8``), where a pair pops at most one word, as above, or
     ``K <= P <= 16``, ``S <= 2 W`` and ``S - P <= 26`` (the whole product in the DSP), where it may
     pop twice, once before the chunk and once after it (``S = 32, W = 16``: after a pop ``x >= 2**W
-    >= 2**(S - W)``, so each of the two steps pops at most once): the
-    buffer holds two words, a turn waits for both (or ``ended``), the chunk's pop takes the second
-    word when the symbol's took the first, and one word comes in per clock, so a pair that pops
-    twice costs the next turn a clock. Measured with ``S = 32, W = 16, P = 16`` (``N = 5``, 64 codes,
-    8 extra bits, programmable, coder alone, the definitions of :mod:`ansforge.analysis.area`):
-    454 LUT-equivalents (342 LUTs + 14 RAM64M8; 569 with ``S = 48``), 1 DSP, 232 FFs, 11 levels,
-    ECP5 106.9 MHz (seeds 106.9 / 105.2 / 107.7; 110.0 with ``S = 48``): the product is ``16 x 17``
-    bits, so the upper product in LUTs (stage 3) and 16 bits of every state multiplexer go. Its
-    words are 16 bits: with one word per clock, 0.9984 to 0.9991 pairs per clock on 100,000-pair
-    slices of three MiniLM matrices (the double pops' clocks).
+    >= 2**(S - W)``, so each of the two steps pops at most once). Such a shape has a ``2 W``-bit
+    port (:meth:`port_words`): two stream words a port word, the first popped in the high half, an
+    odd count's first port word with a zero high half above the stream (``skip``, from the shell),
+    so that the words stay ``2 W``-bit aligned from the stream's bottom up, as the host stored them.
+    Two port-word registers hold the next words (``half`` says whether the first one's high word is
+    gone; a port word is written once into each register and never shifted), a turn waits until two
+    words are buffered (or ``ended``), the chunk's pop takes the second word where the symbol's took
+    the first, and the head's words come through the same registers. Two words a clock in, at most
+    two a pair out: the port never holds a turn back once the buffer is full. Measured with ``S =
+    32, W = 16, P = 16`` (``rans16x5`` as the paper configuration would have it: 32-bit port words,
+    64 codes, 8 extra bits, programmable, coder alone, the definitions of
+    :mod:`ansforge.analysis.area`): 462 LUT-equivalents (350 LUTs + 14 RAM64M8; 569 with ``S = 48``),
+    1 DSP, 265 FFs, 11 levels, ECP5 107.3 MHz (seeds 105.2 / 107.3 / 109.0; 110.0 with ``S = 48``):
+    the product is ``16 x 17`` bits, so the upper product in LUTs (stage 3) and 16 bits of every
+    state multiplexer go. With a ``W``-bit port and a two-word buffer instead (one word a clock in),
+    454 LUT-equivalents, but a double pop cost the next turn a clock: 0.9984 to 0.9991 pairs per
+    clock on 100,000-pair slices of three MiniLM matrices, against 0.9990 to 0.9996 with the port
+    (table writes and head included).
     """
 
     def __init__(self, shape: _RansShape):
@@ -909,12 +917,21 @@ class RansDecoderCoderXN(wiring.Component):
                               f"S={sh.S}, W={sh.W}, P={sh.P}, max_extra_bits={sh.K}")
 
     @staticmethod
+    def port_words(sh: _RansShape) -> int:
+        """Stream words per word of the input port: 1 where a pair pops at most once, else 2 (a
+        ``2 W``-bit port: two pops per pair never wait on the port)."""
+        return 1 if sh.S <= 2 * sh.W - sh.K and sh.K <= sh.W - sh.P else 2
+
+    @staticmethod
     def ports(sh: _RansShape) -> dict:
         """The coder's signature members for ``sh``."""
-        ports = {"i": In(stream.Signature(sh.W)), "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
+        pw = RansDecoderCoderXN.port_words(sh)
+        ports = {"i": In(stream.Signature(sh.W * pw)), "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
                  "start": In(1), "head": In(1), "run": In(1), "drain": In(1), "ended": In(1),
                  "loaded": Out(1), "initial": Out(1), "buffered": Out(1), "step": Out(1), "turned": Out(1), "bad": Out(1),
                  "starved": Out(1)}
+        if pw == 2:
+            ports["skip"] = In(1)
         if sh.programmable:
             ports["cfg"] = sh.cfg_port()
         if sh.sets > 1:
@@ -945,11 +962,24 @@ class RansDecoderCoderXN(wiring.Component):
         m.submodules.mul_add = mac = MulAdd(A, P + 1, S, S)
         r3_k, r3_sym, r3_bub = Signal(bits_for(K)), Signal(sb), Signal(init=1)
         r4_x, r4_k, r4_sym, r4_bub = mac.p, Signal(bits_for(K)), Signal(sb), Signal(init=1)
-        word = Signal(W)                             # the one-word buffer
-        have_word = Signal()
+        two = self.port_words(sh) == 2               # a pair may pop twice: the 2W-bit port
+        word = Signal(W)                             # the next word to pop
+        word2 = Signal(W)                            # the one after it (two pops)
+        have_word = Signal()                         # one pop: the one-word buffer is full
+        avail1, avail2 = Signal(), Signal()          # two pops: one / two words are buffered
+        if two:
+            # Two port words: ``port_a`` holds the next words, ``port_b`` the two after; ``half`` says
+            # whether ``port_a``'s high word (popped first) is gone. Words never move within a
+            # register: a port word is written once into ``port_b`` and once into ``port_a``.
+            port_a, port_b = Signal(2 * W), Signal(2 * W)
+            va, vb, half = Signal(), Signal(), Signal()
+            m.d.comb += [word.eq(Mux(half, port_a[:W], port_a[W:])), word2.eq(Mux(half, port_b[W:], port_a[:W])),
+                         avail1.eq(va), avail2.eq(va & (~half | vb)), self.buffered.eq(va | vb)]
+        else:
+            m.d.comb += self.buffered.eq(have_word)
         o_valid, o_pair = Signal(), Signal(self.o.p.shape())
         bad, short = Signal(), Signal(name="starved")
-        m.d.comb += [self.o.valid.eq(o_valid), self.o.p.eq(o_pair), self.buffered.eq(have_word),
+        m.d.comb += [self.o.valid.eq(o_valid), self.o.p.eq(o_pair),
                      self.bad.eq(bad), self.starved.eq(short), self.initial.eq(x0 == (1 << L))]
 
         table_set = r1_set = r2_set = None
@@ -1008,7 +1038,6 @@ class RansDecoderCoderXN(wiring.Component):
         m.d.comb += [mac.a.eq(r2_x[P:P + A]), mac.b.eq(r2_f), mac.c.eq(add)]     # (mac.en: the turn)
 
         # -- stage 5: one pop and the chunk ---------------------------------------------------------
-        two = not (sh.S <= 2 * sh.W - sh.K and sh.K <= sh.W - sh.P)    # a pair may pop twice
         w = r4_k
         early = Signal()                             # x' < 2**L: pop before the chunk
         late = Signal()                              # 2**L <= x' < 2**(L + w): pop after it
@@ -1029,7 +1058,6 @@ class RansDecoderCoderXN(wiring.Component):
         else:
             bits, chunked = Const(0, 1), v
         x_next = Signal(S)
-        word2 = Signal(W)                            # the second buffered word (two pops)
         late_word = Mux(early, word2, word) if two else word
         m.d.comb += x_next.eq(Mux(late, Cat(late_word, chunked[:S - W]), chunked))
         pop = Signal()
@@ -1038,14 +1066,14 @@ class RansDecoderCoderXN(wiring.Component):
         # -- the turn of the ring -------------------------------------------------------------------
         o_free = 1 if sh.mutant == "rans_xn_dec_overwrite" else (~o_valid | self.o.ready)
         ready = Signal()
-        have_word2 = Signal()
-        m.d.comb += ready.eq(r2_found & ((have_word2 if two else have_word) | self.ended) & o_free)
+        m.d.comb += ready.eq(r2_found & ((avail2 if two else have_word) | self.ended) & o_free)
         hw = Signal(range(per))                      # head words of the current state taken
         hl = Signal(range(N + 1))                    # head states complete
         settled = Signal()                           # the head's last turn is done
         head_word = Signal()
         head_turn = Signal()                         # a state of the head is complete: pass it on
-        m.d.comb += [self.loaded.eq(hl == N), head_word.eq(self.head & (hl != N) & self.i.valid),
+        head_in = word if two else self.i.p          # two pops: the head's words come through the buffer
+        m.d.comb += [self.loaded.eq(hl == N), head_word.eq(self.head & (hl != N) & (avail1 if two else self.i.valid)),
                      head_turn.eq(self.head & ((head_word & (hw == 0) & (hl != 0)) | ((hl == N) & ~settled)))]
         step, turn = Signal(), Signal()
         m.d.comb += [step.eq(run & ready & ~self.head), self.step.eq(step), self.turned.eq(turn),
@@ -1064,10 +1092,10 @@ class RansDecoderCoderXN(wiring.Component):
                 m.d.sync += [r1_set.eq(table_set), r2_set.eq(r1_set)]
             with m.If(~r4_bub):
                 m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(r4_sym), o_pair.extra.eq(bits)]
-                with m.If((early | late) & ~have_word):
+                with m.If((early | late) & ~(avail1 if two else have_word)):
                     m.d.sync += short.eq(1)
                 if two:
-                    with m.If(early & late & ~have_word2):
+                    with m.If(early & late & ~avail2):
                         m.d.sync += short.eq(1)
         with m.If(turn | miss):                      # (a miss reads the table at sym = stepped)
             m.d.sync += [r2_f.eq(f_eff), r2_lo.eq(lo_eff), r2_k.eq(k_eff), r2_found.eq(found),
@@ -1078,11 +1106,11 @@ class RansDecoderCoderXN(wiring.Component):
         # -- head: the stream's top words into the states -------------------------------------------
         top_bits = S - (per - 1) * W                 # bits of a state's first (most significant) word
         with m.If(head_word):
-            m.d.sync += [x0.eq(Cat(self.i.p, x0[:S - W])), hw.eq(Mux(hw == per - 1, 0, hw + 1))]
+            m.d.sync += [x0.eq(Cat(head_in, x0[:S - W])), hw.eq(Mux(hw == per - 1, 0, hw + 1))]
             with m.If(hw == per - 1):
                 m.d.sync += hl.eq(hl + 1)
             if top_bits < W:
-                with m.If((hw == 0) & (self.i.p[top_bits:] != 0)):
+                with m.If((hw == 0) & (head_in[top_bits:] != 0)):
                     m.d.sync += bad.eq(1)
         with m.If(head_turn):
             with m.If(x0[L:] == 0):                  # the state just completed is below 2**L
@@ -1102,26 +1130,32 @@ class RansDecoderCoderXN(wiring.Component):
             with m.Elif(consume):
                 m.d.sync += have_word.eq(0)
         else:
-            # Two words: ``word`` (popped first) and ``word2``; a pair pops none, one or both, and one
-            # word comes in per clock, into the first free place after the pops.
-            consume2 = Signal()
-            m.d.comb += [consume.eq(turn & pop & have_word), consume2.eq(turn & early & late & ~r4_bub & have_word2),
-                         self.i.ready.eq(Mux(self.head & (hl != N), 1, ~have_word2 | consume)),
-                         take.eq(self.i.valid & self.i.ready & ~(self.head & (hl != N)))]
-            n_left = Signal(2)                       # words held after this clock's pops
-            m.d.comb += n_left.eq(have_word + have_word2 - consume - consume2)
-            with m.If(consume & ~consume2):
-                m.d.sync += word.eq(word2)
+            # Words taken this clock: a head word, or a turn's pops (none where none is buffered: the
+            # turn then reports ``starved``).
+            taken = Signal(2)
+            m.d.comb += taken.eq(Mux(head_word, 1, (turn & pop & avail1) + (turn & early & late & ~r4_bub & avail2)))
+            t = Signal(2)                            # words of port_a gone after this clock
+            m.d.comb += t.eq(half + taken)
+            move = Signal()                          # port_b becomes port_a: port_a is empty or used up
+            m.d.comb += [move.eq(vb & (~va | (t >= 2))),
+                         self.i.ready.eq(~vb | move), take.eq(self.i.valid & self.i.ready)]
+            with m.If(va & (t >= 2)):
+                m.d.sync += [va.eq(vb), half.eq(t[0])]
+            with m.Elif(va):
+                m.d.sync += half.eq(t[0])
+            with m.Elif(vb):
+                m.d.sync += va.eq(1)
+            with m.If(move):
+                m.d.sync += port_a.eq(port_b)
             with m.If(take):
-                with m.If(n_left == 0):
-                    m.d.sync += word.eq(self.i.p)
-                with m.Else():
-                    m.d.sync += word2.eq(self.i.p)
-            m.d.sync += [have_word.eq((n_left + take) >= 1), have_word2.eq((n_left + take) >= 2)]
+                m.d.sync += [port_b.eq(self.i.p), vb.eq(1)]
+            with m.Elif(move):
+                m.d.sync += vb.eq(0)
         with m.If(self.start):
             m.d.sync += [have_word.eq(0), hw.eq(0), hl.eq(0), settled.eq(0), bad.eq(0), short.eq(0)]
             if two:
-                m.d.sync += have_word2.eq(0)
+                # ``skip``: the first port word's high word is not the command's (an odd word count).
+                m.d.sync += [va.eq(0), vb.eq(0), half.eq(self.skip)]
         return m
 
 
@@ -1149,9 +1183,12 @@ class RansDecoderShellXN(wiring.Component):
     def __init__(self, shape: _RansShape, block_crc: bool):
         sh = self._shape = shape
         self._block_crc = block_crc
-        ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
+        self._pw = pw = RansDecoderCoderXN.port_words(sh)
+        ports = decoder_ports(sh.S, 1, sh.W * pw, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
         del ports["o"]
-        ports.update({"word": Out(stream.Signature(sh.W)), "pair_valid": In(1),
+        if pw == 2:
+            ports["skip"] = Out(1)
+        ports.update({"word": Out(stream.Signature(sh.W * pw)), "pair_valid": In(1),
                       "start": Out(1), "head": Out(1), "run": Out(1), "drain": Out(1), "ended": Out(1),
                       "loaded": In(1), "initial": In(1), "buffered": In(1), "step": In(1), "turned": In(1), "bad": In(1),
                       "starved": In(1), "idle": Out(1)})
@@ -1161,7 +1198,7 @@ class RansDecoderShellXN(wiring.Component):
         N = self._shape.codec.states
         m = Module()
         remaining = Signal.like(self.cmd.p.count)
-        words_left = Signal.like(self.cmd.p.words)   # words of the stream not yet taken
+        words_left = Signal.like(self.cmd.p.words)   # port words of the stream not yet taken
         check_end = Signal()
         ended, forward, take = Signal(), Signal(), Signal()
         turns = Signal(range(N))                     # drain turns done
@@ -1177,7 +1214,17 @@ class RansDecoderShellXN(wiring.Component):
             m.d.sync += words_left.eq(words_left - 1)
         with m.If(self.step):
             m.d.sync += remaining.eq(remaining - 1)
-        block_crc = BlockCrc(m, self._shape.W, self.cmd, self.i, present=self._block_crc)
+        W = self._shape.W
+        if self._pw == 1:
+            block_crc = BlockCrc(m, W, self.cmd, self.i, present=self._block_crc)
+        else:
+            # The CRC of the stream's words in decoding order: a port word's high word first; an odd
+            # count's first port word carries a zero high word above the stream, which the CRC's start
+            # value absorbs.
+            odd = self.cmd.p.words[0]
+            m.d.comb += self.skip.eq(odd)
+            block_crc = BlockCrc(m, 2 * W, self.cmd, self.i, present=self._block_crc,
+                                 data=Cat(self.i.p.data[W:], self.i.p.data[:W]), zeros_first=(odd, W))
 
         m.d.sync += self.done.eq(0)
         with m.If(reporting & ~self.pair_valid):
@@ -1214,7 +1261,8 @@ class RansDecoderShellXN(wiring.Component):
                 m.d.comb += [self.head.eq(1), forward.eq(~self.loaded)]
                 with m.If(self.loaded):
                     m.next = "DECODE"
-                with m.Elif(ended):
+                # (Two words a port word: the head's last words may still wait in the coder's buffer.)
+                with m.Elif(ended & (~self.buffered if self._pw == 2 else 1)):
                     finish(DecodeStatus.OUT_OF_WORDS)
 
             with m.State("DECODE"):
@@ -1254,7 +1302,9 @@ class RansDecoderShellXN(wiring.Component):
         with m.If(taking):
             cm = self.cmd.p
             m.d.comb += self.start.eq(1)
-            m.d.sync += [remaining.eq(cm.count), words_left.eq(cm.words), check_end.eq(cm.check_end)]
+            # Two words a port word, the first of an odd count alone (``skip``).
+            port_words = cm.words if self._pw == 1 else (cm.words + 1)[1:]
+            m.d.sync += [remaining.eq(cm.count), words_left.eq(port_words), check_end.eq(cm.check_end)]
             with m.If(cm.resume):
                 m.d.sync += report.eq(DecodeStatus.FINAL_STATE)
         return m
@@ -1303,12 +1353,14 @@ class RansDecoder(_RansCore):
                         interleaved_decoder=codec.states > 1)
         self._mutant = sh.mutant = check_mutant("rans-decoder", mutant, codec.states)
         self._block_crc = check_bool("block_crc", block_crc)
-        ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
-        if sh.sets > 1:
-            ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
         self._interleaved = codec.states > 1
         if self._interleaved:
             RansDecoderCoderXN.check_shape(sh)
+        # Words on ``i``: two stream words each where a pair may pop twice (RansDecoderCoderXN.port_words).
+        pw = RansDecoderCoderXN.port_words(sh) if self._interleaved else 1
+        ports = decoder_ports(sh.S, 1, sh.W * pw, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
+        if sh.sets > 1:
+            ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
         self._setup(sh, shell, ports, RansDecoderCoderXN if self._interleaved else RansDecoderCoder)
 
     def blocks(self) -> dict[str, wiring.Component]:
@@ -1337,7 +1389,8 @@ class RansDecoder(_RansCore):
         m.d.comb += [sh_.i.valid.eq(self.i.valid), sh_.i.p.eq(self.i.p), self.i.ready.eq(sh_.i.ready),
                      self.done.eq(sh_.done), self.status.eq(sh_.status), sh_.pair_valid.eq(coder.o.valid)]
         if self._interleaved:
-            to_coder, from_coder = ("start", "head", "run", "drain", "ended"), \
+            to_coder, from_coder = ("start", "head", "run", "drain", "ended") + (
+                ("skip",) if RansDecoderCoderXN.port_words(sh) == 2 else ()), \
                 ("loaded", "initial", "buffered", "step", "turned", "bad", "starved")
         else:
             to_coder, from_coder = ("load", "load_state", "run", "ended"), ("state", "buffered", "step")

