@@ -1859,16 +1859,24 @@ class RansEncoderXnCoder(wiring.Component):
 
     @staticmethod
     def check_shape(sh: _RansShape) -> None:
-        """``ValueError`` unless a pair of ``sh`` moves at most one word (what the coder builds)."""
-        if not (sh.one_word and sh.chunks <= 1):
-            raise ValueError(f"the {sh.codec.states}-state rANS encoder codes at most one word per pair: "
-                             f"max_extra_bits must be at most W - P = {sh.W - sh.P}, not {sh.K}")
+        """``ValueError`` unless a pair of ``sh`` has at most one chunk (``max_extra_bits <= P``: at most
+        two pushes, the chunk's and the symbol's) and :func:`_xn_plan` takes ``N``, ``P``, ``S - P``."""
+        if sh.chunks > 1:
+            raise ValueError(f"the {sh.codec.states}-state rANS encoder codes at most one chunk per pair: "
+                             f"max_extra_bits must be at most P = {sh.P}, not {sh.K}")
         _xn_plan(sh.codec.states, sh.P, sh.S - sh.P)
 
     @staticmethod
-    def depth(sh: _RansShape) -> int:
-        """Words the output buffer holds: one (a pair pushes at most one word)."""
-        return 1
+    def two_words(sh: _RansShape) -> bool:
+        """Whether a pair of ``sh`` may push two words: after the chunk's push ``x < 2**(S - W)``, and
+        after its ``k``-bit insertion ``x < 2**(S - W + k)``, which reaches the symbol's push threshold
+        ``f 2**(S - P) >= 2**(S - P)`` only where ``k > W - P``."""
+        return not sh.one_word
+
+    @classmethod
+    def depth(cls, sh: _RansShape) -> int:
+        """Words the output buffer holds: a pair's pushes, one or two (:meth:`two_words`)."""
+        return 2 if cls.two_words(sh) else 1
 
     @classmethod
     def ports(cls, sh: _RansShape) -> dict:
@@ -1876,7 +1884,7 @@ class RansEncoderXnCoder(wiring.Component):
         ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
                  "o": Out(stream.Signature(sh.W)),
                  "start": In(1), "run": In(1), "flush": In(1),
-                 "state": Out(sh.S), "held": Out(range(2)), "step": Out(1)}
+                 "state": Out(sh.S), "held": Out(range(cls.depth(sh) + 1)), "step": Out(1)}
         if sh.programmable:
             ports["cfg"] = sh.cfg_port()
         return ports
@@ -1884,6 +1892,7 @@ class RansEncoderXnCoder(wiring.Component):
     def elaborate(self, platform):
         sh = self._shape
         S, W, P, K, N = sh.S, sh.W, sh.P, sh.K, sh.codec.states
+        two = self.two_words(sh)                 # a pair may push twice: a second output word
         Q, n = S - P, P + 1
         plan = _xn_plan(N, P, Q)
         t, s_drop, D, amax, bmax, yw = (plan[k] for k in ("t", "s", "D", "amax", "bmax", "yw"))
@@ -1948,30 +1957,48 @@ class RansEncoderXnCoder(wiring.Component):
         fm.d.comb += cf.eq(c + f)
 
         # -- the output word and the flush ---------------------------------------------------------
-        n_out = Signal()
+        n_out = Signal()                        # ``out_word`` holds a word (``o.valid``)
         room = Signal()
         fire = Signal()
         left = Signal(range(N + 1), init=N)
         part = Signal(range(per))
         fword = Signal()
-        m.d.comb += [room.eq(1 if sh.mutant == "rans_xn_enc_overwrite" else (~n_out | self.o.ready)),
+        if two:
+            # A second word waits in ``out_word2`` behind ``out_word`` (``n_two`` implies ``n_out``). A
+            # pair (or a flush word) is taken only where the buffer is empty after this clock's
+            # transfer, so that it has room for the pair's two words whatever the pair pushes:
+            # ``i.ready`` reads registers and ``o.ready`` only, not the push compares. A pair that
+            # pushes twice costs the next pair a clock (its second word leaves first).
+            n_two = Signal()
+            out2 = Signal(W, name="out_word2")
+            free = ~n_out | (~n_two & self.o.ready)
+            held = n_out + n_two
+        else:
+            free, held = ~n_out | self.o.ready, n_out
+        m.d.comb += [room.eq(1 if sh.mutant == "rans_xn_enc_overwrite" else free),
                      self.i.ready.eq(self.run & room), fire.eq(self.i.valid & self.i.ready),
                      fword.eq(self.flush & (left != 0) & room),
-                     self.o.valid.eq(n_out), self.held.eq(n_out), self.step.eq(fire),
+                     self.o.valid.eq(n_out), self.held.eq(held), self.step.eq(fire),
                      self.state.eq(left)]
         out = Signal(W, name="out_word")
         m.d.comb += self.o.p.eq(out)
         words = Array([Cat(x, Const(0, per * W - S))[j * W:(j + 1) * W] for j in range(per)])
         with m.If(fire | fword):
-            # At most one of the pair's pushes happens (one word per pair): the chunk's pushes the
-            # incoming state's low word, the symbol's the low word after the chunk. The word register
-            # is written on every pair (a pair enters only where the word held, if any, leaves in the
-            # same clock), so that its 32 enables do not wait on the symbol's push compare; only the
-            # valid bit does.
+            # The chunk's push pushes the incoming state's low word, the symbol's the low word after
+            # the chunk; where only one happens (or the shape allows one only), that word is ``o``'s.
+            # The word registers are written on every pair (a pair enters only where the words held,
+            # if any, leave in the same clock), so that their enables do not wait on the symbol's push
+            # compare; only the valid bits do.
             m.d.sync += [out.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))),
                          n_out.eq(fword | push_c | push_s)]
+            if two:
+                # Both pushes: the chunk's word leaves first (push order), the symbol's waits.
+                m.d.sync += [out2.eq(xv[:W]), n_two.eq(~self.flush & push_c & push_s)]
         with m.Elif(self.o.ready):
-            m.d.sync += n_out.eq(0)
+            if two:
+                m.d.sync += [out.eq(out2), n_out.eq(n_two), n_two.eq(0)]
+            else:
+                m.d.sync += n_out.eq(0)
         step_ring = Signal()
         m.d.comb += step_ring.eq(fire | (fword & (part == per - 1)))
         with m.If(~self.flush):
