@@ -18,7 +18,7 @@ from ..model.coding.codecs import Codec
 from ..model.coding.stream import Checkpoint, Run, block_crc, block_ranges
 from .streams import pack, pairs_to_payloads, payload_shape, payloads_to_pairs
 
-__all__ = ["CORES", "CoreJob", "SimResult", "StreamBlock", "build_core", "make_job", "stream_blocks", "block_command", "port_inputs", "port_outputs",
+__all__ = ["CORES", "CoreJob", "SimResult", "StreamBlock", "build_core", "make_job", "stream_blocks", "block_command", "port_inputs", "port_outputs", "stream_words",
            "blocks_job", "unpack_pairs", "cfg_writes", "command_state"]
 
 CORES = ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")
@@ -198,6 +198,19 @@ def port_outputs(core, words_push_order: np.ndarray, word_bits: int) -> np.ndarr
     last = np.zeros(w.size, dtype=np.uint64)
     last[-1:] = 1
     return (w << np.uint64(shape["data"].offset)) | (last << np.uint64(shape["last"].offset))
+
+
+def stream_words(core, outputs, word_bits: int) -> np.ndarray:
+    """An encoder's ``o`` payloads back to its stream words (push order): what a host stores. Where the
+    port is two words wide, each port word's low half first, and a zero high half of the last one (an
+    odd count's: a stream's top word is a state's top word, never 0) dropped."""
+    field = payload_shape(core, "o")["data"]
+    port = (np.asarray(outputs, dtype=np.uint64) >> np.uint64(field.offset)) & np.uint64((1 << field.width) - 1)
+    if field.width != 2 * word_bits:
+        return port
+    mask = np.uint64((1 << word_bits) - 1)
+    w = np.stack([port & mask, port >> np.uint64(word_bits)], axis=1).ravel()
+    return w[:-1] if w.size and w[-1] == 0 else w
 
 
 def command_state(core, cp: Checkpoint | None) -> int:

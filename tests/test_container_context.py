@@ -196,9 +196,11 @@ def test_simulate_container_refuses_shared_streams_and_encoders(small, tmp_path,
     assert "one stream per tensor" in err[0] and "decoder core" in err[1] and "tans" in err[2]
 
 
-@pytest.mark.parametrize("name,version", [("legacy_v2_tans8", 2), ("legacy_v3_rans16", 3)])
+@pytest.mark.parametrize("name,version", [("legacy_v2_tans8", 2), ("legacy_v3_rans16", 3), ("legacy_v5_rans16x4", 5)])
 def test_containers_written_before_context_still_decode(tmp_path, name, version):
-    """Fixtures written by the code before version 4 (tests/data): same values as the model they came from."""
+    """Fixtures written by earlier code (tests/data): before version 4, and ``rans16x4`` before the
+    interleaved preset moved to S = 32, W = 16 (its streams keep S = 48, W = 32): same values as the
+    model they came from."""
     c = open_container(DATA / f"{name}.ansf")
     assert c.version == version
     rng = np.random.default_rng(23)

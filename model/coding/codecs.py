@@ -30,6 +30,9 @@ parameters and check only hardware options (table sets, programmable, whether a 
     ``rans16x4``, ``rans24x2``): pair ``j`` is coded with state ``j mod N`` (``docs/bitstream.md`` §8),
     so a core gives each state ``N`` clocks and a CPU runs ``N`` independent chains. ``N = 1`` (no
     suffix) is the single-state bitstream, unchanged. ``rans24xN`` is no longer constriction's format.
+    ``rans16xN`` takes the ``interleaved`` preset, ``S = 32`` and ``W = 16`` (16-bit renormalisation:
+    the interleaved cores' multiply is ``16 x 17`` bits and their 32-bit port words carry two words);
+    streams written with ``S = 48``, ``W = 32`` before are still read (their records carry both).
 """
 
 from __future__ import annotations
@@ -401,5 +404,6 @@ def parse_codec(name: str) -> Codec:
     if bits == 24:
         return RansCodec(f"rans24{sfx}", dataclasses.replace(RANS_PRESETS["constriction"], states=states))
     if bits == 16:
-        return RansCodec(f"rans16{sfx}", dataclasses.replace(RANS_PRESETS["paper"], states=states))
+        preset = RANS_PRESETS["paper" if states == 1 else "interleaved"]
+        return RansCodec(f"rans16{sfx}", dataclasses.replace(preset, states=states))
     return RansCodec(f"rans{bits}{sfx}", RansParams(64, 32, bits, states=states))

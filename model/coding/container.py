@@ -56,16 +56,18 @@ from ..dtypes.quantized import (FP8_FORMATS, FP8_STORAGE, Q4_0_BLOCK, Q4_0_BLOCK
                                 q4_0_join, q4_0_split, to_fp8)
 from .probability import ideal_bits
 from .rans import RansParams
-from .stream import Checkpoint, Run, StreamError, block_crc, block_ranges, word_dtype
+from .stream import MAX_STATES, Checkpoint, Run, StreamError, block_crc, block_ranges, word_dtype
 
 __all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "Container", "ContainerStream",
            "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION", "VERSION_STATES", "LEGACY_CODECS", "FORMATS",
            "format_sizes", "format_lines", "PUBLISHED_FP8_SAVING"]
 
 #: Codecs ansforge wrote before, which it still reads: rans16 coded with a 64-bit state until the
-#: paper preset moved to S = 48 (one-DSP decoder multiply, docs/bitstream.md); each stream's codec
-#: record carries S, so such a stream decodes exactly with the state width it was written with.
-LEGACY_CODECS = (RansCodec("rans16", RansParams(64, 32, 16)),)
+#: paper preset moved to S = 48 (one-DSP decoder multiply, docs/bitstream.md), and rans16xN with S = 48,
+#: W = 32 until it moved to S = 32, W = 16 (the ``interleaved`` preset); each stream's codec record
+#: carries S and W, so such a stream decodes exactly as it was written.
+LEGACY_CODECS = (RansCodec("rans16", RansParams(64, 32, 16)),
+                 *(RansCodec(f"rans16x{n}", RansParams(48, 32, 16, states=n)) for n in range(2, MAX_STATES + 1)))
 
 MAGIC = b"ANSFORGE"
 VERSION = 4

@@ -9,6 +9,10 @@ word it may pop). Presets:
     is the narrowest state: the decoder's multiply is ``(S - P) x (P + 1)`` = 32 x 17 bits.
 ``constriction``
     ``P = 24``, ``W = 32``, ``S = 64``: bit-exact with constriction's ``AnsCoder``.
+``interleaved``
+    ``P = 16``, ``W = 16``, ``S = 32``: ``rans16xN`` (``N > 1`` states). The interleaved cores read and
+    write two words a 32-bit port word (the paper's 32-bit words), and their multiply is ``16 x 17``
+    bits, all of it in one DSP.
 
 One symbol of frequency ``f`` and cumulative ``c`` (``sum f = 2**P``)::
 
@@ -124,6 +128,10 @@ def stream_head(w: Sequence[int], params: RansParams) -> tuple[int, list[int]]:
 RANS_PRESETS: dict[str, RansParams] = {
     "paper": RansParams(48, 32, 16),
     "constriction": RansParams(64, 32, 24),
+    # rans16xN: 16-bit renormalisation (a pair may pop, or push, a word before its chunk and another
+    # after it); the interleaved cores take two such words a 32-bit port word, and their multiply is
+    # 16 x 17 bits (docs/bitstream.md §8).
+    "interleaved": RansParams(32, 16, 16),
 }
 
 
