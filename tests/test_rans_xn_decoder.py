@@ -142,14 +142,23 @@ def test_hardware_round_trip_through_the_encoder_core(seed):
     stack first, and the pairs come back exactly with status OK (CRC and end check on), both runs with
     random back-pressure."""
     spec, table, s, e = _case(30 + seed, 500, crowded=bool(seed))
+    golden = spec.coder().encode([table], [Run(0, s.size)], s, e).words
+    if seed:                                 # crowded: pairs that move two words (not vacuous)
+        assert (_pops_per_pair(spec, table, golden, s.size) == 2).any()
     enc = make_job("rans-encoder", spec, table, s, e, programmable=True)
-    words = stream_words(enc.core, AmaranthEngine().run(enc, stall_prob=0.2, seed=seed).outputs, spec.word_bits)
+    out = AmaranthEngine().run(enc, stall_prob=0.2, seed=seed).outputs
+    words = stream_words(enc.core, out, spec.word_bits)
+    assert np.array_equal(words, golden)
     core = RansDecoder(spec, programmable=True)
     job = CoreJob("rans-decoder", core, cfg=cfg_writes(core, [table]), pairs=s.size, words=int(words.size))
     job.commands = [pack(payload_shape(core, "cmd"), {"count": s.size, "words": int(words.size), "resume": 0,
                                                       "check_end": 1, "check_crc": 1,
                                                       "crc": block_crc(words, word_bits=spec.word_bits)})]
     job.inputs = port_inputs(core, words[::-1], spec.word_bits)
+    # The encoder's 32-bit port words, last first, are the decoder's: no host repacking.
+    off_o, off_i = (np.uint64(payload_shape(c, p)["data"].offset) for c, p in ((enc.core, "o"), (core, "i")))
+    mask = np.uint64((1 << (2 * spec.word_bits)) - 1)
+    assert np.array_equal((np.asarray(out, np.uint64) >> off_o & mask)[::-1], job.inputs >> off_i)
     job.expected = pairs_to_payloads(payload_shape(core, "o"), s, e)
     job.expected_status = [DecodeStatus.OK.value]
     ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=seed))

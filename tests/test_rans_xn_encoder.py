@@ -15,7 +15,7 @@ from amaranth.sim import Simulator
 
 from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
 import ansforge.hdl.rans as hdl_rans
-from ansforge.hdl.rans import ENCODER_XN_STATES, RansDecoder, RansEncoder, RansEncoderXnCoder, _xn_plan
+from ansforge.hdl.rans import ENCODER_XN_STATES, RansEncoder, RansEncoderXnCoder, _xn_plan
 from ansforge.hdl.verilog import core_verilog
 from ansforge.model.coding.codecs import RansCodec, parse_codec
 from ansforge.model.coding.codetable import CodeTable
@@ -23,9 +23,9 @@ from ansforge.model.coding.rans import RansCoder, RansTable, freq_reciprocals
 from ansforge.model.coding.stream import Run
 from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
-from ansforge.sim.jobs import CoreJob, build_core, cfg_writes, make_job, port_inputs, stream_words
+from ansforge.sim.jobs import CoreJob, build_core, make_job
 from ansforge.sim.model_run import model_pairs, simulate_matrices
-from ansforge.sim.streams import pack, pairs_to_payloads, payload_shape, stream_get, stream_put
+from ansforge.sim.streams import pack, stream_get, stream_put
 
 from .test_command_queue import reset_mid_command
 from .test_rans_cores import _crowded_freqs
@@ -344,21 +344,6 @@ def test_sixteen_bit_words_bit_exact_and_one_pair_per_clock(seed, programmable):
     assert job.check(res)[0], job.check(res)[1]
 
 
-@pytest.mark.parametrize("seed", range(2))
-def test_sixteen_bit_words_random_tables_and_lengths(seed):
-    """``S = 32, W = 16``, arbitrary tables (extra widths 0..8), any pair count (fewer pairs than states
-    included), baked without and programmed with back-pressure: the golden words."""
-    rng = np.random.default_rng(200 + seed)
-    n_sym = int(rng.integers(2, 65))
-    spec, table = _table(_random_freqs(rng, n_sym), rng.integers(0, 9, size=n_sym), SPEC16)
-    for n in (0, 1, N - 1, N, N + 1, 400):
-        s, e = _pairs(rng, table, n)
-        for programmable, stall in ((False, 0.0), (True, 0.3)):
-            job = make_job("rans-encoder", spec, table, s, e, programmable=programmable)
-            res = AmaranthEngine().run(job, stall_prob=stall, seed=seed)
-            assert job.check(res)[0], (n, programmable, stall, job.check(res)[1])
-
-
 def test_sixteen_bit_words_eight_states(monkeypatch):
     """The coder builds for ``N = 8`` too (six head stages, two for the one divider step and the final
     add; ``N = 8`` is not shipped, so the codec check is widened here): the golden ``S = 32`` words."""
@@ -388,35 +373,3 @@ def test_sixteen_bit_words_back_to_back_commands():
         res = AmaranthEngine().run(job, stall_prob=stall, seed=3, trace={"done": core.done})
         assert job.check(res)[0], job.check(res)[1]
         assert int(res.trace["done"].sum()) == 3
-
-
-@pytest.mark.parametrize("seed", [0, 1])
-def test_sixteen_bit_words_hardware_round_trip(seed):
-    """Pairs -> this encoder core (``S = 32, W = 16``, ``N = 16``, random back-pressure) -> its words, as it
-    wrote them -> the interleaved decoder core (``RansDecoder``, the same spec, two pops per pair where
-    needed, CRC and end check on) -> the same pairs, status OK."""
-    from ansforge.hdl.common import DecodeStatus
-    from ansforge.model.coding.stream import block_crc
-
-    spec, table, s, e = _crowded16(60 + seed, 500)
-    assert _double_pushes(spec.rans, table, s, e).any()
-    enc = make_job("rans-encoder", spec, table, s, e, programmable=True)
-    res = AmaranthEngine().run(enc, stall_prob=0.2, seed=seed)
-    assert enc.check(res)[0], enc.check(res)[1]
-    out = np.asarray(res.outputs, dtype=np.uint64)
-    data = payload_shape(enc.core, "o")["data"]
-    assert data.width == 2 * spec.word_bits
-    port = (out >> np.uint64(data.offset)) & np.uint64((1 << data.width) - 1)
-    words = stream_words(enc.core, out, spec.word_bits)
-    assert np.array_equal(words, RansCoder(spec.rans).encode([table], [Run(0, s.size)], s, e).words)
-    core = RansDecoder(spec, programmable=True)
-    job = CoreJob("rans-decoder", core, cfg=cfg_writes(core, [table]), pairs=s.size, words=int(words.size))
-    job.commands = [pack(payload_shape(core, "cmd"), {"count": s.size, "words": int(words.size), "resume": 0,
-                                                      "check_end": 1, "check_crc": 1,
-                                                      "crc": block_crc(words, word_bits=spec.word_bits)})]
-    job.inputs = port_inputs(core, words[::-1], spec.word_bits)
-    assert np.array_equal(job.inputs >> np.uint64(payload_shape(core, "i")["data"].offset), port[::-1])
-    job.expected = pairs_to_payloads(payload_shape(core, "o"), s, e)
-    job.expected_status = [DecodeStatus.OK.value]
-    ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.2, seed=seed))
-    assert ok, errs
