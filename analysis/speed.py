@@ -208,7 +208,7 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
           f"per round, same order), min and median; load average {os.getloadavg()[0]:.1f} at the end. Golden = "
           f"the pure-Python single-lane hardware model, on the first {golden_pairs:,} pairs; {kernels}: the same "
           "algorithm and bitstream as the golden model, whole tensor, checkpoints every 2^20 pairs, one thread. "
-          "`xN`: N interleaved states in the one stream (docs/bitstream.md §8, a software-only format for now). "
+          "`xN`: N interleaved states in the one stream (docs/bitstream.md §8; `rans16xN` with S = 32, W = 16, the interleaved preset). "
           "\"decode (pairs)\" writes symbols and additional data; \"decode to bf16 values\" writes the bf16 bit "
           "patterns themselves (the join of the pairs included). bulk = NumPy, 16,384 lanes. constriction codes "
           "the exponent codes only (no additional data); zstd and ZipNN compress the tensor's bf16 bytes. " + huff_note, "",
