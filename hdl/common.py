@@ -212,7 +212,9 @@ class WordCrc(wiring.Component):
 
     Ports: ``start`` (re-initialise; a word ``valid`` in the same cycle is the first of the new CRC),
     ``valid`` + ``data`` (add a word), ``crc`` (the algorithm's output value for the words added so
-    far, one cycle after the last ``valid``).
+    far, one cycle after the last ``valid``). With ``zeros_first = z``, ``alt`` at ``start`` starts from
+    the register value that ``z`` zero data bits lead to the initial value instead: the CRC of words
+    whose first ``z`` bits are zeros that do not count (the rANS decoder's pad half).
     """
 
     def __init__(self, algorithm: crc.Algorithm, data_width: int, *, zeros_first: int = 0):

@@ -1887,11 +1887,12 @@ class RansEncoderXnCoder(wiring.Component):
     the clock after the last flush word. ``state`` (the port the shell watches for the end of the
     flush) is the count of states still to flush (``N`` while ``flush`` is low), not a state.
 
-    Ports are those of :class:`RansEncoderCoder` (``held`` ranges over 0 .. :meth:`depth`: one output
-    word, or two where a pair may push twice). Latency: a pair's first push word is in ``o`` the clock
-    after it enters, its second (if any) the clock after that; the flush is ``N ceil(S / W)`` words,
-    one per clock. Reset (or ``start``) makes every slot fresh; the symbol table is LUT-RAM and
-    survives it.
+    Ports are those of :class:`RansEncoderCoder`, ``o`` :meth:`port_words` stream words wide (``held``
+    ranges over 0 .. :meth:`depth`: the port word in ``o``, and where a pair may push twice a word
+    waiting for its port word's other half). Latency: a pair's push word is in ``o`` the clock after it
+    enters (with two words a port word: the clock after the pair that completes its port word); the
+    flush is ``N ceil(S / W)`` words, one per clock, and an odd count's last port word one clock more.
+    Reset (or ``start``) makes every slot fresh; the symbol table is LUT-RAM and survives it.
 
     Supported shapes: at most one chunk (``max_extra_bits <= P``) and what :func:`_xn_plan` takes (``P
     >= 5``, ``S - P >= P``, ``N >= 7``). Where also ``max_extra_bits <= W - P`` (the paper's 8 with ``P =
