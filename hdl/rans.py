@@ -915,7 +915,7 @@ class RansDecoderCoderXN(wiring.Component):
     @staticmethod
     def check_shape(sh: _RansShape) -> None:
         """``ConfigError`` unless the pipelined coder can decode ``sh`` (see the class docstring)."""
-        one_pop = sh.one_word and sh.S <= 2 * sh.W - sh.K
+        one_pop = sh.chunks <= 1 and RansDecoderCoderXN.port_words(sh) == 1
         # Two pops per pair only where the DSP takes the whole product (no upper product in LUTs).
         two_pops = sh.chunks <= 1 and sh.S <= 2 * sh.W and sh.S - sh.P <= 26 and sh.P <= 16
         if not ((one_pop or two_pops) and sh.P <= sh.S - sh.W):

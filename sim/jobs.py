@@ -166,35 +166,35 @@ def stream_blocks(words: np.ndarray, checkpoints: list[Checkpoint], n_pairs: int
     return out
 
 
+def _port_words(words_push_order: np.ndarray, word_bits: int, port_bits: int) -> np.ndarray:
+    """Stream words (push order) as port words: one each, or where the port is two words wide two,
+    the first pushed in the low half, an odd last word with a zero high half (the words' 32-bit
+    alignment from the stream's bottom up, as a host stores them)."""
+    w = np.asarray(words_push_order, dtype=np.uint64)
+    if port_bits == word_bits:
+        return w
+    if port_bits != 2 * word_bits:
+        raise ValueError(f"the core's words are {port_bits} bits, the stream's {word_bits}")
+    if w.size % 2:
+        w = np.concatenate([w, np.zeros(1, np.uint64)])
+    return w[0::2] | (w[1::2] << np.uint64(word_bits))
+
+
 def port_inputs(core, words_top_first: np.ndarray, word_bits: int) -> np.ndarray:
-    """A decoder command's stream words (top of the stack first) as ``i`` payloads: one word each, or
-    where the port is two words wide (an rANS decoder whose pairs may pop twice,
-    :meth:`~ansforge.hdl.rans.RansDecoderCoderXN.port_words`) two, the first popped in the high half,
-    an odd count's first port word with a zero high half above the stream (the words' addresses
-    stay 32-bit aligned from the stream's bottom up)."""
+    """A decoder command's stream words (top of the stack first) as ``i`` payloads: the encoder's port
+    words (:func:`port_outputs`), last first. Where the port is two words wide (an rANS decoder whose
+    pairs may pop twice, :meth:`~ansforge.hdl.rans.RansDecoderCoderXN.port_words`) the first popped is
+    in the high half, and an odd count's first port word has a zero high half above the stream."""
     field = payload_shape(core, "i")["data"]
-    w = np.asarray(words_top_first, dtype=np.uint64)
-    if field.width == 2 * word_bits:
-        if w.size % 2:
-            w = np.concatenate([np.zeros(1, np.uint64), w])
-        w = (w[0::2] << np.uint64(word_bits)) | w[1::2]
-    elif field.width != word_bits:
-        raise ValueError(f"the core's words are {field.width} bits, the stream's {word_bits}")
-    return w << np.uint64(field.offset)
+    w = np.asarray(words_top_first, dtype=np.uint64)[::-1]
+    return _port_words(w, word_bits, field.width)[::-1] << np.uint64(field.offset)
 
 
 def port_outputs(core, words_push_order: np.ndarray, word_bits: int) -> np.ndarray:
-    """An encoder's stream words (push order) as the ``o`` payloads it gives: one word each, or
-    where the port is two words wide (an rANS encoder whose pairs may push twice) two, the first
-    pushed in the low half, an odd last word with a zero high half; ``last`` on the final one."""
+    """An encoder's stream words (push order) as the ``o`` payloads it gives (:func:`_port_words`),
+    ``last`` on the final one."""
     shape = payload_shape(core, "o")
-    w = np.asarray(words_push_order, dtype=np.uint64)
-    if shape["data"].width == 2 * word_bits:
-        if w.size % 2:
-            w = np.concatenate([w, np.zeros(1, np.uint64)])
-        w = w[0::2] | (w[1::2] << np.uint64(word_bits))
-    elif shape["data"].width != word_bits:
-        raise ValueError(f"the core's words are {shape['data'].width} bits, the stream's {word_bits}")
+    w = _port_words(words_push_order, word_bits, shape["data"].width)
     last = np.zeros(w.size, dtype=np.uint64)
     last[-1:] = 1
     return (w << np.uint64(shape["data"].offset)) | (last << np.uint64(shape["last"].offset))

@@ -27,6 +27,7 @@ from ansforge.sim.verilator import VerilatorEngine
 from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, pairs_to_payloads, payload_shape
 from tests.test_rans_cores import _crowded_freqs, _run_with_reset, _table
+from tests.test_rans_xn_encoder import words_per_pair
 
 #: The state count most checks use: the one the rANS encoder core writes (``rans16x16``).
 N = 16
@@ -144,7 +145,7 @@ def test_hardware_round_trip_through_the_encoder_core(seed):
     spec, table, s, e = _case(30 + seed, 500, crowded=bool(seed))
     golden = spec.coder().encode([table], [Run(0, s.size)], s, e).words
     if seed:                                 # crowded: pairs that move two words (not vacuous)
-        assert (_pops_per_pair(spec, table, golden, s.size) == 2).any()
+        assert (words_per_pair(spec.rans, table, s, e) == 2).any()
     enc = make_job("rans-encoder", spec, table, s, e, programmable=True)
     out = AmaranthEngine().run(enc, stall_prob=0.2, seed=seed).outputs
     words = stream_words(enc.core, out, spec.word_bits)
@@ -314,38 +315,6 @@ def _two_pop_spec(states: int):
     return RansCodec.of(32, 16, 16, states=states)
 
 
-def _pops_per_pair(spec, table, words, n: int) -> np.ndarray:
-    """Words each pair pops, replayed from the golden decoder's rule (``model/coding/rans.py``) on the
-    golden stream ``words`` (push order): the test's own count, independent of the core."""
-    S, W, P, N = spec.rans.state_bits, spec.rans.word_bits, spec.rans.precision_bits, spec.states
-    w = [int(v) for v in words]
-    h, xs = len(w), []
-    for _ in range(N):                       # the head: ceil(S / W) words per state, lane 0 first
-        x = 0
-        for _ in range(-(-S // W)):
-            h -= 1
-            x = (x << W) | w[h]
-        xs.append(x)
-    lookup, pops = table.symbol_lookup(), np.zeros(n, dtype=np.int64)
-    for j in range(n):
-        x = xs[j % N]
-        q = x & ((1 << P) - 1)
-        s = lookup(q)
-        x = (x >> P) * int(table.freqs[s]) + q - int(table.cum[s])
-        for k in ([int(table.extra_bits[s])] if table.extra_bits[s] else []) + [None]:
-            if x < 1 << (S - W):
-                h -= 1
-                x = (x << W) | w[h]
-                pops[j] += 1
-            if k is None:
-                break
-            q = x & ((1 << P) - 1)
-            x = ((x >> P) << (P - k)) | (q & ((1 << (P - k)) - 1))
-        xs[j % N] = x
-    assert h == 0
-    return pops
-
-
 @pytest.mark.parametrize("states", [XN_RING, 16])
 @pytest.mark.parametrize("programmable", [False, True])
 @pytest.mark.parametrize("seed", [41, 42])
@@ -355,7 +324,7 @@ def test_two_pops_bit_exact_with_back_pressure(seed, programmable, states):
     golden rule, so the case is not vacuous: a double pop needs ``x' < 2**k`` after the symbol)."""
     spec = _two_pop_spec(states)
     _, table, s, e = _case(seed, 800, crowded=True, codec=f"rans16x{states}")
-    pops = _pops_per_pair(spec, table, spec.coder().encode([table], [Run(0, s.size)], s, e).words, s.size)
+    pops = words_per_pair(spec.rans, table, s, e)
     assert (pops == 2).sum() >= 5, np.bincount(pops)
     job = make_job("rans-decoder", spec, table, s, e, programmable=programmable)
     for stall in (0.0, 0.3):
@@ -379,7 +348,7 @@ def test_two_pops_corrupt_streams_report_their_status():
     spec = _two_pop_spec(XN_RING)
     _, table, s, e = _case(43, 300, crowded=True, codec=f"rans16x{XN_RING}")
     words = spec.coder().encode([table], [Run(0, s.size)], s, e).words.astype(np.uint64)
-    pops = _pops_per_pair(spec, table, words, s.size)
+    pops = words_per_pair(spec.rans, table, s, e)
     top_first = words[::-1].copy()
     core = RansDecoder(spec, table=table)
     assert _corrupt_status(top_first, s.size, core, table, word_bits=16) == DecodeStatus.OK.value

@@ -292,12 +292,13 @@ def test_reciprocal_estimate_is_q_or_q_minus_1(P, Q, every):
 #: The 16-bit-word shape: ``K = 8 > W - P = 0``, so a pair may push the chunk's word and then the
 #: symbol's (``Q = S - P = 16``: 15 quotient bits from the reciprocal, one divider step).
 SPEC16 = RansCodec.of(32, 16, 16, states=N)
-def _double_pushes(params, table, s, e) -> np.ndarray:
-    """Per pair of ``s, e``: whether its encoding pushes two words (the chunk's and the symbol's), with
-    the golden model's arithmetic (``model/coding/rans.py``, ``RansCoder.encode``) per lane."""
+def words_per_pair(params, table, s, e) -> np.ndarray:
+    """Per pair of ``s, e``: the words its encoding pushes (0, 1 or 2: the chunk's and the symbol's),
+    with the golden model's arithmetic (``model/coding/rans.py``, ``RansCoder.encode``) per lane, the
+    tests' own count. A decoder pops exactly these words for the pair (the stack is LIFO)."""
     S, W, P, n_st = params.state_bits, params.word_bits, params.precision_bits, params.states
     xs = [1 << (S - W)] * n_st
-    lane, two = (len(s) - 1) % n_st if len(s) else 0, np.zeros(len(s), dtype=bool)
+    lane, moved = (len(s) - 1) % n_st if len(s) else 0, np.zeros(len(s), dtype=np.int64)
     for j in range(len(s) - 1, -1, -1):
         sym, x, k = int(s[j]), xs[lane], int(table.extra_bits[int(s[j])])
         pc = ps = False
@@ -310,9 +311,14 @@ def _double_pushes(params, table, s, e) -> np.ndarray:
         ps = x >> (S - P) >= f
         x = x >> W if ps else x
         xs[lane] = ((x // f) << P) | (int(table.cum[sym]) + x % f)
-        two[j] = pc and ps
+        moved[j] = pc + ps
         lane = lane - 1 if lane else n_st - 1
-    return two
+    return moved
+
+
+def _double_pushes(params, table, s, e) -> np.ndarray:
+    """Per pair: whether it pushes two words."""
+    return words_per_pair(params, table, s, e) == 2
 
 
 def _crowded16(seed, n, spec=SPEC16):
