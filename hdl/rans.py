@@ -135,7 +135,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..model.coding.codecs import RansCodec
-from ..model.coding.rans import RansTable
+from ..model.coding.rans import RansTable, freq_reciprocals
 from ..model.errors import ConfigError
 from .mutants import check_mutant
 from .dsp import MulAdd
@@ -1767,15 +1767,30 @@ class RansEncoder(_RansCore):
         """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``)."""
         out = {"coder": self._coder_cls(self._shape)}
         if self._shell:
-            out["shell"] = RansEncoderShell(self._shape, self._coder_cls.depth(self._shape))
+            out["shell"] = self._new_shell()
         return out
+
+    def _new_shell(self) -> wiring.Component:
+        if self._coder_cls is RansEncoderXnCoder:
+            return RansEncoderShellXN(self._shape)
+        return RansEncoderShell(self._shape, self._coder_cls.depth(self._shape))
 
     def elaborate(self, platform):
         sh = self._shape
         m, coder = self._coder()
         if not self._shell:
             return m
-        m.submodules.shell = sh_ = RansEncoderShell(sh, coder.depth(sh))
+        m.submodules.shell = sh_ = self._new_shell()
+        if isinstance(sh_, RansEncoderShellXN):
+            wiring.connect(m, wiring.flipped(self.cmd), sh_.cmd)
+            wiring.connect(m, wiring.flipped(self.i), coder.i)
+            m.d.comb += [self.o.valid.eq(coder.o.valid), self.o.p.data.eq(coder.o.p), self.o.p.last.eq(coder.last),
+                         coder.o.ready.eq(self.o.ready), sh_.emit.eq(coder.o.valid & coder.o.ready),
+                         sh_.last.eq(coder.last), sh_.step.eq(coder.step), self.done.eq(sh_.done)]
+            for name in ("run", "ghost", "final"):
+                m.d.comb += getattr(coder, name).eq(getattr(sh_, name))
+            self._gate_cfg(m, coder, sh_.idle)
+            return m
         wiring.connect(m, wiring.flipped(self.cmd), sh_.cmd)
         wiring.connect(m, wiring.flipped(self.i), coder.i)
         m.d.comb += [self.o.valid.eq(coder.o.valid), self.o.p.data.eq(coder.o.p), self.o.p.last.eq(sh_.last),
@@ -1786,6 +1801,56 @@ class RansEncoder(_RansCore):
         for name in ("state", "held", "step"):
             m.d.comb += getattr(sh_, name).eq(getattr(coder, name))
         self._gate_cfg(m, coder, sh_.idle)
+        return m
+
+
+class RansEncoderShellXN(wiring.Component):
+    """The shell of the interleaved rANS encoder (:class:`RansEncoderXnCoder`): a command's entries,
+    ``last`` and ``done``.
+
+    A command of ``count`` pairs is ``max(count, N)`` entries into the coder's ring: first ``N -
+    count`` *ghosts* where ``count < N`` (the lanes ``N - 1 .. count`` it leaves unused, which stay at
+    ``2**(S - W)`` and are flushed first, §8), then its pairs; ``final`` marks the last entry, after
+    which the coder flushes the command's ``N`` states by itself while the next command's entries go
+    in. Back to back: the next command is accepted in the clock of the previous one's last entry, and
+    its first entry goes in the clock after (no idle clock). ``done`` is high for one clock after the
+    port word that carries a command's last stream word (``last``) has left (one ``done`` per
+    command, in command order). Tables may be written (``idle``) while no command is running or
+    offered, the previous command's flush included: it reads no table.
+
+    Reset: the counters reset (a running command is dropped, no ``done`` comes for it); the coder's
+    ring resets to no command's slots, and its table (LUT-RAM) survives.
+    """
+
+    def __init__(self, shape: _RansShape):
+        sh = self._shape = shape
+        ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits)
+        del ports["i"], ports["o"]
+        ports.update({"run": Out(1), "ghost": Out(1), "final": Out(1), "step": In(1), "last": In(1),
+                      "emit": In(1), "idle": Out(1)})
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        N = self._shape.codec.states
+        m = Module()
+        remaining = Signal.like(self.cmd.p.count)           # pairs still to enter
+        ghosts = Signal(range(N + 1))                        # ghost entries still to enter (before the pairs)
+        active = Signal()                                    # a command's entries are not all in
+        m.d.comb += [self.run.eq(active), self.ghost.eq(ghosts != 0),
+                     self.final.eq(Mux(ghosts != 0, (ghosts == 1) & (remaining == 0), remaining == 1)),
+                     self.cmd.ready.eq(~active | (self.step & self.final)),
+                     self.idle.eq(~active & ~self.cmd.valid)]
+        with m.If(self.step):
+            with m.If(ghosts != 0):
+                m.d.sync += ghosts.eq(ghosts - 1)
+            with m.Else():
+                m.d.sync += remaining.eq(remaining - 1)
+            with m.If(self.final):
+                m.d.sync += active.eq(0)
+        with m.If(self.cmd.valid & self.cmd.ready):
+            count = self.cmd.p.count
+            m.d.sync += [remaining.eq(count), ghosts.eq(Mux(count < N, N - count, 0)), active.eq(1)]
+        m.d.sync += self.done.eq(self.emit & self.last)
         return m
 
 
@@ -1953,6 +2018,9 @@ class RansEncoderXnCoder(wiring.Component):
             raise ValueError(f"the {sh.codec.states}-state rANS encoder codes at most one chunk per pair: "
                              f"max_extra_bits must be at most P = {sh.P}, not {sh.K}")
         _xn_plan(sh.codec.states, sh.P, sh.S - sh.P)
+        if not sh.one_word and -(-sh.S // sh.W) != 2:
+            raise ValueError(f"the {sh.codec.states}-state rANS encoder with two words a port word flushes a "
+                             f"state as one port word: S must be at most 2 W, not S = {sh.S}, W = {sh.W}")
 
     @staticmethod
     def two_words(sh: _RansShape) -> bool:
@@ -1975,11 +2043,14 @@ class RansEncoderXnCoder(wiring.Component):
 
     @classmethod
     def ports(cls, sh: _RansShape) -> dict:
-        """The coder's signature members for ``sh`` (those of :class:`RansEncoderCoder`)."""
+        """The coder's signature members for ``sh``: ``i``, ``o`` (:meth:`port_words` stream words),
+        ``cfg``, and the control :class:`RansEncoderShellXN` drives: ``run`` (the running command has
+        entries left), ``ghost`` (its next entry is a ghost, no pair), ``final`` (its next entry is its
+        last); ``step`` (an entry, pair or ghost, was taken) and ``last`` (the port word in ``o`` ends a
+        command's stream) go back."""
         ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
                  "o": Out(stream.Signature(sh.W * cls.port_words(sh))),
-                 "start": In(1), "run": In(1), "flush": In(1),
-                 "state": Out(sh.S), "held": Out(range(cls.depth(sh) + 1)), "step": Out(1)}
+                 "run": In(1), "ghost": In(1), "final": In(1), "step": Out(1), "last": Out(1)}
         if sh.programmable:
             ports["cfg"] = sh.cfg_port()
         return ports
@@ -2005,142 +2076,190 @@ class RansEncoderXnCoder(wiring.Component):
         # -- stage 0: the pair's pushes and the chunk ----------------------------------------------
         # (Each stage is a module of its own: the Amaranth simulator re-evaluates only what changed.)
         m.submodules.front = fm = Module()
-        x = Signal(S, init=init, name="x_done")                     # the last stage: a finished state
+        x = Signal(S, init=init, name="x_done")                     # the last stage: the arriving slot's state
         entry = tables.symbol(m, self.i.p.symbol, self.i.p.set if sh.sets > 1 else None)
         f, c, k = entry.freq, entry.cum, entry.k
-        xv = x
-        push_c = Const(0, 1)
-        if K:
-            # Push when one of x's top w bits is set (x >= 2**(S - w)), then insert the w-bit chunk
-            # below P (frequency 2**(P - w)) and move the bits above P - w up by w. The push's
-            # ``x >> W`` and the move are one shifter: a first level by ``w mod 4`` on x itself, a
-            # second by ``4 (w // 4)``, which also takes ``W`` off where the chunk pushed.
-            # Every selection is written against ``w`` itself (no ``K - w``: a subtractor in front of
-            # each shifter doubles its LUTs).
-            push_c = Signal(name="push_chunk")
-            fm.d.comb += push_c.eq(Cat(*(x[S - K + i] & (k >= K - i) for i in range(K))).any())
-            a = Signal(S + 3, name="chunk_shift1")
-            fm.d.comb += a.eq(Array([x << j for j in range(4)])[k[:2]])
-            rest = k[2:]
 
-            def by_rest(opts):
-                # w // 4 never exceeds K // 4: the unused codes repeat the last option (fewer LUTs).
-                if not len(rest):
-                    return opts[0]
-                return Array(opts + [opts[-1]] * ((1 << len(rest)) - len(opts)))[rest]
+        def front(mod, xin, kin, tag):
+            """The pair's chunk push, the state after the chunk and the symbol's push test, from state
+            ``xin`` and extra width ``kin`` (``tag`` names the signals)."""
+            xv = xin
+            pc = Const(0, 1)
+            if K:
+                # Push when one of x's top w bits is set (x >= 2**(S - w)), then insert the w-bit chunk
+                # below P (frequency 2**(P - w)) and move the bits above P - w up by w. The push's
+                # ``x >> W`` and the move are one shifter: a first level by ``w mod 4`` on x itself, a
+                # second by ``4 (w // 4)``, which also takes ``W`` off where the chunk pushed.
+                # Every selection is written against ``w`` itself (no ``K - w``: a subtractor in front of
+                # each shifter doubles its LUTs).
+                pc = Signal(name=f"push_chunk{tag}")
+                mod.d.comb += pc.eq(Cat(*(xin[S - K + i] & (kin >= K - i) for i in range(K))).any())
+                a = Signal(S + 3, name=f"chunk_shift1{tag}")
+                mod.d.comb += a.eq(Array([xin << j for j in range(4)])[kin[:2]])
+                rest = kin[2:]
 
-            hi = []
-            for i in range(P, S):
-                keep = by_rest([a[i - 4 * j] for j in range(K // 4 + 1)])
-                if i - 4 * (K // 4) + W < S + 3:
-                    pushed = by_rest([a[i - 4 * j + W] if i - 4 * j + W < S + 3 else Const(0, 1)
-                                      for j in range(K // 4 + 1)])
-                    hi.append(Mux(push_c, pushed, keep))
-                else:
-                    hi.append(keep & ~push_c)
-            xp_low = Signal(P, name="x_after_push_chunk_low")
-            fm.d.comb += xp_low.eq(Mux(push_c, x[W:W + P], x[:P]))
-            # The chunk's w bits go to [P - w, P): bit P - K + j is the chunk's bit j + w - K.
-            chunk = Signal(K, name="chunk_value")
-            fm.d.comb += chunk.eq((Cat(Const(0, K), self.i.p.extra[:K]) >> k)[:K])
-            xv = Signal(S, name="x_chunk")
-            fm.d.comb += xv.eq(Cat(xp_low[:P - K], *[Mux(k < K - j, xp_low[P - K + j], chunk[j]) for j in range(K)],
-                                  *hi))
-        push_s = Signal(name="push_sym")
-        fm.d.comb += push_s.eq((xv >> (S - P)) >= f)
+                def by_rest(opts):
+                    # w // 4 never exceeds K // 4: the unused codes repeat the last option (fewer LUTs).
+                    if not len(rest):
+                        return opts[0]
+                    return Array(opts + [opts[-1]] * ((1 << len(rest)) - len(opts)))[rest]
+
+                hi = []
+                for i in range(P, S):
+                    keep = by_rest([a[i - 4 * j] for j in range(K // 4 + 1)])
+                    if i - 4 * (K // 4) + W < S + 3:
+                        pushed = by_rest([a[i - 4 * j + W] if i - 4 * j + W < S + 3 else Const(0, 1)
+                                          for j in range(K // 4 + 1)])
+                        hi.append(Mux(pc, pushed, keep))
+                    else:
+                        hi.append(keep & ~pc)
+                xp_low = Signal(P, name=f"x_after_push_chunk_low{tag}")
+                mod.d.comb += xp_low.eq(Mux(pc, xin[W:W + P], xin[:P]))
+                # The chunk's w bits go to [P - w, P): bit P - K + j is the chunk's bit j + w - K.
+                chunk = Signal(K, name=f"chunk_value{tag}")
+                mod.d.comb += chunk.eq((Cat(Const(0, K), self.i.p.extra[:K]) >> kin)[:K])
+                xv = Signal(S, name=f"x_chunk{tag}")
+                mod.d.comb += xv.eq(Cat(xp_low[:P - K], *[Mux(kin < K - j, xp_low[P - K + j], chunk[j])
+                                                          for j in range(K)], *hi))
+            ps = Signal(name=f"push_sym{tag}")
+            mod.d.comb += ps.eq((xv >> (S - P)) >= f)
+            return pc, xv, ps
+
+        # ``force``: this ring step passes the arriving slot through unchanged (a ghost entry, or a
+        # bubble on the way back to the running command's next slot): the identity symbol ``f = 2**P``,
+        # ``c = 0``, no chunk (``k = 0``) and no push, so the divider gives back ``x``. ``k`` is gated
+        # here; the other fields are stage 0's registers' synchronous set/reset (no LUT of their own).
+        force = Signal()
+        k_eff = Signal(len(k), name="k_eff")
+        fm.d.comb += k_eff.eq(Mux(force, 0, k))
+        push_c, xv, push_s = front(fm, x, k_eff, "")
+        # The pushes a pair would make from the initial state (``f`` and ``k`` only: yosys folds the
+        # constant), for the rule that no pair of a command pushes while the previous one's states
+        # still flush. From ``2**(S - W)`` no pair pushes unless ``f <= 2**k`` (``S = 32``, ``W = P = 16``).
+        m.submodules.front_init = fi = Module()
+        pci, _, psi = front(fi, Const(init, S), k, "_init")
+        push_init = Signal()
+        fi.d.comb += push_init.eq(pci | psi)
         cf = Signal(n, name="c_plus_f")
         fm.d.comb += cf.eq(c + f)
 
-        # -- the output word and the flush ---------------------------------------------------------
-        n_out = Signal()                        # ``out_word`` holds a word (``o.valid``)
+        # -- the ring's slots, the flush and the output word -----------------------------------------
+        # A command's first N entries (ghosts for lanes a short command leaves unused, then its pairs)
+        # take N consecutive ring slots, each starting from 2**(S - W); after its last entry the next N
+        # ring steps bring its lanes N - 1 .. 0 to stage 0 in flush order. Each of those steps emits the
+        # arriving state (the ``left`` count) whatever enters: the next command's entries (each from
+        # 2**(S - W), on the slot just flushed) or bubbles.
+        gen = Signal(init=1, name="generation")          # the running command's generation bit
+        tag = [Signal(name=f"tag{j}") for j in range(N)]   # per slot (stage j; N - 1: x_done's): its generation
+        lanes = Signal(range(N + 1))                    # slots the running command holds (its entries, at most N)
+        since = Signal(range(N))                         # ring steps since its last entry, mod N
+        left = Signal(range(N + 1))                      # arriving slots still holding the previous command's states
+        flushing = Signal()
+        at_next = Signal()                               # the arriving slot is the running command's next
+        m.d.comb += [flushing.eq(left != 0), at_next.eq((lanes == 0) | (since == 0)),
+                     force.eq(~at_next | (self.run & self.ghost))]
+        fx = Signal(S, name="x_flush")                   # the arriving slot's state as the ring computed it
+        n_out = Signal()                                 # ``out_word`` holds a port word (``o.valid``)
+        out_last = Signal()                              # ... the command's last
         room = Signal()
+        can_step = Signal()
+        step_ring = Signal()
+        entered = Signal()
         fire = Signal()
-        left = Signal(range(N + 1), init=N)
-        part = Signal(range(per))
-        fword = Signal()
+        boundary = Signal()
+        m.d.comb += room.eq(1 if sh.mutant == "rans_xn_enc_overwrite" else (~n_out | self.o.ready))
         if two:
             # Two stream words a port word, the first pushed in the low half: a word waits in
             # ``pending_word`` for the next one, and a stream's odd last word leaves after the flush
-            # with a zero high half (so that the words stay 2W-bit aligned from the stream's bottom,
-            # as RansDecoderCoderXN reads them). A pair or a flush word is taken where ``out_word`` is
-            # free or leaving: it makes at most one port word, whatever it pushes (a pending word and
-            # one push, or two pushes, fill one; a pending word and two pushes leave the second
-            # pending), so ``i.ready`` reads registers and ``o.ready`` only.
+            # with a zero high half (``pad_due``; so that the words stay 2W-bit aligned from the stream's
+            # bottom, as RansDecoderCoderXN reads them). A ring step makes at most one port word: a
+            # flushed state's two words, or a pair's pushes (none while a state flushes), each with a
+            # pending word or not. While the pad waits, nothing steps (one clock).
             npend = Signal()
             pend = Signal(W, name="pending_word")
-            free = ~n_out | self.o.ready
-            held = n_out + npend
+            pad_due = Signal()
+            m.d.comb += can_step.eq(room & ~pad_due)
         else:
-            free, held = ~n_out | self.o.ready, n_out
-        m.d.comb += [room.eq(1 if sh.mutant == "rans_xn_enc_overwrite" else free),
-                     self.i.ready.eq(self.run & room), fire.eq(self.i.valid & self.i.ready),
-                     fword.eq(self.flush & (left != 0) & room),
-                     self.o.valid.eq(n_out), self.held.eq(held), self.step.eq(fire),
-                     self.state.eq(left)]
+            part = Signal(range(per))                    # the arriving state's words already out
+            m.d.comb += can_step.eq(room & (~flushing | (part == per - 1)))
+        # Payload-independent: a pair that may not enter (it would push while the previous command's
+        # states flush) makes the step a bubble instead.
+        m.d.comb += step_ring.eq(can_step & (~at_next | flushing | (self.run & (self.ghost | self.i.valid))))
+        m.d.comb += [self.i.ready.eq(self.run & ~self.ghost & at_next & can_step & ~(flushing & push_init)),
+                     fire.eq(self.i.valid & self.i.ready),
+                     entered.eq(fire | (self.run & self.ghost & at_next & can_step)),
+                     boundary.eq(entered & self.final),
+                     self.o.valid.eq(n_out), self.last.eq(out_last), self.step.eq(entered)]
         out = Signal(W * (2 if two else 1), name="out_word")
         m.d.comb += self.o.p.eq(out)
-        words = Array([Cat(x, Const(0, per * W - S))[j * W:(j + 1) * W] for j in range(per)])
+        fwords = [fx[j * W:(j + 1) * W] for j in range(per)]
         if not two:
-            with m.If(fire | fword):
+            with m.If(flushing & room):
+                m.d.sync += [out.eq(Array(fwords)[part]), n_out.eq(1),
+                             out_last.eq((left == 1) & (part == per - 1)),
+                             part.eq(Mux(part == per - 1, 0, part + 1))]
+            with m.Elif(step_ring):
                 # The chunk's push pushes the incoming state's low word, the symbol's the low word after
                 # the chunk; only one happens (one word per pair). The word register is written on every
-                # pair (a pair enters only where the word held, if any, leaves in the same clock), so that
-                # its enables do not wait on the symbol's push compare; only the valid bit does.
-                m.d.sync += [out.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))),
-                             n_out.eq(fword | push_c | push_s)]
+                # step, so that its enables do not wait on the symbol's push compare; only the valid bit does.
+                m.d.sync += [out.eq(Mux(push_c, x[:W], xv[:W])), n_out.eq(fire & (push_c | push_s)), out_last.eq(0)]
             with m.Elif(self.o.ready):
                 m.d.sync += n_out.eq(0)
         else:
-            # The step's words in push order: ``first`` (the chunk's push, else the symbol's, or the
-            # flush word) and, where both pushes happen, ``second`` (the symbol's).
+            # The step's words in push order: ``first`` (the flushed state's low word, else the chunk's
+            # push, else the symbol's) and ``second`` (the flushed state's high word, or the symbol's
+            # push where both pushes happen).
             first, second = Signal(W), Signal(W)
             pushes = Signal(2)
-            m.d.comb += [first.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))), second.eq(xv[:W]),
-                         pushes.eq(Mux(self.flush, 1, push_c + push_s))]
-            pad = Signal()                       # the flush is done and an odd word waits: it leaves alone
-            m.d.comb += pad.eq(self.flush & (left == 0) & npend & free)
-            with m.If(fire | fword):
+            m.d.comb += [first.eq(Mux(flushing, fwords[0], Mux(push_c, x[:W], xv[:W]))),
+                         second.eq(Mux(flushing, fwords[1], xv[:W])),
+                         pushes.eq(Mux(flushing, 2, Mux(fire, push_c + push_s, 0)))]
+            ends = Signal()                              # this step flushes a stream's last state
+            m.d.comb += ends.eq(flushing & (left == 1))
+            with m.If(step_ring):
                 # The port word is written on every step (its enables do not wait on the push compares).
                 m.d.sync += [out.eq(Mux(npend, Cat(pend, first), Cat(first, second))),
                              n_out.eq(Mux(npend, pushes != 0, pushes == 2)),
-                             npend.eq(Mux(npend, pushes != 1, pushes == 1))]
+                             npend.eq(Mux(npend, pushes != 1, pushes == 1)),
+                             out_last.eq(ends & ~npend), pad_due.eq(ends & npend)]
                 with m.If(Mux(npend, pushes == 2, pushes == 1)):
                     m.d.sync += pend.eq(Mux(npend, second, first))
-            with m.Elif(pad):
-                m.d.sync += [out.eq(Cat(pend, Const(0, W))), n_out.eq(1), npend.eq(0)]
+            with m.Elif(pad_due & room):
+                m.d.sync += [out.eq(Cat(pend, Const(0, W))), n_out.eq(1), npend.eq(0), pad_due.eq(0),
+                             out_last.eq(1)]
             with m.Elif(self.o.ready):
                 m.d.sync += n_out.eq(0)
-            with m.If(self.start):
-                m.d.sync += npend.eq(0)
-        step_ring = Signal()
-        m.d.comb += step_ring.eq(fire | (fword & (part == per - 1)))
-        with m.If(~self.flush):
-            m.d.sync += [left.eq(N), part.eq(0)]
-        with m.Elif(fword):
-            m.d.sync += part.eq(Mux(part == per - 1, 0, part + 1))
-            with m.If(part == per - 1):
+
+        with m.If(step_ring):
+            m.d.sync += [tag[0].eq(Mux(entered, gen, tag[N - 1]))] + [tag[j].eq(tag[j - 1]) for j in range(1, N)]
+            with m.If(flushing):
                 m.d.sync += left.eq(left - 1)
+            with m.If(entered):
+                m.d.sync += [since.eq(0), lanes.eq(Mux(lanes == N, N, lanes + 1))]
+            with m.Else():
+                m.d.sync += since.eq(Mux(since == N - 1, 0, since + 1))
+        with m.If(boundary):
+            # The command's lanes become the states to flush, in the order they arrive.
+            m.d.sync += [gen.eq(~gen), lanes.eq(0), left.eq(N)]
 
         # -- the ring: stage k's results go to registers ``name{k}`` (all written on ``step_ring``, the
         # stages' logic outside the enable: a comb assignment under ``If`` would gate every bit). Bits
         # no later stage reads are left unread and yosys removes their flip-flops.
-        fresh = [Signal(init=1, name=f"fresh{k}") for k in range(N - 1)]
-        with m.If(step_ring):
-            m.d.sync += fresh[0].eq(~fire)
-            m.d.sync += [fresh[j].eq(fresh[j - 1]) for j in range(1, N - 1)]
-        with m.If(self.start):
-            m.d.sync += [fr.eq(1) for fr in fresh]
-
-        def register(k, values, zero=None):
+        def register(k, values, zero=None, forced=None):
             """Stage ``k``'s registers for ``values`` (a dict); ``zero`` (names, condition): those
-            registers are cleared instead where the condition holds, through their flip-flops' own
-            synchronous reset."""
+            registers are cleared instead where the condition holds, and ``forced`` (constants by name,
+            condition) set to the constants, through their flip-flops' own synchronous reset."""
             regs = {}
             for name, v in values.items():
                 r = regs[name] = Signal(len(v), name=f"{name}{k}")
                 if zero is not None and name in zero[0]:
                     with m.If(step_ring & zero[1]):
                         m.d.sync += r.eq(0)
+                    with m.Elif(step_ring):
+                        m.d.sync += r.eq(v)
+                elif forced is not None and name in forced[0]:
+                    with m.If(step_ring & forced[1]):
+                        m.d.sync += r.eq(forced[0][name])
                     with m.Elif(step_ring):
                         m.d.sync += r.eq(v)
                 else:
@@ -2152,7 +2271,9 @@ class RansEncoderXnCoder(wiring.Component):
         # use picks its bit from ``xv`` in its own LUT, where a registered ``push ? xv >> W : xv``
         # would cost a LUT per bit.
         keep = {"xv": xv, "ps": push_s, "f": f, "c": c, "cf": cf}
-        cur = register(0, {**keep, "rcp": entry.rcp, "sa": entry.sa, "sb": entry.sb})
+        e1, r1 = (int(v) for v in freq_reciprocals([1 << P], P)[0])
+        ident = {"ps": 0, "f": 1 << P, "c": 0, "cf": 1 << P, **_recip_entry(P, e1, r1)}
+        cur = register(0, {**keep, "rcp": entry.rcp, "sa": entry.sa, "sb": entry.sb}, forced=(ident, force))
 
         def carried(regs, *names):
             return {nm: regs[nm] for nm in ("xv", "ps", "f", "c", "cf") + names}
@@ -2260,12 +2381,18 @@ class RansEncoderXnCoder(wiring.Component):
         # -- the last stage: r + f corrects a negative remainder; c + (x mod f) < 2**P.
         low = Signal(n, name="remainder_plus_c")
         m.d.comb += low.eq(r + Mux(r[n - 1], cur["cf"], cur["c"]))
-        # One synchronous set/reset for the finished state, above its enable: the flip-flops' own
-        # reset pins (a fresh slot's value and ``start`` as two conditions cost a LUT per bit).
+        # The slot that lands in ``x_done`` is the next to arrive at stage 0: where it will not hold a
+        # state of the running command (generation, after this clock's boundary), an entry there starts
+        # from 2**(S - W), so it lands as that, through the flip-flops' own synchronous set/reset; the
+        # state it carried (a finished state to flush) is kept in ``x_flush``, which takes every landing.
+        done_x = Signal(S, name="x_finished")
+        m.d.comb += done_x.eq(Cat(low[:P], q, qtop))
         x_init = Signal()
-        m.d.comb += x_init.eq(self.start | (step_ring & fresh[N - 2]))
+        m.d.comb += x_init.eq(step_ring & (tag[N - 2] != (gen ^ boundary)))
         with m.If(x_init):
             m.d.sync += x.eq(init)
         with m.Elif(step_ring):
-            m.d.sync += x.eq(Cat(low[:P], q, qtop))
+            m.d.sync += x.eq(done_x)
+        with m.If(step_ring):
+            m.d.sync += fx.eq(done_x)
         return m

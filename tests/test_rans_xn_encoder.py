@@ -104,8 +104,8 @@ def test_codec_selects_the_coder_and_refuses_what_it_cannot_build():
 
 
 def test_coder_alone():
-    """``shell=False``: ``start``, the pairs back to front with ``run``, then ``flush`` until
-    ``state`` (the states left to flush) is 0: the golden words."""
+    """``shell=False``: the pairs back to front with ``run``, ``final`` with the last; the coder then
+    flushes the states by itself (``last`` on the final port word): the golden words."""
     rng = np.random.default_rng(3)
     spec, table = _table(_random_freqs(rng, 20))
     s, e = _pairs(rng, table, 150)
@@ -117,21 +117,23 @@ def test_coder_alone():
         words = words[0::2] | (words[1::2] << np.uint64(W))
     words = [int(v) for v in words]
     shape = core.i.p.shape()
-    got = []
+    got, lasts = [], []
 
     async def bench(ctx):
-        ctx.set(core.start, 1)
-        await ctx.tick()
-        ctx.set(core.start, 0)
         ctx.set(core.run, 1)
-        for a, b in zip(s[::-1].tolist(), e[::-1].tolist()):
+        for j, (a, b) in enumerate(zip(s[::-1].tolist(), e[::-1].tolist())):
+            ctx.set(core.final, j == s.size - 1)
             await stream_put(ctx, core.i, pack(shape, {"symbol": a, "extra": b}))
         ctx.set(core.run, 0)
-        ctx.set(core.flush, 1)
+        ctx.set(core.final, 0)
 
     async def take(ctx):
-        while len(got) < len(words):
-            got.append(await stream_get(ctx, core.o))
+        ctx.set(core.o.ready, 1)
+        while len(got) < len(words) + 4:
+            _, _, valid, word, last = await ctx.tick().sample(core.o.valid, core.o.payload, core.last)
+            if valid:
+                got.append(int(word))
+                lasts.append(int(last))
 
     sim = Simulator(core)
     sim.add_clock(1e-8)
@@ -139,6 +141,7 @@ def test_coder_alone():
     sim.add_testbench(take)
     sim.run_until(1e-8 * 800)
     assert got == words
+    assert lasts == [0] * (len(words) - 1) + [1]
 
 
 def _queued(commands, pairs, seed, programmable=False):
