@@ -1836,20 +1836,24 @@ class RansEncoderShellXN(wiring.Component):
         remaining = Signal.like(self.cmd.p.count)           # pairs still to enter
         ghosts = Signal(range(N + 1))                        # ghost entries still to enter (before the pairs)
         active = Signal()                                    # a command's entries are not all in
-        m.d.comb += [self.run.eq(active), self.ghost.eq(ghosts != 0),
-                     self.final.eq(Mux(ghosts != 0, (ghosts == 1) & (remaining == 0), remaining == 1)),
-                     self.cmd.ready.eq(~active | (self.step & self.final)),
+        # ``ghost`` (ghosts != 0) and ``final`` are registers: the coder's ring enable reads them.
+        ghost, final = Signal(), Signal()
+        m.d.comb += [self.run.eq(active), self.ghost.eq(ghost), self.final.eq(final),
+                     self.cmd.ready.eq(~active | (self.step & final)),
                      self.idle.eq(~active & ~self.cmd.valid)]
         with m.If(self.step):
-            with m.If(ghosts != 0):
-                m.d.sync += ghosts.eq(ghosts - 1)
+            with m.If(ghost):
+                m.d.sync += [ghosts.eq(ghosts - 1), ghost.eq(ghosts != 1),
+                             final.eq(((ghosts == 2) & (remaining == 0)) | ((ghosts == 1) & (remaining == 1)))]
             with m.Else():
-                m.d.sync += remaining.eq(remaining - 1)
-            with m.If(self.final):
+                m.d.sync += [remaining.eq(remaining - 1), final.eq(remaining == 2)]
+            with m.If(final):
                 m.d.sync += active.eq(0)
         with m.If(self.cmd.valid & self.cmd.ready):
+            # A command has at least N >= 2 entries: its first is never its last.
             count = self.cmd.p.count
-            m.d.sync += [remaining.eq(count), ghosts.eq(Mux(count < N, N - count, 0)), active.eq(1)]
+            m.d.sync += [remaining.eq(count), ghosts.eq(Mux(count < N, N - count, 0)), ghost.eq(count < N),
+                         final.eq(0), active.eq(1)]
         m.d.sync += self.done.eq(self.emit & self.last)
         return m
 
@@ -2126,20 +2130,31 @@ class RansEncoderXnCoder(wiring.Component):
             return pc, xv, ps
 
         # ``force``: this ring step passes the arriving slot through unchanged (a ghost entry, or a
-        # bubble on the way back to the running command's next slot): the identity symbol ``f = 2**P``,
-        # ``c = 0``, no chunk (``k = 0``) and no push, so the divider gives back ``x``. ``k`` is gated
-        # here; the other fields are stage 0's registers' synchronous set/reset (no LUT of their own).
+        # bubble on the way back to the running command's next slot): stage 0 registers the identity
+        # symbol ``f = 2**P``, ``c = 0``, no push and ``x`` itself, so that the divider gives back ``x``.
+        # The constants are the registers' synchronous set/reset (no LUT of their own); ``x`` is a
+        # choice at the end of the chunk's path (not in front of its shifter, where a gated ``k`` was
+        # one level more on the clock's path).
         force = Signal()
-        k_eff = Signal(len(k), name="k_eff")
-        fm.d.comb += k_eff.eq(Mux(force, 0, k))
-        push_c, xv, push_s = front(fm, x, k_eff, "")
+        push_c, xv, push_s = front(fm, x, k, "")
         # The pushes a pair would make from the initial state (``f`` and ``k`` only: yosys folds the
         # constant), for the rule that no pair of a command pushes while the previous one's states
         # still flush. From ``2**(S - W)`` no pair pushes unless ``f <= 2**k`` (``S = 32``, ``W = P = 16``).
-        m.submodules.front_init = fi = Module()
-        pci, _, psi = front(fi, Const(init, S), k, "_init")
+        # Per extra width ``w``: the chunk's push from 2**(S - W), and ``x >> (S - P)`` after the chunk
+        # (its bits sit below ``P <= S - P``), which the symbol's push compares with ``f``.
+        init_pc, init_top = [], []
+        for w in range(1 << len(k)):
+            xi, pc0 = init, False
+            if 0 < w <= K:
+                fu = 1 << (P - w)
+                pc0 = (xi >> (S - P)) >= fu
+                xi = xi >> W if pc0 else xi
+                xi = (xi // fu) << P
+            init_pc.append(int(pc0))
+            init_top.append(xi >> (S - P))
         push_init = Signal()
-        fi.d.comb += push_init.eq(pci | psi)
+        fm.d.comb += push_init.eq(Array(Const(v, 1) for v in init_pc)[k]
+                                  | (Array(Const(v, S - P + 1) for v in init_top)[k] >= f))
         cf = Signal(n, name="c_plus_f")
         fm.d.comb += cf.eq(c + f)
 
@@ -2154,10 +2169,10 @@ class RansEncoderXnCoder(wiring.Component):
         lanes = Signal(range(N + 1))                    # slots the running command holds (its entries, at most N)
         since = Signal(range(N))                         # ring steps since its last entry, mod N
         left = Signal(range(N + 1))                      # arriving slots still holding the previous command's states
-        flushing = Signal()
-        at_next = Signal()                               # the arriving slot is the running command's next
-        m.d.comb += [flushing.eq(left != 0), at_next.eq((lanes == 0) | (since == 0)),
-                     force.eq(~at_next | (self.run & self.ghost))]
+        # Registered flags of those counts (every ring step's enable and stage 0's set/reset read them):
+        flushing = Signal()                              # left != 0: the arriving slot holds a state to flush
+        at_next = Signal(init=1)                         # lanes == 0 or since == 0: an entry may go in here
+        m.d.comb += force.eq(~at_next | (self.run & self.ghost))
         fx = Signal(S, name="x_flush")                   # the arriving slot's state as the ring computed it
         n_out = Signal()                                 # ``out_word`` holds a port word (``o.valid``)
         out_last = Signal()                              # ... the command's last
@@ -2232,23 +2247,24 @@ class RansEncoderXnCoder(wiring.Component):
 
         with m.If(step_ring):
             m.d.sync += [tag[0].eq(Mux(entered, gen, tag[N - 1]))] + [tag[j].eq(tag[j - 1]) for j in range(1, N)]
+            m.d.sync += at_next.eq(entered | (lanes == 0) | (since == N - 1))
             with m.If(flushing):
-                m.d.sync += left.eq(left - 1)
+                m.d.sync += [left.eq(left - 1), flushing.eq(left != 1)]
             with m.If(entered):
                 m.d.sync += [since.eq(0), lanes.eq(Mux(lanes == N, N, lanes + 1))]
             with m.Else():
                 m.d.sync += since.eq(Mux(since == N - 1, 0, since + 1))
         with m.If(boundary):
             # The command's lanes become the states to flush, in the order they arrive.
-            m.d.sync += [gen.eq(~gen), lanes.eq(0), left.eq(N)]
+            m.d.sync += [gen.eq(~gen), lanes.eq(0), left.eq(N), flushing.eq(1)]
 
         # -- the ring: stage k's results go to registers ``name{k}`` (all written on ``step_ring``, the
         # stages' logic outside the enable: a comb assignment under ``If`` would gate every bit). Bits
         # no later stage reads are left unread and yosys removes their flip-flops.
         def register(k, values, zero=None, forced=None):
             """Stage ``k``'s registers for ``values`` (a dict); ``zero`` (names, condition): those
-            registers are cleared instead where the condition holds, and ``forced`` (constants by name,
-            condition) set to the constants, through their flip-flops' own synchronous reset."""
+            registers are cleared instead where the condition holds, and ``forced`` (values by name,
+            condition) take those values (a constant: through their flip-flops' own synchronous reset)."""
             regs = {}
             for name, v in values.items():
                 r = regs[name] = Signal(len(v), name=f"{name}{k}")
@@ -2272,7 +2288,7 @@ class RansEncoderXnCoder(wiring.Component):
         # would cost a LUT per bit.
         keep = {"xv": xv, "ps": push_s, "f": f, "c": c, "cf": cf}
         e1, r1 = (int(v) for v in freq_reciprocals([1 << P], P)[0])
-        ident = {"ps": 0, "f": 1 << P, "c": 0, "cf": 1 << P, **_recip_entry(P, e1, r1)}
+        ident = {"xv": x, "ps": 0, "f": 1 << P, "c": 0, "cf": 1 << P, **_recip_entry(P, e1, r1)}
         cur = register(0, {**keep, "rcp": entry.rcp, "sa": entry.sa, "sb": entry.sb}, forced=(ident, force))
 
         def carried(regs, *names):
