@@ -2161,17 +2161,19 @@ class RansEncoderXnCoder(wiring.Component):
         # -- the ring's slots, the flush and the output word -----------------------------------------
         # A command's first N entries (ghosts for lanes a short command leaves unused, then its pairs)
         # take N consecutive ring slots, each starting from 2**(S - W); after its last entry the next N
-        # ring steps bring its lanes N - 1 .. 0 to stage 0 in flush order. Each of those steps emits the
-        # arriving state (the ``left`` count) whatever enters: the next command's entries (each from
-        # 2**(S - W), on the slot just flushed) or bubbles.
-        gen = Signal(init=1, name="generation")          # the running command's generation bit
-        tag = [Signal(name=f"tag{j}") for j in range(N)]   # per slot (stage j; N - 1: x_done's): its generation
-        lanes = Signal(range(N + 1))                    # slots the running command holds (its entries, at most N)
-        since = Signal(range(N))                         # ring steps since its last entry, mod N
-        left = Signal(range(N + 1))                      # arriving slots still holding the previous command's states
-        # Registered flags of those counts (every ring step's enable and stage 0's set/reset read them):
-        flushing = Signal()                              # left != 0: the arriving slot holds a state to flush
-        at_next = Signal(init=1)                         # lanes == 0 or since == 0: an entry may go in here
+        # ring steps bring its lanes N - 1 .. 0 to stage 0 in flush order (the last marked ``fin``). Each
+        # of those steps emits the arriving state whatever enters: the next command's entries (each from
+        # 2**(S - W), on the slot just flushed) or bubbles. An entry goes in only right after the
+        # running command's latest (``newest``), so that its slots stay consecutive (lane order); where
+        # a bubble went past that place, the ring turns once more (passing its slots unchanged) first.
+        # Per slot, travelling with it (stage j's registers; j = N - 1: ``x_done``'s):
+        tag = [Signal(name=f"tag{j}") for j in range(N)]     # the generation of the command that entered it
+        newest = [Signal(name=f"newest{j}") for j in range(N)]  # it took the running command's latest entry
+        fin = [Signal(name=f"fin{j}") for j in range(N)]     # it took the previous command's last entry
+        gen = Signal(init=1, name="generation")          # the running command's generation
+        started = Signal()                               # the running command has an entry in the ring
+        flushing = Signal()                              # the arriving slot holds the previous command's state
+        at_next = Signal(init=1)                         # an entry may go in here: ~started | newest[0]
         m.d.comb += force.eq(~at_next | (self.run & self.ghost))
         fx = Signal(S, name="x_flush")                   # the arriving slot's state as the ring computed it
         n_out = Signal()                                 # ``out_word`` holds a port word (``o.valid``)
@@ -2211,7 +2213,7 @@ class RansEncoderXnCoder(wiring.Component):
         if not two:
             with m.If(flushing & room):
                 m.d.sync += [out.eq(Array(fwords)[part]), n_out.eq(1),
-                             out_last.eq((left == 1) & (part == per - 1)),
+                             out_last.eq(fin[N - 1] & (part == per - 1)),
                              part.eq(Mux(part == per - 1, 0, part + 1))]
             with m.Elif(step_ring):
                 # The chunk's push pushes the incoming state's low word, the symbol's the low word after
@@ -2230,7 +2232,7 @@ class RansEncoderXnCoder(wiring.Component):
                          second.eq(Mux(flushing, fwords[1], xv[:W])),
                          pushes.eq(Mux(flushing, 2, Mux(fire, push_c + push_s, 0)))]
             ends = Signal()                              # this step flushes a stream's last state
-            m.d.comb += ends.eq(flushing & (left == 1))
+            m.d.comb += ends.eq(flushing & fin[N - 1])
             with m.If(step_ring):
                 # The port word is written on every step (its enables do not wait on the push compares).
                 m.d.sync += [out.eq(Mux(npend, Cat(pend, first), Cat(first, second))),
@@ -2246,17 +2248,20 @@ class RansEncoderXnCoder(wiring.Component):
                 m.d.sync += n_out.eq(0)
 
         with m.If(step_ring):
-            m.d.sync += [tag[0].eq(Mux(entered, gen, tag[N - 1]))] + [tag[j].eq(tag[j - 1]) for j in range(1, N)]
-            m.d.sync += at_next.eq(entered | (lanes == 0) | (since == N - 1))
-            with m.If(flushing):
-                m.d.sync += [left.eq(left - 1), flushing.eq(left != 1)]
+            m.d.sync += [tag[0].eq(Mux(entered, gen, tag[N - 1])), newest[0].eq(entered | newest[N - 1]),
+                         # an entry goes in right after the latest one (which is then in stage 0): that
+                         # one's mark goes; so does a finished command's (with the next one not started)
+                         newest[1].eq(newest[0] & ~entered & started), fin[0].eq(boundary),
+                         at_next.eq(entered | ~started | newest[N - 1])]
+            m.d.sync += [tag[j].eq(tag[j - 1]) for j in range(1, N)]
+            m.d.sync += [newest[j].eq(newest[j - 1]) for j in range(2, N)] + [fin[j].eq(fin[j - 1]) for j in range(1, N)]
             with m.If(entered):
-                m.d.sync += [since.eq(0), lanes.eq(Mux(lanes == N, N, lanes + 1))]
-            with m.Else():
-                m.d.sync += since.eq(Mux(since == N - 1, 0, since + 1))
+                m.d.sync += started.eq(1)
+            with m.If(fin[N - 1]):
+                m.d.sync += flushing.eq(0)
         with m.If(boundary):
             # The command's lanes become the states to flush, in the order they arrive.
-            m.d.sync += [gen.eq(~gen), lanes.eq(0), left.eq(N), flushing.eq(1)]
+            m.d.sync += [gen.eq(~gen), started.eq(0), flushing.eq(1)]
 
         # -- the ring: stage k's results go to registers ``name{k}`` (all written on ``step_ring``, the
         # stages' logic outside the enable: a comb assignment under ``If`` would gate every bit). Bits
