@@ -1742,8 +1742,10 @@ class RansEncoder(_RansCore):
     ``codec.states`` picks the coder: one state, :class:`RansEncoderCoder` (its divider is one clock);
     ``N`` interleaved states (``docs/bitstream.md`` §8, ``N`` in :data:`ENCODER_XN_STATES`: ``rans16x16``),
     :class:`RansEncoderXnCoder`, a ring of ``N`` pipeline stages that writes the ``N`` states' flush
-    itself. Other state counts are refused (``ConfigError``), as is an ``N``-state core whose pairs
-    may code more than one chunk (``max_extra_bits > P``: ``ValueError``).
+    itself while the next command's pairs go in (its shell :class:`RansEncoderShellXN`; with
+    ``shell=False`` the ports are that coder's). Other state counts are refused (``ConfigError``), as
+    is an ``N``-state core whose pairs may code more than one chunk (``max_extra_bits > P``:
+    ``ValueError``).
     """
 
     def __init__(self, codec: RansCodec | None = None, *, state_bits: int | None = None, word_bits: int | None = None,
@@ -1948,20 +1950,41 @@ class RansEncoderXnCoder(wiring.Component):
     ``a`` stops at 3 (``b = 4`` only for ``f = 1``), which keeps the first multiplexer 4-way
     and still leaves the second term at 1/2.
 
-    Flush (``flush`` high, from the shell): after the last pair (lane 0) the last stage holds lane
-    ``N - 1``'s finished state, and each ring step brings the next lane, ``N - 2`` down to 0: the
-    order of §8 (``x_{N-1}`` first, each in ``ceil(S / W)`` words, least significant first). Per
-    state: its words, one per clock, then a ring step that inserts a fresh slot, so that after
-    ``N`` steps the ring is back at the initial state and the next command's first pair may enter in
-    the clock after the last flush word. ``state`` (the port the shell watches for the end of the
-    flush) is the count of states still to flush (``N`` while ``flush`` is low), not a state.
+    Commands and the flush (issue 19: no idle clock between commands). A command is ``max(count, N)``
+    *entries* into the ring (:class:`RansEncoderShellXN` drives ``run``, ``ghost``, ``final``): for
+    ``count < N`` first ``N - count`` ghosts, steps that take no pair and leave their slot at ``2**(S -
+    W)`` (lanes ``N - 1 .. count``, unused), then its pairs, back to front. Its first ``N`` entries
+    each start a lane from ``2**(S - W)`` on consecutive slots, so after its last entry (lane 0) the
+    next ``N`` ring steps bring lanes ``N - 1`` down to 0 to stage 0: the order of §8 (``x_{N-1}``
+    first, each in ``ceil(S / W)`` words, least significant first). Each of those steps emits the
+    arriving state (kept in ``x_flush``; ``x_done`` lands as ``2**(S - W)`` for a slot that is not the
+    running command's, by its flip-flops' set/reset) whatever enters with it: the next command's first
+    entries, each starting its lane on the slot just flushed, or, where none may enter, a bubble. So
+    the next command's first pair enters in the clock after the previous command's last, and the
+    previous command's words (all of them) leave before any of the next one's: its pairs push nothing
+    while a state still flushes. One that would (from ``2**(S - W)`` only where ``f <= 2**k`` with
+    ``S = 32, W = P = 16``: rare symbols with additional bits) waits, and ``i.ready`` depends on its
+    payload (the table's ``f`` and ``k``; unavoidable without a register in front of the table read:
+    whether it pushes is known only from its symbol), while bubbles flush the rest; entries go in only
+    right after the running command's latest slot (lane order), so the ring then turns once past its
+    slots: ``N`` clocks before that pair, bounded. Bubbles also flush where no pair is offered (the
+    previous command's ``done`` never waits for the next one's pairs), at the same price if the
+    command had begun. A bubble or a ghost that passes a slot registers the identity symbol (``f =
+    2**P``, ``c = 0``, no push, ``x`` itself) in stage 0, so that the ring gives ``x`` back. With two
+    words a port word, a stream of an odd word count ends in a port word of its own (its last word, a
+    zero high half): nothing steps in that clock, ``N`` entries into the next command. The words
+    and their order are those of the golden model for every timing; ``last`` marks each command's
+    final port word.
 
-    Ports are those of :class:`RansEncoderCoder`, ``o`` :meth:`port_words` stream words wide (``held``
-    ranges over 0 .. :meth:`depth`: the port word in ``o``, and where a pair may push twice a word
-    waiting for its port word's other half). Latency: a pair's push word is in ``o`` the clock after it
-    enters (with two words a port word: the clock after the pair that completes its port word); the
-    flush is ``N ceil(S / W)`` words, one per clock, and an odd count's last port word one clock more.
-    Reset (or ``start``) makes every slot fresh; the symbol table is LUT-RAM and survives it.
+    Ports: ``i``, ``o`` (:meth:`port_words` stream words wide), ``cfg`` and the control of
+    :meth:`ports`. Latency: a pair's push word is in ``o`` the clock after it enters (with two words a
+    port word: the clock after the step that completes its port word); the flush's port words leave
+    one a clock with the ``N`` ring steps after the command's last entry, an odd count's last port
+    word one clock more; without a next command the flush takes ``N`` clocks (``N + 1``), not ``2 N``
+    as before. With one stream word a port word (the one-word shapes below) a state is ``ceil(S / W)``
+    port words, one a clock: the step that flushes it waits for all but its last, so a boundary costs
+    ``N (ceil(S / W) - 1)`` clocks spread over the next command's first pairs (``2 N`` before, at the
+    boundary). Reset makes every slot no command's; the symbol table is LUT-RAM and survives it.
 
     Supported shapes: at most one chunk (``max_extra_bits <= P``) and what :func:`_xn_plan` takes (``P
     >= 5``, ``S - P >= P``, ``N >= 7``). Where also ``max_extra_bits <= W - P`` (the paper's 8 with ``P =
@@ -1972,10 +1995,16 @@ class RansEncoderXnCoder(wiring.Component):
     word, the first pushed in the low half; a word waits in ``pending_word`` for its partner, and a
     stream's odd last word leaves after the flush with a zero high half (the layout
     :class:`RansDecoderCoderXN` reads). A step makes at most one port word whatever it pushes, so a
-    pair (or a flush word) is taken where ``o`` is free or leaving: ``i.ready`` reads registers and
-    ``o.ready`` only, and a double push costs no clock. Measured at ``S = 32, W = 16, P = 16``,
-    ``N = 16`` (64 codes, 8 extra bits, programmable, coder alone, as below): 447 LUT-equivalents (375
-    LUTs + 9 RAM64M8), 2 DSP, 1313 FFs, 11 levels, ECP5 121.9 MHz (seeds 122.4 / 121.6 / 121.9): one
+    step is taken where ``o`` is free or leaving (``i.ready`` reads registers and ``o.ready``, and the
+    table's ``f`` and ``k`` only while a state flushes), and a double push costs no clock. Measured at
+    ``S = 32, W = 16, P = 16``, ``N = 16`` (64 codes, 8 extra bits, programmable, coder alone, as
+    below): 522 LUT-equivalents (450 LUTs + 9 RAM64M8), 2 DSP, 1378 FFs, 12 levels, ECP5 SEEDS_HERE.
+    (Before the flush rode on the next command's entries: 447 LUT-equivalents (375 LUTs + 9 RAM64M8),
+    1313 FFs, 11 levels, ECP5 121.9 MHz (seeds 122.4 / 121.6 / 121.9). Of the 75 LUTs more, the
+    pass-through's choice of ``x`` is 21 (gating ``k`` instead: 2 fewer LUTs, but a LUT more in front
+    of the chunk's shifter, 94 to 104 MHz), the pushes from ``2**(S - W)`` 12 (a table column would
+    take them, at the cost of a layout change), the rest ``x_flush`` as a third source of the output
+    word and the control; the 65 FFs ``x_flush`` and three marks a slot.) One
     divider step instead of 17 (``t = 15`` of the ``Q = 16`` quotient bits from the reciprocal), so
     of stages 6 to 15 only stage 6 (the top bits), stage 8 (the step) and the last (the final add)
     compute; the others carry ``f``, ``c``, ``c + f``, the remainder and the quotient's bits (most of
@@ -2004,9 +2033,10 @@ class RansEncoderXnCoder(wiring.Component):
     the sign -> the next step's 17 LUTs -> its 9 CCU2C -> the quotient bit's LUT.) Why ``N = 16``:
     16 is the most the bitstream allows, and the head's six stages leave ten for the 17 steps and
     the final add (with the whole quotient in the divider, ``N = 8`` measured 927 LUT-equivalents
-    at 64 MHz, ``N = 4`` 916 at 36 MHz). Its cost: a command's flush is ``2 N = 32`` words, one per
-    clock (34 clocks a command in Verilator): 0.9953
-    pairs per clock over stories260K (36 matrices of 7,204 pairs on average), 0.99994 over MiniLM.
+    at 64 MHz, ``N = 4`` 916 at 36 MHz). Its cost was a command's flush of ``2 N = 32`` words, one per
+    clock (34 clocks a command in Verilator, 0.9953 pairs per clock over stories260K's 36 matrices of
+    7,204 pairs on average); now commands back to back cost no clock for it (and a lone command ``N +
+    2``, ``N + 3`` for an odd word count).
     """
 
     def __init__(self, shape: _RansShape):
@@ -2032,12 +2062,6 @@ class RansEncoderXnCoder(wiring.Component):
         after its ``k``-bit insertion ``x < 2**(S - W + k)``, which reaches the symbol's push threshold
         ``f 2**(S - P) >= 2**(S - P)`` only where ``k > W - P``."""
         return not sh.one_word
-
-    @classmethod
-    def depth(cls, sh: _RansShape) -> int:
-        """Port words the output holds, a word waiting for its port word's other half counted as one:
-        one, or two where a pair may push twice (:meth:`two_words`)."""
-        return 2 if cls.two_words(sh) else 1
 
     @classmethod
     def port_words(cls, sh: _RansShape) -> int:
@@ -2254,7 +2278,8 @@ class RansEncoderXnCoder(wiring.Component):
                          newest[1].eq(newest[0] & ~entered & started), fin[0].eq(boundary),
                          at_next.eq(entered | ~started | newest[N - 1])]
             m.d.sync += [tag[j].eq(tag[j - 1]) for j in range(1, N)]
-            m.d.sync += [newest[j].eq(newest[j - 1]) for j in range(2, N)] + [fin[j].eq(fin[j - 1]) for j in range(1, N)]
+            m.d.sync += [newest[j].eq(newest[j - 1]) for j in range(2, N)]
+            m.d.sync += [fin[j].eq(fin[j - 1]) for j in range(1, N)]
             with m.If(entered):
                 m.d.sync += started.eq(1)
             with m.If(fin[N - 1]):
