@@ -1998,9 +1998,10 @@ class RansEncoderXnCoder(wiring.Component):
     step is taken where ``o`` is free or leaving (``i.ready`` reads registers and ``o.ready``, and the
     table's ``f`` and ``k`` only while a state flushes), and a double push costs no clock. Measured at
     ``S = 32, W = 16, P = 16``, ``N = 16`` (64 codes, 8 extra bits, programmable, coder alone, as
-    below): 522 LUT-equivalents (450 LUTs + 9 RAM64M8), 2 DSP, 1378 FFs, 12 levels, ECP5 SEEDS_HERE.
-    (Before the flush rode on the next command's entries: 447 LUT-equivalents (375 LUTs + 9 RAM64M8),
-    1313 FFs, 11 levels, ECP5 121.9 MHz (seeds 122.4 / 121.6 / 121.9). Of the 75 LUTs more, the
+    below): 522 LUT-equivalents (450 LUTs + 9 RAM64M8), 2 DSP, 1378 FFs, 12 levels, ECP5 119.7 MHz
+    (seeds 116.2 / 123.0 / 119.7). (Before the flush rode on the next command's entries: 447
+    LUT-equivalents (375 LUTs + 9 RAM64M8), 1313 FFs, 11 levels, ECP5 121.9 MHz (seeds 122.4 / 121.6 /
+    121.9). Of the 75 LUTs more, the
     pass-through's choice of ``x`` is 21 (gating ``k`` instead: 2 fewer LUTs, but a LUT more in front
     of the chunk's shifter, 94 to 104 MHz), the pushes from ``2**(S - W)`` 12 (a table column would
     take them, at the cost of a layout change), the rest ``x_flush`` as a third source of the output
