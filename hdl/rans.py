@@ -1742,8 +1742,10 @@ class RansEncoder(_RansCore):
     ``codec.states`` picks the coder: one state, :class:`RansEncoderCoder` (its divider is one clock);
     ``N`` interleaved states (``docs/bitstream.md`` §8, ``N`` in :data:`ENCODER_XN_STATES`: ``rans16x16``),
     :class:`RansEncoderXnCoder`, a ring of ``N`` pipeline stages that writes the ``N`` states' flush
-    itself. Other state counts are refused (``ConfigError``), as is an ``N``-state core whose pairs
-    may code more than one chunk (``max_extra_bits > P``: ``ValueError``).
+    itself while the next command's pairs go in (its shell :class:`RansEncoderShellXN`; with
+    ``shell=False`` the ports are that coder's). Other state counts are refused (``ConfigError``), as
+    is an ``N``-state core whose pairs may code more than one chunk (``max_extra_bits > P``:
+    ``ValueError``).
     """
 
     def __init__(self, codec: RansCodec | None = None, *, state_bits: int | None = None, word_bits: int | None = None,
@@ -1767,15 +1769,30 @@ class RansEncoder(_RansCore):
         """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``)."""
         out = {"coder": self._coder_cls(self._shape)}
         if self._shell:
-            out["shell"] = RansEncoderShell(self._shape, self._coder_cls.depth(self._shape))
+            out["shell"] = self._new_shell()
         return out
+
+    def _new_shell(self) -> wiring.Component:
+        if self._coder_cls is RansEncoderXnCoder:
+            return RansEncoderShellXN(self._shape)
+        return RansEncoderShell(self._shape, self._coder_cls.depth(self._shape))
 
     def elaborate(self, platform):
         sh = self._shape
         m, coder = self._coder()
         if not self._shell:
             return m
-        m.submodules.shell = sh_ = RansEncoderShell(sh, coder.depth(sh))
+        m.submodules.shell = sh_ = self._new_shell()
+        if isinstance(sh_, RansEncoderShellXN):
+            wiring.connect(m, wiring.flipped(self.cmd), sh_.cmd)
+            wiring.connect(m, wiring.flipped(self.i), coder.i)
+            m.d.comb += [self.o.valid.eq(coder.o.valid), self.o.p.data.eq(coder.o.p), self.o.p.last.eq(coder.last),
+                         coder.o.ready.eq(self.o.ready), sh_.emit.eq(coder.o.valid & coder.o.ready),
+                         sh_.last.eq(coder.last), sh_.step.eq(coder.step), self.done.eq(sh_.done)]
+            for name in ("run", "ghost", "final"):
+                m.d.comb += getattr(coder, name).eq(getattr(sh_, name))
+            self._gate_cfg(m, coder, sh_.idle)
+            return m
         wiring.connect(m, wiring.flipped(self.cmd), sh_.cmd)
         wiring.connect(m, wiring.flipped(self.i), coder.i)
         m.d.comb += [self.o.valid.eq(coder.o.valid), self.o.p.data.eq(coder.o.p), self.o.p.last.eq(sh_.last),
@@ -1786,6 +1803,60 @@ class RansEncoder(_RansCore):
         for name in ("state", "held", "step"):
             m.d.comb += getattr(sh_, name).eq(getattr(coder, name))
         self._gate_cfg(m, coder, sh_.idle)
+        return m
+
+
+class RansEncoderShellXN(wiring.Component):
+    """The shell of the interleaved rANS encoder (:class:`RansEncoderXnCoder`): a command's entries,
+    ``last`` and ``done``.
+
+    A command of ``count`` pairs is ``max(count, N)`` entries into the coder's ring: first ``N -
+    count`` *ghosts* where ``count < N`` (the lanes ``N - 1 .. count`` it leaves unused, which stay at
+    ``2**(S - W)`` and are flushed first, §8), then its pairs; ``final`` marks the last entry, after
+    which the coder flushes the command's ``N`` states by itself while the next command's entries go
+    in. Back to back: the next command is accepted in the clock of the previous one's last entry, and
+    its first entry goes in the clock after (no idle clock). ``done`` is high for one clock after the
+    port word that carries a command's last stream word (``last``) has left (one ``done`` per
+    command, in command order). Tables may be written (``idle``) while no command is running or
+    offered, the previous command's flush included: it reads no table.
+
+    Reset: the counters reset (a running command is dropped, no ``done`` comes for it); the coder's
+    ring resets to no command's slots, and its table (LUT-RAM) survives.
+    """
+
+    def __init__(self, shape: _RansShape):
+        sh = self._shape = shape
+        ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits)
+        del ports["i"], ports["o"]
+        ports.update({"run": Out(1), "ghost": Out(1), "final": Out(1), "step": In(1), "last": In(1),
+                      "emit": In(1), "idle": Out(1)})
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        N = self._shape.codec.states
+        m = Module()
+        remaining = Signal.like(self.cmd.p.count)           # pairs still to enter
+        ghosts = Signal(range(N + 1))                        # ghost entries still to enter (before the pairs)
+        active = Signal()                                    # a command's entries are not all in
+        # ``ghost`` (ghosts != 0) and ``final`` are registers: the coder's ring enable reads them.
+        ghost, final = Signal(), Signal()
+        m.d.comb += [self.run.eq(active), self.ghost.eq(ghost), self.final.eq(final),
+                     self.cmd.ready.eq(~active | (self.step & final)),
+                     self.idle.eq(~active & ~self.cmd.valid)]
+        with m.If(self.step):
+            with m.If(ghost):
+                m.d.sync += [ghosts.eq(ghosts - 1), ghost.eq(ghosts != 1),
+                             final.eq(((ghosts == 2) & (remaining == 0)) | ((ghosts == 1) & (remaining == 1)))]
+            with m.Else():
+                m.d.sync += [remaining.eq(remaining - 1), final.eq(remaining == 2)]
+            with m.If(final):
+                m.d.sync += active.eq(0)
+        with m.If(self.cmd.valid & self.cmd.ready):
+            # A command has at least N >= 2 entries: its first is never its last.
+            count = self.cmd.p.count
+            m.d.sync += [remaining.eq(count), ghosts.eq(Mux(count < N, N - count, 0)), ghost.eq(count < N),
+                         final.eq(0), active.eq(1)]
+        m.d.sync += self.done.eq(self.emit & self.last)
         return m
 
 
@@ -1879,20 +1950,41 @@ class RansEncoderXnCoder(wiring.Component):
     ``a`` stops at 3 (``b = 4`` only for ``f = 1``), which keeps the first multiplexer 4-way
     and still leaves the second term at 1/2.
 
-    Flush (``flush`` high, from the shell): after the last pair (lane 0) the last stage holds lane
-    ``N - 1``'s finished state, and each ring step brings the next lane, ``N - 2`` down to 0: the
-    order of §8 (``x_{N-1}`` first, each in ``ceil(S / W)`` words, least significant first). Per
-    state: its words, one per clock, then a ring step that inserts a fresh slot, so that after
-    ``N`` steps the ring is back at the initial state and the next command's first pair may enter in
-    the clock after the last flush word. ``state`` (the port the shell watches for the end of the
-    flush) is the count of states still to flush (``N`` while ``flush`` is low), not a state.
+    Commands and the flush (issue 19: no idle clock between commands). A command is ``max(count, N)``
+    *entries* into the ring (:class:`RansEncoderShellXN` drives ``run``, ``ghost``, ``final``): for
+    ``count < N`` first ``N - count`` ghosts, steps that take no pair and leave their slot at ``2**(S -
+    W)`` (lanes ``N - 1 .. count``, unused), then its pairs, back to front. Its first ``N`` entries
+    each start a lane from ``2**(S - W)`` on consecutive slots, so after its last entry (lane 0) the
+    next ``N`` ring steps bring lanes ``N - 1`` down to 0 to stage 0: the order of §8 (``x_{N-1}``
+    first, each in ``ceil(S / W)`` words, least significant first). Each of those steps emits the
+    arriving state (kept in ``x_flush``; ``x_done`` lands as ``2**(S - W)`` for a slot that is not the
+    running command's, by its flip-flops' set/reset) whatever enters with it: the next command's first
+    entries, each starting its lane on the slot just flushed, or, where none may enter, a bubble. So
+    the next command's first pair enters in the clock after the previous command's last, and the
+    previous command's words (all of them) leave before any of the next one's: its pairs push nothing
+    while a state still flushes. One that would (from ``2**(S - W)`` only where ``f <= 2**k`` with
+    ``S = 32, W = P = 16``: rare symbols with additional bits) waits, and ``i.ready`` depends on its
+    payload (the table's ``f`` and ``k``; unavoidable without a register in front of the table read:
+    whether it pushes is known only from its symbol), while bubbles flush the rest; entries go in only
+    right after the running command's latest slot (lane order), so the ring then turns once past its
+    slots: ``N`` clocks before that pair, bounded. Bubbles also flush where no pair is offered (the
+    previous command's ``done`` never waits for the next one's pairs), at the same price if the
+    command had begun. A bubble or a ghost that passes a slot registers the identity symbol (``f =
+    2**P``, ``c = 0``, no push, ``x`` itself) in stage 0, so that the ring gives ``x`` back. With two
+    words a port word, a stream of an odd word count ends in a port word of its own (its last word, a
+    zero high half): nothing steps in that clock, ``N`` entries into the next command. The words
+    and their order are those of the golden model for every timing; ``last`` marks each command's
+    final port word.
 
-    Ports are those of :class:`RansEncoderCoder`, ``o`` :meth:`port_words` stream words wide (``held``
-    ranges over 0 .. :meth:`depth`: the port word in ``o``, and where a pair may push twice a word
-    waiting for its port word's other half). Latency: a pair's push word is in ``o`` the clock after it
-    enters (with two words a port word: the clock after the pair that completes its port word); the
-    flush is ``N ceil(S / W)`` words, one per clock, and an odd count's last port word one clock more.
-    Reset (or ``start``) makes every slot fresh; the symbol table is LUT-RAM and survives it.
+    Ports: ``i``, ``o`` (:meth:`port_words` stream words wide), ``cfg`` and the control of
+    :meth:`ports`. Latency: a pair's push word is in ``o`` the clock after it enters (with two words a
+    port word: the clock after the step that completes its port word); the flush's port words leave
+    one a clock with the ``N`` ring steps after the command's last entry, an odd count's last port
+    word one clock more; without a next command the flush takes ``N`` clocks (``N + 1``), not ``2 N``
+    as before. With one stream word a port word (the one-word shapes below) a state is ``ceil(S / W)``
+    port words, one a clock: the step that flushes it waits for all but its last, so a boundary costs
+    ``N (ceil(S / W) - 1)`` clocks spread over the next command's first pairs (``2 N`` before, at the
+    boundary). Reset makes every slot no command's; the symbol table is LUT-RAM and survives it.
 
     Supported shapes: at most one chunk (``max_extra_bits <= P``) and what :func:`_xn_plan` takes (``P
     >= 5``, ``S - P >= P``, ``N >= 7``). Where also ``max_extra_bits <= W - P`` (the paper's 8 with ``P =
@@ -1903,10 +1995,17 @@ class RansEncoderXnCoder(wiring.Component):
     word, the first pushed in the low half; a word waits in ``pending_word`` for its partner, and a
     stream's odd last word leaves after the flush with a zero high half (the layout
     :class:`RansDecoderCoderXN` reads). A step makes at most one port word whatever it pushes, so a
-    pair (or a flush word) is taken where ``o`` is free or leaving: ``i.ready`` reads registers and
-    ``o.ready`` only, and a double push costs no clock. Measured at ``S = 32, W = 16, P = 16``,
-    ``N = 16`` (64 codes, 8 extra bits, programmable, coder alone, as below): 447 LUT-equivalents (375
-    LUTs + 9 RAM64M8), 2 DSP, 1313 FFs, 11 levels, ECP5 121.9 MHz (seeds 122.4 / 121.6 / 121.9): one
+    step is taken where ``o`` is free or leaving (``i.ready`` reads registers and ``o.ready``, and the
+    table's ``f`` and ``k`` only while a state flushes), and a double push costs no clock. Measured at
+    ``S = 32, W = 16, P = 16``, ``N = 16`` (64 codes, 8 extra bits, programmable, coder alone, as
+    below): 522 LUT-equivalents (450 LUTs + 9 RAM64M8), 2 DSP, 1378 FFs, 12 levels, ECP5 119.7 MHz
+    (seeds 116.2 / 123.0 / 119.7). (Before the flush rode on the next command's entries: 447
+    LUT-equivalents (375 LUTs + 9 RAM64M8), 1313 FFs, 11 levels, ECP5 121.9 MHz (seeds 122.4 / 121.6 /
+    121.9). Of the 75 LUTs more, the
+    pass-through's choice of ``x`` is 21 (gating ``k`` instead: 2 fewer LUTs, but a LUT more in front
+    of the chunk's shifter, 94 to 104 MHz), the pushes from ``2**(S - W)`` 12 (a table column would
+    take them, at the cost of a layout change), the rest ``x_flush`` as a third source of the output
+    word and the control; the 65 FFs ``x_flush`` and three marks a slot.) One
     divider step instead of 17 (``t = 15`` of the ``Q = 16`` quotient bits from the reciprocal), so
     of stages 6 to 15 only stage 6 (the top bits), stage 8 (the step) and the last (the final add)
     compute; the others carry ``f``, ``c``, ``c + f``, the remainder and the quotient's bits (most of
@@ -1935,9 +2034,10 @@ class RansEncoderXnCoder(wiring.Component):
     the sign -> the next step's 17 LUTs -> its 9 CCU2C -> the quotient bit's LUT.) Why ``N = 16``:
     16 is the most the bitstream allows, and the head's six stages leave ten for the 17 steps and
     the final add (with the whole quotient in the divider, ``N = 8`` measured 927 LUT-equivalents
-    at 64 MHz, ``N = 4`` 916 at 36 MHz). Its cost: a command's flush is ``2 N = 32`` words, one per
-    clock (34 clocks a command in Verilator): 0.9953
-    pairs per clock over stories260K (36 matrices of 7,204 pairs on average), 0.99994 over MiniLM.
+    at 64 MHz, ``N = 4`` 916 at 36 MHz). Its cost was a command's flush of ``2 N = 32`` words, one per
+    clock (34 clocks a command in Verilator, 0.9953 pairs per clock over stories260K's 36 matrices of
+    7,204 pairs on average); now commands back to back cost no clock for it (and a lone command ``N +
+    2``, ``N + 3`` for an odd word count).
     """
 
     def __init__(self, shape: _RansShape):
@@ -1953,6 +2053,9 @@ class RansEncoderXnCoder(wiring.Component):
             raise ValueError(f"the {sh.codec.states}-state rANS encoder codes at most one chunk per pair: "
                              f"max_extra_bits must be at most P = {sh.P}, not {sh.K}")
         _xn_plan(sh.codec.states, sh.P, sh.S - sh.P)
+        if not sh.one_word and -(-sh.S // sh.W) != 2:
+            raise ValueError(f"the {sh.codec.states}-state rANS encoder with two words a port word flushes a "
+                             f"state as one port word: S must be at most 2 W, not S = {sh.S}, W = {sh.W}")
 
     @staticmethod
     def two_words(sh: _RansShape) -> bool:
@@ -1962,12 +2065,6 @@ class RansEncoderXnCoder(wiring.Component):
         return not sh.one_word
 
     @classmethod
-    def depth(cls, sh: _RansShape) -> int:
-        """Port words the output holds, a word waiting for its port word's other half counted as one:
-        one, or two where a pair may push twice (:meth:`two_words`)."""
-        return 2 if cls.two_words(sh) else 1
-
-    @classmethod
     def port_words(cls, sh: _RansShape) -> int:
         """Stream words per word of the output port: two where a pair may push twice (a ``2 W``-bit
         port: the first pushed in the low half), so that two pushes never wait on the port."""
@@ -1975,11 +2072,14 @@ class RansEncoderXnCoder(wiring.Component):
 
     @classmethod
     def ports(cls, sh: _RansShape) -> dict:
-        """The coder's signature members for ``sh`` (those of :class:`RansEncoderCoder`)."""
+        """The coder's signature members for ``sh``: ``i``, ``o`` (:meth:`port_words` stream words),
+        ``cfg``, and the control :class:`RansEncoderShellXN` drives: ``run`` (the running command has
+        entries left), ``ghost`` (its next entry is a ghost, no pair), ``final`` (its next entry is its
+        last); ``step`` (an entry, pair or ghost, was taken) and ``last`` (the port word in ``o`` ends a
+        command's stream) go back."""
         ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
                  "o": Out(stream.Signature(sh.W * cls.port_words(sh))),
-                 "start": In(1), "run": In(1), "flush": In(1),
-                 "state": Out(sh.S), "held": Out(range(cls.depth(sh) + 1)), "step": Out(1)}
+                 "run": In(1), "ghost": In(1), "final": In(1), "step": Out(1), "last": Out(1)}
         if sh.programmable:
             ports["cfg"] = sh.cfg_port()
         return ports
@@ -2005,142 +2105,208 @@ class RansEncoderXnCoder(wiring.Component):
         # -- stage 0: the pair's pushes and the chunk ----------------------------------------------
         # (Each stage is a module of its own: the Amaranth simulator re-evaluates only what changed.)
         m.submodules.front = fm = Module()
-        x = Signal(S, init=init, name="x_done")                     # the last stage: a finished state
+        x = Signal(S, init=init, name="x_done")                     # the last stage: the arriving slot's state
         entry = tables.symbol(m, self.i.p.symbol, self.i.p.set if sh.sets > 1 else None)
         f, c, k = entry.freq, entry.cum, entry.k
-        xv = x
-        push_c = Const(0, 1)
-        if K:
-            # Push when one of x's top w bits is set (x >= 2**(S - w)), then insert the w-bit chunk
-            # below P (frequency 2**(P - w)) and move the bits above P - w up by w. The push's
-            # ``x >> W`` and the move are one shifter: a first level by ``w mod 4`` on x itself, a
-            # second by ``4 (w // 4)``, which also takes ``W`` off where the chunk pushed.
-            # Every selection is written against ``w`` itself (no ``K - w``: a subtractor in front of
-            # each shifter doubles its LUTs).
-            push_c = Signal(name="push_chunk")
-            fm.d.comb += push_c.eq(Cat(*(x[S - K + i] & (k >= K - i) for i in range(K))).any())
-            a = Signal(S + 3, name="chunk_shift1")
-            fm.d.comb += a.eq(Array([x << j for j in range(4)])[k[:2]])
-            rest = k[2:]
 
-            def by_rest(opts):
-                # w // 4 never exceeds K // 4: the unused codes repeat the last option (fewer LUTs).
-                if not len(rest):
-                    return opts[0]
-                return Array(opts + [opts[-1]] * ((1 << len(rest)) - len(opts)))[rest]
+        def front(mod, xin, kin, tag):
+            """The pair's chunk push, the state after the chunk and the symbol's push test, from state
+            ``xin`` and extra width ``kin`` (``tag`` names the signals)."""
+            xv = xin
+            pc = Const(0, 1)
+            if K:
+                # Push when one of x's top w bits is set (x >= 2**(S - w)), then insert the w-bit chunk
+                # below P (frequency 2**(P - w)) and move the bits above P - w up by w. The push's
+                # ``x >> W`` and the move are one shifter: a first level by ``w mod 4`` on x itself, a
+                # second by ``4 (w // 4)``, which also takes ``W`` off where the chunk pushed.
+                # Every selection is written against ``w`` itself (no ``K - w``: a subtractor in front of
+                # each shifter doubles its LUTs).
+                pc = Signal(name=f"push_chunk{tag}")
+                mod.d.comb += pc.eq(Cat(*(xin[S - K + i] & (kin >= K - i) for i in range(K))).any())
+                a = Signal(S + 3, name=f"chunk_shift1{tag}")
+                mod.d.comb += a.eq(Array([xin << j for j in range(4)])[kin[:2]])
+                rest = kin[2:]
 
-            hi = []
-            for i in range(P, S):
-                keep = by_rest([a[i - 4 * j] for j in range(K // 4 + 1)])
-                if i - 4 * (K // 4) + W < S + 3:
-                    pushed = by_rest([a[i - 4 * j + W] if i - 4 * j + W < S + 3 else Const(0, 1)
-                                      for j in range(K // 4 + 1)])
-                    hi.append(Mux(push_c, pushed, keep))
-                else:
-                    hi.append(keep & ~push_c)
-            xp_low = Signal(P, name="x_after_push_chunk_low")
-            fm.d.comb += xp_low.eq(Mux(push_c, x[W:W + P], x[:P]))
-            # The chunk's w bits go to [P - w, P): bit P - K + j is the chunk's bit j + w - K.
-            chunk = Signal(K, name="chunk_value")
-            fm.d.comb += chunk.eq((Cat(Const(0, K), self.i.p.extra[:K]) >> k)[:K])
-            xv = Signal(S, name="x_chunk")
-            fm.d.comb += xv.eq(Cat(xp_low[:P - K], *[Mux(k < K - j, xp_low[P - K + j], chunk[j]) for j in range(K)],
-                                  *hi))
-        push_s = Signal(name="push_sym")
-        fm.d.comb += push_s.eq((xv >> (S - P)) >= f)
+                def by_rest(opts):
+                    # w // 4 never exceeds K // 4: the unused codes repeat the last option (fewer LUTs).
+                    if not len(rest):
+                        return opts[0]
+                    return Array(opts + [opts[-1]] * ((1 << len(rest)) - len(opts)))[rest]
+
+                hi = []
+                for i in range(P, S):
+                    keep = by_rest([a[i - 4 * j] for j in range(K // 4 + 1)])
+                    if i - 4 * (K // 4) + W < S + 3:
+                        pushed = by_rest([a[i - 4 * j + W] if i - 4 * j + W < S + 3 else Const(0, 1)
+                                          for j in range(K // 4 + 1)])
+                        hi.append(Mux(pc, pushed, keep))
+                    else:
+                        hi.append(keep & ~pc)
+                xp_low = Signal(P, name=f"x_after_push_chunk_low{tag}")
+                mod.d.comb += xp_low.eq(Mux(pc, xin[W:W + P], xin[:P]))
+                # The chunk's w bits go to [P - w, P): bit P - K + j is the chunk's bit j + w - K.
+                chunk = Signal(K, name=f"chunk_value{tag}")
+                mod.d.comb += chunk.eq((Cat(Const(0, K), self.i.p.extra[:K]) >> kin)[:K])
+                xv = Signal(S, name=f"x_chunk{tag}")
+                mod.d.comb += xv.eq(Cat(xp_low[:P - K], *[Mux(kin < K - j, xp_low[P - K + j], chunk[j])
+                                                          for j in range(K)], *hi))
+            ps = Signal(name=f"push_sym{tag}")
+            mod.d.comb += ps.eq((xv >> (S - P)) >= f)
+            return pc, xv, ps
+
+        # ``force``: this ring step passes the arriving slot through unchanged (a ghost entry, or a
+        # bubble on the way back to the running command's next slot): stage 0 registers the identity
+        # symbol ``f = 2**P``, ``c = 0``, no push and ``x`` itself, so that the divider gives back ``x``.
+        # The constants are the registers' synchronous set/reset (no LUT of their own); ``x`` is a
+        # choice at the end of the chunk's path (not in front of its shifter, where a gated ``k`` was
+        # one level more on the clock's path).
+        force = Signal()
+        push_c, xv, push_s = front(fm, x, k, "")
+        # The pushes a pair would make from the initial state (``f`` and ``k`` only: yosys folds the
+        # constant), for the rule that no pair of a command pushes while the previous one's states
+        # still flush. From ``2**(S - W)`` no pair pushes unless ``f <= 2**k`` (``S = 32``, ``W = P = 16``).
+        # Per extra width ``w``: the chunk's push from 2**(S - W), and ``x >> (S - P)`` after the chunk
+        # (its bits sit below ``P <= S - P``), which the symbol's push compares with ``f``.
+        init_pc, init_top = [], []
+        for w in range(1 << len(k)):
+            xi, pc0 = init, False
+            if 0 < w <= K:
+                fu = 1 << (P - w)
+                pc0 = (xi >> (S - P)) >= fu
+                xi = xi >> W if pc0 else xi
+                xi = (xi // fu) << P
+            init_pc.append(int(pc0))
+            init_top.append(xi >> (S - P))
+        push_init = Signal()
+        fm.d.comb += push_init.eq(Array(Const(v, 1) for v in init_pc)[k]
+                                  | (Array(Const(v, S - P + 1) for v in init_top)[k] >= f))
         cf = Signal(n, name="c_plus_f")
         fm.d.comb += cf.eq(c + f)
 
-        # -- the output word and the flush ---------------------------------------------------------
-        n_out = Signal()                        # ``out_word`` holds a word (``o.valid``)
+        # -- the ring's slots, the flush and the output word -----------------------------------------
+        # A command's first N entries (ghosts for lanes a short command leaves unused, then its pairs)
+        # take N consecutive ring slots, each starting from 2**(S - W); after its last entry the next N
+        # ring steps bring its lanes N - 1 .. 0 to stage 0 in flush order (the last marked ``fin``). Each
+        # of those steps emits the arriving state whatever enters: the next command's entries (each from
+        # 2**(S - W), on the slot just flushed) or bubbles. An entry goes in only right after the
+        # running command's latest (``newest``), so that its slots stay consecutive (lane order); where
+        # a bubble went past that place, the ring turns once more (passing its slots unchanged) first.
+        # Per slot, travelling with it (stage j's registers; j = N - 1: ``x_done``'s):
+        tag = [Signal(name=f"tag{j}") for j in range(N)]     # the generation of the command that entered it
+        newest = [Signal(name=f"newest{j}") for j in range(N)]  # it took the running command's latest entry
+        fin = [Signal(name=f"fin{j}") for j in range(N)]     # it took the previous command's last entry
+        gen = Signal(init=1, name="generation")          # the running command's generation
+        started = Signal()                               # the running command has an entry in the ring
+        flushing = Signal()                              # the arriving slot holds the previous command's state
+        at_next = Signal(init=1)                         # an entry may go in here: ~started | newest[0]
+        m.d.comb += force.eq(~at_next | (self.run & self.ghost))
+        fx = Signal(S, name="x_flush")                   # the arriving slot's state as the ring computed it
+        n_out = Signal()                                 # ``out_word`` holds a port word (``o.valid``)
+        out_last = Signal()                              # ... the command's last
         room = Signal()
+        can_step = Signal()
+        step_ring = Signal()
+        entered = Signal()
         fire = Signal()
-        left = Signal(range(N + 1), init=N)
-        part = Signal(range(per))
-        fword = Signal()
+        boundary = Signal()
+        m.d.comb += room.eq(1 if sh.mutant == "rans_xn_enc_overwrite" else (~n_out | self.o.ready))
         if two:
             # Two stream words a port word, the first pushed in the low half: a word waits in
             # ``pending_word`` for the next one, and a stream's odd last word leaves after the flush
-            # with a zero high half (so that the words stay 2W-bit aligned from the stream's bottom,
-            # as RansDecoderCoderXN reads them). A pair or a flush word is taken where ``out_word`` is
-            # free or leaving: it makes at most one port word, whatever it pushes (a pending word and
-            # one push, or two pushes, fill one; a pending word and two pushes leave the second
-            # pending), so ``i.ready`` reads registers and ``o.ready`` only.
+            # with a zero high half (``pad_due``; so that the words stay 2W-bit aligned from the stream's
+            # bottom, as RansDecoderCoderXN reads them). A ring step makes at most one port word: a
+            # flushed state's two words, or a pair's pushes (none while a state flushes), each with a
+            # pending word or not. While the pad waits, nothing steps (one clock).
             npend = Signal()
             pend = Signal(W, name="pending_word")
-            free = ~n_out | self.o.ready
-            held = n_out + npend
+            pad_due = Signal()
+            m.d.comb += can_step.eq(room & ~pad_due)
         else:
-            free, held = ~n_out | self.o.ready, n_out
-        m.d.comb += [room.eq(1 if sh.mutant == "rans_xn_enc_overwrite" else free),
-                     self.i.ready.eq(self.run & room), fire.eq(self.i.valid & self.i.ready),
-                     fword.eq(self.flush & (left != 0) & room),
-                     self.o.valid.eq(n_out), self.held.eq(held), self.step.eq(fire),
-                     self.state.eq(left)]
+            part = Signal(range(per))                    # the arriving state's words already out
+            m.d.comb += can_step.eq(room & (~flushing | (part == per - 1)))
+        # Payload-independent: a pair that may not enter (it would push while the previous command's
+        # states flush) makes the step a bubble instead.
+        m.d.comb += step_ring.eq(can_step & (~at_next | flushing | (self.run & (self.ghost | self.i.valid))))
+        m.d.comb += [self.i.ready.eq(self.run & ~self.ghost & at_next & can_step & ~(flushing & push_init)),
+                     fire.eq(self.i.valid & self.i.ready),
+                     entered.eq(fire | (self.run & self.ghost & at_next & can_step)),
+                     boundary.eq(entered & self.final),
+                     self.o.valid.eq(n_out), self.last.eq(out_last), self.step.eq(entered)]
         out = Signal(W * (2 if two else 1), name="out_word")
         m.d.comb += self.o.p.eq(out)
-        words = Array([Cat(x, Const(0, per * W - S))[j * W:(j + 1) * W] for j in range(per)])
+        fwords = [fx[j * W:(j + 1) * W] for j in range(per)]
         if not two:
-            with m.If(fire | fword):
+            with m.If(flushing & room):
+                m.d.sync += [out.eq(Array(fwords)[part]), n_out.eq(1),
+                             out_last.eq(fin[N - 1] & (part == per - 1)),
+                             part.eq(Mux(part == per - 1, 0, part + 1))]
+            with m.Elif(step_ring):
                 # The chunk's push pushes the incoming state's low word, the symbol's the low word after
                 # the chunk; only one happens (one word per pair). The word register is written on every
-                # pair (a pair enters only where the word held, if any, leaves in the same clock), so that
-                # its enables do not wait on the symbol's push compare; only the valid bit does.
-                m.d.sync += [out.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))),
-                             n_out.eq(fword | push_c | push_s)]
+                # step, so that its enables do not wait on the symbol's push compare; only the valid bit does.
+                m.d.sync += [out.eq(Mux(push_c, x[:W], xv[:W])), n_out.eq(fire & (push_c | push_s)), out_last.eq(0)]
             with m.Elif(self.o.ready):
                 m.d.sync += n_out.eq(0)
         else:
-            # The step's words in push order: ``first`` (the chunk's push, else the symbol's, or the
-            # flush word) and, where both pushes happen, ``second`` (the symbol's).
+            # The step's words in push order: ``first`` (the flushed state's low word, else the chunk's
+            # push, else the symbol's) and ``second`` (the flushed state's high word, or the symbol's
+            # push where both pushes happen).
             first, second = Signal(W), Signal(W)
             pushes = Signal(2)
-            m.d.comb += [first.eq(Mux(self.flush, words[part], Mux(push_c, x[:W], xv[:W]))), second.eq(xv[:W]),
-                         pushes.eq(Mux(self.flush, 1, push_c + push_s))]
-            pad = Signal()                       # the flush is done and an odd word waits: it leaves alone
-            m.d.comb += pad.eq(self.flush & (left == 0) & npend & free)
-            with m.If(fire | fword):
+            m.d.comb += [first.eq(Mux(flushing, fwords[0], Mux(push_c, x[:W], xv[:W]))),
+                         second.eq(Mux(flushing, fwords[1], xv[:W])),
+                         pushes.eq(Mux(flushing, 2, Mux(fire, push_c + push_s, 0)))]
+            ends = Signal()                              # this step flushes a stream's last state
+            m.d.comb += ends.eq(flushing & fin[N - 1])
+            with m.If(step_ring):
                 # The port word is written on every step (its enables do not wait on the push compares).
                 m.d.sync += [out.eq(Mux(npend, Cat(pend, first), Cat(first, second))),
                              n_out.eq(Mux(npend, pushes != 0, pushes == 2)),
-                             npend.eq(Mux(npend, pushes != 1, pushes == 1))]
+                             npend.eq(Mux(npend, pushes != 1, pushes == 1)),
+                             out_last.eq(ends & ~npend), pad_due.eq(ends & npend)]
                 with m.If(Mux(npend, pushes == 2, pushes == 1)):
                     m.d.sync += pend.eq(Mux(npend, second, first))
-            with m.Elif(pad):
-                m.d.sync += [out.eq(Cat(pend, Const(0, W))), n_out.eq(1), npend.eq(0)]
+            with m.Elif(pad_due & room):
+                m.d.sync += [out.eq(Cat(pend, Const(0, W))), n_out.eq(1), npend.eq(0), pad_due.eq(0),
+                             out_last.eq(1)]
             with m.Elif(self.o.ready):
                 m.d.sync += n_out.eq(0)
-            with m.If(self.start):
-                m.d.sync += npend.eq(0)
-        step_ring = Signal()
-        m.d.comb += step_ring.eq(fire | (fword & (part == per - 1)))
-        with m.If(~self.flush):
-            m.d.sync += [left.eq(N), part.eq(0)]
-        with m.Elif(fword):
-            m.d.sync += part.eq(Mux(part == per - 1, 0, part + 1))
-            with m.If(part == per - 1):
-                m.d.sync += left.eq(left - 1)
+
+        with m.If(step_ring):
+            m.d.sync += [tag[0].eq(Mux(entered, gen, tag[N - 1])), newest[0].eq(entered | newest[N - 1]),
+                         # an entry goes in right after the latest one (which is then in stage 0): that
+                         # one's mark goes; so does a finished command's (with the next one not started)
+                         newest[1].eq(newest[0] & ~entered & started), fin[0].eq(boundary),
+                         at_next.eq(entered | ~started | newest[N - 1])]
+            m.d.sync += [tag[j].eq(tag[j - 1]) for j in range(1, N)]
+            m.d.sync += [newest[j].eq(newest[j - 1]) for j in range(2, N)]
+            m.d.sync += [fin[j].eq(fin[j - 1]) for j in range(1, N)]
+            with m.If(entered):
+                m.d.sync += started.eq(1)
+            with m.If(fin[N - 1]):
+                m.d.sync += flushing.eq(0)
+        with m.If(boundary):
+            # The command's lanes become the states to flush, in the order they arrive.
+            m.d.sync += [gen.eq(~gen), started.eq(0), flushing.eq(1)]
 
         # -- the ring: stage k's results go to registers ``name{k}`` (all written on ``step_ring``, the
         # stages' logic outside the enable: a comb assignment under ``If`` would gate every bit). Bits
         # no later stage reads are left unread and yosys removes their flip-flops.
-        fresh = [Signal(init=1, name=f"fresh{k}") for k in range(N - 1)]
-        with m.If(step_ring):
-            m.d.sync += fresh[0].eq(~fire)
-            m.d.sync += [fresh[j].eq(fresh[j - 1]) for j in range(1, N - 1)]
-        with m.If(self.start):
-            m.d.sync += [fr.eq(1) for fr in fresh]
-
-        def register(k, values, zero=None):
+        def register(k, values, zero=None, forced=None):
             """Stage ``k``'s registers for ``values`` (a dict); ``zero`` (names, condition): those
-            registers are cleared instead where the condition holds, through their flip-flops' own
-            synchronous reset."""
+            registers are cleared instead where the condition holds, and ``forced`` (values by name,
+            condition) take those values (a constant: through their flip-flops' own synchronous reset)."""
             regs = {}
             for name, v in values.items():
                 r = regs[name] = Signal(len(v), name=f"{name}{k}")
                 if zero is not None and name in zero[0]:
                     with m.If(step_ring & zero[1]):
                         m.d.sync += r.eq(0)
+                    with m.Elif(step_ring):
+                        m.d.sync += r.eq(v)
+                elif forced is not None and name in forced[0]:
+                    with m.If(step_ring & forced[1]):
+                        m.d.sync += r.eq(forced[0][name])
                     with m.Elif(step_ring):
                         m.d.sync += r.eq(v)
                 else:
@@ -2152,7 +2318,10 @@ class RansEncoderXnCoder(wiring.Component):
         # use picks its bit from ``xv`` in its own LUT, where a registered ``push ? xv >> W : xv``
         # would cost a LUT per bit.
         keep = {"xv": xv, "ps": push_s, "f": f, "c": c, "cf": cf}
-        cur = register(0, {**keep, "rcp": entry.rcp, "sa": entry.sa, "sb": entry.sb})
+        from ..model.coding.rans import freq_reciprocals      # the identity symbol: the host's reciprocal of 2**P
+        e1, r1 = (int(v) for v in freq_reciprocals([1 << P], P)[0])
+        ident = {"xv": x, "ps": 0, "f": 1 << P, "c": 0, "cf": 1 << P, **_recip_entry(P, e1, r1)}
+        cur = register(0, {**keep, "rcp": entry.rcp, "sa": entry.sa, "sb": entry.sb}, forced=(ident, force))
 
         def carried(regs, *names):
             return {nm: regs[nm] for nm in ("xv", "ps", "f", "c", "cf") + names}
@@ -2260,12 +2429,18 @@ class RansEncoderXnCoder(wiring.Component):
         # -- the last stage: r + f corrects a negative remainder; c + (x mod f) < 2**P.
         low = Signal(n, name="remainder_plus_c")
         m.d.comb += low.eq(r + Mux(r[n - 1], cur["cf"], cur["c"]))
-        # One synchronous set/reset for the finished state, above its enable: the flip-flops' own
-        # reset pins (a fresh slot's value and ``start`` as two conditions cost a LUT per bit).
+        # The slot that lands in ``x_done`` is the next to arrive at stage 0: where it will not hold a
+        # state of the running command (generation, after this clock's boundary), an entry there starts
+        # from 2**(S - W), so it lands as that, through the flip-flops' own synchronous set/reset; the
+        # state it carried (a finished state to flush) is kept in ``x_flush``, which takes every landing.
+        done_x = Signal(S, name="x_finished")
+        m.d.comb += done_x.eq(Cat(low[:P], q, qtop))
         x_init = Signal()
-        m.d.comb += x_init.eq(self.start | (step_ring & fresh[N - 2]))
+        m.d.comb += x_init.eq(step_ring & (tag[N - 2] != (gen ^ boundary)))
         with m.If(x_init):
             m.d.sync += x.eq(init)
         with m.Elif(step_ring):
-            m.d.sync += x.eq(Cat(low[:P], q, qtop))
+            m.d.sync += x.eq(done_x)
+        with m.If(step_ring):
+            m.d.sync += fx.eq(done_x)
         return m

@@ -118,9 +118,11 @@ SMALL_XN = {
     "rans": (dict(state_bits=16, word_bits=9, precision_bits=5), dict(max_symbols=4, max_extra_bits=2)),
 }
 #: Longest run of clocks without a transfer that ``progress`` allows once inputs are offered and
-#: outputs taken (rANS decoder: a symbol search steps up to ``max_symbols - 1`` clocks).
+#: outputs taken (rANS decoder: a symbol search steps up to ``max_symbols - 1`` clocks; the xN rANS
+#: encoder: ``N - 1`` clocks where a command shorter than ``N`` pairs enters its ghosts, or where the
+#: ring turns past its slots back to the next one, ``RansEncoderXnCoder``: a bound of ``N``, found tight).
 PROGRESS_CLOCKS = {"tans-decoder": 6, "tans-encoder": 6, "rans-decoder": 8, "rans-encoder": 6,
-                   "tans-decoder-x2": 6, "tans-encoder-x2": 6, "rans-decoder-x5": 8, "rans-encoder-x16": 6}
+                   "tans-decoder-x2": 6, "tans-encoder-x2": 6, "rans-decoder-x5": 8, "rans-encoder-x16": 16}
 #: Most pairs a round trip / a detection run codes (``table="pinned"``, what CI runs, and every detection).
 ROUND_TRIP_PAIRS = {"tans": 1, "rans": 1}
 #: Most pairs a round trip codes on an arbitrary legal table (``table="arbitrary"``): sequences of up to
@@ -249,8 +251,9 @@ PINNED_XN_FREQUENCIES = (18, 3, 9, 2)
 XN_BAKED = ("rans-decoder-x5",)
 #: The least depth a core's port properties run at, whatever ``--depth`` says (the report gives the
 #: depth run): the rANS xN decoder's first pair leaves at clock 17 (10 head words, the ring's turn and
-#: its five stages), so a shallower run would not reach its covers.
-MIN_DEPTH = {"rans-decoder-x5": 20}
+#: its five stages), so a shallower run would not reach its covers; the xN rANS encoder's ``progress``
+#: bound (:data:`PROGRESS_CLOCKS`, 16) means something only in a run longer than it.
+MIN_DEPTH = {"rans-decoder-x5": 20, "rans-encoder-x16": 20}
 
 
 def pinned_xn_table() -> RansTable:
