@@ -137,7 +137,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..model.coding.codecs import RansCodec
-from ..model.coding.rans import RansTable
+from ..model.coding.rans import RansTable, freq_reciprocals
 from ..model.errors import ConfigError
 from .mutants import check_mutant
 from .dsp import MulAdd
@@ -2346,7 +2346,6 @@ class RansEncoderXnCoder(wiring.Component):
         # use picks its bit from ``xv`` in its own LUT, where a registered ``push ? xv >> W : xv``
         # would cost a LUT per bit.
         keep = {"xv": xv, "ps": push_s, "f": f, "c": c, "cf": cf}
-        from ..model.coding.rans import freq_reciprocals      # the identity symbol: the host's reciprocal of 2**P
         e1, r1 = (int(v) for v in freq_reciprocals([1 << P], P)[0])
         ident = {"xv": x, "ps": 0, "f": 1 << P, "c": 0, "cf": 1 << P, **_recip_entry(P, e1, r1)}
         cur = register(0, {**keep, "rcp": entry.rcp, "sa": entry.sa, "sb": entry.sb}, forced=(ident, force))
