@@ -2118,51 +2118,46 @@ class RansEncoderXnCoder(wiring.Component):
         entry = tables.symbol(m, self.i.p.symbol, self.i.p.set if sh.sets > 1 else None)
         f, c, k = entry.freq, entry.cum, entry.k
 
-        def front(mod, xin, kin, tag):
-            """The pair's chunk push, the state after the chunk and the symbol's push test, from state
-            ``xin`` and extra width ``kin`` (``tag`` names the signals)."""
-            xv = xin
-            pc = Const(0, 1)
-            if K:
-                # Push when one of x's top w bits is set (x >= 2**(S - w)), then insert the w-bit chunk
-                # below P (frequency 2**(P - w)) and move the bits above P - w up by w. The push's
-                # ``x >> W`` and the move are one shifter: a first level by ``w mod 4`` on x itself, a
-                # second by ``4 (w // 4)``, which also takes ``W`` off where the chunk pushed.
-                # Every selection is written against ``w`` itself (no ``K - w``: a subtractor in front of
-                # each shifter doubles its LUTs).
-                pc = Signal(name=f"push_chunk{tag}")
-                mod.d.comb += pc.eq(Cat(*(xin[S - K + i] & (kin >= K - i) for i in range(K))).any())
-                a = Signal(S + 3, name=f"chunk_shift1{tag}")
-                mod.d.comb += a.eq(Array([xin << j for j in range(4)])[kin[:2]])
-                rest = kin[2:]
+        xv = x
+        push_c = Const(0, 1)
+        if K:
+            # Push when one of x's top w bits is set (x >= 2**(S - w)), then insert the w-bit chunk
+            # below P (frequency 2**(P - w)) and move the bits above P - w up by w. The push's
+            # ``x >> W`` and the move are one shifter: a first level by ``w mod 4`` on x itself, a
+            # second by ``4 (w // 4)``, which also takes ``W`` off where the chunk pushed.
+            # Every selection is written against ``w`` itself (no ``K - w``: a subtractor in front of
+            # each shifter doubles its LUTs).
+            push_c = Signal(name="push_chunk")
+            fm.d.comb += push_c.eq(Cat(*(x[S - K + i] & (k >= K - i) for i in range(K))).any())
+            a = Signal(S + 3, name="chunk_shift1")
+            fm.d.comb += a.eq(Array([x << j for j in range(4)])[k[:2]])
+            rest = k[2:]
 
-                def by_rest(opts):
-                    # w // 4 never exceeds K // 4: the unused codes repeat the last option (fewer LUTs).
-                    if not len(rest):
-                        return opts[0]
-                    return Array(opts + [opts[-1]] * ((1 << len(rest)) - len(opts)))[rest]
+            def by_rest(opts):
+                # w // 4 never exceeds K // 4: the unused codes repeat the last option (fewer LUTs).
+                if not len(rest):
+                    return opts[0]
+                return Array(opts + [opts[-1]] * ((1 << len(rest)) - len(opts)))[rest]
 
-                hi = []
-                for i in range(P, S):
-                    keep = by_rest([a[i - 4 * j] for j in range(K // 4 + 1)])
-                    if i - 4 * (K // 4) + W < S + 3:
-                        pushed = by_rest([a[i - 4 * j + W] if i - 4 * j + W < S + 3 else Const(0, 1)
-                                          for j in range(K // 4 + 1)])
-                        hi.append(Mux(pc, pushed, keep))
-                    else:
-                        hi.append(keep & ~pc)
-                xp_low = Signal(P, name=f"x_after_push_chunk_low{tag}")
-                mod.d.comb += xp_low.eq(Mux(pc, xin[W:W + P], xin[:P]))
-                # The chunk's w bits go to [P - w, P): bit P - K + j is the chunk's bit j + w - K.
-                chunk = Signal(K, name=f"chunk_value{tag}")
-                mod.d.comb += chunk.eq((Cat(Const(0, K), self.i.p.extra[:K]) >> kin)[:K])
-                xv = Signal(S, name=f"x_chunk{tag}")
-                mod.d.comb += xv.eq(Cat(xp_low[:P - K], *[Mux(kin < K - j, xp_low[P - K + j], chunk[j])
-                                                          for j in range(K)], *hi))
-            ps = Signal(name=f"push_sym{tag}")
-            mod.d.comb += ps.eq((xv >> (S - P)) >= f)
-            return pc, xv, ps
-
+            hi = []
+            for i in range(P, S):
+                keep = by_rest([a[i - 4 * j] for j in range(K // 4 + 1)])
+                if i - 4 * (K // 4) + W < S + 3:
+                    pushed = by_rest([a[i - 4 * j + W] if i - 4 * j + W < S + 3 else Const(0, 1)
+                                      for j in range(K // 4 + 1)])
+                    hi.append(Mux(push_c, pushed, keep))
+                else:
+                    hi.append(keep & ~push_c)
+            xp_low = Signal(P, name="x_after_push_chunk_low")
+            fm.d.comb += xp_low.eq(Mux(push_c, x[W:W + P], x[:P]))
+            # The chunk's w bits go to [P - w, P): bit P - K + j is the chunk's bit j + w - K.
+            chunk = Signal(K, name="chunk_value")
+            fm.d.comb += chunk.eq((Cat(Const(0, K), self.i.p.extra[:K]) >> k)[:K])
+            xv = Signal(S, name="x_chunk")
+            fm.d.comb += xv.eq(Cat(xp_low[:P - K], *[Mux(k < K - j, xp_low[P - K + j], chunk[j]) for j in range(K)],
+                                  *hi))
+        push_s = Signal(name="push_sym")
+        fm.d.comb += push_s.eq((xv >> (S - P)) >= f)
         # ``force``: this ring step passes the arriving slot through unchanged (a ghost entry, or a
         # bubble on the way back to the running command's next slot): stage 0 registers the identity
         # symbol ``f = 2**P``, ``c = 0``, no push and ``x`` itself, so that the divider gives back ``x``.
@@ -2170,7 +2165,6 @@ class RansEncoderXnCoder(wiring.Component):
         # choice at the end of the chunk's path (not in front of its shifter, where a gated ``k`` was
         # one level more on the clock's path).
         force = Signal()
-        push_c, xv, push_s = front(fm, x, k, "")
         # The pushes a pair would make from the initial state (``f`` and ``k`` only: yosys folds the
         # constant), for the rule that no pair of a command pushes while the previous one's states
         # still flush. From ``2**(S - W)`` no pair pushes unless ``f <= 2**k`` (``S = 32``, ``W = P = 16``).
