@@ -133,6 +133,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Array, Cat, Const, Elaboratable, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -810,6 +811,11 @@ XN_RING = 5
 #: states beyond the ring's five waiting in a delay line; 16 is what the encoder writes (``rans16x16``).
 XN_STATES = tuple(range(XN_RING, 17))
 
+#: Bits of a stream's tag in the interleaved decoder (its position among decoded streams, mod 4): the
+#: words of at most three streams meet in the coder's word buffer (an older one's unread words, the
+#: running one's, the next one's), and the tag tells them apart and in order.
+TAG_BITS = 2
+
 
 def _upper_product(m: Module, a: Value, f: Value, name: str) -> Signal:
     """``a * f`` in LUTs for a narrow ``a`` (at most 8 bits) and ``f`` of at most 17: radix 4, each pair
@@ -868,22 +874,28 @@ class RansDecoderCoderXN(wiring.Component):
        stage 1.
 
     A *bubble* (no pair) passes a state round the ring unchanged (``freq = 2**P``, ``cum = 0``, ``k = 0``:
-    ``x' = x``): the stream head fills the ring with bubbles, and after a command's last pair ``drain``
-    turns it ``N - 1`` times so that its pairs leave and each state passes stage 1 in order (``initial``:
-    the state there is ``2**(S - W)``, what the end check needs).
+    ``x' = x``). States enter from the shell (``inject``, ``state``): in the turn that injects, the
+    shell's state takes stage 1's place instead of the state coming round (``evicted``, which the end
+    check reads), one turn before that state's first pair. So a stream's first pair follows the
+    previous stream's last one in the next turn: after a stream's last pair its ``N`` final states
+    each leave the ring once in the next ``N`` turns, the next stream's states taking their places.
 
-    Ports: ``i`` (``W``-bit words, top of stack first), ``o`` (pairs ``{symbol, extra}``, a register),
-    ``cfg`` (programmable cores), ``sel`` (table sets), and the control a shell drives: ``start`` (a
-    new stream: empties the word buffer and clears ``bad``/``starved``), ``head`` (take the stream's top
-    ``N ceil(S / W)`` words into the states, most significant first, state 0 first; ``loaded`` when
-    done), ``run`` (decode pairs), ``drain`` (turn the ring with bubbles), ``ended`` (no word will come);
-    ``initial``, ``buffered`` (a word is held), ``step`` (a pair entered the ring), ``bad`` (a head word
-    put a state outside ``[2**(S - W), 2**S)``) and ``starved`` (a pop found no word) go back.
+    Ports: ``i`` (``W``-bit words, or ``2 W``-bit port words, top of stack first, each with its
+    stream's ``tag``, :meth:`word_layout`), ``o`` (pairs ``{symbol, extra}``, a register), ``cfg``
+    (programmable cores), ``sel`` (table sets), and the control a shell drives: ``run`` (step a pair,
+    of stream ``tag``; ``last``: its stream's last), ``drain`` (turn with a bubble), ``inject`` and
+    ``state``, ``ended`` (no more words of stage 5's stream, ``pair_tag``, will come), ``purge`` and
+    ``purge_tag`` (drop the buffered words of that stream: it ended with words unread); back go
+    ``step`` (a pair entered the ring), ``turned``, ``o_last`` (the pair on ``o`` is its stream's
+    last), ``evicted_initial`` (the state evicted at the last turn is ``2**(S - W)``), ``starved`` (a
+    registered pulse: a pop of stream ``starved_tag`` found none of its words) and the word buffer's
+    ``held`` bits and ``held_tags``.
 
-    A turn of the ring waits for a buffered word (or ``ended``) whether or not the pair at stage 5 pops:
-    that test is a register, not the pop test, and the one-word buffer refills in the clock it is
-    emptied. Latency: a pair is on ``o`` after the fourth turn that follows its step (stages 2 to 5,
-    the last one writing the output register).
+    A pop takes only its own stream's words, so the next stream's words may wait in the buffer behind
+    the running one's. A turn waits until two (one-pop shapes: one) of stage 5's stream's words are
+    buffered, or ``ended``, whether or not the pair pops: those tests are registers, not the pop test,
+    and the buffer refills in the clock it is emptied. Latency: a pair is on ``o`` after the fourth
+    turn that follows its step (stages 2 to 5, the last one writing the output register).
 
     Supported shapes: ``P <= S - W`` and either ``S <= 2 W - K`` with ``K <= W - P`` (the paper
     preset's ``S = 48, W = 32, P = 16, K = 8``), where a pair pops at most one word, as above, or
@@ -891,13 +903,13 @@ class RansDecoderCoderXN(wiring.Component):
     pop twice, once before the chunk and once after it (``S = 32, W = 16``: after a pop ``x >= 2**W
     >= 2**(S - W)``, so each of the two steps pops at most once). Such a shape has a ``2 W``-bit
     port (:meth:`port_words`): two stream words a port word, the first popped in the high half, an
-    odd count's first port word with a zero high half above the stream (``skip``, from the shell),
-    so that the words stay ``2 W``-bit aligned from the stream's bottom up, as the host stored them.
+    odd count's first port word with a zero high half above the stream, so that the words stay
+    ``2 W``-bit aligned from the stream's bottom up, as the host stored them (the shell takes the
+    head; an odd stream's first body port word comes with ``skip``: its high half was the head's).
     Two port-word registers hold the next words (``half`` says whether the first one's high word is
     gone; a port word is written once into each register and never shifted), a turn waits until two
-    words are buffered (or ``ended``), the chunk's pop takes the second word where the symbol's took
-    the first, and the head's words come through the same registers, one a clock (a state a clock
-    measured 16 LUT-equivalents more). Two words a clock in, at most
+    words are buffered (or ``ended``), and the chunk's pop takes the second word where the symbol's
+    took the first. Two words a clock in, at most
     two a pair out: the port never holds a turn back once the buffer is full. Measured with ``S =
     32, W = 16, P = 16`` (``rans16x5`` as the paper configuration would have it: 32-bit port words,
     64 codes, 8 extra bits, programmable, coder alone, the definitions of
@@ -933,15 +945,24 @@ class RansDecoderCoderXN(wiring.Component):
         return 1 if sh.S <= 2 * sh.W - sh.K and sh.K <= sh.W - sh.P else 2
 
     @staticmethod
+    def word_layout(sh: _RansShape) -> data.StructLayout:
+        """A word of the coder's ``i``: ``data`` (``W`` bits, or a ``2 W``-bit port word), the stream's
+        ``tag`` (its position among streams, mod 4) and, for port words, ``skip`` (the high half is not
+        the stream's: an odd stream's first body port word, whose high half closed the head)."""
+        pw = RansDecoderCoderXN.port_words(sh)
+        return data.StructLayout({"data": sh.W * pw, "tag": TAG_BITS} | ({"skip": 1} if pw == 2 else {}))
+
+    @staticmethod
     def ports(sh: _RansShape) -> dict:
         """The coder's signature members for ``sh``."""
         pw = RansDecoderCoderXN.port_words(sh)
-        ports = {"i": In(stream.Signature(sh.W * pw)), "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
-                 "start": In(1), "head": In(1), "run": In(1), "drain": In(1), "ended": In(1),
-                 "loaded": Out(1), "initial": Out(1), "buffered": Out(1), "step": Out(1), "turned": Out(1), "bad": Out(1),
-                 "starved": Out(1)}
-        if pw == 2:
-            ports["skip"] = In(1)
+        ports = {"i": In(stream.Signature(RansDecoderCoderXN.word_layout(sh))),
+                 "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
+                 "run": In(1), "drain": In(1), "inject": In(1), "state": In(sh.S), "tag": In(TAG_BITS),
+                 "last": In(1), "ended": In(1), "purge": In(1), "purge_tag": In(TAG_BITS),
+                 "step": Out(1), "turned": Out(1), "pair_tag": Out(TAG_BITS), "o_last": Out(1),
+                 "evicted_initial": Out(1), "starved": Out(1), "starved_tag": Out(TAG_BITS),
+                 "held": Out(pw), "held_tags": Out(TAG_BITS * pw)}
         if sh.programmable:
             ports["cfg"] = sh.cfg_port()
         if sh.sets > 1:
@@ -973,24 +994,38 @@ class RansDecoderCoderXN(wiring.Component):
         r3_k, r3_sym, r3_bub = Signal(bits_for(K)), Signal(sb), Signal(init=1)
         r4_x, r4_k, r4_sym, r4_bub = mac.p, Signal(bits_for(K)), Signal(sb), Signal(init=1)
         two = self.port_words(sh) == 2               # a pair may pop twice: the 2W-bit port
+        T = TAG_BITS
+        # Each pair carries its stream's tag and whether it is the stream's last pair down the pipeline.
+        r1_tag, r2_tag, r3_tag, r4_tag = (Signal(T, name=f"r{j}_tag") for j in range(1, 5))
+        r1_last, r2_last, r3_last, r4_last = (Signal(name=f"r{j}_last") for j in range(1, 5))
         word = Signal(W)                             # the next word to pop
         word2 = Signal(W)                            # the one after it (two pops)
-        have_word = Signal()                         # one pop: the one-word buffer is full
-        avail1, avail2 = Signal(), Signal()          # two pops: one / two words are buffered
+        own1, own2 = Signal(), Signal()              # one / two words of stage 5's stream are buffered
+        stale = Signal()                             # the oldest buffered word is one the shell purges
         if two:
             # Two port words: ``port_a`` holds the next words, ``port_b`` the two after; ``half`` says
             # whether ``port_a``'s high word (popped first) is gone. Words never move within a
-            # register: a port word is written once into ``port_b`` and once into ``port_a``.
+            # register: a port word is written once into ``port_b`` and once into ``port_a``. Each has
+            # its stream's tag, so that the next stream's words may wait behind the running one's.
             port_a, port_b = Signal(2 * W), Signal(2 * W)
-            va, vb, half = Signal(), Signal(), Signal()
+            ta, tb = Signal(T), Signal(T)
+            va, vb, half, skip_b = Signal(), Signal(), Signal(), Signal()
             m.d.comb += [word.eq(Mux(half, port_a[:W], port_a[W:])), word2.eq(Mux(half, port_b[W:], port_a[:W])),
-                         avail1.eq(va), avail2.eq(va & (~half | vb)), self.buffered.eq(va | vb)]
+                         own1.eq(va & (ta == r4_tag)), own2.eq(own1 & (~half | (vb & (tb == r4_tag)))),
+                         stale.eq(self.purge & va & (ta == self.purge_tag)),
+                         self.held.eq(Cat(va, vb)), self.held_tags.eq(Cat(ta, tb))]
         else:
-            m.d.comb += self.buffered.eq(have_word)
-        o_valid, o_pair = Signal(), Signal(self.o.p.shape())
-        bad, short = Signal(), Signal(name="starved")
-        m.d.comb += [self.o.valid.eq(o_valid), self.o.p.eq(o_pair),
-                     self.bad.eq(bad), self.starved.eq(short), self.initial.eq(x0 == (1 << L))]
+            have_word, tw = Signal(), Signal(T)
+            m.d.comb += [own1.eq(have_word & (tw == r4_tag)), stale.eq(self.purge & have_word & (tw == self.purge_tag)),
+                         self.held.eq(have_word), self.held_tags.eq(tw)]
+        o_valid, o_pair, o_last = Signal(), Signal(self.o.p.shape()), Signal()
+        starved, starved_tag = Signal(), Signal(T)
+        # The state that left the ring at the last turn (what the end check reads: an injection puts the
+        # next stream's state in its place).
+        evicted = Signal(S, reset_less=True)
+        m.d.comb += [self.o.valid.eq(o_valid), self.o.p.eq(o_pair), self.o_last.eq(o_last),
+                     self.starved.eq(starved), self.starved_tag.eq(starved_tag), self.pair_tag.eq(r4_tag),
+                     self.evicted_initial.eq(evicted == (1 << L))]
 
         table_set = r1_set = r2_set = None
         run = Signal()
@@ -1075,119 +1110,116 @@ class RansDecoderCoderXN(wiring.Component):
 
         # -- the turn of the ring -------------------------------------------------------------------
         o_free = 1 if sh.mutant == "rans_xn_dec_overwrite" else (~o_valid | self.o.ready)
+        # A turn waits until two (one-pop shapes: one) of stage 5's stream's words are buffered or the
+        # shell says none will come (``ended``), whether or not the pair pops: those are registers, not
+        # the pop test. A purged word at the front holds every turn with a pair at stage 5.
         ready = Signal()
-        m.d.comb += ready.eq(r2_found & ((avail2 if two else have_word) | self.ended) & o_free)
-        hw = Signal(range(per))                      # head words of the current state taken
-        hl = Signal(range(N + 1))                    # head states complete
-        settled = Signal()                           # the head's last turn is done
-        head_word = Signal()
-        head_turn = Signal()                         # a state of the head is complete: pass it on
-        head_in = word if two else self.i.p          # two pops: the head's words come through the buffer
-        m.d.comb += [self.loaded.eq(hl == N), head_word.eq(self.head & (hl != N) & (avail1 if two else self.i.valid)),
-                     head_turn.eq(self.head & ((head_word & (hw == 0) & (hl != 0)) | ((hl == N) & ~settled)))]
+        m.d.comb += ready.eq(r2_found & o_free & (r4_bub | (~stale & ((own2 if two else own1) | self.ended))))
         step, turn = Signal(), Signal()
-        m.d.comb += [step.eq(run & ready & ~self.head), self.step.eq(step), self.turned.eq(turn),
-                     turn.eq(step | (self.drain & ready & ~self.head) | head_turn), mac.en.eq(turn)]
+        m.d.comb += [step.eq(run & ready), self.step.eq(step), self.turned.eq(turn),
+                     turn.eq(step | (self.drain & ready)), mac.en.eq(turn)]
         with m.If(turn):
-            m.d.sync += [r1_x.eq(x0), r1_cand.eq(cand), r1_bub.eq(~step),
-                         r2_x.eq(r1_x), r2_bub.eq(r1_bub),
-                         r3_k.eq(r2_k), r3_sym.eq(r2_cand), r3_bub.eq(r2_bub),
-                         r4_k.eq(r3_k), r4_sym.eq(r3_sym), r4_bub.eq(r3_bub)]
+            m.d.sync += [r1_x.eq(x0), r1_cand.eq(cand), r1_bub.eq(~step), r1_tag.eq(self.tag), r1_last.eq(self.last),
+                         r2_x.eq(r1_x), r2_bub.eq(r1_bub), r2_tag.eq(r1_tag), r2_last.eq(r1_last),
+                         r3_k.eq(r2_k), r3_sym.eq(r2_cand), r3_bub.eq(r2_bub), r3_tag.eq(r2_tag), r3_last.eq(r2_last),
+                         r4_k.eq(r3_k), r4_sym.eq(r3_sym), r4_bub.eq(r3_bub), r4_tag.eq(r3_tag), r4_last.eq(r3_last)]
             ring_in = x_next
             for d in delay:
                 m.d.sync += d.eq(ring_in)
                 ring_in = d
-            m.d.sync += x0.eq(ring_in)
+            # The shell's next state takes the place of the one leaving, which the end check then reads.
+            m.d.sync += [x0.eq(Mux(self.inject, self.state, ring_in)), evicted.eq(ring_in)]
             if r1_set is not None:
                 m.d.sync += [r1_set.eq(table_set), r2_set.eq(r1_set)]
             with m.If(~r4_bub):
-                m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(r4_sym), o_pair.extra.eq(bits)]
-                with m.If((early | late) & ~(avail1 if two else have_word)):
-                    m.d.sync += short.eq(1)
-                if two:
-                    with m.If(early & late & ~avail2):
-                        m.d.sync += short.eq(1)
+                m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(r4_sym), o_pair.extra.eq(bits), o_last.eq(r4_last)]
+        m.d.sync += starved.eq(0)
+        with m.If(turn & ~r4_bub & (((early | late) & ~own1) | ((early & late & ~own2) if two else 0))):
+            m.d.sync += [starved.eq(1), starved_tag.eq(r4_tag)]
         with m.If(turn | miss):                      # (a miss reads the table at sym = stepped)
             m.d.sync += [r2_f.eq(f_eff), r2_lo.eq(lo_eff), r2_k.eq(k_eff), r2_found.eq(found),
                          r2_cand.eq(sym), r2_next.eq(sym + Mux(below, Const((1 << sb) - 1, sb), 1))]
         with m.If(self.o.ready & ~(turn & ~r4_bub)):
             m.d.sync += o_valid.eq(0)
 
-        # -- head: the stream's top words into the states -------------------------------------------
-        top_bits = S - (per - 1) * W                 # bits of a state's first (most significant) word
-        with m.If(head_word):
-            m.d.sync += [x0.eq(Cat(head_in, x0[:S - W])), hw.eq(Mux(hw == per - 1, 0, hw + 1))]
-            with m.If(hw == per - 1):
-                m.d.sync += hl.eq(hl + 1)
-            if top_bits < W:
-                with m.If((hw == 0) & (head_in[top_bits:] != 0)):
-                    m.d.sync += bad.eq(1)
-        with m.If(head_turn):
-            with m.If(x0[L:] == 0):                  # the state just completed is below 2**L
-                m.d.sync += bad.eq(1)
-            with m.If(hl == N):
-                m.d.sync += settled.eq(1)
-
-        # -- the word buffer: one word, refilled in the clock it is popped ----------------------------
-        consume = Signal()
+        # -- the word buffer: refilled in the clock it is popped ---------------------------------------
+        # A pop takes only its own stream's words; a purged word (an older stream's unread word) is
+        # dropped, one buffer register a clock, while it holds the turns.
         take = Signal()
         if not two:
-            m.d.comb += [consume.eq(turn & pop & have_word),
-                         self.i.ready.eq(Mux(self.head & (hl != N), 1, ~have_word | consume))]
-            m.d.comb += take.eq(self.i.valid & self.i.ready & ~(self.head & (hl != N)))
+            consume = Signal()
+            m.d.comb += [consume.eq((turn & pop & own1) | stale), self.i.ready.eq(~have_word | consume),
+                         take.eq(self.i.valid & self.i.ready)]
             with m.If(take):
-                m.d.sync += [word.eq(self.i.p), have_word.eq(1)]
+                m.d.sync += [word.eq(self.i.p.data), tw.eq(self.i.p.tag), have_word.eq(1)]
             with m.Elif(consume):
                 m.d.sync += have_word.eq(0)
         else:
-            # Words taken this clock: a head word, or a turn's pops (none where none is buffered: the
-            # turn then reports ``starved``).
+            # Words taken this clock: a turn's pops of its own stream (none of another's: the turn then
+            # reports ``starved``).
             taken = Signal(2)
-            m.d.comb += taken.eq(Mux(head_word, 1, (turn & pop & avail1) + (turn & early & late & ~r4_bub & avail2)))
+            m.d.comb += taken.eq((turn & pop & own1) + (turn & early & late & ~r4_bub & own2))
             t = Signal(2)                            # words of port_a gone after this clock
-            m.d.comb += t.eq(half + taken)
+            used = Signal()                          # port_a is used up (or dropped)
+            m.d.comb += [t.eq(half + taken), used.eq((t >= 2) | stale)]
             move = Signal()                          # port_b becomes port_a: port_a is empty or used up
-            m.d.comb += [move.eq(vb & (~va | (t >= 2))),
+            m.d.comb += [move.eq(vb & (~va | used)),
                          self.i.ready.eq(~vb | move), take.eq(self.i.valid & self.i.ready)]
-            with m.If(va & (t >= 2)):
-                m.d.sync += [va.eq(vb), half.eq(t[0])]
+            # (A port_b taken in part by a second pop is its stream's, never a first body word: no skip.)
+            with m.If(va & used):
+                m.d.sync += [va.eq(vb), half.eq(Mux(stale, 0, t[0]) | skip_b)]
             with m.Elif(va):
                 m.d.sync += half.eq(t[0])
             with m.Elif(vb):
-                m.d.sync += va.eq(1)
+                m.d.sync += [va.eq(1), half.eq(skip_b)]
             with m.If(move):
-                m.d.sync += port_a.eq(port_b)
+                m.d.sync += [port_a.eq(port_b), ta.eq(tb)]
             with m.If(take):
-                m.d.sync += [port_b.eq(self.i.p), vb.eq(1)]
+                m.d.sync += [port_b.eq(self.i.p.data), tb.eq(self.i.p.tag), skip_b.eq(self.i.p.skip), vb.eq(1)]
             with m.Elif(move):
                 m.d.sync += vb.eq(0)
-        with m.If(self.start):
-            m.d.sync += [have_word.eq(0), hw.eq(0), hl.eq(0), settled.eq(0), bad.eq(0), short.eq(0)]
-            if two:
-                # ``skip``: the first port word's high word is not the command's (an odd word count).
-                m.d.sync += [va.eq(0), vb.eq(0), half.eq(self.skip)]
         return m
 
 
 class RansDecoderShellXN(wiring.Component):
-    """The shell of :class:`RansDecoderCoderXN`: commands, the stream's head and end, status, drain and CRC-32.
+    """The shell of :class:`RansDecoderCoderXN`: commands, the streams' heads and ends, status and
+    CRC-32, so that back-to-back commands decode with no idle clock between them.
 
-    A command (``resume = 0``) has the coder take the stream's top ``N ceil(S / W)`` words into its ``N``
-    states (``head``), runs it for ``count`` pairs, turns its ring ``N - 1`` times with bubbles
-    (``drain``) so that the last pairs leave and every state passes the end check (``check_end``:
-    every ``x = 2**(S - W)``, no word left), drains the stream's unread words and reports ``status``:
-    ``ZERO_TOP_WORD`` where the head's words put a state outside ``[2**(S - W), 2**S)``,
-    ``OUT_OF_WORDS`` where the stream ends inside the head or a pop found no word, ``FINAL_STATE``,
-    ``TRAILING_DATA``, ``CRC``. A ``resume = 1`` command (a checkpoint's ``N`` states do not fit the
-    command's ``S``-bit ``state``) is not decoded: its words are drained and it reports ``FINAL_STATE``.
+    Three parts run side by side, each on its own command:
 
-    Back to back: a command whose words were all taken reports in the clock its drain ends, and the
-    next command is accepted in that clock; the report waits in one register until the last pair has
-    left ``o`` (one ``done`` clock per command, in command order). Overhead per command: the head
-    (``N ceil(S / W)`` word clocks and one turn) and the drain (``N - 1`` turns and one check clock).
+    * *Words* (``i``): a command's words go through the CRC unit; the stream's head (its top ``N``
+      states, ``2 N`` words, most significant first) into the *state FIFO* (``2 N`` states of ``S``
+      bits, LUT-RAM), its body into the *body FIFO* of port words (:meth:`fifo_depth`), each with
+      the stream's tag (:data:`TAG_BITS`), towards the coder, and an end marker after the body (when
+      it leaves the FIFO, the stream's words have all reached the coder: ``ended``). The words part
+      takes the next command as soon as the previous one's words are taken and its head is injected
+      or in the FIFO. An odd stream's head ends in the high half of a port word whose low half is the
+      body's first word: that port word goes to both (``skip``).
+    * *Pairs*: the running stream's states enter the ring one a turn (``inject``: the state FIFO's
+      front takes the place of the state leaving the ring), each one turn ahead of its first pair,
+      so that pair ``j`` meets state ``j mod N``; a stream of ``c < N`` pairs injects its last
+      ``N - c`` states on bubble turns. In the turn of a stream's last pair the next stream's first
+      state goes in: no idle clock between commands, where the next head is in the FIFO by then.
+    * *End* (two slots, in command order): the ``N`` turns after a stream's last pair (after its last
+      injection where ``c < N``) each evict one of its final states (the coder's
+      ``evicted_initial``): the end check. After the fifth its last pair has popped: words of it still
+      buffered, in the FIFO or on ``i`` are ``TRAILING_DATA`` (the words part drains them, the coder
+      drops them: ``purge``). Status, in order: ``ZERO_TOP_WORD`` (a head state below
+      ``2**(S - W)``), ``OUT_OF_WORDS`` (a pop found none of its stream's words, or the stream ends
+      inside its head), ``FINAL_STATE``, ``TRAILING_DATA`` (both with ``check_end``), ``CRC``.
+      ``done`` is high one clock per command, in command order, once its last pair has left ``o``.
 
-    Reset: the counters, the report and the FSM reset (a running command and a waiting report are
-    dropped: no ``done`` comes for them); the tables are memories and survive.
+    Idle clocks between back-to-back commands (inputs offered, outputs taken): none where the
+    previous command has at least ``N`` pairs and the next one's words arrive in time (one port word
+    a clock: a stream of ``c`` pairs whose port words, ``N`` of head and about ``c / 2.5`` of body for
+    weights, are more than ``c`` costs the difference and 2); a command of ``c < N`` pairs costs
+    ``N - c + 2`` (its ghost injections).
+
+    A ``resume = 1`` command (a checkpoint's ``N`` states do not fit the command's ``S``-bit
+    ``state``) is not decoded: its words are drained and it reports ``FINAL_STATE``.
+
+    Reset: every register here resets (running commands and waiting reports are dropped: no ``done``
+    comes for them); the tables are memories and survive.
     """
 
     def __init__(self, shape: _RansShape, block_crc: bool):
@@ -1196,127 +1228,320 @@ class RansDecoderShellXN(wiring.Component):
         self._pw = pw = RansDecoderCoderXN.port_words(sh)
         ports = decoder_ports(sh.S, 1, sh.W * pw, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
         del ports["o"]
-        if pw == 2:
-            ports["skip"] = Out(1)
-        ports.update({"word": Out(stream.Signature(sh.W * pw)), "pair_valid": In(1),
-                      "start": Out(1), "head": Out(1), "run": Out(1), "drain": Out(1), "ended": Out(1),
-                      "loaded": In(1), "initial": In(1), "buffered": In(1), "step": In(1), "turned": In(1), "bad": In(1),
-                      "starved": In(1), "idle": Out(1)})
+        T = TAG_BITS
+        ports.update({"word": Out(stream.Signature(RansDecoderCoderXN.word_layout(sh))),
+                      "run": Out(1), "drain": Out(1), "inject": Out(1), "state": Out(sh.S), "tag": Out(T),
+                      "last": Out(1), "ended": Out(1), "purge": Out(1), "purge_tag": Out(T),
+                      "step": In(1), "turned": In(1), "pair_tag": In(T), "o_last": In(1), "pair_taken": In(1),
+                      "evicted_initial": In(1), "starved": In(1), "starved_tag": In(T),
+                      "held": In(pw), "held_tags": In(T * pw), "idle": Out(1)})
         super().__init__(ports)
 
+    @staticmethod
+    def fifo_depth(states: int) -> int:
+        """Port words the body FIFO holds: at least ``N + 4`` (the words the last ``N + 5`` pairs of a
+        stream may pop, less the coder's two), so that the next head is read in time."""
+        return 16 if states <= 8 else 32
+
     def elaborate(self, platform):
-        N = self._shape.codec.states
+        sh = self._shape
+        S, W, N, pw = sh.S, sh.W, sh.codec.states, self._pw
+        L = S - W
+        T = TAG_BITS
         m = Module()
-        remaining = Signal.like(self.cmd.p.count)
-        words_left = Signal.like(self.cmd.p.words)   # port words of the stream not yet taken
-        check_end = Signal()
-        ended, forward, take = Signal(), Signal(), Signal()
-        turns = Signal(range(N))                     # drain turns done
-        at_initial = Signal()                        # every state seen at stage 1 so far was 2**(S - W)
-        reporting = Signal()       # a finished command's status waits for its last pair to leave ``o``
-        report = Signal(DecodeStatus)
-        held = Signal()            # the report cannot go out this clock (its last pair is still on ``o``)
-        m.d.comb += [held.eq(reporting & self.pair_valid), ended.eq(words_left == 0), self.ended.eq(ended),
-                     self.word.valid.eq(self.i.valid & forward & ~ended), self.word.p.eq(self.i.p.data),
-                     self.i.ready.eq(forward & self.word.ready & ~ended),
-                     take.eq(self.i.valid & self.i.ready)]
+        cm = self.cmd.p
+
+        # -- per tag: the words part is done with the stream (its marker is in the FIFO), its CRC --------
+        words_done = Signal(1 << T)
+        crc_bad = Signal(1 << T)
+        done_tag = Signal(T, init=(1 << T) - 1)     # the newest stream whose words all reached the coder
+
+        # -- the body FIFO ---------------------------------------------------------------------------
+        entry = data.StructLayout({"data": W * pw, "tag": T, "skip": 1, "marker": 1})
+        m.submodules.body = body = SyncFIFOBuffered(width=entry.size, depth=self.fifo_depth(N))
+        w_entry = Signal(entry)
+        r_entry = Signal(entry)
+        m.d.comb += [body.w_data.eq(w_entry), r_entry.eq(body.r_data),
+                     self.word.valid.eq(body.r_rdy & ~r_entry.marker), self.word.p.data.eq(r_entry.data),
+                     self.word.p.tag.eq(r_entry.tag),
+                     body.r_en.eq(Mux(r_entry.marker, 1, self.word.ready))]
+        if pw == 2:
+            m.d.comb += self.word.p.skip.eq(r_entry.skip)
+        with m.If(body.r_rdy & r_entry.marker):
+            m.d.sync += done_tag.eq(r_entry.tag)
+
+        def settled(tag):
+            """Every word of the stream ``tag`` (running or older) has reached the coder."""
+            return ((done_tag - tag)[:T] != (1 << T) - 1)
+
+        # -- records: the next stream (its head in the chain), the running one, the ending one -------------
+        cnt = len(cm.count)
+        nxt_valid, nxt_skip, nxt_status = Signal(), Signal(), Signal(DecodeStatus)
+        nxt_count, nxt_check_end, nxt_tag, nxt_bad = Signal(cnt), Signal(), Signal(T), Signal()
+        cur_valid, cur_tag, cur_rem, cur_check_end, cur_bad = Signal(), Signal(T), Signal(cnt), Signal(), Signal()
+        cur_inj, cur_s = Signal(range(N + 1)), Signal(range(N + 1))   # states injected, pairs stepped (to N)
+        cur_starved, cur_out = Signal(), Signal()    # a pop starved; its last pair has left ``o``
+
+        # -- the state FIFO: the running stream's states not yet injected and the next stream's head ------
+        # (A FIFO of 2 N states in LUT-RAM: the next head is read while the running stream still injects.)
+        m.submodules.states = states = SyncFIFO(width=S, depth=2 * N)
+        push = Signal()
+        pushed = Signal(S)
+        drop = Signal()                              # a stream cut inside its head: its states go
+        m.d.comb += [states.w_data.eq(pushed), states.w_en.eq(push), self.state.eq(states.r_data),
+                     states.r_en.eq((self.turned & self.inject) | drop)]
+
+        # -- the words part ----------------------------------------------------------------------------
+        w_left = Signal(cnt)                         # port words of the command not yet taken
+        w_tag, next_tag = Signal(T), Signal(T)
+        w_odd = Signal()
+        heads = N + 1 if pw == 2 else 2 * N          # port words of the head (pw == 2: N, N + 1 when odd)
+        w_hc = Signal(range(heads + 1))
+        w_carry = Signal(W)                          # the previous port word's low half / the state's top word
+        w_count, w_check_end, w_bad, w_skip = Signal(cnt), Signal(), Signal(), Signal()
+        w_abort = Signal()                           # the ending stream has trailing words on ``i``
+        take = Signal()
+        m.d.comb += take.eq(self.i.valid & self.i.ready)
         with m.If(take):
-            m.d.sync += words_left.eq(words_left - 1)
-        with m.If(self.step):
-            m.d.sync += remaining.eq(remaining - 1)
-        W = self._shape.W
-        if self._pw == 1:
+            m.d.sync += w_left.eq(w_left - 1)
+        if pw == 1:
             block_crc = BlockCrc(m, W, self.cmd, self.i, present=self._block_crc)
         else:
             # The CRC of the stream's words in decoding order: a port word's high word first; an odd
             # count's first port word carries a zero high word above the stream, which the CRC's start
             # value absorbs.
-            odd = self.cmd.p.words[0]
-            m.d.comb += self.skip.eq(odd)
             block_crc = BlockCrc(m, 2 * W, self.cmd, self.i, present=self._block_crc,
-                                 data=Cat(self.i.p.data[W:], self.i.p.data[:W]), zeros_first=(odd, W))
+                                 data=Cat(self.i.p.data[W:], self.i.p.data[:W]), zeros_first=(cm.words[0], W))
+        crc_mismatch = block_crc.checked(DecodeStatus.OK) != DecodeStatus.OK
 
-        m.d.sync += self.done.eq(0)
-        with m.If(reporting & ~self.pair_valid):
-            m.d.sync += [self.done.eq(1), self.status.eq(report), reporting.eq(0)]
-        with m.Elif(self.cmd.valid & self.cmd.ready):
-            m.d.sync += self.status.eq(DecodeStatus.OK)
-
-        accept, taking = Signal(), Signal()
-        m.d.comb += [self.cmd.ready.eq(accept), taking.eq(accept & self.cmd.valid)]
-
-        def take_command():
-            with m.If(taking):
-                m.next = "HEAD"
-                with m.If(self.cmd.p.resume):
-                    m.next = "DRAIN"
-
-        def finish(status):
-            with m.If(ended):
-                # Nothing to drain, and the CRC has settled: report (the next command is taken now).
-                m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(status))]
-                m.next = "IDLE"
-                m.d.comb += accept.eq(1)
-                take_command()
-            with m.Else():
-                m.d.sync += report.eq(status)
-                m.next = "DRAIN"
-
-        with m.FSM():
+        d = self.i.p.data
+        top_bits = S - W                             # bits of a state's first (most significant) word
+        with m.FSM(name="words") as words:
             with m.State("IDLE"):
-                m.d.comb += [accept.eq(1), self.idle.eq(~self.cmd.valid)]
-                take_command()
+                m.d.comb += self.cmd.ready.eq(~nxt_valid)
+                with m.If(self.cmd.valid & ~nxt_valid):
+                    port_words = cm.words if pw == 1 else (cm.words + 1)[1:]
+                    m.d.sync += [w_left.eq(port_words), w_odd.eq(cm.words[0] if pw == 2 else 0), w_tag.eq(next_tag),
+                                 w_count.eq(cm.count), w_check_end.eq(cm.check_end), w_hc.eq(0), w_bad.eq(0),
+                                 w_skip.eq(cm.resume), words_done.bit_select(next_tag, 1).eq(0),
+                                 crc_bad.bit_select(next_tag, 1).eq(0)]
+                    with m.If(cm.resume):
+                        m.next = "DRAIN"
+                    with m.Else():
+                        m.next = "HEAD"
 
             with m.State("HEAD"):
-                m.d.comb += [self.head.eq(1), forward.eq(~self.loaded)]
-                with m.If(self.loaded):
-                    m.next = "DECODE"
-                # (Two words a port word: the head's last words may still wait in the coder's buffer.)
-                with m.Elif(ended & (~self.buffered if self._pw == 2 else 1)):
-                    finish(DecodeStatus.OUT_OF_WORDS)
+                last_head = Signal()
+                m.d.comb += last_head.eq(w_hc == Mux(w_odd, heads - 1, N - 1) if pw == 2 else w_hc == heads - 1)
+                # (An odd stream's last head port word also goes to the FIFO: its low half is the body's first word.)
+                m.d.comb += self.i.ready.eq(states.w_rdy & (w_left != 0) & (~(w_odd & last_head) | body.w_rdy))
+                with m.If(take):
+                    m.d.sync += w_hc.eq(w_hc + 1)
+                    if pw == 2:
+                        m.d.comb += [pushed.eq(Mux(w_odd, Cat(d[W:], w_carry), d)), push.eq(~(w_odd & (w_hc == 0)))]
+                        m.d.sync += w_carry.eq(d[:W])
+                        if top_bits < W:
+                            with m.If(push & (Mux(w_odd, w_carry, d[W:])[top_bits:] != 0)):
+                                m.d.sync += w_bad.eq(1)
+                        with m.If(w_odd & last_head):
+                            m.d.comb += [w_entry.data.eq(d), w_entry.tag.eq(w_tag), w_entry.skip.eq(1), body.w_en.eq(1)]
+                    else:
+                        m.d.comb += [pushed.eq(Cat(d, w_carry)), push.eq(w_hc[0])]
+                        m.d.sync += w_carry.eq(d)
+                        if top_bits < W:
+                            with m.If(~w_hc[0] & (d[top_bits:] != 0)):
+                                m.d.sync += w_bad.eq(1)
+                    with m.If(push & (pushed[L:] == 0)):
+                        m.d.sync += w_bad.eq(1)
+                    with m.If(last_head):
+                        # The head is in the chain: the pairs part may start the stream.
+                        m.d.sync += [nxt_valid.eq(1), nxt_skip.eq(0), nxt_count.eq(w_count), nxt_tag.eq(w_tag),
+                                     nxt_check_end.eq(w_check_end), nxt_bad.eq(w_bad | (push & (pushed[L:] == 0))),
+                                     next_tag.eq(next_tag + 1)]
+                        m.next = "BODY"
+                        with m.If(w_left == 1):
+                            m.next = "MARK"
+                with m.Elif(w_left == 0):
+                    # The stream ends inside its head: nothing to decode; its states already pushed
+                    # are dropped as the next stream's would be injected (``drop``).
+                    m.d.sync += [nxt_valid.eq(1), nxt_skip.eq(1), nxt_status.eq(DecodeStatus.OUT_OF_WORDS)]
+                    m.next = "IDLE"
 
-            with m.State("DECODE"):
-                m.d.comb += [forward.eq(1), self.run.eq((remaining != 0) & ~held)]
-                with m.If(((remaining == 0) | ((remaining == 1) & self.step)) & ~held):
-                    m.d.sync += [turns.eq(0), at_initial.eq(1)]
-                    m.next = "FLUSH"
+            with m.State("BODY"):
+                m.d.comb += [self.i.ready.eq(body.w_rdy & (w_left != 0) & ~w_abort),
+                             w_entry.data.eq(d), w_entry.tag.eq(w_tag), body.w_en.eq(take)]
+                with m.If(w_abort):
+                    m.next = "DRAIN"
+                with m.Elif((w_left == 0) | (take & (w_left == 1))):
+                    m.next = "MARK"
 
-            with m.State("FLUSH"):
-                # Stage 1 holds each state in turn, the first one in the clock after the last pair.
-                m.d.comb += [forward.eq(1), self.drain.eq(turns != N - 1)]
-                m.d.sync += at_initial.eq(at_initial & self.initial)
-                with m.If(self.turned):
-                    m.d.sync += turns.eq(turns + 1)
-                with m.If(turns == N - 1):
-                    all_initial = at_initial & self.initial
-                    with m.If(self.bad):
-                        finish(DecodeStatus.ZERO_TOP_WORD)
-                    with m.Elif(self.starved):
-                        finish(DecodeStatus.OUT_OF_WORDS)
-                    with m.Elif(check_end & ~all_initial):
-                        finish(DecodeStatus.FINAL_STATE)
-                    with m.Elif(check_end & (self.buffered | ~ended)):
-                        finish(DecodeStatus.TRAILING_DATA)
-                    with m.Else():
-                        finish(DecodeStatus.OK)
+            with m.State("MARK"):
+                # The end marker (the CRC has settled: a clock after the last word).
+                m.d.comb += [w_entry.tag.eq(w_tag), w_entry.marker.eq(1), body.w_en.eq(1)]
+                with m.If(body.w_rdy):
+                    m.d.sync += [words_done.bit_select(w_tag, 1).eq(1), crc_bad.bit_select(w_tag, 1).eq(crc_mismatch)]
+                    m.next = "IDLE"
 
             with m.State("DRAIN"):
-                m.d.comb += self.i.ready.eq(~ended)
-                with m.If(ended | ((words_left == 1) & take)):
-                    m.next = "CHECK"
+                m.d.comb += self.i.ready.eq(w_left != 0)
+                with m.If((w_left == 0) | (take & (w_left == 1))):
+                    with m.If(w_skip):
+                        m.d.sync += [nxt_valid.eq(1), nxt_skip.eq(1), nxt_status.eq(DecodeStatus.FINAL_STATE)]
+                        m.next = "IDLE"
+                    with m.Else():
+                        m.next = "MARK"
 
-            with m.State("CHECK"):
-                m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(report))]
-                m.next = "IDLE"
+        # -- the pairs part ----------------------------------------------------------------------------
+        nxt_dec = Signal()
+        m.d.comb += nxt_dec.eq(nxt_valid & ~nxt_skip)
+        step_pending = Signal()                      # the running stream's next pair has its state at stage 1
+        m.d.comb += step_pending.eq(cur_valid & (cur_rem != 0) & ((cur_inj == N) | (cur_inj != cur_s)))
+        # Where the running stream would complete: after its last step with every state injected, or
+        # (fewer than N pairs) after its last injection.
+        done_if_step, done_if_bubble = Signal(), Signal()
+        m.d.comb += [done_if_step.eq((cur_rem == 1) & (cur_inj >= N - 1)),
+                     done_if_bubble.eq(cur_valid & (cur_rem == 0) & (cur_inj == N - 1))]
+        inject_cur, inject_nxt = Signal(), Signal()
+        m.d.comb += [inject_cur.eq(cur_valid & (cur_inj != N)),
+                     inject_nxt.eq(~inject_cur & nxt_dec & (~cur_valid | (step_pending & done_if_step)))]
 
-        with m.If(taking):
-            cm = self.cmd.p
-            m.d.comb += self.start.eq(1)
-            # Two words a port word, the first of an odd count alone (``skip``).
-            port_words = cm.words if self._pw == 1 else (cm.words + 1)[1:]
-            m.d.sync += [remaining.eq(cm.count), words_left.eq(port_words), check_end.eq(cm.check_end)]
-            with m.If(cm.resume):
-                m.d.sync += report.eq(DecodeStatus.FINAL_STATE)
+        # -- the ending streams: two slots, ``old`` the older. A stream's N window turns (its final
+        # states leave the ring) begin after its completion, never before the older one's have ended,
+        # and its report waits for its last pair on ``o``, its words and the older one's report.
+        old = Signal()
+        ends = [{"v": Signal(name=f"end{k}_valid"), "tag": Signal(T, name=f"end{k}_tag"),
+                 "w": Signal(range(N + 1), name=f"end{k}_turns"), "sample": Signal(name=f"end{k}_sample"),
+                 "ok": Signal(name=f"end{k}_ok"), "check_end": Signal(name=f"end{k}_check_end"),
+                 "bad": Signal(name=f"end{k}_bad"), "starved": Signal(name=f"end{k}_starved"),
+                 "out": Signal(name=f"end{k}_out"), "checked": Signal(name=f"end{k}_checked"),
+                 "trailing": Signal(name=f"end{k}_trailing")} for k in range(2)]
+
+        def oldest(field):
+            return Mux(old, ends[1][field], ends[0][field])
+
+        in_window = [Signal(name=f"end{k}_in_window") for k in range(2)]
+        for k, e in enumerate(ends):
+            o_ = ends[1 - k]
+            m.d.comb += in_window[k].eq(e["v"] & (e["w"] != N) & ((old == k) | ~(o_["v"] & (o_["w"] != N))))
+        window = Signal()
+        m.d.comb += window.eq(in_window[0] | in_window[1])
+
+        report = Signal()
+        m.d.comb += report.eq(oldest("v") & (oldest("w") == N) & ~oldest("sample") & oldest("checked") & oldest("out")
+                              & words_done.bit_select(oldest("tag"), 1))
+        both = Signal()
+        m.d.comb += both.eq(ends[0]["v"] & ends[1]["v"])
+        block = Signal()                             # it would complete with both slots still taken
+        m.d.comb += block.eq(both & ~report & Mux(step_pending, done_if_step, done_if_bubble))
+        m.d.comb += [self.run.eq(step_pending & ~block),
+                     self.drain.eq(~step_pending & ~block & (inject_cur | inject_nxt | window)),
+                     self.inject.eq(inject_cur | inject_nxt), self.tag.eq(cur_tag), self.last.eq(cur_rem == 1),
+                     self.ended.eq(settled(self.pair_tag))]
+
+        # The ``o`` and ``starved`` events of a stream while it runs or ends.
+        out_ev = Signal()
+        m.d.comb += out_ev.eq(self.pair_taken & self.o_last)
+        out_to = [Signal(name=f"end{k}_out_event") for k in range(2)]
+        for k, e in enumerate(ends):
+            o_ = ends[1 - k]
+            m.d.comb += out_to[k].eq(out_ev & e["v"] & ~e["out"] & ((old == k) | ~(o_["v"] & ~o_["out"])))
+            with m.If(out_to[k]):
+                m.d.sync += e["out"].eq(1)
+            with m.If(self.starved & e["v"] & (self.starved_tag == e["tag"])):
+                m.d.sync += e["starved"].eq(1)
+            m.d.sync += e["sample"].eq(0)
+            with m.If(e["sample"]):
+                m.d.sync += e["ok"].eq(e["ok"] & self.evicted_initial)
+            with m.If(self.turned & in_window[k]):
+                m.d.sync += [e["w"].eq(e["w"] + 1), e["sample"].eq(1)]
+        out_cur = Signal()
+        m.d.comb += out_cur.eq(out_ev & ~out_to[0] & ~out_to[1])
+        with m.If(out_cur):
+            m.d.sync += cur_out.eq(1)
+        starved_cur = Signal()
+        m.d.comb += starved_cur.eq(self.starved & cur_valid & (self.starved_tag == cur_tag))
+        with m.If(starved_cur):
+            m.d.sync += cur_starved.eq(1)
+
+        with m.If(self.turned):
+            with m.If(self.step):
+                m.d.sync += cur_rem.eq(cur_rem - 1)
+                with m.If(cur_s != N):
+                    m.d.sync += cur_s.eq(cur_s + 1)
+            with m.If(inject_cur):
+                m.d.sync += cur_inj.eq(cur_inj + 1)
+            complete = Signal()
+            m.d.comb += complete.eq(cur_valid & Mux(self.step, done_if_step, done_if_bubble))
+            with m.If(complete):
+                counted = cur_inj == N               # its last step's turn is the window's first
+                # The free slot: the older one where both are taken and it reports now.
+                target = Mux(both, old, Mux(oldest("v"), ~old, old))
+                for k, e in enumerate(ends):
+                    with m.If(target == k):
+                        m.d.sync += [e["v"].eq(1), e["tag"].eq(cur_tag), e["check_end"].eq(cur_check_end),
+                                     e["bad"].eq(cur_bad), e["w"].eq(counted), e["sample"].eq(counted), e["ok"].eq(1),
+                                     e["checked"].eq(0), e["trailing"].eq(0), e["starved"].eq(cur_starved | starved_cur),
+                                     e["out"].eq(cur_out | out_cur)]
+                m.d.sync += cur_valid.eq(0)
+            with m.If(inject_nxt):
+                m.d.sync += [cur_valid.eq(1), cur_tag.eq(nxt_tag), cur_rem.eq(nxt_count), cur_inj.eq(1), cur_s.eq(0),
+                             cur_check_end.eq(nxt_check_end), cur_bad.eq(nxt_bad), cur_starved.eq(0),
+                             cur_out.eq(nxt_count == 0), nxt_valid.eq(0)]
+
+        # -- trailing words, after the fifth window turn (the stream's last pair has popped) -----------
+        def holds(tag):
+            """The coder's buffer holds a word of stream ``tag``."""
+            return Cat(*(self.held[j] & (self.held_tags[T * j:T * (j + 1)] == tag) for j in range(pw))).any()
+
+        check = [Signal(name=f"end{k}_check") for k in range(2)]
+        for k, e in enumerate(ends):
+            m.d.comb += check[k].eq(e["v"] & e["sample"] & (e["w"] == XN_RING))
+        check_any, check_tag = Signal(), Signal(T)
+        m.d.comb += [check_any.eq(check[0] | check[1]), check_tag.eq(Mux(check[1], ends[1]["tag"], ends[0]["tag"]))]
+        trailing = Signal()
+        w_on_end = Signal()
+        m.d.comb += [w_on_end.eq(words.ongoing("BODY") & (w_tag == check_tag) & (w_left != 0)),
+                     trailing.eq(holds(check_tag) | (body.r_rdy & ~r_entry.marker & (r_entry.tag == check_tag))
+                                 | w_on_end)]
+        purge_reg, purge_tag_reg = Signal(), Signal(T)
+        m.d.comb += [self.purge.eq(purge_reg | (check_any & trailing)),
+                     self.purge_tag.eq(Mux(purge_reg, purge_tag_reg, check_tag)), w_abort.eq(check_any & w_on_end)]
+        for k, e in enumerate(ends):
+            with m.If(check[k]):
+                m.d.sync += [e["checked"].eq(1), e["trailing"].eq(trailing)]
+        with m.If(check_any & trailing):
+            m.d.sync += [purge_reg.eq(1), purge_tag_reg.eq(check_tag)]
+        with m.Elif(purge_reg & settled(purge_tag_reg) & ~holds(purge_tag_reg)):
+            m.d.sync += purge_reg.eq(0)
+
+        # -- reports, in command order ---------------------------------------------------------------
+        m.d.sync += self.done.eq(0)
+        with m.If(report):
+            status = Signal(DecodeStatus)
+            with m.If(oldest("bad")):
+                m.d.comb += status.eq(DecodeStatus.ZERO_TOP_WORD)
+            with m.Elif(oldest("starved")):
+                m.d.comb += status.eq(DecodeStatus.OUT_OF_WORDS)
+            with m.Elif(oldest("check_end") & ~oldest("ok")):
+                m.d.comb += status.eq(DecodeStatus.FINAL_STATE)
+            with m.Elif(oldest("check_end") & oldest("trailing")):
+                m.d.comb += status.eq(DecodeStatus.TRAILING_DATA)
+            with m.Elif(crc_bad.bit_select(oldest("tag"), 1)):
+                m.d.comb += status.eq(DecodeStatus.CRC)
+            with m.Else():
+                m.d.comb += status.eq(DecodeStatus.OK)
+            m.d.sync += [self.done.eq(1), self.status.eq(status), old.eq(~old)]
+            for k, e in enumerate(ends):
+                with m.If(old == k):
+                    m.d.sync += e["v"].eq(0)
+        with m.Elif(nxt_valid & nxt_skip & ~cur_valid & ~ends[0]["v"] & ~ends[1]["v"]):
+            # (Only its own partial head can be in the state FIFO now: dropped first.)
+            m.d.comb += drop.eq(states.r_rdy)
+            with m.If(~states.r_rdy):
+                m.d.sync += [self.done.eq(1), self.status.eq(nxt_status), nxt_valid.eq(0)]
+
+        m.d.comb += self.idle.eq(words.ongoing("IDLE") & ~self.cmd.valid & ~nxt_valid & ~cur_valid
+                                 & ~ends[0]["v"] & ~ends[1]["v"])
         return m
 
 
@@ -1397,13 +1622,15 @@ class RansDecoder(_RansCore):
         if sh.sets > 1:
             wiring.connect(m, wiring.flipped(self.sel), coder.sel)
         m.d.comb += [sh_.i.valid.eq(self.i.valid), sh_.i.p.eq(self.i.p), self.i.ready.eq(sh_.i.ready),
-                     self.done.eq(sh_.done), self.status.eq(sh_.status), sh_.pair_valid.eq(coder.o.valid)]
+                     self.done.eq(sh_.done), self.status.eq(sh_.status)]
         if self._interleaved:
-            to_coder, from_coder = ("start", "head", "run", "drain", "ended") + (
-                ("skip",) if RansDecoderCoderXN.port_words(sh) == 2 else ()), \
-                ("loaded", "initial", "buffered", "step", "turned", "bad", "starved")
+            to_coder = ("run", "drain", "inject", "state", "tag", "last", "ended", "purge", "purge_tag")
+            from_coder = ("step", "turned", "pair_tag", "o_last", "evicted_initial", "starved", "starved_tag",
+                          "held", "held_tags")
+            m.d.comb += sh_.pair_taken.eq(coder.o.valid & self.o.ready)
         else:
             to_coder, from_coder = ("load", "load_state", "run", "ended"), ("state", "buffered", "step")
+            m.d.comb += sh_.pair_valid.eq(coder.o.valid)
         for name in to_coder:
             m.d.comb += getattr(coder, name).eq(getattr(sh_, name))
         for name in from_coder:
