@@ -113,6 +113,7 @@ class CoreArea:
     shell_extra: BlockArea | None = None   # with shell=True: what the shell adds to the coder
     blocks: list[BlockArea] | None = None  # with breakdown: every block alone
     codec: str | None = None   # the codec the core was built for (tans8, tans8x2, rans16x16, …)
+    ecp5_failure: str | None = None   # why the ECP5 place and route gave no Fmax, where it ran and failed
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -144,14 +145,17 @@ def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1) -> floa
             if r.returncode:
                 raise RuntimeError(f"yosys synth_ecp5 failed ({r.returncode}): {r.stderr[-2000:]}")
             # A missed target is not an error here: the report still gives the achieved Fmax.
-            subprocess.run([nextpnr, "--85k", "--package", "CABGA381", "--out-of-context", "--json", "core.json",
-                            "--speed", "8", "--freq", "100", "--seed", str(seed), "--report", "report.json", "-q"],
-                           cwd=tmp, capture_output=True, text=True, timeout=timeout)
+            pnr = subprocess.run([nextpnr, "--85k", "--package", "CABGA381", "--out-of-context", "--json",
+                                  "core.json", "--speed", "8", "--freq", "100", "--seed", str(seed), "--report",
+                                  "report.json", "-q"], cwd=tmp, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"ECP5 synthesis/place-and-route did not finish within {timeout:.0f} s") from None
         report = Path(tmp) / "report.json"
         if not report.exists():
-            raise RuntimeError("nextpnr-ecp5 wrote no report (place and route failed)")
+            # The last line that says why (yowasp's WebAssembly build ends a trap with its cause).
+            why = [ln.strip() for ln in (pnr.stderr + pnr.stdout).splitlines() if ln.strip()]
+            raise RuntimeError(f"nextpnr-ecp5 wrote no report (place and route failed, exit {pnr.returncode}"
+                               + (f": {why[-1]}" if why else "") + ")")
         fmax = json.loads(report.read_text()).get("fmax", {})
         return min(float(v["achieved"]) for v in fmax.values()) if fmax else None
 
@@ -262,9 +266,13 @@ def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_s
     r = synthesize(text, timeout, widelut=widelut)
     crc = ", CRC-32" if block_crc and shell and kind.endswith("decoder") else ""
     part = (", shelled" + ("" if count_bits is None else f", {count_bits}-bit counts")) if shell else ", coder alone"
-    fmax, seeds = ecp5_fmax_median(text, timeout) if ecp5 else (None, None)
+    failure = None
+    try:
+        fmax, seeds = ecp5_fmax_median(text, timeout) if ecp5 else (None, None)
+    except RuntimeError as exc:       # the area stands; the Fmax column says n/a and why
+        fmax, seeds, failure = None, None, str(exc)
     area = CoreArea(kind, config or f"{codec}, {max_symbols} codes, {extra_bits} extra bits{crc}{part}", **r,
-                    ecp5_fmax_mhz=fmax, ecp5_fmax_seeds=seeds, shell=shell, codec=spec.name)
+                    ecp5_fmax_mhz=fmax, ecp5_fmax_seeds=seeds, shell=shell, codec=spec.name, ecp5_failure=failure)
     if shell:
         c = synthesize(core_verilog(build(False)), timeout, widelut=False)
         area.shell_extra = BlockArea("shell (extra)", r["luts"] - c["luts"], r["lutram"] - c["lutram"],
@@ -333,7 +341,7 @@ def area_markdown(rows: list[CoreArea]) -> list[str]:
     for a in rows:
         # the paper has no figure for the subsystem (Fig. 12 is a diagram): its paper columns stay empty
         pl, pd = PAPER_TABLE3.get(a.core, (None, None))
-        fmax = "n/a" if a.ecp5_fmax_mhz is None else f"{a.ecp5_fmax_mhz:.0f}"
+        fmax = ("n/a" + (" (a)" if a.ecp5_failure else "")) if a.ecp5_fmax_mhz is None else f"{a.ecp5_fmax_mhz:.0f}"
         wide = "n/a" if a.luts_widelut is None else f"{a.luts_widelut} + {a.muxf}"
         ratio = f"{a.lut_equivalents / pl:.2f}×" if pl else "-"
         paper_fmax = f"{PAPER_FMAX[a.core]} (Kintex US+)" if a.core in PAPER_FMAX else "-"
@@ -345,4 +353,7 @@ def area_markdown(rows: list[CoreArea]) -> list[str]:
             what = "the shelled core minus the coder" if b is a.shell_extra else "synthesized alone"
             md.append(f"| ↳ {b.block} | {what} | {b.luts} | {b.lutram} | {b.lut_equivalents} | | | | {b.ffs} | | | "
                       f"{b.levels if b is not a.shell_extra else ''} | | |")
+    failed = [a for a in rows if a.ecp5_failure]
+    if failed:
+        md += [""] + [f"(a) {a.core}, {a.config}: no ECP5 Fmax: {a.ecp5_failure}." for a in failed]
     return md

@@ -189,6 +189,15 @@ def _hardware(path: str) -> list[str]:
             except TimeoutError as exc:
                 missing.append(f"{kind} ({config}): {exc}")
                 break
+        # The constriction preset (rans24: S = 64, W = 32, P = 24, constriction's AnsCoder words), coder
+        # alone, beside the paper configuration (issue 19).
+        if kind.startswith("rans"):
+            config = "constriction preset: rans24 (S = 64, W = 32, P = 24), 64 codes, 8 extra bits, coder alone"
+            try:
+                rows.append(core_area(kind, "rans24", extra_bits=8, block_crc=False, shell=False, config=config,
+                                      timeout=600))
+            except TimeoutError as exc:
+                missing.append(f"{kind} ({config}): {exc}")
         # The interleaved-state coder of the same core (docs/bitstream.md §8): the paper configuration
         # again, coder alone, on the format that gives each state several clocks.
         for xn in INTERLEAVED_CODECS[kind]:
