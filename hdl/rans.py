@@ -7,8 +7,9 @@ take the ``interleaved`` preset, ``S = 32, W = 16, P = 16`` (issue 19, third pas
 renormalisation the interleaved decoder's multiply is ``16 x 17`` bits, all in one DSP, so the upper
 product in LUTs and 16 bits of every state multiplexer go, and both interleaved cores carry two stream
 words a 32-bit port word (a pair may move two words). Coder alone, paper configuration, programmable:
-the decoder ``rans16x5`` 462 LUT-equivalents (569 with ``S = 48``), 1 DSP, ECP5 107.3 MHz; ``rans16x16``
-513 (657); the encoder ``rans16x16`` 580 (721), 2 DSP, 116.4 MHz, which takes the next command's pairs
+the decoder ``rans16x5`` 473 LUT-equivalents (628 with ``S = 48``), 1 DSP, ECP5 108.5 MHz; ``rans16x16``
+505, both with no idle clock between back-to-back commands (462 and 513 before, with 3N + 3 idle
+clocks a boundary: the shell now reads the next stream's head ahead); the encoder ``rans16x16`` 580 (721), 2 DSP, 116.4 MHz, which takes the next command's pairs
 while it flushes the previous command's states (no idle clock between back-to-back commands; 447 and
 121.9 MHz before, with a flush of its own). The figures below that do not say
 otherwise were measured with ``S = 48, W = 32``, which the coders still build for streams written then.
@@ -913,8 +914,12 @@ class RansDecoderCoderXN(wiring.Component):
     two a pair out: the port never holds a turn back once the buffer is full. Measured with ``S =
     32, W = 16, P = 16`` (``rans16x5`` as the paper configuration would have it: 32-bit port words,
     64 codes, 8 extra bits, programmable, coder alone, the definitions of
-    :mod:`ansforge.analysis.area`): 462 LUT-equivalents (350 LUTs + 14 RAM64M8; 569 with ``S = 48``),
-    1 DSP, 265 FFs, 11 levels, ECP5 107.3 MHz (seeds 105.2 / 107.3 / 109.0; 110.0 with ``S = 48``):
+    :mod:`ansforge.analysis.area`): 473 LUT-equivalents (361 LUTs + 14 RAM64M8; 628 with ``S = 48``),
+    1 DSP, 311 FFs, 11 levels, ECP5 108.5 MHz (seeds 108.5 / 104.3 / 110.0); before the shell took
+    the head (the coder read it through its buffer, one word a clock, and idled 3N + 3 clocks between
+    commands) 462 LUT-equivalents, 265 FFs, 107.3 MHz. The stream tags and the evicted state cost 11
+    LUTs here, 59 with ``S = 48``, where at ``N = 5`` the state leaving stage 5 no longer merges into
+    stage 1's multiplexer (it also feeds the evicted-state register):
     the product is ``16 x 17`` bits, so the upper product in LUTs (stage 3) and 16 bits of every
     state multiplexer go. With a ``W``-bit port and a two-word buffer instead (one word a clock in),
     454 LUT-equivalents, but a double pop cost the next turn a clock: 0.9984 to 0.9991 pairs per
