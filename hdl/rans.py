@@ -1545,8 +1545,12 @@ class RansDecoderShellXN(wiring.Component):
             with m.If(~states.r_rdy):
                 m.d.sync += [self.done.eq(1), self.status.eq(nxt_status), nxt_valid.eq(0)]
 
-        m.d.comb += self.idle.eq(words.ongoing("IDLE") & ~self.cmd.valid & ~nxt_valid & ~cur_valid
-                                 & ~ends[0]["v"] & ~ends[1]["v"])
+        # Idle: nothing in flight since the last clock (a register, so that the table writes it gates do
+        # not wait on this shell's state decode) and no command offered.
+        quiet = Signal()
+        m.d.sync += quiet.eq(words.ongoing("IDLE") & ~(self.cmd.valid & self.cmd.ready) & ~nxt_valid & ~cur_valid
+                             & ~ends[0]["v"] & ~ends[1]["v"])
+        m.d.comb += self.idle.eq(quiet & ~self.cmd.valid)
         return m
 
 
