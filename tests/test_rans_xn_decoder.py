@@ -271,6 +271,58 @@ def test_corrupt_streams_back_to_back(states, stall):
         at += k
 
 
+def test_random_corruptions_back_to_back_verilator():
+    """300 ``rans16x16`` streams, every other one corrupted at random (``test_hdl_corruption``'s flips,
+    bursts, truncations at either end and appended garbage), commands back to back with the block CRC
+    checked, in Verilator: every corrupted stream ends with an error status, every clean one after it
+    is bit-exact and OK, and the whole queue ends within its pairs, words and a constant per command."""
+    from tests.test_hdl_corruption import _corrupt
+
+    spec = parse_codec(CODEC)
+    rng = np.random.default_rng(123)
+    counts = (rng.integers(1, 300, size=24) ** 2).astype(np.int64)
+    ct, table = spec.tables(counts, 8)
+    core = RansDecoder(spec, table=table)
+    shape, o_shape = payload_shape(core, "cmd"), payload_shape(core, "o")
+    commands, inputs, segments, modes = [], [], [], []
+    for k in range(300):
+        n = int(rng.integers(N, 400))
+        s, e = _draw(ct, counts, rng, n)
+        words = spec.coder().encode([table], [Run(0, n)], s, e).words.astype(np.uint64)
+        top = words[::-1].copy()
+        mode = None
+        if k % 2:
+            mode, bad = _corrupt(rng, top, spec.word_bits)
+            if np.array_equal(bad, top):            # a flip that undid itself (same bit twice)
+                bad = bad.copy()
+                bad[0] ^= np.uint64(1)
+            top = bad
+        commands.append(pack(shape, {"count": n, "words": int(top.size), "resume": 0, "check_end": 1, "check_crc": 1,
+                                     "crc": block_crc(words, word_bits=spec.word_bits)}))
+        inputs.append(port_inputs(core, top, spec.word_bits))
+        decoded = top.size >= 2 * N                  # a stream cut inside its head gives no pair
+        segments.append((pairs_to_payloads(o_shape, s, e) if mode is None else None, n if decoded else 0))
+        modes.append(mode)
+    job = CoreJob("rans-decoder", core, cfg=cfg_writes(core, [table]), pairs=sum(k for _, k in segments),
+                  words=int(sum(i.size for i in inputs)))
+    job.commands = commands
+    job.inputs = np.concatenate(inputs)
+    bound = sum(k for _, k in segments) + int(job.inputs.size) + 40 * len(commands)
+    res = VerilatorEngine().run(job, max_cycles=bound)
+    assert len(res.statuses) == len(commands)
+    missed = [m for m, st in zip(modes, res.statuses) if m is not None and st == DecodeStatus.OK.value]
+    assert not missed, f"{len(missed)} corrupted streams ended OK: {missed[:5]}"
+    clean_bad = [k for k, (m, st) in enumerate(zip(modes, res.statuses)) if m is None and st != DecodeStatus.OK.value]
+    assert not clean_bad, clean_bad[:5]
+    got = np.asarray(res.outputs, dtype=np.uint64)
+    assert got.size == job.pairs
+    at = 0
+    for expected, k in segments:
+        if expected is not None:
+            assert np.array_equal(got[at:at + k], expected)
+        at += k
+
+
 def test_reset(monkeypatch):
     """A reset keeps a programmed table (LUT-RAM is not reset; no register copies it): programmed,
     reset, decoded bit-exact; and a reset mid-command drops it and a queued one, no ``done`` for
