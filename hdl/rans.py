@@ -134,7 +134,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Array, Cat, Const, Elaboratable, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -1263,7 +1263,7 @@ class RansDecoderShellXN(wiring.Component):
 
         # -- the body FIFO ---------------------------------------------------------------------------
         entry = data.StructLayout({"data": W * pw, "tag": T, "skip": 1, "marker": 1})
-        m.submodules.body = body = SyncFIFOBuffered(width=entry.size, depth=self.fifo_depth(N))
+        m.submodules.body = body = SyncFIFO(width=entry.size, depth=self.fifo_depth(N))
         w_entry = Signal(entry)
         r_entry = Signal(entry)
         m.d.comb += [body.w_data.eq(w_entry), r_entry.eq(body.r_data),
@@ -1284,6 +1284,7 @@ class RansDecoderShellXN(wiring.Component):
         nxt_valid, nxt_skip, nxt_status = Signal(), Signal(), Signal(DecodeStatus)
         nxt_count, nxt_check_end, nxt_tag, nxt_bad = Signal(cnt), Signal(), Signal(T), Signal()
         cur_valid, cur_tag, cur_rem, cur_check_end, cur_bad = Signal(), Signal(T), Signal(cnt), Signal(), Signal()
+        rem_zero, rem_one = Signal(), Signal()       # cur_rem == 0, == 1 (registers: run and drain wait on them)
         cur_inj, cur_s = Signal(range(N + 1)), Signal(range(N + 1))   # states injected, pairs stepped (to N)
         cur_starved, cur_out = Signal(), Signal()    # a pop starved; its last pair has left ``o``
 
@@ -1298,6 +1299,9 @@ class RansDecoderShellXN(wiring.Component):
 
         # -- the words part ----------------------------------------------------------------------------
         w_left = Signal(cnt)                         # port words of the command not yet taken
+        # ``w_left == 0`` and ``== 1`` as registers: the take, the FIFO writes and the FSM wait on them,
+        # not on a wide compare (the shelled core's longest ECP5 path otherwise).
+        w_zero, w_one = Signal(init=1), Signal()
         w_tag, next_tag = Signal(T), Signal(T)
         w_odd = Signal()
         heads = N + 1 if pw == 2 else 2 * N          # port words of the head (pw == 2: N, N + 1 when odd)
@@ -1308,7 +1312,7 @@ class RansDecoderShellXN(wiring.Component):
         take = Signal()
         m.d.comb += take.eq(self.i.valid & self.i.ready)
         with m.If(take):
-            m.d.sync += w_left.eq(w_left - 1)
+            m.d.sync += [w_left.eq(w_left - 1), w_zero.eq(w_one), w_one.eq(w_left == 2)]
         if pw == 1:
             block_crc = BlockCrc(m, W, self.cmd, self.i, present=self._block_crc)
         else:
@@ -1322,11 +1326,13 @@ class RansDecoderShellXN(wiring.Component):
         d = self.i.p.data
         top_bits = S - W                             # bits of a state's first (most significant) word
         with m.FSM(name="words") as words:
-            with m.State("IDLE"):
+            def accept():
+                """Take the next command (its record slot ``nxt`` is free)."""
                 m.d.comb += self.cmd.ready.eq(~nxt_valid)
                 with m.If(self.cmd.valid & ~nxt_valid):
                     port_words = cm.words if pw == 1 else (cm.words + 1)[1:]
-                    m.d.sync += [w_left.eq(port_words), w_odd.eq(cm.words[0] if pw == 2 else 0), w_tag.eq(next_tag),
+                    m.d.sync += [w_left.eq(port_words), w_zero.eq(port_words == 0), w_one.eq(port_words == 1),
+                                 w_odd.eq(cm.words[0] if pw == 2 else 0), w_tag.eq(next_tag),
                                  w_count.eq(cm.count), w_check_end.eq(cm.check_end), w_hc.eq(0), w_bad.eq(0),
                                  w_skip.eq(cm.resume), words_done.bit_select(next_tag, 1).eq(0),
                                  crc_bad.bit_select(next_tag, 1).eq(0)]
@@ -1335,11 +1341,14 @@ class RansDecoderShellXN(wiring.Component):
                     with m.Else():
                         m.next = "HEAD"
 
+            with m.State("IDLE"):
+                accept()
+
             with m.State("HEAD"):
                 last_head = Signal()
                 m.d.comb += last_head.eq(w_hc == Mux(w_odd, heads - 1, N - 1) if pw == 2 else w_hc == heads - 1)
                 # (An odd stream's last head port word also goes to the FIFO: its low half is the body's first word.)
-                m.d.comb += self.i.ready.eq(states.w_rdy & (w_left != 0) & (~(w_odd & last_head) | body.w_rdy))
+                m.d.comb += self.i.ready.eq(states.w_rdy & ~w_zero & (~(w_odd & last_head) | body.w_rdy))
                 with m.If(take):
                     m.d.sync += w_hc.eq(w_hc + 1)
                     if pw == 2:
@@ -1364,32 +1373,36 @@ class RansDecoderShellXN(wiring.Component):
                                      nxt_check_end.eq(w_check_end), nxt_bad.eq(w_bad | (push & (pushed[L:] == 0))),
                                      next_tag.eq(next_tag + 1)]
                         m.next = "BODY"
-                        with m.If(w_left == 1):
+                        with m.If(w_one):
                             m.next = "MARK"
-                with m.Elif(w_left == 0):
+                with m.Elif(w_zero):
                     # The stream ends inside its head: nothing to decode; its states already pushed
                     # are dropped as the next stream's would be injected (``drop``).
                     m.d.sync += [nxt_valid.eq(1), nxt_skip.eq(1), nxt_status.eq(DecodeStatus.OUT_OF_WORDS)]
                     m.next = "IDLE"
 
             with m.State("BODY"):
-                m.d.comb += [self.i.ready.eq(body.w_rdy & (w_left != 0) & ~w_abort),
+                # (A word taken while the ending stream turns out to have trailing words is its own:
+                # the coder drops it with the rest, so ``w_abort`` need not hold ``i.ready`` back.)
+                m.d.comb += [self.i.ready.eq(body.w_rdy & ~w_zero),
                              w_entry.data.eq(d), w_entry.tag.eq(w_tag), body.w_en.eq(take)]
                 with m.If(w_abort):
                     m.next = "DRAIN"
-                with m.Elif((w_left == 0) | (take & (w_left == 1))):
+                with m.Elif(w_zero | (take & w_one)):
                     m.next = "MARK"
 
             with m.State("MARK"):
-                # The end marker (the CRC has settled: a clock after the last word).
+                # The end marker (the CRC has settled: a clock after the last word); the next command
+                # may be taken in the same clock (the CRC unit restarts after this clock's compare).
                 m.d.comb += [w_entry.tag.eq(w_tag), w_entry.marker.eq(1), body.w_en.eq(1)]
                 with m.If(body.w_rdy):
                     m.d.sync += [words_done.bit_select(w_tag, 1).eq(1), crc_bad.bit_select(w_tag, 1).eq(crc_mismatch)]
                     m.next = "IDLE"
+                    accept()
 
             with m.State("DRAIN"):
-                m.d.comb += self.i.ready.eq(w_left != 0)
-                with m.If((w_left == 0) | (take & (w_left == 1))):
+                m.d.comb += self.i.ready.eq(~w_zero)
+                with m.If(w_zero | (take & w_one)):
                     with m.If(w_skip):
                         m.d.sync += [nxt_valid.eq(1), nxt_skip.eq(1), nxt_status.eq(DecodeStatus.FINAL_STATE)]
                         m.next = "IDLE"
@@ -1400,12 +1413,12 @@ class RansDecoderShellXN(wiring.Component):
         nxt_dec = Signal()
         m.d.comb += nxt_dec.eq(nxt_valid & ~nxt_skip)
         step_pending = Signal()                      # the running stream's next pair has its state at stage 1
-        m.d.comb += step_pending.eq(cur_valid & (cur_rem != 0) & ((cur_inj == N) | (cur_inj != cur_s)))
+        m.d.comb += step_pending.eq(cur_valid & ~rem_zero & ((cur_inj == N) | (cur_inj != cur_s)))
         # Where the running stream would complete: after its last step with every state injected, or
         # (fewer than N pairs) after its last injection.
         done_if_step, done_if_bubble = Signal(), Signal()
-        m.d.comb += [done_if_step.eq((cur_rem == 1) & (cur_inj >= N - 1)),
-                     done_if_bubble.eq(cur_valid & (cur_rem == 0) & (cur_inj == N - 1))]
+        m.d.comb += [done_if_step.eq(rem_one & (cur_inj >= N - 1)),
+                     done_if_bubble.eq(cur_valid & rem_zero & (cur_inj == N - 1))]
         inject_cur, inject_nxt = Signal(), Signal()
         m.d.comb += [inject_cur.eq(cur_valid & (cur_inj != N)),
                      inject_nxt.eq(~inject_cur & nxt_dec & (~cur_valid | (step_pending & done_if_step)))]
@@ -1440,7 +1453,7 @@ class RansDecoderShellXN(wiring.Component):
         m.d.comb += block.eq(both & ~report & Mux(step_pending, done_if_step, done_if_bubble))
         m.d.comb += [self.run.eq(step_pending & ~block),
                      self.drain.eq(~step_pending & ~block & (inject_cur | inject_nxt | window)),
-                     self.inject.eq(inject_cur | inject_nxt), self.tag.eq(cur_tag), self.last.eq(cur_rem == 1),
+                     self.inject.eq(inject_cur | inject_nxt), self.tag.eq(cur_tag), self.last.eq(rem_one),
                      self.ended.eq(settled(self.pair_tag))]
 
         # The ``o`` and ``starved`` events of a stream while it runs or ends.
@@ -1470,7 +1483,7 @@ class RansDecoderShellXN(wiring.Component):
 
         with m.If(self.turned):
             with m.If(self.step):
-                m.d.sync += cur_rem.eq(cur_rem - 1)
+                m.d.sync += [cur_rem.eq(cur_rem - 1), rem_zero.eq(rem_one), rem_one.eq(cur_rem == 2)]
                 with m.If(cur_s != N):
                     m.d.sync += cur_s.eq(cur_s + 1)
             with m.If(inject_cur):
@@ -1489,7 +1502,8 @@ class RansDecoderShellXN(wiring.Component):
                                      e["out"].eq(cur_out | out_cur)]
                 m.d.sync += cur_valid.eq(0)
             with m.If(inject_nxt):
-                m.d.sync += [cur_valid.eq(1), cur_tag.eq(nxt_tag), cur_rem.eq(nxt_count), cur_inj.eq(1), cur_s.eq(0),
+                m.d.sync += [cur_valid.eq(1), cur_tag.eq(nxt_tag), cur_rem.eq(nxt_count), rem_zero.eq(nxt_count == 0),
+                             rem_one.eq(nxt_count == 1), cur_inj.eq(1), cur_s.eq(0),
                              cur_check_end.eq(nxt_check_end), cur_bad.eq(nxt_bad), cur_starved.eq(0),
                              cur_out.eq(nxt_count == 0), nxt_valid.eq(0)]
 
@@ -1505,7 +1519,7 @@ class RansDecoderShellXN(wiring.Component):
         m.d.comb += [check_any.eq(check[0] | check[1]), check_tag.eq(Mux(check[1], ends[1]["tag"], ends[0]["tag"]))]
         trailing = Signal()
         w_on_end = Signal()
-        m.d.comb += [w_on_end.eq(words.ongoing("BODY") & (w_tag == check_tag) & (w_left != 0)),
+        m.d.comb += [w_on_end.eq(words.ongoing("BODY") & (w_tag == check_tag) & ~w_zero),
                      trailing.eq(holds(check_tag) | (body.r_rdy & ~r_entry.marker & (r_entry.tag == check_tag))
                                  | w_on_end)]
         purge_reg, purge_tag_reg = Signal(), Signal(T)
