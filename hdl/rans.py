@@ -1279,7 +1279,7 @@ class RansDecoderShellXN(wiring.Component):
             """Every word of the stream ``tag`` (running or older) has reached the coder."""
             return ((done_tag - tag)[:T] != (1 << T) - 1)
 
-        # -- records: the next stream (its head in the chain), the running one, the ending one -------------
+        # -- records: the next stream (its head in the state FIFO), the running one ---------------------------
         cnt = len(cm.count)
         nxt_valid, nxt_skip, nxt_status = Signal(), Signal(), Signal(DecodeStatus)
         nxt_count, nxt_check_end, nxt_tag, nxt_bad = Signal(cnt), Signal(), Signal(T), Signal()
@@ -1368,7 +1368,7 @@ class RansDecoderShellXN(wiring.Component):
                     with m.If(push & (pushed[L:] == 0)):
                         m.d.sync += w_bad.eq(1)
                     with m.If(last_head):
-                        # The head is in the chain: the pairs part may start the stream.
+                        # The head is in the state FIFO: the pairs part may start the stream.
                         m.d.sync += [nxt_valid.eq(1), nxt_skip.eq(0), nxt_count.eq(w_count), nxt_tag.eq(w_tag),
                                      nxt_check_end.eq(w_check_end), nxt_bad.eq(w_bad | (push & (pushed[L:] == 0))),
                                      next_tag.eq(next_tag + 1)]
