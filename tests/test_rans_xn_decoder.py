@@ -211,6 +211,27 @@ def _draw(ct, counts, rng, n):
     return ct.to_symbols(rng.choice(counts.size, size=n, p=counts / counts.sum()), rng.integers(0, 256, size=n))
 
 
+def _queued(core, table, commands, inputs, segments) -> tuple[CoreJob, int]:
+    """Commands back to back as one job, and a clock bound: its pairs, its port words and 40 a command.
+    ``segments``: per command, (expected payloads or ``None`` where corrupt, pairs it gives)."""
+    job = CoreJob("rans-decoder", core, cfg=cfg_writes(core, [table]), pairs=sum(k for _, k in segments),
+                  words=int(sum(i.size for i in inputs)))
+    job.commands = commands
+    job.inputs = np.concatenate(inputs)
+    return job, job.pairs + int(job.inputs.size) + 40 * len(commands)
+
+
+def _check_segments(res, job, segments) -> None:
+    """Every clean command's pairs bit-exact, in their place among all the pairs given."""
+    got = np.asarray(res.outputs, dtype=np.uint64)
+    assert got.size == job.pairs
+    at = 0
+    for expected, k in segments:
+        if expected is not None:
+            assert np.array_equal(got[at:at + k], expected)
+        at += k
+
+
 #: What each corruption of :func:`test_corrupt_streams_back_to_back` reports.
 CORRUPTIONS = {"trailing": DecodeStatus.TRAILING_DATA, "trailing_many": DecodeStatus.TRAILING_DATA,
                "short": DecodeStatus.OUT_OF_WORDS, "bad_head": DecodeStatus.ZERO_TOP_WORD,
@@ -255,20 +276,10 @@ def test_corrupt_streams_back_to_back(states, stall):
             statuses.append((CORRUPTIONS[corrupt] if corrupt else DecodeStatus.OK).value)
             decoded = corrupt not in ("resume", "head_cut")
             segments.append((pairs_to_payloads(o_shape, s, e) if corrupt is None else None, n if decoded else 0))
-    job = CoreJob("rans-decoder", core, cfg=cfg_writes(core, [table]), pairs=sum(k for _, k in segments),
-                  words=int(sum(i.size for i in inputs)))
-    job.commands = commands
-    job.inputs = np.concatenate(inputs)
-    bound = sum(k for _, k in segments) + int(job.inputs.size) + 40 * len(commands)
+    job, bound = _queued(core, table, commands, inputs, segments)
     res = AmaranthEngine().run(job, stall_prob=stall, seed=3, max_cycles=bound)
     assert res.statuses == statuses, [DecodeStatus(v).name for v in res.statuses]
-    got = np.asarray(res.outputs, dtype=np.uint64)
-    assert got.size == job.pairs
-    at = 0
-    for expected, k in segments:
-        if expected is not None:
-            assert np.array_equal(got[at:at + k], expected)
-        at += k
+    _check_segments(res, job, segments)
 
 
 def test_random_corruptions_back_to_back_verilator():
@@ -303,24 +314,14 @@ def test_random_corruptions_back_to_back_verilator():
         decoded = top.size >= 2 * N                  # a stream cut inside its head gives no pair
         segments.append((pairs_to_payloads(o_shape, s, e) if mode is None else None, n if decoded else 0))
         modes.append(mode)
-    job = CoreJob("rans-decoder", core, cfg=cfg_writes(core, [table]), pairs=sum(k for _, k in segments),
-                  words=int(sum(i.size for i in inputs)))
-    job.commands = commands
-    job.inputs = np.concatenate(inputs)
-    bound = sum(k for _, k in segments) + int(job.inputs.size) + 40 * len(commands)
+    job, bound = _queued(core, table, commands, inputs, segments)
     res = VerilatorEngine().run(job, max_cycles=bound)
     assert len(res.statuses) == len(commands)
     missed = [m for m, st in zip(modes, res.statuses) if m is not None and st == DecodeStatus.OK.value]
     assert not missed, f"{len(missed)} corrupted streams ended OK: {missed[:5]}"
     clean_bad = [k for k, (m, st) in enumerate(zip(modes, res.statuses)) if m is None and st != DecodeStatus.OK.value]
     assert not clean_bad, clean_bad[:5]
-    got = np.asarray(res.outputs, dtype=np.uint64)
-    assert got.size == job.pairs
-    at = 0
-    for expected, k in segments:
-        if expected is not None:
-            assert np.array_equal(got[at:at + k], expected)
-        at += k
+    _check_segments(res, job, segments)
 
 
 def test_reset(monkeypatch):
