@@ -1512,9 +1512,10 @@ class RansDecoderShellXN(wiring.Component):
             """The coder's buffer holds a word of stream ``tag``."""
             return Cat(*(self.held[j] & (self.held_tags[T * j:T * (j + 1)] == tag) for j in range(pw))).any()
 
+        # (A register: set by the fifth window turn, so that the purge it starts reads no compare.)
         check = [Signal(name=f"end{k}_check") for k in range(2)]
         for k, e in enumerate(ends):
-            m.d.comb += check[k].eq(e["v"] & e["sample"] & (e["w"] == XN_RING))
+            m.d.sync += check[k].eq(self.turned & in_window[k] & (e["w"] == XN_RING - 1))
         check_any, check_tag = Signal(), Signal(T)
         m.d.comb += [check_any.eq(check[0] | check[1]), check_tag.eq(Mux(check[1], ends[1]["tag"], ends[0]["tag"]))]
         trailing = Signal()
@@ -1523,7 +1524,9 @@ class RansDecoderShellXN(wiring.Component):
                      trailing.eq(holds(check_tag) | (body.r_rdy & ~r_entry.marker & (r_entry.tag == check_tag))
                                  | w_on_end)]
         purge_reg, purge_tag_reg = Signal(), Signal(T)
-        m.d.comb += [self.purge.eq(purge_reg | (check_any & trailing)),
+        # In the check's clock any buffered word of the ending stream is one it left unread: the coder
+        # drops it whether or not the FIFO holds more (so that its turn does not wait on the FIFO's read).
+        m.d.comb += [self.purge.eq(purge_reg | check_any),
                      self.purge_tag.eq(Mux(purge_reg, purge_tag_reg, check_tag)), w_abort.eq(check_any & w_on_end)]
         for k, e in enumerate(ends):
             with m.If(check[k]):
