@@ -978,7 +978,6 @@ class RansDecoderCoderXN(wiring.Component):
         sh = self._shape
         S, W, P, K, N = sh.S, sh.W, sh.P, sh.K, sh.codec.states
         L = S - W                                   # a state is normalized at x >= 2**L
-        per = -(-S // W)                            # head words per state
         A = min(26, S - P)                          # bits of x >> P that the DSP multiplies
         m = Module()
         tables = _Tables(m, sh, self.cfg if sh.programmable else None, buckets=True)
@@ -1349,35 +1348,36 @@ class RansDecoderShellXN(wiring.Component):
                 m.d.comb += last_head.eq(w_hc == Mux(w_odd, heads - 1, N - 1) if pw == 2 else w_hc == heads - 1)
                 # (An odd stream's last head port word also goes to the FIFO: its low half is the body's first word.)
                 m.d.comb += self.i.ready.eq(states.w_rdy & ~w_zero & (~(w_odd & last_head) | body.w_rdy))
+                # A head word that puts a state outside [2**L, 2**S): the state below 2**L, or bits above
+                # ``S`` in a state's first (most significant) word.
+                bad_now = Signal()
                 with m.If(take):
                     m.d.sync += w_hc.eq(w_hc + 1)
                     if pw == 2:
                         m.d.comb += [pushed.eq(Mux(w_odd, Cat(d[W:], w_carry), d)), push.eq(~(w_odd & (w_hc == 0)))]
                         m.d.sync += w_carry.eq(d[:W])
-                        if top_bits < W:
-                            with m.If(push & (Mux(w_odd, w_carry, d[W:])[top_bits:] != 0)):
-                                m.d.sync += w_bad.eq(1)
+                        first = Mux(w_odd, w_carry, d[W:])
+                        above = push & (first[top_bits:] != 0) if top_bits < W else 0
                         with m.If(w_odd & last_head):
                             m.d.comb += [w_entry.data.eq(d), w_entry.tag.eq(w_tag), w_entry.skip.eq(1), body.w_en.eq(1)]
                     else:
                         m.d.comb += [pushed.eq(Cat(d, w_carry)), push.eq(w_hc[0])]
                         m.d.sync += w_carry.eq(d)
-                        if top_bits < W:
-                            with m.If(~w_hc[0] & (d[top_bits:] != 0)):
-                                m.d.sync += w_bad.eq(1)
-                    with m.If(push & (pushed[L:] == 0)):
+                        above = ~w_hc[0] & (d[top_bits:] != 0) if top_bits < W else 0
+                    m.d.comb += bad_now.eq((push & (pushed[L:] == 0)) | above)
+                    with m.If(bad_now):
                         m.d.sync += w_bad.eq(1)
                     with m.If(last_head):
                         # The head is in the state FIFO: the pairs part may start the stream.
                         m.d.sync += [nxt_valid.eq(1), nxt_skip.eq(0), nxt_count.eq(w_count), nxt_tag.eq(w_tag),
-                                     nxt_check_end.eq(w_check_end), nxt_bad.eq(w_bad | (push & (pushed[L:] == 0))),
+                                     nxt_check_end.eq(w_check_end), nxt_bad.eq(w_bad | bad_now),
                                      next_tag.eq(next_tag + 1)]
                         m.next = "BODY"
                         with m.If(w_one):
                             m.next = "MARK"
                 with m.Elif(w_zero):
-                    # The stream ends inside its head: nothing to decode; its states already pushed
-                    # are dropped as the next stream's would be injected (``drop``).
+                    # The stream ends inside its head: nothing to decode; the states it pushed are
+                    # dropped from the state FIFO before it reports (``drop``).
                     m.d.sync += [nxt_valid.eq(1), nxt_skip.eq(1), nxt_status.eq(DecodeStatus.OUT_OF_WORDS)]
                     m.next = "IDLE"
 

@@ -185,25 +185,11 @@ def test_back_to_back_commands(monkeypatch, states, pairs):
 
 
 @pytest.mark.parametrize("n", [1, 3, N - 1, N, N + 1])
-def test_short_commands_back_to_back(n):
+def test_short_commands_back_to_back(monkeypatch, n):
     """Commands of at most ``N + 1`` pairs, queued: bit-exact; a command of ``c < N`` pairs injects its
     last ``N - c`` states on bubble turns, so it costs at most ``N - c + 2`` idle clocks."""
-    spec = parse_codec(CODEC)
-    rng = np.random.default_rng(n)
-    counts = (rng.integers(1, 300, size=24) ** 2).astype(np.int64)
-    ct, table = spec.tables(counts, 8)
-    core = RansDecoder(spec, table=table)
-    jobs = [make_job("rans-decoder", spec, table, *_draw(ct, counts, rng, n), core=core) for _ in range(4)]
-    job = CoreJob("rans-decoder", core, cfg=jobs[0].cfg, pairs=4 * n, words=sum(j.words for j in jobs))
-    job.commands = [c for j in jobs for c in j.commands]
-    job.inputs = np.concatenate([j.inputs for j in jobs])
-    job.expected = np.concatenate([j.expected for j in jobs])
-    job.expected_status = [s for j in jobs for s in j.expected_status]
-    res = AmaranthEngine().run(job, trace={"pair": core.o.valid & core.o.ready})
-    ok, errs = job.check(res)
-    assert ok, errs
-    t = np.flatnonzero(res.trace["pair"])
-    idle = [int(t[k * n] - t[k * n - 1] - 1) for k in range(1, 4)]
+    monkeypatch.setitem(command_queue.CODECS, "rans", CODEC)
+    idle = command_queue.idle_clocks("rans-decoder", commands=4, pairs=n)
     assert max(idle) <= max(0, N - n) + 2, idle
 
 
