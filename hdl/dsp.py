@@ -24,7 +24,7 @@ operands), ``c`` and ``p`` at most 48; ``p = (a * b + c) mod 2**len(p)``.
 
 from __future__ import annotations
 
-from amaranth.hdl import ClockSignal, Const, Instance, Module, ResetSignal, Signal
+from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 

@@ -2033,7 +2033,6 @@ class RansEncoder(_RansCore):
         return RansEncoderShell(self._shape, self._coder_cls.depth(self._shape))
 
     def elaborate(self, platform):
-        sh = self._shape
         m, coder = self._coder()
         if not self._shell:
             return m

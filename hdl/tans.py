@@ -647,7 +647,6 @@ class PairWindow(wiring.Component):
         off = Signal(range(W))
         # The ring in stream order: bit ``s·W + p`` is bit ``p`` (from the top) of slot ``s``.
         ring = [slots[j // W][W - 1 - j % W] for j in range(D * W)]
-        M = D * W
         pow2 = W & (W - 1) == 0
         if pow2:
             lw = exact_log2(W)

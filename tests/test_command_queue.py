@@ -17,7 +17,7 @@ from amaranth.sim import Simulator
 from ansforge.model.coding.codecs import parse_codec
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import CoreJob, build_core, make_job
-from ansforge.sim.streams import stream_get, stream_put
+from ansforge.sim.streams import stream_put
 
 CODECS = {"tans": "tans8", "rans": "rans16"}
 #: Idle clocks per command boundary the shells reach (inputs offered, outputs taken), as regression

@@ -4,10 +4,7 @@ read; a crafted or corrupted context record is refused in one line."""
 
 from __future__ import annotations
 
-import json
 import math
-import struct
-import zlib
 from pathlib import Path
 
 import numpy as np

@@ -25,7 +25,7 @@ from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import CoreJob, build_core, make_job
 from ansforge.sim.model_run import model_pairs, simulate_matrices
-from ansforge.sim.streams import pack, payload_shape, stream_get, stream_put
+from ansforge.sim.streams import pack, payload_shape, stream_put
 
 from .test_command_queue import reset_mid_command
 from .test_rans_cores import _crowded_freqs

@@ -21,7 +21,6 @@ from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import CoreJob, blocks_job, build_core, make_job, stream_blocks
 from ansforge.sim.model_run import model_pairs, simulate_matrices
-from ansforge.sim.verilator import VerilatorEngine
 
 from .test_tans_cores import decode_after_reset
 

@@ -20,7 +20,7 @@ from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.context import context_core, context_matrix_job
 from ansforge.sim.jobs import CoreJob, build_core, make_job
 from ansforge.sim.model_run import model_pairs, simulate_matrices
-from ansforge.sim.streams import stream_get, stream_put
+from ansforge.sim.streams import stream_put
 from ansforge.sim.verilator import VerilatorEngine
 
 CODEC = "tans8x2"
