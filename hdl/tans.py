@@ -785,6 +785,29 @@ class TansX2DecoderCoder(wiring.Component):
     about 240 (the table 92, the two window selects 64 and ``pos - nb`` 7, ``xa``'s select 16, the
     extra's mask and ``k`` 10, ``pos``'s adder and selects about 20, the marker about 10, the
     window's counters and the step about 20), so issue 18's 249 is not reached here.
+
+    Measured in issue 18's fourth round (scratch variants of this class, same measure, the coder
+    alone; none kept): what the stream head costs here, and the one layout found under 249.
+
+    * The head taken out of the coder, with no other change (every stream started as a resume,
+      its states and first bit given): 257. The marker search and the two state reads cost 18.
+    * Table rows ``{symbol, c = 2 base + 2^nb, k}`` (19 bits instead of 23). In the read clock,
+      ``need = tz(c) + k`` goes into ``T``. The field end becomes ``pos = off + T.need`` in the
+      step clock (an adder before the selects, none after the table). The extra's end is
+      ``off + T.k``, the state update ``Mux(c's low bits all zero, tail, c)`` per bit.
+      - With the head out of the coder: **239** (163 LUTs + 19 ``RAM256X1S``), 8 levels, ECP5
+        126.2 MHz (seeds 1-3: 129.5 / 124.0 / 126.2). Bit-exact with the golden decoder in the
+        Amaranth simulator on random streams of 1 to 1,000 pairs.
+      - With the head read here as now: 274.
+      - With the state reads here and the marker's position given at the start: 251 to 259,
+        depending on the start's details.
+    * So only a coder without the head reaches issue 18's 249. The head would then be read by the
+      shell, which it puts over its own 100 (a leading-zero count and a 16-of-32 select, about 55),
+      or by the host, as for a checkpoint (§5), which no longer decodes a stream from its top in
+      hardware.
+    * Zero idle clocks between commands needs the next head read while the running stream decodes.
+      That is a second path into the coder's states whichever part reads the head, at least 50
+      LUT-equivalents more.
     """
 
     def __init__(self, shape: "_TansShape"):

@@ -417,6 +417,17 @@ class TansEncoderX2Coder(wiring.Component):
     ``o``'s data then chooses per bit between the held bits with the marker and the rotated word)
     measured 269 LUT-equivalents, 7 levels, 169 MHz in a prototype (one idle clock per boundary in
     all; 13 more than the same design with the marker's clock).
+
+    Issue 18's fourth round measured the last option, a bitstream change (area only, not simulated).
+    The final states go out of band, on a side port into the stream's record: no flush field and no
+    marker. The last pair restarts the ring, and its ``X_1`` and ``X_0`` are taken from the table
+    reads of that clock and the next. The partial last word leaves, masked by the fill count, in the
+    clock in which the next stream's first field goes in at bit 0. With that, a boundary costs no
+    clock at the input, except where that first field is a whole word. But the variant measures
+    8 LUT-equivalents more than this coder under the same scratch measure (258 against 250), so
+    about 263 as ``ansforge resources`` counts it: over 256 as well. The masked partial word and
+    ``o``'s choice between it and the packed word cost more than the flush's ``X_0`` choice and the
+    marker logic it removes.
         """
 
     def __init__(self, shape):
