@@ -49,8 +49,13 @@ def _case(seed: int, n: int, *, crowded: bool = False, codec: str = CODEC):
     else:
         counts = (rng.integers(1, 300, size=24) ** 2).astype(np.int64)
         ct, table = spec.tables(counts, 8)
-        s, e = ct.to_symbols(rng.choice(counts.size, size=n, p=counts / counts.sum()), rng.integers(0, 256, size=n))
+        s, e = _draw(ct, counts, rng, n)
     return spec, table, s, e
+
+
+def _draw(ct, counts, rng, n):
+    """``n`` pairs with codes drawn by ``counts`` and random 8-bit additional data, as symbols of ``ct``."""
+    return ct.to_symbols(rng.choice(counts.size, size=n, p=counts / counts.sum()), rng.integers(0, 256, size=n))
 
 
 @pytest.mark.parametrize("states", [XN_RING, 8, 16])
@@ -191,10 +196,6 @@ def test_short_commands_back_to_back(monkeypatch, n):
     monkeypatch.setitem(command_queue.CODECS, "rans", CODEC)
     idle = command_queue.idle_clocks("rans-decoder", commands=4, pairs=n)
     assert max(idle) <= max(0, N - n) + 2, idle
-
-
-def _draw(ct, counts, rng, n):
-    return ct.to_symbols(rng.choice(counts.size, size=n, p=counts / counts.sum()), rng.integers(0, 256, size=n))
 
 
 def _queued(core, table, commands, inputs, segments) -> tuple[CoreJob, int]:
