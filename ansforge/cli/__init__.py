@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from importlib import import_module
 
 from ..model import progress as _progress
-from ..model.errors import AnsforgeError
+from ..model.errors import AnsforgeError, ToolError
 from .common import REGISTRY, attach_shared, ordered
 
 __all__ = ["main", "build_parser", "VERB_MODULES"]
@@ -89,6 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AnsforgeError as exc:
         print(f"ansforge: error: {exc}", file=sys.stderr)
         return 2
+    except ToolError as exc:
+        print(f"ansforge: error: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         print(f"ansforge: error: {where}{exc.strerror or exc}", file=sys.stderr)
