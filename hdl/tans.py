@@ -764,7 +764,7 @@ class TansX2DecoderCoder(wiring.Component):
     Before issue 18's second round: 304, 146 FFs, 5 levels, 146 MHz; the
     right-aligned extra read (no output shifter) saved about 12, the leading-zero marker about 10,
     ``pos``'s step value as its outermost select about 2. Issue 18's 249 is not reached: the table
-    (92) and the window's two 8-bit selects from the 64-bit ring (64) alone are 156. Measured by
+    (92) and the window's two 8-bit selects from its 32-bit ring (two 16-bit slots; 64) alone are 156. Measured by
     removing one part at a time: a resume's second state loaded into ``T.base`` 8, the extra's mask
     and ``k`` 11; the head select with its ``pos - nb`` about 38 (the difference when it reads at
     ``pos`` and shares the tail's select); one 16-bit select ending at ``pos`` plus a shift by ``nb``
@@ -808,6 +808,14 @@ class TansX2DecoderCoder(wiring.Component):
     * Zero idle clocks between commands needs the next head read while the running stream decodes.
       That is a second path into the coder's states whichever part reads the head, at least 50
       LUT-equivalents more.
+
+    Measured in issue 18's fifth round: what zero idle costs in the window alone. At a boundary the
+    ring must hold the running stream's last word and the next stream's first two words at once
+    (a field is up to 31 bits from the top of the oldest word), so it needs a third slot. The 239
+    layout above with that ring and nothing else changed, bit-exact in the Amaranth simulator: three
+    slots 262 LUT-equivalents (10 levels; the slot index counts modulo 3), four slots 292 (9 levels).
+    So zero idle puts the coder over 249 before any boundary logic (the next stream's states into
+    ``xa``, its offset, the running stream's end check while the next one's words arrive).
     """
 
     def __init__(self, shape: "_TansShape"):
