@@ -359,7 +359,8 @@ def test_hardware_paths_refuse_interleaved_states(stories, interleaved, tmp_path
     from ansforge.hdl.cores import build_core
     from ansforge.sim.lanes import decode_container_lanes
     from ansforge.hdl.rans import ENCODER_XN_STATES, XN_STATES
-    line = "codec {} interleaves {} states; this hardware takes streams of {} (issues 18/19)"
+    line = ("codec {} interleaves {} states; this hardware takes streams of {} "
+            "(docs/bitstream.md §8 says which core takes which)")
     assert XN_STATES == tuple(range(5, 17))
     rans_dec = "1 or 5 to 16 states"
     rans_enc = f"1 or {ENCODER_XN_STATES[0]} states"

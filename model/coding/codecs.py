@@ -117,7 +117,8 @@ class Codec:
         if self.states not in states:
             have = _count_ranges(states)
             raise ConfigError(f"codec {self.name} interleaves {self.states} states; this hardware takes "
-                              f"streams of {have} state{'s' if states != (1,) else ''} (issues 18/19)")
+                              f"streams of {have} state{'s' if states != (1,) else ''} "
+                              "(docs/bitstream.md §8 says which core takes which)")
 
     def label(self) -> str:
         """Table 1 row label, as the paper writes it."""
