@@ -154,7 +154,7 @@ def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1) -> floa
             # The last line that says why (yowasp's WebAssembly build ends a trap with its cause).
             why = [ln.strip() for ln in (pnr.stderr + pnr.stdout).splitlines() if ln.strip()]
             raise ToolError(f"nextpnr-ecp5 wrote no report (place and route failed, exit {pnr.returncode}"
-                               + (f": {why[-1]}" if why else "") + ")")
+                            + (f": {why[-1]}" if why else "") + ")")
         fmax = json.loads(report.read_text()).get("fmax", {})
         return min(float(v["achieved"]) for v in fmax.values()) if fmax else None
 
