@@ -142,7 +142,7 @@ def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1) -> floa
         (Path(tmp) / "core.v").write_text(verilog)
         try:
             _run_yosys(lambda fixes: f"read_verilog core.v; {_no_abc9_check(fixes)}synth_ecp5 -top top "
-                       "-json core.json", tmp, timeout, "synth_ecp5", "core.json")
+                       "-json core.json", tmp, timeout, "synth_ecp5", "core.json", (_ABC9_CHECK,))
             # A missed target is not an error here: the report still gives the achieved Fmax.
             pnr = subprocess.run([nextpnr, "--85k", "--package", "CABGA381", "--out-of-context", "--json",
                                   "core.json", "--speed", "8", "--freq", "100", "--seed", str(seed), "--report",
@@ -151,10 +151,8 @@ def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1) -> floa
             raise TimeoutError(f"ECP5 synthesis/place-and-route did not finish within {timeout:.0f} s") from None
         report = Path(tmp) / "report.json"
         if not report.exists():
-            # The last line that says why (yowasp's WebAssembly build ends a trap with its cause).
-            why = [ln.strip() for ln in (pnr.stderr + pnr.stdout).splitlines() if ln.strip()]
-            raise ToolError(f"nextpnr-ecp5 wrote no report (place and route failed, exit {pnr.returncode}"
-                            + (f": {why[-1]}" if why else "") + ")")
+            raise ToolError(f"nextpnr-ecp5 wrote no report (place and route failed, exit {pnr.returncode}: "
+                            f"{_last_words(pnr.stderr + pnr.stdout)})")
         fmax = json.loads(report.read_text()).get("fmax", {})
         return min(float(v["achieved"]) for v in fmax.values()) if fmax else None
 
@@ -189,7 +187,7 @@ def _yosys(verilog: str, extra: str, timeout: float | None = None) -> tuple[str,
 
     with tempfile.TemporaryDirectory(prefix="ansforge-yosys-") as tmp:
         (Path(tmp) / "core.v").write_text(verilog)
-        _run_yosys(script, tmp, timeout, "synth_xilinx", "stat.txt")
+        _run_yosys(script, tmp, timeout, "synth_xilinx", "stat.txt", (_ABC9_CHECK, _DEEP_LUTRAM))
         return (Path(tmp) / "stat.txt").read_text(), (Path(tmp) / "ltp.txt").read_text()
 
 
@@ -222,9 +220,10 @@ def _write_lutram_library(tmp: str) -> None:
     (Path(tmp) / _LUTRAM_LIBRARY).write_text(src.replace(bad, 'option "ABITS" 9 {\n\t\tabits 9;'))
 
 
-def _run_yosys(script, tmp: str, timeout: float | None, what: str, output: str) -> None:
+def _run_yosys(script, tmp: str, timeout: float | None, what: str, output: str, fixable: tuple[str, ...]) -> None:
     """Run the yosys script ``script(fixes)`` in ``tmp``, where ``fixes`` names the faults of the tool to
-    work around (none the first time); ``ToolError`` (one line: what failed and the tool's last words)
+    work around (none the first time; only those in ``fixable``, the ones ``script`` knows how to
+    apply); ``ToolError`` (one line: what failed and the tool's last words)
     if ``output`` is not written. Each fault is recognised by what yosys prints and the run repeated
     with its fix; a run that needs none is exactly the one yosys' command gives.
 
@@ -253,11 +252,12 @@ def _run_yosys(script, tmp: str, timeout: float | None, what: str, output: str) 
         if not r.returncode and (Path(tmp) / output).exists():
             return
         said = r.stderr + r.stdout
-        if _ABC9_CHECK not in fixes and _ABC9_CHECK_TRAP.search(said):
-            fixes.add(_ABC9_CHECK)
-        elif _DEEP_LUTRAM not in fixes and what == "synth_xilinx" and _DEEP_LUTRAM_ERROR.search(said):
-            _write_lutram_library(tmp)
-            fixes.add(_DEEP_LUTRAM)
+        new = [f for f, pattern in ((_ABC9_CHECK, _ABC9_CHECK_TRAP), (_DEEP_LUTRAM, _DEEP_LUTRAM_ERROR))
+               if f in fixable and f not in fixes and pattern.search(said)]
+        if new:
+            if new[0] == _DEEP_LUTRAM:
+                _write_lutram_library(tmp)
+            fixes.add(new[0])
         else:
             raise ToolError(f"yosys {what} failed (exit {r.returncode}): {_last_words(said)}")
 
