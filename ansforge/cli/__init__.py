@@ -40,13 +40,15 @@ prints its title before numpy or amaranth load.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from importlib import import_module
 
 from ..model import progress as _progress
 from ..model.errors import AnsforgeError, ToolError
-from .common import REGISTRY, attach_shared, ordered
+from .common import REGISTRY, Parser, attach_shared, check_outputs, ordered, track_given
 
 __all__ = ["main", "build_parser", "VERB_MODULES"]
 
@@ -57,7 +59,7 @@ VERB_MODULES = ("demo", "tables", "container", "cores", "factory", "report", "be
 def build_parser() -> argparse.ArgumentParser:
     for name in VERB_MODULES:      # importing a module registers its verbs
         import_module(f"{__name__}.{name}")
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ansforge",
         description="Lossless LLM-weight compression with ANS coding pairs: tables, figures and hardware models "
                     "after V. Liguori's white paper.")
@@ -75,17 +77,98 @@ def build_parser() -> argparse.ArgumentParser:
         if v.arguments is not None:
             v.arguments(p)
         attach_shared(p, v)
-        p.set_defaults(handler=v.run)
+        p.set_defaults(handler=v.run, outputs=v.outputs)
+    track_given(parser)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    # Progress bars (stderr, terminals only) stay out of the way of machine-read output.
-    _progress.set_quiet(bool(getattr(args, "json", None)) or getattr(args, "no_progress", False))
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that every ``finally`` (temporary files) runs."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+def _child_after_fork() -> None:
+    """In a worker process forked while a verb runs: Ctrl-C (sent to the whole process group) and the
+    parent's terminate end the worker with a ``SystemExit`` (its ``finally`` blocks run, no traceback);
+    the parent alone reports the interrupt."""
+    if _running:
+        def leave(signum, frame):
+            raise SystemExit(128 + signum)
+        signal.signal(signal.SIGINT, leave)
+        signal.signal(signal.SIGTERM, leave)
+
+
+_running = False
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_child_after_fork)
+
+
+def _stdout_is_closed_pipe() -> bool:
+    """Whether standard output is a pipe whose reader has gone (``ansforge inspect F | head``)."""
+    import select
+
     try:
-        return args.handler(args)
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe: point standard output at /dev/null so that Python's final flush at exit
+    does not fail again (the Python documentation's recipe for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ansforge ARGV``; returns the exit status (argparse's own exits raise ``SystemExit``)."""
+    global _running
+    in_main_thread = _on_main_thread()
+    old_term = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
+    _running = True
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        if _stdout_is_closed_pipe():
+            _quiet_stdout()
+            return 0
+        raise
+    finally:
+        _running = False
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, old_term)
+
+
+def _on_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("ansforge: interrupted", file=sys.stderr)
+        return 130
+    # Progress bars (stderr, terminals only) stay out of the way of machine-read output.
+    _progress.set_quiet(bool(getattr(args, "json", None)) or getattr(args, "quiet", False))
+    try:
+        check_outputs(args, args.outputs)     # every output path, before any work
+        status = args.handler(args)
+        sys.stdout.flush()                    # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        raise
     except AnsforgeError as exc:
         print(f"ansforge: error: {exc}", file=sys.stderr)
         return 2
@@ -99,3 +182,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ansforge: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("ansforge: terminated", file=sys.stderr)
+        return 143

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ..model import progress
-from .common import refuse_existing, verb, write
+from .common import UsageError, refuse, verb, write
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
@@ -28,12 +29,23 @@ def _arguments(p: argparse.ArgumentParser) -> None:
       description="Benchmarks: Table 1 on MiniLM and on a synthetic checkpoint with Llama2-7B's "
                   "shapes (written to a temporary safetensors file, deleted after), with wall time "
                   "and peak RSS, against gzip/bzip2/xz/zstd and constriction measured in the same run.",
-      force="replace an existing report")
+      force="replace an existing report", outputs={"output": "file"})
 def bench(args: argparse.Namespace) -> int:
     from ..analysis.bench import run_bench
 
-    refuse_existing(args, args.output)
+    from ..analysis.bench import SECTIONS
+
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
+    for section in only or ():
+        if section not in SECTIONS:
+            raise UsageError(f"--only: no section {section!r} (sections: {', '.join(SECTIONS)})")
+    if args.skip_7b or (only is not None and "7b" not in only):
+        refuse(args, ["layers", "slow_layers", "tmpdir"], "applies only to the 7b section, which this run skips")
+    if args.tmpdir is not None and not Path(args.tmpdir).is_dir():
+        raise UsageError(f"{args.tmpdir}: no such directory (for --tmpdir)")
+    for name in ("layers", "slow_layers"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1, not {getattr(args, name)}")
     with progress.activity(f"bench: {', '.join(only) if only else 'every section'}"):
         rep = run_bench(layers=args.layers, slow_layers=args.slow_layers, skip_7b=args.skip_7b,
                         tmpdir=args.tmpdir, argv=sys.argv[1:], only=only, stories=args.stories)

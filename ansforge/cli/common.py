@@ -5,13 +5,22 @@
 * The options several verbs take are defined here once and attached by a flag of the registration:
   ``force=`` (``--force``), ``json=`` (``--json F``), ``steps=True`` (``--steps N``),
   ``selection="pairs"`` or ``"values"`` (``--include``/``--exclude``, and ``--pairs`` for verbs that
-  code pairs), ``parallel=True`` (``--jobs``/``--dask``/``--no-progress``). They follow the verb's own
-  arguments, in that order.
-* Every output goes through :func:`write` (or :func:`check_output`, for a file another function writes):
-  atomic, never over an input of the verb (``--model``, once or repeated, or the container), never over
-  an existing file without ``--force``, and only into a directory that exists.
+  code pairs), ``parallel=True`` (``--threads``/``--dask``). They follow the verb's own arguments, in
+  that order; every verb also takes ``--quiet``.
+* One name per concept: ``--threads N`` for parallelism on this machine, ``--vcd DIR`` for waveforms,
+  ``--json F`` for a machine-readable copy of what a verb reports or writes. An old spelling stays as a
+  hidden alias (:func:`alias`, ``help=argparse.SUPPRESS``) for one release.
+* Outputs are declared at registration (``outputs={"output": "file", "vcd": "vcd"}``, ``--json`` is
+  added by ``json=``): ``main`` checks every one of them (:func:`check_outputs`) before the handler
+  runs, so a mistake costs no work. They are written through :func:`write` or, for a file or folder
+  another function creates, :func:`staged`: atomically, never over an input of the verb (``--model``,
+  once or repeated, or the container), never over an existing file without ``--force``, never a file
+  where a folder is expected or the reverse, only into a folder that exists and is writable. On any
+  failure or interrupt nothing new is left behind and what the user had is intact.
+* An option the verb does not use in the chosen mode is refused (:func:`refuse`), never ignored;
+  :func:`given` tells which options the user typed (and how they spelled them).
 * A user error is a :class:`UsageError`: ``main`` prints it as one line, ``ansforge: error: ...``, and
-  exits with status 2.
+  exits with status 2; so do argparse's own errors (:class:`Parser`).
 """
 
 from __future__ import annotations
@@ -19,17 +28,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..model.errors import AnsforgeError
 
-__all__ = ["UsageError", "Verb", "REGISTRY", "verb", "group", "attach_shared", "inputs", "refuse_existing",
-           "check_output", "write", "write_json", "write_image", "report", "threads", "number_list",
-           "need_verilator", "ordered"]
+__all__ = ["UsageError", "Parser", "Verb", "REGISTRY", "verb", "group", "attach_shared", "alias", "track_given",
+           "given", "spelled", "refuse", "inputs", "refuse_existing", "check_output", "check_outputs", "staged",
+           "write", "write_json", "write_image", "report", "threads", "number_list", "need_verilator", "ordered",
+           "jsonable"]
 
 #: ``--force``'s help when a registration says ``force=True``.
 FORCE_HELP = "replace existing output files"
@@ -39,6 +51,17 @@ JSON_HELP = "also write the figures as JSON"
 
 class UsageError(AnsforgeError):
     """An impossible request on the command line (printed as one line, exit status 2)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with its own errors (a bad choice, a missing option, an unknown one) as one line,
+    ``ansforge: error: ...`` and status 2, like every other mistake (not the usage and then the error).
+    Sub-verbs' parsers are of this class too (``add_subparsers`` makes them of the parent's class)."""
+
+    def error(self, message: str):
+        verb = self.prog.partition(" ")[2]
+        where = f"{verb}: " if verb else ""
+        self.exit(2, f"ansforge: error: {where}{message} (see `{self.prog} --help`)\n")
 
 
 @dataclass(frozen=True)
@@ -59,6 +82,7 @@ class Verb:
     parallel: bool = False
     dest: str | None = None
     metavar: str | None = None
+    outputs: Mapping[str, str] = field(default_factory=dict)
 
 
 #: Every registered verb, in the order of registration (``build_parser`` orders them by module).
@@ -71,17 +95,26 @@ def _help(flag: bool | str | None, default: str) -> str | None:
 
 def verb(name: str, arguments: Callable[[argparse.ArgumentParser], None] | None = None, *, help: str,
          description: str, under: str | None = None, force: bool | str = False, json: bool | str = False,
-         steps: bool = False, selection: str | None = None, parallel: bool = False):
+         steps: bool = False, selection: str | None = None, parallel: bool = False,
+         outputs: Mapping[str, str] | None = None):
     """Register the decorated function as the handler of ``ansforge NAME`` (``ansforge UNDER NAME``).
 
     ``arguments(p)`` adds the verb's own arguments; ``force`` and ``json`` are True (the common help
-    text) or the help text itself; ``selection`` is ``"pairs"`` or ``"values"``."""
+    text) or the help text itself; ``selection`` is ``"pairs"`` or ``"values"``. ``outputs`` maps the
+    ``dest`` of each output option to ``"file"``, ``"dir"`` (a folder the verb creates) or ``"vcd"``
+    (an existing folder written into); ``--json`` is one (``"file"``) when ``json`` is given."""
     if selection not in (None, "pairs", "values"):
         raise ValueError(f"selection must be 'pairs' or 'values', not {selection!r}")
+    outs = dict(outputs or {})
+    if json:
+        outs.setdefault("json", "file")
+    if any(kind not in ("file", "dir", "vcd") for kind in outs.values()):
+        raise ValueError(f"outputs are 'file', 'dir' or 'vcd', not {outs}")
 
     def register(run: Callable[[argparse.Namespace], int]):
         REGISTRY.append(Verb(name, help, description, run.__module__, run, arguments, under,
-                             _help(force, FORCE_HELP), _help(json, JSON_HELP), steps, selection, parallel))
+                             _help(force, FORCE_HELP), _help(json, JSON_HELP), steps, selection, parallel,
+                             outputs=outs))
         return run
     return register
 
@@ -113,11 +146,67 @@ def attach_shared(p: argparse.ArgumentParser, v: Verb) -> None:
                        help="coding-pair format; other storage types are converted (RNE when narrowing, reported "
                             "as lossy). Default: bf16, as in the paper")
     if v.parallel:
-        p.add_argument("--jobs", type=int, default=None, metavar="N",
-                       help="local worker processes (default: one per CPU; 1 runs in-process)")
+        p.add_argument("--threads", type=int, default=None, metavar="N",
+                       help="tasks at a time on this machine, each in a worker process (default: one per CPU; "
+                            "1 runs in-process)")
+        alias(p, "--jobs", "threads", type=int)
         p.add_argument("--dask", default=None, metavar="ADDRESS",
                        help="run the per-tensor tasks on this Dask scheduler instead (tcp://host:8786)")
-        p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress on standard error (errors are still printed)")
+    alias(p, "--no-progress", "quiet", action="store_true")
+
+
+def alias(p, old: str, dest: str, **kwargs) -> None:
+    """``old``, a former spelling of the option stored in ``dest``: it still works, for one release,
+    and is left out of ``--help``."""
+    p.add_argument(old, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+
+
+# --- what the user typed ----------------------------------------------------------------------------------
+
+_TRACKED: dict[type, type] = {}
+
+
+def _tracked(cls: type) -> type:
+    if cls not in _TRACKED:
+        def __call__(self, parser, namespace, values, option_string=None):
+            seen = dict(getattr(namespace, "_given", {}))
+            seen.setdefault(self.dest, option_string or self.dest)
+            namespace._given = seen
+            return cls.__call__(self, parser, namespace, values, option_string)
+        _TRACKED[cls] = type(f"Tracked{cls.__name__}", (cls,), {"__call__": __call__})
+    return _TRACKED[cls]
+
+
+def track_given(parser: argparse.ArgumentParser) -> None:
+    """Make every option of ``parser`` and its sub-verbs record, in ``args._given``, that the user gave
+    it and how it was spelled (read with :func:`given`)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                track_given(sub)
+        elif action.option_strings and not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            action.__class__ = _tracked(type(action))
+
+
+def given(args: argparse.Namespace, dest: str) -> str | None:
+    """How the user spelled the option stored in ``dest`` (``--jobs`` or ``--threads``), or None when the
+    command line does not have it."""
+    return getattr(args, "_given", {}).get(dest)
+
+
+def spelled(args: argparse.Namespace, dest: str) -> str:
+    """The option of ``dest`` as the user typed it (``--top``, an old alias), else its usual spelling."""
+    return given(args, dest) or "--" + dest.replace("_", "-")
+
+
+def refuse(args: argparse.Namespace, dests: Sequence[str], why: str) -> None:
+    """Refuse the first of ``dests`` the user gave: ``--OPTION WHY`` (an option the chosen mode does not
+    use is an error, never silently ignored)."""
+    for dest in dests:
+        if given(args, dest):
+            raise UsageError(f"{given(args, dest)} {why}")
 
 
 # --- output protection --------------------------------------------------------------------------------
@@ -138,50 +227,177 @@ def inputs(args: argparse.Namespace) -> list[str]:
 def refuse_existing(args: argparse.Namespace, *paths: str | None) -> None:
     """Refuse to replace a file the user has, unless ``--force`` (checked before the work, not after)."""
     for path in paths:
-        if path is not None and Path(path).exists() and not args.force:
-            raise UsageError(f"{path}: file exists (use --force to replace it)")
+        if path is not None:
+            check_output(args, path)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
 
 
 def _refuse_input(path: Path, args: argparse.Namespace) -> None:
     for q in inputs(args):
-        if path.exists() and Path(q).exists() and path.resolve() == Path(q).resolve():
+        if _same_file(path, Path(q)):
             raise UsageError(f"{path}: refusing to overwrite the input file")
 
 
-def check_output(args: argparse.Namespace, path: str, *, directory: bool = True) -> Path:
-    """Check that ``path`` may be written: not an input, not an existing file without ``--force``, and
-    (unless ``directory`` is False) in a directory that exists."""
+def _check_parent(p: Path) -> None:
+    parent = p.parent
+    if not parent.exists():
+        raise UsageError(f"{parent}: no such directory")
+    if not parent.is_dir():
+        raise UsageError(f"{parent}: not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{parent}: permission denied (cannot write there)")
+
+
+def check_output(args: argparse.Namespace, path: str, *, directory: bool = True, kind: str = "file",
+                 option: str | None = None) -> Path:
+    """Check that ``path`` may be written as a ``kind`` (``"file"``; ``"dir"``, a folder the verb creates
+    or, with ``--force``, writes into; ``"vcd"``, an existing folder written into): not an input, not a
+    folder where a file is expected or the reverse, not an existing file (or a non-empty folder) without
+    ``--force``, and in a folder that exists and is writable. ``option`` names the option in messages.
+    (``directory`` is kept for old callers; the parent is always checked.)"""
     p = Path(path)
+    what = f" (for {option})" if option else ""
+    if str(path) == "":
+        raise UsageError(f"{option or 'output'}: an empty path")
+    force = getattr(args, "force", False)
+    # What the path is comes first: a file where a folder is expected (or the reverse) is not
+    # something --force could fix.
+    if kind == "file" and p.is_dir():
+        raise UsageError(f"{p}: is a directory{what}; give the name of a file to write")
+    if kind in ("dir", "vcd") and p.exists() and not p.is_dir():
+        raise UsageError(f"{p}: is a file, not a directory{what}")
     _refuse_input(p, args)
-    refuse_existing(args, path)
-    if directory and not p.parent.exists():
-        raise UsageError(f"{p.parent}: no such directory")
+    if kind == "file":
+        if p.exists() or p.is_symlink():
+            if not p.is_file():
+                raise UsageError(f"{p}: exists and is not a regular file{what}")
+            if not force:
+                raise UsageError(f"{p}: file exists{what} (use --force to replace it)")
+        _check_parent(p)
+    elif kind == "dir":
+        if p.is_dir():
+            if any(p.iterdir()) and not force:
+                raise UsageError(f"{p}: directory exists and is not empty{what} (use --force to write into it)")
+            if not os.access(p, os.W_OK | os.X_OK):
+                raise UsageError(f"{p}: permission denied (cannot write there)")
+        _check_parent(p)
+    elif kind == "vcd":
+        if not p.is_dir():
+            raise UsageError(f"{p}: no such directory{what}")
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise UsageError(f"{p}: permission denied (cannot write there)")
+    else:  # pragma: no cover - a registration error
+        raise ValueError(kind)
     return p
+
+
+def check_outputs(args: argparse.Namespace, outputs: Mapping[str, str]) -> None:
+    """Check every declared output of the verb (:func:`check_output`) and that no two are the same
+    path; ``main`` calls it before the handler, so that a mistake in an output costs no work."""
+    seen: dict[Path, str] = {}
+    for dest, kind in outputs.items():
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        opt = spelled(args, dest) if dest != "output" else (given(args, "output") or "-o")
+        if kind == "vcd" and str(value).endswith(".vcd") and not Path(value).is_dir():
+            kind = "file"        # simulate's old --vcd F.vcd (one release)
+        p = check_output(args, value, kind=kind, option=opt)
+        key = Path(os.path.abspath(p))
+        if key in seen:
+            raise UsageError(f"{value}: given to both {seen[key]} and {opt}; give each its own path")
+        seen[key] = opt
+
+
+def _permissions(path: Path) -> None:
+    """A folder made by :func:`tempfile.mkdtemp` (0700) gets the mode a plain ``mkdir`` would give."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o777 & ~umask)
+
+
+def _install(new: Path, dest: Path) -> None:
+    """Move ``new`` (a file or a folder) to ``dest``: a rename, or for a folder into an existing one,
+    a rename of each of its entries (the folder's other files stay)."""
+    if new.is_dir() and dest.is_dir():
+        for entry in sorted(new.iterdir()):
+            target = dest / entry.name
+            if entry.is_dir() and target.is_dir():
+                _install(entry, target)
+            elif target.is_dir():
+                raise UsageError(f"{target}: is a directory; cannot replace it with a file")
+            else:
+                os.replace(entry, target)
+    else:
+        os.replace(new, dest)
+
+
+@contextmanager
+def staged(args: argparse.Namespace, path: str | os.PathLike, *, kind: str = "file") -> Iterator[Path]:
+    """For a writer that creates ``path`` itself (a container, a testbench folder, traces): yields a
+    temporary path beside it (in a hidden sibling folder, same file system) to write instead. When the
+    block ends normally the result is renamed into place (a folder: created, or its files renamed into
+    the existing one); on an error or an interrupt the temporary one is removed, so nothing new is left
+    and what the user had is untouched. ``kind``: ``"file"``, ``"dir"``, or ``"vcd"`` (``path`` is an
+    existing folder; the block writes into the yielded folder, whose files then move into it)."""
+    p = check_output(args, path, kind=kind)
+    parent = p if kind == "vcd" else p.parent
+    tmp = Path(tempfile.mkdtemp(prefix=f".{p.name}.", suffix=".ansforge-tmp", dir=parent))
+    try:
+        if kind == "file":
+            target = tmp / p.name
+        else:
+            target = tmp / "out"
+            target.mkdir()
+            _permissions(target)
+        yield target
+        if kind == "file" and not target.exists():
+            return
+        _install(target, p)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write(args: argparse.Namespace, path: str | None, data: str | bytes) -> None:
     """Write an output file atomically (nothing when ``path`` is None), after :func:`check_output`."""
     if path is None:
         return
-    p = check_output(args, path)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data if isinstance(data, bytes) else data.encode())
-    os.replace(tmp, p)
+    with staged(args, path) as tmp:
+        tmp.write_bytes(data if isinstance(data, bytes) else data.encode())
+
+
+def jsonable(value):
+    """``value`` with NumPy scalars and arrays, tuples, paths and sets as plain JSON types."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if hasattr(value, "tolist"):           # NumPy scalars and arrays
+        return jsonable(value.tolist())
+    if isinstance(value, float) and value != value:
+        return None
+    return value
 
 
 def write_json(args: argparse.Namespace, path: str | None, doc) -> None:
     """Write ``doc`` as indented JSON with :func:`write`."""
-    write(args, path, json.dumps(doc, indent=1) + "\n")
+    if path is not None:
+        write(args, path, json.dumps(jsonable(doc), indent=1) + "\n")
 
 
 def write_image(args: argparse.Namespace, path: str, draw: Callable[[Path], object]):
-    """Let ``draw(png)`` draw into a temporary file, then :func:`write` it to ``path``; returns what
-    ``draw`` returned."""
-    with tempfile.TemporaryDirectory() as tmp:
-        png = Path(tmp) / "figure.png"
-        result = draw(png)
-        write(args, path, png.read_bytes())
-    return result
+    """Let ``draw(png)`` draw into a temporary file beside ``path`` and rename it into place; returns
+    what ``draw`` returned."""
+    with staged(args, path) as png:
+        return draw(png)
 
 
 def report(rep, args: argparse.Namespace) -> int:
@@ -194,9 +410,9 @@ def report(rep, args: argparse.Namespace) -> int:
 # --- checks of values ------------------------------------------------------------------------------
 
 
-def threads(n: int) -> int:
-    if n < 1:
-        raise UsageError(f"--threads must be at least 1, not {n}")
+def threads(n: int | None, option: str = "--threads") -> int | None:
+    if n is not None and n < 1:
+        raise UsageError(f"{option} must be at least 1, not {n}")
     return n
 
 

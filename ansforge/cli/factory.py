@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import UsageError, refuse_existing, verb, write_image, write_json
+from .common import UsageError, refuse, verb, write_image, write_json
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
@@ -26,13 +26,14 @@ def _arguments(p: argparse.ArgumentParser) -> None:
       description="DRAM bandwidth for N LLM processors in lockstep fed by one shared weight "
                   "decompressor, with and without sharing and compression; decoder lanes needed. "
                   "Defaults: the paper's example (Llama2-7B bf16, ratio 0.66, 10 x 10 tokens/s).",
-      json=True, force=True)
+      json=True, force=True, outputs={"plot": "file"})
 def factory(args: argparse.Namespace) -> int:
     from ..analysis.factory import FactoryModel, factory_ratio, plot_factory
 
-    refuse_existing(args, args.plot, args.json)
     if args.model is not None and args.ratio is not None:
         raise UsageError("give --ratio or --model, not both")
+    if args.model is None:
+        refuse(args, ["codec"], "applies only with --model (the codec measured on it)")
     ratio, source = factory_ratio(args.ratio, args.model, args.codec)
     fm = FactoryModel(params=args.params, bytes_per_weight=args.bytes_per_weight, ratio=ratio,
                       processors=args.processors, tokens_per_s=args.tokens_per_s, clock_hz=args.clock_mhz * 1e6,

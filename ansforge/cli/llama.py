@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import need_verilator, verb
+from .common import UsageError, need_verilator, refuse, verb, write_json
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
@@ -33,18 +33,89 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help="also run the raw path and check that the logits are identical at every step (exit 1 if not)")
 
 
+def tokenizer_hint(layout) -> str:
+    """Where the tokenizer of the model ``layout`` describes comes from (for a mismatch's message)."""
+    n = layout.config.vocab_size
+    if layout.format == "llama2c" and n == 32000:
+        return "for a 32,000-token llama2.c model, that is Llama 2's vocabulary, tokenizer.bin of the llama2.c repository"
+    if layout.format == "llama2c":
+        return (f"for a llama2.c model, the tok{n}.bin exported with it by llama2.c's `python tokenizer.py "
+                f"--tokenizer-model=tok{n}.model` (karpathy/tinyllamas publishes tok512.bin beside stories260K.bin); "
+                "llama2.c's tokenizer.bin is Llama 2's 32,000-token vocabulary")
+    return (f"export the model's own {n}-token tokenizer.model to llama2.c's format with llama2.c's "
+            "`python tokenizer.py --tokenizer-model=PATH/tokenizer.model`")
+
+
+class _Tee:
+    """Standard output that also keeps what was written (the generated text, for --json)."""
+
+    def __init__(self, out):
+        self.out, self.parts = out, []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return self.out.write(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
 @verb("generate", _arguments,
       help="run a llama on weights decompressed by the golden codec or the simulated cores",
       description="Generate tokens with a NumPy llama (llama2.c run.c semantics) whose weights come "
                   "from the checkpoint (raw), from an ansforge container through the golden codec "
-                  "(software), or through the cycle-simulated decoder core (hardware).")
+                  "(software), or through the cycle-simulated decoder core (hardware).",
+      json="also write what was generated (token ids, text, rates, the comparison) as JSON",
+      force="replace an existing JSON file")
 def generate(args: argparse.Namespace) -> int:
+    import io
+    import sys
+    import time
+
+    from ..model.llm.llama import read_layout
+    from ..model.llm.tokenizer import Tokenizer, TokenizerError
     from ..sim.llama_run import run_generation
 
+    if args.via == "raw":
+        refuse(args, ["codec", "container", "engine"], "does not apply with --via raw (the weights are read "
+                                                        "from the checkpoint as they are)")
+    if args.via == "software":
+        refuse(args, ["engine"], "applies only with --via hardware (the simulator of the decoder core)")
+    if args.container is not None:
+        refuse(args, ["codec"], "does not apply with --container (the container gives the codec)")
+    if args.temperature == 0:
+        refuse(args, ["topp", "seed"], "does not apply with --temperature 0 (greedy sampling draws nothing)")
+    if args.temperature < 0:
+        raise UsageError(f"--temperature must be 0 or more, not {args.temperature}")
+    if not 0 <= args.topp <= 1:
+        raise UsageError(f"--topp must be between 0 and 1, not {args.topp}")
+    if args.steps < 1:
+        raise UsageError(f"--steps must be at least 1, not {args.steps}")
+    if args.seed is not None and not 0 < args.seed < 2 ** 32:
+        raise UsageError(f"--seed must be in 1 .. 2**32 - 1, not {args.seed}")
     if args.via == "hardware":
         need_verilator(args.engine)
-    gen, _ = run_generation(args.model, via=args.via, codec=args.codec, pairs=args.pairs, engine=args.engine,
-                            container=args.container, dtype=args.dtype, steps=args.steps,
-                            temperature=args.temperature, topp=args.topp, seed=args.seed, prompt=args.prompt,
-                            tokenizer=args.tokenizer, ids=args.ids, compare=args.compare)
+    layout = read_layout(args.model)
+    if args.tokenizer is not None:
+        try:
+            Tokenizer.load(args.tokenizer, layout.config.vocab_size)
+        except TokenizerError as exc:
+            if "vocab_size" not in str(exc):
+                raise
+            raise UsageError(f"{exc}: {tokenizer_hint(layout)}") from None
+    seed = args.seed if args.seed is not None else ((time.time_ns() & 0xFFFFFFFF) or 1)
+    out = _Tee(sys.stdout)
+    err = io.StringIO() if args.quiet else sys.stderr
+    gen, setup = run_generation(args.model, via=args.via, codec=args.codec, pairs=args.pairs, engine=args.engine,
+                                container=args.container, dtype=args.dtype, steps=args.steps,
+                                temperature=args.temperature, topp=args.topp, seed=seed, prompt=args.prompt,
+                                tokenizer=args.tokenizer, ids=args.ids, compare=args.compare, out=out, err=err)
+    write_json(args, args.json, {
+        "verb": "generate", "model": args.model, "via": args.via, "weights": setup.describe(),
+        "codec": None if args.via == "raw" else args.codec, "seed": seed, "temperature": args.temperature,
+        "topp": args.topp, "prompt": args.prompt, "prompt_ids": gen.prompt, "tokens": gen.tokens,
+        "text": "".join(out.parts).rstrip("\n"), "steps": gen.steps, "seconds": gen.seconds,
+        "tokens_per_second": gen.tokens_per_second, "compared": gen.compared,
+        "logits_identical": (gen.mismatch is None) if gen.compared else None,
+        "first_mismatch": gen.mismatch, "max_abs_diff": gen.max_abs_diff if gen.compared else None})
     return 1 if gen.compared and gen.mismatch is not None else 0

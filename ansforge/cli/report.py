@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import UsageError, group, number_list, refuse_existing, report, verb, write_image, write_json
+from .common import (UsageError, alias, group, number_list, refuse, report, spelled, threads, verb, write_image,
+                     write_json)
 
 group("figure", __name__, help="draw one of the paper's figures", description="Draw a figure of the paper from a checkpoint.",
       dest="figure", metavar="FIGURE")
@@ -26,12 +27,14 @@ def _histogram_arguments(p: argparse.ArgumentParser) -> None:
       help="Fig. 1 (value histogram) next to the exponent histogram",
       description="Fig. 1: histogram of one matrix's weight values, next to the histogram of its "
                   "exponents (the codes of its coding pairs).",
-      force="replace an existing image")
+      force="replace an existing image", json="also write what was drawn as JSON", outputs={"output": "file"})
 def figure_histogram(args: argparse.Namespace) -> int:
     from ..analysis.figures import plot_histogram
 
-    refuse_existing(args, args.output)
-    write_image(args, args.output, lambda png: plot_histogram(args.model, args.matrix, png, pairs=args.pairs))
+    info = write_image(args, args.output, lambda png: plot_histogram(args.model, args.matrix, png, pairs=args.pairs))
+    write_json(args, args.json, {"verb": "figure histogram", "model": args.model, "output": args.output,
+                                 "matrix": args.matrix, "pairs": args.pairs,
+                                 **(info if isinstance(info, dict) else {})})
     print(f"wrote {args.output}")
     return 0
 
@@ -47,14 +50,15 @@ def _quant_histogram_arguments(p: argparse.ArgumentParser) -> None:
       help="Fig. 5 (one matrix linearly quantized to Nb bits)",
       description="Fig. 5: histogram of one matrix quantized per matrix to Nb bits plus sign, "
                   "with the NZ-MSB code boundaries (Fig. 6) marked.",
-      force="replace an existing image")
+      force="replace an existing image", json="also write what was drawn as JSON", outputs={"output": "file"})
 def figure_quant_histogram(args: argparse.Namespace) -> int:
     from ..analysis.table2 import plot_quant_histogram
 
-    refuse_existing(args, args.output)
     if not 1 <= args.nb <= 30:
         raise UsageError(f"--nb must be between 1 and 30, not {args.nb}")
     info = write_image(args, args.output, lambda png: plot_quant_histogram(args.model, png, args.matrix, args.nb))
+    write_json(args, args.json, {"verb": "figure quant-histogram", "model": args.model, "output": args.output,
+                                 **info})
     print(f"wrote {args.output}: {info['matrix']} at Nb = {info['nb']}, {info['bits_per_weight']:.3f} bits/weight")
     return 0
 
@@ -87,18 +91,16 @@ def _quant_table_arguments(p: argparse.ArgumentParser) -> None:
       description="Table 2 (§3.3): per-matrix linear quantization to Nb bits plus sign, "
                   "q = rint(w / max|w| * (2**Nb - 1)), coded as NZ-MSB pairs (and direct codes); "
                   "average bits per weight for Nb = 6..11.",
-      steps=True, json="also write the table as JSON", force=True, selection="values")
+      steps=True, json="also write the table as JSON", force=True, selection="values", outputs={"plot": "file"})
 def quant_table(args: argparse.Namespace) -> int:
     from ..analysis.table2 import compute_table2
 
-    refuse_existing(args, args.json)
     try:
         nbs = tuple(int(v) for v in args.nb.split(",") if v.strip())
     except ValueError:
         raise UsageError(f"--nb must be comma-separated integers, not {args.nb!r}") from None
     if not nbs or any(not 1 <= v <= 30 for v in nbs):
         raise UsageError(f"--nb values must be between 1 and 30, not {args.nb!r}")
-    refuse_existing(args, args.plot)
     sub, sat, clip = (number_list(flag, text, kind) for flag, text, kind in
                       (("--subdivide", args.subdivide, int), ("--saturate-bits", args.saturate_bits, int),
                        ("--clip", args.clip, float)))
@@ -141,7 +143,6 @@ def _types_arguments(p: argparse.ArgumentParser) -> None:
 def types(args: argparse.Namespace) -> int:
     from ..analysis.data_types import survey_types
 
-    refuse_existing(args, args.json)
     if not 0 <= args.salient <= 1:
         raise UsageError(f"--salient must be a fraction between 0 and 1, not {args.salient}")
     _check_steps(args.steps)
@@ -152,8 +153,9 @@ def types(args: argparse.Namespace) -> int:
 def _outliers_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
     p.add_argument("--nb", type=int, default=11, metavar="NB", help="magnitude bits (default 11)")
-    p.add_argument("--top", type=float, default=0.001, metavar="FRACTION",
+    p.add_argument("--fraction", type=float, default=0.001, metavar="F",
                    help="share of largest weights whose bits are counted (default 0.001 = 0.1%%)")
+    alias(p, "--top", "fraction", type=float)
     p.add_argument("--per-matrix", action="store_true", help="list every matrix, not only the five largest ratios")
 
 
@@ -167,12 +169,11 @@ def _outliers_arguments(p: argparse.ArgumentParser) -> None:
 def outliers(args: argparse.Namespace) -> int:
     from ..analysis.outliers import measure_outliers
 
-    refuse_existing(args, args.json)
     if not 1 <= args.nb <= 30:
         raise UsageError(f"--nb must be between 1 and 30, not {args.nb}")
-    if not 0 < args.top < 1:
-        raise UsageError(f"--top must be a fraction between 0 and 1, not {args.top}")
-    return report(measure_outliers(args.model, args.nb, args.top, args.include, args.exclude,
+    if not 0 < args.fraction < 1:
+        raise UsageError(f"{spelled(args, 'fraction')} must be a fraction between 0 and 1, not {args.fraction}")
+    return report(measure_outliers(args.model, args.nb, args.fraction, args.include, args.exclude,
                                    per_matrix=args.per_matrix), args)
 
 
@@ -197,7 +198,10 @@ def _context_arguments(p: argparse.ArgumentParser) -> None:
 def context(args: argparse.Namespace) -> int:
     from ..analysis.context import context_report
 
-    refuse_existing(args, args.json)
+    if args.floor:
+        refuse(args, ["codec"], "does not apply with --floor (it measures entropies, it codes nothing)")
+    else:
+        refuse(args, ["folds"], "applies only with --floor")
     if not 1 <= args.max_sets <= 16:
         raise UsageError(f"--max-sets must be between 1 and 16, not {args.max_sets}")
     if args.floor:
@@ -234,7 +238,6 @@ def _activations_arguments(p: argparse.ArgumentParser) -> None:
 def activations(args: argparse.Namespace) -> int:
     from ..analysis.activations import activation_report
 
-    refuse_existing(args, args.json)
     for name in ("steps", "calibration", "prompts"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name} must be at least 1, not {getattr(args, name)}")
@@ -248,17 +251,23 @@ def activations(args: argparse.Namespace) -> int:
 def _histograms_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, action="append", metavar="PATH", help="checkpoint (repeatable)")
     p.add_argument("-o", "--output", required=True, metavar="F.json", help="JSON file to write")
-    p.add_argument("--jobs", type=int, default=None, metavar="N", help="local worker processes")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="checkpoints at a time, each in a worker process (default: one per CPU)")
+    alias(p, "--jobs", "threads", type=int)
 
 
 @verb("histograms", _histograms_arguments, help="measure a checkpoint's exponent histograms for `ansforge demo`",
       description="Write per-matrix exponent histograms (figures, not weights) as JSON, the format "
                   "`ansforge demo --histograms` reads and ansforge ships for its demo.",
-      force="replace an existing file")
+      force="replace an existing file", json="also write a summary of what was written as JSON",
+      outputs={"output": "file"})
 def histograms(args: argparse.Namespace) -> int:
     from ..analysis.histograms import histograms_document
 
-    doc = histograms_document(args.model, jobs=args.jobs)
+    threads(args.threads, spelled(args, "threads"))
+    doc = histograms_document(args.model, jobs=args.threads)
     write_json(args, args.output, doc)
+    write_json(args, args.json, {"verb": "histograms", "output": args.output, "models": [
+        {"name": m.get("name"), "matrices": len(m["matrices"])} for m in doc["models"]]})
     print(f"wrote {args.output}: {sum(len(m['matrices']) for m in doc['models'])} matrices")
     return 0

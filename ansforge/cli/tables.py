@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..model import progress
-from .common import refuse_existing, verb, write, write_json
+from .common import UsageError, refuse, spelled, threads, verb, write, write_json
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
@@ -27,16 +27,31 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 @verb("tables", _arguments, help="the paper's Table 1 for a checkpoint",
       description="Table 1 (§2.1): Original, Simple, Ideal, the ANS rows, constriction rANS, and "
                   "gzip -9 / bzip2 -9 / xz -9 / zstd -19 of the concatenated coded bytes.",
-      json="also write the table as JSON", force=True, selection="pairs", parallel=True)
+      json="also write the table as JSON", force=True, selection="pairs", parallel=True,
+      outputs={"markdown": "file"})
 def tables(args: argparse.Namespace) -> int:
     from ..analysis.table1 import compute_table1
 
+    from ..analysis.table1 import GENERAL_COMPRESSORS, PEER_COMPRESSORS
+    from ..model.coding.codecs import parse_codec
+
     general = [g.strip() for g in args.general.split(",") if g.strip()]
-    refuse_existing(args, args.json, args.markdown)  # fail before hours of work, not after
+    for g in general:     # every value is checked before hours of work, not after
+        if g not in GENERAL_COMPRESSORS and g not in PEER_COMPRESSORS:
+            raise UsageError(f"--general: unknown compressor {g!r} (expected any of "
+                             f"{', '.join([*GENERAL_COMPRESSORS, *PEER_COMPRESSORS])})")
     codecs = [c.strip() for c in args.codecs.split(",") if c.strip()]
+    for c in codecs + [args.context_codec.strip()] * bool(args.context_codec.strip()):
+        try:
+            parse_codec(c)
+        except (ValueError, ArithmeticError) as exc:
+            raise UsageError(f"--codecs {c}: {exc}") from None
+    threads(args.threads, spelled(args, "threads"))
+    if args.dask is not None:
+        refuse(args, ["threads"], "does not apply with --dask (the Dask cluster sets its own workers)")
     table = compute_table1(args.model, pairs=args.pairs, include=args.include, exclude=args.exclude,
                            general=general, constriction=not args.no_constriction, codecs=codecs,
-                           context=args.context_codec.strip() or None, jobs=args.jobs,
+                           context=args.context_codec.strip() or None, jobs=args.threads,
                            dask=args.dask, progress=progress.enabled())
     print(table.format_text(per_matrix=args.per_matrix))
     write_json(args, args.json, table.to_json())
