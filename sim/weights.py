@@ -68,10 +68,15 @@ class HardwareWeights:
         for st in streams:
             # before the layout checks: no layout helps a core decode states it was not built for
             st.spec.hardware_check(core_states(st.spec, "decoder"))
-            if st.spec.states > 1 and len(st.tables) > 1:
-                raise ConfigError(f"{self.container.path}: stream {st.index} is {st.spec.name} with a context plan "
-                                  f"({len(st.tables)} tables); the decoder core takes table sets with one state "
-                                  "only (compress with a single-state codec for context tables in hardware)")
+            planned = [self.container.tensors[ti]["name"] for ti in st.tensors
+                       if self.container.tensors[ti].get("_plan") is not None]
+            if st.spec.states > 1 and planned:
+                # only a real plan: a stream's several tables may as well be several tensors or row shifts,
+                # which the checks below name
+                raise ConfigError(f"{self.container.path}: tensor {planned[0]!r} (stream {st.index}, "
+                                  f"{st.spec.name}) is coded with a context plan; the decoder core takes table "
+                                  "sets with one state only (compress with a single-state codec for context "
+                                  "tables in hardware)")
             if len(st.tensors) > 1:
                 raise ConfigError(f"{self.container.path}: stream {st.index} holds {len(st.tensors)} tensors; a "
                                   "decoder core takes one table per command, so hardware decoding needs one stream "

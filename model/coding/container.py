@@ -43,7 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..llm.checkpoint import ITEMSIZE, SUPPORTED_DTYPES, SafetensorsCheckpoint, open_checkpoint, write_safetensors
+from ..llm.checkpoint import ITEMSIZE, SUPPORTED_DTYPES, SafetensorsCheckpoint, identify, open_checkpoint, \
+    shape_problem, write_safetensors
 from .codecs import Codec, RansCodec, parse_codec
 from . import fastans
 from .codetable import CodeTable
@@ -86,6 +87,8 @@ VERSION_STATES = 5
 READ_VERSIONS = (1, 2, 3, 4, VERSION_STATES)
 DEFAULT_CHECKPOINT_INTERVAL = 1 << 20
 RAW_BLOCK_BYTES = 1 << 20
+#: Largest payload offset or size a record may give (the reader checks them against the file after).
+MAX_PAYLOAD = 1 << 48
 _HEADER = struct.Struct("<8sIIII")
 _STORAGE = {"bf16": "BF16", "fp16": "F16", "fp32": "F32", "e4m3": "F8_E4M3", "e5m2": "F8_E5M2", "q4_0": "Q4_0",
             "q4_0_scale": "F16"}
@@ -397,6 +400,11 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     infos = ckpt.infos()
     names = {info.name for info in infos}
     for info in infos:  # refuse before any work: a type we do not code, or a name our outputs would reuse
+        problem = shape_problem(info.shape)
+        if problem:  # the reader's own check (Container._parse): never write a file decompress refuses
+            raise ConfigError(f"{model}: tensor {info.name!r} has shape {str(list(info.shape))[:120]}: {problem}; "
+                              "an ansforge container holds at most 32 dimensions, each and the product of the "
+                              "non-zero ones below 2^48")
         if info.dtype not in SUPPORTED_DTYPES and info.dtype not in FP8_STORAGE and info.dtype != "Q4_0" \
                 and info.dtype not in ITEMSIZE:
             raise ConfigError(f"{model}: tensor {info.name!r} has type {info.dtype}, which ansforge does not code "
@@ -474,8 +482,9 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             if "context" in fields:
                 ctx_of[len(records)] = fields["context"]
             if conv.nonfinite and not allow_nonfinite:
-                raise ConfigError(f"{model}: tensor {name!r} holds {conv.nonfinite} NaN/Inf values "
-                                  f"(after conversion to {target}); pass allow_nonfinite (--allow-nonfinite) to code them exactly")
+                after = f" (after conversion to {target})" if conv.source != conv.target else ""
+                raise ConfigError(f"{model}: tensor {name!r} holds {conv.nonfinite} NaN/Inf values{after}; "
+                                  "pass allow_nonfinite (--allow-nonfinite) to code them exactly")
             rec.update({"coding": "pairs", "dtype": _STORAGE[target], "pair_format": target,
                         "conversion": conv.describe(), "lossy": conv.lossy, "changed": conv.changed,
                         "exponents": cp.exponents.tolist()})
@@ -664,11 +673,26 @@ class Container:
             raise self._fail(where, f"truncated (needs bytes {lo}..{hi}, file has {len(self._data)})")
         return bytes(self._data[lo:hi])
 
+    def _truncated(self, needs: str) -> ContainerError:
+        """A file cut short: the bytes it has and what needs more (``needs``)."""
+        return ContainerError(f"{self.path}: truncated: the file has {len(self._data):,} bytes, {needs}")
+
     def _parse(self) -> None:
-        head = self._bytes(0, 24, "header")
+        start = bytes(self._data[:8])
+        if start != MAGIC:
+            if len(self._data) < 8 and MAGIC.startswith(start):
+                raise self._truncated("its header needs 24")
+            kind, what = identify(self.path)
+            if kind in ("safetensors", "gguf", "llama2c"):
+                what += ": `ansforge compress --model` makes a container of it"
+            elif kind is None and what.startswith("it is too short"):
+                what = f"it has only {len(self._data)} bytes"
+            raise self._fail("header", f"not an ansforge container ({what}; bad magic); expected an .ansf file "
+                                       "written by `ansforge compress`")
+        if len(self._data) < 24:
+            raise self._truncated("its header needs 24")
+        head = bytes(self._data[:24])
         magic, version, n_t, n_s, crc = _HEADER.unpack(head)
-        if magic != MAGIC:
-            raise self._fail("header", "not an ansforge container (bad magic)")
         if crc != _crc(head[:20]):
             raise self._fail("header", "CRC32 mismatch")
         if version not in READ_VERSIONS:
@@ -676,13 +700,19 @@ class Container:
                                        f"{', '.join(map(str, READ_VERSIONS))})")
         self.version = version
         if 24 + 8 * (n_t + n_s) > len(self._data):  # every record takes at least its length and CRC
-            raise self._fail("header", f"{n_t} tensor and {n_s} stream records do not fit in {len(self._data)} bytes")
+            raise self._truncated(f"its {n_t} tensor and {n_s} stream records need at least {24 + 8 * (n_t + n_s):,}")
         pos = 24
         raw_records = []
         record_bytes: list[int] = []  # each record's bytes in the file (length, JSON, CRC)
         for i in range(n_t + n_s):
-            what = f"tensor record {i + 1} of {n_t}" if i < n_t else f"stream record {i - n_t + 1} of {n_s}"
+            # numbered from 0, as `ansforge inspect` numbers streams
+            what = f"tensor {i} record" if i < n_t else f"stream {i - n_t} record"
+            of = f"the {what} (of {n_t if i < n_t else n_s}, from 0)"
+            if pos + 4 > len(self._data):
+                raise self._truncated(f"{of} needs {pos + 4:,}")
             (length,) = struct.unpack("<I", self._bytes(pos, pos + 4, what))
+            if pos + 8 + length > len(self._data):
+                raise self._truncated(f"{of} needs {pos + 8 + length:,}")
             js = self._bytes(pos + 4, pos + 4 + length, what)
             (crc,) = struct.unpack("<I", self._bytes(pos + 4 + length, pos + 8 + length, what))
             if crc != _crc(js):
@@ -713,7 +743,7 @@ class Container:
                                                for st in self.streams]
         self.file_metadata: dict[str, str] | None = None
         for i, rec in enumerate(self.tensors):
-            where = f"tensor record {i + 1}"
+            where = f"tensor {i} record"
             name = _field(rec, "name", str, self._fail, where)
             where = f"tensor {name!r}"
             if "file_metadata" in rec:
@@ -728,13 +758,12 @@ class Container:
             self._by_name[name] = i
             coding = _field(rec, "coding", str, self._fail, where)
             shape = _field(rec, "shape", list, self._fail, where)
-            if len(shape) > 32 or not all(_is_int(d) and 0 <= d < 1 << 48 for d in shape):
-                raise self._fail(where, f"shape {str(shape)[:80]} is not a list of at most 32 sizes")
+            problem = shape_problem(shape)  # the writer's own check (compress_checkpoint)
+            if problem:
+                raise self._fail(where, f"shape {str(shape)[:80]} has {problem}")
             size = 1
             for d in shape:
                 size *= d
-            if size >= 1 << 48:
-                raise self._fail(where, f"shape {shape} holds {size} values, more than any container can")
             if coding == "raw":
                 regions.append(self._parse_raw(rec, where, size))
             elif coding == "pairs":
@@ -742,6 +771,20 @@ class Container:
             else:
                 raise self._fail(where, f"coding must be 'pairs' or 'raw', not {coding!r}")
         self._check_q4_0()
+        # The payload is exactly the streams and raw tensors, back to back: every byte is accounted for,
+        # bytes appended to a container are an error rather than silently ignored; a file cut short is
+        # "truncated", before any field is judged against the bytes that are missing.
+        expect = 0
+        for lo, hi, what in sorted(regions):
+            if lo != expect:
+                raise self._fail(what, f"starts at payload offset {lo}, expected {expect} "
+                                       f"({'overlap' if lo < expect else 'a gap'} in the payload)")
+            expect = hi
+        size = len(self._data) - self._payload
+        if expect > size:
+            raise self._truncated(f"its records describe {self._payload + expect:,}")
+        if expect < size:
+            raise self._fail("payload", f"{size - expect} bytes follow the last stream or tensor (appended data?)")
         for st in self.streams:
             if sum(r.count for r in st.runs) != st.n_pairs:
                 raise self._fail(f"stream {st.index}", f"tensor pair counts add up to {sum(r.count for r in st.runs)}, "
@@ -758,19 +801,6 @@ class Container:
             if least * st.n_pairs > st.n_words * st.spec.word_bits:
                 raise self._fail(f"stream {st.index}", f"{st.n_pairs} pairs of at least {least} bits each cannot "
                                                        f"fit in {st.n_words} {st.spec.word_bits}-bit words")
-        # The payload is exactly the streams and raw tensors, back to back: every byte is accounted for,
-        # bytes appended to a container are an error rather than silently ignored.
-        expect = 0
-        for lo, hi, what in sorted(regions):
-            if lo != expect:
-                raise self._fail(what, f"starts at payload offset {lo}, expected {expect} "
-                                       f"({'overlap' if lo < expect else 'a gap'} in the payload)")
-            expect = hi
-        size = len(self._data) - self._payload
-        if expect > size:
-            raise self._fail("payload", f"truncated: {len(self._data)} bytes, records need {self._payload + expect}")
-        if expect < size:
-            raise self._fail("payload", f"{size - expect} bytes follow the last stream or tensor (appended data?)")
 
     def _check_q4_0(self) -> None:
         """Each Q4_0 tensor and its scales' record name each other, and there is one scale per block."""
@@ -792,7 +822,7 @@ class Container:
                                                                 "which does not name it")
 
     def _parse_stream(self, si: int, rec: dict) -> ContainerStream:
-        where = f"stream record {si + 1}"
+        where = f"stream {si} record"
         codec = _field(rec, "codec", dict, self._fail, where)
         try:
             spec = Codec.from_json(codec)
@@ -807,7 +837,9 @@ class Container:
         if spec.states > 1 and self.version < VERSION_STATES:
             raise self._fail(where, f"codec {spec.name} interleaves {spec.states} states, which needs container "
                                     f"version {VERSION_STATES}, not {self.version}")
-        limit = len(self._data)
+        # Bounded by what a file could hold, not by this file: a file cut short is reported as truncated
+        # once every record is read (Container._parse), not as a field out of range.
+        limit = MAX_PAYLOAD
         n_words = _field(rec, "n_words", int, self._fail, where, 0, limit)
         word_bytes = _field(rec, "word_bytes", int, self._fail, where)
         if word_bytes != word_dtype(spec.word_bits).itemsize:
@@ -859,7 +891,7 @@ class Container:
         dtype = _field(rec, "dtype", str, self._fail, where)
         if dtype not in ITEMSIZE:
             raise self._fail(where, f"dtype {dtype!r} is not one of {', '.join(ITEMSIZE)}")
-        limit = len(self._data)
+        limit = MAX_PAYLOAD
         offset = _field(rec, "payload_offset", int, self._fail, where, 0, limit)
         nbytes = _field(rec, "nbytes", int, self._fail, where, 0, limit)
         if nbytes != size * ITEMSIZE[dtype]:

@@ -47,6 +47,10 @@ __all__ = [
     "LlamaConfig",
     "llama_tensor_names",
     "open_checkpoint",
+    "identify",
+    "shape_problem",
+    "MAX_DIMS",
+    "MAX_SIZE",
     "select_tensors",
     "write_safetensors",
 ]
@@ -65,6 +69,31 @@ _BITS_DTYPE = {"F32": np.dtype("<u4"), "F16": np.dtype("<u2"), "BF16": np.dtype(
 #: Name patterns that the default selection never counts as weight matrices: RoPE tables that
 #: llama2.c stores, and index buffers (``position_ids``) that Hugging Face checkpoints carry.
 DEFAULT_EXCLUDES: tuple[str, ...] = ("*freq_cis*", "*rotary_emb*", "*position_ids*")
+
+#: The shapes ansforge reads and writes, in a checkpoint and in a container alike: at most
+#: :data:`MAX_DIMS` dimensions, each below :data:`MAX_SIZE`, and the product of the non-zero ones below
+#: :data:`MAX_SIZE` (so a zero dimension beside a huge one is refused too: NumPy cannot hold such an
+#: array, empty or not).
+MAX_DIMS = 32
+MAX_SIZE = 1 << 48
+
+
+def shape_problem(shape: Sequence[object]) -> str | None:
+    """What makes ``shape`` one that ansforge cannot hold (``None`` when it can): the one check that the
+    checkpoint readers, ``compress`` (the writer) and the container reader share, so that whatever
+    ``compress`` writes, ``decompress`` reads."""
+    if len(shape) > MAX_DIMS:
+        return f"{len(shape)} dimensions, more than {MAX_DIMS}"
+    nonzero = 1
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
+            return f"a dimension {str(d)[:40]} that is not a size"
+        if d >= MAX_SIZE:
+            return f"a dimension of {d}, 2^48 or more"
+        nonzero *= max(int(d), 1)
+    if nonzero >= MAX_SIZE:
+        return f"dimensions whose product is {nonzero}, 2^48 or more"
+    return None
 
 
 @dataclass(frozen=True)
@@ -154,6 +183,7 @@ class Checkpoint(ABC):
                 f"{self.path}: tensor {info.name!r} has dtype {info.dtype}; ansforge reads only "
                 f"{', '.join(SUPPORTED_DTYPES)} tensors (use --exclude to skip it)"
             )
+        _check_shape(self.path, info)
         return TensorRecord(info.name, info.shape, info.dtype, self._view(info))
 
     def __iter__(self) -> Iterator[TensorRecord]:
@@ -379,7 +409,16 @@ class SafetensorsCheckpoint(Checkpoint):
         super().__init__(path)
         from safetensors import safe_open
 
-        _file_size(self.path)
+        size = _file_size(self.path)
+        with open(self.path, "rb") as fh:
+            head = fh.read(9)
+        if len(head) < 8:
+            raise CheckpointError(f"{self.path}: truncated safetensors file: {size} bytes, less than its 8-byte "
+                                  "header length")
+        (declared,) = struct.unpack_from("<Q", head)
+        if 8 + declared > size:
+            raise CheckpointError(f"{self.path}: truncated safetensors header: it declares {declared} bytes of "
+                                  f"JSON, the file has {size - 8} after the length")
         try:
             with safe_open(str(self.path), framework="numpy") as f:
                 meta = {name: (f.get_slice(name).get_dtype(), tuple(f.get_slice(name).get_shape()))
@@ -420,10 +459,10 @@ class GgufCheckpoint(Checkpoint):
         super().__init__(path)
         from gguf import GGUFReader
 
-        _file_size(self.path)
+        _check_gguf(self.path)  # the whole layout against the file, before the reader takes it
         try:
             self._reader = GGUFReader(str(self.path))
-        except Exception as exc:
+        except Exception as exc:  # pragma: no cover - _check_gguf refuses what the reader cannot read
             raise CheckpointError(f"{self.path}: not a readable GGUF file: {_one_line(exc)}") from None
         allow_quantized, quantized = quantized, []
         for t in self._reader.tensors:
@@ -454,6 +493,225 @@ class GgufCheckpoint(Checkpoint):
         return data.reshape(info.shape)
 
 
+#: Byte width of each GGUF metadata value type that has a fixed width (8 is a string, 9 an array).
+_GGUF_SCALARS = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+_GGUF_VERSIONS = (2, 3)
+#: GGML's limit on a tensor's dimensions (``GGML_MAX_DIMS``).
+_GGUF_MAX_DIMS = 4
+
+
+def _check_gguf(path: Path) -> None:
+    """Walk a GGUF file's header (version, metadata, tensor infos) and every tensor's data range against
+    the file itself, so that what the ``gguf`` reader then maps is exactly what the header describes:
+    a truncated or malformed header, a tensor whose data offset breaks the file's alignment or whose
+    data runs past the end is one :class:`CheckpointError` naming the file and the entry."""
+    import mmap
+
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    size = _file_size(path)
+    with open(path, "rb") as fh:
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    try:
+        pos = 0
+        order = "<"
+
+        def fail(msg: str) -> CheckpointError:
+            return CheckpointError(f"{path}: GGUF {msg}")
+
+        def take(n: int, what: str) -> bytes:
+            nonlocal pos
+            if n < 0 or pos + n > size:
+                raise fail(f"header truncated in {what} (needs bytes {pos}..{pos + n}, the file has {size})")
+            b = mm[pos:pos + n]
+            pos += n
+            return bytes(b)
+
+        def u32(what: str) -> int:
+            return struct.unpack(order + "I", take(4, what))[0]
+
+        def u64(what: str) -> int:
+            return struct.unpack(order + "Q", take(8, what))[0]
+
+        def string(what: str) -> str:
+            n = u64(what)
+            raw = take(n, what)
+            try:
+                return raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise fail(f"{what} is not UTF-8 text") from None
+
+        def value(vtype: int, what: str, depth: int = 0):
+            if vtype in _GGUF_SCALARS:
+                return take(_GGUF_SCALARS[vtype], what)
+            if vtype == 8:
+                return string(what)
+            if vtype == 9:
+                itype, count = u32(what), u64(what)
+                if depth > 4:
+                    raise fail(f"{what} nests arrays more than 4 deep")
+                least = _GGUF_SCALARS.get(itype, 8 if itype == 8 else 12 if itype == 9 else None)
+                if least is None:
+                    raise fail(f"{what} is an array of unknown value type {itype}")
+                if count * least > size - pos:
+                    raise fail(f"header truncated in {what} (an array of {count} values needs at least "
+                               f"{count * least} bytes from byte {pos}, the file has {size})")
+                if itype in _GGUF_SCALARS:
+                    take(count * least, what)
+                else:
+                    for _ in range(count):
+                        value(itype, what, depth + 1)
+                return None
+            raise fail(f"{what} has unknown value type {vtype}")
+
+        if take(4, "its magic") != b"GGUF":
+            raise fail("magic missing")
+        version = struct.unpack("<I", take(4, "its version"))[0]
+        if version & 0xFFFF == 0:  # a big-endian file, as the gguf reader detects one
+            order, version = ">", struct.unpack(">I", struct.pack("<I", version))[0]
+        if version not in _GGUF_VERSIONS:
+            raise fail(f"version {version} is not supported (ansforge reads GGUF versions "
+                       f"{', '.join(map(str, _GGUF_VERSIONS))})")
+        n_tensors, n_kv = u64("its tensor count"), u64("its metadata count")
+        if 12 * n_kv + 24 * n_tensors > size - pos:  # every entry takes at least that many bytes
+            raise fail(f"header declares {n_kv} metadata entries and {n_tensors} tensors, more than its "
+                       f"{size} bytes can hold (truncated or corrupt)")
+        alignment = 32
+        keys: set[str] = set()
+        for k in range(n_kv):
+            key = string(f"metadata entry {k} of {n_kv}")
+            what = f"metadata entry {k} of {n_kv} ({key[:60]!r})"
+            if key in keys:
+                raise fail(f"{what} appears twice")
+            keys.add(key)
+            vtype = u32(what)
+            raw = value(vtype, what)
+            if key == "general.alignment":
+                if vtype != 4:
+                    raise fail(f"{what} must be a UINT32, not value type {vtype}")
+                alignment = struct.unpack(order + "I", raw)[0]
+                if alignment == 0 or alignment & (alignment - 1):
+                    raise fail(f"alignment {alignment} is not a power of two")
+        infos = []
+        names: set[str] = set()
+        for t in range(n_tensors):
+            name = string(f"tensor info {t} of {n_tensors}")
+            what = f"tensor {name[:80]!r}"
+            if name in names:
+                raise fail(f"{what} appears twice")
+            names.add(name)
+            n_dims = u32(what)
+            if n_dims > _GGUF_MAX_DIMS:
+                raise fail(f"{what} has {n_dims} dimensions, more than GGML's {_GGUF_MAX_DIMS}")
+            dims = [u64(what) for _ in range(n_dims)]
+            raw_type = u32(what)
+            offset = u64(what)
+            try:
+                ggml_type = GGMLQuantizationType(raw_type)
+                block, type_size = GGML_QUANT_SIZES[ggml_type]
+            except (ValueError, KeyError):
+                raise fail(f"{what} has unknown GGML type {raw_type}") from None
+            problem = shape_problem(dims[::-1])
+            if problem:
+                raise fail(f"{what} has shape {dims[::-1]}: {problem}")
+            if dims and dims[0] % block:
+                raise fail(f"{what} of type {ggml_type.name} has rows of {dims[0]} values, not whole "
+                           f"{block}-value blocks")
+            infos.append((what, offset, math.prod(dims) * type_size // block))
+        data_start = pos + -pos % alignment
+        for what, offset, nbytes in infos:
+            if offset % alignment:
+                raise fail(f"{what} data offset {offset} is not a multiple of the file's alignment ({alignment})")
+            if data_start + offset + nbytes > size:
+                raise fail(f"{what} data (bytes {data_start + offset}..{data_start + offset + nbytes}) runs past "
+                           f"the end of the file ({size} bytes; truncated?)")
+    finally:
+        if size:
+            mm.close()
+
+
+def _check_shape(path: Path, info: TensorInfo) -> None:
+    problem = shape_problem(info.shape)
+    if problem:
+        raise CheckpointError(f"{path}: tensor {info.name!r} has shape {list(info.shape)}: {problem}, which "
+                              "ansforge does not read")
+
+
+# --------------------------------------------------------------------------------------------------
+# What a file is, from its content
+
+
+#: What the readers take, for the messages that refuse anything else.
+EXPECTED = "expected a safetensors, GGUF or llama2.c checkpoint"
+#: What a file's extension claims it is (a file is read by its content, whatever its name).
+_CLAIMED = {".safetensors": "a safetensors file", ".gguf": "a GGUF file", ".bin": "a llama2.c checkpoint"}
+_ANSF_MAGIC = b"ANSFORGE"
+
+
+def _plausible_llama2c(head: bytes) -> bool:
+    """The legacy llama2.c header's int32 fields present in ``head`` (up to 7) are all plausible sizes."""
+    n = min(len(head) // 4, 7)
+    if n == 0:
+        return False
+    fields = struct.unpack_from(f"<{n}i", head)
+    return all(0 < (abs(v) if k == 5 else v) < 1 << 24 for k, v in enumerate(fields))
+
+
+def _looks_like_text(head: bytes) -> bool:
+    if not head or b"\0" in head:
+        return False
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(head) - 3:  # not only a character cut at the end of the sample
+            return False
+        text = head[:e.start].decode("utf-8")
+    if not text:
+        return False
+    return sum(c.isprintable() or c in "\t\r\n\f" for c in text) >= 0.95 * len(text)
+
+
+def identify(path: str | os.PathLike[str]) -> tuple[str | None, str]:
+    """What a file is, from its first bytes, whatever its name: ``(kind, description)``.
+
+    ``kind`` is ``"safetensors"`` (an 8-byte little-endian header length, then ``{``), ``"gguf"``
+    (magic ``GGUF``), ``"llama2c"`` (the ak42 magic, or a legacy header whose fields are plausible
+    sizes), ``"ansf"`` (an ansforge container) or ``None``; ``description`` says what it is in a few
+    words (``"it looks like text"``, ``"it is too short to be a checkpoint (27 bytes)"``), for a message
+    that refuses it."""
+    path = Path(path)
+    size = _file_size(path)
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    if size == 0:
+        return None, "it is empty"
+    if head[:4] == b"GGUF":
+        return "gguf", "it is a GGUF checkpoint"
+    if head[:8] == _ANSF_MAGIC or (4 <= size < 8 and _ANSF_MAGIC.startswith(head)):
+        return "ansf", "it is an ansforge container"
+    if len(head) >= 9 and head[8:9] == b"{" and struct.unpack_from("<Q", head)[0] < 1 << 32:
+        return "safetensors", "it is a safetensors checkpoint"
+    if (len(head) >= 4 and struct.unpack_from("<I", head)[0] == _AK42_MAGIC) or _plausible_llama2c(head[:28]):
+        return "llama2c", "it is a llama2.c checkpoint"
+    if head[:4] == b"PK\x03\x04":
+        return None, "it is a zip archive, as PyTorch saves checkpoints: convert it to safetensors first"
+    if head[:2] == b"\x1f\x8b":
+        return None, "it is gzip-compressed: uncompress it first"
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return None, "it looks like a Python pickle (a PyTorch checkpoint?): convert it to safetensors first"
+    text = _looks_like_text(head)
+    if size < _LEGACY_HEADER_BYTES:
+        return None, f"it is too short to be a checkpoint: {size} bytes{' of text' if text else ''}"
+    if text:
+        return None, "it looks like JSON text" if head.lstrip()[:1] in (b"{", b"[") else "it looks like text"
+    return None, f"its first bytes ({head[:8].hex(' ')}) match no format ansforge reads"
+
+
+def _not_a_checkpoint(path: Path, description: str) -> CheckpointError:
+    claimed = _CLAIMED.get(path.suffix.lower(), "a checkpoint")
+    return CheckpointError(f"{path}: not {claimed} ({description}); {EXPECTED}")
+
+
 # --------------------------------------------------------------------------------------------------
 
 
@@ -478,8 +736,9 @@ def open_checkpoint(path: str | os.PathLike[str], format: str | None = None, qua
     path
         File to open.
     format
-        ``"llama2c"``, ``"safetensors"`` or ``"gguf"``; ``None`` detects: ``GGUF`` magic → GGUF;
-        an 8-byte length followed by ``{`` → safetensors; anything else → llama2.c.
+        ``"llama2c"``, ``"safetensors"`` or ``"gguf"``; ``None`` identifies the file by its content
+        (:func:`identify`), whatever its name, and refuses anything else (text, an ``.ansf``
+        container, a file too short to be a checkpoint) with a message that says what it is.
     quantized
         Open a GGUF file that holds quantized tensors (:class:`GgufCheckpoint`); their bytes are then
         the caller's to read (``TensorInfo.offset``/``nbytes``).
@@ -491,15 +750,12 @@ def open_checkpoint(path: str | os.PathLike[str], format: str | None = None, qua
     """
     path = Path(path)
     if format is None:
-        _file_size(path)
-        with open(path, "rb") as f:
-            head = f.read(9)
-        if head[:4] == b"GGUF":
-            format = "gguf"
-        elif len(head) == 9 and head[8:9] == b"{":
-            format = "safetensors"
-        else:
-            format = "llama2c"
+        format, what = identify(path)
+        if format == "ansf":
+            raise CheckpointError(f"{path}: an ansforge container, not a checkpoint; `ansforge decompress {path} "
+                                  "-o OUT.safetensors` gives back the checkpoint it holds")
+        if format is None:
+            raise _not_a_checkpoint(path, what)
     readers = {"llama2c": Llama2cCheckpoint, "safetensors": SafetensorsCheckpoint, "gguf": GgufCheckpoint}
     if format not in readers:
         raise CheckpointError(f"{path}: unknown checkpoint format {format!r} (expected one of {', '.join(readers)})")
@@ -543,6 +799,7 @@ def select_tensors(
                 f"{checkpoint.path}: tensor {info.name!r} has dtype {info.dtype}; ansforge reads only "
                 f"{', '.join(SUPPORTED_DTYPES)} tensors (use --exclude {info.name!r} to skip it)"
             )
+        _check_shape(checkpoint.path, info)
     if not unique:
         raise CheckpointError(f"{checkpoint.path}: the selection matches no tensor")
     return unique
