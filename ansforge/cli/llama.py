@@ -112,7 +112,7 @@ def generate(args: argparse.Namespace) -> int:
                                 tokenizer=args.tokenizer, ids=args.ids, compare=args.compare, out=out, err=err)
     write_json(args, args.json, {
         "verb": "generate", "model": args.model, "via": args.via, "weights": setup.describe(),
-        "codec": None if args.via == "raw" else args.codec, "seed": seed, "temperature": args.temperature,
+        "codec": None if args.via == "raw" else args.codec, "seed": seed if args.temperature else None, "temperature": args.temperature,
         "topp": args.topp, "prompt": args.prompt, "prompt_ids": gen.prompt, "tokens": gen.tokens,
         "text": "".join(out.parts).rstrip("\n"), "steps": gen.steps, "seconds": gen.seconds,
         "tokens_per_second": gen.tokens_per_second, "compared": gen.compared,
