@@ -34,10 +34,22 @@ def factory(args: argparse.Namespace) -> int:
         raise UsageError("give --ratio or --model, not both")
     if args.model is None:
         refuse(args, ["codec"], "applies only with --model (the codec measured on it)")
+
+    def model(ratio: float) -> FactoryModel:
+        return FactoryModel(params=args.params, bytes_per_weight=args.bytes_per_weight, ratio=ratio,
+                            processors=args.processors, tokens_per_s=args.tokens_per_s,
+                            clock_hz=args.clock_mhz * 1e6, pairs_per_clock=args.pairs_per_clock)
+
+    model(args.ratio if args.ratio is not None else 0.66)      # every figure checked before --model is read
+    if args.model is not None:
+        from ..model.coding.codecs import parse_codec
+
+        try:
+            parse_codec(args.codec)
+        except (ValueError, ArithmeticError) as exc:
+            raise UsageError(f"--codec {args.codec}: {exc}") from None
     ratio, source = factory_ratio(args.ratio, args.model, args.codec)
-    fm = FactoryModel(params=args.params, bytes_per_weight=args.bytes_per_weight, ratio=ratio,
-                      processors=args.processors, tokens_per_s=args.tokens_per_s, clock_hz=args.clock_mhz * 1e6,
-                      pairs_per_clock=args.pairs_per_clock)
+    fm = model(ratio)
     print(fm.format_text(source))
     write_json(args, args.json, {**fm.summary(), "ratio_source": source})
     if args.plot:

@@ -238,9 +238,16 @@ def _activations_arguments(p: argparse.ArgumentParser) -> None:
 def activations(args: argparse.Namespace) -> int:
     from ..analysis.activations import activation_report
 
+    from ..model.coding.codecs import parse_codec
+
     for name in ("steps", "calibration", "prompts"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name} must be at least 1, not {getattr(args, name)}")
+    for flag, codec in (("--runtime-codec", args.runtime_codec), ("--static-codec", args.static_codec)):
+        try:
+            parse_codec(codec)
+        except (ValueError, ArithmeticError) as exc:
+            raise UsageError(f"{flag} {codec}: {exc}") from None
     return report(activation_report(args.model, steps=args.steps, calibration=args.calibration, prompts=args.prompts,
                                     runtime_codec=args.runtime_codec, static_codec=args.static_codec), args)
 

@@ -41,11 +41,12 @@ def tables(args: argparse.Namespace) -> int:
             raise UsageError(f"--general: unknown compressor {g!r} (expected any of "
                              f"{', '.join([*GENERAL_COMPRESSORS, *PEER_COMPRESSORS])})")
     codecs = [c.strip() for c in args.codecs.split(",") if c.strip()]
-    for c in codecs + [args.context_codec.strip()] * bool(args.context_codec.strip()):
+    for flag, c in [("--codecs", c) for c in codecs] + [("--context-codec", args.context_codec.strip())] * bool(
+            args.context_codec.strip()):
         try:
             parse_codec(c)
         except (ValueError, ArithmeticError) as exc:
-            raise UsageError(f"--codecs {c}: {exc}") from None
+            raise UsageError(f"{flag} {c}: {exc}") from None
     threads(args.threads, spelled(args, "threads"))
     if args.dask is not None:
         refuse(args, ["threads"], "does not apply with --dask (the Dask cluster sets its own workers)")
