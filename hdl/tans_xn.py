@@ -38,7 +38,7 @@ from .common import (COUNT_BITS, WordCrc, bits_for, check_bool, check_int, core_
 from .shell import DecoderShell, EncoderShell
 from .tans import (PairWindow, TansDecoderCoder, TansEncoderCoder, TansTailUpdate, _TansCore, _TansShape,
                    _decoder_entry, _thermometer, tans_decoder_writes, tans_encoder_writes)
-from .tans_x2 import WideWordPacker, WordPacker, x2_symbol_entry, x2_symbol_rows
+from .tans_x2 import WideWordPacker, WordPacker, x2_symbol_rows
 
 __all__ = ["TansXnDecoderCoder", "TansXnEncoderCoder", "TansXnEncoderRing", "TansXnDecoder", "TansXnEncoder",
            "XN_STATES", "xn_field_bits", "xn_last_bits", "xn_symbol_rows"]
@@ -131,7 +131,10 @@ class TansXnDecoderCoder(wiring.Component):
         H = max(R, K, 1)
         m = Module()
         init = [] if sh.table is None else [r["data"] for r in tans_decoder_writes(sh.table)]
-        m.submodules.table = table = Memory(shape=self._entry, depth=sh.L, init=init)
+        # Distributed RAM (the paper's): with N >= 3 the read feeds only the register E, which yosys would
+        # otherwise absorb into a block RAM's output register.
+        m.submodules.table = table = Memory(shape=self._entry, depth=sh.L, init=init,
+                                            attrs={"ram_style": "distributed"})
         rd = table.read_port(domain="comb")
         m.submodules.window = win = PairWindow(W, self._P, H, R)
         wiring.connect(m, wiring.flipped(self.i), win.i)
@@ -451,8 +454,9 @@ class TansXnEncoderCoder(wiring.Component):
         with m.If(pseudo | pair):
             m.d.sync += [v1.eq(1), end1.eq(flush_step & fc_last), fl1.eq(flush_step), wr1.eq(write)]
         # Flush step: one state (x itself: sh = 0, lt = 0), R bits. Write: the slot is the address.
+        # (The extra bits are cleared: the wide packer takes every bit above a field as it is.)
         with m.If(pseudo):
-            m.d.sync += [thr1.eq(0), sh1.eq(0), last1.eq(R - 1)]
+            m.d.sync += [thr1.eq(0), sh1.eq(0), last1.eq(R - 1), ext1.eq(0)]
         with m.Elif(pair):
             m.d.sync += [thr1.eq(row.thr), sh1.eq(row.sh), ext1.eq(self.i.p.extra), last1.eq(row.last)]
         if sh.programmable:
