@@ -338,3 +338,13 @@ def test_a_crafted_container_shape_is_refused_by_the_shared_check(mistake, workd
     bad = with_record(blob, 0, lambda r: {**r, "shape": [1] * 33})
     (workdir / "bad.ansf").write_bytes(bad)
     mistake("decompress", "bad.ansf", "-o", "out.safetensors", names=("bad.ansf", "33 dimensions"))
+
+
+def test_simulate_container_does_not_claim_a_context_plan(mistake, workdir):
+    """A plain tans8x2 container (two tensors in one stream, no plan) was refused as "with a context
+    plan (N tables)"; it is refused for what it is: several tensors in one stream."""
+    (workdir / "m.safetensors").write_bytes(tiny_safetensors())
+    compress_checkpoint(workdir / "m.safetensors", workdir / "x2.ansf", "tans8x2")
+    out = mistake("simulate", "--core", "tans-decoder", "--container", "x2.ansf",
+                  names=("x2.ansf", "stream 0 holds 2 tensors", "--stream-per-tensor"))
+    assert "context plan" not in out.line
