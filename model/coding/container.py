@@ -658,6 +658,8 @@ class Container:
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
+        if self.path.is_dir():
+            raise ContainerError(f"{self.path}: is a directory; expected an .ansf file written by `ansforge compress`")
         try:
             self._data = np.memmap(self.path, dtype=np.uint8, mode="r") if self.path.stat().st_size else b""
         except OSError as e:

@@ -718,8 +718,11 @@ def _not_a_checkpoint(path: Path, description: str) -> CheckpointError:
 def _file_size(path: Path) -> int:
     if not path.exists():
         raise CheckpointError(f"{path}: no such file")
+    if path.is_dir():
+        raise CheckpointError(f"{path}: is a directory; {EXPECTED} file (of a Hugging Face model folder, its "
+                              "model.safetensors)")
     if not path.is_file():
-        raise CheckpointError(f"{path}: not a regular file")
+        raise CheckpointError(f"{path}: not a regular file; {EXPECTED} file")
     return path.stat().st_size
 
 

@@ -65,15 +65,28 @@ class Tokenizer:
     def load(cls, path: str | Path, vocab_size: int | None = None) -> "Tokenizer":
         """Read ``path``; with ``vocab_size``, require exactly that many tokens."""
         path = Path(path)
+        if path.is_dir():
+            raise TokenizerError(f"{path}: is a directory; expected a llama2.c tokenizer file (tokenizer.bin)")
+        try:
+            with open(path, "rb") as f:
+                head = f.read(8)
+        except OSError as e:
+            raise TokenizerError(f"{path}: cannot read tokenizer: {e.strerror or e}") from None
+        # What the file is, before reading it whole: a checkpoint or a container given here is named as
+        # such (and not read into memory), text as text. (A tokenizer.bin starts with max_token_length and
+        # the score 0.0 of <unk>: never a checkpoint's header.)
+        from .checkpoint import identify
+
+        kind, what = identify(path)
+        max_len = struct.unpack_from("<i", head)[0] if len(head) >= 4 else 0
+        if kind is not None or not 0 < max_len < 1 << 16:
+            if len(head) < 4 and kind is None:
+                raise TokenizerError(f"{path}: truncated tokenizer: {len(head)} bytes, the header has 4")
+            raise TokenizerError(f"{path}: not a llama2.c tokenizer ({what}); expected llama2.c's tokenizer.bin")
         try:
             data = path.read_bytes()
         except OSError as e:
             raise TokenizerError(f"{path}: cannot read tokenizer: {e.strerror or e}") from None
-        if len(data) < 4:
-            raise TokenizerError(f"{path}: truncated tokenizer: {len(data)} bytes, the header has 4")
-        (max_len,) = struct.unpack_from("<i", data, 0)
-        if not 0 < max_len < 1 << 16:
-            raise TokenizerError(f"{path}: header field max_token_length = {max_len} is not plausible")
         pos, pieces, scores = 4, [], []
         while pos < len(data):
             if pos + 8 > len(data):

@@ -348,3 +348,25 @@ def test_simulate_container_does_not_claim_a_context_plan(mistake, workdir):
     out = mistake("simulate", "--core", "tans-decoder", "--container", "x2.ansf",
                   names=("x2.ansf", "stream 0 holds 2 tensors", "--stream-per-tensor"))
     assert "context plan" not in out.line
+
+
+@pytest.mark.parametrize("args, words", [
+    (("compress", "--model", "folder", "-o", "out.ansf"), ("folder", "is a directory", "model.safetensors")),
+    (("tables", "--model", "folder"), ("folder", "is a directory")),
+    (("decompress", "folder", "-o", "out.safetensors"), ("folder", "is a directory", ".ansf")),
+    (("inspect", "folder"), ("folder", "is a directory", ".ansf")),
+])
+def test_a_folder_for_a_file(mistake, workdir, args, words):
+    (workdir / "folder").mkdir()
+    (workdir / "folder" / "model.safetensors").write_bytes(tiny_safetensors())
+    mistake(*args, names=words)
+
+
+@pytest.mark.parametrize("name, content, words", [
+    ("tokenizer.json", json.dumps({"model": {"vocab": {"a": 0}}}).encode() * 8, ("JSON text",)),
+    ("tok.safetensors", None, ("safetensors checkpoint", "tokenizer.bin")),
+])
+def test_generate_names_what_a_tokenizer_file_is(mistake, workdir, stories, name, content, words):
+    (workdir / name).write_bytes(tiny_safetensors() if content is None else content)
+    mistake("generate", "--model", stories, "--tokenizer", name, "--prompt", "hi", "--steps", "2",
+            names=(name, "not a llama2.c tokenizer", *words))
