@@ -419,6 +419,10 @@ class SafetensorsCheckpoint(Checkpoint):
         if 8 + declared > size:
             raise CheckpointError(f"{self.path}: truncated safetensors header: it declares {declared} bytes of "
                                   f"JSON, the file has {size - 8} after the length")
+        end = _safetensors_data_end(self.path, declared)
+        if end is not None and 8 + declared + end > size:
+            raise CheckpointError(f"{self.path}: truncated safetensors file: its header describes {end:,} bytes of "
+                                  f"tensor data, the file has {size - 8 - declared:,} after the header")
         try:
             with safe_open(str(self.path), framework="numpy") as f:
                 meta = {name: (f.get_slice(name).get_dtype(), tuple(f.get_slice(name).get_shape()))
@@ -628,6 +632,24 @@ def _check_gguf(path: Path) -> None:
     finally:
         if size:
             mm.close()
+
+
+def _safetensors_data_end(path: Path, header_len: int) -> int | None:
+    """The largest data end offset a safetensors header gives, or ``None`` when the header is not one the
+    ``safetensors`` package would take (it then says why)."""
+    if header_len > 100_000_000:  # the package's own limit
+        return None
+    with open(path, "rb") as fh:
+        fh.seek(8)
+        try:
+            header = json.loads(fh.read(header_len))
+        except (ValueError, RecursionError):
+            return None
+    if not isinstance(header, dict):
+        return None
+    ends = [e["data_offsets"][1] for k, e in header.items() if k != "__metadata__" and isinstance(e, dict)
+            and isinstance(e.get("data_offsets"), list) and len(e["data_offsets"]) == 2]
+    return max(ends) if ends and all(isinstance(v, int) and not isinstance(v, bool) for v in ends) else None
 
 
 def _check_shape(path: Path, info: TensorInfo) -> None:

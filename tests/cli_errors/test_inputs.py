@@ -254,6 +254,13 @@ def test_truncated_safetensors_header(mistake, workdir):
             names=("cut.safetensors", "truncated safetensors header", "declares"))
 
 
+def test_truncated_safetensors_data(mistake, workdir):
+    blob = tiny_safetensors()
+    (workdir / "cut.safetensors").write_bytes(blob[:-10])
+    mistake("compress", "--model", "cut.safetensors", "-o", "out.ansf",
+            names=("cut.safetensors", "truncated safetensors file", "576 bytes of tensor data", "has 566"))
+
+
 def test_writer_and_reader_agree_on_the_edges(workdir):
     """The largest shapes the shared check accepts are written by compress and read back by decompress
     (bit-exact); one step past them both refuse, with the same words."""
