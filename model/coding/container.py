@@ -89,6 +89,8 @@ DEFAULT_CHECKPOINT_INTERVAL = 1 << 20
 RAW_BLOCK_BYTES = 1 << 20
 #: Largest payload offset or size a record may give (the reader checks them against the file after).
 MAX_PAYLOAD = 1 << 48
+#: Largest pair count, pair index or checkpoint interval a record may give (the writer refuses more).
+MAX_PAIRS = 1 << 48
 _HEADER = struct.Struct("<8sIIII")
 _STORAGE = {"bf16": "BF16", "fp16": "F16", "fp32": "F32", "e4m3": "F8_E4M3", "e5m2": "F8_E5M2", "q4_0": "Q4_0",
             "q4_0_scale": "F16"}
@@ -384,8 +386,9 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         raise ConfigError(f"pairs must be auto or one of {', '.join([*PAIR_FORMATS, *FP8_FORMATS])}, not {pairs!r}")
     if group not in ("model", "tensor"):
         raise ConfigError(f"group must be 'model' or 'tensor', not {group!r}")
-    if isinstance(checkpoint_interval, bool) or not isinstance(checkpoint_interval, int) or checkpoint_interval < 0:
-        raise ConfigError(f"checkpoint_interval must be a non-negative integer, not {checkpoint_interval!r}")
+    if isinstance(checkpoint_interval, bool) or not isinstance(checkpoint_interval, int) \
+            or not 0 <= checkpoint_interval <= MAX_PAIRS:  # the reader's bound (Container._parse_stream)
+        raise ConfigError(f"checkpoint_interval must be an integer from 0 to 2^48 pairs, not {checkpoint_interval!r}")
     ckpt = open_checkpoint(model, quantized=True)
     records: list[dict] = []
     coded_items: list[tuple[int, str, CodingPairs]] = []
@@ -848,7 +851,7 @@ class Container:
             raise self._fail(where, f"word_bytes = {word_bytes} does not hold {spec.word_bits}-bit words")
         n_pairs = _field(rec, "n_pairs", int, self._fail, where, 0, 1 << 48)
         offset = _field(rec, "payload_offset", int, self._fail, where, 0, limit)
-        interval = _field(rec, "checkpoint_interval", int, self._fail, where, 0, 1 << 48)
+        interval = _field(rec, "checkpoint_interval", int, self._fail, where, 0, MAX_PAIRS)
         cps = _field(rec, "checkpoints", list, self._fail, where)
         if len(cps) > n_pairs:
             raise self._fail(where, f"{len(cps)} checkpoints for {n_pairs} pairs")

@@ -368,6 +368,7 @@ class Llama2cCheckpoint(Checkpoint):
                 f"n_layers={c.n_layers}, n_heads={c.n_heads}, n_kv_heads={c.n_kv_heads}, "
                 f"vocab_size={c.vocab_size}, seq_len={c.seq_len}, shared_classifier={c.shared_classifier}) "
                 f"implies {offset} bytes, but the file has {file_size}"
+                + (" (truncated?)" if file_size < offset else "")
             )
 
     def _validate(self, fields: Sequence[int], shared: bool) -> LlamaConfig:

@@ -377,3 +377,17 @@ def test_generate_names_what_a_tokenizer_file_is(mistake, workdir, stories, name
     (workdir / name).write_bytes(tiny_safetensors() if content is None else content)
     mistake("generate", "--model", stories, "--tokenizer", name, "--prompt", "hi", "--steps", "2",
             names=(name, "not a llama2.c tokenizer", *words))
+
+
+def test_a_cut_llama2c_checkpoint_says_truncated(mistake, workdir, stories):
+    blob = stories.read_bytes()
+    (workdir / "cut.bin").write_bytes(blob[:len(blob) // 2])
+    mistake("compress", "--model", "cut.bin", "-o", "out.ansf",
+            names=("cut.bin", "llama2.c header", f"implies {len(blob)} bytes", f"has {len(blob) // 2}", "truncated"))
+
+
+def test_compress_refuses_a_checkpoint_interval_decompress_would(mistake, workdir):
+    """``--checkpoint-interval 2**50`` was written, then refused by decompress."""
+    (workdir / "m.safetensors").write_bytes(tiny_safetensors())
+    mistake("compress", "--model", "m.safetensors", "-o", "out.ansf", "--checkpoint-interval", str(1 << 50),
+            names=("checkpoint_interval", str(1 << 50), "2^48"))
