@@ -96,6 +96,26 @@ def test_wide_fields_round_trip(n):
 
 
 @pytest.mark.parametrize("n", [4, 16])
+def test_encoder_table_sets_under_back_pressure(n):
+    """Context tables in the encoder: a pair's ``set`` rides through the ring with its slot, at any
+    N; switches cost no clock. (The N-state decoder takes one set: see hdl/tans_xn.py.)"""
+    from ansforge.model.coding.context import encode_context
+    from ansforge.model.dtypes.pairs import BF16, fp32_to_bf16_rne
+    from ansforge.sim.context import context_matrix_job
+    rng = np.random.default_rng(5)
+    scale = np.float32(2.0) ** (np.arange(12) % 4 * 4)[:, None].astype(np.float32)
+    w = rng.standard_normal((12, 64)).astype(np.float32) * scale * np.float32(1e-3)
+    coded = encode_context(_codec(n), [("rows-of-4-scales", fp32_to_bf16_rne(w))], BF16,
+                           groups=(1,), axes=("rows",), max_sets=4)
+    assert coded.plans[0].n_sets >= 2
+    extra = max(8, max(int(t.extra_bits.max()) for t in coded.tables))
+    core = TansXnEncoder(coded.spec, programmable=True, max_extra_bits=extra, table_sets=4)
+    job = context_matrix_job("tans-encoder", coded, 0, core)
+    ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.3, seed=2))
+    assert ok, errs
+
+
+@pytest.mark.parametrize("n", [4, 16])
 def test_resumed_blocks(n):
     """A stream cut at checkpoints every 7 pairs (blocks start in every lane), one command per block,
     its ``state`` field holding the N lane states (the block's first pair's lane lowest)."""
