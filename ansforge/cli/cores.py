@@ -24,8 +24,8 @@ INTERLEAVED_CORES = ["tans-decoder-x2", "tans-encoder-x2", "rans-decoder-x5", "r
 #: The names every hardware verb's ``--core`` takes.
 ALL_CORES = CORES + INTERLEAVED_CORES
 PROVE_CORES = ALL_CORES
-CORE_HELP = ("the core: {} (-x<N>: the build for a codec of N interleaved states, the same as --codec <codec>x<N>)"
-             .format(", ".join(CORES)))
+CORE_HELP = ("the core: {}; or an interleaved-state build, {} (<core>-x<N> is <core> with --codec <codec>x<N>)"
+             .format(", ".join(CORES), ", ".join(INTERLEAVED_CORES)))
 #: The options of ``--top subsystem`` alone, and of a single core alone (``verilog``, ``resources``).
 SUBSYSTEM_ONLY = ("lanes", "bus_bits", "target", "escape_bits", "max_codes")
 CORE_ONLY = ("word_bits", "model", "matrix", "max_extra_bits", "no_crc", "no_shell", "count_bits", "breakdown")
