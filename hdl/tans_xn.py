@@ -94,9 +94,6 @@ class TansXnDecoderCoder(wiring.Component):
     def __init__(self, shape, states: int):
         self._shape = sh = shape
         self._N = N = _states(states)
-        if sh.sets > 1:
-            raise ValueError(f"table_sets > 1 needs one state (tans{sh.R}): with {N} states the table is read "
-                             "ahead of the pair, across a set switch")
         self._entry = _decoder_entry(sh)
         W = sh.W
         self._P = W + max(sh.need_max - 1, sh.R)
@@ -108,13 +105,21 @@ class TansXnDecoderCoder(wiring.Component):
             "run": In(1), "ended": In(1), "fire": Out(1), "pending": Out(1), "decoding": Out(1), "starved": Out(1),
             "no_marker": Out(1), "state_zero": Out(1), "empty": Out(1),
         }
+        if sh.sets > 1:
+            ports.update({"read": Out(1), "table_set": In(sh.set_bits), "set_known": In(1)})
         if sh.programmable:
-            ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.R, "data": self._entry})))
+            ports["cfg"] = In(stream.Signature(data.StructLayout({"addr": sh.R + sh.set_bits, "data": self._entry})))
         super().__init__(ports)
 
     @property
     def states(self) -> int:
         return self._N
+
+    @property
+    def read_ahead(self) -> int:
+        """Steps between a pair's table read and its decode: 2 (``E``, then ``T``) for ``N >= 3``, 1 for
+        ``N = 2``."""
+        return 2 if self._N >= 3 else 1
 
     @property
     def pos_max(self) -> int:
@@ -133,7 +138,7 @@ class TansXnDecoderCoder(wiring.Component):
         init = [] if sh.table is None else [r["data"] for r in tans_decoder_writes(sh.table)]
         # Distributed RAM (the paper's): with N >= 3 the read feeds only the register E, which yosys would
         # otherwise absorb into a block RAM's output register.
-        m.submodules.table = table = Memory(shape=self._entry, depth=sh.L, init=init,
+        m.submodules.table = table = Memory(shape=self._entry, depth=sh.L * sh.sets, init=init,
                                             attrs={"ram_style": "distributed"})
         rd = table.read_port(domain="comb")
         m.submodules.window = win = PairWindow(W, self._P, H, R)
@@ -182,9 +187,14 @@ class TansXnDecoderCoder(wiring.Component):
         pipe_free = Signal()
         quiet = ~self.start.valid & (~self.cfg.valid if sh.programmable else 1)
         step = Signal()
+        # Table sets: a step whose read is a pair's (the last read_ahead prologue steps and every decode)
+        # reads at ``table_set`` and waits until it is known (``set_known``).
+        rp = Signal()
+        set_gate = (self.set_known | ~rp) if sh.sets > 1 else 1
         m.d.comb += [
             pipe_free.eq(~p_valid | out_free),
-            step.eq(~first & ~no_marker & (win.holds | self.ended) & quiet & (hd | (self.run & pipe_free))),
+            step.eq(~first & ~no_marker & (win.holds | self.ended) & quiet & (hd | (self.run & pipe_free))
+                    & set_gate),
             self.fire.eq(step & ~hd),
             win.step.eq(step), win.hend.eq(pos - T.nb),
             up.tail.eq(win.tail), up.nb.eq(T.nb), up.base.eq(T.base),
@@ -206,7 +216,8 @@ class TansXnDecoderCoder(wiring.Component):
             with m.If(~hm):
                 m.d.sync += [T.nb.eq(nxt.nb), T.base.eq(nxt.base)]
             with m.If(hd):
-                m.d.sync += [hc.eq(hc + 1), hd.eq(hc != N - 1), hm.eq(hc < N - 2)]
+                m.d.sync += [hc.eq(hc + 1), hd.eq(hc != N - 1), hm.eq(hc < N - 2),
+                             rp.eq(hc + 1 >= N - self.read_ahead)]
             if N >= 3:
                 m.d.sync += E.eq(rd.data)
             for j in range(len(flight) - 1):
@@ -232,20 +243,26 @@ class TansXnDecoderCoder(wiring.Component):
 
         xa_hold = Signal(R)
         m.d.comb += xa_hold.eq(xa)
-        if sh.programmable:
+        if sh.sets > 1:
+            m.d.comb += self.read.eq(step & rp)
+        if sh.programmable and sh.sets > 1:
+            wr = table.write_port()
+            m.d.comb += [wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid),
+                         self.cfg.ready.eq(1)]
+        elif sh.programmable:
             wr = table.write_port()
             we, wd = Signal(), Signal(self._entry)
             m.d.sync += [we.eq(self.cfg.valid), wd.eq(self.cfg.p.data)]
             m.d.comb += [wr.addr.eq(xa), wr.data.eq(wd), wr.en.eq(we), self.cfg.ready.eq(1)]
             with m.If(self.cfg.valid):
                 m.d.comb += xa_hold.eq(self.cfg.p.addr)
-        m.d.comb += rd.addr.eq(xa)
+        m.d.comb += rd.addr.eq(Cat(xa, self.table_set) if sh.sets > 1 else xa)
 
         with m.If(self.start.valid):
             p = self.start.p
             m.d.comb += [win.clear.eq(1), win.clear_off.eq(Mux(p.resume & (p.bit != 0), W - p.bit, 0))]
             m.d.sync += [no_marker.eq(0), overrun.eq(0), first.eq(~p.resume), hc.eq(0), hd.eq(1), hm.eq(N > 1),
-                         T.nb.eq(R), T.base.eq(0), resume.eq(p.resume), hadv.eq(Mux(p.resume, 0, R)),
+                         T.nb.eq(R), T.base.eq(0), resume.eq(p.resume), hadv.eq(Mux(p.resume, 0, R)), rp.eq(0),
                          pos.eq(win.clear_off)]
         with m.If(marker_now):
             m.d.sync += [pos.eq(in_pos), first.eq(0), no_marker.eq(self.i.payload == 0)]
@@ -553,7 +570,8 @@ class TansXnDecoder(_TansCore):
         if self._shell:
             out["shell"] = DecoderShell(decoder_command_layout(sh.R * self._states, bits_for(sh.W - 1),
                                                                self._count_bits), sh.W,
-                                        block_crc=self._block_crc, table_sets=sh.sets, set_bits=sh.set_bits)
+                                        block_crc=self._block_crc, table_sets=sh.sets if self._states == 1 else 1,
+                                        set_bits=sh.set_bits if self._states == 1 else 0)
             if self._block_crc:
                 out["crc"] = WordCrc(crc.catalog.CRC32_ISO_HDLC, sh.W)
         return out
@@ -566,8 +584,11 @@ class TansXnDecoder(_TansCore):
             return m
         sh = self._shape
         R, N = sh.R, self._states
+        # With N >= 2 the table is read ahead of the pair: the core's own select (below) follows the
+        # reads, so the shell takes one set.
+        shell_sets = sh.sets if N == 1 else 1
         m.submodules.shell = shell = DecoderShell(self.cmd.p.shape(), sh.W, block_crc=self._block_crc,
-                                                  table_sets=sh.sets, set_bits=sh.set_bits)
+                                                  table_sets=shell_sets, set_bits=sh.set_bits if N == 1 else 0)
         wiring.connect(m, wiring.flipped(self.cmd), shell.cmd)
         wiring.connect(m, wiring.flipped(self.i), shell.i)
         wiring.connect(m, coder.o, wiring.flipped(self.o))
@@ -591,9 +612,26 @@ class TansXnDecoder(_TansCore):
         if sh.programmable:
             m.d.comb += [coder.cfg.valid.eq(self.cfg.valid & shell.idle), coder.cfg.p.eq(self.cfg.p),
                          self.cfg.ready.eq(shell.idle)]
-        if sh.sets > 1:
+        if sh.sets > 1 and N == 1:
             wiring.connect(m, wiring.flipped(self.sel), shell.sel)
             m.d.comb += coder.table_set.eq(shell.table_set)
+        elif sh.sets > 1:
+            # The runs {set, count} of ``sel`` are followed by the coder's table reads of the command's
+            # pairs (``read``, ``read_ahead`` steps before each pair's decode), not by its decodes; reads
+            # past the command's last pair (the pipeline's look-ahead) take no run.
+            reads_left = Signal.like(self.cmd.p.count)
+            left = Signal(COUNT_BITS)
+            tset = Signal(sh.set_bits)
+            real = Signal()
+            m.d.comb += [real.eq(coder.read & (reads_left != 0)),
+                         self.sel.ready.eq((left == 0) | ((left == 1) & real)),
+                         coder.table_set.eq(tset), coder.set_known.eq((left != 0) | (reads_left == 0))]
+            with m.If(real):
+                m.d.sync += [reads_left.eq(reads_left - 1), left.eq(left - 1)]
+            with m.If(shell.start):
+                m.d.sync += reads_left.eq(self.cmd.p.count)
+            with m.If(self.sel.valid & self.sel.ready):
+                m.d.sync += [tset.eq(self.sel.p.set), left.eq(self.sel.p.count)]
         return m
 
 
