@@ -283,7 +283,7 @@ def check_output(args: argparse.Namespace, path: str, *, directory: bool = True,
     elif kind == "dir":
         if p.is_dir():
             if any(p.iterdir()) and not force:
-                raise UsageError(f"{p}: directory exists and is not empty{what} (use --force to write into it)")
+                raise UsageError(f"{p}: exists and is not an empty directory{what} (use --force to write into it)")
             if not os.access(p, os.W_OK | os.X_OK):
                 raise UsageError(f"{p}: permission denied (cannot write there)")
         _check_parent(p)

@@ -94,7 +94,7 @@ OUTPUTS = {
     "testbench -o = input, --force": (("testbench", "--core", "tans-decoder", "--model", "m.bin", "-o", "m.bin",
                                        "--force"), ("m.bin", "not a directory")),
     "testbench -o not empty": (("testbench", "--core", "tans-decoder", "--model", "m.bin", "-o", "full"),
-                               ("full", "not empty", "--force")),
+                               ("full", "not an empty directory", "--force")),
     "testbench -o in a missing folder": (("testbench", "--core", "tans-decoder", "--model", "m.bin", "-o", "a/b"),
                                          ("a", "no such directory")),
     "figure -o folder": (("figure", "histogram", "--model", "m.bin", "-o", "sub"), ("sub", "is a directory")),
