@@ -61,6 +61,9 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):
         verb = self.prog.partition(" ")[2]
         where = f"{verb}: " if verb else ""
+        if message.startswith("argument ") and message.endswith(": expected one argument"):
+            option = message[len("argument "):].split(":")[0].split("/")[-1]
+            message += f"; a value that starts with '-' is written {option}=VALUE"
         self.exit(2, f"ansforge: error: {where}{message} (see `{self.prog} --help`)\n")
 
 
