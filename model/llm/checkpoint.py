@@ -9,6 +9,12 @@ Three container formats are read through one interface, :class:`Checkpoint`:
 * safetensors, through the ``safetensors`` package (header validation, names, dtypes, shapes);
 * GGUF, through the ``gguf`` package's reader.
 
+A file is identified by its content, never by its name (:func:`identify`): text, an ``.ansf``
+container, a zip or pickle (PyTorch), or a file too short to be a checkpoint is refused with a line
+that says what it is and what was expected, before any reader takes it. A GGUF file's layout is
+checked against the file (every offset, the alignment, truncation) before the ``gguf`` reader maps it,
+and every shape against :func:`shape_problem`, the limit the container shares.
+
 No file is ever read whole: every tensor is a read-only ``numpy.memmap`` view of its byte range, so
 memory use is bounded by the tensors a caller holds at once, not by the file.
 
