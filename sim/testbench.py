@@ -8,8 +8,10 @@ writes (``cfg`` streams) first, then the commands, one at a time, each after the
 and, for a decoder, every command's status. Valid and ready gaps come from a 32-bit xorshift
 generator written in the testbench itself, so a seed gives the same stall pattern in every simulator.
 
-It prints ``PASS`` and finishes with status 0, or prints the first ``FAIL`` (output index, got,
-expected) and ends with ``$fatal`` (a non-zero status: 1 under Icarus, 134 under Verilator).
+It prints a ``progress:`` line every 10 % of the expected outputs (the count, the percentage and the
+clock cycle: a long run under Icarus is seen to advance), then ``PASS`` and finishes with status 0, or
+prints the first ``FAIL`` (output index, got, expected) and ends with ``$fatal`` (a non-zero status: 1
+under Icarus, 134 under Verilator).
 """
 
 from __future__ import annotations
@@ -190,6 +192,7 @@ module tb;
   localparam integer N_OUT = {len(expected)};
   localparam integer MAX_CYCLES = {max_cycles};
   localparam integer STALL = {threshold};  // gap when a random byte is below it (stall probability * 256)
+  localparam integer STEP = N_OUT >= 10 ? (N_OUT + 9) / 10 : 1;  // a progress line every 10 % of the outputs
 {chr(10).join(decls)}
   reg [{w_o - 1}:0] mem_expected [0:{max(len(expected), 1) - 1}];
   wire [{w_o - 1}:0] o_payload;
@@ -251,6 +254,8 @@ module tb;
         $fatal(1, "output mismatch");
       end
       n_out <= n_out + 1;
+      if (N_OUT >= 10 && (n_out + 1) % STEP == 0 && n_out + 1 < N_OUT)
+        $display("progress: %0d of %0d outputs (%0d%%), cycle %0d", n_out + 1, N_OUT, (n_out + 1) / STEP * 10, cycle);
     end
     o_ready <= !gap(rnd_o);
 {chr(10).join(drives)}{status_check}
@@ -279,6 +284,7 @@ tb.sv           the testbench: table writes first, then each command after the p
                 random valid/ready gaps (p = {stall_prob}, seed {seed}, xorshift32), every output compared
 
 Run: ./run_iverilog.sh  or  ./run_verilator.sh  (any IEEE 1800 simulator: tb.sv core.v, top tb).
-It prints PASS and exits 0, or prints the first FAIL and exits non-zero.
+It prints a progress line every 10 % of the outputs, then PASS and exits 0, or prints the first FAIL
+and exits non-zero.
 """)
     return written
