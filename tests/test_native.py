@@ -233,11 +233,27 @@ def simd(flag):
         nativeans.simd(int(old))
 
 
+def _cpu_simd_level() -> int:
+    """The SIMD level nativeans_simd.c's kernels may use on this CPU: 2 AVX-512 F/BW/DQ/VL, 1 AVX2 (with
+    BMI2 and FMA), 0 none (Linux: /proc/cpuinfo)."""
+    from pathlib import Path
+
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return 0
+    if not all(f in flags for f in ("avx2", "bmi2", "fma")):
+        return 0
+    return 2 if all(f in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512dq")) else 1
+
+
 def test_simd_path_is_chosen_where_the_cpu_has_it():
     with simd(1):
-        assert nativeans.simd(-1) == _cpu_has_avx512_path()
+        assert bool(nativeans.cpu_has_vbmi_kernel) == _cpu_has_avx512_path()
+        assert nativeans.simd_level(-1) == nativeans.cpu_simd_level == _cpu_simd_level()
+        assert nativeans.simd(-1) == (_cpu_has_avx512_path() or _cpu_simd_level() > 0)
     with simd(0):
-        assert nativeans.simd(-1) is False
+        assert nativeans.simd(-1) is False and nativeans.simd_level(-1) == 0
 
 
 @pytest.mark.parametrize("codec", ["tans8x16", "tans11x16", "tans5x16", "tans8x8", "tans5x8"])

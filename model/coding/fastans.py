@@ -307,6 +307,11 @@ def _rans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_ru
     N = spec.states
     cap = n * (int(p.nchunk.max()) + 1) + N * (spec.state_bits // W + 1) + 2
     cps = np.empty(((n - 1) // interval if interval and n else 0, 3 + N), dtype=np.uint64)
+    if _native() and p.native_ok and _is_r16(spec):
+        out = np.empty(cap, dtype=np.uint16)
+        status, nw, nc = nativeans.rans16_encode(symbols, extras, run_tab, run_end, p.freq, p.cum, p.nsym, p.kb,
+                                                 p.nchunk, p.chunk_b, N, interval, out, cps)
+        return out, cps, _native_status("rANS", status, nw), nc
     if _native() and p.native_ok and W in (8, 16, 32):
         out = np.empty(cap, dtype=word_dtype(W))
         status, nw, nc = nativeans.rans_encode(symbols, extras, run_tab, run_end, p.freq, p.cum, p.nsym, p.kb,
@@ -404,9 +409,61 @@ def _tans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, ou
     return int(h), int(cnt), int(buf), X
 
 
+def _is_r16(spec) -> bool:
+    """Whether ``spec`` is the interleaved rANS preset (``rans16xN``: S = 32, W = 16, P = 16, N > 1), which
+    the native ``rans16_*`` kernels code (AVX-512 across the 16 states of ``N = 16``)."""
+    r = spec.rans
+    return spec.states > 1 and (r.state_bits, r.word_bits, r.precision_bits) == (32, 16, 16)
+
+
+def _r16_ok(p: PreparedTables) -> bool:
+    return bool(p.native_ok and p.lut16.size == p.nsym.size << 16)
+
+
+def _r16_decode(spec, p: PreparedTables, wn, run_tab, run_end, starts, stops, out0, out_s, out_e,
+                join=None) -> list[tuple[int, tuple]]:
+    """Segments ``starts[i] = (pos, (h, states))`` .. ``stops[i]`` of a ``rans16xN`` stream in one native call
+    (side by side in the AVX-512 kernel): pairs into ``out_s`` (``uint8``) and ``out_e`` (``uint32``), or with
+    ``join`` (the values decoder's per-table arrays) values into ``out_s``, at ``pair - out0``. Returns each
+    segment's status (-1 success, >= 0 the pair where the words ran out, -2 an escape index outside its
+    group) and its state after the segment."""
+    N = spec.states
+    hs = np.asarray([h for _, (h, _) in starts], np.int64)
+    xs = np.asarray([x for _, (_, x) in starts], np.uint64).reshape(-1)
+    poss = np.asarray([pos for pos, _ in starts], np.int64)
+    stop = np.asarray(stops, np.int64)
+    statuses = np.empty(len(starts), np.int64)
+    if join is None:
+        nativeans.rans16_decode(wn, hs, xs, p.lut16, p.freq, p.cum, p.nsym, p.nchunk, p.chunk_b, run_tab, run_end,
+                                poss, stop, out0, out_s, out_e, 0, _NO_I64, _NO_I64, _NO_U32, _NO_U32, 0, 0, 0,
+                                statuses)
+    else:
+        z, n_esc, hi, esc, wbits, m, top = join
+        nativeans.rans16_decode(wn, hs, xs, p.lut16, p.freq, p.cum, p.nsym, p.nchunk, p.chunk_b, run_tab, run_end,
+                                poss, stop, out0, out_s, _NO_U32, 1, z, n_esc, hi, esc, wbits, m, top, statuses)
+    return [(int(statuses[i]), (int(hs[i]), pack_states(xs[i * N:(i + 1) * N].tolist()))) for i in range(len(starts))]
+
+
 def _rans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0):
     h, x = state
     wn = _native_words(spec, p, w)
+    if wn is not None and _is_r16(spec) and _r16_ok(p) and (out_s.dtype, out_e.dtype) in _NATIVE_OUT:
+        compact = out_s.dtype == np.uint8
+        if not compact and int(p.nsym.max()) <= 256:
+            # decode() asks for int64 pairs: the kernel writes compact ones, widened here
+            cs, ce = np.empty(out_s.size, np.uint8), np.empty(out_s.size, np.uint32)
+        elif compact:
+            cs, ce = out_s, out_e
+        else:
+            cs = None
+        if cs is not None:
+            [(status, st)] = _r16_decode(spec, p, wn, run_tab, run_end, [(pos, (h, x))], [stop], out0, cs, ce)
+            if status >= 0:
+                raise StreamError(f"rANS stream runs out of words at pair {status}")
+            if not compact:
+                out_s[:] = cs
+                out_e[:] = ce
+            return st
     if wn is not None and (out_s.dtype, out_e.dtype) in _NATIVE_OUT:
         xs = np.asarray(x if isinstance(x, tuple) else (x,), np.uint64)
         status, h = nativeans.rans_decode(wn, h, xs, p.freq, p.cum, p.nsym, p.lut16, p.nchunk, p.chunk_b, run_tab,
@@ -431,6 +488,8 @@ def _rans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, ou
 
 
 _NO_SHIFTS = np.zeros(0, np.uint8)
+_NO_I64 = np.zeros(0, np.int64)
+_NO_U32 = np.zeros(0, np.uint32)
 
 #: Output arrays the native decoders write: (symbols, additional data).
 _NATIVE_OUT = {(np.dtype(np.uint8), np.dtype(np.uint32)), (np.dtype(np.int64), np.dtype(np.uint64))}
@@ -601,13 +660,20 @@ def decode_segments(spec, words, tables: Sequence, runs: Sequence[Run], checkpoi
     out_e = np.empty(n, np.uint32 if small else np.uint64)
     bounds = [None, *checkpoints]
     stops = [c.pair for c in checkpoints] + [n]
+    wn = _native_words(spec, p, w) if spec.kind == "rans" and _is_r16(spec) and small and _r16_ok(p) else None
 
-    def one(b: int) -> None:
-        cp = bounds[b]
-        pos, state = _start(spec, w, cp, cp.pair if cp is not None else 0)
+    def some(bs: list[int]) -> None:
+        """rans16xN: segments ``bs`` in one native call (side by side in the AVX-512 kernel), each checked as
+        ``one`` checks it."""
+        starts = [_start(spec, w, bounds[b], bounds[b].pair if bounds[b] is not None else 0) for b in bs]
+        got = _r16_decode(spec, p, wn, run_tab, run_end, starts, [stops[b] for b in bs], 0, out_s, out_e)
+        for b, (pos, _), (status, state) in zip(bs, starts, got):
+            if status >= 0:
+                raise StreamError(f"rANS stream runs out of words at pair {status}")
+            _check_seam(b, pos, state)
+
+    def _check_seam(b: int, pos: int, state) -> None:
         stop = stops[b]
-        # Each segment writes its own slice of the shared output (disjoint: no lock needed).
-        state = _run_kernel(spec, p, w, run_tab, run_end, pos, stop, state, out_s[pos:stop], out_e[pos:stop], pos)
         if b + 1 < len(bounds):
             nxt = bounds[b + 1]
             got = _finish(spec, state, stop, n)
@@ -618,6 +684,24 @@ def decode_segments(spec, words, tables: Sequence, runs: Sequence[Run], checkpoi
             _finish(spec, state, stop, n)
 
     threads = default_threads() if threads is None else max(1, int(threads))
+    if wn is not None:
+        if threads == 1 or len(bounds) == 1:
+            some(list(range(len(bounds))))
+        else:
+            groups = [list(range(len(bounds)))[i::threads] for i in range(min(threads, len(bounds)))]
+            with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+                for f in [pool.submit(some, g) for g in groups]:
+                    f.result()
+        return out_s, out_e
+
+    def one(b: int) -> None:
+        cp = bounds[b]
+        pos, state = _start(spec, w, cp, cp.pair if cp is not None else 0)
+        stop = stops[b]
+        # Each segment writes its own slice of the shared output (disjoint: no lock needed).
+        state = _run_kernel(spec, p, w, run_tab, run_end, pos, stop, state, out_s[pos:stop], out_e[pos:stop], pos)
+        _check_seam(b, pos, state)
+
     if threads == 1 or len(bounds) == 1:
         for b in range(len(bounds)):
             one(b)
@@ -649,6 +733,8 @@ def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoint
     table outside the kernel's limits) or when the stream is corrupt: the caller then runs
     :func:`decode_segments`, which names the error as the golden decoder does.
     """
+    if _native() and spec.kind == "rans" and _is_r16(spec):
+        return _r16_values(spec, words, tables, runs, checkpoints, joins, fmt, threads)
     if not (_native() and spec.kind == "tans" and len(joins) == len(tables) and tables
             and fmt.extra_bits == fmt.mantissa_bits + 1 and np.dtype(fmt.bits_dtype).itemsize in (1, 2, 4)
             and _widest_field_ok(spec, tables)):
@@ -707,6 +793,66 @@ def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoint
             if b + 1 < len(bounds):
                 nxt = bounds[b + 1]
                 if (got.word, got.bit, got.state) != (nxt.word, nxt.bit, nxt.state):
+                    return False
+        return True
+
+    threads = default_threads() if threads is None else max(1, int(threads))
+    try:
+        if threads == 1 or len(bounds) == 1:
+            ok = some(list(range(len(bounds))))
+        else:
+            groups = [list(range(len(bounds)))[i::threads] for i in range(min(threads, len(bounds)))]
+            with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+                ok = all(pool.map(some, groups))
+    except StreamError:
+        return None
+    return out if ok else None
+
+
+def _r16_values(spec, words, tables, runs, checkpoints, joins, fmt, threads):
+    """:func:`decode_values` of a ``rans16xN`` stream (the native ``rans16_decode`` in its values mode)."""
+    if not (len(joins) == len(tables) and tables and fmt.extra_bits == fmt.mantissa_bits + 1
+            and np.dtype(fmt.bits_dtype).itemsize in (1, 2, 4)):
+        return None
+    n = check_runs(runs, len(tables))
+    w = _as_words(words)
+    p = PreparedTables(spec, tables)
+    wn = _native_words(spec, p, w)
+    if wn is None or not _r16_ok(p):
+        return None
+    m, wbits = fmt.mantissa_bits, fmt.extra_bits
+    width = p.freq.shape[1]
+    hi = np.full((len(tables), width), _ESC, np.uint32)
+    z = np.zeros(len(tables), np.int64)
+    escs = []
+    for t, (ct, exponents, zt) in enumerate(joins):
+        exps = np.asarray(exponents, dtype=np.int64)
+        codes = list(ct.direct_codes) + list(ct.escape_codes)
+        if (codes and max(codes) >= exps.size) or not 0 <= zt <= m or ct.extra_bits != wbits \
+                or (np.asarray(tables[t].extra_bits[:ct.n_direct]) != wbits - zt).any() or ct.n_direct > width \
+                or (exps.size and (int(exps.max()) >> (fmt.total_bits - 1 - m) or int(exps.min()) < 0)):
+            return None
+        hi[t, :ct.n_direct] = (exps[np.asarray(ct.direct_codes, np.int64)] << m).astype(np.uint32)
+        z[t] = zt
+        escs.append(exps[np.asarray(ct.escape_codes, np.int64)] << m if ct.escape_codes else np.zeros(0, np.int64))
+    esc = _pad(escs).astype(np.uint32) if escs else np.zeros((1, 1), np.uint32)
+    n_esc = np.asarray([e.size for e in escs], np.int64)
+    run_tab, run_end = _runs(runs)
+    out = np.empty(n, dtype=fmt.bits_dtype)
+    join = (z, n_esc, np.ascontiguousarray(hi), np.ascontiguousarray(esc), wbits, m, fmt.total_bits - 1)
+    bounds = [None, *checkpoints]
+    stops = [c.pair for c in checkpoints] + [n]
+
+    def some(bs: list[int]) -> bool:
+        starts = [_start(spec, w, bounds[b], bounds[b].pair if bounds[b] is not None else 0) for b in bs]
+        got = _r16_decode(spec, p, wn, run_tab, run_end, starts, [stops[b] for b in bs], 0, out, None, join)
+        for b, (status, state) in zip(bs, got):
+            if status != -1:
+                return False
+            end = _finish(spec, state, stops[b], n)
+            if b + 1 < len(bounds):
+                nxt = bounds[b + 1]
+                if (end.word, end.bit, end.state) != (nxt.word, nxt.bit, nxt.state):
                     return False
         return True
 

@@ -22,68 +22,20 @@
  * that comes from the data (states, symbols, words), so corrupt streams give a status, never an
  * out-of-bounds access. Portable C (C99 + GCC builtins); no -march flags: the wheel runs anywhere.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <string.h>
-#include <stdlib.h>
+#include "nativeans.h"
 #include <math.h>
-
-#if defined(__GNUC__)
-#define LIKELY(x) __builtin_expect(!!(x), 1)
-#define UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define INLINE static inline __attribute__((always_inline))
-#else
-#define LIKELY(x) (x)
-#define UNLIKELY(x) (x)
-#define INLINE static inline
-#endif
-
-#define MAXN 16
 
 /* ISA paths, chosen once at import (choose_isa) */
 static int use_pdep = 0, use_bmi2 = 0;
-/* the AVX-512 values kernel: the CPU has it, and it runs (`simd` switches it off for tests) */
+/* the AVX-512 (VBMI) values kernel: the CPU has it, and it runs (`simd` switches it off for tests) */
 static int have_simd = 0, use_simd = 0;
-
-/* ---------------------------------------------------------------------------------------------- */
-/* buffers */
-
-typedef struct {
-    Py_buffer view;
-    int held;
-} Buf;
-
-static int get_buf(PyObject *o, Buf *b, int writable, Py_ssize_t itemsize, const char *what) {
-    b->held = 0;
-    if (PyObject_GetBuffer(o, &b->view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return -1;
-    b->held = 1;
-    if (itemsize && b->view.itemsize != itemsize) {
-        PyErr_Format(PyExc_TypeError, "%s: item size %zd, expected %zd", what, b->view.itemsize, itemsize);
-        return -1;
-    }
-    return 0;
-}
-
-static void rel(Buf *b) {
-    if (b->held) PyBuffer_Release(&b->view);
-    b->held = 0;
-}
-
-#define NITEMS(b) ((b).view.itemsize ? (b).view.len / (b).view.itemsize : 0)
+/* the SIMD level the CPU has and the one in use (nativeans.h) */
+static int have_level = 0;
+HIDDEN int nas_level = 0;
 
 /* ---------------------------------------------------------------------------------------------- */
 /* bit string reads (little-endian bytes p[0 .. nbytes-1]) */
 
-INLINE uint64_t load64_le(const uint8_t *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
 
 /* bits [B, B + 56) (those past the end read as 0), B >= 0 */
 static uint64_t slow_window(const uint8_t *p, int64_t nbytes, int64_t B) {
@@ -101,7 +53,6 @@ INLINE uint64_t window(const uint8_t *p, int64_t nbytes, int64_t B) {
     return slow_window(p, nbytes, B);
 }
 
-INLINE uint64_t lowmask(unsigned n) { return n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1); }
 
 /* bits [lo, hi) as an integer, hi - lo <= 64 */
 static uint64_t bits_range(const uint8_t *p, int64_t nbytes, int64_t lo, int64_t hi) {
@@ -362,22 +313,6 @@ out:
 #define V_NEED(e) ((unsigned)((e) >> 24) & 0xffu)
 #define V_HI(e) ((uint32_t)((e) >> 32))
 
-typedef struct {
-    const uint8_t *p;
-    int64_t nbytes;
-    const uint64_t *tab;
-    int64_t L, ntab;
-    const int64_t *run_tab, *run_end;
-    const int64_t *z;       /* per table */
-    const int64_t *esc;     /* ntab * esc_w exponent fields */
-    const int64_t *n_esc;   /* per table */
-    int64_t esc_w;
-    unsigned w, m, top;
-    const uint64_t *A;      /* the fast path's tables (see FAST_BODY), or NULL */
-    int64_t D;
-    const uint64_t *esc_pad; /* ntab * pad_w: escape groups padded to a power of two, shifted, flagged */
-    int64_t pad_w;
-} ValDec;
 
 #define VAL_STEP(X, OUTIDX)                                                                           \
     do {                                                                                              \
@@ -541,10 +476,27 @@ static void choose_isa(void) {
     use_bmi2 = __builtin_cpu_supports("bmi2") != 0;
     use_pdep = use_bmi2 && !__builtin_cpu_is("znver1") && !__builtin_cpu_is("znver2");
     /* the AVX-512 values kernel (simd_val16, defined where HAVE_PDEP is) */
-    have_simd = use_simd = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
-                           __builtin_cpu_supports("avx512dq") && use_bmi2;
+    have_simd = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
+                __builtin_cpu_supports("avx512dq") && use_bmi2;
+    /* nativeans_simd.c's levels: AVX2 (with BMI2 and FMA), AVX-512 F/BW/DQ/VL (no VBMI needed) */
+    if (use_bmi2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        have_level = 1;
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+            have_level = 2;
+    }
 #endif
+    /* ANSFORGE_SIMD caps the level for a whole process (benchmarks, tests in a subprocess): 0 or
+     * "scalar", 1 or "avx2", 2 or "avx512"; unset, the CPU's best. `simd_level` does the same at run time. */
+    int cap = 2;
+    const char *env = getenv("ANSFORGE_SIMD");
+    if (env && *env) {
+        if (!strcmp(env, "0") || !strcmp(env, "scalar")) cap = 0;
+        else if (!strcmp(env, "1") || !strcmp(env, "avx2")) cap = 1;
+    }
+    nas_level = have_level < cap ? have_level : cap;
+    use_simd = have_simd && cap >= 2;
 }
 
 INLINE int64_t val_dec_core(const ValDec *d, int64_t *Bp, uint32_t *Xs, const int N, int64_t pos, int64_t stop,
@@ -652,6 +604,10 @@ static const val_dec_fn VAL_DEC[MAXN + 1][3] = {{0, 0, 0}, VFN(1), VFN(2), VFN(3
                                                 VFN(8), VFN(9), VFN(10), VFN(11), VFN(12), VFN(13), VFN(14),
                                                 VFN(15), VFN(16)};
 
+HIDDEN int64_t nas_val_dec16(int N, const ValDec *d, int64_t *Bp, uint32_t *Xs, int64_t pos, int64_t stop, void *out) {
+    return VAL_DEC[N][1](d, Bp, Xs, pos, stop, out);
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* The AVX-512 values decoder: N = 16 states, 16-bit values (bf16, fp16).
  *
@@ -672,47 +628,12 @@ static const val_dec_fn VAL_DEC[MAXN + 1][3] = {{0, 0, 0}, VFN(1), VFN(2), VFN(3
  * direct symbol's exponent field in 11..18 (one shift puts it in place: m <= 11), bit 19 the escape
  * flag, base in 20..31 (L <= 4096): each field is one or two instructions away. */
 
-#define SV_MAXNEED 25
-#define SV_SAFE_LO 512 /* B >= this: the window's first byte (B / 8 - 60) is a byte of the words */
-#define SV_KMAX 8      /* segments side by side at most */
-
-typedef struct {
-    int64_t B, pos, stop, status;
-    uint32_t X[MAXN];
-    int done;
-} SChain;
 
 #ifdef HAVE_PDEP
 #define HAVE_SIMD 1
 #define SIMD_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512dq,bmi2")))
 
-typedef struct {
-    const uint32_t *tab32; /* ntab * L entries as above */
-    const uint32_t *esc32; /* ntab * esc_w: exponent field << m */
-} SimdTab;
 
-/* Runs chains ch[0 .. K-1] of the values decoder (N = 16, 16-bit values) to their stops. */
-/* One chain's place in the runs, the same for both vector widths: the run it is in, where that
- * run's vector zone ends (fend: the run's end or the chain's stop; -1 before the first visit), and
- * the run's value table, escape table and row shift z. */
-typedef struct {
-    int64_t r, fend, n_esc;
-    const uint32_t *tab, *esc;
-    unsigned z;
-} SRun;
-
-/* Enters the run holding the chain's next pair; 0 (and the chain marked done) at its stop. */
-INLINE int srun_enter(const ValDec *d, const SimdTab *st, SChain *h, SRun *u) {
-    if (h->pos >= h->stop) { h->done = 1; return 0; }
-    while (d->run_end[u->r] <= h->pos) u->r++;
-    int64_t t = d->run_tab[u->r];
-    u->fend = d->run_end[u->r] < h->stop ? d->run_end[u->r] : h->stop;
-    u->tab = st->tab32 + t * d->L;
-    u->esc = st->esc32 + t * d->esc_w;
-    u->n_esc = d->n_esc[t];
-    u->z = (unsigned)d->z[t];
-    return 1;
-}
 
 SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
     enum { KMAX = SV_KMAX };
@@ -1003,7 +924,8 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
         }
 #ifdef HAVE_SIMD
         SimdTab sv = {NULL, NULL};
-        if (simd_ok && use_simd) {
+        int use_avx2 = simd_ok && !use_simd && N == 16 && nas_level >= 1;
+        if (simd_ok && (use_simd || use_avx2)) {
             /* the AVX-512 kernel's entries (see simd_val16), then the escape exponents as 32-bit fields */
             simd_tab = (uint32_t *)malloc((size_t)(ntab * L + ntab * esc_w + 1) * sizeof(uint32_t));
             if (!simd_tab) { free(ch); PyErr_NoMemory(); goto out; }
@@ -1026,8 +948,8 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
              * segments, Xeon SPR: 6 side by side ~1.3 G values/s, 4 ~1.0, 2 ~0.8) */
             int64_t groups = (S + SV_KMAX - 1) / SV_KMAX, per = (S + groups - 1) / groups;
             for (int64_t s = 0; s < S; s += per)
-                (N == 16 ? simd_val16 : simd_val8)(&d, &sv, ch + s, S - s < per ? (int)(S - s) : (int)per,
-                                                   (uint16_t *)out.view.buf);
+                (use_avx2 ? nas_avx2_val16 : N == 16 ? simd_val16 : simd_val8)(
+                    &d, &sv, ch + s, S - s < per ? (int)(S - s) : (int)per, (uint16_t *)out.view.buf);
         }
         else
 #endif
@@ -1055,13 +977,29 @@ out:
     return res;
 }
 
-/* simd(flag) -> whether the AVX-512 values kernel runs: flag -1 asks, 0 forces the scalar kernels, 1 the
- * AVX-512 one where the CPU has it (the default); tests compare the two. */
+/* simd(flag) -> whether a SIMD kernel runs: flag -1 asks, 0 forces the scalar kernels, 1 the best the CPU
+ * has (the default); tests compare the two. */
 static PyObject *py_simd(PyObject *self, PyObject *args) {
     int flag;
     if (!PyArg_ParseTuple(args, "i", &flag)) return NULL;
-    if (flag >= 0) use_simd = flag && have_simd;
-    return PyBool_FromLong(use_simd);
+    if (flag >= 0) {
+        use_simd = flag && have_simd;
+        nas_level = flag ? have_level : 0;
+    }
+    return PyBool_FromLong(use_simd || nas_level > 0);
+}
+
+/* simd_level(level) -> the level in use after the call: -1 asks; 0 scalar, 1 at most AVX2, 2 at most
+ * AVX-512 (each capped at what the CPU has). The AVX-512 tANS values kernel (VBMI) runs at level 2 only;
+ * at level 1 the AVX2 one does, so tests and benchmarks can run each path on an AVX-512 machine. */
+static PyObject *py_simd_level(PyObject *self, PyObject *args) {
+    int level;
+    if (!PyArg_ParseTuple(args, "i", &level)) return NULL;
+    if (level >= 0) {
+        nas_level = level < have_level ? level : have_level;
+        use_simd = have_simd && level >= 2;
+    }
+    return PyLong_FromLong(nas_level);
 }
 
 /* tans_state_at(words, W, h0, B) -> (h, cnt, buf): the golden decoder's (h, cnt, buf) at bit position
@@ -2213,7 +2151,10 @@ static PyMethodDef methods[] = {
     {"stationary", py_stationary, METH_VARARGS, "the tANS encoder's stationary state distribution (power iteration)"},
     {"tans_decode", py_tans_decode, METH_VARARGS, "tANS decode of N interleaved states into (symbol, extra) arrays"},
     {"tans_decode_values", py_tans_decode_values, METH_VARARGS, "tANS decode straight into value bit patterns"},
-    {"simd", py_simd, METH_VARARGS, "asks or sets whether the AVX-512 values kernel runs (-1, 0, 1)"},
+    {"simd", py_simd, METH_VARARGS, "asks or sets whether the SIMD kernels run (-1, 0, 1)"},
+    {"simd_level", py_simd_level, METH_VARARGS, "asks (-1) or caps the SIMD level: 0 scalar, 1 AVX2, 2 AVX-512"},
+    {"rans16_decode", nas_py_rans16_decode, METH_VARARGS, "rANS decode of rans16xN streams, segments side by side"},
+    {"rans16_encode", nas_py_rans16_encode, METH_VARARGS, "rANS encode of rans16xN streams (SIMD across the states)"},
     {"tans_state_at", py_tans_state_at, METH_VARARGS, "the golden decoder's (h, cnt, buf) at a bit position"},
     {"tans_encode", py_tans_encode, METH_VARARGS, "tANS encode of N interleaved states"},
     {"rans_decode", py_rans_decode, METH_VARARGS, "rANS decode of N interleaved states"},
@@ -2232,7 +2173,9 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "nativeans",
 PyMODINIT_FUNC PyInit_nativeans(void) {
     choose_isa();
     PyObject *mod = PyModule_Create(&moddef);
-    if (mod && PyModule_AddIntConstant(mod, "uses_pdep", use_pdep) < 0) {
+    if (mod && (PyModule_AddIntConstant(mod, "uses_pdep", use_pdep) < 0 ||
+                PyModule_AddIntConstant(mod, "cpu_simd_level", have_level) < 0 ||
+                PyModule_AddIntConstant(mod, "cpu_has_vbmi_kernel", have_simd) < 0)) {
         Py_DECREF(mod);
         return NULL;
     }

@@ -1,0 +1,247 @@
+"""The SIMD paths of the native kernels (model/coding/nativeans_simd.c) against the scalar kernels and the
+golden coders, each path forced with ``nativeans.simd_level``: the rANS coders of the interleaved preset
+(``rans16xN``; AVX-512 across the 16 states of ``N = 16``) and the AVX2 values decoder of ``tans8x16``
+and its relatives. Same words, checkpoints, pairs, values and errors, on random tables and data: several
+tables and runs, escape symbols, odd lengths, checkpoints that do and do not fall on a block of 16,
+checkpoint (range) decodes and corrupt streams. A path the CPU lacks runs as the best one below it
+(``simd_level`` caps at the CPU's), so every test runs everywhere; CI's CPU has AVX-512."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+
+from ansforge.model.coding import fastans, nativeans
+from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.stream import Run, StreamError
+from ansforge.model.dtypes.pairs import PAIR_FORMATS
+
+LEVELS = (0, 1, 2)
+
+
+@contextlib.contextmanager
+def level(lv):
+    old = nativeans.simd_level(-1)
+    nativeans.simd_level(lv)
+    try:
+        yield
+    finally:
+        nativeans.simd_level(old)
+
+
+def _stream(spec, rng, sizes, fmt="bf16", n_codes_max=60):
+    """Tensors of skewed random exponent distributions (escape symbols where a code is rare) as one stream."""
+    f = PAIR_FORMATS[fmt]
+    tables, syms, exs, runs, cts, exps = [], [], [], [], [], []
+    for i, n in enumerate(sizes):
+        n_codes = int(rng.integers(1, min(n_codes_max, 1 << f.exponent_bits) + 1))
+        p = rng.dirichlet(np.full(n_codes, 0.3))
+        codes = rng.choice(n_codes, size=n, p=p).astype(np.uint16)
+        counts = np.bincount(codes, minlength=n_codes).astype(np.int64)
+        extra = rng.integers(0, 1 << f.extra_bits, n, dtype=np.uint64)
+        ct, t = spec.tables(counts, f.extra_bits)
+        s, e = ct.to_symbols(codes, extra)
+        tables.append(t), syms.append(s), exs.append(e), runs.append(Run(i, s.size)), cts.append(ct)
+        exps.append(np.sort(rng.choice(1 << f.exponent_bits, size=n_codes, replace=False)))
+    return tables, np.concatenate(syms), np.concatenate(exs), runs, cts, exps
+
+
+def test_levels_are_capped_at_the_cpu():
+    cpu = nativeans.cpu_simd_level
+    assert cpu in LEVELS
+    for lv in LEVELS:
+        with level(lv):
+            assert nativeans.simd_level(-1) == min(lv, cpu)
+            assert nativeans.simd(-1) == (min(lv, cpu) > 0 or (lv >= 2 and bool(nativeans.cpu_has_vbmi_kernel)))
+    with level(2):
+        nativeans.simd(0)
+        assert nativeans.simd_level(-1) == 0 and nativeans.simd(-1) is False
+
+
+def _sizes(rng):
+    # a long run (the vector path), a short one (scalar), an odd one, an empty one, another long one
+    return [int(rng.integers(5000, 9000)), int(rng.integers(1, 40)), int(rng.integers(1025, 3000)) | 1, 0,
+            int(rng.integers(2000, 6000))]
+
+
+@pytest.mark.parametrize("codec", ["rans16x16", "rans16x5", "rans16x2"])
+@pytest.mark.parametrize("fmt", ["bf16", "fp16", "fp32"])
+def test_rans16_encode_every_level_equals_golden(codec, fmt):
+    """Words and checkpoints of the native encoder at every level are the golden coder's (uint8/uint32
+    pairs, what compress passes, and int64/uint64 ones), checkpoint intervals on and off a block of 16."""
+    spec = parse_codec(codec)
+    rng = np.random.default_rng(len(codec) * 7 + PAIR_FORMATS[fmt].total_bits)
+    tables, s, e, runs, _, _ = _stream(spec, rng, _sizes(rng), fmt)
+    for interval in (0, 1024, 1000, 37):
+        g = spec.coder().encode(tables, runs, s, e, interval)
+        for lv in LEVELS:
+            with level(lv):
+                for ss, ee in ((s, e), (s.astype(np.uint8), e.astype(np.uint32))):
+                    f = fastans.encode(spec, tables, runs, ss, ee, interval)
+                    assert f.words.dtype == g.words.dtype and np.array_equal(f.words, g.words), (lv, interval)
+                    assert f.checkpoints == g.checkpoints, (lv, interval)
+
+
+@pytest.mark.parametrize("codec", ["rans16x16", "rans16x7"])
+@pytest.mark.parametrize("fmt", ["bf16", "fp16", "fp32"])
+def test_rans16_decode_every_level_equals_golden(codec, fmt):
+    """Pairs (whole stream, segments side by side on 1 and 2 threads, checkpoint and range decodes) and
+    values at every level are the golden decoder's."""
+    spec = parse_codec(codec)
+    f = PAIR_FORMATS[fmt]
+    rng = np.random.default_rng(len(codec) * 11 + f.total_bits)
+    tables, s, e, runs, cts, exps = _stream(spec, rng, _sizes(rng), fmt)
+    joins = [(ct, ex, 0) for ct, ex in zip(cts, exps)]
+    want_v = np.concatenate([fastans.join_values(ct, ex, f, s[a:a + r.count], e[a:a + r.count])
+                             for ct, ex, r, a in zip(cts, exps, runs, np.cumsum([0] + [r.count for r in runs]))])
+    for interval in (0, 2048, 1000, 333):
+        g = spec.coder().encode(tables, runs, s, e, interval)
+        for lv in LEVELS:
+            with level(lv):
+                for threads in (1, 2):
+                    ss, ee = fastans.decode_segments(spec, g.words, tables, runs, g.checkpoints, threads, compact=True)
+                    assert np.array_equal(ss, s) and np.array_equal(ee, e), (lv, interval, threads)
+                    v = fastans.decode_values(spec, g.words, tables, runs, g.checkpoints, joins, f, threads)
+                    assert v is not None and np.array_equal(v, want_v), (lv, interval, threads)
+                fs, fe, fc = fastans.decode(spec, g.words, tables, runs)
+                assert np.array_equal(fs, s) and np.array_equal(fe, e)
+                assert fc == spec.coder().decode(g.words, tables, runs)[2]
+                for cp in g.checkpoints[:3]:
+                    start = cp.pair + int(rng.integers(0, 40))
+                    count = int(rng.integers(0, s.size - start + 1))
+                    r_g = spec.coder().decode(g.words, tables, runs, start, count, cp)
+                    r_f = fastans.decode(spec, g.words, tables, runs, start, count, cp)
+                    assert np.array_equal(r_f[0], r_g[0]) and np.array_equal(r_f[1], r_g[1]) and r_f[2] == r_g[2]
+
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except StreamError as exc:
+        return ("err", str(exc))
+
+
+@pytest.mark.parametrize("codec", ["rans16x16"])
+def test_rans16_corrupt_streams_give_the_same_result_at_every_level(codec):
+    """Flipped bits, cut streams and wrong checkpoints: every level returns the same pairs and values or
+    raises the same error (never a crash)."""
+    spec = parse_codec(codec)
+    f = PAIR_FORMATS["bf16"]
+    rng = np.random.default_rng(43)
+    tables, s, e, runs, cts, exps = _stream(spec, rng, [6000, 3000])
+    joins = [(ct, ex, 0) for ct, ex in zip(cts, exps)]
+    g = spec.coder().encode(tables, runs, s, e, 2048)
+    for k in range(24):
+        bad = g.words.copy()
+        if k % 4 == 3:
+            bad = bad[int(rng.integers(1, 40)):]
+        else:
+            for _ in range(1 + k % 3):
+                bad[int(rng.integers(0, bad.size))] ^= np.uint16(1 << int(rng.integers(0, 16)))
+        res = []
+        for lv in LEVELS:
+            with level(lv):
+                pairs = _outcome(lambda: fastans.decode_segments(spec, bad, tables, runs, g.checkpoints, 1,
+                                                                 compact=True))
+                vals = fastans.decode_values(spec, bad, tables, runs, g.checkpoints, joins, f, 1)
+                res.append((pairs, vals))
+        for other in res[1:]:
+            (pa, va), (pb, vb) = res[0], other
+            assert pa[0] == pb[0]
+            if pa[0] == "ok":
+                assert all(np.array_equal(x, y) for x, y in zip(pa[1], pb[1]))
+            else:
+                assert pa[1] == pb[1]
+            assert (va is None and vb is None) or (va is not None and vb is not None and np.array_equal(va, vb))
+
+
+def test_rans16_kernel_arguments_are_checked():
+    w = np.zeros(8, np.uint16)
+    lut = np.zeros(1 << 16, np.uint16)
+    one = np.ones(1, np.int64)
+    f = np.asarray([1 << 16], np.int64)
+    z = np.zeros(1, np.int64)
+    rt, re = np.zeros(2, np.int64), np.asarray([5, 2 ** 62], np.int64)
+    st = np.full(16, 1 << 16, np.uint64)
+    nul64, nul32 = np.zeros(0, np.int64), np.zeros(0, np.uint32)
+    with pytest.raises(ValueError):  # output smaller than the pairs asked for
+        nativeans.rans16_decode(w, np.asarray([8]), st, lut, f, z, one, z, np.ones((1, 1), np.int64), rt, re,
+                                np.zeros(1, np.int64), np.asarray([5]), 0, np.zeros(2, np.uint8), np.zeros(2, np.uint32),
+                                0, nul64, nul64, nul32, nul32, 0, 0, 0, np.zeros(1, np.int64))
+    with pytest.raises(ValueError):  # a frequency past 2^16
+        nativeans.rans16_decode(w, np.asarray([8]), st, lut, f + 1, z, one, z, np.ones((1, 1), np.int64), rt, re,
+                                np.zeros(1, np.int64), np.asarray([5]), 0, np.zeros(5, np.uint8), np.zeros(5, np.uint32),
+                                0, nul64, nul64, nul32, nul32, 0, 0, 0, np.zeros(1, np.int64))
+    with pytest.raises(ValueError):  # N = 1 is not this preset
+        nativeans.rans16_encode(np.zeros(5, np.uint8), np.zeros(5, np.uint32), rt, re, f, z, one, z, z,
+                                np.ones((1, 1), np.int64), 1, 0, np.zeros(64, np.uint16), np.zeros((0, 4), np.uint64))
+
+
+def test_rans16_bad_pairs_are_the_golden_errors():
+    spec = parse_codec("rans16x16")
+    rng = np.random.default_rng(9)
+    tables, s, e, runs, _, _ = _stream(spec, rng, [4000])
+    for edit, i in (("extra", 1500), ("symbol", 2001), ("extra", 7)):
+        s2, e2 = s.astype(np.uint8), e.astype(np.uint32)
+        if edit == "extra":
+            e2[i] = 1 << 20
+        else:
+            s2[i] = 250
+        with pytest.raises(Exception) as g:
+            spec.coder().encode(tables, runs, s2.astype(np.int64), e2.astype(np.uint64))
+        for lv in LEVELS:
+            with level(lv), pytest.raises(type(g.value), match=str(g.value).split(":")[0]):
+                fastans.encode(spec, tables, runs, s2, e2)
+
+
+@pytest.mark.parametrize("codec", ["tans8x16", "tans11x16", "tans5x16"])
+@pytest.mark.parametrize("fmt", ["bf16", "fp16"])
+def test_tans_values_decoder_every_level_equals_the_scalar_one(codec, fmt):
+    """The AVX2 values kernel (level 1; N = 16, 16-bit values), the AVX-512 one (level 2, where the CPU
+    has VBMI; else AVX2 again) and the scalar one give the same values, and the same None for corrupt
+    streams, with row shifts."""
+    spec = parse_codec(codec)
+    f = PAIR_FORMATS[fmt]
+    rng = np.random.default_rng(len(codec) * 17 + f.total_bits)
+    tables, s, e, runs, cts, exps = _stream(spec, rng, _sizes(rng), fmt)
+    joins = [(ct, ex, 0) for ct, ex in zip(cts, exps)]
+    for interval in (300, 1024, 10 ** 6):
+        g = spec.coder().encode(tables, runs, s, e, interval)
+        res = []
+        for lv in LEVELS:
+            with level(lv):
+                res.append([fastans.decode_values(spec, g.words, tables, runs, g.checkpoints, joins, f, th)
+                            for th in (1, 3)])
+        assert res[0][0] is not None
+        assert all(np.array_equal(r, res[0][0]) for rr in res for r in rr)
+    for k in range(16):
+        bad = g.words.copy()
+        bad[int(rng.integers(0, bad.size))] ^= np.asarray(1 << int(rng.integers(0, 16)), bad.dtype)
+        got = []
+        for lv in LEVELS:
+            with level(lv):
+                got.append(fastans.decode_values(spec, bad, tables, runs, g.checkpoints, joins, f, 1))
+        assert all((a is None and got[0] is None) or (a is not None and got[0] is not None and np.array_equal(a, got[0]))
+                   for a in got)
+
+
+def test_tans_avx2_row_shifts():
+    spec = parse_codec("tans8x16")
+    f = PAIR_FORMATS["bf16"]
+    rng = np.random.default_rng(12)
+    n, z = 20000, 3
+    codes = rng.choice(6, size=n, p=[.5, .2, .1, .1, .05, .05]).astype(np.uint16)
+    counts = np.bincount(codes, minlength=6).astype(np.int64)
+    extra = rng.integers(0, 1 << (f.extra_bits - z), n, dtype=np.uint64)
+    ct, t = spec.tables(counts, f.extra_bits - z)
+    s, e = ct.to_symbols(codes, extra)
+    g = spec.coder().encode([t], [Run(0, n)], s, e, 1500)
+    full_ct, _ = spec.tables(counts, f.extra_bits)
+    exps = np.arange(6) + 100
+    want = fastans.join_values(full_ct, exps, f, s, e << np.uint64(z))
+    for lv in LEVELS:
+        with level(lv):
+            got = fastans.decode_values(spec, g.words, [t], [Run(0, n)], g.checkpoints, [(full_ct, exps, z)], f, 1)
+        assert np.array_equal(got, want), lv
