@@ -4,6 +4,10 @@ against up to ``sets`` table sets per matrix, with and without the folded mantis
 Every row is a real golden stream of ``codec``: encoded, decoded again and compared bit-exactly with
 the matrices, every table, select and header charged (:class:`~ansforge.model.coding.context.ContextCost`).
 The reference line is the paper's per-matrix ideal (Table 1's "Ideal", no table charged at all).
+
+On a terminal (:mod:`ansforge.model.progress`) the matrices read show as a bar of weights, each coding
+run (encode, decode, compare) as a line with its elapsed time, and :func:`context_floor` as a bar of
+the weights measured; off a terminal nothing is printed.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..model import progress
 from ..model.llm.checkpoint import open_checkpoint, select_tensors
 from ..model.coding.codecs import parse_codec
 from ..model.coding.context import ContextCost, cluster_sets, decode_context, encode_context, group_counts
@@ -81,22 +86,28 @@ def context_report(path: str | Path, codec: str = "rans16", *, pairs: str = "bf1
     ck = open_checkpoint(path)
     mats = []
     ideal = 0.0
-    for info in select_tensors(ck, include, exclude):
-        rec = ck.tensor(info.name)
-        bits, _ = convert(rec.array, rec.dtype, pairs)
-        bits = bits.reshape(rec.shape)
-        if bits.ndim != 2:
-            continue
-        mats.append((info.name, bits))
-        p = fmt.split(bits)
-        ideal += ideal_bits(p.counts()) + p.extra_bits_total()
+    infos = select_tensors(ck, include, exclude)
+    with progress.bar(sum(i.size for i in infos), "context: reading the matrices", unit="w") as advance:
+        for info in infos:
+            rec = ck.tensor(info.name)
+            bits, _ = convert(rec.array, rec.dtype, pairs)
+            bits = bits.reshape(rec.shape)
+            advance(info.size)
+            if bits.ndim != 2:
+                continue
+            mats.append((info.name, bits))
+            p = fmt.split(bits)
+            ideal += ideal_bits(p.counts()) + p.extra_bits_total()
     report = ContextReport(Path(path).name, spec.label(), sum(b.size for _, b in mats), ideal)
     runs = [("one table per matrix (paper)", dict(single=True))]
     runs += [(f"context tables, sets <= {max_sets}" + (f", +{f} mantissa bit in code" if f else ""),
               dict(fold=f, max_sets=max_sets)) for f in folds]
-    for label, kw in runs:
-        coded = encode_context(spec, mats, fmt, **kw)
-        back = decode_context(coded)
+    for k, (label, kw) in enumerate(runs):
+        with progress.activity(f"context {k + 1}/{len(runs)}: {label}", report=True) as note:
+            note(f"encoding {report.weights:,} weights")
+            coded = encode_context(spec, mats, fmt, **kw)
+            note("decoding")
+            back = decode_context(coded)
         for (name, m), b in zip(mats, back):
             if not np.array_equal(m, b):
                 raise AnsforgeError(f"context-table stream of {name!r} did not decode bit-exactly")
@@ -251,41 +262,52 @@ def context_floor(path: str | Path, *, pairs: str = "bf16", sets: int = 16, fold
         raise ConfigError(f"sets must be between 1 and 16, not {sets!r}")
     if not families or any(f not in FLOOR_FAMILIES for f in families):
         raise ConfigError(f"families must be among {', '.join(FLOOR_FAMILIES)}, not {families!r}")
-    fmt = PAIR_FORMATS[pairs]
-    E, M = fmt.exponent_bits, fmt.mantissa_bits
+    M = PAIR_FORMATS[pairs].mantissa_bits
     folds = tuple(folds)
     if any(isinstance(f, bool) or not 0 <= int(f) <= M for f in folds):
         raise ConfigError(f"folds must be between 0 and {M} mantissa bits, not {folds!r}")
     ck = open_checkpoint(path)
     totals: dict[tuple, float] = {}
     weights = 0
-    for info in select_tensors(ck, include, exclude):
-        rec = ck.tensor(info.name)
-        bits, _ = convert(rec.array, rec.dtype, pairs)
-        bits = np.asarray(bits).reshape(rec.shape)
-        if bits.ndim != 2:
-            continue
-        weights += bits.size
-        b = bits.astype(np.int64)
-        for fold in folds:
-            for sign in (False, True):
-                field_ = b >> (M - fold)
-                if not sign:
-                    field_ &= (1 << (E + fold)) - 1
-                raw = (M - fold) + (0 if sign else 1)
-                values, dense = np.unique(field_, return_inverse=True)
-                dense = dense.reshape(b.shape)
-                labels: dict = {}
-                for family in families:
-                    ctx = _family_contexts(dense, values.size, family, sets, labels)
-                    k2 = (family, fold, sign)
-                    floor = conditional_entropy_bits(dense, ctx, values.size) + raw * b.size
-                    adaptive = adaptive_bits(dense, ctx, values.size) + raw * b.size + _select_bits(family, b.shape, sets)
-                    f0, a0, s0 = totals.get(k2, (0.0, 0.0, 0))
-                    totals[k2] = (f0 + floor, a0 + adaptive, max(s0, int(values.size)))
+    infos = select_tensors(ck, include, exclude)
+    with progress.bar(sum(i.size for i in infos) * len(folds) * 2, "context floor", unit="w") as advance:
+        for info in infos:
+            weights += _floor_of(ck, info, pairs, folds, families, sets, totals, advance)
     if not weights:
         raise AnsforgeError(f"{path}: no 2-D matrix selected for the context floor")
     rows = [FloorRow(f, fold, sign, 1 if f == "matrix" else sets, fl, ad, sy)
             for (f, fold, sign), (fl, ad, sy) in totals.items()]
     rows.sort(key=lambda r: (FLOOR_FAMILIES.index(r.family), r.sign, r.fold))
     return ContextFloor(Path(path).name, pairs, sets, weights, rows)
+
+
+def _floor_of(ck, info, pairs: str, folds, families, sets: int, totals: dict, advance) -> int:
+    """Add one matrix's floor and adaptive bits to ``totals`` (:func:`context_floor`); its weights, 0 if
+    it is not 2-D. ``advance`` counts its weights once per fold and sign."""
+    fmt = PAIR_FORMATS[pairs]
+    E, M = fmt.exponent_bits, fmt.mantissa_bits
+    rec = ck.tensor(info.name)
+    bits, _ = convert(rec.array, rec.dtype, pairs)
+    bits = np.asarray(bits).reshape(rec.shape)
+    if bits.ndim != 2:
+        advance(info.size * len(folds) * 2)
+        return 0
+    b = bits.astype(np.int64)
+    for fold in folds:
+        for sign in (False, True):
+            field_ = b >> (M - fold)
+            if not sign:
+                field_ &= (1 << (E + fold)) - 1
+            raw = (M - fold) + (0 if sign else 1)
+            values, dense = np.unique(field_, return_inverse=True)
+            dense = dense.reshape(b.shape)
+            labels: dict = {}
+            for family in families:
+                ctx = _family_contexts(dense, values.size, family, sets, labels)
+                k2 = (family, fold, sign)
+                floor = conditional_entropy_bits(dense, ctx, values.size) + raw * b.size
+                adaptive = adaptive_bits(dense, ctx, values.size) + raw * b.size + _select_bits(family, b.shape, sets)
+                f0, a0, s0 = totals.get(k2, (0.0, 0.0, 0))
+                totals[k2] = (f0 + floor, a0 + adaptive, max(s0, int(values.size)))
+            advance(b.size)
+    return int(b.size)

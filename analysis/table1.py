@@ -605,10 +605,8 @@ def context_task(path: str, names: Sequence[str], pairs: str, codec: str, slot: 
 def _naming_the_input(exc: AnsforgeError, container: Path, path: str) -> AnsforgeError:
     """``exc`` from the Context row's temporary ``container``, said of the user's checkpoint ``path``: the
     temporary file the user never named leaves the message, which starts with ``path``."""
-    text = str(exc)
-    for temp in (f"{container}: ", str(container), f"{container.parent}/", container.name):
-        text = text.replace(temp, "")
-    text = text.strip() or type(exc).__name__
+    text = re.sub(re.escape(str(container.parent)) + r"[^\s:'\"]*:?\s*", "", str(exc))  # context.ansf(.partial)
+    text = re.sub(re.escape(container.name) + r"[^\s:'\"]*:?\s*", "", text).strip() or type(exc).__name__
     if not text.startswith(path):
         text = f"{path}: {text}"
     try:
