@@ -31,9 +31,10 @@ N     decoder                             encoder
 2     274 (182 + 23 RAM256X1S), 8 levels, 247 (191 + 8 RAM256X1S + 24
       143.3 MHz (143.3 / 143.7 / 143.1)   RAM64X1S), 6 levels, 170.9 MHz
                                           (171.8 / 170.9 / 159.8)
-4     278, 8 levels, 169.1 MHz            248, 6 levels, see below
-      (162.7 / 176.0 / 169.1)
-8     279, 8 levels, see below            246, 6 levels, see below
+4     278, 8 levels, 169.1 MHz            248, 6 levels, 170.8 MHz
+      (162.7 / 176.0 / 169.1)             (174.0 / 170.8 / 168.1)
+8     279, 8 levels, 162.5 MHz            246, 6 levels, 173.3 MHz
+      (162.5 / 159.1 / 166.6)             (173.3 / 164.6 / 176.2)
 16    281 (189 + 23 RAM256X1S, 272 FFs),  246 (190 + 32 LUT-RAM, 260 FFs),
       8 levels, 164.3 MHz                 6 levels, 166.0 MHz
       (160.4 / 164.3 / 165.1)             (164.0 / 173.5 / 166.0)
