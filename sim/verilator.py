@@ -5,7 +5,10 @@ component's signature (port names, payload widths), so nothing is written by han
 harness plays the same game as :class:`~.amaranth_sim.AmaranthEngine`: configuration writes, then
 the commands back to back (``done`` is counted, one clock per command), input words/pairs with random valid gaps, outputs with
 random ready gaps, and a cycle bound. Builds are cached under ``$ANSFORGE_CACHE`` (default
-``~/.cache/ansforge``) by a hash of the Verilog and the harness.
+``~/.cache/ansforge``) by a hash of the Verilog and the harness: a core with the same Verilog is compiled
+once, whichever command built it (the simulations build theirs with :func:`~.jobs.simulation_core`,
+whose Verilog depends on neither the checkpoint nor its tables). On a terminal a compile shows its
+elapsed time and leaves a line with its duration; a build found in the cache says so in one line.
 
 Payloads cross as raw little-endian ``uint64`` files, ``ceil(width / 64)`` words per payload.
 """
@@ -205,7 +208,9 @@ class VerilatorEngine:
         digest = hashlib.sha256((v + cpp).encode()).hexdigest()[:20]
         d = self.cache / digest
         exe = d / "obj_dir" / "Vtop"
-        if not exe.exists():
+        if exe.exists():
+            progress.step(f"verilator: {type(core).__name__} as built before (cache {d})")
+        else:
             self._compile(core, d, v, cpp)
         # the core is kept alive with its binary: an id may not be reused by a later, different core
         self._built[key] = (core, exe)
@@ -225,7 +230,8 @@ class VerilatorEngine:
                    # Amaranth gives a one-entry memory (a depth-2 buffered FIFO) a zero-width address: [-1:0]
                    "-Wno-LITENDIAN", "-O3", "--x-assign", "fast",
                    "--x-initial", "fast", "--noassert", "-j", str(self.jobs), "-CFLAGS", "-O2"]
-            with progress.activity(f"verilator: compiling {type(core).__name__} (once; cached in {self.cache})"):
+            with progress.activity(f"verilator: compiling {type(core).__name__} (once; cached in {self.cache})",
+                                   report=True):
                 r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
             if r.returncode:
                 raise RuntimeError(f"verilator build of {type(core).__name__} failed:\n{r.stderr[-4000:]}")

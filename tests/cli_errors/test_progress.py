@@ -277,14 +277,16 @@ def test_simulate_builds_the_verilog_demo_built(stories, monkeypatch):
     assert all(demo == mine for demo, mine in texts.values()), [k for k, (d, m) in texts.items() if d != m]
 
 
-def test_an_equal_design_is_not_compiled_again(monkeypatch, tmp_path):
+def test_an_equal_design_is_not_compiled_again(monkeypatch, tmp_path, capfd):
     """The Verilator cache is keyed by the Verilog and the harness: a second engine (a second command)
-    given a core with the same Verilog finds the first one's build and compiles nothing."""
+    given a core with the same Verilog finds the first one's build, compiles nothing and says so."""
+    from ansforge.model import progress
     from ansforge.model.coding.codecs import parse_codec
     from ansforge.sim import verilator
     from ansforge.sim.jobs import build_core
 
     monkeypatch.setattr(verilator, "verilator_available", lambda: True)
+    monkeypatch.setattr(progress, "enabled", lambda: True)      # as on a terminal
     compiled = []
 
     def compile_(self, core, d, v, cpp):
@@ -296,6 +298,7 @@ def test_an_equal_design_is_not_compiled_again(monkeypatch, tmp_path):
     spec = parse_codec("tans8")
     a = verilator.VerilatorEngine(cache_dir=tmp_path).build(build_core("tans-decoder", spec, programmable=True,
                                                                       max_extra_bits=16))
-    b = verilator.VerilatorEngine(cache_dir=tmp_path).build(build_core("tans-decoder", spec, programmable=True,
-                                                                      max_extra_bits=16))
+    core = build_core("tans-decoder", spec, programmable=True, max_extra_bits=16)
+    b = verilator.VerilatorEngine(cache_dir=tmp_path).build(core)
     assert a == b and len(compiled) == 1
+    assert capfd.readouterr().err.splitlines() == [f"» verilator: {type(core).__name__} as built before (cache {a.parent.parent})"]
