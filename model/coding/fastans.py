@@ -14,6 +14,12 @@ native (preferred)
     in registers (one specialization per ``N = 1 .. 16``), and :func:`decode_values` writes a
     tensor's values without the intermediate pairs (BMI2 ``pdep``/``bzhi`` chosen at run time, never
     ``-march``: the wheel runs on any x86-64 and elsewhere).
+    The SIMD kernels (``nativeans_simd.c``) are chosen at import by CPU features: AVX-512 (F, BW, DQ,
+    VL) codes ``rans16x16`` with its 16 states in one register (decode and encode, pairs or values),
+    AVX2 decodes ``tans8x16``-style streams to values where the CPU's gathers are fast, and the AVX-512
+    VBMI kernel of ``nativeans.c`` does where the CPU has it. ``nativeans.simd_level(0 | 1 | 2)`` (or
+    ``ANSFORGE_SIMD=scalar|avx2|avx512`` for a process) caps the level, ``nativeans.simd(0)`` forces the
+    scalar kernels: the tests compare every path, bit for bit.
 numba (fallback)
     :mod:`.numba_kernels` (``@njit(nogil=True, cache=True)``), imported only when the extension is
     missing or ``ANSFORGE_KERNELS=numba`` / :func:`set_backend` asks for it.
@@ -729,8 +735,11 @@ def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoint
     The segments between checkpoints go to the kernel together (one call per thread), so that the
     AVX-512 kernel (``N`` = 8 or 16, 16-bit values) can run them side by side.
 
-    Returns ``None`` where this path does not apply (no native kernels, rANS, another format, a
-    table outside the kernel's limits) or when the stream is corrupt: the caller then runs
+    ``rans16xN`` streams (the interleaved rANS preset) decode here too, through the native
+    ``rans16_decode`` (AVX-512 across the 16 states of ``N = 16``).
+
+    Returns ``None`` where this path does not apply (no native kernels, another rANS codec, another
+    format, a table outside the kernel's limits) or when the stream is corrupt: the caller then runs
     :func:`decode_segments`, which names the error as the golden decoder does.
     """
     if _native() and spec.kind == "rans" and _is_r16(spec):

@@ -32,6 +32,9 @@ static int have_simd = 0, use_simd = 0;
 /* the SIMD level the CPU has and the one in use (nativeans.h) */
 static int have_level = 0;
 HIDDEN int nas_level = 0;
+/* the AVX2 tANS values kernel: by default only where gathers are fast (nas_gathers_slow), and wherever a
+ * level of 1 or more is asked for (simd_level, ANSFORGE_SIMD: tests and benchmarks) */
+static int slow_gathers = 0, tans_avx2 = 0;
 
 /* ---------------------------------------------------------------------------------------------- */
 /* bit string reads (little-endian bytes p[0 .. nbytes-1]) */
@@ -497,6 +500,8 @@ static void choose_isa(void) {
     }
     nas_level = have_level < cap ? have_level : cap;
     use_simd = have_simd && cap >= 2;
+    slow_gathers = have_level >= 1 ? nas_gathers_slow() : 1;
+    tans_avx2 = nas_level >= 1 && (!slow_gathers || (env && *env && cap >= 1));
 }
 
 INLINE int64_t val_dec_core(const ValDec *d, int64_t *Bp, uint32_t *Xs, const int N, int64_t pos, int64_t stop,
@@ -924,7 +929,7 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
         }
 #ifdef HAVE_SIMD
         SimdTab sv = {NULL, NULL};
-        int use_avx2 = simd_ok && !use_simd && N == 16 && nas_level >= 1;
+        int use_avx2 = simd_ok && !use_simd && N == 16 && tans_avx2;
         if (simd_ok && (use_simd || use_avx2)) {
             /* the AVX-512 kernel's entries (see simd_val16), then the escape exponents as 32-bit fields */
             simd_tab = (uint32_t *)malloc((size_t)(ntab * L + ntab * esc_w + 1) * sizeof(uint32_t));
@@ -985,19 +990,23 @@ static PyObject *py_simd(PyObject *self, PyObject *args) {
     if (flag >= 0) {
         use_simd = flag && have_simd;
         nas_level = flag ? have_level : 0;
+        tans_avx2 = nas_level >= 1 && !slow_gathers;
     }
     return PyBool_FromLong(use_simd || nas_level > 0);
 }
 
 /* simd_level(level) -> the level in use after the call: -1 asks; 0 scalar, 1 at most AVX2, 2 at most
  * AVX-512 (each capped at what the CPU has). The AVX-512 tANS values kernel (VBMI) runs at level 2 only;
- * at level 1 the AVX2 one does, so tests and benchmarks can run each path on an AVX-512 machine. */
+ * at level 1 the AVX2 one does, so tests and benchmarks can run each path on an AVX-512 machine. A level
+ * set here runs the AVX2 tANS kernel even where gathers are slow (`slow_gathers`), which the default,
+ * and simd(1), leave to the scalar kernel. */
 static PyObject *py_simd_level(PyObject *self, PyObject *args) {
     int level;
     if (!PyArg_ParseTuple(args, "i", &level)) return NULL;
     if (level >= 0) {
         nas_level = level < have_level ? level : have_level;
         use_simd = have_simd && level >= 2;
+        tans_avx2 = nas_level >= 1;
     }
     return PyLong_FromLong(nas_level);
 }
@@ -2175,7 +2184,8 @@ PyMODINIT_FUNC PyInit_nativeans(void) {
     PyObject *mod = PyModule_Create(&moddef);
     if (mod && (PyModule_AddIntConstant(mod, "uses_pdep", use_pdep) < 0 ||
                 PyModule_AddIntConstant(mod, "cpu_simd_level", have_level) < 0 ||
-                PyModule_AddIntConstant(mod, "cpu_has_vbmi_kernel", have_simd) < 0)) {
+                PyModule_AddIntConstant(mod, "cpu_has_vbmi_kernel", have_simd) < 0 ||
+                PyModule_AddIntConstant(mod, "slow_gathers", slow_gathers) < 0)) {
         Py_DECREF(mod);
         return NULL;
     }

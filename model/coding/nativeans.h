@@ -132,6 +132,9 @@ HIDDEN int64_t nas_val_dec16(int N, const ValDec *d, int64_t *Bp, uint32_t *Xs, 
 /* the AVX2 values kernel of N = 16 states (nativeans_simd.c; the CPU must have AVX2 and BMI2) */
 HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out);
 
+/* whether gathers are slow on this CPU (nativeans_simd.c; the CPU must have AVX2) */
+HIDDEN int nas_gathers_slow(void);
+
 /* SIMD levels (nativeans.c chooses at import; nativeans_simd.c's kernels run at or below them):
  * 0 scalar, 1 AVX2 (+ BMI2, FMA), 2 AVX-512 (F, BW, DQ, VL). */
 extern HIDDEN int nas_level;

@@ -72,7 +72,12 @@ typedef struct {
 typedef struct R16VTab {
     uint32_t bk[256]; /* s0 | cut << 8 (256: none) | more << 17 */
     uint32_t s1[256], s2[256];
-    int small;        /* at most 32 symbols: s1 and s2 are read with permutes */
+    int small;        /* at most 32 symbols: the symbol by a binary search over cs, s1 and s2 read with permutes
+                       * (no gather: some CPUs run gathers in microcode, tens of cycles each) */
+    int top;          /* the search's first step: the largest power of two below nsym (0: one symbol) */
+    uint32_t cs[32];  /* c of symbol s, 2^16 past the last symbol */
+    int esc_small;    /* at most 32 escape exponents: read with a permute */
+    uint32_t escv[32];
     uint8_t lut8[65536 + 64];
 } R16VTab;
 
@@ -206,22 +211,35 @@ ATTR_AVX512 static void r16_avx512(const R16 *d, R16Chain *ch, int K) {
             __m512i x = xv[c];
             __m512i q = _mm512_and_si512(x, lo16);
             const R16VTab *v_ = vt[c];
-            __m512i bk = _mm512_i32gather_epi32(_mm512_srli_epi32(q, 8), (const void *)v_->bk, 4);
-            __m512i sy = _mm512_and_si512(bk, lo8);
-            sy = _mm512_mask_add_epi32(sy, _mm512_cmpge_epu32_mask(_mm512_and_si512(q, lo8),
-                                                                   _mm512_and_si512(_mm512_srli_epi32(bk, 8), lo9)),
-                                       sy, one);
-            __mmask16 more = _mm512_test_epi32_mask(bk, morebit);
-            if (UNLIKELY(more))
-                sy = _mm512_mask_and_epi32(sy, more, _mm512_mask_i32gather_epi32(sy, more, q, (const void *)v_->lut8, 1),
-                                           lo8);
-            __m512i e1, e2;
+            __m512i sy, e1, e2;
             if (v_->small) {
+                /* the symbol: the number of starts c_s (s >= 1) at or below q, by a binary search */
+                const __m512i ca = _mm512_loadu_si512((const void *)v_->cs), cb2 = _mm512_loadu_si512((const void *)(v_->cs + 16));
+                /* five steps whatever the count (cs is padded with 2^16, which no slot reaches) */
+#define R16_STEP(ST)                                                                                  \
+                {                                                                                     \
+                    __m512i cand = _mm512_or_si512(sy, _mm512_set1_epi32(ST));                         \
+                    sy = _mm512_mask_mov_epi32(sy, _mm512_cmpge_epu32_mask(q, _mm512_permutex2var_epi32(ca, cand, cb2)), \
+                                               cand);                                                 \
+                }
+                sy = _mm512_maskz_mov_epi32(_mm512_cmpge_epu32_mask(q, _mm512_set1_epi32((int)v_->cs[16])),
+                                            _mm512_set1_epi32(16));
+                R16_STEP(8) R16_STEP(4) R16_STEP(2) R16_STEP(1)
+#undef R16_STEP
                 e1 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)v_->s1), sy,
                                                _mm512_loadu_si512((const void *)(v_->s1 + 16)));
                 e2 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)v_->s2), sy,
                                                _mm512_loadu_si512((const void *)(v_->s2 + 16)));
             } else {
+                __m512i bk = _mm512_i32gather_epi32(_mm512_srli_epi32(q, 8), (const void *)v_->bk, 4);
+                sy = _mm512_and_si512(bk, lo8);
+                sy = _mm512_mask_add_epi32(sy, _mm512_cmpge_epu32_mask(_mm512_and_si512(q, lo8),
+                                                                       _mm512_and_si512(_mm512_srli_epi32(bk, 8), lo9)),
+                                           sy, one);
+                __mmask16 more = _mm512_test_epi32_mask(bk, morebit);
+                if (UNLIKELY(more))
+                    sy = _mm512_mask_and_epi32(sy, more,
+                                               _mm512_mask_i32gather_epi32(sy, more, q, (const void *)v_->lut8, 1), lo8);
                 e1 = _mm512_i32gather_epi32(sy, (const void *)v_->s1, 4);
                 e2 = _mm512_i32gather_epi32(sy, (const void *)v_->s2, 4);
             }
@@ -277,7 +295,12 @@ ATTR_AVX512 static void r16_avx512(const R16 *d, R16Chain *ch, int K) {
                         if (h->status == -1) h->status = -2;
                         continue;
                     }
-                    hi = _mm512_mask_i32gather_epi32(hi, em, ix, (const void *)(d->esc + t_of[c] * d->esc_w), 4);
+                    if (v_->esc_small)
+                        hi = _mm512_mask_mov_epi32(hi, em, _mm512_permutex2var_epi32(
+                                                           _mm512_loadu_si512((const void *)v_->escv), ix,
+                                                           _mm512_loadu_si512((const void *)(v_->escv + 16))));
+                    else
+                        hi = _mm512_mask_i32gather_epi32(hi, em, ix, (const void *)(d->esc + t_of[c] * d->esc_w), 4);
                     v = _mm512_mask_and_epi32(v, em, v, _mm512_set1_epi32((int)lowmask(wt)));
                 }
                 __m512i xz = _mm512_sll_epi32(v, _mm_cvtsi32_si128((int)z));
@@ -445,6 +468,14 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
                     a->bk[b] = e;
                 }
                 a->small = nsym[t] <= 32;
+                a->top = 0; /* the largest power of two below nsym */
+                while ((a->top ? 2 * a->top : 1) < nsym[t]) a->top = a->top ? 2 * a->top : 1;
+                for (int64_t q = 0; q < 32; q++) a->cs[q] = q < nsym[t] ? (uint32_t)cum[t * width + q] : 65536u;
+                if (values) {
+                    int64_t ne = ((const int64_t *)neb.view.buf)[t];
+                    a->esc_small = ne <= 32;
+                    for (int64_t q = 0; q < ne && q < 32; q++) a->escv[q] = d.esc[t * esc_w + q];
+                }
                 d.vt[t] = a;
                 vec = 1;
             }
@@ -550,14 +581,25 @@ ATTR_AVX512 static int r16_enc_avx512(const R16Enc *d, int64_t t, int64_t lo, in
     const __m512i idx1 = _mm512_set_epi32(24, 8, 25, 9, 26, 10, 27, 11, 28, 12, 29, 13, 30, 14, 31, 15);
     const __m512i idx2 = _mm512_set_epi32(16, 0, 17, 1, 18, 2, 19, 3, 20, 4, 21, 5, 22, 6, 23, 7);
     __m512i x = _mm512_loadu_si512((const void *)xs);
+    const int small = d->nsym[t] <= 32;
+    const __m512i c32 = _mm512_set1_epi32(32);
+    const __m512i v1a = _mm512_loadu_si512((const void *)v1), v1b = _mm512_loadu_si512((const void *)(v1 + 16));
+    const __m512i v2a = _mm512_loadu_si512((const void *)v2), v2b = _mm512_loadu_si512((const void *)(v2 + 16));
     int64_t i = *ip, nw = *nwp;
     int rc = 0;
     while (i - 15 >= lo && nw + 32 <= d->cap) {
         int64_t b0 = i - 15;
         __m512i sym = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(d->s8 + b0)));
         __m512i ev = _mm512_loadu_si512((const void *)(d->e32 + b0));
-        __m512i e2 = _mm512_i32gather_epi32(sym, (const void *)v2, 4);
-        __m512i e1 = _mm512_i32gather_epi32(sym, (const void *)v1, 4);
+        __m512i e1, e2;
+        if (small) {
+            /* at most 32 symbols: permutes (a symbol from 32 on is outside the table: flagged as such) */
+            e2 = _mm512_maskz_permutex2var_epi32(_mm512_cmplt_epu32_mask(sym, c32), v2a, sym, v2b);
+            e1 = _mm512_permutex2var_epi32(v1a, sym, v1b);
+        } else {
+            e2 = _mm512_i32gather_epi32(sym, (const void *)v2, 4);
+            e1 = _mm512_i32gather_epi32(sym, (const void *)v1, 4);
+        }
         __m512i k = _mm512_and_si512(e2, m31);
         /* a symbol outside the table, or additional data wider than its k bits */
         if (UNLIKELY(_mm512_test_epi32_mask(e2, in_tab) != 0xffff ||
@@ -693,7 +735,7 @@ HIDDEN PyObject *nas_py_rans16_encode(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         for (int k = 0; k < N; k++) xs[k] = R16_LO;
         int64_t r = n_runs - 2;
-        int64_t i = n - 1;
+        int64_t i = n - 1, lane = n ? (n - 1) % N : 0; /* the lane of pair i */
         while (i >= 0 && !status) {
             while (r > 0 && run_end[r - 1] > i) r--;
             int64_t run_start = r > 0 ? run_end[r - 1] : 0;
@@ -707,18 +749,20 @@ HIDDEN PyObject *nas_py_rans16_encode(PyObject *self, PyObject *args) {
                     /* then the pairs below the last whole block, or a block the kernel left (a pair outside its
                      * table, which the scalar step names, or a buffer near its end) pair by pair */
                     int64_t b0 = i - 15 > lo ? i - 15 : lo;
+                    lane = i % N;
                     while (i >= b0 && !status) {
-                        int st_ = r16_enc_pair(&d, t, i, &xs[i % N], &nw);
+                        int st_ = r16_enc_pair(&d, t, i, &xs[lane], &nw);
                         if (st_) { status = st_; bad = i; }
-                        else i--;
+                        else { i--; lane = lane ? lane - 1 : N - 1; }
                     }
                     if (status) break;
                     continue;
                 }
 #endif
-                int st_ = r16_enc_pair(&d, t, i, &xs[i % N], &nw);
+                int st_ = r16_enc_pair(&d, t, i, &xs[lane], &nw);
                 if (st_) { status = st_; bad = i; break; }
                 i--;
+                lane = lane ? lane - 1 : N - 1;
             }
             if (status) break;
             if (interval && cp > 0 && lo == cp && i == cp - 1) {
@@ -784,6 +828,40 @@ ATTR_AVX2 INLINE __m256i avx2_half(const uint8_t *wbase, int64_t B7, __m256i ent
 #endif
 
 #ifdef NAS_X86
+/* Whether this CPU's gathers are slow: 8 lanes gathered from a table in the first-level cache cost more
+ * than 1.5 times 8 scalar loads (microcode runs them on some CPUs, e.g. with Intel's mitigation of Gather
+ * Data Sampling: measured ~30 cycles a gather on a Cascade Lake, where the scalar tANS kernel then beats the
+ * AVX2 one). Timed once at import, the best of three tries (~10 microseconds). */
+static uint32_t probe_tab[256];
+
+ATTR_AVX2 HIDDEN int nas_gathers_slow(void) {
+    for (int i = 0; i < 256; i++) probe_tab[i] = (uint32_t)(i * 37) & 255u;
+    uint64_t best_g = ~(uint64_t)0, best_s = ~(uint64_t)0;
+    volatile uint32_t sink = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        __m256i idx = _mm256_setr_epi32(0, 9, 18, 27, 36, 45, 54, 63), acc = _mm256_setzero_si256();
+        const __m256i step = _mm256_set1_epi32(1), m = _mm256_set1_epi32(255);
+        uint64_t t0 = __rdtsc();
+        for (int i = 0; i < 256; i++) {
+            acc = _mm256_add_epi32(acc, _mm256_i32gather_epi32((const int *)probe_tab, idx, 4));
+            idx = _mm256_and_si256(_mm256_add_epi32(idx, step), m);
+        }
+        uint64_t t1 = __rdtsc();
+        uint32_t a = 0;
+        for (int i = 0; i < 256; i++) {
+            const volatile uint32_t *pt = probe_tab;
+            a += pt[i & 255] + pt[(i + 9) & 255] + pt[(i + 18) & 255] + pt[(i + 27) & 255] + pt[(i + 36) & 255] +
+                 pt[(i + 45) & 255] + pt[(i + 54) & 255] + pt[(i + 63) & 255];
+        }
+        uint64_t t2 = __rdtsc();
+        sink += (uint32_t)_mm256_extract_epi32(acc, 0) + a;
+        if (t1 - t0 < best_g) best_g = t1 - t0;
+        if (t2 - t1 < best_s) best_s = t2 - t1;
+    }
+    (void)sink;
+    return 2 * best_g > 3 * best_s;
+}
+
 ATTR_AVX2 HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
     enum { KMAX = SV_KMAX };
     const uint8_t *p = d->p;
@@ -871,6 +949,8 @@ ATTR_AVX2 HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain 
     }
 }
 #else
+HIDDEN int nas_gathers_slow(void) { return 1; }
+
 HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
     for (int c = 0; c < K; c++) ch[c].status = nas_val_dec16(16, d, &ch[c].B, ch[c].X, ch[c].pos, ch[c].stop,
                                                              (void *)(out + ch[c].pos));
