@@ -57,10 +57,12 @@ from ..dtypes.quantized import (FP8_FORMATS, FP8_STORAGE, Q4_0_BLOCK, Q4_0_BLOCK
                                 q4_0_join, q4_0_split, to_fp8)
 from .probability import ideal_bits
 from .rans import RansParams
-from .stream import MAX_STATES, Checkpoint, Run, StreamError, block_crc, block_ranges, word_dtype
+from .stream import BLOCK_PAIRS, MAX_STATES, Block, Checkpoint, Run, StreamError, block_crc, block_ranges, block_spans, \
+    clip_runs, word_dtype
 
 __all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "Container", "ContainerStream",
-           "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION", "VERSION_STATES", "LEGACY_CODECS", "FORMATS",
+           "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION", "VERSION_STATES", "VERSION_BLOCKS",
+           "DEFAULT_CODEC", "DEFAULT_LAYOUT", "LAYOUTS", "BLOCK_PAIRS", "LEGACY_CODECS", "FORMATS",
            "format_sizes", "format_lines", "PUBLISHED_FP8_SAVING"]
 
 #: Codecs ansforge wrote before, which it still reads: rans16 coded with a 64-bit state until the
@@ -84,7 +86,15 @@ VERSION = 4
 #: one of its streams has ``N > 1``, so single-state files keep their version and their bytes. A file
 #: is written as the highest version any of its fields needs.
 VERSION_STATES = 5
-READ_VERSIONS = (1, 2, 3, 4, VERSION_STATES)
+#: Version 6 is the **blocks** layout (``docs/bitstream.md`` §6): a stream record gives ``block_pairs``
+#: and its independent blocks ``[n_words, crc]`` instead of checkpoints; every field of versions 3 to 5
+#: (row shifts, context plans, interleaved states) may appear in it.
+VERSION_BLOCKS = 6
+READ_VERSIONS = (1, 2, 3, 4, VERSION_STATES, VERSION_BLOCKS)
+#: The codec and layout ``compress`` writes when none is named.
+DEFAULT_CODEC = "tans8x16"
+LAYOUTS = ("blocks", "model", "tensor")
+DEFAULT_LAYOUT = "blocks"
 DEFAULT_CHECKPOINT_INTERVAL = 1 << 20
 RAW_BLOCK_BYTES = 1 << 20
 #: Largest payload offset or size a record may give (the reader checks them against the file after).
@@ -161,6 +171,9 @@ class CodedStream:
     checkpoint_interval: int
     runs: list = field(default_factory=list)
     tables: list = field(default_factory=list)
+    #: Independent blocks (container version 6), in stream order; empty for a stream of one stack.
+    blocks: list = field(default_factory=list)
+    block_pairs: int = 0
 
     @property
     def word_bits_total(self) -> int:
@@ -242,7 +255,7 @@ def _map(fn: Callable, items: Sequence, threads: int) -> list:
 def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
                    checkpoint_interval: int | None = DEFAULT_CHECKPOINT_INTERVAL, threads: int = 1,
                    mantissa_bits: Sequence[int] | None = None,
-                   contexts: Sequence[ContextPlan | None] | None = None) -> CodedStream:
+                   contexts: Sequence[ContextPlan | None] | None = None, block_pairs: int = 0) -> CodedStream:
     """Encode tensors' coding pairs, in order, into one stream of ``spec``'s coder (the compiled
     kernels of :mod:`.fastans` where they apply, bit-exact with the golden coder); the tensors' tables
     are built on ``threads`` threads.
@@ -254,7 +267,13 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
     ``contexts`` (one per tensor, ``None`` for the one-table layout) codes tensor ``i`` with the table
     sets of its :class:`~.context.ContextPlan`: its pairs (already split in the plan's folded format)
     form a 2-D matrix, one coder table per set (:func:`~.context.context_tables`, one alphabet), and
-    the runs switch set per group (:meth:`~.context.ContextPlan.runs`). Such a tensor has no row shifts."""
+    the runs switch set per group (:meth:`~.context.ContextPlan.runs`). Such a tensor has no row shifts.
+
+    ``block_pairs`` > 0 codes the stream as independent blocks (container version 6,
+    :func:`~.stream.block_spans`): each tensor's pairs cut every ``block_pairs`` pairs, each block a
+    complete stream of its own (flush and head) with its tensor's tables, coded on ``threads``
+    threads; the stream's words are the blocks' words back to back (``CodedStream.blocks``), and
+    ``checkpoint_interval`` is not used (the blocks are the random-access points)."""
 
     def prepare(index: int):
         name, pairs = items[index]
@@ -283,8 +302,10 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
     prepared = _map(prepare, range(len(items)), threads)
     coded: list[CodedTensor] = []
     runs, tables, firsts = [], [], []
+    spans_of: list[tuple[int, int, int, int]] = []  # per tensor: its tables lo..hi, its runs lo..hi
     pos = 0
     for (name, pairs), (ct, table, ideal, shifts, ctx) in zip(items, prepared):
+        t_lo, r_lo = len(tables), len(runs)
         if ctx is not None:
             plan, sets = ctx
             coded.append(CodedTensor(name, pairs, ct, table, pos, ideal, None, plan, sets))
@@ -304,6 +325,7 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
                 index[zz] = len(tables)
                 tables.append(t)
             runs += [Run(index[zz], rows * per_row) for rows, zz in rle]
+        spans_of.append((t_lo, len(tables), r_lo, len(runs)))
         firsts.append(pos)
         pos += int(pairs.codes.size)
 
@@ -331,18 +353,43 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
         ex[lo:hi] = e
 
     _map(fill, range(len(items)), threads)
-    stream = fastans.encode(spec, tables, runs, sy, ex, checkpoint_interval) if compact \
-        else spec.coder().encode(tables, runs, sy, ex, checkpoint_interval)
-    return CodedStream(spec, coded, stream.words, stream.checkpoints, pos, checkpoint_interval or 0, runs, tables)
+    if not block_pairs:
+        stream = fastans.encode(spec, tables, runs, sy, ex, checkpoint_interval) if compact \
+            else spec.coder().encode(tables, runs, sy, ex, checkpoint_interval)
+        return CodedStream(spec, coded, stream.words, stream.checkpoints, pos, checkpoint_interval or 0, runs, tables)
+
+    def encode_block(span: tuple[int, int, int]) -> np.ndarray:
+        """One independent block: its tensor's tables and its share of the tensor's runs, coded alone."""
+        ti, lo, n = span
+        t_lo, t_hi, r_lo, r_hi = spans_of[ti]
+        sub, bruns = tables[t_lo:t_hi], clip_runs(runs[r_lo:r_hi], lo - firsts[ti], n, t_lo)
+        s, e = sy[lo:lo + n], ex[lo:lo + n]
+        done = fastans.encode(spec, sub, bruns, s, e, 0) if compact else spec.coder().encode(sub, bruns, s, e, 0)
+        return done.words, block_crc(done.words)
+
+    spans = block_spans([int(p.codes.size) for _, p in items], block_pairs)
+    # Largest blocks first, so that the threads finish together; the words go back in stream order.
+    order = sorted(range(len(spans)), key=lambda b: -spans[b][2])
+    coded_blocks = dict(zip(order, _map(encode_block, [spans[b] for b in order], threads)))
+    parts = [coded_blocks[b][0] for b in range(len(spans))]
+    blocks, word = [], 0
+    for b, (ti, lo, n) in enumerate(spans):
+        nw = int(parts[b].size)
+        blocks.append(Block(lo, n, word, nw, int(coded_blocks[b][1]), ti))
+        word += nw
+    words = np.concatenate(parts) if parts else np.zeros(0, word_dtype(spec.word_bits))
+    return CodedStream(spec, coded, words.astype(word_dtype(spec.word_bits), copy=False), [], pos, 0, runs, tables,
+                       blocks, block_pairs)
 
 
 # ------------------------------------------------------------------------------------------------
 # Writing
 
 
-def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[str], codec: str = "tans8", *,
-                        pairs: str = "auto", checkpoint_interval: int = DEFAULT_CHECKPOINT_INTERVAL,
-                        group: str = "model", allow_nonfinite: bool = False,
+def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[str], codec: str = DEFAULT_CODEC, *,
+                        pairs: str = "auto", checkpoint_interval: int | None = None,
+                        group: str | None = None, layout: str | None = None, block_pairs: int = BLOCK_PAIRS,
+                        allow_nonfinite: bool = False,
                         progress: Callable[[str], None] | None = None, threads: int = 1,
                         row_shifts: bool | None = None, context: bool = False, context_sets: int = 8,
                         context_fold: int = 1) -> dict:
@@ -361,8 +408,19 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         others (norms, biases) as stored, as fp8 checkpoints do. Whatever ``pairs`` is, safetensors
         ``F8_E4M3``/``F8_E5M2`` tensors are coded as fp8 pairs and GGUF ``Q4_0`` tensors as their 4-bit
         values plus fp16 scales, losslessly; any other quantized type is refused.
+    layout
+        ``blocks`` (container version 6): one stream whose tensors are cut into independent blocks of
+        at most ``block_pairs`` pairs (a tensor when smaller), each coded alone with its own flush and
+        head, on ``threads`` threads; the blocks are the random-access points. ``model``: one stream for
+        all coded tensors, with a checkpoint every ``checkpoint_interval`` pairs (default 2^20; the
+        layout of versions 2 to 5). ``tensor``: one such stream per tensor. Default: ``group`` when
+        given, else ``model`` when a ``checkpoint_interval`` is given (checkpoints belong to the
+        one-stack layouts), else ``blocks``.
     group
-        ``model``: one stream for all coded tensors; ``tensor``: one stream per tensor.
+        The older name of the one-stack layouts (``model`` or ``tensor``).
+    checkpoint_interval
+        Pairs between checkpoints in the ``model`` and ``tensor`` layouts (0: none); refused with
+        ``blocks`` unless 0.
     allow_nonfinite
         NaN and Inf code exactly, but a checkpoint holding them is usually broken: refused unless set.
     threads
@@ -384,8 +442,25 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     spec = parse_codec(codec)
     if pairs != "auto" and pairs not in PAIR_FORMATS and pairs not in FP8_FORMATS:
         raise ConfigError(f"pairs must be auto or one of {', '.join([*PAIR_FORMATS, *FP8_FORMATS])}, not {pairs!r}")
-    if group not in ("model", "tensor"):
+    if group is not None and group not in ("model", "tensor"):
         raise ConfigError(f"group must be 'model' or 'tensor', not {group!r}")
+    if layout is None:
+        layout = group or ("model" if checkpoint_interval is not None else "blocks")
+    elif layout not in LAYOUTS:
+        raise ConfigError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
+    elif group is not None and group != layout:
+        raise ConfigError(f"layout {layout!r} and group {group!r} disagree")
+    if layout == "blocks":
+        if checkpoint_interval:
+            raise ConfigError(f"checkpoint_interval = {checkpoint_interval!r} needs the model or tensor layout; the "
+                              f"blocks layout's independent blocks (at most {block_pairs} pairs) are its "
+                              "random-access points")
+        if isinstance(block_pairs, bool) or not isinstance(block_pairs, int) or not 1 <= block_pairs <= MAX_PAIRS:
+            raise ConfigError(f"block_pairs must be an integer from 1 to 2^48 pairs, not {block_pairs!r}")
+        checkpoint_interval = 0
+    elif checkpoint_interval is None:
+        checkpoint_interval = DEFAULT_CHECKPOINT_INTERVAL
+    group = "tensor" if layout == "tensor" else "model"
     if isinstance(checkpoint_interval, bool) or not isinstance(checkpoint_interval, int) \
             or not 0 <= checkpoint_interval <= MAX_PAIRS:  # the reader's bound (Container._parse_stream)
         raise ConfigError(f"checkpoint_interval must be an integer from 0 to 2^48 pairs, not {checkpoint_interval!r}")
@@ -510,7 +585,8 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     def encode_group(g, threads=1):
         return encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval, threads,
                               mantissa_bits=[0 if ri in ctx_of else fmt_of[ri] for ri, _, _ in g] if shifts else None,
-                              contexts=[ctx_of[ri][0] if ri in ctx_of else None for ri, _, _ in g] if ctx_of else None)
+                              contexts=[ctx_of[ri][0] if ri in ctx_of else None for ri, _, _ in g] if ctx_of else None,
+                              block_pairs=block_pairs if layout == "blocks" else 0)
 
     if group == "model":
         streams = [encode_group(g, threads) for g in groups]
@@ -523,11 +599,20 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         # Little-endian words, written from the array itself (no bytes copy of the stream).
         blob = np.ascontiguousarray(st.words.astype(st.words.dtype.newbyteorder("<"), copy=False))
         wb = st.words.dtype.itemsize
-        blocks = [[lo, hi, block_crc(st.words, lo, hi)] for lo, hi in block_ranges(int(st.words.size), st.checkpoints)]
-        stream_records.append({
-            "codec": spec.to_json(), "n_pairs": st.n_pairs, "n_words": int(st.words.size),
-            "word_bytes": wb, "payload_offset": offset, "checkpoint_interval": st.checkpoint_interval,
-            "checkpoints": [c.to_record() for c in st.checkpoints], "blocks": blocks})
+        if st.block_pairs:
+            # Version 6: each block's pairs are implied (its tensor's pairs cut every block_pairs), so a
+            # block is [n_words, crc] and its words follow the previous block's.
+            stream_records.append({
+                "codec": spec.to_json(), "n_pairs": st.n_pairs, "n_words": int(st.words.size), "word_bytes": wb,
+                "payload_offset": offset, "block_pairs": st.block_pairs,
+                "blocks": [[b.n_words, b.crc] for b in st.blocks]})
+        else:
+            blocks = [[lo, hi, block_crc(st.words, lo, hi)]
+                      for lo, hi in block_ranges(int(st.words.size), st.checkpoints)]
+            stream_records.append({
+                "codec": spec.to_json(), "n_pairs": st.n_pairs, "n_words": int(st.words.size),
+                "word_bytes": wb, "payload_offset": offset, "checkpoint_interval": st.checkpoint_interval,
+                "checkpoints": [c.to_record() for c in st.checkpoints], "blocks": blocks})
         payload.append(blob)
         offset += blob.nbytes
         for (ri, _, _), ct in zip(g, st.tensors):
@@ -564,8 +649,9 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             # The lowest version whose reader knows every field written, so that older readers still read
             # the files they can (and single-state files without plans stay byte-identical to theirs):
             # 5 with interleaved states, 4 with context plans, 3 with row shifts, 2 otherwise.
-            version = VERSION_STATES if spec.states > 1 else VERSION if any("context" in r for r in records) else \
-                3 if any("row_shifts" in r for r in records) else 2
+            # 6 for the blocks layout, whatever else it holds.
+            version = VERSION_BLOCKS if layout == "blocks" else VERSION_STATES if spec.states > 1 else \
+                VERSION if any("context" in r for r in records) else 3 if any("row_shifts" in r for r in records) else 2
             head = _HEADER.pack(MAGIC, version, len(records), len(stream_records), 0)[:20]
             f.write(head + struct.pack("<I", _crc(head)))
             for rec in records + stream_records:
@@ -580,6 +666,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     bits = sum(s.total_bits for s in streams)
     ideal = sum(t.ideal_bits for s in streams for t in s.tensors)
     return {"tensors": len(records), "coded": len(coded_items), "pairs": sum(s.n_pairs for s in streams),
+            "layout": layout, "version": version, "blocks": sum(len(s.blocks) for s in streams),
             "bits": bits, "ideal_bits": ideal, "gap": bits / ideal - 1 if ideal else 0.0,
             "streams": len(streams), "bytes": out.stat().st_size,
             "formats": format_sizes(records, [s.total_bits for s in streams]),
@@ -654,6 +741,14 @@ class ContainerStream:
     verified: set = field(default_factory=set)
     word_list: list | None = None
     prepared: object = None
+    #: Version 6: the most pairs of a block, and the independent blocks (:class:`~.stream.Block`, in
+    #: stream order; ``blocks`` then holds their word ranges and CRCs); 0 and empty otherwise.
+    block_pairs: int = 0
+    spans: list = field(default_factory=list)
+    #: per tensor (its index in the container): its tables and its runs, as index ranges of
+    #: ``tables`` and ``runs``
+    tensor_tables: dict = field(default_factory=dict)
+    tensor_runs: dict = field(default_factory=dict)
 
 
 class Container:
@@ -701,8 +796,10 @@ class Container:
         if crc != _crc(head[:20]):
             raise self._fail("header", "CRC32 mismatch")
         if version not in READ_VERSIONS:
-            raise self._fail("header", f"version {version} is not supported (this ansforge reads versions "
-                                       f"{', '.join(map(str, READ_VERSIONS))})")
+            newer = version > max(READ_VERSIONS)
+            raise self._fail("header", f"container version {version} is not supported: this ansforge reads versions "
+                                       f"{min(READ_VERSIONS)} to {max(READ_VERSIONS)}"
+                                       + (" (a newer ansforge wrote it)" if newer else ""))
         self.version = version
         if 24 + 8 * (n_t + n_s) > len(self._data):  # every record takes at least its length and CRC
             raise self._truncated(f"its {n_t} tensor and {n_s} stream records need at least {24 + 8 * (n_t + n_s):,}")
@@ -794,6 +891,8 @@ class Container:
             if sum(r.count for r in st.runs) != st.n_pairs:
                 raise self._fail(f"stream {st.index}", f"tensor pair counts add up to {sum(r.count for r in st.runs)}, "
                                                        f"not the stream's {st.n_pairs}")
+            if st.block_pairs:
+                self._parse_spans(st)
             # tANS: every pair's additional data is in the words, so a stream cannot hold more pairs than
             # its bits allow: this bounds the memory a decoder allocates by the file's size. Not so for
             # rANS, whose encoder starts from x = 0: pairs whose code and additional data are all zero
@@ -851,6 +950,10 @@ class Container:
             raise self._fail(where, f"word_bytes = {word_bytes} does not hold {spec.word_bits}-bit words")
         n_pairs = _field(rec, "n_pairs", int, self._fail, where, 0, 1 << 48)
         offset = _field(rec, "payload_offset", int, self._fail, where, 0, limit)
+        if self.version >= VERSION_BLOCKS:
+            return self._parse_block_stream(si, rec, where, spec, n_pairs, n_words, word_bytes, offset)
+        if "block_pairs" in rec:
+            raise self._fail(where, f"field 'block_pairs' needs container version {VERSION_BLOCKS}, not {self.version}")
         interval = _field(rec, "checkpoint_interval", int, self._fail, where, 0, MAX_PAIRS)
         cps = _field(rec, "checkpoints", list, self._fail, where)
         if len(cps) > n_pairs:
@@ -891,6 +994,39 @@ class Container:
                     or len(blocks) != len(ranges):
                 raise self._fail(where, "CRC blocks are malformed")
         return ContainerStream(si, spec, n_pairs, n_words, word_bytes, offset, checkpoints, [tuple(b) for b in blocks])
+
+    def _parse_block_stream(self, si: int, rec: dict, where: str, spec: Codec, n_pairs: int, n_words: int,
+                            word_bytes: int, offset: int) -> ContainerStream:
+        """A version-6 stream record: ``block_pairs`` and ``blocks`` ``[n_words, crc]``, the blocks' words
+        back to back from address 0; their pairs are checked once the tensors are read (:meth:`_parse_spans`)."""
+        for key in ("checkpoints", "checkpoint_interval"):
+            if key in rec:
+                raise self._fail(where, f"field {key!r} has no place in a version-{self.version} stream (its "
+                                        "independent blocks are the random-access points)")
+        block_pairs = _field(rec, "block_pairs", int, self._fail, where, 1, MAX_PAIRS)
+        blocks = _field(rec, "blocks", list, self._fail, where)
+        if len(blocks) > n_pairs:
+            raise self._fail(where, f"{len(blocks)} blocks for {n_pairs} pairs")
+        ranges, word = [], 0
+        for b, blk in enumerate(blocks):
+            if not (isinstance(blk, list) and len(blk) == 2 and all(_is_int(v) for v in blk)
+                    and 0 <= blk[0] <= n_words and 0 <= blk[1] <= 0xFFFFFFFF):
+                raise self._fail(where, f"block {b} {str(blk)[:60]} is not [n_words, crc32]")
+            ranges.append((word, word + blk[0], blk[1]))
+            word += blk[0]
+        if word != n_words:
+            raise self._fail(where, f"blocks hold {word} words, the stream {n_words}")
+        return ContainerStream(si, spec, n_pairs, n_words, word_bytes, offset, [], ranges, block_pairs=block_pairs)
+
+    def _parse_spans(self, st: ContainerStream) -> None:
+        """A version-6 stream's blocks against its tensors' pairs (:func:`~.stream.block_spans`)."""
+        counts = [int(self.tensors[ti]["n_pairs"]) for ti in st.tensors]
+        want = sum(-(-n // st.block_pairs) for n in counts)
+        if want != len(st.blocks):
+            raise self._fail(f"stream {st.index}", f"{len(st.blocks)} blocks, but its tensors' {sum(counts)} pairs "
+                                                   f"make {want} blocks of at most {st.block_pairs} pairs")
+        st.spans = [Block(lo, n, w_lo, w_hi - w_lo, crc, st.tensors[t])
+                    for (t, lo, n), (w_lo, w_hi, crc) in zip(block_spans(counts, st.block_pairs), st.blocks)]
 
     def _parse_raw(self, rec: dict, where: str, size: int) -> tuple[int, int, str]:
         dtype = _field(rec, "dtype", str, self._fail, where)
@@ -968,6 +1104,15 @@ class Container:
         rec["_code_table"] = ct
         rec["_shifts"] = None
         rec["_plan"] = plan
+        t_lo, r_lo = len(st.tables), len(st.runs)
+        self._parse_tables(i, rec, where, st, ct, plan, fmt, size, n_pairs)
+        st.tensor_tables[i] = (t_lo, len(st.tables))
+        st.tensor_runs[i] = (r_lo, len(st.runs))
+
+    def _parse_tables(self, i: int, rec: dict, where: str, st: ContainerStream, ct: CodeTable, plan, fmt, size: int,
+                      n_pairs: int) -> None:
+        """A coded tensor's tables and runs (its one table, its row shifts' variants or its context
+        plan's sets), appended to its stream's."""
         if plan is not None:
             if "row_shifts" in rec:
                 raise self._fail(where, "a tensor with a context plan cannot have row_shifts")
@@ -1098,6 +1243,109 @@ class Container:
                 return self.tensors[ti]["name"]
         return self.tensors[st.tensors[-1]]["name"] if st.tensors else "?"
 
+    # -- independent blocks (version 6) ------------------------------------------------------------
+    def _block_where(self, st: ContainerStream, b: int) -> str:
+        blk = st.spans[b]
+        first = int(self.tensors[blk.tensor]["first_pair"])
+        return (f"tensor {self.tensors[blk.tensor]['name']!r} block {b} (stream {st.index}, its pairs "
+                f"{blk.pair - first}..{blk.pair - first + blk.count}, words {blk.word}..{blk.word + blk.n_words})")
+
+    def _verify_block(self, st: ContainerStream, b: int) -> None:
+        """Independent block ``b``'s CRC (once per container)."""
+        if b in st.verified:
+            return
+        lo, hi, crc = st.blocks[b]
+        if block_crc(self._words(st), lo, hi) != crc:
+            raise self._fail(self._block_where(st, b), "CRC32 mismatch")
+        st.verified.add(b)
+
+    def _block_tables(self, st: ContainerStream, b: int) -> tuple[list, list[Run], int, int]:
+        """Block ``b``'s tables (its tensor's), its runs over them, and the tensor's tables' index range."""
+        blk = st.spans[b]
+        t_lo, t_hi = st.tensor_tables[blk.tensor]
+        r_lo, r_hi = st.tensor_runs[blk.tensor]
+        first = int(self.tensors[blk.tensor]["first_pair"])
+        return st.tables[t_lo:t_hi], clip_runs(st.runs[r_lo:r_hi], blk.pair - first, blk.count, t_lo), t_lo, t_hi
+
+    def block_words(self, stream: ContainerStream, b: int) -> np.ndarray:
+        """The words of independent block ``b`` of a version-6 ``stream`` (its own address 0 first, as
+        the encoder pushed them): a complete stream that a decoder (a core: one command, ``resume = 0``,
+        ``count`` = the block's pairs, its CRC) decodes alone with its tensor's tables."""
+        lo, hi, _ = stream.blocks[b]
+        return self._words(stream)[lo:hi]
+
+    def _decode_block(self, st: ContainerStream, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair of independent block ``b`` (symbols and additional data as coded), its end check
+        and CRC checked; a failure names the tensor and the block (its CRC first, when that fails)."""
+        blk = st.spans[b]
+        tables, runs, t_lo, _ = self._block_tables(st, b)
+        words = self.block_words(st, b)
+        try:
+            if fastans.supported(st.spec):
+                if not isinstance(st.prepared, dict):
+                    st.prepared = {}
+                prepared = st.prepared.get(t_lo)
+                if prepared is None:
+                    prepared = st.prepared[t_lo] = fastans.PreparedTables(st.spec, tables)
+                s, e, _ = fastans.decode(st.spec, words, tables, runs, 0, blk.count, None, prepared)
+            else:
+                s, e, _ = st.spec.coder().decode(words.tolist(), tables, runs, 0, blk.count, None)
+        except StreamError as exc:
+            self._verify_block(st, b)
+            raise self._fail(self._block_where(st, b), str(exc)) from None
+        self._verify_block(st, b)
+        return s, e
+
+    def _block_value_bits(self, st: ContainerStream, b: int) -> np.ndarray:
+        """Independent block ``b`` decoded to its tensor's value bit patterns: the native values decoder
+        where it applies, else its pairs joined (which names any error)."""
+        blk = st.spans[b]
+        rec = self.tensors[blk.tensor]
+        if rec["pair_format"] != "q4_0" and fastans.supported(st.spec):
+            tables, runs, t_lo, t_hi = self._block_tables(st, b)
+            joins = [(rec["_code_table"], rec["exponents"], z) for _, z in st.table_owner[t_lo:t_hi]]
+            vals = fastans.decode_values(st.spec, self.block_words(st, b), tables, runs, [], joins, rec["_fmt"], 1)
+            if vals is not None:
+                self._verify_block(st, b)
+                return vals
+        s, e = self._decode_block(st, b)
+        start = blk.pair - int(rec["first_pair"])
+        e = _unshift(rec, e, start)
+        bits = fastans.join_values(rec["_code_table"], rec["exponents"], rec["_fmt"], s, e) \
+            if fastans.supported(st.spec) and rec["pair_format"] != "q4_0" else None
+        return bits if bits is not None else self._join(rec, s.astype(np.int64), e.astype(np.uint64))
+
+    def _decode_blocks_values(self, st: ContainerStream, threads: int | None) -> dict[int, np.ndarray]:
+        """Every tensor of a version-6 stream as value bit patterns (tensor index → flat array), its
+        blocks decoded on ``threads`` threads (``None``: one per CPU), largest first."""
+        out = {ti: np.empty(int(self.tensors[ti]["n_pairs"]), np.dtype(self.tensors[ti]["_fmt"].bits_dtype))
+               for ti in st.tensors}
+
+        def job(b: int) -> None:
+            blk = st.spans[b]
+            a = blk.pair - int(self.tensors[blk.tensor]["first_pair"])
+            out[blk.tensor][a:a + blk.count] = self._block_value_bits(st, b)
+
+        order = sorted(range(len(st.spans)), key=lambda b: -st.spans[b].count)
+        _map(job, order, fastans.default_threads() if threads is None else max(1, int(threads)))
+        return out
+
+    def _decode_span(self, st: ContainerStream, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Pairs ``start .. start+count-1`` of a version-6 stream: each block they touch decoded whole."""
+        ss, es = [], []
+        b = int(np.searchsorted([blk.pair for blk in st.spans], start, side="right")) - 1 if st.spans else 0
+        end = start + count
+        while count and b < len(st.spans) and st.spans[b].pair < end:
+            blk = st.spans[b]
+            s, e = self._decode_block(st, b)
+            a, z = max(start, blk.pair) - blk.pair, min(end, blk.pair + blk.count) - blk.pair
+            ss.append(s[a:z])
+            es.append(e[a:z])
+            b += 1
+        if not ss:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        return np.concatenate(ss), np.concatenate(es)
+
     def _verify_blocks(self, st: ContainerStream, words: np.ndarray, lo_addr: int, hi_addr: int) -> None:
         raw = None
         for b, (lo, hi, crc) in enumerate(st.blocks):
@@ -1115,6 +1363,8 @@ class Container:
             st.verified.add(b)
 
     def _decode(self, st: ContainerStream, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        if st.block_pairs:
+            return self._decode_span(st, start, count)
         words = self._words(st)
         cp = None
         for c in st.checkpoints:
@@ -1181,6 +1431,12 @@ class Container:
     def _decode_all(self, st: ContainerStream, threads: int | None) -> tuple[np.ndarray, np.ndarray]:
         """Every pair of a stream, its segments between checkpoints decoded on ``threads`` threads; all
         of its blocks' CRCs checked (a failed decode reports the corrupt block when there is one)."""
+        if st.block_pairs:
+            parts = _map(lambda b: self._decode_block(st, b), range(len(st.spans)),
+                         fastans.default_threads() if threads is None else max(1, int(threads)))
+            if not parts:
+                return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+            return np.concatenate([s for s, _ in parts]), np.concatenate([e for _, e in parts])
         if not fastans.supported(st.spec):
             return self._decode(st, 0, st.n_pairs)
         words = self._words(st)
@@ -1232,6 +1488,10 @@ class Container:
         def values(rec: dict) -> np.ndarray:
             st = self.streams[int(rec["stream"])]
             a, n = int(rec["first_pair"]), int(rec["n_pairs"])
+            if st.block_pairs:  # version 6: every block of the stream at once, on the threads
+                if st.index not in as_values:
+                    as_values[st.index] = self._decode_blocks_values(st, threads)
+                return as_values[st.index][self._by_name[rec["name"]]]
             if st.index not in as_values:
                 as_values[st.index] = self._decode_values(st, threads)
             if as_values[st.index] is not None:
@@ -1335,8 +1595,10 @@ class Container:
                  f"coded pairs {s['pairs']:,}: {s['bits_per_pair']:.4f} bits/pair, "
                  f"{100 * s['gap']:+.4f}% vs ideal (final state and checkpoints included)"]
         for st in self.streams:
+            cut = f"{len(st.blocks)} independent blocks of at most {st.block_pairs:,} pairs" if st.block_pairs else \
+                f"{len(st.checkpoints)} checkpoints, {len(st.blocks)} CRC blocks"
             lines.append(f"stream {st.index}: {st.spec.name} {st.spec.to_json()}, {st.n_pairs:,} pairs, "
-                         f"{st.n_words:,} words, {len(st.checkpoints)} checkpoints, {len(st.blocks)} CRC blocks")
+                         f"{st.n_words:,} words, {cut}")
         lines += format_lines(self.formats())
         lines.append(f"{'tensor':40s} {'shape':>14s} {'dtype':>5s} {'coding':>8s} {'codes':>5s} {'esc':>3s} "
                      f"{'spread':>6s} {'context plan':>18s}  conversion")

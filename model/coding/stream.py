@@ -33,13 +33,19 @@ from ..errors import AnsforgeError, ConfigError
 
 __all__ = ["Checkpoint", "EncodedStream", "StreamError", "Run", "check_runs", "table_at", "CHUNK",
            "reverse_chunks", "DecodeWindow", "word_list", "word_dtype", "block_ranges", "block_crc",
-           "check_checkpoint_interval", "MAX_STATES", "pack_states", "check_checkpoint"]
+           "check_checkpoint_interval", "MAX_STATES", "pack_states", "check_checkpoint", "Block", "block_spans",
+           "clip_runs", "BLOCK_PAIRS"]
 
 #: Most interleaved states a stream may have (``TansParams.states``, ``RansParams.states``).
 MAX_STATES = 16
 
 #: Pairs converted to Python lists at a time by the golden loops (bounds their memory).
 CHUNK = 1 << 16
+
+#: Most pairs of one independent block (container version 6, ``docs/bitstream.md`` §6): a tensor's
+#: pairs are cut into blocks of this many pairs, the last one shorter (a tensor smaller than this is
+#: one block).
+BLOCK_PAIRS = 1 << 18
 
 
 def check_checkpoint_interval(k: int | None) -> int:
@@ -220,6 +226,55 @@ def block_crc(words: np.ndarray, lo: int = 0, hi: int | None = None, word_bits: 
         return crc & 0xFFFFFFFF
     from amaranth.lib.crc.catalog import CRC32_ISO_HDLC
     return int(CRC32_ISO_HDLC(data_width=word_bits).compute(int(w) for w in blk))
+
+
+@dataclass(frozen=True)
+class Block:
+    """One independent block of a stream (container version 6, ``docs/bitstream.md`` §6).
+
+    Pairs ``pair .. pair+count-1`` of the stream (all of one tensor, the stream's tensor ``tensor``)
+    coded alone: a complete stream of §3/§4/§8 with its own encoder flush and head, which a decoder
+    starts at its top (a core: ``resume = 0``) and ends with the end check, needing nothing of another
+    block. Its words lie at addresses ``word .. word+n_words-1`` of the stream's payload (address
+    ``word`` is the block's own address 0), and ``crc`` is :func:`block_crc` of them (decoding order).
+    """
+
+    pair: int
+    count: int
+    word: int
+    n_words: int
+    crc: int
+    tensor: int
+
+
+def block_spans(counts: Sequence[int], block_pairs: int = BLOCK_PAIRS) -> list[tuple[int, int, int]]:
+    """How a stream of tensors of ``counts`` pairs (in order) is cut into independent blocks:
+    ``(tensor, first pair in the stream, pairs)`` per block, in stream order. Each tensor's pairs are
+    cut every ``block_pairs`` pairs from its first, the last block of a tensor holding the rest; a
+    tensor without pairs has no block."""
+    if isinstance(block_pairs, bool) or not isinstance(block_pairs, (int, np.integer)) or block_pairs < 1:
+        raise ConfigError(f"block_pairs must be a positive integer, not {block_pairs!r}")
+    out, pos = [], 0
+    for t, n in enumerate(counts):
+        n = int(n)
+        for a in range(0, n, int(block_pairs)):
+            out.append((t, pos + a, min(int(block_pairs), n - a)))
+        pos += n
+    return out
+
+
+def clip_runs(runs: Sequence[Run], lo: int, count: int, table_base: int = 0) -> list[Run]:
+    """The runs of pairs ``lo .. lo+count-1`` of ``runs`` (positions counted from the first run's
+    start), their table indices less ``table_base``: what a block of those pairs is coded with."""
+    out, pos, hi = [], 0, lo + count
+    for r in runs:
+        a, b = max(pos, lo), min(pos + r.count, hi)
+        if a < b:
+            out.append(Run(r.table - table_base, b - a))
+        pos += r.count
+        if pos >= hi:
+            break
+    return out
 
 
 def word_list(words) -> list[int]:
