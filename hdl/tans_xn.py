@@ -74,7 +74,7 @@ from .common import (COUNT_BITS, WordCrc, bits_for, check_bool, check_int, core_
                      decoder_ports, encoder_command_layout, encoder_ports, pair_layout, word_layout)
 from .shell import DecoderShell, EncoderShell
 from .tans import (PairWindow, TansDecoderCoder, TansEncoderCoder, TansTailUpdate, _TansCore, _TansShape,
-                   _decoder_entry, _thermometer, tans_decoder_writes, tans_encoder_writes)
+                   _decoder_entry, _expose, _thermometer, tans_decoder_writes, tans_encoder_writes)
 from .tans_x2 import WideWordPacker, WordPacker, x2_symbol_rows
 
 __all__ = ["TansXnDecoderCoder", "TansXnEncoderCoder", "TansXnEncoderRing", "TansXnDecoder", "TansXnEncoder",
@@ -531,17 +531,6 @@ class TansXnEncoderCoder(wiring.Component):
                 if S:
                     m.d.sync += set1.eq(self.i.p.set)
         return m
-
-
-def _expose(m, outer, inner):
-    for name, member in outer.signature.members.items():
-        a, b = getattr(outer, name), getattr(inner, name)
-        if member.is_signature:
-            wiring.connect(m, wiring.flipped(a), b)
-        elif member.flow == In:
-            m.d.comb += b.eq(a)
-        else:
-            m.d.comb += a.eq(b)
 
 
 class TansXnDecoder(_TansCore):

@@ -129,7 +129,7 @@ def test_table_sets_under_back_pressure(role, n):
     assert ok, errs
 
 
-@pytest.mark.parametrize("n", [4, 16])
+@pytest.mark.parametrize("n", [2, 4, 16])
 def test_resumed_blocks(n):
     """A stream cut at checkpoints every 7 pairs (blocks start in every lane), one command per block,
     its ``state`` field holding the N lane states (the block's first pair's lane lowest)."""
