@@ -11,19 +11,25 @@ from .common import UsageError, one_pass_memory, refuse, spelled, staged, thread
 
 def _compress_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="PATH", help="llama2.c .bin, safetensors or GGUF checkpoint")
-    p.add_argument("--codec", default="tans8", metavar="CODEC",
-                   help="tans8 (paper's tANS, R = 8), rans16 (paper's rANS), rans24 (constriction preset), or "
-                        "any tansR / ransP; a suffix xN (tans8x4, rans16x2) interleaves N = 2..16 states in the "
-                        "stream, for faster software decoding (not for the hardware cores) (default tans8)")
+    p.add_argument("--codec", default=None, metavar="CODEC",
+                   help="tans8x16 (default: tANS, R = 8, 16 interleaved states), tans8 (paper's tANS, one state), "
+                        "rans16 (paper's rANS), rans24 (constriction preset), or any tansR / ransP; a suffix xN "
+                        "(tans8x4, rans16x16) interleaves N = 2..16 states in each stream")
     p.add_argument("--pairs", default="auto", choices=["auto", "bf16", "fp16", "fp32", "e4m3", "e5m2"],
                    help="pair format: auto keeps each tensor's storage type (lossless); bf16/fp16/fp32 convert "
                         "(RNE); e4m3/e5m2 convert every matrix to fp8 with a per-tensor scale (absmax to the "
                         "largest finite fp8, OCP satfinite; lossy, reported). fp8 and GGUF Q4_0 tensors are "
                         "always coded losslessly as they are")
-    p.add_argument("--checkpoint-interval", type=int, default=1 << 20, metavar="PAIRS",
-                   help="a random-access checkpoint every PAIRS pairs (default 1048576; 0 for none)")
+    p.add_argument("--layout", default=None, choices=["blocks", "model", "tensor"],
+                   help="blocks (default; container version 6): each tensor cut into independent blocks of at most "
+                        "262144 pairs, coded and decoded on --threads, each block its own random-access point; "
+                        "model: one stream with a checkpoint every --checkpoint-interval pairs (versions 2 to 5); "
+                        "tensor: one such stream per tensor")
+    p.add_argument("--checkpoint-interval", type=int, default=None, metavar="PAIRS",
+                   help="with --layout model or tensor (the default layout when given alone): a random-access "
+                        "checkpoint every PAIRS pairs (default 1048576; 0 for none)")
     p.add_argument("--stream-per-tensor", action="store_true",
-                   help="one independent stream per tensor (costs a final state each) instead of one per file")
+                   help="--layout tensor: one independent stream per tensor, with checkpoints")
     p.add_argument("--context", action="store_true",
                    help="context tables: code each 2-D matrix with up to --context-sets table sets chosen per "
                         "row/column group, the top mantissa bit in the code (container version 4)")
@@ -32,7 +38,8 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-nonfinite", action="store_true", help="code NaN/Inf weights (exactly) instead of refusing")
     p.add_argument("-o", "--output", required=True, metavar="F.ansf", help="container to write")
     p.add_argument("--threads", type=int, default=1, metavar="N",
-                   help="threads that split tensors, build tables and encode (default 1; the file is the same)")
+                   help="threads that split tensors, build tables and encode the blocks (default 1; the file is "
+                        "the same for any N)")
 
 
 @verb("compress", _compress_arguments, help="compress a checkpoint into an .ansf container",
@@ -42,31 +49,43 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
       "formats, lossy conversions) as JSON", outputs={"output": "file"})
 def compress(args: argparse.Namespace) -> int:
     from ..model.coding.codecs import parse_codec
-    from ..model.coding.container import compress_checkpoint
+    from ..model.coding.container import DEFAULT_CODEC, DEFAULT_LAYOUT, compress_checkpoint
 
     if not args.context:
         refuse(args, ["context_sets"], "needs --context")
     if not 1 <= args.context_sets <= 16:
         raise UsageError(f"--context-sets must be between 1 and 16, not {args.context_sets}")
-    if args.checkpoint_interval < 0:
+    if args.checkpoint_interval is not None and args.checkpoint_interval < 0:
         raise UsageError(f"--checkpoint-interval must be 0 or more, not {args.checkpoint_interval}")
+    layout = args.layout
+    if args.stream_per_tensor:
+        if layout not in (None, "tensor"):
+            raise UsageError(f"--stream-per-tensor is --layout tensor; it cannot go with --layout {layout}")
+        layout = "tensor"
+    if layout is None:  # checkpoints belong to the one-stack layouts: given alone, they choose one
+        layout = "model" if args.checkpoint_interval is not None else DEFAULT_LAYOUT
+    if layout == "blocks" and args.checkpoint_interval is not None:
+        raise UsageError("--checkpoint-interval needs --layout model or tensor: the blocks layout's independent "
+                         "blocks are its random-access points")
+    codec = args.codec or DEFAULT_CODEC
     n = threads(args.threads)
     try:
-        parse_codec(args.codec)
+        parse_codec(codec)
     except (ValueError, ArithmeticError) as exc:
-        raise UsageError(f"--codec {args.codec}: {exc}") from None
+        raise UsageError(f"--codec {codec}: {exc}") from None
     one_pass_memory()
     out = args.output
-    with staged(args, out) as tmp, progress.activity(f"compress ({args.codec})") as note:
-        r = compress_checkpoint(args.model, tmp, args.codec, pairs=args.pairs,
-                                checkpoint_interval=args.checkpoint_interval,
-                                group="tensor" if args.stream_per_tensor else "model",
-                                allow_nonfinite=args.allow_nonfinite, threads=n,
+    with staged(args, out) as tmp, progress.activity(f"compress ({codec}, {layout} layout)") as note:
+        r = compress_checkpoint(args.model, tmp, codec, pairs=args.pairs, checkpoint_interval=args.checkpoint_interval,
+                                layout=layout, allow_nonfinite=args.allow_nonfinite, threads=n,
                                 context=args.context, context_sets=args.context_sets,
                                 progress=lambda name: note(f"split {name}"))
-    write_json(args, args.json, {"verb": "compress", "model": args.model, "output": out, "codec": args.codec,
+    write_json(args, args.json, {"verb": "compress", "model": args.model, "output": out, "codec": codec,
                                  **{k: v for k, v in r.items() if not k.startswith("_")}})
-    print(f"wrote {out}: {r['tensors']} tensors ({r['coded']} coded), {r['pairs']:,} pairs, {r['bytes']:,} bytes; "
+    cut = f"{r['blocks']:,} independent blocks" if layout == "blocks" else \
+        f"{r['streams']} stream{'s' if r['streams'] != 1 else ''}"
+    print(f"wrote {out}: {codec}, {layout} layout (container version {r['version']}, {cut}), {r['tensors']} tensors "
+          f"({r['coded']} coded), {r['pairs']:,} pairs, {r['bytes']:,} bytes; "
           f"{r['bits'] / max(1, r['pairs']):.4f} bits/pair, {100 * r['gap']:+.4f}% vs ideal")
     from ..model.coding.container import format_lines
 
@@ -83,7 +102,8 @@ def _decompress_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("container", metavar="F.ansf", help="container written by `ansforge compress`")
     p.add_argument("-o", "--output", required=True, metavar="OUT.safetensors", help="safetensors file to write")
     p.add_argument("--threads", type=int, default=1, metavar="N",
-                   help="threads that decode a stream's checkpoint segments at once (default 1)")
+                   help="threads that decode the independent blocks (or a stream's checkpoint segments) at once "
+                        "(default 1; the output is the same for any N)")
 
 
 @verb("decompress", _decompress_arguments, help="decompress an .ansf container to safetensors, bit-exact",
@@ -109,7 +129,8 @@ def _inspect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("container", metavar="F.ansf", help="container written by `ansforge compress`")
     p.add_argument("--tensor", default=None, metavar="NAME", help="also decode this tensor's values")
     p.add_argument("--range", default=None, metavar="START:COUNT",
-                   help="with --tensor: decode only this range, from the nearest checkpoint")
+                   help="with --tensor: decode only this range, from the independent blocks it lies in (or the "
+                        "nearest checkpoint)")
 
 
 @verb("inspect", _inspect_arguments, help="list an .ansf container's streams, codecs and tensors",

@@ -1267,6 +1267,16 @@ class Container:
         first = int(self.tensors[blk.tensor]["first_pair"])
         return st.tables[t_lo:t_hi], clip_runs(st.runs[r_lo:r_hi], blk.pair - first, blk.count, t_lo), t_lo, t_hi
 
+    def block_tables(self, stream: ContainerStream, b: int) -> tuple[list, list[Run]]:
+        """The coder tables of independent block ``b`` of a version-6 ``stream`` (its tensor's: one, its
+        row shifts' variants or its context plan's sets) and the block's runs over them: with
+        :meth:`block_words`, everything a decoder needs for that block."""
+        if not stream.block_pairs:
+            raise ConfigError(f"{self.path}: stream {stream.index} has no independent blocks (container version "
+                              f"{self.version}); its blocks are CRC ranges between checkpoints")
+        tables, runs, _, _ = self._block_tables(stream, b)
+        return tables, runs
+
     def block_words(self, stream: ContainerStream, b: int) -> np.ndarray:
         """The words of independent block ``b`` of a version-6 ``stream`` (its own address 0 first, as
         the encoder pushed them): a complete stream that a decoder (a core: one command, ``resume = 0``,
