@@ -216,7 +216,7 @@ def test_crafted_block_records_are_refused(model, tmp_path):
     cases = {
         "drop": (stream(lambda s: s["blocks"].pop()), "blocks hold"),
         "size": (stream(lambda s: s.update(block_pairs=999)), "make 9 blocks of at most 999 pairs"),
-        "shape": (stream(lambda s: s["blocks"].__setitem__(0, [1, 2, 3])), "is not [n_words, crc32]"),
+        "shape": (stream(lambda s: s["blocks"].__setitem__(0, [1, 2, 3])), r"is not \[n_words, crc32\]"),
         "checkpoints": (stream(lambda s: s.update(checkpoints=[])), "has no place"),
         "v5": (lambda r: setattr(r, "version", 5), "needs container version 6"),
     }
