@@ -16,7 +16,7 @@ import numpy as np
 from ..model.llm.checkpoint import open_checkpoint, select_tensors
 from ..model.coding.codecs import parse_codec
 from ..model.dtypes.pairs import BF16, convert
-from .jobs import CORES, build_core, make_job
+from .jobs import CORES, make_job, simulation_core
 
 __all__ = ["MatrixPairs", "model_pairs", "histogram_pairs", "SimReport", "simulate_matrices", "engine_by_name"]
 
@@ -125,8 +125,7 @@ def simulate_matrices(kind: str, codec: str, matrices: list[MatrixPairs], *, eng
     if not matrices:
         raise ValueError("no matrices to simulate")
     eng = engine_by_name(engine)
-    k = max(8, max(int(m.table.extra_bits.max()) for m in matrices))
-    core = build_core(kind, spec, matrices[0].table, programmable=True, max_extra_bits=k)
+    core = simulation_core(kind, spec, [m.table for m in matrices])
     rep = SimReport(kind, engine, 0, 0, 0, 0.0, 0, True)
     if spec.is_constriction:
         rep.constriction_exact = True

@@ -66,6 +66,19 @@ class Parser(argparse.ArgumentParser):
             message += f"; a value that starts with '-' is written {option}=VALUE"
         self.exit(2, f"ansforge: error: {where}{message} (see `{self.prog} --help`)\n")
 
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
+        """argparse's ``add_argument``; the options are also kept in :attr:`options` (``--help`` and
+        ``--version`` too), so that :func:`track_given` needs no private attribute of argparse."""
+        action = super().add_argument(*args, **kwargs)
+        self.__dict__.setdefault("options", []).append(action)
+        return action
+
+    def add_subparsers(self, **kwargs):
+        """argparse's ``add_subparsers``; the sub-verbs' parsers are reachable from :attr:`verbs`."""
+        group = super().add_subparsers(**kwargs)
+        self.__dict__.setdefault("verbs", []).append(group.choices)
+        return group
+
 
 @dataclass(frozen=True)
 class Verb:
@@ -174,29 +187,34 @@ _TRACKED: dict[type, type] = {}
 def _tracked(cls: type) -> type:
     if cls not in _TRACKED:
         def __call__(self, parser, namespace, values, option_string=None):
-            seen = dict(getattr(namespace, "_given", {}))
+            seen = dict(getattr(namespace, GIVEN, {}))
             seen.setdefault(self.dest, option_string or self.dest)
-            namespace._given = seen
+            setattr(namespace, GIVEN, seen)
             return cls.__call__(self, parser, namespace, values, option_string)
         _TRACKED[cls] = type(f"Tracked{cls.__name__}", (cls,), {"__call__": __call__})
     return _TRACKED[cls]
 
 
-def track_given(parser: argparse.ArgumentParser) -> None:
-    """Make every option of ``parser`` and its sub-verbs record, in ``args._given``, that the user gave
-    it and how it was spelled (read with :func:`given`)."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                track_given(sub)
-        elif action.option_strings and not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+#: The namespace attribute where :func:`track_given` records the options given (dest -> spelling).
+GIVEN = "given_options"
+
+
+def track_given(parser: Parser) -> None:
+    """Make every option of ``parser`` and its sub-verbs record, in ``args.given_options``, that the
+    user gave it and how it was spelled (read with :func:`given`). ``--help`` and ``--version`` end
+    the program and are left alone."""
+    for verbs in getattr(parser, "verbs", []):
+        for sub in verbs.values():
+            track_given(sub)
+    for action in getattr(parser, "options", []):
+        if action.option_strings and action.dest not in ("help", "version"):
             action.__class__ = _tracked(type(action))
 
 
 def given(args: argparse.Namespace, dest: str) -> str | None:
     """How the user spelled the option stored in ``dest`` (``--jobs`` or ``--threads``), or None when the
     command line does not have it."""
-    return getattr(args, "_given", {}).get(dest)
+    return getattr(args, GIVEN, {}).get(dest)
 
 
 def spelled(args: argparse.Namespace, dest: str) -> str:

@@ -266,8 +266,6 @@ def _demo_and_simulate_cores(stories, monkeypatch):
     return built
 
 
-@pytest.mark.xfail(strict=True, reason="sim/model_run.py must build its core with jobs.simulation_core "
-                                        "(one line; reported to the lead, issue 48)")
 def test_simulate_builds_the_verilog_demo_built(stories, monkeypatch):
     from ansforge.hdl.verilog import core_verilog
 
