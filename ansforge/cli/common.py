@@ -73,6 +73,24 @@ class Parser(argparse.ArgumentParser):
         self.__dict__.setdefault("options", []).append(action)
         return action
 
+    def add_argument_group(self, *args, **kwargs):
+        """argparse's ``add_argument_group``; its options are kept in :attr:`options` too."""
+        return self._recording(super().add_argument_group(*args, **kwargs))
+
+    def add_mutually_exclusive_group(self, **kwargs):
+        """argparse's ``add_mutually_exclusive_group``; its options are kept in :attr:`options` too."""
+        return self._recording(super().add_mutually_exclusive_group(**kwargs))
+
+    def _recording(self, group):
+        add = group.add_argument
+
+        def add_argument(*args, **kwargs) -> argparse.Action:
+            action = add(*args, **kwargs)
+            self.__dict__.setdefault("options", []).append(action)
+            return action
+        group.add_argument = add_argument
+        return group
+
     def add_subparsers(self, **kwargs):
         """argparse's ``add_subparsers``; the sub-verbs' parsers are reachable from :attr:`verbs`."""
         group = super().add_subparsers(**kwargs)
