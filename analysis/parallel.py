@@ -58,7 +58,7 @@ def run_tasks(
     from tqdm.auto import tqdm
 
     if jobs is not None and jobs < 1:
-        raise ConfigError(f"--jobs must be at least 1, not {jobs}")
+        raise ConfigError(f"--threads must be at least 1, not {jobs}")
     total = sum(t.weight for t in tasks)
     bar = tqdm(total=total, desc=desc, unit="w", unit_scale=True, disable=None if progress is None else not progress,
                leave=False)

@@ -29,7 +29,7 @@ from ..model.llm.llama import (CheckpointWeights, ContainerWeights, Generation, 
 from ..model.llm.sampler import Sampler
 from ..model.llm.tokenizer import BOS, Tokenizer, TokenizerError
 
-__all__ = ["VIAS", "LlamaSetup", "load_llama", "find_tokenizer", "run_generation"]
+__all__ = ["VIAS", "LlamaSetup", "load_llama", "find_tokenizer", "tokenizer_hint", "run_generation"]
 
 VIAS = ("raw", "software", "hardware")
 
@@ -90,6 +90,19 @@ def load_llama(model: str | Path, via: str = "raw", *, codec: str = "tans8", pai
     return LlamaSetup(layout, Llama(weights), provider, seconds)
 
 
+def tokenizer_hint(layout) -> str:
+    """Where the tokenizer of the model ``layout`` describes comes from (for a mismatch's message)."""
+    n = layout.config.vocab_size
+    if layout.format == "llama2c" and n == 32000:
+        return "for a 32,000-token llama2.c model, that is Llama 2's vocabulary, tokenizer.bin of the llama2.c repository"
+    if layout.format == "llama2c":
+        return (f"for a llama2.c model, the tok{n}.bin exported with it by llama2.c's `python tokenizer.py "
+                f"--tokenizer-model=tok{n}.model` (karpathy/tinyllamas publishes tok512.bin beside stories260K.bin); "
+                "llama2.c's tokenizer.bin is Llama 2's 32,000-token vocabulary")
+    return (f"export the model's own {n}-token tokenizer.model to llama2.c's format with llama2.c's "
+            "`python tokenizer.py --tokenizer-model=PATH/tokenizer.model`")
+
+
 def find_tokenizer(model: str | Path, vocab_size: int, explicit: str | Path | None) -> tuple[Tokenizer | None, str]:
     """The tokenizer to use and a note for the user.
 
@@ -121,6 +134,8 @@ def run_generation(model: str | Path, *, via: str = "raw", codec: str = "tans8",
     sampler = Sampler(temperature, topp, seed)
     layout = read_layout(model)
     tok, note = find_tokenizer(model, layout.config.vocab_size, tokenizer)
+    if tok is None:
+        note += f"; a matching tokenizer: {tokenizer_hint(layout)}"
     if tok is None and prompt:
         raise ConfigError(f"--prompt needs a tokenizer whose vocabulary matches the model's "
                           f"{layout.config.vocab_size} tokens ({note})")

@@ -33,19 +33,6 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help="also run the raw path and check that the logits are identical at every step (exit 1 if not)")
 
 
-def tokenizer_hint(layout) -> str:
-    """Where the tokenizer of the model ``layout`` describes comes from (for a mismatch's message)."""
-    n = layout.config.vocab_size
-    if layout.format == "llama2c" and n == 32000:
-        return "for a 32,000-token llama2.c model, that is Llama 2's vocabulary, tokenizer.bin of the llama2.c repository"
-    if layout.format == "llama2c":
-        return (f"for a llama2.c model, the tok{n}.bin exported with it by llama2.c's `python tokenizer.py "
-                f"--tokenizer-model=tok{n}.model` (karpathy/tinyllamas publishes tok512.bin beside stories260K.bin); "
-                "llama2.c's tokenizer.bin is Llama 2's 32,000-token vocabulary")
-    return (f"export the model's own {n}-token tokenizer.model to llama2.c's format with llama2.c's "
-            "`python tokenizer.py --tokenizer-model=PATH/tokenizer.model`")
-
-
 class _Tee:
     """Standard output that also keeps what was written (the generated text, for --json)."""
 
@@ -74,7 +61,7 @@ def generate(args: argparse.Namespace) -> int:
 
     from ..model.llm.llama import read_layout
     from ..model.llm.tokenizer import Tokenizer, TokenizerError
-    from ..sim.llama_run import run_generation
+    from ..sim.llama_run import run_generation, tokenizer_hint
 
     if args.via == "raw":
         refuse(args, ["codec", "container", "engine"], "does not apply with --via raw (the weights are read "
