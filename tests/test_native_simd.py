@@ -245,3 +245,30 @@ def test_tans_avx2_row_shifts():
         with level(lv):
             got = fastans.decode_values(spec, g.words, [t], [Run(0, n)], g.checkpoints, [(full_ct, exps, z)], f, 1)
         assert np.array_equal(got, want), lv
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "fp16"])
+def test_rans16_values_with_escapes_in_a_small_table(fmt):
+    """A long run of a table of at most 32 symbols whose rare codes are escapes (the AVX-512 kernel's
+    search-and-permute path and its escape permute): every level gives the golden pairs' values."""
+    spec = parse_codec("rans16x16")
+    f = PAIR_FORMATS[fmt]
+    rng = np.random.default_rng(77 + f.total_bits)
+    n = 40000
+    common = rng.choice(10, size=n, p=np.full(10, 0.1)).astype(np.uint16)
+    rare = np.arange(10, 30).repeat(2)  # 20 codes twice each: cheaper as one escape group than as symbols
+    common[rng.choice(n, size=rare.size, replace=False)] = rare
+    counts = np.bincount(common, minlength=30).astype(np.int64)
+    extra = rng.integers(0, 1 << f.extra_bits, n, dtype=np.uint64)
+    ct, t = spec.tables(counts, f.extra_bits)
+    assert ct.escape_codes and t.freqs.size <= 32
+    s, e = ct.to_symbols(common, extra)
+    exps = np.sort(rng.choice(1 << f.exponent_bits, size=30, replace=False))
+    want = fastans.join_values(ct, exps, f, s, e)
+    g = spec.coder().encode([t], [Run(0, n)], s, e, 4096)
+    for lv in LEVELS:
+        with level(lv):
+            got = fastans.decode_values(spec, g.words, [t], [Run(0, n)], g.checkpoints, [(ct, exps, 0)], f, 1)
+            assert got is not None and np.array_equal(got, want), lv
+            ss, ee = fastans.decode_segments(spec, g.words, [t], [Run(0, n)], g.checkpoints, 1, compact=True)
+            assert np.array_equal(ss, s) and np.array_equal(ee, e), lv

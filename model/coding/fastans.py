@@ -423,7 +423,9 @@ def _is_r16(spec) -> bool:
 
 
 def _r16_ok(p: PreparedTables) -> bool:
-    return bool(p.native_ok and p.lut16.size == p.nsym.size << 16)
+    """Whether the ``rans16_*`` kernels take these tables: the slot table built, and additional data of at
+    most 32 bits (their pairs are ``uint32``)."""
+    return bool(p.native_ok and p.lut16.size == p.nsym.size << 16 and int(p.kb.max(initial=0)) <= 32)
 
 
 def _r16_decode(spec, p: PreparedTables, wn, run_tab, run_end, starts, stops, out0, out_s, out_e,

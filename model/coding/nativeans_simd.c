@@ -14,8 +14,9 @@
  */
 #include "nativeans.h"
 
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(NAS_NO_SIMD)
 #include <immintrin.h>
+#include <x86intrin.h>
 #define NAS_X86 1
 #define ATTR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,bmi2,popcnt")))
 #define ATTR_AVX2 __attribute__((target("avx2,bmi2,fma,popcnt")))
@@ -36,7 +37,7 @@
 
 #define R16_LO 0x10000u  /* 2^(S - W): the normalized interval's bottom */
 #define R16_VEC_MIN 1024 /* runs shorter than this stay scalar: their vector tables would cost more */
-#define R16_KMAX 8       /* segments decoded side by side at most */
+#define R16_KMAX 12      /* segments decoded side by side at most */
 
 typedef struct {
     /* the stream */
@@ -181,6 +182,8 @@ ATTR_AVX512 static void r16_avx512(const R16 *d, R16Chain *ch, int K) {
         vt[c] = NULL;
     }
     const __m512i lo9 = _mm512_set1_epi32(0x1ff), morebit = _mm512_set1_epi32(1 << 17);
+    const __m512i c8 = _mm512_set1_epi32(8), c4 = _mm512_set1_epi32(4), c2 = _mm512_set1_epi32(2);
+    const __m512i rlo = _mm512_set1_epi32((int)R16_LO);
     for (;;) {
         int active = 0;
         for (int c = 0; c < K; c++) {
@@ -218,13 +221,12 @@ ATTR_AVX512 static void r16_avx512(const R16 *d, R16Chain *ch, int K) {
                 /* five steps whatever the count (cs is padded with 2^16, which no slot reaches) */
 #define R16_STEP(ST)                                                                                  \
                 {                                                                                     \
-                    __m512i cand = _mm512_or_si512(sy, _mm512_set1_epi32(ST));                         \
+                    __m512i cand = _mm512_or_si512(sy, ST);                                            \
                     sy = _mm512_mask_mov_epi32(sy, _mm512_cmpge_epu32_mask(q, _mm512_permutex2var_epi32(ca, cand, cb2)), \
                                                cand);                                                 \
                 }
-                sy = _mm512_maskz_mov_epi32(_mm512_cmpge_epu32_mask(q, _mm512_set1_epi32((int)v_->cs[16])),
-                                            _mm512_set1_epi32(16));
-                R16_STEP(8) R16_STEP(4) R16_STEP(2) R16_STEP(1)
+                sy = _mm512_maskz_mov_epi32(_mm512_cmpge_epu32_mask(q, _mm512_set1_epi32((int)v_->cs[16])), c16);
+                R16_STEP(c8) R16_STEP(c4) R16_STEP(c2) R16_STEP(one)
 #undef R16_STEP
                 e1 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)v_->s1), sy,
                                                _mm512_loadu_si512((const void *)(v_->s1 + 16)));
@@ -246,7 +248,7 @@ ATTR_AVX512 static void r16_avx512(const R16 *d, R16Chain *ch, int K) {
             __m512i f = _mm512_add_epi32(_mm512_and_si512(e1, lo16), one);
             __m512i xa = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_srli_epi32(x, 16), f),
                                           _mm512_sub_epi32(q, _mm512_srli_epi32(e1, 16)));
-            __mmask16 ma = _mm512_cmplt_epu32_mask(xa, _mm512_set1_epi32((int)R16_LO));
+            __mmask16 ma = _mm512_cmplt_epu32_mask(xa, rlo);
             __m512i b = _mm512_and_si512(_mm512_srli_epi32(e2, 8), m31);
             __m512i hia = _mm512_mask_mov_epi32(_mm512_srli_epi32(xa, 16), ma, xa);
             __mmask16 mb = _mm512_cmplt_epu32_mask(hia, _mm512_sllv_epi32(one, b));
@@ -426,6 +428,7 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
                  values ? (const uint32_t *)hib.view.buf : NULL, values ? (const uint32_t *)eb.view.buf : NULL, esc_w,
                  (unsigned)w_, (unsigned)m_, (unsigned)top_, vt};
         int vec = 0;
+        (void)vec;
 #ifdef NAS_X86
         /* the vector tables, for tables with at most one chunk per symbol, at most 256 symbols and a run of
          * R16_VEC_MIN pairs or more in some segment; 16-bit values only */
@@ -704,6 +707,7 @@ HIDDEN PyObject *nas_py_rans16_encode(PyObject *self, PyObject *args) {
                     freq, cum, nsym, kbits, nch, chb, width, most, N, interval, run_tab, run_end, n_runs - 1,
                     (uint16_t *)out.view.buf, NITEMS(out), (uint64_t *)cps.view.buf, NITEMS(cps) / (3 + N), NULL, NULL};
         int vec = 0;
+        (void)vec;
 #ifdef NAS_X86
         if (nas_level >= 2 && N == 16 && small) {
             vbuf = (uint32_t *)calloc((size_t)(ntab * 512), sizeof(uint32_t));
