@@ -41,12 +41,13 @@ PAPER_LLAMA2_7B = {"Original": 16.0, "Simple": 13.0, "Ideal": 10.58, "rANS 16 bi
 
 
 def demo_cores(models: list[dict], engine: str = "auto", pairs: int | None = None, seed: int = 0,
-               emit: Callable[[str], None] | None = None) -> tuple[list[str], bool]:
+               emit: Callable[[str], None] | None = None, results: list[dict] | None = None
+               ) -> tuple[list[str], bool]:
     """Simulate :data:`DEMO_CORES` on pairs drawn from each model's largest matrix histogram.
 
     ``pairs`` are drawn per model, so each core decodes ``pairs * len(models)``. Returns the report
     lines (each also passed to ``emit`` as soon as it is known) and whether every core was bit-exact
-    with the golden model."""
+    with the golden model; each core's figures are appended to ``results`` when it is given."""
     emit = emit or (lambda line: None)
     if engine == "auto":
         engine = "verilator" if verilator_available() else "amaranth"
@@ -67,6 +68,11 @@ def demo_cores(models: list[dict], engine: str = "auto", pairs: int | None = Non
         with progress.bar(len(mp), f"{kind} {codec}", unit="matrix") as update:
             rep = simulate_matrices(kind, codec, mp, engine=engine, progress=lambda *_: update(1))
         ok &= rep.bit_exact
+        if results is not None:
+            results.append({"core": kind, "codec": codec, "engine": engine, "pairs": rep.pairs,
+                            "cycles": rep.cycles, "pairs_per_clock": rep.pairs_per_cycle, "words": rep.words,
+                            "bit_exact": rep.bit_exact, "matrices": [f"{name}: {big['name']}" for name, big in mats],
+                            "errors": list(rep.errors[:3])})
         where = ", ".join(f"{name.split(' ')[0]} {big['name']}" for name, big in mats)
         row = [f"  {kind:12s} {codec:6s}: {rep.pairs:,} pairs in {rep.cycles:,} cycles = "
                f"{rep.pairs_per_cycle:.4f} pairs/clock, {rep.words:,} words; bit-exact with the golden model: "
@@ -120,13 +126,21 @@ def demo_generation(model: str | Path, engine: str = "auto", steps: int = 16, co
 
 def run_demo(model: str | Path | None = None, histograms: str | Path | None = None,
              jobs: int | None = None, engine: str = "auto", cores: bool = True,
-             emit: Callable[[str], None] | None = None, title: bool = True) -> tuple[str, bool]:
+             emit: Callable[[str], None] | None = None, title: bool = True,
+             figures: dict | None = None) -> tuple[str, bool]:
     """The demo's report as text, and whether every simulated core was bit-exact.
 
     Each line is also passed to ``emit`` as soon as it is computed (the CLI prints it at once);
-    ``title=False`` leaves out :data:`DEMO_TITLE` (the CLI prints it before importing anything)."""
+    ``title=False`` leaves out :data:`DEMO_TITLE` (the CLI prints it before importing anything).
+    ``figures``, when given, receives the same results as data (``demo --json``): ``tables`` (each
+    Table 1 as :meth:`to_json` writes it), ``cores`` (each simulated core's pairs, cycles, pairs per
+    clock and bit-exactness), ``generation`` (its report lines, with ``--model``), ``bit_exact`` and
+    the paper's Llama2-7B figures."""
     ok = True
     out: list[str] = []
+    doc = figures if figures is not None else {}
+    doc.update(source=str(model) if model is not None else (str(histograms) if histograms else "shipped histograms"),
+               tables=[], cores=[])
 
     def say(*lines: str) -> None:
         for line in lines:
@@ -140,10 +154,12 @@ def run_demo(model: str | Path | None = None, histograms: str | Path | None = No
     if model is not None:
         progress.step(f"Table 1 of {model}: every matrix through the golden codecs, constriction and gzip/bzip2/xz/zstd")
         table = compute_table1(model, jobs=jobs)
+        doc["tables"].append(table.to_json())
         say(table.format_text())
         if cores:
             progress.step("a llama generating from weights the simulated decoder core decompresses")
             lines, ok = demo_generation(model, engine)
+            doc["generation"] = {"lines": lines, "logits_identical": ok}
             say("", *lines)
     else:
         models = load_histograms(histograms) if histograms else embedded_histograms()
@@ -154,10 +170,12 @@ def run_demo(model: str | Path | None = None, histograms: str | Path | None = No
             progress.step(f"Table 1 estimates for {m['name']}: normalizing {len(m['matrices'])} matrices' tables")
             note = "estimated from exponent histograms; " + conversion_note(m.get("conversion", "weights as stored"))
             table = table1_from_histograms(m["name"], m["matrices"], m.get("pairs", "bf16"), note)
+            doc["tables"].append(table.to_json())
             say("", table.format_text(), f"  source: {m.get('source', '?')}")
         if cores:
             say("")
-            lines, ok = demo_cores(models, engine, emit=say)
+            lines, ok = demo_cores(models, engine, emit=say, results=doc["cores"])
+    doc.update(bit_exact=ok, paper_llama2_7b_bits_per_weight=dict(PAPER_LLAMA2_7B))
     say("", "The paper's Llama2-7B figures (bits/weight), for comparison:",
         "  " + ", ".join(f"{k} {v:g}" for k, v in PAPER_LLAMA2_7B.items()))
     return "\n".join(out), ok

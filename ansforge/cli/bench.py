@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..model import progress
-from .common import UsageError, refuse, verb, write
+from .common import UsageError, refuse, verb, write, write_json
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
@@ -29,7 +29,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
       description="Benchmarks: Table 1 on MiniLM and on a synthetic checkpoint with Llama2-7B's "
                   "shapes (written to a temporary safetensors file, deleted after), with wall time "
                   "and peak RSS, against gzip/bzip2/xz/zstd and constriction measured in the same run.",
-      force="replace an existing report", outputs={"output": "file"})
+      force="replace an existing report", outputs={"output": "file"},
+      json="also write the report's sections and tables as JSON (the same figures as the Markdown)")
 def bench(args: argparse.Namespace) -> int:
     from ..analysis.bench import run_bench
 
@@ -50,5 +51,10 @@ def bench(args: argparse.Namespace) -> int:
         rep = run_bench(layers=args.layers, slow_layers=args.slow_layers, skip_7b=args.skip_7b,
                         tmpdir=args.tmpdir, argv=sys.argv[1:], only=only, stories=args.stories)
     write(args, args.output, rep)
+    if args.json is not None:
+        from ..analysis.report_tables import markdown_tables
+
+        write_json(args, args.json, {"verb": "bench", "output": args.output, "only": only,
+                                     "sections": markdown_tables(rep)})
     print(f"wrote {args.output}")
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import alias, refuse, spelled, threads, verb
+from .common import alias, refuse, spelled, threads, verb, write_json
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
@@ -22,7 +22,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 @verb("demo", _arguments, help="Table-1 estimates from shipped exponent histograms (no download needed)",
       description="Print Table-1-style figures. With no arguments, from the exponent histograms "
                   "measured from stories260K and MiniLM-L6 that ship with ansforge; with --model, "
-                  "the full Table 1 of that checkpoint.")
+                  "the full Table 1 of that checkpoint.",
+      json="also write the figures (Table 1 rows, each core's pairs, cycles and bit-exactness) as JSON")
 def demo(args: argparse.Namespace) -> int:
     # The title first, before the imports (amaranth, numpy) and the work: a newcomer sees it at once.
     if args.model is not None:
@@ -35,6 +36,8 @@ def demo(args: argparse.Namespace) -> int:
     print("ansforge demo: lossless coding-pair compression (Liguori, Table 1)", flush=True)
     from ..analysis.demo import run_demo
 
+    figures: dict = {"verb": "demo"}
     _, ok = run_demo(args.model, args.histograms, jobs=args.threads, engine=args.engine, cores=not args.no_cores,
-                     emit=lambda line: print(line, flush=True), title=False)
+                     emit=lambda line: print(line, flush=True), title=False, figures=figures)
+    write_json(args, args.json, figures)
     return 0 if ok else 1
