@@ -54,6 +54,11 @@ two-state encoder's (``x`` → ``x < thr`` → one more shift place → slot add
 LUT-RAM → the ring; the packer's fill count); from ``N = 3`` the table read goes into the first state
 in flight instead of ``x``. Verilator, ``tans8x16``, 200,000 pairs in one command without gaps:
 200,021 clocks for either coder (0.99990 pairs per clock, latency, stream head and flush included).
+Whole models, bf16 pairs, one command per matrix, table writes excluded, bit-exact (these cores put in
+``hdl/cores.py``'s ``CORE_CLASSES`` for the run, ``sim/model_run.simulate_matrices``): MiniLM
+``tans8x16`` 0.99996 pairs per clock (22,682,112 pairs in 22,682,933 clocks, decoder and encoder);
+stories260K ``tans8x16`` 0.99715, ``tans8x4`` 0.99881 (its 36 matrices are small: each pays the
+latency and the head or flush).
 Back-to-back commands (``tests/test_tans_xn.py``): the decoder spends the marker word and ``N`` state
 reads, ``N + 1`` or ``N + 2`` idle clocks at a boundary; the encoder ``N`` flush steps and the packer's
 marker clock, ``N + 1`` (3 at ``N = 2``).
