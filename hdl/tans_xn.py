@@ -78,7 +78,7 @@ from ..model.coding.tans import TansTable
 from .common import (COUNT_BITS, WordCrc, bits_for, check_bool, check_int, core_codec, decoder_command_layout,
                      decoder_ports, encoder_command_layout, encoder_ports, pair_layout, word_layout)
 from .shell import DecoderShell, EncoderShell
-from .tans import (PairWindow, TansDecoderCoder, TansEncoderCoder, TansTailUpdate, _TansCore, _TansShape,
+from .tans import (BitWindow, PairWindow, TansDecoderCoder, TansStateUpdate, TansEncoderCoder, TansTailUpdate, _TansCore, _TansShape,
                    _decoder_entry, _expose, _thermometer, tans_decoder_writes, tans_encoder_writes)
 from .tans_x2 import WideWordPacker, WordPacker, x2_symbol_rows
 
@@ -598,6 +598,9 @@ class TansXnDecoder(_TansCore):
         if self._states > 1:
             out["bit window"] = PairWindow(sh.W, out["coder"].pos_max, max(sh.R, sh.K, 1), sh.R)
             out["state update"] = TansTailUpdate(sh.R)
+        else:
+            out["bit window"] = BitWindow(sh.W, sh.need_max)
+            out["state update"] = TansStateUpdate(sh.R, sh.need_max)
         if self._shell:
             out["shell"] = DecoderShell(decoder_command_layout(sh.R * self._states, bits_for(sh.W - 1),
                                                                self._count_bits), sh.W,

@@ -248,6 +248,10 @@ def test_states_and_options():
     assert set(enc.signature.members) == set(TansXnEncoderCoder(enc.shape, 8).signature.members)
     with pytest.raises(ValueError, match="states"):
         TansXnDecoderCoder(dec.shape, 1)
+    for n in (1, 8):
+        assert set(TansXnDecoder(_codec(n), programmable=True).blocks()) == \
+            {"coder", "bit window", "state update", "shell", "crc"}
+        assert set(TansXnEncoder(_codec(n), programmable=True).blocks()) == {"coder", "shell"}
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
