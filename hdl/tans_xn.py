@@ -78,8 +78,9 @@ from ..model.coding.tans import TansTable
 from .common import (COUNT_BITS, WordCrc, bits_for, check_bool, check_int, core_codec, decoder_command_layout,
                      decoder_ports, encoder_command_layout, encoder_ports, pair_layout, word_layout)
 from .shell import DecoderShell, EncoderShell
-from .tans import (BitWindow, PairWindow, TansDecoderCoder, TansStateUpdate, TansEncoderCoder, TansTailUpdate, _TansCore, _TansShape,
-                   _decoder_entry, _expose, _thermometer, tans_decoder_writes, tans_encoder_writes)
+from .tans import (BitWindow, PairWindow, TansDecoderCoder, TansEncoderCoder, TansStateUpdate, TansTailUpdate,
+                   _TansCore, _TansShape, _decoder_entry, _expose, _thermometer, tans_decoder_writes,
+                   tans_encoder_writes)
 from .tans_x2 import WideWordPacker, WordPacker, x2_symbol_rows
 
 __all__ = ["TansXnDecoderCoder", "TansXnEncoderCoder", "TansXnEncoderRing", "TansXnDecoder", "TansXnEncoder",

@@ -167,7 +167,8 @@ def test_corrupt_streams_end_with_their_status():
              (w, 37, {DecodeStatus.FINAL_STATE.value, DecodeStatus.TRAILING_DATA.value}),
              (np.concatenate([w, np.zeros(1, np.uint64)]), 40, {DecodeStatus.TRAILING_DATA.value})]
     for words_in, count, statuses in cases:
-        job = CoreJob("tans-decoder", core, cfg=good.cfg, pairs=count + good.pairs, words=int(words_in.size) + good.words)
+        job = CoreJob("tans-decoder", core, cfg=good.cfg, pairs=count + good.pairs,
+                      words=int(words_in.size) + good.words)
         job.commands = [pack(payload_shape(core, "cmd"), {**cmd, "count": count, "words": int(words_in.size)}),
                         good.commands[0]]
         job.inputs = np.concatenate([words_in, good.inputs])
