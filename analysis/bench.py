@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..hdl.cores import REGISTRY, base_names, core_build
 from ..model.llm.checkpoint import write_safetensors
 from ..model.dtypes.pairs import fp32_to_bf16_rne
 from .table1 import compute_table1
@@ -177,7 +178,7 @@ def _hardware(path: str) -> list[str]:
            f"{rep.pairs / wall / 1e6:.2f} |", "",
            "Targets: 2 M pairs/s in Verilator; all of MiniLM through the tANS decoder in under a minute.", ""]
     rows, missing = [], []
-    for kind in ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder"):
+    for kind in CORES:
         dec = kind.endswith("decoder")
         # The paper's configuration as Table 3 measures it (the coder alone), then ours as shipped
         # (shell with 32-bit counters, CRC-32, 5 more extra bits for the escape index).
@@ -247,7 +248,7 @@ def _hardware(path: str) -> list[str]:
         md.append(f"| {kind} | {eq} → {a.lut_equivalents} | {dsp} → {a.dsps} | {ff} → {a.ffs} | {lev} → {a.levels} "
                   f"| {fmax:.1f} → {fa} |")
     lint = {kind: lint_warnings(core_verilog(build_core(kind, parse_codec(paper_codec(kind)), programmable=True)))
-            for kind in ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")}
+            for kind in CORES}
     md += ["", "`verilator --lint-only -Wall` on each shelled core's Verilog, warnings by kind (Amaranth's "
            "own patterns: operand widths, debug wires of named signals, its FSM case encoding):", "",
            "| Core | " + " | ".join(LINT_KINDS) + " | other |", "|---|" + "---:|" * (len(LINT_KINDS) + 1)]
@@ -285,16 +286,20 @@ def _prove() -> list[str]:
     return md + [""]
 
 
+#: The base builds of the core registry (``hdl/cores.py`` ``REGISTRY``), in its order.
+CORES = tuple(base_names())
+#: The interleaved codecs each core's multi-state coder is measured on (bench rows beside the one-state
+#: coder): the default codec of each registered interleaved build (``tans8x2``, ``rans16x5``, ...), and the
+#: largest ``N`` each base build takes (16: the default container format's, and what the encoder writes).
+INTERLEAVED_CODECS = {b: tuple(dict.fromkeys(
+    [r.default_codec for r in REGISTRY if r.base == b and r.name != b]
+    + [f"{core_build(b).default_codec}x{max(core_build(b).states)}"])) for b in CORES}
+
 #: The four cores before the issue-18/19 redesign (commit bb6bc26: whole core, paper configuration,
 #: no CRC, rANS S = 64), measured on this machine with the definitions of ``analysis/area.py``:
 #: (LUTs, LUT-RAM cells, LUT-equivalents, FFs, DSP, levels, ECP5 Fmax median of 3 seeds in MHz).
 #: Kept as data because that design no longer exists in the tree; nextpnr is deterministic per seed,
 #: so the Fmax figures do not depend on machine load.
-#: The interleaved codecs each core's multi-state coder is measured on (bench rows beside the one-state
-#: coder): the rANS decoder at N = 5 (the ring alone, issue 19's figure) and N = 16 (what the encoder writes).
-INTERLEAVED_CODECS = {"tans-decoder": ("tans8x2",), "tans-encoder": ("tans8x2",),
-                      "rans-decoder": ("rans16x5", "rans16x16"), "rans-encoder": ("rans16x16",)}
-
 BEFORE_REDESIGN = {
     "tans-decoder": (484, 16, 612, 133, 0, 17, 63.2),
     "tans-encoder": (345, 13, 449, 96, 0, 16, 92.5),

@@ -5,6 +5,12 @@
     shell (``shell``: counters, status, end checks, CRC), checked bit for bit against the golden models
     of :mod:`ansforge.model.coding`. ``tans_x2`` holds the tANS encoder's coder for two interleaved
     states (``tans8x2``), which ``tans.TansEncoder`` builds for such a codec.
+``cores``
+    The core registry: one row per shipped build (name, codecs and ``N`` it takes, core, coder and shell
+    classes, default codec, formal configuration), :func:`~.cores.build_core` and the names every
+    hardware verb takes.
+``tans_xn``
+    The tANS cores for ``N = 1 .. 16`` interleaved states (``tansRxN``), what the registry builds for tANS.
 ``interfaces``
     Coding pairs to and from floats and fixed point (§4.3, Figs. 9–11).
 ``parallel``, ``broadcast``

@@ -14,15 +14,16 @@ from dataclasses import dataclass
 
 __all__ = ["CORES", "ONE_STATE_CORES", "INTERLEAVED_CORES", "Mutant", "MUTANTS", "build_name", "check_mutant"]
 
-#: The one-state cores, by the names the command line uses.
-ONE_STATE_CORES = ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")
-#: The interleaved-state builds of the same four cores (``docs/bitstream.md`` §8): ``<core>-x<N>`` is
-#: the core built for a codec of ``N`` states (:class:`~.tans.TansX2DecoderCoder`,
-#: :class:`~.tans_x2.TansEncoderX2Coder`, :class:`~.rans.RansDecoderCoderXN` at its smallest ``N``,
-#: :class:`~.rans.RansEncoderXnCoder` at the one ``N`` it builds).
-INTERLEAVED_CORES = ("tans-decoder-x2", "tans-encoder-x2", "rans-decoder-x5", "rans-encoder-x16")
-#: Every provable core.
-CORES = ONE_STATE_CORES + INTERLEAVED_CORES
+from .cores import REGISTRY, prove_names
+
+#: The one-state (base) builds, by the names the command line uses (:data:`~.cores.REGISTRY`).
+ONE_STATE_CORES = tuple(r.name for r in REGISTRY if r.formal is not None and r.formal.states == 1)
+#: The interleaved-state builds with formal harnesses of their own (``docs/bitstream.md`` §8):
+#: ``<core>-x<N>`` is the core built for a codec of ``N`` states (:data:`~.cores.REGISTRY`'s rows whose
+#: :class:`~.cores.FormalConfig` has ``states > 1``).
+INTERLEAVED_CORES = tuple(r.name for r in REGISTRY if r.formal is not None and r.formal.states > 1)
+#: Every provable core (:func:`~.cores.prove_names`).
+CORES = tuple(prove_names())
 
 
 def build_name(core: str, states: int = 1) -> str:

@@ -90,6 +90,7 @@ from amaranth.lib.wiring import In
 from amaranth.utils import bits_for as _bits
 
 from ..hdl.common import DecodeStatus, decoder_command_layout, encoder_command_layout
+from ..hdl.cores import REGISTRY, core_build
 from ..hdl.mutants import CORES, INTERLEAVED_CORES, MUTANTS
 from ..hdl.rans import RansDecoder, RansEncoder, bucket_bits_for
 from ..hdl.shell import DecoderShell, EncoderShell
@@ -121,8 +122,8 @@ SMALL_XN = {
 #: outputs taken (rANS decoder: a symbol search steps up to ``max_symbols - 1`` clocks; the xN rANS
 #: encoder: ``N - 1`` clocks where a command shorter than ``N`` pairs enters its ghosts, or where the
 #: ring turns past its slots back to the next one, ``RansEncoderXnCoder``: a bound of ``N``, found tight).
-PROGRESS_CLOCKS = {"tans-decoder": 6, "tans-encoder": 6, "rans-decoder": 8, "rans-encoder": 6,
-                   "tans-decoder-x2": 6, "tans-encoder-x2": 6, "rans-decoder-x5": 8, "rans-encoder-x16": 16}
+#: (:class:`~ansforge.hdl.cores.FormalConfig` ``progress_clocks`` of each registered build.)
+PROGRESS_CLOCKS = {r.name: r.formal.progress_clocks for r in REGISTRY if r.formal is not None}
 #: Most pairs a round trip / a detection run codes (``table="pinned"``, what CI runs, and every detection).
 ROUND_TRIP_PAIRS = {"tans": 1, "rans": 1}
 #: Most pairs a round trip codes on an arbitrary legal table (``table="arbitrary"``): sequences of up to
@@ -248,12 +249,12 @@ PINNED_XN_FREQUENCIES = (18, 3, 9, 2)
 #: Interleaved builds whose port harnesses run on a baked table with ``cfg`` tied off: the rANS xN
 #: decoder, whose first pair comes after its ``N ceil(S / W) = 10`` head words, so that its covers need
 #: depth :data:`MIN_DEPTH`, where z3 with a writable table takes minutes.
-XN_BAKED = ("rans-decoder-x5",)
+XN_BAKED = tuple(r.name for r in REGISTRY if r.formal is not None and r.formal.baked)
 #: The least depth a core's port properties run at, whatever ``--depth`` says (the report gives the
 #: depth run): the rANS xN decoder's first pair leaves at clock 17 (10 head words, the ring's turn and
 #: its five stages), so a shallower run would not reach its covers; the xN rANS encoder's ``progress``
 #: bound (:data:`PROGRESS_CLOCKS`, 16) means something only in a run longer than it.
-MIN_DEPTH = {"rans-decoder-x5": 20, "rans-encoder-x16": 20}
+MIN_DEPTH = {r.name: r.formal.min_depth for r in REGISTRY if r.formal is not None and r.formal.min_depth}
 
 
 def pinned_xn_table() -> RansTable:
@@ -272,8 +273,7 @@ def small_core(core: str, mutant: str | None = None, *, baked: bool = False):
         family = base.split("-")[0]
         loose, kw = SMALL_XN[family]
         codec = (TansCodec if family == "tans" else RansCodec).of(**loose, states=int(states))
-        cls = {"tans-decoder": TansDecoder, "tans-encoder": TansEncoder,
-               "rans-decoder": RansDecoder, "rans-encoder": RansEncoder}[base]
+        cls = core_build(core).formal.harness_class
         extra = ({"block_crc": False} if base.endswith("decoder") else {}) | (
             {"count_bits": 3} if family == "tans" else {})
         if baked:

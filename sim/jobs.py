@@ -13,7 +13,7 @@ import numpy as np
 from amaranth.lib import wiring
 
 from ..hdl.common import COUNT_BITS, DecodeStatus
-from ..hdl.cores import build_core as hdl_build_core, table_writes
+from ..hdl.cores import base_names, core_build, table_writes
 from ..model.coding.codecs import Codec
 from ..model.coding.stream import Checkpoint, Run, block_crc, block_ranges
 from .streams import pack, pairs_to_payloads, payload_shape, payloads_to_pairs
@@ -21,7 +21,9 @@ from .streams import pack, pairs_to_payloads, payload_shape, payloads_to_pairs
 __all__ = ["CORES", "SIMULATION_EXTRA_BITS", "simulation_extra_bits", "simulation_core", "CoreJob", "SimResult", "StreamBlock", "build_core", "make_job", "stream_blocks", "block_command", "port_inputs", "port_outputs", "stream_words",
            "blocks_job", "unpack_pairs", "cfg_writes", "command_state"]
 
-CORES = ("tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder")
+#: The base builds of :data:`~ansforge.hdl.cores.REGISTRY` (:func:`build_core` also takes their
+#: ``<core>-x<N>`` builds).
+CORES = tuple(base_names())
 
 
 @dataclass
@@ -93,23 +95,25 @@ def simulation_core(kind: str, spec: Codec, tables, **options) -> wiring.Compone
 def build_core(kind: str, spec: Codec, table=None, *, programmable: bool = False, max_symbols: int = 64,
                max_extra_bits: int | None = None, block_crc: bool = True, table_sets: int = 1,
                shell: bool = True, count_bits: int = COUNT_BITS) -> wiring.Component:
-    """The core ``kind`` (one of :data:`CORES`) for codec ``spec`` with ``table`` baked in, or loadable
-    if programmable (``table=None``: an empty programmable core): :func:`ansforge.hdl.cores.build_core`
-    with the simulator's defaults. ``max_extra_bits`` defaults to what ``table`` needs (at least 8, the
+    """The core ``kind`` (one of :data:`CORES`, or a build of :func:`~ansforge.hdl.cores.core_build`) for codec ``spec`` with ``table`` baked in, or loadable
+    if programmable (``table=None``: an empty programmable core): the registry's build
+    (:meth:`~ansforge.hdl.cores.CoreBuild.build`, which refuses a codec it does not take in one line) with
+    the simulator's defaults. ``max_extra_bits`` defaults to what ``table`` needs (at least 8, the
     paper's). ``block_crc`` (decoders) builds the hardware CRC-32 check. ``table_sets`` > 1 builds a
     programmable context-table core. ``shell=False`` builds the coder alone (no commands, counters,
     status or CRC: what Table 3 measures); it has the coder's ports, which the simulation engines do not
     drive. ``count_bits`` is the width of a command's counts (the shell's counters)."""
-    if kind not in CORES:
-        raise ValueError(f"core must be one of {', '.join(CORES)}, not {kind!r}")
-    codec_kind, role = kind.split("-")
-    if spec.kind != codec_kind:
-        raise ValueError(f"core {kind} needs a {'tANS' if codec_kind == 'tans' else 'rANS'} codec, not {spec.name}")
+    try:
+        build = core_build(kind)
+    except ValueError:
+        raise ValueError(f"core must be one of {', '.join(CORES)} (or <core>-x<N>), not {kind!r}") from None
+    if spec.kind != build.kind:
+        raise ValueError(f"core {kind} needs a {'tANS' if build.kind == 'tans' else 'rANS'} codec, not {spec.name}")
     k = max_extra_bits if max_extra_bits is not None else \
         max(8, int(table.extra_bits.max())) if table is not None else 8
-    options = {"block_crc": block_crc} if role == "decoder" else {}
-    return hdl_build_core(spec, role, table, programmable=programmable, max_symbols=max_symbols,
-                          max_extra_bits=k, table_sets=table_sets, shell=shell, count_bits=count_bits, **options)
+    options = {"block_crc": block_crc} if build.role == "decoder" else {}
+    return build.build(spec, table, programmable=programmable, max_symbols=max_symbols, max_extra_bits=k,
+                       table_sets=table_sets, shell=shell, count_bits=count_bits, **options)
 
 
 def cfg_writes(core, tables) -> dict[str, list[int]]:

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..hdl.common import DecodeStatus
-from ..hdl.cores import core_states
+from ..hdl.cores import core_for
 from ..model.coding.container import Container, compress_checkpoint, open_container
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.llm.llama import stored_from_bits
@@ -67,7 +67,7 @@ class HardwareWeights:
         streams = self.container.streams
         for st in streams:
             # before the layout checks: no layout helps a core decode states it was not built for
-            st.spec.hardware_check(core_states(st.spec, "decoder"))
+            core_for(st.spec, "decoder")
             planned = [self.container.tensors[ti]["name"] for ti in st.tensors
                        if self.container.tensors[ti].get("_plan") is not None]
             if st.spec.states > 1 and planned:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import struct
 import subprocess
 import sys
@@ -353,33 +354,32 @@ def test_states_need_version_5_and_one_state_records_stay_plain(interleaved, tmp
 # the hardware paths refuse N > 1
 
 def test_hardware_paths_refuse_interleaved_states(stories, interleaved, tmp_path):
-    """Each core takes the state counts it names (tANS 1 or 2; the rANS decoder 1 or 5 to 16, the rANS encoder
-    1 or 16: their own test files test those); every other count, and the lanes and the subsystem, are
-    refused in one line naming the counts."""
-    from ansforge.hdl.cores import build_core
+    """Each core takes the codecs its row of the core registry names (tANS any N = 1 .. 16; the rANS decoder
+    1 or 5 to 16, the rANS encoder 1 or 16: their own test files test those); every other count is refused
+    in one line naming which cores take what, and the lanes and the subsystem in one line naming the counts."""
+    from ansforge.hdl.cores import build_core, takes_text
     from ansforge.sim.lanes import decode_container_lanes
     from ansforge.hdl.rans import ENCODER_XN_STATES, XN_STATES
-    line = ("codec {} interleaves {} states; this hardware takes streams of {} "
-            "(docs/bitstream.md §8 says which core takes which)")
-    assert XN_STATES == tuple(range(5, 17))
-    rans_dec = "1 or 5 to 16 states"
-    rans_enc = f"1 or {ENCODER_XN_STATES[0]} states"
-    for codec, role, have in (("tans8x4", "decoder", "1 or 2 states"), ("tans8x4", "encoder", "1 or 2 states"),
-                              ("rans16x2", "decoder", rans_dec), ("rans24x3", "encoder", rans_enc)):
+    assert XN_STATES == tuple(range(5, 17)) and ENCODER_XN_STATES == (16,)
+    line = "codec {}: no {} core takes it ({}; docs/bitstream.md §8)"
+    for codec, role in (("rans16x4", "decoder"), ("rans16x2", "decoder"), ("rans24x3", "encoder")):
         spec = parse_codec(codec)
-        with pytest.raises(ConfigError, match=line.format(codec, spec.states, have).replace("(", r"\(").replace(")", r"\)")):
+        want = line.format(codec, role, takes_text("rans", role))
+        with pytest.raises(ConfigError, match=re.escape(want)):
             build_core(spec, role, programmable=True)
     c = open_container(interleaved)
     with pytest.raises(ConfigError, match="codec tans8x2 interleaves 2 states"):
         decode_container_lanes(c, None, lanes=2)
-    for args, have in ((("verilog", "--core", "tans-decoder", "--codec", "tans8x4", "-o", tmp_path / "x.v"), "1 or 2 states"),
-                       (("verilog", "--top", "subsystem", "--codec", "rans16x2", "-o", tmp_path / "x.v"), "1 state"),
-                       (("simulate", "--core", "rans-decoder", "--codec", "rans16x4", "--model", stories), rans_dec),
-                       (("simulate", "--core", "rans-encoder", "--codec", "rans16x4", "--model", stories), rans_enc),
-                       (("testbench", "--core", "tans-decoder", "--codec", "tans8x4", "--model", stories,
-                         "-o", tmp_path / "tb"), "1 or 2 states")):
+    _one_line_error(ansforge("verilog", "--top", "subsystem", "--codec", "rans16x2", "-o", tmp_path / "x.v"),
+                    "codec rans16x2 interleaves 2 states; this hardware takes streams of 1 state "
+                    "(docs/bitstream.md §8 says which core takes which)")
+    for args, role in ((("verilog", "--core", "rans-decoder", "--codec", "rans16x4", "-o", tmp_path / "x.v"), "decoder"),
+                       (("simulate", "--core", "rans-decoder", "--codec", "rans16x4", "--model", stories), "decoder"),
+                       (("simulate", "--core", "rans-encoder", "--codec", "rans16x4", "--model", stories), "encoder"),
+                       (("testbench", "--core", "rans-encoder", "--codec", "rans24x3", "--model", stories,
+                         "-o", tmp_path / "tb"), "encoder")):
         codec = args[args.index("--codec") + 1]
-        _one_line_error(ansforge(*args), line.format(codec, codec.rpartition("x")[2], have))
+        _one_line_error(ansforge(*args), "--" + line.format(codec, role, takes_text("rans", role)))
     assert not (tmp_path / "x.v").exists() and not (tmp_path / "tb").exists()
 
 

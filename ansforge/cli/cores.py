@@ -17,15 +17,18 @@ from ..model.errors import AnsforgeError
 from .common import (UsageError, alias, check_output, need_verilator, refuse, spelled, staged, threads, verb, write,
                      write_json)
 
-CORES = ["tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder"]
-#: The interleaved-state builds (``hdl/mutants.py`` ``INTERLEAVED_CORES``; spelled out here so that the
-#: parser does not import the HDL): ``<core>-x<N>`` is ``--core <core>`` with a codec of ``N`` states.
-INTERLEAVED_CORES = ["tans-decoder-x2", "tans-encoder-x2", "rans-decoder-x5", "rans-encoder-x16"]
+from ..hdl.cores import base_names, core_names, interleaved_names, names_text, prove_names
+
+#: The base builds (``hdl/cores.py`` ``REGISTRY``, as every core name here; the registry imports no HDL).
+CORES = base_names()
+#: The interleaved-state builds: ``<core>-x<N>`` is ``--core <core>`` with a codec of ``N`` states.
+INTERLEAVED_CORES = interleaved_names()
 #: The names every hardware verb's ``--core`` takes.
-ALL_CORES = CORES + INTERLEAVED_CORES
-PROVE_CORES = ALL_CORES
+ALL_CORES = core_names()
+#: The builds ``prove`` has harnesses for (``prove --core`` takes every name and refuses the others in one line).
+PROVE_CORES = prove_names()
 CORE_HELP = ("the core: {}; or an interleaved-state build, {} (<core>-x<N> is <core> with --codec <codec>x<N>)"
-             .format(", ".join(CORES), ", ".join(INTERLEAVED_CORES)))
+             .format(", ".join(CORES), names_text()))
 #: The options of ``--top subsystem`` alone, and of a single core alone (``verilog``, ``resources``).
 SUBSYSTEM_ONLY = ("lanes", "bus_bits", "target", "escape_bits", "max_codes")
 CORE_ONLY = ("word_bits", "model", "matrix", "max_extra_bits", "no_crc", "no_shell", "count_bits", "breakdown")
@@ -33,14 +36,17 @@ CORE_ONLY = ("word_bits", "model", "matrix", "max_extra_bits", "no_crc", "no_she
 
 def _split_core(core: str) -> tuple[str, int | None]:
     """``rans-decoder-x5`` -> (``rans-decoder``, 5); ``rans-decoder`` -> (``rans-decoder``, None)."""
-    base, _, states = core.rpartition("-x")
-    return (base, int(states)) if base and states.isdigit() else (core, None)
+    from ..hdl.cores import core_build
+
+    build = core_build(core)
+    return (build.base, build.states[0]) if build.base != build.name else (core, None)
 
 
 def _core_and_codec(args: argparse.Namespace) -> tuple[str, str]:
-    """The one-state core name and the codec ``--core`` and ``--codec`` ask for together (a ``-x<N>``
-    build gives the paper codec of ``N`` states when no ``--codec`` is given, and must agree with one)."""
-    from ..hdl.cores import paper_codec
+    """The base core name and the codec ``--core`` and ``--codec`` ask for together (a ``-x<N>``
+    build gives the paper codec of ``N`` states when no ``--codec`` is given, and must agree with one);
+    a codec no build of the core takes is refused here in one line (which cores take what)."""
+    from ..hdl.cores import core_build, paper_codec, refusal
 
     base, states = _split_core(_need_core(args))
     codec = args.codec
@@ -53,7 +59,12 @@ def _core_and_codec(args: argparse.Namespace) -> tuple[str, str]:
                 raise UsageError(f"--core {args.core} is the {states}-state build, but --codec {codec} has "
                                  f"{spec.states} state{'s' * (spec.states != 1)} (give --codec "
                                  f"{codec.split('x')[0]}x{states}, or --core {base})")
-    return base, _default_codec(base, codec)
+    codec = _default_codec(base, codec)
+    build = core_build(base)
+    spec = _parse(codec)
+    if not build.takes(spec):
+        raise UsageError(f"--codec {codec}: " + refusal(spec, build.role).split(": ", 1)[1])
+    return base, codec
 
 
 def _parse(codec: str):
@@ -530,7 +541,8 @@ PROVE_PROPERTIES = ("stream_rules", "out_of_reset", "progress", "round_trip", "d
 
 def _prove_arguments(p: argparse.ArgumentParser) -> None:
     sel = p.add_mutually_exclusive_group(required=True)
-    sel.add_argument("--core", choices=PROVE_CORES, metavar="CORE", help=CORE_HELP)
+    sel.add_argument("--core", choices=ALL_CORES, metavar="CORE",
+                     help=CORE_HELP + "; proofs exist for " + ", ".join(PROVE_CORES))
     sel.add_argument("--all", action="store_true", help="all four cores and their interleaved builds")
     p.add_argument("--codec", default=None, metavar="CODEC",
                    help="with --core: the paper codec with x<N> (tans8x2, rans16x5, rans16x16) names the "
@@ -558,15 +570,18 @@ def _prove_core(args: argparse.Namespace) -> str:
     """``--core`` with ``--codec``: the build to prove (``rans-decoder --codec rans16x5`` is ``rans-decoder-x5``)."""
     from ..hdl.cores import paper_codec
 
-    if args.codec is None:
-        return args.core
     base, states = _split_core(args.core)
+    if args.codec is None:
+        if args.core not in PROVE_CORES:
+            raise UsageError(f"--core {args.core}: no formal harness for this build (prove takes "
+                             f"{', '.join(PROVE_CORES)})")
+        return args.core
     spec = _parse(args.codec)
     paper = paper_codec(base)
     if spec.kind != base.split("-")[0] or args.codec.rsplit("x", 1)[0] != paper:
         raise UsageError(f"--codec {args.codec}: prove builds its own small configuration of {base}; --codec only "
                          f"names its interleaved build ({paper}x<N>), e.g. "
-                         + ", ".join(f"{c} for {b}" for b in ALL_CORES if b.startswith(base + "-x")
+                         + ", ".join(f"{c} for {b}" for b in PROVE_CORES if b.startswith(base + "-x")
                                      for c in [f"{paper}x{b.rpartition('-x')[2]}"]))
     if states is not None and spec.states != states:
         raise UsageError(f"--core {args.core} is the {states}-state build, but --codec {args.codec} has {spec.states}")
