@@ -199,16 +199,28 @@ class PreparedTables:
                      | (kb.astype(np.uint64) << np.uint64(24)) | (off.astype(np.uint64) << np.uint64(32)))
         self.enc16 = self.enc.astype(np.uint16)
 
+    _lut = None
+    _lut_of = None
+
+    @property
+    def lut(self) -> np.ndarray:
+        """The numba rANS kernels' slot -> symbol table (``uint8``, or ``int64`` past 256 symbols), built on
+        first use: the native kernels read ``lut16`` and never need it."""
+        if self._lut is None:
+            tables, P = self._lut_of
+            if P <= _LUT_BITS:
+                self._lut = _pad([np.repeat(np.arange(t.freqs.size), t.freqs) for t in tables], np.uint8
+                                 if max((t.freqs.size for t in tables), default=1) <= 256 else np.int64)
+            else:
+                self._lut = np.zeros((1, 1), np.uint8)
+        return self._lut
+
     def prepare_rans(self, spec, tables) -> None:
         P = spec.rans.precision_bits
         self.freq = _pad([t.freqs for t in tables])
         self.cum = _pad([t.cum[:-1] for t in tables])
         self.nsym = np.asarray([t.freqs.size for t in tables] or [1], dtype=np.int64)
-        if P <= _LUT_BITS:
-            self.lut = _pad([np.repeat(np.arange(t.freqs.size), t.freqs) for t in tables], np.uint8
-                            if max((t.freqs.size for t in tables), default=1) <= 256 else np.int64)
-        else:
-            self.lut = np.zeros((1, 1), np.uint8)
+        self._lut_of = (tables, P)  # the numba kernels' slot table, built on first use (lut)
         self.nchunk, self.chunk_b = _rans_chunks(tables, P)
         self.kb = _pad([t.extra_bits for t in tables])
         if _native():

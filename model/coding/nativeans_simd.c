@@ -79,7 +79,7 @@ typedef struct R16VTab {
     uint32_t cs[32];  /* c of symbol s, 2^16 past the last symbol */
     int esc_small;    /* at most 32 escape exponents: read with a permute */
     uint32_t escv[32];
-    uint8_t lut8[65536 + 64];
+    uint8_t *lut8;    /* more than 32 symbols: 2^16 slots (and 64 bytes a 4-byte gather may pass) */
 } R16VTab;
 
 typedef struct {
@@ -342,6 +342,7 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
     PyObject *res = NULL;
     R16VTab **vt = NULL;
     R16Chain *chs = NULL;
+    char *exact = NULL;
     int64_t ntab = 0;
     if (get_buf(ow, &w, 0, 2, "words") || get_buf(oh, &hb, 1, 8, "hs") || get_buf(ost, &st, 1, 8, "states") ||
         get_buf(olut, &lut, 0, 2, "lut") || get_buf(of, &f, 0, 8, "freq") || get_buf(oc, &c, 0, 8, "cum") ||
@@ -389,6 +390,8 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
             if (run_tab[i] < 0 || run_tab[i] >= ntab) goto badtab;
         for (int64_t s = 0; s < S; s++)
             if (stops[s] > 0 && run_end[n_runs - 1] < stops[s]) goto badtab;
+        exact = (char *)calloc((size_t)ntab, 1);
+        if (!exact) { PyErr_NoMemory(); goto out; }
         for (int64_t t = 0; t < ntab; t++) {
             if (nsym[t] < 1 || nsym[t] > width) goto badtab;
             int64_t total = 0;
@@ -399,9 +402,21 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
                     if (chb[i * most + k] < 1 || chb[i * most + k] > 16) goto badtab;
                 total += freq[i];
             }
-            (void)total;
-            for (int64_t q = 0; q < 65536; q++)
-                if (lt[(t << 16) + q] >= nsym[t]) goto badtab;
+            /* exact: the starts are the frequencies' prefix sums over all 2^16 slots and the slot table maps each
+             * symbol's slots to it (always so for the coders' tables; the vector kernel relies on it); else every
+             * slot is only checked to name a symbol, and the table stays scalar */
+            int ok = total == 65536;
+            for (int64_t q = 0, c0 = 0; ok && q < nsym[t]; q++) {
+                int64_t i = t * width + q;
+                const uint16_t *l = lt + (t << 16) + cum[i];
+                if (cum[i] != c0) ok = 0;
+                for (int64_t k = 0; ok && k < freq[i]; k++) ok = l[k] == q;
+                c0 += freq[i];
+            }
+            exact[t] = (char)ok;
+            if (!ok)
+                for (int64_t q = 0; q < 65536; q++)
+                    if (lt[(t << 16) + q] >= nsym[t]) goto badtab;
             if (values) {
                 const int64_t *zz = (const int64_t *)zb.view.buf, *ne = (const int64_t *)neb.view.buf;
                 if (zz[t] < 0 || zz[t] > w_ || ne[t] < 0 || ne[t] > esc_w) goto badtab;
@@ -447,21 +462,22 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
                     if (nch[j] > 1) ok = 0;
                     if (values && d.hi[j] != R16_ESC && ((d.hi[j] >> m_) >> 8)) ok = 0;
                 }
-                /* a slot outside its symbol's interval (never in a table of the coders) would make q - c wrap */
-                for (int64_t q = 0; ok && q < 65536; q++) {
-                    int64_t j = t * width + lt[(t << 16) + q];
-                    if (q < cum[j] || q >= cum[j] + freq[j]) ok = 0;
-                }
-                if (!ok) continue;
+                if (!ok || !exact[t]) continue;
                 R16VTab *a = (R16VTab *)calloc(1, sizeof(R16VTab));
                 if (!a) { PyErr_NoMemory(); goto out; }
+                d.vt[t] = a;
                 for (int64_t q = 0; q < nsym[t]; q++) {
                     int64_t j = t * width + q;
                     a->s1[q] = (uint32_t)(freq[j] - 1) | (uint32_t)cum[j] << 16;
                     a->s2[q] = (uint32_t)q | (uint32_t)(nch[j] ? chb[j * most] : 0) << 8;
                     if (values) a->s2[q] |= d.hi[j] == R16_ESC ? 1u << 13 : ((d.hi[j] >> m_) & 0xffu) << 16;
                 }
-                for (int64_t q = 0; q < 65536; q++) a->lut8[q] = (uint8_t)lt[(t << 16) + q];
+                a->small = nsym[t] <= 32;
+                if (!a->small) { /* the gather path's slot lookups */
+                    a->lut8 = (uint8_t *)malloc(65536 + 64);
+                    if (!a->lut8) { PyErr_NoMemory(); goto out; }
+                    for (int64_t q = 0; q < 65536; q++) a->lut8[q] = (uint8_t)lt[(t << 16) + q];
+                }
                 for (int64_t b = 0; b < 256; b++) {
                     unsigned s0 = lt[(t << 16) + 256 * b], s1 = lt[(t << 16) + 256 * b + 255];
                     uint32_t e = s0;
@@ -470,7 +486,6 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
                     else e |= 1u << 17;
                     a->bk[b] = e;
                 }
-                a->small = nsym[t] <= 32;
                 a->top = 0; /* the largest power of two below nsym */
                 while ((a->top ? 2 * a->top : 1) < nsym[t]) a->top = a->top ? 2 * a->top : 1;
                 for (int64_t q = 0; q < 32; q++) a->cs[q] = q < nsym[t] ? (uint32_t)cum[t * width + q] : 65536u;
@@ -479,7 +494,6 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
                     a->esc_small = ne <= 32;
                     for (int64_t q = 0; q < ne && q < 32; q++) a->escv[q] = d.esc[t * esc_w + q];
                 }
-                d.vt[t] = a;
                 vec = 1;
             }
         }
@@ -508,8 +522,12 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
     }
 out:
     if (vt)
-        for (int64_t t = 0; t < ntab; t++) free(vt[t]);
+        for (int64_t t = 0; t < ntab; t++) {
+            if (vt[t]) free(vt[t]->lut8);
+            free(vt[t]);
+        }
     free(vt);
+    free(exact);
     free(chs);
     rel(&w); rel(&hb); rel(&st); rel(&lut); rel(&f); rel(&c); rel(&ns); rel(&nc); rel(&cb); rel(&rt); rel(&re);
     rel(&ps); rel(&sp); rel(&os); rel(&oe); rel(&zb); rel(&neb); rel(&hib); rel(&eb); rel(&sts);
