@@ -252,6 +252,28 @@ def _map(fn: Callable, items: Sequence, threads: int) -> list:
         return list(pool.map(fn, items))
 
 
+def _tables_of(job: tuple) -> tuple | ConfigError:
+    """``spec.tables(counts, extra_bits)`` for ``job = (spec, counts, extra_bits)``, or the ConfigError it
+    raised (a worker process's part of :func:`encode_tensors`)."""
+    spec, counts, extra_bits = job
+    try:
+        return spec.tables(counts, extra_bits)
+    except ConfigError as exc:
+        return exc
+
+
+def _process_map(fn: Callable, jobs: Sequence, processes: int) -> list:
+    """``[fn(x) for x in jobs]`` on ``processes`` forked processes (for work that holds the GIL); in this
+    process where fork is not available."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    if processes <= 1 or len(jobs) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [fn(x) for x in jobs]
+    with ProcessPoolExecutor(max_workers=min(processes, len(jobs)), mp_context=multiprocessing.get_context("fork")) \
+            as pool:
+        return list(pool.map(fn, jobs, chunksize=max(1, len(jobs) // (4 * processes))))
+
+
 def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
                    checkpoint_interval: int | None = DEFAULT_CHECKPOINT_INTERVAL, threads: int = 1,
                    mantissa_bits: Sequence[int] | None = None,
@@ -275,14 +297,29 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
     threads; the stream's words are the blocks' words back to back (``CodedStream.blocks``), and
     ``checkpoint_interval`` is not used (the blocks are the random-access points)."""
 
+    def counted(index: int) -> tuple[np.ndarray, int]:
+        pairs = items[index][1]
+        return fastans.code_counts(pairs), int(pairs.extra_bits_per_code.max()) if pairs.extra_bits_per_code.size else 0
+
+    # The tables of the tensors without a context plan are built in Python (normalization, spreads),
+    # which holds the GIL: on more than one thread they are built in forked processes (the same
+    # function of the same counts, so the same tables).
+    built: dict[int, tuple] = {}
+    plain = [i for i in range(len(items)) if contexts is None or contexts[i] is None]
+    if threads > 1 and len(plain) > 1:
+        counted_all = _map(counted, plain, threads)
+        tabled = _process_map(_tables_of, [(spec, c, k) for c, k in counted_all], threads)
+        built = {i: (c, k, t) for i, (c, k), t in zip(plain, counted_all, tabled)}
+
     def prepare(index: int):
         name, pairs = items[index]
-        counts = fastans.code_counts(pairs)
-        extra_bits = int(pairs.extra_bits_per_code.max()) if pairs.extra_bits_per_code.size else 0
+        counts, extra_bits, done = built[index] if index in built else (*counted(index), None)
         plan = contexts[index] if contexts is not None else None
         try:
             if plan is None:
-                ct, table = spec.tables(counts, extra_bits)
+                if isinstance(done, ConfigError):
+                    raise done
+                ct, table = done if done is not None else spec.tables(counts, extra_bits)
                 sets = None
             else:
                 shape = tuple(pairs.shape)
@@ -749,6 +786,7 @@ class ContainerStream:
     #: ``tables`` and ``runs``
     tensor_tables: dict = field(default_factory=dict)
     tensor_runs: dict = field(default_factory=dict)
+    coded_pairs: int = 0
 
 
 class Container:
@@ -1091,7 +1129,7 @@ class Container:
         if n_pairs != size:
             raise self._fail(where, f"n_pairs = {n_pairs}, but shape {rec['shape']} holds {size} values")
         first = _field(rec, "first_pair", int, self._fail, where, 0, 1 << 48)
-        if first != sum(r.count for r in st.runs):
+        if first != st.coded_pairs:
             raise self._fail(where, "tensor pairs are not contiguous in their stream")
         try:
             ct = CodeTable.from_json(_field(rec, "code_table", dict, self._fail, where))
@@ -1106,6 +1144,7 @@ class Container:
         rec["_plan"] = plan
         t_lo, r_lo = len(st.tables), len(st.runs)
         self._parse_tables(i, rec, where, st, ct, plan, fmt, size, n_pairs)
+        st.coded_pairs += n_pairs  # its runs cover its pairs (a running sum: no pass over the runs per tensor)
         st.tensor_tables[i] = (t_lo, len(st.tables))
         st.tensor_runs[i] = (r_lo, len(st.runs))
 
@@ -1325,20 +1364,44 @@ class Container:
             if fastans.supported(st.spec) and rec["pair_format"] != "q4_0" else None
         return bits if bits is not None else self._join(rec, s.astype(np.int64), e.astype(np.uint64))
 
-    def _decode_blocks_values(self, st: ContainerStream, threads: int | None) -> dict[int, np.ndarray]:
-        """Every tensor of a version-6 stream as value bit patterns (tensor index → flat array), its
-        blocks decoded on ``threads`` threads (``None``: one per CPU), largest first."""
-        out = {ti: np.empty(int(self.tensors[ti]["n_pairs"]), np.dtype(self.tensors[ti]["_fmt"].bits_dtype))
-               for ti in st.tensors}
+    def _block_values_source(self, st: ContainerStream, threads: int | None, pools: list) -> Callable[[int], np.ndarray]:
+        """A version-6 stream's tensors as value bit patterns: ``get(tensor index)`` → its flat array.
+
+        With one thread each tensor's blocks are decoded when it is asked for; with more, every block is
+        given at once, in stream order, to a pool of ``threads`` threads (appended to ``pools``, for the
+        caller to shut down), so that the caller writes a tensor while the later ones decode."""
+        n = fastans.default_threads() if threads is None else max(1, int(threads))
+        by_tensor: dict[int, list[int]] = {}
+        for b, blk in enumerate(st.spans):
+            by_tensor.setdefault(blk.tensor, []).append(b)
+        out: dict[int, np.ndarray] = {ti: np.empty(int(self.tensors[ti]["n_pairs"]),
+                                                   np.dtype(self.tensors[ti]["_fmt"].bits_dtype))
+                                      for ti in st.tensors if len(by_tensor.get(ti, ())) != 1}
 
         def job(b: int) -> None:
             blk = st.spans[b]
-            a = blk.pair - int(self.tensors[blk.tensor]["first_pair"])
-            out[blk.tensor][a:a + blk.count] = self._block_value_bits(st, b)
+            vals = self._block_value_bits(st, b)
+            if len(by_tensor[blk.tensor]) == 1:
+                out[blk.tensor] = vals  # a tensor of one block: its array as decoded, no copy
+            else:
+                a = blk.pair - int(self.tensors[blk.tensor]["first_pair"])
+                out[blk.tensor][a:a + blk.count] = vals
 
-        order = sorted(range(len(st.spans)), key=lambda b: -st.spans[b].count)
-        _map(job, order, fastans.default_threads() if threads is None else max(1, int(threads)))
-        return out
+        if n == 1:
+            def get(ti: int) -> np.ndarray:
+                for b in by_tensor.get(ti, ()):
+                    job(b)
+                return out.pop(ti)
+            return get
+        pool = ThreadPoolExecutor(max_workers=n)
+        pools.append(pool)
+        futures = {ti: [pool.submit(job, b) for b in by_tensor.get(ti, ())] for ti in st.tensors}
+
+        def get_async(ti: int) -> np.ndarray:
+            for f in futures.pop(ti):
+                f.result()
+            return out.pop(ti)
+        return get_async
 
     def _decode_span(self, st: ContainerStream, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
         """Pairs ``start .. start+count-1`` of a version-6 stream: each block they touch decoded whole."""
@@ -1488,7 +1551,8 @@ class Container:
         Q4_0 type); the metadata key ``ansforge.q4_0`` maps each such name to its weights' shape.
         Returns the number of tensors written."""
         decoded: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        as_values: dict[int, np.ndarray | None] = {}
+        as_values: dict[int, object] = {}
+        pools: list[ThreadPoolExecutor] = []
 
         def stream_pairs(st: ContainerStream):
             if st.index not in decoded:
@@ -1498,10 +1562,10 @@ class Container:
         def values(rec: dict) -> np.ndarray:
             st = self.streams[int(rec["stream"])]
             a, n = int(rec["first_pair"]), int(rec["n_pairs"])
-            if st.block_pairs:  # version 6: every block of the stream at once, on the threads
+            if st.block_pairs:  # version 6: the blocks on the threads, while the tensors before are written
                 if st.index not in as_values:
-                    as_values[st.index] = self._decode_blocks_values(st, threads)
-                return as_values[st.index][self._by_name[rec["name"]]]
+                    as_values[st.index] = self._block_values_source(st, threads, pools)
+                return as_values[st.index](self._by_name[rec["name"]])
             if st.index not in as_values:
                 as_values[st.index] = self._decode_values(st, threads)
             if as_values[st.index] is not None:
@@ -1548,7 +1612,11 @@ class Container:
             {"ansforge": "decompressed from " + self.path.name}
         if q4:
             meta["ansforge.q4_0"] = json.dumps(q4, separators=(",", ":"))
-        write_safetensors(out, [spec for spec, _ in outputs], lambda index, name: outputs[index][1](), metadata=meta)
+        try:
+            write_safetensors(out, [spec for spec, _ in outputs], lambda index, name: outputs[index][1](), metadata=meta)
+        finally:
+            for pool in pools:
+                pool.shutdown(wait=True, cancel_futures=True)
         return len(outputs)
 
     def plan_text(self, record: dict) -> str:
