@@ -2,7 +2,7 @@
 
 Layout (all integers little-endian)::
 
-    header   magic b"ANSFORGE" | u32 version (2; 3 with row shifts; 5 with interleaved states) | u32 n_tensors | u32 n_streams | u32 crc32(previous 20 bytes)
+    header   magic b"ANSFORGE" | u32 version (6 blocks layout; else 2, 3 row shifts, 4 context, 5 states) | u32 n_tensors | u32 n_streams | u32 crc32(previous 20 bytes)
     records  n_tensors tensor records, then n_streams stream records, each:
              u32 length | UTF-8 JSON | u32 crc32(JSON)
     payload  the streams' words (little-endian, W/8 bytes each) and raw tensors, at the offsets the
@@ -20,8 +20,13 @@ between checkpoints ``b - 1`` and ``b`` (:func:`~ansforge.model.coding.stream.bl
 taken in the order the decoder reads them (:func:`~ansforge.model.coding.stream.block_crc`), so a decoder
 core checks it in hardware. The format of the words is ``docs/bitstream.md``.
 
-By default all coded tensors share one stream, in file order, so the final-state cost is paid once
-per checkpoint (a stream per tensor costs up to one word each; ``group="tensor"`` does that).
+By default (the **blocks** layout, version 6) all coded tensors share one stream record whose pairs are
+cut into independent blocks (:class:`~ansforge.model.coding.stream.Block`): each tensor's pairs every
+``block_pairs`` (2^18) pairs, each block a complete stream with its own flush, head and CRC, listed as
+``[n_words, crc]`` (its pairs implied by the cut). Blocks are coded and decoded on any number of
+threads, a core decodes one per command, and random access decodes at most the blocks a range
+touches. The layouts of versions 2 to 5 stay: ``layout="model"`` (one stack, a checkpoint every
+``checkpoint_interval`` pairs) and ``layout="tensor"`` (one such stream per tensor).
 
 Every byte is covered by a CRC or a structural check: a flipped or missing byte raises
 :class:`ContainerError` naming the tensor and block, never returns wrong weights, and never hangs
