@@ -27,15 +27,15 @@ from .mutants import check_mutant
 from .shell import DecoderShell, EncoderShell
 from .tans_x2 import TansEncoderX2Coder, x2_last_bits, x2_symbol_rows
 
-__all__ = ["BitWindow", "PairWindow", "TansDecoder", "TansDecoderCoder", "TansStateUpdate", "TansTailUpdate", "TansX2DecoderCoder", "TansEncoder", "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes"]
+__all__ = ["TansShape", "TansCoreBase", "thermometer", "expose_coder", "decoder_entry_layout", "BitWindow", "PairWindow", "TansDecoder", "TansDecoderCoder", "TansStateUpdate", "TansTailUpdate", "TansX2DecoderCoder", "TansEncoder", "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes"]
 
 
-def _thermometer(n, width: int):
+def thermometer(n, width: int):
     """``(1 << n) - 1`` as ``width`` bits: bit ``i`` set when ``i < n`` (a mask without a shifter)."""
     return Cat(*(n > i for i in range(width))) if width else Const(0, 1)
 
 
-class _TansShape:
+class TansShape:
     """The widths a tANS core derives from its codec, and its checked hardware options.
 
     ``R`` and ``W`` come from ``codec.tans`` (validated once, by :class:`~ansforge.model.coding.tans.TansParams`);
@@ -97,7 +97,7 @@ def tans_encoder_writes(table: TansTable, table_set: int = 0, max_symbols: int |
     return sym, state
 
 
-def _expose(m: Module, outer: wiring.Component, inner: wiring.Component) -> None:
+def expose_coder(m: Module, outer: wiring.Component, inner: wiring.Component) -> None:
     """Wire ``inner``'s ports to the same-named ports of ``outer`` (a core built without its shell)."""
     for name, member in outer.signature.members.items():
         a, b = getattr(outer, name), getattr(inner, name)
@@ -109,7 +109,7 @@ def _expose(m: Module, outer: wiring.Component, inner: wiring.Component) -> None
             m.d.comb += a.eq(b)
 
 
-class _TansCore(CoreParameters):
+class TansCoreBase(CoreParameters):
     """Read-only parameters shared by the tANS cores."""
 
     @property
@@ -117,7 +117,7 @@ class _TansCore(CoreParameters):
         return self._shape.R
 
     @property
-    def shape(self) -> _TansShape:
+    def shape(self) -> TansShape:
         """The widths derived from the codec and the hardware options (what the coder blocks are built
         from; read-only: build another core to change them)."""
         return self._shape
@@ -143,11 +143,11 @@ class _TansCore(CoreParameters):
         m = Module()
         m.submodules.coder = self._coder
         if not self._shell:
-            _expose(m, self, self._coder)
+            expose_coder(m, self, self._coder)
         return m, self._coder
 
 
-def _decoder_entry(sh) -> data.StructLayout:
+def decoder_entry_layout(sh) -> data.StructLayout:
     """A decoder table row: the state's symbol, its next-state bit count ``nb``, the next-state base
     and ``need = nb + k``, the whole field the pair reads (stored, so that no adder sits between the
     table and the bit window)."""
@@ -290,7 +290,7 @@ class TansStateUpdate(wiring.Component):
     def elaborate(self, platform):
         R, F = self._R, self._F
         m = Module()
-        v = (self.field << self.need)[F:F + R] & _thermometer(self.nb, R)
+        v = (self.field << self.need)[F:F + R] & thermometer(self.nb, R)
         m.d.comb += self.next.eq(self.base | v)
         return m
 
@@ -372,14 +372,14 @@ class TansDecoderCoder(wiring.Component):
     ``need`` (17 ways).
     """
 
-    def __init__(self, shape: "_TansShape", table_memory: str = "lutram"):
+    def __init__(self, shape: "TansShape", table_memory: str = "lutram"):
         self._shape = sh = shape
         if table_memory not in ("lutram", "bram"):
             raise ValueError(f"table_memory must be 'lutram' or 'bram', not {table_memory!r}")
         if table_memory == "bram" and sh.sets > 1:
             raise ValueError("table_memory='bram' needs table_sets=1 (the set register is not the address register)")
         self._table_memory = table_memory
-        self._entry = _decoder_entry(sh)
+        self._entry = decoder_entry_layout(sh)
         #: The coder's registers and its window, filled in by :meth:`elaborate`: the formal lemma
         #: ``decoder_pipeline`` (``sim/formal.py``) states its invariants over them. Not ports.
         self.probe: dict = {}
@@ -706,7 +706,7 @@ class TansTailUpdate(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.d.comb += self.next.eq(self.base | (self.tail & _thermometer(self.nb, self._R)))
+        m.d.comb += self.next.eq(self.base | (self.tail & thermometer(self.nb, self._R)))
         return m
 
 
@@ -818,12 +818,12 @@ class TansX2DecoderCoder(wiring.Component):
     ``xa``, its offset, the running stream's end check while the next one's words arrive).
     """
 
-    def __init__(self, shape: "_TansShape"):
+    def __init__(self, shape: "TansShape"):
         self._shape = sh = shape
         if sh.sets > 1:
             raise ValueError("table_sets > 1 needs one state (tans8): with two states the table is read a "
                              "clock before the pair, across a set switch")
-        self._entry = _decoder_entry(sh)
+        self._entry = decoder_entry_layout(sh)
         W = sh.W
         self._P = W + max(sh.need_max - 1, sh.R)
         ports = {
@@ -939,7 +939,7 @@ class TansX2DecoderCoder(wiring.Component):
         with m.If(p_valid & out_free):
             m.d.sync += [self.o.valid.eq(1), self.o.p.symbol.eq(p_symbol), p_valid.eq(0)]
             if K:
-                m.d.sync += self.o.p.extra.eq(p_top & _thermometer(p_k, K))
+                m.d.sync += self.o.p.extra.eq(p_top & thermometer(p_k, K))
         with m.If(self.fire):
             m.d.sync += [p_valid.eq(1), p_symbol.eq(T.symbol), p_k.eq(T.need - T.nb)]
             if K:
@@ -975,7 +975,7 @@ class TansX2DecoderCoder(wiring.Component):
         return m
 
 
-class TansDecoder(_TansCore):
+class TansDecoder(TansCoreBase):
     """tANS decoder: words (top of stack first) in, coding pairs out, one pair per clock.
 
     Parameters
@@ -1061,7 +1061,7 @@ class TansDecoder(_TansCore):
                  programmable: bool = False, block_crc: bool = True, table_sets: int = 1, shell: bool = True,
                  count_bits: int = COUNT_BITS, table_memory: str = "lutram", mutant: str | None = None):
         codec = core_codec(TansCodec, codec, states=self.STATES, table_log=table_log, word_bits=word_bits)
-        sh = _TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
+        sh = TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
         self._mutant = sh.mutant = check_mutant("tans-decoder", mutant, codec.states)
         self._block_crc = check_bool("block_crc", block_crc)
@@ -1073,7 +1073,7 @@ class TansDecoder(_TansCore):
                              "reads its table from LUT-RAM")
         self._coder = self._new_coder(table_memory)
         self._table_memory = table_memory
-        self._entry = _decoder_entry(sh)
+        self._entry = decoder_entry_layout(sh)
         if not shell:
             super().__init__(dict(self._coder.signature.members))
             return
@@ -1206,7 +1206,7 @@ class TansEncoderCoder(wiring.Component):
     the table read each have a clock.
     """
 
-    def __init__(self, shape: "_TansShape"):
+    def __init__(self, shape: "TansShape"):
         self._shape = sh = shape
         self._sym_entry = _symbol_entry(sh)
         #: The pipeline's registers, filled in by :meth:`elaborate`: the formal pipeline lemma
@@ -1304,7 +1304,7 @@ class TansEncoderCoder(wiring.Component):
         m.d.comb += fire2.eq(v1 & stage3_free)
         with m.If(fire2):
             m.d.sync += [X.eq(L | state_rd.data), v3.eq(1),
-                         bits3.eq((X & _thermometer(n, R + 1)) | ((extra1 & _thermometer(e1.k, max(1, K))) << n)),
+                         bits3.eq((X & thermometer(n, R + 1)) | ((extra1 & thermometer(e1.k, max(1, K))) << n)),
                          len3.eq(n + e1.k)]
 
         # Stage 1.
@@ -1342,7 +1342,7 @@ class TansEncoderCoder(wiring.Component):
         return m
 
 
-class TansEncoder(_TansCore):
+class TansEncoder(TansCoreBase):
     """tANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
 
     Parameters are those of :class:`TansDecoder` (no ``block_crc``, no ``table_memory``); ``shell=False``
@@ -1381,7 +1381,7 @@ class TansEncoder(_TansCore):
                  programmable: bool = False, table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS,
                  mutant: str | None = None):
         codec = core_codec(TansCodec, codec, states=(1, 2), table_log=table_log, word_bits=word_bits)
-        sh = _TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
+        sh = TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
         self._mutant = sh.mutant = check_mutant("tans-encoder", mutant, codec.states)
         self._shell = check_bool("shell", shell)

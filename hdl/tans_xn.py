@@ -79,7 +79,7 @@ from .common import (COUNT_BITS, WordCrc, bits_for, check_bool, check_int, core_
                      decoder_ports, encoder_command_layout, encoder_ports, pair_layout, word_layout)
 from .shell import DecoderShell, EncoderShell
 from .tans import (BitWindow, PairWindow, TansDecoderCoder, TansEncoderCoder, TansStateUpdate, TansTailUpdate,
-                   _TansCore, _TansShape, _decoder_entry, _expose, _thermometer, tans_decoder_writes,
+                   TansCoreBase, TansShape, decoder_entry_layout, expose_coder, thermometer, tans_decoder_writes,
                    tans_encoder_writes)
 from .tans_x2 import WideWordPacker, WordPacker, x2_symbol_rows
 
@@ -137,7 +137,7 @@ class TansXnDecoderCoder(wiring.Component):
     def __init__(self, shape, states: int):
         self._shape = sh = shape
         self._N = N = _states(states)
-        self._entry = _decoder_entry(sh)
+        self._entry = decoder_entry_layout(sh)
         W = sh.W
         self._P = W + max(sh.need_max - 1, sh.R)
         ports = {
@@ -278,7 +278,7 @@ class TansXnDecoderCoder(wiring.Component):
         with m.If(p_valid & out_free):
             m.d.sync += [self.o.valid.eq(1), self.o.p.symbol.eq(p_symbol), p_valid.eq(0)]
             if K:
-                m.d.sync += self.o.p.extra.eq(p_top & _thermometer(p_k, K))
+                m.d.sync += self.o.p.extra.eq(p_top & thermometer(p_k, K))
         with m.If(self.fire):
             m.d.sync += [p_valid.eq(1), p_symbol.eq(T.symbol), p_k.eq(T.need - T.nb)]
             if K:
@@ -539,7 +539,7 @@ class TansXnEncoderCoder(wiring.Component):
         return m
 
 
-class TansXnDecoder(_TansCore):
+class TansXnDecoder(TansCoreBase):
     """tANS decoder core for streams of ``N = 1 .. 16`` interleaved states (``tansR``, ``tansRxN``):
     :class:`TansXnDecoderCoder` (``N >= 2``) or :class:`~.tans.TansDecoderCoder` (``N = 1``) in the
     command shell :class:`~.shell.DecoderShell`; the ports of :class:`~.tans.TansDecoder`.
@@ -557,14 +557,14 @@ class TansXnDecoder(_TansCore):
                  programmable: bool = False, block_crc: bool = True, table_sets: int = 1, shell: bool = True,
                  count_bits: int = COUNT_BITS):
         codec = core_codec(TansCodec, codec, states=self.STATES, table_log=table_log, word_bits=word_bits)
-        sh = _TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
+        sh = TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
         self._block_crc = check_bool("block_crc", block_crc)
         self._shell = check_bool("shell", shell)
         self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
         self._states = codec.states
         self._coder = self._new_coder()
-        self._entry = _decoder_entry(sh)
+        self._entry = decoder_entry_layout(sh)
         if not shell:
             super().__init__(dict(self._coder.signature.members))
             return
@@ -615,7 +615,7 @@ class TansXnDecoder(_TansCore):
         m = Module()
         m.submodules.coder = coder = self._coder
         if not self._shell:
-            _expose(m, self, coder)
+            expose_coder(m, self, coder)
             return m
         sh = self._shape
         R, N = sh.R, self._states
@@ -670,7 +670,7 @@ class TansXnDecoder(_TansCore):
         return m
 
 
-class TansXnEncoder(_TansCore):
+class TansXnEncoder(TansCoreBase):
     """tANS encoder core for ``N = 1 .. 16`` interleaved states: :class:`TansXnEncoderCoder`
     (``N >= 2``) or :class:`~.tans.TansEncoderCoder` (``N = 1``) in :class:`~.shell.EncoderShell`; the
     ports of :class:`~.tans.TansEncoder`. ``done`` is the clock after the transfer of a command's
@@ -682,7 +682,7 @@ class TansXnEncoder(_TansCore):
                  max_symbols: int = 64, max_extra_bits: int = 8, table: TansTable | None = None,
                  programmable: bool = False, table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS):
         codec = core_codec(TansCodec, codec, states=self.STATES, table_log=table_log, word_bits=word_bits)
-        sh = _TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
+        sh = TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
         self._shell = check_bool("shell", shell)
         self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
@@ -730,7 +730,7 @@ class TansXnEncoder(_TansCore):
         m = Module()
         m.submodules.coder = coder = self._coder
         if not self._shell:
-            _expose(m, self, coder)
+            expose_coder(m, self, coder)
             return m
         m.submodules.shell = shell = EncoderShell(self.cmd.p.shape())
         wiring.connect(m, wiring.flipped(self.cmd), shell.cmd)

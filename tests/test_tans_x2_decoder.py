@@ -191,11 +191,11 @@ def test_a_table_deeper_than_256_states_is_measured_in_ram512x1s():
     """tans10x2: a 1024-state table, which yosys' own UltraScale LUT-RAM library cannot map (it offers
     a 512-deep single-port option its mapping file does not build); ``synthesize`` maps it with that
     option corrected: two RAM512X1S per entry bit, 8 LUTs each in the LUT-equivalents."""
-    from ansforge.hdl.tans import _decoder_entry
+    from ansforge.hdl.tans import decoder_entry_layout
 
     core = build_core("tans-decoder", parse_codec("tans10x2"), programmable=True, shell=False)
     r = synthesize(core_verilog(core), widelut=False)
-    assert r["lutram"] == 2 * _decoder_entry(core.shape).size, r
+    assert r["lutram"] == 2 * decoder_entry_layout(core.shape).size, r
     assert r["lut_equivalents"] == r["luts"] + 8 * r["lutram"], r
 
 
