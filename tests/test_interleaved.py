@@ -143,7 +143,7 @@ STORIES_DIGESTS = {"tans8": "628260e9e7e028dd8302d6bfb0b82f1dab999b66839b58fbd7d
 @pytest.mark.parametrize("codec", sorted(STORIES_DIGESTS))
 def test_one_state_containers_are_byte_identical(stories, tmp_path, codec):
     out = tmp_path / "m.ansf"
-    r = ansforge("compress", "--model", stories, "--codec", codec, "-o", out)
+    r = ansforge("compress", "--model", stories, "--codec", codec, "--layout", "model", "-o", out)
     assert r.returncode == 0, r.stderr
     assert hashlib.sha256(out.read_bytes()).hexdigest() == STORIES_DIGESTS[codec]
     assert struct.unpack_from("<I", out.read_bytes(), 8)[0] == 2
