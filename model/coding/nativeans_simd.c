@@ -111,10 +111,17 @@ static int r16_scalar(const R16 *d, R16Chain *c, int64_t upto) {
             uint32_t q = x & 0xffffu;
             unsigned s = lut[q];
             x = (x >> 16) * (uint32_t)freq[s] + q - (uint32_t)cum[s];
-            if (x < R16_LO) {
-                if (UNLIKELY(h == 0)) { c->status = pos; rc = 1; goto out; }
-                x = x << 16 | w[--h];
+            /* the pops without a branch (whether a state pops is data, a branch on it mispredicts often): the
+             * word below h is read whether or not it is taken (word 0 when none is left) */
+#define R16_POP()                                                                                     \
+            {                                                                                         \
+                int pop_ = x < R16_LO;                                                                \
+                if (UNLIKELY(pop_ && h == 0)) { c->status = pos; rc = 1; goto out; }                  \
+                uint32_t wd_ = h ? w[h - 1] : 0;                                                      \
+                x = pop_ ? x << 16 | wd_ : x;                                                         \
+                h -= pop_;                                                                            \
             }
+            R16_POP()
             uint32_t e = 0;
             const int64_t *cb = d->chb + (t * d->width + s) * d->most;
             for (int64_t k = 0; k < nch[s]; k++) {
@@ -122,11 +129,9 @@ static int r16_scalar(const R16 *d, R16Chain *c, int64_t upto) {
                 q = x & 0xffffu;
                 e = (uint32_t)(((uint64_t)e << b) | (q >> sh));
                 x = ((x >> 16) << sh) | (q & ((1u << sh) - 1u));
-                if (x < R16_LO) {
-                    if (UNLIKELY(h == 0)) { c->status = pos; rc = 1; goto out; }
-                    x = x << 16 | w[--h];
-                }
+                R16_POP()
             }
+#undef R16_POP
             c->x[lane] = x;
             if (++lane == N) lane = 0;
             if (pos < d->out0) continue;
@@ -566,23 +571,25 @@ static inline int r16_enc_pair(const R16Enc *d, int64_t t, int64_t i, uint32_t *
     if (d->kb[ti] < 64 && (ev >> d->kb[ti])) return 1;
     uint32_t x = *xp;
     int64_t nw = *nwp;
+    /* the pushes without a branch: the word is stored whether or not it is pushed (the next store
+     * overwrites it), so the buffer needs room for one */
     for (int64_t k = d->nch[ti] - 1; k >= 0; k--) {
         unsigned b = (unsigned)d->chb[ti * d->most + k], sh = 16 - b;
         uint32_t v = (uint32_t)(ev & lowmask(b));
         ev >>= b;
-        if ((x >> 16) >= (1u << sh)) {
-            if (nw >= d->cap) return 3;
-            d->out[nw++] = (uint16_t)x;
-            x >>= 16;
-        }
+        if (UNLIKELY(nw >= d->cap)) return 3;
+        int push = (x >> 16) >= (1u << sh);
+        d->out[nw] = (uint16_t)x;
+        nw += push;
+        x = push ? x >> 16 : x;
         x = ((x >> sh) << 16) | (v << sh) | (x & ((1u << sh) - 1u));
     }
     uint32_t fs = (uint32_t)d->freq[ti];
-    if ((x >> 16) >= fs) {
-        if (nw >= d->cap) return 3;
-        d->out[nw++] = (uint16_t)x;
-        x >>= 16;
-    }
+    if (UNLIKELY(nw >= d->cap)) return 3;
+    int push = (x >> 16) >= fs;
+    d->out[nw] = (uint16_t)x;
+    nw += push;
+    x = push ? x >> 16 : x;
     *xp = ((x / fs) << 16) | ((uint32_t)d->cum[ti] + x % fs);
     *nwp = nw;
     return 0;
