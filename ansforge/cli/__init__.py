@@ -53,7 +53,7 @@ from .common import REGISTRY, Parser, attach_shared, check_outputs, ordered, tra
 __all__ = ["main", "build_parser", "VERB_MODULES"]
 
 #: The verb modules, in the order ``ansforge --help`` lists their verbs.
-VERB_MODULES = ("demo", "tables", "container", "cores", "factory", "report", "bench", "llama")
+VERB_MODULES = ("demo", "tables", "container", "cores", "factory", "report", "bench", "llama", "scale")
 
 
 def build_parser() -> argparse.ArgumentParser:
