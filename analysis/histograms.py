@@ -41,6 +41,13 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _fingerprint(path: Path) -> str:
+    """``sha256 HEX`` of a checkpoint file; of a sharded folder, each shard's (``NAME sha256 HEX, ...``)."""
+    if not path.is_dir():
+        return f"sha256 {_sha256(path)}"
+    return ", ".join(f"{p.name} sha256 {_sha256(p)}" for p in sorted(path.glob("*.safetensors")))
+
+
 def measure_histograms(path: str | Path, *, name: str | None = None, pairs: str = "bf16",
                        include=(), exclude=(), jobs: int | None = None) -> dict[str, Any]:
     """Measure one model's per-matrix exponent histograms (one entry of the ``models`` list)."""
@@ -49,7 +56,7 @@ def measure_histograms(path: str | Path, *, name: str | None = None, pairs: str 
                            constriction=False, jobs=jobs, progress=False)
     return {
         "name": name or path.stem,
-        "source": f"{path.name} (sha256 {_sha256(path)})",
+        "source": f"{path.name} ({_fingerprint(path)})",
         "pairs": pairs,
         "conversion": table.conversion,
         "matrices": [{"name": m.name, "shape": list(m.shape),

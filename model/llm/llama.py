@@ -102,7 +102,7 @@ def _identity_sources(config: LlamaConfig) -> dict[str, TensorSource]:
 
 
 def _hf_config(path: Path, config_path: Path | None) -> tuple[Path, LlamaConfig]:
-    cfg_path = config_path or path.with_name("config.json")
+    cfg_path = config_path or (path / "config.json" if path.is_dir() else path.with_name("config.json"))
     if not cfg_path.is_file():
         raise CheckpointError(f"{path}: a Hugging Face llama needs its config.json beside it ({cfg_path} is missing)")
     try:
@@ -214,7 +214,8 @@ def read_layout(path: str | Path, *, config: str | Path | None = None) -> LlamaL
     ----------
     path
         llama2.c ``.bin`` (legacy or ak42 version 1), Hugging Face Llama ``.safetensors`` (with
-        ``config.json`` beside it, or ``config``), or GGUF with ``general.architecture = llama``.
+        ``config.json`` beside it, or ``config``) or sharded folder (its ``config.json``), or GGUF with
+        ``general.architecture = llama``.
 
     Raises
     ------
