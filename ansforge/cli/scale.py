@@ -34,6 +34,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
       force=True, outputs={"output": "dir"})
 def synth(args: argparse.Namespace) -> int:
     import json
+    import math
     import time
     from importlib import resources
 
@@ -53,7 +54,7 @@ def synth(args: argparse.Namespace) -> int:
     dims = dict(LIKE[args.like], num_hidden_layers=args.layers or LIKE[args.like]["num_hidden_layers"])
     for key in ("hidden_size", "intermediate_size", "vocab_size"):
         dims[key] //= args.scale
-    total = sum(int(__import__("math").prod(s)) for *_, s in llama_tensors(dims))
+    total = sum(math.prod(s) for *_, s in llama_tensors(dims))
     start = time.perf_counter()
     with staged(args, args.output, kind="dir") as tmp, progress.bar(total, "synth", unit="weights") as bar:
         try:
