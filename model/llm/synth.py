@@ -19,12 +19,13 @@ its context gains (which exploit structure between neighbours) mean nothing.
 The statistics are passed in as documents (:func:`llama_statistics`), so that this module (layer
 ``model``) reads no package data of ``analysis``; :func:`measure_statistics` measures them on any
 checkpoint. Generation is vectorized and streams tensor by tensor in chunks of ``CHUNK`` values, each
-tensor drawn from its own ``PCG64`` stream seeded by ``(seed, tensor index)``: the same seed gives the
-same bytes, whatever ``layers``.
+tensor drawn from its own ``PCG64`` stream seeded by ``seed`` and its name: the same seed gives the
+same bytes, and a tensor the same values whatever ``layers``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -277,7 +278,8 @@ def write_synthetic(folder: str | Path, stats: LlamaStatistics, *, like: str = "
     def fill(k: int, name: str) -> Iterator[np.ndarray]:
         _, role, layer, shape = tensors[k]
         sampler = stats.sampler(role, layer)
-        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, k])))
+        key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
+        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, key])))
         n = int(np.prod(shape))
         for start in range(0, n, CHUNK):
             m = min(CHUNK, n - start)
