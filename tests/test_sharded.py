@@ -191,9 +191,17 @@ def test_synth_writes_a_llama_folder_drawn_from_the_shipped_statistics(tmp_path,
     assert np.abs(mant - np.array(gate["mantissa_counts"]) / gate["values"]).sum() < 0.05
     # Not a Gaussian: the mantissa is far from uniform, as measured.
     assert mant[1] > 1.5 * mant[127]
-    # The same seed gives the same bytes.
+    # The same seed gives the same values, whatever --layers; another seed others.
     again = tmp_path / "again"
-    assert _run(capsys, "synth", "--like", "llama2-7b", "--layers", "1", "--scale", "8", "-o", again)[0] == 0
-    assert (again / shard_name(1, 1)).read_bytes() == (out / shard_name(1, 1)).read_bytes()
+    assert _run(capsys, "synth", "--like", "llama2-7b", "--layers", "2", "--scale", "8", "-o", again)[0] == 0
+    two = open_checkpoint(again)
+    assert len(two.names()) == 21
+    for name in ck.names():
+        assert np.array_equal(two.tensor(name).array, ck.tensor(name).array), name
+    other = tmp_path / "other"
+    assert _run(capsys, "synth", "--like", "llama2-7b", "--layers", "1", "--scale", "64", "--seed", "1", "-o", other)[0] == 0
+    small = tmp_path / "small"
+    assert _run(capsys, "synth", "--like", "llama2-7b", "--layers", "1", "--scale", "64", "-o", small)[0] == 0
+    assert (other / shard_name(1, 1)).read_bytes() != (small / shard_name(1, 1)).read_bytes()
     status, _, err = _run(capsys, "synth", "--like", "llama2-7b", "--layers", "33", "-o", tmp_path / "x")
     assert status == 2 and "--layers 33" in err and not (tmp_path / "x").exists()
