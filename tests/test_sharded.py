@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ansforge.cli import main
-from ansforge.model.errors import CheckpointError
+from ansforge.model.errors import CheckpointError, ConfigError
 from ansforge.model.llm.checkpoint import (INDEX_NAME, ShardedCheckpoint, open_checkpoint, select_tensors,
                                            shard_name, write_safetensors, write_sharded)
 
@@ -205,3 +205,18 @@ def test_synth_writes_a_llama_folder_drawn_from_the_shipped_statistics(tmp_path,
     assert (other / shard_name(1, 1)).read_bytes() != (small / shard_name(1, 1)).read_bytes()
     status, _, err = _run(capsys, "synth", "--like", "llama2-7b", "--layers", "33", "-o", tmp_path / "x")
     assert status == 2 and "--layers 33" in err and not (tmp_path / "x").exists()
+
+
+def test_a_crafted_layout_is_refused_before_writing(tmp_path):
+    w = np.ones((2, 2), np.float32)
+    tensors, fill = [("a", "F32", (2, 2)), ("b", "F32", (2, 2))], lambda k, name: [w]
+    good = {"index": None, "config": None, "shards": [{"file": "x.safetensors", "tensors": ["a", "b"], "metadata": {}}]}
+    write_sharded(tmp_path / "ok", tensors, fill, layout=good)
+    assert open_checkpoint(tmp_path / "ok").names() == ["a", "b"]
+    for shards, why in (([{"file": "../x.safetensors", "tensors": ["a", "b"]}], "not a new"),
+                        ([{"file": "x.safetensors", "tensors": ["a"]}], "'b' is in no shard"),
+                        ([{"file": "x.safetensors", "tensors": ["a", "b"]}, {"file": "y.safetensors", "tensors": ["a"]}],
+                         "in two shards")):
+        with pytest.raises(ConfigError, match=why):
+            write_sharded(tmp_path / "bad", tensors, fill, layout={"index": None, "config": None, "shards": shards})
+        assert not (tmp_path / "bad").exists() and not (tmp_path / "x.safetensors").exists()

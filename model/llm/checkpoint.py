@@ -1046,6 +1046,39 @@ def write_safetensors(
 
 
 
+def _layout_plan(layout: object, position: dict[str, int]) -> list[tuple[str, list[int], dict[str, str]]]:
+    """The shards ``(file, tensor indices, metadata)`` of a layout (which may come from a crafted
+    container): every field checked, file names plain ``*.safetensors`` names in the folder, each
+    tensor of ``position`` in exactly one shard; anything else is a :class:`ConfigError`."""
+    def bad(why: str) -> ConfigError:
+        return ConfigError(f"shard layout: {why}")
+
+    if not isinstance(layout, dict) or not isinstance(layout.get("shards"), list) or not layout["shards"]:
+        raise bad("not an object with a non-empty list of shards")
+    for key in ("index", "config"):
+        if not isinstance(layout.get(key), (str, type(None))):
+            raise bad(f"{key} is neither a text nor null")
+    plan, files, seen = [], set(), set()
+    for s in layout["shards"]:
+        if not isinstance(s, dict) or not isinstance(s.get("file"), str) or not isinstance(s.get("tensors"), list):
+            raise bad("a shard is not an object with a file name and a list of tensors")
+        f, names, meta = s["file"], s["tensors"], s.get("metadata") or {}
+        if Path(f).name != f or not f.endswith(".safetensors") or f in files or f in (INDEX_NAME, CONFIG_NAME):
+            raise bad(f"shard file name {f[:80]!r} is not a new *.safetensors name in the folder")
+        files.add(f)
+        if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
+            raise bad(f"shard {f}: metadata is not an object of texts")
+        for n in names:
+            if not isinstance(n, str) or n not in position or n in seen:
+                raise bad(f"shard {f}: tensor {str(n)[:80]!r} is not one of the tensors written, or is in two shards")
+            seen.add(n)
+        plan.append((f, [position[n] for n in names], dict(meta)))
+    if len(seen) != len(position):
+        missing = next(n for n in position if n not in seen)
+        raise bad(f"tensor {missing[:80]!r} is in no shard")
+    return plan
+
+
 def write_sharded(
     folder: str | os.PathLike[str],
     tensors: Sequence[tuple[str, str, tuple[int, ...]]],
@@ -1080,15 +1113,11 @@ def write_sharded(
         raise CheckpointError(f"{folder}: is a file, not a directory")
     position = {name: k for k, (name, _, _) in enumerate(tensors)}
     if len(position) != len(tensors):
-        raise ValueError("write_sharded: a tensor name appears twice")
+        raise ConfigError("write_sharded: a tensor name appears twice")
     if layout is not None:
         if config is not None or metadata is not None or index_metadata is not None:
-            raise ValueError("write_sharded: layout gives the config and the metadata; do not pass them too")
-        plan = [(s["file"], [position[n] for n in s["tensors"]], dict(s.get("metadata") or {}))
-                for s in layout["shards"]]
-        placed = sorted(k for _, ks, _ in plan for k in ks)
-        if placed != list(range(len(tensors))):
-            raise ValueError("write_sharded: the tensors are not exactly the layout's")
+            raise ConfigError("write_sharded: layout gives the config and the metadata; do not pass them too")
+        plan = _layout_plan(layout, position)
         index_text, config_text = layout.get("index"), layout.get("config")
     else:
         if isinstance(max_shard_bytes, bool) or not isinstance(max_shard_bytes, int) or max_shard_bytes < 1:
