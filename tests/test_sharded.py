@@ -220,3 +220,17 @@ def test_a_crafted_layout_is_refused_before_writing(tmp_path):
         with pytest.raises(ConfigError, match=why):
             write_sharded(tmp_path / "bad", tensors, fill, layout={"index": None, "config": None, "shards": shards})
         assert not (tmp_path / "bad").exists() and not (tmp_path / "x.safetensors").exists()
+
+
+def test_a_tensor_added_to_a_layout_gets_a_rebuilt_index(mini3, tmp_path):
+    ck = open_checkpoint(mini3)
+    tensors, fill = _copy(ck, ck.infos())
+    layout = ck.layout()
+    layout["shards"][0]["tensors"].append("extra_scale")
+    scale = np.ones((), np.float32)
+    write_sharded(tmp_path / "x", [*tensors, ("extra_scale", "F32", ())],
+                  lambda k, name: [scale] if name == "extra_scale" else fill(k, name), layout=layout)
+    back = open_checkpoint(tmp_path / "x")
+    assert back.names() == [*ck.names(), "extra_scale"] and back.shards[0].names[-1] == "extra_scale"
+    index = json.loads((tmp_path / "x" / INDEX_NAME).read_text())
+    assert index["metadata"]["total_size"] == sum(i.nbytes for i in ck.infos()) + 4

@@ -1079,6 +1079,24 @@ def _layout_plan(layout: object, position: dict[str, int]) -> list[tuple[str, li
     return plan
 
 
+def _index_for(text: str, plan: list[tuple[str, list[int], dict[str, str]]],
+               tensors: Sequence[tuple[str, str, tuple[int, ...]]]) -> str:
+    """The index text of a layout, as read when its weight map names exactly the shards' tensors where
+    the plan puts them; else (tensors added to a shard, e.g. an fp8 tensor's ``NAME_scale``) rebuilt
+    with its other metadata, ``total_size`` recomputed and the weight map in ``tensors`` order."""
+    file_of = {tensors[k][0]: f for f, ks, _ in plan for k in ks}
+    try:
+        index = json.loads(text)
+        old = index["weight_map"]
+        meta = dict(index.get("metadata") or {})
+    except (ValueError, TypeError, KeyError, AttributeError):
+        raise ConfigError("shard layout: its index is not a safetensors index") from None
+    if old == file_of:
+        return text
+    meta["total_size"] = sum(ITEMSIZE[d] * int(np.prod(s, dtype=np.int64)) for _, d, s in tensors)
+    return json.dumps({"metadata": meta, "weight_map": {n: file_of[n] for n, _, _ in tensors}}, indent=2) + "\n"
+
+
 def write_sharded(
     folder: str | os.PathLike[str],
     tensors: Sequence[tuple[str, str, tuple[int, ...]]],
@@ -1119,6 +1137,8 @@ def write_sharded(
             raise ConfigError("write_sharded: layout gives the config and the metadata; do not pass them too")
         plan = _layout_plan(layout, position)
         index_text, config_text = layout.get("index"), layout.get("config")
+        if index_text is not None:
+            index_text = _index_for(index_text, plan, tensors)
     else:
         if isinstance(max_shard_bytes, bool) or not isinstance(max_shard_bytes, int) or max_shard_bytes < 1:
             raise ConfigError(f"max_shard_bytes must be a positive integer, not {max_shard_bytes!r}")
