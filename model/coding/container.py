@@ -536,7 +536,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                               "but the checkpoint has a tensor of that name")
 
     def raw_bytes(info) -> np.ndarray:
-        return np.memmap(ckpt.path, dtype=np.uint8, mode="r", offset=info.offset, shape=(info.nbytes,)) \
+        return np.memmap(ckpt.file_of(info), dtype=np.uint8, mode="r", offset=info.offset, shape=(info.nbytes,)) \
             if info.nbytes else np.zeros(0, np.uint8)
 
     def split(info) -> list | None:
