@@ -27,10 +27,16 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .common import COUNT_BITS, DecodeStatus, bits_for, check_int
-from .rans import RansDecoder
-from .tans import TansDecoder
+from .cores import REGISTRY
 
-__all__ = ["ParallelDecoder", "parallel_command_layout"]
+__all__ = ["ParallelDecoder", "parallel_command_layout", "decoder_classes"]
+
+
+def decoder_classes() -> tuple[type, ...]:
+    """The decoder core classes of the core registry (``hdl/cores.py``), and the one-state ``TansDecoder``."""
+    from .tans import TansDecoder
+
+    return tuple(dict.fromkeys([r.core_class for r in REGISTRY if r.role == "decoder"] + [TansDecoder]))
 
 
 def parallel_command_layout(lanes: int, addr_bits: int) -> data.StructLayout:
@@ -46,8 +52,8 @@ class ParallelDecoder(wiring.Component):
     Parameters
     ----------
     decoder : callable
-        Builds one lane's decoder: ``decoder()`` returns a programmable :class:`TansDecoder` or
-        :class:`RansDecoder` (all lanes share its parameters and its table).
+        Builds one lane's decoder: ``decoder()`` returns a programmable decoder core of the core
+        registry (:func:`decoder_classes`; all lanes share its parameters and its table).
     lanes : int
         ``lanes``: 1, 2, 4, 8 or 16.
     beat_words : int
@@ -81,8 +87,10 @@ class ParallelDecoder(wiring.Component):
         self._d = check_int("fifo_beats", fifo_beats, 2, 1024)
         self._make = decoder
         proto = decoder()
-        if not isinstance(proto, (TansDecoder, RansDecoder)) or not proto.programmable:
-            raise TypeError(f"decoder must build a programmable TansDecoder or RansDecoder, not {proto!r}")
+        classes = decoder_classes()
+        if not isinstance(proto, classes) or not proto.programmable:
+            raise TypeError(f"decoder must build a programmable {' or '.join(c.__name__ for c in classes)}, "
+                            f"not {proto!r}")
         self._proto = proto
         # A prototype for layouts, never elaborated: neither it nor the sub-components its constructor
         # builds (the tANS decoder's coder) is meant to be used.

