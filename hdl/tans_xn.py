@@ -259,7 +259,7 @@ class TansXnDecoderCoder(wiring.Component):
             with m.If(~hm):
                 m.d.sync += [T.nb.eq(nxt.nb), T.base.eq(nxt.base)]
             with m.If(hd):
-                m.d.sync += [hc.eq(hc + 1), hd.eq(hc != N - 1), hm.eq(hc < N - 2),
+                m.d.sync += [hc.eq(hc + 1), hd.eq(hc != N - 1), hm.eq(hc < N - 2 if N > 2 else 0),
                              rp.eq(hc + 1 >= N - self.read_ahead)]
             if N >= 3:
                 m.d.sync += E.eq(rd.data)
