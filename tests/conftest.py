@@ -6,9 +6,19 @@ CI installs both; a missing file is a failure, never a skip.
 
 from __future__ import annotations
 
+import fcntl
 import gc
+import os
+import pty
+import signal
 import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
 import warnings
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -66,3 +76,81 @@ def read_stories_raw(path: Path) -> tuple[tuple[int, ...], np.ndarray]:
     raw = path.read_bytes()
     header = struct.unpack_from("<7i", raw, 0)
     return header, np.frombuffer(raw, dtype="<f4", offset=28)
+
+
+@dataclass
+class TerminalRun:
+    """A child ``ansforge`` run whose standard error was a terminal (a pty of 100 columns) and whose
+    standard output a pipe, as a user piping the report sees it: what the terminal got, chunk by chunk
+    with the time each arrived (seconds from the start), standard output, the status, the run's length
+    and how long the first line of standard output took."""
+
+    chunks: list[tuple[float, bytes]]
+    stdout: str
+    status: int
+    seconds: float
+    first_line_seconds: float | None
+
+    @property
+    def stderr(self) -> str:
+        return b"".join(c for _, c in self.chunks).decode(errors="replace")
+
+    def longest_silence(self) -> float:
+        """The longest time without a byte on the terminal while the child ran."""
+        times = [0.0] + [t for t, _ in self.chunks] + [self.seconds]
+        return max(b - a for a, b in zip(times, times[1:]))
+
+
+def run_on_a_terminal(*args, env: dict | None = None, cwd: Path | None = None, until: str | None = None,
+                      then: int = signal.SIGINT) -> TerminalRun:
+    """Run ``ansforge ARGS`` as :class:`TerminalRun` describes. ``until``: once the terminal shows this
+    text, send the child signal ``then`` (its standard output is then not kept)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    chunks: list[tuple[float, bytes]] = []
+    seen = threading.Event()
+    start = time.monotonic()
+
+    def drain():
+        text = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:      # the child closed the terminal
+                return
+            if not chunk:
+                return
+            chunks.append((time.monotonic() - start, chunk))
+            if until is not None and not seen.is_set():
+                text += chunk
+                if until.encode() in text:
+                    seen.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    first = None
+    with subprocess.Popen([sys.executable, "-m", "ansforge", *map(str, args)], stdout=subprocess.PIPE,
+                          stderr=slave, cwd=cwd, env={**os.environ, **(env or {})}) as proc:
+        os.close(slave)
+        if until is not None:
+            out_reader = threading.Thread(target=proc.stdout.read, daemon=True)
+            out_reader.start()
+            if seen.wait(timeout=300):
+                proc.send_signal(then)
+            status = proc.wait(timeout=120)
+            out = ""
+        else:
+            line = proc.stdout.readline()
+            first = time.monotonic() - start if line else None
+            out = (line + proc.stdout.read()).decode()
+            status = proc.wait(timeout=600)
+    seconds = time.monotonic() - start
+    reader.join(timeout=10)
+    os.close(master)
+    return TerminalRun(chunks, out, status, seconds, first)
+
+
+@pytest.fixture
+def on_a_terminal():
+    """:func:`run_on_a_terminal`, for a test that watches what a user's terminal shows."""
+    return run_on_a_terminal

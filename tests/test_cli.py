@@ -62,48 +62,9 @@ def test_every_option_is_explained(verb):
     assert not bare, (verb, bare)
 
 
-def _on_a_terminal(*args):
-    """Run ``ansforge ARGS`` with stdout a pipe and stderr a terminal (a pty of 100 columns), as a user
-    piping the report would; returns (seconds to the first stdout line, stdout, stderr, status)."""
-    import fcntl
-    import os
-    import pty
-    import struct
-    import termios
-    import threading
-    import time
-
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
-    err = bytearray()
-
-    def drain():
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:      # the child closed the terminal
-                return
-            if not chunk:
-                return
-            err.extend(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    start = time.monotonic()
-    with subprocess.Popen([sys.executable, "-m", "ansforge", *map(str, args)], stdout=subprocess.PIPE,
-                          stderr=slave, text=True) as proc:
-        os.close(slave)
-        first = proc.stdout.readline()
-        t_first = time.monotonic() - start
-        out = first + proc.stdout.read()
-        rc = proc.wait(timeout=600)
-    reader.join(timeout=10)
-    os.close(master)
-    return t_first, out, err.decode(errors="replace"), rc
-
-
-def test_demo_runs_with_no_arguments():
-    t_first, out, err, rc = _on_a_terminal("demo")
+def test_demo_runs_with_no_arguments(on_a_terminal):
+    r = on_a_terminal("demo")
+    t_first, out, err, rc = r.first_line_seconds, r.stdout, r.stderr, r.status
     assert rc == 0, err
     # The title comes before any import or computation (within a second on a quiet machine; the bound
     # leaves room for a loaded CI runner), then the report line by line.
@@ -125,10 +86,11 @@ def test_demo_runs_with_no_arguments():
 
 
 @pytest.mark.parametrize("json_out", [False, True])
-def test_simulate_shows_a_bar_on_a_terminal_unless_json(stories, tmp_path, json_out):
+def test_simulate_shows_a_bar_on_a_terminal_unless_json(stories, tmp_path, json_out, on_a_terminal):
     args = ["simulate", "--core", "tans-decoder", "--model", stories, "--engine", "amaranth", "--limit", "40",
             "--matrix", "layers.0.attention.wq.weight", "--matrix", "layers.0.attention.wk.weight"]
-    _, out, err, rc = _on_a_terminal(*args, *(["--json", tmp_path / "r.json"] if json_out else []))
+    r = on_a_terminal(*args, *(["--json", tmp_path / "r.json"] if json_out else []))
+    out, err, rc = r.stdout, r.stderr, r.status
     assert rc == 0 and "bit-exact against the golden model: yes" in out, err
     if json_out:
         assert err == "" and json.loads((tmp_path / "r.json").read_text())

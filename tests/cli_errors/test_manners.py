@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from tests.cli_errors.conftest import snapshot
-from tests.test_cli import _on_a_terminal
 
 
 @pytest.fixture
@@ -122,8 +121,9 @@ SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 @pytest.mark.parametrize("quiet", [[], ["--quiet"], ["-q"], ["--no-progress"]],
                          ids=["progress", "--quiet", "-q", "--no-progress (old)"])
-def test_quiet_silences_the_progress_on_a_terminal(folder, tmp_path, quiet):
-    _, out, err, rc = _on_a_terminal("compress", "--model", folder / "m.bin", "-o", tmp_path / "c.ansf", *quiet)
+def test_quiet_silences_the_progress_on_a_terminal(folder, tmp_path, quiet, on_a_terminal):
+    r = on_a_terminal("compress", "--model", folder / "m.bin", "-o", tmp_path / "c.ansf", *quiet)
+    out, err, rc = r.stdout, r.stderr, r.status
     assert rc == 0 and out.startswith(f"wrote {tmp_path / 'c.ansf'}")
     if quiet:
         assert err == "", err
@@ -131,13 +131,14 @@ def test_quiet_silences_the_progress_on_a_terminal(folder, tmp_path, quiet):
         assert "compress (tans8)" in err and not SGR.search(err)     # progress, and no colour
 
 
-def test_generate_quiet_prints_only_the_tokens(folder):
-    _, out, err, rc = _on_a_terminal("generate", "--model", folder / "m.bin", "--steps", "3", "--temperature", "0",
-                                     "--ids", "--quiet")
+def test_generate_quiet_prints_only_the_tokens(folder, on_a_terminal):
+    r = on_a_terminal("generate", "--model", folder / "m.bin", "--steps", "3", "--temperature", "0",
+                      "--ids", "--quiet")
+    out, err, rc = r.stdout, r.stderr, r.status
     assert rc == 0 and err == "" and len(out.split()) == 3
 
 
-def test_no_color_is_honoured(folder, monkeypatch, tmp_path):
+def test_no_color_is_honoured(folder, monkeypatch, tmp_path, on_a_terminal):
     monkeypatch.setenv("NO_COLOR", "1")
-    _, out, err, rc = _on_a_terminal("compress", "--model", folder / "m.bin", "-o", tmp_path / "c.ansf")
-    assert rc == 0 and not SGR.search(out + err)
+    r = on_a_terminal("compress", "--model", folder / "m.bin", "-o", tmp_path / "c.ansf")
+    assert r.status == 0 and not SGR.search(r.stdout + r.stderr)

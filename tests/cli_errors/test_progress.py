@@ -10,90 +10,14 @@ Verilator cache (keyed by the Verilog) hits.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import pty
 import re
-import signal
-import struct
 import subprocess
 import sys
-import termios
-import threading
-import time
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 MATRIX = "layers.0.attention.wk.weight"     # stories260K's smallest counted matrix: 2,048 pairs
-
-
-@dataclass
-class TerminalRun:
-    """A child ``ansforge`` run whose standard error was a terminal: what it wrote there, chunk by chunk
-    with the time each arrived (seconds from the start), its standard output and its status."""
-
-    chunks: list[tuple[float, bytes]]
-    stdout: str
-    status: int
-    seconds: float
-
-    @property
-    def stderr(self) -> str:
-        return b"".join(c for _, c in self.chunks).decode(errors="replace")
-
-    def longest_silence(self) -> float:
-        """The longest time without a byte on the terminal while the child ran."""
-        times = [0.0] + [t for t, _ in self.chunks] + [self.seconds]
-        return max(b - a for a, b in zip(times, times[1:]))
-
-
-def on_a_terminal(*args, env: dict | None = None, cwd: Path | None = None, until: str | None = None,
-                  then: int = signal.SIGINT) -> TerminalRun:
-    """Run ``ansforge ARGS`` with standard output a pipe and standard error a terminal (a pty of 100
-    columns). ``until``: once the terminal shows this text, send the child signal ``then``."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
-    chunks: list[tuple[float, bytes]] = []
-    seen = threading.Event()
-    start = time.monotonic()
-
-    def drain():
-        text = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:      # the child closed the terminal
-                return
-            if not chunk:
-                return
-            chunks.append((time.monotonic() - start, chunk))
-            if until is not None and not seen.is_set():
-                text += chunk
-                if until.encode() in text:
-                    seen.set()
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    with subprocess.Popen([sys.executable, "-m", "ansforge", *map(str, args)], stdout=subprocess.PIPE,
-                          stderr=slave, cwd=cwd, env={**os.environ, **(env or {})}) as proc:
-        os.close(slave)
-        if until is not None:
-            out_reader = threading.Thread(target=proc.stdout.read, daemon=True)
-            out_reader.start()
-            if seen.wait(timeout=300):
-                proc.send_signal(then)
-            rc = proc.wait(timeout=120)
-            out = ""
-        else:
-            out = proc.stdout.read().decode()
-            rc = proc.wait(timeout=600)
-    seconds = time.monotonic() - start
-    reader.join(timeout=10)
-    os.close(master)
-    return TerminalRun(chunks, out, rc, seconds)
 
 
 def _percentages(err: str) -> list[int]:
@@ -111,7 +35,7 @@ SGR = re.compile(r"\x1b\[[0-9;]*m")      # a colour (Select Graphic Rendition) s
 # tables: one bar of weight passes, fed from inside the workers' loops
 
 
-def test_tables_bar_advances_with_the_work_on_a_terminal(stories, tmp_path):
+def test_tables_bar_advances_with_the_work_on_a_terminal(stories, tmp_path, on_a_terminal):
     r = on_a_terminal("tables", "--model", stories, cwd=tmp_path, env={"NO_COLOR": "1"})
     assert r.status == 0 and "Table 1:" in r.stdout and "xz -9" in r.stdout, r.stderr[-2000:]
     err = r.stderr
@@ -127,7 +51,7 @@ def test_tables_bar_advances_with_the_work_on_a_terminal(stories, tmp_path):
 
 
 @pytest.mark.parametrize("how", ["--json", "--quiet", "off a terminal"])
-def test_tables_writes_no_progress_with_json_quiet_or_off_a_terminal(stories, tmp_path, how):
+def test_tables_writes_no_progress_with_json_quiet_or_off_a_terminal(stories, tmp_path, how, on_a_terminal):
     args = ["tables", "--model", stories, "--general", "gzip", "--codecs", "tans8", "--context-codec", "",
             "--no-constriction"]
     if how == "off a terminal":
@@ -184,7 +108,7 @@ def test_a_failing_context_row_names_the_input_not_its_temporary_container(stori
 # resources: its first line at once, a line per tool run; interrupted, nothing left behind
 
 
-def test_resources_says_what_it_does_at_once_and_leaves_nothing_when_interrupted(tmp_path):
+def test_resources_says_what_it_does_at_once_and_leaves_nothing_when_interrupted(tmp_path, on_a_terminal):
     temp = tmp_path / "tmp"
     temp.mkdir()
     r = on_a_terminal("resources", "--core", "tans-decoder", "--no-fmax", cwd=tmp_path, env={"TMPDIR": str(temp)},
