@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import UsageError, staged, verb
+from .common import UsageError, staged, verb, write_json
 
 #: The weight-statistics file shipped beside the exponent histograms (sign, mantissa, norms per role).
 STATISTICS = "weight_statistics.json"
@@ -31,7 +31,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                   "shipped with ansforge (per-matrix exponent histograms, per-role sign balance and mantissa "
                   "distribution), not a Gaussian. For speed, memory and scale: its Table 1 echoes the histograms "
                   "it was drawn from, and its context gains mean nothing.",
-      force=True, outputs={"output": "dir"})
+      force=True, outputs={"output": "dir"},
+      json="also write what was written (folder, shards, tensors, weights, bytes, seed, wall time) as JSON")
 def synth(args: argparse.Namespace) -> int:
     import json
     import math
@@ -68,4 +69,8 @@ def synth(args: argparse.Namespace) -> int:
     print(f"synthetic {args.like} shape (seed {args.seed}, scale 1/{args.scale}, {dims['num_hidden_layers']} layers): "
           f"values drawn from {stats.model}'s measured exponent histograms, sign balance and mantissa distribution; "
           "not a trained model (for speed, memory and scale only)")
+    write_json(args, args.json, {"verb": "synth", "like": args.like, "output": args.output, "seed": args.seed,
+                                 "scale": args.scale, "layers": dims["num_hidden_layers"], "shards": out["shards"],
+                                 "tensors": out["tensors"], "weights": out["weights"], "bytes": out["bytes"],
+                                 "wall_seconds": wall, "statistics_of": stats.model})
     return 0

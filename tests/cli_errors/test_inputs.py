@@ -357,9 +357,8 @@ def test_simulate_container_does_not_claim_a_context_plan(mistake, workdir):
     assert "context plan" not in out.line
 
 
+# (a folder given as --model is a Hugging Face checkpoint folder: tests/test_sharded.py)
 @pytest.mark.parametrize("args, words", [
-    (("compress", "--model", "folder", "-o", "out.ansf"), ("folder", "is a directory", "model.safetensors")),
-    (("tables", "--model", "folder"), ("folder", "is a directory")),
     (("decompress", "folder", "-o", "out.safetensors"), ("folder", "is a directory", ".ansf")),
     (("inspect", "folder"), ("folder", "is a directory", ".ansf")),
 ])

@@ -128,7 +128,7 @@ def test_quiet_silences_the_progress_on_a_terminal(folder, tmp_path, quiet, on_a
     if quiet:
         assert err == "", err
     else:
-        assert "compress (tans8)" in err and not SGR.search(err)     # progress, and no colour
+        assert "compress (tans8x16" in err and not SGR.search(err)     # progress (the default codec), and no colour
 
 
 def test_generate_quiet_prints_only_the_tokens(folder, on_a_terminal):
