@@ -36,7 +36,7 @@ if TYPE_CHECKING:                   # pragma: no cover
 
 __all__ = ["ROLES", "KINDS", "CodecSet", "FormalConfig", "CoreBuild", "REGISTRY", "BASE_BUILDS", "core_build",
            "core_names", "base_names", "prove_names", "interleaved_names", "core_for", "cores_for", "takes_text",
-           "refusal", "build_core", "markdown_table", "table_writes", "paper_codec",
+           "refusal", "build_core", "markdown_table", "table_writes", "paper_codec", "default_codec",
            # old names, derived from the registry
            "CORE_CLASSES", "PAPER_CODECS", "core_states"]
 
@@ -122,7 +122,13 @@ class CoreBuild:
     coders, shells : tuple of str
         The coder and shell classes it is made of (for ``N = 1`` first, then ``N > 1`` where they differ).
     default_codec : str
-        The codec it is built for when none is given (the paper's configuration for the base builds).
+        The codec it is built for when none is given: for the base builds the default container format's
+        (``tans8x16``, ``rans16x16``: what ``ansforge compress`` writes, so that every hardware path
+        decodes that container by default), for an interleaved row its own ``N``.
+    paper : str
+        The paper's configuration of its kind (``tans8``, ``rans16``: Table 3's one-state coders); a
+        ``<base>-x<N>`` build defaults to it with ``xN`` (``tans-decoder-x4``: ``tans8x4``). Default: the
+        base build's, ``default_codec`` without its ``xN``.
     formal : FormalConfig or None
         Its formal harnesses (``ansforge prove``), or ``None``: none of its own.
     base : str
@@ -139,10 +145,13 @@ class CoreBuild:
     default_codec: str
     formal: FormalConfig | None = None
     base: str = ""
+    paper: str = ""
 
     def __post_init__(self):
         if not self.base:
             object.__setattr__(self, "base", self.name)
+        if not self.paper:
+            object.__setattr__(self, "paper", self.default_codec.split("x")[0])
 
     @property
     def states(self) -> tuple[int, ...]:
@@ -207,19 +216,19 @@ _RANS_ENC_XN = (16,)                    # hdl/rans.py ENCODER_XN_STATES
 #: interleaved builds with a formal configuration of their own.
 REGISTRY: tuple[CoreBuild, ...] = (
     CoreBuild("tans-decoder", "tans", "decoder", (CodecSet(_TANS_BITS, _XN),), "tans_xn:TansXnDecoder",
-              ("tans:TansDecoderCoder", "tans_xn:TansXnDecoderCoder"), ("shell:DecoderShell",), "tans8",
+              ("tans:TansDecoderCoder", "tans_xn:TansXnDecoderCoder"), ("shell:DecoderShell",), "tans8x16",
               FormalConfig("tans:TansDecoder", progress_clocks=6)),
     CoreBuild("tans-encoder", "tans", "encoder", (CodecSet(_TANS_BITS, _XN),), "tans_xn:TansXnEncoder",
-              ("tans:TansEncoderCoder", "tans_xn:TansXnEncoderCoder"), ("shell:EncoderShell",), "tans8",
+              ("tans:TansEncoderCoder", "tans_xn:TansXnEncoderCoder"), ("shell:EncoderShell",), "tans8x16",
               FormalConfig("tans:TansEncoder", progress_clocks=6)),
     CoreBuild("rans-decoder", "rans", "decoder", (CodecSet(_RANS_BITS, (1,)), CodecSet((16,), _RANS_DEC_XN)),
               "rans:RansDecoder", ("rans:RansDecoderCoder", "rans:RansDecoderCoderXN"),
-              ("rans:RansDecoderShell", "rans:RansDecoderShellXN"), "rans16",
+              ("rans:RansDecoderShell", "rans:RansDecoderShellXN"), "rans16x16",
               FormalConfig("rans:RansDecoder", progress_clocks=8)),
     CoreBuild("rans-encoder", "rans", "encoder", (CodecSet(_RANS_BITS, (1,)),
                                                   CodecSet(tuple(range(8, 25)), _RANS_ENC_XN)),
               "rans:RansEncoder", ("rans:RansEncoderCoder", "rans:RansEncoderXnCoder"),
-              ("rans:RansEncoderShell", "rans:RansEncoderShellXN"), "rans16",
+              ("rans:RansEncoderShell", "rans:RansEncoderShellXN"), "rans16x16",
               FormalConfig("rans:RansEncoder", progress_clocks=6)),
     CoreBuild("tans-decoder-x2", "tans", "decoder", (CodecSet(_TANS_BITS, (2,)),), "tans_xn:TansXnDecoder",
               ("tans_xn:TansXnDecoderCoder",), ("shell:DecoderShell",), "tans8x2",
@@ -272,7 +281,7 @@ def core_build(name: str) -> CoreBuild:
     if row is not None and row.base == base and n.isdigit() and int(n) > 1 and int(n) in row.states:
         N = int(n)
         codecs = tuple(CodecSet(s.bits, (N,)) for s in row.codecs if N in s.states)
-        return dataclasses.replace(row, name=name, codecs=codecs, default_codec=f"{row.default_codec}x{N}",
+        return dataclasses.replace(row, name=name, codecs=codecs, default_codec=f"{row.paper}x{N}",
                                    formal=None, coders=row.coders[-1:], shells=row.shells[-1:], base=base)
     raise ValueError(f"core must be one of {', '.join(base_names())} or <core>-x<N> ({names_text()}), "
                      f"not {name!r}")
@@ -334,8 +343,17 @@ def build_core(codec, role: str, table=None, **options) -> "wiring.Component":
 
 
 def paper_codec(core: str) -> str:
-    """The default codec of build ``core`` (:func:`core_build`): ``tans8`` for ``tans-decoder``, ``rans16x5``
-    for ``rans-decoder-x5``."""
+    """The paper's codec of build ``core`` (:func:`core_build`), Table 3's configuration: ``tans8`` for
+    ``tans-decoder``, ``rans16x5`` for ``rans-decoder-x5`` (an interleaved build's own ``N``). What a build
+    is made for when no codec is given is :func:`default_codec`."""
+    build = core_build(core)
+    return build.paper if build.base == build.name else build.default_codec
+
+
+def default_codec(core: str) -> str:
+    """The codec build ``core`` is made for when none is given (:attr:`CoreBuild.default_codec`): the
+    default container format's for a base build (``tans8x16`` for ``tans-decoder``, ``rans16x16`` for
+    ``rans-decoder``), the build's own ``N`` for ``<base>-x<N>`` (``tans8x4`` for ``tans-decoder-x4``)."""
     return core_build(core).default_codec
 
 
@@ -357,7 +375,8 @@ def markdown_table() -> list[str]:
     for r in REGISTRY:
         name = f"`{r.name}`" + (f", `{r.name}-x<N>`" if r.base == r.name and max(r.states) > 1 else "")
         formal = "—" if r.formal is None else (f"{_doc_class(r.formal.harness)}, N = {r.formal.states}")
-        lines.append(f"| {name} | {r.kind} {r.role} | {r.takes_text()} (default `{r.default_codec}`) | "
+        lines.append(f"| {name} | {r.kind} {r.role} | {r.takes_text()} (default `{r.default_codec}`"
+                     f"{f', paper `{r.paper}`' if r.base == r.name else ''}) | "
                      f"{_doc_class(r.core)} | {', '.join(_doc_class(c) for c in r.coders)} | "
                      f"{', '.join(_doc_class(c) for c in r.shells)} | {formal} |")
     return lines
@@ -387,8 +406,8 @@ class _LazyClasses(dict):
 
 #: The core class of each codec kind and role (the base builds' :attr:`CoreBuild.core_class`).
 CORE_CLASSES = _LazyClasses()
-#: The default codec of each kind's base builds (the paper's, Table 3's configurations).
-PAPER_CODECS = {r.kind: r.default_codec for r in REGISTRY if r.base == r.name}
+#: The paper's codec of each kind's base builds (Table 3's configurations; :attr:`CoreBuild.paper`).
+PAPER_CODECS = {r.kind: r.paper for r in REGISTRY if r.base == r.name}
 
 
 def core_states(codec, role: str) -> tuple[int, ...]:

@@ -14,9 +14,9 @@ import pytest
 from amaranth.back import rtlil
 
 from ansforge.hdl.cores import (REGISTRY, ROLES, CoreBuild, base_names, build_core, core_build, core_for,
-                                core_names, cores_for, markdown_table, prove_names, refusal)
+                                core_names, cores_for, default_codec, markdown_table, prove_names, refusal)
 from ansforge.model.coding.codecs import DEFAULT_CODECS, parse_codec
-from ansforge.model.coding.container import LEGACY_CODECS
+from ansforge.model.coding.container import DEFAULT_CODEC, LEGACY_CODECS
 from ansforge.model.coding.rans import RANS_PRESETS
 from ansforge.model.coding.stream import MAX_STATES
 from ansforge.model.errors import ConfigError
@@ -103,7 +103,14 @@ def test_what_each_base_build_takes():
         if r.base != r.name:
             assert set(r.codec_names()) <= names[r.base] and r.interleaved and r.formal is not None
             assert r.core == core_build(r.base).core
-    assert [r.default_codec for r in REGISTRY if r.base == r.name] == ["tans8", "tans8", "rans16", "rans16"]
+    # a base build is made for the default container format (what compress writes) unless told otherwise;
+    # the paper's one-state codec stays beside it for Table 3 and the <base>-x<N> builds' defaults
+    assert [r.default_codec for r in REGISTRY if r.base == r.name] == ["tans8x16", "tans8x16", "rans16x16",
+                                                                       "rans16x16"]
+    assert [r.paper for r in REGISTRY if r.base == r.name] == ["tans8", "tans8", "rans16", "rans16"]
+    assert DEFAULT_CODEC in [r.default_codec for r in REGISTRY if r.kind == "tans"]
+    assert [default_codec(n) for n in ("tans-decoder", "rans-encoder", "tans-decoder-x4", "rans-decoder-x5")] == [
+        "tans8x16", "rans16x16", "tans8x4", "rans16x5"]
     # the interleaved preset is the one rANS xN streams take
     assert parse_codec("rans16x5").params.state_bits == RANS_PRESETS["interleaved"].state_bits
 
