@@ -33,6 +33,11 @@ parameters and check only hardware options (table sets, programmable, whether a 
     ``rans16xN`` takes the ``interleaved`` preset, ``S = 32`` and ``W = 16`` (16-bit renormalisation:
     the interleaved cores' multiply is ``16 x 17`` bits and their 32-bit port words carry two words);
     streams written with ``S = 48``, ``W = 32`` before are still read (their records carry both).
+
+Every name, its family, whether it is current or legacy (``rans16-s64w32``, ``rans16xN-s48w32``), its
+software speed class, the default format and the paper's configuration are defined once, in
+:mod:`.registry` (``ansforge codecs`` lists them with the cores that take each); :func:`parse_codec`
+accepts exactly its names.
 """
 
 from __future__ import annotations
@@ -53,7 +58,15 @@ from .stream import MAX_STATES
 
 __all__ = ["Codec", "TansCodec", "RansCodec", "parse_codec", "DEFAULT_CODECS"]
 
-DEFAULT_CODECS = ("tans8", "rans16", "rans24")
+
+
+def __getattr__(name: str):
+    # DEFAULT_CODECS, the old name of the named codecs: the paper's two and constriction's (.registry names them).
+    if name == "DEFAULT_CODECS":
+        from .registry import CONSTRICTION, PAPER
+
+        return (PAPER["tans"], PAPER["rans"], CONSTRICTION)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Codec:
@@ -346,9 +359,6 @@ class RansCodec(Codec):
 
 _KINDS: dict[str, type[Codec]] = {"tans": TansCodec, "rans": RansCodec}
 
-_NAME = re.compile(r"^(tans|rans)(\d+)(?:x(\d+))?$")
-
-
 def _count_ranges(counts: tuple[int, ...]) -> str:
     """``(1, 5, 6, …, 16)`` as ``"1 or 5 to 16"``: runs of three or more consecutive counts as a range."""
     runs: list[list[int]] = []
@@ -384,27 +394,11 @@ def _states_record(d: dict) -> int:
 
 
 def parse_codec(name: str) -> Codec:
-    """``tans5`` … ``tans12``, ``rans5`` … ``rans24`` as a :class:`TansCodec` or :class:`RansCodec`,
-    with an optional ``xN`` suffix for ``N = 1 … 16`` interleaved states (``tans8x2``; ``x1`` is the
-    plain name) (see the module docstring)."""
-    m = _NAME.match(str(name).strip().lower())
-    if not m:
-        raise ConfigError(f"codec must be tansR (R = 5..12) or ransP (P = 5..24), optionally with xN interleaved "
-                          f"states (N = 1..{MAX_STATES}), e.g. tans8, rans16, rans24, tans8x2; not {name!r}")
-    kind, bits = m.group(1), int(m.group(2))
-    states = int(m.group(3)) if m.group(3) is not None else 1
-    if not 1 <= states <= MAX_STATES:
-        raise ConfigError(f"codec {name!r}: interleaved states N must be from 1 to {MAX_STATES}, not {states}")
-    sfx = _suffix(states)
-    if kind == "tans":
-        if not 5 <= bits <= 12:
-            raise ConfigError(f"codec {name!r}: tANS table_log R must be from 5 to 12, not {bits}")
-        return TansCodec(f"tans{bits}{sfx}", TansParams(table_log=bits, word_bits=16, max_symbols=64, states=states))
-    if not 5 <= bits <= 24:
-        raise ConfigError(f"codec {name!r}: rANS precision P must be from 5 to 24, not {bits}")
-    if bits == 24:
-        return RansCodec(f"rans24{sfx}", dataclasses.replace(RANS_PRESETS["constriction"], states=states))
-    if bits == 16:
-        preset = RANS_PRESETS["paper" if states == 1 else "interleaved"]
-        return RansCodec(f"rans16{sfx}", dataclasses.replace(preset, states=states))
-    return RansCodec(f"rans{bits}{sfx}", RansParams(64, 32, bits, states=states))
+    """The codec object of a codec name: every name the codec registry lists (:mod:`.registry`,
+    ``ansforge codecs``): ``tans5`` … ``tans12``, ``rans5`` … ``rans24``, with an optional ``xN`` suffix
+    for ``N = 1 … 16`` interleaved states (``tans8x2``; ``x1`` is the plain name), and the legacy
+    parameter sets' names (``rans16-s64w32``, ``rans16xN-s48w32``). Anything else is a
+    :class:`ConfigError` of one line naming the value and what it could be."""
+    from .registry import lookup
+
+    return lookup(name)

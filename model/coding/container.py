@@ -51,6 +51,7 @@ import numpy as np
 from ..llm.checkpoint import ITEMSIZE, SUPPORTED_DTYPES, SafetensorsCheckpoint, identify, open_checkpoint, \
     shape_problem, write_safetensors
 from .codecs import Codec, RansCodec, parse_codec
+from .registry import DEFAULT_FORMAT, legacy_codecs
 from . import fastans
 from .codetable import CodeTable
 from .context import ContextPlan, context_tables, folded_format, plan_context, plan_from_record, plan_record, \
@@ -70,12 +71,12 @@ __all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoi
            "DEFAULT_CODEC", "DEFAULT_LAYOUT", "LAYOUTS", "BLOCK_PAIRS", "LEGACY_CODECS", "FORMATS",
            "format_sizes", "format_lines", "PUBLISHED_FP8_SAVING"]
 
-#: Codecs ansforge wrote before, which it still reads: rans16 coded with a 64-bit state until the
-#: paper preset moved to S = 48 (one-DSP decoder multiply, docs/bitstream.md), and rans16xN with S = 48,
-#: W = 32 until it moved to S = 32, W = 16 (the ``interleaved`` preset); each stream's codec record
-#: carries S and W, so such a stream decodes exactly as it was written.
-LEGACY_CODECS = (RansCodec("rans16", RansParams(64, 32, 16)),
-                 *(RansCodec(f"rans16x{n}", RansParams(48, 32, 16, states=n)) for n in range(2, MAX_STATES + 1)))
+#: Codecs ansforge wrote before, which it still reads: the legacy names of the codec registry
+#: (:mod:`.registry`): ``rans16-s64w32``, rans16 coded with a 64-bit state until the paper preset moved to
+#: S = 48 (one-DSP decoder multiply, docs/bitstream.md), and ``rans16xN-s48w32``, rans16xN with S = 48,
+#: W = 32 until it moved to S = 32, W = 16 (the ``interleaved`` preset). Their codec records keep the names
+#: ``rans16`` / ``rans16xN`` and carry S and W, so such a stream decodes exactly as it was written.
+LEGACY_CODECS = legacy_codecs()
 
 MAGIC = b"ANSFORGE"
 VERSION = 4
@@ -96,8 +97,9 @@ VERSION_STATES = 5
 #: (row shifts, context plans, interleaved states) may appear in it.
 VERSION_BLOCKS = 6
 READ_VERSIONS = (1, 2, 3, 4, VERSION_STATES, VERSION_BLOCKS)
-#: The codec and layout ``compress`` writes when none is named.
-DEFAULT_CODEC = "tans8x16"
+#: The codec (the registry's default format, :data:`~.registry.DEFAULT_FORMAT`) and layout ``compress``
+#: writes when none is named.
+DEFAULT_CODEC = DEFAULT_FORMAT
 LAYOUTS = ("blocks", "model", "tensor")
 DEFAULT_LAYOUT = "blocks"
 DEFAULT_CHECKPOINT_INTERVAL = 1 << 20
