@@ -1,18 +1,21 @@
 """Parallel decompressors over one shared memory port (paper §4.6, Fig. 12).
 
-:class:`ParallelDecoder` holds ``lanes`` decoder cores (tANS or rANS, programmable). Pair ``i`` of a
-tensor belongs to lane ``i % lanes``, and lane ``l``'s words are the single-lane stream of its pairs:
-the golden codec's interleaved mode (:func:`ansforge.model.coding.lanes.encode_lanes`). Each lane's
-stream lies in the shared memory from a beat address of its own, in the order the decoder reads
-it (top of the stack first), ``beat_words`` words per memory beat.
+:class:`ParallelDecoder` holds ``lanes`` decoder cores (tANS or rANS, programmable; by default the
+registry's interleaved cores, ``tans8x16``). A command gives each lane one **independent block**: a
+complete ``docs/bitstream.md`` §8 stream with its own flush and head (the blocks layout of container
+version 6, ``ansforge compress``'s default), ``count`` pairs in ``words`` words from a beat address of
+its own, stored in the order the decoder reads it (top of the stack first), ``beat_words`` words per
+memory beat. The lanes decode their blocks side by side, one core command each (``resume`` = 0, the
+end check on); a lane whose ``count`` is 0 sits the command out.
 
 Per lane: an address counter, a FIFO of ``fifo_beats`` beats and a serializer that hands the
 decoder one word per clock and drops the padding after the stream's last word. A lane asks for a
 beat only when its FIFO has room for it and for every beat still in flight (credit flow control),
 so the memory's responses never wait. A round-robin arbiter grants one request per clock to the
-memory port. The decoders' pairs are merged back into the tensor's order as **rows** of ``lanes``
-pairs (row ``j`` = pairs ``j * lanes .. j * lanes + lanes - 1``, the last row partial), through a small FIFO per lane
-so that a lane's bubble does not stall the others at once: up to ``lanes`` pairs per clock.
+memory port. The decoders' pairs leave as **rows**: row ``j`` holds pair ``j`` of every lane whose block
+has more than ``j`` pairs. The lanes' counts must not increase with the lane index (a tensor's blocks
+are all ``block_pairs`` long but its last), so a row's pairs are always lanes ``0 .. n - 1``; a small
+FIFO per lane keeps one lane's bubble from stalling the others at once: up to ``lanes`` pairs per clock.
 
 Memory port (``mem_req`` / ``mem_rsp``): a request carries a beat address and the lane (``tag``);
 responses come back in any latency, in request order or not, and must be accepted when valid
@@ -22,7 +25,7 @@ simulation (configurable latency and request interval).
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Elaboratable, Module, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -33,17 +36,18 @@ __all__ = ["ParallelDecoder", "parallel_command_layout", "decoder_classes"]
 
 
 def decoder_classes() -> tuple[type, ...]:
-    """The decoder core classes of the core registry (``hdl/cores.py``), and the one-state ``TansDecoder``."""
+    """The decoder core classes of the core registry (``hdl/cores.py``: the interleaved ``TansXnDecoder``
+    and ``RansDecoder``), and the one-state ``TansDecoder``."""
     from .tans import TansDecoder
 
     return tuple(dict.fromkeys([r.core_class for r in REGISTRY if r.role == "decoder"] + [TansDecoder]))
 
 
 def parallel_command_layout(lanes: int, addr_bits: int) -> data.StructLayout:
-    """Decode ``count`` pairs; lane ``l``'s stream has ``words`` words from beat address ``base``."""
-    return data.StructLayout({"count": COUNT_BITS,
-                              "lanes": data.ArrayLayout(data.StructLayout({"base": addr_bits, "words": COUNT_BITS}),
-                                                        lanes)})
+    """Decode ``count`` pairs in all: lane ``l``'s block has ``count`` pairs in ``words`` words from beat
+    address ``base`` (the lanes' counts add up to ``count`` and do not increase with ``l``)."""
+    lane = data.StructLayout({"base": addr_bits, "words": COUNT_BITS, "count": COUNT_BITS})
+    return data.StructLayout({"count": COUNT_BITS, "lanes": data.ArrayLayout(lane, lanes)})
 
 
 class ParallelDecoder(wiring.Component):
@@ -67,10 +71,11 @@ class ParallelDecoder(wiring.Component):
     Ports
     -----
     cfg : In(stream)  the decoders' table writes, sent to every lane at once
-    cmd : In(stream)  :func:`parallel_command_layout`
+    cmd : In(stream)  :func:`parallel_command_layout`: one block per lane
     mem_req : Out(stream)  ``{addr, tag}``
     mem_rsp : In(stream)   ``{data: beat_words * W bits, tag}``, always accepted
-    o : Out(stream)  ``{pairs: lanes x {symbol, extra}, n}``: a row of ``n`` pairs (``n = lanes`` but the last)
+    o : Out(stream)  ``{pairs: lanes x {symbol, extra}, n}``: row ``j``, pair ``j`` of lanes ``0 .. n - 1``
+        (the lanes whose block has more than ``j`` pairs)
     done, status : Out  ``done`` once every lane's decoder is done and every row is out; ``status``
         is the first failing lane's :class:`~.common.DecodeStatus` (``OK`` if none). Both hold until
         the next command.
@@ -136,7 +141,7 @@ class ParallelDecoder(wiring.Component):
         requests = Signal(lanes)
         grant = Signal(max(1, log_k))
         req_fire = self.mem_req.valid & self.mem_req.ready
-        lane_done, lane_status, lane_issued = [], [], []
+        lane_done, lane_status, lane_issued, counts = [], [], [], []
         out_fifos, addrs = [], []
         for lane in range(lanes):
             dec = self._make()
@@ -173,18 +178,16 @@ class ParallelDecoder(wiring.Component):
                 with m.Else():
                     m.d.sync += word.eq(word + 1)
 
-            # -- the lane's decoder command: its share of the pairs, its stream's words
+            # -- the lane's decoder command: its block's pairs and words (none: the lane sits it out)
             spec = self.cmd.p.lanes[lane]
-            # lane l takes count // lanes pairs, one more if l < count % lanes (never for the last lane)
-            lane_count = self.cmd.p.count if lanes == 1 else (self.cmd.p.count >> log_k) + \
-                ((lane < self.cmd.p.count[:log_k]) if lane < lanes - 1 else 0)
             issued = Signal(name=f"issued{lane}")
             cmd_pending = Signal(name=f"cmd_pending{lane}")
             count_r, words_r = Signal(COUNT_BITS, name=f"count{lane}"), Signal(COUNT_BITS, name=f"words{lane}")
+            counts.append(count_r)
             with m.If(cmd_fire):
                 m.d.sync += [addr.eq(spec.base), beats_left.eq((spec.words + per_beat - 1) >> (per_beat - 1).bit_length()),
-                             words_left.eq(spec.words), word.eq(0), count_r.eq(lane_count), words_r.eq(spec.words),
-                             cmd_pending.eq(1), issued.eq(0)]
+                             words_left.eq(spec.words), word.eq(0), count_r.eq(spec.count), words_r.eq(spec.words),
+                             cmd_pending.eq(spec.count != 0), issued.eq(0)]
             m.d.comb += [dec.cmd.valid.eq(cmd_pending), dec.cmd.p.count.eq(count_r), dec.cmd.p.words.eq(words_r),
                          dec.cmd.p.check_end.eq(1)]
             with m.If(dec.cmd.valid & dec.cmd.ready):
@@ -194,7 +197,7 @@ class ParallelDecoder(wiring.Component):
             with m.If(issued & dec.done):
                 m.d.sync += finished.eq(1)
             with m.If(cmd_fire):
-                m.d.sync += finished.eq(0)
+                m.d.sync += finished.eq(spec.count == 0)
             lane_done.append(finished)
             lane_status.append(dec.status)
             lane_issued.append(issued)
@@ -221,16 +224,18 @@ class ParallelDecoder(wiring.Component):
         with m.If(req_fire):
             m.d.sync += pointer.eq(grant + 1 if lanes > 1 else 0)
 
-        # -- merge: row j takes one pair from each lane that has one in this row
+        # -- merge: row j takes pair j of each lane whose block has more than j pairs (lanes 0 .. n - 1,
+        # the counts not increasing with the lane)
+        row = Signal(COUNT_BITS)
         n = Signal(bits_for(lanes))
-        m.d.comb += n.eq(Mux(remaining < lanes, remaining, lanes))
+        m.d.comb += n.eq(sum((row < c for c in counts), start=Const(0, bits_for(lanes))))
         ready_all = Signal()
         m.d.comb += ready_all.eq(Cat(*[(f.r_rdy | (lane >= n)) for lane, f in enumerate(out_fifos)]).all())
         m.d.comb += [self.o.valid.eq(busy & (remaining != 0) & ready_all), self.o.p.n.eq(n)]
         for lane, f in enumerate(out_fifos):
             m.d.comb += [self.o.p.pairs[lane].eq(f.r_data), f.r_en.eq(self.o.valid & self.o.ready & (lane < n))]
         with m.If(self.o.valid & self.o.ready):
-            m.d.sync += remaining.eq(remaining - n)
+            m.d.sync += [remaining.eq(remaining - n), row.eq(row + 1)]
 
         # A lane that fails ends its command early: its pairs never complete the rows, so the command
         # ends when every lane is done; the pairs left in the lane FIFOs are dropped before the next.
@@ -241,7 +246,7 @@ class ParallelDecoder(wiring.Component):
             for f in out_fifos:
                 m.d.comb += f.r_en.eq(1)
         with m.If(cmd_fire):
-            m.d.sync += [busy.eq(1), remaining.eq(self.cmd.p.count), self.done.eq(0),
+            m.d.sync += [busy.eq(1), remaining.eq(self.cmd.p.count), row.eq(0), self.done.eq(0),
                          self.status.eq(DecodeStatus.OK)]
         with m.Elif(busy & ((remaining == 0) | failed) & Cat(*lane_done).all()):
             m.d.sync += [busy.eq(0), self.done.eq(1)]
