@@ -103,7 +103,13 @@ class ParallelDecoder(wiring.Component):
             if isinstance(part, Elaboratable):
                 part._MustUse__silence = True
         members = proto.signature.members
-        self._w = proto.word_bits
+        # A lane's memory words are the decoder's port words: one stream word, or two where the decoder's
+        # port is two words wide (an rANS xN decoder whose pairs may pop twice), packed as the encoder's
+        # port gives them (``sim/jobs.py`` ``port_inputs``).
+        self._sw = proto.word_bits
+        self._w = members["i"].signature.members["payload"].shape["data"].width
+        if self._w % self._sw or self._w // self._sw not in (1, 2):
+            raise ValueError(f"the decoder's port words are {self._w} bits, its stream's {self._sw}")
         self._pair = members["o"].signature.members["payload"].shape
         super().__init__({
             "cfg": members["cfg"],
@@ -121,7 +127,8 @@ class ParallelDecoder(wiring.Component):
     beat_words = property(lambda self: self._p)
     addr_bits = property(lambda self: self._a)
     fifo_beats = property(lambda self: self._d)
-    word_bits = property(lambda self: self._w)
+    word_bits = property(lambda self: self._w)      # a memory word: the decoder's port word
+    stream_word_bits = property(lambda self: self._sw)
 
     @property
     def decoder_prototype(self):
@@ -131,6 +138,7 @@ class ParallelDecoder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         lanes, per_beat, W, D = self._k, self._p, self._w, self._d
+        ratio = self._w // self._sw
         log_k = (lanes - 1).bit_length()
 
         busy = Signal()
@@ -184,9 +192,12 @@ class ParallelDecoder(wiring.Component):
             cmd_pending = Signal(name=f"cmd_pending{lane}")
             count_r, words_r = Signal(COUNT_BITS, name=f"count{lane}"), Signal(COUNT_BITS, name=f"words{lane}")
             counts.append(count_r)
+            # the command's words are the decoder's (stream words); the serializer hands it port words
+            port_words = Signal(COUNT_BITS, name=f"port_words{lane}")
+            m.d.comb += port_words.eq((spec.words + ratio - 1) >> (ratio - 1))
             with m.If(cmd_fire):
-                m.d.sync += [addr.eq(spec.base), beats_left.eq((spec.words + per_beat - 1) >> (per_beat - 1).bit_length()),
-                             words_left.eq(spec.words), word.eq(0), count_r.eq(spec.count), words_r.eq(spec.words),
+                m.d.sync += [addr.eq(spec.base), beats_left.eq((port_words + per_beat - 1) >> (per_beat - 1).bit_length()),
+                             words_left.eq(port_words), word.eq(0), count_r.eq(spec.count), words_r.eq(spec.words),
                              cmd_pending.eq(spec.count != 0), issued.eq(0)]
             m.d.comb += [dec.cmd.valid.eq(cmd_pending), dec.cmd.p.count.eq(count_r), dec.cmd.p.words.eq(words_r),
                          dec.cmd.p.check_end.eq(1)]

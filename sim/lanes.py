@@ -29,7 +29,7 @@ from ..model.coding.codecs import Codec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.coding import fastans
 from ..model.coding.stream import Run
-from .jobs import CoreJob, build_core, cfg_writes
+from .jobs import CoreJob, _port_words, build_core, cfg_writes
 from .memory import SharedMemory
 from .streams import field_bits, pack, payload_shape, payloads_to_pairs
 
@@ -108,14 +108,16 @@ class LaneRun:
 
 
 def lane_image(system: LaneSystem, lane_words: list[np.ndarray]) -> tuple[list[int], list[dict]]:
-    """Memory beats (``beat_words`` words each, word 0 in the low bits) and each lane's ``{base, words}``."""
-    per_beat, W = system.decoder.beat_words, system.decoder.word_bits
+    """Memory beats (``beat_words`` port words each, word 0 in the low bits) and each lane's ``{base, words}``
+    (``words``: its stream words, the decoder command's count)."""
+    per_beat, W, sw = system.decoder.beat_words, system.decoder.word_bits, system.decoder.stream_word_bits
     beats, lanes = [], []
     for words in lane_words:
-        order = np.asarray(words, dtype=np.uint64)[::-1]          # top of the stack first
+        # the decoder's port words (two stream words each where its port is two wide), top of the stack first
+        order = _port_words(np.asarray(words, dtype=np.uint64), sw, W)[::-1]
         padded = np.zeros(-(-order.size // per_beat) * per_beat, np.uint64)
         padded[:order.size] = order
-        lanes.append({"base": len(beats), "words": int(order.size)})
+        lanes.append({"base": len(beats), "words": int(np.asarray(words).size)})
         for row in padded.reshape(-1, per_beat).tolist():
             beats.append(sum(int(w) << (W * j) for j, w in enumerate(row)))
     return beats, lanes
@@ -318,7 +320,7 @@ def decode_container_lanes(container, engine, *, lanes: int, beat_words: int = 2
     k = max([8] + [int(t.extra_bits.max()) for st in streams for t in st.tables])
     word_bits = spec.word_bits
     if blocks_layout:
-        need = max(sum(-(-(st.blocks[b][1] - st.blocks[b][0]) // beat_words) for b in bs)
+        need = max(sum(-(-(st.blocks[b][1] - st.blocks[b][0]) // beat_words) + 1 for b in bs)
                    for st in streams for _, bs in container_groups(container, st, lanes))
     else:
         per_lane = max(chunk_counts(st.n_pairs, lanes)[0] for st in streams)
