@@ -9,6 +9,7 @@ Each verb lives in one module of this package, its arguments and its handler tog
 
 ``demo``        ``ansforge demo``
 ``tables``      ``ansforge tables`` (Table 1)
+``codecs``      ``ansforge codecs`` (every codec name, and the cores that take it)
 ``container``   ``compress``, ``decompress``, ``inspect`` (.ansf containers), ``quantize``
 ``cores``       ``simulate``, ``verilog``, ``testbench``, ``resources``, ``prove`` (the hardware cores)
 ``factory``     ``ansforge factory`` (token-factory bandwidth)
@@ -53,7 +54,7 @@ from .common import REGISTRY, Parser, attach_shared, check_outputs, ordered, tra
 __all__ = ["main", "build_parser", "VERB_MODULES"]
 
 #: The verb modules, in the order ``ansforge --help`` lists their verbs.
-VERB_MODULES = ("demo", "tables", "container", "cores", "factory", "report", "bench", "llama", "scale")
+VERB_MODULES = ("demo", "tables", "codecs", "container", "cores", "factory", "report", "bench", "llama", "scale")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,14 +33,21 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from typing import TYPE_CHECKING
+
 from ..errors import ConfigError
-from .codecs import Codec, RansCodec, TansCodec
-from .rans import RANS_PRESETS, RansParams
-from .stream import MAX_STATES
-from .tans import TansParams
+
+if TYPE_CHECKING:                   # pragma: no cover
+    from .codecs import Codec
+
+# The codec classes and parameters (NumPy) are imported where a codec is built, so that the command line's
+# help texts (summary(), codec_help()) cost no NumPy import.
+
+#: ``N``'s largest value (:data:`~.stream.MAX_STATES`; tests/test_codec_registry.py checks they agree).
+MAX_STATES = 16
 
 __all__ = ["DEFAULT_FORMAT", "PAPER", "CONSTRICTION", "SPEEDS", "Family", "Entry", "FAMILIES", "lookup", "names",
-           "entries", "entry", "family_of", "legacy_codecs", "default_for", "summary", "codec_help", "markdown_table",
+           "entries", "entry", "family_of", "speed_of", "MAX_STATES", "legacy_codecs", "default_for", "summary", "codec_help", "markdown_table",
            "parse"]
 
 #: The default format: interleaved tANS, R = 8, N = 16 (issue 43). ``compress`` writes it, and every
@@ -107,6 +114,9 @@ class Family:
 
     def params(self, bits: int, states: int):
         """The validated :class:`~.tans.TansParams` or :class:`~.rans.RansParams` of ``bits`` and ``states``."""
+        from .rans import RANS_PRESETS, RansParams
+        from .tans import TansParams
+
         if self.preset == "tans":
             return TansParams(table_log=bits, word_bits=16, max_symbols=64, states=states)
         if self.preset == "ransP":
@@ -119,6 +129,8 @@ class Family:
 
     def codec(self, bits: int, states: int) -> Codec:
         """The codec object (:class:`~.codecs.TansCodec` or :class:`~.codecs.RansCodec`)."""
+        from .codecs import RansCodec, TansCodec
+
         cls = TansCodec if self.kind == "tans" else RansCodec
         return cls(self.record_name(bits, states), self.params(bits, states))
 
@@ -207,8 +219,9 @@ class Entry:
     @property
     def roles(self) -> tuple[str, ...]:
         """``default``, ``paper``, ``constriction``: what this name is named as, if anything."""
-        return tuple(r for r, n in (("default", DEFAULT_FORMAT), ("paper", PAPER.get(self.kind)),
-                                    ("constriction", CONSTRICTION)) if n == self.name)
+        return tuple(r for r, n in (("default", DEFAULT_FORMAT), (f"default {self.kind}", default_for(self.kind)),
+                                    ("paper", PAPER.get(self.kind)), ("constriction", CONSTRICTION))
+                     if n == self.name and not (r.startswith("default ") and n == DEFAULT_FORMAT))
 
     def to_json(self) -> dict:
         c = self.codec()
@@ -301,10 +314,11 @@ def legacy_codecs() -> tuple[Codec, ...]:
 def default_for(kind: str | None = None) -> str:
     """The default format of ``kind`` (``None``: :data:`DEFAULT_FORMAT`'s): its ``N`` with the kind's
     paper precision (``rans16x16`` for rANS). A verb that builds a core checks that a core takes it."""
-    spec = _index()[DEFAULT_FORMAT]
-    if kind is None or kind == spec.kind:
+    m = _NAME.match(DEFAULT_FORMAT)
+    states = int(m.group(3) or 1)
+    if kind is None or kind == m.group(1):
         return DEFAULT_FORMAT
-    return PAPER[kind] + (f"x{spec.states}" if spec.states > 1 else "")
+    return PAPER[kind] + (f"x{states}" if states > 1 else "")
 
 
 def summary() -> str:
