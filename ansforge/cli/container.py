@@ -10,11 +10,11 @@ from .common import UsageError, one_pass_memory, refuse, spelled, staged, thread
 
 
 def _compress_arguments(p: argparse.ArgumentParser) -> None:
+    from ..model.coding.registry import DEFAULT_FORMAT, codec_help
+
     p.add_argument("--model", required=True, metavar="PATH", help="llama2.c .bin, safetensors or GGUF checkpoint")
     p.add_argument("--codec", default=None, metavar="CODEC",
-                   help="tans8x16 (default: tANS, R = 8, 16 interleaved states), tans8 (paper's tANS, one state), "
-                        "rans16 (paper's rANS), rans24 (constriction preset), or any tansR / ransP; a suffix xN "
-                        "(tans8x4, rans16x16) interleaves N = 2..16 states in each stream")
+                   help=codec_help(DEFAULT_FORMAT, what="the codec of every stream"))
     p.add_argument("--pairs", default="auto", choices=["auto", "bf16", "fp16", "fp32", "e4m3", "e5m2"],
                    help="pair format: auto keeps each tensor's storage type (lossless); bf16/fp16/fp32 convert "
                         "(RNE); e4m3/e5m2 convert every matrix to fp8 with a per-tensor scale (absmax to the "

@@ -18,6 +18,7 @@ from .common import (UsageError, alias, check_output, need_verilator, refuse, sp
                      write_json)
 
 from ..hdl.cores import base_names, core_names, interleaved_names, names_text, prove_names
+from ..model.coding.registry import PAPER, codec_help, default_for
 
 #: The base builds (``hdl/cores.py`` ``REGISTRY``, as every core name here; the registry imports no HDL).
 CORES = base_names()
@@ -29,6 +30,17 @@ ALL_CORES = core_names()
 PROVE_CORES = prove_names()
 CORE_HELP = ("the core: {}; or an interleaved-state build, {} (<core>-x<N> is <core> with --codec <codec>x<N>)"
              .format(", ".join(CORES), names_text()))
+#: The subsystem's codec when none is named: the paper's tANS (its lanes take streams of one state).
+SUBSYSTEM_CODEC = PAPER["tans"]
+_SUBSYSTEM_DEFAULT = f"--top subsystem: {SUBSYSTEM_CODEC} (its lanes take one state)"
+#: ``--codec``'s help in the verbs that build a core for the default format (``simulate``, ``verilog``,
+#: ``testbench``), and in ``resources`` (the paper's, next to Table 3); from the codec registry.
+CODEC_HELP = codec_help(what="the codec the core is built for", default_text=(
+    f"default: the default format of the core's kind, {default_for('tans')} for tANS cores and "
+    f"{default_for('rans')} for rANS cores (<core>-x<N>: {PAPER['tans']}x<N> / {PAPER['rans']}x<N>)"))
+PAPER_CODEC_HELP = codec_help(what="the codec the core is built for", default_text=(
+    f"default: the paper's, {PAPER['tans']} for tANS cores and {PAPER['rans']} for rANS cores (Table 3's "
+    f"configuration; <core>-x<N>: {PAPER['tans']}x<N> / {PAPER['rans']}x<N>)"))
 #: The options of ``--top subsystem`` alone, and of a single core alone (``verilog``, ``resources``).
 SUBSYSTEM_ONLY = ("lanes", "bus_bits", "target", "escape_bits", "max_codes")
 CORE_ONLY = ("word_bits", "model", "matrix", "max_extra_bits", "no_crc", "no_shell", "count_bits", "breakdown")
@@ -42,10 +54,11 @@ def _split_core(core: str) -> tuple[str, int | None]:
     return (build.base, build.states[0]) if build.base != build.name else (core, None)
 
 
-def _core_and_codec(args: argparse.Namespace) -> tuple[str, str]:
-    """The base core name and the codec ``--core`` and ``--codec`` ask for together (a ``-x<N>``
-    build gives the paper codec of ``N`` states when no ``--codec`` is given, and must agree with one);
-    a codec no build of the core takes is refused here in one line (which cores take what)."""
+def _core_and_codec(args: argparse.Namespace, *, paper: bool = False) -> tuple[str, str]:
+    """The base core name and the codec ``--core`` and ``--codec`` ask for together (no ``--codec``: the
+    default format of the core's kind, or with ``paper`` the paper's codec; a ``-x<N>`` build gives the
+    paper codec of ``N`` states, and must agree with a ``--codec``); a codec no build of the core takes
+    is refused here in one line (which cores take what)."""
     from ..hdl.cores import core_build, paper_codec, refusal
 
     base, states = _split_core(_need_core(args))
@@ -59,7 +72,7 @@ def _core_and_codec(args: argparse.Namespace) -> tuple[str, str]:
                 raise UsageError(f"--core {args.core} is the {states}-state build, but --codec {codec} has "
                                  f"{spec.states} state{'s' * (spec.states != 1)} (give --codec "
                                  f"{codec.split('x')[0]}x{states}, or --core {base})")
-    codec = _default_codec(base, codec)
+    codec = _default_codec(base, codec, paper=paper)
     build = core_build(base)
     spec = _parse(codec)
     if not build.takes(spec):
@@ -86,11 +99,11 @@ def _refuse_mode(args: argparse.Namespace, used: tuple[str, ...] = ()) -> None:
         refuse(args, SUBSYSTEM_ONLY, "applies only to --top subsystem")
 
 
-def _core_parameters(p: argparse.ArgumentParser) -> None:
+def _core_parameters(p: argparse.ArgumentParser, codec_help: str = CODEC_HELP) -> None:
     """The elaboration parameters ``verilog`` and ``resources`` share."""
     p.add_argument("--core", default=None, choices=ALL_CORES, metavar="CORE",
                    help=CORE_HELP + "; or --top subsystem")
-    p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
+    p.add_argument("--codec", default=None, metavar="CODEC", help=f"{codec_help}; {_SUBSYSTEM_DEFAULT}")
     p.add_argument("--max-symbols", type=int, default=64, metavar="N", help="codes the core handles (default 64, the paper's)")
     p.add_argument("--max-extra-bits", type=int, default=8, metavar="K",
                    help="widest additional data (default 8, the paper's; a baked table may need more for its escape code)")
@@ -132,7 +145,7 @@ def _subsystem(args: argparse.Namespace):
 
     if args.core is not None:
         raise UsageError("--top subsystem takes no --core (its lanes are decoders of --codec)")
-    codec = args.codec or "tans8"
+    codec = args.codec or SUBSYSTEM_CODEC
     try:
         spec = parse_codec(codec)
     except (ValueError, AnsforgeError) as exc:
@@ -152,10 +165,21 @@ def _need_core(args: argparse.Namespace) -> str:
     return args.core
 
 
-def _default_codec(core: str, codec: str | None) -> str:
+def _format_default(core: str) -> str:
+    """The codec base build ``core`` is built for when none is named: the default format of its kind
+    (``model/coding/registry.py`` :func:`default_for`) where the core registry's ``cores_for`` says the core
+    takes it, else the paper's."""
+    from ..hdl.cores import core_build, cores_for, paper_codec
+
+    build = core_build(core)
+    name = default_for(build.kind)
+    return name if build in cores_for(_parse(name), build.role) else paper_codec(core)
+
+
+def _default_codec(core: str, codec: str | None, *, paper: bool = False) -> str:
     from ..hdl.cores import paper_codec
 
-    codec = codec or paper_codec(core)
+    codec = codec or (paper_codec(core) if paper else _format_default(core))
     spec = _parse(codec)
     if spec.kind != core.split("-")[0]:
         raise UsageError(f"--codec {codec} is {spec.kind.upper()}, but --core {core} needs a {core.split('-')[0]} codec")
@@ -182,8 +206,7 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--container", metavar="F.ansf",
                      help="decode this container (one stream per tensor; context tables too) with the decoder "
                           "core and check every tensor against `ansforge decompress`")
-    p.add_argument("--codec", default=None, metavar="CODEC",
-                   help="tansR / ransP (default tans8 for tANS cores, rans16 for rANS cores; rans24 = constriction)")
+    p.add_argument("--codec", default=None, metavar="CODEC", help=CODEC_HELP)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--matrix", action="append", metavar="NAME", help="simulate this matrix (repeatable)")
     g.add_argument("--all", action="store_true", help="simulate every matrix (the default)")
@@ -408,7 +431,7 @@ def verilog(args: argparse.Namespace) -> int:
 
 def _testbench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--core", default=None, choices=ALL_CORES, metavar="CORE", help=CORE_HELP + "; or --top subsystem")
-    p.add_argument("--codec", default=None, metavar="CODEC", help="tansR / ransP (default tans8 / rans16)")
+    p.add_argument("--codec", default=None, metavar="CODEC", help=f"{CODEC_HELP}; {_SUBSYSTEM_DEFAULT}")
     _subsystem_parameters(p)
     p.add_argument("--model", required=True, metavar="PATH", help="checkpoint whose matrix gives the vectors")
     p.add_argument("--matrix", default=None, metavar="NAME", help="the matrix (default: the smallest the paper counts)")
@@ -488,7 +511,7 @@ def _subsystem_testbench(args: argparse.Namespace) -> int:
 
 
 def _resources_arguments(p: argparse.ArgumentParser) -> None:
-    _core_parameters(p)
+    _core_parameters(p, PAPER_CODEC_HELP)
     _subsystem_parameters(p)
     p.add_argument("--breakdown", action="store_true", help="also synthesize every block of the core alone")
     p.add_argument("--no-fmax", action="store_true", help="skip the ECP5 place and route (3 seeds)")
@@ -509,7 +532,7 @@ def resources(args: argparse.Namespace) -> int:
         print("\n".join(area_markdown([a])))
         write_json(args, args.json, a.to_json())
         return 0
-    core, codec = _core_and_codec(args)
+    core, codec = _core_and_codec(args, paper=True)   # next to Table 3: the paper's configuration
     if args.count_bits is not None and not 1 <= args.count_bits <= 32:
         raise UsageError(f"--count-bits must be between 1 and 32, not {args.count_bits}")
     from importlib.util import find_spec
@@ -545,9 +568,11 @@ def _prove_arguments(p: argparse.ArgumentParser) -> None:
                      help=CORE_HELP + "; proofs exist for " + ", ".join(PROVE_CORES))
     sel.add_argument("--all", action="store_true", help="all four cores and their interleaved builds")
     p.add_argument("--codec", default=None, metavar="CODEC",
-                   help="with --core: the paper codec with x<N> (tans8x2, rans16x5, rans16x16) names the "
-                        "interleaved build, as --core <core>-x<N> does (the proofs build their own small "
-                        "configuration of each core)")
+                   help="with --core: the paper's codec with x<N> ("
+                        + ", ".join(dict.fromkeys(f"{PAPER[c.split('-')[0]]}x{c.rpartition('-x')[2]}"
+                                                  for c in PROVE_CORES if "-x" in c))
+                        + ") names the interleaved build, as --core <core>-x<N> does (the proofs build their own "
+                          "small configuration of each core)")
     p.add_argument("--depth", type=int, default=None, metavar="N",
                    help="k-induction / bounded-model-check depth of every property (default: 20, and for the "
                         "round trip and detection the clocks their whole scenario takes)")

@@ -14,7 +14,10 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help="compressed size / raw size (default 0.66, the paper's; or measured with --model)")
     p.add_argument("--model", default=None, metavar="PATH",
                    help="measure the ratio on this checkpoint, as `ansforge tables` does")
-    p.add_argument("--codec", default="tans8", help="codec for --model (default tans8)")
+    from ..model.coding.registry import DEFAULT_FORMAT, codec_help
+
+    p.add_argument("--codec", default=DEFAULT_FORMAT, metavar="CODEC",
+                   help=codec_help(DEFAULT_FORMAT, what="with --model, the codec whose ratio is measured"))
     p.add_argument("--processors", type=int, default=10, help="N, processors in lockstep (default 10)")
     p.add_argument("--tokens-per-s", type=float, default=10.0, help="tokens/s of each processor (default 10)")
     p.add_argument("--clock-mhz", type=float, default=500.0, help="decompressor clock (default 500 MHz)")

@@ -8,10 +8,13 @@ from .common import UsageError, need_verilator, refuse, verb, write_json
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
+    from ..model.coding.registry import DEFAULT_FORMAT, codec_help
+
     p.add_argument("--model", required=True, metavar="PATH",
                    help="llama2.c .bin, Hugging Face llama .safetensors (config.json beside it) or GGUF llama")
     p.add_argument("--via", default="raw", choices=["raw", "software", "hardware"], help="weight path (default raw)")
-    p.add_argument("--codec", default="tans8", metavar="CODEC", help="codec of the container: tans8, rans16, rans24, ...")
+    p.add_argument("--codec", default=DEFAULT_FORMAT, metavar="CODEC",
+                   help=codec_help(DEFAULT_FORMAT, what="--via software or hardware: the codec of the container"))
     p.add_argument("--engine", default="verilator", choices=["amaranth", "verilator"],
                    help="simulator of the hardware path (default verilator)")
     p.add_argument("--pairs", default="auto", choices=["auto", "bf16", "fp16", "fp32"],

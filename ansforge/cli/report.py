@@ -179,7 +179,11 @@ def outliers(args: argparse.Namespace) -> int:
 
 def _context_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
-    p.add_argument("--codec", default="rans16", metavar="NAME", help="golden codec (default rans16)")
+    from ..model.coding.registry import PAPER, codec_help
+
+    p.add_argument("--codec", default=PAPER["rans"], metavar="CODEC",
+                   help=codec_help(what="golden codec", default_text=f"default {PAPER['rans']}, the paper's rANS "
+                                   "(context tables take one state; not yet the default format)"))
     p.add_argument("--max-sets", type=int, default=8, metavar="SETS", help="most table sets per matrix (1..16, default 8)")
     p.add_argument("--floor", action="store_true",
                    help="instead of coding: how far each context family (one table, row groups, column "
@@ -225,7 +229,10 @@ def _activations_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--calibration", type=int, default=8, metavar="N", help="calibration prompts (default 8)")
     p.add_argument("--prompts", type=int, default=4, metavar="N", help="measured prompts (default 4)")
     p.add_argument("--runtime-codec", default="rans12", metavar="NAME", help="runtime codec (default rans12)")
-    p.add_argument("--static-codec", default="tans8", metavar="NAME", help="static codec (default tans8)")
+    from ..model.coding.registry import PAPER
+
+    p.add_argument("--static-codec", default=PAPER["tans"], metavar="NAME",
+                   help=f"static codec (default {PAPER['tans']}, the paper's tANS)")
 
 
 @verb("activations", _activations_arguments,

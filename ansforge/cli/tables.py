@@ -16,12 +16,15 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help="general-purpose compressors to run, comma-separated from gzip,bzip2,xz,zstd "
                         "(default: all; empty for none), and zipnn (the [peers] extra)")
     p.add_argument("--no-constriction", action="store_true", help="skip the constriction rANS row")
-    p.add_argument("--codecs", default="rans16,tans8", metavar="LIST",
-                   help="golden ANS codecs to run, each a row with its gap to Ideal: tansR (R 5..12), ransP "
-                        "(P 5..24), comma-separated (default: rans16,tans8, the paper's rows; empty for none)")
-    p.add_argument("--context-codec", default="rans16", metavar="CODEC",
-                   help="codec of the Context row (compress --context, read back from the file; default rans16, "
-                        "empty for no such row)")
+    from ..model.coding.registry import PAPER, codec_help, summary
+
+    rows = f"{PAPER['rans']},{PAPER['tans']}"
+    p.add_argument("--codecs", default=rows, metavar="LIST",
+                   help=f"golden ANS codecs to run, each a row with its gap to Ideal, comma-separated: {summary()} "
+                        f"(default: {rows}, the paper's rows; empty for none)")
+    p.add_argument("--context-codec", default=PAPER["rans"], metavar="CODEC",
+                   help=codec_help(what="codec of the Context row (compress --context, read back from the file)",
+                                   default_text=f"default {PAPER['rans']}, empty for no such row"))
 
 
 @verb("tables", _arguments, help="the paper's Table 1 for a checkpoint",
