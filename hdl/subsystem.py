@@ -10,10 +10,14 @@
 * a register map behind an AXI4-Lite slave (:class:`AxiLiteSlave`) to program the tables, start a
   block and read its status (``docs/subsystem.md``).
 
-One *block* is one tensor of a container compressed with one stream per tensor, coded in the golden
-codec's interleaved mode (pair ``i`` in lane ``i % lanes``, :func:`ansforge.model.coding.lanes.encode_lanes`):
-its ``lanes`` word streams lie in memory from ``BASE``, each from a bus-beat offset of its own, in the
-order a decoder reads them (top of the stack first), ``beat_words = bus_bits / W`` words per beat.
+The lanes are the core registry's decoders of the codec (by default the default container format's,
+``tans8x16``: the interleaved ``TansXnDecoder``). One START decodes up to ``lanes`` **independent
+blocks** side by side, one per lane (the blocks layout of ``ansforge compress``'s default container,
+version 6: each block a ``docs/bitstream.md`` §8 stream with its own flush and head, one decoder command):
+lane ``l``'s block has ``LANE_COUNT[l]`` pairs in ``LANE_WORDS[l]`` words from a bus-beat offset of its
+own, in the order a decoder reads them (top of the stack first), ``beat_words = bus_bits / port word``
+decoder port words per beat (a port word is the stream's ``W``, or ``2 W`` for an rANS xN decoder). The
+output's transfer ``j`` carries weight ``j`` of every lane whose block is longer than ``j``.
 
 Throughput: up to ``lanes`` weights per clock. A lane decodes at most one pair per clock and needs, on
 average, the coded bits of a pair from memory; the port gives ``bus_bits`` per clock, so the bound is
@@ -23,7 +27,7 @@ fp32), so ``lanes * extra_bits > bus_bits`` can never be fed: the constructor re
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -33,7 +37,7 @@ from ..model.dtypes.pairs import PAIR_FORMATS
 from .common import COUNT_BITS, DecodeStatus, bits_for, check_int, pair_layout
 from .interfaces import PairToFloat
 from .parallel import ParallelDecoder
-from .cores import build_core
+from .cores import build_core, core_for, default_codec
 
 __all__ = ["default_bus_bits", "axi4_read_signature", "axi4_lite_signature", "AxiReadMaster", "AxiLiteSlave", "SymbolToCode",
            "AxiDecompressor", "Csr", "CSR_ID", "subsystem_targets"]
@@ -48,7 +52,7 @@ class Csr(enum.IntEnum):
     PARAMS = 0x004      #: RO  [7:0] lanes, [15:8] word bits W, [23:16] beat words, [24] rANS, [25] fp32 out
     CONTROL = 0x008     #: WO  bit 0: START (latches COUNT, BASE and the lane registers)
     STATUS = 0x00C      #: RO  bit 0 BUSY, bit 1 DONE, [6:4] DecodeStatus, bit 8 BUS_ERROR
-    COUNT = 0x010       #: RW  pairs (weights) of the block
+    COUNT = 0x010       #: RW  weights of the START: the sum of LANE_COUNT
     BASE_LO = 0x018     #: RW  byte address of beat 0, bits 31..0 (aligned to the bus width)
     BASE_HI = 0x01C     #: RW  bits 63..32 (64-bit AXI addresses)
     CYCLES = 0x020      #: RO  clocks from START to DONE of the last block
@@ -58,7 +62,8 @@ class Csr(enum.IntEnum):
     TBL_DATA2 = 0x038   #: RW  bits 95..64
     TBL_DATA3 = 0x03C   #: RW  bits 127..96
     TBL_WRITE = 0x040   #: WO  [31:30] table, [15:0] entry: writes the staged entry (see :class:`Table`)
-    LANE0 = 0x100       #: RW  lane l at 0x100 + 8 l: its stream's first beat (offset from BASE); + 4: its words
+    LANE0 = 0x100       #: RW  lane l at 0x100 + 8 l: its block's first beat (offset from BASE); + 4: its words
+    LANE_COUNT0 = 0x180  #: RW  lane l at 0x180 + 4 l: its block's pairs (not increasing with l; 0: no block)
 
 
 class Table(enum.IntEnum):
@@ -306,14 +311,15 @@ class AxiDecompressor(wiring.Component):
 
     Parameters
     ----------
-    codec : Codec
-        The lanes' codec (programmable tables; the paper's tans8 or rans16).
+    codec : Codec or None
+        The lanes' codec (programmable tables): any the core registry's decoders take; default the
+        default container format's (``tans8x16``).
     lanes : int
         ``lanes``: 1, 2, 4, 8 or 16 decoder lanes.
     target : str
         ``"bf16"`` or ``"fp32"``: the pair format of the blocks and the weights out.
     bus_bits : int
-        AXI4 data width: a power of two, a multiple of the codec's word ``W``, up to 1024, and at least
+        AXI4 data width: a power of two, a multiple of the decoder's port word, up to 1024, and at least
         ``lanes * extra_bits`` (else the port cannot feed the lanes: ``ValueError``).
     addr_bits : int
         AXI4 address width, 32 or 64.
@@ -340,15 +346,19 @@ class AxiDecompressor(wiring.Component):
     Latency from a row of pairs to the output register: 2 clocks (symbol → code, pair → float).
     """
 
-    def __init__(self, codec: Codec, *, lanes: int = 4, target: str = "bf16", bus_bits: int = 64,
+    def __init__(self, codec: Codec | None = None, *, lanes: int = 4, target: str = "bf16", bus_bits: int = 64,
                  addr_bits: int = 32, max_symbols: int = 64, max_codes: int = 64, escape_bits: int = 5,
                  fifo_beats: int = 16):
         # An object whose parameters are refused is not an unused component: no warning when it is
         # collected (at once, when a caller such as the CLI catches the error).
         self._MustUse__silence = True
+        if codec is None:
+            from ..model.coding.codecs import parse_codec
+
+            codec = parse_codec(default_codec("tans-decoder"))
         if not isinstance(codec, Codec):
             raise TypeError(f"codec must be a Codec, not {codec!r}")
-        codec.hardware_check()     # the lanes decode streams of one state (the rANS core's xN mode is not for lanes)
+        core_for(codec, "decoder")   # a codec no decoder core takes: one line naming which take what
         if target not in subsystem_targets():
             raise ValueError(f"target must be one of {', '.join(subsystem_targets())}, not {target!r}")
         self._codec, self._target = codec, target
@@ -357,10 +367,20 @@ class AxiDecompressor(wiring.Component):
         self._k = check_int("lanes", lanes, 1, 16)
         if lanes & (lanes - 1):
             raise ValueError(f"lanes must be a power of two, not {lanes!r}")
-        W = codec.word_bits
+        self._e = check_int("escape_bits", escape_bits, 0, 8)
+        self._max_codes = check_int("max_codes", max_codes, 1, 256)
+        self._max_symbols = check_int("max_symbols", max_symbols, 2, 256)
+        self._make_decoder = _decoder_factory(codec, max_symbols, self._w + self._e)
+        # A lane's memory word is its decoder's port word (``W``, or ``2 W`` for an rANS xN decoder).
+        proto = self._make_decoder()
+        for part in (proto, *vars(proto).values()):     # a prototype for its port width, never elaborated
+            if isinstance(part, Elaboratable):
+                part._MustUse__silence = True
+        W = proto.signature.members["i"].signature.members["payload"].shape["data"].width
         check_int("bus_bits", bus_bits, 8, 1024)
         if bus_bits & (bus_bits - 1) or bus_bits % W:
-            raise ValueError(f"bus_bits must be a power of two and a multiple of the {W}-bit word, not {bus_bits!r}")
+            raise ValueError(f"bus_bits must be a power of two and a multiple of the {W}-bit port word, not "
+                             f"{bus_bits!r}")
         if lanes * self._w > bus_bits:
             raise ValueError(f"{lanes} lanes of {target} pairs need at least {lanes} x {self._w} = {lanes * self._w} "
                              f"bits of compressed data per clock (a pair's additional data alone); a {bus_bits}-bit "
@@ -369,12 +389,8 @@ class AxiDecompressor(wiring.Component):
             raise ValueError(f"addr_bits must be 32 or 64, not {addr_bits!r}")
         self._bus, self._addr = bus_bits, addr_bits
         self._p = bus_bits // W
-        self._e = check_int("escape_bits", escape_bits, 0, 8)
-        self._max_codes = check_int("max_codes", max_codes, 1, 256)
-        self._max_symbols = check_int("max_symbols", max_symbols, 2, 256)
         shift = (bus_bits // 8).bit_length() - 1
         self._beat_bits = min(COUNT_BITS, addr_bits - shift)
-        self._make_decoder = _decoder_factory(codec, max_symbols, self._w + self._e)
         self._par = ParallelDecoder(self._make_decoder, lanes=lanes,
                                     beat_words=self._p, addr_bits=self._beat_bits,
                                     fifo_beats=check_int("fifo_beats", fifo_beats, 2, 1024))
@@ -457,13 +473,17 @@ class AxiDecompressor(wiring.Component):
         with m.If(s2c[0].o.valid & s2c[0].o.ready):
             m.d.sync += [n2.eq(n1), last2.eq(last1)]
         keep = Cat(*[Mux(lane < n2, (1 << weight_bits // 8) - 1, 0)[:weight_bits // 8] for lane in range(lanes)])
-        m.d.comb += [self.m_axis.tvalid.eq(p2f[0].o.valid), self.m_axis.tdata.eq(Cat(*[p.o.p for p in p2f])),
+        # a lane whose block has ended gives zeros (not its last weight again): tdata is a function of tkeep
+        m.d.comb += [self.m_axis.tvalid.eq(p2f[0].o.valid),
+                     self.m_axis.tdata.eq(Cat(*[Mux(lane < n2, p.o.p, 0)[:weight_bits]
+                                                for lane, p in enumerate(p2f)])),
                      self.m_axis.tkeep.eq(keep), self.m_axis.tlast.eq(last2)]
 
         # -- registers
         base = Signal(64)
         lane_base = [Signal(32, name=f"lane_base{lane}") for lane in range(lanes)]
         lane_words = [Signal(32, name=f"lane_words{lane}") for lane in range(lanes)]
+        lane_count = [Signal(32, name=f"lane_count{lane}") for lane in range(lanes)]
         staged = Signal(128)
         cycles, weights = Signal(32), Signal(32)
         a, d = csr.wr.p.addr, csr.wr.p.data
@@ -493,6 +513,7 @@ class AxiDecompressor(wiring.Component):
         for lane in range(lanes):
             writable[Csr.LANE0 + 8 * lane] = lane_base[lane]
             writable[Csr.LANE0 + 8 * lane + 4] = lane_words[lane]
+            writable[Csr.LANE_COUNT0 + 4 * lane] = lane_count[lane]
         known = Cat(*[a == addr for addr in (*writable, Csr.CONTROL, Csr.TBL_WRITE)]).any()
         # a table write or START while a block runs would change the tables under the lanes: refused
         depth_bits = Mux(tbl_kind == Table.DECODER, cfg_addr_bits,
@@ -508,13 +529,15 @@ class AxiDecompressor(wiring.Component):
                     m.d.sync += reg.eq(d)
 
         # START: latch the command, clear status, run until the last weight is out
-        cmd_lanes = [{"base": lane_base[lane][:self._beat_bits], "words": lane_words[lane]} for lane in range(lanes)]
+        cmd_lanes = [{"base": lane_base[lane][:self._beat_bits], "words": lane_words[lane], "count": lane_count[lane]}
+                     for lane in range(lanes)]
         with m.If(csr.wr.valid & csr.wr.ready & ~refused & is_start):
             m.d.sync += [busy.eq(1), issuing.eq(1), left.eq(count), self.done.eq(0), weights.eq(0), cycles.eq(0),
                          self.status.eq(DecodeStatus.OK), par_cmd.p.count.eq(count)]
             for lane in range(lanes):
                 m.d.sync += [par_cmd.p.lanes[lane].base.eq(cmd_lanes[lane]["base"]),
-                             par_cmd.p.lanes[lane].words.eq(cmd_lanes[lane]["words"])]
+                             par_cmd.p.lanes[lane].words.eq(cmd_lanes[lane]["words"]),
+                             par_cmd.p.lanes[lane].count.eq(cmd_lanes[lane]["count"])]
         m.d.comb += [par_cmd.valid.eq(issuing), rd.clear.eq(csr.wr.valid & csr.wr.ready & ~refused & is_start)]
         with m.If(par_cmd.valid & par_cmd.ready):
             m.d.sync += issuing.eq(0)

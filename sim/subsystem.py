@@ -13,10 +13,12 @@ registers), ``cmd`` (the START write), ``o`` (the AXI4-Stream output as ``{data,
 and ``status`` (the decode status in bits 2..0, an AXI read error in bit 3, a refused register write in
 bit 4).
 
-:func:`subsystem_job` lays one tensor's interleaved lane streams into the memory image and writes its
-register program; :func:`run_subsystem` runs it and checks every weight; :func:`decode_container_subsystem`
-does so for every coded tensor of a container, against the container's own decoder (what ``ansforge
-decompress`` writes).
+:func:`subsystem_job` lays up to ``lanes`` independent blocks into the memory image, one per lane, and
+writes their register program (a tensor given as pairs is cut into ``lanes`` contiguous blocks coded
+alone, :func:`~.lanes.chunk_blocks`); :func:`run_subsystem` runs it and checks every weight;
+:func:`decode_container_subsystem` decodes every coded tensor of a container, a version-6 container
+(``ansforge compress``'s default, the blocks layout) from its own blocks, ``lanes`` side by side, against
+the container's own decoder (what ``ansforge decompress`` writes).
 """
 
 from __future__ import annotations
@@ -36,10 +38,9 @@ from ..model.coding.codecs import Codec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.dtypes.interfaces import CodingPairFormat, PairToFloatTable
 from ..model.coding import fastans
-from ..model.coding.lanes import encode_lanes, lane_pairs
-from ..model.coding.stream import Run
 from ..model.dtypes.pairs import PAIR_FORMATS
-from .jobs import CoreJob, cfg_writes
+from .jobs import CoreJob, _port_words, cfg_writes
+from .lanes import chunk_blocks, container_groups
 from .streams import pack, unpack
 from .testbench import payload_ints
 
@@ -257,7 +258,8 @@ def memory_depth(dut: AxiDecompressor, n_pairs: int) -> int:
     coder's state bits (17 covers tANS R <= 16 and an rANS renormalization word's share) plus its
     additional data and escape index; per lane a final state and a padded beat."""
     per_lane = -(-int(n_pairs) // dut.lanes)
-    beats = dut.lanes * (2 + -(-(per_lane * (dut.extra_bits + dut.escape_bits + 17) + 4 * dut.codec.word_bits)
+    head = 2 * dut.codec.states * max(dut.codec.state_bits, dut.codec.word_bits)    # flush and head, padding
+    beats = dut.lanes * (2 + -(-(per_lane * (dut.extra_bits + dut.escape_bits + 17) + head + 4 * dut.codec.word_bits)
                                // dut.bus_bits))
     return 1 << max(4, (beats - 1).bit_length())
 
@@ -307,21 +309,19 @@ def _table_writes(kind: Table, entries: list[tuple[int, int]]) -> list[int]:
 
 
 def lane_streams(spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, lanes: int) -> list[np.ndarray]:
-    """Each lane's words (the golden codec's interleaved mode): the bulk lane encoder where it applies,
-    else every lane's pairs through the compiled single-lane coder (same words; e.g. rANS with fp32
-    pairs, whose 24 bits of additional data exceed what the bulk mode's rANS lanes carry)."""
-    try:
-        return encode_lanes(spec, table, symbols, extras, lanes)
-    except ConfigError:
-        return [fastans.encode(spec, [table], [Run(0, lane_pairs(symbols, lane, lanes).size)],
-                               lane_pairs(symbols, lane, lanes), lane_pairs(extras, lane, lanes)).words
-                for lane in range(lanes)]
+    """Each lane's words (push order): the tensor cut into ``lanes`` contiguous blocks, each coded alone
+    (:func:`~.lanes.chunk_blocks`)."""
+    return [w for w, _ in chunk_blocks(spec, table, np.asarray(symbols).ravel(), np.asarray(extras).ravel(), lanes)]
 
 
 def subsystem_job(bench: SubsystemBench, spec: Codec, table, code_table, exponents, symbols: np.ndarray,
-                  extras: np.ndarray, expected_bits: np.ndarray) -> tuple[CoreJob, int]:
-    """The job that decodes one tensor (its coder ``table``, ``code_table`` and exponent table) through
-    ``bench``; ``expected_bits`` are its weights' bit patterns. Returns the job and its coded bits."""
+                  extras: np.ndarray, expected_bits: np.ndarray,
+                  blocks: list[tuple[np.ndarray, int]] | None = None) -> tuple[CoreJob, int]:
+    """The job that decodes one START through ``bench``: up to ``lanes`` independent blocks of one tensor
+    (its coder ``table``, ``code_table`` and exponent table), ``blocks`` (``(words in push order, pairs)``
+    each, pairs not increasing; default ``symbols``/``extras`` cut into one contiguous block per lane);
+    ``expected_bits`` are the blocks' weights' bit patterns, one block after another. Returns the job
+    and its coded bits."""
     dut = bench.dut
     lanes, per_beat, W = dut.lanes, dut.beat_words, spec.word_bits
     if code_table.index_bits > dut.escape_bits:
@@ -333,14 +333,22 @@ def subsystem_job(bench: SubsystemBench, spec: Codec, table, code_table, exponen
     if code_table.extra_bits != dut.extra_bits:
         raise ConfigError(f"the tensor's pairs have {code_table.extra_bits} bits of additional data; the "
                           f"{dut.target} subsystem's have {dut.extra_bits}")
-    symbols, extras = np.asarray(symbols).ravel(), np.asarray(extras).ravel()
-    lane_words = lane_streams(spec, table, symbols, extras, lanes)
+    if blocks is None:
+        blocks = chunk_blocks(spec, table, np.asarray(symbols).ravel(), np.asarray(extras).ravel(), lanes)
+    if len(blocks) > lanes:
+        raise ValueError(f"{len(blocks)} blocks for {lanes} lanes")
+    blocks = list(blocks) + [(np.zeros(0, np.uint64), 0)] * (lanes - len(blocks))
+    counts = [int(c) for _, c in blocks]
+    if any(b > a for a, b in zip(counts, counts[1:])):
+        raise ValueError(f"the lanes' pair counts {counts} increase with the lane")
+    port_bits = dut.bus_bits // per_beat
     beat_words, lanes = [], []
-    for words in lane_words:
-        order = np.asarray(words, dtype=np.uint64)[::-1]          # top of the stack first
+    for words, _ in blocks:
+        # the decoder's port words (two stream words where its port is two wide), top of the stack first
+        order = _port_words(np.asarray(words, dtype=np.uint64), W, port_bits)[::-1]
         padded = np.zeros(-(-order.size // per_beat) * per_beat, np.uint64)
         padded[:order.size] = order
-        lanes.append((sum(b.shape[0] for b in beat_words), int(order.size)))
+        lanes.append((sum(b.shape[0] for b in beat_words), int(np.asarray(words).size)))
         beat_words.append(padded.reshape(-1, per_beat))
     beat_words = np.concatenate(beat_words) if beat_words else np.zeros((0, per_beat), np.uint64)
     n_beats = beat_words.shape[0]
@@ -362,21 +370,22 @@ def subsystem_job(bench: SubsystemBench, spec: Codec, table, code_table, exponen
     p2f = PairToFloatTable(fmt, dut.target, max_extra_bits=dut.extra_bits)
     f_shape = dut.float_cfg_layout
     csr += _table_writes(Table.FLOAT, [(w["addr"], pack(f_shape["data"].shape, w["data"])) for w in p2f.writes()])
-    csr += _writes((Csr.COUNT, symbols.size), (Csr.BASE_LO, MEMORY_BASE), (Csr.BASE_HI, 0))
-    for lane, (base, words) in enumerate(lanes):
-        csr += _writes((Csr.LANE0 + 8 * lane, base), (Csr.LANE0 + 8 * lane + 4, words))
+    csr += _writes((Csr.COUNT, sum(counts)), (Csr.BASE_LO, MEMORY_BASE), (Csr.BASE_HI, 0))
+    for lane, ((base, words), count) in enumerate(zip(lanes, counts)):
+        csr += _writes((Csr.LANE0 + 8 * lane, base), (Csr.LANE0 + 8 * lane + 4, words),
+                       (Csr.LANE_COUNT0 + 4 * lane, count))
 
     mem_shape = bench.signature.members["mem_cfg"].signature.members["payload"].shape
     job = CoreJob("subsystem-decoder", bench)
     addr_field, data_field = mem_shape["addr"], mem_shape["data"]
     mem = pack_rows(n_beats, mem_shape.size, [(addr_field.offset, addr_field.width, np.arange(n_beats, dtype=np.uint64))]
-                    + [(data_field.offset + W * j, W, beat_words[:, j]) for j in range(per_beat)])
+                    + [(data_field.offset + port_bits * j, port_bits, beat_words[:, j]) for j in range(per_beat)])
     job.cfg = {"mem_cfg": mem, "csr_cfg": np.asarray(csr, dtype=np.uint64)}
     job.commands = np.asarray(_writes((Csr.CONTROL, 1)), dtype=np.uint64)
-    job.pairs = int(symbols.size)
+    job.pairs = sum(counts)
     job.words = n_beats * per_beat
     job.expected_status = [0]
-    job.expected = expected_rows(dut, expected_bits)
+    job.expected = expected_rows(dut, expected_bits, counts)
     return job, sum(w for _, w in lanes) * W
 
 
@@ -393,17 +402,23 @@ def pack_rows(n: int, width: int, fields: list[tuple[int, int, np.ndarray]]) -> 
     return out
 
 
-def expected_rows(dut: AxiDecompressor, bits: np.ndarray) -> np.ndarray:
-    """The ``o`` payloads (``{data, keep, last}``) that carry weights ``bits`` in rows of ``lanes``, as
-    :func:`pack_rows` rows."""
+def expected_rows(dut: AxiDecompressor, bits: np.ndarray, counts: list[int]) -> np.ndarray:
+    """The ``o`` payloads (``{data, keep, last}``) that carry the lanes' blocks, ``counts[l]`` weights of
+    ``bits`` (one block after another) in lane ``l``: transfer ``j`` holds weight ``j`` of each lane whose
+    block is longer than ``j``; as :func:`pack_rows` rows."""
     lanes, weight_bits = dut.lanes, PAIR_FORMATS[dut.target].total_bits
     bits = np.asarray(bits).ravel().astype(np.uint64)
-    n = bits.size
-    rows = -(-n // lanes)
-    grid = np.zeros(rows * lanes, np.uint64)
-    grid[:n] = bits
-    grid = grid.reshape(rows, lanes)
-    present = (np.arange(rows * lanes).reshape(rows, lanes) < n)
+    counts = list(counts) + [0] * (lanes - len(counts))
+    if sum(counts) != bits.size:
+        raise ValueError(f"{bits.size} weights for blocks of {sum(counts)}")
+    rows = max(counts) if counts else 0
+    grid = np.zeros((rows, lanes), np.uint64)
+    present = np.zeros((rows, lanes), bool)
+    at = 0
+    for j, c in enumerate(counts):
+        grid[:c, j] = bits[at:at + c]
+        present[:c, j] = True
+        at += c
     keep = np.zeros(rows, np.uint64)
     for j in range(lanes):
         keep |= present[:, j].astype(np.uint64) * np.uint64(((1 << (weight_bits // 8)) - 1) << (weight_bits // 8 * j))
@@ -415,10 +430,13 @@ def expected_rows(dut: AxiDecompressor, bits: np.ndarray) -> np.ndarray:
 
 
 def run_subsystem(engine, bench: SubsystemBench, spec: Codec, table, code_table, exponents, symbols, extras,
-                  expected_bits, *, name: str = "tensor", stall_prob: float = 0.0, seed: int = 0) -> SubsystemRun:
-    """One tensor through the subsystem; raises :class:`SubsystemMismatch` unless every weight, ``TKEEP``
-    and ``TLAST`` is as expected and the status is OK."""
-    job, coded_bits = subsystem_job(bench, spec, table, code_table, exponents, symbols, extras, expected_bits)
+                  expected_bits, *, name: str = "tensor", stall_prob: float = 0.0, seed: int = 0,
+                  blocks: list[tuple[np.ndarray, int]] | None = None) -> SubsystemRun:
+    """One START through the subsystem (:func:`subsystem_job`: ``blocks`` side by side, or the tensor cut
+    into one block per lane); raises :class:`SubsystemMismatch` unless every weight, ``TKEEP`` and
+    ``TLAST`` is as expected and the status is OK."""
+    job, coded_bits = subsystem_job(bench, spec, table, code_table, exponents, symbols, extras, expected_bits,
+                                    blocks)
     expected = job.expected
     if getattr(engine, "name", "") == "verilator":
         res = engine.run(job, stall_prob=stall_prob, seed=seed, raw_outputs=True)
@@ -442,7 +460,7 @@ def run_subsystem(engine, bench: SubsystemBench, spec: Codec, table, code_table,
         raise SubsystemMismatch(f"{name}: output transfer {first} of {expected.shape[0]} differs "
                                 f"(the subsystem gave {got.shape[0]} transfers)")
     dut = bench.dut
-    n = int(np.asarray(symbols).size)
+    n = job.pairs
     bits_per_pair = coded_bits / n if n else 0.0
     bound = min(dut.lanes, dut.bus_bits / bench.memory.interval / bits_per_pair) if bits_per_pair else dut.lanes
     return SubsystemRun(n, res.cycles, coded_bits, bound)
@@ -458,9 +476,12 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
                                latency: int = 32, interval: int = 1, fifo_beats: int | None = None,
                                stall_prob: float = 0.0, names: list[str] | None = None,
                                block_pairs: int = BLOCK_PAIRS, progress=None) -> list[tuple[str, SubsystemRun]]:
-    """Every coded tensor of ``container`` (one stream per tensor, bf16 or fp32 pairs) through one
-    :class:`SubsystemBench` with ``lanes`` lanes, in blocks of at most ``block_pairs`` pairs, each block
-    checked bit-exactly against the container's own decoder; per tensor, the sum over its blocks.
+    """Every coded tensor of ``container`` (bf16 or fp32 pairs) through one :class:`SubsystemBench` with
+    ``lanes`` lanes, every weight checked bit-exactly against the container's own decoder; per tensor, the
+    sum over its STARTs. A version-6 container (the blocks layout, ``ansforge compress``'s default) is
+    decoded from its own independent blocks, ``lanes`` of a tensor side by side per START; a tensor of
+    the older layouts (one stream per tensor) in pieces of at most ``block_pairs`` pairs, each cut into
+    one block per lane and coded alone. Row-shifted and context-coded tensors are refused in one line.
     ``bus_bits`` defaults to the narrowest bus that feeds the lanes (at least 64); ``fifo_beats`` to
     what covers ``latency``. One bench is built for the whole container. ``progress(name)`` is called
     after each tensor."""
@@ -476,17 +497,22 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
     target = next(iter(formats))
     for r in recs:
         st = streams[int(r["stream"])]
-        st.spec.hardware_check()  # the subsystem's decoder lanes decode one state
-        if len(st.tensors) != 1:
-            raise ConfigError(f"{container.path}: tensor {r['name']!r} shares stream {st.index} with other tensors; "
-                              "the subsystem decodes one table per block (compress with --stream-per-tensor)")
-        if "row_shifts" in r:
-            raise ConfigError(f"{container.path}: tensor {r['name']!r} is coded with row shifts, which the "
-                              "subsystem does not restore (compress with --stream-per-tensor)")
         if "context" in r:
             # One table per lane block; a context plan's sets and selects need the decoder's sel stream.
             raise ConfigError(f"{container.path}: tensor {r['name']!r} is coded with a context plan (container "
                               "version 4), which the subsystem does not decode (compress without --context)")
+        if "row_shifts" in r:
+            # A shifted row's additional data is narrower: the escape index sits lower and the float
+            # interface needs the row's zero bits back, which no stage of the subsystem restores.
+            raise ConfigError(f"{container.path}: tensor {r['name']!r} is coded with row shifts, which the "
+                              "subsystem does not restore (ansforge simulate --container decodes them in one "
+                              "decoder core)")
+        if st.block_pairs:
+            continue
+        st.spec.hardware_check()  # the older layouts: one state, as they were written for the subsystem
+        if len(st.tensors) != 1:
+            raise ConfigError(f"{container.path}: tensor {r['name']!r} shares stream {st.index} with other tensors; "
+                              "the subsystem decodes one table per block (compress with the default blocks layout)")
     spec = streams[int(recs[0]["stream"])].spec
     w = PAIR_FORMATS[target].extra_bits
     bus = bus_bits or default_bus_bits(spec, lanes, target)
@@ -497,11 +523,39 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
     dut = AxiDecompressor(spec, lanes=lanes, target=target, bus_bits=bus, max_codes=max_codes,
                           escape_bits=max(1, escape_bits), fifo_beats=min(fifo, 1024))
     check_int("block_pairs", block_pairs, 1, 1 << 24)
-    bench = SubsystemBench(dut, depth=memory_depth(dut, min(block_pairs, max(int(r["n_pairs"]) for r in recs))),
-                           latency=latency, interval=interval)
+    v6 = [st for st in streams.values() if st.block_pairs]
+    most = max([min(block_pairs, max(int(r["n_pairs"]) for r in recs))]
+               + [sum(st.spans[b].count for b in bs) for st in v6 for _, bs in container_groups(container, st, lanes)])
+    bench = SubsystemBench(dut, depth=memory_depth(dut, most), latency=latency, interval=interval)
+    wanted = {id(r) for r in recs}
     out = []
+    for st in v6:
+        # the container's own blocks, ``lanes`` of a tensor side by side per START
+        runs: dict[int, SubsystemRun] = {}
+        for ti, bs in container_groups(container, st, lanes):
+            r = container.tensors[ti]
+            if id(r) not in wanted:
+                continue
+            bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32).ravel()
+            first = int(r["first_pair"])
+            blocks = [(np.asarray(container.block_words(st, b)), st.spans[b].count) for b in bs]
+            want = np.concatenate([bits[st.spans[b].pair - first:st.spans[b].pair - first + st.spans[b].count]
+                                   for b in bs])
+            run = run_subsystem(engine, bench, spec, st.tables[st.tensor_tables[ti][0]], container.code_table(r),
+                                r["exponents"], None, None, want, name=f"{r['name']} blocks {bs[0]}..{bs[-1]}",
+                                stall_prob=stall_prob, blocks=blocks)
+            was = runs.get(ti, SubsystemRun(0, 0, 0, 0.0))
+            runs[ti] = SubsystemRun(was.weights + run.weights, was.cycles + run.cycles,
+                                    was.coded_bits + run.coded_bits, 0.0)
+        for ti, total in runs.items():
+            total.bound = min(lanes, bus / interval / (total.coded_bits / total.weights))
+            out.append((container.tensors[ti]["name"], total))
+            if progress:
+                progress(container.tensors[ti]["name"])
     for r in recs:
         st = streams[int(r["stream"])]
+        if st.block_pairs:
+            continue
         symbols, extras = container.decode_stream(st)
         bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32).ravel()
         total = SubsystemRun(0, 0, 0, 0.0)

@@ -64,7 +64,7 @@ def test_a_wrong_weight_is_caught(stories):
     block.bits = block.bits.copy()
     block.bits[777] ^= 1
     dut = AxiDecompressor(parse_codec("tans8"), lanes=2, target="bf16", bus_bits=64)
-    with pytest.raises(SubsystemMismatch, match="output transfer 388 of 1024"):
+    with pytest.raises(SubsystemMismatch, match="output transfer 777 of 1024"):      # lane 0 holds weights 0..1023
         run_block(AmaranthEngine(), dut, block, latency=4)
 
 
