@@ -77,7 +77,7 @@ def load_llama(model: str | Path, via: str = "raw", *, codec: str = "tans8", pai
             path = container
             if path is None:
                 path = Path(tmp) / "model.ansf"
-                compress_checkpoint(model, path, codec, pairs=pairs, group="tensor")
+                compress_checkpoint(model, path, codec, pairs=pairs)     # the default (blocks) layout
             if via == "software":
                 provider = ContainerWeights(path)
             else:
