@@ -293,7 +293,7 @@ CORES = tuple(base_names())
 #: largest ``N`` each base build takes (16: the default container format's, and what the encoder writes).
 INTERLEAVED_CODECS = {b: tuple(dict.fromkeys(
     [r.default_codec for r in REGISTRY if r.base == b and r.name != b]
-    + [f"{core_build(b).default_codec}x{max(core_build(b).states)}"])) for b in CORES}
+    + [f"{core_build(b).paper}x{max(core_build(b).states)}"])) for b in CORES}
 
 #: The four cores before the issue-18/19 redesign (commit bb6bc26: whole core, paper configuration,
 #: no CRC, rANS S = 64), measured on this machine with the definitions of ``analysis/area.py``:

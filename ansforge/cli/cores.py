@@ -30,9 +30,9 @@ ALL_CORES = core_names()
 PROVE_CORES = prove_names()
 CORE_HELP = ("the core: {}; or an interleaved-state build, {} (<core>-x<N> is <core> with --codec <codec>x<N>)"
              .format(", ".join(CORES), names_text()))
-#: The subsystem's codec when none is named: the paper's tANS (its lanes take streams of one state).
-SUBSYSTEM_CODEC = PAPER["tans"]
-_SUBSYSTEM_DEFAULT = f"--top subsystem: {SUBSYSTEM_CODEC} (its lanes take one state)"
+#: The subsystem's codec when none is named: the default format's (its lanes decode its blocks side by side).
+SUBSYSTEM_CODEC = default_for("tans")
+_SUBSYSTEM_DEFAULT = f"--top subsystem: {SUBSYSTEM_CODEC} (the default format; its lanes decode its blocks)"
 #: ``--codec``'s help in the verbs that build a core for the default format (``simulate``, ``verilog``,
 #: ``testbench``), and in ``resources`` (the paper's, next to Table 3); from the codec registry.
 CODEC_HELP = codec_help(what="the codec the core is built for", default_text=(
@@ -155,7 +155,7 @@ def _subsystem(args: argparse.Namespace):
         return codec, AxiDecompressor(spec, lanes=args.lanes, target=args.target, bus_bits=bus,
                                       escape_bits=args.escape_bits, max_codes=args.max_codes,
                                       max_symbols=getattr(args, "max_symbols", 64))
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, AnsforgeError) as exc:
         raise UsageError(str(exc)) from None
 
 
