@@ -371,8 +371,7 @@ def test_hardware_paths_refuse_interleaved_states(stories, interleaved, tmp_path
     with pytest.raises(ConfigError, match="codec tans8x2 interleaves 2 states"):
         decode_container_lanes(c, None, lanes=2)
     _one_line_error(ansforge("verilog", "--top", "subsystem", "--codec", "rans16x2", "-o", tmp_path / "x.v"),
-                    "codec rans16x2 interleaves 2 states; this hardware takes streams of 1 state "
-                    "(docs/bitstream.md §8 says which core takes which)")
+                    "--" + line.format("rans16x2", "decoder", takes_text("rans", "decoder")))
     for args, role in ((("verilog", "--core", "rans-decoder", "--codec", "rans16x4", "-o", tmp_path / "x.v"), "decoder"),
                        (("simulate", "--core", "rans-decoder", "--codec", "rans16x4", "--model", stories), "decoder"),
                        (("simulate", "--core", "rans-encoder", "--codec", "rans16x4", "--model", stories), "encoder"),

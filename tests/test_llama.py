@@ -109,11 +109,12 @@ def test_cli_generate_compare_hardware(stories):
 
 def test_software_path_and_an_existing_container(stories, tmp_path):
     f = tmp_path / "s.ansf"
-    assert ansforge("compress", "--model", stories, "--codec", "rans24", "-o", f).returncode == 0
+    assert ansforge("compress", "--model", stories, "--codec", "rans24", "--layout", "model", "-o", f).returncode == 0
     gen, _ = run_generation(stories, via="software", container=f, steps=32, temperature=0.9, topp=0.9, seed=5,
                             ids=True, compare=True, out=io.StringIO(), err=io.StringIO())
     assert gen.mismatch is None and len(gen.tokens) > 0
-    # that container shares one stream among all tensors: the decoder core cannot switch tables mid-command
+    # a model-layout container shares one stream among all tensors: the decoder core cannot switch tables
+    # mid-command (the default blocks layout decodes in hardware: tests/test_blocks_hardware.py)
     with pytest.raises(ConfigError, match="one stream per tensor"):
         HardwareWeights(f)
 

@@ -145,11 +145,15 @@ def _subsystem(args: argparse.Namespace):
 
     if args.core is not None:
         raise UsageError("--top subsystem takes no --core (its lanes are decoders of --codec)")
+    from ..hdl.cores import cores_for, refusal
+
     codec = args.codec or SUBSYSTEM_CODEC
     try:
         spec = parse_codec(codec)
     except (ValueError, AnsforgeError) as exc:
         raise UsageError(str(exc)) from None
+    if not cores_for(spec, "decoder"):      # the lanes are decoder cores: named as every verb names --codec
+        raise UsageError(f"--codec {codec}: " + refusal(spec, "decoder").split(": ", 1)[1])
     bus = args.bus_bits or default_bus_bits(spec, args.lanes, args.target)
     try:
         return codec, AxiDecompressor(spec, lanes=args.lanes, target=args.target, bus_bits=bus,

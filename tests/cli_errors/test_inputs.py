@@ -351,7 +351,7 @@ def test_simulate_container_does_not_claim_a_context_plan(mistake, workdir):
     """A plain tans8x2 container (two tensors in one stream, no plan) was refused as "with a context
     plan (N tables)"; it is refused for what it is: several tensors in one stream."""
     (workdir / "m.safetensors").write_bytes(tiny_safetensors())
-    compress_checkpoint(workdir / "m.safetensors", workdir / "x2.ansf", "tans8x2")
+    compress_checkpoint(workdir / "m.safetensors", workdir / "x2.ansf", "tans8x2", layout="model")
     out = mistake("simulate", "--core", "tans-decoder", "--container", "x2.ansf",
                   names=("x2.ansf", "stream 0 holds 2 tensors", "--stream-per-tensor"))
     assert "context plan" not in out.line
