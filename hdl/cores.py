@@ -29,7 +29,9 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
+
+from ..model.coding.registry import PAPER, default_for, ranges_text
 
 if TYPE_CHECKING:                   # pragma: no cover
     from amaranth.lib import wiring
@@ -60,18 +62,8 @@ class CodecSet:
 
     def text(self, kind: str) -> str:
         """``tans5..12, N = 1..16`` (ranges of three or more as ``a..b``)."""
-        n = _ranges(self.states)
-        return f"{kind}{_ranges(self.bits)}" + ("" if self.states == (1,) else f", N = {n}")
-
-
-def _ranges(values: Iterable[int]) -> str:
-    runs: list[list[int]] = []
-    for v in sorted(set(values)):
-        if runs and v == runs[-1][-1] + 1:
-            runs[-1].append(v)
-        else:
-            runs.append([v])
-    return ", ".join(f"{r[0]}..{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+        n = ranges_text(self.states)
+        return f"{kind}{ranges_text(self.bits)}" + ("" if self.states == (1,) else f", N = {n}")
 
 
 @dataclass(frozen=True)
@@ -151,7 +143,7 @@ class CoreBuild:
         if not self.base:
             object.__setattr__(self, "base", self.name)
         if not self.paper:
-            object.__setattr__(self, "paper", self.default_codec.split("x")[0])
+            object.__setattr__(self, "paper", PAPER[self.kind])
 
     @property
     def states(self) -> tuple[int, ...]:
@@ -216,19 +208,19 @@ _RANS_ENC_XN = (16,)                    # hdl/rans.py ENCODER_XN_STATES
 #: interleaved builds with a formal configuration of their own.
 REGISTRY: tuple[CoreBuild, ...] = (
     CoreBuild("tans-decoder", "tans", "decoder", (CodecSet(_TANS_BITS, _XN),), "tans_xn:TansXnDecoder",
-              ("tans:TansDecoderCoder", "tans_xn:TansXnDecoderCoder"), ("shell:DecoderShell",), "tans8x16",
+              ("tans:TansDecoderCoder", "tans_xn:TansXnDecoderCoder"), ("shell:DecoderShell",), default_for("tans"),
               FormalConfig("tans:TansDecoder", progress_clocks=6)),
     CoreBuild("tans-encoder", "tans", "encoder", (CodecSet(_TANS_BITS, _XN),), "tans_xn:TansXnEncoder",
-              ("tans:TansEncoderCoder", "tans_xn:TansXnEncoderCoder"), ("shell:EncoderShell",), "tans8x16",
+              ("tans:TansEncoderCoder", "tans_xn:TansXnEncoderCoder"), ("shell:EncoderShell",), default_for("tans"),
               FormalConfig("tans:TansEncoder", progress_clocks=6)),
     CoreBuild("rans-decoder", "rans", "decoder", (CodecSet(_RANS_BITS, (1,)), CodecSet((16,), _RANS_DEC_XN)),
               "rans:RansDecoder", ("rans:RansDecoderCoder", "rans:RansDecoderCoderXN"),
-              ("rans:RansDecoderShell", "rans:RansDecoderShellXN"), "rans16x16",
+              ("rans:RansDecoderShell", "rans:RansDecoderShellXN"), default_for("rans"),
               FormalConfig("rans:RansDecoder", progress_clocks=8)),
     CoreBuild("rans-encoder", "rans", "encoder", (CodecSet(_RANS_BITS, (1,)),
                                                   CodecSet(tuple(range(8, 25)), _RANS_ENC_XN)),
               "rans:RansEncoder", ("rans:RansEncoderCoder", "rans:RansEncoderXnCoder"),
-              ("rans:RansEncoderShell", "rans:RansEncoderShellXN"), "rans16x16",
+              ("rans:RansEncoderShell", "rans:RansEncoderShellXN"), default_for("rans"),
               FormalConfig("rans:RansEncoder", progress_clocks=6)),
     CoreBuild("tans-decoder-x2", "tans", "decoder", (CodecSet(_TANS_BITS, (2,)),), "tans_xn:TansXnDecoder",
               ("tans_xn:TansXnDecoderCoder",), ("shell:DecoderShell",), "tans8x2",
@@ -294,7 +286,7 @@ def names_text() -> str:
         if r.base == r.name:
             ns = [n for n in r.states if n > 1]
             if ns:
-                out.append(f"{r.name}-x" + _ranges(ns).replace("..", "..x").replace(", ", ", x"))
+                out.append(f"{r.name}-x" + ranges_text(ns).replace("..", "..x").replace(", ", ", x"))
     return ", ".join(out)
 
 

@@ -187,11 +187,11 @@ def lanes_job(system: LaneSystem, table, symbols: np.ndarray, extras: np.ndarray
     return blocks_job(system, table, chunk_blocks(system.spec, table, symbols, extras, system.decoder.lanes))
 
 
-def unpack_rows(system: LaneSystem, outputs) -> tuple[np.ndarray, np.ndarray]:
-    """The rows ``o`` gave, as the tensor's (symbols, extras) in pair order."""
+def _row_fields(system: LaneSystem, outputs):
+    """The rows ``o`` gave as 64-bit words (one row a line), each row's lane count ``n``, and a function
+    giving lane ``j``'s (symbols, extras) column."""
     shape = payload_shape(system, "o")
     pair = payload_shape(system.decoder.decoder_prototype, "o")
-    lanes, pw = system.decoder.lanes, pair.size
     nwords = -(-shape.size // 64)
     if isinstance(outputs, np.ndarray):
         rows = outputs.astype(np.uint64).reshape(-1, 1)
@@ -200,7 +200,14 @@ def unpack_rows(system: LaneSystem, outputs) -> tuple[np.ndarray, np.ndarray]:
         rows = np.frombuffer(raw, dtype="<u8").reshape(-1, nwords).astype(np.uint64)
     n = field_bits(rows, shape["n"].offset, shape["n"].width).astype(np.int64)
     base = shape["pairs"].offset
-    sym, ext = (np.stack(f, 1) for f in zip(*(payloads_to_pairs(pair, rows, offset=base + j * pw) for j in range(lanes))))
+    return n, lambda j: payloads_to_pairs(pair, rows, offset=base + j * pair.size)
+
+
+def unpack_rows(system: LaneSystem, outputs) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ``o`` gave, as the tensor's (symbols, extras) in pair order."""
+    lanes = system.decoder.lanes
+    n, column = _row_fields(system, outputs)
+    sym, ext = (np.stack(f, 1) for f in zip(*(column(j) for j in range(lanes))))
     keep = np.arange(lanes)[None, :] < n[:, None]
     return sym[keep].astype(np.int64), ext[keep]
 
@@ -208,20 +215,10 @@ def unpack_rows(system: LaneSystem, outputs) -> tuple[np.ndarray, np.ndarray]:
 def unpack_lanes(system: LaneSystem, outputs, counts: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
     """The rows ``o`` gave, as each lane's block (symbols, extras): lane ``l``'s pairs are its column of
     the first ``counts[l]`` rows."""
-    shape = payload_shape(system, "o")
-    pair = payload_shape(system.decoder.decoder_prototype, "o")
-    lanes, pw = system.decoder.lanes, pair.size
-    nwords = -(-shape.size // 64)
-    if isinstance(outputs, np.ndarray):
-        rows = outputs.astype(np.uint64).reshape(-1, 1)
-    else:
-        raw = b"".join(int(v).to_bytes(8 * nwords, "little") for v in outputs)
-        rows = np.frombuffer(raw, dtype="<u8").reshape(-1, nwords).astype(np.uint64)
-    n = field_bits(rows, shape["n"].offset, shape["n"].width).astype(np.int64)
-    base = shape["pairs"].offset
+    n, column = _row_fields(system, outputs)
     out = []
     for j in range(len(counts)):
-        s, e = payloads_to_pairs(pair, rows, offset=base + j * pw)
+        s, e = column(j)
         keep = n > j
         out.append((np.asarray(s)[keep].astype(np.int64), np.asarray(e)[keep].astype(np.uint64)))
     return out

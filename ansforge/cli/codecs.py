@@ -24,7 +24,7 @@ def _family_cores(family) -> str:
     """Which base builds take which names of ``family``: ``tans-decoder, tans-encoder`` when they take all
     of it, ``rans-decoder (N = 5..16)`` for part, ``-`` for none."""
     from ..hdl.cores import REGISTRY
-    from ..model.coding.registry import _ranges
+    from ..model.coding.registry import ranges_text
 
     out = []
     for r in REGISTRY:
@@ -38,8 +38,8 @@ def _family_cores(family) -> str:
             continue
         bits, states = sorted({b for b, _ in taken}), sorted({n for _, n in taken})
         letter = "R" if family.kind == "tans" else "P"
-        part = ([f"{letter} = {_ranges(bits)}"] if bits != list(family.bits) else []) + \
-            ([f"N = {_ranges(states)}"] if states != list(family.states) else [])
+        part = ([f"{letter} = {ranges_text(bits)}"] if bits != list(family.bits) else []) + \
+            ([f"N = {ranges_text(states)}"] if states != list(family.states) else [])
         if len(taken) != len(bits) * len(states):      # not a product of ranges: name them
             part = [", ".join(family.name(b, n) for b, n in taken)]
         out.append(f"{r.name} ({'; '.join(part)})")
@@ -80,10 +80,10 @@ def codecs(args: argparse.Namespace) -> int:
     else:
         rows = [["names", "kind", "parameters", "N", "status", "speed", "cores"]]
         for f in FAMILIES:
-            from ..model.coding.registry import _ranges, speed_of
+            from ..model.coding.registry import ranges_text, speed_of
 
             speeds = sorted({speed_of(f.kind, n, f.params(f.bits[0], n)) for n in f.states}, key=list(SPEEDS).index)
-            rows.append([f.pattern, f.kind, f.parameters_text(), "1" if f.states == (1,) else _ranges(f.states),
+            rows.append([f.pattern, f.kind, f.parameters_text(), "1" if f.states == (1,) else ranges_text(f.states),
                          f.status, ", ".join(speeds), _family_cores(f)])
     for line in _table(rows):
         print(line)

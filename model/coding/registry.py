@@ -47,7 +47,7 @@ if TYPE_CHECKING:                   # pragma: no cover
 MAX_STATES = 16
 
 __all__ = ["DEFAULT_FORMAT", "PAPER", "CONSTRICTION", "SPEEDS", "Family", "Entry", "FAMILIES", "lookup", "names",
-           "entries", "entry", "family_of", "speed_of", "MAX_STATES", "legacy_codecs", "default_for", "summary", "codec_help", "markdown_table",
+           "entries", "entry", "family_of", "speed_of", "MAX_STATES", "legacy_codecs", "default_for", "ranges_text", "summary", "codec_help", "markdown_table",
            "parse"]
 
 #: The default format: interleaved tANS, R = 8, N = 16 (issue 43). ``compress`` writes it, and every
@@ -136,7 +136,7 @@ class Family:
 
     def parameters_text(self) -> str:
         """The parameters in words: ``S = 32, W = 16, P = 16`` (``R``/``P`` as ranges where they vary)."""
-        b = _ranges(self.bits)
+        b = ranges_text(self.bits)
         if self.kind == "tans":
             return f"R = {b}, W = 16, 64 symbols"
         p = self.params(self.bits[0], self.states[0])
@@ -144,7 +144,7 @@ class Family:
         return f"S = {S}, W = {p.word_bits}, P = {b}"
 
 
-def _ranges(values) -> str:
+def ranges_text(values) -> str:
     """``(5, 6, 7, 9)`` as ``5..7, 9``: runs of three or more as ``a..b``."""
     runs: list[list[int]] = []
     for v in sorted(set(values)):
@@ -323,7 +323,7 @@ def default_for(kind: str | None = None) -> str:
 
 def summary() -> str:
     """Every name in one line (the families' patterns and ranges), for help texts and errors."""
-    return (f"tansR (R = {_ranges(_TANS_BITS)}) or ransP (P = {_ranges(_RANS_BITS)}), optionally xN for N = 2.."
+    return (f"tansR (R = {ranges_text(_TANS_BITS)}) or ransP (P = {ranges_text(_RANS_BITS)}), optionally xN for N = 2.."
             f"{MAX_STATES} interleaved states; legacy: "
             + ", ".join(f.pattern for f in FAMILIES if f.status == "legacy"))
 
@@ -343,6 +343,6 @@ def markdown_table() -> list[str]:
     for f in FAMILIES:
         speeds = sorted({speed_of(f.kind, n, f.params(f.bits[0], n)) for n in f.states},
                         key=list(SPEEDS).index)
-        n = "1" if f.states == _ONE else _ranges(f.states)
+        n = "1" if f.states == _ONE else ranges_text(f.states)
         lines.append(f"| `{f.pattern}` | {f.kind} | {f.parameters_text()} | {n} | {f.status} | {', '.join(speeds)} |")
     return lines
