@@ -49,6 +49,7 @@ import functools
 import gzip
 import lzma
 import math
+import os
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -716,7 +717,7 @@ def compute_table1(
     codecs: Sequence[str] = PAPER_CODECS,
     context: str | None = "rans16",
     jobs: int | None = None,
-    dask: str | None = None,
+    dask: Any = None,
     progress: bool | None = None,
 ) -> Table1:
     """Compute Table 1 for the selected matrices of a checkpoint.
@@ -740,7 +741,8 @@ def compute_table1(
     context
         Codec of the Context row (:func:`context_task`), or ``None`` for no such row.
     jobs, dask
-        See :func:`~ansforge.analysis.parallel.run_tasks`.
+        See :func:`~ansforge.analysis.parallel.run_tasks`: ``dask`` is a scheduler's address, ``"local"``
+        or a connected ``distributed.Client``; its workers read the checkpoint by its absolute path.
     progress
         ``False``: no bar; otherwise the bar of weight passes (module docstring) wherever
         :func:`ansforge.model.progress.enabled` (a terminal, not ``--json``/``--quiet``): never off one.
@@ -763,13 +765,16 @@ def compute_table1(
     specs = [parse_codec(c) for c in codecs]
     # Each task's weight is the weight passes it counts as it goes (_advance); its argument ``slot`` is
     # its index in the task list.
-    steps: list[tuple[Any, tuple, int, str]] = [(codec_task, (path, names, pairs, sp.name), 3 * total, sp.name)
+    # On a Dask cluster the workers open the checkpoint themselves: by its absolute path, which a
+    # worker started elsewhere (its own working folder) finds on the shared file system.
+    task_path = os.path.abspath(path) if dask is not None else path
+    steps: list[tuple[Any, tuple, int, str]] = [(codec_task, (task_path, names, pairs, sp.name), 3 * total, sp.name)
                                                 for sp in specs]
     if context:
-        steps.append((context_task, (path, names, pairs, parse_codec(context).name), 4 * total, "context"))
-    steps += [(stream_task, (path, names, pairs, g), total, g) for g in general]
+        steps.append((context_task, (task_path, names, pairs, parse_codec(context).name), 4 * total, "context"))
+    steps += [(stream_task, (task_path, names, pairs, g), total, g) for g in general]
     order = sorted(range(len(selected)), key=lambda k: -selected[k].size)
-    steps += [(matrix_task, (path, selected[k].name, pairs, constriction),
+    steps += [(matrix_task, (task_path, selected[k].name, pairs, constriction),
                selected[k].size * (2 if constriction else 1), "") for k in order]
     tasks = [Task(fn, (*args, slot), weight) for slot, (fn, args, weight, _) in enumerate(steps)]
     labels = [label for *_, label in steps]
@@ -790,7 +795,7 @@ def compute_table1(
     return Table1(path, pairs, matrices, rows, conv, normalizer, seconds, time.perf_counter() - t0)
 
 
-def _run_with_progress(tasks: list[Task], labels: list[str], *, jobs: int | None, dask: str | None,
+def _run_with_progress(tasks: list[Task], labels: list[str], *, jobs: int | None, dask: Any,
                        show: bool) -> list[Any]:
     """:func:`run_tasks` under one bar of weight passes, read from the tasks' shared counters (module
     docstring) four times a second; the note names the tasks running, each with the share of its own

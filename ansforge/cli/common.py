@@ -5,9 +5,12 @@
 * The options several verbs take are defined here once and attached by a flag of the registration:
   ``force=`` (``--force``), ``json=`` (``--json F``), ``steps=True`` (``--steps N``),
   ``selection="pairs"`` or ``"values"`` (``--include``/``--exclude``, and ``--pairs`` for verbs that
-  code pairs), ``parallel=True`` (``--threads``/``--dask``). They follow the verb's own arguments, in
-  that order; every verb also takes ``--quiet``.
-* One name per concept: ``--threads N`` for parallelism on this machine, ``--vcd DIR`` for waveforms,
+  code pairs), ``parallel=True`` (``--threads``/``--dask``/``--workers``). They follow the verb's own
+  arguments, in that order; every verb also takes ``--quiet``. A verb with a ``--threads`` of its own
+  adds the Dask options with :func:`add_dask`, checks them with :func:`check_dask` and gets its client
+  from :func:`dask_cluster`.
+* One name per concept: ``--threads N`` for parallelism on this machine, ``--dask ADDRESS`` (a Dask
+  scheduler, or ``local``) and ``--workers N`` (a local cluster's size) past it, ``--vcd DIR`` for waveforms,
   ``--json F`` for a machine-readable copy of what a verb reports or writes. An old spelling stays as a
   hidden alias (:func:`alias`, ``help=argparse.SUPPRESS``) for one release.
 * Outputs are declared at registration (``outputs={"output": "file", "vcd": "vcd"}``, ``--json`` is
@@ -41,7 +44,7 @@ from ..model.errors import AnsforgeError
 __all__ = ["UsageError", "Parser", "Verb", "REGISTRY", "verb", "group", "attach_shared", "alias", "track_given",
            "given", "spelled", "refuse", "inputs", "refuse_existing", "check_output", "check_outputs", "staged",
            "write", "write_json", "write_image", "report", "threads", "number_list", "need_verilator", "ordered",
-           "jsonable"]
+           "jsonable", "add_dask", "check_dask", "dask_cluster"]
 
 #: ``--force``'s help when a registration says ``force=True``.
 FORCE_HELP = "replace existing output files"
@@ -184,11 +187,50 @@ def attach_shared(p: argparse.ArgumentParser, v: Verb) -> None:
                        help="tasks at a time on this machine, each in a worker process (default: one per CPU; "
                             "1 runs in-process)")
         alias(p, "--jobs", "threads", type=int)
-        p.add_argument("--dask", default=None, metavar="ADDRESS",
-                       help="run the per-tensor tasks on this Dask scheduler instead (tcp://host:8786)")
+        add_dask(p)
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress on standard error (errors are still printed)")
     alias(p, "--no-progress", "quiet", action="store_true")
+
+
+def add_dask(p: argparse.ArgumentParser, tasks: str = "one task per tensor") -> None:
+    """``--dask ADDRESS`` and ``--workers N`` (checked by :func:`check_dask`)."""
+    p.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help=f"run the work on a Dask cluster instead, {tasks}: the address of its scheduler "
+                        "(tcp://host:8786, as `dask scheduler` prints it), whose workers read the checkpoint by "
+                        "its absolute path (a file system they share with this machine), or `local` for a "
+                        "cluster of --workers processes here (needs the dask extra: pip install 'ansforge[dask]')")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="with --dask local: the local cluster's worker processes, one thread each (default: one "
+                        "per CPU)")
+
+
+def check_dask(args: argparse.Namespace) -> None:
+    """``--workers`` only with ``--dask local`` (at least 1), ``--threads`` not with ``--dask``."""
+    if args.dask is None:
+        refuse(args, ["workers"], "needs --dask local (it is the size of a local Dask cluster)")
+        return
+    if args.dask.strip() == "":
+        raise UsageError("--dask needs a scheduler's address (tcp://host:8786) or local")
+    refuse(args, ["threads"], "does not apply with --dask (the Dask cluster sets its own workers)")
+    if args.dask != "local":
+        refuse(args, ["workers"], f"sets the size of a local cluster (--dask local); the scheduler at {args.dask} "
+                                  "has its own workers")
+    threads(args.workers, "--workers")
+
+
+@contextmanager
+def dask_cluster(args: argparse.Namespace) -> Iterator:
+    """``None`` without ``--dask``; else a Dask client for the block, connected to the scheduler or to a
+    local cluster of ``--workers`` (started here and closed after, Ctrl-C included). A scheduler that
+    does not answer within a few seconds is one line naming the address."""
+    if args.dask is None:
+        yield None
+        return
+    from ..analysis.parallel import dask_client
+
+    with dask_client(args.dask, args.workers) as client:
+        yield client
 
 
 def alias(p, old: str, dest: str, **kwargs) -> None:

@@ -4,9 +4,11 @@ checkpoints (GGUF Q4_0, fp8 safetensors) that ``compress`` codes as pairs."""
 from __future__ import annotations
 
 import argparse
+import functools
 
 from ..model import progress
-from .common import UsageError, one_pass_memory, refuse, spelled, staged, threads, verb, write_json
+from .common import UsageError, add_dask, check_dask, dask_cluster, one_pass_memory, refuse, spelled, staged, \
+    threads, verb, write_json
 
 
 def _compress_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,6 +42,8 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="threads that split tensors, build tables and encode the blocks (default 1; the file is "
                         "the same for any N)")
+    add_dask(p, "one task per tensor (split, tables and blocks), the file the same as here; --layout blocks or "
+                "tensor")
 
 
 @verb("compress", _compress_arguments, help="compress a checkpoint into an .ansf container",
@@ -49,6 +53,7 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
       "formats, lossy conversions) as JSON", outputs={"output": "file"})
 def compress(args: argparse.Namespace) -> int:
     from ..model.coding.codecs import parse_codec
+    from ..analysis.parallel import ordered_results
     from ..model.coding.container import DEFAULT_CODEC, DEFAULT_LAYOUT, compress_checkpoint
 
     if not args.context:
@@ -69,17 +74,24 @@ def compress(args: argparse.Namespace) -> int:
                          "blocks are its random-access points")
     codec = args.codec or DEFAULT_CODEC
     n = threads(args.threads)
+    check_dask(args)
+    if args.dask is not None and layout == "model":
+        raise UsageError("--dask codes each tensor as a task of its own: it takes --layout blocks (the default) or "
+                         "tensor, not the model layout's one stream" + (" (which --checkpoint-interval alone selects)"
+                                                                          if args.layout is None else ""))
     try:
         parse_codec(codec)
     except (ValueError, ArithmeticError) as exc:
         raise UsageError(f"--codec {codec}: {exc}") from None
     one_pass_memory()
     out = args.output
-    with staged(args, out) as tmp, progress.activity(f"compress ({codec}, {layout} layout)") as note:
+    with dask_cluster(args) as client, staged(args, out) as tmp, \
+            progress.activity(f"compress ({codec}, {layout} layout)") as note:
+        tasks = None if client is None else functools.partial(ordered_results, client)
         r = compress_checkpoint(args.model, tmp, codec, pairs=args.pairs, checkpoint_interval=args.checkpoint_interval,
                                 layout=layout, allow_nonfinite=args.allow_nonfinite, threads=n,
-                                context=args.context, context_sets=args.context_sets,
-                                progress=lambda name: note(f"split {name}"))
+                                context=args.context, context_sets=args.context_sets, tasks=tasks,
+                                progress=lambda name: note(f"{'coded' if tasks else 'split'} {name}"))
     write_json(args, args.json, {"verb": "compress", "model": args.model, "output": out, "codec": codec,
                                  **{k: v for k, v in r.items() if not k.startswith("_")}})
     cut = f"{r['blocks']:,} independent blocks" if layout == "blocks" else \

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..model import progress
-from .common import UsageError, refuse, spelled, threads, verb, write, write_json
+from .common import UsageError, check_dask, dask_cluster, spelled, threads, verb, write, write_json
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
@@ -51,12 +51,12 @@ def tables(args: argparse.Namespace) -> int:
         except (ValueError, ArithmeticError) as exc:
             raise UsageError(f"{flag} {c}: {exc}") from None
     threads(args.threads, spelled(args, "threads"))
-    if args.dask is not None:
-        refuse(args, ["threads"], "does not apply with --dask (the Dask cluster sets its own workers)")
-    table = compute_table1(args.model, pairs=args.pairs, include=args.include, exclude=args.exclude,
-                           general=general, constriction=not args.no_constriction, codecs=codecs,
-                           context=args.context_codec.strip() or None, jobs=args.threads,
-                           dask=args.dask, progress=progress.enabled())
+    check_dask(args)
+    with dask_cluster(args) as client:
+        table = compute_table1(args.model, pairs=args.pairs, include=args.include, exclude=args.exclude,
+                               general=general, constriction=not args.no_constriction, codecs=codecs,
+                               context=args.context_codec.strip() or None, jobs=args.threads,
+                               dask=client, progress=progress.enabled())
     print(table.format_text(per_matrix=args.per_matrix))
     write_json(args, args.json, table.to_json())
     write(args, args.markdown, table.to_markdown(per_matrix=args.per_matrix))

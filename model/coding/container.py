@@ -36,12 +36,13 @@ Every byte is covered by a CRC or a structural check: a flipped or missing byte 
 from __future__ import annotations
 
 import binascii
+import functools
 import json
 import os
 import re
 import struct
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,10 +67,10 @@ from .rans import RansParams
 from .stream import BLOCK_PAIRS, MAX_STATES, Block, Checkpoint, Run, StreamError, block_crc, block_ranges, block_spans, \
     clip_runs, word_dtype
 
-__all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "Container", "ContainerStream",
-           "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION", "VERSION_STATES", "VERSION_BLOCKS",
-           "DEFAULT_CODEC", "DEFAULT_LAYOUT", "LAYOUTS", "BLOCK_PAIRS", "LEGACY_CODECS", "FORMATS",
-           "format_sizes", "format_lines", "PUBLISHED_FP8_SAVING"]
+__all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "compress_tensor", "CompressTask",
+           "Container", "ContainerStream", "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION",
+           "VERSION_STATES", "VERSION_BLOCKS", "DEFAULT_CODEC", "DEFAULT_LAYOUT", "LAYOUTS", "BLOCK_PAIRS",
+           "LEGACY_CODECS", "FORMATS", "format_sizes", "format_lines", "PUBLISHED_FP8_SAVING"]
 
 #: Codecs ansforge wrote before, which it still reads: the legacy names of the codec registry
 #: (:mod:`.registry`): ``rans16-s64w32``, rans16 coded with a 64-bit state until the paper preset moved to
@@ -430,13 +431,143 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
 # Writing
 
 
+def _raw_bytes(ckpt, info) -> np.ndarray:
+    """The stored bytes of ``info``, mapped from the file that holds them."""
+    return np.memmap(ckpt.file_of(info), dtype=np.uint8, mode="r", offset=info.offset, shape=(info.nbytes,)) \
+        if info.nbytes else np.zeros(0, np.uint8)
+
+
+def _split_tensor(ckpt, info, model, spec: Codec, pairs: str, context: bool, context_fold: int,
+                  context_sets: int) -> list | None:
+    """Checkpoint ``ckpt``'s tensor ``info`` as ``(target, conversion, pairs, record fields)``, one per
+    record (a Q4_0 tensor has two: its values and its scales); ``None`` for a tensor stored raw
+    (:func:`compress_checkpoint`'s options; ``model`` names the checkpoint in messages)."""
+    if info.dtype in FP8_STORAGE:
+        target = FP8_STORAGE[info.dtype]
+        bits = _raw_bytes(ckpt, info)
+        nonfinite = int(np.count_nonzero(~np.isfinite(MINIFLOATS[target].to_float64(bits))))
+        return [(target, Conversion(target, target, False, 0, nonfinite),
+                 FP8_FORMATS[target].split(bits.reshape(info.shape)), {})]
+    if info.dtype == "Q4_0":
+        if info.size % Q4_0_BLOCK or info.nbytes != info.size // Q4_0_BLOCK * Q4_0_BLOCK_BYTES:
+            raise ConfigError(f"{model}: tensor {info.name!r} of type Q4_0 has {info.size} weights in "
+                              f"{info.nbytes} bytes, not whole {Q4_0_BLOCK}-weight blocks of {Q4_0_BLOCK_BYTES} bytes")
+        q, d = q4_0_split(_raw_bytes(ckpt, info))
+        nonfinite = int(np.count_nonzero((d & np.uint16(0x7C00)) == np.uint16(0x7C00)))
+        scales = info.name + Q4_0_SCALES_SUFFIX
+        return [("q4_0", Conversion("q4_0", "q4_0", False, 0, 0), Q4_0_VALUES.split(q.reshape(info.shape)),
+                 {"scales": scales}),
+                ("q4_0_scale", Conversion("fp16", "fp16", False, 0, nonfinite), Q4_0_SCALES.split(d),
+                 {"name": scales, "shape": [int(d.size)], "scales_of": info.name})]
+    if info.dtype not in SUPPORTED_DTYPES:
+        return None
+    if pairs in FP8_FORMATS and len(info.shape) >= 2:
+        bits, conv = to_fp8(ckpt.tensor(info.name).array, info.dtype, pairs)
+        return [(pairs, conv, FP8_FORMATS[pairs].split(bits), {})]
+    target = _NATIVE[info.dtype] if pairs == "auto" or pairs in FP8_FORMATS else pairs
+    fmt = PAIR_FORMATS[target]
+    plain = not context or len(info.shape) != 2 or info.size == 0  # split as it is, without a fold
+    if plain and _NATIVE[info.dtype] == target:
+        # As stored, no conversion: the compiled split, whose exponent histogram also counts the
+        # NaN/Inf values (exponent field all ones) that convert() would count in a pass of its own.
+        fast = fastans.split_pairs(fmt, ckpt.tensor(info.name).array)
+        if fast is not None:
+            cp, hist = fast
+            return [(target, Conversion(target, target, False, 0, int(hist[-1])), cp, {})]
+    bits, conv = convert(ckpt.tensor(info.name).array, info.dtype, target)
+    if plain:
+        return [(target, conv, fmt.split(bits), {})]
+    # Context coding: the folded pairs carry the code; the record's ideal stays the unfolded
+    # per-matrix ideal (Table 1's "Ideal"), so the gap is comparable with a plain container's.
+    plain = fmt.split(bits)
+    ideal = ideal_bits(plain.counts()) + plain.extra_bits_total()
+    fold = min(context_fold, fmt.mantissa_bits, 16 - fmt.exponent_bits)  # codes index 16-bit exponent fields
+    cp = folded_format(fmt, fold).split(bits.reshape(info.shape))
+    plan = plan_context(cp.codes.reshape(info.shape), cp.n_codes, precision_bits=spec.precision_bits,
+                        max_sets=context_sets)
+    return [(target, conv, cp, {"context": (plan, fold, ideal)})]
+
+
+@dataclass(frozen=True)
+class CompressTask:
+    """What :func:`compress_tensor` needs of :func:`compress_checkpoint`'s options (small, picklable)."""
+
+    codec: str
+    pairs: str
+    context: bool
+    context_fold: int
+    context_sets: int
+    allow_nonfinite: bool
+    row_shifts: bool
+    checkpoint_interval: int
+    block_pairs: int  #: > 0: the blocks layout's blocks; 0: one stream with checkpoints (tensor layout)
+
+
+@functools.lru_cache(maxsize=4)
+def _opened(path: str, stamp: tuple) -> object:
+    """A worker's checkpoint, opened once for all its tasks on the same file (``stamp``: its size and
+    modification time, so that a file rewritten in between is read again)."""
+    return open_checkpoint(path, quantized=True)
+
+
+def compress_tensor(path: str, model: str, name: str, job: CompressTask) -> list | None:
+    """One task of :func:`compress_checkpoint` with ``tasks``: tensor ``name`` of the checkpoint at
+    ``path`` (``model`` names it in messages) split, its tables built and coded alone, as
+    :func:`compress_checkpoint` codes it in this process. Returns ``None`` for a tensor stored raw,
+    else per record ``(target, conversion, pair count, fields, exponents, stream)``: the tensor's stream
+    (blocks or checkpoints) without its pairs, which the caller joins in order."""
+    st = os.stat(path)
+    ckpt = _opened(path, (st.st_size, st.st_mtime_ns))
+    spec = parse_codec(job.codec)
+    done = _split_tensor(ckpt, ckpt.info(name), model, spec, job.pairs, job.context, job.context_fold,
+                         job.context_sets)
+    if done is None:
+        return None
+    out = []
+    for target, conv, cp, fields in done:
+        rec_name = fields.get("name", name)
+        if conv.nonfinite and not job.allow_nonfinite:  # before the coding (the caller checks again)
+            after = f" (after conversion to {target})" if conv.source != conv.target else ""
+            raise ConfigError(f"{model}: tensor {rec_name!r} holds {conv.nonfinite} NaN/Inf values{after}; "
+                              "pass allow_nonfinite (--allow-nonfinite) to code them exactly")
+        plan = fields["context"][0] if "context" in fields else None
+        bits = [0 if plan is not None else FORMATS[target].mantissa_bits] if job.row_shifts else None
+        coded = encode_tensors(spec, [(rec_name, cp)], job.checkpoint_interval, 1, mantissa_bits=bits,
+                               contexts=[plan] if plan is not None else None, block_pairs=job.block_pairs)
+        for ct in coded.tensors:   # the pairs stay here: the caller needs only their count
+            ct.pairs = None
+        coded.runs, coded.tables = [], []
+        out.append((target, conv, int(cp.codes.size), fields, cp.exponents.tolist(), coded))
+    return out
+
+
+def _join_blocks(spec: Codec, parts: Sequence[CodedStream], block_pairs: int) -> CodedStream:
+    """The blocks layout's one stream from its tensors' own (each a :func:`compress_tensor` result): the
+    same words, blocks and positions as :func:`encode_tensors` of all of them (each tensor's blocks are
+    cut from its first pair and coded with its own tables alone)."""
+    tensors, blocks, words = [], [], []
+    pos = word = 0
+    for ti, st in enumerate(parts):
+        for ct in st.tensors:
+            ct.first_pair += pos
+            tensors.append(ct)
+        blocks += [Block(b.pair + pos, b.count, b.word + word, b.n_words, b.crc, ti) for b in st.blocks]
+        words.append(st.words)
+        word += int(st.words.size)
+        pos += st.n_pairs
+    dt = word_dtype(spec.word_bits)
+    joined = np.concatenate(words).astype(dt, copy=False) if words else np.zeros(0, dt)
+    return CodedStream(spec, tensors, joined, [], pos, 0, [], [], blocks, block_pairs)
+
+
 def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[str], codec: str = DEFAULT_CODEC, *,
                         pairs: str = "auto", checkpoint_interval: int | None = None,
                         group: str | None = None, layout: str | None = None, block_pairs: int = BLOCK_PAIRS,
                         allow_nonfinite: bool = False,
                         progress: Callable[[str], None] | None = None, threads: int = 1,
                         row_shifts: bool | None = None, context: bool = False, context_sets: int = 8,
-                        context_fold: int = 1) -> dict:
+                        context_fold: int = 1, tasks: Callable[[Callable, list[tuple]], Iterable] | None = None
+                        ) -> dict:
     """Compress every tensor of checkpoint ``model`` into container ``out`` (written atomically).
 
     Parameters
@@ -479,6 +610,14 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         ``context_fold`` mantissa bits folded into the code, up to ``context_sets`` table sets chosen
         per row or column group by :func:`~.context.plan_context`, every set and select stored in the
         tensor's ``context`` record. Other tensors are coded as without it.
+    tasks
+        Where the tensors are coded, instead of this process's ``threads``: a function that runs
+        ``fn(*args)`` for each ``args`` of a list and returns (or yields) the results in order, e.g. on
+        a Dask cluster (:func:`ansforge.analysis.parallel.ordered_results`). Each task is
+        :func:`compress_tensor`: one tensor split, its tables built and its blocks (``blocks`` layout)
+        or its stream (``tensor`` layout) coded, read by the checkpoint's absolute path, so the workers
+        must see the same file system. The container is byte-identical to one coded here. The
+        ``model`` layout (one stack for all tensors) is refused.
 
     Returns a summary (``tensors``, ``pairs``, ``bits``, ``ideal_bits``, ``gap``, ``bytes``; ``formats``:
     per pair format the :func:`format_sizes`; ``lossy``: ``(name, conversion)`` of each lossy tensor).
@@ -494,6 +633,9 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         raise ConfigError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     elif group is not None and group != layout:
         raise ConfigError(f"layout {layout!r} and group {group!r} disagree")
+    if tasks is not None and layout == "model":
+        raise ConfigError("the model layout codes every tensor into one stream, which one task has to code; "
+                          "tasks (--dask) take the blocks or tensor layout")
     if layout == "blocks":
         if checkpoint_interval:
             raise ConfigError(f"checkpoint_interval = {checkpoint_interval!r} needs the model or tensor layout; the "
@@ -538,59 +680,21 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                               "but the checkpoint has a tensor of that name")
 
     def raw_bytes(info) -> np.ndarray:
-        return np.memmap(ckpt.file_of(info), dtype=np.uint8, mode="r", offset=info.offset, shape=(info.nbytes,)) \
-            if info.nbytes else np.zeros(0, np.uint8)
+        return _raw_bytes(ckpt, info)
 
     def split(info) -> list | None:
-        """The tensor's ``(target, conversion, pairs, record fields)``, one per record (a Q4_0 tensor
-        has two: its values and its scales); ``None`` for a tensor stored raw."""
-        if info.dtype in FP8_STORAGE:
-            target = FP8_STORAGE[info.dtype]
-            bits = raw_bytes(info)
-            nonfinite = int(np.count_nonzero(~np.isfinite(MINIFLOATS[target].to_float64(bits))))
-            return [(target, Conversion(target, target, False, 0, nonfinite),
-                     FP8_FORMATS[target].split(bits.reshape(info.shape)), {})]
-        if info.dtype == "Q4_0":
-            if info.size % Q4_0_BLOCK or info.nbytes != info.size // Q4_0_BLOCK * Q4_0_BLOCK_BYTES:
-                raise ConfigError(f"{model}: tensor {info.name!r} of type Q4_0 has {info.size} weights in "
-                                  f"{info.nbytes} bytes, not whole {Q4_0_BLOCK}-weight blocks of {Q4_0_BLOCK_BYTES} bytes")
-            q, d = q4_0_split(raw_bytes(info))
-            nonfinite = int(np.count_nonzero((d & np.uint16(0x7C00)) == np.uint16(0x7C00)))
-            scales = info.name + Q4_0_SCALES_SUFFIX
-            return [("q4_0", Conversion("q4_0", "q4_0", False, 0, 0), Q4_0_VALUES.split(q.reshape(info.shape)),
-                     {"scales": scales}),
-                    ("q4_0_scale", Conversion("fp16", "fp16", False, 0, nonfinite), Q4_0_SCALES.split(d),
-                     {"name": scales, "shape": [int(d.size)], "scales_of": info.name})]
-        if info.dtype not in SUPPORTED_DTYPES:
-            return None
-        if pairs in FP8_FORMATS and len(info.shape) >= 2:
-            bits, conv = to_fp8(ckpt.tensor(info.name).array, info.dtype, pairs)
-            return [(pairs, conv, FP8_FORMATS[pairs].split(bits), {})]
-        target = _NATIVE[info.dtype] if pairs == "auto" or pairs in FP8_FORMATS else pairs
-        fmt = PAIR_FORMATS[target]
-        plain = not context or len(info.shape) != 2 or info.size == 0  # split as it is, without a fold
-        if plain and _NATIVE[info.dtype] == target:
-            # As stored, no conversion: the compiled split, whose exponent histogram also counts the
-            # NaN/Inf values (exponent field all ones) that convert() would count in a pass of its own.
-            fast = fastans.split_pairs(fmt, ckpt.tensor(info.name).array)
-            if fast is not None:
-                cp, hist = fast
-                return [(target, Conversion(target, target, False, 0, int(hist[-1])), cp, {})]
-        bits, conv = convert(ckpt.tensor(info.name).array, info.dtype, target)
-        if plain:
-            return [(target, conv, fmt.split(bits), {})]
-        # Context coding: the folded pairs carry the code; the record's ideal stays the unfolded
-        # per-matrix ideal (Table 1's "Ideal"), so the gap is comparable with a plain container's.
-        plain = fmt.split(bits)
-        ideal = ideal_bits(plain.counts()) + plain.extra_bits_total()
-        fold = min(context_fold, fmt.mantissa_bits, 16 - fmt.exponent_bits)  # codes index 16-bit exponent fields
-        cp = folded_format(fmt, fold).split(bits.reshape(info.shape))
-        plan = plan_context(cp.codes.reshape(info.shape), cp.n_codes, precision_bits=spec.precision_bits,
-                            max_sets=context_sets)
-        return [(target, conv, cp, {"context": (plan, fold, ideal)})]
+        return _split_tensor(ckpt, info, model, spec, pairs, context, context_fold, context_sets)
 
     ctx_of: dict[int, tuple] = {}  # record index -> (plan, fold, unfolded ideal bits)
-    split_all = _map(split, infos, threads)
+    shifts = group == "model" if row_shifts is None else bool(row_shifts)
+    parts: list[CodedStream] = []  # with ``tasks``: each coded record's stream, as its task coded it
+    if tasks is None:
+        split_all = _map(split, infos, threads)
+    else:
+        job = CompressTask(codec, pairs, context, context_fold, context_sets, allow_nonfinite, shifts,
+                           checkpoint_interval, block_pairs if layout == "blocks" else 0)
+        where = os.path.abspath(os.fspath(model))  # a worker's working folder is not ours
+        split_all = tasks(compress_tensor, [(where, os.fspath(model), info.name, job) for info in infos])
     for info, done in zip(infos, split_all):
         if done is None:
             rec: dict = {"name": info.name, "shape": list(info.shape), "source_dtype": info.dtype}
@@ -598,7 +702,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             raw_payload.append((len(records), bytes(raw_bytes(info))))
             records.append(rec)
             continue
-        for target, conv, cp, fields in done:
+        for target, conv, cp, fields, *coded in done:  # coded: a task's (exponents, stream); cp its pair count
             name = fields.get("name", info.name)
             rec = {"name": name, "shape": fields.get("shape", list(info.shape)), "source_dtype": info.dtype}
             if "context" in fields:
@@ -609,7 +713,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                                   "pass allow_nonfinite (--allow-nonfinite) to code them exactly")
             rec.update({"coding": "pairs", "dtype": _STORAGE[target], "pair_format": target,
                         "conversion": conv.describe(), "lossy": conv.lossy, "changed": conv.changed,
-                        "exponents": cp.exponents.tolist()})
+                        "exponents": coded[0] if coded else cp.exponents.tolist()})
             if isinstance(conv, Fp8Conversion):
                 rec.update({"scale": conv.scale, "rel_rmse": conv.rel_rmse, "max_abs_error": conv.max_abs_error})
             rec.update({k: v for k, v in fields.items() if k in ("scales", "scales_of")})
@@ -619,12 +723,13 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                 rec["conversion"] = f"fp16 block scales of Q4_0 tensor {fields['scales_of']!r}, as stored"
             coded_items.append((len(records), name, cp))
             records.append(rec)
+            if coded:
+                parts.append(coded[1])
         if progress:
             progress(info.name)
     groups = [coded_items] if group == "model" else [[it] for it in coded_items]
     groups = [g for g in groups if g]
     fmt_of = {ri: FORMATS[records[ri]["pair_format"]].mantissa_bits for ri, _, _ in coded_items}
-    shifts = group == "model" if row_shifts is None else bool(row_shifts)
 
     def encode_group(g, threads=1):
         return encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval, threads,
@@ -632,7 +737,9 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                               contexts=[ctx_of[ri][0] if ri in ctx_of else None for ri, _, _ in g] if ctx_of else None,
                               block_pairs=block_pairs if layout == "blocks" else 0)
 
-    if group == "model":
+    if tasks is not None:  # coded by the tasks: the blocks layout's tensors joined into its one stream
+        streams = parts if layout == "tensor" else [_join_blocks(spec, parts, block_pairs)] if parts else []
+    elif group == "model":
         streams = [encode_group(g, threads) for g in groups]
     else:
         streams = _map(encode_group, groups, threads)
@@ -659,9 +766,10 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                 "checkpoints": [c.to_record() for c in st.checkpoints], "blocks": blocks})
         payload.append(blob)
         offset += blob.nbytes
-        for (ri, _, _), ct in zip(g, st.tensors):
+        for (ri, _, cp), ct in zip(g, st.tensors):
             rec = records[ri]
-            rec.update({"stream": si, "first_pair": ct.first_pair, "n_pairs": int(ct.pairs.codes.size),
+            n = cp if isinstance(cp, int) else int(ct.pairs.codes.size)
+            rec.update({"stream": si, "first_pair": ct.first_pair, "n_pairs": n,
                         "code_table": ct.code_table.to_json(), "ideal_bits": ct.ideal_bits})
             if ct.row_shifts is not None:
                 rec["row_shifts"] = ct.row_shifts
