@@ -131,3 +131,13 @@ def test_compress_refuses_the_model_layout_on_a_cluster(stories, tmp_path, capfd
         status, _, err = run(capfd, "compress", "--model", stories, "-o", tmp_path / "x.ansf", "--dask", "local",
                              *extra)
         assert status == 2 and len(err.splitlines()) == 1 and "model layout" in err, err
+
+
+def test_without_dask_installed_it_says_what_to_install(stories, tmp_path, capfd, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)       # `import distributed` fails as if absent
+    for verb, out in (("compress", ["-o", tmp_path / "x.ansf"]), ("tables", [])):
+        status, _, err = run(capfd, verb, "--model", stories, *out, "--dask", "local")
+        assert status == 2 and len(err.splitlines()) == 1 and "pip install 'ansforge[dask]'" in err, err
+    assert list(tmp_path.iterdir()) == []
