@@ -193,13 +193,13 @@ def attach_shared(p: argparse.ArgumentParser, v: Verb) -> None:
     alias(p, "--no-progress", "quiet", action="store_true")
 
 
-def add_dask(p: argparse.ArgumentParser, tasks: str = "one task per tensor") -> None:
+def add_dask(p: argparse.ArgumentParser, tasks: str = "its tasks (per tensor, per codec row, per compressor)") -> None:
     """``--dask ADDRESS`` and ``--workers N`` (checked by :func:`check_dask`)."""
     p.add_argument("--dask", default=None, metavar="ADDRESS",
-                   help=f"run the work on a Dask cluster instead, {tasks}: the address of its scheduler "
-                        "(tcp://host:8786, as `dask scheduler` prints it), whose workers read the checkpoint by "
-                        "its absolute path (a file system they share with this machine), or `local` for a "
-                        "cluster of --workers processes here (needs the dask extra: pip install 'ansforge[dask]')")
+                   help=f"run on a Dask cluster instead, {tasks}: `local` for a cluster of --workers processes "
+                        "here, or its scheduler's address (tcp://host:8786, as `dask scheduler` prints it), whose "
+                        "workers read the checkpoint by its absolute path (so they must share this file system); "
+                        "needs the dask extra (pip install 'ansforge[dask]')")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="with --dask local: the local cluster's worker processes, one thread each (default: one "
                         "per CPU)")

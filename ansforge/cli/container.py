@@ -42,8 +42,7 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="threads that split tensors, build tables and encode the blocks (default 1; the file is "
                         "the same for any N)")
-    add_dask(p, "one task per tensor (split, tables and blocks), the file the same as here; --layout blocks or "
-                "tensor")
+    add_dask(p, "one task per tensor (split, tables, blocks; the same file; --layout blocks or tensor)")
 
 
 @verb("compress", _compress_arguments, help="compress a checkpoint into an .ansf container",
