@@ -192,7 +192,7 @@ def stream_blocks(words: np.ndarray, checkpoints: list[Checkpoint], n_pairs: int
     return out
 
 
-def _port_words(words_push_order: np.ndarray, word_bits: int, port_bits: int) -> np.ndarray:
+def port_words(words_push_order: np.ndarray, word_bits: int, port_bits: int) -> np.ndarray:
     """Stream words (push order) as port words: one each, or where the port is two words wide two,
     the first pushed in the low half, an odd last word with a zero high half (the words' 32-bit
     alignment from the stream's bottom up, as a host stores them)."""
@@ -213,14 +213,14 @@ def port_inputs(core, words_top_first: np.ndarray, word_bits: int) -> np.ndarray
     in the high half, and an odd count's first port word has a zero high half above the stream."""
     field = payload_shape(core, "i")["data"]
     w = np.asarray(words_top_first, dtype=np.uint64)[::-1]
-    return _port_words(w, word_bits, field.width)[::-1] << np.uint64(field.offset)
+    return port_words(w, word_bits, field.width)[::-1] << np.uint64(field.offset)
 
 
 def port_outputs(core, words_push_order: np.ndarray, word_bits: int) -> np.ndarray:
-    """An encoder's stream words (push order) as the ``o`` payloads it gives (:func:`_port_words`),
+    """An encoder's stream words (push order) as the ``o`` payloads it gives (:func:`port_words`),
     ``last`` on the final one."""
     shape = payload_shape(core, "o")
-    w = _port_words(words_push_order, word_bits, shape["data"].width)
+    w = port_words(words_push_order, word_bits, shape["data"].width)
     last = np.zeros(w.size, dtype=np.uint64)
     last[-1:] = 1
     return (w << np.uint64(shape["data"].offset)) | (last << np.uint64(shape["last"].offset))

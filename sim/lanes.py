@@ -29,7 +29,7 @@ from ..model.coding.codecs import Codec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.coding import fastans
 from ..model.coding.stream import Run
-from .jobs import CoreJob, _port_words, build_core, cfg_writes
+from .jobs import CoreJob, port_words, build_core, cfg_writes
 from .memory import SharedMemory
 from .streams import field_bits, pack, payload_shape, payloads_to_pairs
 
@@ -114,7 +114,7 @@ def lane_image(system: LaneSystem, lane_words: list[np.ndarray]) -> tuple[list[i
     beats, lanes = [], []
     for words in lane_words:
         # the decoder's port words (two stream words each where its port is two wide), top of the stack first
-        order = _port_words(np.asarray(words, dtype=np.uint64), sw, W)[::-1]
+        order = port_words(np.asarray(words, dtype=np.uint64), sw, W)[::-1]
         padded = np.zeros(-(-order.size // per_beat) * per_beat, np.uint64)
         padded[:order.size] = order
         lanes.append({"base": len(beats), "words": int(np.asarray(words).size)})

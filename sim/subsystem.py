@@ -39,7 +39,7 @@ from ..model.errors import AnsforgeError, ConfigError
 from ..model.dtypes.interfaces import CodingPairFormat, PairToFloatTable
 from ..model.coding import fastans
 from ..model.dtypes.pairs import PAIR_FORMATS
-from .jobs import CoreJob, _port_words, cfg_writes
+from .jobs import CoreJob, port_words, cfg_writes
 from .lanes import chunk_blocks, container_groups
 from .streams import pack, unpack
 from .testbench import payload_ints
@@ -345,7 +345,7 @@ def subsystem_job(bench: SubsystemBench, spec: Codec, table, code_table, exponen
     beat_words, lanes = [], []
     for words, _ in blocks:
         # the decoder's port words (two stream words where its port is two wide), top of the stack first
-        order = _port_words(np.asarray(words, dtype=np.uint64), W, port_bits)[::-1]
+        order = port_words(np.asarray(words, dtype=np.uint64), W, port_bits)[::-1]
         padded = np.zeros(-(-order.size // per_beat) * per_beat, np.uint64)
         padded[:order.size] = order
         lanes.append((sum(b.shape[0] for b in beat_words), int(np.asarray(words).size)))
