@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from ansforge.cli import main
+from ansforge.model.coding.container import open_container
 from ansforge.model.errors import CheckpointError, ConfigError
 from ansforge.model.llm.checkpoint import (INDEX_NAME, ShardedCheckpoint, open_checkpoint, select_tensors,
                                            shard_name, write_safetensors, write_sharded)
@@ -97,7 +98,105 @@ def test_compress_gives_the_same_bytes(minilm, tmp_path, capsys):
     for src, out in ((tmp_path / "one.safetensors", "one.ansf"), (tmp_path / "three", "three.ansf")):
         status, _, err = _run(capsys, "compress", "--model", src, "-o", tmp_path / out, "--quiet")
         assert status == 0, err
-    assert (tmp_path / "one.ansf").read_bytes() == (tmp_path / "three.ansf").read_bytes()
+    # The same records and payload; the folder's container adds only where each tensor came from.
+    one, three = open_container(tmp_path / "one.ansf"), open_container(tmp_path / "three.ansf")
+    assert one.file_layout is None and three.sharded and three.file_layout["index"] is not None
+    strip = [{k: v for k, v in r.items() if k != "file_layout"} for r in three.tensors]
+    assert strip == one.tensors and one.version == three.version
+    assert np.array_equal(np.asarray(one.stream_words(one.streams[0])), np.asarray(three.stream_words(three.streams[0])))
+
+
+def test_decompress_gives_the_folder_back(mini3, tmp_path, capsys):
+    """MiniLM in 3 shards: compress, then decompress to a folder writes the same shards, index and config
+    byte for byte; to a .safetensors name, one file with the config beside it."""
+    f = tmp_path / "m.ansf"
+    assert _run(capsys, "compress", "--model", mini3, "-o", f, "--threads", "2")[0] == 0
+    status, out, err = _run(capsys, "decompress", f, "-o", tmp_path / "back", "--threads", "2")
+    assert status == 0, err
+    assert "3 shards, an index, config.json, 104 tensors" in out
+    assert sorted(p.name for p in (tmp_path / "back").iterdir()) == sorted(p.name for p in mini3.iterdir())
+    for p in mini3.iterdir():
+        assert (tmp_path / "back" / p.name).read_bytes() == p.read_bytes(), p.name
+    # into an existing folder only with --force; never over the container
+    status, _, err = _run(capsys, "decompress", f, "-o", tmp_path / "back")
+    assert status == 2 and "not an empty directory" in err and err.count("\n") == 1
+    single = tmp_path / "one" / "model.safetensors"
+    single.parent.mkdir()
+    assert _run(capsys, "decompress", f, "-o", single)[0] == 0
+    assert open_checkpoint(single).names() == open_checkpoint(mini3).names()
+    assert (single.parent / "config.json").read_bytes() == (mini3 / "config.json").read_bytes()
+    status, _, err = _run(capsys, "decompress", f, "-o", single)        # the config beside it exists too
+    assert status == 2 and "config.json" in err and "exists" in err
+
+
+def test_a_crafted_file_layout_is_refused_in_one_line(tmp_path, capsys):
+    from ansforge.model.coding.container import ContainerError
+
+    w = np.ones((2, 2), np.float32)
+    folder = tmp_path / "two"
+    folder.mkdir()
+    _shard(folder / shard_name(1, 2), {"a": w})
+    _shard(folder / shard_name(2, 2), {"b": w})
+    f = tmp_path / "c.ansf"
+    assert _run(capsys, "compress", "--model", folder, "-o", f)[0] == 0
+    blob = f.read_bytes()
+    good = json.dumps(shard_name(2, 2)).encode()
+    for bad, why in ((json.dumps("../x.safetensors").encode(), "not a new"),
+                     (json.dumps(shard_name(1, 2)).encode(), "not a new")):
+        forged = _rewrite_first_record(blob, lambda js: js.replace(good, bad))
+        g = tmp_path / "bad.ansf"
+        g.write_bytes(forged)
+        with pytest.raises(ContainerError, match=why):
+            open_container(g)
+        status, _, err = _run(capsys, "decompress", g, "-o", tmp_path / "out")
+        assert status == 2 and err.count("\n") == 1 and "file_layout" in err and not (tmp_path / "out").exists()
+
+
+def _rewrite_first_record(blob: bytes, edit) -> bytes:
+    """``blob`` with its first record's JSON edited and its length and CRC made to fit."""
+    import zlib
+
+    (n,) = struct.unpack_from("<I", blob, 24)
+    js = edit(blob[28:28 + n])
+    return blob[:24] + struct.pack("<I", len(js)) + js + struct.pack("<I", zlib.crc32(js) & 0xFFFFFFFF) \
+        + blob[28 + n + 4:]
+
+
+def test_a_llama2c_model_decompresses_with_its_config(stories, tmp_path, capsys):
+    """stories260K.bin: decompress to DIR/model.safetensors writes the Hugging Face config.json of its
+    header beside it (implied by the legacy file's tensors: the container stays byte for byte what it was)."""
+    from ansforge.model.llm.checkpoint import hf_llama_config
+
+    f = tmp_path / "s.ansf"
+    assert _run(capsys, "compress", "--model", stories, "-o", f)[0] == 0
+    assert "file_layout" not in open_container(f).tensors[0]
+    out = tmp_path / "hf" / "model.safetensors"
+    out.parent.mkdir()
+    status, text, err = _run(capsys, "decompress", f, "-o", out)
+    assert status == 0 and "config.json" in text, err
+    config = json.loads((out.parent / "config.json").read_text())
+    assert config == hf_llama_config(open_checkpoint(stories).config, "F32")
+    assert config["num_attention_heads"] == 8 and config["num_key_value_heads"] == 4
+    assert config["max_position_embeddings"] == 512 and config["tie_word_embeddings"] is True
+
+
+def test_generate_reads_a_decompressed_llama2c_model(stories, tmp_path, capsys):
+    f = tmp_path / "s.ansf"
+    assert _run(capsys, "compress", "--model", stories, "-o", f)[0] == 0
+    out = tmp_path / "hf" / "model.safetensors"
+    out.parent.mkdir()
+    assert _run(capsys, "decompress", f, "-o", out)[0] == 0
+    from ansforge.model.llm.llama import read_layout
+
+    try:
+        read_layout(out)
+    except CheckpointError as e:
+        pytest.xfail(f"model/llm/llama.py's read_layout does not yet map llama2.c names in a safetensors file: {e}")
+    args = ("--steps", "6", "--temperature", "0", "--ids", "--quiet")
+    s1, ref, _ = _run(capsys, "generate", "--model", stories, *args)
+    s2, got, err = _run(capsys, "generate", "--model", out, *args)
+    assert s1 == s2 == 0, err
+    assert got.split() == ref.split() and len(ref.split()) == 6
 
 
 def _shard(path: Path, tensors: dict[str, np.ndarray]) -> None:

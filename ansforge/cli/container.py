@@ -7,8 +7,8 @@ import argparse
 import functools
 
 from ..model import progress
-from .common import UsageError, add_dask, check_dask, dask_cluster, one_pass_memory, refuse, spelled, staged, \
-    threads, verb, write_json
+from .common import UsageError, add_dask, check_dask, dask_cluster, given, one_pass_memory, refuse, spelled, \
+    staged, threads, verb, write_json
 
 
 def _compress_arguments(p: argparse.ArgumentParser) -> None:
@@ -111,7 +111,11 @@ def compress(args: argparse.Namespace) -> int:
 
 def _decompress_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("container", metavar="F.ansf", help="container written by `ansforge compress`")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.safetensors", help="safetensors file to write")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="safetensors file to write (with the source's config.json beside it, when the container "
+                        "has one: a sharded folder's, a llama2.c model's); for the container of a sharded folder, "
+                        "a folder to write the same shards, index and config.json into (a name ending in "
+                        ".safetensors writes one file instead)")
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="threads that decode the independent blocks (or a stream's checkpoint segments) at once "
                         "(default 1; the output is the same for any N)")
@@ -119,20 +123,43 @@ def _decompress_arguments(p: argparse.ArgumentParser) -> None:
 
 @verb("decompress", _decompress_arguments, help="decompress an .ansf container to safetensors, bit-exact",
       description="Decode every stream of a container (checking each block's CRC-32) and write "
-                  "the tensors, bit for bit as they were coded, to a safetensors file.",
-      force="replace an existing output file", json="also write what was written as JSON",
-      outputs={"output": "file"})
+                  "the tensors, bit for bit as they were coded, to a safetensors file, or the container of "
+                  "a sharded Hugging Face folder back to its shards, index and config.json.",
+      force="replace an existing output file (or write into an existing folder)",
+      json="also write what was written as JSON")
 def decompress(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from ..model.coding.container import open_container
+    from .common import check_output
 
     n = threads(args.threads)
     one_pass_memory()
     c = open_container(args.container)
-    with staged(args, args.output) as tmp:
-        written = c.decompress(tmp, threads=n)
+    out = Path(args.output)
+    if c.sharded and not out.name.endswith(".safetensors"):
+        with staged(args, out, kind="dir") as tmp:
+            files = c.decompress_folder(tmp, threads=n)
+        written = sum(1 for r in c.tensors if "scales_of" not in r) + sum(1 for r in c.tensors if "scale" in r)
+        what = f"{len(files)} shards, {'an index, ' if c.file_layout['index'] is not None else ''}" \
+               f"{'config.json, ' if c.config_text() is not None else ''}{written} tensors"
+        extra = {"shards": files}
+    else:
+        config = c.config_text()
+        beside = out.with_name("config.json") if config is not None else None
+        if beside is not None:
+            check_output(args, beside, option="config.json beside the output")   # before any work
+        check_output(args, out, option=given(args, "output") or "-o")
+        with staged(args, out) as tmp:
+            written = c.decompress(tmp, threads=n)
+            if beside is not None:
+                with staged(args, beside) as tmp_config, open(tmp_config, "w", encoding="utf-8", newline="") as f:
+                    f.write(config)
+        what = f"{written} tensors" + (f", and {beside}" if beside is not None else "")
+        extra = {"config": str(beside) if beside is not None else None}
     write_json(args, args.json, {"verb": "decompress", "container": args.container, "output": args.output,
-                                 "tensors": written, "version": c.version})
-    print(f"wrote {args.output}: {written} tensors")
+                                 "tensors": written, "version": c.version, **extra})
+    print(f"wrote {args.output}: {what}")
     return 0
 
 

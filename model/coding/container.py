@@ -41,6 +41,7 @@ import json
 import os
 import re
 import struct
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -49,8 +50,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..llm.checkpoint import ITEMSIZE, SUPPORTED_DTYPES, SafetensorsCheckpoint, identify, open_checkpoint, \
-    shape_problem, write_safetensors
+from ..llm.checkpoint import ITEMSIZE, SUPPORTED_DTYPES, Llama2cCheckpoint, SafetensorsCheckpoint, \
+    ShardedCheckpoint, hf_llama_config, identify, layout_plan, llama2c_config_of, open_checkpoint, shape_problem, \
+    write_safetensors, write_sharded
 from .codecs import Codec, RansCodec, parse_codec
 from .registry import DEFAULT_FORMAT, legacy_codecs
 from . import fastans
@@ -792,6 +794,11 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         # The source file's own metadata (e.g. transformers' {"format": "pt"}, which its loader requires),
         # for decompress to write back: older readers ignore the key, so no version change.
         records[0]["file_metadata"] = dict(meta)
+    source_layout = _file_layout(ckpt, infos)
+    if records and source_layout is not None:
+        # Where the tensors came from, for decompress to give the folder (shards, index, config.json) back:
+        # older readers ignore the key and write one file, so no version change (as file_metadata).
+        records[0]["file_layout"] = source_layout
     out = Path(out)
     if out.is_dir():
         raise ConfigError(f"{out}: is a directory")
@@ -823,6 +830,22 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             "streams": len(streams), "bytes": out.stat().st_size,
             "formats": format_sizes(records, [s.total_bits for s in streams]),
             "lossy": [(r["name"], r["conversion"]) for r in records if r.get("lossy")]}
+
+
+def _file_layout(ckpt, infos) -> dict | None:
+    """The ``file_layout`` record of a checkpoint: a sharded folder's :meth:`~.ShardedCheckpoint.layout`
+    (shard files and their tensors and metadata, the index and ``config.json`` as read); for a llama2.c
+    file whose tensors do not imply its configuration (:func:`~.checkpoint.llama2c_config_of`: an ak42
+    version-1 file), the Hugging Face ``config.json`` of its header; ``None`` otherwise."""
+    if isinstance(ckpt, ShardedCheckpoint):
+        return ckpt.layout()
+    if isinstance(ckpt, Llama2cCheckpoint) and llama2c_config_of([(i.name, i.shape) for i in infos]) != ckpt.config:
+        return {"index": None, "config": _config_text(ckpt.config, "F32"), "shards": None}
+    return None
+
+
+def _config_text(config, dtype: str | None) -> str:
+    return json.dumps(hf_llama_config(config, dtype), indent=2) + "\n"
 
 
 def format_sizes(records: Sequence[dict], stream_bits: Sequence[int]) -> dict[str, dict]:
@@ -909,6 +932,10 @@ class Container:
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
+        #: Statistics: independent blocks (version 6) decoded so far, a block counted each time it is
+        #: decoded (random access and :mod:`.lazy` decode only the blocks a range touches).
+        self.blocks_decoded = 0
+        self._count_lock = threading.Lock()
         if self.path.is_dir():
             raise ContainerError(f"{self.path}: is a directory; expected an .ansf file written by `ansforge compress`")
         try:
@@ -1008,6 +1035,8 @@ class Container:
                 if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
                     raise self._fail(where, "file_metadata must map strings to strings")
                 self.file_metadata = meta
+            if "file_layout" in rec and i:
+                raise self._fail(where, "file_layout belongs in the first tensor record only")
             if name in self._by_name:
                 raise self._fail(where, "appears twice")
             self._by_name[name] = i
@@ -1026,6 +1055,9 @@ class Container:
             else:
                 raise self._fail(where, f"coding must be 'pairs' or 'raw', not {coding!r}")
         self._check_q4_0()
+        self.file_layout: dict | None = None
+        if self.tensors and "file_layout" in self.tensors[0]:
+            self.file_layout = self._parse_file_layout(self.tensors[0]["file_layout"])
         # The payload is exactly the streams and raw tensors, back to back: every byte is accounted for,
         # bytes appended to a container are an error rather than silently ignored; a file cut short is
         # "truncated", before any field is judged against the bytes that are missing.
@@ -1058,6 +1090,43 @@ class Container:
             if least * st.n_pairs > st.n_words * st.spec.word_bits:
                 raise self._fail(f"stream {st.index}", f"{st.n_pairs} pairs of at least {least} bits each cannot "
                                                        f"fit in {st.n_words} {st.spec.word_bits}-bit words")
+
+    def _parse_file_layout(self, layout: object) -> dict:
+        """The first tensor record's ``file_layout``: ``index`` and ``config`` texts or null, ``shards`` null
+        or the files (plain ``*.safetensors`` names) that hold every tensor exactly once."""
+        where = f"tensor {self.tensors[0]['name']!r} file_layout"
+        if not isinstance(layout, dict) or set(layout) != {"index", "config", "shards"}:
+            raise self._fail(where, "must be an object of index, config and shards")
+        for key in ("index", "config"):
+            if not isinstance(layout[key], (str, type(None))):
+                raise self._fail(where, f"{key} must be a text or null, not {type(layout[key]).__name__}")
+        if layout["shards"] is None:
+            if layout["index"] is not None:
+                raise self._fail(where, "an index needs shards")
+            return layout
+        position = {r["name"]: k for k, r in enumerate(r for r in self.tensors if "scales_of" not in r)}
+        try:
+            layout_plan(layout, position)
+        except ConfigError as e:
+            raise self._fail(where, str(e)) from None
+        return layout
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the container came from a sharded folder (its ``file_layout`` names the shards), which
+        :meth:`decompress_folder` gives back."""
+        return bool(self.file_layout and self.file_layout["shards"])
+
+    def config_text(self) -> str | None:
+        """The ``config.json`` that goes with the tensors: the source folder's as read, a llama2.c
+        header's (:func:`~.checkpoint.hf_llama_config`; recorded, or implied by a legacy llama2.c
+        file's tensors), or ``None``."""
+        if self.file_layout is not None:
+            return self.file_layout["config"]
+        config = llama2c_config_of([(r["name"], r["shape"]) for r in self.tensors])
+        if config is None:
+            return None
+        return _config_text(config, self.tensors[0]["dtype"])
 
     def _check_q4_0(self) -> None:
         """Each Q4_0 tensor and its scales' record name each other, and there is one scale per block."""
@@ -1458,7 +1527,12 @@ class Container:
             self._verify_block(st, b)
             raise self._fail(self._block_where(st, b), str(exc)) from None
         self._verify_block(st, b)
+        self._count_block()
         return s, e
+
+    def _count_block(self) -> None:
+        with self._count_lock:
+            self.blocks_decoded += 1
 
     def _block_value_bits(self, st: ContainerStream, b: int) -> np.ndarray:
         """Independent block ``b`` decoded to its tensor's value bit patterns: the native values decoder
@@ -1471,6 +1545,7 @@ class Container:
             vals = fastans.decode_values(st.spec, self.block_words(st, b), tables, runs, [], joins, rec["_fmt"], 1)
             if vals is not None:
                 self._verify_block(st, b)
+                self._count_block()
                 return vals
         s, e = self._decode_block(st, b)
         start = blk.pair - int(rec["first_pair"])
@@ -1597,8 +1672,23 @@ class Container:
                     raise self._fail(f"tensor {name!r} block {b}", "CRC32 mismatch")
             return np.frombuffer(data[start * item:(start + count) * item], dtype=_RAW_NUMPY.get(rec["dtype"], f"V{item}"))
         st = self.streams[int(rec["stream"])]
+        if st.block_pairs and count:  # version 6: the blocks the range lies in, each decoded to values
+            return self._block_range(st, int(rec["first_pair"]) + start, count)
         s, e = self._decode(st, int(rec["first_pair"]) + start, count)
         return self._join(rec, s, _unshift(rec, e, start))
+
+    def _block_range(self, st: ContainerStream, start: int, count: int) -> np.ndarray:
+        """Values of stream pairs ``start .. start+count-1`` (one tensor's) of a version-6 stream: each
+        block they touch decoded whole to values (:meth:`_block_value_bits`), then cut to the range."""
+        b = int(np.searchsorted([blk.pair for blk in st.spans], start, side="right")) - 1
+        end, parts = start + count, []
+        while b < len(st.spans) and st.spans[b].pair < end:
+            blk = st.spans[b]
+            if blk.count:
+                vals = self._block_value_bits(st, b)
+                parts.append(vals[max(start, blk.pair) - blk.pair:min(end, blk.pair + blk.count) - blk.pair])
+            b += 1
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _join(self, rec: dict, symbols: np.ndarray, extras: np.ndarray) -> np.ndarray:
         """Decoded symbols of a tensor → its values' bit patterns (flat), through its code table."""
@@ -1665,9 +1755,45 @@ class Container:
         tensor is written as its exact GGUF bytes, ``U8`` of shape ``(blocks, 18)`` (safetensors has no
         Q4_0 type); the metadata key ``ansforge.q4_0`` maps each such name to its weights' shape.
         Returns the number of tensors written."""
+        pools: list[ThreadPoolExecutor] = []
+        try:
+            outputs, meta = self._outputs(threads, pools)
+            write_safetensors(out, [spec for spec, _ in outputs], lambda index, name: outputs[index][1](), metadata=meta)
+        finally:
+            for pool in pools:
+                pool.shutdown(wait=True, cancel_futures=True)
+        return len(outputs)
+
+    def decompress_folder(self, folder: str | os.PathLike[str], threads: int | None = 1) -> list[str]:
+        """Write a container of a sharded folder (:attr:`sharded`) back as that folder: the same shard files
+        holding the same tensors in the same order, each with its own metadata, the index and
+        ``config.json`` as they were read (:func:`~.checkpoint.write_sharded` with the recorded layout; an
+        fp8 tensor's ``NAME_scale`` joins its tensor's shard, and the index is then rebuilt). Each file is
+        written atomically; returns the shard files' names."""
+        if not self.sharded:
+            raise ConfigError(f"{self.path}: not the container of a sharded folder (it has no shard layout); "
+                              "decompress it to one .safetensors file")
+        pools: list[ThreadPoolExecutor] = []
+        try:
+            outputs, _ = self._outputs(threads, pools)
+            layout = json.loads(json.dumps(self.file_layout))
+            shard_of = {n: s for s in layout["shards"] for n in s["tensors"]}
+            for (name, _, _), _ in outputs:
+                if name not in shard_of and name.endswith(FP8_SCALE_SUFFIX):
+                    owner = shard_of[name[:-len(FP8_SCALE_SUFFIX)]]
+                    owner["tensors"].insert(owner["tensors"].index(name[:-len(FP8_SCALE_SUFFIX)]) + 1, name)
+            return write_sharded(folder, [spec for spec, _ in outputs], lambda index, name: outputs[index][1](),
+                                 layout=layout)
+        finally:
+            for pool in pools:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+    def _outputs(self, threads: int | None, pools: list) -> tuple[list, dict]:
+        """What :meth:`decompress` writes: ``[((name, dtype, shape), fill), ...]`` in record order (``fill()``
+        yields the tensor's arrays) and the file's metadata; a pool of decoding threads is appended to
+        ``pools`` for the caller to shut down."""
         decoded: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         as_values: dict[int, object] = {}
-        pools: list[ThreadPoolExecutor] = []
 
         def stream_pairs(st: ContainerStream):
             if st.index not in decoded:
@@ -1727,12 +1853,7 @@ class Container:
             {"ansforge": "decompressed from " + self.path.name}
         if q4:
             meta["ansforge.q4_0"] = json.dumps(q4, separators=(",", ":"))
-        try:
-            write_safetensors(out, [spec for spec, _ in outputs], lambda index, name: outputs[index][1](), metadata=meta)
-        finally:
-            for pool in pools:
-                pool.shutdown(wait=True, cancel_futures=True)
-        return len(outputs)
+        return outputs, meta
 
     def plan_text(self, record: dict) -> str:
         """A tensor's context plan in a few characters: ``kind axis/group xSETS +mFOLD`` (``-`` without)."""

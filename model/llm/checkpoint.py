@@ -65,8 +65,12 @@ __all__ = [
     "select_tensors",
     "write_safetensors",
     "write_sharded",
+    "layout_plan",
     "INDEX_NAME",
+    "CONFIG_NAME",
     "shard_name",
+    "hf_llama_config",
+    "llama2c_config_of",
 ]
 
 #: Floating-point storage types the readers accept, with their NumPy storage dtype.
@@ -333,6 +337,46 @@ def llama_tensor_names(config: LlamaConfig, export_version: int | None = None) -
     raise ConfigError(f"llama2.c export version must be 0 or 1, not {export_version!r}")
 
 
+def hf_llama_config(config: LlamaConfig, dtype: str | None = "F32") -> dict:
+    """Hugging Face's ``config.json`` of a llama (``LlamaForCausalLM``): the fields
+    :func:`~.llama.read_layout` reads back into ``config`` (and transformers' loader needs), with
+    ``torch_dtype`` from the storage type ``dtype`` (F32, F16 or BF16; left out for another)."""
+    c = config
+    out = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": c.dim,
+           "intermediate_size": c.hidden_dim, "num_hidden_layers": c.n_layers, "num_attention_heads": c.n_heads,
+           "num_key_value_heads": c.n_kv_heads, "vocab_size": c.vocab_size, "max_position_embeddings": c.seq_len,
+           "rms_norm_eps": c.norm_eps, "rope_theta": c.rope_theta, "hidden_act": "silu",
+           "tie_word_embeddings": c.shared_classifier, "bos_token_id": 1, "eos_token_id": 2}
+    torch_dtype = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}.get(dtype or "")
+    if torch_dtype:
+        out["torch_dtype"] = torch_dtype
+    return out
+
+
+def llama2c_config_of(tensors: Sequence[tuple[str, Sequence[int]]]) -> LlamaConfig | None:
+    """The configuration of a legacy llama2.c checkpoint (export version 0) from its tensors alone
+    (``(name, shape)`` in file order): the RoPE tables ``freq_cis_real`` (``seq_len × head_size/2``) give
+    what the shapes of the others do not (``n_heads``, ``seq_len``). ``None`` unless the tensors are
+    exactly those of such a checkpoint, in its order (an ak42 version-1 file, without the tables, does
+    not say its ``n_heads``)."""
+    shapes = {name: tuple(int(d) for d in shape) for name, shape in tensors}
+    try:
+        vocab, dim = shapes["tok_embeddings.weight"]
+        seq_len, half = shapes["freq_cis_real"]
+        hidden, _ = shapes["layers.0.feed_forward.w1.weight"]
+        kv_dim, _ = shapes["layers.0.attention.wk.weight"]
+        n_layers = sum(1 for n in shapes if n.startswith("layers.") and n.endswith(".attention_norm.weight"))
+        hs = 2 * half
+        if not hs or dim % hs or kv_dim % hs:
+            return None
+        config = LlamaConfig(dim, hidden, n_layers, dim // hs, kv_dim // hs, vocab, seq_len,
+                             "output.weight" not in shapes)
+    except (KeyError, ValueError, ConfigError):
+        return None
+    want = list(llama_tensor_names(config, 0).items())
+    return config if [(n, tuple(int(d) for d in s)) for n, s in tensors] == want else None
+
+
 _AK42_MAGIC = 0x616B3432
 _AK42_HEADER_BYTES = 256
 _LEGACY_HEADER_BYTES = 28
@@ -477,6 +521,12 @@ INDEX_NAME = "model.safetensors.index.json"
 CONFIG_NAME = "config.json"
 
 
+def _read_text(path: Path) -> str:
+    """A text file as it is (UTF-8, line ends kept), so that a writer gives it back byte for byte."""
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
 def shard_name(k: int, n: int) -> str:
     """Hugging Face's name of shard ``k`` (1-based) of ``n``: ``model-00001-of-00003.safetensors``."""
     return f"model-{k:05d}-of-{n:05d}.safetensors"
@@ -528,7 +578,7 @@ class ShardedCheckpoint(SafetensorsCheckpoint):
         weight_map: dict[str, str] | None = None
         if index_path.exists():
             try:
-                self.index_text = index_path.read_text()
+                self.index_text = _read_text(index_path)
                 index = json.loads(self.index_text)
             except (OSError, ValueError, RecursionError) as e:
                 raise CheckpointError(f"{index_path}: not a readable JSON index ({_one_line(e)})") from None
@@ -552,7 +602,7 @@ class ShardedCheckpoint(SafetensorsCheckpoint):
                                       f"file (it holds {', '.join(entries[:5])}{', ...' if len(entries) > 5 else ''}); "
                                       f"{EXPECTED} file, or a Hugging Face model folder")
         config = folder / CONFIG_NAME
-        self.config_text: str | None = config.read_text() if config.is_file() else None
+        self.config_text: str | None = _read_text(config) if config.is_file() else None
         self.shards: list[Shard] = []
         by_name: dict[str, TensorInfo] = {}
         where: dict[str, str] = {}
@@ -1046,7 +1096,7 @@ def write_safetensors(
 
 
 
-def _layout_plan(layout: object, position: dict[str, int]) -> list[tuple[str, list[int], dict[str, str]]]:
+def layout_plan(layout: object, position: dict[str, int]) -> list[tuple[str, list[int], dict[str, str]]]:
     """The shards ``(file, tensor indices, metadata)`` of a layout (which may come from a crafted
     container): every field checked, file names plain ``*.safetensors`` names in the folder, each
     tensor of ``position`` in exactly one shard; anything else is a :class:`ConfigError`."""
@@ -1135,7 +1185,7 @@ def write_sharded(
     if layout is not None:
         if config is not None or metadata is not None or index_metadata is not None:
             raise ConfigError("write_sharded: layout gives the config and the metadata; do not pass them too")
-        plan = _layout_plan(layout, position)
+        plan = layout_plan(layout, position)
         index_text, config_text = layout.get("index"), layout.get("config")
         if index_text is not None:
             index_text = _index_for(index_text, plan, tensors)
@@ -1165,6 +1215,7 @@ def write_sharded(
     for name, text in ((INDEX_NAME, index_text), (CONFIG_NAME, config_text)):
         if text is not None:
             tmp = folder / (name + ".partial")
-            tmp.write_text(text)
+            with open(tmp, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
             os.replace(tmp, folder / name)
     return [file for file, _, _ in plan]
