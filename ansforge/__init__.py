@@ -11,8 +11,20 @@ onto four subpackages:
     Amaranth cores (§4.2) and their Verilog generator.
 ``ansforge.sim``
     Cycle-simulation drivers for the cores.
+
+For researchers, ``ansforge.safe_open(path)`` opens an ``.ansf`` container as ``safetensors.safe_open``
+opens a file and decodes each tensor (or rows of it) on first access
+(:mod:`ansforge.model.coding.lazy`).
 """
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "safe_open"]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # Imported on first use: ``import ansforge`` (and the CLI's start) stays free of NumPy and the codecs.
+    if name == "safe_open":
+        from .model.coding.lazy import safe_open
+        return safe_open
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
