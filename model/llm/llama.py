@@ -231,7 +231,8 @@ def read_layout(path: str | Path, *, config: str | Path | None = None) -> LlamaL
         sources = _identity_sources(cfg)
     elif isinstance(ck, SafetensorsCheckpoint):
         _, cfg = _hf_config(path, Path(config) if config else None)
-        sources = _hf_sources(cfg, set(infos))
+        # llama2.c's own names (a decompressed llama2.c checkpoint keeps them, losslessly) or Hugging Face's
+        sources = _identity_sources(cfg) if "tok_embeddings.weight" in infos else _hf_sources(cfg, set(infos))
     elif isinstance(ck, GgufCheckpoint):
         cfg = _gguf_config(ck)
         sources = {n: TensorSource(gguf_tensor_name(n)) for n in llama_tensor_names(cfg)}
