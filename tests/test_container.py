@@ -166,8 +166,9 @@ def _tiny_model(path):
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_fuzzed_containers_never_return_wrong_weights(tmp_path, codec):
-    """10^4 corrupted containers in all (3334 per codec): a flipped byte or a truncation always raises an
-    error naming where (tensor and block, record, or header), never returns different weights, never hangs."""
+    """3,000 corrupted containers in all (1,000 per codec; structured cases: tests/test_container_fuzz.py): a
+    flipped byte or a truncation always raises an error naming where (tensor and block, record, or header),
+    never returns different weights, never hangs."""
     model = tmp_path / "tiny.safetensors"
     _tiny_model(model)
     f = tmp_path / "tiny.ansf"
@@ -178,7 +179,7 @@ def test_fuzzed_containers_never_return_wrong_weights(tmp_path, codec):
     rng = np.random.default_rng(len(codec))
     bad = tmp_path / "bad.ansf"
     raised = 0
-    for case in range(3334):
+    for case in range(1000):
         blob = bytearray(good)
         if case % 10 == 9:
             blob = blob[:int(rng.integers(0, len(blob)))]
@@ -195,7 +196,7 @@ def test_fuzzed_containers_never_return_wrong_weights(tmp_path, codec):
             raised += 1
             continue
         assert got == expected, f"case {case}: corrupted container decoded to different weights"
-    assert raised == 3334
+    assert raised == 1000
 
 
 def test_bad_container_inputs(tmp_path, stories):

@@ -149,14 +149,14 @@ def test_record_edits_raise_container_error(container, tmp_path, edit):
         open_container(edit_records(container, tmp_path / "b.ansf", fn))
 
 
-def test_fuzz_1000_cases(container, tmp_path):
-    """10^3 structured cases per codec: only AnsforgeError, none over 5 s, memory bounded; a case that
+def test_fuzz_400_cases(container, tmp_path):
+    """400 structured cases per codec: only AnsforgeError, none over 5 s, memory bounded; a case that
     decodes edited a field the weights do not depend on."""
-    rep = fuzz_container(container.read_bytes(), tmp_path, 1000, seed=len(container.parent.name))
+    rep = fuzz_container(container.read_bytes(), tmp_path, 400, seed=len(container.parent.name))
     assert rep.crashes == [], rep.summary() + "\n" + "\n".join(map(str, rep.crashes[:10]))
     assert rep.slow == [] and rep.max_seconds < 5.0, rep.summary()
     assert rep.max_peak_bytes < 64 << 20, rep.summary()
-    assert rep.raised > 800, rep.summary()
+    assert rep.raised > 320, rep.summary()
     assert set(rep.kinds) >= {"flip", "truncate", "append", "header", "record"}
 
 
