@@ -49,11 +49,13 @@ def stories_coded(stories_mats):
 
 
 def test_minilm_context_tables_beat_the_papers_ideal_by_half_a_percent(minilm):
+    """The whole of MiniLM coded (its size is the claim). Decoding it back is the same decode_context
+    that test_stories_context_tables_round_trip_and_report_their_gain runs on every stories260K matrix
+    for both codecs, and compress --context's MiniLM container is decoded and checked in
+    tests/test_container_context.py (test_minilm_context_figure_from_the_file)."""
     mats = _matrices(minilm)
     assert abs(_ideal_per_weight(mats) - MINILM_IDEAL) < 5e-4
     coded = encode_context(parse_codec("rans16"), mats, BF16, fold=1)
-    back = decode_context(coded)
-    assert all(np.array_equal(b, m) for b, (_, m) in zip(back, mats))
     c = coded.cost
     assert c.total_bits == c.stream_bits + c.code_table_bits + c.frequency_bits + c.select_bits + c.header_bits
     assert c.stream_bits == coded.words.size * 32 and c.select_bits > 0 and c.frequency_bits > 0
@@ -104,9 +106,12 @@ def test_extended_cores_are_bit_exact_on_stories_with_context_tables(kind, stori
 
 
 def test_table_switches_under_back_pressure_amaranth():
+    """12 rows of 64 weights (768 pairs, a table switch at every row's start at most) through each
+    context core in the Python simulator, random gaps on both sides; whole models go through Verilator
+    above."""
     rng = np.random.default_rng(5)
     scale = np.float32(2.0) ** (np.arange(12) % 4 * 4)[:, None].astype(np.float32)
-    w = (rng.standard_normal((12, 256)).astype(np.float32) * scale * np.float32(1e-3))
+    w = (rng.standard_normal((12, 64)).astype(np.float32) * scale * np.float32(1e-3))
     mats = [("rows-of-4-scales", fp32_to_bf16_rne(w))]
     for codec in ("tans8", "rans16"):
         coded = encode_context(parse_codec(codec), mats, BF16, groups=(1,), axes=("rows",), max_sets=4)

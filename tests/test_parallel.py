@@ -35,14 +35,17 @@ def _tensor(container, largest=True):
     return st, s, e
 
 
-@pytest.mark.parametrize("lanes", [1, 2, 4, 8])
+@pytest.mark.parametrize("lanes", [1, 4])
 def test_lanes_decode_the_whole_container_bit_exactly(lanes, stories_container):
     """Every tensor of stories260K (bf16 pairs, tans8), its pairs dealt over K lanes in the golden
-    interleaved mode, decoded by K cores sharing one 64-bit memory port of latency 8."""
+    interleaved mode, decoded by K cores sharing one 64-bit memory port of latency 8. One lane and
+    several (one generator for every power of two: 2 and 4 lanes take back-pressure in the Amaranth
+    simulator below; more lanes than the port has words, and the port's bound, are
+    test_a_narrow_port_limits_the_lanes)."""
     runs = decode_container_lanes(stories_container, VerilatorEngine(), lanes=lanes, beat_words=4, latency=8)
     assert sum(r.pairs for _, r in runs) == 264_128
     per_clock = sum(r.pairs for _, r in runs) / sum(r.cycles for _, r in runs)
-    assert per_clock > 0.5 * lanes if lanes < 8 else per_clock > 4.0      # the port is 4 words wide
+    assert per_clock > 0.5 * lanes
 
 
 def test_lanes_under_back_pressure_in_the_amaranth_simulator(stories_container):
