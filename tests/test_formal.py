@@ -1,14 +1,22 @@
 """Formal verification: the harnesses prove on the cores, each mutant is caught, tools are checked.
 
-The whole ``ansforge prove --all --mutants`` run (CI's formal check) is one test here; the others
-check the pieces it relies on in seconds.
+The whole ``ansforge prove --all --mutants`` run (CI's formal check) runs once for the module
+(:func:`ci_run`); ``test_prove_all_with_mutants`` checks its report, and the tests of single
+properties read their runs from it (every ``run_property`` call it makes is recorded) rather than
+proving the same property again. Runs the CI run does not make (a lemma against another block's
+mutant, the step lemmas, a monkeypatched harness) are made by the tests themselves.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+from dataclasses import dataclass
+import io
 import json
 from pathlib import Path
 import re
+import threading
 
 import pytest
 from amaranth.back import rtlil
@@ -23,6 +31,44 @@ from ansforge.sim.formal import harness, properties_of, run_property, small_core
 CI_DEPTH = 10
 
 
+@dataclass
+class CiRun:
+    """CI's ``ansforge prove --all --mutants --depth 10 --table pinned --json --vcd`` run."""
+
+    rc: int
+    text: str                       # its standard output
+    doc: dict                       # its JSON report
+    vcd: Path                       # its --vcd directory
+    runs: dict                      # (core, property, mutant or None) -> the PropertyResult of that run
+
+    def run(self, core: str, prop: str, mutant: str | None = None):
+        """The CI run's result of ``prop`` on ``core`` (with ``mutant``): the run itself, not a rerun."""
+        assert (core, prop, mutant) in self.runs, f"the CI run has no run of {prop} on {core} with {mutant}"
+        return self.runs[core, prop, mutant]
+
+
+@pytest.fixture(scope="module")
+def ci_run(tmp_path_factory) -> CiRun:
+    """CI's formal run, once for the module, through the command line; every ``run_property`` call
+    :func:`formal.prove` makes (properties with their covers, mutants' runs) is recorded."""
+    vcd = tmp_path_factory.mktemp("prove-vcd")
+    out = tmp_path_factory.mktemp("prove-json") / "prove.json"
+    real, runs, lock = formal.run_property, {}, threading.Lock()
+
+    def recording(core, prop, **kw):
+        r = real(core, prop, **kw)
+        with lock:
+            runs[core, prop, kw.get("mutant")] = r
+        return r
+
+    text = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(text):
+        mp.setattr(formal, "run_property", recording)
+        rc = main(["prove", "--all", "--mutants", "--depth", str(CI_DEPTH), "--table", "pinned", "--json", str(out),
+                   "--vcd", str(vcd)])
+    return CiRun(rc, text.getvalue(), json.loads(out.read_text()), vcd, runs)
+
+
 def test_catalog_covers_every_core_and_property():
     assert len(MUTANTS) >= 8
     for core in CORES:
@@ -34,15 +80,21 @@ def test_catalog_covers_every_core_and_property():
     assert set(formal.PROPERTIES) <= {m.expected for m in MUTANTS.values()} <= set(formal.ALL_PROPERTIES)
 
 
+@functools.cache
+def _good_netlist(core: str) -> str:
+    """The shipped core's netlist, built once per core for all of its mutants."""
+    return rtlil.convert(small_core(core))
+
+
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_every_mutant_builds_and_differs(name):
     core = MUTANTS[name].core
-    good = rtlil.convert(small_core(core))
+    good = _good_netlist(core)
     bad = rtlil.convert(small_core(core, name))
     assert good != bad, f"{name} builds the same netlist as the core"
 
 
-def test_interleaved_builds_are_the_interleaved_coders():
+def test_interleaved_builds_are_the_interleaved_coders(ci_run):
     """The ``-x<N>`` cores are the shipped cores built for ``N`` states, with the port properties only;
     their mutants belong to those builds alone."""
     from ansforge.hdl.rans import RansDecoderCoderXN, RansEncoderXnCoder
@@ -67,21 +119,25 @@ def test_interleaved_builds_are_the_interleaved_coders():
         check_mutant("tans-decoder", "tans_dec_overwrite", 2)
     with pytest.raises(ValueError, match=r"\(mutants of the rans-decoder\), not 'rans_xn_dec_overwrite'"):
         check_mutant("rans-decoder", "rans_xn_dec_overwrite")
-    # Its first pair comes after ten head words: the CI depth is raised to its floor, and reported.
-    r = run_property("rans-decoder-x5", "out_of_reset", depth=CI_DEPTH, cover=True)
+    # Its first pair comes after ten head words: the CI depth is raised to its floor, and reported
+    # (the CI run's own run of it, with its cover).
+    r = ci_run.run("rans-decoder-x5", "out_of_reset")
     assert (r.status, r.depth, r.covered) == ("bounded", formal.MIN_DEPTH["rans-decoder-x5"], True), r
 
 
-def test_interleaved_round_trip():
+def test_interleaved_round_trip(ci_run):
     """The two-state tANS pair (tans5x2, the paper's bitstream shape) on its baked table: every sequence
     of up to four legal pairs (both lanes, each twice) comes back exactly, OK, by a fixed clock; both
     covers (one pair, four pairs) reached; a head read one bit short in the decoder and a flush that
-    writes one lane's state twice in the encoder both fail it with a clock and the check that names it."""
-    r = run_property("tans-decoder-x2", "round_trip", cover=True)
+    writes one lane's state twice in the encoder both fail it with a clock and the check that names it.
+    (The CI run's runs: the pair's one round trip, run under the first of its cores, and the mutants',
+    which it tries on the round trip first.)"""
+    pair = [c for c in CORES if c in ("tans-decoder-x2", "tans-encoder-x2")]
+    r = ci_run.run(pair[0], "round_trip")
     assert (r.status, r.engine, r.covered, r.covers) == ("bounded", "sat", True, "2/2"), r
     assert r.depth == formal.XN_ROUND_TRIP_CLOCKS["tans"] + 2 >= 20, r
     for core, mutant in (("tans-decoder-x2", "tans_x2_dec_head_read"), ("tans-encoder-x2", "tans_x2_enc_flush_lane")):
-        bad = run_property(core, "round_trip", mutant=mutant)
+        bad = ci_run.run(core, "round_trip", mutant)
         assert bad.status == "failed" and bad.step is not None, (mutant, bad)
         assert bad.assertion == "a decoded symbol differs from the encoded one", bad
 
@@ -95,13 +151,15 @@ def test_bad_mutant_names_are_refused():
         harness("tans-encoder", "detection")
 
 
-def test_stream_rules_are_proved_and_a_mutant_fails_them(tmp_path):
-    r = run_property("tans-decoder", "stream_rules")
-    assert (r.status, r.depth) == ("proved", formal.DEFAULT_DEPTH), r
-    bad = run_property("tans-decoder", "stream_rules", mutant="tans_dec_overwrite", vcd_dir=tmp_path)
+def test_stream_rules_are_proved_and_a_mutant_fails_them(ci_run):
+    """(The CI run's runs: k-induction at its depth proves the rules for every length.)"""
+    assert formal.default_depth("tans-decoder", "stream_rules") == formal.DEFAULT_DEPTH
+    r = ci_run.run("tans-decoder", "stream_rules")
+    assert (r.status, r.depth) == ("proved", CI_DEPTH), r
+    bad = ci_run.run("tans-decoder", "stream_rules", "tans_dec_overwrite")
     assert bad.status == "failed" and bad.step is not None and bad.step >= 1, bad
     assert "payload changed" in bad.assertion
-    vcd = (tmp_path / "tans-decoder.stream_rules.tans_dec_overwrite.vcd").read_text()
+    vcd = (ci_run.vcd / "tans-decoder.stream_rules.tans_dec_overwrite.vcd").read_text()
     assert "$enddefinitions" in vcd and re.search(r"\bo__valid\b", vcd)
 
 
@@ -129,13 +187,9 @@ def test_bad_arguments(tmp_path, capsys):
     assert "file exists" in capsys.readouterr().err
 
 
-def test_prove_all_with_mutants(tmp_path, capsys):
+def test_prove_all_with_mutants(ci_run):
     """CI's run: every property holds on every core, and every mutant is caught."""
-    out = tmp_path / "prove.json"
-    rc = main(["prove", "--all", "--mutants", "--depth", str(CI_DEPTH), "--table", "pinned", "--json", str(out),
-               "--vcd", str(tmp_path)])
-    text = capsys.readouterr().out
-    doc = json.loads(out.read_text())
+    rc, text, doc, tmp_path = ci_run.rc, ci_run.text, ci_run.doc, ci_run.vcd
     assert rc == 0, text
     assert [c["core"] for c in doc["cores"]] == list(CORES)
     for c in doc["cores"]:
@@ -169,9 +223,9 @@ def test_prove_all_with_mutants(tmp_path, capsys):
     assert "mutants caught" in text
 
 
-def test_covers_are_reached_and_a_vacuous_harness_is_reported(monkeypatch):
+def test_covers_are_reached_and_a_vacuous_harness_is_reported(ci_run, monkeypatch):
     """Every harness has a Cover; one whose Assume rules out everything is flagged, not passed."""
-    r = run_property("tans-encoder", "progress", depth=CI_DEPTH, cover=True)
+    r = ci_run.run("tans-encoder", "progress")          # (the CI run's, with its cover)
     assert r.status == "bounded" and r.covered and r.covers == "1/1", r
     real = formal._BUILDERS["progress"]
 
@@ -186,9 +240,10 @@ def test_covers_are_reached_and_a_vacuous_harness_is_reported(monkeypatch):
     assert not formal.ProveReport([r], [], 1.0).ok()
 
 
-def test_latched_checks_name_the_clock_of_failure():
-    """round_trip's checks are latched; the report still names the violation's own clock."""
-    r = run_property("tans-decoder", "round_trip", mutant="tans_dec_table_bit")
+def test_latched_checks_name_the_clock_of_failure(ci_run):
+    """round_trip's checks are latched; the report still names the violation's own clock (the CI run's
+    run of the mutant, which it tries on the round trip first)."""
+    r = ci_run.run("tans-decoder", "round_trip", "tans_dec_table_bit")
     assert r.status == "failed" and r.step is not None and r.step < r.depth - 1, r
     assert r.assertion == "the decoder does not report OK on an encoder's stream", r
 
@@ -375,16 +430,18 @@ def test_composition_lemmas_are_registered():
     ("rans-encoder", "encoder_counts", "rans_enc_zero_count", "the flush is not asked for after the N-th pair"),
     ("rans-decoder", "decoder_counts", "rans_dec_last_word", "a word the coder takes is not taken"),
 ])
-def test_composition_lemmas_are_proved_and_catch_a_mutant(core, prop, mutant, message):
+def test_composition_lemmas_are_proved_and_catch_a_mutant(ci_run, core, prop, mutant, message):
     """Each lemma is proved by k-induction (unbounded: every sequence of inputs), reaches its covers,
     and fails on a mutant of its block (seconds each). ``message`` is the assertion that names the bug;
     a counterexample may break another assertion of the harness in the same clock first (which one
     SymbiYosys names then varies between runs under load: seen by the step-lemma work), so the test
-    asks for a named assertion of the harness and the bug's one among the harness's messages."""
-    r = run_property(core, prop, cover=True)
+    asks for a named assertion of the harness and the bug's one among the harness's messages. (The
+    proof is the CI run's; so is the mutant's run where the CI run tries the mutant on this lemma.)"""
+    r = ci_run.run(core, prop)
     assert (r.status, r.engine, r.covered) == ("proved", "sby", True), r
     assert r.depth == formal.LEMMA_DEPTH[prop] and "k-induction" in r.detail, r
-    bad = run_property(core, prop, mutant=mutant)
+    mine = formal.MUTANTS[mutant].expected == prop
+    bad = ci_run.run(core, prop, mutant) if mine else run_property(core, prop, mutant=mutant)
     assert bad.status == "failed" and bad.assertion, bad
     source = Path(formal.__file__).read_text()
     assert f'"{message}"' in source and f'"{bad.assertion}"' in source, bad
@@ -399,13 +456,13 @@ def test_window_clear_mutant_escapes_the_other_properties():
         assert r.status in ("proved", "bounded"), (prop, r)
 
 
-def test_decoder_pipeline_is_proved_and_catches_an_overwritten_pair():
+def test_decoder_pipeline_is_proved_and_catches_an_overwritten_pair(ci_run):
     """The decoder's coder (as shipped: table writes in any clock) against the abstract decoder over its
     bit queue, for any history and timing, streams started from their top or resumed: proved by yosys
     sat -tempinduct (seconds), its covers reached (one of them a pair from a stream's top after a table
     write); a pair decoded over one still on ``o`` (tans_dec_overwrite) and a window that keeps stale
-    words (tans_dec_window_clear) are counterexamples from reset."""
-    r = run_property("tans-decoder", "decoder_pipeline", cover=True)
+    words (tans_dec_window_clear) are counterexamples from reset. (The proof is the CI run's.)"""
+    r = ci_run.run("tans-decoder", "decoder_pipeline")
     assert (r.status, r.engine, r.covered, r.covers) == ("proved", "sat", True, "4/4"), r
     for mutant in ("tans_dec_overwrite", "tans_dec_window_clear"):
         bad = run_property("tans-decoder", "decoder_pipeline", mutant=mutant)
@@ -416,35 +473,37 @@ def test_decoder_pipeline_is_proved_and_catches_an_overwritten_pair():
     ("rans-decoder", "decoder_pipeline", ("rans_dec_overwrite", "rans_dec_renorm")),
     ("rans-encoder", "encoder_pipeline", ("rans_enc_flush", "rans_enc_reset_less")),
 ])
-def test_rans_pipeline_lemmas_are_proved_and_catch_their_mutants(core, prop, mutants):
+def test_rans_pipeline_lemmas_are_proved_and_catch_their_mutants(ci_run, core, prop, mutants):
     """The rANS coders against the golden decoder / encoder for any history and timing, on an arbitrary
     legal symbol table (the decoder also on any bucket table, rewritten at any time): proved by yosys
     sat -tempinduct, three covers reached each (the decoder's: a pair popping two words; the encoder's:
     a pair pushing two); the decoder's pair decoded over one still on ``o`` and its off-by-one
     renormalization, the encoder's flush that stops a word early and its word count that survives a
-    reset, are counterexamples from reset."""
-    r = run_property(core, prop, cover=True)
+    reset, are counterexamples from reset. (The proof is the CI run's.)"""
+    r = ci_run.run(core, prop)
     assert (r.status, r.engine, r.covered, r.covers) == ("proved", "sat", True, "3/3"), r
     for mutant in mutants:
         bad = run_property(core, prop, mutant=mutant)
         assert bad.status == "failed", (mutant, bad)
 
 
-def test_composition_checks_the_lemmas_environments_on_each_core():
+def test_composition_checks_the_lemmas_environments_on_each_core(ci_run):
     """What each composition lemma assumes of the block beside it holds inside the shipped core (shell
     and coder wired together, every input free): k-induction closes for the rANS encoder, the others
-    are bounded (CI's depth here; 20 in the default run); every harness reaches its cover."""
-    got = {core: run_property(core, "composition", depth=CI_DEPTH, cover=True) for core in ONE_STATE_CORES}
+    are bounded (CI's depth here; 20 in the default run); every harness reaches its cover. (The CI
+    run's runs.)"""
+    got = {core: ci_run.run(core, "composition") for core in ONE_STATE_CORES}
     for core, r in got.items():
         assert r.status == ("proved" if core == "rans-encoder" else "bounded") and r.covered, (core, r)
         assert r.depth == CI_DEPTH, r
 
 
-def test_encoder_pipeline_is_proved_and_catches_a_lost_word():
+def test_encoder_pipeline_is_proved_and_catches_a_lost_word(ci_run):
     """The encoder's coder against the golden encoder for any timing (back-to-back pairs, stalls,
     flushes): proved by yosys sat -tempinduct (about 10 s), its covers reached (z3, depth 8); a word
-    dropped under back-pressure (tans_enc_valid_pulse) is a counterexample from reset."""
-    r = run_property("tans-encoder", "encoder_pipeline", cover=True)
+    dropped under back-pressure (tans_enc_valid_pulse) is a counterexample from reset. (The proof is
+    the CI run's.)"""
+    r = ci_run.run("tans-encoder", "encoder_pipeline")
     assert (r.status, r.engine, r.covered, r.covers) == ("proved", "sat", True, "2/2"), r
     assert r.depth <= formal.LEMMA_DEPTH["encoder_pipeline"], r
     bad = run_property("tans-encoder", "encoder_pipeline", mutant="tans_enc_valid_pulse")
