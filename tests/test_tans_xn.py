@@ -1,8 +1,13 @@
-"""The tANS cores for N interleaved states (issue 42, ``hdl/tans_xn.py``): ``tans8xN`` streams
-(docs/bitstream.md §8) bit-exact against the golden model (``parse_codec("tans8xN").coder()``) for
-N = 1, 2, 4, 8 and 16 in the Amaranth simulator under back-pressure, resumed blocks, corrupt
-streams, back-to-back commands within N + 4 idle clocks, a long stream through Verilator at one
-pair per clock, and the coders' area and levels at N = 2 and 16.
+"""The tANS cores for N interleaved states (issue 42, ``hdl/tans_xn.py``: what the core registry
+builds for every tANS codec, N = 1 .. 16): ``tans8xN`` streams (docs/bitstream.md §8) bit-exact
+against the golden model (``parse_codec("tans8xN").coder()``) for N = 1, 2, 3 and 16 in the Amaranth
+simulator under back-pressure, table sets, resumed blocks, corrupt streams, back-to-back commands
+within N + 4 idle clocks; a long stream through Verilator with and without gaps; all of MiniLM
+through each role's default ``tans8x16`` core at >= 0.999 pairs per clock; and the coders' area and
+levels at N = 2 and 16 (the extremes; ``ansforge bench`` measures N = 4 and 8).
+
+The one-state cores' own tests (``tests/test_tans_cores.py``) and the two-state formal-harness
+datapaths' (``tests/test_tans_x2_*.py``) leave these properties of the shipped cores to this file.
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ from ansforge.hdl.common import DecodeStatus
 from ansforge.hdl.tans_xn import TansXnDecoder, TansXnDecoderCoder, TansXnEncoder, TansXnEncoderCoder
 from ansforge.hdl.verilog import core_verilog
 from ansforge.model.coding.codecs import parse_codec
+from ansforge.model.coding.registry import default_for
 from ansforge.model.coding.stream import Run
 from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import CoreJob, blocks_job, make_job, stream_blocks
+from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, payload_shape
 from ansforge.sim.verilator import VerilatorEngine
 
@@ -27,6 +34,8 @@ from ansforge.sim.verilator import VerilatorEngine
 DECODER_BUDGET = {2: 280, 4: 280, 8: 300, 16: 300}
 ENCODER_BUDGET = {2: 270, 4: 270, 8: 290, 16: 290}
 LEVELS_BUDGET = 8
+#: The default container codec (``ansforge compress``, ``tans8x16``): what the base tANS builds default to.
+DEFAULT_CODEC = default_for("tans")
 
 
 def _codec(n):
@@ -54,7 +63,12 @@ def _lengths(n):
     return sorted({1, 2, max(1, n - 1), n, n + 1, 2 * n + 3, 61})
 
 
-@pytest.mark.parametrize("n", [1, 2, 4, 8, 16])
+#: N = 1 (the one-state coder inside), 2, 3 (odd, not a power of two) and 16 (the default); fixed
+#: tables at odd N, programmable at even N.
+BIT_EXACT_N = [1, 2, 3, 16]
+
+
+@pytest.mark.parametrize("n", BIT_EXACT_N)
 def test_decoder_bit_exact_with_back_pressure(n):
     """Streams shorter than, as long as and longer than N pairs (the last pair in any lane), with
     random valid/ready gaps: the golden decoder's pairs, status OK, end check passed."""
@@ -68,7 +82,7 @@ def test_decoder_bit_exact_with_back_pressure(n):
         assert ok, (n, count, stall, errs)
 
 
-@pytest.mark.parametrize("n", [1, 2, 4, 8, 16])
+@pytest.mark.parametrize("n", BIT_EXACT_N)
 def test_encoder_bit_exact_with_back_pressure(n):
     """Empty streams, streams shorter and longer than N pairs, random valid/ready gaps: the golden
     encoder's words (the flush's N states and the marker included), ``last`` on the final one."""
@@ -82,7 +96,7 @@ def test_encoder_bit_exact_with_back_pressure(n):
         assert ok, (n, count, stall, errs)
 
 
-@pytest.mark.parametrize("n", [4, 16])
+@pytest.mark.parametrize("n", [2, 16])
 def test_wide_fields_round_trip(n):
     """Escape fields wider than a word (R + K = 21 > W): the encoder's wide packer writes the golden
     words and the decoder reads them back."""
@@ -107,8 +121,7 @@ def _context(n, cols=64):
     return coded, max(8, max(int(t.extra_bits.max()) for t in coded.tables))
 
 
-@pytest.mark.parametrize("role,n", [("encoder", 4), ("encoder", 16), ("decoder", 1), ("decoder", 2),
-                                    ("decoder", 4), ("decoder", 16)])
+@pytest.mark.parametrize("role,n", [("encoder", 2), ("encoder", 16), ("decoder", 1), ("decoder", 16)])
 def test_table_sets_under_back_pressure(role, n):
     """Context tables (runs of table sets, a switch every 64 pairs): the encoder's pair ``set`` rides
     through the ring with its slot; the decoder's runs on ``sel`` follow its table reads, which run
@@ -129,7 +142,7 @@ def test_table_sets_under_back_pressure(role, n):
     assert ok, errs
 
 
-@pytest.mark.parametrize("n", [2, 4, 16])
+@pytest.mark.parametrize("n", [2, 16])
 def test_resumed_blocks(n):
     """A stream cut at checkpoints every 7 pairs (blocks start in every lane), one command per block,
     its ``state`` field holding the N lane states (the block's first pair's lane lowest)."""
@@ -191,7 +204,7 @@ def _queued(cls, kind, n, commands, pairs, seed=1):
 
 
 @pytest.mark.parametrize("kind", ["tans-decoder", "tans-encoder"])
-@pytest.mark.parametrize("n", [2, 4, 16])
+@pytest.mark.parametrize("n", [2, 16])
 def test_back_to_back_commands_within_n_plus_4_idle_clocks(kind, n):
     """Commands queued, inputs offered, outputs taken: bit-exact, one ``done`` per command, one pair
     per clock inside a command and at most N + 4 idle clocks at a boundary (the decoder's marker
@@ -232,6 +245,24 @@ def test_long_stream_round_trip_verilator(stall):
         assert ok, (kind, errs)
         if stall == 0:
             assert count / res.cycles >= 0.999, (kind, res.cycles)
+
+
+@pytest.fixture(scope="module")
+def minilm_x16(minilm):
+    """All of MiniLM's matrices as ``tans8x16`` pairs (the default container codec), shared by both roles."""
+    return model_pairs(str(minilm), DEFAULT_CODEC)
+
+
+@pytest.mark.parametrize("kind", ["tans-decoder", "tans-encoder"])
+def test_whole_model_one_pair_per_clock_verilator(kind, minilm_x16):
+    """All of MiniLM (22.7 M pairs, escape fields wider than a word) through one programmable core of
+    the default ``tans8x16``, one command per matrix, no gaps: bit-exact and at least 0.999 pairs per
+    clock, each command's latency, prologue and flush included. (The one whole-model run per role: the
+    ``tans8`` and ``tans8x2`` builds of the same classes are bit-exact under gaps in the Amaranth tests
+    above and in ``test_long_stream_round_trip_verilator``.)"""
+    rep = simulate_matrices(kind, DEFAULT_CODEC, minilm_x16, engine="verilator")
+    assert rep.bit_exact, rep.errors[:3]
+    assert rep.pairs / sum(r["cycles"] for r in rep.per_matrix) >= 0.999, rep.pairs_per_cycle
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
