@@ -184,7 +184,7 @@ def test_generate_via_hardware_reads_a_context_container(stories, tmp_path):
 
 def test_simulate_container_refuses_shared_streams_and_encoders(small, tmp_path, capsys):
     f = tmp_path / "c.ansf"
-    compress_checkpoint(small / "m.safetensors", f, "tans8", context=True)
+    compress_checkpoint(small / "m.safetensors", f, "tans8", context=True, layout="model")
     assert main(["simulate", "--container", str(f), "--core", "tans-decoder", "--engine", "amaranth"]) == 2
     assert main(["simulate", "--container", str(f), "--core", "tans-encoder", "--engine", "amaranth"]) == 2
     assert main(["simulate", "--container", str(f), "--core", "rans-decoder", "--engine", "amaranth"]) == 2
