@@ -343,10 +343,8 @@ class TansDecoderCoder(wiring.Component):
 
     Design (``docs/hdl-style.md``, "Designing for the clock")
     -----------------------------------------------------------
-    * The table is read combinationally at the state register (``table_memory="lutram"``, a LUT-RAM
-      on Xilinx as in the paper), or, with ``table_memory="bram"``, synchronously at the *next* state,
-      so that the block RAM's address register is the state register. With one table set the writes
-      go to the address in the state register itself (a write is registered, one per clock): read and
+    * The table is read combinationally at the state register (a LUT-RAM on Xilinx, as in the
+      paper). With one table set the writes go to the address in the state register itself (a write is registered, one per clock): read and
       write share one address, so the table maps as a single-port RAM (``RAM256X1S``, 4 LUTs per bit)
       instead of a dual-port one (``RAM64M8``).
     * :class:`BitWindow` gives the next ``R + K`` bits from registers, in parallel with the table read.
@@ -361,9 +359,7 @@ class TansDecoderCoder(wiring.Component):
     ``RAM256X1S`` (92 LUTs) = 335 LUT-equivalents, 135 FFs, 10 levels; ECP5 99.6 MHz (median of 3
     seeds; 368 LUT-equivalents and 92 MHz before this design). Blocks alone: the bit window 101 LUTs
     (its field extractor 49), the state update 51; the table 92; the pair registers, the marker and
-    the prologue the rest. ``table_memory="bram"`` is slower on
-    ECP5 (82 MHz): the DP16KD's clock-to-output alone is 4.26 ns and the route back to its address
-    1.6 ns. The ECP5 loop, cell by cell (seed 1, 10.0 ns): state flip-flop → DPRAM slice (the 256-deep
+    the prologue the rest. The ECP5 loop, cell by cell (seed 1, 10.0 ns): state flip-flop → DPRAM slice (the 256-deep
     table is 16 such slices; 1.7 ns) → the table's 16:1 read multiplexer (PFUMX/L6MUX, 2.9 ns) →
     six LUT4s and an L6MUX (``need`` selects the state bits in the field, masked by ``nb`` and or-ed
     with ``base``; 10.0 ns with routing) → state. What would shorten it: two interleaved states (two
@@ -372,13 +368,8 @@ class TansDecoderCoder(wiring.Component):
     ``need`` (17 ways).
     """
 
-    def __init__(self, shape: "TansShape", table_memory: str = "lutram"):
+    def __init__(self, shape: "TansShape"):
         self._shape = sh = shape
-        if table_memory not in ("lutram", "bram"):
-            raise ValueError(f"table_memory must be 'lutram' or 'bram', not {table_memory!r}")
-        if table_memory == "bram" and sh.sets > 1:
-            raise ValueError("table_memory='bram' needs table_sets=1 (the set register is not the address register)")
-        self._table_memory = table_memory
         self._entry = decoder_entry_layout(sh)
         #: The coder's registers and its window, filled in by :meth:`elaborate`: the formal lemma
         #: ``decoder_pipeline`` (``sim/formal.py``) states its invariants over them. Not ports.
@@ -416,8 +407,7 @@ class TansDecoderCoder(wiring.Component):
 
         init = [] if sh.table is None else [r["data"] for r in tans_decoder_writes(sh.table)]
         m.submodules.table = table = Memory(shape=self._entry, depth=sh.L * sh.sets, init=init)
-        bram = self._table_memory == "bram"
-        rd = table.read_port(domain="sync" if bram else "comb")
+        rd = table.read_port(domain="comb")
         entry = rd.data
         m.submodules.window = win = BitWindow(W, F, mutant=sh.mutant)
         wiring.connect(m, wiring.flipped(self.i), win.i)
@@ -509,15 +499,11 @@ class TansDecoderCoder(wiring.Component):
 
         if sh.programmable:
             wr = table.write_port()
-            if sh.sets == 1 and not bram:
+            if sh.sets == 1:
                 # Written at the state register's address: one address, a single-port LUT-RAM.
                 we, wd = Signal(), Signal(self._entry)
                 m.d.sync += [we.eq(self.cfg.valid), wd.eq(self.cfg.p.data)]
                 m.d.comb += [wr.addr.eq(x), wr.data.eq(wd), wr.en.eq(we)]
-                with m.If(self.cfg.valid):
-                    m.d.comb += x_next.eq(self.cfg.p.addr)
-            elif sh.sets == 1:
-                m.d.comb += [wr.addr.eq(x_next), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid)]
                 with m.If(self.cfg.valid):
                     m.d.comb += x_next.eq(self.cfg.p.addr)
             else:
@@ -527,9 +513,7 @@ class TansDecoderCoder(wiring.Component):
                           marker_skip=marker_skip,
                           p_valid=p_valid, p_symbol=p_symbol, p_top=p_top, p_need=p_need, p_nb=p_nb, entry=entry,
                           n=n, decode_phase=DECODE)
-        if bram:
-            m.d.comb += rd.addr.eq(x_next)
-        elif sh.sets > 1:
+        if sh.sets > 1:
             m.d.comb += rd.addr.eq(Cat(x, self.table_set))
         else:
             m.d.comb += rd.addr.eq(x)
@@ -1004,9 +988,6 @@ class TansDecoder(TansCoreBase):
         (:class:`TansDecoderCoder`, its ports), as Table 3 measures it.
     count_bits : int
         Width of a command's pair and word counts, 1..32 (default 32).
-    table_memory : str
-        ``"lutram"`` (default; the paper's distributed RAM) or ``"bram"`` (a registered read at the
-        next state; block RAM, for ECP5 timing). See :class:`TansDecoderCoder`.
     mutant : str or None
         ``None`` (default): the core. A name from :data:`~.mutants.MUTANTS`: the same core with that
         one deliberate bug, for ``ansforge prove --mutants``.
@@ -1029,7 +1010,7 @@ class TansDecoder(TansCoreBase):
 
     Two interleaved states (``codec.states == 2``, ``tansRx2``) build :class:`TansX2DecoderCoder`;
     ``cmd.state`` is then ``2R`` bits (both lanes, the first pair's lane lowest), and ``table_sets``
-    must be 1 and ``table_memory`` ``"lutram"``.
+    must be 1.
 
     Commands back to back: ``cmd`` is accepted while the previous command ends (in the clock its end
     is checked, when it has no word left to drain), so a driver sends commands without waiting for
@@ -1059,7 +1040,7 @@ class TansDecoder(TansCoreBase):
     def __init__(self, codec: TansCodec | None = None, *, table_log: int | None = None, word_bits: int | None = None,
                  max_symbols: int = 64, max_extra_bits: int = 8, table: TansTable | None = None,
                  programmable: bool = False, block_crc: bool = True, table_sets: int = 1, shell: bool = True,
-                 count_bits: int = COUNT_BITS, table_memory: str = "lutram", mutant: str | None = None):
+                 count_bits: int = COUNT_BITS, mutant: str | None = None):
         codec = core_codec(TansCodec, codec, states=self.STATES, table_log=table_log, word_bits=word_bits)
         sh = TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
@@ -1068,11 +1049,7 @@ class TansDecoder(TansCoreBase):
         self._shell = check_bool("shell", shell)
         self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
         self._states = codec.states
-        if self._states == 2 and table_memory != "lutram":
-            raise ValueError(f"table_memory={table_memory!r} needs one state (tans8); the two-state coder "
-                             "reads its table from LUT-RAM")
-        self._coder = self._new_coder(table_memory)
-        self._table_memory = table_memory
+        self._coder = self._new_coder()
         self._entry = decoder_entry_layout(sh)
         if not shell:
             super().__init__(dict(self._coder.signature.members))
@@ -1085,12 +1062,12 @@ class TansDecoder(TansCoreBase):
             ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
         super().__init__(ports)
 
-    def _new_coder(self, table_memory: str = "lutram") -> wiring.Component:
+    def _new_coder(self) -> wiring.Component:
         """A fresh coder for the codec's states: :class:`TansDecoderCoder` (one state) or
         :class:`TansX2DecoderCoder` (two)."""
         if self._states == 2:
             return TansX2DecoderCoder(self._shape)
-        return TansDecoderCoder(self._shape, table_memory)
+        return TansDecoderCoder(self._shape)
 
     @property
     def buffer_bits(self) -> int:
@@ -1111,7 +1088,7 @@ class TansDecoder(TansCoreBase):
             out = {"coder": coder, "bit window": PairWindow(sh.W, coder.pos_max, max(sh.R, sh.K, 1), sh.R),
                    "state update": TansTailUpdate(sh.R)}
         else:
-            out = {"coder": TansDecoderCoder(sh, self._table_memory),
+            out = {"coder": TansDecoderCoder(sh),
                    "bit window": BitWindow(sh.W, sh.need_max), "state update": TansStateUpdate(sh.R, sh.need_max)}
         if self._shell:
             out["shell"] = DecoderShell(decoder_command_layout(sh.R, bits_for(sh.W - 1), self._count_bits), sh.W,
@@ -1345,7 +1322,7 @@ class TansEncoderCoder(wiring.Component):
 class TansEncoder(TansCoreBase):
     """tANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
 
-    Parameters are those of :class:`TansDecoder` (no ``block_crc``, no ``table_memory``); ``shell=False``
+    Parameters are those of :class:`TansDecoder` (no ``block_crc``); ``shell=False``
     builds the coder alone (its ports). A codec of two interleaved states (``tans8x2``,
     ``docs/bitstream.md`` §8) builds :class:`~.tans_x2.TansEncoderX2Coder` (its symbol rows are
     :func:`~.tans_x2.x2_symbol_entry`, which :meth:`table_writes` gives; its flush is queued behind

@@ -219,15 +219,13 @@ def test_reset_keeps_the_programmed_table():
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_states_and_options_the_core_takes():
-    """The tANS decoder takes 1 or 2 states (one line for others); two states refuse table sets and
-    the block-RAM table; shell=False is the two-state coder alone."""
+    """The tANS decoder takes 1 or 2 states (one line for others); two states refuse table sets;
+    shell=False is the two-state coder alone."""
     with pytest.raises(ConfigError, match="takes streams of 1 or 2 states"):
         build_core("tans-decoder", parse_codec("tans8x4"), programmable=True)
     spec = parse_codec("tans8x2")
     with pytest.raises(ValueError, match="table_sets > 1 needs one state"):
         TansDecoder(spec, programmable=True, table_sets=2)
-    with pytest.raises(ValueError, match="needs one state"):
-        TansDecoder(spec, programmable=True, table_memory="bram")
     coder = build_core("tans-decoder", spec, programmable=True, shell=False)
     assert set(coder.signature.members) == set(TansX2DecoderCoder(coder.shape).signature.members)
     assert len(coder.state) == 16     # both lanes
