@@ -34,7 +34,9 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
                    help="--layout tensor: one independent stream per tensor, with checkpoints")
     p.add_argument("--context", action="store_true",
                    help="context tables: code each 2-D matrix with up to --context-sets table sets chosen per "
-                        "row/column group, the top mantissa bit in the code (container version 4)")
+                        "row/column group, the top mantissa bit in the code, where that costs fewer bytes in the file "
+                        "than one table (every table set, spread, select and record byte charged), so the file is "
+                        "never larger than without --context (container version 4 to 7)")
     p.add_argument("--context-sets", type=int, default=8, metavar="N",
                    help="with --context: table sets per matrix, at most (1..16, default 8)")
     p.add_argument("--allow-nonfinite", action="store_true", help="code NaN/Inf weights (exactly) instead of refusing")
@@ -98,6 +100,11 @@ def compress(args: argparse.Namespace) -> int:
     print(f"wrote {out}: {codec}, {layout} layout (container version {r['version']}, {cut}), {r['tensors']} tensors "
           f"({r['coded']} coded), {r['pairs']:,} pairs, {r['bytes']:,} bytes; "
           f"{r['bits'] / max(1, r['pairs']):.4f} bits/pair, {100 * r['gap']:+.4f}% vs ideal")
+    if "context" in r:
+        k = r["context"]
+        print(f"context: {k['kept']} of {k['matrices']} matrices kept a plan (the others cost less with one table), "
+              f"{r['bytes']:,} bytes, {100 * (r['bytes'] / k['plain_bytes'] - 1):+.2f}% vs one table per matrix "
+              f"({k['plain_bytes']:,} bytes)")
     from ..model.coding.container import format_lines
 
     for line in format_lines({k: v for k, v in r["formats"].items() if k in ("e4m3", "e5m2", "q4_0")}):

@@ -38,6 +38,7 @@ from __future__ import annotations
 import binascii
 import functools
 import json
+import math
 import os
 import re
 import struct
@@ -58,7 +59,7 @@ from .registry import DEFAULT_FORMAT, legacy_codecs
 from . import fastans
 from .codetable import CodeTable
 from .context import ContextPlan, context_tables, folded_format, plan_context, plan_from_record, plan_record, \
-    set_counts, side_bits
+    set_counts, side_bits, spread_is_stored
 from ..errors import AnsforgeError, ConfigError
 from ..dtypes.custom_float import MINIFLOATS
 from ..dtypes.pairs import PAIR_FORMATS, CodingPairs, Conversion, convert
@@ -71,7 +72,7 @@ from .stream import BLOCK_PAIRS, MAX_STATES, Block, Checkpoint, Run, StreamError
 
 __all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "compress_tensor", "CompressTask",
            "Container", "ContainerStream", "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION",
-           "VERSION_STATES", "VERSION_BLOCKS", "DEFAULT_CODEC", "DEFAULT_LAYOUT", "LAYOUTS", "BLOCK_PAIRS",
+           "VERSION_STATES", "VERSION_BLOCKS", "VERSION_SPREADS", "DEFAULT_CODEC", "DEFAULT_LAYOUT", "LAYOUTS", "BLOCK_PAIRS",
            "LEGACY_CODECS", "FORMATS", "format_sizes", "format_lines", "PUBLISHED_FP8_SAVING"]
 
 #: Codecs ansforge wrote before, which it still reads: the legacy names of the codec registry
@@ -99,7 +100,12 @@ VERSION_STATES = 5
 #: and its independent blocks ``[n_words, crc]`` instead of checkpoints; every field of versions 3 to 5
 #: (row shifts, context plans, interleaved states) may appear in it.
 VERSION_BLOCKS = 6
-READ_VERSIONS = (1, 2, 3, 4, VERSION_STATES, VERSION_BLOCKS)
+#: Version 7: a tANS context set may leave out its spread (``tans_symbols``) when it is the one its
+#: frequencies imply (``tans_spread`` ``fse``, or ``tuned`` to the quantized probabilities ``f/L``;
+#: docs/bitstream.md §6), which a reader rebuilds. Only files with such a set are written as version 7,
+#: so every other file keeps its version and its bytes.
+VERSION_SPREADS = 7
+READ_VERSIONS = (1, 2, 3, 4, VERSION_STATES, VERSION_BLOCKS, VERSION_SPREADS)
 #: The codec (the registry's default format, :data:`~.registry.DEFAULT_FORMAT`) and layout ``compress``
 #: writes when none is named.
 DEFAULT_CODEC = DEFAULT_FORMAT
@@ -333,7 +339,8 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
                 sets = None
             else:
                 shape = tuple(pairs.shape)
-                ct, sets = context_tables(spec, set_counts(pairs.codes, shape, plan, pairs.n_codes), extra_bits)
+                ct, sets = context_tables(spec, set_counts(pairs.codes, shape, plan, pairs.n_codes), extra_bits,
+                                          container=True)
                 table = sets[0]
         except ConfigError as exc:
             raise ConfigError(f"tensor {name!r}: {exc}") from None
@@ -433,6 +440,54 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
 # Writing
 
 
+def _coded_fields(spec: Codec, ct: CodedTensor, ctx: tuple | None) -> dict:
+    """The fields of a coded tensor's record that its coding decides, in the order they are written:
+    ``code_table``, ``ideal_bits``, ``row_shifts``, then the ``context`` record (``ctx``: plan, fold,
+    unfolded ideal bits) or the coder table's own fields (tANS: its spread). A set's spread is stored
+    only where it is not the one its frequencies imply (:func:`~.context.spread_is_stored`; version 7)."""
+    out = {"code_table": ct.code_table.to_json(), "ideal_bits": ct.ideal_bits if ctx is None else ctx[2]}
+    if ct.row_shifts is not None:
+        out["row_shifts"] = ct.row_shifts
+    if ct.context is not None:
+        plan, fold, _ = ctx
+        sets = []
+        for t in ct.set_tables:
+            entry = {"freqs": list(t.code_table.freqs), **spec.table_record(t)}
+            if not spread_is_stored(t):
+                entry.pop("tans_symbols", None)
+            sets.append(entry)
+        out["context"] = {**plan_record(plan, fold), "sets": sets}
+    else:
+        out.update(spec.table_record(ct.table))
+    return out
+
+
+def _json_bytes(value) -> int:
+    return len(json.dumps(value, separators=(",", ":")))
+
+
+def _coded_bytes(spec: Codec, name: str, conv: Conversion, cp: CodingPairs, ctx: tuple | None, mantissa_bits: int,
+                 choose: tuple[int, int, bool]) -> int:
+    """Bytes that tensor ``name``'s coding costs in a container of ``choose`` = ``(block_pairs,
+    checkpoint_interval, row_shifts)``: its words, the record fields its coding decides
+    (:func:`_coded_fields`, its conversion and exponents) and its part of the stream record (its
+    blocks' ``[n_words, crc]``, or its checkpoints and CRC blocks), coded alone as :func:`encode_tensors`
+    codes it in the container. Exact for the blocks and tensor layouts (a tensor's blocks or stream are
+    its own); for the model layout's one stream, up to the words and checkpoints shared at its ends."""
+    block_pairs, interval, shifts = choose
+    plan = ctx[0] if ctx is not None else None
+    coded = encode_tensors(spec, [(name, cp)], interval, 1, mantissa_bits=[0 if plan else mantissa_bits] if shifts
+                           else None, contexts=[plan] if plan is not None else None, block_pairs=block_pairs)
+    fields = _coded_fields(spec, coded.tensors[0], ctx)
+    if block_pairs:
+        part = [[b.n_words, b.crc] for b in coded.blocks]
+    else:
+        part = [[c.to_record() for c in coded.checkpoints],
+                [[lo, hi, block_crc(coded.words, lo, hi)] for lo, hi in block_ranges(int(coded.words.size),
+                                                                                      coded.checkpoints)]]
+    return int(coded.words.nbytes) + _json_bytes([conv.describe(), cp.exponents.tolist(), fields, part])
+
+
 def _raw_bytes(ckpt, info) -> np.ndarray:
     """The stored bytes of ``info``, mapped from the file that holds them."""
     return np.memmap(ckpt.file_of(info), dtype=np.uint8, mode="r", offset=info.offset, shape=(info.nbytes,)) \
@@ -440,10 +495,17 @@ def _raw_bytes(ckpt, info) -> np.ndarray:
 
 
 def _split_tensor(ckpt, info, model, spec: Codec, pairs: str, context: bool, context_fold: int,
-                  context_sets: int) -> list | None:
+                  context_sets: int, choose: tuple[int, int, bool] = (0, 0, False)) -> list | None:
     """Checkpoint ``ckpt``'s tensor ``info`` as ``(target, conversion, pairs, record fields)``, one per
     record (a Q4_0 tensor has two: its values and its scales); ``None`` for a tensor stored raw
-    (:func:`compress_checkpoint`'s options; ``model`` names the checkpoint in messages)."""
+    (:func:`compress_checkpoint`'s options; ``model`` names the checkpoint in messages).
+
+    With ``context``, a 2-D float matrix keeps its context plan only where it pays: its bytes in the
+    container (:func:`_coded_bytes` with ``choose`` = ``(block_pairs, checkpoint_interval,
+    row_shifts)``: words, every table set and stored spread, selects, record and block entries) below
+    those of the plain record the same options write without ``context``; otherwise it is that plain
+    record, byte for byte. Either way its fields hold ``context_bytes`` = ``(plain bytes, bytes
+    written)``."""
     if info.dtype in FP8_STORAGE:
         target = FP8_STORAGE[info.dtype]
         bits = _raw_bytes(ckpt, info)
@@ -485,9 +547,24 @@ def _split_tensor(ckpt, info, model, spec: Codec, pairs: str, context: bool, con
     ideal = ideal_bits(plain.counts()) + plain.extra_bits_total()
     fold = min(context_fold, fmt.mantissa_bits, 16 - fmt.exponent_bits)  # codes index 16-bit exponent fields
     cp = folded_format(fmt, fold).split(bits.reshape(info.shape))
+    # Each set as a record holds it: a decimal frequency and a comma per symbol, the set's keys.
+    n_sym = max(1, int(np.count_nonzero(np.bincount(cp.codes, minlength=cp.n_codes))))
     plan = plan_context(cp.codes.reshape(info.shape), cp.n_codes, precision_bits=spec.precision_bits,
-                        max_sets=context_sets)
-    return [(target, conv, cp, {"context": (plan, fold, ideal)})]
+                        max_sets=context_sets, frequency_bits=8 * (1 + len(str((1 << spec.precision_bits) // n_sym))),
+                        set_bits=8 * (len('{"freqs":[],"tans_spread":"tuned"},') if spec.kind == "tans" else
+                                      len('{"freqs":[]},')))
+    # The plain record this matrix would have without --context, exactly (the same path), against
+    # the plan: each charged in full, in the container's own bytes.
+    (p_target, p_conv, p_cp, p_fields), = _split_tensor(ckpt, info, model, spec, pairs, False, 0, 0)
+    where = f"{model}: tensor {info.name!r}"
+    try:
+        with_plan = _coded_bytes(spec, info.name, conv, cp, (plan, fold, ideal), 0, choose)
+        without = _coded_bytes(spec, info.name, p_conv, p_cp, None, fmt.mantissa_bits, choose)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if with_plan < without:
+        return [(target, conv, cp, {"context": (plan, fold, ideal), "context_bytes": (without, with_plan)})]
+    return [(p_target, p_conv, p_cp, {**p_fields, "context_bytes": (without, without)})]
 
 
 @dataclass(frozen=True)
@@ -522,7 +599,7 @@ def compress_tensor(path: str, model: str, name: str, job: CompressTask) -> list
     ckpt = _opened(path, (st.st_size, st.st_mtime_ns))
     spec = parse_codec(job.codec)
     done = _split_tensor(ckpt, ckpt.info(name), model, spec, job.pairs, job.context, job.context_fold,
-                         job.context_sets)
+                         job.context_sets, (job.block_pairs, job.checkpoint_interval, job.row_shifts))
     if done is None:
         return None
     out = []
@@ -684,11 +761,15 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     def raw_bytes(info) -> np.ndarray:
         return _raw_bytes(ckpt, info)
 
-    def split(info) -> list | None:
-        return _split_tensor(ckpt, info, model, spec, pairs, context, context_fold, context_sets)
-
     ctx_of: dict[int, tuple] = {}  # record index -> (plan, fold, unfolded ideal bits)
     shifts = group == "model" if row_shifts is None else bool(row_shifts)
+    # A matrix keeps its context plan where it costs fewer bytes in this container (_split_tensor).
+    choose = (block_pairs if layout == "blocks" else 0, checkpoint_interval, shifts)
+    context_bytes: list[tuple[int, int]] = []  # per 2-D float matrix: (plain bytes, bytes written)
+
+    def split(info) -> list | None:
+        return _split_tensor(ckpt, info, model, spec, pairs, context, context_fold, context_sets, choose)
+
     parts: list[CodedStream] = []  # with ``tasks``: each coded record's stream, as its task coded it
     if tasks is None:
         split_all = _map(split, infos, threads)
@@ -709,6 +790,8 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             rec = {"name": name, "shape": fields.get("shape", list(info.shape)), "source_dtype": info.dtype}
             if "context" in fields:
                 ctx_of[len(records)] = fields["context"]
+            if "context_bytes" in fields:
+                context_bytes.append(fields["context_bytes"])
             if conv.nonfinite and not allow_nonfinite:
                 after = f" (after conversion to {target})" if conv.source != conv.target else ""
                 raise ConfigError(f"{model}: tensor {name!r} holds {conv.nonfinite} NaN/Inf values{after}; "
@@ -771,18 +854,9 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         for (ri, _, cp), ct in zip(g, st.tensors):
             rec = records[ri]
             n = cp if isinstance(cp, int) else int(ct.pairs.codes.size)
-            rec.update({"stream": si, "first_pair": ct.first_pair, "n_pairs": n,
-                        "code_table": ct.code_table.to_json(), "ideal_bits": ct.ideal_bits})
-            if ct.row_shifts is not None:
-                rec["row_shifts"] = ct.row_shifts
-            if ct.context is not None:
-                plan, fold, ideal = ctx_of[ri]
-                sets = [{"freqs": list(t.code_table.freqs), **spec.table_record(t)} for t in ct.set_tables]
-                rec["context"] = {**plan_record(plan, fold), "sets": sets}
-                rec["ideal_bits"] = ideal
-                ct.ideal_bits = ideal
-            else:
-                rec.update(spec.table_record(ct.table))
+            rec.update({"stream": si, "first_pair": ct.first_pair, "n_pairs": n})
+            rec.update(_coded_fields(spec, ct, ctx_of.get(ri)))
+            ct.ideal_bits = rec["ideal_bits"]
     for ri, data in raw_payload:
         blocks = [[o, min(len(data), o + RAW_BLOCK_BYTES), _crc(data[o:o + RAW_BLOCK_BYTES])]
                   for o in range(0, len(data), RAW_BLOCK_BYTES)]
@@ -808,8 +882,10 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             # The lowest version whose reader knows every field written, so that older readers still read
             # the files they can (and single-state files without plans stay byte-identical to theirs):
             # 5 with interleaved states, 4 with context plans, 3 with row shifts, 2 otherwise.
-            # 6 for the blocks layout, whatever else it holds.
-            version = VERSION_BLOCKS if layout == "blocks" else VERSION_STATES if spec.states > 1 else \
+            # 6 for the blocks layout, whatever else it holds; 7 with a table set whose spread is implied.
+            version = VERSION_SPREADS if any("tans_symbols" not in s for r in records if "context" in r
+                                             for s in r["context"]["sets"]) and spec.kind == "tans" else \
+                VERSION_BLOCKS if layout == "blocks" else VERSION_STATES if spec.states > 1 else \
                 VERSION if any("context" in r for r in records) else 3 if any("row_shifts" in r for r in records) else 2
             head = _HEADER.pack(MAGIC, version, len(records), len(stream_records), 0)[:20]
             f.write(head + struct.pack("<I", _crc(head)))
@@ -829,7 +905,17 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             "bits": bits, "ideal_bits": ideal, "gap": bits / ideal - 1 if ideal else 0.0,
             "streams": len(streams), "bytes": out.stat().st_size,
             "formats": format_sizes(records, [s.total_bits for s in streams]),
-            "lossy": [(r["name"], r["conversion"]) for r in records if r.get("lossy")]}
+            "lossy": [(r["name"], r["conversion"]) for r in records if r.get("lossy")],
+            **({"context": _context_summary(context_bytes, len(ctx_of), out.stat().st_size)} if context else {})}
+
+
+def _context_summary(costs: Sequence[tuple[int, int]], kept: int, size: int) -> dict:
+    """What ``--context`` did: ``matrices`` (2-D float matrices it planned), ``kept`` (those whose plan
+    paid and was written), ``saved_bytes`` (their bytes with one table each, less what was written) and
+    ``plain_bytes``, the size of the same container without ``--context`` (exact for the blocks and tensor
+    layouts; :func:`_coded_bytes`)."""
+    saved = sum(a - b for a, b in costs)
+    return {"matrices": len(costs), "kept": kept, "saved_bytes": saved, "plain_bytes": size + saved}
 
 
 def _file_layout(ckpt, infos) -> dict | None:
@@ -925,6 +1011,11 @@ class ContainerStream:
     tensor_tables: dict = field(default_factory=dict)
     tensor_runs: dict = field(default_factory=dict)
     coded_pairs: int = 0
+
+
+#: At most this many pairs of a version-6 stream are decoded to values in one native call (with their
+#: blocks side by side): 2^24 bf16 values are 32 MiB held at once.
+VALUES_GROUP_PAIRS = 1 << 24
 
 
 class Container:
@@ -1172,7 +1263,9 @@ class Container:
             raise self._fail(where, f"word_bytes = {word_bytes} does not hold {spec.word_bits}-bit words")
         n_pairs = _field(rec, "n_pairs", int, self._fail, where, 0, 1 << 48)
         offset = _field(rec, "payload_offset", int, self._fail, where, 0, limit)
-        if self.version >= VERSION_BLOCKS:
+        # Version 6 holds only block streams; from version 7 (which a model- or tensor-layout file with an
+        # implied spread has too) a stream record is a block stream when it gives block_pairs.
+        if self.version == VERSION_BLOCKS or (self.version >= VERSION_SPREADS and "block_pairs" in rec):
             return self._parse_block_stream(si, rec, where, spec, n_pairs, n_words, word_bytes, offset)
         if "block_pairs" in rec:
             raise self._fail(where, f"field 'block_pairs' needs container version {VERSION_BLOCKS}, not {self.version}")
@@ -1386,8 +1479,20 @@ class Container:
             if not isinstance(entry, dict):
                 raise self._fail(what, f"must be an object, not {type(entry).__name__}")
             freqs = _field(entry, "freqs", list, self._fail, what)
+            implied = st.spec.kind == "tans" and "tans_symbols" not in entry
+            if implied and self.version < VERSION_SPREADS:
+                raise self._fail(what, f"a table set without its spread ('tans_symbols') needs container version "
+                                       f"{VERSION_SPREADS}, not {self.version}")
             try:
                 ct_k = CodeTable(ct.direct_codes, ct.escape_codes, ct.extra_bits, tuple(freqs), ct.precision_bits)
+                if implied:  # the spread its frequencies imply: fse, or tuned to f/L (version 7)
+                    spread = _field(entry, "tans_spread", str, self._fail, what)
+                    if spread not in ("fse", "tuned"):
+                        raise ConfigError(f"tans_spread {spread[:40]!r} is not fse or tuned")
+                    table = st.spec.coder_table(ct_k, spread=spread)
+                    table.stored_spread = False
+                    tables.append(table)
+                    continue
                 tables.append(st.spec.table_from_record(ct_k, lambda key: _field(entry, key, str, self._fail, what)))
             except (ValueError, TypeError, binascii.Error) as e:  # ConfigError is a ValueError too
                 raise self._fail(what, f"table set is inconsistent: {e}") from None
@@ -1554,19 +1659,89 @@ class Container:
             if fastans.supported(st.spec) and rec["pair_format"] != "q4_0" else None
         return bits if bits is not None else self._join(rec, s.astype(np.int64), e.astype(np.uint64))
 
+    def _group_values(self, st: ContainerStream, group: list[int], threads: int) -> dict[int, np.ndarray] | None:
+        """Tensors ``group`` (consecutive in ``st``, at least one pair each) as value bit patterns, every
+        block of theirs in one native call (:func:`fastans.decode_values` with ``blocks``: their tables
+        prepared once, the blocks side by side in the kernel), the blocks' CRCs checked; ``None`` where
+        that path does not apply or a block fails (the caller then decodes block by block, which names
+        the error)."""
+        recs = [self.tensors[ti] for ti in group]
+        fmt = recs[0]["_fmt"]
+        if not fastans.supported(st.spec) or any(r["pair_format"] == "q4_0" or r["_fmt"] != fmt for r in recs):
+            return None
+        t_lo, t_hi = st.tensor_tables[group[0]][0], st.tensor_tables[group[-1]][1]
+        r_lo, r_hi = st.tensor_runs[group[0]][0], st.tensor_runs[group[-1]][1]
+        bs = [b for b, blk in enumerate(st.spans) if group[0] <= blk.tensor <= group[-1]]
+        if not bs or any(st.spans[b].tensor not in group for b in bs):
+            return None
+        first = st.spans[bs[0]].pair
+        w_lo = st.blocks[bs[0]][0]
+        blocks = [(st.blocks[b][0] - w_lo, st.blocks[b][1] - w_lo, st.spans[b].pair - first,
+                   st.spans[b].pair - first + st.spans[b].count) for b in bs]
+        runs = [Run(r.table - t_lo, r.count) for r in st.runs[r_lo:r_hi]]
+        joins = [(self.tensors[i]["_code_table"], self.tensors[i]["exponents"], z) for i, z in st.table_owner[t_lo:t_hi]]
+        words = self._words(st)[w_lo:st.blocks[bs[-1]][1]]
+        vals = fastans.decode_values(st.spec, words, st.tables[t_lo:t_hi], runs, [], joins, fmt, threads, blocks)
+        if vals is None:
+            return None
+        for b in bs:
+            self._verify_block(st, b)
+            self._count_block()
+        out, a = {}, 0
+        for ti, r in zip(group, recs):
+            n = int(r["n_pairs"])
+            out[ti] = vals[a:a + n]
+            a += n
+        return out
+
     def _block_values_source(self, st: ContainerStream, threads: int | None, pools: list) -> Callable[[int], np.ndarray]:
         """A version-6 stream's tensors as value bit patterns: ``get(tensor index)`` → its flat array.
 
-        With one thread each tensor's blocks are decoded when it is asked for; with more, every block is
-        given at once, in stream order, to a pool of ``threads`` threads (appended to ``pools``, for the
-        caller to shut down), so that the caller writes a tensor while the later ones decode."""
+        Consecutive tensors of one pair format are decoded together, up to :data:`VALUES_GROUP_PAIRS`
+        pairs a group (one native call, the blocks side by side on ``threads`` threads), when the first
+        of them is asked for: a model's blocks cost one call per group, not one each, and the memory
+        held is one group's values. Where that path does not apply (or a block fails, to name the error)
+        each tensor's blocks are decoded one by one: with one thread when the tensor is asked for; with
+        more, every block is given at once, in stream order, to a pool of ``threads`` threads (appended
+        to ``pools``, for the caller to shut down), so that the caller writes a tensor while the later
+        ones decode."""
         n = fastans.default_threads() if threads is None else max(1, int(threads))
+        groups: list[list[int]] = [[]]
+        for ti in st.tensors:
+            if int(self.tensors[ti]["n_pairs"]) == 0:
+                continue
+            if groups[-1] and sum(int(self.tensors[t]["n_pairs"]) for t in groups[-1]) \
+                    + int(self.tensors[ti]["n_pairs"]) > VALUES_GROUP_PAIRS:
+                groups.append([])
+            groups[-1].append(ti)
+        group_of = {ti: g for g in groups for ti in g}
+        ready: dict[int, np.ndarray] = {}
+        tried: set[int] = set()
+        per_block = self._per_block_source(st, n, pools)
+
+        def get(ti: int) -> np.ndarray:
+            if ti in ready:
+                return ready.pop(ti)
+            g = group_of.get(ti)
+            if g is not None and g[0] not in tried:
+                tried.add(g[0])
+                got = self._group_values(st, g, n)
+                if got is not None:
+                    ready.update(got)
+                    return ready.pop(ti)
+            return per_block(ti)
+        return get
+
+    def _per_block_source(self, st: ContainerStream, n: int, pools: list) -> Callable[[int], np.ndarray]:
+        """:meth:`_block_values_source`'s block-by-block path (the pool starts on the first call)."""
         by_tensor: dict[int, list[int]] = {}
         for b, blk in enumerate(st.spans):
             by_tensor.setdefault(blk.tensor, []).append(b)
-        out: dict[int, np.ndarray] = {ti: np.empty(int(self.tensors[ti]["n_pairs"]),
-                                                   np.dtype(self.tensors[ti]["_fmt"].bits_dtype))
-                                      for ti in st.tensors if len(by_tensor.get(ti, ())) != 1}
+        out: dict[int, np.ndarray] = {}
+
+        def alloc(ti: int) -> None:
+            if len(by_tensor.get(ti, ())) != 1:
+                out[ti] = np.empty(int(self.tensors[ti]["n_pairs"]), np.dtype(self.tensors[ti]["_fmt"].bits_dtype))
 
         def job(b: int) -> None:
             blk = st.spans[b]
@@ -1579,16 +1754,21 @@ class Container:
 
         if n == 1:
             def get(ti: int) -> np.ndarray:
+                alloc(ti)
                 for b in by_tensor.get(ti, ()):
                     job(b)
                 return out.pop(ti)
             return get
-        pool = ThreadPoolExecutor(max_workers=n)
-        pools.append(pool)
-        futures = {ti: [pool.submit(job, b) for b in by_tensor.get(ti, ())] for ti in st.tensors}
+        started: list[ThreadPoolExecutor] = []
 
         def get_async(ti: int) -> np.ndarray:
-            for f in futures.pop(ti):
+            # Only the tensors the grouped path left come here (unusual formats, or an error to name):
+            # their blocks go to the pool one tensor at a time.
+            if not started:
+                started.append(ThreadPoolExecutor(max_workers=n))
+                pools.append(started[0])
+            alloc(ti)
+            for f in [started[0].submit(job, b) for b in by_tensor.get(ti, ())]:
                 f.result()
             return out.pop(ti)
         return get_async
@@ -1866,20 +2046,32 @@ class Container:
         """Side information of a coded tensor, packed as :func:`~.context.side_bits` counts it from its
         record: the code→exponent table (``exponents``, each a field of the pair format's exponent
         width, folded bits included), one ``precision_bits`` frequency per symbol and table set, the
-        selects and the plan header. A tensor without a context plan is one set without selects."""
+        selects and the plan header; and every tANS spread the record stores (a plain record's, a set's
+        ``tans_symbols``), ``2^R`` slots of ``ceil(log2 n_symbols)`` bits each (a spread a set's
+        frequencies imply is not stored, version 7). A tensor without a context plan is one set without
+        selects."""
         ct, fmt = record["_code_table"], record["_fmt"]
         plan = record.get("_plan")
+        sets = record["context"]["sets"] if plan else [record]
+        spreads = sum(1 for t in sets if "tans_symbols" in t)
+        spread_bits = (1 << ct.precision_bits) * max(1, math.ceil(math.log2(max(2, ct.n_symbols))))
         return side_bits(len(record["exponents"]), fmt.exponent_bits, plan.n_sets if plan else 1, ct.n_symbols,
-                         ct.precision_bits, len(plan.selects) if plan else 0)
+                         ct.precision_bits, len(plan.selects) if plan else 0) + spreads * spread_bits
 
     def tensor_bits(self, name: str) -> dict:
-        """What a coded tensor alone in its stream (``--stream-per-tensor``) costs in this file:
-        ``stream_bits`` (its stream's words as stored), ``checkpoint_bits`` (32 + 8 + state bits each),
-        ``side_bits`` (:meth:`side_bits`), ``record_bytes`` (its JSON record with length and CRC)."""
+        """What a coded tensor alone in its stream (``--stream-per-tensor``) or in its own blocks (the
+        blocks layout) costs in this file: ``stream_bits`` (its stream's or blocks' words as stored),
+        ``checkpoint_bits`` (32 + 8 + state bits each; none in the blocks layout), ``side_bits``
+        (:meth:`side_bits`), ``record_bytes`` (its JSON record with length and CRC)."""
         rec = self.record(name)
         if rec["coding"] != "pairs":
             raise ConfigError(f"{self.path}: tensor {name!r} is stored raw, it has no stream")
         st = self.streams[int(rec["stream"])]
+        if st.block_pairs:
+            i = self._by_name[name]
+            return {"stream_bits": sum(b.n_words for b in st.spans if b.tensor == i) * st.word_bytes * 8,
+                    "checkpoint_bits": 0, "side_bits": self.side_bits(rec),
+                    "record_bytes": self._record_bytes[i]}
         if len(st.tensors) != 1:
             raise ConfigError(f"{self.path}: tensor {name!r} shares stream {st.index} with {len(st.tensors) - 1} "
                               "other tensors; its own bits need one stream per tensor (--stream-per-tensor)")

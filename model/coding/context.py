@@ -39,7 +39,7 @@ from .stream import Run
 
 __all__ = ["folded_format", "ContextPlan", "ContextCost", "ContextCoded", "plan_context", "group_counts",
            "context_tables", "set_counts", "cluster_sets", "encode_context", "decode_context", "plan_record", "plan_from_record",
-           "side_bits", "AXES", "GROUPS", "HEADER_BITS", "MAX_SETS", "PLAN_KINDS"]
+           "side_bits", "set_table", "sets_alphabet", "spread_is_stored", "spread_record_bytes", "AXES", "GROUPS", "HEADER_BITS", "MAX_SETS", "PLAN_KINDS"]
 
 AXES = ("rows", "cols")
 #: Table sets a plan may use (a core's ``table_sets`` is a power of two up to this).
@@ -229,9 +229,11 @@ def _entropy_bits(counts: np.ndarray) -> float:
     return float(-(nz * np.log2(nz / nz.sum())).sum()) if nz.size else 0.0
 
 
-def _estimate(C: np.ndarray, lab: np.ndarray, sets: int, n_symbols: int, precision_bits: int) -> float:
+def _estimate(C: np.ndarray, lab: np.ndarray, sets: int, n_symbols: int, precision_bits: int,
+              set_bits: float = 0.0) -> float:
     bits = sum(_entropy_bits(C[lab == k].sum(0)) for k in range(sets))
-    return bits + sets * n_symbols * precision_bits + (len(lab) * math.ceil(math.log2(sets)) if sets > 1 else 0)
+    return bits + sets * (n_symbols * precision_bits + set_bits) + \
+        (len(lab) * math.ceil(math.log2(sets)) if sets > 1 else 0)
 
 
 #: Group sizes tried per axis. Column groups start at 4 columns: a column group is one run per row,
@@ -240,19 +242,23 @@ GROUPS = {"rows": (1, 4, 16, 64), "cols": (4, 16, 64)}
 
 
 def plan_context(codes: np.ndarray, n_codes: int, *, precision_bits: int = 16, max_sets: int = 8,
-                 groups: Sequence[int] | None = None, axes: Sequence[str] = AXES) -> ContextPlan:
+                 groups: Sequence[int] | None = None, axes: Sequence[str] = AXES,
+                 frequency_bits: float | None = None, set_bits: float = 0.0) -> ContextPlan:
     """The plan of least estimated cost (entropy of each set's pooled counts, plus tables and
     selects) over ``axes`` × ``groups`` × ``sets = 1 .. max_sets`` (powers of two and the sets the
-    clustering leaves). The one-table plan is always a candidate, so a plan never costs more than
-    the paper's by this estimate."""
+    clustering leaves). A table set is charged ``frequency_bits`` per symbol (default
+    ``precision_bits``, packed) and ``set_bits`` more (what a container's set record adds beyond its
+    frequencies). The one-table plan is always a candidate, so a plan never costs more than the
+    paper's by this estimate."""
     codes = np.asarray(codes)
     if codes.ndim != 2:
         raise ConfigError(f"context tables need a 2-D matrix of codes, not shape {codes.shape}")
     if not 1 <= max_sets <= 16:
         raise ConfigError(f"max_sets must be between 1 and 16, not {max_sets!r}")
     n_symbols = int(np.count_nonzero(np.bincount(codes.ravel(), minlength=n_codes)))
+    per = precision_bits if frequency_bits is None else frequency_bits
     best_cost = _estimate(np.bincount(codes.ravel(), minlength=n_codes)[None, :], np.zeros(1, np.int64), 1,
-                          n_symbols, precision_bits)
+                          n_symbols, per, set_bits)
     best = ContextPlan.single(codes.shape)
     for axis in axes:
         if axis not in AXES:
@@ -266,7 +272,7 @@ def plan_context(codes: np.ndarray, n_codes: int, *, precision_bits: int = 16, m
             while sets <= max_sets:
                 lab = cluster_sets(C, sets)
                 k_used = int(lab.max()) + 1
-                cost = _estimate(C, lab, k_used, n_symbols, precision_bits)
+                cost = _estimate(C, lab, k_used, n_symbols, per, set_bits)
                 if cost < best_cost:
                     best_cost = cost
                     best = ContextPlan(axis, int(g), k_used, tuple(int(v) for v in lab))
@@ -301,26 +307,122 @@ class ContextCost:
              other.header_bits))))
 
 
-def context_tables(spec: Codec, counts_per_set: np.ndarray, extra_bits: int) -> tuple[CodeTable, list]:
-    """One alphabet (from the matrix's total counts) and one coder table per set.
+def spread_record_bytes(table_log: int) -> int:
+    """Bytes a stored tANS spread adds to a container's set record (``"tans_symbols":"…",``): the key,
+    quotes, comma and the ``2^R`` slots' symbols as ``4·ceil(2^R / 3)`` base64 characters."""
+    return len('"tans_symbols":"",') + 4 * -(-(1 << table_log) // 3)
+
+
+def spread_is_stored(table) -> bool:
+    """Whether a container stores ``table``'s slot → symbol spread: a tANS table whose spread is not
+    the one its frequencies imply (:func:`set_table`); rANS tables have none."""
+    return hasattr(table, "symbol") and getattr(table, "stored_spread", True)
+
+
+def set_table(spec: Codec, ct: CodeTable, counts: np.ndarray, stored_cost_bits: float | None) -> object:
+    """The coder table of one table set. rANS: its one table. tANS with ``stored_cost_bits`` (a
+    container's set): the cheapest of the spreads its frequencies alone imply (``fse``; ``tuned``
+    with the quantized probabilities ``f/L``), which a reader rebuilds, and the spread tuned to the
+    set's true probabilities, which must be stored and is charged ``stored_cost_bits``; cost = the
+    stationary expected code bits of the set's ``counts`` plus that charge. The table's
+    ``stored_spread`` says which (:func:`spread_is_stored`). Without it, :meth:`Codec.coder_table`'s
+    choice (the golden model's streams of :func:`encode_context`)."""
+    if stored_cost_bits is None or not hasattr(spec, "tans"):
+        return spec.coder_table(ct, counts)
+    sc = ct.symbol_counts(counts).astype(np.float64)
+    n = float(sc.sum())
+    derived = [spec.coder_table(ct, spread=s) for s in ("fse", "tuned")]
+    if n == 0:
+        derived[0].stored_spread = False
+        return derived[0]
+    probs = sc / n
+    true = spec.coder_table(ct, counts, spread="tuned")
+    cands = derived + [true]
+    cost = [n * t.expected_bits_per_symbol(np.pad(probs, (0, t.freqs.size - probs.size))) for t in cands]
+    cost[2] += stored_cost_bits
+    k = int(np.argmin(cost))
+    best = cands[k]
+    best.stored_spread = k == 2
+    return best
+
+
+def _set_frequencies(quantize, sc: np.ndarray) -> np.ndarray:
+    # Absent symbols weigh 1/4096 of an occurrence: they get frequency 1 and cost the rest nothing.
+    return np.asarray(quantize(np.where(sc > 0, sc * 4096, 1)), dtype=np.int64)
+
+
+def sets_alphabet(spec: Codec, counts_per_set: np.ndarray, extra_bits: int, frequency_bits: float) -> CodeTable | None:
+    """The alphabet of least cost for the sets' own tables, or ``None`` where the codec's own choice
+    stands (constriction's quantizer, which has no escape; fewer than three codes).
+
+    :meth:`Codec.code_table` chooses direct codes and escape group for one table of the total counts;
+    with table sets each set is quantized alone, so the same alphabet costs more (every direct symbol
+    takes at least one of the ``2^R`` slots of every set). This tries every split of the codes, most
+    frequent first, into direct symbols and an escape group as :func:`~.codetable.build_code_table`
+    does, at each the code bits of every set with its own quantized frequencies (the cross-entropy),
+    the escape index bits and ``frequency_bits`` per frequency stored, and keeps the cheapest. Its
+    ``freqs`` are the total's (the record's code table; the sets' are their own)."""
+    if spec.kind == "rans" and spec.is_constriction:
+        return None
+    C = np.asarray(counts_per_set, dtype=np.int64)
+    total = C.sum(0)
+    order = sorted(np.flatnonzero(total).tolist(), key=lambda i: (-int(total[i]), i))
+    n = len(order)
+    if n < 3:
+        return None
+    P = spec.precision_bits
+    params = spec.params
+    capacity = min(params.max_symbols, 1 << P)
+    max_extra = params.max_extra_bits if spec.kind == "tans" else 64
+    quantize = optimal_quantizer(P)
+    best: tuple[float, CodeTable] | None = None
+    for n_direct in range(n, 0, -1):
+        direct, group = sorted(order[:n_direct]), sorted(order[n_direct:])
+        if len(group) == 1 or n_direct + (1 if group else 0) > capacity:
+            continue
+        index_bits = (len(group) - 1).bit_length() if group else 0
+        if extra_bits + index_bits > max_extra:
+            continue
+        SC = np.concatenate([C[:, direct], C[:, group].sum(1, keepdims=True)], axis=1) if group else C[:, direct]
+        cost = float(SC[:, -1].sum()) * index_bits + SC.size * frequency_bits
+        for sc in SC:
+            f = _set_frequencies(quantize, sc)
+            used = sc > 0
+            cost -= float((sc[used] * np.log2(f[used] / (1 << P))).sum())
+        if best is None or cost < best[0] - 1e-9:
+            tsc = SC.sum(0)
+            best = (cost, CodeTable(tuple(direct), tuple(group), extra_bits,
+                                    tuple(int(v) for v in quantize(tsc)), P))
+    return best[1] if best is not None else None
+
+
+def context_tables(spec: Codec, counts_per_set: np.ndarray, extra_bits: int, *,
+                   container: bool = False) -> tuple[CodeTable, list]:
+    """One alphabet and one coder table per set.
 
     Every set keeps the whole alphabet, so a decoder's symbol → code map is the same for all sets;
-    a symbol absent from a set gets the smallest frequency (1).
+    a symbol absent from a set gets the smallest frequency (1). The alphabet is the codec's choice for
+    the matrix's total counts; with ``container`` (a container's matrix, every part charged in its
+    bytes) the one of least cost over the sets (:func:`sets_alphabet`), and each tANS set's spread is
+    stored only where that pays (:func:`set_table`, a stored spread charged its record bytes).
     """
     total = counts_per_set.sum(0)
-    base = spec.code_table(total, extra_bits)
-    quantize = optimal_quantizer(spec.precision_bits)
+    P = spec.precision_bits
+    base = sets_alphabet(spec, counts_per_set, extra_bits, 8 * (1 + len(str((1 << P) // 16)))) \
+        if container else None
+    base = base if base is not None else spec.code_table(total, extra_bits)
+    stored_cost_bits = 8 * spread_record_bytes(P) if container and spec.kind == "tans" else None
+    quantize = optimal_quantizer(P)
     tables = []
     for c in counts_per_set:
         sc = base.symbol_counts(c)
-        # Absent symbols weigh 1/4096 of an occurrence: they get frequency 1 and cost the rest nothing.
-        freqs = np.asarray(quantize(np.where(sc > 0, sc * 4096, 1)), dtype=np.int64)
+        freqs = _set_frequencies(quantize, sc)
         freqs = np.pad(freqs, (0, len(base.freqs) - freqs.size), constant_values=0)
         if freqs.size > sc.size:          # a one-symbol alphabet's unused second slot
             freqs = np.asarray(base.freqs, dtype=np.int64)
         ct = CodeTable(base.direct_codes, base.escape_codes, base.extra_bits, tuple(int(f) for f in freqs),
                        base.precision_bits)
-        tables.append(spec.coder_table(ct, c))
+        tables.append(set_table(spec, ct, c, stored_cost_bits))
     return base, tables
 
 
