@@ -40,7 +40,7 @@ bits (the paper's tans8 with fp32 pairs: 16 + 9 + 30 = 55); rANS with ``S <= 64`
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -737,7 +737,8 @@ _ESC = 0xFFFFFFFF
 
 
 def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoints: Sequence[Checkpoint],
-                  joins: Sequence[tuple], fmt, threads: int | None = None) -> np.ndarray | None:
+                  joins: Sequence[tuple], fmt, threads: int | None = None,
+                  blocks: Sequence[tuple[int, int, int, int]] | None = None) -> np.ndarray | None:
     """A whole tANS stream decoded straight into value bit patterns (``fmt.bits_dtype``), one per pair:
     :func:`decode_segments` and :func:`join_values` in one native pass, without the intermediate pairs.
 
@@ -752,12 +753,20 @@ def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoint
     ``rans16xN`` streams (the interleaved rANS preset) decode here too, through the native
     ``rans16_decode`` (AVX-512 across the 16 states of ``N = 16``).
 
+    ``blocks`` (with no ``checkpoints``): ``words`` holds independent streams side by side, block
+    ``i = (word_lo, word_hi, pair_lo, pair_hi)`` coding pairs ``pair_lo .. pair_hi - 1`` of ``runs``
+    from its own head at ``word_hi`` down to ``word_lo`` (a version-6 container's blocks,
+    ``docs/bitstream.md`` §6). They are the segments: one native call decodes many blocks side by side
+    with every table of the call prepared once, so that a model's thousands of blocks cost one call per
+    group of tensors, not one each. Each block's end check is the golden one, relative to its
+    ``word_lo``.
+
     Returns ``None`` where this path does not apply (no native kernels, another rANS codec, another
     format, a table outside the kernel's limits) or when the stream is corrupt: the caller then runs
     :func:`decode_segments`, which names the error as the golden decoder does.
     """
     if _native() and spec.kind == "rans" and _is_r16(spec):
-        return _r16_values(spec, words, tables, runs, checkpoints, joins, fmt, threads)
+        return _r16_values(spec, words, tables, runs, checkpoints, joins, fmt, threads, blocks)
     if not (_native() and spec.kind == "tans" and len(joins) == len(tables) and tables
             and fmt.extra_bits == fmt.mantissa_bits + 1 and np.dtype(fmt.bits_dtype).itemsize in (1, 2, 4)
             and _widest_field_ok(spec, tables)):
@@ -792,18 +801,19 @@ def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoint
     out = np.empty(n, dtype=fmt.bits_dtype)
     L = 1 << spec.tans.table_log
     W = spec.word_bits
-    bounds = [None, *checkpoints]
-    stops = [c.pair for c in checkpoints] + [n]
+    segs = _Segments(spec, w, n, checkpoints, blocks)
+    if segs.bad:
+        return None
 
     def some(bs: list[int]) -> bool:
         """Segments ``bs`` in one native call (side by side in the AVX-512 kernel), each checked
-        against the checkpoint that ends it."""
-        starts = [_start(spec, w, bounds[b], bounds[b].pair if bounds[b] is not None else 0) for b in bs]
+        against the checkpoint (or the block end) that ends it."""
+        starts = [segs.start(b) for b in bs]
         N = spec.states
         Bs = np.asarray([h * W + cnt for _, (h, cnt, _, _) in starts], np.int64)
         Xs = np.asarray([X if isinstance(X, tuple) else (X,) for _, (_, _, _, X) in starts], np.int64).reshape(-1)
         poss = np.asarray([pos for pos, _ in starts], np.int64)
-        stop = np.asarray([stops[b] for b in bs], np.int64)
+        stop = np.asarray([segs.stops[b] for b in bs], np.int64)
         statuses = np.empty(len(bs), np.int64)
         nativeans.tans_decode_values(wn, Bs, Xs, vtab, L, run_tab, run_end, poss, stop, z, esc, n_esc, wbits, m,
                                      fmt.total_bits - 1, out, statuses)
@@ -811,28 +821,14 @@ def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoint
             if statuses[i] != -1:
                 return False
             h, cnt, buf = nativeans.tans_state_at(wn, W, starts[i][1][0], int(Bs[i]))
-            got = _finish(spec, (int(h), int(cnt), int(buf), pack_states(Xs[i * N:(i + 1) * N].tolist())),
-                          stops[b], n)
-            if b + 1 < len(bounds):
-                nxt = bounds[b + 1]
-                if (got.word, got.bit, got.state) != (nxt.word, nxt.bit, nxt.state):
-                    return False
+            if not segs.ends(b, (int(h), int(cnt), int(buf), pack_states(Xs[i * N:(i + 1) * N].tolist()))):
+                return False
         return True
 
-    threads = default_threads() if threads is None else max(1, int(threads))
-    try:
-        if threads == 1 or len(bounds) == 1:
-            ok = some(list(range(len(bounds))))
-        else:
-            groups = [list(range(len(bounds)))[i::threads] for i in range(min(threads, len(bounds)))]
-            with ThreadPoolExecutor(max_workers=len(groups)) as pool:
-                ok = all(pool.map(some, groups))
-    except StreamError:
-        return None
-    return out if ok else None
+    return out if segs.run(some, threads) else None
 
 
-def _r16_values(spec, words, tables, runs, checkpoints, joins, fmt, threads):
+def _r16_values(spec, words, tables, runs, checkpoints, joins, fmt, threads, blocks=None):
     """:func:`decode_values` of a ``rans16xN`` stream (the native ``rans16_decode`` in its values mode)."""
     if not (len(joins) == len(tables) and tables and fmt.extra_bits == fmt.mantissa_bits + 1
             and np.dtype(fmt.bits_dtype).itemsize in (1, 2, 4)):
@@ -863,33 +859,84 @@ def _r16_values(spec, words, tables, runs, checkpoints, joins, fmt, threads):
     run_tab, run_end = _runs(runs)
     out = np.empty(n, dtype=fmt.bits_dtype)
     join = (z, n_esc, np.ascontiguousarray(hi), np.ascontiguousarray(esc), wbits, m, fmt.total_bits - 1)
-    bounds = [None, *checkpoints]
-    stops = [c.pair for c in checkpoints] + [n]
+    segs = _Segments(spec, w, n, checkpoints, blocks)
+    if segs.bad:
+        return None
 
     def some(bs: list[int]) -> bool:
-        starts = [_start(spec, w, bounds[b], bounds[b].pair if bounds[b] is not None else 0) for b in bs]
-        got = _r16_decode(spec, p, wn, run_tab, run_end, starts, [stops[b] for b in bs], 0, out, None, join)
-        for b, (status, state) in zip(bs, got):
-            if status != -1:
-                return False
-            end = _finish(spec, state, stops[b], n)
-            if b + 1 < len(bounds):
-                nxt = bounds[b + 1]
-                if (end.word, end.bit, end.state) != (nxt.word, nxt.bit, nxt.state):
-                    return False
+        starts = [segs.start(b) for b in bs]
+        got = _r16_decode(spec, p, wn, run_tab, run_end, starts, [segs.stops[b] for b in bs], 0, out, None, join)
+        return all(status == -1 and segs.ends(b, state) for b, (status, state) in zip(bs, got))
+
+    return out if segs.run(some, threads) else None
+
+
+class _Segments:
+    """The pieces :func:`decode_values` hands to the kernels: the stretches between a stream's
+    checkpoints (each must end in the state its successor records), or independent blocks (each from
+    its own head down to its first word, where the golden end check holds)."""
+
+    def __init__(self, spec, w: np.ndarray, n: int, checkpoints: Sequence[Checkpoint], blocks):
+        self.spec, self.w, self.n = spec, w, n
+        self.blocks = None if blocks is None else [tuple(int(v) for v in b) for b in blocks]
+        self.bad = False
+        if self.blocks is None:
+            self.bounds = [None, *checkpoints]
+            self.stops = [c.pair for c in checkpoints] + [n]
+            return
+        # Blocks tile the pairs and the words in order; anything else is not a container's blocks.
+        pair, word = 0, 0
+        for lo, hi, a, b in self.blocks:
+            if lo != word or hi < lo or a != pair or b < a or hi > w.size:
+                self.bad = True
+            word, pair = hi, b
+        self.bad = self.bad or bool(checkpoints) or pair != n
+        self.stops = [b for _, _, _, b in self.blocks]
+
+    def __len__(self) -> int:
+        return len(self.stops)
+
+    def start(self, i: int):
+        """``(first pair, decoder state)`` of segment ``i``."""
+        if self.blocks is None:
+            c = self.bounds[i]
+            return _start(self.spec, self.w, c, c.pair if c is not None else 0)
+        lo, hi, a, _ = self.blocks[i]
+        # The words below hi, indexed as in the whole array: the head is read at hi, as a block's own.
+        return a, _start(self.spec, self.w[:hi], None, 0)[1]
+
+    def ends(self, i: int, state) -> bool:
+        """Whether segment ``i`` ended as it must (raises StreamError on a failed end check)."""
+        if self.blocks is None:
+            got = _finish(self.spec, state, self.stops[i], self.n)
+            if i + 1 < len(self.bounds):
+                nxt = self.bounds[i + 1]
+                return (got.word, got.bit, got.state) == (nxt.word, nxt.bit, nxt.state)
+            return True
+        lo, _, _, b = self.blocks[i]
+        h, *rest = state
+        if h < lo:
+            return False
+        _finish(self.spec, (h - lo, *rest), b, b)
         return True
 
-    threads = default_threads() if threads is None else max(1, int(threads))
-    try:
-        if threads == 1 or len(bounds) == 1:
-            ok = some(list(range(len(bounds))))
-        else:
-            groups = [list(range(len(bounds)))[i::threads] for i in range(min(threads, len(bounds)))]
+    def run(self, some: Callable[[list[int]], bool], threads: int | None) -> bool:
+        """``some`` over every segment, on ``threads`` threads (segments dealt round-robin); False on
+        any failure (the caller then decodes pair by pair, which names the error)."""
+        k = len(self)
+        threads = default_threads() if threads is None else max(1, int(threads))
+        # Longest first: the SIMD kernels run consecutive segments side by side until the group's
+        # longest ends, so segments of like length go together (and threads get even shares).
+        starts = [0] + self.stops[:-1] if self.blocks is None else [a for _, _, a, _ in self.blocks]
+        order = sorted(range(k), key=lambda i: starts[i] - self.stops[i])
+        try:
+            if threads == 1 or k == 1:
+                return some(order)
+            groups = [order[i::threads] for i in range(min(threads, k))]
             with ThreadPoolExecutor(max_workers=len(groups)) as pool:
-                ok = all(pool.map(some, groups))
-    except StreamError:
-        return None
-    return out if ok else None
+                return all(pool.map(some, groups))
+        except StreamError:
+            return False
 
 
 class _Kernels:
