@@ -928,22 +928,30 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
             }
         }
 #ifdef HAVE_SIMD
-        SimdTab sv = {NULL, NULL};
-        int use_avx2 = simd_ok && !use_simd && N == 16 && tans_avx2;
-        if (simd_ok && (use_simd || use_avx2)) {
-            /* the AVX-512 kernel's entries (see simd_val16), then the escape exponents as 32-bit fields */
-            simd_tab = (uint32_t *)malloc((size_t)(ntab * L + ntab * esc_w + 1) * sizeof(uint32_t));
+        SimdTab sv = {NULL, NULL, L, esc_w};
+        /* without VBMI (or where the AVX-512 level is asked for on such a CPU): the permute kernel, L <= 256 */
+        int use_perm = simd_ok && !use_simd && N == 16 && nas_level >= 2 && L <= 256;
+        int use_avx2 = simd_ok && !use_simd && N == 16 && tans_avx2 && !use_perm;
+        if (simd_ok && (use_simd || use_avx2 || use_perm)) {
+            /* the AVX-512 kernel's entries (see simd_val16), then the escape exponents as 32-bit fields; the
+             * permute kernel's tables padded to 256 entries and its groups to at least 32 (zeros: the padding
+             * is never read for a valid state or a checked escape index) */
+            if (use_perm) { sv.tstride = 256; sv.estride = esc_w < 32 ? 32 : esc_w; }
+            simd_tab = (uint32_t *)calloc((size_t)(ntab * sv.tstride + ntab * sv.estride + 32), sizeof(uint32_t));
             if (!simd_tab) { free(ch); PyErr_NoMemory(); goto out; }
-            for (int64_t i = 0; i < ntab * L; i++) {
-                uint64_t e = vt[i];
-                uint32_t hi = V_HI(e);
-                simd_tab[i] = V_NEED(e) | (32 - V_NB(e)) << 5 | V_BASE(e) << 20 |
-                              (hi == ESC ? 1u << 19 : ((hi >> m_) & 0xffu) << 11);
-            }
-            for (int64_t i = 0; i < ntab * esc_w; i++)
-                simd_tab[ntab * L + i] = (uint32_t)(((const int64_t *)esc.view.buf)[i] << m_);
+            for (int64_t t = 0; t < ntab; t++)
+                for (int64_t x = 0; x < L; x++) {
+                    uint64_t e = vt[t * L + x];
+                    uint32_t hi = V_HI(e);
+                    simd_tab[t * sv.tstride + x] = V_NEED(e) | (32 - V_NB(e)) << 5 | V_BASE(e) << 20 |
+                                                   (hi == ESC ? 1u << 19 : ((hi >> m_) & 0xffu) << 11);
+                }
+            uint32_t *esc32 = simd_tab + ntab * sv.tstride;
+            for (int64_t t = 0; t < ntab; t++)
+                for (int64_t i = 0; i < esc_w; i++)
+                    esc32[t * sv.estride + i] = (uint32_t)(((const int64_t *)esc.view.buf)[t * esc_w + i] << m_);
             sv.tab32 = simd_tab;
-            sv.esc32 = simd_tab + ntab * L;
+            sv.esc32 = esc32;
         }
 #endif
         Py_BEGIN_ALLOW_THREADS
@@ -953,7 +961,7 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
              * segments, Xeon SPR: 6 side by side ~1.3 G values/s, 4 ~1.0, 2 ~0.8) */
             int64_t groups = (S + SV_KMAX - 1) / SV_KMAX, per = (S + groups - 1) / groups;
             for (int64_t s = 0; s < S; s += per)
-                (use_avx2 ? nas_avx2_val16 : N == 16 ? simd_val16 : simd_val8)(
+                (use_perm ? nas_avx512_val16 : use_avx2 ? nas_avx2_val16 : N == 16 ? simd_val16 : simd_val8)(
                     &d, &sv, ch + s, S - s < per ? (int)(S - s) : (int)per, (uint16_t *)out.view.buf);
         }
         else

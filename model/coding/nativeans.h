@@ -100,8 +100,9 @@ typedef struct {
 } SChain;
 
 typedef struct {
-    const uint32_t *tab32; /* ntab * L entries as above */
-    const uint32_t *esc32; /* ntab * esc_w: exponent field << m */
+    const uint32_t *tab32; /* ntab * tstride entries as above (table t's entry x at t * tstride + x) */
+    const uint32_t *esc32; /* ntab * estride: exponent field << m (table t's group at t * estride) */
+    int64_t tstride, estride; /* L and esc_w; the permute kernel's: 256 and max(esc_w, 32) (padded) */
 } SimdTab;
 
 /* Runs chains ch[0 .. K-1] of the values decoder (N = 16, 16-bit values) to their stops. */
@@ -120,8 +121,8 @@ INLINE int srun_enter(const ValDec *d, const SimdTab *st, SChain *h, SRun *u) {
     while (d->run_end[u->r] <= h->pos) u->r++;
     int64_t t = d->run_tab[u->r];
     u->fend = d->run_end[u->r] < h->stop ? d->run_end[u->r] : h->stop;
-    u->tab = st->tab32 + t * d->L;
-    u->esc = st->esc32 + t * d->esc_w;
+    u->tab = st->tab32 + t * st->tstride;
+    u->esc = st->esc32 + t * st->estride;
     u->n_esc = d->n_esc[t];
     u->z = (unsigned)d->z[t];
     return 1;
@@ -131,6 +132,10 @@ INLINE int srun_enter(const ValDec *d, const SimdTab *st, SChain *h, SRun *u) {
 HIDDEN int64_t nas_val_dec16(int N, const ValDec *d, int64_t *Bp, uint32_t *Xs, int64_t pos, int64_t stop, void *out);
 /* the AVX2 values kernel of N = 16 states (nativeans_simd.c; the CPU must have AVX2 and BMI2) */
 HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out);
+
+/* the AVX-512 F/BW values kernel of N = 16 states for L <= 256 (nativeans_simd.c; no VBMI, no gathers: the
+ * table is looked up with two-register permutes; SimdTab padded to 256 entries and 32 escape exponents) */
+HIDDEN void nas_avx512_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out);
 
 /* whether gathers are slow on this CPU (nativeans_simd.c; the CPU must have AVX2) */
 HIDDEN int nas_gathers_slow(void);

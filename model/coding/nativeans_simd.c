@@ -985,3 +985,181 @@ HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K
                                                              (void *)(out + ch[c].pos));
 }
 #endif
+
+/* ============================================================================================== */
+/* The AVX-512 F/BW values decoder of tANS, N = 16 states, 16-bit values, tables of L <= 256 states
+ * (the default tans8x16): simd_val16 of nativeans.c without its two instructions this CPU class may
+ * lack or run slowly. The entry (simd_val16's layout) is not gathered but looked up in registers: the
+ * table, padded to 256 entries (SimdTab.tstride), is 8 pairs of registers of 32 entries, each pair one
+ * two-register permute (vpermt2d) indexed by the state's low 5 bits, and a tree of blends on state
+ * bits 5, 6, 7 picks the pair (fewer pairs for L <= 128, 64, 32). The field of lane k is not cut out
+ * with a byte permute (VBMI) but from two dword permutes (vpermd) of two unaligned 64-byte loads 4
+ * bytes apart: the dword holding the field's first bit and the next one, shifted together. Escape
+ * exponents come from a permute of the table's group padded to 32 (SimdTab.estride; a wider group
+ * goes lane by lane). Dependency chain of a block: the lookup, the prefix sum of need, the field
+ * reads, the next states; K segments run side by side to overlap them, as in simd_val16. Same
+ * values, states, bit positions and statuses as the scalar kernel (tests/test_native_simd.py). */
+
+#ifdef NAS_X86
+/* entries of the 16 lanes' states x (< 32 << G) in table t: 2^G register pairs (G = 0 .. 3) */
+ATTR_AVX512 INLINE __m512i perm_lookup(const uint32_t *t, __m512i x, const int G) {
+    __m512i r0 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)t), x,
+                                           _mm512_loadu_si512((const void *)(t + 16)));
+    if (G == 0) return r0;
+    __mmask16 k5 = _mm512_test_epi32_mask(x, _mm512_set1_epi32(32));
+    __m512i r1 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 32)), x,
+                                           _mm512_loadu_si512((const void *)(t + 48)));
+    __m512i a0 = _mm512_mask_blend_epi32(k5, r0, r1);
+    if (G == 1) return a0;
+    __mmask16 k6 = _mm512_test_epi32_mask(x, _mm512_set1_epi32(64));
+    __m512i r2 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 64)), x,
+                                           _mm512_loadu_si512((const void *)(t + 80)));
+    __m512i r3 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 96)), x,
+                                           _mm512_loadu_si512((const void *)(t + 112)));
+    __m512i b0 = _mm512_mask_blend_epi32(k6, a0, _mm512_mask_blend_epi32(k5, r2, r3));
+    if (G == 2) return b0;
+    __mmask16 k7 = _mm512_test_epi32_mask(x, _mm512_set1_epi32(128));
+    __m512i r4 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 128)), x,
+                                           _mm512_loadu_si512((const void *)(t + 144)));
+    __m512i r5 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 160)), x,
+                                           _mm512_loadu_si512((const void *)(t + 176)));
+    __m512i r6 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 192)), x,
+                                           _mm512_loadu_si512((const void *)(t + 208)));
+    __m512i r7 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 224)), x,
+                                           _mm512_loadu_si512((const void *)(t + 240)));
+    __m512i b1 = _mm512_mask_blend_epi32(k6, _mm512_mask_blend_epi32(k5, r4, r5), _mm512_mask_blend_epi32(k5, r6, r7));
+    return _mm512_mask_blend_epi32(k7, b0, b1);
+}
+
+/* inclusive prefix sum of the 16 lanes (log steps: lane shifts by 1, 2, 4, 8 with zeros below) */
+ATTR_AVX512 INLINE __m512i prefix16(__m512i v) {
+    const __m512i zero = _mm512_setzero_si512();
+    v = _mm512_add_epi32(v, _mm512_alignr_epi32(v, zero, 15));
+    v = _mm512_add_epi32(v, _mm512_alignr_epi32(v, zero, 14));
+    v = _mm512_add_epi32(v, _mm512_alignr_epi32(v, zero, 12));
+    return _mm512_add_epi32(v, _mm512_alignr_epi32(v, zero, 8));
+}
+
+ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out,
+                                          const int G) {
+    enum { KMAX = SV_KMAX };
+    const uint8_t *p = d->p;
+    const int64_t safe_hi = (d->nbytes - 8) * 8;
+    const __m512i m31 = _mm512_set1_epi32(31), m32 = _mm512_set1_epi32(32);
+    const __m512i m63 = _mm512_set1_epi32(63), m64 = _mm512_set1_epi32(64), expmask = _mm512_set1_epi32((int)(0xffu << d->m));
+    const __m512i escbit = _mm512_set1_epi32(1 << 19);
+    const __m128i cexp = _mm_cvtsi32_si128(11 - (int)d->m);
+    const __m128i cm = _mm_cvtsi32_si128((int)d->m), ctop = _mm_cvtsi32_si128((int)d->top);
+    const __m512i mmask = _mm512_set1_epi32((int)lowmask(d->m));
+    const int esc_perm = st->estride == 32;
+    __m512i xv[KMAX];
+    SRun u[KMAX];
+    __m128i cz[KMAX];
+    __m512i wzmask[KMAX], cwt[KMAX];
+    for (int c = 0; c < K; c++) {
+        xv[c] = _mm512_loadu_si512((const void *)ch[c].X);
+        u[c].r = 0;
+        u[c].fend = -1; /* run info loaded on the first visit */
+    }
+    for (;;) {
+        int active = 0;
+        for (int c = 0; c < K; c++) {
+            SChain *h = &ch[c];
+            if (h->done) continue;
+            active = 1;
+            if (u[c].fend < 0 || h->pos >= u[c].fend) {
+                if (!srun_enter(d, st, h, &u[c])) continue;
+                unsigned z = u[c].z, wt = d->w - z;
+                cz[c] = _mm_cvtsi32_si128((int)z);
+                cwt[c] = _mm512_set1_epi32((int)wt);
+                wzmask[c] = _mm512_set1_epi32((int)lowmask(wt));
+            }
+            int64_t B = h->B, pos = h->pos;
+            if (UNLIKELY(pos + 16 > u[c].fend || B > safe_hi || B < SV_SAFE_LO)) {
+                /* the scalar kernel: the rest of the run, the top of the stream, or its bottom */
+                int64_t upto = pos + 16 > u[c].fend ? u[c].fend : B > safe_hi ? pos + 16 : h->stop;
+                _mm512_storeu_si512((void *)h->X, xv[c]);
+                int64_t s = nas_val_dec16(16, d, &h->B, h->X, pos, upto, (void *)(out + pos));
+                xv[c] = _mm512_loadu_si512((const void *)h->X);
+                if (s != -1) { h->status = s; h->done = 1; continue; }
+                h->pos = upto;
+                continue;
+            }
+            __m512i ent = perm_lookup(u[c].tab, xv[c], G);
+            __m512i need = _mm512_and_si512(ent, m31);
+            __m512i snb = _mm512_and_si512(_mm512_srli_epi32(ent, 5), m63); /* 32 - nb */
+            __m512i base = _mm512_srli_epi32(ent, 20);
+            __m512i pre = prefix16(need);
+            /* lane k's field is bits [B - pre_k, B - pre_k + need_k); window 0 holds bytes B/8 - 60 ..
+             * B/8 + 3 (window 1 the same 4 bytes on), so the field starts rel = B % 8 + 480 - pre_k bits
+             * into window 0: in its dword rel / 32, at bit rel % 32, and runs on into the next dword,
+             * window 1's dword rel / 32 (B <= safe_hi: window 1 ends at byte B/8 + 7 < nbytes) */
+            const uint8_t *wb = p + (B >> 3) - 60;
+            __m512i rel = _mm512_sub_epi32(_mm512_set1_epi32((int)(B & 7) + 480), pre);
+            __m512i di = _mm512_srli_epi32(rel, 5), sh = _mm512_and_si512(rel, m31);
+            __m512i lo = _mm512_permutexvar_epi32(di, _mm512_loadu_si512((const void *)wb));
+            __m512i up = _mm512_permutexvar_epi32(di, _mm512_loadu_si512((const void *)(wb + 4)));
+            /* a shift by 32 (sh = 0) gives 0: the next dword adds nothing then */
+            __m512i f = _mm512_or_si512(_mm512_srlv_epi32(lo, sh), _mm512_sllv_epi32(up, _mm512_sub_epi32(m32, sh)));
+            __m512i sneed = _mm512_sub_epi32(m32, need);
+            xv[c] = _mm512_add_epi32(base, _mm512_srlv_epi32(_mm512_sllv_epi32(f, snb), snb));
+            __m512i e = _mm512_srlv_epi32(_mm512_sllv_epi32(f, sneed), _mm512_sub_epi32(_mm512_sub_epi32(m64, need), snb));
+            __m512i hi = _mm512_and_si512(_mm512_srl_epi32(ent, cexp), expmask);
+            __mmask16 em = _mm512_test_epi32_mask(ent, escbit);
+            if (UNLIKELY(em)) {
+                /* escape symbols: the exponent comes from the escape index above the w - z data bits */
+                __m512i ix = _mm512_srlv_epi32(e, cwt[c]);
+                if (_mm512_mask_cmpge_epu32_mask(em, ix, _mm512_set1_epi32((int)u[c].n_esc))) {
+                    h->status = -2; h->done = 1; continue;
+                }
+                if (esc_perm) {
+                    __m512i ex = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)u[c].esc), ix,
+                                                           _mm512_loadu_si512((const void *)(u[c].esc + 16)));
+                    hi = _mm512_mask_mov_epi32(hi, em, ex);
+                } else {
+                    uint32_t ixs[16], his[16];
+                    _mm512_storeu_si512((void *)ixs, ix);
+                    _mm512_storeu_si512((void *)his, hi);
+                    for (unsigned k = em; k; k &= k - 1) {
+                        int l = __builtin_ctz(k);
+                        his[l] = u[c].esc[ixs[l]];
+                    }
+                    hi = _mm512_loadu_si512((const void *)his);
+                }
+                e = _mm512_mask_and_epi32(e, em, e, wzmask[c]);
+            }
+            __m512i x = _mm512_sll_epi32(e, cz[c]);
+            __m512i sg = _mm512_sll_epi32(_mm512_srl_epi32(x, cm), ctop);
+            __m512i v = _mm512_ternarylogic_epi32(sg, hi, _mm512_and_si512(x, mmask), 0xfe);
+            _mm256_storeu_si256((__m256i *)(out + pos), _mm512_cvtepi32_epi16(v));
+            h->B = B - (int64_t)_mm_extract_epi32(_mm512_extracti32x4_epi32(pre, 3), 3);
+            h->pos = pos + 16;
+        }
+        if (!active) break;
+    }
+    for (int c = 0; c < K; c++) _mm512_storeu_si512((void *)ch[c].X, xv[c]);
+}
+
+ATTR_AVX512 static void avx512_val16_g0(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
+    avx512_val16_body(d, st, ch, K, out, 0);
+}
+ATTR_AVX512 static void avx512_val16_g1(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
+    avx512_val16_body(d, st, ch, K, out, 1);
+}
+ATTR_AVX512 static void avx512_val16_g2(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
+    avx512_val16_body(d, st, ch, K, out, 2);
+}
+ATTR_AVX512 static void avx512_val16_g3(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
+    avx512_val16_body(d, st, ch, K, out, 3);
+}
+
+HIDDEN void nas_avx512_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
+    (d->L <= 32 ? avx512_val16_g0 : d->L <= 64 ? avx512_val16_g1 : d->L <= 128 ? avx512_val16_g2 : avx512_val16_g3)(
+        d, st, ch, K, out);
+}
+#else
+HIDDEN void nas_avx512_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
+    for (int c = 0; c < K; c++) ch[c].status = nas_val_dec16(16, d, &ch[c].B, ch[c].X, ch[c].pos, ch[c].stop,
+                                                             (void *)(out + ch[c].pos));
+}
+#endif
