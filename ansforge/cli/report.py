@@ -182,8 +182,10 @@ def _context_arguments(p: argparse.ArgumentParser) -> None:
     from ..model.coding.registry import PAPER, codec_help
 
     p.add_argument("--codec", default=PAPER["rans"], metavar="CODEC",
-                   help=codec_help(what="golden codec", default_text=f"default {PAPER['rans']}, the paper's rANS "
-                                   "(context tables take one state; not yet the default format)"))
+                   help=codec_help(what="golden codec", default_text=f"default {PAPER['rans']}, the paper's rANS, "
+                                   "whose rows charge every table; any N works (the default format too), but a tANS "
+                                   "row here does not charge a set's stored spread, which `compress --context` "
+                                   "charges and stores only where it pays"))
     p.add_argument("--max-sets", type=int, default=8, metavar="SETS", help="most table sets per matrix (1..16, default 8)")
     p.add_argument("--floor", action="store_true",
                    help="instead of coding: how far each context family (one table, row groups, column "

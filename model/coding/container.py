@@ -494,7 +494,7 @@ def _raw_bytes(ckpt, info) -> np.ndarray:
         if info.nbytes else np.zeros(0, np.uint8)
 
 
-def _split_tensor(ckpt, info, model, spec: Codec, pairs: str, context: bool, context_fold: int,
+def _split_tensor(ckpt, info, model, spec: Codec, pairs: str, context: bool | str, context_fold: int,
                   context_sets: int, choose: tuple[int, int, bool] = (0, 0, False)) -> list | None:
     """Checkpoint ``ckpt``'s tensor ``info`` as ``(target, conversion, pairs, record fields)``, one per
     record (a Q4_0 tensor has two: its values and its scales); ``None`` for a tensor stored raw
@@ -555,6 +555,8 @@ def _split_tensor(ckpt, info, model, spec: Codec, pairs: str, context: bool, con
                                       len('{"freqs":[]},')))
     # The plain record this matrix would have without --context, exactly (the same path), against
     # the plan: each charged in full, in the container's own bytes.
+    if context == "always":  # every plan kept, paying or not (tests and fuzzing of the format)
+        return [(target, conv, cp, {"context": (plan, fold, ideal)})]
     (p_target, p_conv, p_cp, p_fields), = _split_tensor(ckpt, info, model, spec, pairs, False, 0, 0)
     where = f"{model}: tensor {info.name!r}"
     try:
@@ -573,7 +575,7 @@ class CompressTask:
 
     codec: str
     pairs: str
-    context: bool
+    context: bool | str  #: True, False or "always" (compress_checkpoint)
     context_fold: int
     context_sets: int
     allow_nonfinite: bool
@@ -644,7 +646,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                         group: str | None = None, layout: str | None = None, block_pairs: int = BLOCK_PAIRS,
                         allow_nonfinite: bool = False,
                         progress: Callable[[str], None] | None = None, threads: int = 1,
-                        row_shifts: bool | None = None, context: bool = False, context_sets: int = 8,
+                        row_shifts: bool | None = None, context: bool | str = False, context_sets: int = 8,
                         context_fold: int = 1, tasks: Callable[[Callable, list[tuple]], Iterable] | None = None
                         ) -> dict:
     """Compress every tensor of checkpoint ``model`` into container ``out`` (written atomically).
@@ -688,7 +690,10 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         Code every 2-D float tensor with context tables (:mod:`.context`; version 4): its top
         ``context_fold`` mantissa bits folded into the code, up to ``context_sets`` table sets chosen
         per row or column group by :func:`~.context.plan_context`, every set and select stored in the
-        tensor's ``context`` record. Other tensors are coded as without it.
+        tensor's ``context`` record, where that costs fewer bytes in the file than the plain record
+        (:func:`_split_tensor`; the summary's ``context`` says how many and what they saved). Other
+        tensors are coded as without it. ``"always"`` keeps every plan, paying or not (to exercise the
+        format on matrices too small for a plan to pay).
     tasks
         Where the tensors are coded, instead of this process's ``threads``: a function that runs
         ``fn(*args)`` for each ``args`` of a list and returns (or yields) the results in order, e.g. on
@@ -735,6 +740,8 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     raw_payload: list[tuple[int, bytes]] = []
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ConfigError(f"threads must be a positive integer, not {threads!r}")
+    if context not in (False, True, "always"):
+        raise ConfigError(f"context must be True, False or 'always', not {context!r}")
     if context and (isinstance(context_sets, bool) or not isinstance(context_sets, int) or not 1 <= context_sets <= 16):
         raise ConfigError(f"context_sets must be an integer from 1 to 16, not {context_sets!r}")
     if context and (isinstance(context_fold, bool) or not isinstance(context_fold, int) or context_fold < 0):
@@ -906,7 +913,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             "streams": len(streams), "bytes": out.stat().st_size,
             "formats": format_sizes(records, [s.total_bits for s in streams]),
             "lossy": [(r["name"], r["conversion"]) for r in records if r.get("lossy")],
-            **({"context": _context_summary(context_bytes, len(ctx_of), out.stat().st_size)} if context else {})}
+            **({"context": _context_summary(context_bytes, len(ctx_of), out.stat().st_size)} if context is True else {})}
 
 
 def _context_summary(costs: Sequence[tuple[int, int]], kept: int, size: int) -> dict:
