@@ -31,19 +31,36 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..model.coding.registry import PAPER, default_for, ranges_text
+from ..model.coding.registry import PAPER, default_for, family_of, ranges_text
 
 if TYPE_CHECKING:                   # pragma: no cover
     from amaranth.lib import wiring
 
 __all__ = ["ROLES", "KINDS", "CodecSet", "FormalConfig", "CoreBuild", "REGISTRY", "BASE_BUILDS", "core_build",
            "core_names", "base_names", "prove_names", "interleaved_names", "core_for", "cores_for", "takes_text",
-           "refusal", "build_core", "markdown_table", "table_writes", "paper_codec", "default_codec",
+           "refusal", "no_core", "NO_CORE_PRESETS", "build_core", "markdown_table", "table_writes", "paper_codec", "default_codec",
            # old names, derived from the registry
            "CORE_CLASSES", "PAPER_CODECS", "core_states"]
 
 ROLES = ("decoder", "encoder")
 KINDS = ("tans", "rans")
+#: Codec presets (:class:`~ansforge.model.coding.registry.Family` ``preset``) that no core of a role takes,
+#: whatever their ``R``/``P`` and ``N``: ``{(preset, role): what to call them}``. The legacy ``S = 48``
+#: interleaved streams (``rans16xN-s48w32``) needed the one-pop rANS xN decoder datapath, retired
+#: because the two-pop one dominates it in area and clock (issue 42): they decode in software.
+NO_CORE_PRESETS = {("legacy-s48", "decoder"): "legacy S = 48 format"}
+
+
+def no_core(codec, role: str = "decoder") -> str | None:
+    """The one line that says no ``role`` core takes ``codec`` (a codec object) because of its format
+    (:data:`NO_CORE_PRESETS`), or ``None``."""
+    if getattr(codec, "kind", None) not in KINDS:
+        return None
+    entry = family_of(codec)
+    what = None if entry is None else NO_CORE_PRESETS.get((entry.family.preset, role))
+    if what is None:
+        return None
+    return f"no {role} core takes {entry.name} ({what}): decode it in software, or recompress"
 
 
 @dataclass(frozen=True)
@@ -157,7 +174,8 @@ class CoreBuild:
 
     def takes(self, codec) -> bool:
         """Whether it takes ``codec`` (a codec object)."""
-        return getattr(codec, "kind", None) == self.kind and any(s.takes(codec) for s in self.codecs)
+        return (getattr(codec, "kind", None) == self.kind and any(s.takes(codec) for s in self.codecs)
+                and no_core(codec, self.role) is None)
 
     def codec_names(self) -> list[str]:
         """Every codec name (``parse_codec``'s) it takes."""
@@ -230,7 +248,7 @@ REGISTRY: tuple[CoreBuild, ...] = (
               FormalConfig("tans:TansEncoder", states=2, progress_clocks=6), base="tans-encoder"),
     CoreBuild("rans-decoder-x5", "rans", "decoder", (CodecSet((16,), (5,)),), "rans:RansDecoder",
               ("rans:RansDecoderCoderXN",), ("rans:RansDecoderShellXN",), "rans16x5",
-              FormalConfig("rans:RansDecoder", states=5, progress_clocks=8, min_depth=20, baked=True),
+              FormalConfig("rans:RansDecoder", states=5, progress_clocks=12, min_depth=20, baked=True),
               base="rans-decoder"),
     CoreBuild("rans-encoder-x16", "rans", "encoder", (CodecSet(tuple(range(8, 25)), (16,)),), "rans:RansEncoder",
               ("rans:RansEncoderXnCoder",), ("rans:RansEncoderShellXN",), "rans16x16",
@@ -303,6 +321,9 @@ def takes_text(kind: str | None = None, role: str | None = None) -> str:
 
 def refusal(codec, role: str, build: CoreBuild | None = None) -> str:
     """The one line that refuses ``codec`` for ``role`` (in ``build``, or in every core of its role)."""
+    legacy = no_core(codec, role)
+    if legacy is not None:
+        return legacy
     name = getattr(codec, "name", codec)
     if build is not None and build.base != build.name:
         return f"codec {name}: the {build.name} build takes {build.takes_text()} (docs/bitstream.md §8)"

@@ -7,12 +7,13 @@ take the ``interleaved`` preset, ``S = 32, W = 16, P = 16`` (issue 19, third pas
 renormalisation the interleaved decoder's multiply is ``16 x 17`` bits, all in one DSP, so the upper
 product in LUTs and 16 bits of every state multiplexer go, and both interleaved cores carry two stream
 words a 32-bit port word (a pair may move two words). Coder alone, paper configuration, programmable:
-the decoder ``rans16x5`` 473 LUT-equivalents (628 with ``S = 48``), 1 DSP, ECP5 108.5 MHz; ``rans16x16``
+the decoder ``rans16x5`` 473 LUT-equivalents, 1 DSP, ECP5 108.5 MHz; ``rans16x16``
 505, both with no idle clock between back-to-back commands (462 and 513 before, with 3N + 3 idle
 clocks a boundary: the shell now reads the next stream's head ahead); the encoder ``rans16x16`` 580 (721), 2 DSP, 116.4 MHz, which takes the next command's pairs
 while it flushes the previous command's states (no idle clock between back-to-back commands; 447 and
 121.9 MHz before, with a flush of its own). The figures below that do not say
-otherwise were measured with ``S = 48, W = 32``, which the coders still build for streams written then.
+otherwise were measured with ``S = 48, W = 32``, which the one-state coders still build (``rans16``); the
+interleaved decoder does not (the legacy ``rans16xN-s48w32`` streams decode in software only).
 
 Each core is a *coder* (what Table 3 measures: the table memories, the state, the multiply or the
 divide, the word and pair streams and the table-programming port) and a *shell* (command counters,
@@ -818,34 +819,6 @@ XN_STATES = tuple(range(XN_RING, 17))
 TAG_BITS = 2
 
 
-def _upper_product(m: Module, a: Value, f: Value, name: str) -> Signal:
-    """``a * f`` in LUTs for a narrow ``a`` (at most 8 bits) and ``f`` of at most 17: radix 4, each pair
-    of ``a``'s bits picks 0, f, 2f or 3f (3f is one add, shared), so the product is ``ceil(len(a) / 2)``
-    rows (as :func:`_multiply_add`'s upper part; a plain ``*`` would take a DSP).
-
-    The rows are summed from the least significant one up, each partial sum shifted down by two bits
-    before the next row joins it (``t_j = (t_{j-1} >> 2) + row_j``, its two low bits final): every add is
-    ``len(f) + 2`` bits wide (``t_j < 4 · 2**len(f)`` by induction) instead of the product's width.
-    Measured (paper configuration, 6 x 17 bits alone): 79 LUTs, against 128 for the same rows summed
-    at full width (``row_0 + (row_1 << 2) + (row_2 << 4)``)."""
-    f3 = Signal(len(f) + 2, name=f"{name}_3f")
-    m.d.comb += f3.eq(f + (f << 1))
-    low, t = [], None
-    for j in range(0, len(a), 2):
-        row = Signal(len(f) + 2, name=f"{name}_row{j // 2}")
-        m.d.comb += row.eq(Array([Const(0, len(f) + 2), f, f << 1, f3])[a[j:min(j + 2, len(a))]])
-        if t is None:
-            t = row
-        else:
-            low.append(t[:2])
-            nt = Signal(len(f) + 2, name=f"{name}_sum{j // 2}")
-            m.d.comb += nt.eq(t[2:] + row)
-            t = nt
-    out = Signal(len(f) + len(a), name=name)
-    m.d.comb += out.eq(Cat(*low, t))
-    return out
-
-
 class RansDecoderCoderXN(wiring.Component):
     """The rANS decoder's coder for ``N`` in :data:`XN_STATES` (5 to 16) interleaved states
     (``rans16x5`` .. ``rans16x16``, ``docs/bitstream.md`` §8): words in, pairs out (registered), one
@@ -865,14 +838,13 @@ class RansDecoderCoderXN(wiring.Component):
        borrow, ``q < cum``, one compare ``q - cum >= freq``: the range test and ``q - cum`` are
        registered; a wrong candidate (a bucket that meets more than six symbols) holds the ring and
        reads the table again at the stepped candidate, one symbol per clock;
-    3. *upper product*: ``x >> P``'s bits above the DSP's 26 (``S - P - 26`` = 6 bits) times ``freq``,
-       in LUTs (radix 4, :func:`_upper_product`), joined with ``q - cum`` into the addend;
-    4. *multiply*: ``x' = (x >> P)[:26] * freq + addend``, in one DSP48E2 with the add in its post-adder
+    3. *operands*: ``x >> P``, ``freq`` and the addend ``q - cum`` into the multiply-add's registers
+       (the whole product is the DSP's: ``S - P <= 26``);
+    4. *multiply*: ``x' = (x >> P) * freq + (q - cum)``, in one DSP48E2 with the add in its post-adder
        and stage 3's operands and ``x'`` in its own A/B/C and P registers (:class:`~ansforge.hdl.dsp.MulAdd`);
-    5. *pop*: the pair's one word pop (``x'`` pops iff ``x' < 2**(S - W + k)``: before the chunk when
-       ``x' < 2**(S - W)``, else after it; two pops where the shape allows them, below) and the
-       ``k``-bit chunk of additional data; the pair is registered on ``o`` and the state returns to
-       stage 1.
+    5. *pop*: the pair's pops (one before the chunk when ``x' < 2**(S - W)``, one after it when the
+       state is then below ``2**(S - W)``: at most two, below) and the ``k``-bit chunk of additional
+       data; the pair is registered on ``o`` and the state returns to stage 1.
 
     A *bubble* (no pair) passes a state round the ring unchanged (``freq = 2**P``, ``cum = 0``, ``k = 0``:
     ``x' = x``). States enter from the shell (``inject``, ``state``): in the turn that injects, the
@@ -893,17 +865,17 @@ class RansDecoderCoderXN(wiring.Component):
     ``held`` bits and ``held_tags``.
 
     A pop takes only its own stream's words, so the next stream's words may wait in the buffer behind
-    the running one's. A turn waits until two (one-pop shapes: one) of stage 5's stream's words are
+    the running one's. A turn waits until two of stage 5's stream's words are
     buffered, or ``ended``, whether or not the pair pops: those tests are registers, not the pop test,
     and the buffer refills in the clock it is emptied. Latency: a pair is on ``o`` after the fourth
     turn that follows its step (stages 2 to 5, the last one writing the output register).
 
-    Supported shapes: ``P <= S - W`` and either ``S <= 2 W - K`` with ``K <= W - P`` (the paper
-    preset's ``S = 48, W = 32, P = 16, K = 8``), where a pair pops at most one word, as above, or
-    ``K <= P <= 16``, ``S <= 2 W`` and ``S - P <= 26`` (the whole product in the DSP), where it may
-    pop twice, once before the chunk and once after it (``S = 32, W = 16``: after a pop ``x >= 2**W
-    >= 2**(S - W)``, so each of the two steps pops at most once). Such a shape has a ``2 W``-bit
-    port (:meth:`port_words`): two stream words a port word, the first popped in the high half, an
+    Supported shapes: ``P <= S - W``, ``K <= P <= 16``, ``S <= 2 W`` and ``S - P <= 26`` (the whole
+    product in the DSP), where a pair may pop twice, once before the chunk and once after it (``S =
+    32, W = 16``: after a pop ``x >= 2**W >= 2**(S - W)``, so each of the two steps pops at most
+    once). The legacy ``S = 48, W = 32`` streams (``rans16xN-s48w32``) have no core: they decode in
+    software. The port is ``2 W`` bits (:meth:`port_words`): two stream words a port word, the first
+    popped in the high half, an
     odd count's first port word with a zero high half above the stream, so that the words stay
     ``2 W``-bit aligned from the stream's bottom up, as the host stored them (the shell takes the
     head; an odd stream's first body port word comes with ``skip``: its high half was the head's).
@@ -914,14 +886,12 @@ class RansDecoderCoderXN(wiring.Component):
     two a pair out: the port never holds a turn back once the buffer is full. Measured with ``S =
     32, W = 16, P = 16`` (``rans16x5`` as the paper configuration would have it: 32-bit port words,
     64 codes, 8 extra bits, programmable, coder alone, the definitions of
-    :mod:`ansforge.analysis.area`): 473 LUT-equivalents (361 LUTs + 14 RAM64M8; 628 with ``S = 48``),
+    :mod:`ansforge.analysis.area`): 473 LUT-equivalents (361 LUTs + 14 RAM64M8),
     1 DSP, 311 FFs, 11 levels, ECP5 108.5 MHz (seeds 108.5 / 104.3 / 110.0); before the shell took
     the head (the coder read it through its buffer, one word a clock, and idled 3N + 3 clocks between
     commands) 462 LUT-equivalents, 265 FFs, 107.3 MHz. The stream tags and the evicted state cost 11
-    LUTs here, 59 with ``S = 48``, where at ``N = 5`` the state leaving stage 5 no longer merges into
-    stage 1's multiplexer (it also feeds the evicted-state register):
-    the product is ``16 x 17`` bits, so the upper product in LUTs (stage 3) and 16 bits of every
-    state multiplexer go. With a ``W``-bit port and a two-word buffer instead (one word a clock in),
+    LUTs. The product is ``16 x 17`` bits, all in the DSP. With a ``W``-bit port and a two-word buffer
+    instead (one word a clock in),
     454 LUT-equivalents, but a double pop cost the next turn a clock: 0.9984 to 0.9991 pairs per
     clock on 100,000-pair slices of three MiniLM matrices, against 0.9990 to 0.9996 with the port
     (table writes and head included).
@@ -934,28 +904,25 @@ class RansDecoderCoderXN(wiring.Component):
     @staticmethod
     def check_shape(sh: _RansShape) -> None:
         """``ConfigError`` unless the pipelined coder can decode ``sh`` (see the class docstring)."""
-        one_pop = sh.chunks <= 1 and RansDecoderCoderXN.port_words(sh) == 1
-        # Two pops per pair only where the DSP takes the whole product (no upper product in LUTs).
-        two_pops = sh.chunks <= 1 and sh.S <= 2 * sh.W and sh.S - sh.P <= 26 and sh.P <= 16
-        if not ((one_pop or two_pops) and sh.P <= sh.S - sh.W):
-            raise ConfigError(f"codec {sh.codec.name}: the interleaved rANS decoder needs one pop per pair "
-                              f"(at most one chunk of K <= W - P bits, S <= 2 W - K) or two with the whole "
-                              f"product in one DSP (K <= P <= 16, S <= 2 W, S - P <= 26), and P <= S - W; "
-                              f"S={sh.S}, W={sh.W}, P={sh.P}, max_extra_bits={sh.K}")
+        # At most two pops per pair, and the whole product in the DSP (no upper product in LUTs).
+        if not (sh.chunks <= 1 and sh.S <= 2 * sh.W and sh.S - sh.P <= 26 and sh.P <= 16 and sh.P <= sh.S - sh.W):
+            raise ConfigError(f"codec {sh.codec.name}: the interleaved rANS decoder needs at most two pops per "
+                              f"pair with the whole product in one DSP (K <= P <= 16, S <= 2 W, S - P <= 26) and "
+                              f"P <= S - W; S={sh.S}, W={sh.W}, P={sh.P}, max_extra_bits={sh.K}")
 
     @staticmethod
     def port_words(sh: _RansShape) -> int:
-        """Stream words per word of the input port: 1 where a pair pops at most once, else 2 (a
-        ``2 W``-bit port: two pops per pair never wait on the port)."""
-        return 1 if sh.S <= 2 * sh.W - sh.K and sh.K <= sh.W - sh.P else 2
+        """Stream words per word of the input port: 2 (a ``2 W``-bit port: two pops per pair never
+        wait on the port)."""
+        return 2
 
     @staticmethod
     def word_layout(sh: _RansShape) -> data.StructLayout:
-        """A word of the coder's ``i``: ``data`` (``W`` bits, or a ``2 W``-bit port word), the stream's
-        ``tag`` (its position among streams, mod 4) and, for port words, ``skip`` (the high half is not
-        the stream's: an odd stream's first body port word, whose high half closed the head)."""
+        """A word of the coder's ``i``: ``data`` (a ``2 W``-bit port word), the stream's ``tag`` (its
+        position among streams, mod 4) and ``skip`` (the high half is not the stream's: an odd stream's
+        first body port word, whose high half closed the head)."""
         pw = RansDecoderCoderXN.port_words(sh)
-        return data.StructLayout({"data": sh.W * pw, "tag": TAG_BITS} | ({"skip": 1} if pw == 2 else {}))
+        return data.StructLayout({"data": sh.W * pw, "tag": TAG_BITS, "skip": 1})
 
     @staticmethod
     def ports(sh: _RansShape) -> dict:
@@ -978,7 +945,7 @@ class RansDecoderCoderXN(wiring.Component):
         sh = self._shape
         S, W, P, K, N = sh.S, sh.W, sh.P, sh.K, sh.codec.states
         L = S - W                                   # a state is normalized at x >= 2**L
-        A = min(26, S - P)                          # bits of x >> P that the DSP multiplies
+        A = S - P                                   # bits of x >> P, all multiplied in the DSP (check_shape)
         m = Module()
         tables = _Tables(m, sh, self.cfg if sh.programmable else None, buckets=True)
         sb = sh.symbol_bits
@@ -997,31 +964,25 @@ class RansDecoderCoderXN(wiring.Component):
         m.submodules.mul_add = mac = MulAdd(A, P + 1, S, S)
         r3_k, r3_sym, r3_bub = Signal(bits_for(K)), Signal(sb), Signal(init=1)
         r4_x, r4_k, r4_sym, r4_bub = mac.p, Signal(bits_for(K)), Signal(sb), Signal(init=1)
-        two = self.port_words(sh) == 2               # a pair may pop twice: the 2W-bit port
         T = TAG_BITS
         # Each pair carries its stream's tag and whether it is the stream's last pair down the pipeline.
         r1_tag, r2_tag, r3_tag, r4_tag = (Signal(T, name=f"r{j}_tag") for j in range(1, 5))
         r1_last, r2_last, r3_last, r4_last = (Signal(name=f"r{j}_last") for j in range(1, 5))
         word = Signal(W)                             # the next word to pop
-        word2 = Signal(W)                            # the one after it (two pops)
+        word2 = Signal(W)                            # the one after it (a second pop)
         own1, own2 = Signal(), Signal()              # one / two words of stage 5's stream are buffered
         stale = Signal()                             # the oldest buffered word is one the shell purges
-        if two:
-            # Two port words: ``port_a`` holds the next words, ``port_b`` the two after; ``half`` says
-            # whether ``port_a``'s high word (popped first) is gone. Words never move within a
-            # register: a port word is written once into ``port_b`` and once into ``port_a``. Each has
-            # its stream's tag, so that the next stream's words may wait behind the running one's.
-            port_a, port_b = Signal(2 * W), Signal(2 * W)
-            ta, tb = Signal(T), Signal(T)
-            va, vb, half, skip_b = Signal(), Signal(), Signal(), Signal()
-            m.d.comb += [word.eq(Mux(half, port_a[:W], port_a[W:])), word2.eq(Mux(half, port_b[W:], port_a[:W])),
-                         own1.eq(va & (ta == r4_tag)), own2.eq(own1 & (~half | (vb & (tb == r4_tag)))),
-                         stale.eq(self.purge & va & (ta == self.purge_tag)),
-                         self.held.eq(Cat(va, vb)), self.held_tags.eq(Cat(ta, tb))]
-        else:
-            have_word, tw = Signal(), Signal(T)
-            m.d.comb += [own1.eq(have_word & (tw == r4_tag)), stale.eq(self.purge & have_word & (tw == self.purge_tag)),
-                         self.held.eq(have_word), self.held_tags.eq(tw)]
+        # Two port words: ``port_a`` holds the next words, ``port_b`` the two after; ``half`` says
+        # whether ``port_a``'s high word (popped first) is gone. Words never move within a
+        # register: a port word is written once into ``port_b`` and once into ``port_a``. Each has
+        # its stream's tag, so that the next stream's words may wait behind the running one's.
+        port_a, port_b = Signal(2 * W), Signal(2 * W)
+        ta, tb = Signal(T), Signal(T)
+        va, vb, half, skip_b = Signal(), Signal(), Signal(), Signal()
+        m.d.comb += [word.eq(Mux(half, port_a[:W], port_a[W:])), word2.eq(Mux(half, port_b[W:], port_a[:W])),
+                     own1.eq(va & (ta == r4_tag)), own2.eq(own1 & (~half | (vb & (tb == r4_tag)))),
+                     stale.eq(self.purge & va & (ta == self.purge_tag)),
+                     self.held.eq(Cat(va, vb)), self.held_tags.eq(Cat(ta, tb))]
         o_valid, o_pair, o_last = Signal(), Signal(self.o.p.shape()), Signal()
         starved, starved_tag = Signal(), Signal(T)
         # The state that left the ring at the last turn (what the end check reads: an injection puts the
@@ -1078,24 +1039,20 @@ class RansDecoderCoderXN(wiring.Component):
         f_eff, lo_eff, k_eff = Signal(P + 1), Signal(P), Signal(bits_for(K))
         m.d.comb += [f_eff.eq(Mux(bub, 1 << P, entry.freq)), lo_eff.eq(diff[:P]), k_eff.eq(Mux(bub, 0, entry.k))]
 
-        # -- stage 3: the upper product -------------------------------------------------------------
-        hi = _upper_product(m, r2_x[P + A:], r2_f, "x_upper") if S - P > A else Const(0, 1)
+        # -- stage 3: the addend (q - cum); the DSP takes the whole product ---------------------------
         add = Signal(S)
-        m.d.comb += add.eq(Cat(r2_lo, Const(0, A - P), hi))
+        m.d.comb += add.eq(r2_lo)
 
         # -- stage 4: the multiply and its add (one DSP48E2, its registers and post-adder) -----------
         m.d.comb += [mac.a.eq(r2_x[P:P + A]), mac.b.eq(r2_f), mac.c.eq(add)]     # (mac.en: the turn)
 
-        # -- stage 5: one pop and the chunk ---------------------------------------------------------
+        # -- stage 5: the pops and the chunk --------------------------------------------------------
         w = r4_k
         early = Signal()                             # x' < 2**L: pop before the chunk
         late = Signal()                              # 2**L <= x' < 2**(L + w): pop after it
         v = Signal(S)
         m.d.comb += [early.eq(r4_x[L:] == 0), v.eq(Mux(early, Cat(word, r4_x[:S - W]), r4_x))]
-        if two:
-            m.d.comb += late.eq((v[L:] >> w) == 0 if K else 0)
-        else:
-            m.d.comb += late.eq(~early & (r4_x[L + K:] == 0) & ((r4_x[L:L + K] >> w) == 0) if K else 0)
+        m.d.comb += late.eq((v[L:] >> w) == 0 if K else 0)
         if K:
             moved = Signal(S - P + K, name="chunk_moved")
             m.d.comb += moved.eq(v[P - K:] >> w)
@@ -1107,18 +1064,18 @@ class RansDecoderCoderXN(wiring.Component):
         else:
             bits, chunked = Const(0, 1), v
         x_next = Signal(S)
-        late_word = Mux(early, word2, word) if two else word
+        late_word = Mux(early, word2, word)
         m.d.comb += x_next.eq(Mux(late, Cat(late_word, chunked[:S - W]), chunked))
         pop = Signal()
         m.d.comb += pop.eq((early | late) & ~r4_bub)
 
         # -- the turn of the ring -------------------------------------------------------------------
         o_free = 1 if sh.mutant == "rans_xn_dec_overwrite" else (~o_valid | self.o.ready)
-        # A turn waits until two (one-pop shapes: one) of stage 5's stream's words are buffered or the
-        # shell says none will come (``ended``), whether or not the pair pops: those are registers, not
-        # the pop test. A purged word at the front holds every turn with a pair at stage 5.
+        # A turn waits until two of stage 5's stream's words are buffered or the shell says none will
+        # come (``ended``), whether or not the pair pops: those are registers, not the pop test. A
+        # purged word at the front holds every turn with a pair at stage 5.
         ready = Signal()
-        m.d.comb += ready.eq(r2_found & o_free & (r4_bub | (~stale & ((own2 if two else own1) | self.ended))))
+        m.d.comb += ready.eq(r2_found & o_free & (r4_bub | (~stale & (own2 | self.ended))))
         step, turn = Signal(), Signal()
         m.d.comb += [step.eq(run & ready), self.step.eq(step), self.turned.eq(turn),
                      turn.eq(step | (self.drain & ready)), mac.en.eq(turn)]
@@ -1138,7 +1095,7 @@ class RansDecoderCoderXN(wiring.Component):
             with m.If(~r4_bub):
                 m.d.sync += [o_valid.eq(1), o_pair.symbol.eq(r4_sym), o_pair.extra.eq(bits), o_last.eq(r4_last)]
         m.d.sync += starved.eq(0)
-        with m.If(turn & ~r4_bub & (((early | late) & ~own1) | ((early & late & ~own2) if two else 0))):
+        with m.If(turn & ~r4_bub & (((early | late) & ~own1) | (early & late & ~own2))):
             m.d.sync += [starved.eq(1), starved_tag.eq(r4_tag)]
         with m.If(turn | miss):                      # (a miss reads the table at sym = stepped)
             m.d.sync += [r2_f.eq(f_eff), r2_lo.eq(lo_eff), r2_k.eq(k_eff), r2_found.eq(found),
@@ -1150,38 +1107,29 @@ class RansDecoderCoderXN(wiring.Component):
         # A pop takes only its own stream's words; a purged word (an older stream's unread word) is
         # dropped, one buffer register a clock, while it holds the turns.
         take = Signal()
-        if not two:
-            consume = Signal()
-            m.d.comb += [consume.eq((turn & pop & own1) | stale), self.i.ready.eq(~have_word | consume),
-                         take.eq(self.i.valid & self.i.ready)]
-            with m.If(take):
-                m.d.sync += [word.eq(self.i.p.data), tw.eq(self.i.p.tag), have_word.eq(1)]
-            with m.Elif(consume):
-                m.d.sync += have_word.eq(0)
-        else:
-            # Words taken this clock: a turn's pops of its own stream (none of another's: the turn then
-            # reports ``starved``).
-            taken = Signal(2)
-            m.d.comb += taken.eq((turn & pop & own1) + (turn & early & late & ~r4_bub & own2))
-            t = Signal(2)                            # words of port_a gone after this clock
-            used = Signal()                          # port_a is used up (or dropped)
-            m.d.comb += [t.eq(half + taken), used.eq((t >= 2) | stale)]
-            move = Signal()                          # port_b becomes port_a: port_a is empty or used up
-            m.d.comb += [move.eq(vb & (~va | used)),
-                         self.i.ready.eq(~vb | move), take.eq(self.i.valid & self.i.ready)]
-            # (A port_b taken in part by a second pop is its stream's, never a first body word: no skip.)
-            with m.If(va & used):
-                m.d.sync += [va.eq(vb), half.eq(Mux(stale, 0, t[0]) | skip_b)]
-            with m.Elif(va):
-                m.d.sync += half.eq(t[0])
-            with m.Elif(vb):
-                m.d.sync += [va.eq(1), half.eq(skip_b)]
-            with m.If(move):
-                m.d.sync += [port_a.eq(port_b), ta.eq(tb)]
-            with m.If(take):
-                m.d.sync += [port_b.eq(self.i.p.data), tb.eq(self.i.p.tag), skip_b.eq(self.i.p.skip), vb.eq(1)]
-            with m.Elif(move):
-                m.d.sync += vb.eq(0)
+        # Words taken this clock: a turn's pops of its own stream (none of another's: the turn then
+        # reports ``starved``).
+        taken = Signal(2)
+        m.d.comb += taken.eq((turn & pop & own1) + (turn & early & late & ~r4_bub & own2))
+        t = Signal(2)                            # words of port_a gone after this clock
+        used = Signal()                          # port_a is used up (or dropped)
+        m.d.comb += [t.eq(half + taken), used.eq((t >= 2) | stale)]
+        move = Signal()                          # port_b becomes port_a: port_a is empty or used up
+        m.d.comb += [move.eq(vb & (~va | used)),
+                     self.i.ready.eq(~vb | move), take.eq(self.i.valid & self.i.ready)]
+        # (A port_b taken in part by a second pop is its stream's, never a first body word: no skip.)
+        with m.If(va & used):
+            m.d.sync += [va.eq(vb), half.eq(Mux(stale, 0, t[0]) | skip_b)]
+        with m.Elif(va):
+            m.d.sync += half.eq(t[0])
+        with m.Elif(vb):
+            m.d.sync += [va.eq(1), half.eq(skip_b)]
+        with m.If(move):
+            m.d.sync += [port_a.eq(port_b), ta.eq(tb)]
+        with m.If(take):
+            m.d.sync += [port_b.eq(self.i.p.data), tb.eq(self.i.p.tag), skip_b.eq(self.i.p.skip), vb.eq(1)]
+        with m.Elif(move):
+            m.d.sync += vb.eq(0)
         return m
 
 
@@ -1269,8 +1217,7 @@ class RansDecoderShellXN(wiring.Component):
                      self.word.valid.eq(body.r_rdy & ~r_entry.marker), self.word.p.data.eq(r_entry.data),
                      self.word.p.tag.eq(r_entry.tag),
                      body.r_en.eq(Mux(r_entry.marker, 1, self.word.ready))]
-        if pw == 2:
-            m.d.comb += self.word.p.skip.eq(r_entry.skip)
+        m.d.comb += self.word.p.skip.eq(r_entry.skip)
         with m.If(body.r_rdy & r_entry.marker):
             m.d.sync += done_tag.eq(r_entry.tag)
 
@@ -1303,7 +1250,7 @@ class RansDecoderShellXN(wiring.Component):
         w_zero, w_one = Signal(init=1), Signal()
         w_tag, next_tag = Signal(T), Signal(T)
         w_odd = Signal()
-        heads = N + 1 if pw == 2 else 2 * N          # port words of the head (pw == 2: N, N + 1 when odd)
+        heads = N + 1                                # port words of the head: N, N + 1 when odd
         w_hc = Signal(range(heads + 1))
         w_carry = Signal(W)                          # the previous port word's low half / the state's top word
         w_count, w_check_end, w_bad, w_skip = Signal(cnt), Signal(), Signal(), Signal()
@@ -1312,14 +1259,11 @@ class RansDecoderShellXN(wiring.Component):
         m.d.comb += take.eq(self.i.valid & self.i.ready)
         with m.If(take):
             m.d.sync += [w_left.eq(w_left - 1), w_zero.eq(w_one), w_one.eq(w_left == 2)]
-        if pw == 1:
-            block_crc = BlockCrc(m, W, self.cmd, self.i, present=self._block_crc)
-        else:
-            # The CRC of the stream's words in decoding order: a port word's high word first; an odd
-            # count's first port word carries a zero high word above the stream, which the CRC's start
-            # value absorbs.
-            block_crc = BlockCrc(m, 2 * W, self.cmd, self.i, present=self._block_crc,
-                                 data=Cat(self.i.p.data[W:], self.i.p.data[:W]), zeros_first=(cm.words[0], W))
+        # The CRC of the stream's words in decoding order: a port word's high word first; an odd
+        # count's first port word carries a zero high word above the stream, which the CRC's start
+        # value absorbs.
+        block_crc = BlockCrc(m, 2 * W, self.cmd, self.i, present=self._block_crc,
+                             data=Cat(self.i.p.data[W:], self.i.p.data[:W]), zeros_first=(cm.words[0], W))
         crc_mismatch = block_crc.checked(DecodeStatus.OK) != DecodeStatus.OK
 
         d = self.i.p.data
@@ -1329,9 +1273,9 @@ class RansDecoderShellXN(wiring.Component):
                 """Take the next command (its record slot ``nxt`` is free)."""
                 m.d.comb += self.cmd.ready.eq(~nxt_valid)
                 with m.If(self.cmd.valid & ~nxt_valid):
-                    port_words = cm.words if pw == 1 else (cm.words + 1)[1:]
+                    port_words = (cm.words + 1)[1:]
                     m.d.sync += [w_left.eq(port_words), w_zero.eq(port_words == 0), w_one.eq(port_words == 1),
-                                 w_odd.eq(cm.words[0] if pw == 2 else 0), w_tag.eq(next_tag),
+                                 w_odd.eq(cm.words[0]), w_tag.eq(next_tag),
                                  w_count.eq(cm.count), w_check_end.eq(cm.check_end), w_hc.eq(0), w_bad.eq(0),
                                  w_skip.eq(cm.resume), words_done.bit_select(next_tag, 1).eq(0),
                                  crc_bad.bit_select(next_tag, 1).eq(0)]
@@ -1345,7 +1289,7 @@ class RansDecoderShellXN(wiring.Component):
 
             with m.State("HEAD"):
                 last_head = Signal()
-                m.d.comb += last_head.eq(w_hc == Mux(w_odd, heads - 1, N - 1) if pw == 2 else w_hc == heads - 1)
+                m.d.comb += last_head.eq(w_hc == Mux(w_odd, heads - 1, N - 1))
                 # (An odd stream's last head port word also goes to the FIFO: its low half is the body's first word.)
                 m.d.comb += self.i.ready.eq(states.w_rdy & ~w_zero & (~(w_odd & last_head) | body.w_rdy))
                 # A head word that puts a state outside [2**L, 2**S): the state below 2**L, or bits above
@@ -1353,17 +1297,12 @@ class RansDecoderShellXN(wiring.Component):
                 bad_now = Signal()
                 with m.If(take):
                     m.d.sync += w_hc.eq(w_hc + 1)
-                    if pw == 2:
-                        m.d.comb += [pushed.eq(Mux(w_odd, Cat(d[W:], w_carry), d)), push.eq(~(w_odd & (w_hc == 0)))]
-                        m.d.sync += w_carry.eq(d[:W])
-                        first = Mux(w_odd, w_carry, d[W:])
-                        above = push & (first[top_bits:] != 0) if top_bits < W else 0
-                        with m.If(w_odd & last_head):
-                            m.d.comb += [w_entry.data.eq(d), w_entry.tag.eq(w_tag), w_entry.skip.eq(1), body.w_en.eq(1)]
-                    else:
-                        m.d.comb += [pushed.eq(Cat(d, w_carry)), push.eq(w_hc[0])]
-                        m.d.sync += w_carry.eq(d)
-                        above = ~w_hc[0] & (d[top_bits:] != 0) if top_bits < W else 0
+                    m.d.comb += [pushed.eq(Mux(w_odd, Cat(d[W:], w_carry), d)), push.eq(~(w_odd & (w_hc == 0)))]
+                    m.d.sync += w_carry.eq(d[:W])
+                    first = Mux(w_odd, w_carry, d[W:])
+                    above = push & (first[top_bits:] != 0) if top_bits < W else 0
+                    with m.If(w_odd & last_head):
+                        m.d.comb += [w_entry.data.eq(d), w_entry.tag.eq(w_tag), w_entry.skip.eq(1), body.w_en.eq(1)]
                     m.d.comb += bad_now.eq((push & (pushed[L:] == 0)) | above)
                     with m.If(bad_now):
                         m.d.sync += w_bad.eq(1)

@@ -111,17 +111,30 @@ SMALL = {
 }
 #: The interleaved-state builds (:data:`~ansforge.hdl.mutants.INTERLEAVED_CORES`): the codec's
 #: parameters (the states come from the core's name) and the core's. tANS: ``SMALL["tans"]`` with two
-#: states. rANS: the smallest ``S, W, P`` both xN coders accept with one pop per pair (``K <= W - P``,
-#: ``S <= 2 W - K``, ``P <= S - W``; the decoder's two-pop shapes are not built here), the encoder
-#: ``P >= 5``, ``S - P >= P``, and ``S >= 16`` is the codec's own floor.
+#: states. rANS encoder: ``P >= 5``, ``S - P >= P`` (``_xn_plan``), ``S >= 16`` (the codec's own
+#: floor) and a word of 9 bits. The rANS decoder has its own, :data:`SMALL_XN_DECODER`.
 SMALL_XN = {
     "tans": (dict(table_log=5, word_bits=8), dict(max_symbols=4, max_extra_bits=2)),
     "rans": (dict(state_bits=16, word_bits=9, precision_bits=5), dict(max_symbols=4, max_extra_bits=2)),
 }
+#: The rANS xN decoder's small shape: ``S = 2 W`` (``S = 16, W = 8, P = 5``, 16-bit port words), the
+#: shape of ``rans16xN`` (``S = 32, W = 16``) scaled down, so that the harness builds the datapath the
+#: command line ships (``RansDecoderCoderXN.check_shape``: ``K <= P``, ``S <= 2 W``, ``P <= S - W``;
+#: a pair pops before its chunk and again after it, both of the 2 W-bit port word's halves).
+SMALL_XN_DECODER = (dict(state_bits=16, word_bits=8, precision_bits=5), dict(max_symbols=4, max_extra_bits=2))
+
+
+def _small_xn(core: str) -> tuple[dict, dict]:
+    """``(codec parameters, core parameters)`` of the interleaved build ``core``'s small configuration."""
+    family = core.split("-")[0]
+    return SMALL_XN_DECODER if core.startswith("rans-decoder") else SMALL_XN[family]
 #: Longest run of clocks without a transfer that ``progress`` allows once inputs are offered and
 #: outputs taken (rANS decoder: a symbol search steps up to ``max_symbols - 1`` clocks; the xN rANS
 #: encoder: ``N - 1`` clocks where a command shorter than ``N`` pairs enters its ghosts, or where the
-#: ring turns past its slots back to the next one, ``RansEncoderXnCoder``: a bound of ``N``, found tight).
+#: ring turns past its slots back to the next one, ``RansEncoderXnCoder``: a bound of ``N``, found tight;
+#: the xN rANS decoder: ``2 N + 1`` silent clocks after a command of no pairs, its ``N`` ghost injections
+#: and ``N`` end-check turns, while a ``resume`` command behind it holds the command queue: a bound of
+#: ``2 N + 2 = 12``, found tight, ``docs/formal.md``).
 #: (:class:`~ansforge.hdl.cores.FormalConfig` ``progress_clocks`` of each registered build.)
 PROGRESS_CLOCKS = {r.name: r.formal.progress_clocks for r in REGISTRY if r.formal is not None}
 #: Most pairs a round trip / a detection run codes (``table="pinned"``, what CI runs, and every detection).
@@ -247,19 +260,20 @@ def pinned_rans_table() -> RansTable:
 #: three direct symbols and an escape symbol of four codes, like :data:`PINNED_RANS_TABLE`.
 PINNED_XN_FREQUENCIES = (18, 3, 9, 2)
 #: Interleaved builds whose port harnesses run on a baked table with ``cfg`` tied off: the rANS xN
-#: decoder, whose first pair comes after its ``N ceil(S / W) = 10`` head words, so that its covers need
-#: depth :data:`MIN_DEPTH`, where z3 with a writable table takes minutes.
+#: decoder, whose first pair comes after its ``N`` head port words (one state each), so that its covers
+#: need depth :data:`MIN_DEPTH`, where z3 with a writable table takes minutes.
 XN_BAKED = tuple(r.name for r in REGISTRY if r.formal is not None and r.formal.baked)
 #: The least depth a core's port properties run at, whatever ``--depth`` says (the report gives the
-#: depth run): the rANS xN decoder's first pair leaves at clock 17 (10 head words, the ring's turn and
-#: its five stages), so a shallower run would not reach its covers; the xN rANS encoder's ``progress``
-#: bound (:data:`PROGRESS_CLOCKS`, 16) means something only in a run longer than it.
+#: depth run): the rANS xN decoder's first pair leaves at clock 13 (5 head port words, the ring's turn and
+#: its five stages) and the worst wait of its ``progress`` bound (12) ends at clock 19, so a shallower run
+#: would not reach them; the xN rANS encoder's ``progress`` bound (:data:`PROGRESS_CLOCKS`, 16) means
+#: something only in a run longer than it.
 MIN_DEPTH = {r.name: r.formal.min_depth for r in REGISTRY if r.formal is not None and r.formal.min_depth}
 
 
 def pinned_xn_table() -> RansTable:
-    """:data:`PINNED_XN_FREQUENCIES` as the golden model's table for ``SMALL_XN["rans"]``, five states."""
-    loose, kw = SMALL_XN["rans"]
+    """:data:`PINNED_XN_FREQUENCIES` as the golden model's table for :data:`SMALL_XN_DECODER`, five states."""
+    loose, kw = SMALL_XN_DECODER
     ct = CodeTable((0, 1, 2), (3, 4, 5, 6), 0, PINNED_XN_FREQUENCIES, loose["precision_bits"])
     return RansTable(ct, RansParams(**loose, max_symbols=kw["max_symbols"], states=5))
 
@@ -271,7 +285,7 @@ def small_core(core: str, mutant: str | None = None, *, baked: bool = False):
     if core in INTERLEAVED_CORES:
         base, states = core.rsplit("-x", 1)
         family = base.split("-")[0]
-        loose, kw = SMALL_XN[family]
+        loose, kw = _small_xn(core)
         codec = (TansCodec if family == "tans" else RansCodec).of(**loose, states=int(states))
         cls = core_build(core).formal.harness_class
         extra = ({"block_crc": False} if base.endswith("decoder") else {}) | (

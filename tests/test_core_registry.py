@@ -10,11 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from amaranth.back import rtlil
 
 from ansforge.hdl.cores import (REGISTRY, ROLES, CoreBuild, base_names, build_core, core_build, core_for,
-                                core_names, cores_for, default_codec, markdown_table, prove_names, refusal)
+                                core_names, cores_for, default_codec, markdown_table, no_core, prove_names, refusal)
 from ansforge.model.coding.codecs import DEFAULT_CODECS, parse_codec
 from ansforge.model.coding.container import DEFAULT_CODEC, LEGACY_CODECS
 from ansforge.model.coding.rans import RANS_PRESETS
@@ -85,7 +86,10 @@ def test_every_codec_is_taken_or_refused_in_one_line():
                     build_core(codec, role, **PAPER)
                 msg = str(e.value)
                 assert msg == refusal(codec, role) and "\n" not in msg and codec.name in msg
-                assert f"{codec.kind}-{role} takes " in msg, msg
+                if no_core(codec, role) is None:
+                    assert f"{codec.kind}-{role} takes " in msg, msg
+                else:                           # a retired format: the line says what to do instead
+                    assert msg.endswith("format): decode it in software, or recompress"), msg
     assert taken["decoder"] > 100 and taken["encoder"] > 100
 
 
@@ -170,6 +174,38 @@ def test_cli_refuses_a_codec_no_core_takes_in_one_line(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert lines == ["ansforge: error: --codec rans16x4: no encoder core takes it (rans-encoder takes rans5..24; "
                      "rans8..24, N = 16; docs/bitstream.md §8)"], r.stderr
+    assert not (tmp_path / "x.v").exists()
+
+
+def test_legacy_s48_container_decodes_in_software_and_no_core_takes_it(tmp_path):
+    """A legacy S = 48 rANS xN container (``rans16xN-s48w32``, whose one-pop decoder datapath was
+    retired) still decodes in software, bit-exact; ``simulate --container`` and ``verilog --codec`` refuse
+    it in one line naming the file or the value, exit 2, nothing written. (The encoder keeps N = 16.)"""
+    from safetensors.numpy import save_file
+
+    from ansforge.model.coding.container import open_container
+
+    rng = np.random.default_rng(5)
+    weights = {"w": (rng.standard_normal((64, 96)) * 0.05).astype(np.float32)}
+    save_file(weights, str(tmp_path / "m.safetensors"))
+    f = tmp_path / "m.ansf"
+
+    def cli(*argv):
+        return subprocess.run([sys.executable, "-m", "ansforge", *map(str, argv)], capture_output=True, text=True,
+                              timeout=300)
+
+    assert cli("compress", "--model", tmp_path / "m.safetensors", "--codec", "rans16x5-s48w32", "-o", f,
+               "-q").returncode == 0
+    c = open_container(f)
+    assert {st.spec.params.state_bits for st in c.streams} == {48}
+    assert np.array_equal(c.read("w").view(np.float32), weights["w"])       # (read gives the raw bits)
+    line = "no decoder core takes rans16x5-s48w32 (legacy S = 48 format): decode it in software, or recompress"
+    assert no_core(c.streams[0].spec, "decoder") == line and no_core(c.streams[0].spec, "encoder") is None
+    r = cli("simulate", "--core", "rans-decoder", "--container", f)
+    assert (r.returncode, r.stderr.strip().splitlines()) == (2, [f"ansforge: error: {f}: {line}"]), r.stderr
+    r = cli("verilog", "--core", "rans-decoder-x5", "--codec", "rans16x5-s48w32", "-o", tmp_path / "x.v")
+    assert (r.returncode, r.stderr.strip().splitlines()) == (
+        2, [f"ansforge: error: --codec rans16x5-s48w32: {line}"]), r.stderr
     assert not (tmp_path / "x.v").exists()
 
 

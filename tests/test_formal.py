@@ -119,10 +119,17 @@ def test_interleaved_builds_are_the_interleaved_coders(ci_run):
         check_mutant("tans-decoder", "tans_dec_overwrite", 2)
     with pytest.raises(ValueError, match=r"\(mutants of the rans-decoder\), not 'rans_xn_dec_overwrite'"):
         check_mutant("rans-decoder", "rans_xn_dec_overwrite")
-    # Its first pair comes after ten head words: the CI depth is raised to its floor, and reported
+    # Its first pair comes after its head (five port words, the ring's turn and five stages: clock 13) and
+    # its progress bound's worst wait ends at clock 19: the CI depth is raised to its floor, and reported
     # (the CI run's own run of it, with its cover).
     r = ci_run.run("rans-decoder-x5", "out_of_reset")
     assert (r.status, r.depth, r.covered) == ("bounded", formal.MIN_DEPTH["rans-decoder-x5"], True), r
+    # The harness builds the two-pop datapath rans16xN ships (S = 2W, 2W-bit port words), not the
+    # retired one-pop shape.
+    dec = small_core("rans-decoder-x5")
+    sh = dec._shape
+    assert sh.S == 2 * sh.W and RansDecoderCoderXN.port_words(sh) == 2 and len(dec.i.p.data) == 2 * sh.W
+    rtlil.convert(dec)            # elaborated: no UnusedElaboratable
 
 
 def test_interleaved_round_trip(ci_run):

@@ -326,8 +326,8 @@ def test_reset(monkeypatch):
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_codecs_it_takes_and_refuses():
     """``RansDecoder`` picks the interleaved coder for rans16xN, N = 5..16; other state counts (below the
-    ring's five), shapes it cannot pop once per pair (rans24xN) and the encoder for a count it does not
-    write refuse with ``ConfigError`` naming the counts taken."""
+    ring's five), shapes whose product does not fit the DSP (rans24xN, the legacy S = 48 rans16xN) and
+    the encoder for a count it does not write refuse with ``ConfigError``."""
     assert XN_STATES == tuple(range(5, 17))
     for n in XN_STATES:
         core = RansDecoder(parse_codec(f"rans16x{n}"), programmable=True, shell=False)
@@ -339,6 +339,9 @@ def test_codecs_it_takes_and_refuses():
         RansDecoder(parse_codec("rans16x3"), programmable=True)
     with pytest.raises(ConfigError):
         RansEncoder(parse_codec("rans16x5"), programmable=True)
+    # The legacy S = 48 streams (one pop per pair) have no core since the one-pop datapath went.
+    with pytest.raises(ConfigError, match="at most two pops per pair"):
+        RansDecoder(parse_codec("rans16x5-s48w32"), programmable=True)
 
 
 #: (LUT-equivalents, DSPs, FFs) budget of the programmable coder alone, paper configuration (64 codes, 8
@@ -347,24 +350,8 @@ def test_codecs_it_takes_and_refuses():
 #: delay line), issue 19's 483 met at N = 5. FFs: 311 / 311 (the delay line maps to SRLs; the DSP holds
 #: the multiply's operand and result registers; the evicted state, the pairs' stream tags and the
 #: buffer's word tags are what zero idle clocks between commands added to 462 / 513 LUT-equivalents and
-#: 265 / 267 FFs). With S = 48, W = 32 (the streams written before, which the one-pop coder still
-#: decodes): ``ONE_POP_BUDGET``.
+#: 265 / 267 FFs).
 XN_BUDGET = {XN_RING: (473, 1, 311), 16: (505, 1, 311)}
-#: The one-pop shape (S = 48, W = 32, P = 16), N = 5: 628 LUT-equivalents (516 LUTs + 14 RAM64M8), 338 FFs
-#: (569 and 279 before the shell took the head: at N = 5 the state leaving stage 5 also feeds the
-#: evicted-state register, so ``x'``'s last multiplexer no longer merges into stage 1's, 48 LUT3s).
-ONE_POP_BUDGET = (628, 1, 338)
-
-
-@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
-def test_one_pop_coder_area_budget():
-    """The S = 48 coder (one pop per pair, a 32-bit word per port word) keeps its size."""
-    core = RansDecoder(RansCodec.of(48, 32, 16, states=XN_RING), max_symbols=64, max_extra_bits=8,
-                       programmable=True, shell=False, block_crc=False)
-    assert RansDecoderCoderXN.port_words(core._shape) == 1
-    r = synthesize(core_verilog(core), widelut=False)
-    b = ONE_POP_BUDGET
-    assert r["lut_equivalents"] <= b[0] and r["dsps"] <= b[1] and r["ffs"] <= b[2], r
 
 
 @pytest.mark.parametrize("states", sorted(XN_BUDGET))

