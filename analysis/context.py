@@ -21,6 +21,7 @@ import numpy as np
 from ..model import progress
 from ..model.llm.checkpoint import open_checkpoint, select_tensors
 from ..model.coding.codecs import parse_codec
+from ..model.coding.registry import DEFAULT_FORMAT
 from ..model.coding.context import ContextCost, cluster_sets, decode_context, encode_context, group_counts
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.dtypes.pairs import PAIR_FORMATS, convert
@@ -77,10 +78,12 @@ class ContextReport:
                           "header_bits": r.cost.header_bits, "plans": r.plans} for r in self.rows]}
 
 
-def context_report(path: str | Path, codec: str = "rans16", *, pairs: str = "bf16", max_sets: int = 8,
+def context_report(path: str | Path, codec: str = DEFAULT_FORMAT, *, pairs: str = "bf16", max_sets: int = 8,
                    folds=(0, 1), include=(), exclude=()) -> ContextReport:
     """Code the checkpoint's matrices (Table 1's selection) one table per matrix and with context
-    tables for each ``fold``; every stream is decoded and checked bit-exactly."""
+    tables for each ``fold``, the tables built as a container builds them and every stored tANS spread
+    charged (:func:`~ansforge.model.coding.context.encode_context` with ``container=True``); every
+    stream is decoded and checked bit-exactly."""
     spec = parse_codec(codec)
     fmt = PAIR_FORMATS[pairs]
     ck = open_checkpoint(path)
@@ -105,7 +108,7 @@ def context_report(path: str | Path, codec: str = "rans16", *, pairs: str = "bf1
     for k, (label, kw) in enumerate(runs):
         with progress.activity(f"context {k + 1}/{len(runs)}: {label}", report=True) as note:
             note(f"encoding {report.weights:,} weights")
-            coded = encode_context(spec, mats, fmt, **kw)
+            coded = encode_context(spec, mats, fmt, container=True, **kw)
             note("decoding")
             back = decode_context(coded)
         for (name, m), b in zip(mats, back):

@@ -197,3 +197,23 @@ def test_context_floor_cli_prints_the_table_and_refuses_a_bad_fold(stories, tmp_
     assert {r["family"] for r in rows} == {"matrix", "rows", "cols", "rows x cols"} and len(rows) == 16
     bad = run("--folds", "0,9")
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "folds" in bad.stderr and not bad.stdout
+
+
+def test_context_verb_defaults_to_the_default_format(stories, tmp_path, capsys):
+    """`ansforge context` codes with the default format (tans8x16: table sets with interleaved states)
+    when no codec is named, its tables built as compress --context builds them, every stored spread
+    charged; one stories260K matrix (the whole model is the stories_coded fixture's, per codec)."""
+    import json
+
+    from ansforge.cli import main
+    from ansforge.model.coding.registry import DEFAULT_FORMAT
+
+    out = tmp_path / "c.json"
+    assert main(["context", "--model", str(stories), "--include", "layers.0.feed_forward.w1.weight",
+                 "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["codec"] == parse_codec(DEFAULT_FORMAT).label() == "tANS 8 bits x16" and doc["weights"] == 11008
+    rows = {r["method"]: r for r in doc["rows"]}
+    assert len(rows) == 3 and all(r["frequency_bits"] >= 8 * 2 for r in rows.values())
+    paper, folded = doc["rows"][0], doc["rows"][-1]
+    assert folded["bits_per_weight"] < paper["bits_per_weight"]

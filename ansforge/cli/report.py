@@ -179,13 +179,12 @@ def outliers(args: argparse.Namespace) -> int:
 
 def _context_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="PATH", help="checkpoint")
-    from ..model.coding.registry import PAPER, codec_help
+    from ..model.coding.registry import DEFAULT_FORMAT, codec_help
 
-    p.add_argument("--codec", default=PAPER["rans"], metavar="CODEC",
-                   help=codec_help(what="golden codec", default_text=f"default {PAPER['rans']}, the paper's rANS, "
-                                   "whose rows charge every table; any N works (the default format too), but a tANS "
-                                   "row here does not charge a set's stored spread, which `compress --context` "
-                                   "charges and stores only where it pays"))
+    p.add_argument("--codec", default=DEFAULT_FORMAT, metavar="CODEC",
+                   help=codec_help(DEFAULT_FORMAT, what="golden codec (any N: table sets, selects and runs work with "
+                                   "interleaved states; tables built as compress --context builds them, every stored "
+                                   "tANS spread charged)"))
     p.add_argument("--max-sets", type=int, default=8, metavar="SETS", help="most table sets per matrix (1..16, default 8)")
     p.add_argument("--floor", action="store_true",
                    help="instead of coding: how far each context family (one table, row groups, column "

@@ -447,10 +447,13 @@ class ContextCoded:
 
 def encode_context(spec: Codec, matrices: Sequence[tuple[str, np.ndarray]], fmt: IeeeFloatPairs, *,
                    fold: int = 0, max_sets: int = 8, groups: Sequence[int] | None = None,
-                   axes: Sequence[str] = AXES, single: bool = False) -> ContextCoded:
+                   axes: Sequence[str] = AXES, single: bool = False, container: bool = False) -> ContextCoded:
     """Code 2-D matrices of bit patterns (``fmt``) with context tables into one stream of ``spec``.
 
     ``single=True`` forces the paper's one table per matrix (the same accounting, for comparison).
+    ``container=True`` builds the tables as a container does (:func:`context_tables`: the sets'
+    alphabet, a tANS spread stored only where it pays) and charges every stored spread, ``2^R`` slots
+    of ``ceil(log2 symbols)`` bits, with the frequencies; without it, tANS spreads are not charged.
     """
     pf = folded_format(fmt, fold)
     names, shapes, exps, plans, cts, tables, runs, syms, exs = [], [], [], [], [], [], [], [], []
@@ -469,7 +472,7 @@ def encode_context(spec: Codec, matrices: Sequence[tuple[str, np.ndarray]], fmt:
         counts = np.zeros((plan.n_sets, n_codes), dtype=np.int64)
         np.add.at(counts, (set_of, codes.ravel()), 1)
         try:
-            ct, set_tables = context_tables(spec, counts, pf.extra_bits)
+            ct, set_tables = context_tables(spec, counts, pf.extra_bits, container=container)
             s, e = ct.to_symbols(pairs.codes, pairs.extra)
         except ConfigError as exc:
             raise ConfigError(f"matrix {name!r}: {exc}") from None
@@ -482,8 +485,11 @@ def encode_context(spec: Codec, matrices: Sequence[tuple[str, np.ndarray]], fmt:
         tables.extend(set_tables)
         syms.append(s)
         exs.append(e)
+        spreads = sum(spread_is_stored(t) for t in set_tables) if container else 0
+        spread_bits = spreads * (1 << spec.precision_bits) * max(1, math.ceil(math.log2(max(2, ct.n_symbols))))
         cost = cost + ContextCost(int(bits.size), 0, n_codes * pf.exponent_bits,
-                                  plan.n_sets * ct.n_symbols * spec.precision_bits, plan.select_bits, HEADER_BITS)
+                                  plan.n_sets * ct.n_symbols * spec.precision_bits + spread_bits, plan.select_bits,
+                                  HEADER_BITS)
     sy = np.concatenate(syms) if syms else np.zeros(0, np.int64)
     ex = np.concatenate(exs) if exs else np.zeros(0, np.uint64)
     stream = spec.coder().encode(tables, runs, sy, ex)
