@@ -60,6 +60,9 @@ lanes, a bitstream change), so that lookup, multiply (in the DSP's own registers
 its post-adder) and pops, or an encoder's pipelined reciprocal multiply, each take a clock of
 their own.
 
+The interleaved-state decoder's history below was measured on its ``S = 48, W = 32`` one-pop datapath
+(a pair popping at most once, a 6 x 17 upper product in LUTs), which issue 42 retired: the shipped one is
+the two-pop ``S = 32, W = 16`` datapath of the first paragraph (:class:`RansDecoderCoderXN`).
 The interleaved-state decoder (:class:`RansDecoderCoderXN`, :class:`RansDecoderShellXN`; ``RansDecoder``
 picks them for a codec of ``N`` in :data:`XN_STATES` = 5 to 16 states, ``rans16x5`` .. ``rans16x16``,
 the last one what the encoder core writes) does that: ``N`` states round a ring of five pipeline stages
