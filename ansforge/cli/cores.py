@@ -382,8 +382,11 @@ def _verilog_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--word-bits", type=int, default=None, metavar="W", help="word width (default: the codec's)")
     p.add_argument("--model", default=None, metavar="PATH", help="bake in a table from this checkpoint")
     p.add_argument("--matrix", default=None, metavar="NAME", help="with --model: the matrix (default: the largest)")
-    p.add_argument("--name", default="top", help="Verilog module name (default top)")
-    p.add_argument("-o", "--output", required=True, metavar="F.v", help="Verilog file to write")
+    p.add_argument("--name", default=None, help="Verilog module name (default: ansforge_<codec>_<role>, "
+                   "ansforge_subsystem_<codec>_k<lanes> for --top subsystem)")
+    p.add_argument("-o", "--output", required=True, metavar="F.v",
+                   help="Verilog file to write (the wrapper with ports named per field, and the core); beside it, "
+                        "after its stem F: F_pkg.sv, F.h, F_ooc.tcl and F.xdc")
 
 
 @verb("verilog", _verilog_arguments, help="generate a core's Verilog",
@@ -394,21 +397,19 @@ def _verilog_arguments(p: argparse.ArgumentParser) -> None:
       outputs={"output": "file"})
 def verilog(args: argparse.Namespace) -> int:
     from ..sim.jobs import build_core
-    from ..hdl.verilog import core_verilog
 
     _refuse_mode(args)
-    if not args.name.isidentifier():
+    if args.name is not None and not args.name.isidentifier():
         raise UsageError(f"--name must be a Verilog identifier (letters, digits, _), not {args.name!r}")
     if args.top == "subsystem":
         codec, dut = _subsystem(args)
-        text = core_verilog(dut, args.name)
-        write(args, args.output, text)
+        name, text, files = _write_export(args, dut)
         lines = text.count(chr(10))
         write_json(args, args.json, {"verb": "verilog", "output": args.output, "top": "subsystem", "codec": codec,
                                      "lanes": dut.lanes, "target": dut.target, "bus_bits": dut.bus_bits,
-                                     "module": args.name, "lines": lines})
+                                     "module": name, "lines": lines, "files": files})
         print(f"wrote {args.output}: decompression subsystem ({codec}, {dut.lanes} lanes, {dut.target} out, "
-              f"{dut.bus_bits}-bit AXI4), module {args.name}, {lines:,} lines")
+              f"{dut.bus_bits}-bit AXI4), module {name}, {lines:,} lines; beside it {', '.join(files[1:])}")
         return 0
     if args.matrix and not args.model:
         raise UsageError("--matrix needs --model")
@@ -436,18 +437,38 @@ def verilog(args: argparse.Namespace) -> int:
             built = build_core(core, spec, table, max_symbols=args.max_symbols,
                                max_extra_bits=max(args.max_extra_bits, int(table.extra_bits.max())),
                                block_crc=not args.no_crc, shell=not args.no_shell, **_count_bits(args))
-        text = core_verilog(built, args.name)
     except (ValueError, TypeError, AnsforgeError) as exc:
         raise UsageError(str(exc)) from None
-    write(args, args.output, text)
+    name, text, files = _write_export(args, built)
     kind = ("fixed table" if table is not None else "programmable") + ("" if not args.no_shell else ", coder alone")
     lines = text.count(chr(10))
     write_json(args, args.json, {"verb": "verilog", "output": args.output, "top": "core", "core": core,
                                  "codec": codec, "table": "fixed" if table is not None else "programmable",
-                                 "shell": not args.no_shell, "crc": not args.no_crc, "module": args.name,
-                                 "lines": lines})
-    print(f"wrote {args.output}: {core} ({codec}, {kind}), module {args.name}, {lines:,} lines")
+                                 "shell": not args.no_shell, "crc": not args.no_crc, "module": name,
+                                 "lines": lines, "files": files})
+    print(f"wrote {args.output}: {core} ({codec}, {kind}), module {name}, {lines:,} lines; beside it "
+          f"{', '.join(files[1:])}")
     return 0
+
+
+def _write_export(args: argparse.Namespace, component) -> tuple[str, str, list[str]]:
+    """Write ``component`` as ``hdl/export.py`` exports it: the Verilog (wrapper and core) to ``-o`` and
+    beside it the package, the C header, the Vivado script and its constraint, every path checked before
+    any is written. Returns the module name, the Verilog text and the paths written (``-o`` first)."""
+    from ..hdl.export import describe
+
+    out = Path(args.output)
+    try:
+        export = describe(component, args.name)
+        files = export.files(out.name)
+    except (ValueError, TypeError, AnsforgeError) as exc:
+        raise UsageError(str(exc)) from None
+    paths = [out.parent / n if n != out.name else out for n in files]
+    for p in paths:
+        check_output(args, p)
+    for p, text in zip(paths, files.values()):
+        write(args, p, text)
+    return export.name, files[out.name], [str(p) for p in paths]
 
 
 # --- testbench -------------------------------------------------------------------------------------------
