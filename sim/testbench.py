@@ -25,11 +25,12 @@ from amaranth.hdl import Shape
 from amaranth.lib.wiring import In
 
 from .jobs import CoreJob
+from ..hdl.export import describe, identifier
 from ..hdl.verilog import core_verilog
 
 __all__ = ["TESTBENCH_FILES", "simulation_verilog", "write_testbench", "payload_ints"]
 
-#: Files :func:`write_testbench` writes besides the ``.hex`` vectors.
+#: Files :func:`write_testbench` writes besides the ``.hex`` vectors and the package ``<module>_pkg.sv``.
 TESTBENCH_FILES = ("core.v", "tb.sv", "run_iverilog.sh", "run_verilator.sh", "README.txt")
 
 
@@ -53,6 +54,11 @@ def payload_ints(values) -> list[int]:
             return [sum(int(w) << (64 * j) for j, w in enumerate(row)) for row in values.tolist()]
         return [int(v) for v in values.tolist()]
     return [int(v) for v in values]
+
+
+def _bits(payload, width: int) -> str:
+    """A payload's range: ``CMD_WIDTH - 1:0`` from the package where it has a struct, else numeric."""
+    return f"{payload.name.upper()}_WIDTH - 1:0" if payload is not None else f"{width - 1}:0"
 
 
 def _hex(path: Path, values, width: int) -> None:
@@ -82,14 +88,17 @@ def simulation_verilog(core, name: str = "top") -> str:
 
 
 def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.2, seed: int = 1,
-                    module: str = "ansforge_core", max_cycles: int | None = None) -> list[Path]:
+                    module: str | None = None, max_cycles: int | None = None) -> list[Path]:
     """Write ``job`` as a self-checking testbench into ``out_dir`` (created; existing files replaced).
 
     Parameters
     ----------
     job : CoreJob
-        Its core (elaborated to ``core.v`` as module ``module``), table writes, commands, inputs and
-        expected outputs and statuses.
+        Its core, table writes, commands, inputs and expected outputs and statuses. ``core.v`` holds the
+        core as ``ansforge verilog`` exports it (:mod:`~ansforge.hdl.export`): module ``module`` (default
+        :func:`~ansforge.hdl.export.default_name`) with ports named per field around ``<module>_core``;
+        ``<module>_pkg.sv`` is its package, which ``tb.sv`` imports for the payloads' types, widths and
+        field offsets.
     stall_prob : float
         Probability, per stream and clock, of a gap in ``valid`` (inputs) or ``ready`` (outputs), in
         ``[0, 1)``; quantized to 1/256.
@@ -128,7 +137,29 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
         p.write_text(text)
         written.append(p)
 
-    put("core.v", simulation_verilog(core, module))
+    export = describe(core, module)
+    module = export.name
+    pkg = f"{module}_pkg"
+    core_text = export.core_verilog()
+    put("core.v", _time_zero_events(export.wrapper_verilog(core_text) + "\n" + core_text))
+    put(f"{pkg}.sv", export.package())
+    payloads = {p.port: p for p in export.payloads if p.port is not None}
+
+    def connect(stream: str, end: str, var: str) -> list[str]:
+        """The wrapper's ports of ``stream``'s ``end`` (``payload``, ``valid``, ``ready``) on ``var``: an
+        input payload's fields as members of its struct, an output's at the package's offsets and widths
+        into a wire vector (the one the expected payloads are compared with), anything else whole."""
+        core_port = f"{stream}__{end}"
+        ports = [p for p in export.ports if p.core == core_port]
+        payload = payloads.get(core_port)
+        if payload is None:
+            return [f"    .{p.name}({var})" for p in ports]
+        up, fields = payload.name.upper(), [f for f in payload.fields if not f.name.startswith("_pad")]
+        if payload.direction == "input":        # ``var`` is the package's struct: its members by name
+            return [f"    .{payload.name}_{f.name}({var}.{identifier(f.name)})" for f in fields]
+        return [f"    .{payload.name}_{f.name}({var}[{up}_{f.name.upper()}_OFFSET +: {up}_{f.name.upper()}_WIDTH])"
+                for f in fields]
+
     for name, values in streams:
         _hex(out / f"{name}.hex", values, _width(core, name))
         written.append(out / f"{name}.hex")
@@ -142,12 +173,13 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
     decls, resets, drives, ports = [], [], [], ["    .clk(clk)", "    .rst(rst)"]
     for name, values in streams:
         w, n = _width(core, name), len(values)
+        typed = payloads.get(f"{name}__payload")       # the package's struct of this payload, if any
         decls += [f"  localparam integer N_{name} = {n};",
-                  f"  reg [{w - 1}:0] mem_{name} [0:{max(n, 1) - 1}];",
-                  f"  reg [{w - 1}:0] {name}_payload;", f"  reg {name}_valid;", f"  wire {name}_ready;",
-                  f"  integer idx_{name};"]
-        ports += [f"    .{name}__payload({name}_payload)", f"    .{name}__valid({name}_valid)",
-                  f"    .{name}__ready({name}_ready)"]
+                  f"  reg [{_bits(typed, w)}] mem_{name} [0:{max(n, 1) - 1}];",
+                  f"  {typed.name}_t {name}_payload;" if typed else f"  reg [{w - 1}:0] {name}_payload;",
+                  f"  reg {name}_valid;", f"  wire {name}_ready;", f"  integer idx_{name};"]
+        ports += (connect(name, "payload", f"{name}_payload") + connect(name, "valid", f"{name}_valid")
+                  + connect(name, "ready", f"{name}_ready"))
         resets += [f"    idx_{name} = 0; {name}_valid = 0; {name}_payload = 0;",
                    f"    if (N_{name} > 0) $readmemh(\"{name}.hex\", mem_{name});"]
         gate = {"cmd": "cfg_done && !waiting", "i": "cfg_done"}.get(name, "cfg_done" if name in side_names else "1")
@@ -162,11 +194,11 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
       end""")
     rnd_names = [n for n, _ in streams] + ["o"]
     w_o = _width(core, "o")
-    ports += ["    .o__payload(o_payload)", "    .o__valid(o_valid)", "    .o__ready(o_ready)"]
+    ports += connect("o", "payload", "o_payload") + connect("o", "valid", "o_valid") + connect("o", "ready", "o_ready")
     if has_cmd:
-        ports.append("    .done(done)")
+        ports += [f"    .{p.name}(done)" for p in export.ports if p.core == "done"]
     if has_status:
-        ports.append("    .status(status)")
+        ports += [f"    .{p.name}(status)" for p in export.ports if p.core == "status"]
     status_w = Shape.cast(members["status"].shape).width if has_status else 1
     cfg_done = " && ".join([f"idx_{c} >= N_{c}" for c in cfg_names] or ["1"])
     n_cmd = len(job.commands) if has_cmd else 0
@@ -181,11 +213,12 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
         end''' % (status_w - 1) if has_status else ""}
       end""" if has_cmd else ""
     tb = f"""// Self-checking testbench written by ansforge (sim/testbench.py). To run it:
-//   with Icarus: iverilog -g2012 -o tb tb.sv core.v && vvp tb
+//   with Icarus: iverilog -g2012 -o tb {pkg}.sv tb.sv core.v && vvp tb
 //   with Verilator 5: ./run_verilator.sh (--binary, top module tb)
 // Exit status 0 and "PASS": every output and status matched; "FAIL ..." and a non-zero status otherwise.
 `timescale 1ns/1ps
 module tb;
+  import {pkg}::*;  // payload types, widths and field offsets of {module} ({pkg}.sv)
   reg clk = 0;
   reg rst = 1;
   always #5 clk = ~clk;
@@ -194,8 +227,8 @@ module tb;
   localparam integer STALL = {threshold};  // gap when a random byte is below it (stall probability * 256)
   localparam integer STEP = N_OUT >= 10 ? (N_OUT + 9) / 10 : 1;  // a progress line every 10 % of the outputs
 {chr(10).join(decls)}
-  reg [{w_o - 1}:0] mem_expected [0:{max(len(expected), 1) - 1}];
-  wire [{w_o - 1}:0] o_payload;
+  reg [{_bits(payloads.get("o__payload"), w_o)}] mem_expected [0:{max(len(expected), 1) - 1}];
+  wire [{_bits(payloads.get("o__payload"), w_o)}] o_payload;  // the core's named output ports, at the package's offsets
   wire o_valid;
   reg o_ready;
   integer n_out, cycle;
@@ -267,23 +300,25 @@ module tb;
 endmodule
 """
     put("tb.sv", tb)
-    put("run_iverilog.sh", "#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\niverilog -g2012 -o tb.vvp tb.sv core.v\n"
+    put("run_iverilog.sh", "#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n"
+                           f"iverilog -g2012 -o tb.vvp {pkg}.sv tb.sv core.v\n"
                            "vvp -n tb.vvp\n")
     put("run_verilator.sh", "#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n"
-                            "verilator --binary -Wno-fatal -Wno-lint -Wno-style --top-module tb tb.sv core.v\n"
+                            f"verilator --binary -Wno-fatal -Wno-lint -Wno-style --top-module tb {pkg}.sv tb.sv core.v\n"
                             "obj_dir/Vtb\n")
     for f in ("run_iverilog.sh", "run_verilator.sh"):
         (out / f).chmod(0o755)
     put("README.txt", f"""Self-checking testbench for {type(core).__name__} ({job.kind}), written by ansforge.
 
-core.v          the core's Verilog (module {module}; ports named after its Amaranth signature:
-                <stream>__payload / __valid / __ready, clk, rst)
+core.v          the core's Verilog: module {module}, ports named per field (<stream>_<field>,
+                <stream>_valid / _ready, clk, rst), around {module}_core (packed <stream>__payload ports)
+{pkg}.sv  its package: each payload as a packed struct, field offsets and widths
 *.hex           stimulus ({", ".join(n for n, _ in streams)}) and expected.hex{", status.hex" if has_status else ""}
                 ($readmemh, one payload per line)
 tb.sv           the testbench: table writes first, then each command after the previous one's done,
                 random valid/ready gaps (p = {stall_prob}, seed {seed}, xorshift32), every output compared
 
-Run: ./run_iverilog.sh  or  ./run_verilator.sh  (any IEEE 1800 simulator: tb.sv core.v, top tb).
+Run: ./run_iverilog.sh  or  ./run_verilator.sh  (any IEEE 1800 simulator: {pkg}.sv tb.sv core.v, top tb).
 It prints a progress line every 10 % of the outputs, then PASS and exits 0, or prints the first FAIL
 and exits non-zero.
 """)

@@ -1,6 +1,7 @@
 """The take-home testbench (``ansforge testbench``): it passes on the real matrix under Icarus and
 Verilator with the same stall pattern, and fails, with a non-zero status, when one expected vector
-is wrong."""
+is wrong. It drives the exported wrapper's named ports with the package's types (``hdl/export.py``;
+the export itself is tested in ``test_export.py``)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ def _write(tmp_path, stories, core, seed=5):
 @pytest.mark.parametrize("core", ["tans-decoder", "tans-encoder", "rans-decoder", "rans-encoder"])
 def test_testbench_passes_under_icarus(core, stories, tmp_path):
     out = _write(tmp_path, stories, core)
+    tb = (out / "tb.sv").read_text()
+    pkg = re.search(r"^  import (ansforge_\w+_pkg)::\*;", tb, re.M)
+    assert pkg and (out / f"{pkg.group(1)}.sv").exists()
+    assert ".cmd_count(cmd_payload.count)" in tb and ".o_valid(o_valid)" in tb and "__" not in tb
     r = _run(out, "run_iverilog.sh")
     assert r.returncode == 0 and "PASS" in r.stdout, (r.stdout[-2000:], r.stderr[-2000:])
 
