@@ -185,7 +185,8 @@ class Export:
         return (f"// {self.name}: {self.summary}\n"
                 f"// Written by ansforge (hdl/export.py). Ports named per field around {self.name}_core (the\n"
                 f"// same design with packed ports); field offsets and widths: {self.name}_pkg.sv, {self.name}.h.\n"
-                f"// Wires only: no logic and no latency between these ports and the core's.\n"
+                f"// Wires only: no logic and no latency between these ports and the core's. clk: rising edge;\n"
+                f"// rst: synchronous, active high. A stream moves a payload when <stream>_valid and _ready are high.\n"
                 f"module {self.name} (\n" + ",\n".join(decl) + "\n);\n" + "\n".join(body) + "\n"
                 f"  {self.name}_core core (\n    {conn_text}\n  );\nendmodule\n")
 
