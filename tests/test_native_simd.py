@@ -196,12 +196,13 @@ def test_rans16_bad_pairs_are_the_golden_errors():
                 fastans.encode(spec, tables, runs, s2, e2)
 
 
-@pytest.mark.parametrize("codec", ["tans8x16", "tans11x16", "tans5x16"])
+@pytest.mark.parametrize("codec", ["tans8x16", "tans11x16", "tans5x16", "tans7x16"])
 @pytest.mark.parametrize("fmt", ["bf16", "fp16"])
 def test_tans_values_decoder_every_level_equals_the_scalar_one(codec, fmt):
-    """The AVX2 values kernel (level 1; N = 16, 16-bit values), the AVX-512 one (level 2, where the CPU
-    has VBMI; else AVX2 again) and the scalar one give the same values, and the same None for corrupt
-    streams, with row shifts."""
+    """The AVX2 values kernel (level 1; N = 16, 16-bit values), the AVX-512 ones (level 2: the VBMI kernel
+    where the CPU has it, else the permute kernel for L <= 256 (tans5/7/8: one, four and eight register
+    pairs), else AVX2 again) and the scalar one give the same values, and the same None for corrupt
+    streams."""
     spec = parse_codec(codec)
     f = PAIR_FORMATS[fmt]
     rng = np.random.default_rng(len(codec) * 17 + f.total_bits)
@@ -272,3 +273,67 @@ def test_rans16_values_with_escapes_in_a_small_table(fmt):
             assert got is not None and np.array_equal(got, want), lv
             ss, ee = fastans.decode_segments(spec, g.words, [t], [Run(0, n)], g.checkpoints, 1, compact=True)
             assert np.array_equal(ss, s) and np.array_equal(ee, e), lv
+
+
+def _escape_table(spec, rng, n, n_common, n_rare, fmt, z):
+    """Pairs of a tensor of a few common codes and ``n_rare`` rare ones (three times each), which the code table
+    groups under its escape symbol, coded with ``w - z`` bits of additional data."""
+    f = PAIR_FORMATS[fmt]
+    codes = rng.choice(n_common, size=n, p=rng.dirichlet(np.full(n_common, 2.0))).astype(np.uint16)
+    rare = np.arange(n_common, n_common + n_rare).repeat(3)
+    codes[rng.choice(n, size=rare.size, replace=False)] = rare
+    counts = np.bincount(codes, minlength=n_common + n_rare).astype(np.int64)
+    ct, t = spec.tables(counts, f.extra_bits - z)
+    s, e = ct.to_symbols(codes, rng.integers(0, 1 << (f.extra_bits - z), n, dtype=np.uint64))
+    exps = np.sort(rng.choice(1 << f.exponent_bits, size=n_common + n_rare, replace=False))
+    full_ct = spec.tables(counts, f.extra_bits)[0]  # the join's: w bits of which the table codes w - z
+    assert full_ct.escape_codes == ct.escape_codes
+    return full_ct, t, s, e, exps
+
+
+@pytest.mark.parametrize("groups", [(20, 30, 60), (20, 28)])
+def test_tans_permute_kernel_escapes_shifts_and_runs(groups):
+    """The AVX-512 F/BW permute kernel (level 2 where the CPU has AVX-512 but not the VBMI kernel: CI's
+    Cascade Lake) against the scalar kernel, bit for bit: one stream of tables switching by runs, each
+    with an escape group (sizes ``groups``; where every group of the call has at most 32 exponents they
+    are looked up with a permute, else lane by lane), the second table under row shift z = 2, the last
+    one's escapes in most lanes; checkpoints off a block of 16 (segments ending mid-block), the golden
+    values where z = 0, and flipped bits and a cut stream giving None at both levels alike."""
+    spec = parse_codec("tans8x16")
+    f = PAIR_FORMATS["bf16"]
+    rng = np.random.default_rng(4316 + len(groups))
+    zs = [2 if i == 1 else 0 for i in range(len(groups))]
+    parts = [_escape_table(spec, rng, 9001 - 2000 * i, 12 if i + 1 < len(groups) else 2, g, "bf16", z)
+             for i, (g, z) in enumerate(zip(groups, zs))]
+    assert [len(p[0].escape_codes) for p in parts] == list(groups)
+    tables = [p[1] for p in parts]
+    runs = [Run(i, p[2].size) for i, p in enumerate(parts)]
+    s, e = np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts])
+    joins = [(p[0], p[4], z) for p, z in zip(parts, zs)]
+    g = spec.coder().encode(tables, runs, s, e, 1000)
+
+    def both(words):
+        got = []
+        for lv in (0, 2):
+            with level(lv):
+                got.append(fastans.decode_values(spec, words, tables, runs, g.checkpoints, joins, f, 1))
+        a, b = got
+        assert (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+        return a
+
+    v = both(g.words)
+    assert v is not None
+    for i in range(len(parts)):
+        if zs[i] == 0:
+            lo = sum(r.count for r in runs[:i])
+            want = fastans.join_values(parts[i][0], parts[i][4], f, parts[i][2], parts[i][3])
+            assert np.array_equal(v[lo:lo + runs[i].count], want)
+    nones = 0
+    for k in range(16):
+        bad = g.words.copy()
+        if k == 15:
+            bad = bad[5:]
+        else:
+            bad[int(rng.integers(0, bad.size))] ^= np.asarray(1 << int(rng.integers(0, 16)), bad.dtype)
+        nones += both(bad) is None
+    assert nones > 0

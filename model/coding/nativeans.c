@@ -930,7 +930,16 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
 #ifdef HAVE_SIMD
         SimdTab sv = {NULL, NULL, L, esc_w};
         /* without VBMI (or where the AVX-512 level is asked for on such a CPU): the permute kernel, L <= 256 */
-        int use_perm = simd_ok && !use_simd && N == 16 && nas_level >= 2 && L <= 256;
+        int use_perm = simd_ok && !use_simd && N == 16 && nas_level >= 2 && L <= 256 && m_ >= 5 && top_ <= 16 &&
+                       w_ <= top_;
+        /* its entries hold the exponent fields in place: every one must lie in bits m .. top - 1 */
+        for (int64_t i = 0; use_perm && i < ntab * L; i++)
+            if (V_HI(vt[i]) != ESC && (V_HI(vt[i]) & ~(uint32_t)(lowmask((unsigned)top_) & ~lowmask((unsigned)m_))))
+                use_perm = 0;
+        for (int64_t i = 0; use_perm && i < ntab * esc_w; i++) {
+            int64_t ex = ((const int64_t *)esc.view.buf)[i];
+            if (ex < 0 || ex >= ((int64_t)1 << (top_ - m_))) use_perm = 0;
+        }
         int use_avx2 = simd_ok && !use_simd && N == 16 && tans_avx2 && !use_perm;
         if (simd_ok && (use_simd || use_avx2 || use_perm)) {
             /* the AVX-512 kernel's entries (see simd_val16), then the escape exponents as 32-bit fields; the
@@ -943,8 +952,10 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
                 for (int64_t x = 0; x < L; x++) {
                     uint64_t e = vt[t * L + x];
                     uint32_t hi = V_HI(e);
-                    simd_tab[t * sv.tstride + x] = V_NEED(e) | (32 - V_NB(e)) << 5 | V_BASE(e) << 20 |
-                                                   (hi == ESC ? 1u << 19 : ((hi >> m_) & 0xffu) << 11);
+                    simd_tab[t * sv.tstride + x] =
+                        use_perm ? V_NEED(e) | (32 - V_NB(e)) << PV_SNB | V_BASE(e) << PV_BASE | (hi == ESC ? PV_ESC : hi)
+                                 : V_NEED(e) | (32 - V_NB(e)) << 5 | V_BASE(e) << 20 |
+                                       (hi == ESC ? 1u << 19 : ((hi >> m_) & 0xffu) << 11);
                 }
             uint32_t *esc32 = simd_tab + ntab * sv.tstride;
             for (int64_t t = 0; t < ntab; t++)

@@ -133,6 +133,13 @@ HIDDEN int64_t nas_val_dec16(int N, const ValDec *d, int64_t *Bp, uint32_t *Xs, 
 /* the AVX2 values kernel of N = 16 states (nativeans_simd.c; the CPU must have AVX2 and BMI2) */
 HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out);
 
+/* The permute kernel's entry per (table, state), 32 bits: need (<= 25) in bits 0..4, the direct symbol's
+ * exponent field in place (ex << m: bits m .. top - 1, 5 <= m, top <= 17), PV_ESC the escape flag, 32 - nb
+ * in bits PV_SNB .. +5, base (< 256) in bits PV_BASE .. 31. */
+#define PV_ESC (1 << 17)
+#define PV_SNB 18
+#define PV_BASE 24
+
 /* the AVX-512 F/BW values kernel of N = 16 states for L <= 256 (nativeans_simd.c; no VBMI, no gathers: the
  * table is looked up with two-register permutes; SimdTab padded to 256 entries and 32 escape exponents) */
 HIDDEN void nas_avx512_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out);

@@ -989,10 +989,11 @@ HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K
 /* ============================================================================================== */
 /* The AVX-512 F/BW values decoder of tANS, N = 16 states, 16-bit values, tables of L <= 256 states
  * (the default tans8x16): simd_val16 of nativeans.c without its two instructions this CPU class may
- * lack or run slowly. The entry (simd_val16's layout) is not gathered but looked up in registers: the
- * table, padded to 256 entries (SimdTab.tstride), is 8 pairs of registers of 32 entries, each pair one
- * two-register permute (vpermt2d) indexed by the state's low 5 bits, and a tree of blends on state
- * bits 5, 6, 7 picks the pair (fewer pairs for L <= 128, 64, 32). The field of lane k is not cut out
+ * lack or run slowly. The entry (its own layout, PV_* in nativeans.h: the exponent field already in its
+ * place in the value) is not gathered but looked up in registers: the table, padded to 256 entries
+ * (SimdTab.tstride), is 8 pairs of registers of 32 entries, each pair one two-register permute
+ * (vpermt2d) indexed by the state's low 5 bits, and a tree of blends on state bits 5, 6, 7 picks the
+ * pair (fewer pairs for L <= 128, 64, 32). The field of lane k is not cut out
  * with a byte permute (VBMI) but from two dword permutes (vpermd) of two unaligned 64-byte loads 4
  * bytes apart: the dword holding the field's first bit and the next one, shifted together. Escape
  * exponents come from a permute of the table's group padded to 32 (SimdTab.estride; a wider group
@@ -1001,37 +1002,7 @@ HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K
  * values, states, bit positions and statuses as the scalar kernel (tests/test_native_simd.py). */
 
 #ifdef NAS_X86
-/* entries of the 16 lanes' states x (< 32 << G) in table t: 2^G register pairs (G = 0 .. 3) */
-ATTR_AVX512 INLINE __m512i perm_lookup(const uint32_t *t, __m512i x, const int G) {
-    __m512i r0 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)t), x,
-                                           _mm512_loadu_si512((const void *)(t + 16)));
-    if (G == 0) return r0;
-    __mmask16 k5 = _mm512_test_epi32_mask(x, _mm512_set1_epi32(32));
-    __m512i r1 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 32)), x,
-                                           _mm512_loadu_si512((const void *)(t + 48)));
-    __m512i a0 = _mm512_mask_blend_epi32(k5, r0, r1);
-    if (G == 1) return a0;
-    __mmask16 k6 = _mm512_test_epi32_mask(x, _mm512_set1_epi32(64));
-    __m512i r2 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 64)), x,
-                                           _mm512_loadu_si512((const void *)(t + 80)));
-    __m512i r3 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 96)), x,
-                                           _mm512_loadu_si512((const void *)(t + 112)));
-    __m512i b0 = _mm512_mask_blend_epi32(k6, a0, _mm512_mask_blend_epi32(k5, r2, r3));
-    if (G == 2) return b0;
-    __mmask16 k7 = _mm512_test_epi32_mask(x, _mm512_set1_epi32(128));
-    __m512i r4 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 128)), x,
-                                           _mm512_loadu_si512((const void *)(t + 144)));
-    __m512i r5 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 160)), x,
-                                           _mm512_loadu_si512((const void *)(t + 176)));
-    __m512i r6 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 192)), x,
-                                           _mm512_loadu_si512((const void *)(t + 208)));
-    __m512i r7 = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 224)), x,
-                                           _mm512_loadu_si512((const void *)(t + 240)));
-    __m512i b1 = _mm512_mask_blend_epi32(k6, _mm512_mask_blend_epi32(k5, r4, r5), _mm512_mask_blend_epi32(k5, r6, r7));
-    return _mm512_mask_blend_epi32(k7, b0, b1);
-}
-
-/* inclusive prefix sum of the 16 lanes (log steps: lane shifts by 1, 2, 4, 8 with zeros below) */
+/* inclusive prefix sum of the 16 lanes: lane shifts by 1, 2, 4, 8 with zeros below */
 ATTR_AVX512 INLINE __m512i prefix16(__m512i v) {
     const __m512i zero = _mm512_setzero_si512();
     v = _mm512_add_epi32(v, _mm512_alignr_epi32(v, zero, 15));
@@ -1040,17 +1011,22 @@ ATTR_AVX512 INLINE __m512i prefix16(__m512i v) {
     return _mm512_add_epi32(v, _mm512_alignr_epi32(v, zero, 8));
 }
 
+/* keeps a constant in a register (or a stack slot): the compiler would otherwise rebuild it in every block
+ * with a broadcast, a port-5 instruction like the permutes that bound the loop */
+#define PIN(v) __asm__("" : "+v"(v))
+
 ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out,
                                           const int G) {
     enum { KMAX = SV_KMAX };
     const uint8_t *p = d->p;
     const int64_t safe_hi = (d->nbytes - 8) * 8;
-    const __m512i m31 = _mm512_set1_epi32(31), m32 = _mm512_set1_epi32(32);
-    const __m512i m63 = _mm512_set1_epi32(63), m64 = _mm512_set1_epi32(64), expmask = _mm512_set1_epi32((int)(0xffu << d->m));
-    const __m512i escbit = _mm512_set1_epi32(1 << 19);
-    const __m128i cexp = _mm_cvtsi32_si128(11 - (int)d->m);
-    const __m128i cm = _mm_cvtsi32_si128((int)d->m), ctop = _mm_cvtsi32_si128((int)d->top);
-    const __m512i mmask = _mm512_set1_epi32((int)lowmask(d->m));
+    const unsigned m = d->m, top = d->top;
+    __m512i m31 = _mm512_set1_epi32(31), m32 = _mm512_set1_epi32(32), m63 = _mm512_set1_epi32(63);
+    __m512i m64 = _mm512_set1_epi32(64), escbit = _mm512_set1_epi32(PV_ESC);
+    __m512i expm = _mm512_set1_epi32((int)(lowmask(top) & ~lowmask(m))), topm = _mm512_set1_epi32((int)~lowmask(top));
+    __m512i b32 = _mm512_set1_epi32(32), b64 = _mm512_set1_epi32(64), b128 = _mm512_set1_epi32(128);
+    PIN(m31); PIN(m32); PIN(m63); PIN(m64); PIN(escbit); PIN(expm); PIN(topm); PIN(b32); PIN(b64); PIN(b128);
+    const __m128i csg = _mm_cvtsi32_si128((int)(top - m));
     const int esc_perm = st->estride == 32;
     __m512i xv[KMAX];
     SRun u[KMAX];
@@ -1085,10 +1061,36 @@ ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SC
                 h->pos = upto;
                 continue;
             }
-            __m512i ent = perm_lookup(u[c].tab, xv[c], G);
+            __m512i x0 = xv[c];
+            __m512i ent;
+            {
+                /* the entries: G + 1 levels of the lookup (see perm_lookup), masks by tests on the state bits */
+                const uint32_t *t = u[c].tab;
+#define PAIR(g) _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 32 * (g))), x0, \
+                                          _mm512_loadu_si512((const void *)(t + 32 * (g) + 16)))
+                __m512i r0 = PAIR(0);
+                if (G == 0) ent = r0;
+                else {
+                    __mmask16 k5 = _mm512_test_epi32_mask(x0, b32);
+                    __m512i a0 = _mm512_mask_blend_epi32(k5, r0, PAIR(1));
+                    if (G == 1) ent = a0;
+                    else {
+                        __mmask16 k6 = _mm512_test_epi32_mask(x0, b64);
+                        __m512i b0 = _mm512_mask_blend_epi32(k6, a0, _mm512_mask_blend_epi32(k5, PAIR(2), PAIR(3)));
+                        if (G == 2) ent = b0;
+                        else {
+                            __mmask16 k7 = _mm512_test_epi32_mask(x0, b128);
+                            __m512i b1 = _mm512_mask_blend_epi32(k6, _mm512_mask_blend_epi32(k5, PAIR(4), PAIR(5)),
+                                                                 _mm512_mask_blend_epi32(k5, PAIR(6), PAIR(7)));
+                            ent = _mm512_mask_blend_epi32(k7, b0, b1);
+                        }
+                    }
+                }
+#undef PAIR
+            }
             __m512i need = _mm512_and_si512(ent, m31);
-            __m512i snb = _mm512_and_si512(_mm512_srli_epi32(ent, 5), m63); /* 32 - nb */
-            __m512i base = _mm512_srli_epi32(ent, 20);
+            __m512i snb = _mm512_and_si512(_mm512_srli_epi32(ent, PV_SNB), m63); /* 32 - nb */
+            __m512i base = _mm512_srli_epi32(ent, PV_BASE);
             __m512i pre = prefix16(need);
             /* lane k's field is bits [B - pre_k, B - pre_k + need_k); window 0 holds bytes B/8 - 60 ..
              * B/8 + 3 (window 1 the same 4 bytes on), so the field starts rel = B % 8 + 480 - pre_k bits
@@ -1103,8 +1105,9 @@ ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SC
             __m512i f = _mm512_or_si512(_mm512_srlv_epi32(lo, sh), _mm512_sllv_epi32(up, _mm512_sub_epi32(m32, sh)));
             __m512i sneed = _mm512_sub_epi32(m32, need);
             xv[c] = _mm512_add_epi32(base, _mm512_srlv_epi32(_mm512_sllv_epi32(f, snb), snb));
+            /* the additional data: bits nb .. need - 1 of the field */
             __m512i e = _mm512_srlv_epi32(_mm512_sllv_epi32(f, sneed), _mm512_sub_epi32(_mm512_sub_epi32(m64, need), snb));
-            __m512i hi = _mm512_and_si512(_mm512_srl_epi32(ent, cexp), expmask);
+            __m512i hi = ent; /* the exponent field in place, bits m .. top - 1 */
             __mmask16 em = _mm512_test_epi32_mask(ent, escbit);
             if (UNLIKELY(em)) {
                 /* escape symbols: the exponent comes from the escape index above the w - z data bits */
@@ -1128,11 +1131,13 @@ ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SC
                 }
                 e = _mm512_mask_and_epi32(e, em, e, wzmask[c]);
             }
+            /* the value: x = e << z (w bits, w <= top); bits 0 .. m - 1 are x's, m .. top - 1 the exponent,
+             * top and up x's bits m .. w - 1 (x << (top - m)); two bit selects (a & c | b & ~c) */
             __m512i x = _mm512_sll_epi32(e, cz[c]);
-            __m512i sg = _mm512_sll_epi32(_mm512_srl_epi32(x, cm), ctop);
-            __m512i v = _mm512_ternarylogic_epi32(sg, hi, _mm512_and_si512(x, mmask), 0xfe);
+            __m512i v = _mm512_ternarylogic_epi32(hi, x, expm, 0xe4);
+            v = _mm512_ternarylogic_epi32(_mm512_sll_epi32(x, csg), v, topm, 0xe4);
             _mm256_storeu_si256((__m256i *)(out + pos), _mm512_cvtepi32_epi16(v));
-            h->B = B - (int64_t)_mm_extract_epi32(_mm512_extracti32x4_epi32(pre, 3), 3);
+            h->B = B - (int64_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(_mm512_alignr_epi32(pre, pre, 15)));
             h->pos = pos + 16;
         }
         if (!active) break;
