@@ -425,7 +425,7 @@ def _entry_payload(name: str, shape, doc: str) -> Payload:
 def default_name(component) -> str:
     """The module name a component is exported as when none is given: ``ansforge_<codec>_<role>`` for a
     core of the registry (``ansforge_tans8x16_decoder``, ``ansforge_rans16x16_encoder``: the codec names
-    ``N``), ``ansforge_subsystem_<codec>_k<lanes>`` (``_fp32`` added for fp32 output) for the subsystem,
+    ``N``; ``_coder`` added for a coder built without its shell), ``ansforge_subsystem_<codec>_k<lanes>`` (``_fp32`` added for fp32 output) for the subsystem,
     and ``ansforge_<class in snake case>`` for any other component."""
     from .cores import REGISTRY
     from .subsystem import AxiDecompressor
@@ -440,7 +440,8 @@ def default_name(component) -> str:
             role = "decoder" if "Decoder" in type(component).__name__ else \
                 "encoder" if "Encoder" in type(component).__name__ else None
         if codec is not None and role is not None:
-            name = f"ansforge_{codec.name}_{role}"
+            # the coder alone (``--no-shell``) has other ports than the core: another name
+            name = f"ansforge_{codec.name}_{role}" + ("_coder" if getattr(component, "shell", True) is False else "")
         else:
             name = f"ansforge_{_snake(type(component).__name__)}"
     return re.sub(r"[^a-z0-9_]", "_", name.lower())

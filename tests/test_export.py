@@ -70,6 +70,7 @@ def _random_value(layout, rng, prefix=""):
     return nested, flat
 
 
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")     # the coder alone: named, not built
 def test_default_names_are_unique_and_name_overrides(exports):
     _, found = exports
     names = [e.name for e, _ in found]
@@ -81,6 +82,8 @@ def test_default_names_are_unique_and_name_overrides(exports):
         assert all(m.startswith((e.name, f"\\{e.name}")) for m in re.findall(r"^module (\S+)", v, re.M))
         assert list(files) == [f"{e.name}{s}" for s in (".v", "_pkg.sv", ".h", "_ooc.tcl", ".xdc")]
     assert describe(found[0][0].core, "mine").name == "mine"
+    coder = BASE_BUILDS[("tans", "decoder")].build(parse_codec("tans8x16"), programmable=True, shell=False)
+    assert describe(coder).name == "ansforge_tans8x16_decoder_coder"      # other ports: another name
     with pytest.raises(ValueError, match="module name must be a Verilog identifier"):
         describe(found[0][0].core, "2bad")
 
@@ -178,7 +181,7 @@ def test_enums_and_register_map(exports):
     assert "DECODE_STATUS_FINAL_STATE = 3'd3" in pkg
     sub = found[-1][0]
     h = (out / f"{sub.name}.h").read_text()
-    assert f"#define ANSFORGE_SUBSYSTEM_TANS8X16_K2_CSR_TBL_WRITE 0x40u" in h
+    assert "#define ANSFORGE_SUBSYSTEM_TANS8X16_K2_CSR_TBL_WRITE 0x40u" in h
     assert f"#define ANSFORGE_SUBSYSTEM_TANS8X16_K2_PARAMS_VALUE 0x{sub.core.params_word():X}u" in h
     assert "ANSFORGE_SUBSYSTEM_TANS8X16_K2_TABLE_FLOAT 0x3u" in h
 
