@@ -23,6 +23,7 @@ from ansforge.hdl.cores import BASE_BUILDS
 from ansforge.hdl.export import describe, identifier
 from ansforge.hdl.subsystem import AxiDecompressor
 from ansforge.model.coding.codecs import parse_codec
+from ansforge.sim.streams import pack
 
 NAMES = {("tans", "decoder"): "ansforge_tans8x16_decoder", ("tans", "encoder"): "ansforge_tans8x16_encoder",
          ("rans", "decoder"): "ansforge_rans16x16_decoder", ("rans", "encoder"): "ansforge_rans16x16_encoder"}
@@ -125,8 +126,8 @@ def test_five_designs_lint_together_and_the_wrappers_clean(exports):
 
 
 def test_package_and_header_hold_pythons_field_order(exports):
-    """For every payload of the five designs: random field values packed by Amaranth (``layout.const``),
-    by the package's struct (Icarus) and by the header's ``_pack`` (gcc -Wall -Werror, all five headers
+    """For every payload of the five designs: random field values packed by Amaranth (``layout.const``,
+    and ``sim.streams.pack``, which writes the simulations' and testbenches' vectors), by the package's struct (Icarus) and by the header's ``_pack`` (gcc -Wall -Werror, all five headers
     in one program), the same number; the header's ``_unpack`` gives the fields back."""
     out, found = exports
     rng = random.Random(45)
@@ -138,6 +139,7 @@ def test_package_and_header_hold_pythons_field_order(exports):
             nested, flat = _random_value(layouts[p.name], rng)
             key = f"{e.name}.{p.name}"
             expected[key] = layouts[p.name].const(nested).as_value().value
+            assert pack(layouts[p.name], nested) == expected[key]      # the packing the jobs' vectors use
             sets = [(f, flat[f.name]) for f in p.fields if not f.name.startswith("_pad")]
             lines.append(f"    begin {p.name}_t v; v = '0;\n" + "".join(
                 f"      v.{identifier(f.name)} = {f.width}'h{x:x};\n" for f, x in sets)
