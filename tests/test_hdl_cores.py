@@ -189,7 +189,7 @@ def test_cli_simulate_json_and_verilog(stories, tmp_path):
 
     v = tmp_path / "core.v"
     assert main(["verilog", "--core", "tans-decoder", "--model", str(stories), "-o", str(v)]) == 0
-    assert "module top" in v.read_text()
+    assert "module ansforge_tans8x16_decoder (" in v.read_text()  # a module name of its own (issue 45 item 3)
     r = subprocess.run([shutil.which("iverilog"), "-o", str(tmp_path / "a.out"), str(v)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert main(["verilog", "--core", "rans-encoder", "--max-symbols", "1000", "-o", str(tmp_path / "x.v")]) == 2
