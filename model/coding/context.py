@@ -20,7 +20,13 @@ near the top (the density falls with the magnitude), which the folded code captu
 The coded stream is an ordinary golden stream (:mod:`.stream`) whose **runs** switch table set: pairs
 in row-major order, a run per group (row groups are contiguous; a column group is one run per row).
 A decoder core holds the ``sets`` table sets at once and switches on a select stream of runs; an encoder core
-takes the set with each pair (:mod:`ansforge.hdl`): neither loses a cycle at a switch.
+takes the set with each pair (:mod:`ansforge.hdl`): neither loses a cycle at a switch. Runs work with any
+number of interleaved states (pair ``j`` with state ``j mod N``, whatever its set).
+
+In a container (``compress --context``) a set's tables are built by :func:`context_tables` with
+``container=True``: the alphabet of least cost over the sets (:func:`sets_alphabet`) and a tANS spread
+stored only where it pays its record bytes (:func:`set_table`); the container keeps a matrix's plan only
+where the matrix costs fewer bytes with it than with one table (``_split_tensor`` in :mod:`.container`).
 """
 
 from __future__ import annotations
