@@ -1,7 +1,7 @@
 """The SIMD paths of the native kernels (model/coding/nativeans_simd.c) against the scalar kernels and the
 golden coders, each path forced with ``nativeans.simd_level``: the rANS coders of the interleaved preset
-(``rans16xN``; AVX-512 across the 16 states of ``N = 16``) and the AVX2 values decoder of ``tans8x16``
-and its relatives. Same words, checkpoints, pairs, values and errors, on random tables and data: several
+(``rans16xN``; AVX-512 across the 16 states of ``N = 16``), the AVX2 values decoder of ``tans8x16``
+and its relatives, and the AVX-512 F/BW (permute) one that level 2 runs on CPUs without VBMI. Same words, checkpoints, pairs, values and errors, on random tables and data: several
 tables and runs, escape symbols, odd lengths, checkpoints that do and do not fall on a block of 16,
 checkpoint (range) decodes and corrupt streams. A path the CPU lacks runs as the best one below it
 (``simd_level`` caps at the CPU's), so every test runs everywhere; CI's CPU has AVX-512."""

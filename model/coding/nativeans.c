@@ -826,7 +826,8 @@ SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, 
  * as values into out[poss[s] .. stops[s]-1] (item size 1, 2 or 4; segments must not overlap). Per
  * segment: statuses -1 success (Bs and states then those after its last pair), >= 0 the pair where
  * the words ran out, -2 an escape index outside its group. Several segments of one N = 16 stream of
- * 16-bit values run side by side in the AVX-512 kernel where the CPU has it (simd_val16). */
+ * 16-bit values run side by side in an AVX-512 kernel where the CPU has one (simd_val16 with VBMI, else
+ * nas_avx512_val16 for L <= 256), else in the AVX2 one where gathers are fast (nas_avx2_val16). */
 static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
     PyObject *ow, *oB, *ost, *otab, *ort, *ore, *opos, *ostop, *oz, *oesc, *onesc, *oout, *ostat;
     long long L, w_, m_, top_;
@@ -1015,8 +1016,10 @@ static PyObject *py_simd(PyObject *self, PyObject *args) {
 }
 
 /* simd_level(level) -> the level in use after the call: -1 asks; 0 scalar, 1 at most AVX2, 2 at most
- * AVX-512 (each capped at what the CPU has). The AVX-512 tANS values kernel (VBMI) runs at level 2 only;
- * at level 1 the AVX2 one does, so tests and benchmarks can run each path on an AVX-512 machine. A level
+ * AVX-512 (each capped at what the CPU has). The AVX-512 tANS values kernels run at level 2 only: the VBMI
+ * one where the CPU has VBMI, else the permute one (nas_avx512_val16: F/BW, no gathers, tables of L <= 256,
+ * the default wherever the CPU has AVX-512, slow gathers or not); at level 1 the AVX2 one does, so tests
+ * and benchmarks can run each path on an AVX-512 machine. A level
  * set here runs the AVX2 tANS kernel even where gathers are slow (`slow_gathers`), which the default,
  * and simd(1), leave to the scalar kernel. */
 static PyObject *py_simd_level(PyObject *self, PyObject *args) {

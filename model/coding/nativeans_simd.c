@@ -7,7 +7,8 @@
  *   tables whose symbols carry more than one chunk of additional data), and everything where the CPU
  *   has no AVX-512 or `simd_level(0)` forces it (tests compare the two, bit for bit).
  * - The AVX2 values decoder of tANS with N = 16 states and 16-bit values (nas_avx2_val16), for CPUs
- *   without the AVX-512 VBMI kernel of nativeans.c.
+ *   without the AVX-512 VBMI kernel of nativeans.c, and the AVX-512 F/BW one (nas_avx512_val16: tables
+ *   looked up with register permutes, no gathers, L <= 256) for AVX-512 CPUs without VBMI.
  *
  * Every vector function has its own target attribute (no -march: the wheel runs on any x86-64); the
  * callers pick them at run time by CPU features (nas_level, chosen once at import in nativeans.c).
