@@ -168,6 +168,28 @@ def test_context_plans_in_blocks(tmp_path, codec):
     assert np.array_equal(c.decode_range("m", 1400, 700), _bits(m)[1400:2100])
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_arrays_are_what_decompress_writes(model, tmp_path, threads):
+    """``Container.arrays`` hands out every tensor as ``decompress`` writes it (the grouped native decode
+    of a v6 stream, several blocks a call), in record order; a corrupt block is named as by ``read``."""
+    src, t = model
+    f = tmp_path / "c.ansf"
+    compress_checkpoint(src, f, block_pairs=SMALL)
+    c = open_container(f)
+    got = dict(c.arrays(threads=threads))
+    assert list(got) == c.names and len(c.streams[0].spans) > 2
+    for name, v in t.items():
+        assert got[name].tobytes() == np.ascontiguousarray(v).tobytes(), name
+    blob = bytearray(f.read_bytes())
+    lo, hi, _ = c.streams[0].blocks[1]
+    at = c._payload + c.streams[0].offset + (lo + hi) // 2 * c.streams[0].word_bytes
+    blob[at] ^= 0x10
+    g = tmp_path / "bad.ansf"
+    g.write_bytes(bytes(blob))
+    with pytest.raises(ContainerError, match=r"block 1 .*CRC32 mismatch"):
+        dict(open_container(g).arrays(threads=threads))
+
+
 def test_default_is_tans8x16_in_blocks(model, tmp_path, capsys):
     src, t = model
     f = tmp_path / "c.ansf"

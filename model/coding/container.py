@@ -44,7 +44,7 @@ import re
 import struct
 import threading
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1931,6 +1931,22 @@ class Container:
         if vals is not None:
             self._verify_blocks(st, words, 0, st.n_words)
         return vals
+
+    def arrays(self, threads: int | None = 1) -> Iterator[tuple[str, np.ndarray]]:
+        """Every tensor as :meth:`decompress` writes it, in record order: ``(name, flat array)`` (its
+        safetensors dtype; ``uint8`` bytes for a raw tensor and for a Q4_0 tensor's blocks; bf16 as its
+        ``uint16`` bit patterns), decoded as ``decompress``
+        decodes them (a version-6 stream's tensors grouped into native calls on ``threads`` threads,
+        every block's CRC checked) without writing a file."""
+        pools: list[ThreadPoolExecutor] = []
+        try:
+            outputs, _ = self._outputs(threads, pools)
+            for (name, _, _), fill in outputs:
+                chunks = [np.asarray(c).ravel() for c in fill()]
+                yield name, chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+        finally:
+            for pool in pools:
+                pool.shutdown(wait=True, cancel_futures=True)
 
     def decompress(self, out: str | os.PathLike[str], threads: int | None = 1) -> int:
         """Write every tensor to a safetensors file (atomically), bit-exact; ``threads`` threads decode
