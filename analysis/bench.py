@@ -592,29 +592,33 @@ def _subsystem(mini: str, stories: Path) -> list[str]:
 
 
 def _context(mini: str) -> list[str]:
-    """Whole MiniLM through ``compress --context`` (one stream per tensor, bf16 pairs) against the plain
-    container, decoded by the golden decoder and by the decoder core in Verilator (every tensor compared)."""
+    """Whole MiniLM through ``compress --context`` (the default layout: independent blocks; bf16 pairs)
+    against the plain container, in the default format and the rANS cores' format, decoded in software
+    and by the decoder core in Verilator (every tensor compared)."""
     from ..model.coding.container import compress_checkpoint, open_container
+    from ..model.coding.registry import DEFAULT_FORMAT
     from ..model.llm.checkpoint import open_checkpoint, select_tensors
     from ..sim.weights import HardwareWeights
 
     names = [i.name for i in select_tensors(open_checkpoint(mini), (), ())]
     md = ["", "## Context tables in the container (`compress --context`), MiniLM-L6", "",
-          "`ansforge bench --only context`. MiniLM's fp32 weights as bf16 pairs, one stream per tensor, plain "
-          "(one table per matrix) and `--context` (up to 8 table sets per matrix, top mantissa bit in the code). "
-          "Bits/weight of the counted matrices (Table 1's 40): their streams' words on disk, checkpoints, and "
-          "the side information packed (code→exponent table, a frequency per symbol and set, selects, plan "
-          "header); Ideal 10.6140. Hardware: every coded tensor through the decoder core in Verilator (table "
-          "sets through `cfg`, selects on `sel`), compared with `decompress`. Wall times on a shared machine.", "",
+          "`ansforge bench --only context`. MiniLM's fp32 weights as bf16 pairs in the default layout "
+          "(independent blocks), plain (one table per matrix) and `--context` (up to 8 table sets per matrix, top "
+          "mantissa bit in the code; a matrix keeps its plan only where its bytes in the file are fewer). "
+          "Bits/weight of the counted matrices (Table 1's 40): their blocks' words on disk and the side "
+          "information packed (code→exponent table, a frequency per symbol and set, every stored tANS spread, "
+          "selects, plan header); Ideal 10.6140. Hardware: every coded tensor through the decoder core of the "
+          "codec in Verilator (one command per block, table sets through `cfg`, selects on `sel`), compared with "
+          "`decompress`. Wall times on a shared machine.", "",
           "| Codec | Mode | File bytes | Bits/weight (counted) | Compress s | Decompress s | Core pairs/clock | "
           "Bit-exact (golden, core) |", "|---|---|---:|---:|---:|---:|---:|---|"]
     with tempfile.TemporaryDirectory() as tmp:
-        for codec in ("rans16", "tans8"):
+        for codec in (DEFAULT_FORMAT, "rans16x16"):
             plain = None
             for mode in ("plain", "context"):
                 out = Path(tmp) / f"{codec}-{mode}.ansf"
                 t = time.perf_counter()
-                compress_checkpoint(mini, out, codec, pairs="bf16", group="tensor", context=mode == "context")
+                compress_checkpoint(mini, out, codec, pairs="bf16", context=mode == "context")
                 t_c = time.perf_counter() - t
                 c = open_container(out)
                 t = time.perf_counter()
