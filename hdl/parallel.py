@@ -8,6 +8,17 @@ its own, stored in the order the decoder reads it (top of the stack first), ``be
 memory beat. The lanes decode their blocks side by side, one core command each (``resume`` = 0, the
 end check on); a lane whose ``count`` is 0 sits the command out.
 
+**Runs** (decoders with table sets, or ``shift_bits`` > 0): a tensor coded with several tables (its
+row-shift widths, or a context plan's sets) gives each block a list of runs ``{count, set, shift}``
+(:func:`run_entry_layout`): the next ``count`` pairs are decoded with table set ``set`` and leave with
+their additional data shifted left by ``shift`` (a row shift's zero bits restored, as the golden
+``Container.join`` does). Each lane reads its block's runs from memory like its words: ``runs`` entries
+from beat ``runs_base``, ``entries_per_beat`` per beat (entry ``j`` of a beat in its bits
+``j * run_bits ..``), through a FIFO of ``fifo_beats`` beats of its own. A run longer than ``count``
+can hold is split into several. The runs feed the
+decoder's ``sel`` stream and, through a FIFO of :data:`SHIFT_FIFO` runs, the lane's
+:class:`PairShift` on its output; they must cover the block's pairs exactly.
+
 Per lane: an address counter, a FIFO of ``fifo_beats`` beats and a serializer that hands the
 decoder one word per clock and drops the padding after the stream's last word. A lane asks for a
 beat only when its FIFO has room for it and for every beat still in flight (credit flow control),
@@ -17,7 +28,8 @@ has more than ``j`` pairs. The lanes' counts must not increase with the lane ind
 are all ``block_pairs`` long but its last), so a row's pairs are always lanes ``0 .. n - 1``; a small
 FIFO per lane keeps one lane's bubble from stalling the others at once: up to ``lanes`` pairs per clock.
 
-Memory port (``mem_req`` / ``mem_rsp``): a request carries a beat address and the lane (``tag``);
+Memory port (``mem_req`` / ``mem_rsp``): a request carries a beat address and its requester (``tag``:
+lane ``l``'s words are ``l``, its runs ``lanes + l``);
 responses come back in any latency, in request order or not, and must be accepted when valid
 (``mem_rsp.ready`` is always 1). :class:`ansforge.sim.memory.SharedMemory` is the model used in
 simulation (configurable latency and request interval).
@@ -32,7 +44,13 @@ from amaranth.lib.wiring import In, Out
 from .common import COUNT_BITS, DecodeStatus, bits_for, check_int
 from .cores import REGISTRY
 
-__all__ = ["ParallelDecoder", "parallel_command_layout", "decoder_classes"]
+__all__ = ["ParallelDecoder", "parallel_command_layout", "decoder_classes", "BeatReader", "PairShift",
+           "run_entry_layout", "SHIFT_FIFO"]
+
+#: Runs a lane's :class:`PairShift` may lag behind its decoder's ``sel``: more than the pairs a decoder
+#: holds between its table read and its output (its read-ahead and output registers, under 8), so the
+#: FIFO never fills while the decoder waits for a run.
+SHIFT_FIFO = 16
 
 
 def decoder_classes() -> tuple[type, ...]:
@@ -43,11 +61,120 @@ def decoder_classes() -> tuple[type, ...]:
     return tuple(dict.fromkeys([r.core_class for r in REGISTRY if r.role == "decoder"] + [TansDecoder]))
 
 
-def parallel_command_layout(lanes: int, addr_bits: int) -> data.StructLayout:
+def parallel_command_layout(lanes: int, addr_bits: int, runs: bool = False) -> data.StructLayout:
     """Decode ``count`` pairs in all: lane ``l``'s block has ``count`` pairs in ``words`` words from beat
-    address ``base`` (the lanes' counts add up to ``count`` and do not increase with ``l``)."""
-    lane = data.StructLayout({"base": addr_bits, "words": COUNT_BITS, "count": COUNT_BITS})
-    return data.StructLayout({"count": COUNT_BITS, "lanes": data.ArrayLayout(lane, lanes)})
+    address ``base`` (the lanes' counts add up to ``count`` and do not increase with ``l``); with
+    ``runs``, also ``runs`` run entries from beat address ``runs_base``."""
+    fields = {"base": addr_bits, "words": COUNT_BITS, "count": COUNT_BITS}
+    if runs:
+        fields.update({"runs_base": addr_bits, "runs": COUNT_BITS})
+    return data.StructLayout({"count": COUNT_BITS, "lanes": data.ArrayLayout(data.StructLayout(fields), lanes)})
+
+
+def run_entry_layout(run_bits: int, set_bits: int, shift_bits: int) -> data.StructLayout:
+    """A run in memory, ``run_bits`` wide: ``count`` pairs (the low ``run_bits - set_bits - shift_bits``
+    bits, at most 32) decoded with table set ``set``, their additional data shifted left by ``shift``."""
+    count = min(COUNT_BITS, run_bits - set_bits - shift_bits)
+    if count < 1:
+        raise ValueError(f"a {run_bits}-bit run entry has no room for a count beside {set_bits} set bits and "
+                         f"{shift_bits} shift bits")
+    fields = {"count": count}
+    if set_bits:
+        fields["set"] = set_bits
+    if shift_bits:
+        fields["shift"] = shift_bits
+    return data.StructLayout(fields)
+
+
+class BeatReader(wiring.Component):
+    """One lane's reads of one memory region: ``items`` items of ``item_bits`` from beat ``base``,
+    ``per_beat`` items a beat (item 0 in the low bits), handed out one per clock on ``o``.
+
+    A beat is requested (``request``, at ``addr``) only when the FIFO of ``depth`` beats has room for it
+    and for every beat still in flight (credits), so a response is always taken the clock it arrives;
+    the padding after the last item of the last beat is dropped. Latency: a beat's items are on ``o`` the
+    clock after ``fill``.
+
+    Ports
+    -----
+    load : In(1)  start a region: ``base`` and ``items`` are taken (the FIFO must be empty)
+    base : In(addr_bits), items : In(32)
+    request : Out(1), addr : Out(addr_bits)  a beat wanted; ``grant`` says the port took it
+    grant : In(1)
+    fill : In(1), data : In(per_beat * item_bits)  a response of this reader's
+    o : Out(stream) ``item_bits``
+    """
+
+    def __init__(self, *, item_bits: int, per_beat: int, addr_bits: int, depth: int):
+        self._w = check_int("item_bits", item_bits, 1, 1024)
+        self._p = check_int("per_beat", per_beat, 1, 64)
+        if self._p & (self._p - 1):
+            raise ValueError(f"per_beat must be a power of two, not {per_beat!r}")
+        self._a = check_int("addr_bits", addr_bits, 1, 32)
+        self._d = check_int("depth", depth, 2, 1024)
+        super().__init__({
+            "load": In(1), "base": In(addr_bits), "items": In(COUNT_BITS),
+            "request": Out(1), "addr": Out(addr_bits), "grant": In(1),
+            "fill": In(1), "data": In(per_beat * item_bits),
+            "o": Out(stream.Signature(item_bits)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        per_beat, W, D = self._p, self._w, self._d
+        beats_left = Signal(COUNT_BITS)
+        in_flight = Signal(range(D + 1))
+        # SyncFIFO: ``level`` counts exactly what it holds, so that the credits never overrun it
+        m.submodules.beats = beats = fifo.SyncFIFO(width=per_beat * W, depth=D)
+        m.d.comb += [self.request.eq((beats_left != 0) & (beats.level + in_flight < D)),
+                     beats.w_data.eq(self.data), beats.w_en.eq(self.fill)]
+        m.d.sync += in_flight.eq(in_flight + self.grant - self.fill)
+        with m.If(self.grant):
+            m.d.sync += [self.addr.eq(self.addr + 1), beats_left.eq(beats_left - 1)]
+
+        items_left = Signal(COUNT_BITS)
+        item = Signal(max(1, (per_beat - 1).bit_length()))
+        m.d.comb += [self.o.valid.eq(beats.r_rdy & (items_left != 0)),
+                     self.o.p.eq(beats.r_data.word_select(item, W) if per_beat > 1 else beats.r_data)]
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += items_left.eq(items_left - 1)
+            with m.If((item == per_beat - 1) | (items_left == 1)):
+                m.d.comb += beats.r_en.eq(1)
+                m.d.sync += item.eq(0)
+            with m.Else():
+                m.d.sync += item.eq(item + 1)
+        with m.If(self.load):
+            m.d.sync += [self.addr.eq(self.base), item.eq(0), items_left.eq(self.items),
+                         beats_left.eq((self.items + per_beat - 1) >> (per_beat - 1).bit_length())]
+        return m
+
+
+class PairShift(wiring.Component):
+    """A lane's pairs with their additional data shifted left by their run's ``shift`` (a row shift's
+    zero bits restored: the escape index moves back above the full width with them).
+
+    ``runs`` gives ``{count, shift}`` (at least the fields of :func:`run_entry_layout`; others ignored);
+    a pair passes only while its run is known. Combinational (latency 0): ``o`` is ``i`` shifted.
+    """
+
+    def __init__(self, pair: data.StructLayout, run: data.StructLayout):
+        self._pair, self._run = pair, run
+        super().__init__({"runs": In(stream.Signature(run)), "i": In(stream.Signature(pair)),
+                          "o": Out(stream.Signature(pair))})
+
+    def elaborate(self, platform):
+        m = Module()
+        left = Signal(COUNT_BITS)
+        shift = Signal.like(self.runs.p.shift)
+        fire = self.i.valid & self.i.ready
+        m.d.comb += [self.runs.ready.eq((left == 0) | ((left == 1) & fire)),
+                     self.o.valid.eq(self.i.valid & (left != 0)), self.i.ready.eq(self.o.ready & (left != 0)),
+                     self.o.p.symbol.eq(self.i.p.symbol), self.o.p.extra.eq(self.i.p.extra << shift)]
+        with m.If(fire):
+            m.d.sync += left.eq(left - 1)
+        with m.If(self.runs.valid & self.runs.ready):
+            m.d.sync += [left.eq(self.runs.p.count), shift.eq(self.runs.p.shift)]
+        return m
 
 
 class ParallelDecoder(wiring.Component):
@@ -57,7 +184,8 @@ class ParallelDecoder(wiring.Component):
     ----------
     decoder : callable
         Builds one lane's decoder: ``decoder()`` returns a programmable decoder core of the core
-        registry (:func:`decoder_classes`; all lanes share its parameters and its table).
+        registry (:func:`decoder_classes`; all lanes share its parameters and its table). A decoder
+        built with ``table_sets`` > 1 (it has a ``sel`` stream) takes its runs from memory.
     lanes : int
         ``lanes``: 1, 2, 4, 8 or 16.
     beat_words : int
@@ -67,6 +195,9 @@ class ParallelDecoder(wiring.Component):
     fifo_beats : int
         Depth of each lane's word FIFO in beats, 2..1024 (cover the memory latency: a lane that
         consumes ``r`` words per clock needs about ``latency * r / beat_words`` beats in flight).
+    shift_bits : int
+        Width of a run's ``shift`` (0..5; 0: the pairs leave as decoded). With table sets or a shift,
+        each lane reads runs (:func:`run_entry_layout`, ``run_bits = min(32, beat)`` bits each).
 
     Ports
     -----
@@ -81,7 +212,8 @@ class ParallelDecoder(wiring.Component):
         the next command.
     """
 
-    def __init__(self, decoder, *, lanes: int = 4, beat_words: int = 2, addr_bits: int = 16, fifo_beats: int = 8):
+    def __init__(self, decoder, *, lanes: int = 4, beat_words: int = 2, addr_bits: int = 16, fifo_beats: int = 8,
+                 shift_bits: int = 0):
         self._k = check_int("lanes", lanes, 1, 16)
         if self._k & (self._k - 1):
             raise ValueError(f"lanes must be a power of two, not {lanes!r}")
@@ -90,6 +222,7 @@ class ParallelDecoder(wiring.Component):
             raise ValueError(f"beat_words must be a power of two, not {beat_words!r}")
         self._a = check_int("addr_bits", addr_bits, 1, 32)
         self._d = check_int("fifo_beats", fifo_beats, 2, 1024)
+        self._z = check_int("shift_bits", shift_bits, 0, 5)
         self._make = decoder
         proto = decoder()
         classes = decoder_classes()
@@ -111,12 +244,17 @@ class ParallelDecoder(wiring.Component):
         if self._w % self._sw or self._w // self._sw not in (1, 2):
             raise ValueError(f"the decoder's port words are {self._w} bits, its stream's {self._sw}")
         self._pair = members["o"].signature.members["payload"].shape
+        self._s = members["sel"].signature.members["payload"].shape["set"].width if "sel" in members else 0
+        self._runs = bool(self._s or self._z)
+        beat = self._p * self._w
+        self._rb = min(32, beat)
+        self._run = run_entry_layout(self._rb, self._s, self._z) if self._runs else None
+        requesters = self._k * (2 if self._runs else 1)
         super().__init__({
             "cfg": members["cfg"],
-            "cmd": In(stream.Signature(parallel_command_layout(self._k, self._a))),
-            "mem_req": Out(stream.Signature(data.StructLayout({"addr": self._a, "tag": bits_for(self._k - 1)}))),
-            "mem_rsp": In(stream.Signature(data.StructLayout({"data": self._p * self._w,
-                                                              "tag": bits_for(self._k - 1)}))),
+            "cmd": In(stream.Signature(parallel_command_layout(self._k, self._a, self._runs))),
+            "mem_req": Out(stream.Signature(data.StructLayout({"addr": self._a, "tag": bits_for(requesters - 1)}))),
+            "mem_rsp": In(stream.Signature(data.StructLayout({"data": beat, "tag": bits_for(requesters - 1)}))),
             "o": Out(stream.Signature(data.StructLayout({"pairs": data.ArrayLayout(self._pair, self._k),
                                                          "n": bits_for(self._k)}))),
             "done": Out(1),
@@ -129,6 +267,15 @@ class ParallelDecoder(wiring.Component):
     fifo_beats = property(lambda self: self._d)
     word_bits = property(lambda self: self._w)      # a memory word: the decoder's port word
     stream_word_bits = property(lambda self: self._sw)
+    set_bits = property(lambda self: self._s)       # 0: one table, no ``sel``
+    shift_bits = property(lambda self: self._z)
+    has_runs = property(lambda self: self._runs)    # each lane reads runs (:func:`run_entry_layout`)
+    run_bits = property(lambda self: self._rb)      # a run entry's bits in memory
+    run_layout = property(lambda self: self._run)   # :func:`run_entry_layout` of the lanes, or None
+
+    @property
+    def runs_per_beat(self) -> int:
+        return self._p * self._w // self._rb
 
     @property
     def decoder_prototype(self):
@@ -139,65 +286,70 @@ class ParallelDecoder(wiring.Component):
         m = Module()
         lanes, per_beat, W, D = self._k, self._p, self._w, self._d
         ratio = self._w // self._sw
-        log_k = (lanes - 1).bit_length()
+        requesters = lanes * (2 if self._runs else 1)
+        log_r = (requesters - 1).bit_length()
 
         busy = Signal()
         remaining = Signal(COUNT_BITS)        # pairs still to leave as rows
         cmd_fire = self.cmd.valid & self.cmd.ready
 
         cfg_ready = []
-        requests = Signal(lanes)
-        grant = Signal(max(1, log_k))
+        grant = Signal(max(1, log_r))
         req_fire = self.mem_req.valid & self.mem_req.ready
-        lane_done, lane_status, lane_issued, counts = [], [], [], []
-        out_fifos, addrs = [], []
+        readers = []                          # requester r: lane r's words, lane r - lanes's runs
+        lane_done, lane_status, counts = [], [], []
+        out_fifos = []
+        run_readers = []
         for lane in range(lanes):
             dec = self._make()
             m.submodules[f"decoder{lane}"] = dec
             m.d.comb += [dec.cfg.valid.eq(self.cfg.valid), dec.cfg.p.eq(self.cfg.p)]
             cfg_ready.append(dec.cfg.ready)
+            spec = self.cmd.p.lanes[lane]
 
-            # -- fetch: address, beats left, beats in flight (credits)
-            addr = Signal(self._a, name=f"addr{lane}")
-            addrs.append(addr)
-            beats_left = Signal(COUNT_BITS, name=f"beats_left{lane}")
-            in_flight = Signal(range(D + 1), name=f"in_flight{lane}")
-            # SyncFIFO: ``level`` counts exactly what it holds, so that the credits never overrun it
-            m.submodules[f"beats{lane}"] = beats = fifo.SyncFIFO(width=per_beat * W, depth=D)
-            granted = req_fire & (grant == lane)
-            returned = self.mem_rsp.valid & (self.mem_rsp.p.tag == lane)
-            m.d.comb += [requests[lane].eq((beats_left != 0) & (beats.level + in_flight < D)),
-                         beats.w_data.eq(self.mem_rsp.p.data), beats.w_en.eq(returned)]
-            m.d.sync += in_flight.eq(in_flight + granted - returned)
-            with m.If(granted):
-                m.d.sync += [addr.eq(addr + 1), beats_left.eq(beats_left - 1)]
+            # -- the block's words, one port word per clock to the decoder
+            m.submodules[f"words{lane}"] = words = BeatReader(item_bits=W, per_beat=per_beat, addr_bits=self._a,
+                                                               depth=D)
+            readers.append(words)
+            # the command's words are the decoder's (stream words); the reader hands it port words
+            m.d.comb += [words.load.eq(cmd_fire), words.base.eq(spec.base),
+                         words.items.eq((spec.words + ratio - 1) >> (ratio - 1)),
+                         dec.i.valid.eq(words.o.valid), dec.i.p.data.eq(words.o.p), words.o.ready.eq(dec.i.ready)]
 
-            # -- serializer: one word per clock to the decoder, the last beat's padding dropped
-            words_left = Signal(COUNT_BITS, name=f"words_left{lane}")
-            word = Signal(max(1, (per_beat - 1).bit_length()), name=f"word{lane}")
-            word_fire = dec.i.valid & dec.i.ready
-            m.d.comb += [dec.i.valid.eq(beats.r_rdy & (words_left != 0)),
-                         dec.i.p.data.eq(beats.r_data.word_select(word, W))]
-            with m.If(word_fire):
-                m.d.sync += words_left.eq(words_left - 1)
-                with m.If((word == per_beat - 1) | (words_left == 1)):
-                    m.d.comb += beats.r_en.eq(1)
-                    m.d.sync += word.eq(0)
-                with m.Else():
-                    m.d.sync += word.eq(word + 1)
+            # -- the block's runs: to the decoder's ``sel`` and to the shifter on its pairs
+            pairs_out = dec.o
+            if self._runs:
+                m.submodules[f"runs{lane}"] = runs = BeatReader(item_bits=self._rb, per_beat=self.runs_per_beat,
+                                                                 addr_bits=self._a, depth=D)
+                run_readers.append(runs)
+                m.d.comb += [runs.load.eq(cmd_fire), runs.base.eq(spec.runs_base), runs.items.eq(spec.runs)]
+                entry = data.View(self._run, runs.o.p)
+                if self._z:
+                    m.submodules[f"shift{lane}"] = shift = PairShift(self._pair, self._run)
+                    wiring.connect(m, dec.o, shift.i)
+                    pairs_out = shift.o
+                if self._s and self._z:
+                    # one run to both: the shifter's copy waits in a FIFO, as its pairs come later
+                    m.submodules[f"shift_runs{lane}"] = lag = fifo.SyncFIFOBuffered(width=self._rb, depth=SHIFT_FIFO)
+                    m.d.comb += [dec.sel.valid.eq(runs.o.valid & lag.w_rdy), dec.sel.p.set.eq(entry.set),
+                                 dec.sel.p.count.eq(entry.count), lag.w_en.eq(runs.o.valid & dec.sel.ready),
+                                 lag.w_data.eq(runs.o.p), runs.o.ready.eq(dec.sel.ready & lag.w_rdy),
+                                 shift.runs.valid.eq(lag.r_rdy), shift.runs.p.eq(lag.r_data),
+                                 lag.r_en.eq(shift.runs.ready)]
+                elif self._s:
+                    m.d.comb += [dec.sel.valid.eq(runs.o.valid), dec.sel.p.set.eq(entry.set),
+                                 dec.sel.p.count.eq(entry.count), runs.o.ready.eq(dec.sel.ready)]
+                else:
+                    m.d.comb += [shift.runs.valid.eq(runs.o.valid), shift.runs.p.eq(runs.o.p),
+                                 runs.o.ready.eq(shift.runs.ready)]
 
             # -- the lane's decoder command: its block's pairs and words (none: the lane sits it out)
-            spec = self.cmd.p.lanes[lane]
             issued = Signal(name=f"issued{lane}")
             cmd_pending = Signal(name=f"cmd_pending{lane}")
             count_r, words_r = Signal(COUNT_BITS, name=f"count{lane}"), Signal(COUNT_BITS, name=f"words{lane}")
             counts.append(count_r)
-            # the command's words are the decoder's (stream words); the serializer hands it port words
-            port_words = Signal(COUNT_BITS, name=f"port_words{lane}")
-            m.d.comb += port_words.eq((spec.words + ratio - 1) >> (ratio - 1))
             with m.If(cmd_fire):
-                m.d.sync += [addr.eq(spec.base), beats_left.eq((port_words + per_beat - 1) >> (per_beat - 1).bit_length()),
-                             words_left.eq(port_words), word.eq(0), count_r.eq(spec.count), words_r.eq(spec.words),
+                m.d.sync += [count_r.eq(spec.count), words_r.eq(spec.words),
                              cmd_pending.eq(spec.count != 0), issued.eq(0)]
             m.d.comb += [dec.cmd.valid.eq(cmd_pending), dec.cmd.p.count.eq(count_r), dec.cmd.p.words.eq(words_r),
                          dec.cmd.p.check_end.eq(1)]
@@ -211,29 +363,33 @@ class ParallelDecoder(wiring.Component):
                 m.d.sync += finished.eq(spec.count == 0)
             lane_done.append(finished)
             lane_status.append(dec.status)
-            lane_issued.append(issued)
 
             m.submodules[f"pairs{lane}"] = pairs = fifo.SyncFIFOBuffered(width=len(dec.o.p.as_value()), depth=4)
-            m.d.comb += [pairs.w_data.eq(dec.o.p), pairs.w_en.eq(dec.o.valid), dec.o.ready.eq(pairs.w_rdy)]
+            m.d.comb += [pairs.w_data.eq(pairs_out.p), pairs.w_en.eq(pairs_out.valid), pairs_out.ready.eq(pairs.w_rdy)]
             out_fifos.append(pairs)
+        readers += run_readers
 
         m.d.comb += self.cfg.ready.eq(Cat(*cfg_ready).all())
 
-        # -- round-robin arbiter: the first requesting lane at or after ``pointer``
-        pointer = Signal(max(1, log_k))
-        rotated = Signal(2 * lanes)
+        # -- round-robin arbiter: the first requesting reader at or after ``pointer``
+        requests = Cat(*[r.request for r in readers])
+        pointer = Signal(max(1, log_r))
+        rotated = Signal(2 * requesters)
         m.d.comb += rotated.eq(Cat(requests, requests) >> pointer)
-        offset = Signal(max(1, log_k))
-        for j in reversed(range(lanes)):       # the last assignment wins: the lowest set bit
+        offset = Signal(max(1, log_r))
+        for j in reversed(range(requesters)):       # the last assignment wins: the lowest set bit
             with m.If(rotated[j]):
                 m.d.comb += offset.eq(j)
-        m.d.comb += [grant.eq(pointer + offset if lanes > 1 else 0),
+        m.d.comb += [grant.eq(pointer + offset if requesters > 1 else 0),
                      self.mem_req.valid.eq(requests.any()), self.mem_req.p.tag.eq(grant), self.mem_rsp.ready.eq(1)]
-        for lane in range(lanes):
-            with m.If(grant == lane):
-                m.d.comb += self.mem_req.p.addr.eq(addrs[lane])
+        for r, reader in enumerate(readers):
+            m.d.comb += [reader.grant.eq(req_fire & (grant == r)),
+                         reader.fill.eq(self.mem_rsp.valid & (self.mem_rsp.p.tag == r)),
+                         reader.data.eq(self.mem_rsp.p.data)]
+            with m.If(grant == r):
+                m.d.comb += self.mem_req.p.addr.eq(reader.addr)
         with m.If(req_fire):
-            m.d.sync += pointer.eq(grant + 1 if lanes > 1 else 0)
+            m.d.sync += pointer.eq(grant + 1 if requesters > 1 else 0)
 
         # -- merge: row j takes pair j of each lane whose block has more than j pairs (lanes 0 .. n - 1,
         # the counts not increasing with the lane)

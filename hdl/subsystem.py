@@ -19,6 +19,13 @@ own, in the order a decoder reads them (top of the stack first), ``beat_words = 
 decoder port words per beat (a port word is the stream's ``W``, or ``2 W`` for an rANS xN decoder). The
 output's transfer ``j`` carries weight ``j`` of every lane whose block is longer than ``j``.
 
+Built with ``table_sets`` > 1 or ``row_shifts``, the subsystem decodes every tensor of the default
+container, those with several tables too (a row-shifted tensor's widths, a context plan's sets): each
+table is written as a set, and each lane reads its block's runs ``{count, set, shift}`` from memory like
+its words (``LANE_RUNS``; :func:`~.parallel.run_entry_layout`); a run's ``shift`` puts its rows' zero
+bits back into the pairs before the symbol → code step, so the escape index and the float interface see
+the tensor's full-width pairs.
+
 Throughput: up to ``lanes`` weights per clock. A lane decodes at most one pair per clock and needs, on
 average, the coded bits of a pair from memory; the port gives ``bus_bits`` per clock, so the bound is
 ``min(lanes, bus_bits / bits_per_pair)``. A pair costs at least its additional data (8 bits for bf16, 24 for
@@ -49,7 +56,9 @@ CSR_ID = 0x414E5346
 class Csr(enum.IntEnum):
     """Byte addresses of the registers (32 bits each; see ``docs/subsystem.md``)."""
     ID = 0x000          #: RO  0x414E5346 ("ANSF")
-    PARAMS = 0x004      #: RO  [7:0] lanes, [15:8] word bits W, [23:16] beat words, [24] rANS, [25] fp32 out
+    #: RO  [7:0] lanes, [15:8] word bits W, [23:16] beat words, [24] rANS, [25] fp32 out, [28:26] set bits,
+    #: [31:29] shift bits (0, 0: no runs)
+    PARAMS = 0x004
     CONTROL = 0x008     #: WO  bit 0: START (latches COUNT, BASE and the lane registers)
     STATUS = 0x00C      #: RO  bit 0 BUSY, bit 1 DONE, [6:4] DecodeStatus, bit 8 BUS_ERROR
     COUNT = 0x010       #: RW  weights of the START: the sum of LANE_COUNT
@@ -64,6 +73,7 @@ class Csr(enum.IntEnum):
     TBL_WRITE = 0x040   #: WO  [31:30] table, [15:0] entry: writes the staged entry (see :class:`Table`)
     LANE0 = 0x100       #: RW  lane l at 0x100 + 8 l: its block's first beat (offset from BASE); + 4: its words
     LANE_COUNT0 = 0x180  #: RW  lane l at 0x180 + 4 l: its block's pairs (not increasing with l; 0: no block)
+    LANE_RUNS0 = 0x200  #: RW  with runs: lane l at 0x200 + 8 l: its runs' first beat (from BASE); + 4: its runs
 
 
 class Table(enum.IntEnum):
@@ -293,9 +303,9 @@ class SymbolToCode(wiring.Component):
         return m
 
 
-def _decoder_factory(codec: Codec, max_symbols: int, max_extra_bits: int):
+def _decoder_factory(codec: Codec, max_symbols: int, max_extra_bits: int, table_sets: int = 1):
     return lambda: build_core(codec, "decoder", programmable=True, max_symbols=max_symbols,
-                              max_extra_bits=max_extra_bits, block_crc=False)
+                              max_extra_bits=max_extra_bits, block_crc=False, table_sets=table_sets)
 
 
 def default_bus_bits(codec, lanes: int, target: str) -> int:
@@ -331,6 +341,11 @@ class AxiDecompressor(wiring.Component):
     fifo_beats : int
         Each lane's beat FIFO, in beats: cover the memory latency (``latency * lanes * bits_per_pair /
         bus_bits / lanes`` beats per lane in flight).
+    table_sets : int
+        Table sets of each lane's decoder, 1..16 (a power of two): the most tables a tensor has (its
+        row-shift widths, or its context plan's sets). With more than one, the lanes read runs.
+    row_shifts : bool
+        Restore row shifts (a run's ``shift``, up to the target's mantissa bits); the lanes read runs.
 
     Ports
     -----
@@ -348,7 +363,7 @@ class AxiDecompressor(wiring.Component):
 
     def __init__(self, codec: Codec | None = None, *, lanes: int = 4, target: str = "bf16", bus_bits: int = 64,
                  addr_bits: int = 32, max_symbols: int = 64, max_codes: int = 64, escape_bits: int = 5,
-                 fifo_beats: int = 16):
+                 fifo_beats: int = 16, table_sets: int = 1, row_shifts: bool = False):
         # An object whose parameters are refused is not an unused component: no warning when it is
         # collected (at once, when a caller such as the CLI catches the error).
         self._MustUse__silence = True
@@ -370,7 +385,13 @@ class AxiDecompressor(wiring.Component):
         self._e = check_int("escape_bits", escape_bits, 0, 8)
         self._max_codes = check_int("max_codes", max_codes, 1, 256)
         self._max_symbols = check_int("max_symbols", max_symbols, 2, 256)
-        self._make_decoder = _decoder_factory(codec, max_symbols, self._w + self._e)
+        self._sets = check_int("table_sets", table_sets, 1, 16)
+        if table_sets & (table_sets - 1):
+            raise ValueError(f"table_sets must be a power of two, not {table_sets!r}")
+        if not isinstance(row_shifts, bool):
+            raise TypeError(f"row_shifts must be a bool, not {row_shifts!r}")
+        self._shift_bits = bits_for(PAIR_FORMATS[target].mantissa_bits) if row_shifts else 0
+        self._make_decoder = _decoder_factory(codec, max_symbols, self._w + self._e, table_sets)
         # A lane's memory word is its decoder's port word (``W``, or ``2 W`` for an rANS xN decoder).
         proto = self._make_decoder()
         for part in (proto, *vars(proto).values()):     # a prototype for its port width, never elaborated
@@ -393,7 +414,8 @@ class AxiDecompressor(wiring.Component):
         self._beat_bits = min(COUNT_BITS, addr_bits - shift)
         self._par = ParallelDecoder(self._make_decoder, lanes=lanes,
                                     beat_words=self._p, addr_bits=self._beat_bits,
-                                    fifo_beats=check_int("fifo_beats", fifo_beats, 2, 1024))
+                                    fifo_beats=check_int("fifo_beats", fifo_beats, 2, 1024),
+                                    shift_bits=self._shift_bits)
         self._dec_cfg = self._par.signature.members["cfg"].signature.members["payload"].shape
         proto = PairToFloat(target=target, max_codes=self._max_codes, max_extra_bits=self._w)
         proto._MustUse__silence = True          # a prototype for its layout, never elaborated
@@ -402,7 +424,7 @@ class AxiDecompressor(wiring.Component):
             raise ValueError(f"the decoder's table entry is {self._dec_cfg.size} bits; TBL_DATA holds 128")
         super().__init__({
             "s_axil": In(axi4_lite_signature(12)),
-            "m_axi": Out(axi4_read_signature(addr_bits, bus_bits, bits_for(lanes - 1))),
+            "m_axi": Out(axi4_read_signature(addr_bits, bus_bits, len(self._par.mem_req.p.tag))),
             "m_axis": Out(wiring.Signature({"tdata": Out(lanes * self._t), "tkeep": Out(lanes * self._t // 8),
                                             "tlast": Out(1), "tvalid": Out(1), "tready": In(1)})),
             "done": Out(1),
@@ -422,6 +444,10 @@ class AxiDecompressor(wiring.Component):
     extra_bits = property(lambda self: self._w)
     addr_bits = property(lambda self: self._addr)
     decoder_cfg_layout = property(lambda self: self._dec_cfg)
+    table_sets = property(lambda self: self._sets)
+    shift_bits = property(lambda self: self._shift_bits)
+    #: the lanes (:class:`~.parallel.ParallelDecoder`): its memory layout of words and runs
+    parallel = property(lambda self: self._par)
     float_cfg_layout = property(lambda self: self._float_cfg)
 
     def lane_decoder(self):
@@ -436,14 +462,14 @@ class AxiDecompressor(wiring.Component):
     def params_word(self) -> int:
         """The ``PARAMS`` register's value."""
         return (self._k | self._codec.word_bits << 8 | self._p << 16 | (self._codec.kind == "rans") << 24
-                | (self._target == "fp32") << 25)
+                | (self._target == "fp32") << 25 | self._par.set_bits << 26 | self._shift_bits << 29)
 
     def elaborate(self, platform):
         m = Module()
         lanes, weight_bits = self._k, self._t
         m.submodules.lanes = par = self._par
         m.submodules.axi = rd = AxiReadMaster(addr_bits=self._addr, data_bits=self._bus,
-                                               beat_addr_bits=self._beat_bits, id_bits=bits_for(lanes - 1))
+                                               beat_addr_bits=self._beat_bits, id_bits=len(par.mem_req.p.tag))
         m.submodules.csr = csr = AxiLiteSlave(addr_bits=12)
         wiring.connect(m, wiring.flipped(self.s_axil), csr.s_axil)
         wiring.connect(m, rd.m_axi, wiring.flipped(self.m_axi))
@@ -484,6 +510,9 @@ class AxiDecompressor(wiring.Component):
         lane_base = [Signal(32, name=f"lane_base{lane}") for lane in range(lanes)]
         lane_words = [Signal(32, name=f"lane_words{lane}") for lane in range(lanes)]
         lane_count = [Signal(32, name=f"lane_count{lane}") for lane in range(lanes)]
+        runs = par.has_runs
+        lane_runs_base = [Signal(32, name=f"lane_runs_base{lane}") for lane in range(lanes)] if runs else []
+        lane_runs = [Signal(32, name=f"lane_runs{lane}") for lane in range(lanes)] if runs else []
         staged = Signal(128)
         cycles, weights = Signal(32), Signal(32)
         a, d = csr.wr.p.addr, csr.wr.p.data
@@ -514,6 +543,9 @@ class AxiDecompressor(wiring.Component):
             writable[Csr.LANE0 + 8 * lane] = lane_base[lane]
             writable[Csr.LANE0 + 8 * lane + 4] = lane_words[lane]
             writable[Csr.LANE_COUNT0 + 4 * lane] = lane_count[lane]
+            if runs:
+                writable[Csr.LANE_RUNS0 + 8 * lane] = lane_runs_base[lane]
+                writable[Csr.LANE_RUNS0 + 8 * lane + 4] = lane_runs[lane]
         known = Cat(*[a == addr for addr in (*writable, Csr.CONTROL, Csr.TBL_WRITE)]).any()
         # a table write or START while a block runs would change the tables under the lanes: refused
         depth_bits = Mux(tbl_kind == Table.DECODER, cfg_addr_bits,
@@ -538,6 +570,9 @@ class AxiDecompressor(wiring.Component):
                 m.d.sync += [par_cmd.p.lanes[lane].base.eq(cmd_lanes[lane]["base"]),
                              par_cmd.p.lanes[lane].words.eq(cmd_lanes[lane]["words"]),
                              par_cmd.p.lanes[lane].count.eq(cmd_lanes[lane]["count"])]
+                if runs:
+                    m.d.sync += [par_cmd.p.lanes[lane].runs_base.eq(lane_runs_base[lane][:self._beat_bits]),
+                                 par_cmd.p.lanes[lane].runs.eq(lane_runs[lane])]
         m.d.comb += [par_cmd.valid.eq(issuing), rd.clear.eq(csr.wr.valid & csr.wr.ready & ~refused & is_start)]
         with m.If(par_cmd.valid & par_cmd.ready):
             m.d.sync += issuing.eq(0)

@@ -12,6 +12,12 @@ read from the container and every pair checked against the container's own decod
 older layouts, or any ``symbols``/``extras`` (:func:`lanes_job`, :func:`run_lanes`), is cut into
 ``lanes`` contiguous blocks coded alone with the codec (:func:`chunk_blocks`), as the blocks layout cuts
 a tensor.
+
+A tensor with several tables (its row-shift widths, or a context plan's sets) decodes too: the system is
+built with table sets (and a run ``shift`` where the container has row shifts), every table of the
+tensor is written as a set, and each lane reads its block's runs ``{count, set, shift}`` from memory
+(:func:`block_runs`, laid after the words). The pairs then leave with their rows' shifts restored
+(:func:`unshifted`), as ``Container.join`` takes them.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ from .memory import SharedMemory
 from .streams import field_bits, pack, payload_shape, payloads_to_pairs
 
 __all__ = ["LaneSystem", "LaneRun", "lanes_job", "blocks_job", "chunk_blocks", "chunk_counts", "run_lanes", "run_blocks",
-           "decode_container_lanes", "LaneMismatch", "unpack_rows", "unpack_lanes", "code_block"]
+           "decode_container_lanes", "LaneMismatch", "unpack_rows", "unpack_lanes", "code_block", "block_runs",
+           "unshifted", "run_entries", "container_lane_options"]
 
 
 class LaneMismatch(AnsforgeError):
@@ -54,20 +61,25 @@ class LaneSystem(wiring.Component):
         Memory beats.
     latency, interval : int
         As :class:`~.memory.SharedMemory`.
+    table_sets, shift_bits : int
+        The decoders' table sets (1: one table, no runs) and the runs' shift width (0: none), as
+        :class:`~ansforge.hdl.parallel.ParallelDecoder`.
     """
 
     def __init__(self, spec: Codec, *, lanes: int = 4, beat_words: int = 2, fifo_beats: int = 8, depth: int = 1024,
-                 latency: int = 4, interval: int = 1, max_extra_bits: int = 8, max_symbols: int = 64):
+                 latency: int = 4, interval: int = 1, max_extra_bits: int = 8, max_symbols: int = 64,
+                 table_sets: int = 1, shift_bits: int = 0):
         if depth < 1:
             raise ConfigError(f"memory depth must be at least 1 beat, not {depth!r}")
         self.spec = spec
         addr_bits = bits_for(depth - 1)
         self._dec = ParallelDecoder(lambda: build_core(f"{spec.kind}-decoder", spec, None, programmable=True,
                                                        max_symbols=max_symbols, max_extra_bits=max_extra_bits,
-                                                       block_crc=False),
-                                    lanes=lanes, beat_words=beat_words, addr_bits=addr_bits, fifo_beats=fifo_beats)
+                                                       block_crc=False, table_sets=table_sets),
+                                    lanes=lanes, beat_words=beat_words, addr_bits=addr_bits, fifo_beats=fifo_beats,
+                                    shift_bits=shift_bits)
         self._mem = SharedMemory(depth=depth, beat_bits=beat_words * self._dec.word_bits, addr_bits=addr_bits,
-                                 tag_bits=bits_for(lanes - 1), latency=latency, interval=interval)
+                                 tag_bits=len(self._dec.mem_req.p.tag), latency=latency, interval=interval)
         d = self._dec.signature.members
         super().__init__({"mem_cfg": self._mem.signature.members["mem_cfg"], "cfg": d["cfg"], "cmd": d["cmd"],
                           "o": d["o"], "done": Out(1), "status": Out(DecodeStatus)})
@@ -107,10 +119,34 @@ class LaneRun:
         return self.pairs / self.cycles if self.cycles else 0.0
 
 
-def lane_image(system: LaneSystem, lane_words: list[np.ndarray]) -> tuple[list[int], list[dict]]:
+def run_entries(dec, runs) -> list[int]:
+    """A block's runs ``(set, shift, count)`` as the memory entries of ``dec``'s lanes
+    (:func:`~ansforge.hdl.parallel.run_entry_layout`): a run longer than an entry's ``count`` holds is
+    split, a run of no pairs left out."""
+    layout = dec.run_layout
+    most = (1 << layout["count"].width) - 1
+    out = []
+    for t, z, c in runs:
+        if (t and not dec.set_bits) or t >> dec.set_bits or (z and not dec.shift_bits) or z >> dec.shift_bits:
+            raise ConfigError(f"a run of table set {t} and shift {z}; the lanes take {1 << dec.set_bits} sets "
+                              f"and shifts below {1 << dec.shift_bits}")
+        c = int(c)
+        while c:
+            n = min(c, most)
+            fields = {"count": n, **({"set": t} if dec.set_bits else {}), **({"shift": z} if dec.shift_bits else {})}
+            out.append(pack(layout, fields))
+            c -= n
+    return out
+
+
+def lane_image(system, lane_words: list[np.ndarray], lane_runs: list[list[int]] | None = None
+               ) -> tuple[list[int], list[dict]]:
     """Memory beats (``beat_words`` port words each, word 0 in the low bits) and each lane's ``{base, words}``
-    (``words``: its stream words, the decoder command's count)."""
-    per_beat, W, sw = system.decoder.beat_words, system.decoder.word_bits, system.decoder.stream_word_bits
+    (``words``: its stream words, the decoder command's count); with ``lane_runs`` (each lane's run
+    entries, :func:`run_entries`), also ``{runs_base, runs}``: the runs lie after every lane's words.
+    ``system`` is a :class:`LaneSystem` or anything whose ``decoder`` is a ``ParallelDecoder``."""
+    dec = system.decoder
+    per_beat, W, sw = dec.beat_words, dec.word_bits, dec.stream_word_bits
     beats, lanes = [], []
     for words in lane_words:
         # the decoder's port words (two stream words each where its port is two wide), top of the stack first
@@ -118,9 +154,39 @@ def lane_image(system: LaneSystem, lane_words: list[np.ndarray]) -> tuple[list[i
         padded = np.zeros(-(-order.size // per_beat) * per_beat, np.uint64)
         padded[:order.size] = order
         lanes.append({"base": len(beats), "words": int(np.asarray(words).size)})
-        for row in padded.reshape(-1, per_beat).tolist():
-            beats.append(sum(int(w) << (W * j) for j, w in enumerate(row)))
+        rows = padded.reshape(-1, per_beat)
+        if W * per_beat <= 64:          # one NumPy pass (the usual case); wider beats as Python integers
+            packed = np.zeros(rows.shape[0], np.uint64)
+            for j in range(per_beat):
+                packed |= rows[:, j] << np.uint64(W * j)
+            beats += packed.tolist()
+        else:
+            beats += [sum(int(w) << (W * j) for j, w in enumerate(row)) for row in rows.tolist()]
+    if lane_runs is not None:
+        per, rb = dec.runs_per_beat, dec.run_bits
+        for lane, entries in zip(lanes, lane_runs):
+            lane.update({"runs_base": len(beats), "runs": len(entries)})
+            for a in range(0, len(entries), per):
+                beats.append(sum(int(e) << (rb * j) for j, e in enumerate(entries[a:a + per])))
     return beats, lanes
+
+
+def block_runs(container, st, b: int, fold: int = 0) -> list[tuple[int, int, int]]:
+    """Independent block ``b``'s runs as the lanes take them: ``(set, shift, count)``, the set counted from
+    its tensor's first table and the shift its table's row shift (0 for a context plan's sets) plus
+    ``fold`` (the subsystem's realignment of a folded code's pairs, ``sim/subsystem.py`` ``float_writes``)."""
+    _, runs = container.block_tables(st, b)
+    t_lo = st.tensor_tables[st.spans[b].tensor][0]
+    return [(r.table, st.table_owner[t_lo + r.table][1] + fold, r.count) for r in runs if r.count]
+
+
+def unshifted(extras: np.ndarray, runs: list[tuple[int, int, int]]) -> np.ndarray:
+    """A block's additional data as coded → with its runs' row shifts restored (what the lanes give)."""
+    e = np.asarray(extras).astype(np.uint64).ravel()
+    z = np.repeat(np.asarray([r[1] for r in runs], np.uint64), [r[2] for r in runs])
+    if z.size != e.size:
+        raise ValueError(f"runs of {z.size} pairs for {e.size} pairs")
+    return e << z
 
 
 def chunk_counts(n: int, lanes: int) -> list[int]:
@@ -149,28 +215,47 @@ def chunk_blocks(spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, la
     return out
 
 
-def blocks_job(system: LaneSystem, table, blocks: list[tuple[np.ndarray, int]]) -> tuple[CoreJob, int]:
+def blocks_job(system: LaneSystem, table, blocks: list[tuple[np.ndarray, int]],
+               runs: list[list[tuple[int, int, int]]] | None = None) -> tuple[CoreJob, int]:
     """The job that decodes ``blocks`` (at most ``lanes``; ``(words in push order, pairs)`` each, the
-    pairs not increasing) side by side, block ``l`` in lane ``l``, with ``table`` written to every lane;
-    returns it and the memory beats the blocks take. The expected pairs are the caller's."""
+    pairs not increasing) side by side, block ``l`` in lane ``l``, with ``table`` (one table, or a list:
+    table set ``t`` each) written to every lane; ``runs``: each block's ``(set, shift, count)`` (default:
+    all of it with set 0, no shift; needed by lanes with table sets or shifts). Returns the job and the
+    memory beats it takes. The expected pairs are the caller's."""
     k = system.decoder.lanes
     proto = system.decoder.decoder_prototype
-    if int(table.extra_bits.max()) > proto.max_extra_bits or table.freqs.size > proto.max_symbols:
-        raise ConfigError(f"the table has {table.freqs.size} symbols and up to {int(table.extra_bits.max())} bits of "
-                          f"additional data; the lanes' decoders take {proto.max_symbols} and {proto.max_extra_bits}")
+    tables = list(table) if isinstance(table, (list, tuple)) else [table]
+    for t in tables:
+        if int(t.extra_bits.max()) > proto.max_extra_bits or t.freqs.size > proto.max_symbols:
+            raise ConfigError(f"the table has {t.freqs.size} symbols and up to {int(t.extra_bits.max())} bits of "
+                              f"additional data; the lanes' decoders take {proto.max_symbols} and "
+                              f"{proto.max_extra_bits}")
+    if len(tables) > 1 << system.decoder.set_bits:
+        raise ConfigError(f"{len(tables)} tables; the lanes' decoders hold {1 << system.decoder.set_bits} sets")
     if len(blocks) > k:
         raise ValueError(f"{len(blocks)} blocks for {k} lanes")
     counts = [int(c) for _, c in blocks] + [0] * (k - len(blocks))
     if any(b > a for a, b in zip(counts, counts[1:])):
         raise ValueError(f"the lanes' pair counts {counts} increase with the lane")
-    beats, lanes = lane_image(system, [w for w, _ in blocks] + [np.zeros(0, np.uint64)] * (k - len(blocks)))
+    entries = None
+    if system.decoder.has_runs:
+        runs = list(runs) if runs is not None else [[(0, 0, c)] for c in counts[:len(blocks)]]
+        runs += [[]] * (k - len(runs))
+        for r, c in zip(runs, counts):
+            if sum(x[2] for x in r) != c:
+                raise ValueError(f"runs of {sum(x[2] for x in r)} pairs for a block of {c}")
+        entries = [run_entries(system.decoder, r) for r in runs]
+    elif runs is not None and any(x[0] or x[1] for r in runs for x in r):
+        raise ConfigError("the blocks have several tables or row shifts; the lanes were built without runs")
+    beats, lanes = lane_image(system, [w for w, _ in blocks] + [np.zeros(0, np.uint64)] * (k - len(blocks)),
+                              entries)
     if len(beats) > system.memory.depth:
         raise ConfigError(f"the lanes' streams take {len(beats)} beats, the memory holds {system.memory.depth}")
     for lane, c in zip(lanes, counts):
         lane["count"] = c
     mem_shape = payload_shape(system, "mem_cfg")
     job = CoreJob("parallel-decoder", system)
-    dec_cfg = cfg_writes(proto, [table])
+    dec_cfg = cfg_writes(proto, tables)
     job.cfg = {"mem_cfg": [pack(mem_shape, {"addr": a, "data": b}) for a, b in enumerate(beats)],
                "cfg": dec_cfg.get("cfg", [])}
     job.commands = [pack(payload_shape(system, "cmd"), {"count": sum(counts), "lanes": lanes})]
@@ -225,10 +310,12 @@ def unpack_lanes(system: LaneSystem, outputs, counts: list[int]) -> list[tuple[n
 
 
 def run_blocks(engine, system: LaneSystem, table, blocks: list[tuple[np.ndarray, int]], expected, *,
-               name: str = "tensor", stall_prob: float = 0.0, seed: int = 0) -> LaneRun:
-    """Decode ``blocks`` side by side (:func:`blocks_job`); raises :class:`LaneMismatch` unless lane ``l``
-    gives ``expected[l]`` (its block's ``(symbols, extras)``) exactly and every lane reports OK."""
-    job, beats = blocks_job(system, table, blocks)
+               name: str = "tensor", stall_prob: float = 0.0, seed: int = 0,
+               runs: list[list[tuple[int, int, int]]] | None = None) -> LaneRun:
+    """Decode ``blocks`` side by side (:func:`blocks_job`, ``table`` and ``runs`` as there); raises
+    :class:`LaneMismatch` unless lane ``l`` gives ``expected[l]`` (its block's ``(symbols, extras)``, the
+    extras with their row shifts restored) exactly and every lane reports OK."""
+    job, beats = blocks_job(system, table, blocks, runs)
     res = engine.run(job, stall_prob=stall_prob, seed=seed)
     if res.statuses != job.expected_status:
         raise LaneMismatch(f"{name}: the lanes reported " + ", ".join(DecodeStatus(s).name for s in res.statuses))
@@ -256,19 +343,22 @@ def run_lanes(engine, system: LaneSystem, table, symbols: np.ndarray, extras: np
     return run_blocks(engine, system, table, blocks, expected, name=name, stall_prob=stall_prob, seed=seed)
 
 
-def _refuse_tables(container, st, ti: int, what: str) -> None:
-    """One line for a tensor the lanes cannot take: several tables (row-shift variants or a context plan)."""
-    rec = container.tensors[ti]
-    name = rec["name"]
-    if "context" in rec:
-        # The lanes hold one table; a context plan's sets and selects need the decoder's sel stream.
-        raise ConfigError(f"{container.path}: tensor {name!r} is coded with a context plan (container version 4), "
-                          f"which {what} do not decode; use ansforge simulate --container (one decoder core, its "
-                          "table sets), or compress without --context")
-    lo, hi = st.tensor_tables[ti]
-    raise ConfigError(f"{container.path}: tensor {name!r} is coded with row_shifts of {hi - lo} widths (one table "
-                      f"each), which {what} do not decode (one table per command, no select stream); use ansforge "
-                      "simulate --container (one decoder core, its table sets)")
+def _refuse_older(container, st, ti: int, what: str) -> None:
+    """One line for a context-coded tensor of the older layouts (one stack per stream), which the lanes
+    cut into blocks coded alone with one table."""
+    raise ConfigError(f"{container.path}: tensor {container.tensors[ti]['name']!r} is coded with a context plan in "
+                      f"a one-stack stream (container version 4), which {what} do not decode; compress with the "
+                      "default blocks layout")
+
+
+def container_lane_options(container, streams) -> tuple[int, int]:
+    """``(table_sets, shift_bits)`` lanes need for the version-6 ``streams`` of ``container``: a power of
+    two of sets for the tensor with the most tables (1: every tensor one table), and the width of the
+    largest row shift (0: none)."""
+    v6 = [st for st in streams if st.block_pairs]
+    sets = max([1] + [hi - lo for st in v6 for lo, hi in st.tensor_tables.values()])
+    most = max([0] + [z for st in v6 for _, z in st.table_owner])
+    return (1 if sets == 1 else 1 << (sets - 1).bit_length()), (bits_for(most) if most else 0)
 
 
 def container_groups(container, st, lanes: int) -> list[tuple[int, list[int]]]:
@@ -282,24 +372,22 @@ def container_groups(container, st, lanes: int) -> list[tuple[int, list[int]]]:
 
 
 def decode_container_lanes(container, engine, *, lanes: int, beat_words: int = 2, fifo_beats: int = 8,
-                           latency: int = 4, interval: int = 1, stall_prob: float = 0.0) -> list[tuple[str, LaneRun]]:
+                           latency: int = 4, interval: int = 1, stall_prob: float = 0.0,
+                           names: list[str] | None = None) -> list[tuple[str, LaneRun]]:
     """Every coded tensor of ``container`` through ``lanes`` lanes; per tensor, the sum of its commands.
 
     A version-6 container (the blocks layout, ``ansforge compress``'s default) is decoded as it is: each
     tensor's independent blocks, ``lanes`` at a time side by side, one lane each, their words read from
-    the container and every pair checked against the container's own decoder. A tensor with several
-    tables (row shifts of several widths, a context plan) is refused in one line; a row-shifted tensor
-    of one width decodes (the pairs are compared as coded). A container of the older layouts needs one
-    stream per tensor; each tensor is cut into ``lanes`` blocks coded alone (:func:`run_lanes`). One
-    system is built for the container, so Verilator compiles it once."""
+    the container and every pair checked against the container's own decoder (its row shifts restored).
+    A tensor with several tables (row-shift widths, a context plan) has them written as table sets and
+    each block's runs read from memory (:func:`block_runs`). A container of the older layouts needs one
+    stream per tensor without row shifts or context plans; each tensor is cut into ``lanes`` blocks coded
+    alone (:func:`run_lanes`). One system is built for the container, so Verilator compiles it once.
+    ``names``: only these tensors (the system is still built for the whole container)."""
     streams = [st for st in container.streams if st.n_pairs]
     blocks_layout = all(st.block_pairs for st in streams)
     for st in streams:
         if st.block_pairs:
-            for ti in st.tensors:
-                lo, hi = st.tensor_tables[ti]
-                if hi - lo > 1 or "context" in container.tensors[ti]:
-                    _refuse_tables(container, st, ti, "the lanes")
             continue
         st.spec.hardware_check()  # the older layouts: one state, as they were written for the lanes
         if len(st.tensors) != 1:
@@ -310,37 +398,53 @@ def decode_container_lanes(container, engine, *, lanes: int, beat_words: int = 2
                               "row_shifts (container version 3) in a one-stack stream, which the lanes do not "
                               "restore; compress with the default blocks layout")
         if "context" in container.tensors[st.tensors[0]]:
-            _refuse_tables(container, st, st.tensors[0], "the lanes")
+            _refuse_older(container, st, st.tensors[0], "the lanes")
     if not streams:
         return []
     spec = streams[0].spec
-    k = max([8] + [int(t.extra_bits.max()) for st in streams for t in st.tables])
+    # a shifted pair leaves as wide as its tensor's unshifted ones, even where no row of it has z = 0
+    k = max([8] + [int(t.extra_bits.max()) + (st.table_owner[i][1] if st.block_pairs else 0)
+                   for st in streams for i, t in enumerate(st.tables)])
     word_bits = spec.word_bits
+    sets, shift_bits = container_lane_options(container, streams)
+    has_runs = sets > 1 or shift_bits > 0
     if blocks_layout:
-        need = max(sum(-(-(st.blocks[b][1] - st.blocks[b][0]) // beat_words) + 1 for b in bs)
+        # words, and (with runs) a beat per two runs at worst (a 32-bit beat holds one) plus padding
+        need = max(sum(-(-(st.blocks[b][1] - st.blocks[b][0]) // beat_words) + 1
+                       + (len(block_runs(container, st, b)) + 1 if has_runs else 0) for b in bs)
                    for st in streams for _, bs in container_groups(container, st, lanes))
     else:
         per_lane = max(chunk_counts(st.n_pairs, lanes)[0] for st in streams)
         need = lanes * (2 + -(-(per_lane * (k + 16) + 8 * spec.states * word_bits) // (word_bits * beat_words)))
     system = LaneSystem(spec, lanes=lanes, beat_words=beat_words, fifo_beats=fifo_beats,
                         depth=1 << max(4, (need - 1).bit_length()), latency=latency, interval=interval,
-                        max_extra_bits=k, max_symbols=max(64, max(t.freqs.size for st in streams for t in st.tables)))
+                        max_extra_bits=k, max_symbols=max(64, max(t.freqs.size for st in streams for t in st.tables)),
+                        table_sets=sets, shift_bits=shift_bits)
     out = []
     for st in streams:
         if not st.block_pairs:
             name = container.tensors[st.tensors[0]]["name"]
+            if names is not None and name not in names:
+                continue
             symbols, extras = container.decode_stream(st)
             out.append((name, run_lanes(engine, system, st.tables[0], symbols, extras, name=name,
                                         stall_prob=stall_prob)))
             continue
         runs: dict[int, LaneRun] = {}
         for ti, bs in container_groups(container, st, lanes):
-            table = st.tables[st.tensor_tables[ti][0]]
+            if names is not None and container.tensors[ti]["name"] not in names:
+                continue
+            lo, hi = st.tensor_tables[ti]
             blocks = [(np.asarray(container.block_words(st, b)), st.spans[b].count) for b in bs]
-            expected = [container.decode_stream(st, st.spans[b].pair, st.spans[b].count) for b in bs]
+            block_run = [block_runs(container, st, b) for b in bs]
+            expected = []
+            for b, r in zip(bs, block_run):
+                s, e = container.decode_stream(st, st.spans[b].pair, st.spans[b].count)
+                expected.append((s, unshifted(e, r) if shift_bits else e))
             name = container.tensors[ti]["name"]
-            run = run_blocks(engine, system, table, blocks, expected, name=f"{name} blocks {bs[0]}..{bs[-1]}",
-                             stall_prob=stall_prob)
+            run = run_blocks(engine, system, st.tables[lo:hi], blocks, expected,
+                             name=f"{name} blocks {bs[0]}..{bs[-1]}", stall_prob=stall_prob,
+                             runs=block_run if has_runs else None)
             was = runs.get(ti, LaneRun(0, 0, 0))
             runs[ti] = LaneRun(was.pairs + run.pairs, was.cycles + run.cycles, was.beats + run.beats)
         out += [(container.tensors[ti]["name"], r) for ti, r in runs.items()]

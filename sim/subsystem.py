@@ -37,10 +37,9 @@ from ..hdl.subsystem import (AxiDecompressor, Csr, Table, axi4_lite_signature, a
 from ..model.coding.codecs import Codec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.dtypes.interfaces import CodingPairFormat, PairToFloatTable
-from ..model.coding import fastans
 from ..model.dtypes.pairs import PAIR_FORMATS
-from .jobs import CoreJob, port_words, cfg_writes
-from .lanes import chunk_blocks, container_groups
+from .jobs import CoreJob, cfg_writes
+from .lanes import block_runs, chunk_blocks, container_groups, container_lane_options, lane_image, run_entries
 from .streams import pack, unpack
 from .testbench import payload_ints
 
@@ -297,13 +296,17 @@ def _writes(*pairs) -> list[int]:
     return [pack(_csr_layout(), {"addr": int(a), "data": int(d) & 0xFFFF_FFFF}) for a, d in pairs]
 
 
-def _table_writes(kind: Table, entries: list[tuple[int, int]]) -> list[int]:
-    """Stage each entry's data in ``TBL_DATA0..3`` (only the words it needs) and write it."""
+def _table_writes(kind: Table, entries: list[tuple[int, int]], width: int, staged: dict[int, int]) -> list[int]:
+    """Stage each entry's data (``width`` bits) in ``TBL_DATA0..3`` and write it. A staging register is
+    written only where its value changes (``staged``: what each holds, kept across calls; the hardware
+    takes the entry's low ``width`` bits), as a driver would, so most entries cost two writes."""
     out = []
     for addr, value in entries:
-        words = max(1, -(-int(value).bit_length() // 32))
-        for j in range(4 if words > 1 else 1):
-            out += _writes((Csr.TBL_DATA0 + 4 * j, value >> (32 * j)))
+        for j in range(-(-width // 32)):
+            word = (int(value) >> (32 * j)) & 0xFFFF_FFFF
+            if staged.get(j) != word:
+                out += _writes((Csr.TBL_DATA0 + 4 * j, word))
+                staged[j] = word
         out += _writes((Csr.TBL_WRITE, int(kind) << 30 | addr))
     return out
 
@@ -316,12 +319,17 @@ def lane_streams(spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, la
 
 def subsystem_job(bench: SubsystemBench, spec: Codec, table, code_table, exponents, symbols: np.ndarray,
                   extras: np.ndarray, expected_bits: np.ndarray,
-                  blocks: list[tuple[np.ndarray, int]] | None = None) -> tuple[CoreJob, int]:
+                  blocks: list[tuple[np.ndarray, int]] | None = None,
+                  runs: list[list[tuple[int, int, int]]] | None = None, fold: int = 0) -> tuple[CoreJob, int]:
     """The job that decodes one START through ``bench``: up to ``lanes`` independent blocks of one tensor
-    (its coder ``table``, ``code_table`` and exponent table), ``blocks`` (``(words in push order, pairs)``
-    each, pairs not increasing; default ``symbols``/``extras`` cut into one contiguous block per lane);
-    ``expected_bits`` are the blocks' weights' bit patterns, one block after another. Returns the job
-    and its coded bits."""
+    (its coder ``table`` or tables, one table set each, ``code_table`` and exponent table), ``blocks``
+    (``(words in push order, pairs)`` each, pairs not increasing; default ``symbols``/``extras`` cut into
+    one contiguous block per lane); ``runs``: each block's ``(set, shift, count)`` (a subsystem built with
+    table sets or row shifts needs them; default one run of set 0, no shift). ``expected_bits`` are the
+    blocks' weights' bit patterns, one block after another. ``fold``: mantissa bits a context plan folded
+    into the tensor's codes (its ``exponents`` are then the folded fields, its pairs ``fold`` bits
+    narrower; the runs' shifts must include it, see :func:`float_writes`). Returns the job and its coded
+    bits."""
     dut = bench.dut
     lanes, per_beat, W = dut.lanes, dut.beat_words, spec.word_bits
     if code_table.index_bits > dut.escape_bits:
@@ -330,63 +338,109 @@ def subsystem_job(bench: SubsystemBench, spec: Codec, table, code_table, exponen
     if code_table.n_symbols > dut.max_symbols or len(exponents) > dut.max_codes:
         raise ConfigError(f"the tensor has {code_table.n_symbols} symbols and {len(exponents)} codes; the subsystem "
                           f"takes {dut.max_symbols} and {dut.max_codes}")
-    if code_table.extra_bits != dut.extra_bits:
-        raise ConfigError(f"the tensor's pairs have {code_table.extra_bits} bits of additional data; the "
-                          f"{dut.target} subsystem's have {dut.extra_bits}")
+    if code_table.extra_bits + fold != dut.extra_bits:
+        raise ConfigError(f"the tensor's pairs have {code_table.extra_bits} bits of additional data and {fold} "
+                          f"folded into the code; the {dut.target} subsystem's have {dut.extra_bits}")
+    tables = list(table) if isinstance(table, (list, tuple)) else [table]
     if blocks is None:
-        blocks = chunk_blocks(spec, table, np.asarray(symbols).ravel(), np.asarray(extras).ravel(), lanes)
+        blocks = chunk_blocks(spec, tables[0], np.asarray(symbols).ravel(), np.asarray(extras).ravel(), lanes)
     if len(blocks) > lanes:
         raise ValueError(f"{len(blocks)} blocks for {lanes} lanes")
     blocks = list(blocks) + [(np.zeros(0, np.uint64), 0)] * (lanes - len(blocks))
     counts = [int(c) for _, c in blocks]
     if any(b > a for a, b in zip(counts, counts[1:])):
         raise ValueError(f"the lanes' pair counts {counts} increase with the lane")
-    port_bits = dut.bus_bits // per_beat
-    beat_words, lanes = [], []
-    for words, _ in blocks:
-        # the decoder's port words (two stream words where its port is two wide), top of the stack first
-        order = port_words(np.asarray(words, dtype=np.uint64), W, port_bits)[::-1]
-        padded = np.zeros(-(-order.size // per_beat) * per_beat, np.uint64)
-        padded[:order.size] = order
-        lanes.append((sum(b.shape[0] for b in beat_words), int(np.asarray(words).size)))
-        beat_words.append(padded.reshape(-1, per_beat))
-    beat_words = np.concatenate(beat_words) if beat_words else np.zeros((0, per_beat), np.uint64)
-    n_beats = beat_words.shape[0]
+    par = dut.parallel
+    if len(tables) > 1 << par.set_bits:
+        raise ConfigError(f"the tensor has {len(tables)} tables; the subsystem was built with "
+                          f"{dut.table_sets} table sets")
+    entries = None
+    if par.has_runs:
+        runs = list(runs) if runs is not None else [[(0, 0, c)] for c in counts if c]
+        runs += [[]] * (lanes - len(runs))
+        for r, c in zip(runs, counts):
+            if sum(x[2] for x in r) != c:
+                raise ValueError(f"runs of {sum(x[2] for x in r)} pairs for a block of {c}")
+        entries = [run_entries(par, r) for r in runs]
+    elif runs is not None and any(x[0] or x[1] for r in runs for x in r):
+        raise ConfigError("the tensor has several tables or row shifts; the subsystem was built with neither "
+                          "table sets nor row shifts")
+    beats, lane_regs = lane_image(_Lanes(par), [w for w, _ in blocks], entries)
+    n_beats = len(beats)
     if n_beats > bench.memory.depth:
         raise ConfigError(f"the lanes' streams take {n_beats} beats, the memory holds {bench.memory.depth}")
 
-    csr = []
+    csr, staged = [], {}
     proto = dut.decoder_prototype
     cfg_shape = proto.signature.members["cfg"].signature.members["payload"].shape
-    for packed in cfg_writes(proto, [table]).get("cfg", []):
+    for packed in cfg_writes(proto, tables).get("cfg", []):
         w = unpack(cfg_shape, packed)
-        csr += _table_writes(Table.DECODER, [(w["addr"], packed >> cfg_shape["data"].offset)])
+        csr += _table_writes(Table.DECODER, [(w["addr"], packed >> cfg_shape["data"].offset)],
+                             cfg_shape["data"].width, staged)
     sym = [(s, c) for s, c in enumerate(code_table.direct_codes)]
     if code_table.has_escape:
         sym.append((code_table.n_direct, 1 << 16))
-    csr += _table_writes(Table.SYMBOL, sym)
-    csr += _table_writes(Table.ESCAPE, list(enumerate(code_table.escape_codes)))
-    fmt = CodingPairFormat.ieee(dut.target, exponents)
-    p2f = PairToFloatTable(fmt, dut.target, max_extra_bits=dut.extra_bits)
+    csr += _table_writes(Table.SYMBOL, sym, 17, staged)
+    csr += _table_writes(Table.ESCAPE, list(enumerate(code_table.escape_codes)), 16, staged)
     f_shape = dut.float_cfg_layout
-    csr += _table_writes(Table.FLOAT, [(w["addr"], pack(f_shape["data"].shape, w["data"])) for w in p2f.writes()])
+    csr += _table_writes(Table.FLOAT, [(w["addr"], pack(f_shape["data"].shape, w["data"]))
+                                       for w in float_writes(dut.target, dut.extra_bits, exponents, fold)], f_shape["data"].width, staged)
     csr += _writes((Csr.COUNT, sum(counts)), (Csr.BASE_LO, MEMORY_BASE), (Csr.BASE_HI, 0))
-    for lane, ((base, words), count) in enumerate(zip(lanes, counts)):
-        csr += _writes((Csr.LANE0 + 8 * lane, base), (Csr.LANE0 + 8 * lane + 4, words),
+    for lane, (regs, count) in enumerate(zip(lane_regs, counts)):
+        csr += _writes((Csr.LANE0 + 8 * lane, regs["base"]), (Csr.LANE0 + 8 * lane + 4, regs["words"]),
                        (Csr.LANE_COUNT0 + 4 * lane, count))
+        if par.has_runs:
+            csr += _writes((Csr.LANE_RUNS0 + 8 * lane, regs["runs_base"]),
+                           (Csr.LANE_RUNS0 + 8 * lane + 4, regs["runs"]))
 
     mem_shape = bench.signature.members["mem_cfg"].signature.members["payload"].shape
     job = CoreJob("subsystem-decoder", bench)
     addr_field, data_field = mem_shape["addr"], mem_shape["data"]
-    mem = pack_rows(n_beats, mem_shape.size, [(addr_field.offset, addr_field.width, np.arange(n_beats, dtype=np.uint64))]
-                    + [(data_field.offset + port_bits * j, port_bits, beat_words[:, j]) for j in range(per_beat)])
+    # a beat as 64-bit pieces (a bus may be wider than 64 bits)
+    pieces = -(-dut.bus_bits // 64)
+    chunks = np.asarray([[(v >> (64 * j)) & (2 ** 64 - 1) for j in range(pieces)] for v in beats],
+                        dtype=np.uint64).reshape(n_beats, pieces)
+    mem = pack_rows(n_beats, mem_shape.size,
+                    [(addr_field.offset, addr_field.width, np.arange(n_beats, dtype=np.uint64))]
+                    + [(data_field.offset + 64 * j, min(64, dut.bus_bits - 64 * j), chunks[:, j])
+                       for j in range(pieces)])
     job.cfg = {"mem_cfg": mem, "csr_cfg": np.asarray(csr, dtype=np.uint64)}
     job.commands = np.asarray(_writes((Csr.CONTROL, 1)), dtype=np.uint64)
     job.pairs = sum(counts)
     job.words = n_beats * per_beat
     job.expected_status = [0]
     job.expected = expected_rows(dut, expected_bits, counts)
-    return job, sum(w for _, w in lanes) * W
+    return job, sum(regs["words"] for regs in lane_regs) * W
+
+
+class _Lanes:
+    """What :func:`~.lanes.lane_image` reads of a system: its ``decoder`` (here the subsystem's lanes)."""
+
+    def __init__(self, decoder):
+        self.decoder = decoder
+
+
+def float_writes(target: str, extra_bits: int, exponents, fold: int = 0) -> list[dict]:
+    """The float table's writes of a ``target`` subsystem whose pairs carry ``extra_bits`` for a tensor's codes
+    (its ``exponents``: each code's exponent field).
+
+    With ``fold`` = 1 (a context plan's folded code: field ``E << 1 | t``, ``t`` the mantissa's top bit,
+    the pair one bit narrower), the lanes shift the pair left by one (its run's ``shift``), which puts
+    the escape index and the sign back where the full-width pair has them and leaves the mantissa
+    ``m`` one bit high; the code's entry is exponent ``E``'s with ``hidden = t`` and ``shift = M + 1``,
+    so the significand ``t m 0`` shifted right by one is the mantissa field ``t m``. More folded bits do
+    not fit the entry's one-bit ``hidden``: refused in one line."""
+    if fold not in (0, 1):
+        raise ConfigError(f"the tensor's context plan folds {fold} mantissa bits into its codes; the subsystem's "
+                          "float stage takes at most 1 (compress_checkpoint's context_fold, 1 by default)")
+    exps = [int(e) >> fold for e in exponents]
+    writes = PairToFloatTable(CodingPairFormat.ieee(target, exps), target, max_extra_bits=extra_bits).writes()
+    if fold:
+        mantissa = PAIR_FORMATS[target].mantissa_bits
+        for w, e in zip(writes, exponents):
+            if not w["data"]["direct"]:
+                w["data"].update(hidden=int(e) & 1, shift=mantissa + 1)
+    return writes
 
 
 def pack_rows(n: int, width: int, fields: list[tuple[int, int, np.ndarray]]) -> np.ndarray:
@@ -431,12 +485,13 @@ def expected_rows(dut: AxiDecompressor, bits: np.ndarray, counts: list[int]) -> 
 
 def run_subsystem(engine, bench: SubsystemBench, spec: Codec, table, code_table, exponents, symbols, extras,
                   expected_bits, *, name: str = "tensor", stall_prob: float = 0.0, seed: int = 0,
-                  blocks: list[tuple[np.ndarray, int]] | None = None) -> SubsystemRun:
-    """One START through the subsystem (:func:`subsystem_job`: ``blocks`` side by side, or the tensor cut
-    into one block per lane); raises :class:`SubsystemMismatch` unless every weight, ``TKEEP`` and
-    ``TLAST`` is as expected and the status is OK."""
+                  blocks: list[tuple[np.ndarray, int]] | None = None,
+                  runs: list[list[tuple[int, int, int]]] | None = None, fold: int = 0) -> SubsystemRun:
+    """One START through the subsystem (:func:`subsystem_job`: ``blocks`` side by side with their ``runs``,
+    or the tensor cut into one block per lane); raises :class:`SubsystemMismatch` unless every weight,
+    ``TKEEP`` and ``TLAST`` is as expected and the status is OK."""
     job, coded_bits = subsystem_job(bench, spec, table, code_table, exponents, symbols, extras, expected_bits,
-                                    blocks)
+                                    blocks, runs, fold)
     expected = job.expected
     if getattr(engine, "name", "") == "verilator":
         res = engine.run(job, stall_prob=stall_prob, seed=seed, raw_outputs=True)
@@ -481,7 +536,10 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
     sum over its STARTs. A version-6 container (the blocks layout, ``ansforge compress``'s default) is
     decoded from its own independent blocks, ``lanes`` of a tensor side by side per START; a tensor of
     the older layouts (one stream per tensor) in pieces of at most ``block_pairs`` pairs, each cut into
-    one block per lane and coded alone. Row-shifted and context-coded tensors are refused in one line.
+    one block per lane and coded alone. A version-6 tensor with several tables (row-shift widths, a
+    context plan) has them written as table sets, its blocks' runs read from memory and its rows' shifts
+    restored in hardware (the bench is built with ``table_sets`` and ``row_shifts`` as the container
+    needs); the older layouts' row-shifted and context-coded tensors are refused in one line.
     ``bus_bits`` defaults to the narrowest bus that feeds the lanes (at least 64); ``fifo_beats`` to
     what covers ``latency``. One bench is built for the whole container. ``progress(name)`` is called
     after each tensor."""
@@ -497,18 +555,18 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
     target = next(iter(formats))
     for r in recs:
         st = streams[int(r["stream"])]
-        if "context" in r:
-            # One table per lane block; a context plan's sets and selects need the decoder's sel stream.
-            raise ConfigError(f"{container.path}: tensor {r['name']!r} is coded with a context plan (container "
-                              "version 4), which the subsystem does not decode (compress without --context)")
-        if "row_shifts" in r:
-            # A shifted row's additional data is narrower: the escape index sits lower and the float
-            # interface needs the row's zero bits back, which no stage of the subsystem restores.
-            raise ConfigError(f"{container.path}: tensor {r['name']!r} is coded with row shifts, which the "
-                              "subsystem does not restore (ansforge simulate --container decodes them in one "
-                              "decoder core)")
+        if "context" in r and int(r["context"].get("fold", 0)) > 1:
+            raise ConfigError(f"{container.path}: tensor {r['name']!r} is coded with a context plan that folds "
+                              f"{r['context']['fold']} mantissa bits into its codes; the subsystem's float stage "
+                              "takes at most 1 (compress_checkpoint's context_fold, 1 by default)")
         if st.block_pairs:
             continue
+        # The older layouts: each tensor is cut into lane blocks coded alone with its one table.
+        if "context" in r or "row_shifts" in r:
+            raise ConfigError(f"{container.path}: tensor {r['name']!r} is coded with "
+                              f"{'a context plan' if 'context' in r else 'row shifts'} in a one-stack stream "
+                              f"(container version {container.version}), which the subsystem does not decode; "
+                              "compress with the default blocks layout")
         st.spec.hardware_check()  # the older layouts: one state, as they were written for the subsystem
         if len(st.tensors) != 1:
             raise ConfigError(f"{container.path}: tensor {r['name']!r} shares stream {st.index} with other tensors; "
@@ -520,13 +578,31 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
     max_codes = 1 << max(6, (max(len(r["exponents"]) for r in recs) - 1).bit_length())
     # a lane at full rate reads (w + a few code bits) / bus beats per clock: twice the latency's worth
     fifo = fifo_beats or max(8, 1 << (2 * latency * (w + 4) // bus).bit_length())
-    dut = AxiDecompressor(spec, lanes=lanes, target=target, bus_bits=bus, max_codes=max_codes,
-                          escape_bits=max(1, escape_bits), fifo_beats=min(fifo, 1024))
-    check_int("block_pairs", block_pairs, 1, 1 << 24)
     v6 = [st for st in streams.values() if st.block_pairs]
-    most = max([min(block_pairs, max(int(r["n_pairs"]) for r in recs))]
-               + [sum(st.spans[b].count for b in bs) for st in v6 for _, bs in container_groups(container, st, lanes)])
-    bench = SubsystemBench(dut, depth=memory_depth(dut, most), latency=latency, interval=interval)
+    sets, shift_bits = container_lane_options(container, v6)
+    # a context plan's folded mantissa bit goes back through the runs' shift too (see float_writes)
+    folds = {id(r): int(r["context"].get("fold", 0)) if "context" in r else 0 for r in recs}
+    if any(folds[id(r)] for r in recs if streams[int(r["stream"])].block_pairs):
+        shift_bits = max(shift_bits, 1)
+    dut = AxiDecompressor(spec, lanes=lanes, target=target, bus_bits=bus, max_codes=max_codes,
+                          escape_bits=max(1, escape_bits), fifo_beats=min(fifo, 1024), table_sets=sets,
+                          row_shifts=shift_bits > 0)
+    check_int("block_pairs", block_pairs, 1, 1 << 24)
+    old = [int(r["n_pairs"]) for r in recs if not streams[int(r["stream"])].block_pairs]
+    depth = memory_depth(dut, min(block_pairs, max(old))) if old else 16
+    # a version-6 START's image: each block's words from a beat of its own, then its runs
+    par = dut.parallel
+    words_per_beat = dut.beat_words * par.word_bits // spec.word_bits
+    for st in v6:
+        for ti, bs in container_groups(container, st, lanes):
+            if id(container.tensors[ti]) not in {id(r) for r in recs}:
+                continue
+            need = sum(-(-(st.blocks[b][1] - st.blocks[b][0]) // words_per_beat) for b in bs)
+            if par.has_runs:
+                need += sum(-(-len(run_entries(par, block_runs(container, st, b, folds[id(container.tensors[ti])])))
+                              // par.runs_per_beat) for b in bs)
+            depth = max(depth, 1 << max(4, (need - 1).bit_length()))
+    bench = SubsystemBench(dut, depth=depth, latency=latency, interval=interval)
     wanted = {id(r) for r in recs}
     out = []
     for st in v6:
@@ -541,9 +617,12 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
             blocks = [(np.asarray(container.block_words(st, b)), st.spans[b].count) for b in bs]
             want = np.concatenate([bits[st.spans[b].pair - first:st.spans[b].pair - first + st.spans[b].count]
                                    for b in bs])
-            run = run_subsystem(engine, bench, spec, st.tables[st.tensor_tables[ti][0]], container.code_table(r),
+            lo, hi = st.tensor_tables[ti]
+            run = run_subsystem(engine, bench, spec, st.tables[lo:hi], container.code_table(r),
                                 r["exponents"], None, None, want, name=f"{r['name']} blocks {bs[0]}..{bs[-1]}",
-                                stall_prob=stall_prob, blocks=blocks)
+                                stall_prob=stall_prob, blocks=blocks,
+                                runs=[block_runs(container, st, b, folds[id(r)]) for b in bs] if par.has_runs else None,
+                                fold=folds[id(r)])
             was = runs.get(ti, SubsystemRun(0, 0, 0, 0.0))
             runs[ti] = SubsystemRun(was.weights + run.weights, was.cycles + run.cycles,
                                     was.coded_bits + run.coded_bits, 0.0)
