@@ -583,8 +583,15 @@ def context_task(path: str, names: Sequence[str], pairs: str, codec: str, slot: 
         f = Path(tmp) / "context.ansf"
         try:
             # Table 1 codes NaN/Inf like any other exponent (its conversion line counts them), so does this row.
+            seen = [0]  # compress reports (done, total) in weights split and coded: the slot counts its share
+
+            def advance(done: int, total: int) -> None:
+                share = done * sum(sizes.values()) // max(1, total)
+                if share > seen[0]:
+                    _advance(slot, share - seen[0])
+                    seen[0] = share
             compress_checkpoint(path, f, codec, pairs=pairs, group="tensor", context=True, allow_nonfinite=True,
-                                progress=lambda name: _advance(slot, sizes.get(name, 0)))
+                                progress=advance)
             _advance(slot, sum(sizes.values()))
             c = open_container(f)
             for name in names:

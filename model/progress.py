@@ -70,6 +70,13 @@ class Bar:
         if self._t is not None:
             self._t.set_postfix_str(text, refresh=False)
 
+    def to(self, done: int, total: int | None = None) -> None:
+        """Set the bar to ``done`` steps of ``total`` (a total learnt or revised as the work goes)."""
+        if self._t is not None:
+            if total is not None and total != self._t.total:
+                self._t.total = total
+            self._t.update(done - self._t.n)
+
 
 @contextmanager
 def _ticking(t, interval: float) -> Iterator[None]:
@@ -90,16 +97,19 @@ def _ticking(t, interval: float) -> Iterator[None]:
 
 
 @contextmanager
-def bar(total: int | None, desc: str, unit: str = "it", interval: float = TICK_SECONDS) -> Iterator[Bar]:
+def bar(total: int | None, desc: str, unit: str = "it", interval: float = TICK_SECONDS,
+        scale: bool | None = None) -> Iterator[Bar]:
     """A progress bar of ``total`` steps (``None``: a counter with a rate) with the elapsed time, redrawn
-    every ``interval`` seconds; yields a :class:`Bar` (``update(n=1)``, ``.note(text)``). A no-op when
-    not :func:`enabled`."""
+    every ``interval`` seconds; yields a :class:`Bar` (``bar(n=1)``, ``.to(done, total)``, ``.note(text)``).
+    ``scale``: counts as 1.2M rather than 1234567 (default: when ``total`` is 10,000 or more). A no-op
+    when not :func:`enabled`."""
     if not enabled():
         yield Bar()
         return
     from tqdm import tqdm
 
-    with tqdm(total=total, desc=desc, unit=f" {unit}", unit_scale=(total or 0) >= 10_000, file=sys.stderr,
+    with tqdm(total=total, desc=desc, unit=f" {unit}", unit_scale=(total or 0) >= 10_000 if scale is None else scale,
+              file=sys.stderr,
               leave=False, dynamic_ncols=True, mininterval=0.2) as t:
         with _ticking(t, interval):
             yield Bar(t)

@@ -87,12 +87,14 @@ def compress(args: argparse.Namespace) -> int:
     one_pass_memory()
     out = args.output
     with dask_cluster(args) as client, staged(args, out) as tmp, \
-            progress.activity(f"compress ({codec}, {layout} layout)") as note:
+            progress.bar(None, f"compress ({codec}, {layout} layout)", unit="w", scale=True) as bar:
         tasks = None if client is None else functools.partial(ordered_results, client)
+        # compress counts a weight twice (split into pairs, then coded): the bar shows weights, each
+        # half done after its split, so its rate and ETA follow the work itself
         r = compress_checkpoint(args.model, tmp, codec, pairs=args.pairs, checkpoint_interval=args.checkpoint_interval,
                                 layout=layout, allow_nonfinite=args.allow_nonfinite, threads=n,
                                 context=args.context, context_sets=args.context_sets, tasks=tasks,
-                                progress=lambda name: note(f"{'coded' if tasks else 'split'} {name}"))
+                                progress=lambda done, total: bar.to(done // 2, total // 2))
     write_json(args, args.json, {"verb": "compress", "model": args.model, "output": out, "codec": codec,
                                  **{k: v for k, v in r.items() if not k.startswith("_")}})
     cut = f"{r['blocks']:,} independent blocks" if layout == "blocks" else \

@@ -641,11 +641,32 @@ def _join_blocks(spec: Codec, parts: Sequence[CodedStream], block_pairs: int) ->
     return CodedStream(spec, tensors, joined, [], pos, 0, [], [], blocks, block_pairs)
 
 
+class _WeightProgress:
+    """:func:`compress_checkpoint`'s ``progress(done, total)`` in weights, safe to call from its threads."""
+
+    def __init__(self, progress: Callable[[int, int], None] | None, total: int):
+        self._progress, self._total, self._done = progress, total, 0
+        self._lock = threading.Lock()
+
+    def __call__(self, weights: int) -> None:
+        if self._progress is not None:
+            with self._lock:
+                self._done += weights
+                self._progress(self._done, max(self._total, self._done))
+
+    def total(self, total: int) -> None:
+        """The total now known (the split has said how many pairs are coded)."""
+        if self._progress is not None:
+            with self._lock:
+                self._total = total
+                self._progress(self._done, max(total, self._done))
+
+
 def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[str], codec: str = DEFAULT_CODEC, *,
                         pairs: str = "auto", checkpoint_interval: int | None = None,
                         group: str | None = None, layout: str | None = None, block_pairs: int = BLOCK_PAIRS,
                         allow_nonfinite: bool = False,
-                        progress: Callable[[str], None] | None = None, threads: int = 1,
+                        progress: Callable[[int, int], None] | None = None, threads: int = 1,
                         row_shifts: bool | None = None, context: bool | str = False, context_sets: int = 8,
                         context_fold: int = 1, tasks: Callable[[Callable, list[tuple]], Iterable] | None = None
                         ) -> dict:
@@ -694,6 +715,11 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         (:func:`_split_tensor`; the summary's ``context`` says how many and what they saved). Other
         tensors are coded as without it. ``"always"`` keeps every plan, paying or not (to exercise the
         format on matrices too small for a plan to pay).
+    progress
+        ``progress(done, total)``, in weights, as the work advances: each tensor counts once when it is
+        split into pairs (its tables chosen) and once more when its pairs are coded (``total`` is revised
+        once, when the split has told how many pairs are coded). Called from worker threads, in order
+        of completion; ``done`` never decreases.
     tasks
         Where the tensors are coded, instead of this process's ``threads``: a function that runs
         ``fn(*args)`` for each ``args`` of a list and returns (or yields) the results in order, e.g. on
@@ -774,8 +800,12 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     choose = (block_pairs if layout == "blocks" else 0, checkpoint_interval, shifts)
     context_bytes: list[tuple[int, int]] = []  # per 2-D float matrix: (plain bytes, bytes written)
 
+    report = _WeightProgress(progress, 2 * sum(int(i.size) for i in infos))
+
     def split(info) -> list | None:
-        return _split_tensor(ckpt, info, model, spec, pairs, context, context_fold, context_sets, choose)
+        done = _split_tensor(ckpt, info, model, spec, pairs, context, context_fold, context_sets, choose)
+        report(int(info.size))
+        return done
 
     parts: list[CodedStream] = []  # with ``tasks``: each coded record's stream, as its task coded it
     if tasks is None:
@@ -786,6 +816,8 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         where = os.path.abspath(os.fspath(model))  # a worker's working folder is not ours
         split_all = tasks(compress_tensor, [(where, os.fspath(model), info.name, job) for info in infos])
     for info, done in zip(infos, split_all):
+        if tasks is not None:  # a task has split and coded it
+            report(2 * int(info.size))
         if done is None:
             rec: dict = {"name": info.name, "shape": list(info.shape), "source_dtype": info.dtype}
             rec.update({"coding": "raw", "dtype": info.dtype})
@@ -817,17 +849,19 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
             records.append(rec)
             if coded:
                 parts.append(coded[1])
-        if progress:
-            progress(info.name)
+    if tasks is None:  # what is left: the coded tensors' pairs
+        report.total(sum(int(i.size) for i in infos) + sum(int(cp.codes.size) for _, _, cp in coded_items))
     groups = [coded_items] if group == "model" else [[it] for it in coded_items]
     groups = [g for g in groups if g]
     fmt_of = {ri: FORMATS[records[ri]["pair_format"]].mantissa_bits for ri, _, _ in coded_items}
 
     def encode_group(g, threads=1):
-        return encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval, threads,
-                              mantissa_bits=[0 if ri in ctx_of else fmt_of[ri] for ri, _, _ in g] if shifts else None,
-                              contexts=[ctx_of[ri][0] if ri in ctx_of else None for ri, _, _ in g] if ctx_of else None,
-                              block_pairs=block_pairs if layout == "blocks" else 0)
+        coded = encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval, threads,
+                               mantissa_bits=[0 if ri in ctx_of else fmt_of[ri] for ri, _, _ in g] if shifts else None,
+                               contexts=[ctx_of[ri][0] if ri in ctx_of else None for ri, _, _ in g] if ctx_of else None,
+                               block_pairs=block_pairs if layout == "blocks" else 0)
+        report(sum(int(p.codes.size) for _, _, p in g))
+        return coded
 
     if tasks is not None:  # coded by the tasks: the blocks layout's tensors joined into its one stream
         streams = parts if layout == "tensor" else [_join_blocks(spec, parts, block_pairs)] if parts else []

@@ -90,6 +90,20 @@ def test_table1_progress_counts_every_weight_pass(stories):
         table1._done = None
 
 
+def test_compress_bar_counts_weights_with_a_rate_and_an_eta(minilm, tmp_path, on_a_terminal):
+    """Issue 47 item 6: compress's bar counts the model's weights (each half done when its tensor is
+    split into pairs, whole when it is coded), in order, with a rate and an estimate of the time left."""
+    r = on_a_terminal("compress", "--model", minilm, "-o", tmp_path / "m.ansf", cwd=tmp_path)
+    assert r.status == 0 and "22,713,216 pairs" in r.stdout, r.stderr[-2000:]
+    err = r.stderr
+    seen = _percentages(err)
+    assert len(set(seen)) >= 3 and seen == sorted(seen) and max(seen) == 100, seen
+    # done/total in weights (MiniLM's 22.7 M, its raw int64 tensor's 512 included), elapsed<left, rate
+    assert re.search(r"compress \(tans8x16, blocks layout\): +\d+%\|.*\| [\d.]+[kM]?/22\.7M "
+                     r"\[\d\d:\d\d<\d\d:\d\d, +[\d.]+[kM]? w/s\]", err), err[-800:]
+    assert r.longest_silence() < SILENCE, r.chunks
+
+
 def test_a_failing_context_row_names_the_input_not_its_temporary_container(stories, monkeypatch):
     from ansforge.analysis import table1
     from ansforge.model.coding import container
@@ -117,7 +131,7 @@ def test_resources_says_what_it_does_at_once_and_leaves_nothing_when_interrupted
     first = next(t for t, c in r.chunks if b"\xc2\xbb" in c)   # the first "»" line
     # Within a second on a quiet machine (0.3 s measured); the bound leaves room for a loaded CI runner.
     assert first < 3, (first, err[:300])
-    assert err.startswith("» tans-decoder (tans8): the core's Verilog, then 3 yosys synth_xilinx runs"), err[:300]
+    assert err.startswith("» tans-decoder (tans8x16): the core's Verilog, then 3 yosys synth_xilinx runs"), err[:300]
     assert "tans-decoder: yosys synth_xilinx -family xcup -nowidelut: 00:0" in err
     assert r.longest_silence() < SILENCE, r.chunks
     # Ctrl-C: 130 and one line, no temporary folder of yosys left (nor anything else).
