@@ -1016,19 +1016,121 @@ ATTR_AVX512 INLINE __m512i prefix16(__m512i v) {
  * with a broadcast, a port-5 instruction like the permutes that bound the loop */
 #define PIN(v) __asm__("" : "+v"(v))
 
+/* The constants of a call (see avx512_val16_body). */
+typedef struct {
+    __m512i m31, m32, m63, m64, escbit, expm, topm, b32, b64, b128;
+    __m128i csg;
+    int esc_perm;
+} PVk;
+
+/* One block of a chain: pairs pos .. pos + 15 from states *xv and bit position *Bp (both updated) in run
+ * u (z shift cz, wt and its mask cwt, wzm); 0, or -2 for an escape index outside its group. */
+ATTR_AVX512 INLINE int pv_block(const PVk *k, const uint8_t *p, const SRun *u, __m512i *xv, int64_t *Bp, int64_t pos,
+                                __m128i cz, __m512i cwt, __m512i wzm, uint16_t *out, const int G) {
+    const int64_t B = *Bp;
+    const __m512i x0 = *xv;
+    __m512i ent;
+    {
+        /* the entries: G + 1 levels of lookup, masks by tests on the state bits */
+        const uint32_t *t = u->tab;
+#define PAIR(g) _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 32 * (g))), x0, \
+                                          _mm512_loadu_si512((const void *)(t + 32 * (g) + 16)))
+        __m512i r0 = PAIR(0);
+        if (G == 0) ent = r0;
+        else {
+            __mmask16 k5 = _mm512_test_epi32_mask(x0, k->b32);
+            __m512i a0 = _mm512_mask_blend_epi32(k5, r0, PAIR(1));
+            if (G == 1) ent = a0;
+            else {
+                __mmask16 k6 = _mm512_test_epi32_mask(x0, k->b64);
+                __m512i b0 = _mm512_mask_blend_epi32(k6, a0, _mm512_mask_blend_epi32(k5, PAIR(2), PAIR(3)));
+                if (G == 2) ent = b0;
+                else {
+                    __mmask16 k7 = _mm512_test_epi32_mask(x0, k->b128);
+                    __m512i b1 = _mm512_mask_blend_epi32(k6, _mm512_mask_blend_epi32(k5, PAIR(4), PAIR(5)),
+                                                         _mm512_mask_blend_epi32(k5, PAIR(6), PAIR(7)));
+                    ent = _mm512_mask_blend_epi32(k7, b0, b1);
+                }
+            }
+        }
+#undef PAIR
+    }
+    __m512i need = _mm512_and_si512(ent, k->m31);
+    __m512i snb = _mm512_and_si512(_mm512_srli_epi32(ent, PV_SNB), k->m63); /* 32 - nb */
+    __m512i base = _mm512_srli_epi32(ent, PV_BASE);
+    __m512i pre = prefix16(need);
+    /* lane k's field is bits [B - pre_k, B - pre_k + need_k); window 0 holds bytes B/8 - 60 .. B/8 + 3
+     * (window 1 the same 4 bytes on), so the field starts rel = B % 8 + 480 - pre_k bits into window 0:
+     * in its dword rel / 32, at bit rel % 32, and runs on into the next dword, window 1's dword rel / 32
+     * (B <= safe_hi: window 1 ends at byte B/8 + 7 < nbytes) */
+    const uint8_t *wb = p + (B >> 3) - 60;
+    /* the words a few blocks on (downwards; a prefetch never faults, so the address may pass the start) */
+    _mm_prefetch((const char *)((uintptr_t)wb - 1024), _MM_HINT_T0);
+    __m512i rel = _mm512_sub_epi32(_mm512_set1_epi32((int)(B & 7) + 480), pre);
+    __m512i di = _mm512_srli_epi32(rel, 5), sh = _mm512_and_si512(rel, k->m31);
+    __m512i lo = _mm512_permutexvar_epi32(di, _mm512_loadu_si512((const void *)wb));
+    __m512i up = _mm512_permutexvar_epi32(di, _mm512_loadu_si512((const void *)(wb + 4)));
+    /* a shift by 32 (sh = 0) gives 0: the next dword adds nothing then */
+    __m512i f = _mm512_or_si512(_mm512_srlv_epi32(lo, sh), _mm512_sllv_epi32(up, _mm512_sub_epi32(k->m32, sh)));
+    *xv = _mm512_add_epi32(base, _mm512_srlv_epi32(_mm512_sllv_epi32(f, snb), snb));
+    /* the additional data: bits nb .. need - 1 of the field */
+    __m512i e = _mm512_srlv_epi32(_mm512_sllv_epi32(f, _mm512_sub_epi32(k->m32, need)),
+                                  _mm512_sub_epi32(_mm512_sub_epi32(k->m64, need), snb));
+    __m512i hi = ent; /* the exponent field in place, bits m .. top - 1 */
+    __mmask16 em = _mm512_test_epi32_mask(ent, k->escbit);
+    if (UNLIKELY(em)) {
+        /* escape symbols: the exponent comes from the escape index above the w - z data bits */
+        __m512i ix = _mm512_srlv_epi32(e, cwt);
+        if (_mm512_mask_cmpge_epu32_mask(em, ix, _mm512_set1_epi32((int)u->n_esc))) return -2;
+        if (k->esc_perm) {
+            __m512i ex = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)u->esc), ix,
+                                                   _mm512_loadu_si512((const void *)(u->esc + 16)));
+            hi = _mm512_mask_mov_epi32(hi, em, ex);
+        } else {
+            uint32_t ixs[16], his[16];
+            _mm512_storeu_si512((void *)ixs, ix);
+            _mm512_storeu_si512((void *)his, hi);
+            for (unsigned l = em; l; l &= l - 1) {
+                int i = __builtin_ctz(l);
+                his[i] = u->esc[ixs[i]];
+            }
+            hi = _mm512_loadu_si512((const void *)his);
+        }
+        e = _mm512_mask_and_epi32(e, em, e, wzm);
+    }
+    /* the value: x = e << z (w bits, w <= top); bits 0 .. m - 1 are x's, m .. top - 1 the exponent, top
+     * and up x's bits m .. w - 1 (x << (top - m)); two bit selects (a & c | b & ~c) */
+    __m512i x = _mm512_sll_epi32(e, cz);
+    __m512i v = _mm512_ternarylogic_epi32(hi, x, k->expm, 0xe4);
+    v = _mm512_ternarylogic_epi32(_mm512_sll_epi32(x, k->csg), v, k->topm, 0xe4);
+    _mm256_storeu_si256((__m256i *)(out + pos), _mm512_cvtepi32_epi16(v));
+    *Bp = B - (int64_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(_mm512_alignr_epi32(pre, pre, 15)));
+    return 0;
+}
+
+/* How many blocks a chain at (B, pos) can run before its run's vector zone ends (pos + 16 > fend) or the
+ * window could reach below the words (B < SV_SAFE_LO: a block takes at most 16 * SV_MAXNEED bits); >= 1
+ * for a chain that passed the block checks. */
+INLINE int64_t pv_blocks_left(int64_t B, int64_t pos, int64_t fend) {
+    int64_t a = (fend - pos) >> 4, b = (B - SV_SAFE_LO) / (16 * SV_MAXNEED) + 1;
+    return a < b ? a : b;
+}
+
 ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out,
                                           const int G) {
     enum { KMAX = SV_KMAX };
     const uint8_t *p = d->p;
     const int64_t safe_hi = (d->nbytes - 8) * 8;
     const unsigned m = d->m, top = d->top;
-    __m512i m31 = _mm512_set1_epi32(31), m32 = _mm512_set1_epi32(32), m63 = _mm512_set1_epi32(63);
-    __m512i m64 = _mm512_set1_epi32(64), escbit = _mm512_set1_epi32(PV_ESC);
-    __m512i expm = _mm512_set1_epi32((int)(lowmask(top) & ~lowmask(m))), topm = _mm512_set1_epi32((int)~lowmask(top));
-    __m512i b32 = _mm512_set1_epi32(32), b64 = _mm512_set1_epi32(64), b128 = _mm512_set1_epi32(128);
-    PIN(m31); PIN(m32); PIN(m63); PIN(m64); PIN(escbit); PIN(expm); PIN(topm); PIN(b32); PIN(b64); PIN(b128);
-    const __m128i csg = _mm_cvtsi32_si128((int)(top - m));
-    const int esc_perm = st->estride == 32;
+    PVk k;
+    k.m31 = _mm512_set1_epi32(31); k.m32 = _mm512_set1_epi32(32); k.m63 = _mm512_set1_epi32(63);
+    k.m64 = _mm512_set1_epi32(64); k.escbit = _mm512_set1_epi32(PV_ESC);
+    k.expm = _mm512_set1_epi32((int)(lowmask(top) & ~lowmask(m))); k.topm = _mm512_set1_epi32((int)~lowmask(top));
+    k.b32 = _mm512_set1_epi32(32); k.b64 = _mm512_set1_epi32(64); k.b128 = _mm512_set1_epi32(128);
+    PIN(k.m31); PIN(k.m32); PIN(k.m63); PIN(k.m64); PIN(k.escbit); PIN(k.expm); PIN(k.topm); PIN(k.b32);
+    PIN(k.b64); PIN(k.b128);
+    k.csg = _mm_cvtsi32_si128((int)(top - m));
+    k.esc_perm = st->estride == 32;
     __m512i xv[KMAX];
     SRun u[KMAX];
     __m128i cz[KMAX];
@@ -1039,7 +1141,7 @@ ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SC
         u[c].fend = -1; /* run info loaded on the first visit */
     }
     for (;;) {
-        int active = 0;
+        int active = 0, nr = 0, r0 = 0;
         for (int c = 0; c < K; c++) {
             SChain *h = &ch[c];
             if (h->done) continue;
@@ -1062,84 +1164,47 @@ ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SC
                 h->pos = upto;
                 continue;
             }
-            __m512i x0 = xv[c];
-            __m512i ent;
-            {
-                /* the entries: G + 1 levels of the lookup (see perm_lookup), masks by tests on the state bits */
-                const uint32_t *t = u[c].tab;
-#define PAIR(g) _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(t + 32 * (g))), x0, \
-                                          _mm512_loadu_si512((const void *)(t + 32 * (g) + 16)))
-                __m512i r0 = PAIR(0);
-                if (G == 0) ent = r0;
-                else {
-                    __mmask16 k5 = _mm512_test_epi32_mask(x0, b32);
-                    __m512i a0 = _mm512_mask_blend_epi32(k5, r0, PAIR(1));
-                    if (G == 1) ent = a0;
-                    else {
-                        __mmask16 k6 = _mm512_test_epi32_mask(x0, b64);
-                        __m512i b0 = _mm512_mask_blend_epi32(k6, a0, _mm512_mask_blend_epi32(k5, PAIR(2), PAIR(3)));
-                        if (G == 2) ent = b0;
-                        else {
-                            __mmask16 k7 = _mm512_test_epi32_mask(x0, b128);
-                            __m512i b1 = _mm512_mask_blend_epi32(k6, _mm512_mask_blend_epi32(k5, PAIR(4), PAIR(5)),
-                                                                 _mm512_mask_blend_epi32(k5, PAIR(6), PAIR(7)));
-                            ent = _mm512_mask_blend_epi32(k7, b0, b1);
-                        }
-                    }
+            if (!nr) { nr = 1; r0 = c; continue; }
+            /* two chains ready: their blocks side by side, in registers, for as long as both stay inside
+             * their vector zones (one chain's block is a dependency chain about as long as the core can
+             * look ahead; two independent ones in one loop fill each other's gaps) */
+            nr = 0;
+            SChain *ha = &ch[r0];
+            int64_t Ba = ha->B, pa = ha->pos, Bb = B, pb = pos;
+            int64_t n = pv_blocks_left(Ba, pa, u[r0].fend), nb_ = pv_blocks_left(Bb, pb, u[c].fend);
+            if (nb_ < n) n = nb_;
+            __m512i xa = xv[r0], xb = xv[c];
+            const __m128i cza = cz[r0], czb = cz[c];
+            const __m512i cwa = cwt[r0], cwb = cwt[c], wza = wzmask[r0], wzb = wzmask[c];
+            for (int64_t i = 0; i < n; i++) {
+                int sa = pv_block(&k, p, &u[r0], &xa, &Ba, pa, cza, cwa, wza, out, G);
+                int sb = pv_block(&k, p, &u[c], &xb, &Bb, pb, czb, cwb, wzb, out, G);
+                if (UNLIKELY(sa | sb)) {
+                    if (sa) { ha->status = -2; ha->done = 1; } else pa += 16;
+                    if (sb) { h->status = -2; h->done = 1; } else pb += 16;
+                    break;
                 }
-#undef PAIR
+                pa += 16;
+                pb += 16;
             }
-            __m512i need = _mm512_and_si512(ent, m31);
-            __m512i snb = _mm512_and_si512(_mm512_srli_epi32(ent, PV_SNB), m63); /* 32 - nb */
-            __m512i base = _mm512_srli_epi32(ent, PV_BASE);
-            __m512i pre = prefix16(need);
-            /* lane k's field is bits [B - pre_k, B - pre_k + need_k); window 0 holds bytes B/8 - 60 ..
-             * B/8 + 3 (window 1 the same 4 bytes on), so the field starts rel = B % 8 + 480 - pre_k bits
-             * into window 0: in its dword rel / 32, at bit rel % 32, and runs on into the next dword,
-             * window 1's dword rel / 32 (B <= safe_hi: window 1 ends at byte B/8 + 7 < nbytes) */
-            const uint8_t *wb = p + (B >> 3) - 60;
-            __m512i rel = _mm512_sub_epi32(_mm512_set1_epi32((int)(B & 7) + 480), pre);
-            __m512i di = _mm512_srli_epi32(rel, 5), sh = _mm512_and_si512(rel, m31);
-            __m512i lo = _mm512_permutexvar_epi32(di, _mm512_loadu_si512((const void *)wb));
-            __m512i up = _mm512_permutexvar_epi32(di, _mm512_loadu_si512((const void *)(wb + 4)));
-            /* a shift by 32 (sh = 0) gives 0: the next dword adds nothing then */
-            __m512i f = _mm512_or_si512(_mm512_srlv_epi32(lo, sh), _mm512_sllv_epi32(up, _mm512_sub_epi32(m32, sh)));
-            __m512i sneed = _mm512_sub_epi32(m32, need);
-            xv[c] = _mm512_add_epi32(base, _mm512_srlv_epi32(_mm512_sllv_epi32(f, snb), snb));
-            /* the additional data: bits nb .. need - 1 of the field */
-            __m512i e = _mm512_srlv_epi32(_mm512_sllv_epi32(f, sneed), _mm512_sub_epi32(_mm512_sub_epi32(m64, need), snb));
-            __m512i hi = ent; /* the exponent field in place, bits m .. top - 1 */
-            __mmask16 em = _mm512_test_epi32_mask(ent, escbit);
-            if (UNLIKELY(em)) {
-                /* escape symbols: the exponent comes from the escape index above the w - z data bits */
-                __m512i ix = _mm512_srlv_epi32(e, cwt[c]);
-                if (_mm512_mask_cmpge_epu32_mask(em, ix, _mm512_set1_epi32((int)u[c].n_esc))) {
-                    h->status = -2; h->done = 1; continue;
+            xv[r0] = xa; xv[c] = xb;
+            ha->B = Ba; ha->pos = pa; h->B = Bb; h->pos = pb;
+        }
+        if (nr) {
+            /* a chain without a partner this round: its blocks alone */
+            SChain *ha = &ch[r0];
+            int64_t Ba = ha->B, pa = ha->pos;
+            int64_t n = pv_blocks_left(Ba, pa, u[r0].fend);
+            __m512i xa = xv[r0];
+            for (int64_t i = 0; i < n; i++) {
+                if (UNLIKELY(pv_block(&k, p, &u[r0], &xa, &Ba, pa, cz[r0], cwt[r0], wzmask[r0], out, G))) {
+                    ha->status = -2; ha->done = 1;
+                    break;
                 }
-                if (esc_perm) {
-                    __m512i ex = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)u[c].esc), ix,
-                                                           _mm512_loadu_si512((const void *)(u[c].esc + 16)));
-                    hi = _mm512_mask_mov_epi32(hi, em, ex);
-                } else {
-                    uint32_t ixs[16], his[16];
-                    _mm512_storeu_si512((void *)ixs, ix);
-                    _mm512_storeu_si512((void *)his, hi);
-                    for (unsigned k = em; k; k &= k - 1) {
-                        int l = __builtin_ctz(k);
-                        his[l] = u[c].esc[ixs[l]];
-                    }
-                    hi = _mm512_loadu_si512((const void *)his);
-                }
-                e = _mm512_mask_and_epi32(e, em, e, wzmask[c]);
+                pa += 16;
             }
-            /* the value: x = e << z (w bits, w <= top); bits 0 .. m - 1 are x's, m .. top - 1 the exponent,
-             * top and up x's bits m .. w - 1 (x << (top - m)); two bit selects (a & c | b & ~c) */
-            __m512i x = _mm512_sll_epi32(e, cz[c]);
-            __m512i v = _mm512_ternarylogic_epi32(hi, x, expm, 0xe4);
-            v = _mm512_ternarylogic_epi32(_mm512_sll_epi32(x, csg), v, topm, 0xe4);
-            _mm256_storeu_si256((__m256i *)(out + pos), _mm512_cvtepi32_epi16(v));
-            h->B = B - (int64_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(_mm512_alignr_epi32(pre, pre, 15)));
-            h->pos = pos + 16;
+            xv[r0] = xa;
+            ha->B = Ba; ha->pos = pa;
         }
         if (!active) break;
     }
