@@ -16,8 +16,10 @@ native (preferred)
     ``-march``: the wheel runs on any x86-64 and elsewhere).
     The SIMD kernels (``nativeans_simd.c``) are chosen at import by CPU features: AVX-512 (F, BW, DQ,
     VL) codes ``rans16x16`` with its 16 states in one register (decode and encode, pairs or values),
-    AVX2 decodes ``tans8x16``-style streams to values where the CPU's gathers are fast, and the AVX-512
-    VBMI kernel of ``nativeans.c`` does where the CPU has it. ``nativeans.simd_level(0 | 1 | 2)`` (or
+    AVX2 decodes ``tans8x16``-style streams to values where the CPU's gathers are fast, the AVX-512
+    VBMI kernel of ``nativeans.c`` does where the CPU has it, and where AVX-512 lacks VBMI (Cascade
+    Lake, whose gathers are slow) the permute kernel of ``nativeans_simd.c`` does (``N = 16``, ``L <=
+    256``: table lookups by two-register permutes, no gathers). ``nativeans.simd_level(0 | 1 | 2)`` (or
     ``ANSFORGE_SIMD=scalar|avx2|avx512`` for a process) caps the level, ``nativeans.simd(0)`` forces the
     scalar kernels: the tests compare every path, bit for bit.
 numba (fallback)
@@ -748,7 +750,7 @@ def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoint
     joins with the one pair format ``fmt`` (sign and mantissa as the additional data).
 
     The segments between checkpoints go to the kernel together (one call per thread), so that the
-    AVX-512 kernel (``N`` = 8 or 16, 16-bit values) can run them side by side.
+    AVX-512 kernels (VBMI: ``N`` = 8 or 16; permute: ``N`` = 16; 16-bit values) can run them side by side.
 
     ``rans16xN`` streams (the interleaved rANS preset) decode here too, through the native
     ``rans16_decode`` (AVX-512 across the 16 states of ``N = 16``).
