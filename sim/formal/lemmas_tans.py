@@ -1,0 +1,480 @@
+"""The tANS cores' step lemmas (``encoder_step``, ``decoder_step``: one pair from any state on
+the arbitrary local table) and the composition's queue and count lemmas (``window_queue``,
+``encoder_counts``, ``decoder_counts``; ``docs/formal.md``, Rounds 6 and 7). The rANS cores' counts
+are dispatched to :mod:`.lemmas_rans`.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Array, Assert, Assume, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl._ast import AnyConst, AnySeq
+from amaranth.lib import data
+from amaranth.utils import bits_for as _bits
+
+from ...hdl.common import DecodeStatus, decoder_command_layout, encoder_command_layout
+from ...hdl.mutants import MUTANTS
+from ...hdl.shell import DecoderShell, EncoderShell
+from ...hdl.tans import BitWindow
+from .params import DECODER_STEP_CLOCKS, DECODER_STEP_WARM_UP, ENCODER_STEP_CLOCKS, SMALL, small_core
+from .benches import (Bench, CommandLedger, LocalTansTable, bit_length_of, elaborated_block, mask, tans_layout,
+                      top_mask, transfer_of)
+from .lemmas_rans import rans_decoder_counts_bench, rans_encoder_counts_bench
+
+
+def tans_encoder_step(m: Module, X, row, extra, name: str):
+    """The tANS encoder's step as ``TansEncoderCoder`` documents it, written here as the golden step:
+    from state ``X`` (``R + 1`` bits, ``L <= X < 2L``) with the symbol row ``row`` (its layout) and the
+    extra bits: ``n = nb_high - (X < threshold)``, slot ``(cum - freq) + (X >> n)``, ``X' = L |
+    state[slot]``; the pair pushes the ``n`` low bits of ``X`` and then its ``k`` extra bits (oldest
+    first). Returns ``(X', bits, length)``."""
+    sh = SMALL["tans"]
+    R, K = sh["table_log"], sh["max_extra_bits"]
+    n = Signal(range(R + 1), name=f"{name}_n")
+    slot = Signal(R, name=f"{name}_slot")
+    nxt = Signal(R + 1, name=f"{name}_next")
+    bits = Signal(R + K, name=f"{name}_bits")
+    length = Signal(range(R + K + 1), name=f"{name}_len")
+    m.d.comb += [n.eq(row.nb_high - (X < row.threshold)), slot.eq((row.cum - row.freq + (X >> n))[:R]),
+                 bits.eq((X & mask(n, R + 1))[:R] | ((extra & mask(row.k, K)) << n)), length.eq(n + row.k)]
+    return n, slot, nxt, bits, length
+
+
+def _tans_step_bench(core: str, mutant: str | None):
+    """The step lemmas' common start: a bench, the small ``core`` (``tans-decoder``/``tans-encoder``,
+    the mutant built in when it is this core's) programmed with the arbitrary local table of one free
+    symbol, and the small configuration's ``(R, K, W, L)``."""
+    b = Bench(free_reset=False)
+    owner = MUTANTS[mutant].core if mutant else None
+    dut = small_core(core, mutant if owner == core else None)
+    setattr(b.m.submodules, "dec" if core == "tans-decoder" else "enc", dut)
+    table = LocalTansTable(b, "round_trip", 1)
+    table.program(dut, role="dec" if core == "tans-decoder" else "enc")
+    sh = SMALL["tans"]
+    return b, dut, table, (sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"])
+
+
+def decoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
+    """The decoder's step from an arbitrary state (``decoder_step``, tANS): the decoder inverts the
+    encoder's step from *any* state, going on from a pair it has just decoded.
+
+    Free: a legal table (the local table, pair symbol ``s*``), a state ``X0`` (``L <= X0 < 2L``) and a
+    legal pair ``q``; the harness computes the encoder's step (:func:`tans_encoder_step`, the encoder
+    row of ``s*`` as the model computes it): ``X1`` and the pair's bits. The decoder is resumed through
+    its command (``resume = 1``, two pairs) at a free state ``xw`` with ``b`` free (the unread low bits
+    of the first word) on four words, words offered every clock and pairs always taken. Its first
+    pair is a *warm-up*: ``xw``'s row is a free witness of a symbol other than ``s*`` (any ``need``),
+    its bits are free, and an ``Assume`` says the decoder is in ``X1`` after it; the next bits are
+    ``q``'s (with :data:`DECODER_STEP_WARM_UP` off, the decoder is resumed at ``X1`` itself).
+    Asserted: its second pair is ``q``, it reports OK, and at ``done`` its state is ``X0`` and it has
+    read exactly the warm-up's and ``q``'s bits."""
+    assert family == "tans", family
+    b, dec, table, (R, K, W, L) = _tans_step_bench("tans-decoder", mutant)
+    m = b.m
+    sb = _bits(table.n_sym - 1)
+    x0 = Signal(R, name="start_state")
+    X0 = Signal(R + 1, name="start_x")
+    qs, qe = Signal(sb, name="pair_symbol"), Signal(K, name="pair_extra")
+    m.d.comb += [x0.eq(AnyConst(R)), X0.eq(L | x0), qs.eq(AnyConst(sb)), qe.eq(AnyConst(K)),
+                 Assume(table.legal_pair(qs, qe))]
+    # The encoder row of s* as the model computes it (``LocalTansTable.program``'s, role "enc").
+    row = Signal(data.StructLayout({"freq": R + 1, "cum": R, "nb_high": _bits(R), "threshold": R + 2,
+                                    "k": _bits(K)}), name="pair_row")
+    nbh = Signal(range(R + 2), name="pair_nb_high")
+    m.d.comb += nbh.eq(R + 1 - bit_length_of(m, table.f, "pair_freq"))
+    m.d.comb += [row.freq.eq(table.f), row.cum.eq(table.c), row.nb_high.eq(nbh), row.threshold.eq(table.f << nbh),
+                 row.k.eq(Array(table.k)[qs])]
+    n, slot, X1, bits, length = tans_encoder_step(m, X0, row, qe, "pair")
+    m.d.comb += X1.eq(L | Array(table.state)[slot])
+    # The words: the first one with ``b`` unread low bits (0: all W), then two more.
+    # DECODER_STEP_WARM_UP: a warm-up pair first (the resumed state ``xw``, whose row is a free witness
+    # of a symbol other than s*, reads ``need_w`` free bits), after which the decoder must be in ``X1``
+    # (an Assume): the pair is then decoded by a decoder that goes on from a pair, not a fresh resume.
+    warm = DECODER_STEP_WARM_UP
+    NW = 4 if warm else 3
+    words = [Signal(W, name=f"word{j}") for j in range(NW)]
+    m.d.comb += [w.eq(AnyConst(W)) for w in words]
+    bit = Signal(range(W), name="resume_bit")
+    m.d.comb += bit.eq(AnyConst(len(bit)))
+    avail0 = Signal(range(W + 1), name="first_word_unread")
+    m.d.comb += avail0.eq(Mux(bit == 0, W, bit))
+    read0 = Signal(range(W + 1), name="first_word_read")
+    m.d.comb += read0.eq(W - avail0)
+    stream = Signal(NW * W, name="stream_next")          # the unread bits, the next one at the top
+    m.d.comb += stream.eq((Cat(*reversed(words)) << read0)[:NW * W])
+    below = Signal(range(NW * W + 1), name="stream_below_pair")
+    top = Signal(R + K, name="stream_top")
+    need_w = Signal(range(R + K + 2), name="warm_need")
+    xw = Signal(R, name="warm_state")
+    if warm:
+        m.d.comb += [xw.eq(AnyConst(R)), Assume(Array(table.dsym)[xw] != table.sym)]
+        nbw = Signal(range(R + 2), name="warm_nb")
+        m.d.comb += nbw.eq(R + 1 - bit_length_of(m, Array(table.dy)[xw], "warm_y"))
+        m.d.comb += need_w.eq(nbw + Array(table.k)[Array(table.dsym)[xw]])
+    else:
+        m.d.comb += [xw.eq(X1[:R]), need_w.eq(0)]
+    after = Signal(NW * W, name="stream_after_warm_up")
+    m.d.comb += after.eq((stream << need_w)[:NW * W])
+    m.d.comb += [below.eq(NW * W - length), top.eq(after >> below)]
+    m.d.comb += Assume(top == bits)
+
+    sent = Signal(name="dec_cmd_sent")
+    k_w = Signal(range(NW + 1), name="words_out")
+    into = Signal(range(NW + 1), name="words_into_window")
+    k_out = Signal(range(4), name="pairs_out")
+    finished = Signal(name="finished")
+    go = ~table.prog
+    c = dec.cmd.p
+    m.d.comb += [dec.cmd.valid.eq(go & ~sent), c.count.eq(2 if warm else 1), c.words.eq(NW), c.resume.eq(1), c.check_end.eq(0),
+                 c.state.eq(xw), c.bit.eq(bit), c.check_crc.eq(0), c.crc.eq(0)]
+    m.d.comb += [dec.i.valid.eq(go & (k_w < NW)), dec.i.p.data.eq(Array(words)[k_w]),
+                 dec.i.p.last.eq(0), dec.o.ready.eq(1)]
+    with m.If(transfer_of(dec.cmd)):
+        m.d.past += sent.eq(1)
+    with m.If(transfer_of(dec.i)):
+        m.d.past += k_w.eq(k_w + 1)
+    coder = dec.coder
+    with m.If(transfer_of(coder.i)):
+        m.d.past += into.eq(into + 1)
+    first = int(warm)           # the index of q among the decoded pairs
+    b.check(transfer_of(dec.o), k_out <= first, "the decoder returns more pairs than the command asks for")
+    b.check(transfer_of(dec.o) & (k_out == first), dec.o.p.symbol == qs, "the decoded symbol is not the encoded one")
+    b.check(transfer_of(dec.o) & (k_out == first), dec.o.p.extra == qe, "the decoded extra bits are not the encoded ones")
+    if warm:
+        # After the warm-up's step the decoder holds X1 (the warm-up row and bits that lead there).
+        fired = Signal(name="warm_fired")
+        with m.If(coder.fire):
+            m.d.past += fired.eq(1)
+        with m.If(fired):
+            m.d.comb += Assume(b.past(fired, "warm_fired") | (coder.state == X1[:R]))
+    with m.If(transfer_of(dec.o)):
+        m.d.past += k_out.eq(k_out + 1)
+    ending = sent & dec.done & ~finished
+    b.check(ending, dec.status == DecodeStatus.OK, "the decoder does not report OK")
+    b.check(ending, k_out == first + 1, "the decoder reports done before returning the pair")
+    b.check(ending, coder.state == x0, "the decoder's state after the pair is not the encoder's before it")
+    read = Signal(range(NW * W + 1), name="bits_read")
+    m.d.comb += read.eq(into * W - read0 - coder.avail)
+    b.check(ending, read == need_w + length, "the decoder did not read exactly the pair's bits")
+    with m.If(ending):
+        m.d.past += finished.eq(1)
+    b.check(b.cycle >= table.clocks + DECODER_STEP_CLOCKS, finished, "the step has not finished in time")
+    b.cover(finished, "a pair decoded after a warm-up pair from a resumed checkpoint")
+    return b
+
+
+def encoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
+    """The encoder's step from an arbitrary idle state (``encoder_step``, tANS): the encoder core's step
+    is the golden step.
+
+    Two *warm-up* pairs bring the encoder to an arbitrary idle state: their symbols are not ``s*``, so
+    their symbol rows are free bits in the local table (``nb_high`` in ``1..R``, ``k <= K``), and the
+    slot states are free; after them the encoder holds any state ``X0 = L | state[slot]`` and any
+    ``c0 <= R + K = W - 1`` pending bits (the second warm-up's ``n`` low bits of its free state and its
+    ``k`` extra bits, the first one's ``n = k = 0``): every idle state (state, fewer than ``W`` pending
+    bits). Then, after a gap of 4 clocks (the pipeline empties), the pair ``q`` of symbol ``s*``
+    (legal), then the flush. The
+    harness computes the golden stream (:func:`tans_encoder_step`: the warm-ups' bits, ``q``'s bits
+    from ``X0`` with the model's row of ``s*``, then ``X1 = L | state[slot]`` with its marker, ``R + 1``
+    bits) and asserts the encoder's words are exactly that stream, oldest bit first, the last word
+    marked ``last``."""
+    assert family == "tans", family
+    b, enc, table, (R, K, W, L) = _tans_step_bench("tans-encoder", mutant)
+    m = b.m
+    layout = tans_layout(enc.sym_cfg.p.data)
+    rows = b.platform.contents["sym"]
+    sb = _bits(table.n_sym - 1)
+    pairs = []
+    X = Const(L, R + 1)
+    TOT = 2 * (R + K) + (R + K) + R + 1
+    got_bits, got_len = Const(0, TOT), Const(0, 1)
+    for i in range(3):
+        s_, e_ = Signal(sb, name=f"pair{i}_symbol"), Signal(K, name=f"pair{i}_extra")
+        m.d.comb += [s_.eq(AnyConst(sb)), e_.eq(AnyConst(K))]
+        row = Signal(layout, name=f"pair{i}_row")
+        m.d.comb += Value.cast(row).eq(Array(rows)[s_])
+        if i < 2:       # the warm-ups: any symbol but s*, its free row (n in 0..R, k <= K)
+            m.d.comb += [Assume(s_ != table.sym), Assume((row.nb_high >= 1) & (row.nb_high <= R) & (row.k <= K))]
+        else:           # q: a legal pair of s* (its row is the model's)
+            m.d.comb += Assume(table.legal_pair(s_, e_))
+        n, slot, nxt, bits, length = tans_encoder_step(m, X, row, e_, f"pair{i}")
+        m.d.comb += nxt.eq(L | Array(table.state)[slot])
+        acc = Signal(TOT, name=f"pair{i}_stream")
+        total = Signal(range(TOT + 1), name=f"pair{i}_stream_len")
+        m.d.comb += [acc.eq(got_bits | (bits << got_len)), total.eq(got_len + length)]
+        pairs.append((s_, e_))
+        X, got_bits, got_len = nxt, acc, total
+    golden = Signal(TOT, name="golden_stream")
+    golden_len = Signal(range(TOT + 1), name="golden_len")
+    m.d.comb += [golden.eq(got_bits | (X << got_len)), golden_len.eq(got_len + R + 1)]
+
+    GAP = 4
+    n_in = Signal(range(4), name="enc_pairs_in")
+    gap = Signal(range(GAP + 1), name="enc_gap")
+    sent = Signal(name="enc_cmd_sent")
+    go = ~table.prog
+    m.d.comb += [enc.cmd.valid.eq(go & ~sent), enc.cmd.p.count.eq(3),
+                 enc.i.valid.eq(go & (n_in < 3) & ((n_in < 2) | (gap == GAP))),
+                 enc.i.p.symbol.eq(Array([s for s, _ in pairs])[n_in]),
+                 enc.i.p.extra.eq(Array([e for _, e in pairs])[n_in]), enc.o.ready.eq(1)]
+    with m.If(transfer_of(enc.cmd)):
+        m.d.past += sent.eq(1)
+    with m.If(transfer_of(enc.i)):
+        m.d.past += n_in.eq(n_in + 1)
+    with m.If((n_in == 2) & (gap != GAP)):
+        m.d.past += gap.eq(gap + 1)
+    NWORDS = -(-TOT // W)
+    k_o = Signal(range(NWORDS + 2), name="words_out")
+    expect = Signal(W, name="expected_word")
+    m.d.comb += expect.eq(Array([golden[j * W:(j + 1) * W] for j in range(NWORDS)])[k_o])
+    left = Signal(range(TOT + 1), name="golden_bits_left")
+    m.d.comb += left.eq(golden_len - k_o * W)
+    b.check(transfer_of(enc.o), k_o * W < golden_len, "the encoder pushes more words than the golden stream has")
+    b.check(transfer_of(enc.o), enc.o.p.data == expect, "a word differs from the golden stream's")
+    b.check(transfer_of(enc.o), enc.o.p.last == (left <= W), "a word's last flag differs from the golden stream's")
+    with m.If(transfer_of(enc.o)):
+        m.d.past += k_o.eq(k_o + 1)
+    finished = Signal(name="finished")
+    with m.If(sent & enc.done):
+        m.d.past += finished.eq(1)
+    b.check(sent & enc.done, k_o * W >= golden_len, "the encoder is done before the golden stream's last word")
+    b.check(b.cycle >= table.clocks + ENCODER_STEP_CLOCKS, finished, "the step has not finished in time")
+    b.cover(finished, "a step from the warm-up state, flushed")
+    return b
+
+
+class ShadowQueue:
+    """The bit queue a :class:`~ansforge.hdl.tans.BitWindow` must behave as (``window_queue``'s model,
+    also ``decoder_pipeline``'s), driven by what the window is given and read: ``queue`` holds the bits
+    taken and not yet read, the next bit at the top (bit ``QW - 1``), ``count`` how many, ``skip`` the
+    bits of the next word already read (a clear with ``clear_off != 0`` and no word in its clock);
+    ``take`` is the window's word transfer. :meth:`invariants` ties the window's registers
+    (:attr:`BitWindow.probe`) to it, so that a k-induction over a harness holding it closes."""
+
+    def __init__(self, b: "Bench", win, QW: int):
+        m, W = b.m, len(win.i.payload)
+        self._m, self._win, self._QW, self._W = m, win, QW, W
+        self.queue = queue = Signal(QW, name="queue")
+        self.count = count = Signal(range(QW + 1), name="queue_count")
+        self.skip = skip = Signal(range(W), name="queue_skip")
+        self.take = take = transfer_of(win.i)
+        lead = Signal(range(W), name="word_skip")           # bits of the taken word already read
+        m.d.comb += lead.eq(Mux(win.clear, win.clear_off, skip))
+        word = Signal(QW, name="word_at_top")
+        m.d.comb += word.eq(Cat(Const(0, QW - W), (win.i.payload << lead)[:W]))
+        kept = Signal(range(QW + 1), name="kept")           # bits left after this clock's read (or clear)
+        m.d.comb += kept.eq(Mux(win.clear, 0, count - win.n))
+        rest = Signal(QW, name="queue_rest")
+        m.d.comb += rest.eq(Mux(win.clear, 0, (queue << win.n)[:QW]))
+        with m.If(b.rst):
+            m.d.past += [queue.eq(0), count.eq(0), skip.eq(0)]
+        with m.Else():
+            m.d.past += [queue.eq(rest | Mux(take, word >> kept, 0)), count.eq(kept + Mux(take, W - lead, 0)),
+                         skip.eq(Mux(take, 0, lead))]
+
+    def invariants(self) -> None:
+        """Assert the window's registers against the queue (each message starts with ``inv:``)."""
+        m, W, QW = self._m, self._W, self._QW
+        queue, count, skip = self.queue, self.count, self.skip
+        slots, nw, hole, off = (self._win.probe[k] for k in ("slots", "nw", "hole", "off"))
+        N = len(slots)
+        NW = N * W
+        held = Signal(NW, name="window_words")              # the held words, the oldest at the top
+        m.d.comb += held.eq(Mux(hole, Cat(Const(0, W), *reversed(slots[1:])), Cat(*reversed(slots))))
+        m.d.comb += [Assert(nw + hole <= N, "inv: nw + hole <= N"), Assert(~hole | (nw != 0), "inv: a hole has a word"),
+                     Assert((queue & ~top_mask(count, QW)) == 0, "inv: the queue is zero below its bits")]
+        with m.If(nw == 0):
+            m.d.comb += Assert((count == 0) & (skip == off), "inv: an empty window's offset is the pending skip")
+        with m.Else():
+            m.d.comb += [Assert(skip == 0, "inv: no pending skip while words are held"),
+                         Assert(count == nw * W - off, "inv: count = nw W - off"),
+                         Assert(((Value.cast(held << off)[:NW] ^ queue[QW - NW:]) & top_mask(count, NW)) == 0,
+                                "inv: the held words are the queue")]
+
+
+def window_queue_bench(core: str, mutant: str | None) -> Bench:
+    """The decoder's bit window is a bit queue (``window_queue``, condition 2 of the composition).
+
+    :class:`~ansforge.hdl.tans.BitWindow` of the small tANS decoder (``W = 8``, fields of
+    ``F = R + K = 7`` bits) alone, every input free: a word offered or not in any clock, any payload,
+    clears in any clock with any ``clear_off``, resets in any clock, and any read ``n`` that the
+    coder may make (``n <= max(F, W)``, at most the bits held, none while ``hole`` or in a clear's
+    clock: the coder's steps wait for ``~hole`` and are blocked by ``start``). The harness keeps the
+    abstract queue (``queue``: the bits taken and not yet read, the next one at the top; ``count``;
+    ``skip``: the bits of the next word already read, after a clear with ``clear_off`` and no word)
+    and asserts in every clock, for every sequence: ``bits`` is the count (except while the window is
+    empty with a pending skip, where it wraps: see the assertion); outside a ``hole``, the
+    top ``min(count, F)`` bits of ``field`` are the queue's; ``full`` is ``~hole & count >= F``; the
+    window takes a word whenever it holds fewer than ``F`` bits; a hole lasts one clock. The window's
+    registers (``slots``, ``nw``, ``hole``, ``off``: :attr:`BitWindow.probe`) are tied to the queue
+    by auxiliary assertions, so that the k-induction closes."""
+    b = Bench(free_reset=True)
+    m = b.m
+    sh = SMALL["tans"]
+    W, F = sh["word_bits"], sh["table_log"] + sh["max_extra_bits"]
+    win = BitWindow(W, F, mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    m.submodules.window = win
+    slots, nw, off = (win.probe[k] for k in ("slots", "nw", "off"))
+    N = len(slots)
+    NW = N * W
+    QW = NW + W                                         # room for a word too many (an overflow shows)
+    n_max = max(F, W)
+    m.d.comb += [win.i.valid.eq(AnySeq(1)), win.i.payload.eq(AnySeq(W)), win.clear.eq(AnySeq(1)),
+                 win.clear_off.eq(AnySeq(len(win.clear_off))), win.n.eq(AnySeq(len(win.n)))]
+    sq = ShadowQueue(b, win, QW)
+    queue, count, skip, take = sq.queue, sq.count, sq.skip, sq.take
+    # The reads the coder makes: within the queue, none while a hole is shifted out or in a clear's clock.
+    m.d.comb += Assume((win.n <= n_max) & (win.n <= count) & ~((win.hole | win.clear) & (win.n != 0)))
+
+    # The queue, as the coder sees it through the ports.
+    seen = Signal(range(F + 1), name="field_valid_bits")
+    m.d.comb += seen.eq(Mux(count >= F, F, count))
+    # ``bits`` is ``nw W - off``: in the one state where the window is empty with a pending skip (a
+    # clear with ``clear_off != 0`` and no word in its clock, until the next word) it is ``-off`` modulo
+    # its width, not 0 (found by this lemma; docs/formal.md, Round 7): asserted everywhere else.
+    m.d.comb += Assert((win.bits == count) | ((count == 0) & (skip != 0)), "bits is not the number of bits held")
+    with m.If(~win.hole):
+        m.d.comb += Assert(((win.field ^ queue[QW - F:]) & top_mask(seen, F)) == 0,
+                           "the field's bits are not the queue's next bits")
+    m.d.comb += Assert(win.full == (~win.hole & (count >= F)), "full is not 'no hole and at least F bits'")
+    with m.If(count < F):
+        m.d.comb += Assert(win.i.ready, "the window refuses a word while it holds fewer than F bits")
+    m.d.comb += Assert(count <= NW, "the window took more bits than it holds")
+    with m.If(b.started & ~b.p_rst & b.past(win.hole & ~(win.clear & take), "window_hole")):
+        m.d.comb += Assert(~win.hole, "a hole lasts more than one clock")
+    # Auxiliary invariants (the window's registers against the queue): they make the induction close.
+    sq.invariants()
+    # Covers: a word taken behind a word, and a read across two words; a clear with a word in its clock.
+    b.cover(b.started & (count > W) & ~win.hole & (off + win.n > W) & take, "a read across two words while a word is taken")
+    b.cover(b.started & win.clear & take & (nw >= 1), "a clear that drops words, with a word in its clock")
+    return b
+
+
+def encoder_counts_bench(core: str, mutant: str | None) -> Bench:
+    """The encoder shell's counts for every ``N`` (``encoder_counts``, condition 3 of the composition;
+    the rANS encoder's: :func:`rans_encoder_counts_bench`).
+
+    :class:`~ansforge.hdl.shell.EncoderShell` of the small tANS encoder (3-bit counts) alone, its
+    coder's side free: ``pair`` (a pair enters the coder) in any clock where the shell lets pairs
+    through (``take``: in the core ``pair`` is ``i``'s transfer, whose ``ready`` includes ``take``),
+    ``flushed`` (the coder's last word leaves) in any clock where it asks for the flush (the coder
+    flushes only then), commands of any count offered in any clock, resets in any clock. The harness
+    keeps the command's count ``N`` and the pairs ``k`` taken since it was accepted, and asserts for
+    every sequence: pairs pass exactly while ``k < N`` (``take``; in the accepting clock, which may be
+    the previous command's ``flushed`` clock, ``N != 0``),
+    the flush is asked for exactly when ``k = N``, a command is accepted exactly when idle or in the
+    clock of ``flushed``, and ``done`` is high exactly in the clock after ``flushed``. With the
+    invariant ``remaining = N - k`` in ``RUN`` (the shell's registers,
+    :attr:`~ansforge.hdl.shell.EncoderShell.probe`) the k-induction closes."""
+    if core == "rans-encoder":
+        return rans_encoder_counts_bench(core, mutant)
+    b = Bench(free_reset=True)
+    m = b.m
+    bits = 3                                            # small_core's count_bits
+    shell = EncoderShell(encoder_command_layout(bits), mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    m.submodules.shell = elaborated_block(shell)
+    remaining, running = shell.probe["remaining"], shell.probe["running"]
+    m.d.comb += [shell.cmd.valid.eq(AnySeq(1)), shell.cmd.p.count.eq(AnySeq(bits)), shell.pair.eq(AnySeq(1)),
+                 shell.flushed.eq(AnySeq(1)), Assume(~shell.pair | shell.take), Assume(~shell.flushed | shell.flush)]
+    busy = Signal(name="busy")                          # a command accepted, its flush not yet done
+    N = Signal(bits, name="command_count")
+    k = Signal(bits, name="pairs_taken")
+    accept = transfer_of(shell.cmd)
+    with m.If(b.rst):
+        m.d.past += [busy.eq(0), N.eq(0), k.eq(0)]
+    with m.Elif(accept):
+        m.d.past += [busy.eq(1), N.eq(shell.cmd.p.count), k.eq(shell.pair)]
+    with m.Else():
+        with m.If(shell.flushed):
+            m.d.past += busy.eq(0)
+        with m.If(shell.pair):
+            m.d.past += k.eq(k + 1)
+    first = shell.cmd.valid & (shell.cmd.p.count != 0)     # the accepted command's first pair may pass
+    with m.If(busy):
+        # In the clock of ``flushed`` the next command is accepted: ``take`` is then for its first pair.
+        m.d.comb += [Assert(shell.take == Mux(shell.flushed, first, k != N),
+                            "pairs are not let through exactly while fewer than N are taken"),
+                     Assert(shell.flush == (k == N), "the flush is not asked for exactly after the N-th pair"),
+                     Assert(shell.cmd.ready == shell.flushed, "a command is accepted before the flush is done")]
+    with m.Else():
+        m.d.comb += [Assert(shell.take == first, "an idle shell lets pairs through other than the accepted command's first"),
+                     Assert(~shell.flush, "an idle shell asks for a flush"),
+                     Assert(shell.cmd.ready & (shell.idle == ~shell.cmd.valid), "an idle shell refuses a command")]
+    done_due = b.past(busy & shell.flushed & ~b.rst, "done_due")
+    m.d.comb += Assert(shell.done == done_due, "done is not the clock after the flush")
+    # Auxiliary invariant: the count register against the harness's.
+    m.d.comb += [Assert(running == busy, "inv: RUN exactly while a command is busy")]
+    with m.If(busy):
+        m.d.comb += Assert(remaining == N - k, "inv: remaining = N - k")
+    b.cover(busy & (N == (1 << bits) - 1) & shell.flushed, "a command of the largest count flushed")
+    b.cover(busy & shell.flushed & accept & (shell.cmd.p.count != 0) & shell.pair,
+            "back to back: the next command and its first pair in the clock of the flush")
+    return b
+
+
+def decoder_counts_bench(core: str, mutant: str | None) -> Bench:
+    """The decoder shell's counts for every ``N`` (``decoder_counts``, condition 3 of the composition;
+    the rANS decoder's: :func:`rans_decoder_counts_bench`).
+
+    :class:`~ansforge.hdl.shell.DecoderShell` of the small tANS decoder (3-bit counts, no CRC) alone,
+    its coder's side free: ``fire`` in any clock where the shell asks for pairs (``run``) and the coder
+    is past its prologue (``decoding``; both are what the coder's ``fire`` requires), every other
+    coder output (``decoding``, ``starved``, ``no_marker``, the end-check facts, ``out_valid``) and
+    ``words.ready`` free in every clock, commands and words offered in any clock, resets in any clock.
+    The harness keeps, per command, its counts ``N`` and ``Nw``, the pairs ``k`` decoded and the words
+    ``t`` taken since it was accepted, the commands not yet reported, and which of them decoded all
+    its pairs. Asserted for every sequence: ``run`` only while ``k < N``, and while the command runs
+    with ``k < N`` and no report held, ``run`` is high (no early stop); the command's words go to
+    the coder one for one and no word beyond ``Nw`` is taken (``ended`` exactly when ``t = Nw``),
+    every word offered while ``t < Nw`` passes when the coder takes it; one ``done`` per command
+    accepted (never more; at most two owed besides one whose ``done`` is high), and ``done`` with
+    status ``OK`` only for a command that decoded exactly ``N`` pairs. The shell's counters are tied to the harness's by auxiliary
+    assertions (:attr:`~ansforge.hdl.shell.DecoderShell.probe`), so that the k-induction closes."""
+    if core == "rans-decoder":
+        return rans_decoder_counts_bench(core, mutant)
+    b = Bench(free_reset=True)
+    m = b.m
+    bits, sh = 3, SMALL["tans"]                         # small_core's count_bits
+    W, R = sh["word_bits"], sh["table_log"]
+    shell = DecoderShell(decoder_command_layout(R, _bits(W - 1), bits), W, block_crc=False,
+                         mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    m.submodules.shell = elaborated_block(shell)
+    pr = shell.probe
+    for port in (shell.cmd.valid, shell.cmd.p, shell.i.valid, shell.i.p, shell.words.ready, shell.fire,
+                 shell.decoding, shell.starved, shell.no_marker, shell.final_state_zero, shell.window_empty,
+                 shell.out_valid):
+        m.d.comb += port.eq(AnySeq(len(Value.cast(port))))
+    m.d.comb += Assume(~shell.fire | (shell.run & shell.decoding))
+    accept, take, fed = transfer_of(shell.cmd), transfer_of(shell.i), transfer_of(shell.words)
+    due = pr["reporting"] & ~shell.out_valid           # the shell's done comes in the next clock
+    led = CommandLedger(b, bits, shell.cmd, take, shell.fire, shell.done, pr["finishing"], due)
+    N, Nw, k, t, pend_full = led.N, led.Nw, led.k, led.t, led.pend_full
+    running = pr["run"] & ~accept                       # the clock belongs to the running command
+    with m.If(shell.run):
+        m.d.comb += Assert(pr["run"] & (k != N), "run is high while the command has no pairs left")
+    with m.If(running & (k != N) & shell.decoding & ~(pr["reporting"] & shell.out_valid)):
+        m.d.comb += Assert(shell.run, "run is low while the command has pairs left")
+    with m.If(~pr["idle"] & ~accept):
+        m.d.comb += Assert(shell.ended == (t == Nw), "ended is not 'every word of the command taken'")
+    with m.If(take & ~accept):
+        m.d.comb += Assert(~pr["idle"] & (t != Nw), "a word beyond the command's is taken")
+    with m.If(running):
+        m.d.comb += [Assert(fed == take, "a word of the command does not go to the coder"),
+                     Assert(shell.i.ready == (shell.words.ready & (t != Nw)), "a word the coder takes is not taken")]
+    with m.If(~pr["run"] & ~accept):
+        m.d.comb += Assert(~shell.words.valid, "a word goes to the coder outside a command")
+    with m.If(accept):
+        m.d.comb += Assert(fed == take, "the command's first word does not go to the coder")
+    led.check_reports(shell.done, shell.status, pr["idle"], pr["reporting"], pr["drain"] | pr["check"])
+    # Auxiliary invariants: the shell's registers against the harness's counts.
+    m.d.comb += Assert(pr["rem_zero"] == (pr["remaining"] == 0), "inv: rem_zero")
+    with m.If(~pr["idle"]):
+        m.d.comb += [Assert(pr["no_words"] == (t == Nw), "inv: no_words"),
+                     Assert(pr["words_left"] - pr["lag"] == Nw - t, "inv: words_left")]
+    with m.If(pr["run"]):
+        m.d.comb += Assert(pr["remaining"] == N - k, "inv: remaining")
+    with m.If((pr["reporting"] | pr["drain"] | pr["check"]) & (pr["report"] == DecodeStatus.OK)):
+        m.d.comb += Assert(pend_full, "inv: a waiting OK report is of a command that decoded its pairs")
+    b.cover(shell.done & (shell.status == DecodeStatus.OK) & (N == (1 << bits) - 1),
+            "a command of the largest count reported OK")
+    b.cover(pr["run"] & accept & (led.owed == 2), "back to back: a command accepted while the previous one's report waits")
+    return b

@@ -1,0 +1,416 @@
+"""The tANS cores' pipeline lemmas (``encoder_pipeline``, ``decoder_pipeline``: the coder is
+the golden coder for any timing) and ``composition`` (the blocks composed; ``docs/formal.md``,
+Round 7). The rANS cores' pipelines are dispatched to :mod:`.lemmas_rans`.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Array, Assert, Assume, Cat, Mux, Signal, Value
+from amaranth.hdl._ast import AnyConst, AnySeq
+from amaranth.lib import data
+
+from ...hdl.mutants import MUTANTS
+from ...hdl.tans import TansDecoder
+from ...model.coding.codetable import CodeTable
+from ...model.coding.tans import TansParams, TansTable
+from .params import SMALL, small_core
+from .benches import (unused_ok, Bench, TablePlatform, elaborated_block, free_core, load_tracker, mask, tans_layout,
+                      transfer_of)
+from .lemmas_rans import rans_decoder_pipeline_bench, rans_encoder_pipeline_bench
+from .lemmas_tans import ShadowQueue, tans_encoder_step
+
+
+def encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
+    """The encoder's coder is the golden encoder for any timing (``encoder_pipeline``, condition 1 of
+    the composition: back-to-back pairs; the rANS encoder's: :func:`rans_encoder_pipeline_bench`).
+
+    :class:`~ansforge.hdl.tans.TansEncoderCoder` of the small tANS encoder alone, on an arbitrary table
+    held in its memories (:class:`TablePlatform`: every symbol row ``AnyConst`` with ``nb_high <= R``,
+    ``k <= K`` and ``n`` never below 0 (``nb_high >= 1`` or ``threshold <= L``), which every legal row
+    meets (a symbol of all ``L`` slots has ``nb_high = 0`` and ``threshold = L``); every slot's state
+    ``AnyConst``; no writes), pairs offered in any clock (back to back or not, any
+    symbol and extra bits), ``o.ready`` free, resets in any clock, and the flush as the shell gives
+    it: once asked for, held until ``flushed``, with no pair entering meanwhile except in the clock
+    of ``flushed`` (the next command's first). The harness runs the golden encoder beside it
+    (:func:`tans_encoder_step` per pair taken, in the clock it is taken; the final state and its
+    marker appended when the flush is first asked for): its state ``X`` and its queue of pushed bits
+    not yet taken from ``o``. Asserted for every sequence: every word taken from ``o`` is the queue's
+    next ``W`` bits (zero-padded), marked ``last`` exactly when it ends the flushed stream, and a
+    stream's ``flushed`` leaves the queue empty. The pipeline's registers
+    (:attr:`~ansforge.hdl.tans.TansEncoderCoder.probe`) are tied to the golden state by auxiliary
+    assertions (what is in each stage, the golden queue being ``o``, the accumulator, stage 3's
+    bits, stage 1's pair stepped from the coder's ``X``, and the marker not yet inserted), so that
+    the k-induction closes."""
+    if core == "rans-encoder":
+        return rans_encoder_pipeline_bench(core, mutant)
+    b = Bench(free_reset=True)
+    m = b.m
+    sh = SMALL["tans"]
+    R, K, W, L = sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"]
+    enc = small_core("tans-encoder", mutant if mutant and MUTANTS[mutant].core == core else None)
+    unused_ok(enc)                                      # only its coder is built
+    coder = enc.coder
+    b.platform = TablePlatform()
+    layout = tans_layout(coder.sym_cfg.p.data)
+    n_sym = sh["max_symbols"]
+    rows = [Signal(layout, name=f"sym_row{q}") for q in range(n_sym)]
+    states = [Signal(R, name=f"slot_state{j}") for j in range(L)]
+    def table_row(r):       # n = nb_high - (X < threshold) in 0..R for every X >= L; k <= K
+        return (r.nb_high <= R) & (r.k <= K) & ((r.nb_high != 0) | (r.threshold <= L))
+    for r in rows:
+        m.d.comb += [Value.cast(r).eq(AnyConst(layout.size)), Assume(table_row(r))]
+    m.d.comb += [st.eq(AnyConst(R)) for st in states]
+    b.platform.contents["sym"] = [Value.cast(r) for r in rows]
+    b.platform.contents["state"] = states
+    m.submodules.coder = elaborated_block(coder)
+    pr = coder.probe
+    m.d.comb += [coder.sym_cfg.valid.eq(0), coder.state_cfg.valid.eq(0), coder.sym_cfg.p.eq(0), coder.state_cfg.p.eq(0),
+                 coder.i.valid.eq(AnySeq(1)), coder.i.p.eq(AnySeq(len(Value.cast(coder.i.p)))),
+                 coder.o.ready.eq(AnySeq(1)), coder.flush.eq(AnySeq(1))]
+    QB = 48                                             # the golden queue (more than the pipeline holds)
+    X = Signal(R + 1, init=L, name="golden_x")
+    queue = Signal(QB, name="golden_queue")             # bits pushed, not yet taken from o; the oldest at 0
+    qlen = Signal(range(QB + 1), name="golden_queue_len")
+    fs = Signal(name="golden_flush")                    # the flush asked for, its marker appended, not yet flushed
+    take, out = transfer_of(coder.i), transfer_of(coder.o)
+    # The flush, as the shell gives it: held from the clock it is asked for until flushed; no pair
+    # enters meanwhile except in the clock of flushed.
+    m.d.comb += [Assume(~fs | coder.flush), Assume(~(coder.flush & take) | coder.flushed)]
+    # The golden step of the pair taken this clock (its row read at its symbol, as the model's).
+    row = Signal(layout, name="golden_row")
+    m.d.comb += Value.cast(row).eq(Array([Value.cast(r) for r in rows])[coder.i.p.symbol])
+    n, slot, nxt, bits, length = tans_encoder_step(m, X, row, coder.i.p.extra, "golden")
+    m.d.comb += nxt.eq(L | Array(states)[slot])
+    # This clock's queue after o's transfer, then the pair's bits or the flush's marker behind it.
+    q1, l1 = Signal(QB, name="queue_after_word"), Signal(range(QB + 1), name="len_after_word")
+    m.d.comb += [q1.eq(Mux(out, queue >> W, queue)), l1.eq(Mux(out, Mux(qlen >= W, qlen - W, 0), qlen))]
+    start = coder.flush & ~fs                           # the flush is asked for (first clock)
+    with m.If(b.rst):
+        m.d.past += [X.eq(L), queue.eq(0), qlen.eq(0), fs.eq(0)]
+    with m.Elif(start & ~take):
+        m.d.past += [queue.eq(q1 | (X << l1)[:QB]), qlen.eq(l1 + R + 1), X.eq(L), fs.eq(1)]
+    with m.Else():
+        with m.If(take):
+            m.d.past += [queue.eq(q1 | (bits << l1)[:QB]), qlen.eq(l1 + length), X.eq(nxt)]
+        with m.Else():
+            m.d.past += [queue.eq(q1), qlen.eq(l1)]
+        with m.If(coder.flushed):
+            m.d.past += fs.eq(0)
+    with m.If(out):
+        m.d.comb += [Assert(qlen != 0, "a word from an empty stream"),
+                     Assert(coder.o.p.data == queue[:W], "a word is not the golden stream's next bits"),
+                     Assert(coder.o.p.last == (fs & (qlen <= W)), "last does not mark the flushed stream's end")]
+    with m.If(coder.flushed):
+        m.d.comb += Assert(fs & (qlen <= W), "flushed before the stream's last bits")
+    m.d.comb += Assert(qlen <= QB - W, "the golden queue overflows (a word is not taken out)")
+    # Auxiliary invariants: the pipeline's registers against the golden encoder.
+    v1, e1, base1, extra1 = pr["v1"], pr["e1"], pr["base1"], pr["extra1"]
+    v3, bits3, len3, acc, cnt, Xc, FL = pr["v3"], pr["bits3"], pr["len3"], pr["acc"], pr["cnt"], pr["x"], pr["flushing"]
+    n1, slot1, nxt1, bits1, len1 = tans_encoder_step(m, Xc, e1, extra1, "stage1")
+    m.d.comb += nxt1.eq(L | Array(states)[slot1])
+    ahead = Signal(R + 1, name="x_ahead")               # the coder's X once stage 1's pair has stepped
+    m.d.comb += ahead.eq(Mux(v1, nxt1, Xc))
+    pend = Signal(name="marker_pending")                # the golden marker is appended, the coder's not yet
+    m.d.comb += pend.eq(fs & ~FL)
+    olen = Signal(range(W + 1), name="o_len")
+    m.d.comb += olen.eq(Mux(coder.o.valid, Mux(qlen >= W, W, qlen), 0))
+    s3 = Signal(range(QB + 1), name="after_acc")
+    s1 = Signal(range(QB + 1), name="after_stage3")
+    s0 = Signal(range(QB + 1), name="after_stage1")
+    m.d.comb += [s3.eq(olen + cnt), s1.eq(s3 + Mux(v3, len3, 0)), s0.eq(s1 + Mux(v1, len1, 0))]
+    model = Signal(QB, name="pipeline_bits")
+    m.d.comb += model.eq(Mux(coder.o.valid, coder.o.p.data, 0) | (acc << olen)[:QB] | Mux(v3, bits3 << s3, 0)[:QB]
+                         | Mux(v1, bits1 << s1, 0)[:QB] | Mux(pend, ahead << s0, 0)[:QB])
+    m.d.comb += [Assert(queue == model, "inv: the golden queue is o, the accumulator and the stages' bits"),
+                 Assert(qlen == s0 + Mux(pend, R + 1, 0), "inv: the golden length"),
+                 Assert(X == Mux(fs, L, ahead), "inv: the golden state is the coder's, stage 1 stepped"),
+                 Assert(Xc[R] & ((acc >> cnt) == 0) & ((bits3 >> len3) == 0) & (cnt < W) & (len3 <= R + K),
+                        "inv: the coder's registers are in range"),
+                 Assert(~coder.o.valid | coder.o.p.last | (qlen >= W), "inv: a full word on o"),
+                 Assert(~coder.o.valid | (qlen != 0), "inv: a word on o is in the golden queue"),
+                 Assert(~(fs & coder.o.valid & ~coder.o.p.last) | (qlen > W),
+                        "inv: a flushed stream goes on after a word not last"),
+                 Assert((queue >> qlen) == 0, "inv: the golden queue is zero above its bits"),
+                 Assert(~coder.o.valid | ~coder.o.p.last | (FL & (qlen <= W) & (s3 == olen) & ~v3 & ~v1),
+                        "inv: a last word on o is the stream's end"),
+                 Assert(~v1 | (base1 == (e1.cum - e1.freq)[:R]), "inv: stage 1's slot base"),
+                 Assert(~v1 | table_row(e1), "inv: stage 1's row is a table row"),
+                 Assert(~FL | (fs & ~v1 & (Xc == L)), "inv: the coder flushes only when asked, from L, stage 1 empty")]
+    b.cover(take & v1 & v3 & out, "back to back: a pair taken with one in each stage while a word is taken")
+    b.cover(coder.flushed & take & b.past(out, "out1"), "a stream flushed after a word, the next one's first pair taken")
+    return b
+
+
+def decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
+    """The decoder's coder is the abstract decoder over its bit queue, for any history and timing
+    (``decoder_pipeline``, the rest of condition 2 of the composition; the rANS decoder's:
+    :func:`rans_decoder_pipeline_bench`).
+
+    :class:`~ansforge.hdl.tans.TansDecoderCoder` of the small tANS decoder alone, as shipped (programmable:
+    its table write path included), its table an arbitrary constant (the memory's contents) whose rows are
+    legal-shaped (``nb <= R``, ``nb <= need <= nb + K``, ``base`` with ``nb`` zero low bits), table writes
+    of legal-shaped rows in any clock (a write also moves the state to its address: the abstract decoder
+    follows), streams started in any clock from their top (``resume = 0``: the marker word, then the
+    state) or resumed (``resume = 1``) at any state and offset, words offered in any clock once a stream
+    has started, ``run``, ``ended`` and ``o.ready`` free; streams that are not read past their end (no
+    pair decoded, and no head state read, with fewer bits held than it needs: an ``Assume``; ``detection``
+    covers those). The harness keeps the bit queue (as ``window_queue``), the abstract state and the
+    pairs decoded and not yet taken from ``o``; a stream from its top first reads its marker skip (the
+    first word's bits down to its highest set bit) and then ``R`` bits, the state; at each pair it
+    decodes the queue's next ``need`` bits with the row of its state (the first ``need - nb`` bits are
+    the extra bits, the next ``nb`` give ``next = base | v``). Asserted for every sequence: the coder's
+    state is the abstract state; the head reads are those two; a pair reads exactly its ``need`` bits;
+    every pair taken from ``o`` is the next abstract pair (none lost, none twice, in order, under any
+    back-pressure); ``pending`` exactly while pairs are owed. So a pair decoded after any history is
+    decoded as ``decoder_step`` decodes it from the same state and bits."""
+    if core == "rans-decoder":
+        return rans_decoder_pipeline_bench(core, mutant)
+    b = Bench(free_reset=True)
+    m = b.m
+    sh = SMALL["tans"]
+    R, K, W = sh["table_log"], sh["max_extra_bits"], sh["word_bits"]
+    F = R + K
+    # The shipped build, table write path included (programmable): the table's contents are the
+    # harness's (a baked table, a real one with the pinned frequencies, only gives the memory its shape).
+    baked = TansTable(CodeTable((0, 1, 2), (3, 4, 5, 6), 0, (13, 9, 7, 3), R), TansParams(table_log=R), "fse")
+    dec = TansDecoder(**sh, programmable=True, block_crc=False, count_bits=3, table=baked,
+                      mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    unused_ok(dec)                                      # only its coder is built
+    coder = dec.coder
+    # The table: any constant (the memory's contents from the first clock, :class:`TablePlatform`).
+    b.platform = TablePlatform()
+    elayout = coder.entry_layout
+    rows = [Signal(elayout, name=f"dec_row{a}") for a in range(1 << R)]
+    m.d.comb += [Value.cast(r).eq(AnyConst(elayout.size)) for r in rows]
+    b.platform.contents["dec"] = [Value.cast(r) for r in rows]
+    m.submodules.coder = elaborated_block(coder)
+    pr = coder.probe
+    win = pr["window"]
+    slots, nw = win.probe["slots"], win.probe["nw"]
+    N = len(slots)
+    NW = N * W
+    QW = NW + W
+    entry = pr["entry"]
+    m.d.comb += [coder.start.valid.eq(AnySeq(1)), coder.start.p.resume.eq(AnySeq(1)),
+                 coder.start.p.state.eq(AnySeq(R)), coder.start.p.bit.eq(AnySeq(len(coder.start.p.bit))),
+                 coder.i.valid.eq(AnySeq(1)), coder.i.payload.eq(AnySeq(W)), coder.run.eq(AnySeq(1)),
+                 coder.ended.eq(AnySeq(1)), coder.o.ready.eq(AnySeq(1))]
+    begun = Signal(name="begun")                        # a stream has been started
+    with m.If(b.rst):
+        m.d.past += begun.eq(0)
+    with m.Elif(coder.start.valid):
+        m.d.past += begun.eq(1)
+    m.d.comb += Assume(~coder.i.valid | begun | coder.start.valid)
+    def legal(r):           # a legal-shaped row: nb <= R, k = need - nb <= K, base with nb zero low bits
+        return (r.nb <= R) & (r.need >= r.nb) & (r.need <= r.nb + K) & ((r.base & mask(r.nb, R)) == 0)
+
+    for r in rows:
+        m.d.comb += Assume(legal(r))
+    # Table writes in any clock (the shell passes them only between commands; here also during a
+    # stream), of legal-shaped rows. A write moves the coder's state to its address (the table is written
+    # at the state register's address): the abstract decoder follows, as a resume at that state would.
+    cfg = coder.cfg
+    m.d.comb += [cfg.valid.eq(AnySeq(1)), Value.cast(cfg.p).eq(AnySeq(len(Value.cast(cfg.p)))),
+                 Assume(~cfg.valid | legal(cfg.p.data))]
+    # Every row the coder reads is one of those: the contents or a legal write. (Sound: no trace from
+    # reset reads another; it pins the written rows' registers in the induction's first clocks.)
+    m.d.comb += Assume(legal(pr["entry"]))
+    # The bit queue (window_queue's model), driven by what the window is given and read.
+    sq = ShadowQueue(b, win, QW)
+    queue, count = sq.queue, sq.count
+    # The abstract decode of this clock's pair: the row of the state, the queue's next need bits.
+    k = Signal(range(K + 1), name="pair_k")
+    m.d.comb += k.eq(entry.need - entry.nb)
+    ext = Signal(K, name="expected_extra")
+    v = Signal(R, name="expected_state_bits")
+    m.d.comb += [ext.eq(queue >> (QW - k).as_unsigned()),
+                 v.eq((queue >> (QW - entry.need).as_unsigned()) & mask(entry.nb, R))]
+    nxt = Signal(R, name="expected_next")
+    m.d.comb += nxt.eq(entry.base | v)
+    pair_layout = data.StructLayout({"symbol": len(entry.symbol), "extra": K})
+    expect = Signal(pair_layout, name="expected_pair")
+    m.d.comb += [expect.symbol.eq(entry.symbol), expect.extra.eq(ext)]
+    fire = coder.fire
+    m.d.comb += Assume(~fire | (count >= entry.need))     # no stream is read past its end
+    # A stream started from its top (resume = 0): the abstract prologue reads the marker skip (the
+    # first word's bits above its highest set bit, and that bit) and then R bits, the state.
+    phase, first, no_marker = pr["phase"], pr["first"], pr["no_marker"]
+    SKIP, STATE, DECODE = 0, 1, pr["decode_phase"]
+    top = queue[QW - W:]                                # the queue's first word (the marker word)
+    mskip = Signal(range(W + 1), name="expected_marker_skip")
+    for bit in range(W):
+        with m.If(top[bit]):
+            m.d.comb += mskip.eq(W - bit)
+    skip_read = Signal(name="skip_read")
+    state_read = Signal(name="state_read")
+    m.d.comb += [skip_read.eq(begun & (phase == SKIP) & (win.n != 0)),
+                 state_read.eq(begun & (phase == STATE) & (win.n != 0))]
+    m.d.comb += Assume(~state_read | (count >= R))       # (nor its head)
+    xs = Signal(R, name="abstract_state")
+    with m.If(b.rst):
+        m.d.past += xs.eq(0)
+    with m.Elif(coder.start.valid):
+        m.d.past += xs.eq(coder.start.p.state)
+    with m.Elif(cfg.valid):
+        m.d.past += xs.eq(cfg.p.addr)
+    with m.Elif(fire):
+        m.d.past += xs.eq(nxt)
+    with m.Elif(state_read):
+        m.d.past += xs.eq(queue[QW - R:])
+    # The pairs owed: e0 the oldest, e1 the next; fc of them.
+    e0, e1 = Signal(pair_layout, name="owed0"), Signal(pair_layout, name="owed1")
+    fc = Signal(range(3), name="owed")
+    pop = transfer_of(coder.o)
+    with m.If(b.rst):
+        m.d.past += fc.eq(0)
+    with m.Else():
+        m.d.past += fc.eq(fc + fire - pop)
+        with m.If(pop):
+            m.d.past += e0.eq(Mux(fire & (fc == 1), expect, e1))
+            with m.If(fire):
+                m.d.past += e1.eq(expect)
+        with m.Elif(fire):
+            with m.If(fc == 0):
+                m.d.past += e0.eq(expect)
+            with m.Else():
+                m.d.past += e1.eq(expect)
+    m.d.comb += Assert(coder.state == xs, "the coder's state is not the abstract decoder's")
+    m.d.comb += Assert(fire | (win.n == 0) | skip_read | state_read, "bits are read without a pair")
+    with m.If(skip_read):
+        m.d.comb += Assert(~first & (count >= W) & (top != 0) & (win.n == mskip),
+                           "the marker skip is not the first word's bits down to its highest set bit")
+    with m.If(state_read):
+        m.d.comb += Assert(win.n == R, "the stream head's state read is not R bits")
+    with m.If(fire):
+        m.d.comb += [Assert(win.n == entry.need, "a pair does not read exactly its need bits"),
+                     Assert((fc != 2) | pop, "a pair is decoded over one still owed")]
+    with m.If(pop):
+        m.d.comb += [Assert(fc != 0, "a pair on o that was not decoded"),
+                     Assert(Value.cast(coder.o.p) == Value.cast(e0), "a pair on o is not the next decoded pair")]
+    m.d.comb += Assert(coder.pending == (fc != 0), "pending is not 'pairs owed'")
+    # Auxiliary invariants: the window as in window_queue, the pipeline's registers against the owed pairs.
+    sq.invariants()
+    m.d.comb += Assert(count <= NW, "inv: the window holds the queue")
+    p_valid = pr["p_valid"]
+    p_extra = Signal(K, name="p_extra")
+    p_k = Signal(range(K + 1), name="p_k")
+    m.d.comb += [p_k.eq(pr["p_need"] - pr["p_nb"]), p_extra.eq((pr["p_top"] << p_k)[K:2 * K])]
+    p_pair = Cat(pr["p_symbol"], p_extra)
+    newest = Mux(fc == 2, Value.cast(e1), Value.cast(e0))
+    m.d.comb += [Assert(fc == coder.o.valid + p_valid, "inv: the owed pairs are in o and the pair register"),
+                 Assert(~coder.o.valid | (Value.cast(coder.o.p) == Value.cast(e0)), "inv: o holds the oldest owed pair"),
+                 Assert(~p_valid | (p_pair == newest), "inv: the pair register holds the newest owed pair"),
+                 Assert(~p_valid | (pr["p_need"] >= pr["p_nb"]) & (pr["p_need"] - pr["p_nb"] <= K), "inv: the pair's k"),
+                 Assert(phase <= DECODE, "inv: a phase"),
+                 Assert(~first | begun & (phase == SKIP) & (count == 0) & (nw == 0) & (sq.skip == 0),
+                        "inv: waiting for the marker word"),
+                 Assert(no_marker == (begun & (phase == SKIP) & ~first & (top == 0)), "inv: no marker"),
+                 Assert(~(begun & (phase == SKIP)) | first | (count >= W) & (pr["marker_skip"] == mskip),
+                        "inv: the marker word is held and its skip computed"),
+                 Assert(begun | (count == 0) & (nw == 0) & (sq.skip == 0) & (phase == SKIP) & ~first,
+                        "inv: before a stream")]
+    fired = b.past(fire, "fired")
+    b.cover(fire & fired & pop & (entry.need != 0), "pairs decoded back to back while one is taken")
+    b.cover((fc == 2) & ~coder.o.ready & fired, "two pairs owed, held under back-pressure")
+    b.cover(fire & coder.ended & (count < F) & (fc == 1), "a pair decoded at a stream's end from a partial field")
+    from_top = Signal(name="from_top")                  # the current stream was started from its top
+    wrote = Signal(name="wrote")                        # a table row was written before it
+    with m.If(b.rst):
+        m.d.past += [from_top.eq(0), wrote.eq(0)]
+    with m.Elif(coder.start.valid):
+        m.d.past += from_top.eq(~coder.start.p.resume)
+    with m.If(cfg.valid):
+        m.d.past += wrote.eq(1)
+    b.cover(fire & from_top & wrote, "a pair decoded from a stream's top, after a table write")
+    return b
+
+
+def composition_bench(core: str, mutant: str | None) -> Bench:
+    """The lemmas' environments hold inside the core (``composition``): what each composition lemma of
+    ``core`` assumes of the block beside it, asserted on the whole core, shell and coder wired as
+    shipped, so that the chain of lemmas is joined by checked facts instead of an argument.
+
+    The small core with every input free as in ``stream_rules`` (input streams obey the stream rules,
+    table writes and resets in any clock); rANS decoder: a ``resume`` command's state is a legal
+    checkpoint's (normalized, or the stream has no word). Asserted in every clock, per core:
+
+    * every core: table writes reach the coder only while the shell is idle (the pipeline lemmas hold
+      their table constant over a stream, or follow a write as a resume);
+    * tANS decoder (``decoder_counts``, ``decoder_pipeline``): a pair is decoded only while the shell
+      runs the coder and its prologue is over; no word reaches the coder before its first stream starts;
+    * tANS encoder (``encoder_counts``, ``encoder_pipeline``): a pair enters only while the shell lets
+      pairs through; ``flushed`` only while the flush is asked for; once asked for, the flush is held
+      until ``flushed``, with no pair meanwhile but in the clock of ``flushed``;
+    * rANS encoder (``encoder_counts``, ``encoder_pipeline``): a pair enters only while the shell runs
+      the coder; a word leaves only while the coder holds one; ``start``, ``run`` and ``flush`` one at a
+      time;
+    * rANS decoder (``decoder_counts``, ``decoder_pipeline``): a pair only while the shell runs the
+      coder, and only after a state was loaded; no word and no pair in a load's clock; no word once
+      ``ended``, which drops only in a load's clock or the next; decoding starts (the first pair after a load) from a
+      normalized state or once the stream has no word left.
+
+    k-induction where it closes, else bounded (depth 20)."""
+    # (The rANS decoder on its baked pinned table, cfg idle: with table writes the bounded check took
+    # 97 s, against CI's budget; its table-write gate is the encoder's ``_gate_cfg``, checked there.)
+    b, dut, outs = free_core(core, mutant, elaborated=True, pinned=core == "rans-decoder")
+    m = b.m
+    shell, coder = b.dut_module.submodules.shell, b.dut_module.submodules.coder
+    if core == "rans-decoder":
+        sh = SMALL["rans"]
+        lo = 1 << (sh["state_bits"] - sh["word_bits"])
+        m.d.comb += Assume(~dut.cmd.valid | ~dut.cmd.p.resume | (dut.cmd.p.state >= lo) | (dut.cmd.p.words == 0))
+    for port in ("cfg", "sym_cfg", "state_cfg"):
+        if port in coder.signature.members:
+            with m.If(getattr(coder, port).valid):
+                m.d.comb += Assert(shell.idle, "a table write reaches the coder while the shell is not idle")
+    if core == "tans-decoder":
+        begun = Signal(name="begun")
+        with m.If(b.rst):
+            m.d.past += begun.eq(0)
+        with m.Elif(coder.start.valid):
+            m.d.past += begun.eq(1)
+        with m.If(coder.fire):
+            m.d.comb += Assert(shell.run & coder.decoding, "a pair is decoded outside the shell's run or the prologue")
+        with m.If(coder.i.valid):
+            m.d.comb += Assert(begun | coder.start.valid, "a word reaches the coder before its first stream")
+        b.cover(coder.fire & b.past(coder.fire, "fired"), "pairs back to back")
+    elif core == "tans-encoder":
+        take = transfer_of(coder.i)
+        asked = Signal(name="flush_asked")          # the flush is asked for and not yet flushed
+        with m.If(b.rst):
+            m.d.past += asked.eq(0)
+        with m.Else():
+            m.d.past += asked.eq((asked | coder.flush) & ~coder.flushed)
+        with m.If(shell.pair):
+            m.d.comb += Assert(shell.take, "a pair enters while the shell does not let pairs through")
+        with m.If(shell.flushed):
+            m.d.comb += Assert(shell.flush, "flushed while the flush is not asked for")
+        with m.If(asked & ~b.rst):
+            m.d.comb += Assert(coder.flush, "the flush is not held until flushed")
+        with m.If(coder.flush & take):
+            m.d.comb += Assert(coder.flushed, "a pair enters while the flush is asked for")
+        b.cover(coder.flushed & take, "the next stream's first pair in the clock of flushed")
+    elif core == "rans-encoder":
+        with m.If(coder.step):
+            m.d.comb += Assert(coder.run, "a pair enters while the shell does not run the coder")
+        with m.If(transfer_of(coder.o)):
+            m.d.comb += Assert(coder.held != 0, "a word leaves while the coder holds none")
+        m.d.comb += Assert((coder.start + coder.run + coder.flush) <= 1, "start, run and flush at once")
+        b.cover(coder.step & b.past(coder.flush, "flushing"), "a pair in the clock after a flush word (back to back)")
+    else:
+        with m.If(coder.step):
+            m.d.comb += Assert(coder.run, "a pair is decoded while the shell does not run the coder")
+        with m.If(coder.load):
+            m.d.comb += Assert(~coder.i.valid & ~coder.run, "a word or a pair in a load's clock")
+        with m.If(coder.ended):
+            m.d.comb += Assert(~coder.i.valid, "a word reaches the coder after the stream's end")
+        loaded, fresh, kept = load_tracker(b, coder)
+        with m.If(coder.run):
+            m.d.comb += Assert(loaded, "a pair is asked for before any state was loaded")
+        with m.If(coder.run & fresh):
+            m.d.comb += Assert((coder.state >= lo) | (coder.ended & ~coder.buffered),
+                               "decoding starts from a state below 2**(S - W) while words remain")
+        with m.If(kept):
+            m.d.comb += Assert(coder.ended, "ended drops without a load")
+        b.cover(coder.step & coder.ended & ~coder.buffered, "a pair decoded after the stream's last word")
+    return b

@@ -1,0 +1,322 @@
+"""The port properties of every core: ``stream_rules``, ``out_of_reset``, ``progress``, and the
+bounded ``round_trip`` (one-state and interleaved cores) and ``detection`` (decoders). Each builder
+returns a :class:`~.benches.Bench`; what each asserts is in the package docstring and ``docs/formal.md``.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Array, Assert, Assume, Cat, Const, Mux, Signal, Value
+from amaranth.hdl._ast import AnyConst, AnySeq
+from amaranth.utils import bits_for as _bits
+
+from ...hdl.common import DecodeStatus
+from ...hdl.mutants import MUTANTS
+from .params import (DETECTION_BOUND, DETECTION_WORDS, IDLE_EMPTY, PROGRESS_CLOCKS, ROUND_TRIP_PAIRS, SMALL, SMALL_XN,
+                     STACK_WORDS, TABLES, TABLE_FIRST, XN_BAKED, XN_ROUND_TRIP_CLOCKS, XN_ROUND_TRIP_PAIRS,
+                     data_table_clocks, pinned_tans_x2_table, round_trip_clocks, round_trip_pairs, small_core,
+                     uses_direct_table, uses_local_table, uses_pinned_table)
+from .benches import Bench, LegalTable, LocalTansTable, free_core, streams_of, transfer_of
+
+
+def stream_rules_bench(core_name: str, mutant: str | None) -> Bench:
+    b, dut, outs = free_core(core_name, mutant, pinned=core_name == "rans-encoder")
+    m = b.m
+    for name, port in outs:
+        b.check_output(port, name)
+    if IDLE_EMPTY[core_name]:
+        # A core that accepts a command holds nothing on its output: the tANS decoder's coder empties
+        # ``o`` when a stream starts, so the hold rule needs this invariant for k-induction to close.
+        with m.If(dut.cmd.ready & ~b.rst):
+            m.d.comb += Assert(~dut.o.valid, "o.valid while cmd.ready")
+    return b
+
+
+def out_of_reset_bench(core_name: str, mutant: str | None) -> Bench:
+    b, dut, outs = free_core(core_name, mutant)
+    m = b.m
+    # The clock after any reset (whatever came before it) holds no output valid and no done ...
+    with m.If(b.p_rst):
+        for name, port in outs:
+            m.d.comb += Assert(~port.valid, f"{name}.valid in the clock after a reset")
+        m.d.comb += Assert(~dut.done, "done in the clock after a reset")
+    # ... and from power-on nothing comes out until a command has been accepted (resets, table
+    # writes, words and pairs offered meanwhile). Together: a reset core is silent until commanded,
+    # as far as the registers behind the outputs go (a register the reset forgets deeper inside is
+    # caught where it corrupts a later command: round_trip, detection).
+    quiet = Signal(init=1, name="quiet")
+    m.d.past += quiet.eq(quiet & ~transfer_of(dut.cmd))
+    with m.If(quiet):
+        for name, port in outs:
+            m.d.comb += Assert(~port.valid, f"{name}.valid before the first command")
+        m.d.comb += Assert(~dut.done, "done before the first command")
+    after_reset = Signal(name="reset_seen")
+    m.d.past += after_reset.eq(after_reset | (b.rst & ~quiet))
+    for name, port in outs:
+        b.cover(after_reset & ~b.rst & transfer_of(port), f"{name}: a transfer after a command and a reset")
+    return b
+
+
+def progress_bench(core_name: str, mutant: str | None) -> Bench:
+    b = Bench(free_reset=False)
+    m = b.m
+    m.submodules.dut = dut = small_core(core_name, mutant, baked=core_name in ("rans-decoder", *XN_BAKED))
+    ins, outs = streams_of(dut)
+    if core_name in XN_BAKED:
+        m.d.comb += dut.cfg.valid.eq(0)
+        ins = [(n, p) for n, p in ins if n != "cfg"]
+    table = None
+    if ("progress", core_name) in TABLE_FIRST:
+        # The rANS symbol search ends only on a legal symbol table (bucket entries may be anything);
+        # a tANS decoder with a constant table is what z3 checks to depth 20 in CI's time.
+        table = LegalTable(b, core_name.split("-")[0], pinned=True)
+        table.program(dut, role="dec")
+    eager = Signal(name="eager")                 # from here on, inputs offered and outputs taken
+    m.d.past += eager.eq(eager | AnySeq(1))
+    for name, port in ins:
+        if name == "cfg" and table is not None:
+            continue
+        b.source(port, name)
+        is_cfg = name.endswith("cfg")
+        with m.If(eager):
+            m.d.comb += Assume(port.valid == (0 if is_cfg else 1))
+    if table is not None:
+        # After the table: writes to the bucket table only (any contents), as the environment likes.
+        free_valid, free_payload = Signal(name="cfg_free_valid"), Signal(len(Value.cast(dut.cfg.p)), name="cfg_free_p")
+        m.d.comb += [free_valid.eq(AnySeq(1) & ~eager), free_payload.eq(AnySeq(len(free_payload)))]
+        ib = len(dut.cfg.p.addr) - 1
+        with m.If(~table.prog):
+            m.d.comb += [dut.cfg.valid.eq(free_valid if table.family == "rans" else 0), dut.cfg.p.eq(free_payload)]
+            m.d.comb += Assume(free_payload[ib] == 1)     # the bucket bit of the address
+        with m.If(table.prog):
+            m.d.comb += Assume(~eager)
+    for name, port in outs:
+        m.d.comb += port.ready.eq(AnySeq(1))
+        with m.If(eager):
+            m.d.comb += Assume(port.ready)
+    if table is not None:
+        with m.If(table.prog):
+            m.d.comb += Assume(~dut.cmd.valid)
+    moved = Cat(*(transfer_of(p) for _, p in ins + outs)).any()
+    wait = Signal(8, name="clocks_without_transfer")
+    m.d.past += wait.eq(Mux(eager & ~moved, Mux(wait == 255, 255, wait + 1), 0))
+    m.d.comb += Assert(wait < PROGRESS_CLOCKS[core_name], "no transfer for too long with inputs offered, outputs taken")
+    for name, port in outs:
+        b.cover(eager & transfer_of(port) & b.past(eager, "eager"), f"{name}: a transfer with inputs offered, outputs taken")
+    return b
+
+
+# -- round trip and detection (an encoder and a decoder) -------------------------------------------
+
+
+def _family_cores(family: str, mutant: str | None, *, baked: bool):
+    owner = MUTANTS[mutant].core if mutant else None
+    enc = small_core(f"{family}-encoder", mutant if owner == f"{family}-encoder" else None, baked=baked)
+    dec = small_core(f"{family}-decoder", mutant if owner == f"{family}-decoder" else None, baked=baked)
+    return enc, dec
+
+
+def _decoder_command(dec, count, words) -> list:
+    c = dec.cmd.p
+    return [c.count.eq(count), c.words.eq(words), c.resume.eq(0), c.check_end.eq(1), c.state.eq(0), c.bit.eq(0),
+            c.check_crc.eq(0), c.crc.eq(0)]
+
+
+def _pairs(table: LegalTable, n: int) -> list[tuple[Signal, Signal]]:
+    """``n`` arbitrary pairs, each legal for ``table`` (pair ``j`` of the local tANS table: of its ``s*_j``)."""
+    m = table.b.m
+    K = SMALL[table.family]["max_extra_bits"]
+    out = []
+    for j in range(n):
+        s, e = Signal(_bits(table.n_sym - 1), name=f"pair{j}_symbol"), Signal(K, name=f"pair{j}_extra")
+        legal = table.legal_pair(s, e, j) if isinstance(table, LocalTansTable) else table.legal_pair(s, e)
+        m.d.comb += [s.eq(AnyConst(len(s))), e.eq(AnyConst(len(e))), Assume(legal)]
+        out.append((s, e))
+    return out
+
+
+def _pair_bench(family: str, prop: str, mutant: str | None, table: str):
+    """An encoder and a decoder of ``family`` (``mutant`` in the one it belongs to), both given the
+    harness's table (:func:`uses_pinned_table`, :func:`uses_direct_table`): ``(bench, encoder, decoder, table)``."""
+    if table not in TABLES:
+        raise ValueError(f"table must be one of {', '.join(TABLES)}, not {table!r}")
+    b = Bench(free_reset=False)
+    pinned = uses_pinned_table(family, prop, table)
+    direct = uses_direct_table(family, prop, table)
+    enc, dec = _family_cores(family, mutant, baked=family == "rans" and pinned)
+    b.m.submodules.enc, b.m.submodules.dec = enc, dec
+    if uses_local_table(family, prop, table):
+        lt = LocalTansTable(b, prop, round_trip_pairs(family, table) if prop == "round_trip" else 1)
+    else:
+        lt = LegalTable(b, family, pinned=pinned, direct=direct)
+    assert lt.clocks == data_table_clocks(family, prop, table)
+    lt.program(enc, role="enc")
+    lt.program(dec, role="dec")
+    return b, enc, dec, lt
+
+
+def _encode(b: Bench, enc, go, n, symbols: Array, extras: Array, name: str) -> Signal:
+    """Drive ``enc`` from clock ``go`` on: one command of ``n`` pairs, given back to front (pair
+    ``n - 1`` first, as an encoder takes them), outputs always taken. Returns "the command was sent"."""
+    m = b.m
+    sent = Signal(name=f"{name}_cmd_sent")
+    k = Signal(range(len(symbols) + 1), name=f"{name}_pairs_in")
+    m.d.comb += [enc.cmd.valid.eq(go & ~sent), enc.cmd.p.count.eq(n),
+                 enc.i.valid.eq(go & (k < n)), enc.i.p.symbol.eq(symbols[n - 1 - k]),
+                 enc.i.p.extra.eq(extras[n - 1 - k]), enc.o.ready.eq(1)]
+    with m.If(transfer_of(enc.cmd)):
+        m.d.past += sent.eq(1)
+    with m.If(transfer_of(enc.i)):
+        m.d.past += k.eq(k + 1)
+    return sent
+
+
+def _through_stack(b: Bench, enc, dec, go, n, nmax: int, ps: Array, pe: Array, word_bits: int) -> Signal:
+    """The round trip's scenario from clock ``go`` on: ``enc`` codes one command of the ``n`` pairs
+    ``ps, pe`` (back to front), its words go onto a stack, ``dec`` decodes them top of stack first in
+    one command; checked (latched): the pairs come back 0 .. ``n - 1`` exactly, then ``done`` with OK.
+    Returns "the decoder has finished"."""
+    m = b.m
+    dec_sent = Signal(name="dec_cmd_sent")
+    stack = [Signal(word_bits, name=f"stack{j}") for j in range(STACK_WORDS)]
+    depth = Signal(range(STACK_WORDS + 1), name="stack_depth")
+    enc_done = Signal(name="enc_finished")
+    enc_sent = _encode(b, enc, go, n, ps, pe, "enc")
+    b.check(transfer_of(enc.o), depth < STACK_WORDS, "more words than the harness's stack holds")
+    with m.If(transfer_of(enc.o)):
+        m.d.past += [Array(stack)[depth].eq(enc.o.p.data), depth.eq(depth + 1)]
+    with m.If(enc_sent & enc.done):
+        m.d.past += enc_done.eq(1)
+
+    # Decode: the words top of stack first; the pairs must come back 0 .. N-1.
+    k_w = Signal(range(STACK_WORDS + 1), name="words_out")
+    k_out = Signal(range(nmax + 2), name="pairs_out")
+    finished = Signal(name="finished")
+    m.d.comb += [dec.cmd.valid.eq(enc_done & ~dec_sent)] + _decoder_command(dec, n, depth)
+    m.d.comb += [dec.i.valid.eq(enc_done & (k_w < depth)), dec.i.p.data.eq(Array(stack)[depth - 1 - k_w]),
+                 dec.i.p.last.eq(0), dec.o.ready.eq(1)]
+    with m.If(transfer_of(dec.cmd)):
+        m.d.past += dec_sent.eq(1)
+    with m.If(transfer_of(dec.i)):
+        m.d.past += k_w.eq(k_w + 1)
+    b.check(transfer_of(dec.o), k_out < n, "the decoder returns more pairs than were encoded")
+    b.check(transfer_of(dec.o), dec.o.p.symbol == ps[k_out], "a decoded symbol differs from the encoded one")
+    b.check(transfer_of(dec.o), dec.o.p.extra == pe[k_out], "decoded extra bits differ from the encoded ones")
+    with m.If(transfer_of(dec.o)):
+        m.d.past += k_out.eq(k_out + 1)
+    ending = dec_sent & dec.done & ~finished
+    b.check(ending, dec.status == DecodeStatus.OK, "the decoder does not report OK on an encoder's stream")
+    b.check(ending, k_out == n, "the decoder reports done before returning every pair")
+    with m.If(ending):
+        m.d.past += finished.eq(1)
+    return finished
+
+
+def round_trip_bench(family: str, mutant: str | None, tables: str) -> Bench:
+    b, enc, dec, table = _pair_bench(family, "round_trip", mutant, tables)
+    m = b.m
+    nmax = round_trip_pairs(family, tables)
+    n = Signal(range(nmax + 1), name="n_pairs")
+    m.d.comb += [n.eq(AnyConst(len(n))), Assume(n <= nmax)]
+    pairs = _pairs(table, nmax)
+    ps, pe = Array([s for s, _ in pairs]), Array([e for _, e in pairs])
+    finished = _through_stack(b, enc, dec, ~table.prog, n, nmax, ps, pe, 8)
+    b.check(b.cycle >= table.clocks + round_trip_clocks(family, tables), finished, "the round trip has not finished in time")
+    b.cover(finished & (n == nmax), f"a round trip of {nmax} pair(s) finishes")
+    return b
+
+
+def round_trip_interleaved_bench(core: str, mutant: str | None) -> Bench:
+    """The round trip of an interleaved build (``tans5x2``): encoder and decoder of two states with the
+    pinned table baked in (``cfg`` tied off), one command of ``N <= XN_ROUND_TRIP_PAIRS`` arbitrary legal
+    pairs, the words through a stack; the decoder returns exactly the pairs, in order, reports OK, and is
+    done by a fixed clock. Bounded (the whole scenario): every sequence of up to that many pairs."""
+    family = core.split("-")[0]
+    states = int(core.rsplit("-x", 1)[1])
+    b = Bench(free_reset=False)
+    m = b.m
+    owner = MUTANTS[mutant].core if mutant else None
+    enc = small_core(f"{family}-encoder-x{states}", mutant if owner == f"{family}-encoder-x{states}" else None,
+                     baked=True)
+    dec = small_core(f"{family}-decoder-x{states}", mutant if owner == f"{family}-decoder-x{states}" else None,
+                     baked=True)
+    m.submodules.enc, m.submodules.dec = enc, dec
+    for port in ("cfg", "sym_cfg", "state_cfg"):
+        for c in (enc, dec):
+            if port in c.signature.members:
+                m.d.comb += getattr(c, port).valid.eq(0)
+    table = pinned_tans_x2_table()
+    k_of = table.code_table.symbol_extra_bits
+    nmax = XN_ROUND_TRIP_PAIRS[family]
+    n = Signal(range(nmax + 1), name="n_pairs")
+    m.d.comb += [n.eq(AnyConst(len(n))), Assume(n <= nmax)]
+    K = SMALL_XN[family][1]["max_extra_bits"]
+    ps, pe = [], []
+    for j in range(nmax):
+        s, e = Signal(2, name=f"pair{j}_symbol"), Signal(K, name=f"pair{j}_extra")
+        m.d.comb += [s.eq(AnyConst(2)), e.eq(AnyConst(K)),
+                     Assume(e < Array([Const(1 << k_of[q], K + 1) for q in range(len(k_of))])[s])]
+        ps.append(s)
+        pe.append(e)
+    ps, pe = Array(ps), Array(pe)
+    W = SMALL_XN[family][0]["word_bits"]
+    finished = _through_stack(b, enc, dec, Const(1), n, nmax, ps, pe, W)
+    b.check(b.cycle >= XN_ROUND_TRIP_CLOCKS[family], finished, "the round trip has not finished in time")
+    b.cover(finished & (n == nmax), f"a round trip of {nmax} pairs finishes")
+    b.cover(finished & (n == 1), "a round trip of one pair finishes")
+    return b
+
+
+def detection_bench(family: str, mutant: str | None, tables: str) -> Bench:
+    b, enc, dec, table = _pair_bench(family, "detection", mutant, tables)
+    m = b.m
+    nmax, mmax = ROUND_TRIP_PAIRS[family], DETECTION_WORDS[family]
+    W = SMALL[family]["word_bits"]
+    n = Signal(range(nmax + 1), name="n_pairs")
+    nw = Signal(range(mmax + 1), name="n_words")
+    m.d.comb += [n.eq(AnyConst(len(n))), Assume(n <= nmax), nw.eq(AnyConst(len(nw))), Assume(nw <= mmax)]
+    words = [Signal(W, name=f"word{j}") for j in range(mmax)]
+    for w in words:
+        m.d.comb += w.eq(AnyConst(W))
+    wa = Array(words)
+
+    # Decode an arbitrary stream (top word first), keeping the pairs.
+    dec_sent = Signal(name="dec_cmd_sent")
+    k_w = Signal(range(mmax + 1), name="words_in")
+    K = SMALL[family]["max_extra_bits"]
+    got_s = [Signal(_bits(table.n_sym - 1), name=f"got{j}_symbol") for j in range(nmax)]
+    got_e = [Signal(K, name=f"got{j}_extra") for j in range(nmax)]
+    k_out = Signal(range(nmax + 2), name="pairs_out")
+    since = Signal(8, name="clocks_since_command")
+    judged = Signal(name="judged")
+    ok = Signal(name="reported_ok")
+    if isinstance(table, LocalTansTable):
+        table.restrict_decoded(dec)
+    m.d.comb += [dec.cmd.valid.eq(~table.prog & ~dec_sent)] + _decoder_command(dec, n, nw)
+    m.d.comb += [dec.i.valid.eq(~table.prog & (k_w < nw)), dec.i.p.data.eq(wa[k_w]), dec.i.p.last.eq(0),
+                 dec.o.ready.eq(1)]
+    with m.If(transfer_of(dec.cmd)):
+        m.d.past += dec_sent.eq(1)
+    with m.If(transfer_of(dec.i)):
+        m.d.past += k_w.eq(k_w + 1)
+    b.check(transfer_of(dec.o), k_out < n, "the decoder returns more pairs than the command asks for")
+    with m.If(transfer_of(dec.o)):
+        m.d.past += [Array(got_s)[k_out].eq(dec.o.p.symbol), Array(got_e)[k_out].eq(dec.o.p.extra),
+                     k_out.eq(k_out + 1)]
+    with m.If(dec_sent & ~judged):
+        m.d.past += since.eq(since + 1)
+    per_pair, const = DETECTION_BOUND[family]
+    b.check(dec_sent & ~judged, since < n * per_pair + nw + const, "the decoder has not reported within its bound")
+    with m.If(dec_sent & dec.done & ~judged):
+        m.d.past += [judged.eq(1), ok.eq(dec.status == DecodeStatus.OK)]
+
+    # Reported OK: the encoder, given the decoded pairs, must push exactly the stream's words.
+    pushed = Signal(range(STACK_WORDS + 1), name="words_pushed")
+    enc_sent = _encode(b, enc, judged & ok, n, Array(got_s), Array(got_e), "reenc")
+    b.check(transfer_of(enc.o), pushed < nw, "OK on a stream that re-encodes to more words")
+    b.check(transfer_of(enc.o), enc.o.p.data == wa[nw - 1 - pushed], "OK on a stream that re-encodes differently")
+    with m.If(transfer_of(enc.o)):
+        m.d.past += pushed.eq(pushed + 1)
+    b.check(enc_sent & enc.done, pushed == nw, "OK on a stream that re-encodes to fewer words")
+    b.cover(judged & ~ok, "the decoder reports an error status")
+    b.cover(enc_sent & enc.done & (n == nmax), f"a stream of {nmax} pair(s) reported OK and re-encoded")
+    return b
