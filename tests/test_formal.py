@@ -26,7 +26,7 @@ from ansforge.cli import main
 from ansforge.hdl.mutants import CORES, INTERLEAVED_CORES, MUTANTS, ONE_STATE_CORES, check_mutant
 from ansforge.sim import formal
 from ansforge.sim.formal import params as fparams
-from ansforge.sim.formal import lemmas_rans, registry, runner, solvers
+from ansforge.sim.formal import benches, lemmas_rans, registry, runner, solvers
 from ansforge.sim.formal import harness, properties_of, run_property, small_core
 
 #: The CI run's depth for the free-environment properties (round trip and detection always run their
@@ -318,7 +318,8 @@ def test_every_legal_tans_table_satisfies_the_local_table():
 def test_tans_arbitrary_table_harnesses_use_the_local_table():
     """``--table arbitrary``: the tANS round trip and detection hold the local table (frequencies free)
     and go through the sat runner at depth >= 20; ``--table pinned`` (CI) keeps the z3 detection."""
-    assert fparams.TANS_TABLE_MODEL == "local"
+    with pytest.raises(ValueError, match="LocalTansTable"):       # the whole-table tANS model is gone
+        benches.LegalTable(benches.Bench(free_reset=False), "tans")
     assert fparams.sat_run("tans", "detection", "arbitrary") and not fparams.sat_run("tans", "detection", "pinned")
     assert fparams.sat_run("tans", "round_trip", "arbitrary") and fparams.sat_run("tans", "round_trip", "pinned")
     assert formal.default_depth("tans-decoder", "round_trip", table="arbitrary") == 25
@@ -663,18 +664,12 @@ def test_rans_step_lemmas_reach_their_cover(core, prop, tmp_path):
     assert solvers._cadical(tmp_path, f"-set-at {depth} covered_0 1", depth, 600) is True
 
 
-def test_rans_decoder_step_switches_build(monkeypatch):
-    """The rANS ``decoder_step``'s measured switches (Round 8 of docs/formal.md) build, each with its own
-    depth: the free bucket (one more table clock) and the warm-up pair (its clocks, and a second pair)."""
-    for bucket, warm, depth, wires in [(False, False, 16, {"start_x", "more_words", "word_below"}),
-                                       (True, False, 17, {"bucket_data"}),
-                                       (False, True, 20, {"warm_symbol", "warm_x_next"})]:
-        for module in (registry, lemmas_rans):
-            monkeypatch.setattr(module, "RANS_DECODER_STEP_BUCKET", bucket)
-            monkeypatch.setattr(module, "RANS_DECODER_STEP_WARM_UP", warm)
-        assert formal.default_depth("rans-decoder", "decoder_step") == depth
-        b = registry.build_bench("rans-decoder", "decoder_step", None, "arbitrary")
-        text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
-        names = set(re.findall(r"^\s*wire\b[^\n]*\\(\w+)$", text, re.M))
-        assert wires <= names, (bucket, warm, wires - names)
-        assert ("bucket_data" in names) == bucket and ("warm_symbol" in names) == warm
+def test_rans_decoder_step_is_the_shipped_harness():
+    """The rANS ``decoder_step`` builds as it ships (Round 8 of docs/formal.md): the buckets at their reset
+    contents and no warm-up pair (both measured there as alternatives, neither kept), at depth 16."""
+    assert formal.default_depth("rans-decoder", "decoder_step") == 16
+    b = registry.build_bench("rans-decoder", "decoder_step", None, "arbitrary")
+    text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
+    names = set(re.findall(r"^\s*wire\b[^\n]*\\(\w+)$", text, re.M))
+    assert {"start_x", "more_words", "word_below"} <= names, names
+    assert not names & {"bucket_data", "warm_symbol", "warm_x_next"}, names

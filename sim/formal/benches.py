@@ -16,8 +16,7 @@ from amaranth.lib.wiring import In
 from amaranth.utils import bits_for as _bits
 
 from ...hdl.common import DecodeStatus
-from .params import (PINNED_RANS_TABLE, PINNED_TANS_EXTRA, PINNED_TANS_SPREAD, SMALL, TANS_FREE_FREQUENCIES,
-                     TANS_WITNESS_ONLY, XN_BAKED, small_core)
+from .params import PINNED_RANS_TABLE, PINNED_TANS_EXTRA, PINNED_TANS_SPREAD, SMALL, XN_BAKED, small_core
 
 
 # -- the harness's bench ---------------------------------------------------------------------------
@@ -141,10 +140,15 @@ def free_core(core_name: str, mutant: str | None, *, pinned: bool = False,
 
 
 class LegalTable:
-    """An arbitrary legal table of the small configuration (``AnyConst``), written into the cores
-    through their ``cfg`` streams in the first :attr:`clocks` clocks, one entry per clock."""
+    """A legal table of the small configuration, written into the cores through their ``cfg`` streams
+    in the first :attr:`clocks` clocks, one entry per clock: rANS, any legal one (``AnyConst``) or
+    :data:`PINNED_RANS_TABLE`; tANS, the pinned one only (an arbitrary tANS table is
+    :class:`LocalTansTable`, which every proof over an arbitrary table uses: ``docs/formal.md``, Round 4).
+    """
 
     def __init__(self, b: Bench, family: str, *, pinned: bool = False, direct: bool = False):
+        if family == "tans" and not pinned:
+            raise ValueError("an arbitrary tANS table is a LocalTansTable")
         self.b, self.family, self.direct = b, family, direct
         m = b.m
         sh = SMALL[family]
@@ -169,28 +173,17 @@ class LegalTable:
                 self.j0, self.q0 = Signal(R, name="written_slot"), Signal(_bits(n - 1), name="written_symbol")
                 m.d.comb += [self.j0.eq(AnyConst(R)), self.q0.eq(AnyConst(len(self.q0)))]
             # The table as the encoder holds it: slots ``cum[s] .. cum[s] + f[s] - 1`` belong to symbol
-            # ``s`` and slot ``j`` holds state ``state[j]``. Legal: the frequencies sum to ``L``, the
-            # slots hold every state once, and a symbol's states increase with its slots (the spread,
-            # read symbol by symbol). The decoder's row of ``state[j]`` follows from ``j`` alone
+            # ``s`` and slot ``j`` holds state ``state[j]`` (the pinned spread read symbol by symbol).
+            # The decoder's row of ``state[j]`` follows from ``j`` alone
             # (``y = f[s] + j - cum[s]``), so the inverse relation is built in, not searched for.
             order = sorted(range(L), key=lambda x: (PINNED_TANS_SPREAD[x], x))
             pin_f = [PINNED_TANS_SPREAD.count(q) for q in range(n)]
             self.freq = [Signal(R + 1, name=f"f{q}") for q in range(n)]
             self.state = [Signal(R, name=f"slot{j}_state") for j in range(L)]
-            fixed_f = pinned or not TANS_FREE_FREQUENCIES
             for q in range(n):
-                m.d.comb += self.freq[q].eq(pin_f[q] if fixed_f else AnyConst(R + 1))
+                m.d.comb += self.freq[q].eq(pin_f[q])
             for j in range(L):
-                m.d.comb += self.state[j].eq(order[j] if pinned else AnyConst(R))
-            if not pinned:
-                m.d.comb += Assume(sum(self.freq) == L)
-                # Every state in one slot. The direct path's row witnesses (:meth:`_present`) imply it
-                # (two slots of one state would give it two rows), so there it is left out: 496
-                # pigeonhole-like clauses that a SAT solver only has to work around.
-                if not direct or not TANS_WITNESS_ONLY:
-                    for j in range(L):
-                        for i in range(j):
-                            m.d.comb += Assume(self.state[i] != self.state[j])
+                m.d.comb += self.state[j].eq(order[j])
         else:
             P = sh["precision_bits"]
             self.P = P
@@ -210,12 +203,6 @@ class LegalTable:
             c = Signal(8, name=f"cum{s + 1}")
             m.d.comb += c.eq(self.cum[-1] + self.freq[s])
             self.cum.append(c)
-        if family == "tans" and not pinned:
-            # Within a symbol's slots, states increase (slot j + 1 starts no symbol's run).
-            for j in range(self.L - 1):
-                starts = Cat(*(self.cum[q] == j + 1 for q in range(1, n))).any()
-                with m.If(~starts):
-                    m.d.comb += Assume(self.state[j] < self.state[j + 1])
         m.d.comb += self.prog.eq(self.t < self.clocks)
         m.d.past += self.t.eq(Mux(self.prog, self.t + 1, self.t))
 

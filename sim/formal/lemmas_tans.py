@@ -15,7 +15,7 @@ from ...hdl.common import DecodeStatus, decoder_command_layout, encoder_command_
 from ...hdl.mutants import MUTANTS
 from ...hdl.shell import DecoderShell, EncoderShell
 from ...hdl.tans import BitWindow
-from .params import DECODER_STEP_CLOCKS, DECODER_STEP_WARM_UP, ENCODER_STEP_CLOCKS, SMALL, small_core
+from .params import DECODER_STEP_CLOCKS, ENCODER_STEP_CLOCKS, SMALL, small_core
 from .benches import (Bench, CommandLedger, LocalTansTable, bit_length_of, elaborated_block, mask, tans_layout,
                       top_mask, transfer_of)
 from .lemmas_rans import rans_decoder_counts_bench, rans_encoder_counts_bench
@@ -64,7 +64,7 @@ def decoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
     of the first word) on four words, words offered every clock and pairs always taken. Its first
     pair is a *warm-up*: ``xw``'s row is a free witness of a symbol other than ``s*`` (any ``need``),
     its bits are free, and an ``Assume`` says the decoder is in ``X1`` after it; the next bits are
-    ``q``'s (with :data:`DECODER_STEP_WARM_UP` off, the decoder is resumed at ``X1`` itself).
+    ``q``'s: ``q`` follows a pair of the decoder's own, not a fresh resume (``docs/formal.md``, Round 6).
     Asserted: its second pair is ``q``, it reports OK, and at ``done`` its state is ``X0`` and it has
     read exactly the warm-up's and ``q``'s bits."""
     assert family == "tans", family
@@ -86,11 +86,10 @@ def decoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
     n, slot, X1, bits, length = tans_encoder_step(m, X0, row, qe, "pair")
     m.d.comb += X1.eq(L | Array(table.state)[slot])
     # The words: the first one with ``b`` unread low bits (0: all W), then two more.
-    # DECODER_STEP_WARM_UP: a warm-up pair first (the resumed state ``xw``, whose row is a free witness
+    # A warm-up pair first (the resumed state ``xw``, whose row is a free witness
     # of a symbol other than s*, reads ``need_w`` free bits), after which the decoder must be in ``X1``
     # (an Assume): the pair is then decoded by a decoder that goes on from a pair, not a fresh resume.
-    warm = DECODER_STEP_WARM_UP
-    NW = 4 if warm else 3
+    NW = 4
     words = [Signal(W, name=f"word{j}") for j in range(NW)]
     m.d.comb += [w.eq(AnyConst(W)) for w in words]
     bit = Signal(range(W), name="resume_bit")
@@ -105,13 +104,10 @@ def decoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
     top = Signal(R + K, name="stream_top")
     need_w = Signal(range(R + K + 2), name="warm_need")
     xw = Signal(R, name="warm_state")
-    if warm:
-        m.d.comb += [xw.eq(AnyConst(R)), Assume(Array(table.dsym)[xw] != table.sym)]
-        nbw = Signal(range(R + 2), name="warm_nb")
-        m.d.comb += nbw.eq(R + 1 - bit_length_of(m, Array(table.dy)[xw], "warm_y"))
-        m.d.comb += need_w.eq(nbw + Array(table.k)[Array(table.dsym)[xw]])
-    else:
-        m.d.comb += [xw.eq(X1[:R]), need_w.eq(0)]
+    m.d.comb += [xw.eq(AnyConst(R)), Assume(Array(table.dsym)[xw] != table.sym)]
+    nbw = Signal(range(R + 2), name="warm_nb")
+    m.d.comb += nbw.eq(R + 1 - bit_length_of(m, Array(table.dy)[xw], "warm_y"))
+    m.d.comb += need_w.eq(nbw + Array(table.k)[Array(table.dsym)[xw]])
     after = Signal(NW * W, name="stream_after_warm_up")
     m.d.comb += after.eq((stream << need_w)[:NW * W])
     m.d.comb += [below.eq(NW * W - length), top.eq(after >> below)]
@@ -124,7 +120,7 @@ def decoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
     finished = Signal(name="finished")
     go = ~table.prog
     c = dec.cmd.p
-    m.d.comb += [dec.cmd.valid.eq(go & ~sent), c.count.eq(2 if warm else 1), c.words.eq(NW), c.resume.eq(1), c.check_end.eq(0),
+    m.d.comb += [dec.cmd.valid.eq(go & ~sent), c.count.eq(2), c.words.eq(NW), c.resume.eq(1), c.check_end.eq(0),
                  c.state.eq(xw), c.bit.eq(bit), c.check_crc.eq(0), c.crc.eq(0)]
     m.d.comb += [dec.i.valid.eq(go & (k_w < NW)), dec.i.p.data.eq(Array(words)[k_w]),
                  dec.i.p.last.eq(0), dec.o.ready.eq(1)]
@@ -135,17 +131,16 @@ def decoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
     coder = dec.coder
     with m.If(transfer_of(coder.i)):
         m.d.past += into.eq(into + 1)
-    first = int(warm)           # the index of q among the decoded pairs
+    first = 1                   # the index of q among the decoded pairs
     b.check(transfer_of(dec.o), k_out <= first, "the decoder returns more pairs than the command asks for")
     b.check(transfer_of(dec.o) & (k_out == first), dec.o.p.symbol == qs, "the decoded symbol is not the encoded one")
     b.check(transfer_of(dec.o) & (k_out == first), dec.o.p.extra == qe, "the decoded extra bits are not the encoded ones")
-    if warm:
-        # After the warm-up's step the decoder holds X1 (the warm-up row and bits that lead there).
-        fired = Signal(name="warm_fired")
-        with m.If(coder.fire):
-            m.d.past += fired.eq(1)
-        with m.If(fired):
-            m.d.comb += Assume(b.past(fired, "warm_fired") | (coder.state == X1[:R]))
+    # After the warm-up's step the decoder holds X1 (the warm-up row and bits that lead there).
+    fired = Signal(name="warm_fired")
+    with m.If(coder.fire):
+        m.d.past += fired.eq(1)
+    with m.If(fired):
+        m.d.comb += Assume(b.past(fired, "warm_fired") | (coder.state == X1[:R]))
     with m.If(transfer_of(dec.o)):
         m.d.past += k_out.eq(k_out + 1)
     ending = sent & dec.done & ~finished

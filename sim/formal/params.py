@@ -89,16 +89,6 @@ SAT_RUNS_ARBITRARY = SAT_RUNS | {("tans", "detection")}
 #: Seconds the ``sat`` runner gives one problem (yosys writing the CNF, then CaDiCaL) by default: the
 #: arbitrary-table round trips take minutes on a loaded two-core machine.
 SAT_TIMEOUT = 3600
-#: How ``table="arbitrary"`` describes a tANS table: ``"local"`` (the default, :class:`LocalTansTable`:
-#: frequencies, spread and extra widths free, and only the consequences of legality that the rows one
-#: pair reads need; a proof over it is a proof over every legal table, ``docs/formal.md``) or
-#: ``"global"`` (round 3's :class:`LegalTable`: the whole legal table, the round trip only; CaDiCaL
-#: does not finish it with free frequencies in 30 minutes, so its frequencies are fixed at 13/9/7/3
-#: unless :data:`TANS_FREE_FREQUENCIES`). :data:`TANS_WITNESS_ONLY`: whether the global direct path
-#: relies on its row witnesses for "every state in one slot".
-TANS_TABLE_MODEL = "local"
-TANS_FREE_FREQUENCIES = False
-TANS_WITNESS_ONLY = True
 #: Default depth of the k-induction properties.
 DEFAULT_DEPTH = 20
 #: Properties per core, in the order ``--mutants`` tries them.
@@ -254,21 +244,18 @@ def uses_direct_table(family: str, prop: str, table: str = "pinned") -> bool:
 
 def uses_local_table(family: str, prop: str, table: str) -> bool:
     """Whether the harness holds the local tANS table (:class:`LocalTansTable`)."""
-    return family == "tans" and table == "arbitrary" and TANS_TABLE_MODEL == "local"
+    return family == "tans" and table == "arbitrary"
 
 
 def sat_run(family: str, prop: str, table: str) -> bool:
     """Whether ``(family, prop)`` on ``table`` goes through the ``sat`` runner (:data:`SAT_RUNS`)."""
-    if (family, prop) == ("tans", "detection") and not uses_local_table(family, prop, table):
-        return False
     return (family, prop) in (SAT_RUNS_ARBITRARY if table == "arbitrary" else SAT_RUNS)
 
 
 def uses_pinned_table(family: str, prop: str, table: str) -> bool:
-    """Whether the harness holds the family's pinned table: with ``table == "pinned"``, and for the
-    tANS ``detection`` unless it holds the local table (the global one is out of reach there,
-    ``docs/formal.md``)."""
-    return table == "pinned" or ((family, prop) == ("tans", "detection") and not uses_local_table(family, prop, table))
+    """Whether the harness holds the family's pinned table (with ``table == "pinned"``; an arbitrary
+    tANS table is always the local one, :func:`uses_local_table`)."""
+    return table == "pinned"
 
 
 def data_table_clocks(family: str, prop: str, table: str) -> int:
@@ -299,20 +286,10 @@ def pinned_tans_x2_table() -> TansTable:
 
 #: Clocks after the table's by which ``encoder_step``'s scenario has finished (measured).
 ENCODER_STEP_CLOCKS = 20
-#: Whether ``decoder_step`` decodes a warm-up pair before the pair (see :func:`decoder_step_bench`).
-DECODER_STEP_WARM_UP = True
 #: Clocks after the table's by which ``decoder_step``'s scenario has finished (measured).
 DECODER_STEP_CLOCKS = 14
 #: Clocks after the table's by which the rANS step lemmas' scenarios have finished (measured).
 RANS_DECODER_STEP_CLOCKS = 10
-#: Whether the rANS ``decoder_step`` decodes a warm-up pair (encoded from ``X1`` by the golden step)
-#: before the pair, and the clocks it adds to the deadline.
-RANS_DECODER_STEP_WARM_UP = False
-#: Whether the rANS ``decoder_step`` also writes the bucket its symbol search reads, with free contents
-#: (one more table clock): proved so too, in 849 s against 345 s without (``docs/formal.md``, Round 8),
-#: so the shipped run leaves the buckets at their reset contents.
-RANS_DECODER_STEP_BUCKET = False
-RANS_WARM_UP_CLOCKS = 4
 RANS_ENCODER_STEP_CLOCKS = 9
 
 

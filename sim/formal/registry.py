@@ -7,8 +7,7 @@ from __future__ import annotations
 from amaranth.hdl import Module, Signal
 
 from ...hdl.mutants import CORES, INTERLEAVED_CORES, MUTANTS
-from .params import (DEFAULT_DEPTH, DETECTION_CLOCKS, LEMMA_DEPTH, RANS_DECODER_STEP_BUCKET, RANS_DECODER_STEP_WARM_UP,
-                     RANS_WARM_UP_CLOCKS, STEP_DEPTH, STEP_LEMMAS, TABLE_FIRST, XN_BAKED, XN_ROUND_TRIP_CLOCKS,
+from .params import (DEFAULT_DEPTH, DETECTION_CLOCKS, LEMMA_DEPTH, STEP_DEPTH, STEP_LEMMAS, TABLE_FIRST, XN_BAKED, XN_ROUND_TRIP_CLOCKS,
                      data_table_clocks, properties_of, round_trip_clocks, table_write_clocks)
 from .benches import Bench
 from .properties import (detection_bench, out_of_reset_bench, progress_bench, round_trip_bench,
@@ -60,9 +59,6 @@ def default_depth(core: str, prop: str, mutant: str | None = None, table: str = 
     two; its table's write clocks included)."""
     family = core.split("-")[0]
     if prop in STEP_LEMMAS:
-        if core == "rans-decoder":      # its switches add clocks before the deadline
-            return (STEP_DEPTH[core] + int(RANS_DECODER_STEP_BUCKET)
-                    + (RANS_WARM_UP_CLOCKS if RANS_DECODER_STEP_WARM_UP else 0))
         return STEP_DEPTH[core]
     if prop in LEMMA_DEPTH:
         return LEMMA_DEPTH[prop]
@@ -79,16 +75,12 @@ def default_depth(core: str, prop: str, mutant: str | None = None, table: str = 
     return DEFAULT_DEPTH
 
 
-#: The SymbiYosys engine of every run; per property, an engine line or extra ``[options]`` lines
-#: (e.g. ``"smtbmc --unroll --nopresat z3 -- --noincr"`` and ``"skip 54"``, the experiments of
-#: ``docs/formal.md``) can replace it.
+#: The SymbiYosys engine of every run (the other engines and options tried are in ``docs/formal.md``).
 ENGINE = "smtbmc --nopresat z3"
-ENGINE_OVERRIDE: dict[str, str] = {}
-OPTIONS_OVERRIDE: dict[str, str] = {}
 
 
 def engine_of(core: str, prop: str) -> str:
-    return ENGINE_OVERRIDE.get(prop, ENGINE)
+    return ENGINE
 
 
 def mode_of(core: str, prop: str) -> str:

@@ -20,7 +20,7 @@ from ...hdl.mutants import CORES, MUTANTS
 from .params import (ALL_PROPERTIES, LEMMA_COVER_DEPTH, LEMMA_DEPTH, MIN_DEPTH, SAT_TIMEOUT, STEP_LEMMAS, TABLES,
                      TABLE_FIRST, XN_BAKED, properties_of, sat_run, table_write_clocks)
 from .report import MutantResult, PropertyResult, ProveReport
-from .registry import OPTIONS_OVERRIDE, build_bench, default_depth, engine_of, mode_of
+from .registry import build_bench, default_depth, engine_of, mode_of
 from .solvers import SAT_INDUCT, assertion_text, check_tools, first_violation, run_sat, run_sby, sat_induct, sby_cover
 
 
@@ -85,7 +85,7 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
                 if cover:
                     sby_cover(root, b, max(depth, LEMMA_COVER_DEPTH.get(prop, 0)), timeout, result)
             return result
-        verdict, log, seconds = run_sby(root, mode, depth, engine_of(core, prop), timeout, OPTIONS_OVERRIDE.get(prop, ""))
+        verdict, log, seconds = run_sby(root, mode, depth, engine_of(core, prop), timeout)
         result = PropertyResult(core, prop, "error", depth, round(seconds, 2), mutant, engine="sby")
         if verdict is None:
             result.detail = f"no answer from SymbiYosys within {timeout} s"

