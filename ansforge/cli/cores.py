@@ -48,7 +48,7 @@ RESOURCES_CODEC_HELP = codec_help(what="the codec the core is built for", defaul
 #: The old name of :data:`RESOURCES_CODEC_HELP`.
 PAPER_CODEC_HELP = RESOURCES_CODEC_HELP
 #: The options of ``--top subsystem`` alone, and of a single core alone (``verilog``, ``resources``).
-SUBSYSTEM_ONLY = ("lanes", "bus_bits", "target", "escape_bits", "max_codes")
+SUBSYSTEM_ONLY = ("lanes", "bus_bits", "target", "escape_bits", "max_codes", "table_sets", "row_shifts")
 CORE_ONLY = ("word_bits", "model", "matrix", "max_extra_bits", "no_crc", "no_shell", "count_bits", "breakdown")
 
 
@@ -151,6 +151,11 @@ def _subsystem_parameters(p: argparse.ArgumentParser) -> None:
     g.add_argument("--escape-bits", type=int, default=5, metavar="E",
                    help="index bits of the widest escape group the lanes take (default 5)")
     g.add_argument("--max-codes", type=int, default=64, metavar="N", help="codes per tensor (default 64)")
+    g.add_argument("--table-sets", type=int, default=1, metavar="S",
+                   help="table sets per lane (1, 2, 4, 8, 16; default 1): tensors with several tables (a "
+                        "--context plan's sets, row-shift widths) decode with each lane's runs read from memory")
+    g.add_argument("--row-shifts", action="store_true",
+                   help="lanes that restore row shifts (the runs' shift of the additional data; default off)")
 
 
 def _subsystem(args: argparse.Namespace):
@@ -173,7 +178,8 @@ def _subsystem(args: argparse.Namespace):
     try:
         return codec, AxiDecompressor(spec, lanes=args.lanes, target=args.target, bus_bits=bus,
                                       escape_bits=args.escape_bits, max_codes=args.max_codes,
-                                      max_symbols=getattr(args, "max_symbols", 64))
+                                      max_symbols=getattr(args, "max_symbols", 64), table_sets=args.table_sets,
+                                      row_shifts=args.row_shifts)
     except (ValueError, TypeError, AnsforgeError) as exc:
         raise UsageError(str(exc)) from None
 
@@ -406,7 +412,7 @@ def verilog(args: argparse.Namespace) -> int:
         name, text, files = _write_export(args, dut)
         lines = text.count(chr(10))
         write_json(args, args.json, {"verb": "verilog", "output": args.output, "top": "subsystem", "codec": codec,
-                                     "lanes": dut.lanes, "target": dut.target, "bus_bits": dut.bus_bits,
+                                     "lanes": dut.lanes, "target": dut.target, "bus_bits": dut.bus_bits, "table_sets": args.table_sets, "row_shifts": args.row_shifts,
                                      "module": name, "lines": lines, "files": files})
         print(f"wrote {args.output}: decompression subsystem ({codec}, {dut.lanes} lanes, {dut.target} out, "
               f"{dut.bus_bits}-bit AXI4), module {name}, {lines:,} lines; beside it {', '.join(files[1:])}")
