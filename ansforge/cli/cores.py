@@ -412,7 +412,8 @@ def verilog(args: argparse.Namespace) -> int:
         name, text, files = _write_export(args, dut)
         lines = text.count(chr(10))
         write_json(args, args.json, {"verb": "verilog", "output": args.output, "top": "subsystem", "codec": codec,
-                                     "lanes": dut.lanes, "target": dut.target, "bus_bits": dut.bus_bits, "table_sets": args.table_sets, "row_shifts": args.row_shifts,
+                                     "lanes": dut.lanes, "target": dut.target, "bus_bits": dut.bus_bits,
+                                     "table_sets": args.table_sets, "row_shifts": args.row_shifts,
                                      "module": name, "lines": lines, "files": files})
         print(f"wrote {args.output}: decompression subsystem ({codec}, {dut.lanes} lanes, {dut.target} out, "
               f"{dut.bus_bits}-bit AXI4), module {name}, {lines:,} lines; beside it {', '.join(files[1:])}")
