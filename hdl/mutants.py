@@ -57,22 +57,22 @@ class Mutant:
 
 
 MUTANTS: dict[str, Mutant] = {m.name: m for m in (
-    Mutant("tans_dec_overwrite", "tans-decoder", "hdl/tans.py TansDecoderCoder: out_free = 1",
+    Mutant("tans_dec_overwrite", "tans-decoder", "hdl/tans/decoder_one.py TansDecoderCoder: out_free = 1",
            "a pair is decoded into o while o still holds an untaken one (payload changes under back-pressure)",
            "stream_rules"),
-    Mutant("tans_dec_table_bit", "tans-decoder", "hdl/tans.py TansDecoder: cfg write flips bit 0 of base",
+    Mutant("tans_dec_table_bit", "tans-decoder", "hdl/tans/cores.py TansDecoder: cfg write flips bit 0 of base",
            "a table bit flipped on its way into the state table", "round_trip"),
-    Mutant("tans_dec_state_msb", "tans-decoder", "hdl/tans.py TansDecoder: final_state_zero ignores the state's MSB",
+    Mutant("tans_dec_state_msb", "tans-decoder", "hdl/tans/cores.py TansDecoder: final_state_zero ignores the state's MSB",
            "the end check compares R - 1 of the R state bits", "detection"),
-    Mutant("tans_dec_window_clear", "tans-decoder", "hdl/tans.py BitWindow: into_empty ignores clear",
+    Mutant("tans_dec_window_clear", "tans-decoder", "hdl/tans/window.py BitWindow: into_empty ignores clear",
            "a word taken in the clock of a clear (a command's first word, given with the command) lands behind "
            "the words the clear drops, so a command that follows one with unread words reads stale bits",
            "window_queue"),
     Mutant("tans_dec_last_word", "tans-decoder", "hdl/shell.py DecoderShell: words pass only while words_left > 1",
            "a dropped ready: the command's last word is never taken, the decoder waits for it forever", "progress"),
-    Mutant("tans_enc_valid_pulse", "tans-encoder", "hdl/tans.py TansEncoderCoder: o.valid cleared every clock",
+    Mutant("tans_enc_valid_pulse", "tans-encoder", "hdl/tans/encoder_one.py TansEncoderCoder: o.valid cleared every clock",
            "valid retracted before the transfer: a word not taken in its first clock is lost", "stream_rules"),
-    Mutant("tans_enc_table_bit", "tans-encoder", "hdl/tans.py TansEncoder: state_cfg write flips bit 0",
+    Mutant("tans_enc_table_bit", "tans-encoder", "hdl/tans/cores.py TansEncoder: state_cfg write flips bit 0",
            "a table bit flipped on its way into the encoder's state table", "round_trip"),
     Mutant("tans_enc_last_pair", "tans-encoder", "hdl/shell.py EncoderShell: pairs taken only while remaining > 1",
            "an off-by-one in the pair count: the last pair is never taken and the flush never starts", "progress"),
@@ -92,16 +92,16 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "an off-by-one in the final flush: the state's last word (x < 2**W) is never written", "round_trip"),
     Mutant("rans_enc_zero_count", "rans-encoder", "hdl/rans.py RansEncoderShell: flush only after a pair",
            "a command of zero pairs never flushes: the encoder hangs", "progress"),
-    Mutant("tans_x2_dec_overwrite", "tans-decoder-x2", "hdl/tans.py TansX2DecoderCoder: out_free = 1",
+    Mutant("tans_x2_dec_overwrite", "tans-decoder-x2", "hdl/tans/decoder_x2.py TansX2DecoderCoder: out_free = 1",
            "a pair is decoded into o while o still holds an untaken one (payload changes under back-pressure)",
            "stream_rules"),
-    Mutant("tans_x2_enc_valid_pulse", "tans-encoder-x2", "hdl/tans_x2.py WideWordPacker/WordPacker: o.valid "
+    Mutant("tans_x2_enc_valid_pulse", "tans-encoder-x2", "hdl/tans/packer.py WideWordPacker/WordPacker: o.valid "
            "cleared every clock", "valid retracted before the transfer: a word not taken in its first clock is lost",
            "stream_rules"),
-    Mutant("tans_x2_dec_head_read", "tans-decoder-x2", "hdl/tans.py TansX2DecoderCoder: the stream head's first "
+    Mutant("tans_x2_dec_head_read", "tans-decoder-x2", "hdl/tans/decoder_x2.py TansX2DecoderCoder: the stream head's first "
            "state read advances R - 1 bits", "an off-by-one at the stream head: the second lane's state is read "
            "one bit early, so every pair of that lane decodes from a wrong state", "round_trip"),
-    Mutant("tans_x2_enc_flush_lane", "tans-encoder-x2", "hdl/tans_x2.py TansEncoderX2Coder: the flush field holds "
+    Mutant("tans_x2_enc_flush_lane", "tans-encoder-x2", "hdl/tans/encoder_x2.py TansEncoderX2Coder: the flush field holds "
            "X_1 twice", "the flush writes one lane's final state for both: the decoder starts the other lane in "
            "the wrong state", "round_trip"),
     Mutant("rans_xn_dec_overwrite", "rans-decoder-x5", "hdl/rans.py RansDecoderCoderXN: o_free = 1",
