@@ -1,10 +1,11 @@
 """The one-state tANS cores (issue 18): coder/shell split, area budgets, reset, lint.
 
-``build_core`` here is the core registry's: ``tans8`` builds ``hdl/tans_xn.py``'s cores at N = 1 (the
-one-state coders of ``hdl/tans.py`` inside). Their bit-exactness under back-pressure, back-to-back
-commands, table sets and the whole-model pairs-per-clock run (``tans8x16`` on MiniLM) are tested for
-every N in ``tests/test_tans_xn.py`` (N = 1 among them); back-to-back commands and a reset that keeps a
-programmed table, for ``tans8``, in ``tests/test_command_queue.py``.
+``build_core`` here is the core registry's: ``tans8`` builds ``hdl/tans/cores_xn.py``'s cores at N = 1
+(the one-state coders of ``hdl/tans/decoder_one.py`` and ``encoder_one.py`` inside). Their bit-exactness
+under back-pressure, back-to-back commands, table sets and the whole-model pairs-per-clock run
+(``tans8x16`` on MiniLM) are tested for every N in ``tests/test_tans_xn.py`` (N = 1 among them);
+back-to-back commands and a reset that keeps a programmed table, for ``tans8``, in
+``tests/test_command_queue.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The two-state tANS decoder of ``hdl/tans.py`` (issue 18): ``tans8x2`` streams (docs/bitstream.md §8)
+"""The two-state tANS decoder of ``hdl/tans/decoder_x2.py`` (issue 18): ``tans8x2`` streams (docs/bitstream.md §8)
 through :class:`~ansforge.hdl.tans.TansX2DecoderCoder`, selected by ``codec.states`` inside
 ``TansDecoder``: the formal harnesses' build ``tans-decoder-x2`` (``ansforge prove``), no longer what the
-core registry ships (that is ``hdl/tans_xn.py``'s ``TansXnDecoder`` for every N, tested with its
+core registry ships (that is ``hdl/tans/cores_xn.py``'s ``TansXnDecoder`` for every N, tested with its
 whole-model run, area budget and the ``tans8x2`` build in ``tests/test_tans_xn.py``).
 
 Bit-exact against the golden model in the Amaranth simulator (random back-pressure, fixed and
@@ -30,9 +30,9 @@ from ansforge.sim.streams import stream_get, stream_put
 
 
 def build_core(kind, spec, table=None, **options):
-    """The two-state datapath this file tests (``hdl/tans.py`` TansDecoder, its TansX2DecoderCoder: the formal
+    """The two-state datapath this file tests (``hdl/tans/cores.py`` TansDecoder, its TansX2DecoderCoder: the formal
     harnesses' build ``tans-decoder-x2``), with :func:`ansforge.sim.jobs.build_core`'s defaults; the core
-    registry's ``tans8x2`` core (``hdl/tans_xn.py``) is tested in ``tests/test_tans_xn.py``."""
+    registry's ``tans8x2`` core (``hdl/tans/cores_xn.py``) is tested in ``tests/test_tans_xn.py``."""
     assert kind == "tans-decoder", kind
     k = options.pop("max_extra_bits", None)
     k = k if k is not None else max(8, int(table.extra_bits.max())) if table is not None else 8

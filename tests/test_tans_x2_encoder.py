@@ -1,6 +1,6 @@
-"""The two-state tANS encoder of ``hdl/tans.py`` (issue 18, ``tans8x2``: ``TansEncoder`` with
-``hdl/tans_x2.py``'s ``TansEncoderX2Coder``): the formal harnesses' build ``tans-encoder-x2``
-(``ansforge prove``), no longer what the core registry ships (that is ``hdl/tans_xn.py``'s
+"""The two-state tANS encoder of ``hdl/tans/cores.py`` (issue 18, ``tans8x2``: ``TansEncoder`` with
+``hdl/tans/encoder_x2.py``'s ``TansEncoderX2Coder``): the formal harnesses' build ``tans-encoder-x2``
+(``ansforge prove``), no longer what the core registry ships (that is ``hdl/tans/cores_xn.py``'s
 ``TansXnEncoder`` for every N, whose table sets, long Verilator stream, whole-model run and area budget
 at N = 2 are in ``tests/test_tans_xn.py``). Bit-exact against the golden model in the Amaranth
 simulator (both packers, extreme frequencies), back-to-back commands, reset, lint, and the shelled
@@ -25,9 +25,9 @@ from ansforge.sim.streams import stream_put
 
 
 def build_core(kind, spec, table=None, **options):
-    """The two-state datapath this file tests (``hdl/tans.py`` TansEncoder, its TansEncoderX2Coder: the formal
+    """The two-state datapath this file tests (``hdl/tans/cores.py`` TansEncoder, its TansEncoderX2Coder: the formal
     harnesses' build ``tans-encoder-x2``), with :func:`ansforge.sim.jobs.build_core`'s defaults; the core
-    registry's ``tans8x2`` core (``hdl/tans_xn.py``) is tested in ``tests/test_tans_xn.py``."""
+    registry's ``tans8x2`` core (``hdl/tans/cores_xn.py``) is tested in ``tests/test_tans_xn.py``."""
     assert kind == "tans-encoder", kind
     k = options.pop("max_extra_bits", None)
     k = k if k is not None else max(8, int(table.extra_bits.max())) if table is not None else 8

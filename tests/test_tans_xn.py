@@ -1,4 +1,4 @@
-"""The tANS cores for N interleaved states (issue 42, ``hdl/tans_xn.py``: what the core registry
+"""The tANS cores for N interleaved states (issue 42, ``hdl/tans/cores_xn.py``: what the core registry
 builds for every tANS codec, N = 1 .. 16): ``tans8xN`` streams (docs/bitstream.md §8) bit-exact
 against the golden model (``parse_codec("tans8xN").coder()``) for N = 1, 2, 3 and 16 in the Amaranth
 simulator under back-pressure, table sets, resumed blocks, corrupt streams, back-to-back commands
