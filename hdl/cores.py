@@ -225,12 +225,14 @@ _RANS_ENC_XN = (16,)                    # hdl/rans.py ENCODER_XN_STATES
 #: The shipped builds. The base builds first (in the order the command line lists them), then the
 #: interleaved builds with a formal configuration of their own.
 REGISTRY: tuple[CoreBuild, ...] = (
-    CoreBuild("tans-decoder", "tans", "decoder", (CodecSet(_TANS_BITS, _XN),), "tans_xn:TansXnDecoder",
-              ("tans:TansDecoderCoder", "tans_xn:TansXnDecoderCoder"), ("shell:DecoderShell",), default_for("tans"),
-              FormalConfig("tans:TansDecoder", progress_clocks=6)),
-    CoreBuild("tans-encoder", "tans", "encoder", (CodecSet(_TANS_BITS, _XN),), "tans_xn:TansXnEncoder",
-              ("tans:TansEncoderCoder", "tans_xn:TansXnEncoderCoder"), ("shell:EncoderShell",), default_for("tans"),
-              FormalConfig("tans:TansEncoder", progress_clocks=6)),
+    CoreBuild("tans-decoder", "tans", "decoder", (CodecSet(_TANS_BITS, _XN),), "tans.cores_xn:TansXnDecoder",
+              ("tans.decoder_one:TansDecoderCoder", "tans.decoder_xn:TansXnDecoderCoder"), ("shell:DecoderShell",),
+              default_for("tans"),
+              FormalConfig("tans.cores:TansDecoder", progress_clocks=6)),
+    CoreBuild("tans-encoder", "tans", "encoder", (CodecSet(_TANS_BITS, _XN),), "tans.cores_xn:TansXnEncoder",
+              ("tans.encoder_one:TansEncoderCoder", "tans.encoder_xn:TansXnEncoderCoder"), ("shell:EncoderShell",),
+              default_for("tans"),
+              FormalConfig("tans.cores:TansEncoder", progress_clocks=6)),
     CoreBuild("rans-decoder", "rans", "decoder", (CodecSet(_RANS_BITS, (1,)), CodecSet((16,), _RANS_DEC_XN)),
               "rans:RansDecoder", ("rans:RansDecoderCoder", "rans:RansDecoderCoderXN"),
               ("rans:RansDecoderShell", "rans:RansDecoderShellXN"), default_for("rans"),
@@ -240,12 +242,12 @@ REGISTRY: tuple[CoreBuild, ...] = (
               "rans:RansEncoder", ("rans:RansEncoderCoder", "rans:RansEncoderXnCoder"),
               ("rans:RansEncoderShell", "rans:RansEncoderShellXN"), default_for("rans"),
               FormalConfig("rans:RansEncoder", progress_clocks=6)),
-    CoreBuild("tans-decoder-x2", "tans", "decoder", (CodecSet(_TANS_BITS, (2,)),), "tans_xn:TansXnDecoder",
-              ("tans_xn:TansXnDecoderCoder",), ("shell:DecoderShell",), "tans8x2",
-              FormalConfig("tans:TansDecoder", states=2, progress_clocks=6), base="tans-decoder"),
-    CoreBuild("tans-encoder-x2", "tans", "encoder", (CodecSet(_TANS_BITS, (2,)),), "tans_xn:TansXnEncoder",
-              ("tans_xn:TansXnEncoderCoder",), ("shell:EncoderShell",), "tans8x2",
-              FormalConfig("tans:TansEncoder", states=2, progress_clocks=6), base="tans-encoder"),
+    CoreBuild("tans-decoder-x2", "tans", "decoder", (CodecSet(_TANS_BITS, (2,)),), "tans.cores_xn:TansXnDecoder",
+              ("tans.decoder_xn:TansXnDecoderCoder",), ("shell:DecoderShell",), "tans8x2",
+              FormalConfig("tans.cores:TansDecoder", states=2, progress_clocks=6), base="tans-decoder"),
+    CoreBuild("tans-encoder-x2", "tans", "encoder", (CodecSet(_TANS_BITS, (2,)),), "tans.cores_xn:TansXnEncoder",
+              ("tans.encoder_xn:TansXnEncoderCoder",), ("shell:EncoderShell",), "tans8x2",
+              FormalConfig("tans.cores:TansEncoder", states=2, progress_clocks=6), base="tans-encoder"),
     CoreBuild("rans-decoder-x5", "rans", "decoder", (CodecSet((16,), (5,)),), "rans:RansDecoder",
               ("rans:RansDecoderCoderXN",), ("rans:RansDecoderShellXN",), "rans16x5",
               FormalConfig("rans:RansDecoder", states=5, progress_clocks=12, min_depth=20, baked=True),
@@ -378,7 +380,7 @@ def table_writes(core, tables) -> dict[str, list[dict]]:
 
 def _doc_class(ref: str) -> str:
     module, _, name = ref.partition(":")
-    return f"`{name}` (`hdl/{module}.py`)"
+    return f"`{name}` (`hdl/{module.replace('.', '/')}.py`)"
 
 
 def markdown_table() -> list[str]:
