@@ -138,7 +138,7 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
                 fastans.set_backend(old)
         return run
 
-    for codec in ("tans8", "tans8x4", "tans8x8", "tans8x16", "rans16", "rans16x2", "rans24"):
+    for codec in ("tans8", "tans8x4", "tans8x8", "tans8x16", "rans16", "rans16x2", "rans16x16", "rans24"):
         spec = parse_codec(codec)
         ct, table = spec.tables(counts, 8)
         s, e = ct.to_symbols(pairs.codes, pairs.extra, compact=True)
@@ -149,7 +149,7 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
             fastans.decode_segments(spec, st.words, [t], r, st.checkpoints, 1, compact=True)
         fns[f"{spec.label()}: {kind} encode"] = enc
         fns[f"{spec.label()}: {kind} decode (pairs)"] = dec
-        if spec.kind == "tans" and native:
+        if native and (spec.kind == "tans" or codec == "rans16x16"):
             joins = [(ct, pairs.exponents, 0)]
             fns[f"{spec.label()}: native decode to bf16 values"] = \
                 lambda spec=spec, t=table, st=st, r=runs, j=joins: fastans.decode_values(
@@ -220,8 +220,10 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
         md.append(f"| {k} | {m / lo / 1e6:,.1f} | {m / med / 1e6:,.1f} |")
     if zipnn_v:
         md += ["", "Ratios from the same rounds (ansforge compiled / ZipNN, CPU time; > 1 means ansforge is slower):", ""]
-        dec_rows = [f"tANS 8 bits x{n_}: native decode to bf16 values" for n_ in (16, 8)] if native else []
-        for row in dec_rows + [f"{c}: {kind} {op}" for c in ("tANS 8 bits", "tANS 8 bits x8", "rANS 16 bits")
+        dec_rows = [f"{c}: native decode to bf16 values" for c in ("tANS 8 bits x16", "tANS 8 bits x8",
+                                                                  "rANS 16 bits x16")] if native else []
+        for row in dec_rows + [f"{c}: {kind} {op}" for c in ("tANS 8 bits", "tANS 8 bits x8", "tANS 8 bits x16",
+                                                              "rANS 16 bits", "rANS 16 bits x16")
                                for op in ("decode (pairs)", "encode")]:
             codec, op = row.split(": ", 1)
             zop = "compress" if op.endswith("encode") else "decompress"
