@@ -319,7 +319,7 @@ def test_tans_arbitrary_table_harnesses_use_the_local_table():
     """``--table arbitrary``: the tANS round trip and detection hold the local table (frequencies free)
     and go through the sat runner at depth >= 20; ``--table pinned`` (CI) keeps the z3 detection."""
     with pytest.raises(ValueError, match="LocalTansTable"):       # the whole-table tANS model is gone
-        benches.LegalTable(benches.Bench(free_reset=False), "tans")
+        benches.LegalTable(None, "tans")
     assert fparams.sat_run("tans", "detection", "arbitrary") and not fparams.sat_run("tans", "detection", "pinned")
     assert fparams.sat_run("tans", "round_trip", "arbitrary") and fparams.sat_run("tans", "round_trip", "pinned")
     assert formal.default_depth("tans-decoder", "round_trip", table="arbitrary") == 25
