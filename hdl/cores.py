@@ -8,7 +8,7 @@ the codec classes because imports only run analysis → sim → hdl → model: `
 :data:`REGISTRY` is the one list of the cores. Everything that names a core derives from it: the
 command line's ``--core`` choices and help (``ansforge/cli/cores.py``), the simulation jobs
 (``sim/jobs.py``), the mutant catalogue (``hdl/mutants.py``), the formal harnesses' name tables
-(``sim/formal.py``), the bench's core lists (``analysis/bench.py``) and the README's table of cores
+(``sim/formal/``), the bench's core lists (``analysis/bench.py``) and the README's table of cores
 (``tests/test_core_registry.py`` checks it against :func:`markdown_table`).
 
 A row names its classes as ``"module:Class"`` inside :mod:`ansforge.hdl` and resolves them only when
@@ -85,7 +85,7 @@ class CodecSet:
 
 @dataclass(frozen=True)
 class FormalConfig:
-    """What ``sim/formal.py`` needs to pick and size the harnesses of a build (``ansforge prove``).
+    """What ``sim/formal/`` needs to pick and size the harnesses of a build (``ansforge prove``).
 
     Attributes
     ----------

@@ -500,7 +500,7 @@ class RansDecoderCoder(wiring.Component):
     def __init__(self, shape: _RansShape):
         self._shape = shape
         #: The coder's word buffer, filled in by :meth:`elaborate`: the formal lemma ``decoder_pipeline``
-        #: (``sim/formal.py``) states its invariants over it. Not ports.
+        #: (``sim/formal/``) states its invariants over it. Not ports.
         self.probe: dict = {}
         super().__init__(self.ports(shape))
 
@@ -682,7 +682,7 @@ class RansDecoderShell(wiring.Component):
         sh = self._shape = shape
         self._block_crc = block_crc
         #: The shell's registers and states, filled in by :meth:`elaborate`: the formal lemma
-        #: ``decoder_counts`` (``sim/formal.py``) states its invariants over them. Not ports.
+        #: ``decoder_counts`` (``sim/formal/``) states its invariants over them. Not ports.
         self.probe: dict = {}
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
         del ports["o"]
@@ -1709,7 +1709,7 @@ class RansEncoderCoder(wiring.Component):
         self._shape = shape
         self._depth = self.depth(shape)
         #: The coder's output buffer and divider, filled in by :meth:`elaborate`: the formal lemma
-        #: ``encoder_pipeline`` (``sim/formal.py``) states its invariants over them. Not ports.
+        #: ``encoder_pipeline`` (``sim/formal/``) states its invariants over them. Not ports.
         self.probe: dict = {}
         super().__init__(self.ports(shape))
 
@@ -1881,7 +1881,7 @@ class RansEncoderShell(wiring.Component):
     def __init__(self, shape: _RansShape, depth: int):
         sh = self._shape = shape
         #: The shell's registers, filled in by :meth:`elaborate`: the formal lemma ``encoder_counts``
-        #: (``sim/formal.py``) states its invariants over them. Not ports.
+        #: (``sim/formal/``) states its invariants over them. Not ports.
         self.probe: dict = {}
         ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits)
         del ports["i"], ports["o"]

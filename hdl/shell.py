@@ -85,7 +85,7 @@ class DecoderShell(wiring.Component):
                  table_sets: int = 1, set_bits: int = 0, mutant: str | None = None):
         self._mutant = mutant     # hdl/mutants.py (validated by the core)
         #: The counters, flags and FSM states, filled in by :meth:`elaborate`: the formal counter lemma
-        #: (``sim/formal.py``, ``decoder_counts``) states its invariants over them. Not ports.
+        #: (``sim/formal/``, ``decoder_counts``) states its invariants over them. Not ports.
         self.probe: dict = {}
         self._block_crc = check_bool("block_crc", block_crc)
         self._sets = check_int("table_sets", table_sets, 1, 16)
@@ -246,7 +246,7 @@ class EncoderShell(wiring.Component):
     def __init__(self, command_layout: data.StructLayout, *, mutant: str | None = None):
         self._mutant = mutant     # hdl/mutants.py (validated by the core)
         #: ``remaining`` and ``running`` (the FSM in ``RUN``), filled in by :meth:`elaborate`: the formal
-        #: counter lemma (``sim/formal.py``, ``encoder_counts``) states its invariant over them. Not ports.
+        #: counter lemma (``sim/formal/``, ``encoder_counts``) states its invariant over them. Not ports.
         self.probe: dict = {}
         super().__init__({"cmd": In(stream.Signature(command_layout)), "take": Out(1), "pair": In(1),
                           "flush": Out(1), "flushed": In(1), "idle": Out(1), "done": Out(1)})

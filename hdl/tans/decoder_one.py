@@ -84,7 +84,7 @@ class TansDecoderCoder(wiring.Component):
         self._shape = sh = shape
         self._entry = decoder_entry_layout(sh)
         #: The coder's registers and its window, filled in by :meth:`elaborate`: the formal lemma
-        #: ``decoder_pipeline`` (``sim/formal.py``) states its invariants over them. Not ports.
+        #: ``decoder_pipeline`` (``sim/formal/``) states its invariants over them. Not ports.
         self.probe: dict = {}
         F, W = sh.need_max, sh.W
         self._field_words = -(-(F + W - 1) // W)

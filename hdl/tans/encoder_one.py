@@ -57,7 +57,7 @@ class TansEncoderCoder(wiring.Component):
         self._shape = sh = shape
         self._sym_entry = symbol_entry(sh)
         #: The pipeline's registers, filled in by :meth:`elaborate`: the formal pipeline lemma
-        #: (``sim/formal.py``, ``encoder_pipeline``) states its invariants over them. Not ports.
+        #: (``sim/formal/``, ``encoder_pipeline``) states its invariants over them. Not ports.
         self.probe: dict = {}
         ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
                  "o": Out(stream.Signature(word_layout(sh.W))),

@@ -60,7 +60,7 @@ class BitWindow(wiring.Component):
         self._D = -(-(F + W - 1) // W)
         self._N = self._D + 1
         #: The registers (``slots``, ``nw``, ``hole``, ``off``), made here so that a formal harness can
-        #: name them before elaboration (``sim/formal.py``: ``window_queue``, ``decoder_pipeline``) and
+        #: name them before elaboration (``sim/formal/``: ``window_queue``, ``decoder_pipeline``) and
         #: state its invariants over them. Not ports. (One elaboration per window, as for any component.)
         self.probe: dict = {"slots": [Signal(W, name=f"slot{j}") for j in range(self._N)],  # slot0: oldest word
                             "nw": Signal(range(self._N + 1), name="nw"),     # words held: slots 0 .. nw-1, or 1 .. nw after a hole
