@@ -390,15 +390,7 @@ def threads_section(path: str, reps: int = 3, copies: int = 4) -> list[str]:
             cmds[f"decompress --threads {th}"] = [py, "-m", "ansforge", "decompress", str(t / "c1.ansf"), "-o",
                                                   str(t / f"d{th}.safetensors"), "--threads", str(th), "--force",
                                                   "--quiet"]
-        wall: dict[str, list[float]] = {k: [] for k in cmds}
-        cpu: dict[str, list[float]] = {k: [] for k in cmds}
-        for cmd in cmds.values():
-            _measure(cmd)
-        for _ in range(reps):
-            for k, cmd in cmds.items():
-                c, w = _measure(cmd)
-                cpu[k].append(c)
-                wall[k].append(w)
+        cpu, wall = _interleaved_processes(cmds, reps)
         same = (t / "c1.ansf").read_bytes() == (t / "c2.ansf").read_bytes()
         size = big.stat().st_size
     md = [f"### Threads: a file {copies} times MiniLM", "",
@@ -440,6 +432,21 @@ def _measure(cmd: list[str]) -> tuple[float, float]:
     return _children_cpu() - c0, wall
 
 
+def _interleaved_processes(cmds: dict[str, list[str]], reps: int) -> tuple[dict, dict]:
+    """Whole-process CPU and wall seconds of each command over ``reps`` round-robin rounds, after one
+    warm-up run of each (not counted: it fills the page cache and Python's bytecode cache)."""
+    cpu: dict[str, list[float]] = {k: [] for k in cmds}
+    wall: dict[str, list[float]] = {k: [] for k in cmds}
+    for cmd in cmds.values():
+        _measure(cmd)
+    for _ in range(reps):
+        for k, cmd in cmds.items():
+            c, w = _measure(cmd)
+            cpu[k].append(c)
+            wall[k].append(w)
+    return cpu, wall
+
+
 _ZIPNN_SCRIPT = ("import sys; from zipnn import ZipNN; z = ZipNN(input_format='byte', bytearray_dtype='float32', "
                  "threads=1); d = open(sys.argv[2], 'rb').read(); "
                  "open(sys.argv[3], 'wb').write(z.compress(d) if sys.argv[1] == 'c' else z.decompress(d))")
@@ -475,15 +482,7 @@ def cli_section(path: str, reps: int = 5, codec: str = "tans8x16", fast_codec: s
                                                                            str(t / "m.znn")]
             cmds["ZipNN decompress (1 thread, whole process)"] = [py, "-c", _ZIPNN_SCRIPT, "d", str(t / "m.znn"),
                                                                  str(t / "m.zraw")]
-        cpu: dict[str, list[float]] = {k: [] for k in cmds}
-        wall: dict[str, list[float]] = {k: [] for k in cmds}
-        for cmd in cmds.values():  # one warm-up run each, not counted: caches (page cache, bytecode) filled
-            _measure(cmd)
-        for _ in range(reps):
-            for k, cmd in cmds.items():
-                c, w = _measure(cmd)
-                cpu[k].append(c)
-                wall[k].append(w)
+        cpu, wall = _interleaved_processes(cmds, reps)
         original = Path(path).read_bytes()
         from safetensors.numpy import load_file
         a, b = load_file(path), load_file(str(t / "m.st"))
