@@ -1680,6 +1680,11 @@ class Container:
         with self._count_lock:
             self.blocks_decoded += 1
 
+    def _joins(self, st: ContainerStream, t_lo: int, t_hi: int) -> list[tuple]:
+        """The values decoder's join per table ``t_lo .. t_hi - 1`` of ``st`` (:func:`fastans.decode_values`):
+        its owner tensor's code table and exponents, and its row shift."""
+        return [(self.tensors[i]["_code_table"], self.tensors[i]["exponents"], z) for i, z in st.table_owner[t_lo:t_hi]]
+
     def _block_value_bits(self, st: ContainerStream, b: int) -> np.ndarray:
         """Independent block ``b`` decoded to its tensor's value bit patterns: the native values decoder
         where it applies, else its pairs joined (which names any error)."""
@@ -1687,7 +1692,7 @@ class Container:
         rec = self.tensors[blk.tensor]
         if rec["pair_format"] != "q4_0" and fastans.supported(st.spec):
             tables, runs, t_lo, t_hi = self._block_tables(st, b)
-            joins = [(rec["_code_table"], rec["exponents"], z) for _, z in st.table_owner[t_lo:t_hi]]
+            joins = self._joins(st, t_lo, t_hi)
             vals = fastans.decode_values(st.spec, self.block_words(st, b), tables, runs, [], joins, rec["_fmt"], 1)
             if vals is not None:
                 self._verify_block(st, b)
@@ -1720,7 +1725,7 @@ class Container:
         blocks = [(st.blocks[b][0] - w_lo, st.blocks[b][1] - w_lo, st.spans[b].pair - first,
                    st.spans[b].pair - first + st.spans[b].count) for b in bs]
         runs = [Run(r.table - t_lo, r.count) for r in st.runs[r_lo:r_hi]]
-        joins = [(self.tensors[i]["_code_table"], self.tensors[i]["exponents"], z) for i, z in st.table_owner[t_lo:t_hi]]
+        joins = self._joins(st, t_lo, t_hi)
         words = self._words(st)[w_lo:st.blocks[bs[-1]][1]]
         vals = fastans.decode_values(st.spec, words, st.tables[t_lo:t_hi], runs, [], joins, fmt, threads, blocks)
         if vals is None:
@@ -1958,7 +1963,7 @@ class Container:
                 for r in recs}
         if len(fmts) != 1 or any(r["pair_format"] == "q4_0" for r in recs):
             return None
-        joins = [(self.tensors[i]["_code_table"], self.tensors[i]["exponents"], z) for i, z in st.table_owner]
+        joins = self._joins(st, 0, len(st.tables))
         words = self._words(st)
         vals = fastans.decode_values(st.spec, words, st.tables, st.runs, st.checkpoints, joins, recs[0]["_fmt"],
                                      threads)
