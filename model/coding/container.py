@@ -1705,7 +1705,8 @@ class Container:
             if fastans.supported(st.spec) and rec["pair_format"] != "q4_0" else None
         return bits if bits is not None else self._join(rec, s.astype(np.int64), e.astype(np.uint64))
 
-    def _group_values(self, st: ContainerStream, group: list[int], threads: int) -> dict[int, np.ndarray] | None:
+    def _group_values(self, st: ContainerStream, group: list[int], blocks_of: dict[int, list[int]],
+                      threads: int) -> dict[int, np.ndarray] | None:
         """Tensors ``group`` (consecutive in ``st``, at least one pair each) as value bit patterns, every
         block of theirs in one native call (:func:`fastans.decode_values` with ``blocks``: their tables
         prepared once, the blocks side by side in the kernel), the blocks' CRCs checked; ``None`` where
@@ -1717,8 +1718,8 @@ class Container:
             return None
         t_lo, t_hi = st.tensor_tables[group[0]][0], st.tensor_tables[group[-1]][1]
         r_lo, r_hi = st.tensor_runs[group[0]][0], st.tensor_runs[group[-1]][1]
-        bs = [b for b, blk in enumerate(st.spans) if group[0] <= blk.tensor <= group[-1]]
-        if not bs or any(st.spans[b].tensor not in group for b in bs):
+        bs = [b for ti in group for b in blocks_of.get(ti, ())]  # ``blocks_of``: each tensor's blocks, in order
+        if not bs or bs != list(range(bs[0], bs[0] + len(bs))):
             return None
         first = st.spans[bs[0]].pair
         w_lo = st.blocks[bs[0]][0]
@@ -1761,6 +1762,9 @@ class Container:
                 groups.append([])
             groups[-1].append(ti)
         group_of = {ti: g for g in groups for ti in g}
+        blocks_of: dict[int, list[int]] = {}
+        for b, blk in enumerate(st.spans):
+            blocks_of.setdefault(blk.tensor, []).append(b)
         ready: dict[int, np.ndarray] = {}
         tried: set[int] = set()
         per_block = self._per_block_source(st, n, pools)
@@ -1771,7 +1775,7 @@ class Container:
             g = group_of.get(ti)
             if g is not None and g[0] not in tried:
                 tried.add(g[0])
-                got = self._group_values(st, g, n)
+                got = self._group_values(st, g, blocks_of, n)
                 if got is not None:
                     ready.update(got)
                     return ready.pop(ti)
