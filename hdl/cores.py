@@ -219,8 +219,8 @@ def _resolve(ref: str):
 _TANS_BITS = tuple(range(5, 13))        # parse_codec's tansR
 _RANS_BITS = tuple(range(5, 25))        # parse_codec's ransP
 _XN = tuple(range(1, 17))               # hdl/tans/cores_xn.py XN_STATES (model/coding/stream.py MAX_STATES)
-_RANS_DEC_XN = tuple(range(5, 17))      # hdl/rans.py XN_STATES
-_RANS_ENC_XN = (16,)                    # hdl/rans.py ENCODER_XN_STATES
+_RANS_DEC_XN = tuple(range(5, 17))      # hdl/rans/decoder_xn.py XN_STATES
+_RANS_ENC_XN = (16,)                    # hdl/rans/encoder_xn.py ENCODER_XN_STATES
 
 #: The shipped builds. The base builds first (in the order the command line lists them), then the
 #: interleaved builds with a formal configuration of their own.
