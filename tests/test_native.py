@@ -482,3 +482,28 @@ def test_compress_is_the_same_file_with_and_without_the_compiled_split(tmp_path,
     from ansforge.model.llm.checkpoint import open_checkpoint
     back = open_checkpoint(tmp_path / "back.safetensors")
     assert all(np.asarray(back.tensor(k).array).tobytes() == np.asarray(v).tobytes() for k, v in data.items())
+
+
+@pytest.mark.parametrize("codec", ["tans8", "tans8x3", "tans8x16"])
+def test_pairs_that_fill_the_accumulator_to_64_bits(codec):
+    """Regression (found by the 7B run): bf16 pairs whose widest pair is 19 bits (a frequency-1 escape
+    symbol, 8 state bits, 8 + 3 escape-index bits) let the encoder store its accumulator every three
+    pairs, and three such pairs after a store's 7 leftover bits reach exactly 64 bits, where the store's
+    shift (``cnt & 56``) was 0 instead of 64: stale bits were ORed under the next pairs, a valid stream of
+    wrong additional data. Escapes with a direct pair now and then hit it within a few hundred pairs."""
+    spec = parse_codec(codec)
+    rng = np.random.default_rng(3)
+    counts = np.zeros(18, dtype=np.int64)
+    counts[:10] = 100_000
+    counts[10:] = 1                       # eight rare codes: one escape symbol, 3 index bits
+    ct, table = spec.tables(counts, 8)
+    esc = ct.n_direct
+    assert int(table.freqs[esc]) == 1 and int(table.extra_bits[esc]) == 11
+    # escapes, with a direct code now and then so that the bits left after a store vary
+    codes = np.where(rng.random(4000) < 0.8, rng.integers(10, 18, 4000), rng.integers(0, 10, 4000)).astype(np.uint16)
+    s, e = ct.to_symbols(codes, rng.integers(0, 256, codes.size, dtype=np.uint64))
+    runs = [Run(0, s.size)]
+    g = spec.coder().encode([table], runs, s, e, 0)
+    f = fastans.encode(spec, [table], runs, s.astype(np.uint8), e.astype(np.uint32), 0)
+    assert np.array_equal(f.words, g.words)
+    assert np.array_equal(spec.coder().decode(f.words, [table], runs, 0, s.size)[1], e)

@@ -1109,8 +1109,8 @@ typedef struct {
 /* One pair i (symbol s, extra x) with state Y (in [L, 2L)). The pair's bits (n low bits of the state, then
  * the k bits of x above them) go into the accumulator with one shift and or: the accumulator's chain
  * (cnt, acc) is the encoder's only serial dependency across lanes, so it gets one add per pair. The
- * accumulator is stored every F pairs (FL = 1 there): F pairs of at most `most` bits each fit its 64
- * bits above the <= 7 bits a store leaves (the caller picks F from the tables' widest pair). The
+ * accumulator is stored every F pairs (FL = 1 there): F pairs of at most `most` bits each fit its 63
+ * low bits above the <= 7 bits a store leaves (the caller picks F from the tables' widest pair). The
  * state's next index stays inside the spread for every legal table (checked once before coding). */
 #define ENC_STEP(Y, I, FL)                                                                             \
     do {                                                                                               \
@@ -1353,8 +1353,10 @@ static PyObject *py_tans_encode(PyObject *self, PyObject *args) {
         unsigned most = 0;
         Py_BEGIN_ALLOW_THREADS
         if (tans_enc_check(&d, ntab, &most) == 0) {
-            /* F pairs of `most` bits each above the 7 bits a store leaves: 7 + F * most <= 64 */
-            int F = 7 + 3 * most <= 64 ? 3 : 7 + 2 * most <= 64 ? 2 : 1;
+            /* F pairs of `most` bits each above the 7 bits a store leaves, 63 bits at most: a store
+             * shifts the accumulator by cnt & 56, which is 0, not 64, where cnt reaches 64 (three
+             * 19-bit pairs after 7 bits, bf16 escapes with R = 8, left stale bits under the next pairs) */
+            int F = 7 + 3 * most <= 63 ? 3 : 7 + 2 * most <= 63 ? 2 : 1;
             status = TANS_ENC[N][use_bmi2][kind][F - 1](&d, s.view.buf, e.view.buf, n, &nw, &nc);
         }
         Py_END_ALLOW_THREADS
