@@ -11,9 +11,11 @@ Rows, with the paper's method names (scripts depend on them):
     plus the additional data.
 ``rANS 16 bits``, ``tANS 8 bits`` (and any other ``--codecs``)
     The golden codecs of the hardware (:mod:`ansforge.model.coding.rans`, :mod:`ansforge.model.coding.tans`): the
-    selected matrices coded, in file order, as one stream exactly as ``ansforge compress`` writes it
-    (final state and checkpoints included), decoded again and checked bit-exact. The note gives the gap
-    to Ideal.
+    selected matrices coded in file order as one stream exactly as ``ansforge compress --layout model``
+    writes it (final state and checkpoints included), decoded again and checked bit-exact; past
+    :data:`CODEC_STREAM_PAIRS` pairs (2^25, more than MiniLM's matrices) the matrices are cut into
+    several such streams, so that a 7B model's rows hold one stream's pairs in memory at a time. The
+    note gives the gap to Ideal.
 ``Context (rANS 16 bits, container)`` (``context=`` codec)
     ``ansforge compress --context --stream-per-tensor`` of the checkpoint into a temporary container,
     read back from the file: for the selected matrices, their streams' words as stored on disk, their
@@ -525,37 +527,68 @@ class CodecResult:
         return self.bits / self.ideal_bits - 1 if self.ideal_bits else 0.0
 
 
-def codec_task(path: str, names: Sequence[str], pairs: str, codec: str, slot: int = -1) -> CodecResult:
-    """Encode the selected matrices as one golden-codec stream, decode it and compare bit for bit.
-    Progress: the weights once as each tensor is read and split, once when the stream is encoded, once
-    as the decoded tensors are compared."""
-    from ..model.coding import fastans
-    from ..model.coding.container import DEFAULT_CHECKPOINT_INTERVAL, encode_tensors
+#: Pairs of consecutive matrices :func:`codec_task` codes as one stream, at most (a larger matrix is a
+#: stream of its own): every matrix of MiniLM or stories260K shares one stream, while a 7B model's rows
+#: hold one such group in memory at a time.
+CODEC_STREAM_PAIRS = 1 << 25
 
+#: Pairs checked per step when a decoded stream is compared (bounded temporaries of 64-bit codes).
+_COMPARE_PAIRS = 1 << 22
+
+
+def codec_task(path: str, names: Sequence[str], pairs: str, codec: str, slot: int = -1) -> CodecResult:
+    """Encode the selected matrices with a golden codec, in file order, consecutive matrices sharing
+    one stream up to :data:`CODEC_STREAM_PAIRS` pairs (a larger matrix its own stream; each stream with
+    its final state and checkpoints, as ``ansforge compress --layout model`` writes it), decode each
+    stream and compare bit for bit; one stream's pairs in memory at a time.
+    Progress: the weights once as each tensor is read and split, once when its stream is encoded, once
+    as it is decoded and compared."""
     t0 = time.process_time()
     spec = parse_codec(codec)
     fmt = PAIR_FORMATS[pairs]
-    items = []
-    for name in names:
+    total_bits, ideal, ok = 0, 0.0, True
+    group: list[tuple[str, Any]] = []
+    for k, name in enumerate(names):
         chunks = [b.ravel() for b, _ in _chunks(path, name, pairs)]
         bits = np.concatenate(chunks) if chunks else np.zeros(0, fmt.bits_dtype)  # a zero-size tensor
-        items.append((name, fmt.split(bits)))
-        _advance(slot, bits.size)
-    st = encode_tensors(spec, items, DEFAULT_CHECKPOINT_INTERVAL)
-    _advance(slot, sum(int(p.codes.size) for _, p in items))
+        del chunks
+        group.append((name, fmt.split(bits)))
+        _advance(slot, int(bits.size))
+        del bits
+        size = sum(int(p.codes.size) for _, p in group)
+        following = int(np.prod(_open(path).info(names[k + 1]).shape)) if k + 1 < len(names) else None
+        if following is None or size + following > CODEC_STREAM_PAIRS:
+            good, bits_, ideal_ = _code_group(spec, group, slot)
+            ok &= good
+            total_bits += bits_
+            ideal += ideal_
+            group = []
+    return CodecResult(spec.name, spec.label(), total_bits, ideal, ok, time.process_time() - t0)
+
+
+def _code_group(spec, group: list, slot: int) -> tuple[bool, int, float]:
+    """One stream of :func:`codec_task`: (decoded bit-exact, its bits, its tensors' ideal bits)."""
+    from ..model.coding import fastans
+    from ..model.coding.container import DEFAULT_CHECKPOINT_INTERVAL, encode_tensors
+
+    st = encode_tensors(spec, group, DEFAULT_CHECKPOINT_INTERVAL)
+    _advance(slot, sum(int(p.codes.size) for _, p in group))
     # The compiled coders (bit-exact with the golden ones, tests/test_fastans.py) where they apply.
     if fastans.supported(spec):
-        syms, exs = fastans.decode_segments(spec, st.words, st.tables, st.runs, st.checkpoints, threads=1)
+        syms, exs = fastans.decode_segments(spec, st.words, st.tables, st.runs, st.checkpoints, threads=1,
+                                            compact=True)
     else:
         syms, exs, _ = spec.coder().decode(st.words, st.tables, st.runs)
     ok = True
     for t in st.tensors:
         a, n = t.first_pair, int(t.pairs.codes.size)
-        codes, extra = t.code_table.from_symbols(syms[a:a + n], exs[a:a + n])
-        ok &= bool(np.array_equal(codes, t.pairs.codes) and np.array_equal(extra, t.pairs.extra.astype(np.uint64)))
+        for lo in range(0, n, _COMPARE_PAIRS):
+            hi = min(n, lo + _COMPARE_PAIRS)
+            codes, extra = t.code_table.from_symbols(syms[a + lo:a + hi], exs[a + lo:a + hi])
+            ok &= bool(np.array_equal(codes, t.pairs.codes[lo:hi])
+                       and np.array_equal(extra, t.pairs.extra[lo:hi].astype(np.uint64)))
         _advance(slot, n)
-    return CodecResult(spec.name, spec.label(), st.total_bits, sum(t.ideal_bits for t in st.tensors), ok,
-                       time.process_time() - t0)
+    return ok, st.total_bits, sum(t.ideal_bits for t in st.tensors)
 
 
 def context_label(codec: str) -> str:
