@@ -26,7 +26,8 @@ One module per block of the paper's diagram, following the data flow:
 ``shape``
     :class:`RansShape` (the widths), the bucket constants and the ``cfg`` write sequence :func:`rans_writes`.
 ``tables``
-    The symbol and bucket table memories with their ``cfg`` write port.
+    :class:`RansTables`: the symbol and bucket table memories with their ``cfg`` write port (still a
+    helper that adds them to the coder's module, not a component: see ``docs/design/rans.md``).
 ``arithmetic``
     The multiply-add, the two-level shifter, the chunk plan and the encoder's array divider.
 ``decoder_one``, ``decoder_xn``
@@ -35,6 +36,9 @@ One module per block of the paper's diagram, following the data flow:
     The encoder coders for one state and for ``N`` in :data:`ENCODER_XN_STATES` interleaved states.
 ``shell``, ``shell_xn``
     The command shells of the one-state and the interleaved coders.
+``link``
+    The coder ↔ shell interface of each core, a declared ``wiring.Signature`` both sides take their
+    ports from, joined by ``wiring.connect``.
 ``cores``
     The cores, coder plus shell: :class:`RansDecoder` and :class:`RansEncoder`.
 
@@ -54,6 +58,7 @@ from .encoder_one import RansEncoderCoder
 from .encoder_xn import ENCODER_XN_STATES, RansEncoderXnCoder, xn_plan
 from .shell import RansDecoderShell, RansEncoderShell
 from .shell_xn import RansDecoderShellXN, RansEncoderShellXN
+from .link import connect_link, decoder_link, decoder_xn_link, encoder_link, encoder_xn_link
 from .cores import RansDecoder, RansEncoder
 
 #: The name ``tests/test_rans_xn_encoder.py`` imports :func:`xn_plan` by (private while this was one module).
@@ -62,5 +67,7 @@ _xn_plan = xn_plan
 __all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell", "RansDecoderCoderXN",
            "RansDecoderShellXN", "XN_STATES", "XN_RING", "TAG_BITS", "RansEncoderCoder", "RansEncoderShell",
            "RansEncoderXnCoder", "RansEncoderShellXN", "ENCODER_XN_STATES", "rans_writes", "bucket_bits_for",
-           "MAX_BUCKET_BITS", "BUCKET_SPLITS", "XN_SPLITS", "RansShape", "RansTables", "ArrayDivider",
-           "DividerStages", "chunk_plan", "multiply_add", "two_level_shift", "recip_entry", "recip_split", "xn_plan"]
+           "MAX_BUCKET_BITS", "BUCKET_SPLITS", "XN_SPLITS", "RansShape", "RansTables",
+           "ArrayDivider", "DividerStages", "chunk_plan", "multiply_add", "two_level_shift", "recip_entry",
+           "recip_split", "xn_plan", "decoder_link", "decoder_xn_link", "encoder_link", "encoder_xn_link",
+           "connect_link"]

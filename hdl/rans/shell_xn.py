@@ -11,6 +11,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ..common import BlockCrc, DecodeStatus, decoder_ports, encoder_ports
+from .link import decoder_xn_link, encoder_xn_link
 from .shape import RansShape
 from .decoder_xn import RansDecoderCoderXN, TAG_BITS, XN_RING
 
@@ -64,11 +65,7 @@ class RansDecoderShellXN(wiring.Component):
         del ports["o"]
         T = TAG_BITS
         ports.update({"word": Out(stream.Signature(RansDecoderCoderXN.word_layout(sh))),
-                      "run": Out(1), "drain": Out(1), "inject": Out(1), "state": Out(sh.S), "tag": Out(T),
-                      "last": Out(1), "ended": Out(1), "purge": Out(1), "purge_tag": Out(T),
-                      "step": In(1), "turned": In(1), "pair_tag": In(T), "o_last": In(1), "pair_taken": In(1),
-                      "evicted_initial": In(1), "starved": In(1), "starved_tag": In(T),
-                      "held": In(pw), "held_tags": In(T * pw), "idle": Out(1)})
+                      **decoder_xn_link(sh, T, pw).members, "pair_taken": In(1), "idle": Out(1)})
         super().__init__(ports)
 
     @staticmethod
@@ -414,8 +411,7 @@ class RansEncoderShellXN(wiring.Component):
         sh = self._shape = shape
         ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits)
         del ports["i"], ports["o"]
-        ports.update({"run": Out(1), "ghost": Out(1), "final": Out(1), "step": In(1), "last": In(1),
-                      "emit": In(1), "idle": Out(1)})
+        ports.update({**encoder_xn_link(sh).members, "emit": In(1), "idle": Out(1)})
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -444,6 +440,3 @@ class RansEncoderShellXN(wiring.Component):
                          final.eq(0), active.eq(1)]
         m.d.sync += self.done.eq(self.emit & self.last)
         return m
-
-
-#: Interleaved states of the pipelined encoder coder (:class:`RansEncoderXnCoder`): ``rans16x16``.
