@@ -180,3 +180,15 @@ def test_the_flat_model_paths_of_earlier_releases_still_import(old, new):
     with pytest.warns(DeprecationWarning, match=f"ansforge.model.{new}"):
         moved = importlib.import_module(f"ansforge.model.{old}")
     assert moved is importlib.import_module(f"ansforge.model.{new}")
+
+
+def test_every_package_folder_is_installed():
+    """A non-editable install (``pip install .``, a wheel) ships only pyproject.toml's ``packages``: every
+    folder with an ``__init__.py`` under the source folders must be listed (``hdl/tans``, ``hdl/rans``
+    and ``sim/formal`` were not, so a wheel would have lacked the cores and the proofs)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join([PACKAGES[src], *init.parent.relative_to(ROOT / src).parts])
+             for src in PACKAGES for init in (ROOT / src).rglob("__init__.py")}
+    assert found - listed == set(), sorted(found - listed)
