@@ -4,16 +4,9 @@ Measured in one run, on this machine, so that ratios are meaningful:
 
 1. Table 1 on MiniLM-L6 (all rows), with the time of each method and its ratio to gzip/bzip2/xz/zstd.
 2. coder speed: the golden tANS/rANS models and their NumPy bulk lanes against constriction's rANS.
-3. Table 1 on a synthetic checkpoint with Llama2-7B's shapes (32 layers, dim 4096, hidden 11008,
-   vocab 32000; 6,607,077,376 matrix weights, exactly the paper's count), written to a temporary
-   safetensors file and deleted after. It runs as a child process so its wall time and peak RSS (of
-   the whole process tree, sampled every 0.2 s) are its own. xz -9 and zstd -19 run at 0.5–2 MB/s;
-   they are measured on a smaller synthetic file and their full-size time is extrapolated linearly
-   (they are single streams, so time is linear in bytes).
-
-The synthetic weights are Gaussian, N(0, σ) per matrix, rounded to bf16; σ follows the usual
-``1/sqrt(fan_in)`` scaled by 0.5, which gives each matrix ~25–30 exponents, as in Llama2-7B. They are not
-trained weights: their ratios are close to, but not, the paper's.
+3. ``--only 7b`` (:mod:`.bench_7b`): a Llama-2-7B-size synthetic folder (``ansforge synth``) through
+   compress, decompress, inspect, tables and simulate, each a child process with its wall time and peak
+   memory.
 """
 
 from __future__ import annotations
@@ -24,7 +17,6 @@ import platform
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from importlib import resources
 from pathlib import Path
@@ -32,55 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from ..hdl.cores import REGISTRY, base_names, core_build
-from ..model.llm.checkpoint import write_safetensors
-from ..model.dtypes.pairs import fp32_to_bf16_rne
 from .table1 import compute_table1
 
-__all__ = ["llama2_7b_layout", "write_synthetic_llama", "run_bench"]
-
-LLAMA2_7B = {"dim": 4096, "hidden": 11008, "vocab": 32000}
-
-
-def llama2_7b_layout(layers: int) -> list[tuple[str, str, tuple[int, ...]]]:
-    """(name, dtype, shape) of a Llama2-7B-shaped bf16 checkpoint with ``layers`` layers, no classifier."""
-    d, h, v = LLAMA2_7B["dim"], LLAMA2_7B["hidden"], LLAMA2_7B["vocab"]
-    out = [("tok_embeddings.weight", "BF16", (v, d))]
-    for i in range(layers):
-        out += [
-            (f"layers.{i}.attention_norm.weight", "BF16", (d,)),
-            (f"layers.{i}.attention.wq.weight", "BF16", (d, d)),
-            (f"layers.{i}.attention.wk.weight", "BF16", (d, d)),
-            (f"layers.{i}.attention.wv.weight", "BF16", (d, d)),
-            (f"layers.{i}.attention.wo.weight", "BF16", (d, d)),
-            (f"layers.{i}.ffn_norm.weight", "BF16", (d,)),
-            (f"layers.{i}.feed_forward.w1.weight", "BF16", (h, d)),
-            (f"layers.{i}.feed_forward.w2.weight", "BF16", (d, h)),
-            (f"layers.{i}.feed_forward.w3.weight", "BF16", (h, d)),
-        ]
-    out.append(("norm.weight", "BF16", (d,)))
-    return out
-
-
-def write_synthetic_llama(path: str | Path, layers: int, seed: int = 0) -> int:
-    """Write a synthetic Llama2-7B-shaped bf16 safetensors file; return its number of matrix weights."""
-    layout = llama2_7b_layout(layers)
-    chunk = 1 << 24
-
-    def fill(index: int, name: str):
-        shape = layout[index][2]
-        n = int(np.prod(shape))
-        if len(shape) == 1:
-            yield np.full(n, 0x3F80, dtype=np.uint16)  # norms: 1.0
-            return
-        rng = np.random.default_rng([seed, index])
-        sigma = 0.5 / np.sqrt(shape[1])
-        for start in range(0, n, chunk):
-            k = min(chunk, n - start)
-            yield fp32_to_bf16_rne(rng.standard_normal(k, dtype=np.float32) * np.float32(sigma))
-
-    write_safetensors(path, layout, fill, metadata={"ansforge": "synthetic Llama2-7B-shape weights"})
-    return sum(int(np.prod(s)) for _, _, s in layout if len(s) == 2)
-
+__all__ = ["run_bench"]
 
 def _machine() -> str:
     cpu = platform.processor() or "unknown CPU"
@@ -105,43 +51,6 @@ def _machine() -> str:
             f"zstandard {version('zstandard')}")
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants (Linux /proc)."""
-    total, stack = 0, [pid]
-    while stack:
-        p = stack.pop()
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-            for task in Path(f"/proc/{p}/task").iterdir():
-                stack += [int(c) for c in (task / "children").read_text().split()]
-        except (OSError, ValueError):
-            continue
-    return total
-
-
-def _run_measured(cmd: list[str]) -> tuple[float, int, str]:
-    """Run a command; return wall seconds, peak tree RSS in bytes, and its stdout."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = [0]
-
-    def sample() -> None:
-        while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss(proc.pid))
-            time.sleep(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    out, err = proc.communicate()
-    sampler.join()
-    wall = time.perf_counter() - t0
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.strip()[-2000:]}")
-    return wall, peak[0], out
-
-
 def _table_rows(markdown: str) -> list[str]:
     """The table lines of :meth:`Table1.to_markdown` (its heading is replaced by the report's own)."""
     return [line for line in markdown.splitlines() if line.startswith("|")]
@@ -156,18 +65,22 @@ def _hardware(path: str) -> list[str]:
     from ..hdl.verilog import core_verilog
     from .area import LINT_KINDS, area_markdown, core_area, lint_warnings
 
+    from ..hdl.cores import default_for
+
     md = ["## Hardware cores: Verilator throughput and area (Table 3)", ""]
+    default = default_for("tans")
     t = time.perf_counter()
-    mats = model_pairs(path, "tans8")
+    mats = model_pairs(path, default)
     prep = time.perf_counter() - t
     # Compile the core first (the same programmable core simulate builds), so that the timed run
     # measures simulation, not the one-off Verilator build that the cache then keeps.
-    simulate_matrices("tans-decoder", "tans8", mats, engine="verilator", limit=64)
+    simulate_matrices("tans-decoder", default, mats, engine="verilator", limit=64)
     t = time.perf_counter()
-    rep = simulate_matrices("tans-decoder", "tans8", mats, engine="verilator")
+    rep = simulate_matrices("tans-decoder", default, mats, engine="verilator")
     wall = time.perf_counter() - t
-    md += [f"`ansforge simulate --core tans-decoder --model MiniLM`: {rep.matrices} matrices, {rep.pairs:,} pairs "
-           f"through the Verilator-compiled tANS decoder (one programmable core, table written per matrix), "
+    md += [f"`ansforge simulate --core tans-decoder --model MiniLM` (the default build, {default}): {rep.matrices} "
+           f"matrices, {rep.pairs:,} pairs through the Verilator-compiled tANS decoder (one programmable core, "
+           f"table written per matrix), "
            f"{rep.cycles:,} cycles ({rep.pairs_per_cycle:.4f} pairs/cycle), bit-exact: "
            f"{'yes' if rep.bit_exact else 'NO'}.", "",
            "| Step | Seconds | M pairs/s |", "|---|---:|---:|",
@@ -180,13 +93,17 @@ def _hardware(path: str) -> list[str]:
     rows, missing = [], []
     for kind in CORES:
         dec = kind.endswith("decoder")
-        # The paper's configuration as Table 3 measures it (the coder alone), then ours as shipped
-        # (shell with 32-bit counters, CRC-32, 5 more extra bits for the escape index).
-        for k, crc, shell, config in ((8, False, False, "paper: 64 codes, 8 extra bits, coder alone"),
-                                      (13, True, True, "ours: 64 codes, 8 + 5 escape-index bits, shelled"
-                                       + (", CRC-32" if dec else ""))):
+        # The paper's configuration as Table 3 measures it (the coder alone, one state), then ours as
+        # shipped: the default build (its kind's default format) with the shell's 32-bit counters,
+        # CRC-32 and 5 more extra bits for the escape index.
+        shipped = default_for(kind.split("-")[0])
+        for codec, k, crc, shell, config in (
+                (None, 8, False, False, "paper: 64 codes, 8 extra bits, coder alone"),
+                (shipped, 13, True, True, f"ours as shipped: {shipped}, 64 codes, 8 + 5 escape-index bits, shelled"
+                 + (", CRC-32" if dec else ""))):
             try:
-                rows.append(core_area(kind, extra_bits=k, block_crc=crc, shell=shell, config=config, timeout=600))
+                rows.append(core_area(kind, codec, extra_bits=k, block_crc=crc, shell=shell, config=config,
+                                      timeout=600))
             except TimeoutError as exc:
                 missing.append(f"{kind} ({config}): {exc}")
                 break
@@ -221,35 +138,37 @@ def _hardware(path: str) -> list[str]:
     md += area_markdown(rows)
     if missing:
         md += [""] + [f"Not measured: {m}." for m in missing]
-    after = {a.core: a for a in rows if not a.shell and a.codec == paper_codec(a.core)}
     one = {a.core: a for a in rows if not a.shell and a.codec == paper_codec(a.core)}
     md += ["", "One state → interleaved states, paper configuration, coder alone, same run (the format each "
            "interleaved coder takes: docs/bitstream.md §8):", "",
            "| Core | Codec | LUT-equivalents | DSP | FFs | Levels | ECP5 Fmax MHz |", "|---|---|---:|---:|---:|---:|---:|"]
     for a in rows:
-        if a.shell or a.codec == paper_codec(a.core) or a.core not in one:
+        if a.shell or a.codec == paper_codec(a.core) or a.core not in one or "preset" in a.config:
             continue
         b = one[a.core]
         fb, fa = (("n/a" if x.ecp5_fmax_mhz is None else f"{x.ecp5_fmax_mhz:.1f}") for x in (b, a))
         md.append(f"| {a.core} | {b.codec} → {a.codec} | {b.lut_equivalents} → {a.lut_equivalents} | {b.dsps} → "
                   f"{a.dsps} | {b.ffs} → {a.ffs} | {b.levels} → {a.levels} | {fb} → {fa} |")
-    md += ["", "Before and after the redesign, paper configuration (before: the whole core of commit bb6bc26 "
-           "without CRC, rANS S = 64, nothing else to split off; after: the coder alone), same definitions and "
-           "tools (the before figures were measured on an earlier machine, an AMD EPYC; yosys's area is "
-           "deterministic for its version and nextpnr's Fmax for its seed, so they carry over):", "",
-           "| Core | LUT-equivalents before → after | DSP before → after | FFs before → after | "
-           "Levels before → after | ECP5 Fmax MHz before → after |", "|---|---:|---:|---:|---:|---:|"]
-    for kind, (_l, _r, eq, ff, dsp, lev, fmax) in BEFORE_REDESIGN.items():
-        a = after.get(kind)
+    shipped_now = {a.core: a for a in rows if a.shell}
+    md += ["", "What `ansforge resources --core CORE` builds by default, before and after the hardware family "
+           "(issue 42): before, the one-state cores (the run of 2026-11-27, commit 36315f8, this machine, the "
+           "same tools; area is deterministic for the tool version and nextpnr's Fmax per seed); after, the "
+           "interleaved build of the default format, both as shipped (shell, 32-bit counts, CRC-32 on the "
+           "decoders, 13 extra bits):", "",
+           "| Core | Codec before → after | LUT-equivalents | DSP | FFs | Levels | ECP5 Fmax MHz |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for kind, (codec, eq, dsp, ff, lev, fmax) in BEFORE_FAMILY.items():
+        a = shipped_now.get(kind)
         if a is None:
-            md.append(f"| {kind} | {eq} → not measured | {dsp} → | {ff} → | {lev} → | {fmax:.1f} → |")
+            md.append(f"| {kind} | {codec} → not measured | {eq} → | {dsp} → | {ff} → | {lev} → | {fmax:.1f} → |")
             continue
         fa = "n/a" if a.ecp5_fmax_mhz is None else f"{a.ecp5_fmax_mhz:.1f}"
-        md.append(f"| {kind} | {eq} → {a.lut_equivalents} | {dsp} → {a.dsps} | {ff} → {a.ffs} | {lev} → {a.levels} "
-                  f"| {fmax:.1f} → {fa} |")
-    lint = {kind: lint_warnings(core_verilog(build_core(kind, parse_codec(paper_codec(kind)), programmable=True)))
+        md.append(f"| {kind} | {codec} → {a.codec} | {eq} → {a.lut_equivalents} | {dsp} → {a.dsps} | {ff} → {a.ffs} "
+                  f"| {lev} → {a.levels} | {fmax:.1f} → {fa} |")
+    lint = {kind: lint_warnings(core_verilog(build_core(kind, parse_codec(default_for(kind.split("-")[0])),
+                                                        programmable=True)))
             for kind in CORES}
-    md += ["", "`verilator --lint-only -Wall` on each shelled core's Verilog, warnings by kind (Amaranth's "
+    md += ["", "`verilator --lint-only -Wall` on each default build's Verilog (shelled, the default format), warnings by kind (Amaranth's "
            "own patterns: operand widths, debug wires of named signals, its FSM case encoding):", "",
            "| Core | " + " | ".join(LINT_KINDS) + " | other |", "|---|" + "---:|" * (len(LINT_KINDS) + 1)]
     for kind, counts in lint.items():
@@ -293,20 +212,19 @@ CORES = tuple(base_names())
 #: largest ``N`` each base build takes (16: the default container format's, and what the encoder writes).
 INTERLEAVED_CODECS = {b: tuple(dict.fromkeys(
     [r.default_codec for r in REGISTRY if r.base == b and r.name != b]
+    + [f"{core_build(b).paper}x{n}" for n in (2, 4, 8) if b.startswith("tans")]
     + [f"{core_build(b).paper}x{max(core_build(b).states)}"])) for b in CORES}
 
-#: The four cores before the issue-18/19 redesign (commit bb6bc26: whole core, paper configuration,
-#: no CRC, rANS S = 64), measured on this machine with the definitions of ``analysis/area.py``:
-#: (LUTs, LUT-RAM cells, LUT-equivalents, FFs, DSP, levels, ECP5 Fmax median of 3 seeds in MHz).
-#: Kept as data because that design no longer exists in the tree; nextpnr is deterministic per seed,
-#: so the Fmax figures do not depend on machine load.
-BEFORE_REDESIGN = {
-    "tans-decoder": (484, 16, 612, 133, 0, 17, 63.2),
-    "tans-encoder": (345, 13, 449, 96, 0, 16, 92.5),
-    "rans-decoder": (1900, 6, 1948, 1273, 3, 50, 27.0),
-    "rans-encoder": (3357, 6, 3405, 230, 0, 278, 5.2),
+#: The default builds as shipped before the hardware family (issue 42): the one-state cores, shelled
+#: (32-bit counts, CRC-32 on the decoders, 8 + 5 extra bits), from ``ansforge bench --only hardware`` of
+#: 2026-11-27 (commit 36315f8, this machine and tools): (codec, LUT-equivalents, DSP, FFs, levels, ECP5
+#: Fmax median of 3 seeds in MHz). Kept as data: those defaults are no longer what the commands build.
+BEFORE_FAMILY = {
+    "tans-decoder": ("tans8", 737, 0, 305, 11, 101.0),
+    "tans-encoder": ("tans8", 482, 0, 170, 15, 74.0),
+    "rans-decoder": ("rans16", 1193, 1, 251, 52, 26.0),
+    "rans-encoder": ("rans16", 1043, 0, 116, 214, 10.0),
 }
-
 
 #: stories15M's shapes (llama2.c): the synthetic llama of the forward-pass benchmark.
 STORIES15M = dict(dim=288, hidden_dim=768, n_layers=6, n_heads=6, n_kv_heads=6, vocab_size=32000, seq_len=256,
@@ -505,7 +423,7 @@ def _streaming(stories: Path | None) -> list[str]:
     return md
 
 
-def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, tmpdir: str | None = None,
+def run_bench(*, layers: int = 32, skip_7b: bool = False, tmpdir: str | None = None,
               argv: list[str] | None = None, only: list[str] | None = None, stories: str | None = None) -> str:
     """Run the benchmarks and return BENCHMARKS.md's text (``only``: these sections of :data:`SECTIONS`)."""
     cmd = "ansforge " + " ".join(argv or ["bench"])
@@ -541,7 +459,8 @@ def run_bench(*, layers: int = 32, slow_layers: int = 1, skip_7b: bool = False, 
     if "streaming" in want:
         md += _streaming(Path(stories) if stories else default_stories())
     if "7b" in want and not skip_7b:
-        md += _bench_7b(layers, slow_layers, tmpdir)
+        from .bench_7b import bench_7b
+        md += bench_7b(layers, tmpdir)
     return "\n".join(md) + "\n"
 
 
@@ -663,64 +582,3 @@ def _table1_minilm(mini: str) -> list[str]:
     return md
 
 
-def _bench_7b(layers: int, slow_layers: int, tmpdir: str | None) -> list[str]:
-    md = [f"## Table 1 on a synthetic Llama2-7B-shape checkpoint ({layers} layers)", ""]
-    with tempfile.TemporaryDirectory(dir=tmpdir, prefix="ansforge-bench-") as tmp:
-        free = os.statvfs(tmp).f_bavail * os.statvfs(tmp).f_frsize
-        need = 2 * sum(int(np.prod(s)) for _, _, s in llama2_7b_layout(layers))
-        if need > 0.95 * free:
-            fit = max(1, int(layers * 0.9 * free / need))
-            md += [f"The disk has {free / 1e9:.1f} GB free, not the {need / 1e9:.1f} GB that {layers} layers need; "
-                   f"measuring {fit} layers instead.", ""]
-            layers = fit
-        big = Path(tmp) / "llama2-7b-shape.safetensors"
-        t = time.perf_counter()
-        weights = write_synthetic_llama(big, layers)
-        gen = time.perf_counter() - t
-        size = big.stat().st_size
-        out_json, out_md = Path(tmp) / "table.json", Path(tmp) / "table.md"
-        cmd = [sys.executable, "-m", "ansforge", "tables", "--model", str(big), "--general", "gzip,bzip2", "--codecs", "",
-               "--json", str(out_json), "--markdown", str(out_md), "--no-progress"]
-        wall, rss, _ = _run_measured(cmd)
-        doc = json.loads(out_json.read_text())
-        table_md = _table_rows(out_md.read_text())
-        big.unlink()
-
-        small = Path(tmp) / "llama2-7b-shape-small.safetensors"
-        small_weights = write_synthetic_llama(small, slow_layers)
-        small_json = Path(tmp) / "small.json"
-        swall, srss, _ = _run_measured([sys.executable, "-m", "ansforge", "tables", "--model", str(small),
-                                        "--general", "xz,zstd", "--no-constriction", "--codecs", "",
-                                        "--json", str(small_json),
-                                        "--no-progress"])
-        sdoc = json.loads(small_json.read_text())
-
-    scale = weights / small_weights
-    md += [f"{weights:,} matrix weights ({size / 1e9:.2f} GB file, written in {gen:.0f} s). "
-           f"Command: `ansforge tables --model FILE --general gzip,bzip2` (all paper rows + constriction), "
-           f"{os.cpu_count()} worker processes.", "",
-           f"**Wall time {wall / 60:.1f} min, peak RSS {rss / 2**30:.2f} GiB** (whole process tree; target: 30 min, 4 GB).",
-           ""]
-    md += table_md
-    md += ["", "The rANS 16 and tANS 8 rows are not computed at this size: one golden-codec stream holds every pair's "
-               "symbol and additional data in memory (16 bytes a pair, ~100 GB here); the MiniLM and stories rows "
-               "measure them.", "", "Process CPU seconds per method in that run (measured inside each worker):", ""]
-    md += [f"- {k}: {v:,.0f} s" for k, v in doc["seconds"].items()]
-    md += ["", f"xz -9 and zstd -19 on {small_weights:,} weights ({slow_layers} layer(s) + embeddings), run "
-               f"{swall:.0f} s wall, peak RSS {srss / 2**30:.2f} GiB, extrapolated ×{scale:.1f} to the full size:", "",
-           "| Method | Bits/weight (measured) | CPU s measured | CPU s extrapolated to full size |", "|---|---:|---:|---:|"]
-    for r in sdoc["rows"]:
-        if r["method"] in ("xz -9", "zstd -19"):
-            s = sdoc["seconds"][r["method"]]
-            md.append(f"| {r['method']} | {r['bits_per_weight']:.4f} | {s:,.0f} | {s * scale:,.0f} |")
-    slow_total = sum(sdoc["seconds"][m] for m in ("xz -9", "zstd -19")) * scale
-    met = wall <= 1800 and rss <= 4e9
-    verdict = (f"The paper's rows (Original, Simple, Ideal, constriction rANS, gzip -9, bzip2 -9) "
-               f"{'meet' if met else 'MISS'} the target: {wall / 60:.1f} min and {rss / 2**30:.2f} GiB against "
-               "30 min and 4 GB.")
-    small_mb = 2 * small_weights / 1e6
-    rates = ", ".join(f"{m} {small_mb / sdoc['seconds'][m]:.2f} MB/s" for m in ("xz -9", "zstd -19"))
-    md += ["", verdict + f" The two extra rows would add about {slow_total / 3600:.1f} CPU-hours "
-               f"(~{slow_total / 3600 / 2:.1f} h of wall time on 2 cores): they are single-stream compressors "
-               f"({rates} here), so on this machine every row together cannot fit in 30 minutes.", ""]
-    return md

@@ -13,9 +13,7 @@ from .common import UsageError, refuse, verb, write, write_json
 def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default="BENCHMARKS.md", metavar="F", help="report to write (default BENCHMARKS.md)")
     p.add_argument("--layers", type=int, default=32, metavar="L",
-                   help="layers of the synthetic Llama2-7B-shape checkpoint (default 32, the full 6.6 G weights)")
-    p.add_argument("--slow-layers", type=int, default=1, metavar="L",
-                   help="layers on which xz -9 and zstd -19 are measured (they run ~2 MB/s; default 1)")
+                   help="layers of the synthetic Llama-2-7B folder (default 32, the full 6.7 G weights; about 36 GB of disk)")
     p.add_argument("--skip-7b", action="store_true", help="skip the synthetic 7B-shape run")
     p.add_argument("--tmpdir", default=None, metavar="DIR", help="where to write the temporary checkpoint")
     p.add_argument("--only", default=None, metavar="LIST",
@@ -26,9 +24,10 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 
 @verb("bench", _arguments, help="measure speed, size and memory; write BENCHMARKS.md",
-      description="Benchmarks: Table 1 on MiniLM and on a synthetic checkpoint with Llama2-7B's "
-                  "shapes (written to a temporary safetensors file, deleted after), with wall time "
-                  "and peak RSS, against gzip/bzip2/xz/zstd and constriction measured in the same run.",
+      description="Benchmarks: Table 1 on MiniLM against gzip/bzip2/xz/zstd and constriction, the coders' "
+                  "speed against peers, the cores, and a synthetic Llama-2-7B-size folder through compress, "
+                  "decompress, inspect, tables and simulate (written to a temporary folder, deleted after), "
+                  "each step's wall time and peak memory.",
       force="replace an existing report", outputs={"output": "file"},
       json="also write the report's sections and tables as JSON (the same figures as the Markdown)")
 def bench(args: argparse.Namespace) -> int:
@@ -41,14 +40,14 @@ def bench(args: argparse.Namespace) -> int:
         if section not in SECTIONS:
             raise UsageError(f"--only: no section {section!r} (sections: {', '.join(SECTIONS)})")
     if args.skip_7b or (only is not None and "7b" not in only):
-        refuse(args, ["layers", "slow_layers", "tmpdir"], "applies only to the 7b section, which this run skips")
+        refuse(args, ["layers", "tmpdir"], "applies only to the 7b section, which this run skips")
     if args.tmpdir is not None and not Path(args.tmpdir).is_dir():
         raise UsageError(f"{args.tmpdir}: no such directory (for --tmpdir)")
-    for name in ("layers", "slow_layers"):
+    for name in ("layers",):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1, not {getattr(args, name)}")
     with progress.activity(f"bench: {', '.join(only) if only else 'every section'}"):
-        rep = run_bench(layers=args.layers, slow_layers=args.slow_layers, skip_7b=args.skip_7b,
+        rep = run_bench(layers=args.layers, skip_7b=args.skip_7b,
                         tmpdir=args.tmpdir, argv=sys.argv[1:], only=only, stories=args.stories)
     write(args, args.output, rep)
     if args.json is not None:
