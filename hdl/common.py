@@ -55,6 +55,33 @@ def check_bool(name: str, value) -> bool:
     return value
 
 
+def check_core_table(table, table_type: type, field: str, core_value: int, *, table_sets, programmable,
+                     max_symbols, max_extra_bits) -> tuple[int, int, int, int]:
+    """A core's table parameters checked, each error naming its argument: ``(table sets, set-select bits,
+    max_symbols, max_extra_bits)``. ``table`` (``None`` for a programmable core) must be a ``table_type``
+    whose ``params.<field>`` equals the core's ``core_value`` and which fits the core's alphabet and
+    additional-data width."""
+    sets = check_int("table_sets", table_sets, 1, 16)
+    if sets > 1 and not programmable:
+        raise ValueError(f"table_sets={sets} needs programmable=True (the sets are written through cfg)")
+    max_symbols = check_int("max_symbols", max_symbols, 2, 256)
+    k = check_int("max_extra_bits", max_extra_bits, 0, 32)
+    check_bool("programmable", programmable)
+    if table is None and not programmable:
+        raise ValueError("table is required unless programmable=True (a fixed-table core bakes it in)")
+    if table is not None:
+        if not isinstance(table, table_type):
+            raise TypeError(f"table must be a model.{table_type.__module__.rsplit('.', 1)[-1]}.{table_type.__name__}, "
+                            f"not {type(table).__name__}")
+        if getattr(table.params, field) != core_value:
+            raise ValueError(f"table has {field} {getattr(table.params, field)}, the core {core_value}")
+        if table.freqs.size > max_symbols:
+            raise ValueError(f"table has {table.freqs.size} symbols, more than max_symbols={max_symbols}")
+        if int(table.extra_bits.max()) > k:
+            raise ValueError(f"table needs {int(table.extra_bits.max())} extra bits, more than max_extra_bits={k}")
+    return sets, bits_for(sets - 1) if sets > 1 else 0, max_symbols, k
+
+
 def bits_for(n: int) -> int:
     """Bits of an unsigned field that holds ``0 .. n``."""
     return max(1, int(n).bit_length())

@@ -9,7 +9,7 @@ from amaranth.lib import data, stream
 from amaranth.lib.wiring import In
 
 from ...model.coding.rans import RansTable
-from ..common import COUNT_BITS, bits_for, check_bool, check_int
+from ..common import COUNT_BITS, bits_for, check_core_table, check_int
 
 
 #: Widest bucket index of the decoder's bucket table (64 entries: one bank of 64-deep LUT-RAM).
@@ -60,27 +60,11 @@ class RansShape:
         self.codec = codec
         self.count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
         self.S = codec.rans.state_bits
-        self.sets = check_int("table_sets", table_sets, 1, 16)
-        if self.sets > 1 and not programmable:
-            raise ValueError(f"table_sets={self.sets} needs programmable=True (the sets are written through cfg)")
-        self.set_bits = bits_for(self.sets - 1) if self.sets > 1 else 0
         self.W = codec.rans.word_bits
         self.P = codec.rans.precision_bits
-        self.max_symbols = check_int("max_symbols", max_symbols, 2, 256)
-        self.K = check_int("max_extra_bits", max_extra_bits, 0, 32)
-        check_bool("programmable", programmable)
-        if table is None and not programmable:
-            raise ValueError("table is required unless programmable=True (a fixed-table core bakes it in)")
-        if table is not None:
-            if not isinstance(table, RansTable):
-                raise TypeError(f"table must be a model.rans.RansTable, not {type(table).__name__}")
-            if table.params.precision_bits != self.P:
-                raise ValueError(f"table has precision_bits {table.params.precision_bits}, the core {self.P}")
-            if table.freqs.size > self.max_symbols:
-                raise ValueError(f"table has {table.freqs.size} symbols, more than max_symbols={self.max_symbols}")
-            if int(table.extra_bits.max()) > self.K:
-                raise ValueError(f"table needs {int(table.extra_bits.max())} extra bits, "
-                                 f"more than max_extra_bits={self.K}")
+        self.sets, self.set_bits, self.max_symbols, self.K = check_core_table(
+            table, RansTable, "precision_bits", self.P, table_sets=table_sets, programmable=programmable,
+            max_symbols=max_symbols, max_extra_bits=max_extra_bits)
         self.table, self.programmable = table, programmable
         self.symbol_bits = bits_for(self.max_symbols - 1)
         self.slots = 1 << self.symbol_bits          # symbol entries per table set

@@ -16,7 +16,7 @@ from amaranth.hdl import Cat, Const
 from amaranth.lib import data
 
 from ...model.coding.tans import TansTable
-from ..common import bits_for, check_bool, check_int
+from ..common import bits_for, check_core_table, check_int
 
 __all__ = ["thermometer", "TansShape", "decoder_entry_layout", "symbol_entry", "x2_symbol_entry", "x2_field_bits",
            "x2_last_bits", "x2_symbol_rows", "xn_state_count", "xn_field_bits", "xn_last_bits", "xn_symbol_entry",
@@ -38,26 +38,10 @@ class TansShape:
     def __init__(self, codec, max_symbols, max_extra_bits, table, programmable, table_sets=1):
         self.codec = codec
         self.R = codec.tans.table_log
-        self.sets = check_int("table_sets", table_sets, 1, 16)
-        if self.sets > 1 and not programmable:
-            raise ValueError(f"table_sets={self.sets} needs programmable=True (the sets are written through cfg)")
-        self.set_bits = bits_for(self.sets - 1) if self.sets > 1 else 0
         self.W = codec.tans.word_bits
-        self.max_symbols = check_int("max_symbols", max_symbols, 2, 256)
-        self.K = check_int("max_extra_bits", max_extra_bits, 0, 32)
-        check_bool("programmable", programmable)
-        if table is None and not programmable:
-            raise ValueError("table is required unless programmable=True (a fixed-table core bakes it in)")
-        if table is not None:
-            if not isinstance(table, TansTable):
-                raise TypeError(f"table must be a model.tans.TansTable, not {type(table).__name__}")
-            if table.params.table_log != self.R:
-                raise ValueError(f"table has table_log {table.params.table_log}, the core {self.R}")
-            if table.freqs.size > self.max_symbols:
-                raise ValueError(f"table has {table.freqs.size} symbols, more than max_symbols={self.max_symbols}")
-            if int(table.extra_bits.max()) > self.K:
-                raise ValueError(f"table needs {int(table.extra_bits.max())} extra bits, "
-                                 f"more than max_extra_bits={self.K}")
+        self.sets, self.set_bits, self.max_symbols, self.K = check_core_table(
+            table, TansTable, "table_log", self.R, table_sets=table_sets, programmable=programmable,
+            max_symbols=max_symbols, max_extra_bits=max_extra_bits)
         self.table = table
         self.programmable = programmable
         self.L = 1 << self.R
