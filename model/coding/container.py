@@ -41,6 +41,7 @@ import json
 import math
 import os
 import re
+import shutil
 import struct
 import threading
 import zlib
@@ -599,21 +600,30 @@ def compress_tensor(path: str, model: str, name: str, job: CompressTask) -> list
     (blocks or checkpoints) without its pairs, which the caller joins in order."""
     st = os.stat(path)
     ckpt = _opened(path, (st.st_size, st.st_mtime_ns))
+    return _code_tensor(ckpt, ckpt.info(name), model, job)
+
+
+def _code_tensor(ckpt, info, model: str, job: CompressTask, threads: int = 1,
+                 split_done: Callable[[], None] | None = None) -> list | None:
+    """:func:`compress_tensor` of an opened checkpoint, its blocks coded on ``threads`` threads
+    (``split_done()`` once the tensor is split into pairs): one tensor in memory at a time."""
     spec = parse_codec(job.codec)
-    done = _split_tensor(ckpt, ckpt.info(name), model, spec, job.pairs, job.context, job.context_fold,
+    done = _split_tensor(ckpt, info, model, spec, job.pairs, job.context, job.context_fold,
                          job.context_sets, (job.block_pairs, job.checkpoint_interval, job.row_shifts))
+    if split_done is not None:
+        split_done()
     if done is None:
         return None
     out = []
     for target, conv, cp, fields in done:
-        rec_name = fields.get("name", name)
+        rec_name = fields.get("name", info.name)
         if conv.nonfinite and not job.allow_nonfinite:  # before the coding (the caller checks again)
             after = f" (after conversion to {target})" if conv.source != conv.target else ""
             raise ConfigError(f"{model}: tensor {rec_name!r} holds {conv.nonfinite} NaN/Inf values{after}; "
                               "pass allow_nonfinite (--allow-nonfinite) to code them exactly")
         plan = fields["context"][0] if "context" in fields else None
         bits = [0 if plan is not None else FORMATS[target].mantissa_bits] if job.row_shifts else None
-        coded = encode_tensors(spec, [(rec_name, cp)], job.checkpoint_interval, 1, mantissa_bits=bits,
+        coded = encode_tensors(spec, [(rec_name, cp)], job.checkpoint_interval, threads, mantissa_bits=bits,
                                contexts=[plan] if plan is not None else None, block_pairs=job.block_pairs)
         for ct in coded.tensors:   # the pairs stay here: the caller needs only their count
             ct.pairs = None
@@ -622,23 +632,71 @@ def compress_tensor(path: str, model: str, name: str, job: CompressTask) -> list
     return out
 
 
-def _join_blocks(spec: Codec, parts: Sequence[CodedStream], block_pairs: int) -> CodedStream:
+def _join_blocks(spec: Codec, parts: Sequence[CodedStream], block_pairs: int, words: np.ndarray | None = None
+                 ) -> CodedStream:
     """The blocks layout's one stream from its tensors' own (each a :func:`compress_tensor` result): the
     same words, blocks and positions as :func:`encode_tensors` of all of them (each tensor's blocks are
-    cut from its first pair and coded with its own tables alone)."""
-    tensors, blocks, words = [], [], []
+    cut from its first pair and coded with its own tables alone). ``words``: the stream's words where
+    the parts' own have been written out already (:class:`_SpilledWords`), else their concatenation."""
+    tensors, blocks, parts_words = [], [], []
     pos = word = 0
     for ti, st in enumerate(parts):
         for ct in st.tensors:
             ct.first_pair += pos
             tensors.append(ct)
         blocks += [Block(b.pair + pos, b.count, b.word + word, b.n_words, b.crc, ti) for b in st.blocks]
-        words.append(st.words)
-        word += int(st.words.size)
+        parts_words.append(st.words)
+        word += sum(b.n_words for b in st.blocks)
         pos += st.n_pairs
     dt = word_dtype(spec.word_bits)
-    joined = np.concatenate(words).astype(dt, copy=False) if words else np.zeros(0, dt)
-    return CodedStream(spec, tensors, joined, [], pos, 0, [], [], blocks, block_pairs)
+    if words is None:
+        words = np.concatenate(parts_words).astype(dt, copy=False) if parts_words else np.zeros(0, dt)
+    return CodedStream(spec, tensors, words, [], pos, 0, [], [], blocks, block_pairs)
+
+
+class _SpilledWords:
+    """A blocks-layout stream's words, written to a file beside the output as each tensor is coded
+    (a 7B model's are ~9 GB), then copied behind the container's header: what
+    :class:`CodedStream` needs of them (``size``, ``dtype``) without holding them."""
+
+    def __init__(self, path: Path, dtype: np.dtype):
+        self.path, self.dtype, self.size = path, np.dtype(dtype).newbyteorder("<"), 0
+        self._file = open(path, "wb")
+
+    def append(self, words: np.ndarray) -> None:
+        self._file.write(memoryview(np.ascontiguousarray(words.astype(self.dtype, copy=False))).cast("B"))
+        self.size += int(words.size)
+
+    def astype(self, dtype, copy: bool = True) -> "_SpilledWords":
+        if np.dtype(dtype) != self.dtype:
+            raise TypeError(f"spilled words are {self.dtype}, not {dtype}")  # pragma: no cover
+        return self
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def close(self) -> None:
+        self._file.close()
+
+    def copy_to(self, f) -> None:
+        """Append the words to the open file ``f`` (the kernel's copy where it has one)."""
+        self._file.close()
+        f.flush()
+        with open(self.path, "rb") as src:
+            left, out = self.nbytes, f.fileno()
+            while left:
+                try:
+                    n = os.copy_file_range(src.fileno(), out, left)
+                except (AttributeError, OSError):
+                    f.seek(0, os.SEEK_END)
+                    shutil.copyfileobj(src, f, 1 << 24)
+                    f.flush()
+                    return
+                if n == 0:
+                    raise OSError(f"{self.path}: {left} bytes short")  # pragma: no cover
+                left -= n
+        f.seek(0, os.SEEK_END)
 
 
 class _WeightProgress:
@@ -807,147 +865,175 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         report(int(info.size))
         return done
 
-    parts: list[CodedStream] = []  # with ``tasks``: each coded record's stream, as its task coded it
-    if tasks is None:
-        split_all = _map(split, infos, threads)
-    else:
-        job = CompressTask(codec, pairs, context, context_fold, context_sets, allow_nonfinite, shifts,
-                           checkpoint_interval, block_pairs if layout == "blocks" else 0)
-        where = os.path.abspath(os.fspath(model))  # a worker's working folder is not ours
-        split_all = tasks(compress_tensor, [(where, os.fspath(model), info.name, job) for info in infos])
-    for info, done in zip(infos, split_all):
-        if tasks is not None:  # a task has split and coded it
-            report(2 * int(info.size))
-        if done is None:
-            rec: dict = {"name": info.name, "shape": list(info.shape), "source_dtype": info.dtype}
-            rec.update({"coding": "raw", "dtype": info.dtype})
-            raw_payload.append((len(records), bytes(raw_bytes(info))))
-            records.append(rec)
-            continue
-        for target, conv, cp, fields, *coded in done:  # coded: a task's (exponents, stream); cp its pair count
-            name = fields.get("name", info.name)
-            rec = {"name": name, "shape": fields.get("shape", list(info.shape)), "source_dtype": info.dtype}
-            if "context" in fields:
-                ctx_of[len(records)] = fields["context"]
-            if "context_bytes" in fields:
-                context_bytes.append(fields["context_bytes"])
-            if conv.nonfinite and not allow_nonfinite:
-                after = f" (after conversion to {target})" if conv.source != conv.target else ""
-                raise ConfigError(f"{model}: tensor {name!r} holds {conv.nonfinite} NaN/Inf values{after}; "
-                                  "pass allow_nonfinite (--allow-nonfinite) to code them exactly")
-            rec.update({"coding": "pairs", "dtype": _STORAGE[target], "pair_format": target,
-                        "conversion": conv.describe(), "lossy": conv.lossy, "changed": conv.changed,
-                        "exponents": coded[0] if coded else cp.exponents.tolist()})
-            if isinstance(conv, Fp8Conversion):
-                rec.update({"scale": conv.scale, "rel_rmse": conv.rel_rmse, "max_abs_error": conv.max_abs_error})
-            rec.update({k: v for k, v in fields.items() if k in ("scales", "scales_of")})
-            if "scales" in fields:
-                rec["conversion"] = f"GGUF Q4_0 as stored: 4-bit values as codes, block scales in {fields['scales']!r}"
-            elif "scales_of" in fields:
-                rec["conversion"] = f"fp16 block scales of Q4_0 tensor {fields['scales_of']!r}, as stored"
-            coded_items.append((len(records), name, cp))
-            records.append(rec)
-            if coded:
-                parts.append(coded[1])
-    if tasks is None:  # what is left: the coded tensors' pairs
-        report.total(sum(int(i.size) for i in infos) + sum(int(cp.codes.size) for _, _, cp in coded_items))
-    groups = [coded_items] if group == "model" else [[it] for it in coded_items]
-    groups = [g for g in groups if g]
-    fmt_of = {ri: FORMATS[records[ri]["pair_format"]].mantissa_bits for ri, _, _ in coded_items}
-
-    def encode_group(g, threads=1):
-        coded = encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval, threads,
-                               mantissa_bits=[0 if ri in ctx_of else fmt_of[ri] for ri, _, _ in g] if shifts else None,
-                               contexts=[ctx_of[ri][0] if ri in ctx_of else None for ri, _, _ in g] if ctx_of else None,
-                               block_pairs=block_pairs if layout == "blocks" else 0)
-        report(sum(int(p.codes.size) for _, _, p in g))
-        return coded
-
-    if tasks is not None:  # coded by the tasks: the blocks layout's tensors joined into its one stream
-        streams = parts if layout == "tensor" else [_join_blocks(spec, parts, block_pairs)] if parts else []
-    elif group == "model":
-        streams = [encode_group(g, threads) for g in groups]
-    else:
-        streams = _map(encode_group, groups, threads)
-    payload: list = []  # bytes and arrays, each written through the buffer protocol
-    offset = 0
-    stream_records = []
-    for si, (g, st) in enumerate(zip(groups, streams)):
-        # Little-endian words, written from the array itself (no bytes copy of the stream).
-        blob = np.ascontiguousarray(st.words.astype(st.words.dtype.newbyteorder("<"), copy=False))
-        wb = st.words.dtype.itemsize
-        if st.block_pairs:
-            # Version 6: each block's pairs are implied (its tensor's pairs cut every block_pairs), so a
-            # block is [n_words, crc] and its words follow the previous block's.
-            stream_records.append({
-                "codec": spec.to_json(), "n_pairs": st.n_pairs, "n_words": int(st.words.size), "word_bytes": wb,
-                "payload_offset": offset, "block_pairs": st.block_pairs,
-                "blocks": [[b.n_words, b.crc] for b in st.blocks]})
-        else:
-            blocks = [[lo, hi, block_crc(st.words, lo, hi)]
-                      for lo, hi in block_ranges(int(st.words.size), st.checkpoints)]
-            stream_records.append({
-                "codec": spec.to_json(), "n_pairs": st.n_pairs, "n_words": int(st.words.size),
-                "word_bytes": wb, "payload_offset": offset, "checkpoint_interval": st.checkpoint_interval,
-                "checkpoints": [c.to_record() for c in st.checkpoints], "blocks": blocks})
-        payload.append(blob)
-        offset += blob.nbytes
-        for (ri, _, cp), ct in zip(g, st.tensors):
-            rec = records[ri]
-            n = cp if isinstance(cp, int) else int(ct.pairs.codes.size)
-            rec.update({"stream": si, "first_pair": ct.first_pair, "n_pairs": n})
-            rec.update(_coded_fields(spec, ct, ctx_of.get(ri)))
-            ct.ideal_bits = rec["ideal_bits"]
-    for ri, data in raw_payload:
-        blocks = [[o, min(len(data), o + RAW_BLOCK_BYTES), _crc(data[o:o + RAW_BLOCK_BYTES])]
-                  for o in range(0, len(data), RAW_BLOCK_BYTES)]
-        records[ri].update({"payload_offset": offset, "nbytes": len(data), "blocks": blocks})
-        payload.append(data)
-        offset += len(data)
-    meta = getattr(ckpt, "metadata", None) if isinstance(ckpt, SafetensorsCheckpoint) else None
-    if records and isinstance(meta, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
-        # The source file's own metadata (e.g. transformers' {"format": "pt"}, which its loader requires),
-        # for decompress to write back: older readers ignore the key, so no version change.
-        records[0]["file_metadata"] = dict(meta)
-    source_layout = _file_layout(ckpt, infos)
-    if records and source_layout is not None:
-        # Where the tensors came from, for decompress to give the folder (shards, index, config.json) back:
-        # older readers ignore the key and write one file, so no version change (as file_metadata).
-        records[0]["file_layout"] = source_layout
+    parts: list[CodedStream] = []  # per tensor: each coded record's stream, as its task coded it
+    job = CompressTask(codec, pairs, context, context_fold, context_sets, allow_nonfinite, shifts,
+                       checkpoint_interval, block_pairs if layout == "blocks" else 0)
+    # The blocks layout streams: one tensor split and coded at a time (its blocks on the threads), its
+    # words written to a file beside the output at once, so that memory holds one tensor, whatever the
+    # model's size. The one-stack layouts code everything at the end, from every tensor's pairs.
+    per_tensor = tasks is not None or layout == "blocks"
     out = Path(out)
     if out.is_dir():
         raise ConfigError(f"{out}: is a directory")
     tmp = out.with_name(out.name + ".partial")
+    spill = _SpilledWords(out.with_name(out.name + ".partial-words"), word_dtype(spec.word_bits)) \
+        if layout == "blocks" else None
+
+    def local(info):
+        """This process's task: one tensor, split then coded on ``threads``; 2 x its weights reported."""
+        done = _code_tensor(ckpt, info, model, job, threads, lambda: report(int(info.size)))
+        report(int(info.size))
+        return done
+
+    if tasks is None and not per_tensor:
+        split_all = _map(split, infos, threads)
+    elif tasks is None:
+        split_all = map(local, infos)
+    else:
+        where = os.path.abspath(os.fspath(model))  # a worker's working folder is not ours
+        split_all = tasks(compress_tensor, [(where, os.fspath(model), info.name, job) for info in infos])
     try:
-        with open(tmp, "wb") as f:
-            # The lowest version whose reader knows every field written, so that older readers still read
-            # the files they can (and single-state files without plans stay byte-identical to theirs):
-            # 5 with interleaved states, 4 with context plans, 3 with row shifts, 2 otherwise.
-            # 6 for the blocks layout, whatever else it holds; 7 with a table set whose spread is implied.
-            version = VERSION_SPREADS if any("tans_symbols" not in s for r in records if "context" in r
-                                             for s in r["context"]["sets"]) and spec.kind == "tans" else \
-                VERSION_BLOCKS if layout == "blocks" else VERSION_STATES if spec.states > 1 else \
-                VERSION if any("context" in r for r in records) else 3 if any("row_shifts" in r for r in records) else 2
-            head = _HEADER.pack(MAGIC, version, len(records), len(stream_records), 0)[:20]
-            f.write(head + struct.pack("<I", _crc(head)))
-            for rec in records + stream_records:
-                js = json.dumps(rec, separators=(",", ":")).encode()
-                f.write(struct.pack("<I", len(js)) + js + struct.pack("<I", _crc(js)))
-            for blob in payload:
-                f.write(memoryview(blob).cast("B"))
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    bits = sum(s.total_bits for s in streams)
-    ideal = sum(t.ideal_bits for s in streams for t in s.tensors)
-    return {"tensors": len(records), "coded": len(coded_items), "pairs": sum(s.n_pairs for s in streams),
-            "layout": layout, "version": version, "blocks": sum(len(s.blocks) for s in streams),
-            "bits": bits, "ideal_bits": ideal, "gap": bits / ideal - 1 if ideal else 0.0,
-            "streams": len(streams), "bytes": out.stat().st_size,
-            "formats": format_sizes(records, [s.total_bits for s in streams]),
-            "lossy": [(r["name"], r["conversion"]) for r in records if r.get("lossy")],
-            **({"context": _context_summary(context_bytes, len(ctx_of), out.stat().st_size)} if context is True else {})}
+        for info, done in zip(infos, split_all):
+            if tasks is not None:  # a task has split and coded it
+                report(2 * int(info.size))
+            if done is None:
+                rec: dict = {"name": info.name, "shape": list(info.shape), "source_dtype": info.dtype}
+                rec.update({"coding": "raw", "dtype": info.dtype})
+                raw_payload.append((len(records), bytes(raw_bytes(info))))
+                records.append(rec)
+                continue
+            for target, conv, cp, fields, *coded in done:  # coded: a task's (exponents, stream); cp its pair count
+                name = fields.get("name", info.name)
+                rec = {"name": name, "shape": fields.get("shape", list(info.shape)), "source_dtype": info.dtype}
+                if "context" in fields:
+                    ctx_of[len(records)] = fields["context"]
+                if "context_bytes" in fields:
+                    context_bytes.append(fields["context_bytes"])
+                if conv.nonfinite and not allow_nonfinite:
+                    after = f" (after conversion to {target})" if conv.source != conv.target else ""
+                    raise ConfigError(f"{model}: tensor {name!r} holds {conv.nonfinite} NaN/Inf values{after}; "
+                                      "pass allow_nonfinite (--allow-nonfinite) to code them exactly")
+                rec.update({"coding": "pairs", "dtype": _STORAGE[target], "pair_format": target,
+                            "conversion": conv.describe(), "lossy": conv.lossy, "changed": conv.changed,
+                            "exponents": coded[0] if coded else cp.exponents.tolist()})
+                if isinstance(conv, Fp8Conversion):
+                    rec.update({"scale": conv.scale, "rel_rmse": conv.rel_rmse, "max_abs_error": conv.max_abs_error})
+                rec.update({k: v for k, v in fields.items() if k in ("scales", "scales_of")})
+                if "scales" in fields:
+                    rec["conversion"] = f"GGUF Q4_0 as stored: 4-bit values as codes, block scales in {fields['scales']!r}"
+                elif "scales_of" in fields:
+                    rec["conversion"] = f"fp16 block scales of Q4_0 tensor {fields['scales_of']!r}, as stored"
+                coded_items.append((len(records), name, cp))
+                records.append(rec)
+                if coded:
+                    if spill is not None:  # its words to the file now; the stream keeps their count
+                        spill.append(coded[1].words)
+                        coded[1].words = np.zeros(0, coded[1].words.dtype)  # not a view: it would keep them
+                    parts.append(coded[1])
+        if tasks is None and not per_tensor:  # what is left: the coded tensors' pairs
+            report.total(sum(int(i.size) for i in infos) + sum(int(cp.codes.size) for _, _, cp in coded_items))
+        groups = [coded_items] if group == "model" else [[it] for it in coded_items]
+        groups = [g for g in groups if g]
+        fmt_of = {ri: FORMATS[records[ri]["pair_format"]].mantissa_bits for ri, _, _ in coded_items}
+
+        def encode_group(g, threads=1):
+            coded = encode_tensors(spec, [(n, p) for _, n, p in g], checkpoint_interval, threads,
+                                   mantissa_bits=[0 if ri in ctx_of else fmt_of[ri] for ri, _, _ in g] if shifts else None,
+                                   contexts=[ctx_of[ri][0] if ri in ctx_of else None for ri, _, _ in g] if ctx_of else None,
+                                   block_pairs=block_pairs if layout == "blocks" else 0)
+            report(sum(int(p.codes.size) for _, _, p in g))
+            return coded
+
+        if per_tensor:  # coded a tensor at a time: the blocks layout's tensors joined into its one stream
+            streams = parts if layout == "tensor" else [_join_blocks(spec, parts, block_pairs, spill)] if parts else []
+        elif group == "model":
+            streams = [encode_group(g, threads) for g in groups]
+        else:
+            streams = _map(encode_group, groups, threads)
+        payload: list = []  # bytes and arrays, each written through the buffer protocol
+        offset = 0
+        stream_records = []
+        for si, (g, st) in enumerate(zip(groups, streams)):
+            # Little-endian words, written from the array itself (no bytes copy of the stream), or copied
+            # from the file they were spilled to.
+            blob = st.words if isinstance(st.words, _SpilledWords) else \
+                np.ascontiguousarray(st.words.astype(st.words.dtype.newbyteorder("<"), copy=False))
+            wb = st.words.dtype.itemsize
+            if st.block_pairs:
+                # Version 6: each block's pairs are implied (its tensor's pairs cut every block_pairs), so a
+                # block is [n_words, crc] and its words follow the previous block's.
+                stream_records.append({
+                    "codec": spec.to_json(), "n_pairs": st.n_pairs, "n_words": int(st.words.size), "word_bytes": wb,
+                    "payload_offset": offset, "block_pairs": st.block_pairs,
+                    "blocks": [[b.n_words, b.crc] for b in st.blocks]})
+            else:
+                blocks = [[lo, hi, block_crc(st.words, lo, hi)]
+                          for lo, hi in block_ranges(int(st.words.size), st.checkpoints)]
+                stream_records.append({
+                    "codec": spec.to_json(), "n_pairs": st.n_pairs, "n_words": int(st.words.size),
+                    "word_bytes": wb, "payload_offset": offset, "checkpoint_interval": st.checkpoint_interval,
+                    "checkpoints": [c.to_record() for c in st.checkpoints], "blocks": blocks})
+            payload.append(blob)
+            offset += blob.nbytes
+            for (ri, _, cp), ct in zip(g, st.tensors):
+                rec = records[ri]
+                n = cp if isinstance(cp, int) else int(ct.pairs.codes.size)
+                rec.update({"stream": si, "first_pair": ct.first_pair, "n_pairs": n})
+                rec.update(_coded_fields(spec, ct, ctx_of.get(ri)))
+                ct.ideal_bits = rec["ideal_bits"]
+        for ri, data in raw_payload:
+            blocks = [[o, min(len(data), o + RAW_BLOCK_BYTES), _crc(data[o:o + RAW_BLOCK_BYTES])]
+                      for o in range(0, len(data), RAW_BLOCK_BYTES)]
+            records[ri].update({"payload_offset": offset, "nbytes": len(data), "blocks": blocks})
+            payload.append(data)
+            offset += len(data)
+        meta = getattr(ckpt, "metadata", None) if isinstance(ckpt, SafetensorsCheckpoint) else None
+        if records and isinstance(meta, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
+            # The source file's own metadata (e.g. transformers' {"format": "pt"}, which its loader requires),
+            # for decompress to write back: older readers ignore the key, so no version change.
+            records[0]["file_metadata"] = dict(meta)
+        source_layout = _file_layout(ckpt, infos)
+        if records and source_layout is not None:
+            # Where the tensors came from, for decompress to give the folder (shards, index, config.json) back:
+            # older readers ignore the key and write one file, so no version change (as file_metadata).
+            records[0]["file_layout"] = source_layout
+        try:
+            with open(tmp, "wb") as f:
+                # The lowest version whose reader knows every field written, so that older readers still read
+                # the files they can (and single-state files without plans stay byte-identical to theirs):
+                # 5 with interleaved states, 4 with context plans, 3 with row shifts, 2 otherwise.
+                # 6 for the blocks layout, whatever else it holds; 7 with a table set whose spread is implied.
+                version = VERSION_SPREADS if any("tans_symbols" not in s for r in records if "context" in r
+                                                 for s in r["context"]["sets"]) and spec.kind == "tans" else \
+                    VERSION_BLOCKS if layout == "blocks" else VERSION_STATES if spec.states > 1 else \
+                    VERSION if any("context" in r for r in records) else 3 if any("row_shifts" in r for r in records) else 2
+                head = _HEADER.pack(MAGIC, version, len(records), len(stream_records), 0)[:20]
+                f.write(head + struct.pack("<I", _crc(head)))
+                for rec in records + stream_records:
+                    js = json.dumps(rec, separators=(",", ":")).encode()
+                    f.write(struct.pack("<I", len(js)) + js + struct.pack("<I", _crc(js)))
+                for blob in payload:
+                    if isinstance(blob, _SpilledWords):
+                        blob.copy_to(f)
+                    else:
+                        f.write(memoryview(blob).cast("B"))
+            os.replace(tmp, out)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        bits = sum(s.total_bits for s in streams)
+        ideal = sum(t.ideal_bits for s in streams for t in s.tensors)
+        return {"tensors": len(records), "coded": len(coded_items), "pairs": sum(s.n_pairs for s in streams),
+                "layout": layout, "version": version, "blocks": sum(len(s.blocks) for s in streams),
+                "bits": bits, "ideal_bits": ideal, "gap": bits / ideal - 1 if ideal else 0.0,
+                "streams": len(streams), "bytes": out.stat().st_size,
+                "formats": format_sizes(records, [s.total_bits for s in streams]),
+                "lossy": [(r["name"], r["conversion"]) for r in records if r.get("lossy")],
+                **({"context": _context_summary(context_bytes, len(ctx_of), out.stat().st_size)} if context is True else {})}
+    finally:
+        if spill is not None:
+            spill.close()
+            spill.path.unlink(missing_ok=True)
 
 
 def _context_summary(costs: Sequence[tuple[int, int]], kept: int, size: int) -> dict:
