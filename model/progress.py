@@ -65,6 +65,7 @@ class Bar:
     def __call__(self, n: int = 1) -> None:
         if self._t is not None and n:
             self._t.update(n)
+            self._drawn_if_done()
 
     def note(self, text: str) -> None:
         if self._t is not None:
@@ -76,6 +77,14 @@ class Bar:
             if total is not None and total != self._t.total:
                 self._t.total = total
             self._t.update(done - self._t.n)
+            self._drawn_if_done()
+
+    def _drawn_if_done(self) -> None:
+        # tqdm skips a redraw within mininterval of the last one: a bar that completes just after a
+        # redraw would close showing, say, 98 %, as if the work had stopped short
+        t = self._t
+        if t.total is not None and t.n >= t.total:
+            t.refresh()
 
 
 @contextmanager
