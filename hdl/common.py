@@ -106,26 +106,31 @@ def table_select_layout(set_bits: int) -> data.StructLayout:
     return data.StructLayout({"set": set_bits, "count": COUNT_BITS})
 
 
-class TableSelect:
+class TableSelect(wiring.Component):
     """The table-set select of a decoder with several table sets (context tables).
 
-    Runs ``{set, count}`` arrive on the core's ``sel`` stream, independent of commands: pairs are
-    decoded with ``set`` while the current run lasts. The next run is taken in the cycle that
-    decodes the last pair of the current one, so a switch costs no cycle when ``sel`` is valid.
-    :attr:`set` is a register (it drives table addresses without adding to the critical path);
-    :attr:`ready` says a pair may be decoded now.
+    Runs ``{set, count}`` arrive on ``sel`` (:func:`table_select_layout`), independent of commands:
+    pairs are decoded with ``set`` while the current run lasts. ``fire`` says a pair is decoded this
+    clock; the next run is taken in the clock that decodes the last pair of the current one, so a
+    switch costs no clock when ``sel`` is valid. ``set`` (``set_bits``) is a register, so that it
+    drives table addresses without adding to the critical path; ``ready`` says a pair may be decoded
+    now (a run has pairs left).
     """
 
-    def __init__(self, m: Module, sel, fire):
-        self.set = Signal.like(sel.p.set, name="table_set")
-        left = Signal(COUNT_BITS, name="table_run_left")
-        self.ready = Signal(name="table_ready")
+    def __init__(self, set_bits: int):
+        super().__init__({"sel": In(stream.Signature(table_select_layout(set_bits))), "fire": In(1),
+                          "set": Out(set_bits), "ready": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        left = Signal(COUNT_BITS, name="run_left")
         m.d.comb += [self.ready.eq(left != 0),
-                     sel.ready.eq((left == 0) | ((left == 1) & fire))]
-        with m.If(fire):
+                     self.sel.ready.eq((left == 0) | ((left == 1) & self.fire))]
+        with m.If(self.fire):
             m.d.sync += left.eq(left - 1)
-        with m.If(sel.valid & sel.ready):
-            m.d.sync += [self.set.eq(sel.p.set), left.eq(sel.p.count)]
+        with m.If(self.sel.valid & self.sel.ready):
+            m.d.sync += [self.set.eq(self.sel.p.set), left.eq(self.sel.p.count)]
+        return m
 
 
 def encoder_command_layout(count_bits: int = COUNT_BITS) -> data.StructLayout:
@@ -310,43 +315,56 @@ class WordCrc(wiring.Component):
         return m
 
 
-class BlockCrc:
+class BlockCrc(wiring.Component):
     """The CRC-32 check a decoder runs on its word input (``DecodeStatus.CRC``).
 
-    A :class:`WordCrc` of the ISO-HDLC algorithm (zlib's CRC-32, ``W``-bit words least significant
-    byte first) sees every word the decoder accepts during a command, drained words included, so it
-    covers exactly the command's ``words`` words. The ANS final-state check cannot see a flipped bit
-    of the raw additional data; this check can. :meth:`checked` is read in a clock after the last
-    word's (the CRC register has settled): the clock a command ends when its words were all taken
-    before, else the shell's ``CHECK`` state after the drain.
+    A :class:`WordCrc` of the ISO-HDLC algorithm (zlib's CRC-32, ``word_bits``-bit words least
+    significant byte first) sees every word the decoder accepts during a command, drained words
+    included, so it covers exactly the command's ``words`` words.  The ANS final-state check cannot
+    see a flipped bit of the raw additional data; this check can.
+
+    Ports: ``start`` (a command is accepted this clock), with its ``check`` (``check_crc``) and
+    ``expected`` (``crc``, 32 bits), both held from then on; ``word_valid`` and ``word``
+    (``word_bits``) for each word accepted; with ``zeros_first`` bits, ``zeros_first`` (In, 1: the
+    command's first word begins with that many zero bits that are not the command's, which the CRC's
+    start value absorbs). ``mismatch`` (Out, 1): the check is enabled and the CRC of the words so far
+    differs from ``expected``; read it in a clock after the last word's (the register has settled):
+    the clock a command ends when its words were all taken before, else the shell's ``CHECK`` state
+    after the drain.
     """
 
-    def __init__(self, m: Module, word_bits: int, cmd, word_in, *, present: bool = True, data=None,
-                 zeros_first=None):
-        """``data``: what the unit takes of each word (default ``word_in.p.data``); ``zeros_first``:
-        ``(condition, bits)``, where the condition holds at the command, the first word begins with
-        ``bits`` zero bits that are not the command's (the CRC starts where they lead to its initial
-        value)."""
-        self._m = m
-        self.present = present
-        if not present:        # built without the unit: ``check_crc`` is ignored
-            return
-        m.submodules.block_crc = self.processor = proc = WordCrc(
-            crc.catalog.CRC32_ISO_HDLC, word_bits, zeros_first=zeros_first[1] if zeros_first else 0)
-        self.expected = expected = Signal(32)
-        self.enabled = enabled = Signal()
-        m.d.comb += [proc.start.eq(cmd.valid & cmd.ready),
-                     proc.valid.eq(word_in.valid & word_in.ready),
-                     proc.data.eq(word_in.p.data if data is None else data)]
+    def __init__(self, word_bits: int, *, zeros_first: int = 0):
+        self._zeros_first = zeros_first
+        members = {"start": In(1), "check": In(1), "expected": In(32), "word_valid": In(1), "word": In(word_bits),
+                   "mismatch": Out(1)}
         if zeros_first:
-            m.d.comb += proc.alt.eq(zeros_first[0])
-        with m.If(cmd.valid & cmd.ready):
-            m.d.sync += [expected.eq(cmd.p.crc), enabled.eq(cmd.p.check_crc)]
+            members["zeros_first"] = In(1)
+        super().__init__(members)
 
-    def checked(self, status):
-        """``status``, or ``CRC`` where it is OK and the CRC of the command's words (settled: read in a
-        clock after the last word's) does not match."""
-        if not self.present:
-            return status
-        bad = self.enabled & (self.processor.crc != self.expected) & (status == DecodeStatus.OK)
-        return Mux(bad, DecodeStatus.CRC, status)
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.processor = proc = WordCrc(crc.catalog.CRC32_ISO_HDLC, len(self.word),
+                                                zeros_first=self._zeros_first)
+        expected, enabled = Signal(32), Signal()
+        m.d.comb += [proc.start.eq(self.start), proc.valid.eq(self.word_valid), proc.data.eq(self.word)]
+        if self._zeros_first:
+            m.d.comb += proc.alt.eq(self.zeros_first)
+        with m.If(self.start):
+            m.d.sync += [expected.eq(self.expected), enabled.eq(self.check)]
+        m.d.comb += self.mismatch.eq(enabled & (proc.crc != expected))
+        return m
+
+
+def connect_block_crc(m: Module, unit: BlockCrc, cmd, word_in, data=None) -> None:
+    """Join ``unit`` to a decoder's command stream ``cmd`` (its ``check_crc`` and ``crc``) and word
+    stream ``word_in`` (what it takes of each word: ``data``, default ``word_in.p.data``), in ``m``."""
+    m.d.comb += [unit.start.eq(cmd.valid & cmd.ready), unit.check.eq(cmd.p.check_crc), unit.expected.eq(cmd.p.crc),
+                 unit.word_valid.eq(word_in.valid & word_in.ready),
+                 unit.word.eq(word_in.p.data if data is None else data)]
+
+
+def crc_checked(block_crc: BlockCrc | None, status):
+    """``status``, or ``CRC`` where it is OK and ``block_crc`` (when there is one) sees a mismatch."""
+    if block_crc is None:
+        return status
+    return Mux(block_crc.mismatch & (status == DecodeStatus.OK), DecodeStatus.CRC, status)

@@ -25,7 +25,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import BlockCrc, DecodeStatus, TableSelect, check_bool, check_int, table_select_layout, word_layout
+from .common import BlockCrc, DecodeStatus, TableSelect, connect_block_crc, crc_checked, check_bool, check_int, table_select_layout, word_layout
 
 __all__ = ["DecoderShell", "EncoderShell"]
 
@@ -120,8 +120,9 @@ class DecoderShell(wiring.Component):
         m.d.comb += held.eq(reporting & self.out_valid)
         select = None
         if self._sets > 1:
-            select = TableSelect(m, self.sel, self.fire)
-            m.d.comb += self.table_set.eq(select.set)
+            m.submodules.table_select = select = TableSelect(len(self.table_set))
+            wiring.connect(m, wiring.flipped(self.sel), select.sel)
+            m.d.comb += [select.fire.eq(self.fire), self.table_set.eq(select.set)]
         sel_ready = 1 if select is None else select.ready
 
         m.d.comb += [self.words.p.eq(self.i.p.data), take.eq(self.i.valid & self.i.ready),
@@ -140,7 +141,10 @@ class DecoderShell(wiring.Component):
             m.d.sync += [words_left.eq(words_left - 1), no_words.eq(one_word)]
         with m.If(self.fire):
             m.d.sync += [remaining.eq(remaining - 1), rem_zero.eq(remaining == 1)]
-        block_crc = BlockCrc(m, self._w, self.cmd, self.i, present=self._block_crc)
+        block_crc = None
+        if self._block_crc:
+            m.submodules.block_crc = block_crc = BlockCrc(self._w)
+            connect_block_crc(m, block_crc, self.cmd, self.i)
 
         # The report: one ``done`` clock per command once its last pair has left ``o``.
         m.d.sync += self.done.eq(0)
@@ -178,7 +182,7 @@ class DecoderShell(wiring.Component):
                      clean.eq(running & self.decoding & rem_zero & ~held & no_words),
                      load.eq(accept & self.cmd.valid), self.cmd.ready.eq(accept)]
         with m.If(settled):
-            m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(end_status))]
+            m.d.sync += [reporting.eq(1), report.eq(crc_checked(block_crc, end_status))]
         with m.Elif(finishing):
             m.d.sync += report.eq(end_status)
         with m.If(load):
@@ -214,7 +218,7 @@ class DecoderShell(wiring.Component):
 
             with m.State("CHECK"):
                 # The CRC of the last word has settled.
-                m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(report))]
+                m.d.sync += [reporting.eq(1), report.eq(crc_checked(block_crc, report))]
                 m.next = "IDLE"
 
         # Taking a command: its first word goes to the coder in the same clock.

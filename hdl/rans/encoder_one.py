@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 from ..common import bits_for, pair_layout
 from .link import encoder_link
 from .shape import RansShape
-from .tables import RansTables
+from .tables import RansTables, table_address
 from .arithmetic import ArrayDivider, chunk_plan, two_level_shift
 
 
@@ -74,14 +74,17 @@ class RansEncoderCoder(wiring.Component):
         per_pair = 1 if sh.one_word else C + 1
         D = self._depth
         m = Module()
-        tables = RansTables(m, sh, self.cfg if sh.programmable else None, buckets=False)
+        m.submodules.entries = tables = RansTables(sh, buckets=False)
+        if sh.programmable:
+            wiring.connect(m, wiring.flipped(self.cfg), tables.cfg)
 
         x = Signal(S)
         fifo = [Signal(W, name=f"out{j}") for j in range(D)]
         n_out = Signal(range(D + 1), reset_less=sh.mutant == "rans_enc_reset_less")
         m.d.comb += [self.state.eq(x), self.held.eq(n_out)]
         s = self.i.p.symbol
-        entry = tables.symbol(m, s, self.i.p.set if sh.sets > 1 else None)
+        m.d.comb += tables.symbol_addr.eq(table_address(s, self.i.p.set if sh.sets > 1 else None))
+        entry = tables.symbol
         f, c, k = entry.freq, entry.cum, entry.k
 
         pushes = []   # (enable, word) in push order

@@ -13,7 +13,7 @@ from ...model.coding.rans import freq_reciprocals
 from ..common import pair_layout
 from .link import encoder_xn_link
 from .shape import RansShape, recip_entry, recip_split
-from .tables import RansTables
+from .tables import RansTables, table_address
 
 
 #: Interleaved states of the pipelined encoder coder (:class:`RansEncoderXnCoder`): ``rans16x16``.
@@ -218,7 +218,9 @@ class RansEncoderXnCoder(wiring.Component):
         per = -(-S // W)                         # flush words per state
         init = 1 << (S - W)
         m = Module()
-        tables = RansTables(m, sh, self.cfg if sh.programmable else None, buckets=False)
+        m.submodules.entries = tables = RansTables(sh, buckets=False)
+        if sh.programmable:
+            wiring.connect(m, wiring.flipped(self.cfg), tables.cfg)
 
         def dividend_bit(xv, ps, j):
             """Bit ``j`` of the dividend ``X = ps ? xv >> W : xv`` (0 above ``S``)."""
@@ -230,7 +232,8 @@ class RansEncoderXnCoder(wiring.Component):
         # (Each stage is a module of its own: the Amaranth simulator re-evaluates only what changed.)
         m.submodules.front = fm = Module()
         x = Signal(S, init=init, name="x_done")                     # the last stage: the arriving slot's state
-        entry = tables.symbol(m, self.i.p.symbol, self.i.p.set if sh.sets > 1 else None)
+        m.d.comb += tables.symbol_addr.eq(table_address(self.i.p.symbol, self.i.p.set if sh.sets > 1 else None))
+        entry = tables.symbol
         f, c, k = entry.freq, entry.cum, entry.k
 
         xv = x

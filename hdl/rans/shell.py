@@ -8,7 +8,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..common import BlockCrc, DecodeStatus, decoder_ports, encoder_ports
+from ..common import BlockCrc, DecodeStatus, connect_block_crc, crc_checked, decoder_ports, encoder_ports
 from .link import decoder_link, encoder_link
 from .shape import RansShape
 
@@ -70,7 +70,10 @@ class RansDecoderShell(wiring.Component):
             m.d.sync += [words_left.eq(words_left - 1), top.eq(0)]
         with m.If(self.step):
             m.d.sync += remaining.eq(remaining - 1)
-        block_crc = BlockCrc(m, W, self.cmd, self.i, present=self._block_crc)
+        block_crc = None
+        if self._block_crc:
+            m.submodules.block_crc = block_crc = BlockCrc(W)
+            connect_block_crc(m, block_crc, self.cmd, self.i)
 
         # The report: one ``done`` clock per command once its last pair has left ``o``.
         m.d.sync += self.done.eq(0)
@@ -94,7 +97,7 @@ class RansDecoderShell(wiring.Component):
         def finish(status):
             with m.If(ended):
                 # Nothing to drain, and the CRC has settled: report (the next command is taken now).
-                m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(status))]
+                m.d.sync += [reporting.eq(1), report.eq(crc_checked(block_crc, status))]
                 m.next = "IDLE"
             with m.Else():
                 m.d.sync += report.eq(status)
@@ -146,7 +149,7 @@ class RansDecoderShell(wiring.Component):
 
             with m.State("CHECK"):
                 # The CRC of the last word has settled.
-                m.d.sync += [reporting.eq(1), report.eq(block_crc.checked(report))]
+                m.d.sync += [reporting.eq(1), report.eq(crc_checked(block_crc, report))]
                 m.next = "IDLE"
 
         # A stream's top word is popped with its command (when it is offered): the state starts as

@@ -5,12 +5,12 @@ entries, ghosts, ``last`` and ``done``).
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from ..common import BlockCrc, DecodeStatus, decoder_ports, encoder_ports
+from ..common import BlockCrc, DecodeStatus, connect_block_crc, decoder_ports, encoder_ports
 from .link import decoder_xn_link, encoder_xn_link
 from .shape import RansShape
 from .decoder_xn import RansDecoderCoderXN, TAG_BITS, XN_RING
@@ -141,9 +141,12 @@ class RansDecoderShellXN(wiring.Component):
         # The CRC of the stream's words in decoding order: a port word's high word first; an odd
         # count's first port word carries a zero high word above the stream, which the CRC's start
         # value absorbs.
-        block_crc = BlockCrc(m, 2 * W, self.cmd, self.i, present=self._block_crc,
-                             data=Cat(self.i.p.data[W:], self.i.p.data[:W]), zeros_first=(cm.words[0], W))
-        crc_mismatch = block_crc.checked(DecodeStatus.OK) != DecodeStatus.OK
+        crc_mismatch = Const(0)
+        if self._block_crc:
+            m.submodules.block_crc = block_crc = BlockCrc(2 * W, zeros_first=W)
+            connect_block_crc(m, block_crc, self.cmd, self.i, data=Cat(self.i.p.data[W:], self.i.p.data[:W]))
+            m.d.comb += block_crc.zeros_first.eq(cm.words[0])
+            crc_mismatch = block_crc.mismatch
 
         d = self.i.p.data
         top_bits = S - W                             # bits of a state's first (most significant) word
