@@ -44,6 +44,7 @@ class AmaranthEngine:
         rng_in, rng_out, rng_cmd = (random.Random(seed * 3 + i) for i in range(3))
 
         configured = [False]
+        span = [0]             # the clock the measured interval starts at (tables written)
         dataflow = "cmd" not in core.signature.members   # ends when every expected output is out
 
         async def commands(ctx):
@@ -52,6 +53,7 @@ class AmaranthEngine:
                     await stream_put(ctx, getattr(core, name), w)
             configured[0] = True
             start = cycles[0]
+            span[0] = start
             if dataflow:
                 while len(outputs) < len(job.expected):
                     await ctx.tick()
@@ -102,13 +104,14 @@ class AmaranthEngine:
         probes = [Value.cast(v) for v in (trace or {}).values()]     # plain values: samples are ints
         samples: list[tuple] = []
 
+        ready_before = [0]     # ready_before[k]: clocks among the first k in which o was ready
+
         async def clock(ctx):
             while True:
+                _, _, ready, *vals = await ctx.tick().sample(core.o.ready, *probes)
                 if probes:
-                    _, _, *vals = await ctx.tick().sample(*probes)
                     samples.append(tuple(vals))
-                else:
-                    await ctx.tick()
+                ready_before.append(ready_before[-1] + int(ready))
                 cycles[0] += 1
                 if cycles[0] > limit:
                     raise TimeoutError(f"{job.kind}: no result after {limit} cycles (core locked up?)")
@@ -129,7 +132,10 @@ class AmaranthEngine:
         else:
             sim.run()
         wide = any(v >> 64 for v in outputs)       # payloads over 64 bits stay Python ints (as Verilator's)
-        res = SimResult(outputs if wide else np.array(outputs, dtype=np.uint64), statuses, int(cycles[1] or 0))
+        n = int(cycles[1] or 0)
+        end = min(span[0] + n, len(ready_before) - 1)
+        res = SimResult(outputs if wide else np.array(outputs, dtype=np.uint64), statuses, n,
+                        ready_cycles=ready_before[end] - ready_before[span[0]])
         if trace:
             cols = np.array(samples, dtype=np.uint64).reshape(-1, len(probes))
             res.trace = {name: cols[:, j] for j, name in enumerate(trace)}

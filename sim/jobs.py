@@ -34,6 +34,9 @@ class SimResult:
     statuses: list[int]
     cycles: int
     trace: dict[str, np.ndarray] | None = None   # sampled signals per cycle (Amaranth engine, ``trace=``)
+    #: of ``cycles``, the clocks in which the testbench held ``o.ready`` high (all of them without
+    #: back-pressure): pairs per ready clock is the core's own rate under back-pressure
+    ready_cycles: int | None = None
 
 
 @dataclass

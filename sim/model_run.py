@@ -97,6 +97,8 @@ class SimReport:
     errors: list[str] = field(default_factory=list)
     constriction_exact: bool | None = None
     sim_seconds: float = 0.0    # wall time inside the engine (stimulus generation excluded)
+    #: of ``cycles``, the clocks in which ``o`` was ready (the testbench's back-pressure, ``stall_prob``)
+    ready_cycles: int = 0
     per_matrix: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -140,9 +142,11 @@ def simulate_matrices(kind: str, codec: str, matrices: list[MatrixPairs], *, eng
         rep.pairs += job.pairs
         rep.words += job.words
         rep.cycles += res.cycles
+        rep.ready_cycles += res.cycles if res.ready_cycles is None else res.ready_cycles
         rep.bit_exact &= ok
         rep.errors += [f"{mp.name}: {x}" for x in errs]
-        row = {"matrix": mp.name, "pairs": job.pairs, "words": job.words, "cycles": res.cycles, "bit_exact": ok}
+        row = {"matrix": mp.name, "pairs": job.pairs, "words": job.words, "cycles": res.cycles,
+               "ready_cycles": res.cycles if res.ready_cycles is None else res.ready_cycles, "bit_exact": ok}
         if spec.is_constriction:
             same = _constriction_agrees(mp.table, mp.probabilities, s, e)
             row["constriction_exact"] = same

@@ -109,6 +109,10 @@ int main(int argc, char** argv) {
     FILE* st = fopen((dir + "/status.txt").c_str(), "w");
     top->clk = 0; top->rst = 1; top->eval(); top->clk = 1; top->eval(); top->clk = 0; top->rst = 0; top->eval();
     uint64_t cycle = 0, first = 0, last = 0;
+    // clocks in which o was ready: all of them (ready_n), before the first command's clock, and up to
+    // the last output or done, so that back-pressure can be told apart from the core's own idling
+    uint64_t ready_n = 0, ready_first = 0, ready_last = 0;
+    bool ready_now = false;
     size_t cmd_sent = 0, cmd_done = 0;
     bool started = false;
     std::vector<uint64_t> obuf(@@OWORDS@@);
@@ -116,9 +120,10 @@ int main(int argc, char** argv) {
         bool cfg_busy = false;
 @@DRIVE@@
         top->o___05Fready = !stall();
+        ready_now = top->o___05Fready; ready_n += ready_now;
         top->eval();
         bool o_fire = top->o___05Fvalid && top->o___05Fready;
-        if (o_fire) { @@GETO@@ fwrite(obuf.data(), 8, obuf.size(), out); o_count++; last = cycle + 1; }
+        if (o_fire) { @@GETO@@ fwrite(obuf.data(), 8, obuf.size(), out); o_count++; last = cycle + 1; ready_last = ready_n; }
 @@FIRES@@
         top->clk = 1; top->eval(); top->clk = 0; top->eval();
         cycle++;
@@ -126,13 +131,13 @@ int main(int argc, char** argv) {
         // done: one clock per command, in order (a wrapper's done held high is counted once: no
         // more reports than commands sent)
         if (cmd_done < cmd_sent && @@DONE@@) {
-            cmd_done++; last = cycle;
+            cmd_done++; last = cycle; ready_last = ready_n;
             if (has_status) fprintf(st, "%d\n", @@STATUS@@);
         }
         if (cycle > max_cycles) { fprintf(stderr, "no result after %llu cycles\n", (unsigned long long)max_cycles); fclose(out); fclose(st); return 3; }
     }
     fclose(out); fclose(st);
-    FILE* cy = fopen((dir + "/cycles.txt").c_str(), "w"); fprintf(cy, "%llu\n", (unsigned long long)(last - first)); fclose(cy);
+    FILE* cy = fopen((dir + "/cycles.txt").c_str(), "w"); fprintf(cy, "%llu %llu\n", (unsigned long long)(last - first), (unsigned long long)(ready_last - ready_first)); fclose(cy);
     top->final(); delete top;
     return 0;
 }
@@ -167,11 +172,11 @@ def _harness(core) -> str:
         fires.append(f"        bool {name}_fire = top->{_cxx(name + '__valid')} && top->{_cxx(name + '__ready')};")
         if name == "cmd":
             advance.append("""        if (cmd_fire) { cmd_s.pos++; cmd_s.valid = false; cmd_sent++;
-            if (!started) { started = true; first = cycle - 1; } }""")
+            if (!started) { started = true; first = cycle - 1; ready_first = ready_n - ready_now; } }""")
         else:
             advance.append(f"        if ({name}_fire) {{ {name}_s.pos++; {name}_s.valid = false; }}")
     if "cmd" not in ins:     # a dataflow stage: time from the first input to the last output
-        advance.append("        if (i_fire && !started) { started = true; first = cycle - 1; }")
+        advance.append("        if (i_fire && !started) { started = true; first = cycle - 1; ready_first = ready_n - ready_now; }")
     ow = _width(core, "o")
     getter = f"get_wide(top->{_cxx('o__payload')}, obuf.data());" if ow > 64 else \
         f"get_narrow(top->{_cxx('o__payload')}, obuf.data());"
@@ -274,13 +279,12 @@ class VerilatorEngine:
                 raise RuntimeError(f"{job.kind} simulation failed ({r.returncode}): {r.stderr[-2000:]}")
             ow = -(-_width(core, "o") // 64)
             raw = np.fromfile(Path(tmp) / "o.bin", dtype="<u8").reshape(-1, ow)
-            if raw_outputs:
-                return SimResult(raw, [int(s) for s in (Path(tmp) / "status.txt").read_text().split()],
-                                 int((Path(tmp) / "cycles.txt").read_text()))
-            outputs = raw[:, 0] if ow == 1 else raw
             statuses = [int(s) for s in (Path(tmp) / "status.txt").read_text().split()]
-            cycles = int((Path(tmp) / "cycles.txt").read_text())
-        return SimResult(_as_ints(outputs, ow), statuses, cycles)
+            cycles, ready = (int(x) for x in (Path(tmp) / "cycles.txt").read_text().split())
+            if raw_outputs:
+                return SimResult(raw, statuses, cycles, ready_cycles=ready)
+            outputs = raw[:, 0] if ow == 1 else raw
+        return SimResult(_as_ints(outputs, ow), statuses, cycles, ready_cycles=ready)
 
 
 def _write_payloads(path: Path, values, width: int) -> None:

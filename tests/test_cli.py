@@ -98,6 +98,18 @@ def test_simulate_shows_a_bar_on_a_terminal_unless_json(stories, tmp_path, json_
         assert "tans-decoder (amaranth)" in err and "2/2" in err and "matrix" in err, err
 
 
+def test_simulate_under_back_pressure_reports_pairs_per_ready_cycle(stories, tmp_path):
+    """Issue 42 item 1: with --stall-prob, the clocks in which o was ready and the pairs per such
+    clock, beside the pairs per cycle (which the testbench's gaps lower); the JSON has the same count."""
+    r = ansforge("simulate", "--core", "tans-decoder", "--model", stories, "--matrix", "layers.0.attention.wq.weight",
+                 "--stall-prob", "0.25", "--seed", "2", "--json", tmp_path / "r.json")
+    assert r.returncode == 0 and "bit-exact against the golden model: yes" in r.stdout, r.stderr
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert rep["pairs"] <= rep["ready_cycles"] < rep["cycles"], rep
+    assert (f"o was ready in {rep['ready_cycles']:,} of the cycles, "
+            f"{rep['pairs'] / rep['ready_cycles']:.4f} pairs per ready cycle") in r.stdout, r.stdout
+
+
 def test_demo_is_quiet_off_a_terminal():
     r = ansforge("demo", "--no-cores")
     assert r.returncode == 0 and r.stderr == "" and "Table 1: all-MiniLM-L6-v2" in r.stdout

@@ -296,6 +296,9 @@ def simulate(args: argparse.Namespace) -> int:
         return 1
     print(f"{rep.core} ({codec}, {rep.engine}): {rep.matrices} matrices, {rep.pairs:,} pairs, {rep.cycles:,} cycles, "
           f"{rep.pairs_per_cycle:.4f} pairs/cycle, {rep.words:,} words")
+    if args.stall_prob > 0:
+        print(f"under back-pressure (o ready with probability {1 - args.stall_prob:g}): o was ready in "
+              f"{rep.ready_cycles:,} of the cycles, {rep.pairs / max(1, rep.ready_cycles):.4f} pairs per ready cycle")
     print(f"bit-exact against the golden model: {'yes' if rep.bit_exact else 'NO'}")
     if rep.constriction_exact is not None:
         print(f"words equal constriction's AnsCoder: {'yes' if rep.constriction_exact else 'NO'}")
