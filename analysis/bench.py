@@ -151,8 +151,9 @@ def _hardware(path: str) -> list[str]:
                   f"{a.dsps} | {b.ffs} → {a.ffs} | {b.levels} → {a.levels} | {fb} → {fa} |")
     shipped_now = {a.core: a for a in rows if a.shell}
     md += ["", "What `ansforge resources --core CORE` builds by default, before and after the hardware family "
-           "(issue 42): before, the one-state cores (the run of 2026-11-27, commit 36315f8, this machine, the "
-           "same tools; area is deterministic for the tool version and nextpnr's Fmax per seed); after, the "
+           "(issue 42): before, the one-state cores (the run of 2026-11-27, commit 36315f8, with the same "
+           "tool versions: yosys's area and nextpnr's Fmax per seed are deterministic for a tool version, and "
+           "the yowasp builds are WebAssembly, the same on any machine); after, the "
            "interleaved build of the default format, both as shipped (shell, 32-bit counts, CRC-32 on the "
            "decoders, 13 extra bits):", "",
            "| Core | Codec before → after | LUT-equivalents | DSP | FFs | Levels | ECP5 Fmax MHz |",
@@ -217,7 +218,7 @@ INTERLEAVED_CODECS = {b: tuple(dict.fromkeys(
 
 #: The default builds as shipped before the hardware family (issue 42): the one-state cores, shelled
 #: (32-bit counts, CRC-32 on the decoders, 8 + 5 extra bits), from ``ansforge bench --only hardware`` of
-#: 2026-11-27 (commit 36315f8, this machine and tools): (codec, LUT-equivalents, DSP, FFs, levels, ECP5
+#: 2026-11-27 (commit 36315f8, the same tool versions): (codec, LUT-equivalents, DSP, FFs, levels, ECP5
 #: Fmax median of 3 seeds in MHz). Kept as data: those defaults are no longer what the commands build.
 BEFORE_FAMILY = {
     "tans-decoder": ("tans8", 737, 0, 305, 11, 101.0),
