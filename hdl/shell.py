@@ -25,9 +25,32 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .link import link_ports
 from .common import BlockCrc, DecodeStatus, TableSelect, connect_block_crc, crc_checked, check_bool, check_int, table_select_layout, word_layout
 
-__all__ = ["DecoderShell", "EncoderShell"]
+__all__ = ["DecoderShell", "EncoderShell", "decoder_link", "encoder_link"]
+
+
+# The coder <-> shell interface of the tANS cores, declared from the shell's side (hdl/link.py says how
+# the core joins it). The rest of what a shell needs (the command's start with its payload, the
+# final-state, empty-window and output-pending checks) the core derives from the coder's state, whose
+# form depends on the number of interleaved states: one state register, or a ring with a zero flag.
+
+
+def decoder_link() -> wiring.Signature:
+    """:class:`DecoderShell` ↔ the tANS decoder coders: ``run`` (decode while high: the command has
+    pairs left) and ``ended`` (every word of the command has gone to the coder); back ``fire`` (a pair
+    was decoded this clock), ``decoding`` (the marker/state prologue is over), ``starved`` (the stream
+    cannot go on) and ``no_marker`` (the first word of a ``resume`` = 0 stream is zero). One clock's
+    control each."""
+    return wiring.Signature({"run": Out(1), "ended": Out(1),
+                             "fire": In(1), "decoding": In(1), "starved": In(1), "no_marker": In(1)})
+
+
+def encoder_link() -> wiring.Signature:
+    """:class:`EncoderShell` ↔ the tANS encoder coders: ``flush`` (write the final state(s) and the
+    marker); back ``flushed`` (the flush is done, or queued where the coder drains it itself)."""
+    return wiring.Signature({"flush": Out(1), "flushed": In(1)})
 
 
 class DecoderShell(wiring.Component):
@@ -94,8 +117,8 @@ class DecoderShell(wiring.Component):
             "cmd": In(stream.Signature(command_layout)),
             "i": In(stream.Signature(word_layout(word_bits))),
             "words": Out(stream.Signature(word_bits)),
-            "start": Out(1), "run": Out(1), "ended": Out(1), "idle": Out(1),
-            "fire": In(1), "decoding": In(1), "starved": In(1), "no_marker": In(1),
+            **link_ports(decoder_link()),
+            "start": Out(1), "idle": Out(1),
             "final_state_zero": In(1), "window_empty": In(1), "out_valid": In(1),
             "done": Out(1), "status": Out(DecodeStatus),
         }
@@ -253,7 +276,7 @@ class EncoderShell(wiring.Component):
         #: counter lemma (``sim/formal/``, ``encoder_counts``) states its invariant over them. Not ports.
         self.probe: dict = {}
         super().__init__({"cmd": In(stream.Signature(command_layout)), "take": Out(1), "pair": In(1),
-                          "flush": Out(1), "flushed": In(1), "idle": Out(1), "done": Out(1)})
+                          **link_ports(encoder_link()), "idle": Out(1), "done": Out(1)})
 
     def elaborate(self, platform):
         m = Module()

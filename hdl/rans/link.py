@@ -3,15 +3,15 @@
 Each signature is written from the shell's side (``Out``: the shell drives, ``In``: the coder answers).
 The shell's ports include its members as they are, the coder's their flip (so that a coder built alone,
 ``shell=False``, still shows them as ports of the core), and the core joins the two with
-:func:`connect_link`. All members are one clock's control: no handshake, no latency of their own.
+:func:`~ansforge.hdl.link.connect_link`. All members are one clock's control: no handshake, no latency of their own.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..link import connect_link
 from .shape import RansShape
 
 __all__ = ["decoder_link", "decoder_xn_link", "encoder_link", "encoder_xn_link", "connect_link"]
@@ -53,17 +53,3 @@ def encoder_xn_link(sh: RansShape) -> wiring.Signature:
     a ghost), ``final`` (the next entry is the command's last); back ``step`` (an entry was taken) and
     ``last`` (the port word on ``o`` ends the command's stream)."""
     return wiring.Signature({"run": Out(1), "ghost": Out(1), "final": Out(1), "step": In(1), "last": In(1)})
-
-
-class _Side:
-    """``component``'s members of ``signature``, as an interface :func:`amaranth.lib.wiring.connect` takes."""
-
-    def __init__(self, component: wiring.Component, signature: wiring.Signature):
-        self.signature = signature
-        for name in signature.members:
-            setattr(self, name, getattr(component, name))
-
-
-def connect_link(m: Module, link: wiring.Signature, shell: wiring.Component, coder: wiring.Component) -> None:
-    """Join ``shell`` and ``coder`` through ``link`` (the shell's side of one of the signatures above)."""
-    wiring.connect(m, _Side(shell, link), _Side(coder, link.flip()))

@@ -22,7 +22,8 @@ from ..common import (COUNT_BITS, CoreParameters, WordCrc, bits_for, check_bool,
                       decoder_command_layout, decoder_ports, encoder_command_layout, encoder_ports,
                       table_select_layout)
 from ..mutants import check_mutant
-from ..shell import DecoderShell, EncoderShell
+from ..link import connect_link
+from ..shell import DecoderShell, EncoderShell, decoder_link, encoder_link
 from .decoder_one import TansDecoderCoder
 from .decoder_x2 import TansX2DecoderCoder
 from .encoder_one import TansEncoderCoder
@@ -232,12 +233,11 @@ class TansDecoder(TansCoreBase):
         wiring.connect(m, wiring.flipped(self.i), shell.i)
         wiring.connect(m, coder.o, wiring.flipped(self.o))
         wiring.connect(m, shell.words, coder.i)
+        connect_link(m, decoder_link(), shell, coder)
         m.d.comb += [
             coder.start.valid.eq(shell.start), coder.start.p.resume.eq(self.cmd.p.resume),
             coder.start.p.state.eq(self.cmd.p.state), coder.start.p.bit.eq(self.cmd.p.bit),
-            coder.run.eq(shell.run), coder.ended.eq(shell.ended), shell.fire.eq(coder.fire), shell.decoding.eq(coder.decoding),
-            shell.starved.eq(coder.starved), shell.no_marker.eq(coder.no_marker),
-            shell.final_state_zero.eq((coder.state[:-1] if self._mutant == "tans_dec_state_msb" else coder.state) == 0),
+                        shell.final_state_zero.eq((coder.state[:-1] if self._mutant == "tans_dec_state_msb" else coder.state) == 0),
             shell.window_empty.eq(coder.empty if self._states == 2 else coder.avail == 0),
             shell.out_valid.eq(coder.pending), self.done.eq(shell.done), self.status.eq(shell.status),
         ]
@@ -342,8 +342,8 @@ class TansEncoder(TansCoreBase):
         wiring.connect(m, coder.o, wiring.flipped(self.o))
         m.d.comb += [coder.i.p.eq(self.i.p), coder.i.valid.eq(self.i.valid & shell.take),
                      self.i.ready.eq(coder.i.ready & shell.take),
-                     shell.pair.eq(self.i.valid & self.i.ready), coder.flush.eq(shell.flush),
-                     shell.flushed.eq(coder.flushed)]
+                     shell.pair.eq(self.i.valid & self.i.ready)]
+        connect_link(m, encoder_link(), shell, coder)
         if self._coder_cls is TansEncoderX2Coder:
             # Its ``flushed`` comes when the flush is queued, before the stream has drained (the next
             # command's pairs follow at once): ``done`` is the clock after the ``last`` word's transfer.

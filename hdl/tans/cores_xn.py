@@ -23,7 +23,8 @@ from ...model.coding.stream import MAX_STATES
 from ...model.coding.tans import TansTable
 from ..common import (COUNT_BITS, WordCrc, bits_for, check_bool, check_int, core_codec, decoder_command_layout,
                       decoder_ports, encoder_command_layout, encoder_ports)
-from ..shell import DecoderShell, EncoderShell
+from ..link import connect_link
+from ..shell import DecoderShell, EncoderShell, decoder_link, encoder_link
 from .cores import TansCoreBase, expose_coder
 from .decoder_one import TansDecoderCoder
 from .decoder_xn import TansXnDecoderCoder
@@ -128,11 +129,10 @@ class TansXnDecoder(TansCoreBase):
         wiring.connect(m, wiring.flipped(self.i), shell.i)
         wiring.connect(m, coder.o, wiring.flipped(self.o))
         wiring.connect(m, shell.words, coder.i)
+        connect_link(m, decoder_link(), shell, coder)
         m.d.comb += [
             coder.start.valid.eq(shell.start), coder.start.p.resume.eq(self.cmd.p.resume),
             coder.start.p.bit.eq(self.cmd.p.bit),
-            coder.run.eq(shell.run), coder.ended.eq(shell.ended), shell.fire.eq(coder.fire),
-            shell.decoding.eq(coder.decoding), shell.starved.eq(coder.starved), shell.no_marker.eq(coder.no_marker),
             shell.out_valid.eq(coder.pending), self.done.eq(shell.done), self.status.eq(shell.status),
         ]
         if N == 1:
@@ -236,8 +236,8 @@ class TansXnEncoder(TansCoreBase):
         wiring.connect(m, coder.o, wiring.flipped(self.o))
         m.d.comb += [coder.i.p.eq(self.i.p), coder.i.valid.eq(self.i.valid & shell.take),
                      self.i.ready.eq(coder.i.ready & shell.take),
-                     shell.pair.eq(self.i.valid & self.i.ready), coder.flush.eq(shell.flush),
-                     shell.flushed.eq(coder.flushed)]
+                     shell.pair.eq(self.i.valid & self.i.ready)]
+        connect_link(m, encoder_link(), shell, coder)
         if self._states > 1:
             m.d.sync += self.done.eq(self.o.valid & self.o.ready & self.o.p.last)
         else:
