@@ -27,6 +27,13 @@ import pytest
 from amaranth.hdl import UnusedElaboratable
 from amaranth.lib import wiring
 
+
+# A test run that a non-interactive shell starts in the background (`cmd &`) inherits SIGINT ignored,
+# and so would every ansforge process the tests start: the Ctrl-C tests would see it ignored. The tests
+# run as a terminal's foreground job does (handlers revert to the default at exec; ignored stays ignored).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 STORIES = SHARED / "models" / "stories260K.bin"
