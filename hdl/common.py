@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 
 __all__ = ["DecodeStatus", "decoder_ports", "encoder_ports", "check_int", "word_layout", "encoder_command_layout", "decoder_command_layout",
            "pair_layout", "table_select_layout", "TableSelect", "bits_for", "check_bool", "COUNT_BITS", "BlockCrc", "CoreParameters", "WordCrc",
-           "core_codec"]
+           "core_codec", "connect_block_crc", "crc_checked"]
 
 COUNT_BITS = 32
 """Width of a command's pair and word counts: up to 2**32 - 1 pairs per command."""
