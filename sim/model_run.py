@@ -142,11 +142,12 @@ def simulate_matrices(kind: str, codec: str, matrices: list[MatrixPairs], *, eng
         rep.pairs += job.pairs
         rep.words += job.words
         rep.cycles += res.cycles
-        rep.ready_cycles += res.cycles if res.ready_cycles is None else res.ready_cycles
+        ready = res.cycles if res.ready_cycles is None else res.ready_cycles
+        rep.ready_cycles += ready
         rep.bit_exact &= ok
         rep.errors += [f"{mp.name}: {x}" for x in errs]
         row = {"matrix": mp.name, "pairs": job.pairs, "words": job.words, "cycles": res.cycles,
-               "ready_cycles": res.cycles if res.ready_cycles is None else res.ready_cycles, "bit_exact": ok}
+               "ready_cycles": ready, "bit_exact": ok}
         if spec.is_constriction:
             same = _constriction_agrees(mp.table, mp.probabilities, s, e)
             row["constriction_exact"] = same

@@ -1157,8 +1157,14 @@ class Container:
         self._count_lock = threading.Lock()
         if self.path.is_dir():
             raise ContainerError(f"{self.path}: is a directory; expected an .ansf file written by `ansforge compress`")
+        # The file mapped read-only: records and streams are views of it, and decoded blocks' pages
+        # are given back with madvise (:meth:`_release_blocks`).
+        self._map: mmap.mmap | None = None
         try:
-            self._data = np.memmap(self.path, dtype=np.uint8, mode="r") if self.path.stat().st_size else b""
+            if self.path.stat().st_size:
+                with open(self.path, "rb") as f:
+                    self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            self._data = np.frombuffer(self._map, dtype=np.uint8) if self._map is not None else b""
         except OSError as e:
             raise ContainerError(f"{self.path}: cannot read: {e.strerror or e}") from None
         self._parse()
@@ -1737,8 +1743,8 @@ class Container:
         """Tell the kernel that the mapped pages of these decoded blocks' words are not needed again
         soon: a whole-model decode would otherwise keep every page of the container it has read resident
         (8.96 GB of 9 GB for a 7B model). The pages are file-backed and read-only, so a later read just
-        maps them in again; where the mapping or ``madvise`` is missing, nothing is done."""
-        mm = getattr(self._data, "_mmap", None)
+        maps them in again; where ``madvise`` is missing (not Linux or BSD), nothing is done."""
+        mm = self._map
         if not blocks or mm is None or not hasattr(mm, "madvise"):
             return
         lo = self._payload + st.offset + min(st.blocks[b][0] for b in blocks) * st.word_bytes
