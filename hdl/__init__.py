@@ -17,9 +17,8 @@
     Decoder lanes on one memory port (§4.6, Fig. 12) and the token factory's weight broadcaster (§4.7).
 ``subsystem``, ``axis``
     What an FPGA design instantiates: the AXI decompression subsystem and AXI4-Stream adapters.
-``common``, ``shell``, ``mutants``
-    Shared layouts and ports, the command shells, and the deliberately broken variants ``ansforge prove
-    --mutants`` must catch.
+``common``, ``shell``
+    Shared layouts and ports, and the command shells.
 ``verilog``
     The Verilog generator (:func:`~.verilog.core_verilog`): the one text that ``ansforge verilog`` writes,
     Verilator compiles and yosys synthesizes.

@@ -7,14 +7,13 @@ the codec classes because imports only run analysis → sim → hdl → model: `
 
 :data:`REGISTRY` is the one list of the cores. Everything that names a core derives from it: the
 command line's ``--core`` choices and help (``ansforge/cli/cores.py``), the simulation jobs
-(``sim/jobs.py``), the mutant catalogue (``hdl/mutants.py``), the formal harnesses' name tables
+(``sim/jobs.py``), the formal harnesses' name tables and mutant catalogue
 (``sim/formal/``), the bench's core lists (``analysis/bench.py``) and the README's table of cores
 (``tests/test_core_registry.py`` checks it against :func:`markdown_table`).
 
 A row names its classes as ``"module:Class"`` inside :mod:`ansforge.hdl` and resolves them only when
 asked (:attr:`CoreBuild.core_class`, ...), so that importing this module (the command-line parser
-does, for the core names) imports no Amaranth and no core; the cores' modules import
-:mod:`.mutants`, which imports this one.
+does, for the core names) imports no Amaranth and no core.
 
 Names. The four base builds (``tans-decoder``, ``tans-encoder``, ``rans-decoder``, ``rans-encoder``)
 take every codec their row lists. ``<base>-x<N>`` (:func:`core_build`) is the base build for a codec
@@ -91,7 +90,8 @@ class FormalConfig:
     ----------
     harness : str
         ``"module:Class"`` of the core the harness builds at the small configuration (``SMALL``, or
-        ``SMALL_XN`` when ``states > 1``) with ``mutant=``; the class whose mutants :mod:`.mutants` lists.
+        ``SMALL_XN`` when ``states > 1``): the shipped core class, whose netlist ``sim/formal/mutants.py``
+        edits for ``--mutants``.
     states : int
         ``N`` of the small build (1: the one-state harnesses and lemmas; more: the port properties).
     progress_clocks : int
@@ -228,11 +228,11 @@ REGISTRY: tuple[CoreBuild, ...] = (
     CoreBuild("tans-decoder", "tans", "decoder", (CodecSet(_TANS_BITS, _XN),), "tans.cores_xn:TansXnDecoder",
               ("tans.decoder_one:TansDecoderCoder", "tans.decoder_xn:TansXnDecoderCoder"), ("shell:DecoderShell",),
               default_for("tans"),
-              FormalConfig("tans.cores:TansDecoder", progress_clocks=6)),
+              FormalConfig("tans.cores_xn:TansXnDecoder", progress_clocks=6)),
     CoreBuild("tans-encoder", "tans", "encoder", (CodecSet(_TANS_BITS, _XN),), "tans.cores_xn:TansXnEncoder",
               ("tans.encoder_one:TansEncoderCoder", "tans.encoder_xn:TansXnEncoderCoder"), ("shell:EncoderShell",),
               default_for("tans"),
-              FormalConfig("tans.cores:TansEncoder", progress_clocks=6)),
+              FormalConfig("tans.cores_xn:TansXnEncoder", progress_clocks=6)),
     CoreBuild("rans-decoder", "rans", "decoder", (CodecSet(_RANS_BITS, (1,)), CodecSet((16,), _RANS_DEC_XN)),
               "rans.cores:RansDecoder", ("rans.decoder_one:RansDecoderCoder", "rans.decoder_xn:RansDecoderCoderXN"),
               ("rans.shell:RansDecoderShell", "rans.shell_xn:RansDecoderShellXN"), default_for("rans"),
@@ -244,10 +244,10 @@ REGISTRY: tuple[CoreBuild, ...] = (
               FormalConfig("rans.cores:RansEncoder", progress_clocks=6)),
     CoreBuild("tans-decoder-x2", "tans", "decoder", (CodecSet(_TANS_BITS, (2,)),), "tans.cores_xn:TansXnDecoder",
               ("tans.decoder_xn:TansXnDecoderCoder",), ("shell:DecoderShell",), "tans8x2",
-              FormalConfig("tans.cores:TansDecoder", states=2, progress_clocks=6), base="tans-decoder"),
+              FormalConfig("tans.cores_xn:TansXnDecoder", states=2, progress_clocks=6), base="tans-decoder"),
     CoreBuild("tans-encoder-x2", "tans", "encoder", (CodecSet(_TANS_BITS, (2,)),), "tans.cores_xn:TansXnEncoder",
               ("tans.encoder_xn:TansXnEncoderCoder",), ("shell:EncoderShell",), "tans8x2",
-              FormalConfig("tans.cores:TansEncoder", states=2, progress_clocks=6), base="tans-encoder"),
+              FormalConfig("tans.cores_xn:TansXnEncoder", states=2, progress_clocks=6), base="tans-encoder"),
     CoreBuild("rans-decoder-x5", "rans", "decoder", (CodecSet((16,), (5,)),), "rans.cores:RansDecoder",
               ("rans.decoder_xn:RansDecoderCoderXN",), ("rans.shell_xn:RansDecoderShellXN",), "rans16x5",
               FormalConfig("rans.cores:RansDecoder", states=5, progress_clocks=12, min_depth=20, baked=True),

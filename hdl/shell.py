@@ -105,8 +105,7 @@ class DecoderShell(wiring.Component):
     """
 
     def __init__(self, command_layout: data.StructLayout, word_bits: int, *, block_crc: bool = True,
-                 table_sets: int = 1, set_bits: int = 0, mutant: str | None = None):
-        self._mutant = mutant     # hdl/mutants.py (validated by the core)
+                 table_sets: int = 1, set_bits: int = 0):
         #: The counters, flags and FSM states, filled in by :meth:`elaborate`: the formal counter lemma
         #: (``sim/formal/``, ``decoder_counts``) states its invariants over them. Not ports.
         self.probe: dict = {}
@@ -219,7 +218,7 @@ class DecoderShell(wiring.Component):
                     m.next = "RUN"
 
             with m.State("RUN"):
-                more = (~no_words & ~one_word) if self._mutant == "tans_dec_last_word" else ~no_words
+                more = ~no_words
                 m.d.comb += [running.eq(1), accept.eq(clean),
                              self.words.valid.eq(self.i.valid & more), self.i.ready.eq(self.words.ready & more),
                              self.run.eq(~rem_zero & sel_ready & ~held)]
@@ -270,8 +269,7 @@ class EncoderShell(wiring.Component):
     the coder's tables are memories and survive.
     """
 
-    def __init__(self, command_layout: data.StructLayout, *, mutant: str | None = None):
-        self._mutant = mutant     # hdl/mutants.py (validated by the core)
+    def __init__(self, command_layout: data.StructLayout):
         #: ``remaining`` and ``running`` (the FSM in ``RUN``), filled in by :meth:`elaborate`: the formal
         #: counter lemma (``sim/formal/``, ``encoder_counts``) states its invariant over them. Not ports.
         self.probe: dict = {}
@@ -301,7 +299,7 @@ class EncoderShell(wiring.Component):
                 take_command()
             with m.State("RUN"):
                 # The flush is asked for in the cycle the count runs out: no state change in between.
-                more = (remaining > 1) if self._mutant == "tans_enc_last_pair" else (remaining != 0)
+                more = remaining != 0
                 m.d.comb += [self.take.eq(more), self.flush.eq(remaining == 0)]
                 with m.If(self.flushed):
                     m.d.sync += self.done.eq(1)

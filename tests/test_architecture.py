@@ -192,3 +192,14 @@ def test_every_package_folder_is_installed():
     found = {".".join([PACKAGES[src], *init.parent.relative_to(ROOT / src).parts])
              for src in PACKAGES for init in (ROOT / src).rglob("__init__.py")}
     assert found - listed == set(), sorted(found - listed)
+
+
+def test_the_product_holds_no_mutant():
+    """Issue 44 item 3: mutants are the verification code's netlist edits (``sim/formal/mutants.py``);
+    no class in ``hdl/`` takes a ``mutant`` argument or branches on one."""
+    import re
+
+    hook = re.compile(r"\bmutant\s*(:|==|!=|=)|[._]mutant\b|valid_pulse")
+    offenders = [f"{p.relative_to(ROOT)}:{i}" for p in sorted((ROOT / "hdl").rglob("*.py"))
+                 for i, line in enumerate(p.read_text().splitlines(), 1) if hook.search(line)]
+    assert not offenders, offenders

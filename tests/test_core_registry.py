@@ -156,8 +156,8 @@ def test_everything_names_cores_from_the_registry():
     from ansforge.analysis import bench
     from ansforge.cli import cores as cli
     from ansforge.cli import build_parser
-    from ansforge.hdl import mutants
     from ansforge.sim import formal, jobs
+    from ansforge.sim.formal import mutants
 
     assert cli.ALL_CORES == core_names() and cli.CORES == base_names() and cli.PROVE_CORES == prove_names()
     for r in REGISTRY:
@@ -170,8 +170,8 @@ def test_everything_names_cores_from_the_registry():
         assert list(core.choices) == core_names(), verb
     assert list(jobs.CORES) == base_names() and list(bench.CORES) == base_names()
     assert set(bench.INTERLEAVED_CODECS) == set(base_names())
-    assert list(mutants.CORES) == prove_names() == list(formal.CORES)
-    assert set(mutants.INTERLEAVED_CORES) == {r.name for r in REGISTRY if r.formal and r.formal.states > 1}
+    assert prove_names() == list(formal.CORES)
+    assert set(formal.INTERLEAVED_CORES) == {r.name for r in REGISTRY if r.formal and r.formal.states > 1}
     assert {m.core for m in mutants.MUTANTS.values()} <= set(prove_names())
     assert set(formal.PROGRESS_CLOCKS) == set(prove_names())
     assert formal.XN_BAKED == ("rans-decoder-x5",)
@@ -235,7 +235,7 @@ def test_readme_table_is_the_registry():
 def test_old_import_names_still_work():
     from ansforge.cli.cores import ALL_CORES, CORES, INTERLEAVED_CORES, PROVE_CORES, _split_core  # noqa: F401
     from ansforge.hdl.cores import CORE_CLASSES, PAPER_CODECS, core_states, paper_codec, table_writes  # noqa: F401
-    from ansforge.hdl.mutants import CORES as MUTANT_CORES, ONE_STATE_CORES, build_name, check_mutant  # noqa: F401
+    from ansforge.sim.formal import CORES as FORMAL_CORES, ONE_STATE_CORES, check_mutant  # noqa: F401
     from ansforge.hdl.rans import RansDecoder, RansEncoder
     from ansforge.hdl.tans_xn import TansXnDecoder, TansXnEncoder
     from ansforge.sim.jobs import CORES as JOB_CORES, build_core as job_build_core
@@ -249,7 +249,6 @@ def test_old_import_names_still_work():
     assert PAPER_CODECS == {"tans": "tans8", "rans": "rans16"}
     assert paper_codec("rans-decoder") == "rans16" and paper_codec("tans-encoder-x2") == "tans8x2"
     assert core_states(parse_codec("rans16x5"), "decoder") == (1, *range(5, 17))
-    assert build_name("rans-decoder", 5) == "rans-decoder-x5"
     assert isinstance(job_build_core("tans-decoder", parse_codec("tans8x16"), programmable=True), TansXnDecoder)
     assert isinstance(job_build_core("rans-decoder-x5", parse_codec("rans16x5"), programmable=True), RansDecoder)
     assert isinstance(REGISTRY[0], CoreBuild)

@@ -10,7 +10,6 @@ from amaranth.lib.wiring import In
 
 from ...model.coding.codecs import RansCodec
 from ...model.coding.rans import RansTable
-from ..mutants import check_mutant
 from ..common import (COUNT_BITS, BlockCrc, CoreParameters, TableSelect, check_bool, core_codec, decoder_ports, encoder_ports,
                       table_select_layout)
 from .link import connect_link, decoder_link, decoder_xn_link, encoder_link, encoder_xn_link
@@ -101,8 +100,6 @@ class RansDecoder(_RansCore):
     count_bits : int
         Width of a command's pair and word counts (the shell's counters), 1..32 (default 32; as for
         :class:`~ansforge.hdl.tans.TansDecoder`).
-    mutant : str or None
-        As for :class:`~ansforge.hdl.tans.TansDecoder` (``ansforge prove --mutants``).
 
     Reset: the tables are memories and survive (the module docstring); the shell drops the running
     command and a report still waiting (no ``done`` comes for them), see :class:`RansDecoderShell`.
@@ -111,12 +108,11 @@ class RansDecoder(_RansCore):
     def __init__(self, codec: RansCodec | None = None, *, state_bits: int | None = None, word_bits: int | None = None,
                  precision_bits: int | None = None, max_symbols: int = 64, max_extra_bits: int = 8,
                  table: RansTable | None = None, programmable: bool = False, block_crc: bool = True,
-                 table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS, mutant: str | None = None):
+                 table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS):
         codec = core_codec(RansCodec, codec, states=(1, *XN_STATES), state_bits=state_bits, word_bits=word_bits,
                            precision_bits=precision_bits)
         sh = RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets, count_bits,
                         interleaved_decoder=codec.states > 1)
-        self._mutant = sh.mutant = check_mutant("rans-decoder", mutant, codec.states)
         self._block_crc = check_bool("block_crc", block_crc)
         self._interleaved = codec.states > 1
         if self._interleaved:
@@ -191,12 +187,11 @@ class RansEncoder(_RansCore):
     def __init__(self, codec: RansCodec | None = None, *, state_bits: int | None = None, word_bits: int | None = None,
                  precision_bits: int | None = None, max_symbols: int = 64, max_extra_bits: int = 8,
                  table: RansTable | None = None, programmable: bool = False, table_sets: int = 1, shell: bool = True,
-                 count_bits: int = COUNT_BITS, mutant: str | None = None):
+                 count_bits: int = COUNT_BITS):
         codec = core_codec(RansCodec, codec, states=(1, *ENCODER_XN_STATES), state_bits=state_bits,
                            word_bits=word_bits, precision_bits=precision_bits)
         sh = RansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets, count_bits,
                         reciprocal=codec.states > 1)
-        self._mutant = sh.mutant = check_mutant("rans-encoder", mutant, codec.states)
         # One state: the single-clock divider; N > 1 interleaved states: the pipelined ring.
         # Words on ``o``: two stream words each where a pair may push twice (RansEncoderXnCoder.port_words).
         pw = RansEncoderXnCoder.port_words(sh) if codec.states > 1 else 1

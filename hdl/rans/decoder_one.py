@@ -117,7 +117,7 @@ class RansDecoderCoder(wiring.Component):
 
         def pop(xv, used, tag):
             """The state after a conditional pop of word ``used`` of the buffer."""
-            want = (xv <= lo) if sh.mutant == "rans_dec_renorm" else (xv < lo)
+            want = xv < lo
             have = used < n_buf
             do = Signal(name=f"pop_{tag}")
             m.d.comb += do.eq(want & have)
@@ -173,7 +173,7 @@ class RansDecoderCoder(wiring.Component):
         found = Signal()
         m.d.comb += found.eq(~below & ~beyond)
         advance = Signal()       # a pair is decoded
-        o_free = 1 if sh.mutant == "rans_dec_overwrite" else (~o_valid | self.o.ready)
+        o_free = ~o_valid | self.o.ready
         m.d.comb += [advance.eq(~stall & run & found & o_free), self.step.eq(advance)]
         with m.If(self.o.ready):
             m.d.sync += o_valid.eq(0)

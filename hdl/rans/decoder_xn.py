@@ -279,7 +279,7 @@ class RansDecoderCoderXN(wiring.Component):
         m.d.comb += pop.eq((early | late) & ~r4_bub)
 
         # -- the turn of the ring -------------------------------------------------------------------
-        o_free = 1 if sh.mutant == "rans_xn_dec_overwrite" else (~o_valid | self.o.ready)
+        o_free = ~o_valid | self.o.ready
         # A turn waits until two of stage 5's stream's words are buffered or the shell says none will
         # come (``ended``), whether or not the pair pops: those are registers, not the pop test. A
         # purged word at the front holds every turn with a pair at stage 5.

@@ -80,7 +80,7 @@ class RansEncoderCoder(wiring.Component):
 
         x = Signal(S)
         fifo = [Signal(W, name=f"out{j}") for j in range(D)]
-        n_out = Signal(range(D + 1), reset_less=sh.mutant == "rans_enc_reset_less")
+        n_out = Signal(range(D + 1))
         m.d.comb += [self.state.eq(x), self.held.eq(n_out)]
         s = self.i.p.symbol
         m.d.comb += tables.symbol_addr.eq(table_address(s, self.i.p.set if sh.sets > 1 else None))
@@ -180,7 +180,7 @@ class RansEncoderCoder(wiring.Component):
             m.d.comb += nc.eq(count + en)
             count = nc
         flush_word = Signal()
-        m.d.comb += flush_word.eq(self.flush & (((x >> W) if sh.mutant == "rans_enc_flush" else x) != 0)
+        m.d.comb += flush_word.eq(self.flush & (x != 0)
                                   & (n_out - emit < D))
         base = Signal(range(D + 1))
         m.d.comb += base.eq(n_out - emit)

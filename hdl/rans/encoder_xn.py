@@ -330,7 +330,7 @@ class RansEncoderXnCoder(wiring.Component):
         entered = Signal()
         fire = Signal()
         boundary = Signal()
-        m.d.comb += room.eq(1 if sh.mutant == "rans_xn_enc_overwrite" else (~n_out | self.o.ready))
+        m.d.comb += room.eq(~n_out | self.o.ready)
         if two:
             # Two stream words a port word, the first pushed in the low half: a word waits in
             # ``pending_word`` for the next one, and a stream's odd last word leaves after the flush in
@@ -350,10 +350,7 @@ class RansEncoderXnCoder(wiring.Component):
             double = Signal()                            # this step flushes the last state after an odd count
             m.d.comb += [kept.eq((n_out & ~self.o.ready) + n_out2),
                          double.eq(flushing & fin[N - 1] & npend)]
-            if sh.mutant == "rans_xn_enc_overwrite":
-                m.d.comb += can_step.eq(1)
-            else:
-                m.d.comb += can_step.eq(Mux(double, kept == 0, kept != 2))
+            m.d.comb += can_step.eq(Mux(double, kept == 0, kept != 2))
         else:
             part = Signal(range(per))                    # the arriving state's words already out
             m.d.comb += can_step.eq(room & (~flushing | (part == per - 1)))

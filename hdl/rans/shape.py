@@ -91,7 +91,6 @@ class RansShape:
                                                                       for j in range(self.splits)}})
         self.index_bits = max(self.symbol_bits, self.B)
         self.cfg_data_bits = max(self.entry.size, self.bucket.size)
-        self.mutant = None        # hdl/mutants.py: set by the core's constructor
 
     def cfg_port(self):
         """The ``cfg`` write stream of a programmable core: ``{addr, data}`` with ``addr = set · 2**(i + 1)

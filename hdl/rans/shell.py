@@ -125,16 +125,15 @@ class RansDecoderShell(wiring.Component):
                     finish(DecodeStatus.ZERO_TOP_WORD)
 
             with m.State("DECODE"):
-                more = (words_left > 1) if sh.mutant == "rans_dec_last_word" else 1
                 # While the previous command's report waits, no pair of this one is decoded (so that
                 # ``pair_valid`` speaks of the previous command only) and this one cannot end.
-                m.d.comb += [forward.eq(more), self.run.eq((remaining != 0) & ~held),
+                m.d.comb += [forward.eq(1), self.run.eq((remaining != 0) & ~held),
                              accept.eq((remaining == 0) & ~held & ended),
-                             self.i.ready.eq(self.word.ready & ~ended & more)]
+                             self.i.ready.eq(self.word.ready & ~ended)]
                 with m.If((remaining == 0) & ~held):
                     with m.If(~check_end):
                         finish(DecodeStatus.OK)
-                    with m.Elif((self.state[:W] if sh.mutant == "rans_dec_state_low" else self.state) != 0):
+                    with m.Elif(self.state != 0):
                         finish(DecodeStatus.FINAL_STATE)
                     with m.Elif(self.buffered | ~ended):
                         finish(DecodeStatus.TRAILING_DATA)
@@ -215,8 +214,7 @@ class RansEncoderShell(wiring.Component):
                 take_command()
             with m.State("ENCODE"):
                 m.d.comb += self.run.eq(remaining != 0)
-                with m.If(((remaining == 0) & (self._shape.mutant != "rans_enc_zero_count"))
-                          | ((remaining == 1) & self.step)):
+                with m.If((remaining == 0) | ((remaining == 1) & self.step)):
                     m.next = "FLUSH"
             with m.State("FLUSH"):
                 # The state's non-zero words, least significant first.

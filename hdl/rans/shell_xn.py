@@ -126,7 +126,7 @@ class RansDecoderShellXN(wiring.Component):
         w_left = Signal(cnt)                         # port words of the command not yet taken
         # ``w_left == 0`` and ``== 1`` as registers: the take, the FIFO writes and the FSM wait on them,
         # not on a wide compare (the shelled core's longest ECP5 path otherwise).
-        w_zero, w_one = Signal(init=1), Signal()
+        w_zero, w_one = Signal(init=1, name="w_zero"), Signal(name="w_one")
         w_tag, next_tag = Signal(T), Signal(T)
         w_odd = Signal()
         heads = N + 1                                # port words of the head: N, N + 1 when odd

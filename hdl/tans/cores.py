@@ -21,7 +21,6 @@ from ...model.coding.tans import TansTable
 from ..common import (COUNT_BITS, CoreParameters, WordCrc, bits_for, check_bool, check_int, core_codec,
                       decoder_command_layout, decoder_ports, encoder_command_layout, encoder_ports,
                       table_select_layout)
-from ..mutants import check_mutant
 from ..link import connect_link
 from ..shell import DecoderShell, EncoderShell, decoder_link, encoder_link
 from .decoder_one import TansDecoderCoder
@@ -113,9 +112,6 @@ class TansDecoder(TansCoreBase):
         (:class:`TansDecoderCoder`, its ports), as Table 3 measures it.
     count_bits : int
         Width of a command's pair and word counts, 1..32 (default 32).
-    mutant : str or None
-        ``None`` (default): the core. A name from :data:`~.mutants.MUTANTS`: the same core with that
-        one deliberate bug, for ``ansforge prove --mutants``.
 
     Ports (``shell=True``)
     ----------------------
@@ -165,11 +161,10 @@ class TansDecoder(TansCoreBase):
     def __init__(self, codec: TansCodec | None = None, *, table_log: int | None = None, word_bits: int | None = None,
                  max_symbols: int = 64, max_extra_bits: int = 8, table: TansTable | None = None,
                  programmable: bool = False, block_crc: bool = True, table_sets: int = 1, shell: bool = True,
-                 count_bits: int = COUNT_BITS, mutant: str | None = None):
+                 count_bits: int = COUNT_BITS):
         codec = core_codec(TansCodec, codec, states=self.STATES, table_log=table_log, word_bits=word_bits)
         sh = TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
-        self._mutant = sh.mutant = check_mutant("tans-decoder", mutant, codec.states)
         self._block_crc = check_bool("block_crc", block_crc)
         self._shell = check_bool("shell", shell)
         self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
@@ -228,7 +223,7 @@ class TansDecoder(TansCoreBase):
             return m
         sh = self._shape
         m.submodules.shell = shell = DecoderShell(self.cmd.p.shape(), sh.W, block_crc=self._block_crc,
-                                                  table_sets=sh.sets, set_bits=sh.set_bits, mutant=self._mutant)
+                                                  table_sets=sh.sets, set_bits=sh.set_bits)
         wiring.connect(m, wiring.flipped(self.cmd), shell.cmd)
         wiring.connect(m, wiring.flipped(self.i), shell.i)
         wiring.connect(m, coder.o, wiring.flipped(self.o))
@@ -237,15 +232,13 @@ class TansDecoder(TansCoreBase):
         m.d.comb += [
             coder.start.valid.eq(shell.start), coder.start.p.resume.eq(self.cmd.p.resume),
             coder.start.p.state.eq(self.cmd.p.state), coder.start.p.bit.eq(self.cmd.p.bit),
-                        shell.final_state_zero.eq((coder.state[:-1] if self._mutant == "tans_dec_state_msb" else coder.state) == 0),
+            shell.final_state_zero.eq(coder.state == 0),
             shell.window_empty.eq(coder.empty if self._states == 2 else coder.avail == 0),
             shell.out_valid.eq(coder.pending), self.done.eq(shell.done), self.status.eq(shell.status),
         ]
         if sh.programmable:
             m.d.comb += [coder.cfg.valid.eq(self.cfg.valid & shell.idle), coder.cfg.p.eq(self.cfg.p),
                          self.cfg.ready.eq(shell.idle)]
-            if self._mutant == "tans_dec_table_bit":
-                m.d.comb += coder.cfg.p.data.base[0].eq(~self.cfg.p.data.base[0])
         if sh.sets > 1:
             wiring.connect(m, wiring.flipped(self.sel), shell.sel)
             m.d.comb += coder.table_set.eq(shell.table_set)
@@ -287,12 +280,10 @@ class TansEncoder(TansCoreBase):
 
     def __init__(self, codec: TansCodec | None = None, *, table_log: int | None = None, word_bits: int | None = None,
                  max_symbols: int = 64, max_extra_bits: int = 8, table: TansTable | None = None,
-                 programmable: bool = False, table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS,
-                 mutant: str | None = None):
+                 programmable: bool = False, table_sets: int = 1, shell: bool = True, count_bits: int = COUNT_BITS):
         codec = core_codec(TansCodec, codec, states=(1, 2), table_log=table_log, word_bits=word_bits)
         sh = TansShape(codec, max_symbols, max_extra_bits, table, programmable, table_sets)
         self._shape = sh
-        self._mutant = sh.mutant = check_mutant("tans-encoder", mutant, codec.states)
         self._shell = check_bool("shell", shell)
         self._count_bits = check_int("count_bits", count_bits, 1, COUNT_BITS)
         # Two interleaved states (tans8x2): the ring coder, whose table read has a clock of its own.
@@ -337,7 +328,7 @@ class TansEncoder(TansCoreBase):
         m, coder = self._with_coder()
         if not self._shell:
             return m
-        m.submodules.shell = shell = EncoderShell(self.cmd.p.shape(), mutant=self._mutant)
+        m.submodules.shell = shell = EncoderShell(self.cmd.p.shape())
         wiring.connect(m, wiring.flipped(self.cmd), shell.cmd)
         wiring.connect(m, coder.o, wiring.flipped(self.o))
         m.d.comb += [coder.i.p.eq(self.i.p), coder.i.valid.eq(self.i.valid & shell.take),
@@ -354,6 +345,4 @@ class TansEncoder(TansCoreBase):
             if name in self.signature.members:
                 a, b = getattr(self, name), getattr(coder, name)
                 m.d.comb += [b.valid.eq(a.valid & shell.idle), b.p.eq(a.p), a.ready.eq(shell.idle & b.ready)]
-                if self._mutant == "tans_enc_table_bit" and name == "state_cfg":
-                    m.d.comb += b.p.data[0].eq(~a.p.data[0])
         return m

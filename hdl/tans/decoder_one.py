@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -121,7 +121,7 @@ class TansDecoderCoder(wiring.Component):
         m.submodules.table = table = Memory(shape=self._entry, depth=sh.L * sh.sets, init=init)
         rd = table.read_port(domain="comb")
         entry = rd.data
-        m.submodules.window = win = BitWindow(W, F, mutant=sh.mutant)
+        m.submodules.window = win = BitWindow(W, F)
         wiring.connect(m, wiring.flipped(self.i), win.i)
         field = win.field
 
@@ -150,8 +150,6 @@ class TansDecoderCoder(wiring.Component):
         # at the table, so the table feeds only the state update, the read count and the pair.
         ready_bits = ~win.hole & (win.full | self.ended)
         out_free = ~self.o.valid | self.o.ready
-        if sh.mutant == "tans_dec_overwrite":       # mutant: ignores back-pressure
-            out_free = Const(1)
         pipe_free = Signal()                    # the pair register can take this clock's pair
         quiet = ~self.start.valid & (~self.cfg.valid if sh.programmable else 1)
         skip_step = Signal()

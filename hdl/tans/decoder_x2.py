@@ -144,8 +144,6 @@ class TansX2DecoderCoder(wiring.Component):
         m.d.comb += marker_now.eq(self.i.valid & win.room & Mux(self.start.valid, ~self.start.p.resume, first))
 
         out_free = ~self.o.valid | self.o.ready
-        if sh.mutant == "tans_x2_dec_overwrite":       # mutant: ignores back-pressure
-            out_free = Const(1)
         p_valid = Signal()
         pipe_free = Signal()
         quiet = ~self.start.valid & (~self.cfg.valid if sh.programmable else 1)
@@ -217,9 +215,7 @@ class TansX2DecoderCoder(wiring.Component):
         # pos's step value last (start, marker and step never meet): the adder feeds the outermost
         # select, one LUT before the register (the table → need → adder → pos loop is the ECP5 limit).
         with m.If(step):
-            # (mutant tans_x2_dec_head_read: the head's first state read advances R - 1 bits)
-            head_bits = R - 1 if sh.mutant == "tans_x2_dec_head_read" else R
-            m.d.sync += pos.eq(rest + Mux(head == 2, head_bits, rd.data.need))
+            m.d.sync += pos.eq(rest + Mux(head == 2, R, rd.data.need))
         # The state update last: its select is the outermost multiplexer in front of ``xa``.
         m.d.sync += xa.eq(Mux(step, Mux(use_x1, x1, up.next), xa_next))
         return m

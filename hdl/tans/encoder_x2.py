@@ -203,8 +203,7 @@ class TansEncoderX2Coder(wiring.Component):
         m.submodules.symbols = symbols = Memory(shape=self._entry, depth=sh.sets << sh.symbol_bits, init=sym_init)
         sym_rd = symbols.read_port(domain="comb")
         m.submodules.ring = ring = TansEncoderStateRing(R, S, state_init)
-        m.submodules.packer = packer = (WordPacker if F <= sh.W else WideWordPacker)(
-            sh.W, F, valid_pulse=sh.mutant == "tans_x2_enc_valid_pulse")
+        m.submodules.packer = packer = (WordPacker if F <= sh.W else WideWordPacker)(sh.W, F)
         wiring.connect(m, packer.o, wiring.flipped(self.o))
 
         # Stage 1 registers.
@@ -225,8 +224,7 @@ class TansEncoderX2Coder(wiring.Component):
             # The n = nb_high - lt state bits end at bit R, right below the extra bits: no shifter
             # for the extra bits; the packer starts the field at bit ``R - n = sh + lt``.
             # The flush step: X_1 (in x: sh = lt = 0) and X_0 (read from the table) in one field.
-            packer.i.p.bits.eq(Cat(ring.low, Mux(end1, ring.low if sh.mutant == "tans_x2_enc_flush_lane" else ring.other,
-                                                  ext1))),
+            packer.i.p.bits.eq(Cat(ring.low, Mux(end1, ring.other, ext1))),
             packer.i.p.skip.eq(sh1),
             packer.i.p.lt.eq(lt),
             packer.i.p.last.eq(last1),

@@ -44,8 +44,7 @@ class WordPacker(wiring.Component):
     costs one clock more (the marker's), whatever the fill count.
     """
 
-    def __init__(self, word_bits: int, field_bits: int, *, valid_pulse: bool = False):
-        self._valid_pulse = valid_pulse   # hdl/mutants.py ``tans_x2_enc_valid_pulse``: o.valid cleared every clock
+    def __init__(self, word_bits: int, field_bits: int):
         if field_bits > word_bits:
             raise ValueError(f"WordPacker takes fields of at most word_bits={word_bits} bits, not {field_bits}")
         self._W, self._F = word_bits, field_bits
@@ -125,7 +124,7 @@ class WordPacker(wiring.Component):
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += v3.eq(1)
 
-        with m.If(self.o.ready | self._valid_pulse):
+        with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
         with m.If(emit):
             m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(lo), self.o.p.last.eq(fin)]
@@ -142,8 +141,7 @@ class WideWordPacker(wiring.Component):
     (``R + K = W`` there), so its size is not budgeted: its ``ready`` passes ``o.ready`` through.
     """
 
-    def __init__(self, word_bits: int, field_bits: int, *, valid_pulse: bool = False):
-        self._valid_pulse = valid_pulse   # hdl/mutants.py ``tans_x2_enc_valid_pulse``: o.valid cleared every clock
+    def __init__(self, word_bits: int, field_bits: int):
         self._W, self._F = word_bits, field_bits
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "skip": range(field_bits),
@@ -186,7 +184,7 @@ class WideWordPacker(wiring.Component):
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += [v3.eq(1), bits3.eq(self.i.p.bits), last3.eq(self.i.p.last), end3.eq(self.i.p.end),
                          skip3.eq(self.i.p.skip), lt3.eq(self.i.p.lt)]
-        with m.If(self.o.ready | self._valid_pulse):
+        with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
         with m.If(emit):
             m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(acc[:W]), self.o.p.last.eq(last)]

@@ -47,7 +47,6 @@ class TansShape:
         self.L = 1 << self.R
         self.symbol_bits = bits_for(self.max_symbols - 1)
         self.need_max = self.R + self.K  # widest field a pair reads or writes
-        self.mutant = None                # hdl/mutants.py: set by the core's constructor
 
 def decoder_entry_layout(sh) -> data.StructLayout:
     """A decoder table row: the state's symbol, its next-state bit count ``nb``, the next-state base

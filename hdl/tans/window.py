@@ -54,9 +54,8 @@ class BitWindow(wiring.Component):
     window).
     """
 
-    def __init__(self, word_bits: int, field_bits: int, *, mutant: str | None = None):
+    def __init__(self, word_bits: int, field_bits: int):
         self._W, self._F = W, F = word_bits, field_bits
-        self._mutant = mutant     # hdl/mutants.py (validated by the core)
         self._D = -(-(F + W - 1) // W)
         self._N = self._D + 1
         #: The registers (``slots``, ``nw``, ``hole``, ``off``), made here so that a formal harness can
@@ -104,10 +103,7 @@ class BitWindow(wiring.Component):
         land = Signal(range(N + 1))
         m.d.comb += land.eq(Mux(hole, nw, nw - q))
         into_empty = Signal()
-        if self._mutant == "tans_dec_window_clear":    # mutant: a clear's word lands behind the dropped ones
-            m.d.comb += into_empty.eq(~hole & (nw == q))
-        else:
-            m.d.comb += into_empty.eq(self.clear | (~hole & (nw == q)))
+        m.d.comb += into_empty.eq(self.clear | (~hole & (nw == q)))
         for j in range(N):
             for s in range(1, Q + 1):
                 if j + s < N:

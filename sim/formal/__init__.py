@@ -6,7 +6,8 @@ writes the bounded problem as CNF and CaDiCaL (``python-sat``, :mod:`.satsolve`)
 Every property is written against a core's *ports* (stream ``valid``/``ready``/``payload``, ``done``,
 ``status``, ``cfg``), never against its insides, so that it keeps holding when a core is redesigned.
 The cores are built small (``SMALL``: tANS ``R = 5``, rANS ``P = 8``, 4 codes, 2 extra bits, 8-bit
-words), programmable, without the CRC unit, and with ``mutant=`` switched on for ``--mutants``.
+words), programmable, without the CRC unit: the shipped classes of the core registry. ``--mutants``
+edits the netlist of a harness (:mod:`.mutants`); the cores themselves hold no mutant.
 
 Properties (one harness each; ``docs/formal.md`` says what each proves and why it is proved or bounded):
 
@@ -74,15 +75,16 @@ chains), :mod:`.registry` (harness, depth, mode and engine per core and property
 
 from __future__ import annotations
 
-from ...hdl.mutants import CORES
-from .params import (ALL_PROPERTIES, MIN_DEPTH, PROGRESS_CLOCKS, PROPERTIES, SMALL, TABLES, XN_BAKED, pinned_rans_table,
+from .mutants import MUTANTS, Mutant, check_mutant, mutants_of
+from .params import (CORES, INTERLEAVED_CORES, ONE_STATE_CORES, ALL_PROPERTIES, MIN_DEPTH, PROGRESS_CLOCKS, PROPERTIES, SMALL, TABLES, XN_BAKED, pinned_rans_table,
                      properties_of, small_core)
 from .registry import default_depth, harness
 from .report import MutantResult, PropertyResult, ProveReport
 from .runner import prove, run_property
 from .solvers import FormalToolMissing, check_tools
 
-__all__ = ["CORES", "PROPERTIES", "ALL_PROPERTIES", "TABLES", "SMALL", "PROGRESS_CLOCKS", "XN_BAKED",
+__all__ = ["CORES", "ONE_STATE_CORES", "INTERLEAVED_CORES", "MUTANTS", "Mutant", "check_mutant", "mutants_of",
+           "PROPERTIES", "ALL_PROPERTIES", "TABLES", "SMALL", "PROGRESS_CLOCKS", "XN_BAKED",
            "MIN_DEPTH", "FormalToolMissing", "PropertyResult",
            "MutantResult", "ProveReport", "properties_of", "small_core", "pinned_rans_table", "harness",
            "default_depth", "check_tools", "run_property", "prove"]

@@ -121,7 +121,7 @@ def free_core(core_name: str, mutant: str | None, *, pinned: bool = False,
     its blocks through the module's ``submodules``: :attr:`Bench.dut_module`)."""
     b = Bench(free_reset=True)
     m = b.m
-    dut = small_core(core_name, mutant, baked=pinned or core_name in XN_BAKED)
+    dut = small_core(core_name, baked=pinned or core_name in XN_BAKED)
     m.submodules.dut = b.dut_module = elaborated_block(dut) if elaborated else dut
     ins, outs = streams_of(dut)
     if core_name in XN_BAKED:
@@ -528,6 +528,8 @@ def elaborated_block(block):
     as the module to add to the harness in its place."""
     mod = block.elaborate(None)
     unused_ok(block)        # the module stands for it
+    # The fragment's origins name the module only: :func:`~.mutants.mutate` finds the block here.
+    mod.elaborated_from = block
     return mod
 
 

@@ -10,7 +10,6 @@ from amaranth.hdl._ast import AnyConst, AnySeq
 from amaranth.utils import bits_for as _bits
 
 from ...hdl.common import DecodeStatus
-from ...hdl.mutants import MUTANTS
 from ...hdl.rans import RansDecoder, RansEncoder, bucket_bits_for
 from .params import RANS_DECODER_STEP_CLOCKS, RANS_ENCODER_STEP_CLOCKS, SMALL, pinned_rans_table, small_core
 from .benches import (unused_ok, Bench, CommandLedger, LegalTable, TablePlatform, elaborated_block, load_tracker,
@@ -47,13 +46,11 @@ def _rans_golden_step(m: Module, X, f, c, k, extra, name: str):
 
 
 def _rans_step_core(core: str, mutant: str | None):
-    """The rANS step lemmas' common start: a bench and the small ``core`` (the mutant built in when it is
-    this core's), elaborated here so that the harness reads its coder's ``state`` (and the decoder
+    """The rANS step lemmas' common start: a bench and the small ``core``, elaborated here so that the harness reads its coder's ``state`` (and the decoder
     coder's word stream and ``buffered``) through the module's public ``submodules``; the core's
     netlist is the shipped one. Returns ``(bench, core, coder)``."""
     b = Bench(free_reset=False)
-    owner = MUTANTS[mutant].core if mutant else None
-    dut = small_core(core, mutant if owner == core else None)
+    dut = small_core(core)
     mod = elaborated_block(dut)
     setattr(b.m.submodules, "dec" if core.endswith("decoder") else "enc", mod)
     return b, dut, mod.submodules.coder
@@ -464,12 +461,11 @@ def rans_encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
 
 def _rans_block(core: str, mutant: str | None, block: str, **kw):
     """Block ``block`` (``"coder"`` or ``"shell"``) of a fresh small rANS ``core`` (programmable, the
-    pinned table as its memories' initial contents, ``mutant`` where it is this core's), the core and
+    pinned table as its memories' initial contents), the core and
     its other block silenced: only that block goes into the harness."""
     cls = RansDecoder if core == "rans-decoder" else RansEncoder
     extra = {"block_crc": False} if core == "rans-decoder" else {}
-    built = cls(**SMALL["rans"], programmable=True, table=pinned_rans_table(), **extra, **kw,
-                mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    built = cls(**SMALL["rans"], programmable=True, table=pinned_rans_table(), **extra, **kw)
     blocks = built.blocks()
     unused_ok(built, *(other for name, other in blocks.items() if name != block))
     return blocks[block]

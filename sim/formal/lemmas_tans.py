@@ -12,7 +12,6 @@ from amaranth.lib import data
 from amaranth.utils import bits_for as _bits
 
 from ...hdl.common import DecodeStatus, decoder_command_layout, encoder_command_layout
-from ...hdl.mutants import MUTANTS
 from ...hdl.shell import DecoderShell, EncoderShell
 from ...hdl.tans import BitWindow
 from .params import DECODER_STEP_CLOCKS, ENCODER_STEP_CLOCKS, SMALL, small_core
@@ -41,11 +40,10 @@ def tans_encoder_step(m: Module, X, row, extra, name: str):
 
 def _tans_step_bench(core: str, mutant: str | None):
     """The step lemmas' common start: a bench, the small ``core`` (``tans-decoder``/``tans-encoder``,
-    the mutant built in when it is this core's) programmed with the arbitrary local table of one free
+    the shipped class) programmed with the arbitrary local table of one free
     symbol, and the small configuration's ``(R, K, W, L)``."""
     b = Bench(free_reset=False)
-    owner = MUTANTS[mutant].core if mutant else None
-    dut = small_core(core, mutant if owner == core else None)
+    dut = small_core(core)
     setattr(b.m.submodules, "dec" if core == "tans-decoder" else "enc", dut)
     table = LocalTansTable(b, "round_trip", 1)
     table.program(dut, role="dec" if core == "tans-decoder" else "enc")
@@ -306,7 +304,7 @@ def window_queue_bench(core: str, mutant: str | None) -> Bench:
     m = b.m
     sh = SMALL["tans"]
     W, F = sh["word_bits"], sh["table_log"] + sh["max_extra_bits"]
-    win = BitWindow(W, F, mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    win = BitWindow(W, F)
     m.submodules.window = win
     slots, nw, off = (win.probe[k] for k in ("slots", "nw", "off"))
     N = len(slots)
@@ -365,7 +363,7 @@ def encoder_counts_bench(core: str, mutant: str | None) -> Bench:
     b = Bench(free_reset=True)
     m = b.m
     bits = 3                                            # small_core's count_bits
-    shell = EncoderShell(encoder_command_layout(bits), mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    shell = EncoderShell(encoder_command_layout(bits))
     m.submodules.shell = elaborated_block(shell)
     remaining, running = shell.probe["remaining"], shell.probe["running"]
     m.d.comb += [shell.cmd.valid.eq(AnySeq(1)), shell.cmd.p.count.eq(AnySeq(bits)), shell.pair.eq(AnySeq(1)),
@@ -430,8 +428,7 @@ def decoder_counts_bench(core: str, mutant: str | None) -> Bench:
     m = b.m
     bits, sh = 3, SMALL["tans"]                         # small_core's count_bits
     W, R = sh["word_bits"], sh["table_log"]
-    shell = DecoderShell(decoder_command_layout(R, _bits(W - 1), bits), W, block_crc=False,
-                         mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    shell = DecoderShell(decoder_command_layout(R, _bits(W - 1), bits), W, block_crc=False)
     m.submodules.shell = elaborated_block(shell)
     pr = shell.probe
     for port in (shell.cmd.valid, shell.cmd.p, shell.i.valid, shell.i.p, shell.words.ready, shell.fire,

@@ -9,8 +9,7 @@ from amaranth.hdl import Array, Assert, Assume, Cat, Mux, Signal, Value
 from amaranth.hdl._ast import AnyConst, AnySeq
 from amaranth.lib import data
 
-from ...hdl.mutants import MUTANTS
-from ...hdl.tans import TansDecoder
+from ...hdl.tans.cores_xn import TansXnDecoder
 from ...model.coding.codetable import CodeTable
 from ...model.coding.tans import TansParams, TansTable
 from .params import SMALL, small_core
@@ -47,7 +46,7 @@ def encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     m = b.m
     sh = SMALL["tans"]
     R, K, W, L = sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"]
-    enc = small_core("tans-encoder", mutant if mutant and MUTANTS[mutant].core == core else None)
+    enc = small_core("tans-encoder")
     unused_ok(enc)                                      # only its coder is built
     coder = enc.coder
     b.platform = TablePlatform()
@@ -173,8 +172,7 @@ def decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     # The shipped build, table write path included (programmable): the table's contents are the
     # harness's (a baked table, a real one with the pinned frequencies, only gives the memory its shape).
     baked = TansTable(CodeTable((0, 1, 2), (3, 4, 5, 6), 0, (13, 9, 7, 3), R), TansParams(table_log=R), "fse")
-    dec = TansDecoder(**sh, programmable=True, block_crc=False, count_bits=3, table=baked,
-                      mutant=mutant if mutant and MUTANTS[mutant].core == core else None)
+    dec = TansXnDecoder(**sh, programmable=True, block_crc=False, count_bits=3, table=baked)
     unused_ok(dec)                                      # only its coder is built
     coder = dec.coder
     # The table: any constant (the memory's contents from the first clock, :class:`TablePlatform`).

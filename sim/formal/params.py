@@ -7,24 +7,27 @@ minimum depth, baked tables) or stated beside its constant; ``docs/formal.md`` s
 
 from __future__ import annotations
 
-from ...hdl.cores import REGISTRY, core_build
-from ...hdl.mutants import CORES, INTERLEAVED_CORES
-from ...hdl.rans import RansDecoder, RansEncoder
-from ...hdl.tans import TansDecoder, TansEncoder
+from ...hdl.cores import REGISTRY, core_build, prove_names
 from ...model.coding.codecs import RansCodec, TansCodec
 from ...model.coding.codetable import CodeTable
 from ...model.coding.rans import RansParams, RansTable
 from ...model.coding.tans import TansParams, TansTable
 
-
-
+#: Every provable build (:func:`~ansforge.hdl.cores.prove_names`, the core registry's rows with a
+#: :class:`~ansforge.hdl.cores.FormalConfig`), by the names ``ansforge prove --core`` takes.
+CORES = tuple(prove_names())
+#: The one-state (base) builds.
+ONE_STATE_CORES = tuple(r.name for r in REGISTRY if r.formal is not None and r.formal.states == 1)
+#: The interleaved-state builds with formal harnesses of their own (``docs/bitstream.md`` §8):
+#: ``<core>-x<N>`` is the core built for a codec of ``N`` states.
+INTERLEAVED_CORES = tuple(r.name for r in REGISTRY if r.formal is not None and r.formal.states > 1)
 
 #: The small configurations the harnesses build (keyword arguments of the cores' constructors).
 SMALL = {
     "tans": dict(table_log=5, word_bits=8, max_symbols=4, max_extra_bits=2),
     "rans": dict(state_bits=16, word_bits=8, precision_bits=8, max_symbols=4, max_extra_bits=2),
 }
-#: The interleaved-state builds (:data:`~ansforge.hdl.mutants.INTERLEAVED_CORES`): the codec's
+#: The interleaved-state builds (:data:`INTERLEAVED_CORES`): the codec's
 #: parameters (the states come from the core's name) and the core's. tANS: ``SMALL["tans"]`` with two
 #: states. rANS encoder: ``P >= 5``, ``S - P >= P`` (``_xn_plan``), ``S >= 16`` (the codec's own
 #: floor) and a word of 9 bits. The rANS decoder has its own, :data:`SMALL_XN_DECODER`.
@@ -183,34 +186,30 @@ def pinned_xn_table() -> RansTable:
     return RansTable(ct, RansParams(**loose, max_symbols=kw["max_symbols"], states=5))
 
 
-def small_core(core: str, mutant: str | None = None, *, baked: bool = False):
-    """``core`` (one of :data:`~ansforge.hdl.mutants.CORES`) in its small, programmable configuration;
-    ``baked`` (rANS): with :func:`pinned_rans_table` as the memories' initial contents. An interleaved
-    build (``<core>-x<N>``) is the same core for a codec of ``N`` states, :data:`SMALL_XN`."""
+def small_core(core: str, *, baked: bool = False):
+    """``core`` (one of :data:`CORES`) in its small, programmable configuration: the registry's shipped
+    class (:class:`~ansforge.hdl.cores.FormalConfig` ``harness``); ``baked`` (rANS, and the interleaved
+    tANS builds): with the pinned table as the memories' initial contents. An interleaved build
+    (``<core>-x<N>``) is the same class for a codec of ``N`` states, :data:`SMALL_XN`."""
+    if core not in CORES:
+        raise ValueError(f"core must be one of {', '.join(CORES)}, not {core!r}")
+    cls = core_build(core).formal.harness_class
+    family = core.split("-")[0]
+    decoder = core.split("-")[1] == "decoder"
+    extra = {"block_crc": False} if decoder else {}
     if core in INTERLEAVED_CORES:
-        base, states = core.rsplit("-x", 1)
-        family = base.split("-")[0]
+        states = int(core.rsplit("-x", 1)[1])
         loose, kw = _small_xn(core)
-        codec = (TansCodec if family == "tans" else RansCodec).of(**loose, states=int(states))
-        cls = core_build(core).formal.harness_class
-        extra = ({"block_crc": False} if base.endswith("decoder") else {}) | (
-            {"count_bits": 3} if family == "tans" else {})
+        codec = (TansCodec if family == "tans" else RansCodec).of(**loose, states=states)
+        extra |= {"count_bits": 3} if family == "tans" else {}
         if baked:
             extra["table"] = pinned_xn_table() if family == "rans" else pinned_tans_x2_table()
-        return cls(codec, **kw, programmable=True, mutant=mutant, **extra)
-    if baked:
-        return (RansDecoder if core == "rans-decoder" else RansEncoder)(
-            **SMALL["rans"], programmable=True, table=pinned_rans_table(), mutant=mutant,
-            **({"block_crc": False} if core == "rans-decoder" else {}))
-    if core == "tans-decoder":
-        return TansDecoder(**SMALL["tans"], programmable=True, block_crc=False, count_bits=3, mutant=mutant)
-    if core == "tans-encoder":
-        return TansEncoder(**SMALL["tans"], programmable=True, count_bits=3, mutant=mutant)
-    if core == "rans-decoder":
-        return RansDecoder(**SMALL["rans"], programmable=True, block_crc=False, mutant=mutant)
-    if core == "rans-encoder":
-        return RansEncoder(**SMALL["rans"], programmable=True, mutant=mutant)
-    raise ValueError(f"core must be one of {', '.join(CORES)}, not {core!r}")
+        return cls(codec, **kw, programmable=True, **extra)
+    if family == "rans":
+        if baked:
+            extra["table"] = pinned_rans_table()
+        return cls(**SMALL["rans"], programmable=True, **extra)
+    return cls(**SMALL["tans"], programmable=True, count_bits=3, **extra)
 
 
 #: Clocks after the table's (:func:`data_table_clocks`) by which a round trip of up to

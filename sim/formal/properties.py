@@ -10,7 +10,6 @@ from amaranth.hdl._ast import AnyConst, AnySeq
 from amaranth.utils import bits_for as _bits
 
 from ...hdl.common import DecodeStatus
-from ...hdl.mutants import MUTANTS
 from .params import (DETECTION_BOUND, DETECTION_WORDS, IDLE_EMPTY, PROGRESS_CLOCKS, ROUND_TRIP_PAIRS, SMALL, SMALL_XN,
                      STACK_WORDS, TABLES, TABLE_FIRST, XN_BAKED, XN_ROUND_TRIP_CLOCKS, XN_ROUND_TRIP_PAIRS,
                      data_table_clocks, pinned_tans_x2_table, round_trip_clocks, round_trip_pairs, small_core,
@@ -59,7 +58,7 @@ def out_of_reset_bench(core_name: str, mutant: str | None) -> Bench:
 def progress_bench(core_name: str, mutant: str | None) -> Bench:
     b = Bench(free_reset=False)
     m = b.m
-    m.submodules.dut = dut = small_core(core_name, mutant, baked=core_name in ("rans-decoder", *XN_BAKED))
+    m.submodules.dut = dut = small_core(core_name, baked=core_name in ("rans-decoder", *XN_BAKED))
     ins, outs = streams_of(dut)
     if core_name in XN_BAKED:
         m.d.comb += dut.cfg.valid.eq(0)
@@ -109,9 +108,8 @@ def progress_bench(core_name: str, mutant: str | None) -> Bench:
 
 
 def _family_cores(family: str, mutant: str | None, *, baked: bool):
-    owner = MUTANTS[mutant].core if mutant else None
-    enc = small_core(f"{family}-encoder", mutant if owner == f"{family}-encoder" else None, baked=baked)
-    dec = small_core(f"{family}-decoder", mutant if owner == f"{family}-decoder" else None, baked=baked)
+    enc = small_core(f"{family}-encoder", baked=baked)
+    dec = small_core(f"{family}-decoder", baked=baked)
     return enc, dec
 
 
@@ -234,11 +232,8 @@ def round_trip_interleaved_bench(core: str, mutant: str | None) -> Bench:
     states = int(core.rsplit("-x", 1)[1])
     b = Bench(free_reset=False)
     m = b.m
-    owner = MUTANTS[mutant].core if mutant else None
-    enc = small_core(f"{family}-encoder-x{states}", mutant if owner == f"{family}-encoder-x{states}" else None,
-                     baked=True)
-    dec = small_core(f"{family}-decoder-x{states}", mutant if owner == f"{family}-decoder-x{states}" else None,
-                     baked=True)
+    enc = small_core(f"{family}-encoder-x{states}", baked=True)
+    dec = small_core(f"{family}-decoder-x{states}", baked=True)
     m.submodules.enc, m.submodules.dec = enc, dec
     for port in ("cfg", "sym_cfg", "state_cfg"):
         for c in (enc, dec):

@@ -4,12 +4,12 @@ builder makes the bench, how deep it runs by default, k-induction or bounded mod
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Fragment, Signal
 
-from ...hdl.mutants import CORES, INTERLEAVED_CORES, MUTANTS
-from .params import (DEFAULT_DEPTH, DETECTION_CLOCKS, LEMMA_DEPTH, STEP_DEPTH, STEP_LEMMAS, TABLE_FIRST, XN_BAKED, XN_ROUND_TRIP_CLOCKS,
+from .params import (CORES, INTERLEAVED_CORES, DEFAULT_DEPTH, DETECTION_CLOCKS, LEMMA_DEPTH, STEP_DEPTH, STEP_LEMMAS, TABLE_FIRST, XN_BAKED, XN_ROUND_TRIP_CLOCKS,
                      data_table_clocks, properties_of, round_trip_clocks, table_write_clocks)
 from .benches import Bench
+from .mutants import check_mutant, mutate
 from .properties import (detection_bench, out_of_reset_bench, progress_bench, round_trip_bench,
                          round_trip_interleaved_bench, stream_rules_bench)
 from .lemmas_rans import rans_decoder_step_bench, rans_encoder_step_bench
@@ -21,11 +21,11 @@ _LEMMAS = {"composition": composition_bench, "window_queue": window_queue_bench,
            "encoder_pipeline": encoder_pipeline_bench, "decoder_pipeline": decoder_pipeline_bench}
 
 
-def harness(core: str, prop: str, mutant: str | None = None, table: str = "pinned") -> tuple[Module, Signal]:
-    """The harness module of ``prop`` on ``core`` (with ``mutant`` switched on; ``table``, one of
-    :data:`TABLES`, for the round trip) and its clock port."""
+def harness(core: str, prop: str, mutant: str | None = None, table: str = "pinned") -> tuple[Fragment, Signal]:
+    """The harness of ``prop`` on ``core`` as a fragment (with ``mutant``'s edits made, :func:`~.mutants.mutate`;
+    ``table``, one of :data:`TABLES`, for the round trip) and its clock port."""
     b = build_bench(core, prop, mutant, table)
-    return b.m, b.cd.clk
+    return mutate(Fragment.get(b.m, b.platform), mutant), b.cd.clk
 
 
 def build_bench(core: str, prop: str, mutant: str | None, table: str = "pinned") -> Bench:
@@ -34,6 +34,7 @@ def build_bench(core: str, prop: str, mutant: str | None, table: str = "pinned")
     if prop not in properties_of(core, "arbitrary"):
         raise ValueError(f"property must be one of {', '.join(properties_of(core, 'arbitrary'))} for the {core}, "
                          f"not {prop!r}")
+    check_mutant(core, mutant)
     family = core.split("-")[0]
     if prop in LEMMA_DEPTH:
         b = _LEMMAS[prop](core, mutant)
@@ -42,7 +43,7 @@ def build_bench(core: str, prop: str, mutant: str | None, table: str = "pinned")
     elif prop == "decoder_step":
         b = rans_decoder_step_bench(mutant) if family == "rans" else decoder_step_bench(family, mutant, table)
     elif prop in _BUILDERS:
-        b = _BUILDERS[prop](core, mutant if mutant and MUTANTS[mutant].core == core else None)
+        b = _BUILDERS[prop](core, mutant)
     elif prop == "round_trip" and core in INTERLEAVED_CORES:
         b = round_trip_interleaved_bench(core, mutant)
     elif prop == "round_trip":

@@ -15,9 +15,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from amaranth.back import rtlil
+from amaranth.hdl import Fragment
 
-from ...hdl.mutants import CORES, MUTANTS
-from .params import (ALL_PROPERTIES, LEMMA_COVER_DEPTH, LEMMA_DEPTH, MIN_DEPTH, SAT_TIMEOUT, STEP_LEMMAS, TABLES,
+from .mutants import MUTANTS, NotInHarness, mutate
+from .params import (CORES, ALL_PROPERTIES, LEMMA_COVER_DEPTH, LEMMA_DEPTH, MIN_DEPTH, SAT_TIMEOUT, STEP_LEMMAS, TABLES,
                      TABLE_FIRST, XN_BAKED, properties_of, sat_run, table_write_clocks)
 from .report import MutantResult, PropertyResult, ProveReport
 from .registry import build_bench, default_depth, engine_of, mode_of
@@ -53,7 +54,16 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
         # 148 s to find the encoder_pipeline mutant's counterexample at clock 3, MiniSat 1.5 s).
         depth = LEMMA_COVER_DEPTH[prop]
     b = build_bench(core, prop, mutant, table)
-    text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
+    fragment = Fragment.get(b.m, b.platform)
+    try:
+        mutate(fragment, mutant)
+    except NotInHarness as e:
+        if prop == MUTANTS[mutant].expected:
+            raise
+        # A property whose harness does not hold the mutant's block (a lemma of another block) cannot
+        # see it: nothing to run.
+        return PropertyResult(core, prop, "skipped", depth, 0.0, mutant, detail=str(e))
+    text = rtlil.convert(fragment, ports=[b.cd.clk], name="top", platform=b.platform)
     root = Path(tempfile.mkdtemp(prefix="prove-", dir=workdir))
     try:
         (root / "top.il").write_text(text)

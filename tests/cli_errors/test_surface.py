@@ -362,7 +362,7 @@ def test_both_spellings_of_an_interleaved_core_are_the_same_core(files, mistake,
 def test_every_hardware_verb_takes_every_core_name():
     from ansforge.cli.cores import ALL_CORES
     from ansforge.hdl.cores import core_names, prove_names
-    from ansforge.hdl.mutants import CORES
+    from ansforge.sim.formal import CORES
 
     assert ALL_CORES == core_names() and set(CORES) == set(prove_names()) <= set(ALL_CORES)
     for verb in ("simulate", "verilog", "testbench", "resources", "prove"):
