@@ -203,3 +203,20 @@ def test_the_product_holds_no_mutant():
     offenders = [f"{p.relative_to(ROOT)}:{i}" for p in sorted((ROOT / "hdl").rglob("*.py"))
                  for i, line in enumerate(p.read_text().splitlines(), 1) if hook.search(line)]
     assert not offenders, offenders
+
+
+def test_no_test_module_imports_another():
+    """Issue 44 item 5: a test module imports no other test module's names; what tests share lives in
+    ``tests/support.py`` (helpers) and the ``conftest.py`` files (fixtures)."""
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for name in names:
+                if any(part.startswith("test_") for part in name.split(".")):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: imports {name}")
+    assert not offenders, "\n".join(offenders)

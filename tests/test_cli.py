@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import gguf
@@ -14,13 +12,11 @@ import pytest
 from safetensors.numpy import save_file
 
 from ansforge.cli import build_parser
+from .support import ansforge, one_line_error
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def ansforge(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "ansforge", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=600)
 
 
 def _verbs(parser=None, prefix=()):
@@ -178,35 +174,27 @@ def test_histograms_force_replaces_an_existing_file(stories, tmp_path):
     small = tmp_path / "small.safetensors"
     save_file({"layer.weight": np.ones((4, 4), np.float32)}, str(small))
     before = small.read_bytes()
-    _one_line_error(ansforge("histograms", "--model", stories, "--model", small, "-o", small, "--force"),
+    one_line_error(ansforge("histograms", "--model", stories, "--model", small, "-o", small, "--force"),
                     "small.safetensors", "refusing to overwrite the input file")
     assert small.read_bytes() == before
 
 
-def _one_line_error(r, *needles):
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ansforge: error: "), r.stderr
-    assert "Traceback" not in r.stderr
-    for n in needles:
-        assert str(n) in lines[0], (n, lines[0])
-    return lines[0]
 
 
 def test_missing_file(tmp_path):
-    _one_line_error(ansforge("tables", "--model", tmp_path / "nope.bin"), "nope.bin", "no such file")
+    one_line_error(ansforge("tables", "--model", tmp_path / "nope.bin"), "nope.bin", "no such file")
 
 
 def test_truncated_header(stories, tmp_path):
     bad = tmp_path / "trunc.bin"
     bad.write_bytes(stories.read_bytes()[:10])
-    _one_line_error(ansforge("tables", "--model", bad), "trunc.bin", "truncated llama2.c header")
+    one_line_error(ansforge("tables", "--model", bad), "trunc.bin", "truncated llama2.c header")
 
 
 def test_llama2c_header_disagrees_with_file_length(stories, tmp_path):
     bad = tmp_path / "short.bin"
     bad.write_bytes(stories.read_bytes()[:-4])
-    _one_line_error(ansforge("tables", "--model", bad), "short.bin", "dim=64", "implies")
+    one_line_error(ansforge("tables", "--model", bad), "short.bin", "dim=64", "implies")
 
 
 def test_gguf_with_q4_0_tensors(tmp_path):
@@ -218,21 +206,21 @@ def test_gguf_with_q4_0_tensors(tmp_path):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    _one_line_error(ansforge("tables", "--model", path), "q4.gguf", "blk.0.attn_q.weight", "Q4_0")
+    one_line_error(ansforge("tables", "--model", path), "q4.gguf", "blk.0.attn_q.weight", "Q4_0")
 
 
 def test_safetensors_with_an_int32_tensor(tmp_path):
     path = tmp_path / "int.safetensors"
     save_file({"layer.weight": np.zeros((4, 4), np.int32)}, str(path))
-    _one_line_error(ansforge("tables", "--model", path), "int.safetensors", "layer.weight", "I32")
+    one_line_error(ansforge("tables", "--model", path), "int.safetensors", "layer.weight", "I32")
 
 
 def test_corrupt_safetensors_header(tmp_path):
     path = tmp_path / "junk.safetensors"
     path.write_bytes((64).to_bytes(8, "little") + b"{" + b"x" * 20)
-    _one_line_error(ansforge("tables", "--model", path), "junk.safetensors")
+    one_line_error(ansforge("tables", "--model", path), "junk.safetensors")
 
 
 def test_impossible_options(stories):
-    _one_line_error(ansforge("tables", "--model", stories, "--general", "rar"), "rar")
-    _one_line_error(ansforge("tables", "--model", stories, "--jobs", "0"), "--jobs")
+    one_line_error(ansforge("tables", "--model", stories, "--general", "rar"), "rar")
+    one_line_error(ansforge("tables", "--model", stories, "--jobs", "0"), "--jobs")

@@ -22,7 +22,7 @@ from ansforge.model.dtypes.quantized import (FP8_FORMATS, PAPER_CORE_LIMITS, Q4_
 from ansforge.model.errors import AnsforgeError, ConfigError
 from ansforge.model.llm.checkpoint import open_checkpoint, write_safetensors
 
-from .test_cli import _one_line_error, ansforge
+from .support import ansforge, one_line_error
 
 
 def _tensors(path) -> tuple[dict, dict[str, tuple[str, list, bytes]]]:
@@ -210,18 +210,18 @@ def test_a_quantized_type_ansforge_does_not_code_is_refused(tmp_path):
     w.write_tensors_to_file()
     w.close()
     out = tmp_path / "c.ansf"
-    _one_line_error(ansforge("compress", "--model", path, "-o", out), "blk.0.ffn_up.weight", "Q8_0")
+    one_line_error(ansforge("compress", "--model", path, "-o", out), "blk.0.ffn_up.weight", "Q8_0")
     assert not out.exists() and not (tmp_path / "c.ansf.partial").exists()
     st = tmp_path / "e8m0.safetensors"
     _write_raw_safetensors(st, [("s.weight", "F8_E8M0", [4], bytes(4))])
-    _one_line_error(ansforge("compress", "--model", st, "-o", out), "s.weight", "F8_E8M0")
+    one_line_error(ansforge("compress", "--model", st, "-o", out), "s.weight", "F8_E8M0")
 
 
 def test_a_scale_name_taken_by_another_tensor_is_refused(tmp_path):
     a = np.ones((2, 4), np.float32)
     path = tmp_path / "m.safetensors"
     write_safetensors(path, [("w", "F32", (2, 4)), ("w_scale", "F32", (2, 4))], lambda i, n: iter([a]))
-    _one_line_error(ansforge("compress", "--model", path, "--pairs", "e4m3", "-o", tmp_path / "c.ansf"), "w_scale")
+    one_line_error(ansforge("compress", "--model", path, "--pairs", "e4m3", "-o", tmp_path / "c.ansf"), "w_scale")
 
 
 def test_a_q4_0_container_without_its_scales_is_refused(stories, tmp_path):
@@ -243,7 +243,7 @@ def test_a_q4_0_container_without_its_scales_is_refused(stories, tmp_path):
             end = blob.index(b"}", end) + 1
     blob[end:end + 4] = struct.pack("<I", zlib.crc32(bytes(blob[start:end])) & 0xFFFFFFFF)
     (tmp_path / "bad.ansf").write_bytes(bytes(blob))
-    _one_line_error(ansforge("inspect", tmp_path / "bad.ansf"), "layers.0.attention.wq.weight", "scales")
+    one_line_error(ansforge("inspect", tmp_path / "bad.ansf"), "layers.0.attention.wq.weight", "scales")
 
 
 # ---------------------------------------------------------------------------------------------------

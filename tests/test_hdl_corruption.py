@@ -19,6 +19,7 @@ from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import blocks_job, build_core, make_job, stream_blocks
 from ansforge.sim.streams import pack
 from ansforge.sim.verilator import VerilatorEngine
+from .support import corrupt_words
 
 N_PAIRS = 3000
 INTERVAL = 500
@@ -36,21 +37,6 @@ def _stream(codec: str, seed: int):
     return spec, table, s, e, st
 
 
-def _corrupt(rng, words: np.ndarray, word_bits: int) -> tuple[str, np.ndarray]:
-    mode = rng.choice(["flip", "flip", "burst", "truncate", "append", "drop_top"])
-    w = words.copy()
-    if mode == "flip":
-        for _ in range(int(rng.integers(1, 4))):
-            w[rng.integers(w.size)] ^= np.uint64(1 << int(rng.integers(word_bits)))
-    elif mode == "burst":
-        w[rng.integers(w.size)] = np.uint64(int(rng.integers(1 << word_bits)))
-    elif mode == "truncate":
-        w = w[:max(0, w.size - int(rng.integers(1, 5)))]
-    elif mode == "drop_top":
-        w = w[int(rng.integers(1, 3)):]
-    else:
-        w = np.concatenate([w, rng.integers(0, 1 << word_bits, size=int(rng.integers(1, 5)), dtype=np.uint64)])
-    return str(mode), w
 
 
 @pytest.mark.parametrize("codec, kind", [("tans8", "tans-decoder"), ("rans16", "rans-decoder"),
@@ -76,7 +62,7 @@ def test_corrupted_blocks_are_flagged(codec, kind):
     runs, modes = [], []
     for _ in range(CASES_PER_CODEC):
         blk = blocks[int(rng.integers(len(blocks)))]
-        mode, bad = _corrupt(rng, blk.words, spec.word_bits)
+        mode, bad = corrupt_words(rng, blk.words, spec.word_bits)
         if np.array_equal(bad, blk.words):      # a flip that undid itself (same bit twice)
             bad = bad.copy()
             bad[0] ^= np.uint64(1)

@@ -13,8 +13,6 @@ import hashlib
 import json
 import re
 import struct
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -28,23 +26,10 @@ from ansforge.model.coding.rans import RansParams
 from ansforge.model.coding.stream import Checkpoint, Run, StreamError
 from ansforge.model.coding.tans import TansParams
 from ansforge.model.errors import ConfigError
+from .support import ansforge, one_line_error
 
 STATES = (1, 2, 3, 4, 8)
 FAMILIES = ("tans8", "rans16", "rans24", "tans5", "rans9")
-
-
-def ansforge(*args):
-    return subprocess.run([sys.executable, "-m", "ansforge", *map(str, args)], capture_output=True, text=True,
-                          timeout=600)
-
-
-def _one_line_error(r, *needles):
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ansforge: error: "), r.stderr
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
 
 
 def _codec(family: str, n: int) -> Codec:
@@ -333,21 +318,21 @@ def test_crafted_checkpoint_states_are_refused(interleaved, tmp_path, edit, need
     bad = edit_records(interleaved, tmp_path / "bad.ansf", fn)
     with pytest.raises(ContainerError, match="checkpoint"):
         open_container(bad)
-    _one_line_error(ansforge("decompress", bad, "-o", tmp_path / "o.safetensors"), "bad.ansf", needle)
+    one_line_error(ansforge("decompress", bad, "-o", tmp_path / "o.safetensors"), "bad.ansf", needle)
 
 
 def test_states_need_version_5_and_one_state_records_stay_plain(interleaved, tmp_path):
     def older(r):
         r.version = 3
     bad = edit_records(interleaved, tmp_path / "v3.ansf", older)
-    _one_line_error(ansforge("inspect", bad), "v3.ansf", "tans8x2 interleaves 2 states, which needs container "
+    one_line_error(ansforge("inspect", bad), "v3.ansf", "tans8x2 interleaves 2 states, which needs container "
                                                         "version 5, not 3")
 
     def one_state(r):  # states dropped from the codec, N-state checkpoints left: refused as malformed
         del r.records[r.n_tensors]["codec"]["states"]
         r.records[r.n_tensors]["codec"]["name"] = "tans8"
     bad = edit_records(interleaved, tmp_path / "n1.ansf", one_state)
-    _one_line_error(ansforge("inspect", bad), "n1.ansf", "is not [pair, word, bit, state]")
+    one_line_error(ansforge("inspect", bad), "n1.ansf", "is not [pair, word, bit, state]")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -370,7 +355,7 @@ def test_hardware_paths_refuse_interleaved_states(stories, interleaved, tmp_path
     c = open_container(interleaved)
     with pytest.raises(ConfigError, match="codec tans8x2 interleaves 2 states"):
         decode_container_lanes(c, None, lanes=2)
-    _one_line_error(ansforge("verilog", "--top", "subsystem", "--codec", "rans16x2", "-o", tmp_path / "x.v"),
+    one_line_error(ansforge("verilog", "--top", "subsystem", "--codec", "rans16x2", "-o", tmp_path / "x.v"),
                     "--" + line.format("rans16x2", "decoder", takes_text("rans", "decoder")))
     for args, role in ((("verilog", "--core", "rans-decoder", "--codec", "rans16x4", "-o", tmp_path / "x.v"), "decoder"),
                        (("simulate", "--core", "rans-decoder", "--codec", "rans16x4", "--model", stories), "decoder"),
@@ -378,7 +363,7 @@ def test_hardware_paths_refuse_interleaved_states(stories, interleaved, tmp_path
                        (("testbench", "--core", "rans-encoder", "--codec", "rans24x3", "--model", stories,
                          "-o", tmp_path / "tb"), "encoder")):
         codec = args[args.index("--codec") + 1]
-        _one_line_error(ansforge(*args), "--" + line.format(codec, role, takes_text("rans", role)))
+        one_line_error(ansforge(*args), "--" + line.format(codec, role, takes_text("rans", role)))
     assert not (tmp_path / "x.v").exists() and not (tmp_path / "tb").exists()
 
 

@@ -26,7 +26,7 @@ from ansforge.sim.llama_run import load_llama, run_generation
 from ansforge.sim.weights import HardwareWeights
 
 from .conftest import SHARED
-from .test_cli import ansforge
+from .support import ansforge
 
 TOKENIZER = SHARED / "models" / "tokenizer.bin"
 

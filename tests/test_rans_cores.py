@@ -16,29 +16,17 @@ from amaranth.sim import Simulator
 
 from ansforge.hdl.rans import BUCKET_SPLITS, RansDecoder, RansEncoder, bucket_bits_for, rans_writes
 from ansforge.model.coding.codecs import parse_codec
-from ansforge.model.coding.codetable import CodeTable
-from ansforge.model.coding.rans import RANS_PRESETS, RansCoder, RansParams, RansTable
+from ansforge.model.coding.rans import RANS_PRESETS, RansCoder, RansParams
 from ansforge.model.coding.stream import Run
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import cfg_writes, make_job
 from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, stream_get, stream_put
+from .support import crowded_freqs, rans_table
 
 
-def _table(freqs, P=16, params=None, extra=8):
-    params = params or RansParams(48, 32, P)
-    t = RansTable(CodeTable(tuple(range(len(freqs))), (), 0, tuple(int(v) for v in freqs), P), params)
-    t.extra_bits = np.full(len(freqs), extra, dtype=np.int64)
-    return t
 
 
-def _crowded_freqs(rng, n=64, P=16):
-    """A table whose buckets meet many symbols: runs of frequency-1..3 symbols between big ones."""
-    f = np.where(rng.random(n) < 0.8, rng.integers(1, 4, size=n), rng.integers(200, 2500, size=n))
-    f[-1] = 0
-    f[-1] += (1 << P) - f.sum()
-    assert f[-1] > 0
-    return f
 
 
 def _walks(table, bucket_bits):
@@ -59,8 +47,8 @@ def test_bucket_table_candidates():
     rng = np.random.default_rng(5)
     wide = rng.integers(256, 2000, size=40)
     wide[-1] += (1 << 16) - wide.sum()
-    assert (_walks(_table(wide), 6) == 0).all()
-    t = _table(_crowded_freqs(rng))
+    assert (_walks(rans_table(wide), 6) == 0).all()
+    t = rans_table(crowded_freqs(rng))
     steps = _walks(t, 6)
     assert steps.max() <= 63 and steps.sum() > 0
     q = np.arange(1 << 16)
@@ -73,9 +61,9 @@ def test_bucket_table_candidates():
 def test_crowded_table_decodes_and_encodes_bit_exact():
     """The general case (frequencies far below a bucket): the decoder steps, both cores stay exact."""
     rng = np.random.default_rng(9)
-    freqs = _crowded_freqs(rng)
+    freqs = crowded_freqs(rng)
     spec = parse_codec("rans16")
-    table = _table(freqs, params=spec.rans)
+    table = rans_table(freqs, params=spec.rans)
     p = freqs / freqs.sum()
     # Favour the crowded symbols so that many pairs take the stepping path.
     w = np.where(freqs < 4, 50.0, 1.0) * p
@@ -99,7 +87,7 @@ def test_two_chunks_per_pair_bit_exact():
     spec = parse_codec("rans16")
     freqs = rng.integers(1, 3000, size=20)
     freqs[-1] += (1 << 16) - freqs.sum()
-    table = _table(freqs, params=spec.rans, extra=24)
+    table = rans_table(freqs, params=spec.rans, extra=24)
     s = rng.choice(freqs.size, size=300, p=freqs / freqs.sum())
     e = rng.integers(0, 1 << 24, size=300)
     for kind in ("rans-decoder", "rans-encoder"):
@@ -203,7 +191,7 @@ def test_encoder_coder_alone():
 def test_cfg_writes_cover_both_tables():
     """``rans_writes``: every symbol slot, then every bucket of the decoder's bucket table."""
     rng = np.random.default_rng(1)
-    t = _table(_crowded_freqs(rng))
+    t = rans_table(crowded_freqs(rng))
     w = rans_writes(t, 64, table_set=1)
     assert len(w) == 64 + 64 and all(x["addr"] >> 7 == 1 for x in w)
     core = RansDecoder(programmable=True, table_sets=2)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import tests.test_command_queue as command_queue
 from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
 from ansforge.hdl.common import DecodeStatus
 from ansforge.hdl.rans import ENCODER_XN_STATES, XN_RING, XN_STATES, RansDecoder, RansDecoderCoderXN, RansEncoder
@@ -27,8 +26,8 @@ from ansforge.sim.jobs import CoreJob, cfg_writes, make_job, port_inputs, simula
 from ansforge.sim.verilator import VerilatorEngine
 from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, pairs_to_payloads, payload_shape
-from tests.test_rans_cores import _crowded_freqs, _table
-from tests.test_rans_xn_encoder import words_per_pair
+from .support import (check_done_once_per_command, corrupt_words, crowded_freqs, idle_clocks, rans_table,
+                      words_per_pair)
 
 #: The state count most checks use: the one the rANS encoder core writes (``rans16x16``).
 N = 16
@@ -42,8 +41,8 @@ def _case(seed: int, n: int, *, crowded: bool = False, codec: str = CODEC):
     rng = np.random.default_rng(seed)
     spec = parse_codec(codec)
     if crowded:
-        freqs = _crowded_freqs(rng)
-        table = _table(freqs, params=spec.rans)
+        freqs = crowded_freqs(rng)
+        table = rans_table(freqs, params=spec.rans)
         p = np.where(freqs < 4, 50.0, 1.0) * freqs
         s = rng.choice(freqs.size, size=n, p=p / p.sum())
         e = rng.integers(0, 256, size=n)
@@ -181,23 +180,21 @@ IDLE_BOUND = 0
 
 @pytest.mark.parametrize("states", [XN_RING, 16])
 @pytest.mark.parametrize("pairs", [40, 60])
-def test_back_to_back_commands(monkeypatch, states, pairs):
+def test_back_to_back_commands(states, pairs):
     """Commands queued back to back: bit-exact, one ``done`` per command in order, and no idle clock
     between two commands' pairs (a command of ``40`` pairs is fewer than ``2 N + 9`` at ``N = 16``:
     its next head is read while it still decodes; ``60`` is more)."""
-    monkeypatch.setitem(command_queue.CODECS, "rans", f"rans16x{states}")
-    idle = command_queue.idle_clocks("rans-decoder", commands=5, pairs=pairs)
+    idle = idle_clocks("rans-decoder", commands=5, pairs=pairs, codec=f"rans16x{states}")
     assert max(idle) <= IDLE_BOUND, idle
     if pairs == 40:                          # independent of ``pairs``: once per state count
-        command_queue.test_done_once_per_command_in_order("rans-decoder")
+        check_done_once_per_command("rans-decoder", codec=f"rans16x{states}")
 
 
 @pytest.mark.parametrize("n", [1, 3, N - 1, N, N + 1])
-def test_short_commands_back_to_back(monkeypatch, n):
+def test_short_commands_back_to_back(n):
     """Commands of at most ``N + 1`` pairs, queued: bit-exact; a command of ``c < N`` pairs injects its
     last ``N - c`` states on bubble turns, so it costs at most ``N - c + 2`` idle clocks."""
-    monkeypatch.setitem(command_queue.CODECS, "rans", CODEC)
-    idle = command_queue.idle_clocks("rans-decoder", commands=4, pairs=n)
+    idle = idle_clocks("rans-decoder", commands=4, pairs=n, codec=CODEC)
     assert max(idle) <= max(0, N - n) + 2, idle
 
 
@@ -277,7 +274,6 @@ def test_random_corruptions_back_to_back_verilator():
     bursts, truncations at either end and appended garbage), commands back to back with the block CRC
     checked, in Verilator: every corrupted stream ends with an error status, every clean one after it
     is bit-exact and OK, and the whole queue ends within its pairs, words and a constant per command."""
-    from tests.test_hdl_corruption import _corrupt
 
     spec = parse_codec(CODEC)
     rng = np.random.default_rng(123)
@@ -294,7 +290,7 @@ def test_random_corruptions_back_to_back_verilator():
         top = words[::-1].copy()
         mode = None
         if k % 2:
-            mode, bad = _corrupt(rng, top, spec.word_bits)
+            mode, bad = corrupt_words(rng, top, spec.word_bits)
             if np.array_equal(bad, top):            # a flip that undid itself (same bit twice)
                 bad = bad.copy()
                 bad[0] ^= np.uint64(1)
@@ -313,14 +309,6 @@ def test_random_corruptions_back_to_back_verilator():
     clean_bad = [k for k, (m, st) in enumerate(zip(modes, res.statuses)) if m is None and st != DecodeStatus.OK.value]
     assert not clean_bad, clean_bad[:5]
     _check_segments(res, job, segments)
-
-
-def test_reset(monkeypatch):
-    """A reset keeps a programmed table (LUT-RAM is not reset; no register copies it) and a reset
-    mid-command drops it and a queued one, no ``done`` for either, and the second given again decodes
-    bit-exact with OK, without reloading the table."""
-    monkeypatch.setitem(command_queue.CODECS, "rans", CODEC)
-    command_queue.test_reset_drops_queued_commands_keeps_the_table("rans-decoder")
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")

@@ -27,8 +27,7 @@ from ansforge.sim.jobs import CoreJob, build_core, make_job
 from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, payload_shape, stream_put
 
-from .test_command_queue import reset_mid_command
-from .test_rans_cores import _crowded_freqs
+from .support import crowded_freqs, reset_mid_command, words_per_pair
 
 N = ENCODER_XN_STATES[-1]
 CODEC = f"rans16x{N}"
@@ -374,28 +373,6 @@ def test_reciprocal_estimate_is_q_or_q_minus_1(P, Q, every):
 #: The 16-bit-word shape: ``K = 8 > W - P = 0``, so a pair may push the chunk's word and then the
 #: symbol's (``Q = S - P = 16``: 15 quotient bits from the reciprocal, one divider step).
 SPEC16 = RansCodec.of(32, 16, 16, states=N)
-def words_per_pair(params, table, s, e) -> np.ndarray:
-    """Per pair of ``s, e``: the words its encoding pushes (0, 1 or 2: the chunk's and the symbol's),
-    with the golden model's arithmetic (``model/coding/rans.py``, ``RansCoder.encode``) per lane, the
-    tests' own count. A decoder pops exactly these words for the pair (the stack is LIFO)."""
-    S, W, P, n_st = params.state_bits, params.word_bits, params.precision_bits, params.states
-    xs = [1 << (S - W)] * n_st
-    lane, moved = (len(s) - 1) % n_st if len(s) else 0, np.zeros(len(s), dtype=np.int64)
-    for j in range(len(s) - 1, -1, -1):
-        sym, x, k = int(s[j]), xs[lane], int(table.extra_bits[int(s[j])])
-        pc = ps = False
-        if k:
-            fu = 1 << (P - k)
-            pc = x >> (S - P) >= fu
-            x = x >> W if pc else x
-            x = ((x // fu) << P) | ((int(e[j]) & ((1 << k) - 1)) * fu + x % fu)
-        f = int(table.freqs[sym])
-        ps = x >> (S - P) >= f
-        x = x >> W if ps else x
-        xs[lane] = ((x // f) << P) | (int(table.cum[sym]) + x % f)
-        moved[j] = pc + ps
-        lane = lane - 1 if lane else n_st - 1
-    return moved
 
 
 def _double_pushes(params, table, s, e) -> np.ndarray:
@@ -407,7 +384,7 @@ def _crowded16(seed, n, spec=SPEC16):
     """A table of runs of frequency-1..3 symbols between big ones (``tests/test_rans_cores.py``), 8
     extra bits each, and ``n`` pairs with the tiny symbols favoured: double pushes are common."""
     rng = np.random.default_rng(seed)
-    freqs = _crowded_freqs(rng)
+    freqs = crowded_freqs(rng)
     spec, table = _table(freqs, 8, spec)
     p = np.where(freqs < 4, 50.0, 1.0) * freqs
     return spec, table, rng.choice(freqs.size, size=n, p=p / p.sum()), rng.integers(0, 256, size=n)
