@@ -21,14 +21,16 @@ a pair (``done`` waits for it to leave).
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from dataclasses import dataclass
+
+from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .link import link_ports
 from .common import BlockCrc, DecodeStatus, TableSelect, connect_block_crc, crc_checked, check_bool, check_int, table_select_layout, word_layout
 
-__all__ = ["DecoderShell", "EncoderShell", "decoder_link", "encoder_link"]
+__all__ = ["DecoderShell", "EncoderShell", "decoder_link", "encoder_link", "DecoderShellProbe", "EncoderShellProbe"]
 
 
 # The coder <-> shell interface of the tANS cores, declared from the shell's side (hdl/link.py says how
@@ -51,6 +53,26 @@ def encoder_link() -> wiring.Signature:
     """:class:`EncoderShell` ↔ the tANS encoder coders: ``flush`` (write the final state(s) and the
     marker); back ``flushed`` (the flush is done, or queued where the coder drains it itself)."""
     return wiring.Signature({"flush": Out(1), "flushed": In(1)})
+
+
+@dataclass(frozen=True)
+class DecoderShellProbe:
+    """The counters, flags and FSM states the formal counter lemma (``decoder_counts``) states its invariants
+    over: what the formal lemmas read of :class:`DecoderShell` (its ``probe`` once elaborated; not ports)."""
+
+    remaining: Value
+    rem_zero: Value
+    words_left: Value
+    lag: Value
+    no_words: Value
+    reporting: Value
+    report: Value
+    finishing: Value
+    check_end: Value
+    idle: Value
+    run: Value
+    drain: Value
+    check: Value
 
 
 class DecoderShell(wiring.Component):
@@ -106,9 +128,8 @@ class DecoderShell(wiring.Component):
 
     def __init__(self, command_layout: data.StructLayout, word_bits: int, *, block_crc: bool = True,
                  table_sets: int = 1, set_bits: int = 0):
-        #: The counters, flags and FSM states, filled in by :meth:`elaborate`: the formal counter lemma
-        #: (``sim/formal/``, ``decoder_counts``) states its invariants over them. Not ports.
-        self.probe: dict = {}
+        #: :class:`DecoderShellProbe`, set by :meth:`elaborate` (``None`` before).
+        self.probe: DecoderShellProbe | None = None
         self._block_crc = check_bool("block_crc", block_crc)
         self._sets = check_int("table_sets", table_sets, 1, 16)
         self._w = word_bits
@@ -248,10 +269,21 @@ class DecoderShell(wiring.Component):
             m.d.comb += [self.start.eq(self.cmd.valid),
                          self.words.valid.eq(self.i.valid & self.cmd.valid & (c.words != 0)),
                          self.i.ready.eq(self.words.ready & self.cmd.valid & (c.words != 0))]
-        self.probe.update(remaining=remaining, rem_zero=rem_zero, words_left=words_left, lag=lag, no_words=no_words,
-                          reporting=reporting, report=report, finishing=finishing, check_end=check_end,
-                          **{s: fsm.ongoing(s.upper()) for s in ("idle", "run", "drain", "check")})
+        self.probe = DecoderShellProbe(remaining=remaining, rem_zero=rem_zero, words_left=words_left, lag=lag,
+                                       no_words=no_words, reporting=reporting, report=report, finishing=finishing,
+                                       check_end=check_end,
+                                       **{s: fsm.ongoing(s.upper()) for s in ("idle", "run", "drain", "check")})
         return m
+
+
+@dataclass(frozen=True)
+class EncoderShellProbe:
+    """``remaining`` and ``running`` (the FSM in ``RUN``), over which the formal counter lemma
+    (``encoder_counts``) states its invariant: what the formal lemmas read of :class:`EncoderShell` (its
+    ``probe`` once elaborated; not ports)."""
+
+    remaining: Value
+    running: Value
 
 
 class EncoderShell(wiring.Component):
@@ -270,9 +302,8 @@ class EncoderShell(wiring.Component):
     """
 
     def __init__(self, command_layout: data.StructLayout):
-        #: ``remaining`` and ``running`` (the FSM in ``RUN``), filled in by :meth:`elaborate`: the formal
-        #: counter lemma (``sim/formal/``, ``encoder_counts``) states its invariant over them. Not ports.
-        self.probe: dict = {}
+        #: :class:`EncoderShellProbe`, set by :meth:`elaborate` (``None`` before).
+        self.probe: EncoderShellProbe | None = None
         super().__init__({"cmd": In(stream.Signature(command_layout)), "take": Out(1), "pair": In(1),
                           **link_ports(encoder_link()), "idle": Out(1), "done": Out(1)})
 
@@ -305,5 +336,5 @@ class EncoderShell(wiring.Component):
                     m.d.sync += self.done.eq(1)
                     m.next = "IDLE"
                     take_command()
-        self.probe.update(remaining=remaining, running=fsm.ongoing("RUN"))
+        self.probe = EncoderShellProbe(remaining=remaining, running=fsm.ongoing("RUN"))
         return m

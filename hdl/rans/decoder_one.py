@@ -4,7 +4,9 @@ multiply-add, pops and chunks of one state in one clock.
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from dataclasses import dataclass
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -13,6 +15,18 @@ from .link import decoder_link
 from .shape import BUCKET_SPLITS, RansShape
 from .tables import RansTables, table_address
 from .arithmetic import MultiplyAdd, chunk_plan, two_level_shift
+
+
+@dataclass(frozen=True)
+class RansDecoderCoderProbe:
+    """The word buffer, its count, the symbol found and the state after it, which the formal pipeline lemma
+    (``decoder_pipeline``) ties to the golden decoder: what the formal lemmas read of
+    :class:`RansDecoderCoder` (its ``probe`` once elaborated; not ports)."""
+
+    words: list[Signal]
+    n_buf: Value
+    sym: Value
+    x_symbol: Value
 
 
 class RansDecoderCoder(wiring.Component):
@@ -38,7 +52,7 @@ class RansDecoderCoder(wiring.Component):
         self._shape = shape
         #: The coder's word buffer, filled in by :meth:`elaborate`: the formal lemma ``decoder_pipeline``
         #: (``sim/formal/``) states its invariants over it. Not ports.
-        self.probe: dict = {}
+        self.probe: RansDecoderCoderProbe | None = None      # set by elaborate
         super().__init__(self.ports(shape))
 
     @staticmethod
@@ -202,5 +216,5 @@ class RansDecoderCoder(wiring.Component):
             m.d.sync += x.eq(xv)
         with m.If(self.load):
             m.d.sync += [x.eq(self.load_state), n_buf.eq(0), walking.eq(0)]
-        self.probe.update(words=words, n_buf=n_buf, sym=sym, x_symbol=x1)
+        self.probe = RansDecoderCoderProbe(words=words, n_buf=n_buf, sym=sym, x_symbol=x1)
         return m

@@ -4,7 +4,9 @@ and the division ``x // f`` of one state in one clock.
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from dataclasses import dataclass
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -13,6 +15,19 @@ from .link import encoder_link
 from .shape import RansShape
 from .tables import RansTables, table_address
 from .arithmetic import ArrayDivider, chunk_plan, two_level_shift
+
+
+@dataclass(frozen=True)
+class RansEncoderCoderProbe:
+    """The output FIFO, its count and the divider's registers, which the formal pipeline lemma
+    (``encoder_pipeline``) ties to the golden encoder: what the formal lemmas read of
+    :class:`RansEncoderCoder` (its ``probe`` once elaborated; not ports)."""
+
+    fifo: list[Signal]
+    n_out: Value
+    dividend: Value
+    quotient: Value
+    remainder: Value
 
 
 class RansEncoderCoder(wiring.Component):
@@ -43,7 +58,7 @@ class RansEncoderCoder(wiring.Component):
         self._depth = self.depth(shape)
         #: The coder's output buffer and divider, filled in by :meth:`elaborate`: the formal lemma
         #: ``encoder_pipeline`` (``sim/formal/``) states its invariants over them. Not ports.
-        self.probe: dict = {}
+        self.probe: RansEncoderCoderProbe | None = None      # set by elaborate
         super().__init__(self.ports(shape))
 
     @staticmethod
@@ -201,6 +216,6 @@ class RansEncoderCoder(wiring.Component):
             m.d.sync += x.eq(x >> W)
         with m.If(self.start):
             m.d.sync += x.eq(0)
-        self.probe.update(fifo=fifo, n_out=n_out, dividend=div.dividend, quotient=div.quotient,
-                          remainder=div.remainder)
+        self.probe = RansEncoderCoderProbe(fifo=fifo, n_out=n_out, dividend=div.dividend, quotient=div.quotient,
+                                           remainder=div.remainder)
         return m

@@ -4,13 +4,34 @@ end-of-stream checks, status, CRC-32) and :class:`RansEncoderShell` (counts, flu
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..common import BlockCrc, DecodeStatus, connect_block_crc, crc_checked, decoder_ports, encoder_ports
 from .link import decoder_link, encoder_link
 from .shape import RansShape
+
+
+@dataclass(frozen=True)
+class RansDecoderShellProbe:
+    """The FSM states, counters and report, over which the formal counter lemma (``decoder_counts``) states its
+    invariants: what the formal lemmas read of :class:`RansDecoderShell` (its ``probe`` once elaborated; not
+    ports)."""
+
+    idle: Value
+    init: Value
+    decode: Value
+    drain: Value
+    check: Value
+    remaining: Value
+    words_left: Value
+    reporting: Value
+    report: Value
+    top: Value
+    zero_top: Value
 
 
 class RansDecoderShell(wiring.Component):
@@ -40,7 +61,7 @@ class RansDecoderShell(wiring.Component):
         self._block_crc = block_crc
         #: The shell's registers and states, filled in by :meth:`elaborate`: the formal lemma
         #: ``decoder_counts`` (``sim/formal/``) states its invariants over them. Not ports.
-        self.probe: dict = {}
+        self.probe: RansDecoderShellProbe | None = None      # set by elaborate
         ports = decoder_ports(sh.S, 1, sh.W, sh.symbol_bits, sh.K, count_bits=sh.count_bits)
         del ports["o"]
         ports.update({"word": Out(stream.Signature(sh.W)), "pair_valid": In(1), **decoder_link(sh).members,
@@ -160,10 +181,21 @@ class RansDecoderShell(wiring.Component):
             m.d.sync += [remaining.eq(cm.count), words_left.eq(cm.words - take),
                          check_end.eq(cm.check_end), top.eq(~cm.resume & ~take),
                          zero_top.eq(take & (self.i.p.data == 0))]
-        self.probe.update({name.lower(): fsm.ongoing(name) for name in ("IDLE", "INIT", "DECODE", "DRAIN", "CHECK")})
-        self.probe.update(remaining=remaining, words_left=words_left, reporting=reporting, report=report,
-                          top=top, zero_top=zero_top)
+        self.probe = RansDecoderShellProbe(
+            **{name.lower(): fsm.ongoing(name) for name in ("IDLE", "INIT", "DECODE", "DRAIN", "CHECK")},
+            remaining=remaining, words_left=words_left, reporting=reporting, report=report, top=top, zero_top=zero_top)
         return m
+
+
+@dataclass(frozen=True)
+class RansEncoderShellProbe:
+    """The pair count and the FSM states, over which the formal counter lemma (``encoder_counts``) states its
+    invariant: what the formal lemmas read of :class:`RansEncoderShell` (its ``probe`` once elaborated; not
+    ports)."""
+
+    remaining: Value
+    encoding: Value
+    flushing: Value
 
 
 class RansEncoderShell(wiring.Component):
@@ -183,7 +215,7 @@ class RansEncoderShell(wiring.Component):
         sh = self._shape = shape
         #: The shell's registers, filled in by :meth:`elaborate`: the formal lemma ``encoder_counts``
         #: (``sim/formal/``) states its invariants over them. Not ports.
-        self.probe: dict = {}
+        self.probe: RansEncoderShellProbe | None = None      # set by elaborate
         ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits)
         del ports["i"], ports["o"]
         ports.update({**encoder_link(sh, depth).members, "last": Out(1), "emit": In(1), "idle": Out(1)})
@@ -223,5 +255,6 @@ class RansEncoderShell(wiring.Component):
                     m.d.sync += self.done.eq(1)
                     m.next = "IDLE"
                     take_command(flushed=True)     # back to back: the next command in this clock
-        self.probe.update(remaining=remaining, encoding=fsm.ongoing("ENCODE"), flushing=fsm.ongoing("FLUSH"))
+        self.probe = RansEncoderShellProbe(remaining=remaining, encoding=fsm.ongoing("ENCODE"),
+                                           flushing=fsm.ongoing("FLUSH"))
         return m

@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -14,7 +16,30 @@ from .shape import TansShape, decoder_entry_layout, tans_decoder_writes
 from .update import TansStateUpdate
 from .window import BitWindow
 
-__all__ = ["TansDecoderCoder"]
+__all__ = ["TansDecoderCoder", "TansDecoderCoderProbe"]
+
+
+@dataclass(frozen=True)
+class TansDecoderCoderProbe:
+    """Its window, state, phase and pair registers, which the formal pipeline lemma (``decoder_pipeline``) ties
+    to the abstract decoder: what the formal lemmas read of :class:`TansDecoderCoder` (its ``probe`` once
+    elaborated; not ports)."""
+
+    window: BitWindow
+    x: Value
+    phase: Value
+    first: Value
+    overrun: Value
+    no_marker: Value
+    marker_skip: Value
+    p_valid: Value
+    p_symbol: Value
+    p_top: Value
+    p_need: Value
+    p_nb: Value
+    entry: object
+    n: Value
+    decode_phase: int
 
 
 class TansDecoderCoder(wiring.Component):
@@ -85,7 +110,7 @@ class TansDecoderCoder(wiring.Component):
         self._entry = decoder_entry_layout(sh)
         #: The coder's registers and its window, filled in by :meth:`elaborate`: the formal lemma
         #: ``decoder_pipeline`` (``sim/formal/``) states its invariants over them. Not ports.
-        self.probe: dict = {}
+        self.probe: TansDecoderCoderProbe | None = None      # set by elaborate
         F, W = sh.need_max, sh.W
         self._field_words = -(-(F + W - 1) // W)
         self._slots = self._field_words + 1
@@ -219,10 +244,10 @@ class TansDecoderCoder(wiring.Component):
             else:
                 m.d.comb += [wr.addr.eq(self.cfg.p.addr), wr.data.eq(self.cfg.p.data), wr.en.eq(self.cfg.valid)]
             m.d.comb += self.cfg.ready.eq(1)
-        self.probe.update(window=win, x=x, phase=phase, first=first, overrun=overrun, no_marker=no_marker,
-                          marker_skip=marker_skip,
-                          p_valid=p_valid, p_symbol=p_symbol, p_top=p_top, p_need=p_need, p_nb=p_nb, entry=entry,
-                          n=n, decode_phase=DECODE)
+        self.probe = TansDecoderCoderProbe(window=win, x=x, phase=phase, first=first, overrun=overrun,
+                                           no_marker=no_marker, marker_skip=marker_skip, p_valid=p_valid,
+                                           p_symbol=p_symbol, p_top=p_top, p_need=p_need, p_nb=p_nb, entry=entry,
+                                           n=n, decode_phase=DECODE)
         if sh.sets > 1:
             m.d.comb += rd.addr.eq(Cat(x, self.table_set))
         else:

@@ -4,7 +4,9 @@ register and packer, one pair per clock (what Table 3 measures).
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -12,7 +14,26 @@ from amaranth.lib.wiring import In, Out
 from ..common import pair_layout, word_layout
 from .shape import TansShape, symbol_entry, tans_encoder_writes, thermometer
 
-__all__ = ["TansEncoderCoder"]
+__all__ = ["TansEncoderCoder", "TansEncoderCoderProbe"]
+
+
+@dataclass(frozen=True)
+class TansEncoderCoderProbe:
+    """The pipeline's stage registers, the accumulator and the state, which the formal pipeline lemma
+    (``encoder_pipeline``) ties to the golden encoder: what the formal lemmas read of
+    :class:`TansEncoderCoder` (its ``probe`` once elaborated; not ports)."""
+
+    v1: Value
+    e1: Value
+    base1: Value
+    extra1: Value
+    v3: Value
+    bits3: Value
+    len3: Value
+    acc: Value
+    cnt: Value
+    x: Value
+    flushing: Value
 
 
 class TansEncoderCoder(wiring.Component):
@@ -58,7 +79,7 @@ class TansEncoderCoder(wiring.Component):
         self._sym_entry = symbol_entry(sh)
         #: The pipeline's registers, filled in by :meth:`elaborate`: the formal pipeline lemma
         #: (``sim/formal/``, ``encoder_pipeline``) states its invariants over them. Not ports.
-        self.probe: dict = {}
+        self.probe: TansEncoderCoderProbe | None = None      # set by elaborate
         ports = {"i": In(stream.Signature(pair_layout(sh.symbol_bits, sh.K, sh.set_bits))),
                  "o": Out(stream.Signature(word_layout(sh.W))),
                  "flush": In(1), "flushed": Out(1)}
@@ -184,6 +205,6 @@ class TansEncoderCoder(wiring.Component):
                          state_rd.addr.eq(Mux(self.state_cfg.valid, self.state_cfg.p.addr, state_addr))]
         else:
             m.d.comb += [sym_rd.addr.eq(sym_addr), state_rd.addr.eq(state_addr)]
-        self.probe.update(v1=v1, e1=e1, base1=base1, extra1=extra1, v3=v3, bits3=bits3, len3=len3, acc=acc, cnt=cnt,
-                          x=X, flushing=FLUSHING)
+        self.probe = TansEncoderCoderProbe(v1=v1, e1=e1, base1=base1, extra1=extra1, v3=v3, bits3=bits3, len3=len3,
+                                           acc=acc, cnt=cnt, x=X, flushing=FLUSHING)
         return m

@@ -9,12 +9,26 @@ Words enter top of stack first (``docs/bitstream.md``); a window never reads a b
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-__all__ = ["BitWindow", "PairWindow"]
+__all__ = ["BitWindow", "PairWindow", "BitWindowProbe"]
+
+
+@dataclass(frozen=True)
+class BitWindowProbe:
+    """Its registers (made at construction, so that a harness can name them before elaboration), which the
+    formal lemma ``window_queue`` ties to a bit queue: what the formal lemmas read of :class:`BitWindow`
+    (its ``probe`` once elaborated; not ports)."""
+
+    slots: list[Signal]
+    nw: Signal
+    hole: Signal
+    off: Signal
 
 
 class BitWindow(wiring.Component):
@@ -58,12 +72,13 @@ class BitWindow(wiring.Component):
         self._W, self._F = W, F = word_bits, field_bits
         self._D = -(-(F + W - 1) // W)
         self._N = self._D + 1
-        #: The registers (``slots``, ``nw``, ``hole``, ``off``), made here so that a formal harness can
-        #: name them before elaboration (``sim/formal/``: ``window_queue``, ``decoder_pipeline``) and
-        #: state its invariants over them. Not ports. (One elaboration per window, as for any component.)
-        self.probe: dict = {"slots": [Signal(W, name=f"slot{j}") for j in range(self._N)],  # slot0: oldest word
-                            "nw": Signal(range(self._N + 1), name="nw"),     # words held: slots 0 .. nw-1, or 1 .. nw after a hole
-                            "hole": Signal(name="hole"), "off": Signal(range(W), name="off")}
+        #: The registers, made here so that a formal harness can name them before elaboration
+        #: (``sim/formal/``: ``window_queue``, ``decoder_pipeline``) and state its invariants over them.
+        #: Not ports. (One elaboration per window, as for any component.) ``slots[0]`` is the oldest
+        #: word; ``nw`` words are held, in slots 0 .. nw-1, or 1 .. nw after a hole.
+        self.probe = BitWindowProbe(slots=[Signal(W, name=f"slot{j}") for j in range(self._N)],
+                                    nw=Signal(range(self._N + 1), name="nw"), hole=Signal(name="hole"),
+                                    off=Signal(range(W), name="off"))
         # A read is a field (F bits) or the marker skip (up to W bits: a marker at bit 0 drops the
         # whole first word), so when F < W the window must count up to W (found by ansforge prove).
         self._n_max = max(F, W)
@@ -77,7 +92,7 @@ class BitWindow(wiring.Component):
     def elaborate(self, platform):
         W, F, D, N, Q = self._W, self._F, self._D, self._N, self._Q
         m = Module()
-        slots, nw, hole, off = (self.probe[k] for k in ("slots", "nw", "hole", "off"))
+        slots, nw, hole, off = self.probe.slots, self.probe.nw, self.probe.hole, self.probe.off
         window = Cat(*reversed(slots[:D]))
         # full: nw * W - off >= F, written per word count so that no subtractor is built.
         full_at = [(nw == c) & (off <= c * W - F) if c * W - F < W - 1 else nw == c

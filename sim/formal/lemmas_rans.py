@@ -259,7 +259,7 @@ def rans_encoder_counts_bench(core: str, mutant: str | None) -> Bench:
     accept = transfer_of(shell.cmd)
     ends = Signal(name="flush_ends")
     # (In that clock ``flush`` may already be low: a command waiting is accepted and its first pair runs.)
-    m.d.comb += ends.eq(pr["flushing"] & (shell.state == 0) & ((shell.held == 0) | ((shell.held == 1) & shell.emit)))
+    m.d.comb += ends.eq(pr.flushing & (shell.state == 0) & ((shell.held == 0) | ((shell.held == 1) & shell.emit)))
     busy = Signal(name="busy")
     N, k = Signal(bits, name="command_count"), Signal(bits, name="pairs_taken")
     with m.If(b.rst):
@@ -286,10 +286,10 @@ def rans_encoder_counts_bench(core: str, mutant: str | None) -> Bench:
     with m.If(accept & busy):
         m.d.comb += Assert(ends, "a command is accepted before the previous one's flush ends")
     # Auxiliary invariants: the shell's registers against the harness's.
-    m.d.comb += [Assert(busy == (pr["encoding"] | pr["flushing"]), "inv: busy exactly in ENCODE and FLUSH"),
-                 Assert(~pr["flushing"] | (k == N), "inv: flushing after the N-th pair")]
+    m.d.comb += [Assert(busy == (pr.encoding | pr.flushing), "inv: busy exactly in ENCODE and FLUSH"),
+                 Assert(~pr.flushing | (k == N), "inv: flushing after the N-th pair")]
     with m.If(busy):
-        m.d.comb += [Assert(pr["remaining"] == N - k, "inv: remaining = N - k"), Assert(k <= N, "inv: k <= N")]
+        m.d.comb += [Assert(pr.remaining == N - k, "inv: remaining = N - k"), Assert(k <= N, "inv: k <= N")]
     b.cover(busy & (N == (1 << bits) - 1) & ends, "a command of the largest count flushed")
     b.cover(busy & ends & accept & (shell.cmd.p.count != 0) & shell.step,
             "back to back: the next command and its first pair in the clock the flush ends")
@@ -325,45 +325,45 @@ def rans_decoder_counts_bench(core: str, mutant: str | None) -> Bench:
         m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
     m.d.comb += Assume(~shell.step | shell.run)
     accept, take, fed = transfer_of(shell.cmd), transfer_of(shell.i), transfer_of(shell.word)
-    held = pr["reporting"] & shell.pair_valid
-    due = pr["reporting"] & ~shell.pair_valid           # the shell's done comes in the next clock
+    held = pr.reporting & shell.pair_valid
+    due = pr.reporting & ~shell.pair_valid           # the shell's done comes in the next clock
     # The clock the running command's report is decided (``finish`` in the shell, or a zero top word).
-    fin = ((pr["decode"] & (pr["remaining"] == 0) & ~held)
-           | (pr["init"] & ((pr["zero_top"] & ~held) | (take & pr["top"] & (shell.i.p.data == 0)))))
+    fin = ((pr.decode & (pr.remaining == 0) & ~held)
+           | (pr.init & ((pr.zero_top & ~held) | (take & pr.top & (shell.i.p.data == 0)))))
     led = CommandLedger(b, bits, shell.cmd, take, shell.step, shell.done, fin, due)
     N, Nw, k, t, pend_full = led.N, led.Nw, led.k, led.t, led.pend_full
     with m.If(shell.run):
-        m.d.comb += Assert(pr["decode"] & (k != N), "run is high while the command has no pairs left")
-    with m.If(pr["decode"] & ~accept & (k != N) & ~held):
+        m.d.comb += Assert(pr.decode & (k != N), "run is high while the command has no pairs left")
+    with m.If(pr.decode & ~accept & (k != N) & ~held):
         m.d.comb += Assert(shell.run, "run is low while the command has pairs left")
-    with m.If(~pr["idle"] & ~accept):
+    with m.If(~pr.idle & ~accept):
         m.d.comb += Assert(shell.ended == (t == Nw), "ended is not 'every word of the command taken'")
     with m.If(take & ~accept):
-        m.d.comb += Assert(~pr["idle"] & (t != Nw), "a word beyond the command's is taken")
-    with m.If(pr["decode"] & ~accept):
+        m.d.comb += Assert(~pr.idle & (t != Nw), "a word beyond the command's is taken")
+    with m.If(pr.decode & ~accept):
         m.d.comb += [Assert(fed == take, "a word of the command does not go to the coder"),
                      Assert(shell.i.ready == (shell.word.ready & (t != Nw)), "a word the coder takes is not taken")]
     S = SMALL["rans"]["state_bits"]
-    with m.If(take & pr["init"] & ~accept):
+    with m.If(take & pr.init & ~accept):
         m.d.comb += Assert(shell.load & (shell.load_state == Cat(shell.i.p.data, shell.state[:S - W])),
                            "a word of the stream's top does not go into the coder's state (x << W | word)")
     with m.If(take & accept):
         m.d.comb += Assert(shell.load & (shell.load_state == shell.i.p.data),
                            "the stream's top word, taken with its command, is not the coder's state")
-    with m.If(~pr["decode"]):
+    with m.If(~pr.decode):
         m.d.comb += Assert(~shell.word.valid, "a word goes to the coder outside a command's decoding")
-    led.check_reports(shell.done, shell.status, pr["idle"], pr["reporting"], pr["drain"] | pr["check"])
+    led.check_reports(shell.done, shell.status, pr.idle, pr.reporting, pr.drain | pr.check)
     # Auxiliary invariants: the shell's registers against the harness's counts.
-    m.d.comb += Assert(~pr["init"] | (k == 0), "inv: no pair while the top is loaded")
-    with m.If(~pr["idle"]):
-        m.d.comb += Assert(pr["words_left"] == Nw - t, "inv: words_left")
-    with m.If(pr["decode"] | pr["init"]):
-        m.d.comb += Assert(pr["remaining"] == N - k, "inv: remaining")
-    with m.If((pr["reporting"] | pr["drain"] | pr["check"]) & (pr["report"] == DecodeStatus.OK)):
+    m.d.comb += Assert(~pr.init | (k == 0), "inv: no pair while the top is loaded")
+    with m.If(~pr.idle):
+        m.d.comb += Assert(pr.words_left == Nw - t, "inv: words_left")
+    with m.If(pr.decode | pr.init):
+        m.d.comb += Assert(pr.remaining == N - k, "inv: remaining")
+    with m.If((pr.reporting | pr.drain | pr.check) & (pr.report == DecodeStatus.OK)):
         m.d.comb += Assert(pend_full, "inv: a waiting OK report is of a command that decoded its pairs")
     b.cover(shell.done & (shell.status == DecodeStatus.OK) & (N == (1 << bits) - 1),
             "a command of the largest count reported OK")
-    b.cover(pr["decode"] & accept & (led.owed == 2), "back to back: a command accepted while the previous one's report waits")
+    b.cover(pr.decode & accept & (led.owed == 2), "back to back: a command accepted while the previous one's report waits")
     return b
 
 
@@ -416,7 +416,7 @@ def rans_encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     xp = Signal(S, name="golden_x_divided")
     m.d.comb += xp.eq(Mux(push_s, xc >> W, xc))
     x_next = Signal(S, name="golden_x_next")
-    m.d.comb += x_next.eq((pr["quotient"] << P) | (c + pr["remainder"]))
+    m.d.comb += x_next.eq((pr.quotient << P) | (c + pr.remainder))
     flush_word = Signal(name="golden_flush_word")       # a flush word leaves x this clock
     # The golden queue: g0 the next word out, g1 and g2 behind it.
     g = [Signal(W, name=f"golden_word{j}") for j in range(3)]
@@ -444,11 +444,11 @@ def rans_encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     m.d.comb += flush_word.eq(coder.flush & (xs != 0) & (left < 2))
     m.d.comb += Assert(coder.state == xs, "the coder's state is not the golden encoder's")
     with m.If(take):
-        m.d.comb += Assert(pr["dividend"] == xp, "the divider does not divide the golden state after its pushes")
+        m.d.comb += Assert(pr.dividend == xp, "the divider does not divide the golden state after its pushes")
     with m.If(out):
         m.d.comb += [Assert(gn != 0, "a word the golden encoder did not push"),
                      Assert(coder.o.p == g[0], "a word is not the golden encoder's next word")]
-    fifo, n_out = pr["fifo"], pr["n_out"]
+    fifo, n_out = pr.fifo, pr.n_out
     m.d.comb += [Assert(n_out == gn, "inv: the buffer holds the golden words"),
                  Assert((gn == 0) | (fifo[0] == g[0]), "inv: the first buffered word is the golden one"),
                  Assert((gn < 2) | (fifo[1] == g[1]), "inv: the second buffered word is the golden one"),
@@ -549,7 +549,7 @@ def rans_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     # lemma's: ``decoder_step`` checks it against the golden step from every state (an independent
     # multiply by the solver: two multipliers side by side over a k-induction ran out of time).
     x1 = Signal(S, name="golden_x_symbol")
-    m.d.comb += x1.eq(pr["x_symbol"])
+    m.d.comb += x1.eq(pr.x_symbol)
     pop1 = Signal(name="golden_pop1")
     m.d.comb += pop1.eq((x1 < lo) & (qn != 0))
     xv = Signal(S, name="golden_x_popped")
@@ -599,13 +599,13 @@ def rans_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
         m.d.comb += Assert(normal, "a pair leaves the state below 2**(S - W) while words remain")
     with m.If(step):
         m.d.comb += [Assert(~owed | pop, "a pair is decoded over one still owed"),
-                     Assert(pr["sym"] == s, "a pair is decoded as another symbol than the golden one")]
+                     Assert(pr.sym == s, "a pair is decoded as another symbol than the golden one")]
     with m.If(pop):
         m.d.comb += [Assert(owed, "a pair on o that was not decoded"),
                      Assert((coder.o.p.symbol == e_sym) & (coder.o.p.extra == e_ext),
                             "a pair on o is not the golden decoder's")]
     # Auxiliary invariants: the buffer is the queue, o holds the owed pair.
-    words, n_buf = pr["words"], pr["n_buf"]
+    words, n_buf = pr.words, pr.n_buf
     m.d.comb += [Assert(qn <= 2, "inv: at most two words queued"),
                  Assert(n_buf == qn, "inv: the buffer holds the queue's words"),
                  Assert((qn == 0) | (words[0] == q0), "inv: the first buffered word is the queue's"),

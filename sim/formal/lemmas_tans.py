@@ -268,7 +268,8 @@ class ShadowQueue:
         """Assert the window's registers against the queue (each message starts with ``inv:``)."""
         m, W, QW = self._m, self._W, self._QW
         queue, count, skip = self.queue, self.count, self.skip
-        slots, nw, hole, off = (self._win.probe[k] for k in ("slots", "nw", "hole", "off"))
+        slots, nw, hole, off = (self._win.probe.slots, self._win.probe.nw, self._win.probe.hole,
+                                self._win.probe.off)
         N = len(slots)
         NW = N * W
         held = Signal(NW, name="window_words")              # the held words, the oldest at the top
@@ -306,7 +307,7 @@ def window_queue_bench(core: str, mutant: str | None) -> Bench:
     W, F = sh["word_bits"], sh["table_log"] + sh["max_extra_bits"]
     win = BitWindow(W, F)
     m.submodules.window = win
-    slots, nw, off = (win.probe[k] for k in ("slots", "nw", "off"))
+    slots, nw, off = win.probe.slots, win.probe.nw, win.probe.off
     N = len(slots)
     NW = N * W
     QW = NW + W                                         # room for a word too many (an overflow shows)
@@ -365,7 +366,7 @@ def encoder_counts_bench(core: str, mutant: str | None) -> Bench:
     bits = 3                                            # small_core's count_bits
     shell = EncoderShell(encoder_command_layout(bits))
     m.submodules.shell = elaborated_block(shell)
-    remaining, running = shell.probe["remaining"], shell.probe["running"]
+    remaining, running = shell.probe.remaining, shell.probe.running
     m.d.comb += [shell.cmd.valid.eq(AnySeq(1)), shell.cmd.p.count.eq(AnySeq(bits)), shell.pair.eq(AnySeq(1)),
                  shell.flushed.eq(AnySeq(1)), Assume(~shell.pair | shell.take), Assume(~shell.flushed | shell.flush)]
     busy = Signal(name="busy")                          # a command accepted, its flush not yet done
@@ -437,36 +438,36 @@ def decoder_counts_bench(core: str, mutant: str | None) -> Bench:
         m.d.comb += port.eq(AnySeq(len(Value.cast(port))))
     m.d.comb += Assume(~shell.fire | (shell.run & shell.decoding))
     accept, take, fed = transfer_of(shell.cmd), transfer_of(shell.i), transfer_of(shell.words)
-    due = pr["reporting"] & ~shell.out_valid           # the shell's done comes in the next clock
-    led = CommandLedger(b, bits, shell.cmd, take, shell.fire, shell.done, pr["finishing"], due)
+    due = pr.reporting & ~shell.out_valid           # the shell's done comes in the next clock
+    led = CommandLedger(b, bits, shell.cmd, take, shell.fire, shell.done, pr.finishing, due)
     N, Nw, k, t, pend_full = led.N, led.Nw, led.k, led.t, led.pend_full
-    running = pr["run"] & ~accept                       # the clock belongs to the running command
+    running = pr.run & ~accept                       # the clock belongs to the running command
     with m.If(shell.run):
-        m.d.comb += Assert(pr["run"] & (k != N), "run is high while the command has no pairs left")
-    with m.If(running & (k != N) & shell.decoding & ~(pr["reporting"] & shell.out_valid)):
+        m.d.comb += Assert(pr.run & (k != N), "run is high while the command has no pairs left")
+    with m.If(running & (k != N) & shell.decoding & ~(pr.reporting & shell.out_valid)):
         m.d.comb += Assert(shell.run, "run is low while the command has pairs left")
-    with m.If(~pr["idle"] & ~accept):
+    with m.If(~pr.idle & ~accept):
         m.d.comb += Assert(shell.ended == (t == Nw), "ended is not 'every word of the command taken'")
     with m.If(take & ~accept):
-        m.d.comb += Assert(~pr["idle"] & (t != Nw), "a word beyond the command's is taken")
+        m.d.comb += Assert(~pr.idle & (t != Nw), "a word beyond the command's is taken")
     with m.If(running):
         m.d.comb += [Assert(fed == take, "a word of the command does not go to the coder"),
                      Assert(shell.i.ready == (shell.words.ready & (t != Nw)), "a word the coder takes is not taken")]
-    with m.If(~pr["run"] & ~accept):
+    with m.If(~pr.run & ~accept):
         m.d.comb += Assert(~shell.words.valid, "a word goes to the coder outside a command")
     with m.If(accept):
         m.d.comb += Assert(fed == take, "the command's first word does not go to the coder")
-    led.check_reports(shell.done, shell.status, pr["idle"], pr["reporting"], pr["drain"] | pr["check"])
+    led.check_reports(shell.done, shell.status, pr.idle, pr.reporting, pr.drain | pr.check)
     # Auxiliary invariants: the shell's registers against the harness's counts.
-    m.d.comb += Assert(pr["rem_zero"] == (pr["remaining"] == 0), "inv: rem_zero")
-    with m.If(~pr["idle"]):
-        m.d.comb += [Assert(pr["no_words"] == (t == Nw), "inv: no_words"),
-                     Assert(pr["words_left"] - pr["lag"] == Nw - t, "inv: words_left")]
-    with m.If(pr["run"]):
-        m.d.comb += Assert(pr["remaining"] == N - k, "inv: remaining")
-    with m.If((pr["reporting"] | pr["drain"] | pr["check"]) & (pr["report"] == DecodeStatus.OK)):
+    m.d.comb += Assert(pr.rem_zero == (pr.remaining == 0), "inv: rem_zero")
+    with m.If(~pr.idle):
+        m.d.comb += [Assert(pr.no_words == (t == Nw), "inv: no_words"),
+                     Assert(pr.words_left - pr.lag == Nw - t, "inv: words_left")]
+    with m.If(pr.run):
+        m.d.comb += Assert(pr.remaining == N - k, "inv: remaining")
+    with m.If((pr.reporting | pr.drain | pr.check) & (pr.report == DecodeStatus.OK)):
         m.d.comb += Assert(pend_full, "inv: a waiting OK report is of a command that decoded its pairs")
     b.cover(shell.done & (shell.status == DecodeStatus.OK) & (N == (1 << bits) - 1),
             "a command of the largest count reported OK")
-    b.cover(pr["run"] & accept & (led.owed == 2), "back to back: a command accepted while the previous one's report waits")
+    b.cover(pr.run & accept & (led.owed == 2), "back to back: a command accepted while the previous one's report waits")
     return b

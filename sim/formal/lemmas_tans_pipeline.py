@@ -103,8 +103,8 @@ def encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
         m.d.comb += Assert(fs & (qlen <= W), "flushed before the stream's last bits")
     m.d.comb += Assert(qlen <= QB - W, "the golden queue overflows (a word is not taken out)")
     # Auxiliary invariants: the pipeline's registers against the golden encoder.
-    v1, e1, base1, extra1 = pr["v1"], pr["e1"], pr["base1"], pr["extra1"]
-    v3, bits3, len3, acc, cnt, Xc, FL = pr["v3"], pr["bits3"], pr["len3"], pr["acc"], pr["cnt"], pr["x"], pr["flushing"]
+    v1, e1, base1, extra1 = pr.v1, pr.e1, pr.base1, pr.extra1
+    v3, bits3, len3, acc, cnt, Xc, FL = pr.v3, pr.bits3, pr.len3, pr.acc, pr.cnt, pr.x, pr.flushing
     n1, slot1, nxt1, bits1, len1 = tans_encoder_step(m, Xc, e1, extra1, "stage1")
     m.d.comb += nxt1.eq(L | Array(states)[slot1])
     ahead = Signal(R + 1, name="x_ahead")               # the coder's X once stage 1's pair has stepped
@@ -183,12 +183,12 @@ def decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     b.platform.contents["dec"] = [Value.cast(r) for r in rows]
     m.submodules.coder = elaborated_block(coder)
     pr = coder.probe
-    win = pr["window"]
-    slots, nw = win.probe["slots"], win.probe["nw"]
+    win = pr.window
+    slots, nw = win.probe.slots, win.probe.nw
     N = len(slots)
     NW = N * W
     QW = NW + W
-    entry = pr["entry"]
+    entry = pr.entry
     m.d.comb += [coder.start.valid.eq(AnySeq(1)), coder.start.p.resume.eq(AnySeq(1)),
                  coder.start.p.state.eq(AnySeq(R)), coder.start.p.bit.eq(AnySeq(len(coder.start.p.bit))),
                  coder.i.valid.eq(AnySeq(1)), coder.i.payload.eq(AnySeq(W)), coder.run.eq(AnySeq(1)),
@@ -212,7 +212,7 @@ def decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
                  Assume(~cfg.valid | legal(cfg.p.data))]
     # Every row the coder reads is one of those: the contents or a legal write. (Sound: no trace from
     # reset reads another; it pins the written rows' registers in the induction's first clocks.)
-    m.d.comb += Assume(legal(pr["entry"]))
+    m.d.comb += Assume(legal(pr.entry))
     # The bit queue (window_queue's model), driven by what the window is given and read.
     sq = ShadowQueue(b, win, QW)
     queue, count = sq.queue, sq.count
@@ -232,8 +232,8 @@ def decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     m.d.comb += Assume(~fire | (count >= entry.need))     # no stream is read past its end
     # A stream started from its top (resume = 0): the abstract prologue reads the marker skip (the
     # first word's bits above its highest set bit, and that bit) and then R bits, the state.
-    phase, first, no_marker = pr["phase"], pr["first"], pr["no_marker"]
-    SKIP, STATE, DECODE = 0, 1, pr["decode_phase"]
+    phase, first, no_marker = pr.phase, pr.first, pr.no_marker
+    SKIP, STATE, DECODE = 0, 1, pr.decode_phase
     top = queue[QW - W:]                                # the queue's first word (the marker word)
     mskip = Signal(range(W + 1), name="expected_marker_skip")
     for bit in range(W):
@@ -289,21 +289,21 @@ def decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     # Auxiliary invariants: the window as in window_queue, the pipeline's registers against the owed pairs.
     sq.invariants()
     m.d.comb += Assert(count <= NW, "inv: the window holds the queue")
-    p_valid = pr["p_valid"]
+    p_valid = pr.p_valid
     p_extra = Signal(K, name="p_extra")
     p_k = Signal(range(K + 1), name="p_k")
-    m.d.comb += [p_k.eq(pr["p_need"] - pr["p_nb"]), p_extra.eq((pr["p_top"] << p_k)[K:2 * K])]
-    p_pair = Cat(pr["p_symbol"], p_extra)
+    m.d.comb += [p_k.eq(pr.p_need - pr.p_nb), p_extra.eq((pr.p_top << p_k)[K:2 * K])]
+    p_pair = Cat(pr.p_symbol, p_extra)
     newest = Mux(fc == 2, Value.cast(e1), Value.cast(e0))
     m.d.comb += [Assert(fc == coder.o.valid + p_valid, "inv: the owed pairs are in o and the pair register"),
                  Assert(~coder.o.valid | (Value.cast(coder.o.p) == Value.cast(e0)), "inv: o holds the oldest owed pair"),
                  Assert(~p_valid | (p_pair == newest), "inv: the pair register holds the newest owed pair"),
-                 Assert(~p_valid | (pr["p_need"] >= pr["p_nb"]) & (pr["p_need"] - pr["p_nb"] <= K), "inv: the pair's k"),
+                 Assert(~p_valid | (pr.p_need >= pr.p_nb) & (pr.p_need - pr.p_nb <= K), "inv: the pair's k"),
                  Assert(phase <= DECODE, "inv: a phase"),
                  Assert(~first | begun & (phase == SKIP) & (count == 0) & (nw == 0) & (sq.skip == 0),
                         "inv: waiting for the marker word"),
                  Assert(no_marker == (begun & (phase == SKIP) & ~first & (top == 0)), "inv: no marker"),
-                 Assert(~(begun & (phase == SKIP)) | first | (count >= W) & (pr["marker_skip"] == mskip),
+                 Assert(~(begun & (phase == SKIP)) | first | (count >= W) & (pr.marker_skip == mskip),
                         "inv: the marker word is held and its skip computed"),
                  Assert(begun | (count == 0) & (nw == 0) & (sq.skip == 0) & (phase == SKIP) & ~first,
                         "inv: before a stream")]
