@@ -259,10 +259,10 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     # rANS encoder, interleaved states (rans16x16), at N = 16
     Mutant("rans_xn_enc_overwrite", "rans-encoder-x16", "rans.encoder_xn:RansEncoderXnCoder",
            "hdl/rans/encoder_xn.py RansEncoderXnCoder: room = ~n_out | o.ready becomes 1 (and, with two stream "
-           "words a port word, can_step = 1)",
+           "words a port word, kept, the port words its queue keeps, reads o.ready as 1)",
            "the ring writes a word into o while o still holds an untaken one (payload changes under back-pressure)",
            "stream_rules", (ignores(lambda b: b.o.ready),
-                            Edit(lambda b, v, n: _op(v, "m"), lambda b, v, n: Const(1, 1), into="can_step",
+                            Edit(lambda b, v, n: v is b.o.ready, lambda b, v, n: Const(1, 1), into="kept",
                                  optional=True))),
     Mutant("rans_xn_enc_reset_less", "rans-encoder-x16", "rans.encoder_xn:RansEncoderXnCoder",
            "hdl/rans/encoder_xn.py RansEncoderXnCoder: n_out (the output register holds a port word) is reset-less",

@@ -29,11 +29,14 @@ SMALL = {
 }
 #: The interleaved-state builds (:data:`INTERLEAVED_CORES`): the codec's
 #: parameters (the states come from the core's name) and the core's. tANS: ``SMALL["tans"]`` with two
-#: states. rANS encoder: ``P >= 5``, ``S - P >= P`` (``_xn_plan``), ``S >= 16`` (the codec's own
-#: floor) and a word of 9 bits. The rANS decoder has its own, :data:`SMALL_XN_DECODER`.
+#: states. rANS encoder: ``S = 16, W = 8, P = 8``, the shape of ``rans16x16`` (``S = 32, W = P = 16``)
+#: scaled down: ``K = 2 > W - P`` so that a pair may push twice (the chunk's word and the symbol's)
+#: and the port is two stream words, the two-push datapath the command line ships
+#: (``RansEncoderXnCoder.two_words``; ``P >= 5``, ``S - P >= P``, ``S <= 2 W``: ``check_shape``).
+#: The rANS decoder has its own, :data:`SMALL_XN_DECODER`.
 SMALL_XN = {
     "tans": (dict(table_log=5, word_bits=8), dict(max_symbols=4, max_extra_bits=2)),
-    "rans": (dict(state_bits=16, word_bits=9, precision_bits=5), dict(max_symbols=4, max_extra_bits=2)),
+    "rans": (dict(state_bits=16, word_bits=8, precision_bits=8), dict(max_symbols=4, max_extra_bits=2)),
 }
 #: The rANS xN decoder's small shape: ``S = 2 W`` (``S = 16, W = 8, P = 5``, 16-bit port words), the
 #: shape of ``rans16xN`` (``S = 32, W = 16``) scaled down, so that the harness builds the datapath the
