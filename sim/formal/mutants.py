@@ -101,19 +101,6 @@ class Mutant:
 
 # -- matching ------------------------------------------------------------------------------------------
 
-def _reads(value: Value, sig: Value) -> bool:
-    """Whether ``value`` reads ``sig`` (a signal, by identity) anywhere."""
-    if value is sig:
-        return True
-    if isinstance(value, Operator):
-        return any(_reads(o, sig) for o in value.operands)
-    if isinstance(value, Slice):
-        return _reads(value.value, sig)
-    if isinstance(value, Concat):
-        return any(_reads(p, sig) for p in value.parts)
-    return False
-
-
 def _op(value: Value, operator: str) -> bool:
     return isinstance(value, Operator) and value.operator == operator
 
