@@ -47,8 +47,8 @@ class Edit:
     ``match(block, value, names)`` picks an expression, ``replace(block, value, names)`` gives what
     stands in its place (of the same width: the expression may be a slice's operand) (``names``: the block's signals by name, for its internal ones). Only
     expressions that are read are rewritten, where ``reads`` says: ``"assignments"``, the right-hand
-    side of an assignment (of an assignment to ``into`` only, a signal name or a callable giving the
-    block's port signal, where given); ``"conditions"``, an ``If``/``Elif`` condition as a whole;
+    side of an assignment (of an assignment to ``into`` only, where given: a signal name, a callable
+    giving the block's port signal, or a tuple of them); ``"conditions"``, an ``If``/``Elif`` condition as a whole;
     ``"all"``, both (an expression a block uses in an assignment and in a condition, such as an output
     register's "may take a new value"). ``reset_less``: instead, the
     block's signal of that name becomes a reset-less twin wherever the block reads or writes it.
@@ -57,7 +57,7 @@ class Edit:
 
     match: Callable | None = None
     replace: Callable | None = None
-    into: str | Callable | None = None
+    into: str | Callable | tuple | None = None
     reads: str = "assignments"
     reset_less: str | None = None
     optional: bool = False
@@ -137,14 +137,22 @@ def flips_bit(stream: Callable, field: Callable) -> Edit:
 # -- the catalogue -------------------------------------------------------------------------------------
 
 _DEC_XN = "tans.decoder_xn:TansXnDecoderCoder"
+_OVERWRITES_PAIR = "a pair is decoded into o while o still holds an untaken one (payload changes under back-pressure)"
+_RETRACTS_VALID = "valid retracted before the transfer: a word not taken in its first clock is lost"
+
+
+def _o_ready(block):
+    """The block's output stream's ``ready``."""
+    return block.o.ready
+
 _ENC_XN = "tans.encoder_xn:TansXnEncoderCoder"
 
 MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     # tANS decoder, one state
     Mutant("tans_dec_overwrite", "tans-decoder", "tans.decoder_one:TansDecoderCoder",
            "hdl/tans/decoder_one.py TansDecoderCoder: out_free = ~o.valid | o.ready becomes 1",
-           "a pair is decoded into o while o still holds an untaken one (payload changes under back-pressure)",
-           "stream_rules", (ignores(lambda b: b.o.ready),)),
+           _OVERWRITES_PAIR,
+           "stream_rules", (ignores(_o_ready),)),
     Mutant("tans_dec_table_bit", "tans-decoder", "tans.cores_xn:TansXnDecoder",
            "hdl/tans/cores_xn.py TansXnDecoder: the cfg write reaches the coder with bit 0 of base flipped",
            "a table bit flipped on its way into the state table", "round_trip",
@@ -161,14 +169,13 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant("tans_dec_last_word", "tans-decoder", "shell:DecoderShell",
            "hdl/shell.py DecoderShell: words pass only while more than one is left (no_words | one_word)",
            "a dropped ready: the command's last word is never taken, the decoder waits for it forever", "progress",
-           (Edit(lambda b, v, n: v is n["no_words"], lambda b, v, n: v | n["one_word"], into=lambda b: b.i.ready),
-            Edit(lambda b, v, n: v is n["no_words"], lambda b, v, n: v | n["one_word"],
-                 into=lambda b: b.words.valid))),
+           (Edit(lambda b, v, n: v is n["no_words"], lambda b, v, n: v | n["one_word"],
+                 into=(lambda b: b.i.ready, lambda b: b.words.valid)),)),
     # tANS encoder, one state
     Mutant("tans_enc_valid_pulse", "tans-encoder", "tans.encoder_one:TansEncoderCoder",
            "hdl/tans/encoder_one.py TansEncoderCoder: If(o.ready) clearing o.valid becomes If(1)",
-           "valid retracted before the transfer: a word not taken in its first clock is lost", "stream_rules",
-           (clears_every_clock(lambda b: b.o.ready),)),
+           _RETRACTS_VALID, "stream_rules",
+           (clears_every_clock(_o_ready),)),
     Mutant("tans_enc_table_bit", "tans-encoder", "tans.cores_xn:TansXnEncoder",
            "hdl/tans/cores_xn.py TansXnEncoder: the state_cfg write reaches the coder with bit 0 flipped",
            "a table bit flipped on its way into the encoder's state table", "round_trip",
@@ -181,8 +188,8 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     # rANS decoder, one state
     Mutant("rans_dec_overwrite", "rans-decoder", "rans.decoder_one:RansDecoderCoder",
            "hdl/rans/decoder_one.py RansDecoderCoder: o_free = ~o_valid | o.ready becomes 1",
-           "a pair is decoded into o while o still holds an untaken one (payload changes under back-pressure)",
-           "stream_rules", (ignores(lambda b: b.o.ready),)),
+           _OVERWRITES_PAIR,
+           "stream_rules", (ignores(_o_ready),)),
     Mutant("rans_dec_renorm", "rans-decoder", "rans.decoder_one:RansDecoderCoder",
            "hdl/rans/decoder_one.py RansDecoderCoder: pop while x <= 2**(S - W) (not <)",
            "an off-by-one in the renormalization: one word too many is popped when x = 2**(S - W)", "detection",
@@ -214,8 +221,8 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     # tANS decoder, interleaved states (what tans8x16 ships), at N = 2
     Mutant("tans_xn_dec_overwrite", "tans-decoder-x2", _DEC_XN,
            "hdl/tans/decoder_xn.py TansXnDecoderCoder: out_free = ~o.valid | o.ready becomes 1",
-           "a pair is decoded into o while o still holds an untaken one (payload changes under back-pressure)",
-           "stream_rules", (ignores(lambda b: b.o.ready),)),
+           _OVERWRITES_PAIR,
+           "stream_rules", (ignores(_o_ready),)),
     Mutant("tans_xn_dec_head_bit", "tans-decoder-x2", _DEC_XN,
            "hdl/tans/decoder_xn.py TansXnDecoderCoder: the marker's position is found one bit short (+ R - 1)",
            "an off-by-one at the stream head: every lane's first state is read one bit early, so the stream "
@@ -225,8 +232,8 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     # tANS encoder, interleaved states, at N = 2
     Mutant("tans_xn_enc_valid_pulse", "tans-encoder-x2", "tans.packer:WordPacker",
            "hdl/tans/packer.py WordPacker: If(o.ready) clearing o.valid becomes If(1)",
-           "valid retracted before the transfer: a word not taken in its first clock is lost", "stream_rules",
-           (clears_every_clock(lambda b: b.o.ready),)),
+           _RETRACTS_VALID, "stream_rules",
+           (clears_every_clock(_o_ready),)),
     Mutant("tans_xn_enc_flush_lane", "tans-encoder-x2", _ENC_XN,
            "hdl/tans/encoder_xn.py TansXnEncoderCoder: the flush ends after N - 1 steps (fc == N - 2)",
            "the flush writes one lane's final state too few: the decoder starts a lane in the wrong state",
@@ -237,7 +244,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant("rans_xn_dec_overwrite", "rans-decoder-x5", "rans.decoder_xn:RansDecoderCoderXN",
            "hdl/rans/decoder_xn.py RansDecoderCoderXN: o_free = ~o_valid | o.ready becomes 1",
            "the ring hands a pair to o while o still holds an untaken one (payload changes under back-pressure)",
-           "stream_rules", (ignores(lambda b: b.o.ready),)),
+           "stream_rules", (ignores(_o_ready),)),
     Mutant("rans_xn_dec_last_word", "rans-decoder-x5", "rans.shell_xn:RansDecoderShellXN",
            "hdl/rans/shell_xn.py RansDecoderShellXN: i.ready needs more than one port word left (w_zero | w_one)",
            "a dropped ready: the command's last port word is never taken, the decoder waits for it forever",
@@ -248,7 +255,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "hdl/rans/encoder_xn.py RansEncoderXnCoder: room = ~n_out | o.ready becomes 1 (and, with two stream "
            "words a port word, kept, the port words its queue keeps, reads o.ready as 1)",
            "the ring writes a word into o while o still holds an untaken one (payload changes under back-pressure)",
-           "stream_rules", (ignores(lambda b: b.o.ready),
+           "stream_rules", (ignores(_o_ready),
                             Edit(lambda b, v, n: v is b.o.ready, lambda b, v, n: Const(1, 1), into="kept",
                                  optional=True))),
     Mutant("rans_xn_enc_reset_less", "rans-encoder-x16", "rans.encoder_xn:RansEncoderXnCoder",
@@ -291,9 +298,8 @@ class _Rewriter(ValueTransformer, StatementTransformer):
         into = self.edit.into
         if into is None:
             return True
-        if isinstance(into, str):
-            return isinstance(lhs, Signal) and lhs.name == into
-        return lhs is Value.cast(into(self.block))
+        return any(isinstance(lhs, Signal) and lhs.name == t if isinstance(t, str) else lhs is Value.cast(t(self.block))
+                   for t in (into if isinstance(into, tuple) else (into,)))
 
     def on_value(self, value):
         if self._twin is not None and value is self._twin[0]:
