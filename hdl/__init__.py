@@ -3,8 +3,7 @@
 ``tans``, ``rans``
     The tANS and rANS decoder and encoder cores (§4.2, Table 3): each a coder with an optional command
     shell (``shell``: counters, status, end checks, CRC), checked bit for bit against the golden models
-    of :mod:`ansforge.model.coding`. ``tans_x2`` holds the tANS encoder's coder for two interleaved
-    states (``tans8x2``), which ``tans.TansEncoder`` builds for such a codec.
+    of :mod:`ansforge.model.coding`.
 ``cores``
     The core registry: one row per shipped build (name, codecs and ``N`` it takes, core, coder and shell
     classes, default codec, formal configuration), :func:`~.cores.build_core` and the names every

@@ -83,7 +83,7 @@ class AxisCore(wiring.Component):
     Parameters
     ----------
     core : wiring.Component
-        A :class:`~.tans.TansDecoder`, :class:`~.tans.TansEncoder`, :class:`~.rans.RansDecoder` or
+        A :class:`~.tans.TansXnDecoder`, :class:`~.tans.TansXnEncoder`, :class:`~.rans.RansDecoder` or
         :class:`~.rans.RansEncoder` (any parameters, shelled or not), or one of the §4.3 interface
         cores (:class:`~.interfaces.PairToFloat`, ``PairToFixed``, ``FloatToPair``, ``FixedToPair``:
         their ``i``/``o`` payloads are pairs or plain words, their ``cfg`` a LUT entry).

@@ -54,11 +54,8 @@ SHIFT_FIFO = 16
 
 
 def decoder_classes() -> tuple[type, ...]:
-    """The decoder core classes of the core registry (``hdl/cores.py``: the interleaved ``TansXnDecoder``
-    and ``RansDecoder``), and the one-state ``TansDecoder``."""
-    from .tans import TansDecoder
-
-    return tuple(dict.fromkeys([r.core_class for r in REGISTRY if r.role == "decoder"] + [TansDecoder]))
+    """The decoder core classes of the core registry (``hdl/cores.py``: ``TansXnDecoder``, ``RansDecoder``)."""
+    return tuple(dict.fromkeys(r.core_class for r in REGISTRY if r.role == "decoder"))
 
 
 def parallel_command_layout(lanes: int, addr_bits: int, runs: bool = False) -> data.StructLayout:

@@ -7,7 +7,7 @@ import pytest
 
 from ansforge.hdl.cores import CORE_CLASSES, build_core
 from ansforge.hdl.rans import RansDecoder
-from ansforge.hdl.tans import TansDecoder, TansEncoder
+from ansforge.hdl.tans import TansXnDecoder
 from ansforge.model.coding.codecs import Codec, RansCodec, TansCodec, parse_codec
 from ansforge.model.errors import ConfigError
 from ansforge.sim.jobs import cfg_writes
@@ -47,13 +47,13 @@ def test_cores_take_the_codec_and_validate_loose_arguments_once():
     assert isinstance(build_core(tans, "encoder", programmable=True), CORE_CLASSES[("tans", "encoder")])
     assert isinstance(build_core(parse_codec("rans16"), "decoder", programmable=True), RansDecoder)
     assert len(CORE_CLASSES) == 4
-    assert TansDecoder(table_log=8, programmable=True).codec == TansCodec.of(8, 16)
+    assert TansXnDecoder(table_log=8, programmable=True).codec == TansCodec.of(8, 16)
     with pytest.raises(ConfigError, match="tANS table_log"):      # the codec's message, not a second copy
-        TansDecoder(table_log=4, programmable=True)
+        TansXnDecoder(table_log=4, programmable=True)
     with pytest.raises(TypeError, match="not both"):
-        TansDecoder(tans, table_log=9, programmable=True)
+        TansXnDecoder(tans, table_log=9, programmable=True)
     with pytest.raises(TypeError, match="TansCodec"):
-        TansDecoder(parse_codec("rans16"), programmable=True)
+        TansXnDecoder(parse_codec("rans16"), programmable=True)
     with pytest.raises(ValueError, match="decoder"):
         build_core(tans, "decompressor")
 

@@ -126,10 +126,10 @@ def test_table_switches_under_back_pressure_amaranth():
 
 def test_cores_refuse_table_sets_without_programmability():
     from ansforge.hdl.rans import RansDecoder
-    from ansforge.hdl.tans import TansEncoder
+    from ansforge.hdl.tans import TansXnEncoder
 
     with pytest.raises(ValueError, match="table_sets=4 needs programmable=True"):
-        TansEncoder(table=None, programmable=False, table_sets=4)
+        TansXnEncoder(table=None, programmable=False, table_sets=4)
     with pytest.raises(ValueError, match="table_sets must be between 1 and 16"):
         RansDecoder(programmable=True, table_sets=17)
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ansforge.hdl.rans import RansDecoder, RansEncoder
-from ansforge.hdl.tans import TansDecoder, TansEncoder
+from ansforge.hdl.tans import TansXnDecoder, TansXnEncoder
 from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.coding.codetable import CodeTable
 from ansforge.model.coding.constriction_codec import encode_pairs
@@ -137,17 +137,17 @@ def test_resume_from_checkpoint_amaranth():
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 @pytest.mark.parametrize("cls, kwargs, name", [
-    (TansDecoder, {"table_log": 4, "programmable": True}, "table_log"),
-    (TansEncoder, {"word_bits": 40, "programmable": True}, "word_bits"),
-    (TansDecoder, {"max_symbols": 300, "programmable": True}, "max_symbols"),
-    (TansEncoder, {"max_extra_bits": 33, "programmable": True}, "max_extra_bits"),
-    (TansDecoder, {}, "table"),
+    (TansXnDecoder, {"table_log": 4, "programmable": True}, "table_log"),
+    (TansXnEncoder, {"word_bits": 40, "programmable": True}, "word_bits"),
+    (TansXnDecoder, {"max_symbols": 300, "programmable": True}, "max_symbols"),
+    (TansXnEncoder, {"max_extra_bits": 33, "programmable": True}, "max_extra_bits"),
+    (TansXnDecoder, {}, "table"),
     (RansDecoder, {"state_bits": 40, "programmable": True}, "state_bits"),
     (RansEncoder, {"precision_bits": 30, "programmable": True}, "precision_bits"),
     (RansDecoder, {"word_bits": 32, "state_bits": 47, "programmable": True}, "state_bits"),
     (RansEncoder, {"programmable": True, "shell": 1}, "shell"),
     (RansEncoder, {"programmable": "yes"}, "programmable"),
-    (TansDecoder, {"programmable": True, "block_crc": 1}, "block_crc"),
+    (TansXnDecoder, {"programmable": True, "block_crc": 1}, "block_crc"),
     (RansDecoder, {"programmable": True, "block_crc": None}, "block_crc"),
 ])
 def test_invalid_parameters_name_the_parameter(cls, kwargs, name):

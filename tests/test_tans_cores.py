@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
-from ansforge.hdl.tans import TansDecoder, TansDecoderCoder, TansEncoder, TansEncoderCoder
+from ansforge.hdl.tans import TansDecoderCoder, TansEncoderCoder, TansXnDecoder, TansXnEncoder
 from ansforge.model.coding.codecs import parse_codec
 from ansforge.sim.jobs import build_core
 from ansforge.hdl.verilog import core_verilog
@@ -40,7 +40,7 @@ def test_coder_area_within_budget(kind):
 def test_decoder_shell_within_budget():
     """The decoder's shell alone (no CRC) with 16-bit counters adds <= 100 LUT-equivalents (issue 18;
     its counters are as wide as ``count_bits`` asks: 32-bit counters cost about 112)."""
-    shell = TansDecoder(programmable=True, block_crc=False, count_bits=16).blocks()["shell"]
+    shell = TansXnDecoder(programmable=True, block_crc=False, count_bits=16).blocks()["shell"]
     r = synthesize(core_verilog(shell), widelut=False)
     assert r["lut_equivalents"] <= 100 and r["lutram"] == 0, r
 
@@ -77,7 +77,7 @@ def test_lint_no_warning_from_our_names(shell):
     """verilator -Wall: only Amaranth's own patterns remain (operand widths, its debug wires for named
     signals and struct fields, incomplete cases of its FSM encoding, one file holding the module
     hierarchy); no hidden, reserved or otherwise clashing names of ours."""
-    for cls in (TansDecoder, TansEncoder):
+    for cls in (TansXnDecoder, TansXnEncoder):
         counts = lint_warnings(core_verilog(cls(programmable=True, shell=shell)))
         assert counts.get("WIDTH", 0) > 0, "verilator printed no WIDTH warning: the lint did not run"
         assert set(counts) <= set(LINT_KINDS), counts

@@ -6,8 +6,7 @@ within N + 4 idle clocks; a long stream through Verilator with and without gaps;
 through each role's default ``tans8x16`` core at >= 0.999 pairs per clock; and the coders' area and
 levels at N = 2 and 16 (the extremes; ``ansforge bench`` measures N = 4 and 8).
 
-The one-state cores' own tests (``tests/test_tans_cores.py``) and the two-state formal-harness
-datapaths' (``tests/test_tans_x2_*.py``) leave these properties of the shipped cores to this file.
+The one-state coders' area, shell and lint tests are ``tests/test_tans_cores.py``'s.
 """
 
 from __future__ import annotations

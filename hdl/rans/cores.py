@@ -90,16 +90,16 @@ class RansDecoder(_RansCore):
     programmable : bool
         Add the ``cfg`` stream (:func:`rans_writes`; accepted when idle).
     block_crc : bool
-        As for :class:`~ansforge.hdl.tans.TansDecoder`.
+        As for :class:`~ansforge.hdl.tans.TansXnDecoder`.
     table_sets : int
-        As for :class:`~ansforge.hdl.tans.TansDecoder` (context tables; ``sel`` port).
+        As for :class:`~ansforge.hdl.tans.TansXnDecoder` (context tables; ``sel`` port).
     shell : bool
         ``True``: :class:`RansDecoderCoder` behind :class:`RansDecoderShell`, with the ports of
-        :class:`~ansforge.hdl.tans.TansDecoder` and a command ``state`` of ``S`` bits (``bit`` must be
+        :class:`~ansforge.hdl.tans.TansXnDecoder` and a command ``state`` of ``S`` bits (``bit`` must be
         0). ``False``: the coder alone, with its ports (what Table 3 measures).
     count_bits : int
         Width of a command's pair and word counts (the shell's counters), 1..32 (default 32; as for
-        :class:`~ansforge.hdl.tans.TansDecoder`).
+        :class:`~ansforge.hdl.tans.TansXnDecoder`).
 
     Reset: the tables are memories and survive (the module docstring); the shell drops the running
     command and a report still waiting (no ``done`` comes for them), see :class:`RansDecoderShell`.
@@ -171,7 +171,7 @@ class RansEncoder(_RansCore):
     """rANS encoder: coding pairs in (back to front), words out in push order, one pair per clock.
 
     Parameters are those of :class:`RansDecoder` (no ``block_crc``; ``count_bits`` too); with ``shell=True`` the ports are
-    those of :class:`~ansforge.hdl.tans.TansEncoder` (``cfg`` as in :class:`RansDecoder`; with
+    those of :class:`~ansforge.hdl.tans.TansXnEncoder` (``cfg`` as in :class:`RansDecoder`; with
     ``table_sets`` the pairs carry their ``set``), with ``shell=False`` those of
     :class:`RansEncoderCoder`.
 

@@ -17,18 +17,17 @@ One module per block of the paper's diagram, following the data flow (each block
 ``window``, ``update``
     The decoders' bit windows (:class:`BitWindow`, :class:`PairWindow`) and state updates
     (:class:`TansStateUpdate`, :class:`TansTailUpdate`).
-``decoder_one``, ``decoder_x2``, ``decoder_xn``
-    The decoder coders for one, two and ``N >= 2`` states.
+``decoder_one``, ``decoder_xn``
+    The decoder coders for one and ``N >= 2`` states.
 ``packer``
-    The two- and ``N``-state encoders' word packers (:class:`WordPacker`, :class:`WideWordPacker`).
-``encoder_one``, ``encoder_x2``, ``encoder_xn``
-    The encoder coders (and their state rings) for one, two and ``N >= 2`` states.
+    The ``N``-state encoder's word packers (:class:`WordPacker`, :class:`WideWordPacker`).
+``encoder_one``, ``encoder_xn``
+    The encoder coders (and the ``N``-state ring) for one and ``N >= 2`` states.
 ``cores``, ``cores_xn``
-    The cores, coder plus command shell: :class:`TansDecoder` / :class:`TansEncoder` (one or two
-    states; the formal harnesses' builds) and :class:`TansXnDecoder` / :class:`TansXnEncoder`
-    (``N = 1 .. 16``; what the core registry ships).
+    What the cores share (:class:`TansCoreBase`), and the cores, coder plus command shell:
+    :class:`TansXnDecoder` / :class:`TansXnEncoder` (``N = 1 .. 16``; what the core registry ships).
 
-This package re-exports every block, so ``from ansforge.hdl.tans import TansDecoder`` keeps working.
+This package re-exports every block (``from ansforge.hdl.tans import TansXnDecoder``).
 Design history and measurements: ``docs/design/tans.md``.
 """
 
@@ -40,19 +39,17 @@ from .shape import (TansShape, decoder_entry_layout, symbol_entry, tans_decoder_
 from .window import BitWindow, PairWindow
 from .update import TansStateUpdate, TansTailUpdate
 from .decoder_one import TansDecoderCoder
-from .decoder_x2 import TansX2DecoderCoder
 from .decoder_xn import TansXnDecoderCoder
 from .packer import WideWordPacker, WordPacker
 from .encoder_one import TansEncoderCoder
-from .encoder_x2 import TansEncoderStateRing, TansEncoderX2Coder
 from .encoder_xn import TansXnEncoderCoder, TansXnEncoderRing
-from .cores import TansCoreBase, TansDecoder, TansEncoder, expose_coder
+from .cores import TansCoreBase, expose_coder
 from .cores_xn import TansXnDecoder, TansXnEncoder, XN_STATES
 
 __all__ = ["TansShape", "TansCoreBase", "thermometer", "expose_coder", "decoder_entry_layout", "BitWindow",
-           "PairWindow", "TansDecoder", "TansDecoderCoder", "TansStateUpdate", "TansTailUpdate",
-           "TansX2DecoderCoder", "TansEncoder", "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes",
+           "PairWindow", "TansDecoderCoder", "TansStateUpdate", "TansTailUpdate",
+           "TansEncoderCoder", "tans_decoder_writes", "tans_encoder_writes",
            "symbol_entry", "x2_symbol_entry", "x2_field_bits", "x2_last_bits", "x2_symbol_rows", "xn_state_count",
            "xn_field_bits", "xn_last_bits", "xn_symbol_entry", "xn_symbol_rows", "TansXnDecoderCoder",
-           "WordPacker", "WideWordPacker", "TansEncoderStateRing", "TansEncoderX2Coder", "TansXnEncoderRing",
+           "WordPacker", "WideWordPacker", "TansXnEncoderRing",
            "TansXnEncoderCoder", "XN_STATES", "TansXnDecoder", "TansXnEncoder"]

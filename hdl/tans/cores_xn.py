@@ -1,7 +1,6 @@
-"""The tANS cores for ``N = 1 .. 16`` interleaved states (``tansRxN``), what the core registry builds.
+"""The tANS cores for ``N = 1 .. 16`` interleaved states (``tansR``, ``tansRxN``): what the core registry builds.
 
-:class:`TansXnDecoder`, :class:`TansXnEncoder`: coder and command shell, the same ports as
-:class:`~.cores.TansDecoder` / :class:`~.cores.TansEncoder`. ``N = 1`` builds the one-state coders
+:class:`TansXnDecoder`, :class:`TansXnEncoder`: a coder and, optionally, its command shell. ``N = 1`` builds the one-state coders
 (:mod:`.decoder_one`, :mod:`.encoder_one`: a single state has no clock to spare for a pipelined
 table read), ``N >= 2`` :mod:`.decoder_xn`'s and :mod:`.encoder_xn`'s. The golden model is
 :class:`~ansforge.model.coding.tans.TansCoder` with ``TansParams.states = N``
@@ -41,14 +40,71 @@ __all__ = ["XN_STATES", "TansXnDecoder", "TansXnEncoder"]
 XN_STATES = tuple(range(1, MAX_STATES + 1))
 
 class TansXnDecoder(TansCoreBase):
-    """tANS decoder core for streams of ``N = 1 .. 16`` interleaved states (``tansR``, ``tansRxN``):
-    :class:`TansXnDecoderCoder` (``N >= 2``) or :class:`~.decoder_one.TansDecoderCoder` (``N = 1``) in the
-    command shell :class:`~.shell.DecoderShell`; the ports of :class:`~.cores.TansDecoder`.
+    """tANS decoder: words (top of stack first) in, coding pairs out, one pair per clock, for streams of
+    ``N = 1 .. 16`` interleaved states: :class:`TansXnDecoderCoder` (``N >= 2``) or
+    :class:`~.decoder_one.TansDecoderCoder` (``N = 1``) in the command shell :class:`~.shell.DecoderShell`.
 
-    ``cmd.state`` is ``N R`` bits: a resume's lane states, the command's first pair's lane lowest
-    (``sim/jobs.py`` ``command_state``). The core holds them in a register (loaded with the command,
-    a clock enable only) and gives the coder lane ``rlane``'s (an ``N``-way select, outside the coder).
-    Table sets need ``N = 1``.
+    Parameters
+    ----------
+    codec : TansCodec or None
+        ``tansR`` or ``tansRxN`` (or ``table_log`` / ``word_bits`` for one state).
+    table_log : int
+        ``R``, 5..12; ``2**R`` states (the paper: 8).
+    word_bits : int
+        ``W``, 8..32 (the paper: 16).
+    max_symbols : int
+        Alphabet size the core is built for, 2..256 (the paper: 64).
+    max_extra_bits : int
+        Widest additional data of a symbol, 0..32 (the paper: 8; an escape symbol adds its index).
+    table : TansTable or None
+        The table to bake in, or the default of a programmable core (``None``: all zero).
+    programmable : bool
+        Add the ``cfg`` write stream for the state table.
+    block_crc : bool
+        Build the :class:`~.common.BlockCrc` unit that checks a command's ``crc`` (default). Without
+        it (the paper's core has none) ``check_crc`` is ignored.
+    table_sets : int
+        Table sets held at once, 1..16 (context tables; more than 1 needs ``programmable``). The
+        state table grows to ``table_sets · 2**R`` entries, addressed ``set << R | state``.
+    shell : bool
+        ``True`` (default): the command shell (counters, status, end-of-stream checks, CRC) around the
+        coder. ``False``: the coder alone (its ports), as Table 3 measures it.
+    count_bits : int
+        Width of a command's pair and word counts, 1..32 (default 32).
+
+    Ports (``shell=True``)
+    ----------------------
+    cmd : In(stream)
+        :func:`~.common.decoder_command_layout` with ``state`` of ``N R`` bits: a resume's lane state
+        indices, the command's first pair's lane lowest (``sim/jobs.py`` ``command_state``). The core
+        holds them in a register (loaded with the command, a clock enable only) and gives the coder
+        lane ``rlane``'s (an ``N``-way select, outside the coder).
+    i : In(stream)
+        ``W``-bit words, top of stack first; ``last`` is ignored (the command counts words).
+    o : Out(stream)
+        ``{symbol, extra}``: the golden decoder's symbols and additional data (a register).
+    done, status : Out
+        ``done`` is high for one clock per command, in command order, once the command has finished,
+        its words are drained and its last pair has left ``o``; ``status``
+        (:class:`~.common.DecodeStatus`) is then that command's outcome and holds until the next
+        ``done`` (it returns to ``OK`` when a command is accepted in a clock without a report).
+        Every command ends: after at most ``count`` pairs plus ``words`` accepted words plus a
+        constant, whatever the words hold.
+    cfg : In(stream), programmable cores only
+        ``{addr: R (+ set) bits, data: {symbol, nb, base, need}}`` writes to the state table
+        (accepted when idle, one per clock).
+    sel : In(stream), cores with ``table_sets > 1``
+        :func:`~.common.table_select_layout` runs: the next ``count`` pairs use table set ``set``
+        (a switch costs no cycle).
+
+    Commands back to back: ``cmd`` is accepted while the previous command ends, so a driver sends
+    commands without waiting for ``done`` and counts ``done`` clocks. Table writes (``cfg``) are
+    accepted only in ``IDLE`` with no command offered (a command offered in the same clock goes first).
+
+    Reset: the table is a memory and a reset leaves it as it is (only registers reset): a programmed
+    table survives a reset. The command being run and a status still waiting to be reported are
+    dropped (no ``done`` comes for them); a command offered on ``cmd`` but not yet accepted is
+    accepted after the reset (``tests/test_command_queue.py``).
     """
 
     STATES = XN_STATES
@@ -170,10 +226,34 @@ class TansXnDecoder(TansCoreBase):
         return m
 
 class TansXnEncoder(TansCoreBase):
-    """tANS encoder core for ``N = 1 .. 16`` interleaved states: :class:`TansXnEncoderCoder`
-    (``N >= 2``) or :class:`~.encoder_one.TansEncoderCoder` (``N = 1``) in :class:`~.shell.EncoderShell`; the
-    ports of :class:`~.cores.TansEncoder`. ``done`` is the clock after the transfer of a command's
-    ``last`` word (the coder's ``flushed`` comes when its flush is queued)."""
+    """tANS encoder: coding pairs in (back to front), words out in push order, one pair per clock, for
+    ``N = 1 .. 16`` interleaved states: :class:`TansXnEncoderCoder` (``N >= 2``) or
+    :class:`~.encoder_one.TansEncoderCoder` (``N = 1``) in :class:`~.shell.EncoderShell`.
+
+    Parameters are those of :class:`TansXnDecoder` (no ``block_crc``); ``shell=False`` builds the
+    coder alone (its ports).
+
+    Ports (``shell=True``)
+    ----------------------
+    cmd : In(stream)
+        :func:`~.common.encoder_command_layout`: encode ``count`` pairs from state ``L``, then write
+        the final state indices and the marker bit and flush (``docs/bitstream.md``).
+    i : In(stream)
+        ``{symbol, extra}``, the command's pairs from the last to the first; with ``table_sets > 1``
+        also ``set``, the table set that codes the pair (switches cost no cycle).
+    o : Out(stream)
+        ``W``-bit words in push order (a register); ``last`` marks the command's final (partial) word.
+    done : Out
+        High for one clock per command, in command order, in the clock after the transfer of its
+        ``last`` word (the coder's ``flushed`` comes when its flush is queued). The next command is
+        accepted in the clock of that transfer (a driver counts ``done`` clocks).
+    sym_cfg, state_cfg : In(stream), programmable cores only
+        Writes ``{addr, data}`` to the symbol table (address ``set · 2**symbol_bits + symbol``) and to
+        the encode-state table (``set << R | slot``); accepted when idle.
+
+    Reset: the tables are memories and keep their contents through a reset; the states return to
+    ``L`` and the pipeline empties; the running command is dropped (no ``done`` for it).
+    """
 
     STATES = XN_STATES
 

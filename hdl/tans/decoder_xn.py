@@ -37,8 +37,7 @@ class TansXnDecoderCoder(wiring.Component):
       (:class:`~.update.TansTailUpdate`) and enters the ring's tail.
     * ``E`` (``N >= 3``): the next pair's entry, read from the LUT-RAM at ``xa`` one clock before it is
       needed, so that no table read sits in a loop: ``pos`` (the next field's end) is ``pos % W +
-      E.need``, a register into an adder. With ``N = 2`` the entry is read at ``xa`` in the step clock
-      (as :class:`~.decoder_x2.TansX2DecoderCoder`).
+      E.need``, a register into an adder. With ``N = 2`` the entry is read at ``xa`` in the step clock.
     * ``xa``: the state table's address (also the write address of a ``cfg`` write: one address, a
       single-port ``RAM256X1S``).
     * ``N - 3`` more states, plain flip-flops shifted on each step (no multiplexer).
@@ -54,8 +53,11 @@ class TansXnDecoderCoder(wiring.Component):
         command's first pair: the state of the checkpoint's pair ``i`` is lane 0, pair ``i + 1``'s lane
         1, ...) from ``rstate``, one per clock (the core's shell holds the command's states and
         selects; the coder keeps no ``N R``-bit register for them).
-    i, o, run, ended, fire, pending, decoding, starved, no_marker, empty, cfg
-        As in :class:`~.decoder_x2.TansX2DecoderCoder`.
+    i, o, run, ended, fire, pending, decoding, starved, no_marker, cfg
+        As in :class:`~.decoder_one.TansDecoderCoder` (``starved`` also when the marker word never comes).
+    empty : Out(1)
+        The window holds no word (the end check: a stream read to its end has none left; a step never
+        ends inside a word it has not read to its end unless it overran, which ``starved`` reports).
     state_zero : Out(1)
         Every lane's state index is 0 (the end check): the last ``N`` states to enter the ring were 0
         (a count of zero states saturating at ``N - 1`` and a compare of the tail, not an ``N R``-bit
@@ -145,7 +147,7 @@ class TansXnDecoderCoder(wiring.Component):
                      self.starved.eq(overrun | (self.ended & first)),
                      self.state_zero.eq((tail == 0) & (zc == N - 1))]
 
-        # The marker, found as the first word is taken (as TansX2DecoderCoder): pos = the end of X_0.
+        # The marker, found as the first word is taken: pos = the end of X_0.
         in_pos = Signal.like(pos)
         wb = 1 << (W - 1).bit_length()
         v = Cat(Const(0, wb - W), self.i.payload)
@@ -201,7 +203,7 @@ class TansXnDecoderCoder(wiring.Component):
             if flight:
                 m.d.sync += flight[-1].eq(new)
 
-        # The pair, in two registers (as TansX2DecoderCoder): off the loops.
+        # The pair, in two registers: off the loops.
         p_symbol = Signal.like(T.symbol)
         p_top = Signal(max(1, K))
         p_k = Signal(range(K + 1))

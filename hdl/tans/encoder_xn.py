@@ -29,9 +29,9 @@ class TansXnEncoderRing(wiring.Component):
     """The ``N`` states of the encoder and its state table: ``x`` (clock A), ``slot`` (clock B: the
     table read), then ``N - 2`` states in flight back to ``x``.
 
-    On ``step`` the state in ``x`` is coded with the row ``base, thr, sh`` as in
-    :class:`~.encoder_x2.TansEncoderStateRing` (``slot := base + (L|x) >> n``, ``low``: the pair's state
-    bits), and every state moves one place: ``x`` takes the oldest state in flight, the first place
+    On ``step`` the state in ``x`` is coded with the row ``base, thr, sh`` (registers of the coder's
+    stage 1): ``n = R - sh - lt`` state bits, ``slot := set · 2**R | (base + (L|x) >> n)``, ``low``: the
+    ``n`` state bits the pair writes, at the top of ``R`` bits; and every state moves one place: ``x`` takes the oldest state in flight, the first place
     in flight takes the table read at ``slot`` (0 when ``fresh``). ``restart`` with ``step`` marks the
     new ``slot`` ``fresh``: after ``N`` restarting steps (a flush, or table writes) every state is 0,
     the next stream's initial states.
@@ -82,9 +82,10 @@ class TansXnEncoderRing(wiring.Component):
 class TansXnEncoderCoder(wiring.Component):
     """The tANS encoder's coder for ``N >= 2`` interleaved states: one pair per clock.
 
-    As :class:`~.encoder_x2.TansEncoderX2Coder` (stage 1: the symbol row; stage 2: clock A of the ring,
-    :class:`TansXnEncoderRing`, and the pair's field; stage 3: the :class:`~.packer.WordPacker`),
-    with ``N`` states in the ring. The encoder takes the pairs back to front, so after the stream's
+    Three stages: (1) the pair's symbol row, read combinationally at ``i``'s symbol and registered
+    with its shift and field length (no adder per pair; flush and table-write steps enter here as
+    rows of constants); (2) clock A of the ring, :class:`TansXnEncoderRing`, and the pair's field;
+    (3) the :class:`~.packer.WordPacker`, with ``N`` states in the ring. The encoder takes the pairs back to front, so after the stream's
     pair 0 (lane 0) the ring brings lanes ``N - 1, N - 2, ..., 0`` to ``x`` in the next ``N`` steps:
     exactly the flush's order (``X_{N-1}`` first, ``X_0`` last). The flush is therefore ``N`` steps of
     one ``R``-bit field each (``x`` itself: ``sh = lt = 0``), the last one marked ``end`` (the packer
@@ -92,8 +93,15 @@ class TansXnEncoderCoder(wiring.Component):
 
     Ports
     -----
-    i, o, sym_cfg, state_cfg
-        As in :class:`~.encoder_x2.TansEncoderX2Coder` (symbol rows :func:`xn_symbol_rows`).
+    i : In(stream)
+        ``{symbol, extra}`` (and ``set`` with table sets), the pairs from the last to the first.
+        ``ready`` comes from registers.
+    o : Out(stream)
+        ``W``-bit words in push order, a register; ``last`` marks a stream's final (partial) word.
+    sym_cfg, state_cfg : In(stream), programmable cores
+        Symbol rows (:func:`xn_symbol_rows`) at ``set · 2**symbol_bits + symbol`` (one per clock) and
+        state-table rows at ``set << R | slot`` (through the pipeline: ``ready`` when stage 1 is free).
+        Neither is given together with pairs.
     flush : In(1)
         High after the stream's last pair has been given (no pair is taken while it is high).
     flushed : Out(1)

@@ -121,7 +121,7 @@ def xn_symbol_rows(table: TansTable, shape) -> list[dict]:
     return x2_symbol_rows(table, xn_last_bits(shape))
 
 def tans_decoder_writes(table: TansTable, table_set: int = 0) -> list[dict]:
-    """The ``cfg`` write sequence that loads ``table`` into a programmable :class:`TansDecoder`, as
+    """The ``cfg`` write sequence that loads ``table`` into a programmable :class:`~.cores_xn.TansXnDecoder`, as
     table set ``table_set`` (its entries live at ``table_set << R | state``)."""
     base = table_set << table.params.table_log
     return [{"addr": base | x, "data": {"symbol": int(r[0]), "nb": int(r[1]), "base": int(r[2]),
@@ -130,7 +130,7 @@ def tans_decoder_writes(table: TansTable, table_set: int = 0) -> list[dict]:
 
 def tans_encoder_writes(table: TansTable, table_set: int = 0, max_symbols: int | None = None
                         ) -> tuple[list[dict], list[dict]]:
-    """The ``sym_cfg`` and ``state_cfg`` write sequences that load ``table`` into a :class:`TansEncoder`
+    """The ``sym_cfg`` and ``state_cfg`` write sequences that load ``table`` into a :class:`~.cores_xn.TansXnEncoder`
     as table set ``table_set`` (symbol entries at ``table_set * max_symbols + symbol``, with
     ``max_symbols`` the core's power-of-two symbol slots; state entries at ``table_set << R | slot``)."""
     sym_base = table_set * (max_symbols or 0)
