@@ -13,16 +13,20 @@ registers), ``cmd`` (the START write), ``o`` (the AXI4-Stream output as ``{data,
 and ``status`` (the decode status in bits 2..0, an AXI read error in bit 3, a refused register write in
 bit 4).
 
-:func:`subsystem_job` lays up to ``lanes`` independent blocks into the memory image, one per lane, and
-writes their register program (a tensor given as pairs is cut into ``lanes`` contiguous blocks coded
-alone, :func:`~.lanes.chunk_blocks`); :func:`run_subsystem` runs it and checks every weight;
-:func:`decode_container_subsystem` decodes every coded tensor of a container, a version-6 container
-(``ansforge compress``'s default, the blocks layout) from its own blocks, ``lanes`` side by side, against
-the container's own decoder (what ``ansforge decompress`` writes).
+:func:`subsystem_program` lays up to ``lanes`` independent blocks into a memory image, one per lane, and
+writes their register program: a :class:`SubsystemProgram`, what a driver does for one START, free of
+any bench (a tensor given as pairs is cut into ``lanes`` contiguous blocks coded alone,
+:func:`~.lanes.chunk_blocks`); :func:`run_program` runs one on a :class:`SubsystemBench` and checks every
+weight. :func:`plan_container_subsystem` gives the programs of every coded tensor of a container, a
+version-6 container (``ansforge compress``'s default, the blocks layout) from its own blocks, ``lanes``
+side by side, with the container's own decoder's weights (what ``ansforge decompress`` writes);
+:func:`decode_container_subsystem` runs them. The cocotb bench ``tests/cocotb_subsystem_bench.py`` runs
+the same programs against cocotbext-axi's AXI4 models.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,9 +48,10 @@ from .streams import pack, unpack
 from .testbench import payload_ints
 
 __all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "SubsystemMismatch", "Block",
-           "subsystem_job", "run_subsystem", "decode_container_subsystem", "checkpoint_block", "subsystem_bench_for", "run_block", "memory_depth",
-           "pack_rows", "expected_rows", "lane_streams",
-           "MEMORY_BASE"]
+           "SubsystemProgram", "subsystem_program", "program_job", "run_program", "program_bound",
+           "ContainerPlan", "plan_container_subsystem", "subsystem_job", "run_subsystem",
+           "decode_container_subsystem", "checkpoint_block", "subsystem_bench_for", "run_block", "memory_depth",
+           "pack_rows", "expected_rows", "lane_streams", "MEMORY_BASE"]
 
 #: Byte address of the memory image on the simulated AXI bus (a DDR window, away from 0 so that the
 #: read master's address arithmetic is exercised).
@@ -292,11 +297,14 @@ class SubsystemRun:
         return self.weights / self.cycles if self.cycles else 0.0
 
 
-def _writes(*pairs) -> list[int]:
-    return [pack(_csr_layout(), {"addr": int(a), "data": int(d) & 0xFFFF_FFFF}) for a, d in pairs]
+def _packed(writes: list[tuple[int, int]]) -> np.ndarray:
+    """Register writes ``(byte address, value)`` as the bench's ``csr_cfg`` payloads."""
+    return np.asarray([pack(_csr_layout(), {"addr": int(a), "data": int(d) & 0xFFFF_FFFF}) for a, d in writes],
+                      dtype=np.uint64)
 
 
-def _table_writes(kind: Table, entries: list[tuple[int, int]], width: int, staged: dict[int, int]) -> list[int]:
+def _table_writes(kind: Table, entries: list[tuple[int, int]], width: int,
+                  staged: dict[int, int]) -> list[tuple[int, int]]:
     """Stage each entry's data (``width`` bits) in ``TBL_DATA0..3`` and write it. A staging register is
     written only where its value changes (``staged``: what each holds, kept across calls; the hardware
     takes the entry's low ``width`` bits), as a driver would, so most entries cost two writes."""
@@ -305,9 +313,9 @@ def _table_writes(kind: Table, entries: list[tuple[int, int]], width: int, stage
         for j in range(-(-width // 32)):
             word = (int(value) >> (32 * j)) & 0xFFFF_FFFF
             if staged.get(j) != word:
-                out += _writes((Csr.TBL_DATA0 + 4 * j, word))
+                out.append((Csr.TBL_DATA0 + 4 * j, word))
                 staged[j] = word
-        out += _writes((Csr.TBL_WRITE, int(kind) << 30 | addr))
+        out.append((Csr.TBL_WRITE, int(kind) << 30 | addr))
     return out
 
 
@@ -317,21 +325,56 @@ def lane_streams(spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, la
     return [w for w, _ in chunk_blocks(spec, table, np.asarray(symbols).ravel(), np.asarray(extras).ravel(), lanes)]
 
 
-def subsystem_job(bench: SubsystemBench, spec: Codec, table, code_table, exponents, symbols: np.ndarray,
-                  extras: np.ndarray, expected_bits: np.ndarray,
-                  blocks: list[tuple[np.ndarray, int]] | None = None,
-                  runs: list[list[tuple[int, int, int]]] | None = None, fold: int = 0) -> tuple[CoreJob, int]:
-    """The job that decodes one START through ``bench``: up to ``lanes`` independent blocks of one tensor
-    (its coder ``table`` or tables, one table set each, ``code_table`` and exponent table), ``blocks``
-    (``(words in push order, pairs)`` each, pairs not increasing; default ``symbols``/``extras`` cut into
-    one contiguous block per lane); ``runs``: each block's ``(set, shift, count)`` (a subsystem built with
-    table sets or row shifts needs them; default one run of set 0, no shift). ``expected_bits`` are the
-    blocks' weights' bit patterns, one block after another. ``fold``: mantissa bits a context plan folded
-    into the tensor's codes (its ``exponents`` are then the folded fields, its pairs ``fold`` bits
-    narrower; the runs' shifts must include it, see :func:`float_writes`). Returns the job and its coded
-    bits."""
-    dut = bench.dut
-    lanes, per_beat, W = dut.lanes, dut.beat_words, spec.word_bits
+@dataclass
+class SubsystemProgram:
+    """One START of an :class:`AxiDecompressor`, as a driver runs it: the memory image, the register writes
+    before the START, and the weights that must come out.
+
+    ``beats`` are the image from :data:`MEMORY_BASE` on, one ``bus_bits`` beat each (beat ``i`` at byte
+    ``MEMORY_BASE + i * bus_bits / 8``, little-endian); ``writes`` the AXI4-Lite writes ``(byte address,
+    value)`` in order (tables, ``COUNT``, ``BASE``, the lane registers; the START itself, ``CONTROL`` = 1,
+    is not among them); ``counts`` each lane's pairs; ``bits`` the blocks' weights' bit patterns, one block
+    after another (what ``ansforge decompress`` gives); ``coded_bits`` the compressed bits the lanes read.
+    """
+
+    name: str
+    beats: list[int]
+    writes: list[tuple[int, int]]
+    counts: list[int]
+    bits: np.ndarray
+    coded_bits: int
+
+    def expected_rows(self, dut: AxiDecompressor) -> np.ndarray:
+        """The output transfers as :func:`expected_rows` gives them."""
+        return expected_rows(dut, self.bits, self.counts)
+
+    def expected_frame(self, dut: AxiDecompressor) -> bytes:
+        """The output stream's bytes with ``TKEEP`` applied, transfer after transfer (one AXI4-Stream frame,
+        ``TLAST`` on its last transfer): weight ``j`` of each lane whose block is longer than ``j``,
+        little-endian."""
+        weight_bytes = PAIR_FORMATS[dut.target].total_bits // 8
+        bits = np.asarray(self.bits).ravel().astype(np.uint64)
+        starts = np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(np.int64)
+        rows = max(self.counts) if self.counts else 0
+        order = [int(starts[lane]) + j for j in range(rows) for lane, c in enumerate(self.counts) if c > j]
+        dtype = np.dtype("<u2") if weight_bytes == 2 else np.dtype("<u4")
+        return bits[order].astype(dtype).tobytes()
+
+
+def subsystem_program(dut: AxiDecompressor, spec: Codec, table, code_table, exponents, symbols: np.ndarray,
+                      extras: np.ndarray, expected_bits: np.ndarray,
+                      blocks: list[tuple[np.ndarray, int]] | None = None,
+                      runs: list[list[tuple[int, int, int]]] | None = None, fold: int = 0,
+                      name: str = "tensor") -> SubsystemProgram:
+    """The :class:`SubsystemProgram` that decodes up to ``lanes`` independent blocks of one tensor (its
+    coder ``table`` or tables, one table set each, ``code_table`` and exponent table) in one START:
+    ``blocks`` (``(words in push order, pairs)`` each, pairs not increasing; default ``symbols``/``extras``
+    cut into one contiguous block per lane); ``runs``: each block's ``(set, shift, count)`` (a subsystem
+    built with table sets or row shifts needs them; default one run of set 0, no shift).
+    ``expected_bits`` are the blocks' weights' bit patterns, one block after another. ``fold``: mantissa
+    bits a context plan folded into the tensor's codes (its ``exponents`` are then the folded fields, its
+    pairs ``fold`` bits narrower; the runs' shifts must include it, see :func:`float_writes`)."""
+    lanes, W = dut.lanes, spec.word_bits
     if code_table.index_bits > dut.escape_bits:
         raise ConfigError(f"the tensor's escape group needs {code_table.index_bits} index bits; the subsystem "
                           f"was built with escape_bits = {dut.escape_bits}")
@@ -350,6 +393,8 @@ def subsystem_job(bench: SubsystemBench, spec: Codec, table, code_table, exponen
     counts = [int(c) for _, c in blocks]
     if any(b > a for a, b in zip(counts, counts[1:])):
         raise ValueError(f"the lanes' pair counts {counts} increase with the lane")
+    if sum(counts) != np.asarray(expected_bits).size:
+        raise ValueError(f"{np.asarray(expected_bits).size} weights for blocks of {sum(counts)}")
     par = dut.parallel
     if len(tables) > 1 << par.set_bits:
         raise ConfigError(f"the tensor has {len(tables)} tables; the subsystem was built with "
@@ -366,9 +411,6 @@ def subsystem_job(bench: SubsystemBench, spec: Codec, table, code_table, exponen
         raise ConfigError("the tensor has several tables or row shifts; the subsystem was built with neither "
                           "table sets nor row shifts")
     beats, lane_regs = lane_image(_Lanes(par), [w for w, _ in blocks], entries)
-    n_beats = len(beats)
-    if n_beats > bench.memory.depth:
-        raise ConfigError(f"the lanes' streams take {n_beats} beats, the memory holds {bench.memory.depth}")
 
     csr, staged = [], {}
     proto = dut.decoder_prototype
@@ -384,33 +426,54 @@ def subsystem_job(bench: SubsystemBench, spec: Codec, table, code_table, exponen
     csr += _table_writes(Table.ESCAPE, list(enumerate(code_table.escape_codes)), 16, staged)
     f_shape = dut.float_cfg_layout
     csr += _table_writes(Table.FLOAT, [(w["addr"], pack(f_shape["data"].shape, w["data"]))
-                                       for w in float_writes(dut.target, dut.extra_bits, exponents, fold)], f_shape["data"].width, staged)
-    csr += _writes((Csr.COUNT, sum(counts)), (Csr.BASE_LO, MEMORY_BASE), (Csr.BASE_HI, 0))
+                                       for w in float_writes(dut.target, dut.extra_bits, exponents, fold)],
+                         f_shape["data"].width, staged)
+    csr += [(Csr.COUNT, sum(counts)), (Csr.BASE_LO, MEMORY_BASE), (Csr.BASE_HI, 0)]
     for lane, (regs, count) in enumerate(zip(lane_regs, counts)):
-        csr += _writes((Csr.LANE0 + 8 * lane, regs["base"]), (Csr.LANE0 + 8 * lane + 4, regs["words"]),
-                       (Csr.LANE_COUNT0 + 4 * lane, count))
+        csr += [(Csr.LANE0 + 8 * lane, regs["base"]), (Csr.LANE0 + 8 * lane + 4, regs["words"]),
+                (Csr.LANE_COUNT0 + 4 * lane, count)]
         if par.has_runs:
-            csr += _writes((Csr.LANE_RUNS0 + 8 * lane, regs["runs_base"]),
-                           (Csr.LANE_RUNS0 + 8 * lane + 4, regs["runs"]))
+            csr += [(Csr.LANE_RUNS0 + 8 * lane, regs["runs_base"]), (Csr.LANE_RUNS0 + 8 * lane + 4, regs["runs"])]
+    return SubsystemProgram(name, [int(b) for b in beats], [(int(a), int(d)) for a, d in csr], counts,
+                            np.asarray(expected_bits).ravel(), sum(regs["words"] for regs in lane_regs) * W)
 
+
+def program_job(bench: SubsystemBench, program: SubsystemProgram) -> CoreJob:
+    """The :class:`SubsystemBench` job that runs ``program``: its image in the bench's memory, its register
+    writes on ``csr_cfg``, the START on ``cmd``, its weights expected on ``o``."""
+    dut = bench.dut
+    n_beats = len(program.beats)
+    if n_beats > bench.memory.depth:
+        raise ConfigError(f"the lanes' streams take {n_beats} beats, the memory holds {bench.memory.depth}")
     mem_shape = bench.signature.members["mem_cfg"].signature.members["payload"].shape
     job = CoreJob("subsystem-decoder", bench)
     addr_field, data_field = mem_shape["addr"], mem_shape["data"]
     # a beat as 64-bit pieces (a bus may be wider than 64 bits)
     pieces = -(-dut.bus_bits // 64)
-    chunks = np.asarray([[(v >> (64 * j)) & (2 ** 64 - 1) for j in range(pieces)] for v in beats],
+    chunks = np.asarray([[(v >> (64 * j)) & (2 ** 64 - 1) for j in range(pieces)] for v in program.beats],
                         dtype=np.uint64).reshape(n_beats, pieces)
     mem = pack_rows(n_beats, mem_shape.size,
                     [(addr_field.offset, addr_field.width, np.arange(n_beats, dtype=np.uint64))]
                     + [(data_field.offset + 64 * j, min(64, dut.bus_bits - 64 * j), chunks[:, j])
                        for j in range(pieces)])
-    job.cfg = {"mem_cfg": mem, "csr_cfg": np.asarray(csr, dtype=np.uint64)}
-    job.commands = np.asarray(_writes((Csr.CONTROL, 1)), dtype=np.uint64)
-    job.pairs = sum(counts)
-    job.words = n_beats * per_beat
+    job.cfg = {"mem_cfg": mem, "csr_cfg": _packed(program.writes)}
+    job.commands = _packed([(Csr.CONTROL, 1)])
+    job.pairs = sum(program.counts)
+    job.words = n_beats * dut.beat_words
     job.expected_status = [0]
-    job.expected = expected_rows(dut, expected_bits, counts)
-    return job, sum(regs["words"] for regs in lane_regs) * W
+    job.expected = program.expected_rows(dut)
+    return job
+
+
+def subsystem_job(bench: SubsystemBench, spec: Codec, table, code_table, exponents, symbols: np.ndarray,
+                  extras: np.ndarray, expected_bits: np.ndarray,
+                  blocks: list[tuple[np.ndarray, int]] | None = None,
+                  runs: list[list[tuple[int, int, int]]] | None = None, fold: int = 0) -> tuple[CoreJob, int]:
+    """The job that decodes one START through ``bench`` (:func:`subsystem_program`'s arguments), and its
+    coded bits."""
+    program = subsystem_program(bench.dut, spec, table, code_table, exponents, symbols, extras, expected_bits,
+                                blocks, runs, fold)
+    return program_job(bench, program), program.coded_bits
 
 
 class _Lanes:
@@ -483,16 +546,12 @@ def expected_rows(dut: AxiDecompressor, bits: np.ndarray, counts: list[int]) -> 
                      + [(lanes * weight_bits, lanes * weight_bits // 8, keep), (lanes * weight_bits + lanes * weight_bits // 8, 1, last)])
 
 
-def run_subsystem(engine, bench: SubsystemBench, spec: Codec, table, code_table, exponents, symbols, extras,
-                  expected_bits, *, name: str = "tensor", stall_prob: float = 0.0, seed: int = 0,
-                  blocks: list[tuple[np.ndarray, int]] | None = None,
-                  runs: list[list[tuple[int, int, int]]] | None = None, fold: int = 0) -> SubsystemRun:
-    """One START through the subsystem (:func:`subsystem_job`: ``blocks`` side by side with their ``runs``,
-    or the tensor cut into one block per lane); raises :class:`SubsystemMismatch` unless every weight,
+def run_program(engine, bench: SubsystemBench, program: SubsystemProgram, *, stall_prob: float = 0.0,
+                seed: int = 0) -> SubsystemRun:
+    """``program`` through ``bench`` on ``engine``; raises :class:`SubsystemMismatch` unless every weight,
     ``TKEEP`` and ``TLAST`` is as expected and the status is OK."""
-    job, coded_bits = subsystem_job(bench, spec, table, code_table, exponents, symbols, extras, expected_bits,
-                                    blocks, runs, fold)
-    expected = job.expected
+    job = program_job(bench, program)
+    name, expected = program.name, job.expected
     if getattr(engine, "name", "") == "verilator":
         res = engine.run(job, stall_prob=stall_prob, seed=seed, raw_outputs=True)
         got = np.asarray(res.outputs, dtype=np.uint64).reshape(-1, expected.shape[1])
@@ -514,11 +573,26 @@ def run_subsystem(engine, bench: SubsystemBench, spec: Codec, table, code_table,
         first = int(bad[0]) if bad.size else n
         raise SubsystemMismatch(f"{name}: output transfer {first} of {expected.shape[0]} differs "
                                 f"(the subsystem gave {got.shape[0]} transfers)")
-    dut = bench.dut
-    n = job.pairs
-    bits_per_pair = coded_bits / n if n else 0.0
-    bound = min(dut.lanes, dut.bus_bits / bench.memory.interval / bits_per_pair) if bits_per_pair else dut.lanes
-    return SubsystemRun(n, res.cycles, coded_bits, bound)
+    return SubsystemRun(job.pairs, res.cycles, program.coded_bits, program_bound(bench, program))
+
+
+def program_bound(bench: SubsystemBench, program: SubsystemProgram) -> float:
+    """Weights per clock the lanes and the bus allow for ``program``: ``min(lanes, bus bits per clock /
+    coded bits per weight)``."""
+    dut, n = bench.dut, sum(program.counts)
+    bits_per_pair = program.coded_bits / n if n else 0.0
+    return min(dut.lanes, dut.bus_bits / bench.memory.interval / bits_per_pair) if bits_per_pair else dut.lanes
+
+
+def run_subsystem(engine, bench: SubsystemBench, spec: Codec, table, code_table, exponents, symbols, extras,
+                  expected_bits, *, name: str = "tensor", stall_prob: float = 0.0, seed: int = 0,
+                  blocks: list[tuple[np.ndarray, int]] | None = None,
+                  runs: list[list[tuple[int, int, int]]] | None = None, fold: int = 0) -> SubsystemRun:
+    """One START through the subsystem (:func:`subsystem_program`: ``blocks`` side by side with their
+    ``runs``, or the tensor cut into one block per lane), checked as :func:`run_program` checks it."""
+    program = subsystem_program(bench.dut, spec, table, code_table, exponents, symbols, extras, expected_bits,
+                                blocks, runs, fold, name=name)
+    return run_program(engine, bench, program, stall_prob=stall_prob, seed=seed)
 
 
 #: Pairs per block when a tensor is decoded through the subsystem: a driver's DMA descriptor. Larger
@@ -527,27 +601,36 @@ def run_subsystem(engine, bench: SubsystemBench, spec: Codec, table, code_table,
 BLOCK_PAIRS = 1 << 15
 
 
-def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: int | None = None,
-                               latency: int = 32, interval: int = 1, fifo_beats: int | None = None,
-                               stall_prob: float = 0.0, names: list[str] | None = None,
-                               block_pairs: int = BLOCK_PAIRS, progress=None) -> list[tuple[str, SubsystemRun]]:
-    """Every coded tensor of ``container`` (bf16 or fp32 pairs) through one :class:`SubsystemBench` with
-    ``lanes`` lanes, every weight checked bit-exactly against the container's own decoder; per tensor, the
-    sum over its STARTs. A version-6 container (the blocks layout, ``ansforge compress``'s default) is
+@dataclass
+class ContainerPlan:
+    """How a container's coded tensors go through one :class:`AxiDecompressor`: the subsystem built for
+    them, the memory beats its largest START needs, and its STARTs, made one at a time as ``programs``
+    is iterated: ``(tensor index, program)``, a tensor's STARTs one after another."""
+
+    dut: AxiDecompressor
+    depth: int
+    programs: Iterator[tuple[int, SubsystemProgram]]
+
+
+def plan_container_subsystem(container, *, lanes: int = 4, bus_bits: int | None = None, latency: int = 32,
+                             fifo_beats: int | None = None, names: list[str] | None = None,
+                             block_pairs: int = BLOCK_PAIRS) -> ContainerPlan | None:
+    """The :class:`ContainerPlan` of every coded tensor of ``container`` (bf16 or fp32 pairs; ``names``:
+    these only) through ``lanes`` lanes, or ``None`` if it has none. A version-6 container (the blocks layout, ``ansforge compress``'s default) is
     decoded from its own independent blocks, ``lanes`` of a tensor side by side per START; a tensor of
     the older layouts (one stream per tensor) in pieces of at most ``block_pairs`` pairs, each cut into
     one block per lane and coded alone. A version-6 tensor with several tables (row-shift widths, a
     context plan) has them written as table sets, its blocks' runs read from memory and its rows' shifts
-    restored in hardware (the bench is built with ``table_sets`` and ``row_shifts`` as the container
+    restored in hardware (the subsystem is built with ``table_sets`` and ``row_shifts`` as the container
     needs); the older layouts' row-shifted and context-coded tensors are refused in one line.
     ``bus_bits`` defaults to the narrowest bus that feeds the lanes (at least 64); ``fifo_beats`` to
-    what covers ``latency``. One bench is built for the whole container. ``progress(name)`` is called
-    after each tensor."""
+    what covers ``latency``. Every START's weights are the container's own decoder's (what ``ansforge
+    decompress`` writes)."""
     streams = {st.index: st for st in container.streams}
     recs = [r for r in container.tensors if r["coding"] == "pairs" and r["n_pairs"]
             and (names is None or r["name"] in names)]
     if not recs:
-        return []
+        return None
     formats = {r["pair_format"] for r in recs}
     if len(formats) != 1 or next(iter(formats)) not in ("bf16", "fp32"):
         raise ConfigError(f"{container.path}: the subsystem emits one of bf16, fp32; the container's pairs are "
@@ -602,51 +685,69 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
                 need += sum(-(-len(run_entries(par, block_runs(container, st, b, folds[id(container.tensors[ti])])))
                               // par.runs_per_beat) for b in bs)
             depth = max(depth, 1 << max(4, (need - 1).bit_length()))
-    bench = SubsystemBench(dut, depth=depth, latency=latency, interval=interval)
     wanted = {id(r) for r in recs}
-    out = []
-    for st in v6:
-        # the container's own blocks, ``lanes`` of a tensor side by side per START
-        runs: dict[int, SubsystemRun] = {}
-        for ti, bs in container_groups(container, st, lanes):
-            r = container.tensors[ti]
-            if id(r) not in wanted:
+    index = {id(r): i for i, r in enumerate(container.tensors)}
+
+    def programs():
+        for st in v6:
+            # the container's own blocks, ``lanes`` of a tensor side by side per START
+            for ti, bs in container_groups(container, st, lanes):
+                r = container.tensors[ti]
+                if id(r) not in wanted:
+                    continue
+                bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32).ravel()
+                first = int(r["first_pair"])
+                blocks = [(np.asarray(container.block_words(st, b)), st.spans[b].count) for b in bs]
+                want = np.concatenate([bits[st.spans[b].pair - first:st.spans[b].pair - first + st.spans[b].count]
+                                       for b in bs])
+                lo, hi = st.tensor_tables[ti]
+                yield ti, subsystem_program(
+                    dut, spec, st.tables[lo:hi], container.code_table(r), r["exponents"], None, None, want,
+                    blocks=blocks, fold=folds[id(r)], name=f"{r['name']} blocks {bs[0]}..{bs[-1]}",
+                    runs=[block_runs(container, st, b, folds[id(r)]) for b in bs] if par.has_runs else None)
+        for r in recs:
+            st = streams[int(r["stream"])]
+            if st.block_pairs:
                 continue
+            symbols, extras = container.decode_stream(st)
             bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32).ravel()
-            first = int(r["first_pair"])
-            blocks = [(np.asarray(container.block_words(st, b)), st.spans[b].count) for b in bs]
-            want = np.concatenate([bits[st.spans[b].pair - first:st.spans[b].pair - first + st.spans[b].count]
-                                   for b in bs])
-            lo, hi = st.tensor_tables[ti]
-            run = run_subsystem(engine, bench, spec, st.tables[lo:hi], container.code_table(r),
-                                r["exponents"], None, None, want, name=f"{r['name']} blocks {bs[0]}..{bs[-1]}",
-                                stall_prob=stall_prob, blocks=blocks,
-                                runs=[block_runs(container, st, b, folds[id(r)]) for b in bs] if par.has_runs else None,
-                                fold=folds[id(r)])
-            was = runs.get(ti, SubsystemRun(0, 0, 0, 0.0))
-            runs[ti] = SubsystemRun(was.weights + run.weights, was.cycles + run.cycles,
-                                    was.coded_bits + run.coded_bits, 0.0)
-        for ti, total in runs.items():
-            total.bound = min(lanes, bus / interval / (total.coded_bits / total.weights))
-            out.append((container.tensors[ti]["name"], total))
-            if progress:
-                progress(container.tensors[ti]["name"])
-    for r in recs:
-        st = streams[int(r["stream"])]
-        if st.block_pairs:
-            continue
-        symbols, extras = container.decode_stream(st)
-        bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32).ravel()
-        total = SubsystemRun(0, 0, 0, 0.0)
-        for a in range(0, symbols.size, block_pairs):
-            b = min(a + block_pairs, symbols.size)
-            run = run_subsystem(engine, bench, spec, st.tables[0], container.code_table(r), r["exponents"], symbols[a:b],
-                                extras[a:b], bits[a:b], name=f"{r['name']} pairs {a}..{b - 1}", stall_prob=stall_prob)
-            total = SubsystemRun(total.weights + run.weights, total.cycles + run.cycles,
-                                 total.coded_bits + run.coded_bits, 0.0)
-        bpp = total.coded_bits / total.weights
-        total.bound = min(lanes, bus / interval / bpp)
-        out.append((r["name"], total))
+            for a in range(0, symbols.size, block_pairs):
+                b = min(a + block_pairs, symbols.size)
+                yield index[id(r)], subsystem_program(dut, spec, st.tables[0], container.code_table(r), r["exponents"],
+                                                      symbols[a:b], extras[a:b], bits[a:b],
+                                                      name=f"{r['name']} pairs {a}..{b - 1}")
+
+    return ContainerPlan(dut, depth, programs())
+
+
+def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: int | None = None,
+                               latency: int = 32, interval: int = 1, fifo_beats: int | None = None,
+                               stall_prob: float = 0.0, names: list[str] | None = None,
+                               block_pairs: int = BLOCK_PAIRS, progress=None) -> list[tuple[str, SubsystemRun]]:
+    """Every coded tensor of ``container`` (:func:`plan_container_subsystem`) through one
+    :class:`SubsystemBench` with ``lanes`` lanes on ``engine``, every weight checked bit-exactly against the
+    container's own decoder; per tensor, the sum over its STARTs. ``progress(name)`` is called after each
+    tensor."""
+    plan = plan_container_subsystem(container, lanes=lanes, bus_bits=bus_bits, latency=latency,
+                                    fifo_beats=fifo_beats, names=names, block_pairs=block_pairs)
+    if plan is None:
+        return []
+    bench = SubsystemBench(plan.dut, depth=plan.depth, latency=latency, interval=interval)
+    totals: dict[int, SubsystemRun] = {}
+
+    def finished(ti):
+        total = totals[ti]
+        total.bound = min(plan.dut.lanes, plan.dut.bus_bits / interval / (total.coded_bits / total.weights))
         if progress:
-            progress(r["name"])
-    return out
+            progress(container.tensors[ti]["name"])
+
+    for ti, program in plan.programs:
+        if totals and ti not in totals:
+            finished(next(reversed(totals)))
+        run = run_program(engine, bench, program, stall_prob=stall_prob)
+        was = totals.get(ti, SubsystemRun(0, 0, 0, 0.0))
+        totals[ti] = SubsystemRun(was.weights + run.weights, was.cycles + run.cycles,
+                                  was.coded_bits + run.coded_bits, 0.0)
+    if totals:
+        finished(next(reversed(totals)))
+    return [(container.tensors[ti]["name"], total) for ti, total in totals.items()]
