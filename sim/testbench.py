@@ -28,7 +28,7 @@ from .jobs import CoreJob
 from ..hdl.export import describe, identifier
 from ..hdl.verilog import core_verilog
 
-__all__ = ["TESTBENCH_FILES", "simulation_verilog", "write_testbench", "payload_ints"]
+__all__ = ["TESTBENCH_FILES", "simulation_verilog", "exported_simulation_verilog", "write_testbench", "payload_ints"]
 
 #: Files :func:`write_testbench` writes besides the ``.hex`` vectors and the package ``<module>_pkg.sv``.
 TESTBENCH_FILES = ("core.v", "tb.sv", "run_iverilog.sh", "run_verilator.sh", "README.txt")
@@ -87,6 +87,15 @@ def simulation_verilog(core, name: str = "top") -> str:
     return _time_zero_events(core_verilog(core, name))
 
 
+def exported_simulation_verilog(component, module: str | None = None) -> tuple[str, str]:
+    """``component`` as ``ansforge verilog`` exports it (:mod:`~ansforge.hdl.export`: module ``module``, by
+    default :func:`~ansforge.hdl.export.default_name`, with ports named per field around
+    ``<module>_core``), for an event-driven simulator as :func:`simulation_verilog`: (module, Verilog)."""
+    export = describe(component, module)
+    core_text = export.core_verilog()
+    return export.name, _time_zero_events(export.wrapper_verilog(core_text) + "\n" + core_text)
+
+
 def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.2, seed: int = 1,
                     module: str | None = None, max_cycles: int | None = None) -> list[Path]:
     """Write ``job`` as a self-checking testbench into ``out_dir`` (created; existing files replaced).
@@ -138,10 +147,9 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
         written.append(p)
 
     export = describe(core, module)
-    module = export.name
+    module, verilog = exported_simulation_verilog(core, module)
     pkg = f"{module}_pkg"
-    core_text = export.core_verilog()
-    put("core.v", _time_zero_events(export.wrapper_verilog(core_text) + "\n" + core_text))
+    put("core.v", verilog)
     put(f"{pkg}.sv", export.package())
     payloads = {p.port: p for p in export.payloads if p.port is not None}
 

@@ -4,7 +4,11 @@ register map's answers; an AXI read error reported; the CLI's ``--top subsystem`
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +18,11 @@ from ansforge.cli import main
 from ansforge.hdl.subsystem import CSR_ID, AxiDecompressor, Csr, Table
 from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.coding.container import compress_checkpoint, open_container
+from ansforge.model.coding.registry import DEFAULT_FORMAT
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.subsystem import (MEMORY_BASE, SubsystemMismatch, checkpoint_block, decode_container_subsystem,
-                                    run_block, subsystem_bench_for)
+                                    plan_container_subsystem, run_block, subsystem_bench_for)
+from ansforge.sim.testbench import exported_simulation_verilog
 from ansforge.sim.verilator import VerilatorEngine
 
 MATRIX = "layers.0.attention.wk.weight"     # stories260K: 2,048 weights
@@ -201,16 +207,67 @@ def test_cli_verilog_and_bad_parameters(tmp_path, capsys):
     assert exc.value.code == 2 and "invalid choice: 'soc'" in capsys.readouterr().err
 
 
-def test_take_home_testbench_of_the_subsystem(stories, tmp_path):
-    """``ansforge testbench --top subsystem``: PASS under Icarus; one wrong expected transfer fails."""
+def test_take_home_testbench_of_the_subsystem(stories, tmp_path, capsys):
+    """``ansforge testbench --top subsystem`` (the default format): PASS under Icarus and Verilator in the
+    same number of clocks (one stall pattern, the testbench's own); one wrong expected transfer fails
+    in both."""
     out = tmp_path / "tb"
     assert main(["testbench", "--top", "subsystem", "--lanes", "2", "--model", str(stories), "--matrix", MATRIX,
                  "-o", str(out)]) == 0
-    r = subprocess.run(["sh", "run_iverilog.sh"], cwd=out, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0 and "PASS: 1024 outputs" in r.stdout, (r.stdout[-2000:], r.stderr[-2000:])
+    assert f"decompression subsystem ({DEFAULT_FORMAT}, 2 lanes, bf16)" in capsys.readouterr().out
+    runs = [subprocess.run(["sh", script], cwd=out, capture_output=True, text=True, timeout=600)
+            for script in ("run_iverilog.sh", "run_verilator.sh")]
+    for r in runs:
+        assert r.returncode == 0 and "PASS: 1024 outputs" in r.stdout, (r.stdout[-2000:], r.stderr[-2000:])
+    cycles = [re.search(r"PASS: .* in (\d+) cycles", r.stdout).group(1) for r in runs]
+    assert cycles[0] == cycles[1]
     lines = (out / "expected.hex").read_text().splitlines()
     lines[500] = format(int(lines[500], 16) ^ 1, f"0{len(lines[500])}x")
     (out / "expected.hex").write_text("\n".join(lines) + "\n")
-    r = subprocess.run(["sh", "-c", "vvp -n tb.vvp"], cwd=out, capture_output=True, text=True, timeout=600)
-    assert r.returncode != 0 and "FAIL: output 500 " in r.stdout, r.stdout[-1000:]
+    for command in (["vvp", "-n", "tb.vvp"], ["obj_dir/Vtb"]):
+        r = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=600)
+        assert r.returncode != 0 and "FAIL: output 500 " in r.stdout, (command, r.stdout[-1000:])
 
+
+
+def test_cocotbext_axi_models_drive_the_default_format(stories, tmp_path, monkeypatch):
+    """The exported subsystem (default format, 2 lanes, bf16) between cocotbext-axi's AXI4 RAM (random
+    ARREADY and R pauses), AXI4-Lite master (the driver's register program) and AXI4-Stream sink (random
+    TREADY pauses), on Icarus: two tensors of a default-format stories260K container (blocks of 2,048
+    pairs: 2 blocks side by side per START, 4 STARTs), every byte under TKEEP equal to ``decompress``'s."""
+    from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
+
+    path = tmp_path / "stories.ansf"
+    compress_checkpoint(stories, path, pairs="bf16", block_pairs=2048)
+    c = open_container(path)
+    assert {st.spec.name for st in c.streams} == {DEFAULT_FORMAT}
+    names = ["layers.0.attention.wq.weight", "layers.0.feed_forward.w1.weight"]
+    plan = plan_container_subsystem(c, lanes=2, names=names)
+    dut = plan.dut
+    programs = [p for _, p in plan.programs]
+    assert len(programs) == 4 and sum(sum(p.counts) for p in programs) == 4096 + 11008
+    decoded = np.concatenate([c.read(n).view(np.uint16).ravel() for n in names])
+    assert np.array_equal(np.concatenate([p.bits for p in programs]), decoded)
+    beat_bytes = dut.bus_bits // 8
+    vectors = {
+        "seed": 7, "pause": 0.3, "base": MEMORY_BASE, "memory_bytes": 1 << 32, "timeout_us": 20_000,
+        "id": CSR_ID, "params": dut.params_word(),
+        "csr": {r.name: int(r) for r in Csr},
+        "programs": [{"name": p.name, "weights": sum(p.counts), "writes": p.writes,
+                      "image": b"".join(int(b).to_bytes(beat_bytes, "little") for b in p.beats).hex(),
+                      "frame": p.expected_frame(dut).hex()} for p in programs],
+    }
+    module, verilog = exported_simulation_verilog(dut)
+    (tmp_path / "subsystem.v").write_text(verilog)
+    (tmp_path / "vectors.json").write_text(json.dumps(vectors))
+    tests = Path(__file__).parent
+    runner = get_runner("icarus")
+    runner.build(sources=[tmp_path / "subsystem.v"], hdl_toplevel=module, build_dir=tmp_path / "build",
+                 timescale=("1ns", "1ps"))
+    monkeypatch.syspath_prepend(str(tests))
+    results = runner.test(test_module="cocotb_subsystem_bench", hdl_toplevel=module, build_dir=tmp_path / "build",
+                          test_dir=tmp_path, extra_env={"ANSFORGE_SUBSYSTEM_VECTORS": str(tmp_path / "vectors.json"),
+                                                        "PYTHONPATH": str(tests) + ":" + ":".join(sys.path)})
+    n, failures = get_results(results)
+    assert n == 1 and failures == 0, (tmp_path / "build").as_posix()
