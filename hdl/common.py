@@ -9,6 +9,7 @@ drain a stream it rejects (the next command then starts on a word boundary).
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 from amaranth.hdl import Module, Mux, Signal
@@ -191,7 +192,25 @@ def core_codec(codec_cls, codec, states: tuple[int, ...] = (1,), **loose):
 
 
 class CoreParameters(wiring.Component):
-    """Read-only elaboration parameters every ANS core has (its validated ``_shape`` holds them)."""
+    """Read-only elaboration parameters every ANS core has (its validated ``_shape`` holds them).
+
+    A core whose constructor refuses its parameters (``ValueError``, ``ConfigError``, ...) raises that
+    error alone: the half-built object is not reported later as an unused elaboratable."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+
+        @functools.wraps(init)
+        def refusing(self, *args, **kw):
+            try:
+                init(self, *args, **kw)
+            except Exception:
+                self._MustUse__silence = True
+                raise
+        cls.__init__ = refusing
 
     @property
     def codec(self):

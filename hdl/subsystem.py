@@ -27,8 +27,10 @@ bits back into the pairs before the symbol → code step, so the escape index an
 the tensor's full-width pairs.
 
 Throughput: up to ``lanes`` weights per clock. A lane decodes at most one pair per clock and needs, on
-average, the coded bits of a pair from memory; the port gives ``bus_bits`` per clock, so the bound is
-``min(lanes, bus_bits / bits_per_pair)``. A pair costs at least its additional data (8 bits for bf16, 24 for
+average, the coded bits of a pair from memory; the port gives ``bus_bits`` per clock, and each lane's
+decoder takes one port word (``w`` = ``W``, or ``2 W`` for an rANS xN decoder) per clock, so the bound is
+``min(lanes, bus_bits / bits_per_pair, lanes * w / bits_per_pair)`` (the last binds for fp32 pairs on
+16-bit tANS words: 0.6 pairs per clock per lane). A pair costs at least its additional data (8 bits for bf16, 24 for
 fp32), so ``lanes * extra_bits > bus_bits`` can never be fed: the constructor refuses it.
 """
 

@@ -48,7 +48,7 @@ from .streams import pack, unpack
 from .testbench import payload_ints
 
 __all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "SubsystemMismatch", "Block",
-           "SubsystemProgram", "subsystem_program", "program_job", "run_program", "program_bound",
+           "SubsystemProgram", "subsystem_program", "program_job", "run_program", "program_bound", "lane_bound",
            "ContainerPlan", "plan_container_subsystem", "subsystem_job", "run_subsystem",
            "decode_container_subsystem", "checkpoint_block", "subsystem_bench_for", "run_block", "memory_depth",
            "pack_rows", "expected_rows", "lane_streams", "MEMORY_BASE"]
@@ -576,12 +576,22 @@ def run_program(engine, bench: SubsystemBench, program: SubsystemProgram, *, sta
     return SubsystemRun(job.pairs, res.cycles, program.coded_bits, program_bound(bench, program))
 
 
+def lane_bound(dut: AxiDecompressor, bits_per_pair: float, interval: int = 1) -> float:
+    """Weights per clock ``dut`` can give for pairs of ``bits_per_pair`` coded bits on average, from a
+    memory that takes a read every ``interval`` clocks: ``min(K, B / interval / b, K * w / b)``. ``K``
+    lanes decode at most a pair per clock each; the bus brings ``B`` bits per read; a lane's decoder takes
+    one port word of ``w`` bits per clock (``W``, or ``2 W`` for an rANS xN decoder), which bounds a
+    lane below one pair per clock where a pair costs more than a word (fp32 pairs: 26.6 bits, 16-bit
+    tANS words)."""
+    if not bits_per_pair:
+        return float(dut.lanes)
+    return min(dut.lanes, dut.bus_bits / interval / bits_per_pair, dut.lanes * dut.parallel.word_bits / bits_per_pair)
+
+
 def program_bound(bench: SubsystemBench, program: SubsystemProgram) -> float:
-    """Weights per clock the lanes and the bus allow for ``program``: ``min(lanes, bus bits per clock /
-    coded bits per weight)``."""
-    dut, n = bench.dut, sum(program.counts)
-    bits_per_pair = program.coded_bits / n if n else 0.0
-    return min(dut.lanes, dut.bus_bits / bench.memory.interval / bits_per_pair) if bits_per_pair else dut.lanes
+    """:func:`lane_bound` of ``program``'s coded bits per weight on ``bench``."""
+    n = sum(program.counts)
+    return lane_bound(bench.dut, program.coded_bits / n if n else 0.0, bench.memory.interval)
 
 
 def run_subsystem(engine, bench: SubsystemBench, spec: Codec, table, code_table, exponents, symbols, extras,
@@ -737,7 +747,7 @@ def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: i
 
     def finished(ti):
         total = totals[ti]
-        total.bound = min(plan.dut.lanes, plan.dut.bus_bits / interval / (total.coded_bits / total.weights))
+        total.bound = lane_bound(plan.dut, total.coded_bits / total.weights, interval)
         if progress:
             progress(container.tensors[ti]["name"])
 
