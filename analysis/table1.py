@@ -577,7 +577,7 @@ def _code_group(spec, fmt, group: list, originals: list[np.ndarray], slot: int) 
 
     st = encode_tensors(spec, group, DEFAULT_CHECKPOINT_INTERVAL)
     _advance(slot, sum(int(p.codes.size) for _, p in group))
-    # The compiled coders (bit-exact with the golden ones, tests/test_fastans.py) where they apply.
+    # The compiled coders (bit-exact with the golden ones, tests/model/test_fastans.py) where they apply.
     if fastans.supported(spec):
         syms, exs = fastans.decode_segments(spec, st.words, st.tables, st.runs, st.checkpoints, threads=1,
                                             compact=True)

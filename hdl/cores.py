@@ -9,7 +9,7 @@ the codec classes because imports only run analysis → sim → hdl → model: `
 command line's ``--core`` choices and help (``ansforge/cli/cores.py``), the simulation jobs
 (``sim/jobs.py``), the formal harnesses' name tables and mutant catalogue
 (``sim/formal/``), the bench's core lists (``analysis/bench.py``) and the README's table of cores
-(``tests/test_core_registry.py`` checks it against :func:`markdown_table`).
+(``tests/hdl/test_core_registry.py`` checks it against :func:`markdown_table`).
 
 A row names its classes as ``"module:Class"`` inside :mod:`ansforge.hdl` and resolves them only when
 asked (:attr:`CoreBuild.core_class`, ...), so that importing this module (the command-line parser
@@ -384,7 +384,7 @@ def _doc_class(ref: str) -> str:
 
 
 def markdown_table() -> list[str]:
-    """The README's table of cores (``tests/test_core_registry.py`` checks that the README holds it)."""
+    """The README's table of cores (``tests/hdl/test_core_registry.py`` checks that the README holds it)."""
     lines = ["| `--core` | role | codecs and `N` | core | coder | shell | formal (`ansforge prove`) |",
              "|---|---|---|---|---|---|---|"]
     for r in REGISTRY:

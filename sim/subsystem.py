@@ -20,7 +20,7 @@ any bench (a tensor given as pairs is cut into ``lanes`` contiguous blocks coded
 weight. :func:`plan_container_subsystem` gives the programs of every coded tensor of a container, a
 version-6 container (``ansforge compress``'s default, the blocks layout) from its own blocks, ``lanes``
 side by side, with the container's own decoder's weights (what ``ansforge decompress`` writes);
-:func:`decode_container_subsystem` runs them. The cocotb bench ``tests/cocotb_subsystem_bench.py`` runs
+:func:`decode_container_subsystem` runs them. The cocotb bench ``tests/hdl/cocotb_subsystem_bench.py`` runs
 the same programs against cocotbext-axi's AXI4 models.
 """
 

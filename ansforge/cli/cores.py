@@ -616,7 +616,7 @@ def resources(args: argparse.Namespace) -> int:
 
 
 #: ``prove --property``'s names (``sim/formal/`` ``ALL_PROPERTIES``; spelled out here so that parsing the
-#: command line does not import the harnesses; ``tests/test_formal.py`` checks the two agree).
+#: command line does not import the harnesses; ``tests/sim/test_formal.py`` checks the two agree).
 PROVE_PROPERTIES = ("stream_rules", "out_of_reset", "progress", "round_trip", "detection", "encoder_step",
                     "decoder_step", "window_queue", "decoder_pipeline", "encoder_counts", "decoder_counts",
                     "encoder_pipeline", "composition")

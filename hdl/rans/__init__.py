@@ -60,7 +60,7 @@ from .shell_xn import RansDecoderShellXN, RansEncoderShellXN
 from .link import connect_link, decoder_link, decoder_xn_link, encoder_link, encoder_xn_link
 from .cores import RansDecoder, RansEncoder
 
-#: The name ``tests/test_rans_xn_encoder.py`` imports :func:`xn_plan` by (private while this was one module).
+#: The name ``tests/hdl/test_rans_xn_encoder.py`` imports :func:`xn_plan` by (private while this was one module).
 _xn_plan = xn_plan
 
 __all__ = ["RansDecoder", "RansEncoder", "RansDecoderCoder", "RansDecoderShell", "RansDecoderCoderXN",

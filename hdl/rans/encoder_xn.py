@@ -89,7 +89,7 @@ class RansEncoderXnCoder(wiring.Component):
     + 2**s / (f 2**(4a))``; the first term is below ``F 2**t / 2**(2P + 1) < 2**(t - P) = 1/2``, the
     second at most ``2**(s - P + b) <= 1/2`` (``f 2**(4a) = F / 2**b >= 2**(P - b)``). So ``q_e >
     X_top / f - 1``. Hence ``r_0`` is in ``[-f, f)``, the non-restoring divider's invariant, and
-    ``r_0 >= 0`` exactly where ``q_top = q_e + 1``. ``tests/test_rans_xn_encoder.py`` checks the
+    ``r_0 >= 0`` exactly where ``q_top = q_e + 1``. ``tests/hdl/test_rans_xn_encoder.py`` checks the
     bound for every ``f`` in 1 .. 2**16 at the largest ``X_top`` (the first term's worst) and others.
     The bound uses only ``P``, ``t`` and ``X_top < f 2**t``, not ``S`` (``X < f 2**Q`` after the pushes
     whatever the shape): it holds for ``S = 32`` too (``Q = 16``, ``D = 1``). Where a push happened,

@@ -6,7 +6,7 @@ table read), ``N >= 2`` :mod:`.decoder_xn`'s and :mod:`.encoder_xn`'s. The golde
 :class:`~ansforge.model.coding.tans.TansCoder` with ``TansParams.states = N``
 (``parse_codec("tans8x16")``).
 
-Latency at a command boundary (``tests/test_tans_xn.py``): the decoder spends the marker word and ``N``
+Latency at a command boundary (``tests/hdl/test_tans_xn.py``): the decoder spends the marker word and ``N``
 state reads, ``N + 1`` or ``N + 2`` idle clocks; the encoder ``N`` flush steps and the packer's marker
 clock, ``N + 1`` (3 at ``N = 2``). Measured area, clock and throughput by ``N``: ``docs/design/tans.md``.
 """
@@ -104,7 +104,7 @@ class TansXnDecoder(TansCoreBase):
     Reset: the table is a memory and a reset leaves it as it is (only registers reset): a programmed
     table survives a reset. The command being run and a status still waiting to be reported are
     dropped (no ``done`` comes for them); a command offered on ``cmd`` but not yet accepted is
-    accepted after the reset (``tests/test_command_queue.py``).
+    accepted after the reset (``tests/hdl/test_command_queue.py``).
     """
 
     STATES = XN_STATES

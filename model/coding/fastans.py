@@ -2,7 +2,7 @@
 
 The golden coders (:mod:`.tans`, :mod:`.rans`) walk pairs in Python; they stay the reference. This
 module runs *the same* single-lane algorithms, step for step, as machine code, so the words,
-checkpoints and decoded pairs are identical (``tests/test_fastans.py`` and ``tests/test_native.py``
+checkpoints and decoded pairs are identical (``tests/model/test_fastans.py`` and ``tests/model/test_native.py``
 compare them with the golden coders on random and real tensors, including every error path). Two
 implementations, one interface:
 

@@ -15,7 +15,7 @@ own implementation (DFloat11's decoder is a CUDA kernel and does not run on a CP
 :func:`encode_bf16` / :func:`decode_bf16` are the golden model (NumPy, and a bit-serial decoder a
 reader can check against the definition); ``fastans``'s native extension has the same coder as
 compiled loops (``huff_encode_bf16``, ``huff_decode_bf16``), which ``encode_bf16_native`` and
-``decode_bf16_native`` call and ``tests/test_huffman.py`` holds bit-exact against this model.
+``decode_bf16_native`` call and ``tests/model/test_huffman.py`` holds bit-exact against this model.
 
 A hardware note, since the project is about cores: a Huffman decoder of this kind resolves one code
 per clock only with a table of 2^L entries or a comparator per code length; the tANS core of Table 3

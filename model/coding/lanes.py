@@ -5,7 +5,7 @@ outputs merged back into one stream of weights. Here pair ``i`` of a tensor goes
 ``i % lanes`` (round robin), so lane ``l`` codes the pairs ``l, l + lanes, l + 2 lanes, ...``, and
 its words are *exactly* the single-lane stream (``docs/bitstream.md``) that
 :class:`~ansforge.model.coding.tans.TansCoder` / :class:`~ansforge.model.coding.rans.RansCoder` produce for that
-strided slice (``tests/test_lanes.py`` checks it). Each NumPy operation advances every lane by one
+strided slice (``tests/model/test_lanes.py`` checks it). Each NumPy operation advances every lane by one
 pair, which amortizes the interpreter over the lanes, and the round-robin order makes step ``j``'s
 output one contiguous row of the result. Each lane pays its own final state.
 

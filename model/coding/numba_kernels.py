@@ -3,8 +3,8 @@
 Compiled by numba (``@njit(nogil=True, cache=True)``) on first use and cached on disk. Importing
 this module imports numba (about 0.2 s), so :mod:`.fastans` imports it only when it needs it: on a
 machine where ``nativeans`` was built, the command-line path never does. The algorithms are those of
-the golden coders (:mod:`.tans`, :mod:`.rans`), step for step; ``tests/test_fastans.py`` and
-``tests/test_native.py`` hold both kernel sets to the golden coders.
+the golden coders (:mod:`.tans`, :mod:`.rans`), step for step; ``tests/model/test_fastans.py`` and
+``tests/model/test_native.py`` hold both kernel sets to the golden coders.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ if TYPE_CHECKING:                   # pragma: no cover
 # The codec classes and parameters (NumPy) are imported where a codec is built, so that the command line's
 # help texts (summary(), codec_help()) cost no NumPy import.
 
-#: ``N``'s largest value (:data:`~.stream.MAX_STATES`; tests/test_codec_registry.py checks they agree).
+#: ``N``'s largest value (:data:`~.stream.MAX_STATES`; tests/model/test_codec_registry.py checks they agree).
 MAX_STATES = 16
 
 __all__ = ["DEFAULT_FORMAT", "PAPER", "CONSTRICTION", "SPEEDS", "Family", "Entry", "FAMILIES", "lookup", "names",

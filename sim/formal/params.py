@@ -103,7 +103,7 @@ PROPERTIES = ("stream_rules", "out_of_reset", "progress", "round_trip", "detecti
 
 #: The port properties, all that the interleaved builds have besides the two-state tANS pair's
 #: ``round_trip`` on a baked table (:func:`round_trip_interleaved_bench`); their detection and the rANS xN
-#: round trip are the simulation tests' (``tests/test_tans_xn.py``, ``tests/test_rans_xn_*.py``).
+#: round trip are the simulation tests' (``tests/hdl/test_tans_xn.py``, ``tests/hdl/test_rans_xn_*.py``).
 PORT_PROPERTIES = PROPERTIES[:3]
 #: The step lemmas of the round trip (tANS, ``docs/formal.md`` *Round 6*; rANS, *Round 8*): one pair from an
 #: arbitrary state, on an arbitrary legal table (tANS: always the local table, whatever ``table``; rANS:
