@@ -42,6 +42,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..model.coding.codecs import Codec
+from ..model.errors import ConfigError
 from ..model.dtypes.pairs import PAIR_FORMATS
 from .common import COUNT_BITS, DecodeStatus, bits_for, check_int, pair_layout
 from .interfaces import PairToFloat
@@ -395,7 +396,12 @@ class AxiDecompressor(wiring.Component):
         self._shift_bits = bits_for(PAIR_FORMATS[target].mantissa_bits) if row_shifts else 0
         self._make_decoder = _decoder_factory(codec, max_symbols, self._w + self._e, table_sets)
         # A lane's memory word is its decoder's port word (``W``, or ``2 W`` for an rANS xN decoder).
-        proto = self._make_decoder()
+        try:
+            proto = self._make_decoder()
+        except ConfigError as exc:
+            # the decoder names its own limit; say where the subsystem's additional data comes from
+            raise ConfigError(f"{target} lanes give the decoder {self._w} + {self._e} bits of additional data "
+                              f"({target}'s and the escape index's): {exc}") from None
         for part in (proto, *vars(proto).values()):     # a prototype for its port width, never elaborated
             if isinstance(part, Elaboratable):
                 part._MustUse__silence = True

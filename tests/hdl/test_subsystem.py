@@ -19,6 +19,7 @@ from ansforge.hdl.subsystem import CSR_ID, AxiDecompressor, Csr, Table
 from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.coding.container import compress_checkpoint, open_container
 from ansforge.model.coding.registry import DEFAULT_FORMAT
+from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.subsystem import (MEMORY_BASE, SubsystemMismatch, checkpoint_block, decode_container_subsystem,
                                     plan_container_subsystem, run_block, subsystem_bench_for)
@@ -196,6 +197,13 @@ def test_register_map_answers():
 def test_impossible_configurations_are_refused(kw, message):
     with pytest.raises(ValueError, match=message):
         AxiDecompressor(parse_codec("tans8"), **kw)
+
+
+def test_fp32_lanes_of_the_rans_cores_are_refused_with_the_reason():
+    """The rANS xN decoder takes at most P = 16 bits of additional data: the refusal names what the fp32
+    lanes would give it (and leaves no unused-elaboratable warning behind: warnings fail the tests)."""
+    with pytest.raises(ConfigError, match=r"fp32 lanes give the decoder 24 \+ 5 bits .*K <= P <= 16"):
+        AxiDecompressor(parse_codec("rans16x16"), lanes=2, target="fp32", bus_bits=64)
 
 
 def test_cli_verilog_and_bad_parameters(tmp_path, capsys):
