@@ -49,7 +49,7 @@ from .testbench import payload_ints
 
 __all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "SubsystemMismatch", "Block",
            "SubsystemProgram", "subsystem_program", "program_job", "run_program", "program_bound", "lane_bound",
-           "ContainerPlan", "plan_container_subsystem", "subsystem_job", "run_subsystem",
+           "ContainerPlan", "plan_container_subsystem", "run_subsystem",
            "decode_container_subsystem", "checkpoint_block", "subsystem_bench_for", "run_block", "memory_depth",
            "pack_rows", "expected_rows", "lane_streams", "MEMORY_BASE"]
 
@@ -271,8 +271,8 @@ def memory_depth(dut: AxiDecompressor, n_pairs: int) -> int:
 def subsystem_bench_for(dut: AxiDecompressor, block: Block, *, latency: int = 32, interval: int = 1) -> CoreJob:
     """The :class:`SubsystemBench` job that decodes ``block`` through ``dut`` (memory sized to fit)."""
     bench = SubsystemBench(dut, depth=memory_depth(dut, block.symbols.size), latency=latency, interval=interval)
-    return subsystem_job(bench, block.spec, block.table, block.code_table, block.exponents, block.symbols,
-                         block.extras, block.bits)[0]
+    return program_job(bench, subsystem_program(dut, block.spec, block.table, block.code_table, block.exponents,
+                                                block.symbols, block.extras, block.bits, name=block.name))
 
 
 def run_block(engine, dut: AxiDecompressor, block: Block, *, latency: int = 32, interval: int = 1,
@@ -463,17 +463,6 @@ def program_job(bench: SubsystemBench, program: SubsystemProgram) -> CoreJob:
     job.expected_status = [0]
     job.expected = program.expected_rows(dut)
     return job
-
-
-def subsystem_job(bench: SubsystemBench, spec: Codec, table, code_table, exponents, symbols: np.ndarray,
-                  extras: np.ndarray, expected_bits: np.ndarray,
-                  blocks: list[tuple[np.ndarray, int]] | None = None,
-                  runs: list[list[tuple[int, int, int]]] | None = None, fold: int = 0) -> tuple[CoreJob, int]:
-    """The job that decodes one START through ``bench`` (:func:`subsystem_program`'s arguments), and its
-    coded bits."""
-    program = subsystem_program(bench.dut, spec, table, code_table, exponents, symbols, extras, expected_bits,
-                                blocks, runs, fold)
-    return program_job(bench, program), program.coded_bits
 
 
 class _Lanes:
