@@ -21,6 +21,9 @@ from amaranth.sim import Simulator
 from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.coding.codetable import CodeTable
 from ansforge.model.coding.rans import RansParams, RansTable
+from ansforge.model.coding.stream import Run
+from ansforge.model.dtypes.pairs import PAIR_FORMATS
+from ansforge.model.dtypes.quantized import FP8_FORMATS
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import CoreJob, build_core, make_job
 from ansforge.sim.streams import stream_put
@@ -222,3 +225,34 @@ def check_done_once_per_command(kind: str, codec: str | None = None) -> None:
     if per_cmd is not None:
         assert all(b >= n for b, n in zip(outs_before, per_cmd)), (outs_before, per_cmd)
     assert outs_before == sorted(outs_before)
+
+
+def random_stream(spec, rng, sizes, fmt: str = "bf16", n_codes_max: int = 60):
+    """Tensors of skewed random exponent distributions (escape symbols where a code is rare) as one stream
+    of ``spec``, ``sizes[i]`` pairs in tensor ``i``, pairs of ``fmt`` (a float's or an fp8 format's name).
+    Returns (tables, symbols, extras, runs, code tables, exponent tables)."""
+    f = {**PAIR_FORMATS, **FP8_FORMATS}[fmt]
+    tables, syms, exs, runs, cts, exps = [], [], [], [], [], []
+    for i, n in enumerate(sizes):
+        n_codes = int(rng.integers(1, min(n_codes_max, 1 << f.exponent_bits) + 1))
+        p = rng.dirichlet(np.full(n_codes, 0.3))
+        codes = rng.choice(n_codes, size=n, p=p).astype(np.uint16)
+        counts = np.bincount(codes, minlength=n_codes).astype(np.int64)
+        extra = rng.integers(0, 1 << f.extra_bits, n, dtype=np.uint64)
+        ct, t = spec.tables(counts, f.extra_bits)
+        s, e = ct.to_symbols(codes, extra)
+        tables.append(t), syms.append(s), exs.append(e), runs.append(Run(i, s.size)), cts.append(ct)
+        exps.append(np.sort(rng.choice(1 << f.exponent_bits, size=n_codes, replace=False)))
+    return tables, np.concatenate(syms), np.concatenate(exs), runs, cts, exps
+
+
+def corrupt_blobs(good: bytes, rng, cases: int):
+    """``cases`` damaged copies of ``good``: every tenth cut short at a random length, the others with one
+    byte XORed with a random non-zero value."""
+    for case in range(cases):
+        blob = bytearray(good)
+        if case % 10 == 9:
+            blob = blob[:int(rng.integers(0, len(blob)))]
+        else:
+            blob[int(rng.integers(0, len(blob)))] ^= int(rng.integers(1, 256))
+        yield bytes(blob)

@@ -14,6 +14,8 @@ from ansforge.model.coding.container import ContainerError, compress_checkpoint,
 from ansforge.model.errors import AnsforgeError, ConfigError
 from ansforge.model.dtypes.pairs import BF16, convert
 
+from ..support import corrupt_blobs
+
 CODECS = ("tans8", "rans16", "rans24")
 
 
@@ -179,13 +181,8 @@ def test_fuzzed_containers_never_return_wrong_weights(tmp_path, codec):
     rng = np.random.default_rng(len(codec))
     bad = tmp_path / "bad.ansf"
     raised = 0
-    for case in range(1000):
-        blob = bytearray(good)
-        if case % 10 == 9:
-            blob = blob[:int(rng.integers(0, len(blob)))]
-        else:
-            blob[int(rng.integers(0, len(blob)))] ^= int(rng.integers(1, 256))
-        bad.write_bytes(bytes(blob))
+    for case, blob in enumerate(corrupt_blobs(good, rng, 1000)):
+        bad.write_bytes(blob)
         try:
             c = open_container(bad)
             got = {n: c.read(n).tobytes() for n in c.names}

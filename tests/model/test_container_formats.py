@@ -22,7 +22,7 @@ from ansforge.model.dtypes.quantized import (FP8_FORMATS, PAPER_CORE_LIMITS, Q4_
 from ansforge.model.errors import AnsforgeError, ConfigError
 from ansforge.model.llm.checkpoint import open_checkpoint, write_safetensors
 
-from ..support import ansforge, one_line_error
+from ..support import ansforge, corrupt_blobs, one_line_error
 
 
 def _tensors(path) -> tuple[dict, dict[str, tuple[str, list, bytes]]]:
@@ -355,13 +355,8 @@ def test_corrupted_fp8_and_q4_0_containers_never_return_wrong_weights(stories, t
     ref = open_container(f)
     expected = {n: (ref.read(n).tobytes(), ref.record(n).get("scale")) for n in ref.names}
     bad = tmp_path / "bad.ansf"
-    for case in range(500):
-        blob = bytearray(good)
-        if case % 10 == 9:
-            blob = blob[:int(rng.integers(0, len(blob)))]
-        else:
-            blob[int(rng.integers(0, len(blob)))] ^= int(rng.integers(1, 256))
-        bad.write_bytes(bytes(blob))
+    for case, blob in enumerate(corrupt_blobs(good, rng, 500)):
+        bad.write_bytes(blob)
         try:
             c = open_container(bad)
             got = {n: (c.read(n).tobytes(), c.record(n).get("scale")) for n in c.names}

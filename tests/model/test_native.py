@@ -18,6 +18,8 @@ from ansforge.model.dtypes.pairs import PAIR_FORMATS as FLOATS
 from ansforge.model.dtypes.quantized import FP8_FORMATS
 from ansforge.model.coding.stream import Checkpoint, Run, StreamError
 
+from ..support import random_stream
+
 STATES = list(range(1, 17))
 PAIR_FORMATS = {**FLOATS, **FP8_FORMATS}
 
@@ -38,21 +40,10 @@ def kernels(name):
 
 
 def _stream(spec, rng, n_tensors=3, fmt="bf16", sizes=None):
-    """Tensors of random skewed exponent distributions (escape symbols included) as one stream."""
-    f = PAIR_FORMATS[fmt]
-    tables, syms, exs, runs, cts, exps = [], [], [], [], [], []
-    for i in range(n_tensors):
-        n = sizes[i] if sizes else (int(rng.integers(0, 300)) if i == 1 else int(rng.integers(500, 3000)))
-        n_codes = int(rng.integers(1, min(60, 1 << f.exponent_bits) + 1))
-        p = rng.dirichlet(np.full(n_codes, 0.3))
-        codes = rng.choice(n_codes, size=n, p=p).astype(np.uint16)
-        counts = np.bincount(codes, minlength=n_codes).astype(np.int64)
-        extra = rng.integers(0, 1 << f.extra_bits, n, dtype=np.uint64)
-        ct, t = spec.tables(counts, f.extra_bits)
-        s, e = ct.to_symbols(codes, extra)
-        tables.append(t), syms.append(s), exs.append(e), runs.append(Run(i, s.size)), cts.append(ct)
-        exps.append(np.sort(rng.choice(1 << f.exponent_bits, size=n_codes, replace=False)))
-    return tables, np.concatenate(syms), np.concatenate(exs), runs, cts, exps
+    """Tensors of random skewed exponent distributions (escape symbols included) as one stream; the
+    second tensor small (under 300 pairs, possibly none)."""
+    sizes = sizes or [int(rng.integers(0, 300)) if i == 1 else int(rng.integers(500, 3000)) for i in range(n_tensors)]
+    return random_stream(spec, rng, sizes, fmt)
 
 
 def _both(fn):

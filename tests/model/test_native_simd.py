@@ -18,6 +18,8 @@ from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.coding.stream import Run, StreamError
 from ansforge.model.dtypes.pairs import PAIR_FORMATS
 
+from ..support import random_stream
+
 LEVELS = (0, 1, 2)
 
 
@@ -29,23 +31,6 @@ def level(lv):
         yield
     finally:
         nativeans.simd_level(old)
-
-
-def _stream(spec, rng, sizes, fmt="bf16", n_codes_max=60):
-    """Tensors of skewed random exponent distributions (escape symbols where a code is rare) as one stream."""
-    f = PAIR_FORMATS[fmt]
-    tables, syms, exs, runs, cts, exps = [], [], [], [], [], []
-    for i, n in enumerate(sizes):
-        n_codes = int(rng.integers(1, min(n_codes_max, 1 << f.exponent_bits) + 1))
-        p = rng.dirichlet(np.full(n_codes, 0.3))
-        codes = rng.choice(n_codes, size=n, p=p).astype(np.uint16)
-        counts = np.bincount(codes, minlength=n_codes).astype(np.int64)
-        extra = rng.integers(0, 1 << f.extra_bits, n, dtype=np.uint64)
-        ct, t = spec.tables(counts, f.extra_bits)
-        s, e = ct.to_symbols(codes, extra)
-        tables.append(t), syms.append(s), exs.append(e), runs.append(Run(i, s.size)), cts.append(ct)
-        exps.append(np.sort(rng.choice(1 << f.exponent_bits, size=n_codes, replace=False)))
-    return tables, np.concatenate(syms), np.concatenate(exs), runs, cts, exps
 
 
 def test_levels_are_capped_at_the_cpu():
@@ -73,7 +58,7 @@ def test_rans16_encode_every_level_equals_golden(codec, fmt):
     pairs, what compress passes, and int64/uint64 ones), checkpoint intervals on and off a block of 16."""
     spec = parse_codec(codec)
     rng = np.random.default_rng(len(codec) * 7 + PAIR_FORMATS[fmt].total_bits)
-    tables, s, e, runs, _, _ = _stream(spec, rng, _sizes(rng), fmt)
+    tables, s, e, runs, _, _ = random_stream(spec, rng, _sizes(rng), fmt)
     for interval in (0, 1024, 1000, 37):
         g = spec.coder().encode(tables, runs, s, e, interval)
         for lv in LEVELS:
@@ -92,7 +77,7 @@ def test_rans16_decode_every_level_equals_golden(codec, fmt):
     spec = parse_codec(codec)
     f = PAIR_FORMATS[fmt]
     rng = np.random.default_rng(len(codec) * 11 + f.total_bits)
-    tables, s, e, runs, cts, exps = _stream(spec, rng, _sizes(rng), fmt)
+    tables, s, e, runs, cts, exps = random_stream(spec, rng, _sizes(rng), fmt)
     joins = [(ct, ex, 0) for ct, ex in zip(cts, exps)]
     want_v = np.concatenate([fastans.join_values(ct, ex, f, s[a:a + r.count], e[a:a + r.count])
                              for ct, ex, r, a in zip(cts, exps, runs, np.cumsum([0] + [r.count for r in runs]))])
@@ -130,7 +115,7 @@ def test_rans16_corrupt_streams_give_the_same_result_at_every_level(codec):
     spec = parse_codec(codec)
     f = PAIR_FORMATS["bf16"]
     rng = np.random.default_rng(43)
-    tables, s, e, runs, cts, exps = _stream(spec, rng, [6000, 3000])
+    tables, s, e, runs, cts, exps = random_stream(spec, rng, [6000, 3000])
     joins = [(ct, ex, 0) for ct, ex in zip(cts, exps)]
     g = spec.coder().encode(tables, runs, s, e, 2048)
     for k in range(24):
@@ -182,7 +167,7 @@ def test_rans16_kernel_arguments_are_checked():
 def test_rans16_bad_pairs_are_the_golden_errors():
     spec = parse_codec("rans16x16")
     rng = np.random.default_rng(9)
-    tables, s, e, runs, _, _ = _stream(spec, rng, [4000])
+    tables, s, e, runs, _, _ = random_stream(spec, rng, [4000])
     for edit, i in (("extra", 1500), ("symbol", 2001), ("extra", 7)):
         s2, e2 = s.astype(np.uint8), e.astype(np.uint32)
         if edit == "extra":
@@ -206,7 +191,7 @@ def test_tans_values_decoder_every_level_equals_the_scalar_one(codec, fmt):
     spec = parse_codec(codec)
     f = PAIR_FORMATS[fmt]
     rng = np.random.default_rng(len(codec) * 17 + f.total_bits)
-    tables, s, e, runs, cts, exps = _stream(spec, rng, _sizes(rng), fmt)
+    tables, s, e, runs, cts, exps = random_stream(spec, rng, _sizes(rng), fmt)
     joins = [(ct, ex, 0) for ct, ex in zip(cts, exps)]
     for interval in (300, 1024, 10 ** 6):
         g = spec.coder().encode(tables, runs, s, e, interval)
