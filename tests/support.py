@@ -256,3 +256,22 @@ def corrupt_blobs(good: bytes, rng, cases: int):
         else:
             blob[int(rng.integers(0, len(blob)))] ^= int(rng.integers(1, 256))
         yield bytes(blob)
+
+
+def check_fast_decode(spec, encoded, tables, runs, symbols, extras, rng, checkpoints: int = 3, skip: int = 40) -> None:
+    """``fastans.decode`` (the backend in use) of ``encoded`` (the golden encoder's stream) against the
+    golden decoder and the pairs coded: the whole stream, then from each of the first ``checkpoints``
+    random-access checkpoints a random range starting up to ``skip`` pairs past it."""
+    from ansforge.model.coding import fastans
+
+    golden = spec.coder()
+    gs, ge, gc = golden.decode(encoded.words, tables, runs)
+    fs, fe, fc = fastans.decode(spec, encoded.words, tables, runs)
+    assert np.array_equal(fs, gs) and np.array_equal(fe, ge) and fc == gc
+    assert np.array_equal(fs, symbols) and np.array_equal(fe, extras)
+    for cp in encoded.checkpoints[:checkpoints]:
+        start = cp.pair + int(rng.integers(0, skip))
+        count = int(rng.integers(0, symbols.size - start + 1))
+        r_g = golden.decode(encoded.words, tables, runs, start, count, cp)
+        r_f = fastans.decode(spec, encoded.words, tables, runs, start, count, cp)
+        assert np.array_equal(r_f[0], r_g[0]) and np.array_equal(r_f[1], r_g[1]) and r_f[2] == r_g[2]

@@ -13,6 +13,8 @@ from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.dtypes.pairs import PAIR_FORMATS, convert
 from ansforge.model.coding.stream import Checkpoint, Run, StreamError
 
+from ..support import check_fast_decode
+
 CODECS = ("tans8", "tans5", "tans12", "rans16", "rans24", "rans9")
 
 
@@ -44,16 +46,7 @@ def test_kernels_equal_golden(codec, fmt):
         f = fastans.encode(spec, tables, runs, s, e, interval)
         assert f.words.dtype == g.words.dtype and np.array_equal(f.words, g.words)
         assert f.checkpoints == g.checkpoints and f.n_pairs == g.n_pairs
-        gs, ge, gc = spec.coder().decode(g.words, tables, runs)
-        fs, fe, fc = fastans.decode(spec, g.words, tables, runs)
-        assert np.array_equal(fs, gs) and np.array_equal(fe, ge) and fc == gc
-        assert np.array_equal(fs, s) and np.array_equal(fe, e)
-        for cp in g.checkpoints[:3]:
-            start = cp.pair + int(rng.integers(0, 50))
-            count = int(rng.integers(0, s.size - start + 1))
-            r_g = spec.coder().decode(g.words, tables, runs, start, count, cp)
-            r_f = fastans.decode(spec, g.words, tables, runs, start, count, cp)
-            assert np.array_equal(r_f[0], r_g[0]) and np.array_equal(r_f[1], r_g[1]) and r_f[2] == r_g[2]
+        check_fast_decode(spec, g, tables, runs, s, e, rng, skip=50)
         for threads in (1, 3):
             ss, ee = fastans.decode_segments(spec, g.words, tables, runs, g.checkpoints, threads)
             assert np.array_equal(ss, s) and np.array_equal(ee, e)

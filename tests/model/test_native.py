@@ -18,7 +18,7 @@ from ansforge.model.dtypes.pairs import PAIR_FORMATS as FLOATS
 from ansforge.model.dtypes.quantized import FP8_FORMATS
 from ansforge.model.coding.stream import Checkpoint, Run, StreamError
 
-from ..support import random_stream
+from ..support import check_fast_decode, random_stream
 
 STATES = list(range(1, 17))
 PAIR_FORMATS = {**FLOATS, **FP8_FORMATS}
@@ -79,15 +79,7 @@ def test_every_state_count_equals_golden_and_numba(family, n):
                 f = fastans.encode(spec, tables, runs, s, e, interval)
                 assert f.words.dtype == g.words.dtype and np.array_equal(f.words, g.words), name
                 assert f.checkpoints == g.checkpoints, name
-                fs, fe, fc = fastans.decode(spec, g.words, tables, runs)
-                assert np.array_equal(fs, s) and np.array_equal(fe, e)
-                assert fc == spec.coder().decode(g.words, tables, runs)[2]
-                for cp in g.checkpoints[:2]:
-                    start = cp.pair + int(rng.integers(0, 40))
-                    count = int(rng.integers(0, s.size - start + 1))
-                    r_g = spec.coder().decode(g.words, tables, runs, start, count, cp)
-                    r_f = fastans.decode(spec, g.words, tables, runs, start, count, cp)
-                    assert np.array_equal(r_f[0], r_g[0]) and np.array_equal(r_f[1], r_g[1]) and r_f[2] == r_g[2]
+                check_fast_decode(spec, g, tables, runs, s, e, rng, checkpoints=2)
                 for threads in (1, 2):
                     ss, ee = fastans.decode_segments(spec, g.words, tables, runs, g.checkpoints, threads, compact=True)
                     assert np.array_equal(ss, s) and np.array_equal(ee, e)
