@@ -316,7 +316,10 @@ endmodule
                             "obj_dir/Vtb\n")
     for f in ("run_iverilog.sh", "run_verilator.sh"):
         (out / f).chmod(0o755)
-    put("README.txt", f"""Self-checking testbench for {type(core).__name__} ({job.kind}), written by ansforge.
+    # the format it decodes or writes: a core's codec, or the subsystem's lanes' (a bench holds it as ``dut``)
+    codec = getattr(core, "codec", None) or getattr(getattr(core, "dut", None), "codec", None)
+    what = job.kind + (f", codec {codec.name}" if codec is not None else "")
+    put("README.txt", f"""Self-checking testbench for {type(core).__name__} ({what}), written by ansforge.
 
 core.v          the core's Verilog: module {module}, ports named per field (<stream>_<field>,
                 <stream>_valid / _ready, clk, rst), around {module}_core (packed <stream>__payload ports)

@@ -233,6 +233,7 @@ def test_take_home_testbench_of_the_subsystem(stories, tmp_path, capsys):
     assert main(["testbench", "--top", "subsystem", "--lanes", "2", "--model", str(stories), "--matrix", MATRIX,
                  "-o", str(out)]) == 0
     assert f"decompression subsystem ({DEFAULT_FORMAT}, 2 lanes, bf16)" in capsys.readouterr().out
+    assert f"(subsystem-decoder, codec {DEFAULT_FORMAT})" in (out / "README.txt").read_text()
     runs = [subprocess.run(["sh", script], cwd=out, capture_output=True, text=True, timeout=600)
             for script in ("run_iverilog.sh", "run_verilator.sh")]
     for r in runs:
