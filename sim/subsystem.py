@@ -353,12 +353,12 @@ class SubsystemProgram:
         ``TLAST`` on its last transfer): weight ``j`` of each lane whose block is longer than ``j``,
         little-endian."""
         weight_bytes = PAIR_FORMATS[dut.target].total_bits // 8
-        bits = np.asarray(self.bits).ravel().astype(np.uint64)
-        starts = np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(np.int64)
-        rows = max(self.counts) if self.counts else 0
-        order = [int(starts[lane]) + j for j in range(rows) for lane, c in enumerate(self.counts) if c > j]
+        counts = np.asarray(self.counts, dtype=np.int64)
+        starts = np.cumsum(counts) - counts
+        row = np.arange(counts.max() if counts.size else 0, dtype=np.int64)[:, None]
+        order = (starts[None, :] + row)[row < counts[None, :]]        # row-major: transfer, then lane
         dtype = np.dtype("<u2") if weight_bytes == 2 else np.dtype("<u4")
-        return bits[order].astype(dtype).tobytes()
+        return np.asarray(self.bits).ravel()[order].astype(dtype).tobytes()
 
 
 def subsystem_program(dut: AxiDecompressor, spec: Codec, table, code_table, exponents, symbols: np.ndarray,

@@ -92,8 +92,12 @@ def exported_simulation_verilog(component, module: str | None = None) -> tuple[s
     default :func:`~ansforge.hdl.export.default_name`, with ports named per field around
     ``<module>_core``), for an event-driven simulator as :func:`simulation_verilog`: (module, Verilog)."""
     export = describe(component, module)
+    return export.name, _simulation_text(export)
+
+
+def _simulation_text(export) -> str:
     core_text = export.core_verilog()
-    return export.name, _time_zero_events(export.wrapper_verilog(core_text) + "\n" + core_text)
+    return _time_zero_events(export.wrapper_verilog(core_text) + "\n" + core_text)
 
 
 def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.2, seed: int = 1,
@@ -147,9 +151,9 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
         written.append(p)
 
     export = describe(core, module)
-    module, verilog = exported_simulation_verilog(core, module)
+    module = export.name
     pkg = f"{module}_pkg"
-    put("core.v", verilog)
+    put("core.v", _simulation_text(export))
     put(f"{pkg}.sv", export.package())
     payloads = {p.port: p for p in export.payloads if p.port is not None}
 
