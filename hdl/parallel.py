@@ -59,13 +59,13 @@ def decoder_classes() -> tuple[type, ...]:
 
 
 def parallel_command_layout(lanes: int, addr_bits: int, runs: bool = False) -> data.StructLayout:
-    """Decode ``count`` pairs in all: lane ``l``'s block has ``count`` pairs in ``words`` words from beat
-    address ``base`` (the lanes' counts add up to ``count`` and do not increase with ``l``); with
-    ``runs``, also ``runs`` run entries from beat address ``runs_base``."""
+    """One block per lane: lane ``l``'s block has ``count`` pairs in ``words`` words from beat address
+    ``base`` (the counts do not increase with ``l``); with ``runs``, also ``runs`` run entries from beat
+    address ``runs_base``."""
     fields = {"base": addr_bits, "words": COUNT_BITS, "count": COUNT_BITS}
     if runs:
         fields.update({"runs_base": addr_bits, "runs": COUNT_BITS})
-    return data.StructLayout({"count": COUNT_BITS, "lanes": data.ArrayLayout(data.StructLayout(fields), lanes)})
+    return data.StructLayout({"lanes": data.ArrayLayout(data.StructLayout(fields), lanes)})
 
 
 def run_entry_layout(run_bits: int, set_bits: int, shift_bits: int) -> data.StructLayout:
@@ -91,6 +91,11 @@ class BeatReader(wiring.Component):
     and for every beat still in flight (credits), so a response is always taken the clock it arrives;
     the padding after the last item of the last beat is dropped. Latency: a beat's items are on ``o`` the
     clock after ``fill``.
+
+    With ``per_beat`` ≥ 2 the reader hands out at most one beat per two clocks, so it asks for one at
+    most every other clock and ``request`` is a register: the credit check (an add and a compare) is
+    then not in front of the memory port's arbiter. With ``per_beat`` = 1 ``request`` is combinational,
+    so that a reader may be granted every clock.
 
     Ports
     -----
@@ -123,8 +128,17 @@ class BeatReader(wiring.Component):
         in_flight = Signal(range(D + 1))
         # SyncFIFO: ``level`` counts exactly what it holds, so that the credits never overrun it
         m.submodules.beats = beats = fifo.SyncFIFO(width=per_beat * W, depth=D)
-        m.d.comb += [self.request.eq((beats_left != 0) & (beats.level + in_flight < D)),
-                     beats.w_data.eq(self.data), beats.w_en.eq(self.fill)]
+        wanted = (beats_left != 0) & (beats.level + in_flight < D)
+        if per_beat > 1:
+            # Registered one clock late, and dropped for the clock after a grant: while it is up, no grant
+            # has been counted since it was set, and the credits used can only have fallen.
+            with m.If(self.grant | self.load):
+                m.d.sync += self.request.eq(0)
+            with m.Else():
+                m.d.sync += self.request.eq(wanted)
+        else:
+            m.d.comb += self.request.eq(wanted)
+        m.d.comb += [beats.w_data.eq(self.data), beats.w_en.eq(self.fill)]
         m.d.sync += in_flight.eq(in_flight + self.grant - self.fill)
         with m.If(self.grant):
             m.d.sync += [self.addr.eq(self.addr + 1), beats_left.eq(beats_left - 1)]
@@ -202,8 +216,9 @@ class ParallelDecoder(wiring.Component):
     cmd : In(stream)  :func:`parallel_command_layout`: one block per lane
     mem_req : Out(stream)  ``{addr, tag}``
     mem_rsp : In(stream)   ``{data: beat_words * W bits, tag}``, always accepted
-    o : Out(stream)  ``{pairs: lanes x {symbol, extra}, n}``: row ``j``, pair ``j`` of lanes ``0 .. n - 1``
-        (the lanes whose block has more than ``j`` pairs)
+    o : Out(stream)  ``{pairs: lanes x {symbol, extra}, n, last}``: row ``j``, pair ``j`` of lanes
+        ``0 .. n - 1`` (the lanes whose block has more than ``j`` pairs); ``last``: no lane has a pair
+        after this row (the command's last row)
     done, status : Out  ``done`` once every lane's decoder is done and every row is out; ``status``
         is the first failing lane's :class:`~.common.DecodeStatus` (``OK`` if none). Both hold until
         the next command.
@@ -253,7 +268,7 @@ class ParallelDecoder(wiring.Component):
             "mem_req": Out(stream.Signature(data.StructLayout({"addr": self._a, "tag": bits_for(requesters - 1)}))),
             "mem_rsp": In(stream.Signature(data.StructLayout({"data": beat, "tag": bits_for(requesters - 1)}))),
             "o": Out(stream.Signature(data.StructLayout({"pairs": data.ArrayLayout(self._pair, self._k),
-                                                         "n": bits_for(self._k)}))),
+                                                         "n": bits_for(self._k), "last": 1}))),
             "done": Out(1),
             "status": Out(DecodeStatus),
         })
@@ -287,7 +302,6 @@ class ParallelDecoder(wiring.Component):
         log_r = (requesters - 1).bit_length()
 
         busy = Signal()
-        remaining = Signal(COUNT_BITS)        # pairs still to leave as rows
         cmd_fire = self.cmd.valid & self.cmd.ready
 
         cfg_ready = []
@@ -389,17 +403,22 @@ class ParallelDecoder(wiring.Component):
             m.d.sync += pointer.eq(grant + 1 if requesters > 1 else 0)
 
         # -- merge: row j takes pair j of each lane whose block has more than j pairs (lanes 0 .. n - 1,
-        # the counts not increasing with the lane)
+        # the counts not increasing with the lane). Which lanes take part is a register (``active``),
+        # updated from ``row`` (rows out so far, plus one) and each lane's count: the row's handshake
+        # depends on no count compare, so the merge's clock does not fall with the lanes (32-bit
+        # compares summed into ``n`` on the ready path were the subsystem's longest path at 8 lanes).
+        active = Signal(lanes)
         row = Signal(COUNT_BITS)
-        n = Signal(bits_for(lanes))
-        m.d.comb += n.eq(sum((row < c for c in counts), start=Const(0, bits_for(lanes))))
+        ending = Cat(*[row == c for c in counts])            # lanes whose last pair is in this row
+        m.d.comb += [self.o.p.n.eq(sum((a for a in active), start=Const(0, bits_for(lanes)))),
+                     self.o.p.last.eq(~(active & ~ending).any())]
         ready_all = Signal()
-        m.d.comb += ready_all.eq(Cat(*[(f.r_rdy | (lane >= n)) for lane, f in enumerate(out_fifos)]).all())
-        m.d.comb += [self.o.valid.eq(busy & (remaining != 0) & ready_all), self.o.p.n.eq(n)]
+        m.d.comb += ready_all.eq(Cat(*[(f.r_rdy | ~active[lane]) for lane, f in enumerate(out_fifos)]).all())
+        m.d.comb += self.o.valid.eq(busy & active.any() & ready_all)
         for lane, f in enumerate(out_fifos):
-            m.d.comb += [self.o.p.pairs[lane].eq(f.r_data), f.r_en.eq(self.o.valid & self.o.ready & (lane < n))]
+            m.d.comb += [self.o.p.pairs[lane].eq(f.r_data), f.r_en.eq(self.o.valid & self.o.ready & active[lane])]
         with m.If(self.o.valid & self.o.ready):
-            m.d.sync += [remaining.eq(remaining - n), row.eq(row + 1)]
+            m.d.sync += [active.eq(active & ~ending), row.eq(row + 1)]
 
         # A lane that fails ends its command early: its pairs never complete the rows, so the command
         # ends when every lane is done; the pairs left in the lane FIFOs are dropped before the next.
@@ -410,9 +429,9 @@ class ParallelDecoder(wiring.Component):
             for f in out_fifos:
                 m.d.comb += f.r_en.eq(1)
         with m.If(cmd_fire):
-            m.d.sync += [busy.eq(1), remaining.eq(self.cmd.p.count), row.eq(0), self.done.eq(0),
-                         self.status.eq(DecodeStatus.OK)]
-        with m.Elif(busy & ((remaining == 0) | failed) & Cat(*lane_done).all()):
+            m.d.sync += [busy.eq(1), active.eq(Cat(*[self.cmd.p.lanes[lane].count != 0 for lane in range(lanes)])),
+                         row.eq(1), self.done.eq(0), self.status.eq(DecodeStatus.OK)]
+        with m.Elif(busy & (~active.any() | failed) & Cat(*lane_done).all()):
             m.d.sync += [busy.eq(0), self.done.eq(1)]
             for st in reversed(lane_status):      # the lowest failing lane wins
                 with m.If(st != DecodeStatus.OK):

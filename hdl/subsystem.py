@@ -62,9 +62,8 @@ class Csr(enum.IntEnum):
     #: RO  [7:0] lanes, [15:8] word bits W, [23:16] beat words, [24] rANS, [25] fp32 out, [28:26] set bits,
     #: [31:29] shift bits (0, 0: no runs)
     PARAMS = 0x004
-    CONTROL = 0x008     #: WO  bit 0: START (latches COUNT, BASE and the lane registers)
+    CONTROL = 0x008     #: WO  bit 0: START (latches BASE and the lane registers)
     STATUS = 0x00C      #: RO  bit 0 BUSY, bit 1 DONE, [6:4] DecodeStatus, bit 8 BUS_ERROR
-    COUNT = 0x010       #: RW  weights of the START: the sum of LANE_COUNT
     BASE_LO = 0x018     #: RW  byte address of beat 0, bits 31..0 (aligned to the bus width)
     BASE_HI = 0x01C     #: RW  bits 63..32 (64-bit AXI addresses)
     CYCLES = 0x020      #: RO  clocks from START to DONE of the last block
@@ -188,8 +187,8 @@ class AxiLiteSlave(wiring.Component):
     -----
     s_axil : In(:func:`axi4_lite_signature`)
     wr : Out(stream) ``{addr, data}``: a complete write (address and data both received). The register
-        file takes it when it can (``wr.ready``; a table write waits for the table), and answers with
-        ``wr_error`` in the same clock: ``BRESP`` = SLVERR if set, OKAY otherwise.
+        file takes it when it can (``wr.ready``), and answers with ``wr_error`` in the same clock:
+        ``BRESP`` = SLVERR if set, OKAY otherwise.
     wr_error : In(1)
     rd_addr : Out(addr_bits)  the read address, while ``ARVALID``; ``rd_data`` is sampled in that clock
     rd_data : In(32)
@@ -496,14 +495,12 @@ class AxiDecompressor(wiring.Component):
                          s2c[lane].o.ready.eq(p2f[lane].i.ready), p2f[lane].o.ready.eq(self.m_axis.tready)]
         m.d.comb += par.o.ready.eq(s2c[0].i.ready)
 
-        # -- the row's size and the block's end travel beside the two stages
+        # -- the row's size and the command's end travel beside the two stages
         busy, issuing = Signal(), Signal()
-        count = Signal(COUNT_BITS)
-        left = Signal(COUNT_BITS)              # pairs of the block not yet out of the lanes
         n1, last1, n2, last2 = Signal(bits_for(lanes)), Signal(), Signal(bits_for(lanes)), Signal()
         row_fire = par.o.valid & par.o.ready
         with m.If(row_fire):
-            m.d.sync += [left.eq(left - par.o.p.n), n1.eq(par.o.p.n), last1.eq(left == par.o.p.n)]
+            m.d.sync += [n1.eq(par.o.p.n), last1.eq(par.o.p.last)]
         with m.If(s2c[0].o.valid & s2c[0].o.ready):
             m.d.sync += [n2.eq(n1), last2.eq(last1)]
         keep = Cat(*[Mux(lane < n2, (1 << weight_bits // 8) - 1, 0)[:weight_bits // 8] for lane in range(lanes)])
@@ -528,23 +525,10 @@ class AxiDecompressor(wiring.Component):
         par_cmd = par.cmd
         m.d.comb += [rd.base.eq(base[:self._addr])]
 
-        # table writes: the staged entry to every lane's table of that kind
-        dec_cfg_ready = par.cfg.ready
         is_tbl = a == Csr.TBL_WRITE
         is_start = (a == Csr.CONTROL) & d[0]
         cfg_addr_bits = self._dec_cfg["addr"].width
-        m.d.comb += [par.cfg.p.addr.eq(tbl_addr[:cfg_addr_bits]),
-                     par.cfg.p.data.eq(staged[:self._dec_cfg["data"].width]),
-                     par.cfg.valid.eq(csr.wr.valid & is_tbl & ~busy & (tbl_kind == Table.DECODER))]
-        for lane in range(lanes):
-            c = s2c[lane].cfg
-            m.d.comb += [c.valid.eq(csr.wr.valid & is_tbl & ~busy & ((tbl_kind == Table.SYMBOL) | (tbl_kind == Table.ESCAPE))),
-                         c.p.addr.eq(tbl_addr), c.p.code.eq(staged[:16]), c.p.escape.eq(staged[16]),
-                         c.p.escape_table.eq(tbl_kind == Table.ESCAPE)]
-            f = p2f[lane].cfg
-            m.d.comb += [f.valid.eq(csr.wr.valid & is_tbl & ~busy & (tbl_kind == Table.FLOAT)),
-                         f.p.addr.eq(tbl_addr), f.p.data.eq(staged)]
-        writable = {Csr.COUNT: count, Csr.BASE_LO: base[:32], Csr.BASE_HI: base[32:],
+        writable = {Csr.BASE_LO: base[:32], Csr.BASE_HI: base[32:],
                     Csr.TBL_DATA0: staged[:32], Csr.TBL_DATA1: staged[32:64], Csr.TBL_DATA2: staged[64:96],
                     Csr.TBL_DATA3: staged[96:]}
         for lane in range(lanes):
@@ -561,19 +545,47 @@ class AxiDecompressor(wiring.Component):
                              Mux(tbl_kind == Table.ESCAPE, self._e, bits_for(self._max_codes - 1))))
         out_of_range = is_tbl & ((tbl_addr >> depth_bits) != 0)
         refused = ~known | (busy & (is_tbl | is_start)) | out_of_range
-        m.d.comb += [csr.wr_error.eq(refused),
-                     csr.wr.ready.eq(refused | ~is_tbl | Mux(tbl_kind == Table.DECODER, dec_cfg_ready, 1))]
-        with m.If(csr.wr.valid & csr.wr.ready & ~refused):
+
+        # A table write or a START is taken into a register and reaches the lanes a clock later, so that
+        # the address decode drives no lane's tables or command (at 8 lanes it was the longest path).
+        # The next write waits until the table has taken the entry (``staged`` holds still till then).
+        pend_table = Signal(len(Table))         # one-hot: the table of the pending write (``Table``)
+        pend_addr = Signal(16)
+        pend_start = Signal()
+        pending = pend_table.any() | pend_start
+        take = csr.wr.valid & csr.wr.ready & ~refused
+        m.d.comb += [csr.wr_error.eq(refused), csr.wr.ready.eq(refused | ~pending)]
+        with m.If(take):
             for addr, reg in writable.items():
                 with m.If(a == addr):
                     m.d.sync += reg.eq(d)
+            with m.If(is_tbl):
+                m.d.sync += [pend_table.eq(Cat(*[tbl_kind == t for t in Table])), pend_addr.eq(tbl_addr)]
+            m.d.sync += pend_start.eq(is_start)
+            with m.If(is_start):
+                # BUSY and DONE answer for the new START at once, as the ``done`` port does
+                m.d.sync += [busy.eq(1), self.done.eq(0)]
+
+        # table writes: the staged entry to every lane's table of that kind
+        m.d.comb += [par.cfg.p.addr.eq(pend_addr[:cfg_addr_bits]),
+                     par.cfg.p.data.eq(staged[:self._dec_cfg["data"].width]),
+                     par.cfg.valid.eq(pend_table[Table.DECODER])]
+        for lane in range(lanes):
+            c = s2c[lane].cfg
+            m.d.comb += [c.valid.eq(pend_table[Table.SYMBOL] | pend_table[Table.ESCAPE]),
+                         c.p.addr.eq(pend_addr), c.p.code.eq(staged[:16]), c.p.escape.eq(staged[16]),
+                         c.p.escape_table.eq(pend_table[Table.ESCAPE])]
+            f = p2f[lane].cfg
+            m.d.comb += [f.valid.eq(pend_table[Table.FLOAT]), f.p.addr.eq(pend_addr), f.p.data.eq(staged)]
+        # the symbol, escape and float tables take an entry every clock; the decoders when they can
+        with m.If(pend_table.any() & (~pend_table[Table.DECODER] | par.cfg.ready)):
+            m.d.sync += pend_table.eq(0)
 
         # START: latch the command, clear status, run until the last weight is out
         cmd_lanes = [{"base": lane_base[lane][:self._beat_bits], "words": lane_words[lane], "count": lane_count[lane]}
                      for lane in range(lanes)]
-        with m.If(csr.wr.valid & csr.wr.ready & ~refused & is_start):
-            m.d.sync += [busy.eq(1), issuing.eq(1), left.eq(count), self.done.eq(0), weights.eq(0), cycles.eq(0),
-                         self.status.eq(DecodeStatus.OK), par_cmd.p.count.eq(count)]
+        with m.If(pend_start):
+            m.d.sync += [pend_start.eq(0), issuing.eq(1), weights.eq(0), cycles.eq(0), self.status.eq(DecodeStatus.OK)]
             for lane in range(lanes):
                 m.d.sync += [par_cmd.p.lanes[lane].base.eq(cmd_lanes[lane]["base"]),
                              par_cmd.p.lanes[lane].words.eq(cmd_lanes[lane]["words"]),
@@ -581,7 +593,7 @@ class AxiDecompressor(wiring.Component):
                 if runs:
                     m.d.sync += [par_cmd.p.lanes[lane].runs_base.eq(lane_runs_base[lane][:self._beat_bits]),
                                  par_cmd.p.lanes[lane].runs.eq(lane_runs[lane])]
-        m.d.comb += [par_cmd.valid.eq(issuing), rd.clear.eq(csr.wr.valid & csr.wr.ready & ~refused & is_start)]
+        m.d.comb += [par_cmd.valid.eq(issuing), rd.clear.eq(pend_start)]
         with m.If(par_cmd.valid & par_cmd.ready):
             m.d.sync += issuing.eq(0)
         out_fire = self.m_axis.tvalid & self.m_axis.tready
@@ -590,7 +602,7 @@ class AxiDecompressor(wiring.Component):
         drained = ~Cat(*[s.o.valid for s in s2c], *[p.o.valid for p in p2f]).any()
         with m.If(busy):
             m.d.sync += cycles.eq(cycles + 1)
-            with m.If(~issuing & par.done & drained):
+            with m.If(~pend_start & ~issuing & par.done & drained):
                 m.d.sync += [busy.eq(0), self.done.eq(1), self.status.eq(par.status)]
         m.d.comb += self.error.eq(rd.error)
 

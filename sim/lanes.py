@@ -258,7 +258,7 @@ def blocks_job(system: LaneSystem, table, blocks: list[tuple[np.ndarray, int]],
     dec_cfg = cfg_writes(proto, tables)
     job.cfg = {"mem_cfg": [pack(mem_shape, {"addr": a, "data": b}) for a, b in enumerate(beats)],
                "cfg": dec_cfg.get("cfg", [])}
-    job.commands = [pack(payload_shape(system, "cmd"), {"count": sum(counts), "lanes": lanes})]
+    job.commands = [pack(payload_shape(system, "cmd"), {"lanes": lanes})]
     job.pairs = sum(counts)
     job.words = sum(lane["words"] for lane in lanes)
     job.expected_status = [DecodeStatus.OK.value]

@@ -332,7 +332,7 @@ class SubsystemProgram:
 
     ``beats`` are the image from :data:`MEMORY_BASE` on, one ``bus_bits`` beat each (beat ``i`` at byte
     ``MEMORY_BASE + i * bus_bits / 8``, little-endian); ``writes`` the AXI4-Lite writes ``(byte address,
-    value)`` in order (tables, ``COUNT``, ``BASE``, the lane registers; the START itself, ``CONTROL`` = 1,
+    value)`` in order (tables, ``BASE``, the lane registers; the START itself, ``CONTROL`` = 1,
     is not among them); ``counts`` each lane's pairs; ``bits`` the blocks' weights' bit patterns, one block
     after another (what ``ansforge decompress`` gives); ``coded_bits`` the compressed bits the lanes read.
     """
@@ -428,7 +428,7 @@ def subsystem_program(dut: AxiDecompressor, spec: Codec, table, code_table, expo
     csr += _table_writes(Table.FLOAT, [(w["addr"], pack(f_shape["data"].shape, w["data"]))
                                        for w in float_writes(dut.target, dut.extra_bits, exponents, fold)],
                          f_shape["data"].width, staged)
-    csr += [(Csr.COUNT, sum(counts)), (Csr.BASE_LO, MEMORY_BASE), (Csr.BASE_HI, 0)]
+    csr += [(Csr.BASE_LO, MEMORY_BASE), (Csr.BASE_HI, 0)]
     for lane, (regs, count) in enumerate(zip(lane_regs, counts)):
         csr += [(Csr.LANE0 + 8 * lane, regs["base"]), (Csr.LANE0 + 8 * lane + 4, regs["words"]),
                 (Csr.LANE_COUNT0 + 4 * lane, count)]

@@ -5,7 +5,7 @@ cocotbext-axi's models, as a board would hold it:
 * ``AxiRamRead`` on ``m_axi``: the compressed blocks in memory, with random pauses on AR (``ARREADY``
   back-pressure) and on R (gaps between responses: a memory of varying latency);
 * ``AxiLiteMaster`` on ``s_axil``: the driver's register program, as written in ``docs/subsystem.md``
-  (tables, ``COUNT``, ``BASE``, the lane registers, ``START``), then ``STATUS`` polled until ``DONE``;
+  (tables, ``BASE``, the lane registers, ``START``), then ``STATUS`` polled until ``DONE``;
 * ``AxiStreamSink`` on ``m_axis``: the weights, with random ``TREADY`` pauses; each START's transfers
   make one frame (``TLAST`` on its last), whose bytes under ``TKEEP`` must be the container's own
   decoder's weights (what ``ansforge decompress`` writes).

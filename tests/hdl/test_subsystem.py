@@ -162,14 +162,14 @@ def test_register_map_answers():
     async def bench(ctx):
         seen["id"] = await read(ctx, Csr.ID)
         seen["params"] = await read(ctx, Csr.PARAMS)
-        seen["w_count"] = await write(ctx, Csr.COUNT, 123456)
-        seen["count"] = await read(ctx, Csr.COUNT)
+        seen["w_base"] = await write(ctx, Csr.BASE_LO, 123456)
+        seen["base"] = await read(ctx, Csr.BASE_LO)
         seen["w_lane3"] = await write(ctx, Csr.LANE0 + 8 * 3 + 4, 77)
         seen["lane3"] = await read(ctx, Csr.LANE0 + 8 * 3 + 4)
         seen["w_nowhere"] = await write(ctx, 0x7F0, 1)
         seen["nowhere"] = await read(ctx, 0x7F0)
-        seen["w_partial"] = await write(ctx, Csr.COUNT, 5, strb=0b0011)
-        seen["count_after"] = await read(ctx, Csr.COUNT)
+        seen["w_partial"] = await write(ctx, Csr.BASE_LO, 5, strb=0b0011)
+        seen["base_after"] = await read(ctx, Csr.BASE_LO)
         seen["w_table_range"] = await write(ctx, Csr.TBL_WRITE, int(Table.SYMBOL) << 30 | 64)   # 64 symbols: 0..63
         seen["w_table_ok"] = await write(ctx, Csr.TBL_WRITE, int(Table.SYMBOL) << 30 | 63)
         seen["status"] = await read(ctx, Csr.STATUS)
@@ -180,10 +180,10 @@ def test_register_map_answers():
     sim.run()
     assert seen["id"] == (CSR_ID, 0)
     assert seen["params"] == (dut.params_word(), 0) and seen["params"][0] & 0xFF == 4
-    assert seen["w_count"] == 0 and seen["count"] == (123456, 0)
+    assert seen["w_base"] == 0 and seen["base"] == (123456, 0)
     assert seen["w_lane3"] == 0 and seen["lane3"] == (77, 0)
     assert seen["w_nowhere"] == 0b10 and seen["nowhere"][1] == 0b10          # SLVERR
-    assert seen["w_partial"] == 0b10 and seen["count_after"] == (123456, 0)  # partial writes change nothing
+    assert seen["w_partial"] == 0b10 and seen["base_after"] == (123456, 0)    # partial writes change nothing
     assert seen["w_table_range"] == 0b10 and seen["w_table_ok"] == 0
     assert seen["status"] == (0, 0)                                         # idle, not done, OK
 
