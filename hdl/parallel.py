@@ -37,7 +37,7 @@ simulation (configurable latency and request interval).
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Elaboratable, Module, Signal
+from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -83,6 +83,14 @@ def run_entry_layout(run_bits: int, set_bits: int, shift_bits: int) -> data.Stru
     return data.StructLayout(fields)
 
 
+def _one_hot_or(values):
+    """The OR of ``values``, of which at most one is not zero (a one-hot multiplexer)."""
+    out = values[0]
+    for v in values[1:]:
+        out = out | v
+    return out
+
+
 class BeatReader(wiring.Component):
     """One lane's reads of one memory region: ``items`` items of ``item_bits`` from beat ``base``,
     ``per_beat`` items a beat (item 0 in the low bits), handed out one per clock on ``o``.
@@ -92,10 +100,10 @@ class BeatReader(wiring.Component):
     the padding after the last item of the last beat is dropped. Latency: a beat's items are on ``o`` the
     clock after ``fill``.
 
-    With ``per_beat`` ≥ 2 the reader hands out at most one beat per two clocks, so it asks for one at
-    most every other clock and ``request`` is a register: the credit check (an add and a compare) is
-    then not in front of the memory port's arbiter. With ``per_beat`` = 1 ``request`` is combinational,
-    so that a reader may be granted every clock.
+    ``request`` is a register, so that the credit check (an add and a compare) is not in front of the
+    memory port's arbiter; it drops for the clock after a grant, so a reader is granted at most every
+    other clock: all a decoder can use when a beat holds two or more of its port words (``per_beat``
+    = 1 halves a lone lane's feed; several lanes still fill the port).
 
     Ports
     -----
@@ -128,16 +136,12 @@ class BeatReader(wiring.Component):
         in_flight = Signal(range(D + 1))
         # SyncFIFO: ``level`` counts exactly what it holds, so that the credits never overrun it
         m.submodules.beats = beats = fifo.SyncFIFO(width=per_beat * W, depth=D)
-        wanted = (beats_left != 0) & (beats.level + in_flight < D)
-        if per_beat > 1:
-            # Registered one clock late, and dropped for the clock after a grant: while it is up, no grant
-            # has been counted since it was set, and the credits used can only have fallen.
-            with m.If(self.grant | self.load):
-                m.d.sync += self.request.eq(0)
-            with m.Else():
-                m.d.sync += self.request.eq(wanted)
-        else:
-            m.d.comb += self.request.eq(wanted)
+        # Registered one clock late, and dropped for the clock after a grant: while it is up, no grant
+        # has been counted since it was set, and the credits used can only have fallen.
+        with m.If(self.grant | self.load):
+            m.d.sync += self.request.eq(0)
+        with m.Else():
+            m.d.sync += self.request.eq((beats_left != 0) & (beats.level + in_flight < D))
         m.d.comb += [beats.w_data.eq(self.data), beats.w_en.eq(self.fill)]
         m.d.sync += in_flight.eq(in_flight + self.grant - self.fill)
         with m.If(self.grant):
@@ -299,13 +303,11 @@ class ParallelDecoder(wiring.Component):
         lanes, per_beat, W, D = self._k, self._p, self._w, self._d
         ratio = self._w // self._sw
         requesters = lanes * (2 if self._runs else 1)
-        log_r = (requesters - 1).bit_length()
 
         busy = Signal()
         cmd_fire = self.cmd.valid & self.cmd.ready
 
         cfg_ready = []
-        grant = Signal(max(1, log_r))
         req_fire = self.mem_req.valid & self.mem_req.ready
         readers = []                          # requester r: lane r's words, lane r - lanes's runs
         lane_done, lane_status, counts = [], [], []
@@ -382,25 +384,33 @@ class ParallelDecoder(wiring.Component):
 
         m.d.comb += self.cfg.ready.eq(Cat(*cfg_ready).all())
 
-        # -- round-robin arbiter: the first requesting reader at or after ``pointer``
+        # -- round-robin arbiter, registered: a pick (the first requesting reader above the last one
+        # picked, else the first) is held in ``chosen`` with its beat address until the port takes it,
+        # and the reader is granted then. The reader in ``chosen`` takes no part in the next pick, so
+        # it is never picked twice for one request; the port still takes a request every clock.
         requests = Cat(*[r.request for r in readers])
-        pointer = Signal(max(1, log_r))
-        rotated = Signal(2 * requesters)
-        m.d.comb += rotated.eq(Cat(requests, requests) >> pointer)
-        offset = Signal(max(1, log_r))
-        for j in reversed(range(requesters)):       # the last assignment wins: the lowest set bit
-            with m.If(rotated[j]):
-                m.d.comb += offset.eq(j)
-        m.d.comb += [grant.eq(pointer + offset if requesters > 1 else 0),
-                     self.mem_req.valid.eq(requests.any()), self.mem_req.p.tag.eq(grant), self.mem_rsp.ready.eq(1)]
+        chosen = Signal(requesters)                   # one-hot: the reader whose request is on ``mem_req``
+        above = Signal(requesters)                    # readers after the last one picked
+        candidates = Signal(requesters)
+        m.d.comb += candidates.eq(requests & ~chosen)
+        masked = Signal(requesters)
+        m.d.comb += masked.eq(candidates & above)
+        pool = Signal(requesters)
+        m.d.comb += pool.eq(Mux(masked.any(), masked, candidates))
+        pick = Signal(requesters)
+        m.d.comb += pick.eq(pool & (~pool + 1))       # its lowest set bit (a carry chain)
+        with m.If(~chosen.any() | req_fire):
+            m.d.sync += chosen.eq(pick)
+            with m.If(pick.any()):
+                m.d.sync += [above.eq(~((pick << 1) - 1)),
+                             self.mem_req.p.addr.eq(_one_hot_or([Mux(pick[r], reader.addr, 0)
+                                                                 for r, reader in enumerate(readers)])),
+                             self.mem_req.p.tag.eq(_one_hot_or([Mux(pick[r], r, 0) for r in range(requesters)]))]
+        m.d.comb += [self.mem_req.valid.eq(chosen.any()), self.mem_rsp.ready.eq(1)]
         for r, reader in enumerate(readers):
-            m.d.comb += [reader.grant.eq(req_fire & (grant == r)),
+            m.d.comb += [reader.grant.eq(req_fire & chosen[r]),
                          reader.fill.eq(self.mem_rsp.valid & (self.mem_rsp.p.tag == r)),
                          reader.data.eq(self.mem_rsp.p.data)]
-            with m.If(grant == r):
-                m.d.comb += self.mem_req.p.addr.eq(reader.addr)
-        with m.If(req_fire):
-            m.d.sync += pointer.eq(grant + 1 if requesters > 1 else 0)
 
         # -- merge: row j takes pair j of each lane whose block has more than j pairs (lanes 0 .. n - 1,
         # the counts not increasing with the lane). Which lanes take part is a register (``active``),
