@@ -148,18 +148,19 @@ class BeatReader(wiring.Component):
             m.d.sync += [self.addr.eq(self.addr + 1), beats_left.eq(beats_left - 1)]
 
         items_left = Signal(COUNT_BITS)
+        has_items = Signal()              # ``items_left != 0``, a register: ``o.valid`` starts at flip-flops
         item = Signal(max(1, (per_beat - 1).bit_length()))
-        m.d.comb += [self.o.valid.eq(beats.r_rdy & (items_left != 0)),
+        m.d.comb += [self.o.valid.eq(beats.r_rdy & has_items),
                      self.o.p.eq(beats.r_data.word_select(item, W) if per_beat > 1 else beats.r_data)]
         with m.If(self.o.valid & self.o.ready):
-            m.d.sync += items_left.eq(items_left - 1)
+            m.d.sync += [items_left.eq(items_left - 1), has_items.eq(items_left != 1)]
             with m.If((item == per_beat - 1) | (items_left == 1)):
                 m.d.comb += beats.r_en.eq(1)
                 m.d.sync += item.eq(0)
             with m.Else():
                 m.d.sync += item.eq(item + 1)
         with m.If(self.load):
-            m.d.sync += [self.addr.eq(self.base), item.eq(0), items_left.eq(self.items),
+            m.d.sync += [self.addr.eq(self.base), item.eq(0), items_left.eq(self.items), has_items.eq(self.items != 0),
                          beats_left.eq((self.items + per_beat - 1) >> (per_beat - 1).bit_length())]
         return m
 
