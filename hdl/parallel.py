@@ -58,13 +58,14 @@ def decoder_classes() -> tuple[type, ...]:
     return tuple(dict.fromkeys(r.core_class for r in REGISTRY if r.role == "decoder"))
 
 
-def parallel_command_layout(lanes: int, addr_bits: int, runs: bool = False) -> data.StructLayout:
+def parallel_command_layout(lanes: int, addr_bits: int, runs: bool = False,
+                            count_bits: int = COUNT_BITS) -> data.StructLayout:
     """One block per lane: lane ``l``'s block has ``count`` pairs in ``words`` words from beat address
     ``base`` (the counts do not increase with ``l``); with ``runs``, also ``runs`` run entries from beat
-    address ``runs_base``."""
-    fields = {"base": addr_bits, "words": COUNT_BITS, "count": COUNT_BITS}
+    address ``runs_base``. Counts are ``count_bits`` wide (the lane decoders' command)."""
+    fields = {"base": addr_bits, "words": count_bits, "count": count_bits}
     if runs:
-        fields.update({"runs_base": addr_bits, "runs": COUNT_BITS})
+        fields.update({"runs_base": addr_bits, "runs": count_bits})
     return data.StructLayout({"lanes": data.ArrayLayout(data.StructLayout(fields), lanes)})
 
 
@@ -108,22 +109,23 @@ class BeatReader(wiring.Component):
     Ports
     -----
     load : In(1)  start a region: ``base`` and ``items`` are taken (the FIFO must be empty)
-    base : In(addr_bits), items : In(32)
+    base : In(addr_bits), items : In(count_bits)
     request : Out(1), addr : Out(addr_bits)  a beat wanted; ``grant`` says the port took it
     grant : In(1)
     fill : In(1), data : In(per_beat * item_bits)  a response of this reader's
     o : Out(stream) ``item_bits``
     """
 
-    def __init__(self, *, item_bits: int, per_beat: int, addr_bits: int, depth: int):
+    def __init__(self, *, item_bits: int, per_beat: int, addr_bits: int, depth: int, count_bits: int = COUNT_BITS):
         self._w = check_int("item_bits", item_bits, 1, 1024)
         self._p = check_int("per_beat", per_beat, 1, 64)
         if self._p & (self._p - 1):
             raise ValueError(f"per_beat must be a power of two, not {per_beat!r}")
         self._a = check_int("addr_bits", addr_bits, 1, 32)
         self._d = check_int("depth", depth, 2, 1024)
+        self._c = check_int("count_bits", count_bits, 1, COUNT_BITS)
         super().__init__({
-            "load": In(1), "base": In(addr_bits), "items": In(COUNT_BITS),
+            "load": In(1), "base": In(addr_bits), "items": In(count_bits),
             "request": Out(1), "addr": Out(addr_bits), "grant": In(1),
             "fill": In(1), "data": In(per_beat * item_bits),
             "o": Out(stream.Signature(item_bits)),
@@ -132,7 +134,7 @@ class BeatReader(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         per_beat, W, D = self._p, self._w, self._d
-        beats_left = Signal(COUNT_BITS)
+        beats_left = Signal(self._c)
         in_flight = Signal(range(D + 1))
         # SyncFIFO: ``level`` counts exactly what it holds, so that the credits never overrun it
         m.submodules.beats = beats = fifo.SyncFIFO(width=per_beat * W, depth=D)
@@ -147,7 +149,7 @@ class BeatReader(wiring.Component):
         with m.If(self.grant):
             m.d.sync += [self.addr.eq(self.addr + 1), beats_left.eq(beats_left - 1)]
 
-        items_left = Signal(COUNT_BITS)
+        items_left = Signal(self._c)
         has_items = Signal()              # ``items_left != 0``, a register: ``o.valid`` starts at flip-flops
         item = Signal(max(1, (per_beat - 1).bit_length()))
         m.d.comb += [self.o.valid.eq(beats.r_rdy & has_items),
@@ -261,6 +263,8 @@ class ParallelDecoder(wiring.Component):
         if self._w % self._sw or self._w // self._sw not in (1, 2):
             raise ValueError(f"the decoder's port words are {self._w} bits, its stream's {self._sw}")
         self._pair = members["o"].signature.members["payload"].shape
+        # a block's pairs and words: as wide as the decoders' command takes them
+        self._cb = members["cmd"].signature.members["payload"].shape["count"].width
         self._s = members["sel"].signature.members["payload"].shape["set"].width if "sel" in members else 0
         self._runs = bool(self._s or self._z)
         beat = self._p * self._w
@@ -269,7 +273,7 @@ class ParallelDecoder(wiring.Component):
         requesters = self._k * (2 if self._runs else 1)
         super().__init__({
             "cfg": members["cfg"],
-            "cmd": In(stream.Signature(parallel_command_layout(self._k, self._a, self._runs))),
+            "cmd": In(stream.Signature(parallel_command_layout(self._k, self._a, self._runs, self._cb))),
             "mem_req": Out(stream.Signature(data.StructLayout({"addr": self._a, "tag": bits_for(requesters - 1)}))),
             "mem_rsp": In(stream.Signature(data.StructLayout({"data": beat, "tag": bits_for(requesters - 1)}))),
             "o": Out(stream.Signature(data.StructLayout({"pairs": data.ArrayLayout(self._pair, self._k),
@@ -279,6 +283,7 @@ class ParallelDecoder(wiring.Component):
         })
 
     lanes = property(lambda self: self._k)
+    count_bits = property(lambda self: self._cb)    # a block's pairs, words and runs: fewer than 2**count_bits
     beat_words = property(lambda self: self._p)
     addr_bits = property(lambda self: self._a)
     fifo_beats = property(lambda self: self._d)
@@ -301,7 +306,7 @@ class ParallelDecoder(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        lanes, per_beat, W, D = self._k, self._p, self._w, self._d
+        lanes, per_beat, W, D, cb = self._k, self._p, self._w, self._d, self._cb
         ratio = self._w // self._sw
         requesters = lanes * (2 if self._runs else 1)
 
@@ -323,7 +328,7 @@ class ParallelDecoder(wiring.Component):
 
             # -- the block's words, one port word per clock to the decoder
             m.submodules[f"words{lane}"] = words = BeatReader(item_bits=W, per_beat=per_beat, addr_bits=self._a,
-                                                               depth=D)
+                                                               depth=D, count_bits=cb)
             readers.append(words)
             # the command's words are the decoder's (stream words); the reader hands it port words
             m.d.comb += [words.load.eq(cmd_fire), words.base.eq(spec.base),
@@ -334,7 +339,7 @@ class ParallelDecoder(wiring.Component):
             pairs_out = dec.o
             if self._runs:
                 m.submodules[f"runs{lane}"] = runs = BeatReader(item_bits=self._rb, per_beat=self.runs_per_beat,
-                                                                 addr_bits=self._a, depth=D)
+                                                                 addr_bits=self._a, depth=D, count_bits=cb)
                 run_readers.append(runs)
                 m.d.comb += [runs.load.eq(cmd_fire), runs.base.eq(spec.runs_base), runs.items.eq(spec.runs)]
                 entry = data.View(self._run, runs.o.p)
@@ -360,7 +365,7 @@ class ParallelDecoder(wiring.Component):
             # -- the lane's decoder command: its block's pairs and words (none: the lane sits it out)
             issued = Signal(name=f"issued{lane}")
             cmd_pending = Signal(name=f"cmd_pending{lane}")
-            count_r, words_r = Signal(COUNT_BITS, name=f"count{lane}"), Signal(COUNT_BITS, name=f"words{lane}")
+            count_r, words_r = Signal(cb, name=f"count{lane}"), Signal(cb, name=f"words{lane}")
             counts.append(count_r)
             with m.If(cmd_fire):
                 m.d.sync += [count_r.eq(spec.count), words_r.eq(spec.words),
@@ -419,7 +424,7 @@ class ParallelDecoder(wiring.Component):
         # depends on no count compare, so the merge's clock does not fall with the lanes (32-bit
         # compares summed into ``n`` on the ready path were the subsystem's longest path at 8 lanes).
         active = Signal(lanes)
-        row = Signal(COUNT_BITS)
+        row = Signal(cb)
         ending = Cat(*[row == c for c in counts])            # lanes whose last pair is in this row
         m.d.comb += [self.o.p.n.eq(sum((a for a in active), start=Const(0, bits_for(lanes)))),
                      self.o.p.last.eq(~(active & ~ending).any())]

@@ -68,6 +68,7 @@ class Csr(enum.IntEnum):
     BASE_HI = 0x01C     #: RW  bits 63..32 (64-bit AXI addresses)
     CYCLES = 0x020      #: RO  clocks from START to DONE of the last block
     WEIGHTS = 0x024     #: RO  weights sent on the output stream since START
+    LIMITS = 0x028      #: RO  [5:0] count bits: a lane's pairs, words and runs are below 2**count_bits
     TBL_DATA0 = 0x030   #: RW  table entry staging, bits 31..0
     TBL_DATA1 = 0x034   #: RW  bits 63..32
     TBL_DATA2 = 0x038   #: RW  bits 95..64
@@ -305,9 +306,11 @@ class SymbolToCode(wiring.Component):
         return m
 
 
-def _decoder_factory(codec: Codec, max_symbols: int, max_extra_bits: int, table_sets: int = 1):
+def _decoder_factory(codec: Codec, max_symbols: int, max_extra_bits: int, table_sets: int = 1,
+                     count_bits: int = COUNT_BITS):
     return lambda: build_core(codec, "decoder", programmable=True, max_symbols=max_symbols,
-                              max_extra_bits=max_extra_bits, block_crc=False, table_sets=table_sets)
+                              max_extra_bits=max_extra_bits, block_crc=False, table_sets=table_sets,
+                              count_bits=count_bits)
 
 
 def default_bus_bits(codec, lanes: int, target: str) -> int:
@@ -348,6 +351,12 @@ class AxiDecompressor(wiring.Component):
         row-shift widths, or its context plan's sets). With more than one, the lanes read runs.
     row_shifts : bool
         Restore row shifts (a run's ``shift``, up to the target's mantissa bits); the lanes read runs.
+    count_bits : int
+        Width of a lane's counts (its block's pairs, words and runs, each below ``2**count_bits``; a
+        larger value written to ``LANE_COUNT``, ``LANE_WORDS`` or ``LANE_RUNS`` is refused), 8..32. The
+        default, 20, holds the default layout's blocks (at most 2**18 pairs, under 4 words a pair); each
+        bit costs every lane's counters, compares and registers (8 lanes: 7,879 LUT-equivalents at 32
+        bits, 7,124 at 20).
 
     Ports
     -----
@@ -365,7 +374,7 @@ class AxiDecompressor(wiring.Component):
 
     def __init__(self, codec: Codec | None = None, *, lanes: int = 4, target: str = "bf16", bus_bits: int = 64,
                  addr_bits: int = 32, max_symbols: int = 64, max_codes: int = 64, escape_bits: int = 5,
-                 fifo_beats: int = 16, table_sets: int = 1, row_shifts: bool = False):
+                 fifo_beats: int = 16, table_sets: int = 1, row_shifts: bool = False, count_bits: int = 20):
         # An object whose parameters are refused is not an unused component: no warning when it is
         # collected (at once, when a caller such as the CLI catches the error).
         self._MustUse__silence = True
@@ -393,7 +402,8 @@ class AxiDecompressor(wiring.Component):
         if not isinstance(row_shifts, bool):
             raise TypeError(f"row_shifts must be a bool, not {row_shifts!r}")
         self._shift_bits = bits_for(PAIR_FORMATS[target].mantissa_bits) if row_shifts else 0
-        self._make_decoder = _decoder_factory(codec, max_symbols, self._w + self._e, table_sets)
+        self._cb = check_int("count_bits", count_bits, 8, COUNT_BITS)
+        self._make_decoder = _decoder_factory(codec, max_symbols, self._w + self._e, table_sets, count_bits)
         # A lane's memory word is its decoder's port word (``W``, or ``2 W`` for an rANS xN decoder).
         try:
             proto = self._make_decoder()
@@ -452,6 +462,7 @@ class AxiDecompressor(wiring.Component):
     addr_bits = property(lambda self: self._addr)
     decoder_cfg_layout = property(lambda self: self._dec_cfg)
     table_sets = property(lambda self: self._sets)
+    count_bits = property(lambda self: self._cb)
     shift_bits = property(lambda self: self._shift_bits)
     #: the lanes (:class:`~.parallel.ParallelDecoder`): its memory layout of words and runs
     parallel = property(lambda self: self._par)
@@ -513,11 +524,12 @@ class AxiDecompressor(wiring.Component):
         # -- registers
         base = Signal(64)
         lane_base = [Signal(32, name=f"lane_base{lane}") for lane in range(lanes)]
-        lane_words = [Signal(32, name=f"lane_words{lane}") for lane in range(lanes)]
-        lane_count = [Signal(32, name=f"lane_count{lane}") for lane in range(lanes)]
+        cb = self._cb
+        lane_words = [Signal(cb, name=f"lane_words{lane}") for lane in range(lanes)]
+        lane_count = [Signal(cb, name=f"lane_count{lane}") for lane in range(lanes)]
         runs = par.has_runs
         lane_runs_base = [Signal(32, name=f"lane_runs_base{lane}") for lane in range(lanes)] if runs else []
-        lane_runs = [Signal(32, name=f"lane_runs{lane}") for lane in range(lanes)] if runs else []
+        lane_runs = [Signal(cb, name=f"lane_runs{lane}") for lane in range(lanes)] if runs else []
         staged = Signal(128)
         cycles, weights = Signal(32), Signal(32)
         a, d = csr.wr.p.addr, csr.wr.p.data
@@ -544,7 +556,10 @@ class AxiDecompressor(wiring.Component):
                          Mux(tbl_kind == Table.SYMBOL, bits_for(self._max_symbols - 1),
                              Mux(tbl_kind == Table.ESCAPE, self._e, bits_for(self._max_codes - 1))))
         out_of_range = is_tbl & ((tbl_addr >> depth_bits) != 0)
-        refused = ~known | (busy & (is_tbl | is_start)) | out_of_range
+        # a count the lanes' counters cannot hold is refused, not truncated
+        too_wide = (d[cb:] != 0) & Cat(*[a == addr for addr, reg in writable.items() if len(reg) < 32]).any() \
+            if cb < 32 else 0
+        refused = ~known | (busy & (is_tbl | is_start)) | out_of_range | too_wide
 
         # A table write or a START is taken into a register and reaches the lanes a clock later, so that
         # the address decode drives no lane's tables or command (at 8 lanes it was the longest path).
@@ -609,7 +624,8 @@ class AxiDecompressor(wiring.Component):
         # reads
         status_word = Cat(busy, self.done, Const(0, 2), self.status.as_value(), Const(0, 1), rd.error)
         readable = {Csr.ID: Const(CSR_ID, 32), Csr.PARAMS: Const(self.params_word(), 32), Csr.STATUS: status_word,
-                    Csr.CYCLES: cycles, Csr.WEIGHTS: weights, **{addr: reg for addr, reg in writable.items()}}
+                    Csr.CYCLES: cycles, Csr.WEIGHTS: weights, Csr.LIMITS: Const(cb, 32),
+                    **{addr: reg for addr, reg in writable.items()}}
         with m.Switch(csr.rd_addr):
             for addr, value in readable.items():
                 with m.Case(addr):

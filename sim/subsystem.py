@@ -411,6 +411,13 @@ def subsystem_program(dut: AxiDecompressor, spec: Codec, table, code_table, expo
         raise ConfigError("the tensor has several tables or row shifts; the subsystem was built with neither "
                           "table sets nor row shifts")
     beats, lane_regs = lane_image(_Lanes(par), [w for w, _ in blocks], entries)
+    limit = 1 << dut.count_bits
+    for lane, (regs, count) in enumerate(zip(lane_regs, counts)):
+        for what, v in (("pairs", count), ("words", regs["words"]), ("runs", regs.get("runs", 0))):
+            if v >= limit:
+                raise ConfigError(f"{name}: lane {lane}'s block has {v:,} {what}; the subsystem's lanes count "
+                                  f"below 2**{dut.count_bits} (count_bits = {dut.count_bits}): cut it into "
+                                  f"smaller blocks or build the subsystem with more count bits")
 
     csr, staged = [], {}
     proto = dut.decoder_prototype
@@ -666,11 +673,15 @@ def plan_container_subsystem(container, *, lanes: int = 4, bus_bits: int | None 
     folds = {id(r): int(r["context"].get("fold", 0)) if "context" in r else 0 for r in recs}
     if any(folds[id(r)] for r in recs if streams[int(r["stream"])].block_pairs):
         shift_bits = max(shift_bits, 1)
-    dut = AxiDecompressor(spec, lanes=lanes, target=target, bus_bits=bus, max_codes=max_codes,
-                          escape_bits=max(1, escape_bits), fifo_beats=min(fifo, 1024), table_sets=sets,
-                          row_shifts=shift_bits > 0)
     check_int("block_pairs", block_pairs, 1, 1 << 24)
     old = [int(r["n_pairs"]) for r in recs if not streams[int(r["stream"])].block_pairs]
+    # the lanes count a block's pairs and words (under 4 words a pair): the default width unless a block
+    # is larger
+    largest = max([st.block_pairs for st in v6] + ([min(block_pairs, max(old))] if old else []))
+    count_bits = min(32, max(20, bits_for(4 * largest)))
+    dut = AxiDecompressor(spec, lanes=lanes, target=target, bus_bits=bus, max_codes=max_codes,
+                          escape_bits=max(1, escape_bits), fifo_beats=min(fifo, 1024), table_sets=sets,
+                          row_shifts=shift_bits > 0, count_bits=count_bits)
     depth = memory_depth(dut, min(block_pairs, max(old))) if old else 16
     # a version-6 START's image: each block's words from a beat of its own, then its runs
     par = dut.parallel

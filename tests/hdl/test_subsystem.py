@@ -76,6 +76,14 @@ def test_whole_stories260k_through_verilator_at_the_lane_bound(stories_container
                 assert r.weights_per_clock >= 0.92 * r.bound, (codec, target, name, r)
 
 
+def test_a_block_larger_than_the_lane_counters_is_refused(stories):
+    """A driver never writes a count the lanes would truncate: the program names the block and the width."""
+    block = checkpoint_block(str(stories), "tans8x16", MATRIX, "bf16")
+    dut = AxiDecompressor(lanes=1, target="bf16", count_bits=8)
+    with pytest.raises(ConfigError, match=r"lane 0's block has 2,048 pairs; .* below 2\*\*8 \(count_bits = 8\)"):
+        subsystem_bench_for(dut, block)
+
+
 def test_a_wrong_weight_is_caught(stories):
     block = checkpoint_block(str(stories), "tans8", MATRIX, "bf16")
     block.bits = block.bits.copy()
@@ -166,6 +174,12 @@ def test_register_map_answers():
         seen["base"] = await read(ctx, Csr.BASE_LO)
         seen["w_lane3"] = await write(ctx, Csr.LANE0 + 8 * 3 + 4, 77)
         seen["lane3"] = await read(ctx, Csr.LANE0 + 8 * 3 + 4)
+        seen["limits"] = await read(ctx, Csr.LIMITS)
+        seen["w_count_max"] = await write(ctx, Csr.LANE_COUNT0 + 4, (1 << 20) - 1)
+        seen["w_count_over"] = await write(ctx, Csr.LANE_COUNT0 + 4, 1 << 20)
+        seen["count_kept"] = await read(ctx, Csr.LANE_COUNT0 + 4)
+        seen["w_words_over"] = await write(ctx, Csr.LANE0 + 4, 1 << 31)
+        seen["w_base_wide"] = await write(ctx, Csr.LANE0, 1 << 31)
         seen["w_nowhere"] = await write(ctx, 0x7F0, 1)
         seen["nowhere"] = await read(ctx, 0x7F0)
         seen["w_partial"] = await write(ctx, Csr.BASE_LO, 5, strb=0b0011)
@@ -182,6 +196,10 @@ def test_register_map_answers():
     assert seen["params"] == (dut.params_word(), 0) and seen["params"][0] & 0xFF == 4
     assert seen["w_base"] == 0 and seen["base"] == (123456, 0)
     assert seen["w_lane3"] == 0 and seen["lane3"] == (77, 0)
+    # counts the lanes' 20-bit counters cannot hold are refused, not truncated; a beat offset is not a count
+    assert seen["limits"] == (20, 0) and dut.count_bits == 20
+    assert seen["w_count_max"] == 0 and seen["w_count_over"] == 0b10 and seen["count_kept"] == ((1 << 20) - 1, 0)
+    assert seen["w_words_over"] == 0b10 and seen["w_base_wide"] == 0
     assert seen["w_nowhere"] == 0b10 and seen["nowhere"][1] == 0b10          # SLVERR
     assert seen["w_partial"] == 0b10 and seen["base_after"] == (123456, 0)    # partial writes change nothing
     assert seen["w_table_range"] == 0b10 and seen["w_table_ok"] == 0
