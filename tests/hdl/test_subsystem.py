@@ -76,6 +76,7 @@ def test_whole_stories260k_through_verilator_at_the_lane_bound(stories_container
                 assert r.weights_per_clock >= 0.92 * r.bound, (codec, target, name, r)
 
 
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")     # the refused subsystem is never built
 def test_a_block_larger_than_the_lane_counters_is_refused(stories):
     """A driver never writes a count the lanes would truncate: the program names the block and the width."""
     block = checkpoint_block(str(stories), "tans8x16", MATRIX, "bf16")
