@@ -421,8 +421,8 @@ class ParallelDecoder(wiring.Component):
         # -- merge: row j takes pair j of each lane whose block has more than j pairs (lanes 0 .. n - 1,
         # the counts not increasing with the lane). Which lanes take part is a register (``active``),
         # updated from ``row`` (rows out so far, plus one) and each lane's count: the row's handshake
-        # depends on no count compare, so the merge's clock does not fall with the lanes (32-bit
-        # compares summed into ``n`` on the ready path were the subsystem's longest path at 8 lanes).
+        # depends on no count compare, so the merge's clock does not fall with the lanes
+        # (docs/design/subsystem.md).
         active = Signal(lanes)
         row = Signal(cb)
         ending = Cat(*[row == c for c in counts])            # lanes whose last pair is in this row

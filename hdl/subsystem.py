@@ -562,7 +562,7 @@ class AxiDecompressor(wiring.Component):
         refused = ~known | (busy & (is_tbl | is_start)) | out_of_range | too_wide
 
         # A table write or a START is taken into a register and reaches the lanes a clock later, so that
-        # the address decode drives no lane's tables or command (at 8 lanes it was the longest path).
+        # the address decode drives no lane's tables or command (docs/design/subsystem.md).
         # The next write waits until the table has taken the entry (``staged`` holds still till then).
         pend_table = Signal(len(Table))         # one-hot: the table of the pending write (``Table``)
         pend_addr = Signal(16)
