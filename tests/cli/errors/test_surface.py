@@ -147,6 +147,11 @@ REFUSED = {
     "tables --dask --threads": (("tables", "--model", "m.bin", "--dask", "tcp://127.0.0.1:1", "--threads", "2"),
                                 ("--threads", "--dask")),
     "bench --skip-7b --layers": (("bench", "--skip-7b", "--layers", "2", "-o", "b.md"), ("--layers",)),
+    "bench --fpga-lanes without fpga": (("bench", "--only", "table1", "--fpga-lanes", "2", "-o", "b.md"),
+                                        ("--fpga-lanes", "fpga")),
+    "bench --fpga-lanes 0": (("bench", "--only", "fpga", "--fpga-lanes", "1,0", "-o", "b.md"), ("--fpga-lanes", "1,0")),
+    "bench --fpga-lanes x": (("bench", "--only", "fpga", "--fpga-lanes", "two", "-o", "b.md"), ("--fpga-lanes", "two")),
+    "resources --nexus of a core": (("resources", "--core", "tans-decoder", "--nexus"), ("--nexus", "subsystem")),
     # values checked before the work, named as the user spelled them
     "tables --jobs 0 (old spelling)": (("tables", "--model", "m.bin", "--jobs", "0"), ("--jobs",)),
     "tables unknown --codecs": (("tables", "--model", "m.bin", "--codecs", "zip9"), ("zip9",)),
