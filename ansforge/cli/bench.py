@@ -17,8 +17,11 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip-7b", action="store_true", help="skip the synthetic 7B-shape run")
     p.add_argument("--tmpdir", default=None, metavar="DIR", help="where to write the temporary checkpoint")
     p.add_argument("--only", default=None, metavar="LIST",
-                   help="comma-separated sections: table1, coders, software, hardware, subsystem, context, prove, llama, "
+                   help="comma-separated sections: table1, coders, software, hardware, subsystem, fpga, context, prove, "
+                        "llama, "
                         "streaming, 7b (default: all)")
+    p.add_argument("--fpga-lanes", default=None, metavar="LIST",
+                   help="lane counts of the fpga section (comma-separated, each 1 to 32; default 1,2,4,8,16)")
     p.add_argument("--stories", default=None, metavar="PATH",
                    help="stories260K.bin for the llama section (default: ../shared/models beside the checkout)")
 
@@ -41,6 +44,17 @@ def bench(args: argparse.Namespace) -> int:
             raise UsageError(f"--only: no section {section!r} (sections: {', '.join(SECTIONS)})")
     if args.skip_7b or (only is not None and "7b" not in only):
         refuse(args, ["layers", "tmpdir"], "applies only to the 7b section, which this run skips")
+    fpga_lanes = None
+    if args.fpga_lanes is not None:
+        if only is not None and "fpga" not in only:
+            raise UsageError("--fpga-lanes applies only to the fpga section, which this run skips")
+        try:
+            fpga_lanes = tuple(int(x) for x in args.fpga_lanes.split(","))
+        except ValueError:
+            raise UsageError(f"--fpga-lanes: {args.fpga_lanes!r} is not a comma-separated list of lane counts") from None
+        bad = [k for k in fpga_lanes if not 1 <= k <= 32]
+        if bad or not fpga_lanes:
+            raise UsageError(f"--fpga-lanes: lane counts are 1 to 32, not {args.fpga_lanes}")
     if args.tmpdir is not None and not Path(args.tmpdir).is_dir():
         raise UsageError(f"{args.tmpdir}: no such directory (for --tmpdir)")
     for name in ("layers",):
@@ -48,7 +62,8 @@ def bench(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1, not {getattr(args, name)}")
     with progress.activity(f"bench: {', '.join(only) if only else 'every section'}"):
         rep = run_bench(layers=args.layers, skip_7b=args.skip_7b,
-                        tmpdir=args.tmpdir, argv=sys.argv[1:], only=only, stories=args.stories)
+                        tmpdir=args.tmpdir, argv=sys.argv[1:], only=only, stories=args.stories,
+                        fpga_lanes=fpga_lanes)
     write(args, args.output, rep)
     if args.json is not None:
         from ..analysis.report_tables import markdown_tables

@@ -1,0 +1,162 @@
+"""The decompression subsystem against what a designer would otherwise buy (``ansforge bench --only fpga``).
+
+For each lane count ``K`` the subsystem of the default format (``tans8x16`` lanes, bf16 out, the
+narrowest AXI4 bus that feeds them) is measured with the project's one definition of every hardware
+figure (:mod:`.area`): LUT-equivalents, FFs, BRAM and DSP from yosys ``synth_xilinx -family xcup``;
+Fmax on ECP5-8 (nextpnr-ecp5, out of context) and on a Lattice Nexus LIFCL-40 (nextpnr-nexus, inside a
+ring of registers), each the median of 3 seeds; weights per clock from Verilator, every weight checked
+against ``ansforge decompress``. Throughput in GB/s is decompressed bf16 bytes (2 per weight) at the
+measured weights per clock and the ECP5 median Fmax.
+
+Beside them, the published figures of AMD's Vitis Data Compression Library kernels (:data:`VENDOR_IP`):
+read from AMD's pages, not measured here, on UltraScale+ with Vivado. An ECP5 is several times slower
+than an UltraScale+, so GB/s at the ECP5 clock understates what the same netlist gives there; LUT counts
+are comparable (LUT-equivalents count LUT-RAM as Vivado's LUT column does).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..model import progress
+from .area import NEXUS_DEVICE, CoreArea, core_area, subsystem_area
+
+__all__ = ["VendorFigure", "VENDOR_IP", "FPGA_LANES", "LaneRow", "fpga_rows", "fpga_markdown"]
+
+#: Lane counts of the sweep (``bench --only fpga``).
+FPGA_LANES = (1, 2, 4, 8, 16)
+
+#: Decompressed bytes per bf16 weight.
+BF16_BYTES = 2
+
+
+@dataclass(frozen=True)
+class VendorFigure:
+    """A decompressor's published figures (Vivado, UltraScale+), as its vendor prints them."""
+
+    name: str
+    luts: int
+    brams: int
+    urams: int
+    mhz: float
+    mb_per_s: float | None      # decompressed MB/s; None where the page quotes none
+    source: str
+
+
+#: AMD Vitis Data Compression Library (Vitis Libraries), L2 decompression kernels, as published.
+VENDOR_IP = (
+    VendorFigure("AMD Vitis zstd decompress (32 KB window)", 22_000, 32, 3, 234, 658.86,
+                 "https://xilinx.github.io/Vitis_Libraries/data_compression/2021.2/source/L2/zstdd_32KB.html"),
+    VendorFigure("AMD Vitis LZ4 streaming decompress (8 bytes/clock)", 5_500, 0, 4, 300, None,
+                 "https://docs.amd.com/r/2023.1-English/Vitis_Libraries/data_compression/source/L2/"
+                 "lz4_dec_streaming_parallelByte8.html"),
+)
+
+
+@dataclass
+class LaneRow:
+    """One lane count's figures: the subsystem's area and clocks, and its Verilator throughput on the
+    largest tensor (enough blocks for every lane) and on the whole model."""
+
+    lanes: int
+    area: CoreArea
+    bus_bits: int
+    big_weights_per_clock: float
+    big_bound: float
+    model_weights_per_clock: float
+    model_bound: float
+    wall_s: float
+
+    @property
+    def gb_per_s(self) -> float | None:
+        """Decompressed bf16 GB/s on the largest tensor at the ECP5 median Fmax."""
+        f = self.area.ecp5_fmax_mhz
+        return None if f is None else self.big_weights_per_clock * f * 1e6 * BF16_BYTES / 1e9
+
+
+def fpga_rows(model: str, lanes=FPGA_LANES, *, nexus: bool = True) -> tuple[list[LaneRow], str, int, float]:
+    """The sweep over ``lanes`` on the checkpoint ``model`` (bf16 pairs, the default format); returns the
+    rows, the largest tensor's name and pairs, and the lane coder's LUT-equivalents (coder alone, paper
+    configuration) for the area bound ``K × (coder + 250) + 1000``."""
+    from ..hdl.subsystem import AxiDecompressor, default_bus_bits
+    from ..model.coding.codecs import parse_codec
+    from ..model.coding.container import compress_checkpoint, open_container
+    from ..sim.subsystem import decode_container_subsystem
+    from ..sim.verilator import VerilatorEngine
+
+    codec = "tans8x16"
+    coder = core_area("tans-decoder", codec, shell=False, ecp5=False, widelut=False).lut_equivalents
+    rows = []
+    eng = VerilatorEngine()
+    with tempfile.TemporaryDirectory(prefix="ansforge-fpga-") as tmp, \
+            progress.bar(len(lanes), "bench fpga: lanes", unit="lane counts") as bar:
+        out = Path(tmp) / "model.ansf"
+        bar.note("compressing the model")
+        compress_checkpoint(model, out, codec, pairs="bf16")
+        c = open_container(out)
+        big = max((r for r in c.tensors if r["coding"] == "pairs"), key=lambda r: int(r["n_pairs"]))
+        for k in lanes:
+            bar.note(f"K = {k}: area and place and route")
+            dut = AxiDecompressor(lanes=k, target="bf16")
+            area = subsystem_area(dut, codec, nexus=nexus)
+            bar.note(f"K = {k}: Verilator")
+            t = time.perf_counter()
+            every = decode_container_subsystem(c, eng, lanes=k)
+            wall = time.perf_counter() - t
+            one = [(name, run) for name, run in every if name == big["name"]]
+            rows.append(LaneRow(k, area, default_bus_bits(parse_codec(codec), k, "bf16"),
+                                *_throughput(one), *_throughput(every), wall))
+            bar()
+    return rows, big["name"], int(big["n_pairs"]), coder
+
+
+def _throughput(runs) -> tuple[float, float]:
+    """(weights per clock, bound) over per-tensor runs; the bound weighted by each tensor's clocks at it."""
+    w = sum(r.weights for _, r in runs)
+    clocks = sum(r.cycles for _, r in runs)
+    return w / clocks, w / sum(r.weights / r.bound for _, r in runs)
+
+
+def fpga_markdown(rows: list[LaneRow], big: str, big_pairs: int, coder: int, model_name: str) -> list[str]:
+    """The section's Markdown: the sweep, the vendor figures, and what each column means."""
+    md = ["| Lanes K | AXI4 bits | LUT-equivalents | Bound K×(coder+250)+1000 | FFs | BRAM | DSP | "
+          "ECP5-8 Fmax MHz (seeds) | Nexus Fmax MHz (seeds) | Weights / clock, largest tensor (bound) | "
+          "Weights / clock, whole model (bound) | GB/s bf16 at ECP5 Fmax | GB/s per 1,000 LUT-eq | Verilator wall s |",
+          "|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---:|---:|---:|"]
+
+    def mhz(median, seeds):
+        return "n/a" if median is None else f"{median:.1f} ({', '.join(f'{s:.1f}' for s in seeds)})"
+
+    for r in rows:
+        a = r.area
+        bound = r.lanes * (coder + 250) + 1000
+        gbs = r.gb_per_s
+        md.append(f"| {r.lanes} | {r.bus_bits} | {a.lut_equivalents:,} | {bound:,} "
+                  f"({'met' if a.lut_equivalents <= bound else f'{a.lut_equivalents / bound - 1:.0%} over'}) | "
+                  f"{a.ffs:,} | {a.brams} | {a.dsps} | {mhz(a.ecp5_fmax_mhz, a.ecp5_fmax_seeds)} | "
+                  f"{mhz(a.nexus_fmax_mhz, a.nexus_fmax_seeds)} | {r.big_weights_per_clock:.3f} ({r.big_bound:.3f}) | "
+                  f"{r.model_weights_per_clock:.3f} ({r.model_bound:.3f}) | "
+                  f"{'n/a' if gbs is None else f'{gbs:.2f}'} | "
+                  f"{'n/a' if gbs is None else f'{gbs / a.lut_equivalents * 1000:.3f}'} | {r.wall_s:.0f} |")
+    md += ["", f"Largest tensor: `{big}` ({big_pairs:,} weights of {model_name}, {-(-big_pairs // (1 << 18))} "
+               "independent blocks). Whole model: every coded tensor, one START per row of lane blocks of one "
+               "tensor, so a tensor of fewer blocks than lanes leaves lanes idle (lanes that load their own "
+               "tables per block are issue 45's next step). Lane coder: the tANS decoder alone, paper "
+               f"configuration, {coder} LUT-equivalents. Fmax: median of 3 seeds; Nexus {NEXUS_DEVICE} "
+               "(yosys synth_nexus with abc for its LUT step, nextpnr-nexus router1), the design inside a ring "
+               "of registers because nextpnr-nexus has no out-of-context mode.", "",
+           "Published decompression kernels (AMD Vitis Data Compression Library on UltraScale+ with Vivado; "
+           "published figures, **not measured here**):", "",
+           "| Kernel | LUTs | BRAM | URAM | MHz | Decompressed MB/s | GB/s per 1,000 LUTs | Source |",
+           "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for v in VENDOR_IP:
+        per = "n/a" if v.mb_per_s is None else f"{v.mb_per_s / 1000 / v.luts * 1000:.3f}"
+        md.append(f"| {v.name} | {v.luts:,} | {v.brams} | {v.urams} | {v.mhz:g} | "
+                  f"{'not quoted' if v.mb_per_s is None else f'{v.mb_per_s:g}'} | {per} | {v.source} |")
+    md += ["", "The vendor kernels decompress general byte streams (zstd, LZ4) and run at their UltraScale+ "
+               "clock; the subsystem decodes weights coded by ansforge, and its GB/s is at the ECP5 clock, "
+               "several times below what the same netlist reaches on UltraScale+."]
+    return md
