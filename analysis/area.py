@@ -514,7 +514,7 @@ def subsystem_area(dut, codec: str, *, ecp5: bool = True, timeout: float | None 
     definitions as :func:`core_area`; ``breakdown`` adds one lane's decoder, its symbol → code and
     pair → float stages, the AXI4 read master and the register slave, each synthesized alone; ``nexus``
     the median Fmax of 3 seeds on :data:`NEXUS_DEVICE` (:func:`nexus_fmax`)."""
-    progress.step(f"subsystem ({codec}, {dut.lanes} lanes): its Verilog, yosys synth_xilinx twice"
+    progress.step(f"subsystem ({codec}, {dut.lanes} lane{'s' if dut.lanes != 1 else ''}): its Verilog, yosys synth_xilinx twice"
                   + (", nextpnr-ecp5 place and route of 3 seeds" if ecp5 else "")
                   + (", nextpnr-nexus place and route of 3 seeds" if nexus else "")
                   + (", then each block" if breakdown else ""))
@@ -525,7 +525,7 @@ def subsystem_area(dut, codec: str, *, ecp5: bool = True, timeout: float | None 
     text = core_verilog(dut)
     r = synthesize(text, timeout, widelut=True, label="subsystem: ")
     fmax, seeds = ecp5_fmax_median(text, timeout, label="subsystem: ") if ecp5 else (None, None)
-    config = (f"{codec}, {dut.lanes} lanes, {dut.target} out, {dut.bus_bits}-bit AXI4, {dut.max_symbols} symbols, "
+    config = (f"{codec}, {dut.lanes} lane{'s' if dut.lanes != 1 else ''}, {dut.target} out, {dut.bus_bits}-bit AXI4, {dut.max_symbols} symbols, "
               f"{dut.max_codes} codes, {dut.escape_bits} escape bits")
     area = CoreArea("subsystem", config, **r, ecp5_fmax_mhz=fmax, ecp5_fmax_seeds=seeds)
     if nexus:

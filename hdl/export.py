@@ -492,7 +492,7 @@ def describe(component: wiring.Component, name: str | None = None) -> Export:
     codec = getattr(component, "codec", None)
     export.summary = type(component).__name__ + (f", codec {codec.name}" if codec is not None else "")
     if isinstance(component, AxiDecompressor):
-        export.summary += f", {component.lanes} lanes, {component.target} out, {component.bus_bits}-bit AXI4"
+        export.summary += f", {component.lanes} lane{'s' if component.lanes != 1 else ''}, {component.target} out, {component.bus_bits}-bit AXI4"
         export.period_ns = SUBSYSTEM_PERIOD_NS
         enums.setdefault("DecodeStatus", DecodeStatus)     # the STATUS register's [6:4]
         docs = _enum_comments(Csr)

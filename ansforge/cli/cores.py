@@ -418,7 +418,7 @@ def verilog(args: argparse.Namespace) -> int:
                                      "lanes": dut.lanes, "target": dut.target, "bus_bits": dut.bus_bits,
                                      "table_sets": args.table_sets, "row_shifts": args.row_shifts,
                                      "module": name, "lines": lines, "files": files})
-        print(f"wrote {args.output}: decompression subsystem ({codec}, {dut.lanes} lanes, {dut.target} out, "
+        print(f"wrote {args.output}: decompression subsystem ({codec}, {dut.lanes} lane{'s' if dut.lanes != 1 else ''}, {dut.target} out, "
               f"{dut.bus_bits}-bit AXI4), module {name}, {lines:,} lines; beside it {', '.join(files[1:])}")
         return 0
     if args.matrix and not args.model:
@@ -556,7 +556,7 @@ def _subsystem_testbench(args: argparse.Namespace) -> int:
                                  "weights": int(block.symbols.size), "expected": len(job.expected),
                                  "stall_prob": args.stall_prob, "seed": args.seed,
                                  "files": sorted(Path(f).name for f in files)})
-    print(f"wrote {len(files)} files to {out}: decompression subsystem ({codec}, {dut.lanes} lanes, {dut.target}) on "
+    print(f"wrote {len(files)} files to {out}: decompression subsystem ({codec}, {dut.lanes} lane{'s' if dut.lanes != 1 else ''}, {dut.target}) on "
           f"{block.name}, {block.symbols.size:,} weights, {len(job.expected):,} expected AXI4-Stream transfers; "
           f"run {out / 'run_iverilog.sh'} or {out / 'run_verilator.sh'}")
     return 0
