@@ -169,19 +169,28 @@ def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1, label: 
             _run_yosys(lambda fixes: f"read_verilog core.v; {_no_abc9_check(fixes)}synth_ecp5 -top top "
                        "-json core.json", tmp, timeout, "synth_ecp5", "core.json", (_ABC9_CHECK,))
             note("nextpnr-ecp5")
-            # A missed target is not an error here: the report still gives the achieved Fmax.
-            pnr = subprocess.run([nextpnr, "--85k", "--package", "CABGA381", "--out-of-context", "--json",
-                                  "core.json", "--speed", "8", "--freq", "100", "--seed", str(seed), "--report",
-                                  "report.json", "-q"], cwd=tmp, capture_output=True, text=True, timeout=timeout,
-                                 env=_inside(tmp))
         except subprocess.TimeoutExpired:
-            raise TimeoutError(f"ECP5 synthesis/place-and-route did not finish within {timeout:.0f} s") from None
-        report = Path(tmp) / "report.json"
-        if not report.exists():
-            raise ToolError(f"nextpnr-ecp5 wrote no report (place and route failed, exit {pnr.returncode}: "
-                            f"{_last_words(pnr.stderr + pnr.stdout)})")
-        fmax = json.loads(report.read_text()).get("fmax", {})
-        return min(float(v["achieved"]) for v in fmax.values()) if fmax else None
+            raise TimeoutError(f"ECP5 synthesis did not finish within {timeout:.0f} s") from None
+        return _achieved_fmax([nextpnr, "--85k", "--package", "CABGA381", "--out-of-context", "--speed", "8"],
+                              seed, tmp, timeout, "ECP5")
+
+
+def _achieved_fmax(nextpnr: list[str], seed: int, tmp: str, timeout: float | None, device: str) -> float | None:
+    """Place and route ``core.json`` in ``tmp`` with the nextpnr command line ``nextpnr`` and ``seed`` at a
+    100 MHz target; the achieved Fmax in MHz of the slowest clock domain (``None`` if it has no clocked
+    path). A missed target is not an error here: the report still gives the achieved Fmax."""
+    try:
+        pnr = subprocess.run([*nextpnr, "--json", "core.json", "--freq", "100", "--seed", str(seed), "--report",
+                              "report.json", "-q"], cwd=tmp, capture_output=True, text=True, timeout=timeout,
+                             env=_inside(tmp))
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"{device} place-and-route did not finish within {timeout:.0f} s") from None
+    report = Path(tmp) / "report.json"
+    if not report.exists():
+        raise ToolError(f"{Path(nextpnr[0]).name.removeprefix('yowasp-')} wrote no report (place and route "
+                        f"failed, exit {pnr.returncode}: {_last_words(pnr.stderr + pnr.stdout)})")
+    fmax = json.loads(report.read_text()).get("fmax", {})
+    return min(float(v["achieved"]) for v in fmax.values()) if fmax else None
 
 
 def ecp5_fmax_median(verilog: str, timeout: float | None = None, seeds: tuple[int, ...] = ECP5_SEEDS,
@@ -492,20 +501,12 @@ def nexus_fmax(verilog: str, timeout: float | None = None, seed: int = 1, label:
                        "synth_nexus -top ring -run map_cells: -json core.json", tmp, timeout, "synth_nexus",
                        "core.json", ())
             note("nextpnr-nexus")
-            # router2 fails the clock pad's dedicated arc into its DCC on designs of a few thousand cells
-            # (nextpnr 0.11.1); router1 routes it.
-            pnr = subprocess.run([nextpnr, "--device", NEXUS_DEVICE, "--json", "core.json", "--pdc", "pins.pdc",
-                                  "--router", "router1", "--freq", "100", "--seed", str(seed), "--report",
-                                  "report.json", "-q"],
-                                 cwd=tmp, capture_output=True, text=True, timeout=timeout, env=_inside(tmp))
         except subprocess.TimeoutExpired:
-            raise TimeoutError(f"Nexus synthesis/place-and-route did not finish within {timeout:.0f} s") from None
-        report = Path(tmp) / "report.json"
-        if not report.exists():
-            raise ToolError(f"nextpnr-nexus wrote no report (place and route failed, exit {pnr.returncode}: "
-                            f"{_last_words(pnr.stderr + pnr.stdout)})")
-        fmax = json.loads(report.read_text()).get("fmax", {})
-        return min(float(v["achieved"]) for v in fmax.values()) if fmax else None
+            raise TimeoutError(f"Nexus synthesis did not finish within {timeout:.0f} s") from None
+        # router2 fails the clock pad's dedicated arc into its DCC on designs of a few thousand cells
+        # (nextpnr 0.11.1); router1 routes it.
+        return _achieved_fmax([nextpnr, "--device", NEXUS_DEVICE, "--pdc", "pins.pdc", "--router", "router1"],
+                              seed, tmp, timeout, "Nexus")
 
 
 def subsystem_area(dut, codec: str, *, ecp5: bool = True, timeout: float | None = None,
