@@ -124,7 +124,7 @@ def fpga_markdown(rows: list[LaneRow], big: str, big_pairs: int, coder: int, mod
     """The section's Markdown: the sweep, the vendor figures, and what each column means."""
     md = ["| Lanes K | AXI4 bits | LUT-equivalents | Bound K×(coder+250)+1000 | FFs | BRAM | DSP | "
           "ECP5-8 Fmax MHz (seeds) | Nexus Fmax MHz (seeds) | Weights / clock, largest tensor (bound) | "
-          "Weights / clock, whole model (bound) | GB/s bf16 at ECP5 Fmax | GB/s per 1,000 LUT-eq | Verilator wall s |",
+          "Weights / clock, whole model (bound) | GB/s bf16 at ECP5 Fmax, largest tensor | GB/s per 1,000 LUT-eq | Verilator wall s |",
           "|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---:|---:|---:|"]
 
     def mhz(median, seeds):
