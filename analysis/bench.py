@@ -471,7 +471,7 @@ def _subsystem(mini: str, stories: Path) -> list[str]:
     from ..hdl.subsystem import AxiDecompressor, default_bus_bits
     from ..model.coding.codecs import parse_codec
     from ..model.coding.container import compress_checkpoint, open_container
-    from ..sim.subsystem import BLOCK_PAIRS, decode_container_subsystem
+    from ..sim.subsystem import BLOCK_PAIRS, decode_container_subsystem, runs_throughput
     from ..sim.verilator import VerilatorEngine
     from .area import area_markdown, subsystem_area
 
@@ -501,8 +501,7 @@ def _subsystem(mini: str, stories: Path) -> list[str]:
                 w, clk = sum(r.weights for _, r in runs), sum(r.cycles for _, r in runs)
                 fmt = "bf16" if pairs == "bf16" else "fp32"
                 bus = default_bus_bits(parse_codec(codec), lanes, fmt)
-                # the model's bound: each tensor's bound weighted by its clocks at the bound
-                bound = w / sum(r.weights / r.bound for _, r in runs)
+                _, bound = runs_throughput(runs)
                 big = [r.weights_per_clock / r.bound for _, r in runs if r.weights >= 16_384]
                 md.append(f"| {model} | {codec}, {fmt} | {lanes} | {bus} | {w:,} | {clk:,} | {w / clk:.3f} | "
                           f"{bound:.3f} | {min(big) if big else float('nan'):.3f} | yes | {wall:.0f} |")

@@ -84,7 +84,7 @@ def fpga_rows(model: str, lanes=FPGA_LANES, *, nexus: bool = True) -> tuple[list
     from ..hdl.subsystem import AxiDecompressor, default_bus_bits
     from ..model.coding.codecs import parse_codec
     from ..model.coding.container import compress_checkpoint, open_container
-    from ..sim.subsystem import decode_container_subsystem
+    from ..sim.subsystem import decode_container_subsystem, runs_throughput
     from ..sim.verilator import VerilatorEngine
 
     codec = "tans8x16"
@@ -108,16 +108,9 @@ def fpga_rows(model: str, lanes=FPGA_LANES, *, nexus: bool = True) -> tuple[list
             wall = time.perf_counter() - t
             one = [(name, run) for name, run in every if name == big["name"]]
             rows.append(LaneRow(k, area, default_bus_bits(parse_codec(codec), k, "bf16"),
-                                *_throughput(one), *_throughput(every), wall))
+                                *runs_throughput(one), *runs_throughput(every), wall))
             bar()
     return rows, big["name"], int(big["n_pairs"]), coder
-
-
-def _throughput(runs) -> tuple[float, float]:
-    """(weights per clock, bound) over per-tensor runs; the bound weighted by each tensor's clocks at it."""
-    w = sum(r.weights for _, r in runs)
-    clocks = sum(r.cycles for _, r in runs)
-    return w / clocks, w / sum(r.weights / r.bound for _, r in runs)
 
 
 def fpga_markdown(rows: list[LaneRow], big: str, big_pairs: int, coder: int, model_name: str) -> list[str]:

@@ -50,7 +50,7 @@ from .testbench import payload_ints
 __all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "SubsystemMismatch", "Block",
            "SubsystemProgram", "subsystem_program", "program_job", "run_program", "program_bound", "lane_bound",
            "ContainerPlan", "plan_container_subsystem", "run_subsystem",
-           "decode_container_subsystem", "checkpoint_block", "subsystem_bench_for", "run_block", "memory_depth",
+           "decode_container_subsystem", "runs_throughput", "checkpoint_block", "subsystem_bench_for", "run_block", "memory_depth",
            "pack_rows", "expected_rows", "lane_streams", "MEMORY_BASE"]
 
 #: Byte address of the memory image on the simulated AXI bus (a DDR window, away from 0 so that the
@@ -728,6 +728,13 @@ def plan_container_subsystem(container, *, lanes: int = 4, bus_bits: int | None 
                                                       name=f"{r['name']} pairs {a}..{b - 1}")
 
     return ContainerPlan(dut, depth, programs())
+
+
+def runs_throughput(runs: list[tuple[str, SubsystemRun]]) -> tuple[float, float]:
+    """(weights per clock, bound) of :func:`decode_container_subsystem`'s per-tensor runs taken together:
+    every weight over every clock, and each tensor's bound weighted by the clocks it takes at that bound."""
+    weights = sum(r.weights for _, r in runs)
+    return weights / sum(r.cycles for _, r in runs), weights / sum(r.weights / r.bound for _, r in runs)
 
 
 def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: int | None = None,
