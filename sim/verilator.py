@@ -7,7 +7,8 @@ the commands back to back (``done`` is counted, one clock per command), input wo
 random ready gaps, and a cycle bound. Builds are cached under ``$ANSFORGE_CACHE`` (default
 ``~/.cache/ansforge``) by a hash of the Verilog and the harness: a core with the same Verilog is compiled
 once, whichever command built it (the simulations build theirs with :func:`~.jobs.simulation_core`,
-whose Verilog depends on neither the checkpoint nor its tables). On a terminal a compile shows its
+whose Verilog depends on neither the checkpoint nor its tables); Verilator's run-time library is compiled
+once per Verilator version and build options and linked by every design. On a terminal a compile shows its
 elapsed time and leaves a line with its duration; a build found in the cache says so in one line.
 
 Payloads cross as raw little-endian ``uint64`` files, ``ceil(width / 64)`` words per payload.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -224,20 +226,50 @@ class VerilatorEngine:
     def _compile(self, core, d: Path, v: str, cpp: str) -> None:
         """Build into a private directory beside ``d`` and rename it into place: parallel test workers
         (pytest-xdist) and concurrent runs building the same design never see a half-built
-        ``obj_dir``; the loser of a race keeps the winner's identical build."""
+        ``obj_dir``; the loser of a race keeps the winner's identical build.
+
+        Verilator's run-time library (``verilated.o``, ``verilated_threads.o``: about 6 CPU-seconds of
+        g++, more than a small design's own code) is compiled once per Verilator and build options
+        (:meth:`_runtime_key`) and kept under ``runtime-<key>`` in the cache; each design links it."""
         self.cache.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f"{d.name}.build-", dir=self.cache))
         try:
             (tmp / "top.v").write_text(v)
             (tmp / "harness.cpp").write_text(cpp)
-            cmd = ["verilator", "--cc", "top.v", "--exe", "harness.cpp", "--build", "--top-module", "top",
+            cmd = ["verilator", "--cc", "top.v", "--exe", "harness.cpp", "--top-module", "top",
                    "-Wno-WIDTH", "-Wno-UNUSED", "-Wno-DECLFILENAME", "-Wno-CASEINCOMPLETE",
                    # Amaranth gives a one-entry memory (a depth-2 buffered FIFO) a zero-width address: [-1:0]
                    "-Wno-LITENDIAN", "-O3", "--x-assign", "fast",
-                   "--x-initial", "fast", "--noassert", "-j", str(self.jobs), "-CFLAGS", "-O2"]
+                   "--x-initial", "fast", "--noassert", "-CFLAGS", "-O2"]
             with progress.activity(f"verilator: compiling {type(core).__name__} (once; cached in {self.cache})",
                                    report=True):
                 r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
+                obj = tmp / "obj_dir"
+                if not r.returncode:
+                    runtime = self.cache / f"runtime-{self._runtime_key(obj)}"
+                    shared = [runtime / o.name for o in self._runtime_objects(obj)]
+                    reused = bool(shared) and all(f.exists() for f in shared)
+                    try:
+                        for f in shared if reused else ():
+                            shutil.copyfile(f, obj / f.name)
+                            # newer than the generated makefile they depend on: make keeps them
+                            os.utime(obj / f.name)
+                    except OSError:                  # replaced by another build meanwhile
+                        reused = False
+                        for f in shared:
+                            (obj / f.name).unlink(missing_ok=True)
+                    make = ["make", "-C", "obj_dir", "-f", "Vtop.mk", "-j", str(self.jobs)]
+                    r = subprocess.run(make, cwd=tmp, capture_output=True, text=True)
+                    if r.returncode and reused:
+                        # kept objects that do not link here (a damaged cache): build them afresh,
+                        # and keep those instead
+                        for f in shared:
+                            (obj / f.name).unlink(missing_ok=True)
+                        r = subprocess.run(make, cwd=tmp, capture_output=True, text=True)
+                        if not r.returncode:
+                            shutil.rmtree(runtime, ignore_errors=True)
+                    if not r.returncode and shared and not runtime.exists():
+                        self._keep_runtime(obj, runtime)
             if r.returncode:
                 raise RuntimeError(f"verilator build of {type(core).__name__} failed:\n{r.stderr[-4000:]}")
             if d.exists() and not (d / "obj_dir" / "Vtop").exists():
@@ -249,6 +281,46 @@ class VerilatorEngine:
                     raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+    @staticmethod
+    def _runtime_objects(obj: Path) -> list[Path]:
+        """The run-time library's objects the generated makefile builds (its ``VM_GLOBAL_*`` lists)."""
+        text = (obj / "Vtop_classes.mk").read_text()
+        names = []
+        for block in re.findall(r"^VM_GLOBAL_(?:FAST|SLOW) \+= \\\n((?:\t.*\\\n)*)", text, re.M):
+            names += [line.strip(" \t\\") for line in block.splitlines() if line.strip(" \t\\")]
+        return [obj / f"{n}.o" for n in names]
+
+    @staticmethod
+    def _runtime_key(obj: Path) -> str:
+        """What the run-time objects depend on: Verilator's version, the generated makefile (user
+        flags, paths), the build's options (``VM_*`` settings, not the design's class lists or whether
+        its own code compiles in parallel) and the compiler's environment."""
+        version = subprocess.run(["verilator", "--version"], capture_output=True, text=True).stdout
+        classes = "".join(line for line in (obj / "Vtop_classes.mk").read_text().splitlines(keepends=True)
+                          if re.match(r"VM_(?!CLASSES|SUPPORT|PARALLEL_BUILDS)\w+ = ", line))
+        env = "".join(f"{k}={os.environ.get(k, '')}\n" for k in ("CXX", "CXXFLAGS", "CPPFLAGS", "OBJCACHE"))
+        try:
+            compiler = subprocess.run([os.environ.get("CXX") or "g++", "--version"], capture_output=True,
+                                      text=True).stdout
+        except OSError:
+            compiler = ""                            # make will say what is missing
+        text = version + compiler + (obj / "Vtop.mk").read_text() + classes + env
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @staticmethod
+    def _keep_runtime(obj: Path, runtime: Path) -> None:
+        """Keep a finished build's run-time objects for the next builds (renamed into place whole, so
+        that a concurrent build sees all of them or none)."""
+        part = Path(tempfile.mkdtemp(prefix=f"{runtime.name}.", dir=runtime.parent))
+        try:
+            for o in VerilatorEngine._runtime_objects(obj):
+                shutil.copyfile(o, part / o.name)
+            os.rename(part, runtime)
+        except OSError:
+            pass                                     # another build kept them first
+        finally:
+            shutil.rmtree(part, ignore_errors=True)
 
     def run(self, job: CoreJob, *, stall_prob: float = 0.0, seed: int = 0, vcd: str | None = None,
             max_cycles: int | None = None, raw_outputs: bool = False) -> SimResult:
