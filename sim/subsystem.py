@@ -32,7 +32,6 @@ from dataclasses import dataclass
 import numpy as np
 from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..hdl.common import DecodeStatus, bits_for, check_int
@@ -44,6 +43,7 @@ from ..model.dtypes.interfaces import CodingPairFormat, PairToFloatTable
 from ..model.dtypes.pairs import PAIR_FORMATS
 from .jobs import CoreJob, cfg_writes
 from .lanes import block_runs, chunk_blocks, container_groups, container_lane_options, lane_image, run_entries
+from .memory import SimulationRam
 from .streams import pack, unpack
 from .testbench import payload_ints
 
@@ -90,11 +90,10 @@ class AxiMemory(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.storage = mem = Memory(shape=self._data, depth=self._depth, init=[])
-        wr, rd = mem.write_port(), mem.read_port()
+        m.submodules.storage = ram = SimulationRam(depth=self._depth, width=self._data)
         s = self.s_axi
-        m.d.comb += [wr.addr.eq(self.mem_cfg.p.addr), wr.data.eq(self.mem_cfg.p.data), wr.en.eq(self.mem_cfg.valid),
-                     self.mem_cfg.ready.eq(1)]
+        m.d.comb += [ram.w_addr.eq(self.mem_cfg.p.addr), ram.w_data.eq(self.mem_cfg.p.data),
+                     ram.w_en.eq(self.mem_cfg.valid), self.mem_cfg.ready.eq(1)]
         cool = Signal(bits_for(self._interval - 1))
         fire = s.arvalid & s.arready
         m.d.comb += s.arready.eq(cool == 0)
@@ -117,7 +116,7 @@ class AxiMemory(wiring.Component):
                 Signal(len(s.arid), name=f"t{stage}"), Signal(2, name=f"e{stage}")
             m.d.sync += [v.eq(valid), a.eq(addr), t.eq(tag), e.eq(err)]
             valid, addr, tag, err = v, a, t, e
-        m.d.comb += [rd.addr.eq(addr), rd.en.eq(1), s.rdata.eq(rd.data)]
+        m.d.comb += [ram.r_addr.eq(addr), s.rdata.eq(ram.r_data)]
         m.d.sync += [s.rvalid.eq(valid), s.rid.eq(tag), s.rresp.eq(err), s.rlast.eq(valid)]
         return m
 
