@@ -193,6 +193,46 @@ def _cache_root() -> Path:
     return Path(os.environ.get("ANSFORGE_CACHE") or Path.home() / ".cache" / "ansforge") / "verilator"
 
 
+def _runtime_objects(obj: Path) -> list[Path]:
+    """The run-time library's objects the generated makefile builds (its ``VM_GLOBAL_*`` lists)."""
+    text = (obj / "Vtop_classes.mk").read_text()
+    names = []
+    for block in re.findall(r"^VM_GLOBAL_(?:FAST|SLOW) \+= \\\n((?:\t.*\\\n)*)", text, re.M):
+        names += [line.strip(" \t\\") for line in block.splitlines() if line.strip(" \t\\")]
+    return [obj / f"{n}.o" for n in names]
+
+
+def _runtime_key(obj: Path) -> str:
+    """What the run-time objects depend on: Verilator's version, the generated makefile (user
+    flags, paths), the build's options (``VM_*`` settings, not the design's class lists or whether
+    its own code compiles in parallel) and the compiler's environment."""
+    version = subprocess.run(["verilator", "--version"], capture_output=True, text=True).stdout
+    classes = "".join(line for line in (obj / "Vtop_classes.mk").read_text().splitlines(keepends=True)
+                      if re.match(r"VM_(?!CLASSES|SUPPORT|PARALLEL_BUILDS)\w+ = ", line))
+    env = "".join(f"{k}={os.environ.get(k, '')}\n" for k in ("CXX", "CXXFLAGS", "CPPFLAGS", "OBJCACHE"))
+    try:
+        compiler = subprocess.run([os.environ.get("CXX") or "g++", "--version"], capture_output=True,
+                                  text=True).stdout
+    except OSError:
+        compiler = ""                            # make will say what is missing
+    text = version + compiler + (obj / "Vtop.mk").read_text() + classes + env
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _keep_runtime(obj: Path, runtime: Path) -> None:
+    """Keep a finished build's run-time objects for the next builds (renamed into place whole, so
+    that a concurrent build sees all of them or none)."""
+    part = Path(tempfile.mkdtemp(prefix=f"{runtime.name}.", dir=runtime.parent))
+    try:
+        for o in _runtime_objects(obj):
+            shutil.copyfile(o, part / o.name)
+        os.rename(part, runtime)
+    except OSError:
+        pass                                     # another build kept them first
+    finally:
+        shutil.rmtree(part, ignore_errors=True)
+
+
 class VerilatorEngine:
     """Run jobs on the core's Verilog, compiled by Verilator (cached per design)."""
 
@@ -230,7 +270,7 @@ class VerilatorEngine:
 
         Verilator's run-time library (``verilated.o``, ``verilated_threads.o``: about 6 CPU-seconds of
         g++, more than a small design's own code) is compiled once per Verilator and build options
-        (:meth:`_runtime_key`) and kept under ``runtime-<key>`` in the cache; each design links it."""
+        (:func:`_runtime_key`) and kept under ``runtime-<key>`` in the cache; each design links it."""
         self.cache.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f"{d.name}.build-", dir=self.cache))
         try:
@@ -246,8 +286,8 @@ class VerilatorEngine:
                 r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
                 obj = tmp / "obj_dir"
                 if not r.returncode:
-                    runtime = self.cache / f"runtime-{self._runtime_key(obj)}"
-                    shared = [runtime / o.name for o in self._runtime_objects(obj)]
+                    runtime = self.cache / f"runtime-{_runtime_key(obj)}"
+                    shared = [runtime / o.name for o in _runtime_objects(obj)]
                     reused = bool(shared) and all(f.exists() for f in shared)
                     try:
                         for f in shared if reused else ():
@@ -269,7 +309,7 @@ class VerilatorEngine:
                         if not r.returncode:
                             shutil.rmtree(runtime, ignore_errors=True)
                     if not r.returncode and shared and not runtime.exists():
-                        self._keep_runtime(obj, runtime)
+                        _keep_runtime(obj, runtime)
             if r.returncode:
                 raise RuntimeError(f"verilator build of {type(core).__name__} failed:\n{r.stderr[-4000:]}")
             if d.exists() and not (d / "obj_dir" / "Vtop").exists():
@@ -281,46 +321,6 @@ class VerilatorEngine:
                     raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-
-    @staticmethod
-    def _runtime_objects(obj: Path) -> list[Path]:
-        """The run-time library's objects the generated makefile builds (its ``VM_GLOBAL_*`` lists)."""
-        text = (obj / "Vtop_classes.mk").read_text()
-        names = []
-        for block in re.findall(r"^VM_GLOBAL_(?:FAST|SLOW) \+= \\\n((?:\t.*\\\n)*)", text, re.M):
-            names += [line.strip(" \t\\") for line in block.splitlines() if line.strip(" \t\\")]
-        return [obj / f"{n}.o" for n in names]
-
-    @staticmethod
-    def _runtime_key(obj: Path) -> str:
-        """What the run-time objects depend on: Verilator's version, the generated makefile (user
-        flags, paths), the build's options (``VM_*`` settings, not the design's class lists or whether
-        its own code compiles in parallel) and the compiler's environment."""
-        version = subprocess.run(["verilator", "--version"], capture_output=True, text=True).stdout
-        classes = "".join(line for line in (obj / "Vtop_classes.mk").read_text().splitlines(keepends=True)
-                          if re.match(r"VM_(?!CLASSES|SUPPORT|PARALLEL_BUILDS)\w+ = ", line))
-        env = "".join(f"{k}={os.environ.get(k, '')}\n" for k in ("CXX", "CXXFLAGS", "CPPFLAGS", "OBJCACHE"))
-        try:
-            compiler = subprocess.run([os.environ.get("CXX") or "g++", "--version"], capture_output=True,
-                                      text=True).stdout
-        except OSError:
-            compiler = ""                            # make will say what is missing
-        text = version + compiler + (obj / "Vtop.mk").read_text() + classes + env
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    @staticmethod
-    def _keep_runtime(obj: Path, runtime: Path) -> None:
-        """Keep a finished build's run-time objects for the next builds (renamed into place whole, so
-        that a concurrent build sees all of them or none)."""
-        part = Path(tempfile.mkdtemp(prefix=f"{runtime.name}.", dir=runtime.parent))
-        try:
-            for o in VerilatorEngine._runtime_objects(obj):
-                shutil.copyfile(o, part / o.name)
-            os.rename(part, runtime)
-        except OSError:
-            pass                                     # another build kept them first
-        finally:
-            shutil.rmtree(part, ignore_errors=True)
 
     def run(self, job: CoreJob, *, stall_prob: float = 0.0, seed: int = 0, vcd: str | None = None,
             max_cycles: int | None = None, raw_outputs: bool = False) -> SimResult:
