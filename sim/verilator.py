@@ -280,7 +280,7 @@ class VerilatorEngine:
                    "-Wno-WIDTH", "-Wno-UNUSED", "-Wno-DECLFILENAME", "-Wno-CASEINCOMPLETE",
                    # Amaranth gives a one-entry memory (a depth-2 buffered FIFO) a zero-width address: [-1:0]
                    "-Wno-LITENDIAN", "-O3", "--x-assign", "fast",
-                   "--x-initial", "fast", "--noassert", "-CFLAGS", "-O2"]
+                   "--x-initial", "fast", "--noassert"]
             with progress.activity(f"verilator: compiling {type(core).__name__} (once; cached in {self.cache})",
                                    report=True):
                 r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
@@ -299,7 +299,8 @@ class VerilatorEngine:
                         for f in shared:
                             (obj / f.name).unlink(missing_ok=True)
                     # OPT_SLOW: the code Verilator runs once (constructors, initial and settle blocks)
-                    # unoptimised, a quarter less g++ time on a large design; the clocked code keeps -Os
+                    # unoptimised, a quarter less g++ time on a large design; the clocked code keeps
+                    # verilated.mk's OPT_FAST (-Os, which comes after any -CFLAGS on g++'s line)
                     make = ["make", "-C", "obj_dir", "-f", "Vtop.mk", "-j", str(self.jobs), "OPT_SLOW=-O0"]
                     r = subprocess.run(make, cwd=tmp, capture_output=True, text=True)
                     if r.returncode and reused:
