@@ -50,7 +50,8 @@ from .testbench import payload_ints
 __all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "SubsystemMismatch", "Block",
            "SubsystemProgram", "subsystem_program", "program_job", "run_program", "program_bound", "lane_bound",
            "ContainerPlan", "plan_container_subsystem", "run_subsystem",
-           "decode_container_subsystem", "runs_throughput", "checkpoint_block", "subsystem_bench_for", "run_block", "memory_depth",
+           "decode_container_subsystem", "runs_throughput", "checkpoint_block", "subsystem_bench_for", "run_block",
+           "memory_depth",
            "pack_rows", "expected_rows", "lane_streams", "MEMORY_BASE"]
 
 #: Byte address of the memory image on the simulated AXI bus (a DDR window, away from 0 so that the
