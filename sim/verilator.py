@@ -289,6 +289,10 @@ class VerilatorEngine:
                     runtime = self.cache / f"runtime-{_runtime_key(obj)}"
                     shared = [runtime / o.name for o in _runtime_objects(obj)]
                     reused = bool(shared) and all(f.exists() for f in shared)
+
+                    def build_own():                 # make compiles the run-time objects itself
+                        for f in shared:
+                            (obj / f.name).unlink(missing_ok=True)
                     try:
                         for f in shared if reused else ():
                             shutil.copyfile(f, obj / f.name)
@@ -296,8 +300,7 @@ class VerilatorEngine:
                             os.utime(obj / f.name)
                     except OSError:                  # replaced by another build meanwhile
                         reused = False
-                        for f in shared:
-                            (obj / f.name).unlink(missing_ok=True)
+                        build_own()
                     # OPT_SLOW: the code Verilator runs once (constructors, initial and settle blocks)
                     # unoptimised, a quarter less g++ time on a large design; the clocked code keeps
                     # verilated.mk's OPT_FAST (-Os, which comes after any -CFLAGS on g++'s line)
@@ -306,8 +309,7 @@ class VerilatorEngine:
                     if r.returncode and reused:
                         # kept objects that do not link here (a damaged cache): build them afresh,
                         # and keep those instead
-                        for f in shared:
-                            (obj / f.name).unlink(missing_ok=True)
+                        build_own()
                         r = subprocess.run(make, cwd=tmp, capture_output=True, text=True)
                         if not r.returncode:
                             shutil.rmtree(runtime, ignore_errors=True)
