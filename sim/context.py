@@ -14,7 +14,7 @@ import numpy as np
 from ..hdl.common import DecodeStatus
 from ..model.coding.context import ContextCoded
 from ..model.coding.stream import block_crc
-from .jobs import CoreJob, build_core, cfg_writes
+from .jobs import CoreJob, build_core, cfg_writes, code_block
 from .streams import pack, pairs_to_payloads, payload_shape
 
 __all__ = ["context_core", "context_matrix_job", "matrix_slices"]
@@ -49,7 +49,7 @@ def context_matrix_job(kind: str, coded: ContextCoded, index: int, core) -> Core
     runs = plan.runs(shape)
     sy = coded.symbols[first:first + n]
     ex = coded.extras[first:first + n]
-    words = coded.spec.coder().encode(tables, runs, sy, ex).words
+    words = code_block(coded.spec, tables, runs, sy, ex)
     dec = kind.endswith("decoder")
     pair_shape, word_shape = payload_shape(core, "o" if dec else "i"), payload_shape(core, "i" if dec else "o")
     pairs = pairs_to_payloads(pair_shape, sy, ex)

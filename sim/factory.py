@@ -27,7 +27,7 @@ from ..hdl.common import DecodeStatus, WordCrc, bits_for, check_int
 from ..model.coding.codecs import Codec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.coding.stream import Run
-from .jobs import CoreJob, build_core, cfg_writes
+from .jobs import CoreJob, build_core, cfg_writes, code_block
 from .streams import pack, payload_shape, unpack
 
 __all__ = ["ProcessorModel", "TokenFactory", "PortSpec", "factory_job", "run_factory", "FactoryRun",
@@ -205,7 +205,7 @@ def factory_job(factory: TokenFactory, table, symbols: np.ndarray, extras: np.nd
     extras = np.asarray(extras, dtype=np.uint64).ravel()
     n = int(symbols.size)
     spec = factory.spec
-    words = spec.coder().encode([table], [Run(0, n)], symbols, extras).words
+    words = code_block(spec, [table], [Run(0, n)], symbols, extras)
     shape = dec.signature.members["o"].signature.members["payload"].shape
     pairs = (symbols.astype(np.uint64) << np.uint64(shape["symbol"].offset)) | \
         (extras << np.uint64(shape["extra"].offset))

@@ -33,9 +33,8 @@ from ..hdl.common import DecodeStatus, bits_for
 from ..hdl.parallel import ParallelDecoder
 from ..model.coding.codecs import Codec
 from ..model.errors import AnsforgeError, ConfigError
-from ..model.coding import fastans
 from ..model.coding.stream import Run
-from .jobs import CoreJob, port_words, build_core, cfg_writes
+from .jobs import CoreJob, port_words, build_core, cfg_writes, code_block
 from .memory import SharedMemory
 from .streams import field_bits, pack, payload_shape, payloads_to_pairs
 
@@ -194,14 +193,6 @@ def chunk_counts(n: int, lanes: int) -> list[int]:
     last ones (never increasing with the lane, as :class:`~ansforge.hdl.parallel.ParallelDecoder` needs)."""
     c = -(-int(n) // lanes) if n else 0
     return [max(0, min(c, int(n) - lane * c)) for lane in range(lanes)]
-
-
-def code_block(spec: Codec, tables, runs, symbols: np.ndarray, extras: np.ndarray) -> np.ndarray:
-    """One independent block's words (push order): the compiled coder where it applies, else the golden
-    one (the same words)."""
-    if fastans.supported(spec):
-        return np.asarray(fastans.encode(spec, tables, runs, symbols, extras, 0).words)
-    return np.asarray(spec.coder().encode(tables, runs, symbols, extras).words)
 
 
 def chunk_blocks(spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, lanes: int) -> list[tuple[np.ndarray, int]]:
