@@ -127,7 +127,9 @@ int main(int argc, char** argv) {
         bool o_fire = top->o___05Fvalid && top->o___05Fready;
         if (o_fire) { @@GETO@@ fwrite(obuf.data(), 8, obuf.size(), out); o_count++; last = cycle + 1; ready_last = ready_n; }
 @@FIRES@@
-        top->clk = 1; top->eval(); top->clk = 0; top->eval();
+        // The rising edge; the falling one needs no eval of its own (the design has no negedge logic):
+        // the next clock's eval after the inputs are driven settles it, a third fewer evals per clock
+        top->clk = 1; top->eval(); top->clk = 0;
         cycle++;
 @@ADVANCE@@
         // done: one clock per command, in order (a wrapper's done held high is counted once: no
@@ -302,9 +304,11 @@ class VerilatorEngine:
                         reused = False
                         build_own()
                     # OPT_SLOW: the code Verilator runs once (constructors, initial and settle blocks)
-                    # unoptimised, a quarter less g++ time on a large design; the clocked code keeps
-                    # verilated.mk's OPT_FAST (-Os, which comes after any -CFLAGS on g++'s line)
-                    make = ["make", "-C", "obj_dir", "-f", "Vtop.mk", "-j", str(self.jobs), "OPT_SLOW=-O0"]
+                    # unoptimised, a quarter less g++ time on a large design. OPT_FAST: the clocked
+                    # code at -O1 rather than verilated.mk's -Os: a fifth to a third less g++ time,
+                    # and simulations as fast or faster (measured on whole-model runs)
+                    make = ["make", "-C", "obj_dir", "-f", "Vtop.mk", "-j", str(self.jobs), "OPT_SLOW=-O0",
+                            "OPT_FAST=-O1"]
                     r = subprocess.run(make, cwd=tmp, capture_output=True, text=True)
                     if r.returncode and reused:
                         # kept objects that do not link here (a damaged cache): build them afresh,
