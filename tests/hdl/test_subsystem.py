@@ -271,20 +271,22 @@ def test_take_home_testbench_of_the_subsystem(stories, tmp_path, capsys):
 def test_cocotbext_axi_models_drive_the_default_format(stories, tmp_path, monkeypatch):
     """The exported subsystem (default format, 2 lanes, bf16) between cocotbext-axi's AXI4 RAM (random
     ARREADY and R pauses), AXI4-Lite master (the driver's register program) and AXI4-Stream sink (random
-    TREADY pauses), on Icarus: two tensors of a default-format stories260K container (blocks of 2,048
-    pairs: 2 blocks side by side per START, 4 STARTs), every byte under TKEEP equal to ``decompress``'s."""
+    TREADY pauses), on Icarus: a tensor of a default-format stories260K container in blocks of 1,536
+    pairs (two blocks side by side in the first START, the shorter last block alone in the second, its
+    lane idle), every byte under TKEEP equal to ``decompress``'s. (Icarus runs the cocotb bench at
+    about 300 weights a second: whole models go through Verilator in the tests above.)"""
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
     path = tmp_path / "stories.ansf"
-    compress_checkpoint(stories, path, pairs="bf16", block_pairs=2048)
+    compress_checkpoint(stories, path, pairs="bf16", block_pairs=1536)
     c = open_container(path)
     assert {st.spec.name for st in c.streams} == {DEFAULT_FORMAT}
-    names = ["layers.0.attention.wq.weight", "layers.0.feed_forward.w1.weight"]
+    names = ["layers.0.attention.wq.weight"]
     plan = plan_container_subsystem(c, lanes=2, names=names)
     dut = plan.dut
     programs = [p for _, p in plan.programs]
-    assert len(programs) == 4 and sum(sum(p.counts) for p in programs) == 4096 + 11008
+    assert [p.counts for p in programs] == [[1536, 1536], [1024, 0]]
     decoded = np.concatenate([c.read(n).view(np.uint16).ravel() for n in names])
     assert np.array_equal(np.concatenate([p.bits for p in programs]), decoded)
     beat_bytes = dut.bus_bits // 8
