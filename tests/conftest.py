@@ -39,6 +39,37 @@ SHARED = ROOT.parent / "shared"
 STORIES = SHARED / "models" / "stories260K.bin"
 
 
+#: Test files (and notebooks) that take a minute or more of one worker, longest first, as measured on
+#: a 2-core CI machine with an empty Verilator cache. pytest-xdist hands out whole files
+#: (``--dist loadfile``) in collection order (``--no-loadscope-reorder``): these start first, so
+#: that no worker is left with one of them while the other has finished (the longest-first rule).
+#: The order only moves work between the workers; a file missing here runs after them.
+LONGEST_FIRST = (
+    "tests/sim/test_formal.py",
+    "tests/hdl/test_subsystem.py",
+    "tests/hdl/test_rans_xn_decoder.py",
+    "notebooks/02_hardware_cores.ipynb",
+    "tests/hdl/test_tans_xn.py",
+    "tests/model/test_context.py",
+    "tests/cli/test_cli.py",
+    "tests/model/test_container_context.py",
+    "tests/hdl/test_hdl_cores.py",
+    "tests/hdl/test_rans_xn_encoder.py",
+    "tests/hdl/test_parallel.py",
+    "tests/test_readme.py",
+    "tests/sim/test_blocks_hardware.py",
+    "notebooks/05_data_types.ipynb",
+    "notebooks/04_token_factory.ipynb",
+    "tests/model/test_native.py",
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    # a stable sort: the rest keep pytest's order, and every worker collects the same order
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 def _require(path: Path, how: str) -> Path:
     assert path.is_file(), f"test data {path} is missing: {how}"
     return path
