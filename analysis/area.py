@@ -504,12 +504,14 @@ def nexus_fmax(verilog: str, timeout: float | None = None, seed: int = 1, label:
 
 
 def subsystem_area(dut, codec: str, *, ecp5: bool = True, timeout: float | None = None,
-                   breakdown: bool = False, nexus: bool = False) -> CoreArea:
+                   breakdown: bool = False, nexus: bool = False, widelut: bool = True) -> CoreArea:
     """Area (and ECP5 Fmax) of an :class:`~ansforge.hdl.subsystem.AxiDecompressor` ``dut``, with the same
     definitions as :func:`core_area`; ``breakdown`` adds one lane's decoder, its symbol → code and
     pair → float stages, the AXI4 read master and the register slave, each synthesized alone; ``nexus``
-    the median Fmax of 3 seeds on :data:`NEXUS_DEVICE` (:func:`nexus_fmax`)."""
-    progress.step(f"subsystem ({codec}, {dut.lanes} lane{'s' if dut.lanes != 1 else ''}): its Verilog, yosys synth_xilinx twice"
+    the median Fmax of 3 seeds on :data:`NEXUS_DEVICE` (:func:`nexus_fmax`); ``widelut=False`` runs the
+    ``-nowidelut`` synthesis only (as :func:`synthesize`)."""
+    progress.step(f"subsystem ({codec}, {dut.lanes} lane{'s' if dut.lanes != 1 else ''}): its Verilog, yosys synth_xilinx "
+                  + ("twice" if widelut else "once")
                   + (", nextpnr-ecp5 place and route of 3 seeds" if ecp5 else "")
                   + (", nextpnr-nexus place and route of 3 seeds" if nexus else "")
                   + (", then each block" if breakdown else ""))
@@ -518,7 +520,7 @@ def subsystem_area(dut, codec: str, *, ecp5: bool = True, timeout: float | None 
     from ..hdl.verilog import core_verilog
 
     text = core_verilog(dut)
-    r = synthesize(text, timeout, widelut=True, label="subsystem: ")
+    r = synthesize(text, timeout, widelut=widelut, label="subsystem: ")
     fmax, seeds = ecp5_fmax_median(text, timeout, label="subsystem: ") if ecp5 else (None, None)
     config = (f"{codec}, {dut.lanes} lane{'s' if dut.lanes != 1 else ''}, {dut.target} out, {dut.bus_bits}-bit AXI4, {dut.max_symbols} symbols, "
               f"{dut.max_codes} codes, {dut.escape_bits} escape bits")
