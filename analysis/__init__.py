@@ -1,7 +1,7 @@
 """Tables, figures, reports and benchmarks that reproduce the paper on real checkpoints.
 
 ``table1``
-    The paper's Table 1 (§2.1) on any checkpoint.
+    The paper's Table 1 (§2.1) on any checkpoint; ``huffman_sizes`` its DFloat11-style rows.
 ``figures``
     Fig. 1 (value histogram) next to the exponent histogram.
 ``demo``

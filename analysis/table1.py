@@ -69,6 +69,7 @@ from ..model.errors import AnsforgeError, ConfigError
 from ..model.dtypes.pairs import PAIR_FORMATS, Conversion, convert
 from ..model.coding.probability import (cross_entropy_bits, entropy_bits, ideal_bits, normalize_counts,
                                  proportional_counts)
+from .huffman_sizes import HUFFMAN_ROWS, huffman_bits, huffman_lengths
 from .parallel import Task, run_tasks
 
 __all__ = [
@@ -102,8 +103,6 @@ GENERAL_COMPRESSORS: dict[str, str] = {"gzip": "Gzip -9", "bzip2": "Bzip2 -9", "
 PEER_COMPRESSORS: dict[str, str] = {"zipnn": "ZipNN"}
 #: Rows of a DFloat11-style entropy coder: one Huffman code of the exponents per tensor or per layer,
 #: sign and mantissa stored raw, each code's table charged at 8 bits per exponent it codes.
-HUFFMAN_ROWS = ("Huffman per tensor (DFloat11-style)", "Huffman per layer (DFloat11-style)")
-_LAYER_RE = re.compile(r"(?:^|\.)(?:layers?|h|blocks?)\.(\d+)\.")
 
 #: The paper's golden-codec rows (``rANS 16 bits``, ``tANS 8 bits``), by codec name.
 PAPER_CODECS = ("rans16", "tans8")
@@ -475,35 +474,6 @@ def _zipnn_bytes(path: str, names: Sequence[str], pairs: str, slot: int = -1) ->
             total += len(z.compress(bytearray(b"".join(chunks))))  # ZipNN 0.5.4 rewrites its input in place
         _advance(slot, _open(path).info(name).size)
     return total
-
-
-def huffman_lengths(counts: np.ndarray) -> np.ndarray:
-    """Huffman code lengths (bits) of symbols with ``counts`` (a lone symbol gets 1 bit, as a decoder
-    needs a code to read); zero counts get length 0. The code ``model.coding.huffman`` writes: at most
-    32 bits a code, as DFloat11, so the size rows are what that coder's streams measure."""
-    from ..model.coding.huffman import code_lengths
-    return code_lengths(counts)
-
-
-def huffman_bits(matrices: Sequence["MatrixStats"], per: str) -> float:
-    """Exponent bits of a Huffman code per tensor (``per="tensor"``) or per transformer layer
-    (``per="layer"``: matrices named ``...layers.N.`` share one code; others keep their own), code
-    tables included at 8 bits per coded exponent."""
-    groups: dict[str, dict[int, int]] = {}
-    for m in matrices:
-        key = m.name
-        if per == "layer":
-            hit = _LAYER_RE.search(m.name)
-            key = f"layer {hit.group(1)}" if hit else m.name
-        g = groups.setdefault(key, {})
-        for e, c in m.exponent_counts.items():
-            g[int(e)] = g.get(int(e), 0) + int(c)
-    bits = 0.0
-    for g in groups.values():
-        counts = np.asarray([c for c in g.values() if c], dtype=np.int64)
-        if counts.size:
-            bits += float(huffman_lengths(counts) @ counts) + 8 * counts.size
-    return bits
 
 
 # -------------------------------------------------------------------------------------------------
