@@ -66,6 +66,9 @@ def test_minilm_context_tables_beat_the_papers_ideal_by_half_a_percent(minilm):
 def test_stories_context_tables_round_trip_and_report_their_gain(codec, stories_mats, stories_coded):
     coded = stories_coded[codec]
     assert all(np.array_equal(b, m) for b, (_, m) in zip(decode_context(coded), stories_mats))
+    # (coded by the compiled coder: the golden coder's words)
+    golden = coded.spec.coder().encode(coded.tables, coded.runs, coded.symbols, coded.extras)
+    assert np.array_equal(coded.words, golden.words)
     single = encode_context(parse_codec(codec), stories_mats, BF16, single=True)
     # both sides charged: one table per matrix vs K sets, selects and the folded code table
     assert coded.cost.bits_per_weight < single.cost.bits_per_weight
