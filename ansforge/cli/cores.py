@@ -647,7 +647,10 @@ def _prove_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--property", action="append", default=None, metavar="NAME",
                    choices=PROVE_PROPERTIES,
                    help="only this property (repeatable; with --mutants, only the mutants it is meant to catch)")
-    p.add_argument("--mutants", action="store_true", help="also check that every mutant of the cores is caught")
+    p.add_argument("--mutants", nargs="?", const="all", default=None, choices=["all", "representative"],
+                   metavar="SET",
+                   help="also check that the mutants of the cores are caught: all of them (the default), or "
+                        "representative (CI's set: at least one per build, one per kind of property)")
     p.add_argument("--table", choices=["arbitrary", "pinned"], default="arbitrary",
                    help="the round trip's and detection's table: an arbitrary legal table of the small "
                         "configuration (any frequencies, spread and extra widths; "

@@ -75,7 +75,7 @@ chains), :mod:`.registry` (harness, depth, mode and engine per core and property
 
 from __future__ import annotations
 
-from .mutants import MUTANTS, Mutant, check_mutant, mutants_of
+from .mutants import MUTANT_SETS, MUTANTS, Mutant, check_mutant, mutants_of
 from .params import (CORES, INTERLEAVED_CORES, ONE_STATE_CORES, ALL_PROPERTIES, MIN_DEPTH, PROGRESS_CLOCKS, PROPERTIES, SMALL, TABLES, XN_BAKED, pinned_rans_table,
                      properties_of, small_core)
 from .registry import default_depth, harness
@@ -83,7 +83,7 @@ from .report import MutantResult, PropertyResult, ProveReport
 from .runner import prove, run_property
 from .solvers import FormalToolMissing, check_tools
 
-__all__ = ["CORES", "ONE_STATE_CORES", "INTERLEAVED_CORES", "MUTANTS", "Mutant", "check_mutant", "mutants_of",
+__all__ = ["CORES", "ONE_STATE_CORES", "INTERLEAVED_CORES", "MUTANTS", "MUTANT_SETS", "Mutant", "check_mutant", "mutants_of",
            "PROPERTIES", "ALL_PROPERTIES", "TABLES", "SMALL", "PROGRESS_CLOCKS", "XN_BAKED",
            "MIN_DEPTH", "FormalToolMissing", "PropertyResult",
            "MutantResult", "ProveReport", "properties_of", "small_core", "pinned_rans_table", "harness",

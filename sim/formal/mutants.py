@@ -29,7 +29,8 @@ from amaranth.hdl._ast import Assign, Concat, Operator, Slice, Switch
 from amaranth.hdl._xfrm import StatementTransformer, ValueTransformer
 
 
-__all__ = ["Mutant", "Edit", "MUTANTS", "StaleMutant", "NotInHarness", "mutate", "mutants_of", "check_mutant"]
+__all__ = ["Mutant", "Edit", "MUTANTS", "MUTANT_SETS", "StaleMutant", "NotInHarness", "mutate", "mutants_of",
+           "check_mutant"]
 
 
 class StaleMutant(RuntimeError):
@@ -263,6 +264,19 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "a word of an aborted command comes out of the core after a reset", "out_of_reset",
            (Edit(reset_less="n_out"),)),
 )}
+
+
+#: The mutants CI checks (``ansforge prove --mutants representative``): at least one per build of
+#: :data:`~.params.CORES`, and together one caught by each kind of property (stream rules, out of reset,
+#: progress, the round trip through the ``sat`` runner, detection, a composition lemma), the cheapest of
+#: their kind; ``ansforge bench --only prove`` checks the whole catalogue.
+REPRESENTATIVE = ("tans_dec_table_bit", "tans_dec_state_msb", "tans_dec_window_clear", "tans_enc_valid_pulse",
+                  "rans_dec_last_word",
+                  "rans_enc_reset_less", "tans_xn_dec_head_bit", "tans_xn_enc_flush_lane", "rans_xn_dec_last_word",
+                  "rans_xn_enc_reset_less")
+
+#: ``--mutants`` sets by name.
+MUTANT_SETS: dict[str, tuple[str, ...]] = {"all": tuple(MUTANTS), "representative": REPRESENTATIVE}
 
 
 def mutants_of(core: str) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from amaranth.back import rtlil
 from amaranth.hdl import Fragment
 
-from .mutants import MUTANTS, NotInHarness, mutate
+from .mutants import MUTANT_SETS, MUTANTS, NotInHarness, mutate
 from .params import (CORES, ALL_PROPERTIES, LEMMA_COVER_DEPTH, LEMMA_DEPTH, MIN_DEPTH, SAT_TIMEOUT, STEP_LEMMAS, TABLES,
                      TABLE_FIRST, XN_BAKED, properties_of, sat_run, table_write_clocks)
 from .report import MutantResult, PropertyResult, ProveReport
@@ -147,11 +147,12 @@ def _cost(core: str, prop: str, mutant: str | None, table: str) -> float:
     return cost / (2 if mutant else 1)     # a mutant's run stops at its counterexample, and checks no cover
 
 
-def prove(cores: list[str] | tuple[str, ...] = CORES, *, depth: int | None = None, mutants: bool = False,
+def prove(cores: list[str] | tuple[str, ...] = CORES, *, depth: int | None = None, mutants: bool | str = False,
           vcd_dir: str | Path | None = None, jobs: int | None = None,
           progress=None, properties: list[str] | tuple[str, ...] | None = None, cover: bool = True,
           table: str = "arbitrary") -> ProveReport:
-    """Prove every property of ``cores`` and, with ``mutants``, check each of their mutants is caught.
+    """Prove every property of ``cores`` and, with ``mutants``, check each of their mutants is caught
+    (``True`` or ``"all"``: the whole catalogue; a name of :data:`MUTANT_SETS`: that set).
 
     ``round_trip`` is one harness per coder family (encoder and decoder together): it runs once and is
     reported under both cores of the family when both are asked for. Runs go ``jobs`` at a time
@@ -171,6 +172,10 @@ def prove(cores: list[str] | tuple[str, ...] = CORES, *, depth: int | None = Non
         raise ValueError(f"{vcd_dir}: no such directory (for --vcd)")
     if table not in TABLES:
         raise ValueError(f"table must be one of {', '.join(TABLES)}, not {table!r}")
+    if mutants is True:
+        mutants = "all"
+    if mutants and mutants not in MUTANT_SETS:
+        raise ValueError(f"mutants must be one of {', '.join(MUTANT_SETS)}, not {mutants!r}")
     t0 = time.perf_counter()
     jobs = jobs or os.cpu_count() or 1
     tasks = []
@@ -199,7 +204,8 @@ def prove(cores: list[str] | tuple[str, ...] = CORES, *, depth: int | None = Non
             progress(r)
         return r
 
-    names = [n for n, mu in MUTANTS.items() if mu.core in cores and mu.expected in keep] if mutants else []
+    chosen = set(MUTANT_SETS[mutants]) if mutants else set()
+    names = [n for n, mu in MUTANTS.items() if n in chosen and mu.core in cores and mu.expected in keep]
 
     def catch(name):
         mu = MUTANTS[name]

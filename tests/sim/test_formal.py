@@ -36,7 +36,7 @@ CI_DEPTH = 10
 
 @dataclass
 class CiRun:
-    """CI's ``ansforge prove --all --mutants --depth 10 --table pinned --json --vcd`` run."""
+    """CI's ``ansforge prove --all --mutants representative --depth 10 --table pinned --json --vcd`` run."""
 
     rc: int
     text: str                       # its standard output
@@ -67,7 +67,7 @@ def ci_run(tmp_path_factory) -> CiRun:
     text = io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(text):
         mp.setattr(runner, "run_property", recording)
-        rc = main(["prove", "--all", "--mutants", "--depth", str(CI_DEPTH), "--table", "pinned", "--json", str(out),
+        rc = main(["prove", "--all", "--mutants", "representative", "--depth", str(CI_DEPTH), "--table", "pinned", "--json", str(out),
                    "--vcd", str(vcd)])
     return CiRun(rc, text.getvalue(), json.loads(out.read_text()), vcd, runs)
 
@@ -81,6 +81,15 @@ def test_catalog_covers_every_core_and_property():
     # Every property is expected to catch some mutant (a property that catches none proves nothing); the
     # composition's lemmas catch mutants meant for them (window_queue) or for others (tests below).
     assert set(formal.PROPERTIES) <= {m.expected for m in MUTANTS.values()} <= set(formal.ALL_PROPERTIES)
+    # CI's set: at least one mutant of every build, and together one caught by each kind of property
+    # (a lemma standing for the composition's); the whole catalogue is ``all``, and a bare --mutants.
+    ci = formal.MUTANT_SETS["representative"]
+    assert set(ci) <= set(MUTANTS) and {MUTANTS[n].core for n in ci} == set(CORES)
+    kinds = {MUTANTS[n].expected for n in ci}
+    assert {"stream_rules", "out_of_reset", "progress", "round_trip", "detection"} <= kinds and kinds & set(fparams.LEMMA_DEPTH)
+    assert formal.MUTANT_SETS["all"] == tuple(MUTANTS)
+    with pytest.raises(ValueError, match="mutants must be one of all, representative, not 'some'"):
+        formal.prove(mutants="some")
 
 
 def _netlist(core: str, mutant: str | None = None) -> str:
@@ -180,15 +189,15 @@ def test_bad_mutant_names_are_refused():
         harness("tans-encoder", "detection")
 
 
-def test_stream_rules_are_proved_and_a_mutant_fails_them(ci_run):
-    """(The CI run's runs: k-induction at its depth proves the rules for every length.)"""
+def test_stream_rules_are_proved_and_a_mutant_fails_them(ci_run, tmp_path):
+    """(The CI run's proof: k-induction at its depth proves the rules for every length.)"""
     assert formal.default_depth("tans-decoder", "stream_rules") == fparams.DEFAULT_DEPTH
     r = ci_run.run("tans-decoder", "stream_rules")
     assert (r.status, r.depth) == ("proved", CI_DEPTH), r
-    bad = ci_run.run("tans-decoder", "stream_rules", "tans_dec_overwrite")
+    bad = run_property("tans-decoder", "stream_rules", mutant="tans_dec_overwrite", depth=CI_DEPTH, vcd_dir=tmp_path)
     assert bad.status == "failed" and bad.step is not None and bad.step >= 1, bad
     assert "payload changed" in bad.assertion
-    vcd = (ci_run.vcd / "tans-decoder.stream_rules.tans_dec_overwrite.vcd").read_text()
+    vcd = (tmp_path / "tans-decoder.stream_rules.tans_dec_overwrite.vcd").read_text()
     assert "$enddefinitions" in vcd and re.search(r"\bo__valid\b", vcd)
 
 
@@ -240,14 +249,15 @@ def test_prove_all_with_mutants(ci_run):
     # ... and the composition's lemmas are proved (k-induction), in seconds each.
     # (``composition``, the lemmas' environments checked on the whole core, is bounded but for the rANS encoder.)
     assert {(c, p) for c, ps in fparams.LEMMA_PROPERTIES.items() for p in ps if p != "composition"} <= proved
-    assert len(doc["mutants"]) == len(MUTANTS)
+    # (CI's representative set of mutants; ``ansforge bench --only prove`` checks them all)
+    assert [m["name"] for m in doc["mutants"]] == [n for n in MUTANTS if n in formal.MUTANT_SETS["representative"]]
     for m in doc["mutants"]:
         assert m["caught"] and m["by"] in properties_of(m["core"]), m
         assert (tmp_path / f"{m['core']}.{m['by']}.{m['name']}.vcd").exists()
-    # ... and the mutants they are meant to catch (a table bit flipped, the flush, the renormalization)
-    # are caught through it, with a trace and a clock.
+    # ... and the mutants they are meant to catch (a table bit flipped, a stream head read short, a lane's
+    # flush cut short) are caught through it, with a trace and a clock.
     by_sat = [m for m in doc["mutants"] if (m["core"].split("-")[0], m["by"]) in fparams.SAT_RUNS]
-    assert {m["name"] for m in by_sat} >= {"tans_dec_table_bit", "tans_enc_table_bit", "rans_enc_flush", "rans_dec_renorm"}
+    assert {m["name"] for m in by_sat} >= {"tans_dec_table_bit", "tans_xn_dec_head_bit", "tans_xn_enc_flush_lane"}
     assert all(m["step"] is not None for m in by_sat), by_sat
     assert "mutants caught" in text
 
