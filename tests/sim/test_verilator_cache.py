@@ -24,6 +24,11 @@ def _runtime(cache):
     return {p.name: p.read_bytes() for p in runtime.iterdir()}
 
 
+def runtime_key(cache):
+    (runtime,) = cache.glob("runtime-*")
+    return runtime.name[len("runtime-"):]
+
+
 def test_the_runtime_library_is_built_once_and_linked_by_later_designs(tmp_path):
     first = _job("tans-decoder", 1)
     exe = VerilatorEngine(cache_dir=tmp_path).build(first.core)
@@ -38,6 +43,23 @@ def test_the_runtime_library_is_built_once_and_linked_by_later_designs(tmp_path)
     assert exe2 != exe
     assert all((exe2.parent / name).read_bytes() == data for name, data in kept.items())
     ok, errors = second.check(engine.run(second, stall_prob=0.2, seed=3))
+    assert ok, errors
+    # ... and it read verilated.h precompiled (kept beside them, one per flag set): g++'s dependency
+    # lists of the first design name the headers verilated.h includes, the second's do not
+    (pch,) = tmp_path.glob("pch-*")
+    assert pch.name[4:] == runtime_key(tmp_path) and list((pch / "verilated_pch.h.gch").glob("*.gch"))
+    deps = {exe: " ".join(d.read_text() for d in exe.parent.glob("*.d")) for exe in (exe, exe2)}
+    assert "verilatedos.h" in deps[exe] and "verilatedos.h" not in deps[exe2]
+
+
+def test_a_damaged_precompiled_header_is_not_trusted(tmp_path):
+    VerilatorEngine(cache_dir=tmp_path).build(_job("tans-decoder", 1).core)
+    VerilatorEngine(cache_dir=tmp_path).build(_job("tans-encoder", 2).core)
+    (pch,) = tmp_path.glob("pch-*")
+    for f in (pch / "verilated_pch.h.gch").glob("*.gch"):
+        f.write_bytes(f.read_bytes()[:4096])
+    job = _job("tans-decoder", 3)
+    ok, errors = job.check(VerilatorEngine(cache_dir=tmp_path).run(job, stall_prob=0.2, seed=1))
     assert ok, errors
 
 
