@@ -243,13 +243,9 @@ class PairWindow(wiring.Component):
             tail_at = Cat(self.pos[:lw], (self.pos[lw:] + rp)[:exact_log2(D)]) if D > 1 else self.pos[:lw]
         else:
             head_at, tail_at = rp * W + self.hend, rp * W + self.pos
-        # Named once: each bit of an expression select is re-emitted per multiplexer that reads it, so
-        # the Verilog (and Verilator's C++) would hold an adder per multiplexer of the gather trees.
-        head_sel, tail_sel = Signal(len(head_at), name="head_sel"), Signal(len(tail_at), name="tail_sel")
-        m.d.comb += [head_sel.eq(head_at), tail_sel.eq(tail_at)]
         m.d.comb += [
-            self.head.eq(_gather(ring, head_sel, [-1 - i for i in range(H)])),
-            self.tail.eq(_gather(ring, tail_sel, [-1 - i for i in range(T)])),
+            self.head.eq(_gather(ring, head_at, [-1 - i for i in range(H)])),
+            self.tail.eq(_gather(ring, tail_at, [-1 - i for i in range(T)])),
             self.holds.eq(Cat(*[(nw == c) & (self.pos <= c * W) for c in range(D + 1)]).any()),
             self.empty.eq(nw == 0),
         ]
