@@ -144,6 +144,21 @@ class OutlierReport:
              "at_paper_ratio_bits_per_weight": m.at_paper_ratio_bits / m.weights} for m in self.matrices]}
 
 
+def _largest(mag: np.ndarray, k: int) -> np.ndarray:
+    """The indices ``np.argsort(-mag, kind="stable")[:k]`` gives (the ``k`` largest, ties to the lower
+    index, in that order), from a partition instead of a whole sort: a 7B model's matrices are
+    tens of millions of weights."""
+    neg = -mag
+    if k >= neg.size:
+        return np.argsort(neg, kind="stable")[:k]
+    thr = np.partition(neg, k - 1)[k - 1]
+    if np.isnan(thr):                            # (NaN sorts last: fewer than k numbers)
+        return np.argsort(neg, kind="stable")[:k]
+    sel = np.concatenate([np.flatnonzero(neg < thr), np.flatnonzero(neg == thr)])
+    sel = sel[np.lexsort((sel, neg[sel]))]       # by value, then index: the stable sort's order
+    return sel[:k]
+
+
 def measure_outliers(path: str | Path, nb: int = 11, top_fraction: float = 0.001, include=(), exclude=(),
                      per_matrix: bool = False) -> OutlierReport:
     """Measure the outliers of every selected matrix of ``path`` (module docstring)."""
@@ -164,7 +179,7 @@ def measure_outliers(path: str | Path, nb: int = 11, top_fraction: float = 0.001
         pairs = code.split(q)
         per = pair_bits_per_weight(pairs)
         k = max(1, int(round(top_fraction * w.size)))
-        biggest = np.argsort(-np.abs(w), kind="stable")[:k]
+        biggest = _largest(np.abs(w), k)
         at_paper = float("nan")
         if implied is not None and sigma:
             qp, _ = clip_quantize(w, nb, implied * sigma)

@@ -194,6 +194,16 @@ def test_subdivided_codes_round_trip_and_span_nz_msb_to_direct(nb):
         SubdividedCode(nb, 0).split(np.array([2 ** nb]))
 
 
+def test_nz_msb_codes_are_bit_lengths_on_both_sides_of_2_to_the_53():
+    """The code of a nonzero integer is its magnitude's bit length, whichever way it is computed (a
+    float exponent below 2**53, shifts above)."""
+    for top in (52, 62):
+        mags = [m for j in range(1, top + 1) for m in ((1 << j) - 1, 1 << j, (1 << j) + 1) if m < 1 << top]
+        q = np.array([0] + mags + [-m for m in mags], dtype=np.int64)
+        codes = NzMsbCode(62).split(q).codes
+        assert codes.tolist() == [abs(int(v)).bit_length() for v in q]
+
+
 def test_clip_quantize_saturates_beyond_the_clip():
     w = np.array([-3.0, -1.0, 0.2, 0.5, 1.0, 2.5])
     q, scale = clip_quantize(w, 3, 1.0)
@@ -303,6 +313,12 @@ def test_outlier_bits_and_prediction(stories):
     r = measure_outliers(stories, 11, 0.001, MATRICES[1::2])
     m = r.matrices[0]
     assert m.top_weights == round(0.001 * m.weights) and 0 < m.top_bits < m.bits
+    # (its top weights recounted by a whole stable sort: the partition picks the same ones, ties included)
+    from ansforge.analysis.table2 import stored_values
+    from ansforge.model.llm.checkpoint import open_checkpoint
+    w = stored_values(open_checkpoint(stories).tensor(m.name)).ravel()
+    per = pair_bits_per_weight(NzMsbCode(11).split(linear_quantize(w, 11)[0]))
+    assert per[np.argsort(-np.abs(w), kind="stable")[:m.top_weights]].sum() == m.top_bits
     s = r.summary()
     assert s["max_over_sigma_max"] >= s["max_over_sigma_median"] > 3
 
