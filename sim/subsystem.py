@@ -298,9 +298,15 @@ class SubsystemRun:
 
 
 def _packed(writes: list[tuple[int, int]]) -> np.ndarray:
-    """Register writes ``(byte address, value)`` as the bench's ``csr_cfg`` payloads."""
-    return np.asarray([pack(_csr_layout(), {"addr": int(a), "data": int(d) & 0xFFFF_FFFF}) for a, d in writes],
-                      dtype=np.uint64)
+    """Register writes ``(byte address, value)`` as the bench's ``csr_cfg`` payloads (the value's low 32
+    bits; a whole model's program is some 10^5 writes, so they are packed as arrays)."""
+    layout = _csr_layout()
+    a, d = layout["addr"], layout["data"]
+    addr = np.fromiter((int(x) for x, _ in writes), dtype=np.uint64, count=len(writes))
+    value = np.fromiter((int(v) & 0xFFFF_FFFF for _, v in writes), dtype=np.uint64, count=len(writes))
+    if (addr >> np.uint64(a.width)).any():
+        raise ValueError(f"field 'addr': {int(addr.max())} does not fit {a.width} bits")
+    return (addr << np.uint64(a.offset)) | (value << np.uint64(d.offset))
 
 
 def _table_writes(kind: Table, entries: list[tuple[int, int]], width: int,
