@@ -9,8 +9,9 @@ random ready gaps, and a cycle bound. Builds are cached under ``$ANSFORGE_CACHE`
 once, whichever command built it (the simulations build theirs with :func:`~.jobs.simulation_core`,
 whose Verilog depends on neither the checkpoint nor its tables); Verilator's run-time library is compiled
 once per Verilator version and build options and linked by every design, and ``verilated.h``, which
-every generated C++ file includes, is precompiled beside it (half the g++ time of a large design). On a terminal a compile shows its
-elapsed time and leaves a line with its duration; a build found in the cache says so in one line.
+every generated C++ file includes, is precompiled beside it (half the g++ time of a large design). On a
+terminal a compile shows its elapsed time and leaves a line with its duration; a build found in the
+cache says so in one line.
 
 Payloads cross as raw little-endian ``uint64`` files, ``ceil(width / 64)`` words per payload.
 """
