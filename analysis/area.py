@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..model import progress
+from ..model.cache import cache_root
 from ..model.errors import ToolError
 
 __all__ = ["PAPER_TABLE3", "PAPER_FMAX", "LUTRAM_LUTS", "ECP5_SEEDS", "CoreArea", "BlockArea", "lut_equivalents",
@@ -270,8 +271,7 @@ def _synthesis_cache(verilog: str, script: str) -> Path:
     except metadata.PackageNotFoundError:
         version = "?"
     key = hashlib.sha256("\0".join((version, script, verilog)).encode()).hexdigest()[:24]
-    root = Path(os.environ.get("ANSFORGE_CACHE") or Path.home() / ".cache" / "ansforge")
-    return root / "yosys" / key
+    return cache_root() / "yosys" / key
 
 
 def _keep_synthesis(kept: Path, stat: str, ltp: str) -> None:

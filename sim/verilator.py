@@ -32,6 +32,7 @@ from amaranth.lib.wiring import In
 
 from ..hdl.verilog import core_verilog
 from ..model import progress
+from ..model.cache import cache_root
 from ..model.errors import ToolError
 from .jobs import CoreJob, SimResult
 from .streams import payload_bits
@@ -195,7 +196,7 @@ def _harness(core) -> str:
 
 
 def _cache_root() -> Path:
-    return Path(os.environ.get("ANSFORGE_CACHE") or Path.home() / ".cache" / "ansforge") / "verilator"
+    return cache_root() / "verilator"
 
 
 def _runtime_objects(obj: Path) -> list[Path]:
