@@ -137,9 +137,7 @@ def code_block(spec: Codec, tables, runs, symbols: np.ndarray, extras: np.ndarra
     compiled coder of :mod:`~ansforge.model.coding.fastans` where it applies (the same words, tested
     against the golden coder at every state count; tens of times faster on a whole model), else by
     the golden coder itself."""
-    if fastans.supported(spec):
-        return np.asarray(fastans.encode(spec, tables, runs, symbols, extras, 0).words)
-    return np.asarray(spec.coder().encode(tables, runs, symbols, extras).words)
+    return np.asarray(fastans.encode(spec, tables, runs, symbols, extras, 0).words)
 
 
 def make_job(kind: str, spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, *,

@@ -501,8 +501,7 @@ def encode_context(spec: Codec, matrices: Sequence[tuple[str, np.ndarray]], fmt:
     ex = np.concatenate(exs) if exs else np.zeros(0, np.uint64)
     # The compiled coder where it applies: the golden coder's words (tests/model/test_fastans.py), and
     # a whole checkpoint in seconds rather than a minute.
-    stream = fastans.encode(spec, tables, runs, sy, ex) if fastans.supported(spec) else \
-        spec.coder().encode(tables, runs, sy, ex)
+    stream = fastans.encode(spec, tables, runs, sy, ex)
     cost = ContextCost(cost.weights, int(stream.words.size) * spec.word_bits, cost.code_table_bits,
                        cost.frequency_bits, cost.select_bits, cost.header_bits)
     return ContextCoded(spec, names, shapes, [pf] * len(names), exps, plans, cts, tables, runs, sy, ex,

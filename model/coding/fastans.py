@@ -245,8 +245,9 @@ def _runs(runs: Sequence[Run]) -> tuple[np.ndarray, np.ndarray]:
 
 def encode(spec, tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, extras: np.ndarray,
            checkpoint_interval: int | None = None) -> EncodedStream:
-    """:meth:`TansCoder.encode` / :meth:`RansCoder.encode`, compiled: the same words and checkpoints."""
-    if not _widest_field_ok(spec, tables):
+    """:meth:`TansCoder.encode` / :meth:`RansCoder.encode`, compiled: the same words and checkpoints (the
+    golden coder itself where the compiled kernels do not apply: :func:`supported`, too wide a field)."""
+    if not supported(spec) or not _widest_field_ok(spec, tables):
         return spec.coder().encode(tables, runs, symbols, extras, checkpoint_interval)
     # Compact integer arrays (uint8 symbols, uint32 additional data) are taken as they are: the kernels
     # are compiled per dtype, and widening 10^8 pairs to 64 bits costs more than coding them.
