@@ -10,7 +10,7 @@ import random
 
 import numpy as np
 
-from amaranth.hdl import Value
+from amaranth.hdl import Module, Value
 from amaranth.sim import Simulator
 
 from .jobs import CoreJob, SimResult
@@ -19,19 +19,36 @@ from .streams import stream_get, stream_put
 __all__ = ["AmaranthEngine"]
 
 
+def _with_contract(core):
+    """``core`` and its role's contract in one top, or ``core`` alone if it is no registered core."""
+    from .formal.contract import CoreContract, role_of
+
+    role = role_of(core)
+    if role is None:
+        return core
+    top = Module()
+    top.submodules.core = core
+    top.submodules.contract = CoreContract(core, role=role, sampled=True)
+    return top
+
+
 class AmaranthEngine:
     """Run jobs in Amaranth's Python simulator (10 ns clock)."""
 
     name = "amaranth"
 
     def run(self, job: CoreJob, *, stall_prob: float = 0.0, seed: int = 0, vcd: str | None = None,
-            max_cycles: int | None = None, trace: dict[str, Value] | None = None) -> SimResult:
+            max_cycles: int | None = None, trace: dict[str, Value] | None = None, contract: bool = True) -> SimResult:
         """Feed ``job`` through its core with random valid/ready gaps of probability ``stall_prob``.
 
         ``max_cycles`` bounds the run (default: generous for the job's size); exceeding it raises
         ``TimeoutError``, so that a core that locks up fails instead of hanging. ``trace`` names
         signals of the core (for example ``{"o.valid": core.o.valid}``) to sample at every clock
         edge; :attr:`SimResult.trace` then holds one integer array per name, one entry per cycle.
+
+        With ``contract`` (the default), a core of the registry runs beside its role's
+        :class:`~ansforge.sim.formal.contract.CoreContract`, the clauses ``ansforge prove`` checks
+        formally: a clause that fails raises ``AssertionError`` with its message in that clock.
         """
         if not 0 <= stall_prob < 1:
             raise ValueError(f"stall_prob must be in [0, 1), not {stall_prob!r}")
@@ -116,7 +133,7 @@ class AmaranthEngine:
                 if cycles[0] > limit:
                     raise TimeoutError(f"{job.kind}: no result after {limit} cycles (core locked up?)")
 
-        sim = Simulator(core)
+        sim = Simulator(_with_contract(core) if contract else core)
         sim.add_clock(1e-8)
         sim.add_testbench(commands)
         sim.add_testbench(inputs, background=True)

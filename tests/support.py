@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import numpy as np
-from amaranth.hdl import Module, ResetInserter, Signal
+from amaranth.hdl import Module, ResetInserter, ResetSignal, Signal
 from amaranth.sim import Simulator
 
 from ansforge.model.coding.codecs import parse_codec
@@ -25,6 +25,7 @@ from ansforge.model.coding.stream import Run
 from ansforge.model.dtypes.pairs import PAIR_FORMATS
 from ansforge.model.dtypes.quantized import FP8_FORMATS
 from ansforge.sim.amaranth_sim import AmaranthEngine
+from ansforge.sim.formal.contract import CoreContract
 from ansforge.sim.jobs import CoreJob, build_core, make_job
 from ansforge.sim.streams import stream_put
 
@@ -80,23 +81,27 @@ def corrupt_words(rng, words: np.ndarray, word_bits: int) -> tuple[str, np.ndarr
     return str(mode), w
 
 
-def reset_mid_command(job, split: int, mid_clocks: int) -> dict:
+def reset_mid_command(job, split: int, mid_clocks: int, *, hold_output: bool = False) -> dict:
     """Load ``job``'s programmable core, offer its two commands (the second queued), reset it after
     ``mid_clocks`` clocks, give the second command again with its words (``job.inputs[split:]``) and
-    run to its ``done``. Returns ``{"dones": [phase …], "got": [(phase, payload) …], "status"}``
+    run to its ``done``, with the core's contract (:class:`~ansforge.sim.formal.contract.CoreContract`)
+    asserted throughout. Returns ``{"dones": [phase …], "got": [(phase, payload) …], "status"}``
     (phase 0 before the reset, 1 the second command, 2 four clocks after); ``status`` is a decoder's
-    last one. The reset tests of the one-state and the interleaved cores share it."""
+    last one. ``hold_output``: ``o`` is not taken before the reset (the core is reset holding an output).
+    The reset tests of the one-state and the interleaved cores share it."""
     core = job.core
     decoder = hasattr(core, "status")
     rst = Signal()
     top = Module()
     top.submodules.core = ResetInserter({"sync": rst})(core)
+    # The core's role's contract watches the whole run, the reset included.
+    top.submodules.contract = CoreContract(core, rst=rst | ResetSignal("sync"), sampled=True)
     seen = {"dones": [], "got": [], "status": None}
 
     async def run(ctx, cmds, words, clocks, phase):
         """Offer ``cmds`` and ``words`` (one per clock as accepted), take every output, for ``clocks``
         clocks or, with ``clocks=None``, until a ``done``."""
-        ctx.set(core.o.ready, 1)
+        ctx.set(core.o.ready, not (hold_output and phase == 0))
         kc = kw = 0
         t = 0
         while clocks is None or t < clocks:
@@ -111,7 +116,7 @@ def reset_mid_command(job, split: int, mid_clocks: int) -> dict:
                 core.o.payload.as_value(), core.done, core.status if decoder else core.done)
             kc += int(cv and cr)
             kw += int(iv and ir)
-            if ov:
+            if ov and (phase or not hold_output):
                 seen["got"].append((phase, int(op)))
             if d:
                 seen["dones"].append(phase)
@@ -121,13 +126,19 @@ def reset_mid_command(job, split: int, mid_clocks: int) -> dict:
             t += 1
         ctx.set(core.cmd.valid, 0)
         ctx.set(core.i.valid, 0)
+        return kc, kw
 
     async def drive(ctx):
         for name, writes in job.cfg.items():
             for w in writes:
                 await stream_put(ctx, getattr(core, name), w)
         data = job.inputs.tolist()
-        await run(ctx, job.commands, data, mid_clocks, 0)       # mid-run of the first, the second queued
+        kc, kw = await run(ctx, job.commands, data, mid_clocks, 0)   # mid-run of the first, the second queued
+        for _ in range(500 if hold_output else 0):             # until the core holds an output
+            if ctx.get(core.o.valid):
+                break
+            c, w = await run(ctx, job.commands[kc:], data[kw:], 1, 0)
+            kc, kw = kc + c, kw + w
         ctx.set(rst, 1)
         await ctx.tick().repeat(2)
         ctx.set(rst, 0)
@@ -169,20 +180,29 @@ def words_per_pair(params, table, s, e) -> np.ndarray:
 CODECS = {"tans": "tans8", "rans": "rans16"}
 
 
-def _codec_table(kind, rng, n_codes=20, codec=None):
+def _codec_table(kind, rng, n_codes=20, codec=None, *, direct=False):
     spec = parse_codec(codec or CODECS[kind.split("-")[0]])
-    counts = (rng.integers(1, 1000, size=n_codes) ** 2).astype(np.int64)
-    ct, table = spec.tables(counts, 8)
+    # ``direct``: counts within a factor of 10, drawn again until every code has a symbol of its own (the
+    # table builder may still merge rare codes behind an escape where that codes shorter): no escape
+    # symbol, 8 extra bits, the paper's configuration (R + K = W for tans8).
+    for _ in range(100):
+        counts = (rng.integers(100, 1000, size=n_codes) if direct else rng.integers(1, 1000, size=n_codes) ** 2).astype(np.int64)
+        ct, table = spec.tables(counts, 8)
+        if not direct or int(table.extra_bits.max()) <= 8:
+            break
     return spec, ct, table, counts
 
 
 def queued_job(kind: str, commands: int = 4, pairs: int = 40, seed: int = 1, *, programmable: bool = False,
-               codec: str | None = None):
+               codec: str | None = None, paper: bool = False):
     """``commands`` independent streams of ``pairs`` pairs each, as one job (commands back to back), for
-    ``codec`` (default: :data:`CODECS`'s of the core's family)."""
+    ``codec`` (default: :data:`CODECS`'s of the core's family). ``paper``: a table of 16 codes, each its
+    own symbol, and a core of 8 extra bits (the paper's configuration); else 20 codes, the rare ones
+    behind an escape symbol, and the extra bits the table needs."""
     rng = np.random.default_rng(seed)
-    spec, ct, table, counts = _codec_table(kind, rng, codec=codec)
-    core = build_core(kind, spec, table, programmable=programmable)
+    spec, ct, table, counts = _codec_table(kind, rng, 16 if paper else 20, codec=codec, direct=paper)
+    assert not paper or int(table.extra_bits.max()) <= 8, "no table of direct symbols drawn"
+    core = build_core(kind, spec, table, programmable=programmable, max_extra_bits=8 if paper else None)
     parts = []
     for _ in range(commands):
         s, e = ct.to_symbols(rng.choice(counts.size, size=pairs, p=counts / counts.sum()), rng.integers(0, 256, size=pairs))

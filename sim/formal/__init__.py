@@ -65,7 +65,9 @@ The sync domain's clock is the harness's only port; harness bookkeeping lives in
 ``past`` domain on the same clock (Amaranth 0.5 has no ``Past``). SymbiYosys runs with
 ``multiclock off``: every clock of the trace is one step.
 
-The package, one module per concern: :mod:`.params` (small configurations, pinned tables, bounds),
+The package, one module per concern: :mod:`.contract` (each role's contract, the port properties'
+clauses, also asserted by every Amaranth simulation of a registered core), :mod:`.params` (small
+configurations, pinned tables, bounds),
 :mod:`.benches` (harness scaffolding, table models), :mod:`.properties` (port properties, round trip,
 detection), :mod:`.lemmas_tans`, :mod:`.lemmas_tans_pipeline` and :mod:`.lemmas_rans` (the lemma
 chains), :mod:`.registry` (harness, depth, mode and engine per core and property), :mod:`.solvers`

@@ -29,8 +29,8 @@ from amaranth.hdl._ast import Assign, Concat, Operator, Slice, Switch
 from amaranth.hdl._xfrm import StatementTransformer, ValueTransformer
 
 
-__all__ = ["Mutant", "Edit", "MUTANTS", "MUTANT_SETS", "StaleMutant", "NotInHarness", "mutate", "mutants_of",
-           "check_mutant"]
+__all__ = ["Mutant", "Edit", "MUTANTS", "MUTANT_SETS", "StaleMutant", "NotInHarness", "mutate", "mutated",
+           "mutants_of", "check_mutant"]
 
 
 class StaleMutant(RuntimeError):
@@ -419,3 +419,22 @@ def mutate(fragment: Fragment, mutant: str | None) -> Fragment:
         if n == 0 and not edit.optional:
             raise StaleMutant(f"mutant {mutant}: an edit of {m.block} found nothing to rewrite ({m.where})")
     return fragment
+
+
+def mutated(core, mutant: str):
+    """``core`` (a built core, any configuration) with ``mutant``'s edits: an object of a subclass of its
+    class, sharing its ports, whose ``elaborate`` gives the edited fragment, so that whatever runs a core
+    (a simulation job, :class:`~ansforge.sim.amaranth_sim.AmaranthEngine`) runs the mutant.
+    :class:`NotInHarness` (on elaboration) where the core holds no instance of the mutant's block."""
+    import copy
+
+    MUTANTS[mutant]                                  # KeyError for an unknown name, before anything runs
+    cls = type(core)
+    plain = copy.copy(core)
+
+    def elaborate(self, platform):
+        return mutate(Fragment.get(plain, platform), mutant)
+
+    twin = copy.copy(core)
+    twin.__class__ = type(f"{mutant}_{cls.__name__}", (cls,), {"elaborate": elaborate, "__module__": __name__})
+    return twin

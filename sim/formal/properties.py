@@ -5,7 +5,7 @@ returns a :class:`~.benches.Bench`; what each asserts is in the package docstrin
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Assert, Assume, Cat, Const, Mux, Signal, Value
+from amaranth.hdl import Array, Assert, Assume, Const, Signal, Value
 from amaranth.hdl._ast import AnyConst, AnySeq
 from amaranth.utils import bits_for as _bits
 
@@ -14,14 +14,27 @@ from .params import (DETECTION_BOUND, DETECTION_WORDS, IDLE_EMPTY, PROGRESS_CLOC
                      STACK_WORDS, TABLES, TABLE_FIRST, XN_BAKED, XN_ROUND_TRIP_CLOCKS, XN_ROUND_TRIP_PAIRS,
                      data_table_clocks, pinned_tans_x2_table, round_trip_clocks, round_trip_pairs, small_core,
                      uses_direct_table, uses_local_table, uses_pinned_table)
+from ...hdl.cores import core_build
 from .benches import Bench, LegalTable, LocalTansTable, free_core, streams_of, transfer_of
+from .contract import CoreContract
+
+
+def _contract(b: Bench, dut, core_name: str, clause: str) -> CoreContract:
+    """``clause`` of the core's role's contract (:class:`~.contract.CoreContract`, the one the simulations
+    run), asserted in the harness, its covers latched by the bench."""
+    c = CoreContract(dut, role=core_build(core_name).role, clauses=(clause,), progress_clocks=PROGRESS_CLOCKS[core_name])
+    c.build()
+    b.m.submodules.contract = c
+    for test, what in c.covers:
+        b.cover(test, what)
+    return c
 
 
 def stream_rules_bench(core_name: str, mutant: str | None) -> Bench:
     b, dut, outs = free_core(core_name, mutant, pinned=core_name == "rans-encoder")
     m = b.m
-    for name, port in outs:
-        b.check_output(port, name)
+    _contract(b, dut, core_name, "stream_rules")
+    b.checked.extend(name for name, _ in outs)
     if IDLE_EMPTY[core_name]:
         # A core that accepts a command holds nothing on its output: the tANS decoder's coder empties
         # ``o`` when a stream starts, so the hold rule needs this invariant for k-induction to close.
@@ -31,27 +44,13 @@ def stream_rules_bench(core_name: str, mutant: str | None) -> Bench:
 
 
 def out_of_reset_bench(core_name: str, mutant: str | None) -> Bench:
+    # The clock after any reset (whatever came before it) holds no output valid and no done, and from
+    # power-on nothing comes out until a command has been accepted (resets, table writes, words and
+    # pairs offered meanwhile): a reset core is silent until commanded, as far as the registers behind
+    # the outputs go (a register the reset forgets deeper inside is caught where it corrupts a later
+    # command: round_trip, detection).
     b, dut, outs = free_core(core_name, mutant)
-    m = b.m
-    # The clock after any reset (whatever came before it) holds no output valid and no done ...
-    with m.If(b.p_rst):
-        for name, port in outs:
-            m.d.comb += Assert(~port.valid, f"{name}.valid in the clock after a reset")
-        m.d.comb += Assert(~dut.done, "done in the clock after a reset")
-    # ... and from power-on nothing comes out until a command has been accepted (resets, table
-    # writes, words and pairs offered meanwhile). Together: a reset core is silent until commanded,
-    # as far as the registers behind the outputs go (a register the reset forgets deeper inside is
-    # caught where it corrupts a later command: round_trip, detection).
-    quiet = Signal(init=1, name="quiet")
-    m.d.past += quiet.eq(quiet & ~transfer_of(dut.cmd))
-    with m.If(quiet):
-        for name, port in outs:
-            m.d.comb += Assert(~port.valid, f"{name}.valid before the first command")
-        m.d.comb += Assert(~dut.done, "done before the first command")
-    after_reset = Signal(name="reset_seen")
-    m.d.past += after_reset.eq(after_reset | (b.rst & ~quiet))
-    for name, port in outs:
-        b.cover(after_reset & ~b.rst & transfer_of(port), f"{name}: a transfer after a command and a reset")
+    _contract(b, dut, core_name, "out_of_reset")
     return b
 
 
@@ -95,12 +94,9 @@ def progress_bench(core_name: str, mutant: str | None) -> Bench:
     if table is not None:
         with m.If(table.prog):
             m.d.comb += Assume(~dut.cmd.valid)
-    moved = Cat(*(transfer_of(p) for _, p in ins + outs)).any()
-    wait = Signal(8, name="clocks_without_transfer")
-    m.d.past += wait.eq(Mux(eager & ~moved, Mux(wait == 255, 255, wait + 1), 0))
-    m.d.comb += Assert(wait < PROGRESS_CLOCKS[core_name], "no transfer for too long with inputs offered, outputs taken")
-    for name, port in outs:
-        b.cover(eager & transfer_of(port) & b.past(eager, "eager"), f"{name}: a transfer with inputs offered, outputs taken")
+    # The contract's clause counts the clocks without a transfer while every input is offered and every
+    # output taken, whenever that happens; from ``eager`` on, the environment makes it happen always.
+    _contract(b, dut, core_name, "progress")
     return b
 
 
