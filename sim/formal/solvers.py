@@ -294,12 +294,13 @@ def first_violation(vcd: str, n: int, *, step: int = 10, offset: int = 1) -> tup
 
 
 def assertion_text(location: str) -> str | None:
-    """The message of the ``Assert`` at ``file:line`` (this module's source), for the report."""
+    """The message of the ``Assert`` at ``file:line`` (this module's source), for the report: an
+    ``Assert(...)`` call's, or a contract clause's (``CoreContract._check(m, test, message)``)."""
     file, _, line = location.rpartition(":")
     try:
         # The call and the next two lines (a message may be on a continuation line).
         src = " ".join(Path(file).read_text().splitlines()[int(line) - 1:int(line) + 2])
     except (OSError, ValueError, IndexError):
         return location
-    hit = re.search(r'Assert\([^"]*?"([^"]+)"', src)
+    hit = re.search(r'(?:Assert|_check)\([^"]*?"([^"]+)"', src)
     return hit.group(1) if hit else location
