@@ -63,7 +63,7 @@ def progress_bound(core) -> int:
     """The longest run of clocks without a transfer the ``progress`` clause allows ``core`` (a registered
     core of ``N`` states). Measured, each where its worst case is: the formal harnesses on the small
     builds (``hdl/cores.py`` ``FormalConfig.progress_clocks``, ``docs/formal.md``) and the simulation
-    suite on the shipped ones (``tests/sim/test_contracts.py``, commands of 0, 1, 3, 16 and 37 pairs):
+    runs on the shipped ones (commands of 0, 1, 3, 16 and 37 pairs, and resumed blocks):
 
     - tANS encoder, one-state rANS encoder: 6;
     - tANS decoder: ``6 + N`` for ``N > 1``: a command resumed at a checkpoint takes its ``N`` lane states
@@ -165,6 +165,9 @@ class CoreContract(Elaboratable):
         Default: :func:`role_of`.
     progress_clocks : int
         The ``progress`` bound (default :func:`progress_bound`).
+    sampled : bool
+        Assertions in the ``sync`` domain, checked at the clock edge (simulation: a testbench's writes
+        within a clock are no state of the design), instead of in every step (formal).
     depth : int
         The ``commands`` ledger's ring: at most ``depth - 2`` commands in flight besides one whose ``done``
         comes in this clock (a power of two; the cores' shells hold two or three: one running, one taken
@@ -300,8 +303,8 @@ class CoreContract(Elaboratable):
             self._check(m, ~done | filled_w, "done before the command's words were read")
         else:
             # A command's words end with one word marked ``last``, before its ``done``. A stream may be
-            # empty (an rANS encoder whose state is 0 after its pairs has no word to write), so a
-            # command may end with no word at all, never with words and no ``last``.
+            # empty (the solver found a one-pair command of the one-state rANS encoder that writes no
+            # word: docs/formal.md), so a command may end with no word, never with words and no ``last``.
             lasts = Signal(range(depth + 1), name="lasts_unreported", reset_less=True)
             unended = Signal(name="words_unended", reset_less=True)     # words out since the last ``last``
             word = _moved(core.o) & ~rst
