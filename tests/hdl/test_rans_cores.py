@@ -4,8 +4,9 @@ All of stories260K runs in Verilator (with and without back-pressure, and its pa
 short, structural checks run in the Amaranth simulator. MiniLM's pairs per clock is held once per role
 for the format that ships as default (``rans16x16``: ``tests/hdl/test_rans_xn_decoder.py`` and
 ``tests/hdl/test_rans_xn_encoder.py``), not again for this one-state variant. That a reset keeps a programmed
-table is ``tests/hdl/test_command_queue.py``'s ``test_reset_drops_queued_commands_keeps_the_table`` (these
-cores, ``rans16``: programmed, reset mid-command, the next command bit-exact without a reload).
+table is ``tests/sim/test_contracts.py``'s ``test_a_reset_mid_command_keeps_the_contract_and_the_table`` (these
+cores at ``rans16`` among every registered build: programmed, reset mid-command, the next command
+bit-exact without a reload).
 """
 
 from __future__ import annotations
