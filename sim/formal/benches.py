@@ -12,10 +12,10 @@ from amaranth.hdl import (Array, Assert, Assume, Cat, Cover, ClockDomain, ClockS
 from amaranth.hdl._ast import AnyConst, AnySeq
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
-from amaranth.lib.wiring import In
 from amaranth.utils import bits_for as _bits
 
 from ...hdl.common import DecodeStatus
+from .contract import streams_of, transfer_of
 from .params import PINNED_RANS_TABLE, PINNED_TANS_EXTRA, PINNED_TANS_SPREAD, SMALL, XN_BAKED, small_core
 
 
@@ -94,20 +94,6 @@ class Bench:
             m.d.comb += Assert(port.valid, f"{name}.valid retracted before the transfer")
             m.d.comb += Assert(Value.cast(port.p) == p_payload, f"{name}.payload changed while valid & ~ready")
         self.cover(self.started & held & ~self.p_rst & transfer_of(port), f"{name}: held under back-pressure, then taken")
-
-
-def streams_of(core):
-    """The core's input and output stream ports: ``([(name, port)], [(name, port)])``."""
-    ins, outs = [], []
-    for name, member in core.signature.members.items():
-        if member.is_signature:
-            port = getattr(core, name)
-            (ins if member.flow == In else outs).append((name, port))
-    return ins, outs
-
-
-def transfer_of(port) -> Value:
-    return port.valid & port.ready
 
 
 # -- stream rules and progress (one core, free environment) ----------------------------------------

@@ -43,7 +43,7 @@ from amaranth.lib.wiring import In
 
 from ...hdl.common import DecodeStatus
 
-__all__ = ["CLAUSES", "CoreContract", "role_of", "progress_bound"]
+__all__ = ["CLAUSES", "CoreContract", "role_of", "progress_bound", "streams_of", "transfer_of"]
 
 #: Every clause of the contract, in the order the docstring states them.
 CLAUSES = ("stream_rules", "out_of_reset", "commands", "progress")
@@ -84,7 +84,8 @@ def progress_bound(core) -> int:
     return 6 + states if role_of(core) == "decoder" and states > 1 else 6
 
 
-def _streams(core):
+def streams_of(core):
+    """The core's input and output stream ports: ``([(name, port)], [(name, port)])``."""
     ins, outs = [], []
     for name, member in core.signature.members.items():
         if member.is_signature:
@@ -92,7 +93,8 @@ def _streams(core):
     return ins, outs
 
 
-def _moved(port) -> Value:
+def transfer_of(port) -> Value:
+    """A transfer on the stream ``port`` in this clock."""
     return port.valid & port.ready
 
 
@@ -210,7 +212,7 @@ class CoreContract(Elaboratable):
         self._module = m = Module()
         core = self.core
         rst = ResetSignal("sync") if self.rst is None else self.rst
-        ins, outs = _streams(core)
+        ins, outs = streams_of(core)
 
         def past(value, name):
             v = Value.cast(value)
@@ -229,7 +231,7 @@ class CoreContract(Elaboratable):
                 with m.If(started & held & ~p_rst):
                     self._check(m, port.valid, f"{name}.valid retracted before the transfer")
                     self._check(m, Value.cast(port.p) == p_payload, f"{name}.payload changed while valid & ~ready")
-                self.covers.append((started & held & ~p_rst & _moved(port), f"{name}: held under back-pressure, then taken"))
+                self.covers.append((started & held & ~p_rst & transfer_of(port), f"{name}: held under back-pressure, then taken"))
 
         if "out_of_reset" in self.clauses:
             with m.If(p_rst):
@@ -237,7 +239,7 @@ class CoreContract(Elaboratable):
                     self._check(m, ~port.valid, f"{name}.valid in the clock after a reset")
                 self._check(m, ~core.done, "done in the clock after a reset")
             quiet = Signal(init=1, name="quiet", reset_less=True)   # nothing commanded since power-on
-            m.d.sync += quiet.eq(quiet & ~_moved(core.cmd))
+            m.d.sync += quiet.eq(quiet & ~transfer_of(core.cmd))
             with m.If(quiet):
                 for name, port in outs:
                     self._check(m, ~port.valid, f"{name}.valid before the first command")
@@ -245,7 +247,7 @@ class CoreContract(Elaboratable):
             after_reset = Signal(name="reset_seen", reset_less=True)
             m.d.sync += after_reset.eq(after_reset | (rst & ~quiet))
             for name, port in outs:
-                self.covers.append((after_reset & ~rst & _moved(port), f"{name}: a transfer after a command and a reset"))
+                self.covers.append((after_reset & ~rst & transfer_of(port), f"{name}: a transfer after a command and a reset"))
 
         if "commands" in self.clauses:
             self._commands(m, rst)
@@ -255,13 +257,13 @@ class CoreContract(Elaboratable):
             no_writes = [~port.valid for name, port in ins if "cfg" in name]
             taken = [port.ready for _, port in outs]
             eager = Cat(*offered, *no_writes, *taken).all()
-            moved = Cat(*(_moved(p) for _, p in ins + outs)).any()
+            moved = Cat(*(transfer_of(p) for _, p in ins + outs)).any()
             wait = Signal(8, name="clocks_without_transfer", reset_less=True)
             m.d.sync += wait.eq(Mux(eager & ~moved & ~rst, Mux(wait == 255, 255, wait + 1), 0))
             self._check(m, wait < self.progress_clocks, "no transfer for too long with inputs offered, outputs taken")
             p_eager = past(eager, "eager")
             for name, port in outs:
-                self.covers.append((eager & p_eager & _moved(port), f"{name}: a transfer with inputs offered, outputs taken"))
+                self.covers.append((eager & p_eager & transfer_of(port), f"{name}: a transfer with inputs offered, outputs taken"))
         return m
 
     def _commands(self, m: Module, rst) -> None:
@@ -269,7 +271,7 @@ class CoreContract(Elaboratable):
         decoder = self.role == "decoder"
         cmd = core.cmd
         width = len(cmd.p.count)
-        accepted = _moved(cmd) & ~rst
+        accepted = transfer_of(cmd) & ~rst
         # The ring of commands in flight: ``tail`` is the next free slot, ``oldest`` the next to end.
         tail = Signal(range(depth), name="cmd_tail", reset_less=True)
         oldest = Signal(range(depth), name="cmd_oldest", reset_less=True)
@@ -288,7 +290,7 @@ class CoreContract(Elaboratable):
         pairs = core.o if decoder else core.i
         ok = (core.status == DecodeStatus.OK) if decoder else Const(1)
         ledger = _Ledger(m, "pairs", depth, width)
-        over, filled = ledger.run(rst, accepted, cmd.p.count, tail, oldest, _moved(pairs) & ~rst,
+        over, filled = ledger.run(rst, accepted, cmd.p.count, tail, oldest, transfer_of(pairs) & ~rst,
                                   end_early=(done & ~ok) if decoder else None)
         self._check(m, ~over, "a pair beyond the commands' counts")
         self._check(m, ~done | ~ok | filled, "done (OK) before the command's count of pairs")
@@ -298,7 +300,7 @@ class CoreContract(Elaboratable):
             per_port = max(1, len(core.i.p.data) // core.codec.word_bits)
             port_words = cmd.p.words if per_port == 1 else (cmd.p.words + per_port - 1) // per_port
             words = _Ledger(m, "words", depth, len(cmd.p.words))
-            over_w, filled_w = words.run(rst, accepted, port_words, tail, oldest, _moved(core.i) & ~rst)
+            over_w, filled_w = words.run(rst, accepted, port_words, tail, oldest, transfer_of(core.i) & ~rst)
             self._check(m, ~over_w, "a word beyond the commands' words")
             self._check(m, ~done | filled_w, "done before the command's words were read")
         else:
@@ -307,7 +309,7 @@ class CoreContract(Elaboratable):
             # word: docs/formal.md), so a command may end with no word, never with words and no ``last``.
             lasts = Signal(range(depth + 1), name="lasts_unreported", reset_less=True)
             unended = Signal(name="words_unended", reset_less=True)     # words out since the last ``last``
-            word = _moved(core.o) & ~rst
+            word = transfer_of(core.o) & ~rst
             last = word & core.o.p.last
             self._check(m, ~last | (lasts < in_flight), "a word marked last beyond the commands in flight")
             self._check(m, ~done | ~unended | last, "done with the command's words not ended by a last word")
