@@ -48,6 +48,7 @@ LONGEST_FIRST = (
     "tests/sim/test_formal.py",
     "tests/hdl/test_subsystem.py",
     "tests/hdl/test_rans_xn_decoder.py",
+    "tests/hdl/test_whole_models.py",
     "notebooks/02_hardware_cores.ipynb",
     "tests/hdl/test_tans_xn.py",
     "tests/model/test_context.py",

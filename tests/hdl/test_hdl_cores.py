@@ -16,7 +16,7 @@ from ansforge.model.coding.rans import RANS_PRESETS, RansCoder, RansTable
 from ansforge.model.coding.stream import Run
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import build_core, make_job
-from ansforge.sim.model_run import model_pairs, simulate_matrices
+from ansforge.sim.model_run import model_pairs
 from ansforge.sim.streams import pack
 from ansforge.sim.verilator import VerilatorEngine
 
@@ -29,32 +29,11 @@ def stories_pairs(stories):
     return {codec: model_pairs(str(stories), codec) for codec in ("tans8", "rans16", "rans24")}
 
 
-#: One whole-model run per core kind (rans24 for the rANS kinds: it adds constriction's words). The rans16
-#: cores go through the same generators; they decode and encode the whole of stories260K in Verilator in
-#: tests/model/test_context.py (test_extended_cores_are_bit_exact_on_stories_with_context_tables, one pair per
-#: clock) and tests/model/test_container_context.py (test_simulate_container_verilator_stories), and take
-#: back-pressure below.
-WHOLE_MODEL = [("tans-decoder", "tans8"), ("tans-encoder", "tans8"), ("rans-decoder", "rans24"),
-               ("rans-encoder", "rans24")]
-
-
-@pytest.mark.parametrize("kind, codec", WHOLE_MODEL)
-def test_whole_model_bit_exact_verilator(kind, codec, stories_pairs):
-    """All 36 matrices of stories260K, words and pairs, one programmable core; >= 0.99 pairs/clock."""
-    rep = simulate_matrices(kind, codec, stories_pairs[codec], engine="verilator")
-    assert rep.matrices == 36 and rep.pairs == 259_328
-    assert rep.bit_exact, rep.errors[:3]
-    if codec == "rans24":
-        assert rep.constriction_exact
-    for row in rep.per_matrix:
-        assert row["pairs"] / row["cycles"] >= 0.99, row
-
-
 @pytest.mark.parametrize("kind, codec", CASES)
 def test_back_pressure_1000_pairs_amaranth(kind, codec, stories_pairs):
     """Random valid and ready gaps (p = 0.3) on both sides: nothing lost, duplicated or altered. (A
-    thousand pairs, several hundred words, in the Python simulator; whole models go through Verilator
-    above, and with the same gaps through the rans16 cores in tests/hdl/test_rans_cores.py.)"""
+    thousand pairs, several hundred words, in the Python simulator; whole models go through Verilator,
+    with the same gaps, in tests/hdl/test_whole_models.py.)"""
     mp = max(stories_pairs[codec], key=lambda m: m.symbols.size)
     spec = parse_codec(codec)
     job = make_job(kind, spec, mp.table, mp.symbols[:1_000], mp.extras[:1_000])

@@ -1,10 +1,8 @@
-"""The redesigned rANS cores (issue 19): bucket-table symbol search, coder alone, reset, whole models.
+"""The redesigned rANS cores (issue 19): bucket-table symbol search, coder alone, tables.
 
-All of stories260K runs in Verilator (with and without back-pressure, and its pairs per clock); the
-short, structural checks run in the Amaranth simulator. MiniLM's pairs per clock is held once per role
-for the format that ships as default (``rans16x16``: ``tests/hdl/test_rans_xn_decoder.py`` and
-``tests/hdl/test_rans_xn_encoder.py``), not again for this one-state variant. That a reset keeps a programmed
-table is ``tests/sim/test_contracts.py``'s ``test_a_reset_mid_command_keeps_the_contract_and_the_table`` (these
+The short, structural checks run in the Amaranth simulator; all of stories260K runs in Verilator (with
+and without back-pressure, and the clocks a command costs) in ``tests/hdl/test_whole_models.py``, the
+coders' area in ``tests/hdl/test_budgets.py``. That a reset keeps a programmed table is ``tests/sim/test_contracts.py``'s ``test_a_reset_mid_command_keeps_the_contract_and_the_table`` (these
 cores at ``rans16`` among every registered build: programmed, reset mid-command, the next command
 bit-exact without a reload).
 """
@@ -21,13 +19,8 @@ from ansforge.model.coding.rans import RANS_PRESETS, RansCoder, RansParams
 from ansforge.model.coding.stream import Run
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import cfg_writes, make_job
-from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, stream_get, stream_put
 from ..support import crowded_freqs, rans_table
-
-
-
-
 
 
 def _walks(table, bucket_bits):
@@ -198,30 +191,6 @@ def test_cfg_writes_cover_both_tables():
     core = RansDecoder(programmable=True, table_sets=2)
     assert len(cfg_writes(core, [t, t])["cfg"]) == 2 * (64 + 64)
     assert RANS_PRESETS["paper"].state_bits == 48
-
-
-@pytest.fixture(scope="module")
-def stories_pairs(stories):
-    return model_pairs(str(stories), "rans16")
-
-
-@pytest.mark.parametrize("kind", ["rans-decoder", "rans-encoder"])
-def test_whole_stories_one_pair_per_clock(kind, stories_pairs):
-    """All of stories260K, bit-exact in Verilator at >= 0.999 pairs per clock (table writes excluded;
-    command overhead and the decoder's stepping included)."""
-    rep = simulate_matrices(kind, "rans16", stories_pairs, engine="verilator")
-    assert rep.bit_exact, rep.errors[:3]
-    assert rep.pairs == 259_328
-    assert rep.pairs / rep.cycles >= 0.999, (rep.pairs, rep.cycles)
-
-
-@pytest.mark.parametrize("kind", ["rans-decoder", "rans-encoder"])
-def test_whole_model_back_pressure(kind, stories_pairs):
-    """All of stories260K with random valid and ready gaps (p = 0.3) on every stream: bit-exact (the
-    same Verilator build as the run above)."""
-    rep = simulate_matrices(kind, "rans16", stories_pairs, engine="verilator", stall_prob=0.3, seed=2)
-    assert rep.bit_exact, rep.errors[:3]
-    assert rep.pairs == 259_328
 
 
 def test_containers_written_with_the_old_64_bit_state_still_decode(stories, tmp_path, monkeypatch):

