@@ -42,8 +42,9 @@ def _compress_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-nonfinite", action="store_true", help="code NaN/Inf weights (exactly) instead of refusing")
     p.add_argument("-o", "--output", required=True, metavar="F.ansf", help="container to write")
     p.add_argument("--threads", type=int, default=1, metavar="N",
-                   help="threads that split tensors, build tables and encode the blocks (default 1; the file is "
-                        "the same for any N)")
+                   help="parallel workers (default 1; the file is the same for any N): with the blocks layout, "
+                        "whole tensors on N processes (split, tables, blocks), or a tensor's blocks on N threads "
+                        "when it holds most of the model's weights; the other layouts' tensors on N threads")
     add_dask(p, "one task per tensor (split, tables, blocks; the same file; --layout blocks or tensor)")
 
 

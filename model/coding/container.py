@@ -633,6 +633,47 @@ def _code_tensor(ckpt, info, model: str, job: CompressTask, threads: int = 1,
     return out
 
 
+def _process_tasks(processes: int, sizes: dict[str, int]) -> Callable:
+    """A ``tasks`` function for :func:`compress_checkpoint` that codes whole tensors
+    (:func:`compress_tensor`) on ``processes`` processes, results in order.
+
+    Threads cannot share this work: building a tensor's tables (``CodeTable`` search, tuned spreads) is
+    Python, which holds the GIL, and it is most of a tensor's coding time. The processes come from a
+    fork server (a clean process that has imported this module, forked once per worker: nothing of the
+    caller's threads, such as a progress bar's, is copied into them), or are spawned where there is none.
+    Tensors (``sizes``: weights by name) are handed out ahead of the one awaited up to ``2 * processes``
+    times the largest tensor's weights (at least ``2 * processes`` tensors), so that the other processes
+    keep working while one codes a large tensor, and memory holds a bounded number of tensors and their
+    words, whatever the model's size."""
+
+    def run(fn, jobs):
+        import multiprocessing
+        from collections import deque
+        from concurrent.futures import ProcessPoolExecutor
+
+        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        context = multiprocessing.get_context(method)
+        if method == "forkserver":
+            context.set_forkserver_preload([__name__])
+        weights = [max(1, sizes[job[2]]) for job in jobs]          # job: (path, model, name, task)
+        budget = 2 * processes * max(weights)
+        pool = ProcessPoolExecutor(max_workers=min(processes, len(jobs)), mp_context=context)
+        try:
+            pending: deque = deque()
+            ahead = handed = 0                              # weights in flight; tensors handed out
+            for _ in jobs:
+                while handed < len(jobs) and (len(pending) < 2 * processes or ahead + weights[handed] <= budget):
+                    pending.append((weights[handed], pool.submit(fn, *jobs[handed])))
+                    ahead += weights[handed]
+                    handed += 1
+                size, future = pending.popleft()
+                ahead -= size
+                yield future.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return run
+
+
 def _join_blocks(spec: Codec, parts: Sequence[CodedStream], block_pairs: int, words: np.ndarray | None = None
                  ) -> CodedStream:
     """The blocks layout's one stream from its tensors' own (each a :func:`compress_tensor` result): the
@@ -760,8 +801,11 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     allow_nonfinite
         NaN and Inf code exactly, but a checkpoint holding them is usually broken: refused unless set.
     threads
-        Threads that split tensors into pairs, build their tables and encode streams (the container
-        is the same for any number).
+        Parallel workers (the container is the same for any number). The blocks layout codes whole
+        tensors on ``threads`` processes (split, tables and blocks: building a table is Python, which
+        threads cannot share), unless one tensor holds more than three quarters of the model's weights:
+        then each tensor's blocks are coded on ``threads`` threads. The other layouts split tensors, build
+        their tables and encode streams on ``threads`` threads.
     row_shifts
         Leave out rows' all-zero low mantissa bits (:func:`row_shifts`; version 3). Default: with
         ``group="model"``; not with ``group="tensor"``, the layout the hardware decoders read, whose
@@ -886,6 +930,11 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         report(int(info.size))
         return done
 
+    if tasks is None and threads > 1 and layout == "blocks" and len(infos) > 1 \
+            and max(int(i.size) for i in infos) <= 0.75 * sum(int(i.size) for i in infos):
+        # Whole tensors on processes: a tensor's tables are built in Python, under the GIL. (One tensor
+        # of most of the model's weights gains more from its blocks coded on threads, below.)
+        tasks = _process_tasks(threads, {i.name: int(i.size) for i in infos})
     if tasks is None and not per_tensor:
         split_all = _map(split, infos, threads)
     elif tasks is None:

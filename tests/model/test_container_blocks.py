@@ -113,6 +113,28 @@ def test_threads_give_the_same_file_and_output(model, tmp_path):
     open_container(f1).decompress(o1, threads=1)
     open_container(f1).decompress(o2, threads=2)
     assert o1.read_bytes() == o2.read_bytes()
+    # One tensor of most of the weights: its blocks on threads (the others: whole tensors on processes).
+    rng = np.random.default_rng(8)
+    big = _write(tmp_path / "big.safetensors", {"w": (rng.standard_normal((90, 50)) * 0.02).astype(np.float32),
+                                                 "b": rng.standard_normal(50).astype(np.float32)})
+    g1, g2 = tmp_path / "g1.ansf", tmp_path / "g2.ansf"
+    compress_checkpoint(big, g1, "tans8x16", block_pairs=SMALL, threads=1)
+    compress_checkpoint(big, g2, "tans8x16", block_pairs=SMALL, threads=2)
+    assert g1.read_bytes() == g2.read_bytes() and len(open_container(g1).streams[0].blocks) == 6
+
+
+def test_a_tensor_refused_in_a_coding_process_is_one_line_and_nothing_is_left(tmp_path, capsys):
+    """With ``--threads 2`` the tensors are coded in other processes: a NaN found there still refuses
+    the checkpoint in one line naming the tensor, exit status 2, and no output or partial file remains."""
+    rng = np.random.default_rng(5)
+    t = {f"w{k}": (rng.standard_normal((30, 40)) * 0.02).astype(np.float32) for k in range(6)}
+    t["w4"][3, 7] = np.nan
+    src = _write(tmp_path / "m.safetensors", t)
+    out = tmp_path / "c.ansf"
+    assert main(["compress", "--model", str(src), "-o", str(out), "--threads", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "tensor 'w4' holds 1 NaN/Inf values" in err[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.safetensors"]
 
 
 @pytest.mark.parametrize("codec", ["tans8x16", "rans16x16"])
