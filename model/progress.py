@@ -54,6 +54,12 @@ def colour_allowed() -> bool:
 #: Seconds between two redraws of a bar or an activity by its background thread.
 TICK_SECONDS = 1.0
 
+#: Held while a ticker thread redraws a bar, and across every ``fork`` of this process: a process forked
+#: for work (``compress --threads``) never starts with a redraw half done, whose locks (tqdm's, stderr's)
+#: it would inherit held.
+_DRAWING = threading.Lock()
+os.register_at_fork(before=_DRAWING.acquire, after_in_parent=_DRAWING.release, after_in_child=_DRAWING.release)
+
 
 class Bar:
     """What :func:`bar` yields: ``bar(n=1)`` advances it by ``n`` steps done, ``bar.note(text)`` shows
@@ -94,7 +100,8 @@ def _ticking(t, interval: float) -> Iterator[None]:
 
     def tick() -> None:
         while not stop.wait(interval):
-            t.refresh()
+            with _DRAWING:
+                t.refresh()
 
     ticker = threading.Thread(target=tick, name="ansforge-progress", daemon=True)
     ticker.start()
@@ -117,6 +124,7 @@ def bar(total: int | None, desc: str, unit: str = "it", interval: float = TICK_S
         return
     from tqdm import tqdm
 
+    tqdm.monitor_interval = 0       # no monitor thread of tqdm's: ours redraws (and guards forks)
     with tqdm(total=total, desc=desc, unit=f" {unit}", unit_scale=(total or 0) >= 10_000 if scale is None else scale,
               file=sys.stderr,
               leave=False, dynamic_ncols=True, mininterval=0.2) as t:
@@ -137,6 +145,7 @@ def activity(desc: str, interval: float = 0.5, report: bool = False) -> Iterator
 
     from tqdm import tqdm
 
+    tqdm.monitor_interval = 0
     t0 = time.monotonic()
     t = tqdm(total=None, desc=desc, bar_format="{desc}: {elapsed}{postfix}", file=sys.stderr, leave=False)
     try:

@@ -638,9 +638,10 @@ def _process_tasks(processes: int, sizes: dict[str, int]) -> Callable:
     (:func:`compress_tensor`) on ``processes`` processes, results in order.
 
     Threads cannot share this work: building a tensor's tables (``CodeTable`` search, tuned spreads) is
-    Python, which holds the GIL, and it is most of a tensor's coding time. The processes come from a
-    fork server (a clean process that has imported this module, forked once per worker: nothing of the
-    caller's threads, such as a progress bar's, is copied into them), or are spawned where there is none.
+    Python, which holds the GIL, and it is most of a tensor's coding time. The processes are forked
+    (measured on 4x MiniLM: 0.3 s sooner at work than from a fork server, whose workers' CPU time their
+    caller does not see either; a progress bar's redraw is never half done in a fork:
+    :data:`ansforge.model.progress._DRAWING`), from a fork server or spawned where fork is not available.
     Tensors (``sizes``: weights by name) are handed out ahead of the one awaited up to ``2 * processes``
     times the largest tensor's weights (at least ``2 * processes`` tensors), so that the other processes
     keep working while one codes a large tensor, and memory holds a bounded number of tensors and their
@@ -651,7 +652,8 @@ def _process_tasks(processes: int, sizes: dict[str, int]) -> Callable:
         from collections import deque
         from concurrent.futures import ProcessPoolExecutor
 
-        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        methods = multiprocessing.get_all_start_methods()
+        method = next(m for m in ("fork", "forkserver", "spawn") if m in methods)
         context = multiprocessing.get_context(method)
         if method == "forkserver":
             context.set_forkserver_preload([__name__])
