@@ -638,10 +638,9 @@ def _process_tasks(processes: int, sizes: dict[str, int]) -> Callable:
     (:func:`compress_tensor`) on ``processes`` processes, results in order.
 
     Threads cannot share this work: building a tensor's tables (``CodeTable`` search, tuned spreads) is
-    Python, which holds the GIL, and it is most of a tensor's coding time. The processes are forked
-    (measured on 4x MiniLM: 0.3 s sooner at work than from a fork server, whose workers' CPU time their
-    caller does not see either; a progress bar's redraw is never half done in a fork:
-    :data:`ansforge.model.progress._DRAWING`), from a fork server or spawned where fork is not available.
+    Python, which holds the GIL, and it is most of a tensor's coding time. The processes are forked (no
+    progress bar's redraw is ever half done in a fork: ``ansforge.model.progress``), from a fork server
+    or spawned where fork is not available.
     Tensors (``sizes``: weights by name) are handed out ahead of the one awaited up to ``2 * processes``
     times the largest tensor's weights (at least ``2 * processes`` tensors), so that the other processes
     keep working while one codes a large tensor, and memory holds a bounded number of tensors and their
