@@ -650,6 +650,7 @@ def _process_tasks(processes: int, sizes: dict[str, int]) -> Callable:
         import multiprocessing
         from collections import deque
         from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
 
         methods = multiprocessing.get_all_start_methods()
         method = next(m for m in ("fork", "forkserver", "spawn") if m in methods)
@@ -669,7 +670,14 @@ def _process_tasks(processes: int, sizes: dict[str, int]) -> Callable:
                     handed += 1
                 size, future = pending.popleft()
                 ahead -= size
-                yield future.result()
+                try:
+                    done = future.result()
+                except BrokenProcessPool:
+                    raise AnsforgeError(f"a coding process was killed (e.g. out of memory) before tensor "
+                                        f"{jobs[handed - len(pending) - 1][2]!r} was coded; with --threads "
+                                        f"{processes} up to {processes} tensors are in memory at once, --threads 1 "
+                                        "holds one") from None
+                yield done
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     return run

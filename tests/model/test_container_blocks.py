@@ -3,6 +3,7 @@ each a complete stream with its own flush, head and CRC (docs/bitstream.md §6).
 
 from __future__ import annotations
 
+import os
 import struct
 import zlib
 from pathlib import Path
@@ -121,6 +122,24 @@ def test_threads_give_the_same_file_and_output(model, tmp_path):
     compress_checkpoint(big, g1, "tans8x16", block_pairs=SMALL, threads=1)
     compress_checkpoint(big, g2, "tans8x16", block_pairs=SMALL, threads=2)
     assert g1.read_bytes() == g2.read_bytes() and len(open_container(g1).streams[0].blocks) == 6
+
+
+def _killed(*args):
+    """A coding process that dies without a result (as one the kernel kills for memory)."""
+    os._exit(9)
+
+
+def test_a_killed_coding_process_is_one_line_and_nothing_is_left(tmp_path, capsys, monkeypatch):
+    import ansforge.model.coding.container as container
+
+    rng = np.random.default_rng(6)
+    t = {f"w{k}": (rng.standard_normal((30, 40)) * 0.02).astype(np.float32) for k in range(4)}
+    src = _write(tmp_path / "m.safetensors", t)
+    monkeypatch.setattr(container, "compress_tensor", _killed)
+    assert main(["compress", "--model", str(src), "-o", str(tmp_path / "c.ansf"), "--threads", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "a coding process was killed" in err[0] and "--threads 1" in err[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.safetensors"]
 
 
 def test_a_tensor_refused_in_a_coding_process_is_one_line_and_nothing_is_left(tmp_path, capsys):
