@@ -229,9 +229,16 @@ def _symbol_counts(counts: np.ndarray, direct: list[int], escape: list[int]) -> 
 
 def _cost(counts: np.ndarray, table: CodeTable) -> float:
     sc = _symbol_counts(counts, list(table.direct_codes), list(table.escape_codes))
-    bits = cross_entropy_bits(sc, np.asarray(table.freqs[: sc.size], dtype=np.int64), table.precision_bits)
-    if table.escape_codes:
-        bits += int(sc[-1]) * table.index_bits
+    return _alphabet_cost(sc, np.asarray(table.freqs, dtype=np.int64), table.precision_bits,
+                          table.index_bits if table.escape_codes else None)
+
+
+def _alphabet_cost(sc: np.ndarray, freqs: np.ndarray, precision_bits: int, index_bits: int | None) -> float:
+    """Bits of coding symbol counts ``sc`` with ``freqs``, plus the escape index (``index_bits`` a code
+    of the last symbol; ``None``: no escape symbol)."""
+    bits = cross_entropy_bits(sc, freqs[:sc.size], precision_bits)
+    if index_bits is not None:
+        bits += int(sc[-1]) * index_bits
     return bits
 
 
@@ -288,11 +295,9 @@ def build_code_table(counts: np.ndarray, extra_bits: int, precision_bits: int, *
         direct, group = sorted(direct), sorted(group)
         sc = _symbol_counts(c, direct, group)
         freqs = np.asarray(q(sc), dtype=np.int64)
-        # :func:`_cost` of the candidate's table, without building it: a CodeTable checks itself, about a
-        # sixth of this search's time when every candidate was built.
-        cost = cross_entropy_bits(sc, freqs[:sc.size], precision_bits)
-        if group:
-            cost += int(sc[-1]) * index_bits
+        # The candidate's cost without building its table: a CodeTable checks itself, about a sixth of
+        # this search's time when every candidate was built.
+        cost = _alphabet_cost(sc, freqs, precision_bits, index_bits if group else None)
         if best is None or cost < best[0] - 1e-9:
             best = (cost, direct, group, freqs)
         if not escape:
