@@ -665,16 +665,16 @@ def _process_tasks(processes: int, sizes: dict[str, int]) -> Callable:
             ahead = handed = 0                              # weights in flight; tensors handed out
             for _ in jobs:
                 while handed < len(jobs) and (len(pending) < 2 * processes or ahead + weights[handed] <= budget):
-                    pending.append((weights[handed], pool.submit(fn, *jobs[handed])))
+                    pending.append((weights[handed], jobs[handed][2], pool.submit(fn, *jobs[handed])))
                     ahead += weights[handed]
                     handed += 1
-                size, future = pending.popleft()
+                size, name, future = pending.popleft()
                 ahead -= size
                 try:
                     done = future.result()
                 except BrokenProcessPool:
                     raise AnsforgeError(f"a coding process was killed (e.g. out of memory) before tensor "
-                                        f"{jobs[handed - len(pending) - 1][2]!r} was coded; with --threads "
+                                        f"{name!r} was coded; with --threads "
                                         f"{processes} up to {processes} tensors are in memory at once, --threads 1 "
                                         "holds one") from None
                 yield done
