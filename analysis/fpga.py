@@ -8,6 +8,11 @@ ring of registers), each the median of 3 seeds; weights per clock from Verilator
 against ``ansforge decompress``. Throughput in GB/s is decompressed bf16 bytes (2 per weight) at the
 measured weights per clock and the ECP5 median Fmax.
 
+fp32 pairs (the model's own fp32 values: 8 exponent bits coded, sign and 23 mantissa bits raw) go through
+the fp32 build of the same subsystem at each ``K`` in Verilator too, its weights per clock reported against
+their bound: a lane's decoder takes one 16-bit word a clock, below one pair a clock at about 27 coded bits a
+weight (:func:`~ansforge.sim.subsystem.lane_bound`). Only its throughput is measured; its area and clock are not.
+
 Beside them, the published figures of AMD's Vitis Data Compression Library kernels (:data:`VENDOR_IP`):
 read from AMD's pages, not measured here, on UltraScale+ with Vivado. An ECP5 is several times slower
 than an UltraScale+, so GB/s at the ECP5 clock understates what the same netlist gives there; LUT counts
@@ -24,7 +29,7 @@ from pathlib import Path
 from ..model import progress
 from .area import NEXUS_DEVICE, CoreArea, core_area, subsystem_area
 
-__all__ = ["VendorFigure", "VENDOR_IP", "FPGA_LANES", "LaneRow", "fpga_rows", "fpga_markdown"]
+__all__ = ["VendorFigure", "VENDOR_IP", "FPGA_LANES", "Fp32Row", "LaneRow", "fpga_rows", "fp32_markdown", "fpga_markdown"]
 
 #: Lane counts of the sweep (``bench --only fpga``).
 FPGA_LANES = (1, 2, 4, 8, 16)
@@ -56,6 +61,19 @@ VENDOR_IP = (
 )
 
 
+@dataclass(frozen=True)
+class Fp32Row:
+    """One lane count's fp32 build in Verilator: its AXI4 width, and weights per clock (with their bound)
+    on the largest tensor and on the whole model, as :class:`LaneRow` measures bf16."""
+
+    bus_bits: int
+    big_weights_per_clock: float
+    big_bound: float
+    model_weights_per_clock: float
+    model_bound: float
+    wall_s: float
+
+
 @dataclass
 class LaneRow:
     """One lane count's figures: the subsystem's area and clocks, and its Verilator throughput on the
@@ -69,6 +87,7 @@ class LaneRow:
     model_weights_per_clock: float
     model_bound: float
     wall_s: float
+    fp32: "Fp32Row | None" = None
 
     @property
     def gb_per_s(self) -> float | None:
@@ -77,14 +96,15 @@ class LaneRow:
         return None if f is None else self.big_weights_per_clock * f * 1e6 * BF16_BYTES / 1e9
 
 
-def fpga_rows(model: str, lanes=FPGA_LANES, *, nexus: bool = True) -> tuple[list[LaneRow], str, int, float]:
-    """The sweep over ``lanes`` on the checkpoint ``model`` (bf16 pairs, the default format); returns the
-    rows, the largest tensor's name and pairs, and the lane coder's LUT-equivalents (coder alone, paper
-    configuration) for the area bound ``K × (coder + 250) + 1000``."""
+def fpga_rows(model: str, lanes=FPGA_LANES, *, nexus: bool = True,
+              fp32: bool = True) -> tuple[list[LaneRow], str, int, float]:
+    """The sweep over ``lanes`` on the checkpoint ``model`` (bf16 pairs, the default format; with ``fp32``,
+    the model's fp32 pairs through the fp32 build too: :attr:`LaneRow.fp32`); returns the rows, the largest
+    tensor's name and pairs, and the lane coder's LUT-equivalents (coder alone, paper configuration) for the
+    area bound ``K × (coder + 250) + 1000``."""
     from ..hdl.subsystem import AxiDecompressor, default_bus_bits
     from ..model.coding.codecs import parse_codec
     from ..model.coding.container import compress_checkpoint, open_container
-    from ..sim.subsystem import decode_container_subsystem, runs_throughput
     from ..sim.verilator import VerilatorEngine
 
     codec = "tans8x16"
@@ -98,19 +118,54 @@ def fpga_rows(model: str, lanes=FPGA_LANES, *, nexus: bool = True) -> tuple[list
         compress_checkpoint(model, out, codec, pairs="bf16")
         c = open_container(out)
         big = max((r for r in c.tensors if r["coding"] == "pairs"), key=lambda r: int(r["n_pairs"]))
+        c32 = None
+        if fp32:
+            out32 = Path(tmp) / "model-fp32.ansf"
+            compress_checkpoint(model, out32, codec, pairs="fp32")
+            c32 = open_container(out32)
         for k in lanes:
             bar.note(f"K = {k}: area and place and route")
             dut = AxiDecompressor(lanes=k, target="bf16")
             area = subsystem_area(dut, codec, nexus=nexus)
             bar.note(f"K = {k}: Verilator")
-            t = time.perf_counter()
-            every = decode_container_subsystem(c, eng, lanes=k)
-            wall = time.perf_counter() - t
-            one = [(name, run) for name, run in every if name == big["name"]]
-            rows.append(LaneRow(k, area, default_bus_bits(parse_codec(codec), k, "bf16"),
-                                *runs_throughput(one), *runs_throughput(every), wall))
+            row = LaneRow(k, area, default_bus_bits(parse_codec(codec), k, "bf16"),
+                          *_throughput(c, eng, k, big["name"]))
+            if c32 is not None:
+                bar.note(f"K = {k}: Verilator, fp32 pairs")
+                row.fp32 = Fp32Row(default_bus_bits(parse_codec(codec), k, "fp32"),
+                                   *_throughput(c32, eng, k, big["name"]))
+            rows.append(row)
             bar()
     return rows, big["name"], int(big["n_pairs"]), coder
+
+
+def _throughput(container, engine, lanes: int, big: str) -> tuple[float, float, float, float, float]:
+    """Every coded tensor of ``container`` through ``lanes`` lanes on ``engine``: weights per clock and
+    bound on the tensor ``big``, then on the whole model, and the wall seconds (the Verilator build
+    included)."""
+    from ..sim.subsystem import decode_container_subsystem, runs_throughput
+
+    t = time.perf_counter()
+    every = decode_container_subsystem(container, engine, lanes=lanes)
+    wall = time.perf_counter() - t
+    one = [(name, run) for name, run in every if name == big]
+    return (*runs_throughput(one), *runs_throughput(every), wall)
+
+
+def fp32_markdown(rows: list[LaneRow]) -> list[str]:
+    """The fp32 build's throughput per lane count (the rows that have :attr:`LaneRow.fp32`), or nothing."""
+    fp32 = [r for r in rows if r.fp32 is not None]
+    if not fp32:
+        return []
+    md = ["", "fp32 pairs through the fp32 build of the same subsystem (Verilator; its area and clock are not "
+              "measured). Bound = min(K, bus bits / coded bits per weight, K × 16 / coded bits per weight): a "
+              "lane's decoder takes one 16-bit word a clock.", "",
+          "| Lanes K | AXI4 bits | Weights / clock, largest tensor (bound) | Weights / clock, whole model (bound) "
+          "| Verilator wall s |",
+          "|---:|---:|---|---|---:|"]
+    md += [f"| {r.lanes} | {r.fp32.bus_bits} | {r.fp32.big_weights_per_clock:.3f} ({r.fp32.big_bound:.3f}) | "
+           f"{r.fp32.model_weights_per_clock:.3f} ({r.fp32.model_bound:.3f}) | {r.fp32.wall_s:.0f} |" for r in fp32]
+    return md
 
 
 def fpga_markdown(rows: list[LaneRow], big: str, big_pairs: int, coder: int, model_name: str) -> list[str]:
@@ -134,6 +189,7 @@ def fpga_markdown(rows: list[LaneRow], big: str, big_pairs: int, coder: int, mod
                   f"{r.model_weights_per_clock:.3f} ({r.model_bound:.3f}) | "
                   f"{'n/a' if gbs is None else f'{gbs:.2f}'} | "
                   f"{'n/a' if gbs is None else f'{gbs / a.lut_equivalents * 1000:.3f}'} | {r.wall_s:.0f} |")
+    md += fp32_markdown(rows)
     md += ["", f"Largest tensor: `{big}` ({big_pairs:,} weights of {model_name}, {-(-big_pairs // (1 << 18))} "
                "independent blocks). Whole model: every coded tensor, one START per row of lane blocks of one "
                "tensor, so a tensor of fewer blocks than lanes leaves lanes idle (lanes that load their own "
