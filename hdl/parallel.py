@@ -20,7 +20,8 @@ decoder's ``sel`` stream and, through a FIFO of :data:`SHIFT_FIFO` runs, the lan
 :class:`PairShift` on its output; they must cover the block's pairs exactly.
 
 Per lane: an address counter, a FIFO of ``fifo_beats`` beats and a serializer that hands the
-decoder one word per clock and drops the padding after the stream's last word. A lane asks for a
+decoder one word per clock and drops the padding after the stream's last word, through a FIFO of
+:data:`FEED_WORDS` words with a registered output (the decoder's ``i.ready`` then ends at that FIFO). A lane asks for a
 beat only when its FIFO has room for it and for every beat still in flight (credit flow control),
 so the memory's responses never wait. A round-robin arbiter grants one request per clock to the
 memory port. The decoders' pairs leave as **rows**: row ``j`` holds pair ``j`` of every lane whose block
@@ -51,6 +52,9 @@ __all__ = ["ParallelDecoder", "parallel_command_layout", "decoder_classes", "Bea
 #: holds between its table read and its output (its read-ahead and output registers, under 8), so the
 #: FIFO never fills while the decoder waits for a run.
 SHIFT_FIFO = 16
+#: Port words between a lane's beat reader and its decoder: a registered output, and room for one word a
+#: clock while the decoder takes one (a buffered FIFO's level is known a clock late).
+FEED_WORDS = 3
 
 
 def decoder_classes() -> tuple[type, ...]:
@@ -331,9 +335,13 @@ class ParallelDecoder(wiring.Component):
                                                                depth=D, count_bits=cb)
             readers.append(words)
             # the command's words are the decoder's (stream words); the reader hands it port words
+            # through a small FIFO, so that the decoder's ``i.ready`` (its bit window's room) does not
+            # reach the reader's counters in the same clock (docs/design/subsystem.md, step 6)
+            m.submodules[f"feed{lane}"] = feed = fifo.SyncFIFOBuffered(width=W, depth=FEED_WORDS)
             m.d.comb += [words.load.eq(cmd_fire), words.base.eq(spec.base),
                          words.items.eq((spec.words + ratio - 1) >> (ratio - 1)),
-                         dec.i.valid.eq(words.o.valid), dec.i.p.data.eq(words.o.p), words.o.ready.eq(dec.i.ready)]
+                         feed.w_data.eq(words.o.p), feed.w_en.eq(words.o.valid), words.o.ready.eq(feed.w_rdy),
+                         dec.i.valid.eq(feed.r_rdy), dec.i.p.data.eq(feed.r_data), feed.r_en.eq(dec.i.ready)]
 
             # -- the block's runs: to the decoder's ``sel`` and to the shifter on its pairs
             pairs_out = dec.o
