@@ -87,7 +87,7 @@ class LaneRow:
     model_weights_per_clock: float
     model_bound: float
     wall_s: float
-    fp32: "Fp32Row | None" = None
+    fp32: Fp32Row | None = None
 
     @property
     def gb_per_s(self) -> float | None:
