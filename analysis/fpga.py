@@ -29,7 +29,7 @@ from pathlib import Path
 from ..model import progress
 from .area import NEXUS_DEVICE, CoreArea, core_area, subsystem_area
 
-__all__ = ["VendorFigure", "VENDOR_IP", "FPGA_LANES", "Fp32Row", "LaneRow", "fpga_rows", "fp32_markdown", "fpga_markdown"]
+__all__ = ["VendorFigure", "VENDOR_IP", "FPGA_LANES", "Throughput", "LaneRow", "fpga_rows", "fp32_markdown", "fpga_markdown"]
 
 #: Lane counts of the sweep (``bench --only fpga``).
 FPGA_LANES = (1, 2, 4, 8, 16)
@@ -62,9 +62,9 @@ VENDOR_IP = (
 
 
 @dataclass(frozen=True)
-class Fp32Row:
-    """One lane count's fp32 build in Verilator: its AXI4 width, and weights per clock (with their bound)
-    on the largest tensor and on the whole model, as :class:`LaneRow` measures bf16."""
+class Throughput:
+    """One build's run in Verilator: its AXI4 width, weights per clock (with their bound) on the largest
+    tensor and on the whole model, and the wall seconds (the Verilator build included)."""
 
     bus_bits: int
     big_weights_per_clock: float
@@ -76,24 +76,19 @@ class Fp32Row:
 
 @dataclass
 class LaneRow:
-    """One lane count's figures: the subsystem's area and clocks, and its Verilator throughput on the
-    largest tensor (enough blocks for every lane) and on the whole model."""
+    """One lane count's figures: the subsystem's area and clocks, its Verilator throughput on bf16 pairs
+    (the build measured), and on fp32 pairs through the fp32 build where measured."""
 
     lanes: int
     area: CoreArea
-    bus_bits: int
-    big_weights_per_clock: float
-    big_bound: float
-    model_weights_per_clock: float
-    model_bound: float
-    wall_s: float
-    fp32: Fp32Row | None = None
+    bf16: Throughput
+    fp32: Throughput | None = None
 
     @property
     def gb_per_s(self) -> float | None:
         """Decompressed bf16 GB/s on the largest tensor at the ECP5 median Fmax."""
         f = self.area.ecp5_fmax_mhz
-        return None if f is None else self.big_weights_per_clock * f * 1e6 * BF16_BYTES / 1e9
+        return None if f is None else self.bf16.big_weights_per_clock * f * 1e6 * BF16_BYTES / 1e9
 
 
 def fpga_rows(model: str, lanes=FPGA_LANES, *, nexus: bool = True,
@@ -102,8 +97,7 @@ def fpga_rows(model: str, lanes=FPGA_LANES, *, nexus: bool = True,
     the model's fp32 pairs through the fp32 build too: :attr:`LaneRow.fp32`); returns the rows, the largest
     tensor's name and pairs, and the lane coder's LUT-equivalents (coder alone, paper configuration) for the
     area bound ``K × (coder + 250) + 1000``."""
-    from ..hdl.subsystem import AxiDecompressor, default_bus_bits
-    from ..model.coding.codecs import parse_codec
+    from ..hdl.subsystem import AxiDecompressor
     from ..model.coding.container import compress_checkpoint, open_container
     from ..sim.verilator import VerilatorEngine
 
@@ -128,28 +122,28 @@ def fpga_rows(model: str, lanes=FPGA_LANES, *, nexus: bool = True,
             dut = AxiDecompressor(lanes=k, target="bf16")
             area = subsystem_area(dut, codec, nexus=nexus)
             bar.note(f"K = {k}: Verilator")
-            row = LaneRow(k, area, default_bus_bits(parse_codec(codec), k, "bf16"),
-                          *_throughput(c, eng, k, big["name"]))
+            row = LaneRow(k, area, _throughput(c, eng, k, big["name"]))
             if c32 is not None:
                 bar.note(f"K = {k}: Verilator, fp32 pairs")
-                row.fp32 = Fp32Row(default_bus_bits(parse_codec(codec), k, "fp32"),
-                                   *_throughput(c32, eng, k, big["name"]))
+                row.fp32 = _throughput(c32, eng, k, big["name"])
             rows.append(row)
             bar()
     return rows, big["name"], int(big["n_pairs"]), coder
 
 
-def _throughput(container, engine, lanes: int, big: str) -> tuple[float, float, float, float, float]:
-    """Every coded tensor of ``container`` through ``lanes`` lanes on ``engine``: weights per clock and
-    bound on the tensor ``big``, then on the whole model, and the wall seconds (the Verilator build
-    included)."""
+def _throughput(container, engine, lanes: int, big: str) -> Throughput:
+    """Every coded tensor of ``container`` through ``lanes`` lanes (the narrowest bus that feeds them) on
+    ``engine``, the tensor ``big`` and the whole model."""
+    from ..hdl.subsystem import default_bus_bits
     from ..sim.subsystem import decode_container_subsystem, runs_throughput
 
+    target = {r["pair_format"] for r in container.tensors if r["coding"] == "pairs"}.pop()
     t = time.perf_counter()
     every = decode_container_subsystem(container, engine, lanes=lanes)
     wall = time.perf_counter() - t
     one = [(name, run) for name, run in every if name == big]
-    return (*runs_throughput(one), *runs_throughput(every), wall)
+    return Throughput(default_bus_bits(container.streams[0].spec, lanes, target), *runs_throughput(one),
+                      *runs_throughput(every), wall)
 
 
 def fp32_markdown(rows: list[LaneRow]) -> list[str]:
@@ -182,13 +176,14 @@ def fpga_markdown(rows: list[LaneRow], big: str, big_pairs: int, coder: int, mod
         a = r.area
         bound = r.lanes * (coder + 250) + 1000
         gbs = r.gb_per_s
-        md.append(f"| {r.lanes} | {r.bus_bits} | {a.lut_equivalents:,} | {bound:,} "
+        t = r.bf16
+        md.append(f"| {r.lanes} | {t.bus_bits} | {a.lut_equivalents:,} | {bound:,} "
                   f"({'met' if a.lut_equivalents <= bound else f'{a.lut_equivalents / bound - 1:.0%} over'}) | "
                   f"{a.ffs:,} | {a.brams} | {a.dsps} | {mhz(a.ecp5_fmax_mhz, a.ecp5_fmax_seeds)} | "
-                  f"{mhz(a.nexus_fmax_mhz, a.nexus_fmax_seeds)} | {r.big_weights_per_clock:.3f} ({r.big_bound:.3f}) | "
-                  f"{r.model_weights_per_clock:.3f} ({r.model_bound:.3f}) | "
+                  f"{mhz(a.nexus_fmax_mhz, a.nexus_fmax_seeds)} | {t.big_weights_per_clock:.3f} ({t.big_bound:.3f}) | "
+                  f"{t.model_weights_per_clock:.3f} ({t.model_bound:.3f}) | "
                   f"{'n/a' if gbs is None else f'{gbs:.2f}'} | "
-                  f"{'n/a' if gbs is None else f'{gbs / a.lut_equivalents * 1000:.3f}'} | {r.wall_s:.0f} |")
+                  f"{'n/a' if gbs is None else f'{gbs / a.lut_equivalents * 1000:.3f}'} | {t.wall_s:.0f} |")
     md += fp32_markdown(rows)
     md += ["", f"Largest tensor: `{big}` ({big_pairs:,} weights of {model_name}, {-(-big_pairs // (1 << 18))} "
                "independent blocks). Whole model: every coded tensor, one START per row of lane blocks of one "
