@@ -90,16 +90,9 @@ def minilm() -> Path:
     return _require(Path(str(root / "model" / "model.safetensors")), "pip install -e '.[dev,test-data]'")
 
 
-@pytest.fixture(autouse=True)
-def _unfinished_components_are_not_unused():
-    """Amaranth warns (``UnusedElaboratable``) when a component is garbage-collected without having
-    been elaborated. A test of an invalid parameter builds a core whose ``__init__`` raises before
-    ``wiring.Component.__init__`` ran: that half-built object can never be elaborated, so its warning is
-    expected. It used to surface, at some later garbage collection, under an unrelated test.
-
-    So each test ends with a collection; the warnings of half-built components (no signature yet) are
-    dropped, every other warning is re-issued here, under the test that caused it."""
-    yield
+def _collect_and_reissue() -> None:
+    """A garbage collection whose warnings are issued again here (see below), but those of half-built
+    components (no signature yet), which can never be elaborated."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         gc.collect()
@@ -108,6 +101,31 @@ def _unfinished_components_are_not_unused():
                 and "_Component__signature" not in vars(w.source):
             continue
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _garbage_of_the_module():
+    """What survived a test of the module and died later (its module fixtures' designs) is collected when
+    the module ends: the per-test collections below freeze what they leave."""
+    yield
+    gc.unfreeze()
+    _collect_and_reissue()
+
+
+@pytest.fixture(autouse=True)
+def _unfinished_components_are_not_unused(_garbage_of_the_module):
+    """Amaranth warns (``UnusedElaboratable``) when a component is garbage-collected without having
+    been elaborated. A test of an invalid parameter builds a core whose ``__init__`` raises before
+    ``wiring.Component.__init__`` ran: that half-built object can never be elaborated, so its warning is
+    expected. It used to surface, at some later garbage collection, under an unrelated test.
+
+    So each test ends with a collection; the warnings of half-built components (no signature yet) are
+    dropped, every other warning is re-issued here, under the test that caused it. What survives it is
+    frozen (``gc.freeze``), so that the next test's collection reads only what that test made: a full
+    collection after every test read the whole heap (about 40 ms a test, a minute of a suite run)."""
+    yield
+    _collect_and_reissue()
+    gc.freeze()
 
 
 def read_stories_raw(path: Path) -> tuple[tuple[int, ...], np.ndarray]:
