@@ -336,7 +336,7 @@ class ParallelDecoder(wiring.Component):
             readers.append(words)
             # the command's words are the decoder's (stream words); the reader hands it port words
             # through a small FIFO, so that the decoder's ``i.ready`` (its bit window's room) does not
-            # reach the reader's counters in the same clock (docs/design/subsystem.md, step 6)
+            # reach the reader's counters in the same clock (docs/design/subsystem.md, step 7)
             m.submodules[f"feed{lane}"] = feed = fifo.SyncFIFOBuffered(width=W, depth=FEED_WORDS)
             m.d.comb += [words.load.eq(cmd_fire), words.base.eq(spec.base),
                          words.items.eq((spec.words + ratio - 1) >> (ratio - 1)),
