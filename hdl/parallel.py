@@ -20,10 +20,10 @@ decoder's ``sel`` stream and, through a FIFO of :data:`SHIFT_FIFO` runs, the lan
 :class:`PairShift` on its output; they must cover the block's pairs exactly.
 
 Per lane: an address counter, a FIFO of ``fifo_beats`` beats and a serializer that hands the
-decoder one word per clock and drops the padding after the stream's last word, through a FIFO of
-:data:`FEED_WORDS` words with a registered output (the decoder's ``i.ready`` then ends at that FIFO). A lane asks for a
-beat only when its FIFO has room for it and for every beat still in flight (credit flow control),
-so the memory's responses never wait. A round-robin arbiter grants one request per clock to the
+decoder one word per clock and drops the padding after the stream's last word, through a
+:class:`SkidBuffer` (the decoder's ``i.ready`` then ends at its registers). A lane asks for a beat
+only when its FIFO has room for it and for every beat still in flight (credit flow control), so the
+memory's responses never wait. A round-robin arbiter grants one request per clock to the
 memory port. The decoders' pairs leave as **rows**: row ``j`` holds pair ``j`` of every lane whose block
 has more than ``j`` pairs. The lanes' counts must not increase with the lane index (a tensor's blocks
 are all ``block_pairs`` long but its last), so a row's pairs are always lanes ``0 .. n - 1``; a small
@@ -45,16 +45,13 @@ from amaranth.lib.wiring import In, Out
 from .common import COUNT_BITS, DecodeStatus, bits_for, check_int
 from .cores import REGISTRY
 
-__all__ = ["ParallelDecoder", "parallel_command_layout", "decoder_classes", "BeatReader", "PairShift",
+__all__ = ["ParallelDecoder", "parallel_command_layout", "decoder_classes", "BeatReader", "SkidBuffer", "PairShift",
            "run_entry_layout", "SHIFT_FIFO"]
 
 #: Runs a lane's :class:`PairShift` may lag behind its decoder's ``sel``: more than the pairs a decoder
 #: holds between its table read and its output (its read-ahead and output registers, under 8), so the
 #: FIFO never fills while the decoder waits for a run.
 SHIFT_FIFO = 16
-#: Port words between a lane's beat reader and its decoder: a registered output, and room for one word a
-#: clock while the decoder takes one (a buffered FIFO's level is known a clock late).
-FEED_WORDS = 3
 
 
 def decoder_classes() -> tuple[type, ...]:
@@ -168,6 +165,40 @@ class BeatReader(wiring.Component):
         with m.If(self.load):
             m.d.sync += [self.addr.eq(self.base), item.eq(0), items_left.eq(self.items), has_items.eq(self.items != 0),
                          beats_left.eq((self.items + per_beat - 1) >> (per_beat - 1).bit_length())]
+        return m
+
+
+class SkidBuffer(wiring.Component):
+    """A stream register of two entries: ``o`` (``valid`` and payload) and ``i.ready`` come from
+    flip-flops, so neither side's handshake reaches the other's logic in the same clock, at one
+    transfer a clock.
+
+    ``o.ready`` only enables registers (one level of logic): the entry on ``o`` is replaced by the
+    held one (the *skid*) or by ``i``'s; a transfer on ``i`` while ``o`` is held goes to the skid, and
+    ``i.ready`` is low while the skid is full. Latency: 1 clock from ``i`` to ``o``. Order: first in,
+    first out; nothing is dropped or duplicated. Reset empties it.
+
+    Ports
+    -----
+    i : In(stream) ``width`` bits
+    o : Out(stream) ``width`` bits
+    """
+
+    def __init__(self, width: int):
+        self._w = check_int("width", width, 1, 4096)
+        super().__init__({"i": In(stream.Signature(width)), "o": Out(stream.Signature(width))})
+
+    def elaborate(self, platform):
+        m = Module()
+        skid_valid = Signal()
+        skid = Signal(self._w)
+        m.d.comb += self.i.ready.eq(~skid_valid)
+        with m.If(self.o.ready | ~self.o.valid):
+            # the entry on ``o`` moves on (or there is none): the skid's entry first, else ``i``'s
+            m.d.sync += [self.o.valid.eq(skid_valid | self.i.valid), self.o.p.eq(Mux(skid_valid, skid, self.i.p)),
+                         skid_valid.eq(0)]
+        with m.Elif(self.i.valid & ~skid_valid):
+            m.d.sync += [skid.eq(self.i.p), skid_valid.eq(1)]
         return m
 
 
@@ -335,13 +366,13 @@ class ParallelDecoder(wiring.Component):
                                                                depth=D, count_bits=cb)
             readers.append(words)
             # the command's words are the decoder's (stream words); the reader hands it port words
-            # through a small FIFO, so that the decoder's ``i.ready`` (its bit window's room) does not
-            # reach the reader's counters in the same clock (docs/design/subsystem.md, step 7)
-            m.submodules[f"feed{lane}"] = feed = fifo.SyncFIFOBuffered(width=W, depth=FEED_WORDS)
+            # through a skid buffer, so that the decoder's ``i.ready`` (its bit window's room) does not
+            # reach the reader's counters in the same clock (docs/design/subsystem.md, steps 7 and 8)
+            m.submodules[f"feed{lane}"] = feed = SkidBuffer(W)
+            wiring.connect(m, words.o, feed.i)
             m.d.comb += [words.load.eq(cmd_fire), words.base.eq(spec.base),
                          words.items.eq((spec.words + ratio - 1) >> (ratio - 1)),
-                         feed.w_data.eq(words.o.p), feed.w_en.eq(words.o.valid), words.o.ready.eq(feed.w_rdy),
-                         dec.i.valid.eq(feed.r_rdy), dec.i.p.data.eq(feed.r_data), feed.r_en.eq(dec.i.ready)]
+                         dec.i.valid.eq(feed.o.valid), dec.i.p.data.eq(feed.o.p), feed.o.ready.eq(dec.i.ready)]
 
             # -- the block's runs: to the decoder's ``sel`` and to the shifter on its pairs
             pairs_out = dec.o
