@@ -63,7 +63,6 @@ class DecoderShellProbe:
     remaining: Value
     rem_zero: Value
     words_left: Value
-    lag: Value
     no_words: Value
     reporting: Value
     report: Value
@@ -99,8 +98,9 @@ class DecoderShell(wiring.Component):
 
     Back to back: a command that ends with every word taken (the normal case) is checked in the clock
     its last pair has been counted, and the *next* command is accepted in that same clock (``cmd.ready``
-    is high there as in ``IDLE``; its first word goes to the coder with it), so no clock is spent
-    between two commands in the shell. Only a command that must drain words, or whose last word
+    is high there as in ``IDLE``), so no clock is spent between two commands in the shell. A command's
+    first word goes to the coder a clock after the command at the earliest: no word in the clock of
+    ``start``, so that neither the coder's word take nor the word counters wait on the acceptance. Only a command that must drain words, or whose last word
     arrives in its final clock (its CRC has not settled), passes through ``DRAIN``/``CHECK`` and
     ``IDLE``.
 
@@ -152,7 +152,6 @@ class DecoderShell(wiring.Component):
         c = self.cmd.p
         remaining = Signal.like(c.count)
         words_left = Signal.like(c.words)
-        lag = Signal()             # ``words_left`` counts one word more than are left
         no_words = Signal(init=1)  # no word of the command is left (a register: see below)
         one_word = Signal()        # one word of the command is left
         check_end = Signal()
@@ -170,16 +169,13 @@ class DecoderShell(wiring.Component):
 
         m.d.comb += [self.words.p.eq(self.i.p.data), take.eq(self.i.valid & self.i.ready),
                      self.ended.eq(no_words)]
-        # ``words_left`` is loaded with the command's ``words`` as they are, even when the first word
-        # is taken with the command (``words - take`` would put a subtractor behind ``cmd.ready`` and
-        # ``take``): ``lag`` then says it counts one word more than are left, until the next command.
         # ``no_words`` and ``rem_zero`` (``remaining == 0``) are registers that always equal those
         # compares of the counters: they are written from compares of the *current* counters (a word
         # is taken / a pair is decoded: the next value is one less), so the next-command decision
         # (``clean`` → ``accept`` → ``start``) starts at flip-flops instead of behind two
         # ``count_bits``-wide compares.
         rem_zero = Signal(init=1)
-        m.d.comb += one_word.eq(Mux(lag, words_left == 2, words_left == 1))
+        m.d.comb += one_word.eq(words_left == 1)
         with m.If(take):
             m.d.sync += [words_left.eq(words_left - 1), no_words.eq(one_word)]
         with m.If(self.fire):
@@ -229,8 +225,8 @@ class DecoderShell(wiring.Component):
         with m.Elif(finishing):
             m.d.sync += report.eq(end_status)
         with m.If(load):
-            m.d.sync += [remaining.eq(c.count), words_left.eq(c.words), lag.eq(take), check_end.eq(c.check_end),
-                         rem_zero.eq(c.count == 0), no_words.eq((c.words == 0) | (take & (c.words == 1)))]
+            m.d.sync += [remaining.eq(c.count), words_left.eq(c.words), check_end.eq(c.check_end),
+                         rem_zero.eq(c.count == 0), no_words.eq(c.words == 0)]
 
         with m.FSM() as fsm:
             with m.State("IDLE"):
@@ -264,12 +260,12 @@ class DecoderShell(wiring.Component):
                 m.d.sync += [reporting.eq(1), report.eq(crc_checked(block_crc, report))]
                 m.next = "IDLE"
 
-        # Taking a command: its first word goes to the coder in the same clock.
+        # Taking a command. Its first word waits for the next clock (in ``IDLE`` and in a back-to-back
+        # ``clean`` clock no word passes): taking it here put the acceptance (``held``, ``clean``) in
+        # front of the coder's word take and of these counters, the subsystem's longest path.
         with m.If(accept):
-            m.d.comb += [self.start.eq(self.cmd.valid),
-                         self.words.valid.eq(self.i.valid & self.cmd.valid & (c.words != 0)),
-                         self.i.ready.eq(self.words.ready & self.cmd.valid & (c.words != 0))]
-        self.probe = DecoderShellProbe(remaining=remaining, rem_zero=rem_zero, words_left=words_left, lag=lag,
+            m.d.comb += self.start.eq(self.cmd.valid)
+        self.probe = DecoderShellProbe(remaining=remaining, rem_zero=rem_zero, words_left=words_left,
                                        no_words=no_words, reporting=reporting, report=report, finishing=finishing,
                                        check_end=check_end,
                                        **{s: fsm.ongoing(s.upper()) for s in ("idle", "run", "drain", "check")})

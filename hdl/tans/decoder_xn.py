@@ -48,13 +48,19 @@ class TansXnDecoderCoder(wiring.Component):
         ``{resume, bit}``: begin a stream. ``resume`` = 0: the first word holds the marker, then
         ``X_0 .. X_{N-1}`` (``R`` bits each) follow. ``resume`` = 1: the ``N`` states come through
         ``rstate``; of the first word only its low ``bit`` bits are unread (0: all). Always ready.
+        In its clock ``run`` is low and ``i`` offers no word (the shell's: the stream's first word
+        comes a clock later); a step of the previous stream in that clock is overridden.
     rlane : Out(range(N)); rstate : In(R)
         During a resume's prologue the coder takes the state of lane ``rlane`` (counted from the
         command's first pair: the state of the checkpoint's pair ``i`` is lane 0, pair ``i + 1``'s lane
         1, ...) from ``rstate``, one per clock (the core's shell holds the command's states and
         selects; the coder keeps no ``N R``-bit register for them).
-    i, o, run, ended, fire, pending, decoding, starved, no_marker, cfg
+    i, o, run, ended, fire, pending, decoding, starved, no_marker
         As in :class:`~.decoder_one.TansDecoderCoder` (``starved`` also when the marker word never comes).
+    cfg : In(stream)
+        Table writes ``{addr, data}``, always ready, only while no stream runs (the shell passes them
+        while idle): a write does not wait for a step (one table set: it loads the state register with
+        its address, and the write is made there in the next clock).
     empty : Out(1)
         The window holds no word (the end check: a stream read to its end has none left; a step never
         ends inside a word it has not read to its end unless it overran, which ``starved`` reports).
@@ -158,12 +164,11 @@ class TansXnDecoderCoder(wiring.Component):
             v = Mux(zeros[-1], v[:h], v[h:])
         m.d.comb += in_pos.eq(Cat(*reversed(zeros)) + 1 + R)
         marker_now = Signal()
-        m.d.comb += marker_now.eq(self.i.valid & win.room & Mux(self.start.valid, ~self.start.p.resume, first))
+        m.d.comb += marker_now.eq(self.i.valid & win.room & first)
 
         out_free = ~self.o.valid | self.o.ready
         p_valid = Signal()
         pipe_free = Signal()
-        quiet = ~self.start.valid & (~self.cfg.valid if sh.programmable else 1)
         step = Signal()
         # Table sets: a step whose read is a pair's (the last read_ahead prologue steps and every decode)
         # reads at ``table_set`` and waits until it is known (``set_known``).
@@ -171,7 +176,7 @@ class TansXnDecoderCoder(wiring.Component):
         set_gate = (self.set_known | ~rp) if sh.sets > 1 else 1
         m.d.comb += [
             pipe_free.eq(~p_valid | out_free),
-            step.eq(~first & ~no_marker & (win.holds | self.ended) & quiet & (hd | (self.run & pipe_free))
+            step.eq(~first & ~no_marker & (win.holds | self.ended) & (hd | (self.run & pipe_free))
                     & set_gate),
             self.fire.eq(step & ~hd),
             win.step.eq(step), win.hend.eq(pos - T.nb),
@@ -219,8 +224,8 @@ class TansXnDecoderCoder(wiring.Component):
             if K:
                 m.d.sync += p_top.eq(win.head[:K])
 
-        xa_hold = Signal(R)
-        m.d.comb += xa_hold.eq(xa)
+        xa_next = Signal(R)
+        m.d.comb += xa_next.eq(Mux(step, flight[0] if flight else new, xa))
         if sh.sets > 1:
             m.d.comb += self.read.eq(step & rp)
         if sh.programmable and sh.sets > 1:
@@ -232,19 +237,23 @@ class TansXnDecoderCoder(wiring.Component):
             we, wd = Signal(), Signal(self._entry)
             m.d.sync += [we.eq(self.cfg.valid), wd.eq(self.cfg.p.data)]
             m.d.comb += [wr.addr.eq(xa), wr.data.eq(wd), wr.en.eq(we), self.cfg.ready.eq(1)]
+            # The write's address wins over a step's state (a write comes only while no stream runs).
             with m.If(self.cfg.valid):
-                m.d.comb += xa_hold.eq(self.cfg.p.addr)
+                m.d.comb += xa_next.eq(self.cfg.p.addr)
         m.d.comb += rd.addr.eq(Cat(xa, self.table_set) if sh.sets > 1 else xa)
+        m.d.sync += xa.eq(xa_next)
 
+        with m.If(marker_now):
+            m.d.sync += [pos.eq(in_pos), first.eq(0), no_marker.eq(self.i.payload == 0)]
+        with m.If(step):
+            m.d.sync += pos.eq(rest + Mux(hm, hadv, nxt.need))
+        # A start wins over a step in its clock (last here): the step is a finished or failed stream's
+        # (``run`` is low then), and the prologue rewrites every register it moved. A step that waited
+        # for ``start`` and the table write instead put the shell's acceptance in front of the word take.
         with m.If(self.start.valid):
             p = self.start.p
             m.d.comb += [win.clear.eq(1), win.clear_off.eq(Mux(p.resume & (p.bit != 0), W - p.bit, 0))]
             m.d.sync += [no_marker.eq(0), overrun.eq(0), first.eq(~p.resume), hc.eq(0), hd.eq(1), hm.eq(N > 1),
                          T.nb.eq(R), T.base.eq(0), resume.eq(p.resume), hadv.eq(Mux(p.resume, 0, R)), rp.eq(0),
                          pos.eq(win.clear_off)]
-        with m.If(marker_now):
-            m.d.sync += [pos.eq(in_pos), first.eq(0), no_marker.eq(self.i.payload == 0)]
-        with m.If(step):
-            m.d.sync += pos.eq(rest + Mux(hm, hadv, nxt.need))
-        m.d.sync += xa.eq(Mux(step, flight[0] if flight else new, xa_hold))
         return m

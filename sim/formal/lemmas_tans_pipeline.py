@@ -335,7 +335,8 @@ def composition_bench(core: str, mutant: str | None) -> Bench:
     * every core: table writes reach the coder only while the shell is idle (the pipeline lemmas hold
       their table constant over a stream, or follow a write as a resume);
     * tANS decoder (``decoder_counts``, ``decoder_pipeline``): a pair is decoded only while the shell
-      runs the coder and its prologue is over; no word reaches the coder before its first stream starts;
+      runs the coder and its prologue is over; no word reaches the coder before its first stream starts,
+      and neither a word nor ``run`` in a start's clock (the interleaved coder's contract);
     * tANS encoder (``encoder_counts``, ``encoder_pipeline``): a pair enters only while the shell lets
       pairs through; ``flushed`` only while the flush is asked for; once asked for, the flush is held
       until ``flushed``, with no pair meanwhile but in the clock of ``flushed``;
@@ -370,7 +371,9 @@ def composition_bench(core: str, mutant: str | None) -> Bench:
         with m.If(coder.fire):
             m.d.comb += Assert(shell.run & coder.decoding, "a pair is decoded outside the shell's run or the prologue")
         with m.If(coder.i.valid):
-            m.d.comb += Assert(begun | coder.start.valid, "a word reaches the coder before its first stream")
+            m.d.comb += Assert(begun, "a word reaches the coder before its first stream")
+        with m.If(coder.start.valid):
+            m.d.comb += Assert(~coder.i.valid & ~shell.run, "a word or a pair is asked for in a stream's start clock")
         b.cover(coder.fire & b.past(coder.fire, "fired"), "pairs back to back")
     elif core == "tans-encoder":
         take = transfer_of(coder.i)

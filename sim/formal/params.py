@@ -223,8 +223,9 @@ ROUND_TRIP_CLOCKS = {"tans": 22, "rans": 26}
 #: with 0 for tANS and 2 for rANS; a margin on top for tables that code to more words).
 ROUND_TRIP_CLOCKS_PER_PAIR = {"tans": 2, "rans": 4}
 DETECTION_CLOCKS = {"tans": 24, "rans": 30}
-#: Detection: ``done`` within ``N * c + M + C`` clocks of the command (``c``: clocks per pair).
-DETECTION_BOUND = {"tans": (1, 6), "rans": (4, 6)}
+#: Detection: ``done`` within ``N * c + M + C`` clocks of the command (``c``: clocks per pair; tANS: the
+#: command's first word goes to the coder a clock after the command).
+DETECTION_BOUND = {"tans": (1, 7), "rans": (4, 6)}
 
 
 def round_trip_pairs(family: str, table: str) -> int:
