@@ -429,28 +429,35 @@ class ParallelDecoder(wiring.Component):
 
         m.d.comb += self.cfg.ready.eq(Cat(*cfg_ready).all())
 
-        # -- round-robin arbiter, registered: a pick (the first requesting reader above the last one
-        # picked, else the first) is held in ``chosen`` with its beat address until the port takes it,
-        # and the reader is granted then. The reader in ``chosen`` takes no part in the next pick, so
-        # it is never picked twice for one request; the port still takes a request every clock.
+        # -- round-robin arbiter in two registered stages, so that neither the pick's carry chain nor the
+        # address multiplexer is behind the other (docs/design/subsystem.md, steps 9 and 11). ``pick`` (one-hot)
+        # is the first requesting reader above the last one picked, else the first; it waits in
+        # ``queued`` and moves into ``chosen``, with its beat address, when the port is free or takes
+        # the request there; the reader is granted then. Readers in ``queued`` or ``chosen`` take no part
+        # in the pick, so none is picked twice for one request; the port still takes a request a clock.
         requests = Cat(*[r.request for r in readers])
         chosen = Signal(requesters)                   # one-hot: the reader whose request is on ``mem_req``
+        queued = Signal(requesters)                   # one-hot: the next pick, behind ``chosen``
         above = Signal(requesters)                    # readers after the last one picked
         candidates = Signal(requesters)
-        m.d.comb += candidates.eq(requests & ~chosen)
+        m.d.comb += candidates.eq(requests & ~chosen & ~queued)
         masked = Signal(requesters)
         m.d.comb += masked.eq(candidates & above)
         pool = Signal(requesters)
         m.d.comb += pool.eq(Mux(masked.any(), masked, candidates))
         pick = Signal(requesters)
         m.d.comb += pick.eq(pool & (~pool + 1))       # its lowest set bit (a carry chain)
-        with m.If(~chosen.any() | req_fire):
-            m.d.sync += chosen.eq(pick)
+        advance = Signal()
+        m.d.comb += advance.eq(~chosen.any() | req_fire)
+        with m.If(advance):
+            m.d.sync += [chosen.eq(queued),
+                         self.mem_req.p.addr.eq(_one_hot_or([Mux(queued[r], reader.addr, 0)
+                                                             for r, reader in enumerate(readers)])),
+                         self.mem_req.p.tag.eq(_one_hot_or([Mux(queued[r], r, 0) for r in range(requesters)]))]
+        with m.If(advance | ~queued.any()):
+            m.d.sync += queued.eq(pick)
             with m.If(pick.any()):
-                m.d.sync += [above.eq(~((pick << 1) - 1)),
-                             self.mem_req.p.addr.eq(_one_hot_or([Mux(pick[r], reader.addr, 0)
-                                                                 for r, reader in enumerate(readers)])),
-                             self.mem_req.p.tag.eq(_one_hot_or([Mux(pick[r], r, 0) for r in range(requesters)]))]
+                m.d.sync += above.eq(~((pick << 1) - 1))
         m.d.comb += [self.mem_req.valid.eq(chosen.any()), self.mem_rsp.ready.eq(1)]
         for r, reader in enumerate(readers):
             m.d.comb += [reader.grant.eq(req_fire & chosen[r]),
