@@ -164,7 +164,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            (Edit(lambda b, v, n: v is b.coder.state, lambda b, v, n: v & ((1 << (len(v) - 1)) - 1)),)),
     Mutant("tans_dec_window_clear", "tans-decoder", "tans.window:BitWindow",
            "hdl/tans/window.py BitWindow: into_empty ignores clear",
-           "a word taken in the clock of a clear (a command's first word, given with the command) lands behind "
+           "a word taken in the clock of a clear (the window's contract allows one; the shipped shell gives none) lands behind "
            "the words the clear drops, so a command that follows one with unread words reads stale bits",
            "window_queue", (Edit(lambda b, v, n: v is b.clear, lambda b, v, n: Const(0, 1), into="into_empty"),)),
     Mutant("tans_dec_last_word", "tans-decoder", "shell:DecoderShell",

@@ -155,11 +155,17 @@ _REFERENCE: dict = {}
 #: that differs from the encoder's in its top bit or in bits above the word; a state exactly
 #: ``2**(S - W)``). The formal ``detection`` property, which searches every stream of its bound, catches
 #: each (``ansforge prove --mutants``).
-FORMAL_ONLY = {"tans_dec_state_msb", "rans_dec_state_low", "rans_dec_renorm"}
+#: A block's fault that the shipped core cannot reach: the tANS decoder shell gives a command's first word
+#: a clock after the command (8f0d202), so no word ever arrives in the clock of the bit window's clear;
+#: the window's own lemma (``window_queue``) catches it on the window alone.
+UNREACHABLE_IN_THE_CORE = {"tans_dec_window_clear"}
+FORMAL_ONLY = {"tans_dec_state_msb", "rans_dec_state_low", "rans_dec_renorm"} | UNREACHABLE_IN_THE_CORE
 
 
-def test_the_mutants_left_to_the_solver_are_the_detection_ones():
-    assert FORMAL_ONLY == {name for name, m in MUTANTS.items() if m.expected == "detection"}
+def test_the_mutants_left_to_the_solver_are_the_detection_ones_and_the_unreachable():
+    assert FORMAL_ONLY == {name for name, m in MUTANTS.items() if m.expected == "detection"} | UNREACHABLE_IN_THE_CORE
+    # (each unreachable one is a block's fault its block-level lemma is meant to catch)
+    assert {MUTANTS[name].expected for name in UNREACHABLE_IN_THE_CORE} == {"window_queue"}
 
 
 # A clause that fails ends the simulation with its testbenches mid-wait; the coroutines Amaranth then

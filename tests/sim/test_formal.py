@@ -491,9 +491,9 @@ def test_composition_lemmas_are_proved_and_catch_a_mutant(ci_run, core, prop, mu
 
 
 def test_window_clear_mutant_escapes_the_other_properties():
-    """tans_dec_window_clear (a command's first word, taken with it, lands behind the words the
-    clear drops) shows only after a command that leaves words in the window: the one-command round
-    trip and the port properties do not see it, the window lemma does (above)."""
+    """tans_dec_window_clear (a word taken in a clear's clock lands behind the words the clear drops)
+    is out of the shipped core's reach (its shell gives a command's first word a clock after the
+    command): the round trip and the port properties do not see it, the window lemma does (above)."""
     for prop in ("round_trip", "stream_rules"):
         r = run_property("tans-decoder", prop, mutant="tans_dec_window_clear", depth=CI_DEPTH)
         assert r.status in ("proved", "bounded"), (prop, r)
