@@ -100,9 +100,9 @@ class DecoderShell(wiring.Component):
     its last pair has been counted, and the *next* command is accepted in that same clock (``cmd.ready``
     is high there as in ``IDLE``), so no clock is spent between two commands in the shell. A command's
     first word goes to the coder a clock after the command at the earliest: no word in the clock of
-    ``start``, so that neither the coder's word take nor the word counters wait on the acceptance. Only a command that must drain words, or whose last word
-    arrives in its final clock (its CRC has not settled), passes through ``DRAIN``/``CHECK`` and
-    ``IDLE``.
+    ``start``, so that neither the coder's word take nor the word counters wait on the acceptance.
+    Only a command that must drain words, or whose last word arrives in its final clock (its CRC has
+    not settled), passes through ``DRAIN``/``CHECK`` and ``IDLE``.
 
     Report: the finished command's status waits in one register (``report``) until its last pair has
     left ``o`` (``out_valid`` low); then ``done`` is high for exactly one clock and ``status`` holds

@@ -418,8 +418,9 @@ def decoder_counts_bench(core: str, mutant: str | None) -> Bench:
     ``t`` taken since it was accepted, the commands not yet reported, and which of them decoded all
     its pairs. Asserted for every sequence: ``run`` only while ``k < N``, and while the command runs
     with ``k < N`` and no report held, ``run`` is high (no early stop); the command's words go to
-    the coder one for one, none in the clock the command is accepted, and no word beyond ``Nw`` is taken (``ended`` exactly when ``t = Nw``),
-    every word offered while ``t < Nw`` passes when the coder takes it; one ``done`` per command
+    the coder one for one, none in the clock the command is accepted, and no word beyond ``Nw`` is
+    taken (``ended`` exactly when ``t = Nw``), every word offered while ``t < Nw`` passes when the
+    coder takes it; one ``done`` per command
     accepted (never more; at most two owed besides one whose ``done`` is high), and ``done`` with
     status ``OK`` only for a command that decoded exactly ``N`` pairs. The shell's counters are tied to the harness's by auxiliary
     assertions (:attr:`~ansforge.hdl.shell.DecoderShell.probe`), so that the k-induction closes."""
