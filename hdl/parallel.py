@@ -435,6 +435,8 @@ class ParallelDecoder(wiring.Component):
         # ``queued`` and moves into ``chosen``, with its beat address, when the port is free or takes
         # the request there; the reader is granted then. Readers in ``queued`` or ``chosen`` take no part
         # in the pick, so none is picked twice for one request; the port still takes a request a clock.
+        # ``above`` follows the registered pick into ``chosen`` rather than ``pick`` itself: the priority
+        # lags one stage (still round robin) and the carry chain no longer feeds a register (step 13).
         requests = Cat(*[r.request for r in readers])
         chosen = Signal(requesters)                   # one-hot: the reader whose request is on ``mem_req``
         queued = Signal(requesters)                   # one-hot: the next pick, behind ``chosen``
@@ -454,10 +456,10 @@ class ParallelDecoder(wiring.Component):
                          self.mem_req.p.addr.eq(_one_hot_or([Mux(queued[r], reader.addr, 0)
                                                              for r, reader in enumerate(readers)])),
                          self.mem_req.p.tag.eq(_one_hot_or([Mux(queued[r], r, 0) for r in range(requesters)]))]
+            with m.If(queued.any()):
+                m.d.sync += above.eq(~((queued << 1) - 1))
         with m.If(advance | ~queued.any()):
             m.d.sync += queued.eq(pick)
-            with m.If(pick.any()):
-                m.d.sync += above.eq(~((pick << 1) - 1))
         m.d.comb += [self.mem_req.valid.eq(chosen.any()), self.mem_rsp.ready.eq(1)]
         for r, reader in enumerate(readers):
             m.d.comb += [reader.grant.eq(req_fire & chosen[r]),

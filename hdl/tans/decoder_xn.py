@@ -146,6 +146,9 @@ class TansXnDecoderCoder(wiring.Component):
         resume = Signal()
         first = Signal()
         no_marker = Signal()
+        # ``~first & ~no_marker`` as one register, written where they are: ``step`` is on the lanes'
+        # longest path, and two gates less there is worth a flip-flop (docs/design/subsystem.md, step 13).
+        armed = Signal(init=1)
         overrun = Signal()
         zc = Signal(range(N))                           # zero states right before the tail's, saturating
         m.d.comb += [self.empty.eq(win.empty), self.decoding.eq(~hd), self.no_marker.eq(no_marker),
@@ -176,7 +179,7 @@ class TansXnDecoderCoder(wiring.Component):
         set_gate = (self.set_known | ~rp) if sh.sets > 1 else 1
         m.d.comb += [
             pipe_free.eq(~p_valid | out_free),
-            step.eq(~first & ~no_marker & (win.holds | self.ended) & (hd | (self.run & pipe_free))
+            step.eq(armed & (win.holds | self.ended) & (hd | (self.run & pipe_free))
                     & set_gate),
             self.fire.eq(step & ~hd),
             win.step.eq(step), win.hend.eq(pos - T.nb),
@@ -244,7 +247,8 @@ class TansXnDecoderCoder(wiring.Component):
         m.d.sync += xa.eq(xa_next)
 
         with m.If(marker_now):
-            m.d.sync += [pos.eq(in_pos), first.eq(0), no_marker.eq(self.i.payload == 0)]
+            m.d.sync += [pos.eq(in_pos), first.eq(0), no_marker.eq(self.i.payload == 0),
+                         armed.eq(self.i.payload != 0)]
         with m.If(step):
             m.d.sync += pos.eq(rest + Mux(hm, hadv, nxt.need))
         # A start wins over a step in its clock (last here): the step is a finished or failed stream's
@@ -253,7 +257,8 @@ class TansXnDecoderCoder(wiring.Component):
         with m.If(self.start.valid):
             p = self.start.p
             m.d.comb += [win.clear.eq(1), win.clear_off.eq(Mux(p.resume & (p.bit != 0), W - p.bit, 0))]
-            m.d.sync += [no_marker.eq(0), overrun.eq(0), first.eq(~p.resume), hc.eq(0), hd.eq(1), hm.eq(N > 1),
+            m.d.sync += [no_marker.eq(0), overrun.eq(0), first.eq(~p.resume), armed.eq(p.resume),
+                         hc.eq(0), hd.eq(1), hm.eq(N > 1),
                          T.nb.eq(R), T.base.eq(0), resume.eq(p.resume), hadv.eq(Mux(p.resume, 0, R)), rp.eq(0),
                          pos.eq(win.clear_off)]
         return m
