@@ -106,7 +106,7 @@ def _huffman_rows(ck, bits: np.ndarray, n: int, fns: dict, per: dict, checks: li
 def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> list[str]:
     """One thread, bf16 pairs of MiniLM's largest matrix: compiled kernels, golden models, bulk lanes,
     constriction, zstd -3 and ZipNN on the same tensor, interleaved."""
-    from ..model.coding import constriction_codec, fastans
+    from ..model.coding import constriction_codec, fastans, kernels
     from ..model.llm.checkpoint import open_checkpoint
     from ..model.coding.codecs import parse_codec
     from ..model.coding.lanes import decode_lanes, encode_lanes
@@ -125,17 +125,17 @@ def kernel_section(path: str, reps: int = 5, golden_pairs: int = 1 << 18) -> lis
     per: dict[str, int] = {}
     # The interleaved codecs (docs/bitstream.md §8) are compiled-only rows: their golden coder is the
     # same model with more states, and the bulk lanes take single-state codecs.
-    native = fastans.backend() == "native"
+    native = kernels.backend() == "native"
     kind = "native" if native else "numba"
 
     def with_kernels(name, fn):
         """``fn`` run with the ``name`` kernels (the numba fallback rows beside the native ones)."""
         def run():
-            old = fastans.set_backend(name)
+            old = kernels.set_backend(name)
             try:
                 return fn()
             finally:
-                fastans.set_backend(old)
+                kernels.set_backend(old)
         return run
 
     for codec in ("tans8", "tans8x4", "tans8x8", "tans8x16", "rans16", "rans16x2", "rans16x16", "rans24"):
@@ -267,13 +267,13 @@ def model_section(path: str, reps: int = 5) -> list[str]:
     encoded into independent blocks (the default layout) and decoded to values from the written file
     with every block's CRC checked, for the default tANS format and the rANS cores' format, against
     ZipNN's compress and decompress of the same bf16 bytes in the same rounds."""
-    from ..model.coding import fastans
+    from ..model.coding import kernels
     from ..model.coding.codecs import parse_codec
     from ..model.coding.container import BLOCK_PAIRS, compress_checkpoint, encode_tensors, open_container
     from ..model.llm.checkpoint import open_checkpoint
 
-    native = fastans.backend() == "native"
-    nat = fastans.nativeans if native else None
+    native = kernels.backend() == "native"
+    nat = kernels.nativeans if native else None
     ck = open_checkpoint(path)
     fns: dict[str, Callable[[], object]] = {}
     weights: dict[str, int] = {}
@@ -579,8 +579,8 @@ def fuzz_section(cases: int = 10_000) -> list[str]:
 
 def software_section(path: str, cli_reps: int = 5, fuzz_cases: int = 10_000) -> list[str]:
     """BENCHMARKS.md's software-path section (the one-tensor coder speeds are the ``coders`` section)."""
-    from ..model.coding import fastans
-    kernels = "native (C extension nativeans)" if fastans.backend() == "native" else \
+    from ..model.coding import kernels as compiled
+    kernels = "native (C extension nativeans)" if compiled.backend() == "native" else \
         f"numba {package_version('numba')} (the native extension is not built here)"
     md = ["## Software path: whole files against peers, fuzzing", "",
           f"Compiled kernels: {kernels}; ZipNN: {package_version('zipnn') or 'not installed (pip install ansforge[peers])'}. "

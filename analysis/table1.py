@@ -517,7 +517,7 @@ def codec_task(path: str, names: Sequence[str], pairs: str, codec: str, slot: in
     spec = parse_codec(codec)
     fmt = PAIR_FORMATS[pairs]
     total_bits, ideal, ok = 0, 0.0, True
-    from ..model.coding import fastans
+    from ..model.coding import fastpairs
 
     group: list[tuple[str, Any]] = []
     originals: list[np.ndarray] = []  # the group's tensors as read, to compare the decoded values with
@@ -525,7 +525,7 @@ def codec_task(path: str, names: Sequence[str], pairs: str, codec: str, slot: in
         chunks = [b.ravel() for b, _ in _chunks(path, name, pairs)]
         bits = np.concatenate(chunks) if chunks else np.zeros(0, fmt.bits_dtype)  # a zero-size tensor
         del chunks
-        fast = fastans.split_pairs(fmt, bits)  # compiled: NumPy's split makes some ten temporaries
+        fast = fastpairs.split_pairs(fmt, bits)  # compiled: NumPy's split makes some ten temporaries
         group.append((name, fast[0] if fast is not None else fmt.split(bits)))
         originals.append(bits)
         _advance(slot, int(bits.size))
@@ -542,7 +542,7 @@ def codec_task(path: str, names: Sequence[str], pairs: str, codec: str, slot: in
 
 def _code_group(spec, fmt, group: list, originals: list[np.ndarray], slot: int) -> tuple[bool, int, float]:
     """One stream of :func:`codec_task`: (decoded bit-exact, its bits, its tensors' ideal bits)."""
-    from ..model.coding import fastans
+    from ..model.coding import fastans, fastpairs
     from ..model.coding.container import DEFAULT_CHECKPOINT_INTERVAL, encode_tensors
 
     st = encode_tensors(spec, group, DEFAULT_CHECKPOINT_INTERVAL)
@@ -557,7 +557,7 @@ def _code_group(spec, fmt, group: list, originals: list[np.ndarray], slot: int) 
     for t, bits in zip(st.tensors, originals):
         a, n = t.first_pair, int(t.pairs.codes.size)
         # The decoded pairs joined back into values (compiled where it applies), against the tensor read.
-        joined = fastans.join_values(t.code_table, t.pairs.exponents, fmt, syms[a:a + n], exs[a:a + n])
+        joined = fastpairs.join_values(t.code_table, t.pairs.exponents, fmt, syms[a:a + n], exs[a:a + n])
         if joined is not None:
             ok &= bool(np.array_equal(joined.reshape(-1), bits.reshape(-1)))
         else:

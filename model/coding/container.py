@@ -58,7 +58,7 @@ from ..llm.checkpoint import ITEMSIZE, SUPPORTED_DTYPES, Llama2cCheckpoint, Safe
     write_safetensors, write_sharded
 from .codecs import Codec, RansCodec, parse_codec
 from .registry import DEFAULT_FORMAT, legacy_codecs
-from . import fastans
+from . import fastans, fastpairs, kernels
 from .codetable import CodeTable
 from .context import ContextPlan, context_tables, folded_format, plan_context, plan_from_record, plan_record, \
     set_counts, side_bits, spread_is_stored
@@ -317,7 +317,7 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
 
     def counted(index: int) -> tuple[np.ndarray, int]:
         pairs = items[index][1]
-        return fastans.code_counts(pairs), int(pairs.extra_bits_per_code.max()) if pairs.extra_bits_per_code.size else 0
+        return fastpairs.code_counts(pairs), int(pairs.extra_bits_per_code.max()) if pairs.extra_bits_per_code.size else 0
 
     # The tables of the tensors without a context plan are built in Python (normalization, spreads),
     # which holds the GIL: on more than one thread they are built in forked processes (the same
@@ -397,7 +397,7 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
         ct, _, _, shifts, _ = prepared[index]
         lo, hi = firsts[index], firsts[index] + int(pairs.codes.size)
         try:
-            if small and fastans.map_symbols(ct, pairs, shifts, sy[lo:hi], ex[lo:hi]):
+            if small and fastpairs.map_symbols(ct, pairs, shifts, sy[lo:hi], ex[lo:hi]):
                 return
             s, e = ct.to_symbols(pairs.codes, pairs.extra, compact=compact)
         except ConfigError as exc:
@@ -536,7 +536,7 @@ def _split_tensor(ckpt, info, model, spec: Codec, pairs: str, context: bool | st
     if plain and _NATIVE[info.dtype] == target:
         # As stored, no conversion: the compiled split, whose exponent histogram also counts the
         # NaN/Inf values (exponent field all ones) that convert() would count in a pass of its own.
-        fast = fastans.split_pairs(fmt, ckpt.tensor(info.name).array)
+        fast = fastpairs.split_pairs(fmt, ckpt.tensor(info.name).array)
         if fast is not None:
             cp, hist = fast
             return [(target, Conversion(target, target, False, 0, int(hist[-1])), cp, {})]
@@ -1870,7 +1870,7 @@ class Container:
         s, e = self._decode_block(st, b)
         start = blk.pair - int(rec["first_pair"])
         e = _unshift(rec, e, start)
-        bits = fastans.join_values(rec["_code_table"], rec["exponents"], rec["_fmt"], s, e) \
+        bits = fastpairs.join_values(rec["_code_table"], rec["exponents"], rec["_fmt"], s, e) \
             if fastans.supported(st.spec) and rec["pair_format"] != "q4_0" else None
         return bits if bits is not None else self._join(rec, s.astype(np.int64), e.astype(np.uint64))
 
@@ -1921,7 +1921,7 @@ class Container:
         more, every block is given at once, in stream order, to a pool of ``threads`` threads (appended
         to ``pools``, for the caller to shut down), so that the caller writes a tensor while the later
         ones decode."""
-        n = fastans.default_threads() if threads is None else max(1, int(threads))
+        n = kernels.default_threads() if threads is None else max(1, int(threads))
         groups: list[list[int]] = [[]]
         for ti in st.tensors:
             if int(self.tensors[ti]["n_pairs"]) == 0:
@@ -2111,7 +2111,7 @@ class Container:
         of its blocks' CRCs checked (a failed decode reports the corrupt block when there is one)."""
         if st.block_pairs:
             parts = _map(lambda b: self._decode_block(st, b), range(len(st.spans)),
-                         fastans.default_threads() if threads is None else max(1, int(threads)))
+                         kernels.default_threads() if threads is None else max(1, int(threads)))
             if not parts:
                 return np.zeros(0, np.int64), np.zeros(0, np.uint64)
             return np.concatenate([s for s, _ in parts]), np.concatenate([e for _, e in parts])
@@ -2229,7 +2229,7 @@ class Container:
                 return as_values[st.index][a:a + n]
             s_all, e_all = stream_pairs(st)
             s, e = s_all[a:a + n], _unshift(rec, e_all[a:a + n], 0)
-            bits = fastans.join_values(rec["_code_table"], rec["exponents"], rec["_fmt"], s, e) \
+            bits = fastpairs.join_values(rec["_code_table"], rec["exponents"], rec["_fmt"], s, e) \
                 if fastans.supported(st.spec) and rec["pair_format"] != "q4_0" else None
             if bits is None:  # the golden path (it also names a code outside the tables)
                 bits = self._join(rec, s.astype(np.int64), e.astype(np.uint64))

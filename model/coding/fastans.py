@@ -3,28 +3,9 @@
 The golden coders (:mod:`.tans`, :mod:`.rans`) walk pairs in Python; they stay the reference. This
 module runs *the same* single-lane algorithms, step for step, as machine code, so the words,
 checkpoints and decoded pairs are identical (``tests/model/test_fastans.py`` and ``tests/model/test_native.py``
-compare them with the golden coders on random and real tensors, including every error path). Two
-implementations, one interface:
-
-native (preferred)
-    The C extension :mod:`.nativeans` (``nativeans.c``), built by ``pip install`` where a compiler is
-    present (``setup.py``; optional). Why C: it costs nothing at import (numba costs ~0.2 s to import
-    and ~0.4 s to load its cached code in every process: most of a `decompress`), it reads the word
-    stack as one little-endian bit string with unaligned 64-bit loads, keeps ``N`` interleaved states
-    in registers (one specialization per ``N = 1 .. 16``), and :func:`decode_values` writes a
-    tensor's values without the intermediate pairs (BMI2 ``pdep``/``bzhi`` chosen at run time, never
-    ``-march``: the wheel runs on any x86-64 and elsewhere).
-    The SIMD kernels (``nativeans_simd.c``) are chosen at import by CPU features: AVX-512 (F, BW, DQ,
-    VL) codes ``rans16x16`` with its 16 states in one register (decode and encode, pairs or values),
-    AVX2 decodes ``tans8x16``-style streams to values where the CPU's gathers are fast, the AVX-512
-    VBMI kernel of ``nativeans.c`` does where the CPU has it, and where AVX-512 lacks VBMI (Cascade
-    Lake, whose gathers are slow) the permute kernel of ``nativeans_simd.c`` does (``N = 16``, ``L <=
-    256``: table lookups by two-register permutes, no gathers). ``nativeans.simd_level(0 | 1 | 2)`` (or
-    ``ANSFORGE_SIMD=scalar|avx2|avx512`` for a process) caps the level, ``nativeans.simd(0)`` forces the
-    scalar kernels: the tests compare every path, bit for bit.
-numba (fallback)
-    :mod:`.numba_kernels` (``@njit(nogil=True, cache=True)``), imported only when the extension is
-    missing or ``ANSFORGE_KERNELS=numba`` / :func:`set_backend` asks for it.
+compare them with the golden coders on random and real tensors, including every error path). The
+kernels are the C extension ``nativeans`` where it is built, else numba's (:mod:`.kernels` chooses);
+the passes between a tensor's values and its pairs are in :mod:`.fastpairs`.
 
 Both release the GIL, so threads decode independent segments at once: a stream's checkpoints (every
 ``checkpoint_interval`` pairs) are exactly the starting points that Fig. 12's parallel decoders use,
@@ -41,7 +22,6 @@ bits (the paper's tans8 with fp32 pairs: 16 + 9 + 30 = 55); rANS with ``S <= 64`
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -51,67 +31,14 @@ from .rans import initial_state as rans_initial_state, stream_head as rans_strea
 from .stream import Checkpoint, EncodedStream, Run, StreamError, check_checkpoint, check_pairs, check_runs, pack_states
 from .stream import word_dtype
 from .tans import stream_head
+from .kernels import NATIVE_OUT, default_threads, nativeans, native, numba, numba_importable
 
-__all__ = ["supported", "encode", "decode", "decode_segments", "decode_values", "join_values", "default_threads",
-           "PreparedTables", "backend", "set_backend", "split_pairs", "code_counts", "map_symbols"]
-
-try:  # built by `pip install` where a C compiler is present (setup.py); optional
-    from . import nativeans
-except ImportError:  # pragma: no cover - exercised on machines without a compiler
-    nativeans = None
-
-#: Which kernels run: "native" (the C extension) where it is built, else "numba"; the environment
-#: variable ANSFORGE_KERNELS=numba (or :func:`set_backend`) selects the numba kernels anyway.
-_backend = "native" if nativeans is not None and os.environ.get("ANSFORGE_KERNELS", "") != "numba" else "numba"
-_numba_module = None
-
-
-def backend() -> str:
-    """The kernels in use: ``"native"`` (C extension ``nativeans``) or ``"numba"``."""
-    return _backend
-
-
-def set_backend(name: str) -> str:
-    """Select the kernels (``"native"`` or ``"numba"``); returns the previous choice. For tests and
-    benchmarks that compare the two; ``"native"`` needs the extension to be built."""
-    global _backend
-    if name not in ("native", "numba") or (name == "native" and nativeans is None):
-        from ..errors import ConfigError
-        raise ConfigError(f"kernels {name!r} are not available (native built: {nativeans is not None})")
-    old, _backend = _backend, name
-    return old
-
-
-def _nk():
-    """The numba kernels (:mod:`.numba_kernels`), imported on first use (importing numba costs ~0.2 s)."""
-    global _numba_module
-    if _numba_module is None:
-        from . import numba_kernels
-        _numba_module = numba_kernels
-    return _numba_module
-
-
-def _numba_importable() -> bool:
-    import importlib.util
-    return importlib.util.find_spec("numba") is not None
-
-
-def _native() -> bool:
-    return _backend == "native"
-
-
-def default_threads() -> int:
-    """Threads used when none are asked for: the CPUs this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover
-        return max(1, os.cpu_count() or 1)
-
+__all__ = ["supported", "encode", "decode", "decode_segments", "decode_values", "PreparedTables"]
 
 def supported(spec) -> bool:
     """Whether ``spec`` (a :class:`~ansforge.model.coding.codecs.Codec`) runs on the compiled kernels
     (tANS tables whose fields are too wide for a 64-bit buffer fall back per stream, see the module)."""
-    if not _native() and not _numba_importable():
+    if not native() and not numba_importable():
         return False
     return _KERNELS[spec.kind].supported(spec)
 
@@ -175,7 +102,7 @@ class PreparedTables:
         self.thr = _pad([t.threshold for t in tables])
         self.enc = _pad([t.encode_state for t in tables])
         self.nsym = np.asarray([t.freqs.size for t in tables] or [1], dtype=np.int64)
-        if _native():
+        if native():
             self._prepare_tans_native(spec)
 
     def _prepare_tans_native(self, spec) -> None:
@@ -225,7 +152,7 @@ class PreparedTables:
         self._lut_of = (tables, P)  # the numba kernels' slot table, built on first use (lut)
         self.nchunk, self.chunk_b = _rans_chunks(tables, P)
         self.kb = _pad([t.extra_bits for t in tables])
-        if _native():
+        if native():
             # the native decoder's quantile -> symbol table (uint16), when P <= 16
             self.native_ok = max((t.freqs.size for t in tables), default=1) <= 1 << 16
             self.lut16 = _pad([np.repeat(np.arange(t.freqs.size), t.freqs) for t in tables], np.uint16) \
@@ -265,12 +192,12 @@ def encode(spec, tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, ext
     n = symbols.size
     run_tab, run_end = _runs(runs)
     p = PreparedTables(spec, tables)
-    if _native() and p.native_ok:
+    if native() and p.native_ok:
         # The native kernels take (uint8, uint32) or (int64, uint64) and check every pair themselves.
         if not (symbols.dtype == np.uint8 and extras.dtype == np.uint32):
             symbols = symbols.astype(np.int64, copy=False)
             extras = extras.astype(np.uint64, copy=False)
-    elif _nk().first_bad_pair(symbols, extras, run_tab, run_end, p.nsym, _pad([t.extra_bits for t in tables])) >= 0:
+    elif numba().first_bad_pair(symbols, extras, run_tab, run_end, p.nsym, _pad([t.extra_bits for t in tables])) >= 0:
         _bad_pairs(symbols, extras, runs, tables)
     W = spec.word_bits
     out, cps, nw, nc = _KERNELS[spec.kind].encode(spec, p, tables, symbols, extras, run_tab, run_end, len(runs),
@@ -308,17 +235,17 @@ def _tans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_ru
     N = spec.states
     cap += (N * spec.precision_bits) // W + 1
     cps = np.empty(((n - 1) // interval if interval and n else 0, 3 + N), dtype=np.int64)
-    if _native() and p.native_ok and W in (8, 16, 32):
+    if native() and p.native_ok and W in (8, 16, 32):
         out = np.empty(cap * (W // 8) + 16, dtype=np.uint8)
         status, nw, nc = nativeans.tans_encode(symbols, extras, run_tab, run_end, p.esym, p.nsym, p.enc16,
                                                spec.tans.table_log, W, N, interval, out, cps)
         return out.view(word_dtype(W)), cps, _native_status("tANS", status, nw), nc
     out = np.empty(cap, dtype=np.uint64)
     if N == 1:
-        nw, nc = _nk().tans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
+        nw, nc = numba().tans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
                               spec.tans.table_log, W, interval, out, cps)
     else:
-        nw, nc = _nk().tans_encode_n(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
+        nw, nc = numba().tans_encode_n(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nbh, p.thr, p.kb, p.enc,
                                 spec.tans.table_log, W, N, interval, out, cps)
     return out, cps, nw, nc
 
@@ -328,12 +255,12 @@ def _rans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_ru
     N = spec.states
     cap = n * (int(p.nchunk.max()) + 1) + N * (spec.state_bits // W + 1) + 2
     cps = np.empty(((n - 1) // interval if interval and n else 0, 3 + N), dtype=np.uint64)
-    if _native() and p.native_ok and _is_r16(spec):
+    if native() and p.native_ok and _is_r16(spec):
         out = np.empty(cap, dtype=np.uint16)
         status, nw, nc = nativeans.rans16_encode(symbols, extras, run_tab, run_end, p.freq, p.cum, p.nsym, p.kb,
                                                  p.nchunk, p.chunk_b, N, interval, out, cps)
         return out, cps, _native_status("rANS", status, nw), nc
-    if _native() and p.native_ok and W in (8, 16, 32):
+    if native() and p.native_ok and W in (8, 16, 32):
         out = np.empty(cap, dtype=word_dtype(W))
         status, nw, nc = nativeans.rans_encode(symbols, extras, run_tab, run_end, p.freq, p.cum, p.nsym, p.kb,
                                                p.nchunk, p.chunk_b, spec.rans.precision_bits, spec.rans.state_bits,
@@ -341,10 +268,10 @@ def _rans_encode_stream(spec, p, tables, symbols, extras, run_tab, run_end, n_ru
         return out, cps, _native_status("rANS", status, nw), nc
     out = np.empty(cap, dtype=np.uint64)
     if N == 1:
-        nw, nc = _nk().rans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nchunk, p.chunk_b,
+        nw, nc = numba().rans_encode(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nchunk, p.chunk_b,
                               spec.rans.precision_bits, spec.rans.state_bits, W, interval, out, cps)
     else:
-        nw, nc = _nk().rans_encode_n(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nchunk, p.chunk_b,
+        nw, nc = numba().rans_encode_n(symbols, extras, run_tab, run_end, n_runs, p.freq, p.cum, p.nchunk, p.chunk_b,
                                 spec.rans.precision_bits, spec.rans.state_bits, W, N, interval, out, cps)
     return out, cps, nw, nc
 
@@ -391,7 +318,7 @@ def _run_kernel(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, 
 def _native_words(spec, p: PreparedTables, w: np.ndarray) -> np.ndarray | None:
     """``w`` as the native kernels read it (little-endian ``W``-bit items), or None where they cannot
     (a word wider than ``W`` bits, which only the golden arithmetic defines; or ``W`` not 8/16/32)."""
-    if not (_native() and p.native_ok):
+    if not (native() and p.native_ok):
         return None
     W = spec.word_bits
     if W not in (8, 16, 32):
@@ -406,7 +333,7 @@ def _native_words(spec, p: PreparedTables, w: np.ndarray) -> np.ndarray | None:
 def _tans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0):
     h, cnt, buf, X = state
     wn = _native_words(spec, p, w)
-    if wn is not None and (out_s.dtype, out_e.dtype) in _NATIVE_OUT:
+    if wn is not None and (out_s.dtype, out_e.dtype) in NATIVE_OUT:
         W = spec.word_bits
         Xs = np.asarray(X if isinstance(X, tuple) else (X,), np.int64)
         status, B = nativeans.tans_decode(wn, h * W + cnt, Xs, pos % Xs.size, p.dec_se, 1 << spec.tans.table_log,
@@ -417,12 +344,12 @@ def _tans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, ou
         return int(h), int(cnt), int(buf), pack_states(Xs.tolist())
     if isinstance(X, tuple):
         Xs = np.asarray(X, np.int64)
-        kernel = _nk().tans_decode_r if Xs.size in _ROTATED else _nk().tans_decode_n
+        kernel = numba().tans_decode_r if Xs.size in _ROTATED else numba().tans_decode_n
         status, h, cnt, buf, _ = kernel(w, h, cnt, np.uint64(buf), Xs, pos % Xs.size, p.sym, p.nb, p.base,
                                         p.kb, run_tab, run_end, pos, stop, spec.word_bits, out_s, out_e, out0)
         X = pack_states(Xs.tolist())
     else:
-        status, h, cnt, buf, X = _nk().tans_decode(w, h, cnt, np.uint64(buf), X, p.sym, p.nb, p.base, p.kb, run_tab,
+        status, h, cnt, buf, X = numba().tans_decode(w, h, cnt, np.uint64(buf), X, p.sym, p.nb, p.base, p.kb, run_tab,
                                                    run_end, pos, stop, spec.word_bits, out_s, out_e, out0)
         X = int(X)
     if status >= 0:
@@ -470,7 +397,7 @@ def _r16_decode(spec, p: PreparedTables, wn, run_tab, run_end, starts, stops, ou
 def _rans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, out_s, out_e, out0):
     h, x = state
     wn = _native_words(spec, p, w)
-    if wn is not None and _is_r16(spec) and _r16_ok(p) and (out_s.dtype, out_e.dtype) in _NATIVE_OUT:
+    if wn is not None and _is_r16(spec) and _r16_ok(p) and (out_s.dtype, out_e.dtype) in NATIVE_OUT:
         compact = out_s.dtype == np.uint8
         if not compact and int(p.nsym.max()) <= 256:
             # decode() asks for int64 pairs: the kernel writes compact ones, widened here
@@ -487,7 +414,7 @@ def _rans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, ou
                 out_s[:] = cs
                 out_e[:] = ce
             return st
-    if wn is not None and (out_s.dtype, out_e.dtype) in _NATIVE_OUT:
+    if wn is not None and (out_s.dtype, out_e.dtype) in NATIVE_OUT:
         xs = np.asarray(x if isinstance(x, tuple) else (x,), np.uint64)
         status, h = nativeans.rans_decode(wn, h, xs, p.freq, p.cum, p.nsym, p.lut16, p.nchunk, p.chunk_b, run_tab,
                                           run_end, pos, stop, spec.word_bits, spec.rans.precision_bits,
@@ -497,25 +424,22 @@ def _rans_run(spec, p: PreparedTables, w, run_tab, run_end, pos, stop, state, ou
         return int(h), pack_states(xs.tolist())
     if isinstance(x, tuple):
         xs = np.asarray(x, np.uint64)
-        kernel = _nk().rans_decode_r if xs.size in _ROTATED else _nk().rans_decode_n
+        kernel = numba().rans_decode_r if xs.size in _ROTATED else numba().rans_decode_n
         status, h, _ = kernel(w, h, xs, pos % xs.size, p.freq, p.cum, p.nsym, p.lut, _LUT_BITS, p.nchunk,
                               p.chunk_b, run_tab, run_end, pos, stop, spec.word_bits, spec.rans.precision_bits,
                               spec.rans.state_bits, out_s, out_e, out0)
         if status >= 0:
             raise StreamError(f"rANS stream runs out of words at pair {status}")
         return int(h), pack_states(xs.tolist())
-    status, h, x = _nk().rans_decode(w, h, np.uint64(x), p.freq, p.cum, p.nsym, p.lut, _LUT_BITS, p.nchunk, p.chunk_b,
+    status, h, x = numba().rans_decode(w, h, np.uint64(x), p.freq, p.cum, p.nsym, p.lut, _LUT_BITS, p.nchunk, p.chunk_b,
                                      run_tab, run_end, pos, stop, spec.word_bits, spec.rans.precision_bits,
                                      spec.rans.state_bits, out_s, out_e, out0)
     return int(h), int(x)
 
 
-_NO_SHIFTS = np.zeros(0, np.uint8)
 _NO_I64 = np.zeros(0, np.int64)
 _NO_U32 = np.zeros(0, np.uint32)
 
-#: Output arrays the native decoders write: (symbols, additional data).
-_NATIVE_OUT = {(np.dtype(np.uint8), np.dtype(np.uint32)), (np.dtype(np.int64), np.dtype(np.uint64))}
 
 
 def _as_words(words) -> np.ndarray:
@@ -575,90 +499,6 @@ def _rans_finish(spec, state, end: int, n: int) -> Checkpoint:
     return Checkpoint(end, h, 0, x)
 
 
-def join_values(code_table, exponents: np.ndarray, fmt, symbols: np.ndarray, extras: np.ndarray) -> np.ndarray | None:
-    """A tensor's bit patterns (``fmt.bits_dtype``) from its decoded pairs, in one compiled pass: what
-    :meth:`CodeTable.from_symbols` and :meth:`IeeeFloatPairs.join` compute. ``None`` when a code lies
-    outside the tensor's exponent table or an escape index outside its group (the caller reports it)."""
-    exps = np.asarray(exponents, dtype=np.int64)
-    codes = np.asarray(code_table.direct_codes + code_table.escape_codes, dtype=np.int64)
-    if codes.size and int(codes.max()) >= exps.size and symbols.size:
-        return None
-    direct = exps[np.minimum(np.asarray(code_table.direct_codes, np.int64), max(exps.size - 1, 0))] if exps.size \
-        else np.zeros(len(code_table.direct_codes), np.int64)
-    esc = exps[np.asarray(code_table.escape_codes, np.int64)] if code_table.escape_codes else np.zeros(0, np.int64)
-    out = np.empty(symbols.size, dtype=fmt.bits_dtype)
-    if _native() and (symbols.dtype, extras.dtype) in _NATIVE_OUT and fmt.total_bits <= 64:
-        bad = nativeans.join(symbols, extras, direct, esc, code_table.n_direct, fmt.extra_bits, fmt.mantissa_bits,
-                             fmt.total_bits - 1, _NO_SHIFTS, 1, 0, out)
-        return None if bad >= 0 else out
-    bad = _nk().join_values(symbols, extras, direct, esc, code_table.n_direct, fmt.extra_bits, fmt.mantissa_bits,
-                       fmt.total_bits, out)
-    return None if bad >= 0 else out
-
-
-def split_pairs(fmt, values: np.ndarray):
-    """``(fmt.split(values), exponent histogram)`` in two compiled passes (histogram, then codes and
-    additional data; NumPy's split makes some ten temporaries of the tensor), or ``None`` where the
-    native kernels do not run or ``fmt`` is not a 16- or 32-bit format of at most 8 exponent bits
-    (the caller splits in NumPy then). ``fmt`` is an :class:`~ansforge.model.dtypes.pairs.IeeeFloatPairs`;
-    the histogram (``int64``, ``2**exponent_bits`` entries) counts every exponent field, so its last
-    entry is the number of NaN/Inf values."""
-    from ..dtypes.pairs import CodingPairs
-    if not _native() or fmt.exponent_bits > 8 or fmt.total_bits not in (16, 32):
-        return None
-    bits = np.ascontiguousarray(fmt.as_bits(values))
-    flat = bits.reshape(-1)
-    hist = np.zeros(1 << fmt.exponent_bits, dtype=np.int64)
-    nativeans.field_hist(flat, fmt.mantissa_bits, (1 << fmt.exponent_bits) - 1, hist)
-    exponents = np.flatnonzero(hist).astype(np.uint16)
-    lut = np.zeros(1 << fmt.exponent_bits, dtype=np.uint8)
-    lut[exponents] = np.arange(exponents.size, dtype=np.uint8)
-    codes = np.empty(flat.size, dtype=np.uint8)
-    extra = np.empty(flat.size, dtype=fmt.bits_dtype)
-    nativeans.split_pairs(flat, fmt.mantissa_bits, fmt.total_bits, lut, codes, extra)
-    widths = np.full(exponents.size, fmt.extra_bits, dtype=np.uint8)
-    return CodingPairs(codes, extra, widths, exponents, tuple(bits.shape)), hist
-
-
-def code_counts(pairs) -> np.ndarray:
-    """``pairs.counts()`` (occurrences of each code, ``int64``) in one compiled pass where the codes
-    are bytes (NumPy's bincount first widens them to 8-byte integers)."""
-    codes = np.asarray(pairs.codes)
-    if not _native() or codes.dtype != np.uint8 or not codes.flags.c_contiguous:
-        return pairs.counts()
-    hist = np.zeros(max(256, pairs.n_codes), dtype=np.int64)
-    nativeans.field_hist(codes.reshape(-1), 0, 255, hist)
-    # bincount's length: the table's codes, or up to the largest code that occurs if that is beyond it
-    used = np.flatnonzero(hist[:256])
-    return hist[: max(pairs.n_codes, int(used[-1]) + 1 if used.size else 0)].copy()
-
-
-def map_symbols(code_table, pairs, shifts, out_s: np.ndarray, out_e: np.ndarray) -> bool:
-    """``code_table.to_symbols(pairs)`` with the row shifts ``shifts`` (``(z per row, values per row)``
-    of :func:`~.container.row_shifts`, or ``None``) applied to the additional data, written into
-    ``out_s`` (``uint8``) and ``out_e`` (``uint32``) in one compiled pass. ``False`` where it does not
-    apply (no native kernels, codes wider than a byte, more than 254 symbols or 32 additional-data
-    bits): the caller maps in NumPy then. A code outside the table raises :class:`ConfigError`."""
-    from ..errors import ConfigError
-    codes, extra = np.asarray(pairs.codes).reshape(-1), np.asarray(pairs.extra).reshape(-1)
-    if not _native() or codes.dtype != np.uint8 or extra.dtype not in (np.uint16, np.uint32) or \
-            code_table.n_symbols >= 255 or max(code_table.symbol_extra_bits) > 32 or \
-            max(code_table.direct_codes + code_table.escape_codes) > 255:
-        return False
-    sym_of = np.full(256, 255, dtype=np.uint8)
-    idx_of = np.zeros(256, dtype=np.uint32)
-    sym_of[list(code_table.direct_codes)] = np.arange(code_table.n_direct)
-    if code_table.escape_codes:
-        sym_of[list(code_table.escape_codes)] = code_table.n_direct
-        idx_of[list(code_table.escape_codes)] = np.arange(len(code_table.escape_codes), dtype=np.uint32)
-    z, per_row = (np.asarray(shifts[0], dtype=np.uint8), int(shifts[1])) if shifts is not None else (_NO_SHIFTS, 1)
-    bad = nativeans.map_symbols(np.ascontiguousarray(codes), np.ascontiguousarray(extra), sym_of, idx_of,
-                                code_table.extra_bits, z, per_row, out_s, out_e)
-    if bad >= 0:
-        raise ConfigError(f"code {int(codes[bad])} occurs but is not in the code table")
-    return True
-
-
 def decode_segments(spec, words, tables: Sequence, runs: Sequence[Run], checkpoints: Sequence[Checkpoint],
                     threads: int | None = None, compact: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Decode a whole stream, split at its checkpoints, on ``threads`` threads (``None``: every CPU).
@@ -668,7 +508,7 @@ def decode_segments(spec, words, tables: Sequence, runs: Sequence[Run], checkpoi
     the stream or its checkpoints are corrupt and :class:`StreamError` names the segment. The last
     segment ends with the golden end check. The result equals :func:`decode` of the whole stream;
     ``compact`` returns it as ``uint8`` symbols and ``uint32`` additional data where they fit (a fifth
-    of the memory), for :func:`join_values`.
+    of the memory), for :func:`.fastpairs.join_values`.
     """
     if not _widest_field_ok(spec, tables):
         s, e, _ = spec.coder().decode(words, tables, runs)
@@ -743,7 +583,7 @@ def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoint
                   joins: Sequence[tuple], fmt, threads: int | None = None,
                   blocks: Sequence[tuple[int, int, int, int]] | None = None) -> np.ndarray | None:
     """A whole tANS stream decoded straight into value bit patterns (``fmt.bits_dtype``), one per pair:
-    :func:`decode_segments` and :func:`join_values` in one native pass, without the intermediate pairs.
+    :func:`decode_segments` and :func:`.fastpairs.join_values` in one native pass, without the intermediate pairs.
 
     ``joins[t]`` is ``(code_table, exponents, z)`` for table ``t``: the tensor's code table and
     code→exponent list, and its rows' shift ``z`` (docs/bitstream.md §6: the table codes ``w - z``
@@ -768,9 +608,9 @@ def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoint
     format, a table outside the kernel's limits) or when the stream is corrupt: the caller then runs
     :func:`decode_segments`, which names the error as the golden decoder does.
     """
-    if _native() and spec.kind == "rans" and _is_r16(spec):
+    if native() and spec.kind == "rans" and _is_r16(spec):
         return _r16_values(spec, words, tables, runs, checkpoints, joins, fmt, threads, blocks)
-    if not (_native() and spec.kind == "tans" and len(joins) == len(tables) and tables
+    if not (native() and spec.kind == "tans" and len(joins) == len(tables) and tables
             and fmt.extra_bits == fmt.mantissa_bits + 1 and np.dtype(fmt.bits_dtype).itemsize in (1, 2, 4)
             and _widest_field_ok(spec, tables)):
         return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ansforge.model.coding import fastans
+from ansforge.model.coding import fastans, fastpairs
 from ansforge.model.llm.checkpoint import open_checkpoint
 from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.dtypes.pairs import PAIR_FORMATS, convert
@@ -67,7 +67,7 @@ def test_minilm_tensor_equal_golden(minilm, codec):
     f = fastans.encode(spec, [t], runs, s, e, 4096)
     assert np.array_equal(f.words, g.words) and f.checkpoints == g.checkpoints
     ss, ee = fastans.decode_segments(spec, f.words, [t], runs, f.checkpoints, 2, compact=True)
-    assert np.array_equal(fastans.join_values(ct, cp.exponents, PAIR_FORMATS["fp32"], ss, ee), bits.ravel()[:60000])
+    assert np.array_equal(fastpairs.join_values(ct, cp.exponents, PAIR_FORMATS["fp32"], ss, ee), bits.ravel()[:60000])
 
 
 @pytest.mark.parametrize("codec", ["tans8", "rans16", "rans24"])

@@ -1,4 +1,4 @@
-"""The native kernels (model/coding/nativeans.c, through fastans) against the golden coders and the numba
+"""The native kernels (model/coding/nativeans.c, through fastans and fastpairs) against the golden coders and the numba
 kernels: identical words, checkpoints, decoded pairs, values and errors for every state count N = 1..16,
 random tables (escape symbols, several tables and runs, row shifts), edge cases (no pairs, one pair, the
 widest additional data a kernel takes) and fuzzed streams, which must raise the project's StreamError
@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ansforge.model.coding import fastans, nativeans
+from ansforge.model.coding import fastans, fastpairs, kernels, nativeans
 from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.dtypes.pairs import PAIR_FORMATS as FLOATS
 from ansforge.model.dtypes.quantized import FP8_FORMATS
@@ -27,16 +27,16 @@ PAIR_FORMATS = {**FLOATS, **FP8_FORMATS}
 def test_the_extension_is_built_and_used():
     """CI installs with a compiler, so the extension must be there (no skip): without it every
     figure of the speed section would silently be the numba fallback's."""
-    assert nativeans.tans_decode is not None and fastans.backend() == "native"
+    assert nativeans.tans_decode is not None and kernels.backend() == "native"
 
 
 @contextlib.contextmanager
-def kernels(name):
-    old = fastans.set_backend(name)
+def backend(name):
+    old = kernels.set_backend(name)
     try:
         yield
     finally:
-        fastans.set_backend(old)
+        kernels.set_backend(old)
 
 
 def _stream(spec, rng, n_tensors=3, fmt="bf16", sizes=None):
@@ -50,7 +50,7 @@ def _both(fn):
     """``fn()`` with the numba and with the native kernels."""
     out = []
     for name in ("numba", "native"):
-        with kernels(name):
+        with backend(name):
             try:
                 out.append(("ok", fn()))
             except StreamError as exc:
@@ -75,7 +75,7 @@ def test_every_state_count_equals_golden_and_numba(family, n):
     for interval in (0, 257, 1000):
         g = spec.coder().encode(tables, runs, s, e, interval)
         for name in ("numba", "native"):
-            with kernels(name):
+            with backend(name):
                 f = fastans.encode(spec, tables, runs, s, e, interval)
                 assert f.words.dtype == g.words.dtype and np.array_equal(f.words, g.words), name
                 assert f.checkpoints == g.checkpoints, name
@@ -170,7 +170,7 @@ def test_values_decoder_equals_the_join(codec, fmt):
     ss, ee = fastans.decode_segments(spec, g.words, tables, runs, g.checkpoints, 1)
     want, a = [], 0
     for r, ct, ex in zip(runs, cts, exps):
-        want.append(fastans.join_values(ct, ex, f, ss[a:a + r.count], ee[a:a + r.count]))
+        want.append(fastpairs.join_values(ct, ex, f, ss[a:a + r.count], ee[a:a + r.count]))
         a += r.count
     joins = [(ct, ex, 0) for ct, ex in zip(cts, exps)]
     for threads in (1, 3):
@@ -187,7 +187,7 @@ def test_values_decoder_equals_the_join(codec, fmt):
             continue
         parts, a = [], 0
         for rr, ct, ex in zip(runs, cts, exps):
-            parts.append(fastans.join_values(ct, ex, f, ss[a:a + rr.count], ee[a:a + rr.count]))
+            parts.append(fastpairs.join_values(ct, ex, f, ss[a:a + rr.count], ee[a:a + rr.count]))
             a += rr.count
         if any(p is None for p in parts):
             assert r is None
@@ -286,7 +286,7 @@ def test_values_decoder_row_shifts(codec, fmt, n, z, interval, seed, flags):
     g = spec.coder().encode([t], [Run(0, n)], s, e, interval)
     full_ct, _ = spec.tables(counts, f.extra_bits)
     exps = np.arange(6) + 100
-    want = fastans.join_values(full_ct, exps, f, s, e << np.uint64(z))
+    want = fastpairs.join_values(full_ct, exps, f, s, e << np.uint64(z))
     for flag in flags:
         with (simd(flag) if flag is not None else contextlib.nullcontext()):
             got = fastans.decode_values(spec, g.words, [t], [Run(0, n)], g.checkpoints, [(full_ct, exps, z)], f, 1)
@@ -386,7 +386,7 @@ def _special_values(rng, fmt, n):
 @pytest.mark.parametrize("fmt", ["bf16", "fp16", "fp32"])
 @pytest.mark.parametrize("shape", [(0,), (1,), (7,), (33, 65), (3, 4, 5)])
 def test_compiled_split_equals_the_numpy_split(fmt, shape):
-    """``fastans.split_pairs`` (what ``compress`` uses) gives the golden split's pairs, dtypes included,
+    """``fastpairs.split_pairs`` (what ``compress`` uses) gives the golden split's pairs, dtypes included,
     and the exponent histogram whose last entry counts NaN/Inf; ``code_counts`` equals ``counts()``."""
     f = FLOATS[fmt]
     rng = np.random.default_rng(sum(shape) + f.total_bits)
@@ -397,21 +397,21 @@ def test_compiled_split_equals_the_numpy_split(fmt, shape):
         if bits.dtype != f.bits_dtype:
             bits = (bits >> np.uint32(32 - f.total_bits)).astype(f.bits_dtype) if f.total_bits < 32 else bits
         golden = f.split(bits)
-        fast, hist = fastans.split_pairs(f, bits)
+        fast, hist = fastpairs.split_pairs(f, bits)
         for a, b in ((golden.codes, fast.codes), (golden.extra, fast.extra), (golden.exponents, fast.exponents),
                      (golden.extra_bits_per_code, fast.extra_bits_per_code)):
             assert a.dtype == b.dtype and np.array_equal(a, b)
         assert fast.shape == golden.shape == tuple(shape)
         assert np.array_equal(f.join(fast), bits)
         assert int(hist.sum()) == n and int(hist[-1]) == int(np.count_nonzero(f.exponent_field(bits) == hist.size - 1))
-        assert np.array_equal(fastans.code_counts(fast), golden.counts())
+        assert np.array_equal(fastpairs.code_counts(fast), golden.counts())
 
 
 @pytest.mark.parametrize("codec", ["tans8", "rans16"])
 @pytest.mark.parametrize("fmt", ["bf16", "fp32"])
 @pytest.mark.parametrize("shifts", [False, True])
 def test_compiled_symbol_map_equals_to_symbols(codec, fmt, shifts):
-    """``fastans.map_symbols`` (escape symbols, row shifts) writes what ``CodeTable.to_symbols`` and the
+    """``fastpairs.map_symbols`` (escape symbols, row shifts) writes what ``CodeTable.to_symbols`` and the
     row shift of ``encode_tensors`` compute; a code outside the table is the project's error."""
     from ansforge.model.errors import ConfigError
     f, spec = FLOATS[fmt], parse_codec(codec)
@@ -431,11 +431,11 @@ def test_compiled_symbol_map_equals_to_symbols(codec, fmt, shifts):
     if shifts:
         x = (x.reshape(rows, per_row) >> z.astype(np.uint64)[:, None]).ravel()
     out_s, out_e = np.empty(s.size, np.uint8), np.empty(s.size, np.uint32)
-    assert fastans.map_symbols(ct, pairs, (z, per_row) if shifts else None, out_s, out_e)
+    assert fastpairs.map_symbols(ct, pairs, (z, per_row) if shifts else None, out_s, out_e)
     assert np.array_equal(out_s, s) and np.array_equal(out_e, x)
     bad = dataclasses.replace(pairs, codes=np.where(np.arange(pairs.codes.size) == 17, 200, pairs.codes).astype(np.uint8))
     with pytest.raises(ConfigError, match="code 200"):
-        fastans.map_symbols(ct, bad, None, out_s, out_e)
+        fastpairs.map_symbols(ct, bad, None, out_s, out_e)
 
 
 @pytest.mark.parametrize("codec", ["tans8", "rans16", "tans8x4"])
@@ -456,7 +456,7 @@ def test_compress_is_the_same_file_with_and_without_the_compiled_split(tmp_path,
                       lambda i, nm: [data[nm]])
     files = {}
     for name in ("native", "numba"):
-        with kernels(name):
+        with backend(name):
             compress_checkpoint(tmp_path / "m.safetensors", tmp_path / f"{name}.ansf", codec, checkpoint_interval=512)
         files[name] = (tmp_path / f"{name}.ansf").read_bytes()
     assert files["native"] == files["numba"]

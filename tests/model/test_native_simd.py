@@ -13,7 +13,7 @@ import contextlib
 import numpy as np
 import pytest
 
-from ansforge.model.coding import fastans, nativeans
+from ansforge.model.coding import fastans, fastpairs, nativeans
 from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.coding.stream import Run, StreamError
 from ansforge.model.dtypes.pairs import PAIR_FORMATS
@@ -79,7 +79,7 @@ def test_rans16_decode_every_level_equals_golden(codec, fmt):
     rng = np.random.default_rng(len(codec) * 11 + f.total_bits)
     tables, s, e, runs, cts, exps = random_stream(spec, rng, _sizes(rng), fmt)
     joins = [(ct, ex, 0) for ct, ex in zip(cts, exps)]
-    want_v = np.concatenate([fastans.join_values(ct, ex, f, s[a:a + r.count], e[a:a + r.count])
+    want_v = np.concatenate([fastpairs.join_values(ct, ex, f, s[a:a + r.count], e[a:a + r.count])
                              for ct, ex, r, a in zip(cts, exps, runs, np.cumsum([0] + [r.count for r in runs]))])
     for interval in (0, 2048, 1000, 333):
         g = spec.coder().encode(tables, runs, s, e, interval)
@@ -218,7 +218,7 @@ def test_tans_avx2_row_shifts():
     g = spec.coder().encode([t], [Run(0, n)], s, e, 1500)
     full_ct, _ = spec.tables(counts, f.extra_bits)
     exps = np.arange(6) + 100
-    want = fastans.join_values(full_ct, exps, f, s, e << np.uint64(z))
+    want = fastpairs.join_values(full_ct, exps, f, s, e << np.uint64(z))
     for lv in LEVELS:
         with level(lv):
             got = fastans.decode_values(spec, g.words, [t], [Run(0, n)], g.checkpoints, [(full_ct, exps, z)], f, 1)
@@ -242,7 +242,7 @@ def test_rans16_values_with_escapes_in_a_small_table(fmt):
     assert ct.escape_codes and t.freqs.size <= 32
     s, e = ct.to_symbols(common, extra)
     exps = np.sort(rng.choice(1 << f.exponent_bits, size=30, replace=False))
-    want = fastans.join_values(ct, exps, f, s, e)
+    want = fastpairs.join_values(ct, exps, f, s, e)
     g = spec.coder().encode([t], [Run(0, n)], s, e, 4096)
     for lv in LEVELS:
         with level(lv):
@@ -303,7 +303,7 @@ def test_tans_permute_kernel_escapes_shifts_and_runs(groups):
     for i in range(len(parts)):
         if zs[i] == 0:
             lo = sum(r.count for r in runs[:i])
-            want = fastans.join_values(parts[i][0], parts[i][4], f, parts[i][2], parts[i][3])
+            want = fastpairs.join_values(parts[i][0], parts[i][4], f, parts[i][2], parts[i][3])
             assert np.array_equal(v[lo:lo + runs[i].count], want)
     nones = 0
     for k in range(16):
