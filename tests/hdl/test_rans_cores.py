@@ -197,11 +197,12 @@ def test_containers_written_with_the_old_64_bit_state_still_decode(stories, tmp_
     """rans16 used S = 64 before the paper preset moved to S = 48: a container written that way
     records S in its codec record and still decodes, exactly, with S = 64."""
     import ansforge.model.coding.container as container
+    import ansforge.model.coding.container.write as writer
     from ansforge.model.llm.checkpoint import open_checkpoint
     from ansforge.model.coding.codecs import RansCodec
 
     old = RansCodec("rans16", RansParams(64, 32, 16))
-    monkeypatch.setattr(container, "parse_codec", lambda name: old)
+    monkeypatch.setattr(writer, "parse_codec", lambda name: old)
     path = tmp_path / "old.ansf"
     container.compress_checkpoint(stories, path, "rans16")
     monkeypatch.undo()

@@ -130,12 +130,12 @@ def _killed(*args):
 
 
 def test_a_killed_coding_process_is_one_line_and_nothing_is_left(tmp_path, capsys, monkeypatch):
-    import ansforge.model.coding.container as container
+    import ansforge.model.coding.container.write as writer
 
     rng = np.random.default_rng(6)
     t = {f"w{k}": (rng.standard_normal((30, 40)) * 0.02).astype(np.float32) for k in range(4)}
     src = _write(tmp_path / "m.safetensors", t)
-    monkeypatch.setattr(container, "compress_tensor", _killed)
+    monkeypatch.setattr(writer, "compress_tensor", _killed)
     assert main(["compress", "--model", str(src), "-o", str(tmp_path / "c.ansf"), "--threads", "2", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "a coding process was killed" in err[0] and "--threads 1" in err[0], err
