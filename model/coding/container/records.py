@@ -25,7 +25,7 @@ from ...dtypes.quantized import FP8_FORMATS, Q4_0_BLOCK, Q4_0_BLOCK_BYTES, Q4_0_
 from ..stream import Checkpoint, Run
 
 #: Codecs ansforge wrote before, which it still reads: the legacy names of the codec registry
-#: (:mod:`.registry`): ``rans16-s64w32``, rans16 coded with a 64-bit state until the paper preset moved to
+#: (:mod:`..registry`): ``rans16-s64w32``, rans16 coded with a 64-bit state until the paper preset moved to
 #: S = 48 (one-DSP decoder multiply, docs/bitstream.md), and ``rans16xN-s48w32``, rans16xN with S = 48,
 #: W = 32 until it moved to S = 32, W = 16 (the ``interleaved`` preset). Their codec records keep the names
 #: ``rans16`` / ``rans16xN`` and carry S and W, so such a stream decodes exactly as it was written.
@@ -37,9 +37,9 @@ VERSION = 4
 #: order and did not give a word split by a tANS checkpoint to both blocks; version 2 uses
 #: :func:`~ansforge.model.coding.stream.block_ranges` and :func:`~ansforge.model.coding.stream.block_crc`
 #: (decoding order), which a decoder core checks as the words arrive.
-#: Version 3 adds a tensor's optional ``row_shifts`` (:func:`row_shifts`); files without them are written
+#: Version 3 adds a tensor's optional ``row_shifts`` (:func:`~.encode.row_shifts`); files without them are written
 #: as version 2. Version 4 adds a matrix's optional ``context`` record (plan, selects and table sets,
-#: :mod:`.context`); only files that hold one are written as version 4.
+#: :mod:`..context`); only files that hold one are written as version 4.
 #: Version 5 adds codecs of ``N > 1`` interleaved states (a codec record's ``states``, checkpoints whose
 #: state is a list of ``N`` states, ``docs/bitstream.md`` §8); a file is written as version 5 only when
 #: one of its streams has ``N > 1``, so single-state files keep their version and their bytes. A file
@@ -118,7 +118,7 @@ class CodedTensor:
     table: object
     first_pair: int = 0
     ideal_bits: float = 0.0
-    row_shifts: list | None = None  #: ``[[rows, z], ...]`` (see :func:`row_shifts`), None when not used
+    row_shifts: list | None = None  #: ``[[rows, z], ...]`` (see :func:`~.encode.row_shifts`), None when not used
     context: ContextPlan | None = None  #: the matrix's context plan (its ``pairs`` are the folded ones)
     set_tables: list | None = None      #: with ``context``: one coder table per table set
 
