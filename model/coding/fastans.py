@@ -35,6 +35,7 @@ from .kernels import NATIVE_OUT, default_threads, nativeans, native, numba, numb
 
 __all__ = ["supported", "encode", "decode", "decode_segments", "decode_values", "PreparedTables"]
 
+
 def supported(spec) -> bool:
     """Whether ``spec`` (a :class:`~ansforge.model.coding.codecs.Codec`) runs on the compiled kernels
     (tANS tables whose fields are too wide for a 64-bit buffer fall back per stream, see the module)."""

@@ -49,13 +49,14 @@ The package, a module per concern:
     the threads and processes the coders run on.
 """
 
+from ..stream import BLOCK_PAIRS
 from .encode import encode_tensors, row_shifts
 from .read import Container, open_container
-from ..stream import BLOCK_PAIRS
 from .records import (DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_CODEC, DEFAULT_LAYOUT, FORMATS, FP8_SCALE_SUFFIX, LAYOUTS,
                       LEGACY_CODECS, MAGIC, PUBLISHED_FP8_SAVING, VERSION, VERSION_BLOCKS, VERSION_SPREADS,
                       VERSION_STATES, CodedTensor, ContainerError, ContainerStream, format_lines, format_sizes)
 from .write import CompressTask, compress_checkpoint, compress_tensor
+
 
 __all__ = ["ContainerError", "CodedTensor", "encode_tensors", "compress_checkpoint", "compress_tensor", "CompressTask",
            "Container", "ContainerStream", "open_container", "DEFAULT_CHECKPOINT_INTERVAL", "MAGIC", "VERSION",

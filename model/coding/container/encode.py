@@ -19,6 +19,7 @@ from ..stream import Block, Run, block_crc, block_spans, clip_runs, word_dtype
 from .pools import process_map, thread_map
 from .records import CodedStream, CodedTensor, DEFAULT_CHECKPOINT_INTERVAL
 
+
 #: Bits a row-shift run costs in the record (JSON ``[rows,z],``), charged when deciding to use them.
 _SHIFT_RUN_BITS = 8 * 12
 

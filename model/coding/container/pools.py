@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-
 from ...errors import AnsforgeError
+
 
 def thread_map(fn: Callable, items: Sequence, threads: int) -> list:
     """``[fn(x) for x in items]``, on ``threads`` threads when more than one (NumPy and the compiled

@@ -24,6 +24,7 @@ from .records import ContainerStream, FP8_SCALE_SUFFIX, RAW_NUMPY, record_crc
 
 from .parse import ContainerRecords
 
+
 #: At most this many pairs of a version-6 stream are decoded to values in one native call (with their
 #: blocks side by side): 2^24 bf16 values are 32 MiB held at once.
 VALUES_GROUP_PAIRS = 1 << 24

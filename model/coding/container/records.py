@@ -24,6 +24,7 @@ from ...dtypes.pairs import PAIR_FORMATS, CodingPairs
 from ...dtypes.quantized import FP8_FORMATS, Q4_0_BLOCK, Q4_0_BLOCK_BYTES, Q4_0_SCALES, Q4_0_VALUES
 from ..stream import Checkpoint, Run
 
+
 #: Codecs ansforge wrote before, which it still reads: the legacy names of the codec registry
 #: (:mod:`..registry`): ``rans16-s64w32``, rans16 coded with a 64-bit state until the paper preset moved to
 #: S = 48 (one-DSP decoder multiply, docs/bitstream.md), and ``rans16xN-s48w32``, rans16xN with S = 48,

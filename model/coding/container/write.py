@@ -35,6 +35,7 @@ from .records import (CodedStream, CodedTensor, DEFAULT_CHECKPOINT_INTERVAL, DEF
                       HEADER, LAYOUTS, MAGIC, MAX_PAIRS, Q4_0_SCALES_SUFFIX, RAW_BLOCK_BYTES, STORAGE, VERSION,
                       VERSION_BLOCKS, VERSION_SPREADS, VERSION_STATES, format_sizes, hf_config_text, record_crc)
 
+
 #: Checkpoint dtypes whose values split into pairs as they are (no conversion).
 _NATIVE = {"F32": "fp32", "F16": "fp16", "BF16": "bf16"}
 

@@ -42,6 +42,7 @@ from .reader import open_checkpoint
 from .safetensors_file import SafetensorsCheckpoint, write_safetensors
 from .sharded import CONFIG_NAME, INDEX_NAME, Shard, ShardedCheckpoint, layout_plan, shard_name, write_sharded
 
+
 __all__ = [
     "SUPPORTED_DTYPES",
     "ITEMSIZE",

@@ -17,7 +17,6 @@ import numpy as np
 from ...errors import CheckpointError
 
 
-
 #: Floating-point storage types the readers accept, with their NumPy storage dtype.
 SUPPORTED_DTYPES: dict[str, np.dtype] = {
     "F32": np.dtype("<f4"),

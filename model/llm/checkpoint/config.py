@@ -13,7 +13,6 @@ import numpy as np
 from ...errors import ConfigError
 
 
-
 @dataclass(frozen=True)
 class LlamaConfig:
     """Shape and constants of a llama (llama2.c's ``Config``, plus the two constants it hard-codes).
