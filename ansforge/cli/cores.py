@@ -625,7 +625,7 @@ def resources(args: argparse.Namespace) -> int:
 
 #: ``prove --property``'s names (``sim/formal/`` ``ALL_PROPERTIES``; spelled out here so that parsing the
 #: command line does not import the harnesses; ``tests/sim/test_formal.py`` checks the two agree).
-PROVE_PROPERTIES = ("stream_rules", "out_of_reset", "progress", "round_trip", "detection", "encoder_step",
+PROVE_PROPERTIES = ("stream_rules", "out_of_reset", "progress", "commands", "round_trip", "detection", "encoder_step",
                     "decoder_step", "window_queue", "decoder_pipeline", "encoder_counts", "decoder_counts",
                     "encoder_pipeline", "composition")
 
@@ -647,6 +647,9 @@ def _prove_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--property", action="append", default=None, metavar="NAME",
                    choices=PROVE_PROPERTIES,
                    help="only this property (repeatable; with --mutants, only the mutants it is meant to catch)")
+    p.add_argument("--properties", default="all", choices=["all", "representative"], metavar="SET",
+                   help="all of each build's properties (the default), or representative (CI's set: all but "
+                        "commands, which takes minutes per rANS build; bench --only prove runs them all)")
     p.add_argument("--mutants", nargs="?", const="all", default=None, choices=["all", "representative"],
                    metavar="SET",
                    help="also check that the mutants of the cores are caught: all of them (the default), or "
@@ -690,8 +693,8 @@ def _prove_core(args: argparse.Namespace) -> str:
 
 @verb("prove", _prove_arguments,
       help="formal proofs of the cores' properties with SymbiYosys (and mutants that fail them)",
-      description="Prove each core's port properties (stream rules, out of reset, progress, round trip, "
-                  "detection) with Amaranth Assert/Assume, yowasp-sby and z3, on small programmable "
+      description="Prove each core's port properties (stream rules, out of reset, progress, commands, round "
+                  "trip, detection) with Amaranth Assert/Assume, yowasp-sby and z3, on small programmable "
                   "builds of the cores; with --mutants, show that a deliberately broken core fails "
                   "one of them. Exit status 1 if a property fails or a mutant is not caught.",
       json="also write the results as JSON", force="replace an existing JSON file", outputs={"vcd": "vcd"})
@@ -715,7 +718,8 @@ def prove(args: argparse.Namespace) -> int:
     try:
         with staged(args, args.vcd, kind="vcd") if args.vcd is not None else _nothing() as vcd_dir:
             rep = run_proofs(cores, depth=args.depth, mutants=args.mutants, vcd_dir=vcd_dir, jobs=args.threads,
-                             progress=show, properties=args.property, table=args.table)
+                             progress=show, properties=args.property, table=args.table,
+                             representative=args.properties == "representative")
     except FormalToolMissing as exc:
         raise UsageError(str(exc)) from None
     print(rep.format_text())

@@ -24,6 +24,11 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     As above without resets, then from any clock the environment offers every input and takes every
     output; within :data:`PROGRESS_CLOCKS` clocks a command, a word or a pair moves. The decoders
     hold a pinned legal table (the rANS symbol search ends only on a legal one). Bounded.
+``commands``
+    As ``stream_rules`` (every input free, resets in any clock): the contract's ``commands`` clause,
+    ``done`` once per accepted command, in order, after exactly its ``count`` pairs and (decoders) its
+    ``words``, with the ledger's counts saturated above the run's clocks (exact for the run). Bounded,
+    ``sat`` runner; CI's run (``representative=True``) leaves it out for time.
 ``round_trip``
     Encoder then decoder holding the same legal table (with ``table="arbitrary"`` any legal one:
     rANS :class:`LegalTable`, ``AnyConst`` restricted by ``Assume``; tANS :class:`LocalTansTable`,

@@ -18,7 +18,7 @@ Clauses (:data:`CLAUSES`; a harness may check a subset, for the solver's sake):
 ``out_of_reset``
     The clock after a reset holds no output ``valid`` and no ``done``; from power-on nothing comes out
     and no ``done`` comes until a command has been accepted.
-``commands`` (in simulation only, for now: ``docs/formal.md`` measures why)
+``commands`` (formally bounded on every build, with saturated counts: below)
     ``done`` is one clock per accepted command, in order, never without a command in flight; the pairs
     (decoder: leaving ``o``; encoder: entering ``i``) are the commands' ``count``, each command's before
     its ``done`` (a decoder may end a command early only with an error status); a decoder reads exactly
@@ -33,12 +33,21 @@ What the contract cannot say from the ports alone is the golden model's: which p
 (the simulation jobs' bit-exact checks and the formal round trips and lemma chains).
 
 Widths. The ledger of commands in flight is a ring of :attr:`CoreContract.depth` commands (more in
-flight is itself a violation of ``commands``); counts are as wide as the core's ``cmd.count``.
+flight is itself a violation of ``commands``); counts are as wide as the core's ``cmd.count``, or, for a
+bounded proof, saturated at :attr:`CoreContract.count_cap` (below).
+
+Saturated counts. A run of ``n`` clocks moves at most ``n`` pairs and ``n`` words, so a command whose count
+is at least ``count_cap > n`` is not filled within the run whatever its exact count: the ledger may hold
+``min(count, count_cap)`` in ``bits_for(count_cap)`` bits and give the same verdicts. The contract then
+assumes fewer than ``count_cap`` moves on each port since power-on, which no run of fewer clocks can
+break: the narrow ledger is exact for every trace a run of that length has, and a longer run would
+only be cut short, never pass a violation. The core's own counters stay at full width.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Assert, Cat, Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
+from amaranth.hdl import Array, Assert, Assume, Cat, Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
+from amaranth.utils import bits_for
 from amaranth.lib.wiring import In
 
 from ...hdl.common import DecodeStatus
@@ -174,10 +183,18 @@ class CoreContract(Elaboratable):
         The ``commands`` ledger's ring: at most ``depth - 2`` commands in flight besides one whose ``done``
         comes in this clock (a power of two; the cores' shells hold two or three: one running, one taken
         while it ends, and a decoder's report waiting).
+    count_cap : int or None
+        For a bounded proof of fewer than ``count_cap`` clocks (``2**k - 1``): the ledger holds counts and
+        words saturated at it, and the contract assumes fewer than ``count_cap`` pairs and words moved
+        (the module docstring's "Saturated counts"). ``None``: full width (simulation, unbounded runs).
+    latch : callable or None
+        A formal harness's latched check (``latch(enable, test, message)``, :meth:`~.benches.Bench.check`),
+        through which the ``commands`` clause asserts, so that a counterexample's report names the
+        clock and the clause that failed (the ``sat`` runner reads both from latched checks).
     """
 
     def __init__(self, core, *, role: str | None = None, clauses=CLAUSES, rst=None, progress_clocks: int | None = None,
-                 depth: int = 8, sampled: bool = False):
+                 depth: int = 8, sampled: bool = False, count_cap: int | None = None, latch=None):
         self._MustUse__silence = True           # a refused contract is no unused elaboratable
         role = role or role_of(core)
         if role not in ("decoder", "encoder"):
@@ -187,18 +204,24 @@ class CoreContract(Elaboratable):
             raise ValueError(f"clauses must be among {', '.join(CLAUSES)}, not {sorted(unknown)}")
         if depth < 2 or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two of at least 2, not {depth!r}")
+        if count_cap is not None and (count_cap < 2 or count_cap & (count_cap + 1)):
+            raise ValueError(f"count_cap must be 2**k - 1 of at least 3, not {count_cap!r}")
         self._MustUse__silence = False
         self.core, self.role, self.clauses, self.rst, self.depth = core, role, tuple(clauses), rst, depth
-        self.sampled = sampled
+        self.sampled, self.count_cap, self.latch = sampled, count_cap, latch
         self.progress_clocks = progress_bound(core) if progress_clocks is None else progress_clocks
         #: ``(test, what)`` of each ``Cover`` the clauses state (after :meth:`build`): a harness latches
         #: them, to show that its environment reaches what the clauses speak of.
         self.covers: list[tuple[Value, str]] = []
         self._module = None
 
-    def _check(self, m: Module, test, message: str) -> None:
+    def _check(self, m: Module, test, message: str, *, latched: bool = False) -> None:
         # Sampled at the clock edge in simulation (a testbench's writes within a clock are no state
         # of the design); every step of the trace formally (the same values: the settled clock).
+        # ``latched``: a check at the module's top level, which a harness's ``latch`` may take.
+        if latched and self.latch is not None:
+            self.latch(1, test, message)
+            return
         domain = m.d.sync if self.sampled else m.d.comb
         domain += Assert(test, message, src_loc_at=1)
 
@@ -266,6 +289,27 @@ class CoreContract(Elaboratable):
                 self.covers.append((eager & p_eager & transfer_of(port), f"{name}: a transfer with inputs offered, outputs taken"))
         return m
 
+    def _amount_bits(self, width: int) -> int:
+        return width if self.count_cap is None else min(width, bits_for(self.count_cap))
+
+    def _capped(self, amount) -> Value:
+        """``amount``, saturated at :attr:`count_cap` where there is one."""
+        if self.count_cap is None:
+            return amount
+        return Mux(amount >= self.count_cap, self.count_cap, amount)
+
+    def _counted(self, m: Module, name: str, move) -> Value:
+        """``move``; with a :attr:`count_cap`, fewer than ``count_cap`` of them assumed since power-on, this
+        clock's included (never binding in a run of fewer clocks, which is what makes the saturated
+        ledger exact)."""
+        if self.count_cap is None:
+            return move
+        moved = Signal(range(self.count_cap), name=f"{name}_moved", reset_less=True)
+        # This clock's move counted too: a ledger slot then never reaches the cap it saturates at.
+        m.d.comb += Assume(moved + move < self.count_cap)
+        m.d.sync += moved.eq(moved + move)
+        return move
+
     def _commands(self, m: Module, rst) -> None:
         core, depth = self.core, self.depth
         decoder = self.role == "decoder"
@@ -277,9 +321,10 @@ class CoreContract(Elaboratable):
         oldest = Signal(range(depth), name="cmd_oldest", reset_less=True)
         in_flight = Signal(range(depth + 1), name="cmd_in_flight", reset_less=True)
         done = core.done & ~rst
-        self._check(m, ~done | (in_flight != 0), "done with no command in flight")
+        self._check(m, ~done | (in_flight != 0), "done with no command in flight", latched=True)
         # (Counted before this clock's ``done`` retires one: the ring then never wraps onto its oldest.)
-        self._check(m, in_flight + accepted <= depth - 1, f"more than {depth - 2} commands in flight besides one ending")
+        self._check(m, in_flight + accepted <= depth - 1, f"more than {depth - 2} commands in flight besides one ending",
+                    latched=True)
         with m.If(rst):
             m.d.sync += [tail.eq(0), oldest.eq(0), in_flight.eq(0)]
         with m.Else():
@@ -289,20 +334,22 @@ class CoreContract(Elaboratable):
 
         pairs = core.o if decoder else core.i
         ok = (core.status == DecodeStatus.OK) if decoder else Const(1)
-        ledger = _Ledger(m, "pairs", depth, width)
-        over, filled = ledger.run(rst, accepted, cmd.p.count, tail, oldest, transfer_of(pairs) & ~rst,
+        ledger = _Ledger(m, "pairs", depth, self._amount_bits(width))
+        over, filled = ledger.run(rst, accepted, self._capped(cmd.p.count), tail, oldest,
+                                  self._counted(m, "pairs", transfer_of(pairs) & ~rst),
                                   end_early=(done & ~ok) if decoder else None)
-        self._check(m, ~over, "a pair beyond the commands' counts")
-        self._check(m, ~done | ~ok | filled, "done (OK) before the command's count of pairs")
+        self._check(m, ~over, "a pair beyond the commands' counts", latched=True)
+        self._check(m, ~done | ~ok | filled, "done (OK) before the command's count of pairs", latched=True)
 
         if decoder:
             # ``words`` counts stream words; a port of two stream words takes them two by two.
             per_port = max(1, len(core.i.p.data) // core.codec.word_bits)
             port_words = cmd.p.words if per_port == 1 else (cmd.p.words + per_port - 1) // per_port
-            words = _Ledger(m, "words", depth, len(cmd.p.words))
-            over_w, filled_w = words.run(rst, accepted, port_words, tail, oldest, transfer_of(core.i) & ~rst)
-            self._check(m, ~over_w, "a word beyond the commands' words")
-            self._check(m, ~done | filled_w, "done before the command's words were read")
+            words = _Ledger(m, "words", depth, self._amount_bits(len(cmd.p.words)))
+            over_w, filled_w = words.run(rst, accepted, self._capped(port_words), tail, oldest,
+                                         self._counted(m, "words", transfer_of(core.i) & ~rst))
+            self._check(m, ~over_w, "a word beyond the commands' words", latched=True)
+            self._check(m, ~done | filled_w, "done before the command's words were read", latched=True)
         else:
             # A command's words end with one word marked ``last``, before its ``done``. A stream may be
             # empty (the solver found a one-pair command of the one-state rANS encoder that writes no
@@ -311,8 +358,8 @@ class CoreContract(Elaboratable):
             unended = Signal(name="words_unended", reset_less=True)     # words out since the last ``last``
             word = transfer_of(core.o) & ~rst
             last = word & core.o.p.last
-            self._check(m, ~last | (lasts < in_flight), "a word marked last beyond the commands in flight")
-            self._check(m, ~done | ~unended | last, "done with the command's words not ended by a last word")
+            self._check(m, ~last | (lasts < in_flight), "a word marked last beyond the commands in flight", latched=True)
+            self._check(m, ~done | ~unended | last, "done with the command's words not ended by a last word", latched=True)
             with m.If(rst):
                 m.d.sync += [lasts.eq(0), unended.eq(0)]
             with m.Else():

@@ -230,6 +230,12 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "decodes from wrong states", "round_trip",
            (Edit(lambda b, v, n: _op(v, "+") and _const(v.operands[1], len(b.rstate)),
                  lambda b, v, n: v.operands[0] + (len(b.rstate) - 1), into="in_pos"),)),
+    Mutant("tans_xn_dec_count_short", "tans-decoder-x2", "shell:DecoderShell",
+           "hdl/shell.py DecoderShell: rem_zero is set as the pair before the last is counted (remaining == 2)",
+           "an off-by-one in the pair count: a command of n > 1 pairs ends after n - 1 and reports done, one of "
+           "1 pair runs on past its count", "commands",
+           (Edit(lambda b, v, n: _op(v, "==") and _named(v.operands[0], "remaining") and _const(v.operands[1], 1),
+                 lambda b, v, n: v.operands[0] == 2, into="rem_zero"),)),
     # tANS encoder, interleaved states, at N = 2
     Mutant("tans_xn_enc_valid_pulse", "tans-encoder-x2", "tans.packer:WordPacker",
            "hdl/tans/packer.py WordPacker: If(o.ready) clearing o.valid becomes If(1)",
@@ -267,9 +273,10 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
 
 
 #: The mutants CI checks (``ansforge prove --mutants representative``): at least one per build of
-#: :data:`~.params.CORES`, and together one caught by each kind of property (stream rules, out of reset,
-#: progress, the round trip through the ``sat`` runner, detection, a composition lemma), the cheapest of
-#: their kind; ``ansforge bench --only prove`` checks the whole catalogue.
+#: :data:`~.params.CORES`, and together one caught by each kind of property CI's run proves (stream rules,
+#: out of reset, progress, the round trip through the ``sat`` runner, detection, a composition lemma;
+#: ``commands``'s mutant is caught in its own test), the cheapest of their kind; ``ansforge bench --only
+#: prove`` checks the whole catalogue.
 REPRESENTATIVE = ("tans_dec_table_bit", "tans_dec_state_msb", "tans_dec_window_clear", "tans_enc_valid_pulse",
                   "rans_dec_last_word",
                   "rans_enc_reset_less", "tans_xn_dec_head_bit", "tans_xn_enc_flush_lane", "rans_xn_dec_last_word",

@@ -19,10 +19,12 @@ from .benches import Bench, LegalTable, LocalTansTable, free_core, streams_of, t
 from .contract import CoreContract
 
 
-def _contract(b: Bench, dut, core_name: str, clause: str) -> CoreContract:
+def _contract(b: Bench, dut, core_name: str, clause: str, count_cap: int | None = None) -> CoreContract:
     """``clause`` of the core's role's contract (:class:`~.contract.CoreContract`, the one the simulations
-    run), asserted in the harness, its covers latched by the bench."""
-    c = CoreContract(dut, role=core_build(core_name).role, clauses=(clause,), progress_clocks=PROGRESS_CLOCKS[core_name])
+    run), asserted in the harness (``commands`` through the bench's latched checks), its covers latched
+    by the bench."""
+    c = CoreContract(dut, role=core_build(core_name).role, clauses=(clause,), progress_clocks=PROGRESS_CLOCKS[core_name],
+                     count_cap=count_cap, latch=b.check)
     c.build()
     b.m.submodules.contract = c
     for test, what in c.covers:
@@ -51,6 +53,16 @@ def out_of_reset_bench(core_name: str, mutant: str | None) -> Bench:
     # command: round_trip, detection).
     b, dut, outs = free_core(core_name, mutant)
     _contract(b, dut, core_name, "out_of_reset")
+    return b
+
+
+def commands_bench(core_name: str, mutant: str | None, depth: int) -> Bench:
+    # Commands of any count and words, back to back or not, resets in any clock: ``done`` once per
+    # command, in order, after exactly its pairs (and, for a decoder, its words). The ledger's counts
+    # are saturated above the run's ``depth`` clocks, which is exact for the run (contract.py,
+    # "Saturated counts"): narrow registers where the core's counters are 20 to 32 bits.
+    b, dut, outs = free_core(core_name, mutant, pinned=core_name == "rans-encoder")
+    _contract(b, dut, core_name, "commands", count_cap=(1 << _bits(depth + 1)) - 1)
     return b
 
 

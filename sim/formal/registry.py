@@ -10,7 +10,7 @@ from .params import (CORES, INTERLEAVED_CORES, DEFAULT_DEPTH, DETECTION_CLOCKS, 
                      data_table_clocks, properties_of, round_trip_clocks, table_write_clocks)
 from .benches import Bench
 from .mutants import check_mutant, mutate
-from .properties import (detection_bench, out_of_reset_bench, progress_bench, round_trip_bench,
+from .properties import (commands_bench, detection_bench, out_of_reset_bench, progress_bench, round_trip_bench,
                          round_trip_interleaved_bench, stream_rules_bench)
 from .lemmas_rans import rans_decoder_step_bench, rans_encoder_step_bench
 from .lemmas_tans import (decoder_counts_bench, decoder_step_bench, encoder_counts_bench, encoder_step_bench,
@@ -21,14 +21,16 @@ _LEMMAS = {"composition": composition_bench, "window_queue": window_queue_bench,
            "encoder_pipeline": encoder_pipeline_bench, "decoder_pipeline": decoder_pipeline_bench}
 
 
-def harness(core: str, prop: str, mutant: str | None = None, table: str = "pinned") -> tuple[Fragment, Signal]:
+def harness(core: str, prop: str, mutant: str | None = None, table: str = "pinned",
+            depth: int | None = None) -> tuple[Fragment, Signal]:
     """The harness of ``prop`` on ``core`` as a fragment (with ``mutant``'s edits made, :func:`~.mutants.mutate`;
-    ``table``, one of :data:`TABLES`, for the round trip) and its clock port."""
-    b = build_bench(core, prop, mutant, table)
+    ``table``, one of :data:`TABLES`, for the round trip; ``depth``, the clocks it runs for, where the
+    harness depends on it: ``commands``) and its clock port."""
+    b = build_bench(core, prop, mutant, table, depth)
     return mutate(Fragment.get(b.m, b.platform), mutant), b.cd.clk
 
 
-def build_bench(core: str, prop: str, mutant: str | None, table: str = "pinned") -> Bench:
+def build_bench(core: str, prop: str, mutant: str | None, table: str = "pinned", depth: int | None = None) -> Bench:
     if core not in CORES:
         raise ValueError(f"core must be one of {', '.join(CORES)}, not {core!r}")
     if prop not in properties_of(core, "arbitrary"):
@@ -42,6 +44,8 @@ def build_bench(core: str, prop: str, mutant: str | None, table: str = "pinned")
         b = rans_encoder_step_bench(mutant) if family == "rans" else encoder_step_bench(family, mutant, table)
     elif prop == "decoder_step":
         b = rans_decoder_step_bench(mutant) if family == "rans" else decoder_step_bench(family, mutant, table)
+    elif prop == "commands":
+        b = commands_bench(core, mutant, default_depth(core, prop, mutant, table) if depth is None else depth)
     elif prop in _BUILDERS:
         b = _BUILDERS[prop](core, mutant)
     elif prop == "round_trip" and core in INTERLEAVED_CORES:

@@ -228,11 +228,12 @@ def _record_trace(vcd: Path, b: Bench, result: PropertyResult, trace: Path | Non
 
 
 def run_sat(root: Path, b: Bench, depth: int, timeout: float, result: PropertyResult, *, trace: Path | None,
-         cover: bool, mutant: bool = False) -> None:
+         cover: bool, mutant: bool = False, cover_depth: int | None = None) -> None:
     """The ``sat`` runner: every ``Assert`` of the harness in every clock 1..``depth`` (UNSAT: status
     ``bounded``); on a failure, yosys's own solver is asked again for the counterexample's trace
     (``-dump_vcd``), which gives the clock of failure and the VCD; with ``cover``, one problem per
-    ``Cover`` (:meth:`Bench.cover` latches it) asks for a trace that reaches it. A ``mutant``'s run
+    ``Cover`` (:meth:`Bench.cover` latches it) asks for a trace that reaches it, within ``cover_depth``
+    clocks (default ``depth``). A ``mutant``'s run
     (expected to fail) asks yosys's own solver first (:func:`_minisat_first`)."""
     if mutant and _minisat_first(root, b, depth, result, trace):
         return
@@ -256,7 +257,8 @@ def run_sat(root: Path, b: Bench, depth: int, timeout: float, result: PropertyRe
             result.detail = "yosys sat gave no trace of the counterexample"
     if cover and result.status == "bounded":
         t1 = time.perf_counter()
-        reached = sum(bool(_cadical(root, f"-set-at {depth} covered_{i} 1", depth, timeout))
+        reach = depth if cover_depth is None else cover_depth
+        reached = sum(bool(_cadical(root, f"-set-at {reach} covered_{i} 1", reach, timeout))
                       for i in range(len(b.covers)))
         result.covers = f"{reached}/{len(b.covers)}"
         result.covered = reached == len(b.covers) > 0

@@ -36,7 +36,8 @@ CI_DEPTH = 10
 
 @dataclass
 class CiRun:
-    """CI's ``ansforge prove --all --mutants representative --depth 10 --table pinned --json --vcd`` run."""
+    """CI's ``ansforge prove --all --properties representative --mutants representative --depth 10 --table pinned
+    --json --vcd`` run."""
 
     rc: int
     text: str                       # its standard output
@@ -67,7 +68,8 @@ def ci_run(tmp_path_factory) -> CiRun:
     text = io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(text):
         mp.setattr(runner, "run_property", recording)
-        rc = main(["prove", "--all", "--mutants", "representative", "--depth", str(CI_DEPTH), "--table", "pinned", "--json", str(out),
+        rc = main(["prove", "--all", "--properties", "representative", "--mutants", "representative", "--depth",
+                   str(CI_DEPTH), "--table", "pinned", "--json", str(out),
                    "--vcd", str(vcd)])
     return CiRun(rc, text.getvalue(), json.loads(out.read_text()), vcd, runs)
 
@@ -140,7 +142,7 @@ def test_interleaved_builds_are_the_interleaved_coders(ci_run):
         # The core's coder class: the shipped interleaved datapath.
         assert (getattr(built, "_coder_cls", None) or type(built.coder)) is coder, core
         # (the tANS pair also has a round trip on a baked table: test_interleaved_round_trip below)
-        assert properties_of(core) == ("stream_rules", "out_of_reset", "progress") + (
+        assert properties_of(core) == ("stream_rules", "out_of_reset", "progress", "commands") + (
             ("round_trip",) if core.startswith("tans") else ())
         rtlil.convert(built)          # elaborated: no UnusedElaboratable
         for m in (v for v in MUTANTS.values() if v.core == core):
@@ -178,6 +180,21 @@ def test_interleaved_round_trip(ci_run):
         bad = ci_run.run(core, "round_trip", mutant)
         assert bad.status == "failed" and bad.step is not None, (mutant, bad)
         assert bad.assertion and f'"{bad.assertion}"' in source, bad
+
+
+def test_commands_is_bounded_and_catches_an_off_by_one_count():
+    """The ``commands`` clause, proved (bounded) on the shipped tANS datapath: the contract every simulation
+    asserts, formally, with counts and words free (the ledger saturated above the run's clocks, which is
+    exact for the run) and every cover reached; and an off-by-one in the shell's pair count is caught with
+    its clock and clause. (CI's prove run leaves ``commands`` out for time; ``bench --only prove`` runs it
+    on every build.)"""
+    assert fparams.NOT_REPRESENTATIVE == ("commands",)
+    assert all("commands" in properties_of(core) for core in CORES)
+    r = run_property("tans-decoder-x2", "commands", depth=CI_DEPTH, cover=True)
+    assert (r.status, r.engine, r.covered) == ("bounded", "sat", True), r
+    bad = run_property("tans-decoder-x2", "commands", depth=CI_DEPTH, mutant="tans_xn_dec_count_short")
+    assert bad.status == "failed" and bad.assertion == "a pair beyond the commands' counts" and bad.step, bad
+    assert MUTANTS["tans_xn_dec_count_short"].expected == "commands"
 
 
 def test_bad_mutant_names_are_refused():
@@ -231,7 +248,9 @@ def test_prove_all_with_mutants(ci_run):
     assert rc == 0, text
     assert [c["core"] for c in doc["cores"]] == list(CORES)
     for c in doc["cores"]:
-        assert [p["name"] for p in c["properties"]] == list(properties_of(c["core"]))
+        # (every property but ``commands``: test_commands_is_bounded_and_catches_an_off_by_one_count)
+        assert [p["name"] for p in c["properties"]] == [p for p in properties_of(c["core"])
+                                                         if p not in fparams.NOT_REPRESENTATIVE]
         for p in c["properties"]:
             assert p["status"] in ("proved", "bounded"), (c["core"], p)
             # (A lemma proved by k-induction closes at its own length: unbounded whatever the depth.)
