@@ -649,7 +649,7 @@ def _prove_arguments(p: argparse.ArgumentParser) -> None:
                    help="only this property (repeatable; with --mutants, only the mutants it is meant to catch)")
     p.add_argument("--properties", default="all", choices=["all", "representative"], metavar="SET",
                    help="all of each build's properties (the default), or representative (CI's set: all but "
-                        "commands, which takes minutes per rANS build; bench --only prove runs them all)")
+                        "commands, about six minutes over the eight builds; bench --only prove runs them all)")
     p.add_argument("--mutants", nargs="?", const="all", default=None, choices=["all", "representative"],
                    metavar="SET",
                    help="also check that the mutants of the cores are caught: all of them (the default), or "
