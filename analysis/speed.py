@@ -579,11 +579,11 @@ def fuzz_section(cases: int = 10_000) -> list[str]:
 
 def software_section(path: str, cli_reps: int = 5, fuzz_cases: int = 10_000) -> list[str]:
     """BENCHMARKS.md's software-path section (the one-tensor coder speeds are the ``coders`` section)."""
-    from ..model.coding import kernels as compiled
-    kernels = "native (C extension nativeans)" if compiled.backend() == "native" else \
+    from ..model.coding import kernels
+    in_use = "native (C extension nativeans)" if kernels.backend() == "native" else \
         f"numba {package_version('numba')} (the native extension is not built here)"
     md = ["## Software path: whole files against peers, fuzzing", "",
-          f"Compiled kernels: {kernels}; ZipNN: {package_version('zipnn') or 'not installed (pip install ansforge[peers])'}. "
+          f"Compiled kernels: {in_use}; ZipNN: {package_version('zipnn') or 'not installed (pip install ansforge[peers])'}. "
           f"Measured on a machine shared with other jobs (load average {os.getloadavg()[0]:.1f}): CPU times are "
           "the processes' own, wall times include waiting.", ""]
     md += model_section(path, cli_reps)

@@ -298,17 +298,16 @@ class CoreContract(Elaboratable):
             return amount
         return Mux(amount >= self.count_cap, self.count_cap, amount)
 
-    def _counted(self, m: Module, name: str, move) -> Value:
-        """``move``; with a :attr:`count_cap`, fewer than ``count_cap`` of them assumed since power-on, this
+    def _bound_moves(self, m: Module, name: str, move) -> None:
+        """With a :attr:`count_cap`: fewer than ``count_cap`` ``move`` clocks assumed since power-on, this
         clock's included (never binding in a run of fewer clocks, which is what makes the saturated
-        ledger exact)."""
+        ledger exact). Without one, nothing."""
         if self.count_cap is None:
-            return move
+            return
         moved = Signal(range(self.count_cap), name=f"{name}_moved", reset_less=True)
         # This clock's move counted too: a ledger slot then never reaches the cap it saturates at.
         m.d.comb += Assume(moved + move < self.count_cap)
         m.d.sync += moved.eq(moved + move)
-        return move
 
     def _commands(self, m: Module, rst) -> None:
         core, depth = self.core, self.depth
@@ -335,8 +334,9 @@ class CoreContract(Elaboratable):
         pairs = core.o if decoder else core.i
         ok = (core.status == DecodeStatus.OK) if decoder else Const(1)
         ledger = _Ledger(m, "pairs", depth, self._amount_bits(width))
-        over, filled = ledger.run(rst, accepted, self._capped(cmd.p.count), tail, oldest,
-                                  self._counted(m, "pairs", transfer_of(pairs) & ~rst),
+        pair_moves = transfer_of(pairs) & ~rst
+        self._bound_moves(m, "pairs", pair_moves)
+        over, filled = ledger.run(rst, accepted, self._capped(cmd.p.count), tail, oldest, pair_moves,
                                   end_early=(done & ~ok) if decoder else None)
         self._check(m, ~over, "a pair beyond the commands' counts", latched=True)
         self._check(m, ~done | ~ok | filled, "done (OK) before the command's count of pairs", latched=True)
@@ -346,8 +346,9 @@ class CoreContract(Elaboratable):
             per_port = max(1, len(core.i.p.data) // core.codec.word_bits)
             port_words = cmd.p.words if per_port == 1 else (cmd.p.words + per_port - 1) // per_port
             words = _Ledger(m, "words", depth, self._amount_bits(len(cmd.p.words)))
-            over_w, filled_w = words.run(rst, accepted, self._capped(port_words), tail, oldest,
-                                         self._counted(m, "words", transfer_of(core.i) & ~rst))
+            word_moves = transfer_of(core.i) & ~rst
+            self._bound_moves(m, "words", word_moves)
+            over_w, filled_w = words.run(rst, accepted, self._capped(port_words), tail, oldest, word_moves)
             self._check(m, ~over_w, "a word beyond the commands' words", latched=True)
             self._check(m, ~done | filled_w, "done before the command's words were read", latched=True)
         else:

@@ -60,7 +60,7 @@ def commands_bench(core_name: str, mutant: str | None, depth: int) -> Bench:
     # Commands of any count and words, back to back or not, resets in any clock: ``done`` once per
     # command, in order, after exactly its pairs (and, for a decoder, its words). The ledger's counts
     # are saturated above the run's ``depth`` clocks, which is exact for the run (contract.py,
-    # "Saturated counts"): narrow registers where the core's counters are 20 to 32 bits.
+    # "Saturated counts"): a ledger of a few bits, whatever the width of the core's counts.
     b, dut, outs = free_core(core_name, mutant, pinned=core_name == "rans-encoder")
     _contract(b, dut, core_name, "commands", count_cap=(1 << _bits(depth + 1)) - 1)
     return b
