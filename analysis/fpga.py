@@ -141,7 +141,7 @@ def _throughput(container, engine, lanes: int, big: str) -> Throughput:
     t = time.perf_counter()
     every = decode_container_subsystem(container, engine, lanes=lanes)
     wall = time.perf_counter() - t
-    one = [(name, run) for name, run in every if name == big]
+    one = decode_container_subsystem(container, engine, lanes=lanes, names=[big])
     return Throughput(default_bus_bits(container.streams[0].spec, lanes, target), *runs_throughput(one),
                       *runs_throughput(every), wall)
 

@@ -19,7 +19,8 @@ Beside it, named after that file's stem (``<name>`` by default):
   packed`` (first field the most significant, as IEEE 1800 packs them) with ``<PAYLOAD>_<FIELD>_OFFSET``
   and ``_WIDTH`` localparams, every enumerated port or field (the decoders'
   :class:`~.common.DecodeStatus`) as a ``typedef enum``, and, for the subsystem, its register map
-  (:class:`~.subsystem.Csr`, :class:`~.subsystem.Table`) and the table entries ``TBL_WRITE`` stages.
+  (:class:`~.subsystem.Csr`), the records a lane reads (a header, table entries of a
+  :class:`~.parallel.Table` kind, and the decoder's and float table's entry data).
 * ``<stem>.h``: the same in C (``#define`` lines, enums, a struct per payload, every name prefixed with
   ``<NAME>_``/``<name>_``) and ``<name>_<payload>_pack``/``_unpack`` between a struct and the payload
   as little-endian 32-bit words (word 0 is bits 31..0).
@@ -134,7 +135,7 @@ class Export:
     """Everything :func:`describe` derives from a component: its module ``name``, the core's ports
     (``core_ports``: Amaranth name, direction, width, in signature order), the wrapper's ``ports``, the
     ``payloads``, the ``enums`` (class name -> class), and for the subsystem its ``registers`` (CSR name
-    -> (byte address, description)), ``tables`` (``TBL_WRITE`` selects) and ``constants``."""
+    -> (byte address, description)), ``tables`` (a table entry's ``kind``) and ``constants``."""
 
     name: str
     core: wiring.Component
@@ -218,7 +219,7 @@ class Export:
             members = "\n".join(f"    logic {_range(f.width, True)}{identifier(f.name)};" for f in reversed(p.fields))
             L.append(f"  typedef struct packed {{\n{members}\n  }} {p.name}_t;")
         for title, rows in (("register byte addresses (32-bit registers)", self.registers),
-                            ("TBL_WRITE[31:30]: the table a staged entry goes to", self.tables),
+                            ("a table entry's kind: the lane's table it writes", self.tables),
                             ("constants", self.constants)):
             if rows:
                 L.append(f"  // {title}")
@@ -281,7 +282,7 @@ class Export:
                     unpack.append(f"    {{ uint32_t t[1] = {{0}}; ansforge_get_bits(t, w, {f.offset}, {f.width}); v->{m} = t[0]; }}")
             L += pack + ["}"] + unpack + ["}", ""]
         for title, rows in (("register byte addresses (32-bit registers)", self.registers),
-                            ("TBL_WRITE[31:30]: the table a staged entry goes to", self.tables),
+                            ("a table entry's kind: the lane's table it writes", self.tables),
                             ("constants", self.constants)):
             if rows:
                 L.append(f"/* {title} */")
@@ -505,10 +506,24 @@ def describe(component: wiring.Component, name: str | None = None) -> Export:
             "LANES": (component.lanes, "decoder lanes"),
             "BUS_BITS": (component.bus_bits, "AXI4 read data width"),
         }
+        par = component.parallel
+        unit = par.unit_bits
+        export.constants.update({
+            "RECORDS_VALUE": (component.records_word(), "the RECORDS register of this build"),
+            "UNIT_BITS": (unit, "a lane region's unit: records are whole units, unit 0 of a beat in its low bits"),
+            "HEADER_UNITS": (-(-par.header_layout.size // unit), "units of a record's header"),
+            "ENTRY_UNITS": (-(-par.entry_layout.size // unit), "units of a table entry"),
+        })
+        payloads.append(_entry_payload("record_header", par.header_layout,
+                                       "a record's header in a lane's region, from bit 0 of its first unit: its "
+                                       "block's pairs and stream words, and the table entries that follow it"))
+        payloads.append(_entry_payload("table_entry", par.entry_layout,
+                                       "a table entry in a record, from bit 0 of its first unit: data (below) "
+                                       "written at addr of the lane's table kind (TABLE_*)"))
         for kind, layout in (("decoder", component.decoder_cfg_layout), ("float", component.float_cfg_layout)):
             payloads.append(_entry_payload(f"tbl_{kind}", layout["data"].shape,
-                                           f"a TBL_WRITE of TABLE_{kind.upper()}: this entry staged in TBL_DATA0.. "
-                                           f"from bit 0, its address in TBL_WRITE[15:0] (< 2**{layout['addr'].width})"))
+                                           f"the data of a TABLE_{kind.upper()} entry, from bit 0 (its address "
+                                           f"< 2**{layout['addr'].width})"))
     return export
 
 

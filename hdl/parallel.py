@@ -1,52 +1,57 @@
 """Parallel decompressors over one shared memory port (paper §4.6, Fig. 12).
 
 :class:`ParallelDecoder` holds ``lanes`` decoder cores (tANS or rANS, programmable; by default the
-registry's interleaved cores, ``tans8x16``). A command gives each lane one **independent block**: a
-complete ``docs/bitstream.md`` §8 stream with its own flush and head (the blocks layout of container
-version 6, ``ansforge compress``'s default), ``count`` pairs in ``words`` words from a beat address of
-its own, stored in the order the decoder reads it (top of the stack first), ``beat_words`` words per
-memory beat. The lanes decode their blocks side by side, one core command each (``resume`` = 0, the
-end check on); a lane whose ``count`` is 0 sits the command out.
+registry's interleaved cores, ``tans8x16``). Each lane holds **its own tables** and reads **its own
+region** of memory: a sequence of records (:class:`LaneFront`), each an independent block (a complete
+``docs/bitstream.md`` §8 stream with its own flush and head, the blocks layout of container version 6,
+``ansforge compress``'s default) with, in front of it, a header (:func:`record_header_layout`: the
+block's pairs and words) and the table entries the block needs (:func:`table_entry_layout`; none where
+the lane's previous block had the same tables). One command starts every lane on its region; the lanes
+then decode blocks of different tensors at once, one decoder command per block (``resume`` = 0, the end
+check on). A lane loads a block's tables once every pair of its previous block has left (:attr:`tables`
+for the tables behind the decoder); a table of ``R = 8`` is about 400 one-unit entries, against some 2^18
+pairs in a block of the default layout, so the load is not overlapped with decoding.
 
 **Runs** (decoders with table sets, or ``shift_bits`` > 0): a tensor coded with several tables (its
 row-shift widths, or a context plan's sets) gives each block a list of runs ``{count, set, shift}``
 (:func:`run_entry_layout`): the next ``count`` pairs are decoded with table set ``set`` and leave with
 their additional data shifted left by ``shift`` (a row shift's zero bits restored, as the golden
-``Container.join`` does). Each lane reads its block's runs from memory like its words: ``runs`` entries
-from beat ``runs_base``, ``entries_per_beat`` per beat (entry ``j`` of a beat in its bits
-``j * run_bits ..``), through a FIFO of ``fifo_beats`` beats of its own. A run longer than ``count``
-can hold is split into several. The runs feed the
-decoder's ``sel`` stream and, through a FIFO of :data:`SHIFT_FIFO` runs, the lane's
-:class:`PairShift` on its output; they must cover the block's pairs exactly.
+``Container.join`` does). Each lane reads the runs of its blocks, one block's after another, from memory
+like its region: ``runs`` entries from beat ``runs_base``, ``entries_per_beat`` per beat (entry ``j`` of
+a beat in its bits ``j * run_bits ..``), through a FIFO of ``fifo_beats`` beats of its own. A run longer
+than ``count`` can hold is split into several. The runs feed the decoder's ``sel`` stream and, through a
+FIFO of :data:`SHIFT_FIFO` runs, the lane's :class:`PairShift` on its output; each block's must cover its
+pairs exactly.
 
-Per lane: an address counter, a FIFO of ``fifo_beats`` beats and a serializer that hands the
-decoder one word per clock and drops the padding after the stream's last word, through a
-:class:`SkidBuffer` (the decoder's ``i.ready`` then ends at its registers). A lane asks for a beat
-only when its FIFO has room for it and for every beat still in flight (credit flow control), so the
-memory's responses never wait. A round-robin arbiter grants one request per clock to the
-memory port. The decoders' pairs leave as **rows**: row ``j`` holds pair ``j`` of every lane whose block
-has more than ``j`` pairs. The lanes' counts must not increase with the lane index (a tensor's blocks
-are all ``block_pairs`` long but its last), so a row's pairs are always lanes ``0 .. n - 1``; a small
-FIFO per lane keeps one lane's bubble from stalling the others at once: up to ``lanes`` pairs per clock.
+Per lane: a :class:`BeatReader` of the region (an address counter, a FIFO of ``fifo_beats`` beats, units
+of ``min(64, beat)`` bits out), the :class:`LaneFront` (headers, table entries, and the words one per
+clock) and a :class:`SkidBuffer` in front of the decoder (its ``i.ready`` then ends at its registers). A
+lane asks for a beat only when its FIFO has room for it and for every beat still in flight (credit flow
+control), so the memory's responses never wait. A round-robin arbiter grants one request per clock to
+the memory port. The decoders' pairs leave in **transfers**: slot ``l`` of a transfer is lane ``l``'s
+next pair, where it has one (``valid``); a FIFO per lane keeps one lane's bubble from stalling the
+others: up to ``lanes`` pairs per clock. A lane's pairs are its region's blocks in order, so a consumer
+that knows which blocks it gave each lane (the driver does) reassembles them by slot.
 
 Memory port (``mem_req`` / ``mem_rsp``): a request carries a beat address and its requester (``tag``:
-lane ``l``'s words are ``l``, its runs ``lanes + l``);
-responses come back in any latency, in request order or not, and must be accepted when valid
-(``mem_rsp.ready`` is always 1). :class:`ansforge.sim.memory.SharedMemory` is the model used in
-simulation (configurable latency and request interval).
+lane ``l``'s region is ``l``, its runs ``lanes + l``); responses come back in any latency, in request
+order or not, and must be accepted when valid (``mem_rsp.ready`` is always 1).
+:class:`ansforge.sim.memory.SharedMemory` is the model used in simulation (configurable latency and
+request interval).
 """
 
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .common import COUNT_BITS, DecodeStatus, bits_for, check_int
 from .cores import REGISTRY
 
-__all__ = ["ParallelDecoder", "parallel_command_layout", "decoder_classes", "BeatReader", "SkidBuffer", "PairShift",
-           "run_entry_layout", "SHIFT_FIFO"]
+__all__ = ["ParallelDecoder", "LaneFront", "parallel_command_layout", "decoder_classes", "BeatReader", "SkidBuffer",
+           "PairShift", "run_entry_layout", "record_header_layout", "table_entry_layout", "Table", "TABLE_ADDR_BITS",
+           "SHIFT_FIFO"]
 
 #: Runs a lane's :class:`PairShift` may lag behind its decoder's ``sel``: more than the pairs a decoder
 #: holds between its table read and its output (its read-ahead and output registers, under 8), so the
@@ -59,12 +64,36 @@ def decoder_classes() -> tuple[type, ...]:
     return tuple(dict.fromkeys(r.core_class for r in REGISTRY if r.role == "decoder"))
 
 
+#: Address bits of a table entry (:func:`table_entry_layout`): the deepest table a lane holds.
+TABLE_ADDR_BITS = 14
+
+
+class Table(enum.IntEnum):
+    """A table entry's ``kind`` (:func:`table_entry_layout`): which of a lane's tables it writes."""
+    DECODER = 0         #: the decoder's ANS table (its ``cfg``; all table sets)
+    SYMBOL = 1          #: symbol → {code, escape} (the subsystem's :class:`~.subsystem.SymbolToCode`)
+    ESCAPE = 2          #: escape index → code
+    FLOAT = 3           #: code → float entry of :class:`~.interfaces.PairToFloat`
+
+
+def record_header_layout(count_bits: int) -> data.StructLayout:
+    """A record's header in a lane's region: its block's ``count`` pairs in ``words`` stream words, after
+    ``entries`` table entries (0: the lane keeps the tables it holds)."""
+    return data.StructLayout({"count": count_bits, "words": count_bits, "entries": 16})
+
+
+def table_entry_layout(data_bits: int) -> data.StructLayout:
+    """A table entry in a lane's region: ``data`` (the table's entry, low bits first) written at ``addr`` of
+    the lane's table ``kind`` (:class:`Table`)."""
+    return data.StructLayout({"data": data_bits, "addr": TABLE_ADDR_BITS, "kind": 2})
+
+
 def parallel_command_layout(lanes: int, addr_bits: int, runs: bool = False,
                             count_bits: int = COUNT_BITS) -> data.StructLayout:
-    """One block per lane: lane ``l``'s block has ``count`` pairs in ``words`` words from beat address
-    ``base`` (the counts do not increase with ``l``); with ``runs``, also ``runs`` run entries from beat
-    address ``runs_base``. Counts are ``count_bits`` wide (the lane decoders' command)."""
-    fields = {"base": addr_bits, "words": count_bits, "count": count_bits}
+    """One region per lane: lane ``l``'s records are ``units`` units from beat address ``base``
+    (:class:`LaneFront`); with ``runs``, also ``runs`` run entries from beat address ``runs_base`` (its
+    blocks' runs, one after another). Counts are ``count_bits`` wide (the lane decoders' command)."""
+    fields = {"base": addr_bits, "units": count_bits}
     if runs:
         fields.update({"runs_base": addr_bits, "runs": count_bits})
     return data.StructLayout({"lanes": data.ArrayLayout(data.StructLayout(fields), lanes)})
@@ -115,6 +144,8 @@ class BeatReader(wiring.Component):
     grant : In(1)
     fill : In(1), data : In(per_beat * item_bits)  a response of this reader's
     o : Out(stream) ``item_bits``
+    more : Out(1)  items of the region are still to come on ``o`` (a register: low from the clock after
+        the last item's transfer, and after a ``load`` of no items)
     """
 
     def __init__(self, *, item_bits: int, per_beat: int, addr_bits: int, depth: int, count_bits: int = COUNT_BITS):
@@ -130,6 +161,7 @@ class BeatReader(wiring.Component):
             "request": Out(1), "addr": Out(addr_bits), "grant": In(1),
             "fill": In(1), "data": In(per_beat * item_bits),
             "o": Out(stream.Signature(item_bits)),
+            "more": Out(1),
         })
 
     def elaborate(self, platform):
@@ -151,7 +183,7 @@ class BeatReader(wiring.Component):
             m.d.sync += [self.addr.eq(self.addr + 1), beats_left.eq(beats_left - 1)]
 
         items_left = Signal(self._c)
-        has_items = Signal()              # ``items_left != 0``, a register: ``o.valid`` starts at flip-flops
+        has_items = self.more             # ``items_left != 0``, a register: ``o.valid`` starts at flip-flops
         item = Signal(max(1, (per_beat - 1).bit_length()))
         m.d.comb += [self.o.valid.eq(beats.r_rdy & has_items),
                      self.o.p.eq(beats.r_data.word_select(item, W) if per_beat > 1 else beats.r_data)]
@@ -230,44 +262,194 @@ class PairShift(wiring.Component):
         return m
 
 
+class LaneFront(wiring.Component):
+    """One lane's region of records, unit by unit, turned into table writes, decoder commands and the
+    decoder's words (:func:`record_header_layout`, :func:`table_entry_layout`).
+
+    A region is a sequence of records, each from a unit boundary (a unit is ``unit_bits``, unit 0 of a beat
+    in its low bits): a header of ``header_units`` units, ``entries`` table entries of ``entry_units`` units
+    each, then the block's port words, ``unit_bits / word_bits`` a unit (word 0 in the low bits), the last
+    unit padded. A record whose header names no entries keeps the tables the lane holds.
+
+    Order: a record's table entries leave on ``entries`` before its command on ``cmd``, and its words after
+    its command; the next record's header is read while its block decodes, so blocks without tables follow
+    one another without a gap. A record of ``count`` 0 issues no command; its words are dropped.
+
+    The region ends where a header would start and ``more`` is low: ``end`` rises. A region that ends inside
+    a record (a header or entry cut short, fewer units than its words need) raises ``underrun`` and ends
+    too; the words a command was promised are then given as zeros, so that the decoder ends its command
+    (with an error status) instead of waiting.
+
+    Ports
+    -----
+    load : In(1)  a new region (the unit stream must be empty): back to the first header
+    units : In(stream) ``unit_bits``  the region's units (a :class:`BeatReader`'s ``o``)
+    more : In(1)  units of the region are still to come (the reader's ``more``)
+    words : Out(stream) ``word_bits``  the decoder's port words, from registers
+    cmd : Out(stream) ``{count, words}``  the decoder's command (``words``: stream words), from registers
+    entries : Out(stream) :func:`table_entry_layout`  from registers
+    end : Out(1)  the region is read to its end
+    underrun : Out(1)  it ended inside a record (until ``load``)
+    """
+
+    HEAD, TABLE, WORDS, END = range(4)
+
+    def __init__(self, *, unit_bits: int, word_bits: int, ratio: int, count_bits: int, entry: data.StructLayout):
+        self._u = check_int("unit_bits", unit_bits, 8, 64)
+        self._w = check_int("word_bits", word_bits, 1, unit_bits)
+        if unit_bits % word_bits:
+            raise ValueError(f"a {unit_bits}-bit unit does not hold whole {word_bits}-bit words")
+        self._r = check_int("ratio", ratio, 1, 2)
+        self._cb = check_int("count_bits", count_bits, 1, COUNT_BITS)
+        self._hdr = record_header_layout(count_bits)
+        self._entry = entry
+        super().__init__({
+            "load": In(1),
+            "units": In(stream.Signature(unit_bits)),
+            "more": In(1),
+            "words": Out(stream.Signature(word_bits)),
+            "cmd": Out(stream.Signature(data.StructLayout({"count": count_bits, "words": count_bits}))),
+            "entries": Out(stream.Signature(entry)),
+            "end": Out(1),
+            "underrun": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        U, W, cb = self._u, self._w, self._cb
+        per_unit = U // W
+        hdr_units = -(-self._hdr.size // U)
+        entry_units = -(-self._entry.size // U)
+        group = max(hdr_units, entry_units)
+
+        state = Signal(2, init=self.HEAD)
+        acc = Signal(group * U)               # a header or entry, its first unit in the low bits
+        got = Signal(range(group + 1))
+        full = Signal()                       # ``acc`` holds a whole header (HEAD) or entry (TABLE)
+        entries_left = Signal(self._hdr["entries"].width)
+        words_left = Signal(cb)               # port words of the record still to hand on
+        drop = Signal()                       # a record of no pairs: its words go nowhere
+
+        # the serializer: one unit and how many of its words are the block's, a word a clock
+        unit, n, idx, ser_valid = Signal(U), Signal(range(per_unit + 1)), Signal(range(per_unit)), Signal()
+        ser_last = (idx == n - 1) if per_unit > 1 else Const(1)
+        take = ~ser_valid | (self.words.ready & ser_last)
+        m.d.comb += [self.words.valid.eq(ser_valid),
+                     self.words.p.eq(unit.word_select(idx, W) if per_unit > 1 else unit)]
+        with m.If(self.words.valid & self.words.ready):
+            m.d.sync += idx.eq(Mux(ser_last, 0, idx + 1))
+            with m.If(ser_last):
+                m.d.sync += ser_valid.eq(0)
+
+        group_units = Mux(state == self.HEAD, hdr_units, entry_units)
+        # an entry's units are taken while the one before it is written (one entry a clock where it is
+        # one unit); a header's first unit waits for the clock after the last record's words
+        next_entry = (state == self.TABLE) & self.entries.valid & self.entries.ready & (entries_left != 1)
+        collecting = (((state == self.HEAD) | (state == self.TABLE)) & ~full) | next_entry
+        m.d.comb += self.units.ready.eq(Mux(state == self.WORDS, take & ~self.underrun, collecting))
+        m.d.comb += [self.entries.valid.eq(full & (state == self.TABLE)),
+                     self.entries.p.eq(acc[(group - entry_units) * U:][:self._entry.size])]
+        m.d.comb += self.end.eq(state == self.END)
+
+        # entering a record's words: its command, then its units
+        count_r, words_r, cmd_valid = Signal(cb), Signal(cb), Signal()
+        m.d.comb += [self.cmd.valid.eq(cmd_valid), self.cmd.p.count.eq(count_r), self.cmd.p.words.eq(words_r)]
+        with m.If(self.cmd.valid & self.cmd.ready):
+            m.d.sync += cmd_valid.eq(0)
+
+        def enter_words():
+            m.d.sync += [cmd_valid.eq(count_r != 0), drop.eq(count_r == 0),
+                         state.eq(Mux(words_left != 0, self.WORDS, self.HEAD))]
+
+        hdr = data.View(self._hdr, acc[(group - hdr_units) * U:][:self._hdr.size])
+        with m.Switch(state):
+            with m.Case(self.HEAD):
+                with m.If(full & ~cmd_valid):
+                    m.d.sync += [full.eq(0), count_r.eq(hdr.count), words_r.eq(hdr.words),
+                                 words_left.eq((hdr.words + self._r - 1) >> (self._r - 1)),
+                                 entries_left.eq(hdr.entries)]
+                    with m.If(hdr.entries != 0):
+                        m.d.sync += state.eq(self.TABLE)
+                    with m.Else():
+                        m.d.sync += [cmd_valid.eq(hdr.count != 0), drop.eq(hdr.count == 0),
+                                     state.eq(Mux(hdr.words != 0, self.WORDS, self.HEAD))]
+                with m.Elif(~full & ~self.more & ~self.units.valid):
+                    # nothing more: the region ends here, or inside a header
+                    m.d.sync += [state.eq(self.END), self.underrun.eq(got != 0)]
+            with m.Case(self.TABLE):
+                with m.If(self.entries.valid & self.entries.ready):
+                    m.d.sync += [full.eq(0), entries_left.eq(entries_left - 1)]
+                    with m.If(entries_left == 1):
+                        enter_words()
+                with m.Elif(~full & ~self.more & ~self.units.valid):
+                    m.d.sync += [state.eq(self.END), self.underrun.eq(1)]
+            with m.Case(self.WORDS):
+                # a unit to the serializer (a zero unit once the region has run out)
+                short = ~self.more & ~self.units.valid
+                with m.If(take & (self.units.valid | short | self.underrun)):
+                    last = words_left <= per_unit
+                    m.d.sync += [unit.eq(Mux(self.units.valid & ~self.underrun, self.units.p, 0)),
+                                 n.eq(Mux(last, words_left, per_unit)), ser_valid.eq(~drop),
+                                 words_left.eq(Mux(last, 0, words_left - per_unit))]
+                    with m.If(short):
+                        m.d.sync += self.underrun.eq(1)
+                    with m.If(last):
+                        m.d.sync += state.eq(Mux(self.underrun | short, self.END, self.HEAD))
+        # after the state's own updates: a unit that completes a group marks it full
+        with m.If(collecting & self.units.valid):
+            m.d.sync += [acc.eq(Cat(acc[U:], self.units.p) if group > 1 else self.units.p), got.eq(got + 1)]
+            with m.If(got == group_units - 1):
+                m.d.sync += [full.eq(1), got.eq(0)]
+        with m.If(self.load):
+            m.d.sync += [state.eq(self.HEAD), full.eq(0), got.eq(0), cmd_valid.eq(0), ser_valid.eq(0), idx.eq(0),
+                         self.underrun.eq(0)]
+        return m
+
+
 class ParallelDecoder(wiring.Component):
-    """``lanes`` decoder lanes fed from one memory port, merged into rows of ``lanes`` pairs (Fig. 12).
+    """``lanes`` decoder lanes fed from one memory port, each through a region of records (Fig. 12).
 
     Parameters
     ----------
     decoder : callable
         Builds one lane's decoder: ``decoder()`` returns a programmable decoder core of the core
-        registry (:func:`decoder_classes`; all lanes share its parameters and its table). A decoder
-        built with ``table_sets`` > 1 (it has a ``sel`` stream) takes its runs from memory.
+        registry (:func:`decoder_classes`; all lanes share its parameters, each holds its own tables).
+        A decoder built with ``table_sets`` > 1 (it has a ``sel`` stream) takes its runs from memory.
     lanes : int
         ``lanes``: 1, 2, 4, 8 or 16.
     beat_words : int
-        ``beat_words``: decoder words per memory beat, a power of two up to 16 (the port is ``beat_words * W`` bits wide).
+        ``beat_words``: decoder port words per memory beat, a power of two up to 16 (the port is
+        ``beat_words * W`` bits wide).
     addr_bits : int
         Width of a beat address, 1..32.
     fifo_beats : int
-        Depth of each lane's word FIFO in beats, 2..1024 (cover the memory latency: a lane that
-        consumes ``r`` words per clock needs about ``latency * r / beat_words`` beats in flight).
+        Depth of each lane's beat FIFO, 2..1024 (cover the memory latency: a lane that consumes ``r``
+        beats per clock needs about ``latency * r`` beats in flight).
     shift_bits : int
         Width of a run's ``shift`` (0..5; 0: the pairs leave as decoded). With table sets or a shift,
         each lane reads runs (:func:`run_entry_layout`, ``run_bits = min(32, beat)`` bits each).
+    table_data_bits : int
+        Data bits of a table entry (:func:`table_entry_layout`): at least the decoder's table entry; more
+        where the lanes' ``tables`` carry wider entries (the subsystem's float table).
 
     Ports
     -----
-    cfg : In(stream)  the decoders' table writes, sent to every lane at once
-    cmd : In(stream)  :func:`parallel_command_layout`: one block per lane
+    cmd : In(stream)  :func:`parallel_command_layout`: each lane's region of records (and runs)
     mem_req : Out(stream)  ``{addr, tag}``
     mem_rsp : In(stream)   ``{data: beat_words * W bits, tag}``, always accepted
-    o : Out(stream)  ``{pairs: lanes x {symbol, extra}, n, last}``: row ``j``, pair ``j`` of lanes
-        ``0 .. n - 1`` (the lanes whose block has more than ``j`` pairs); ``last``: no lane has a pair
-        after this row (the command's last row)
-    done, status : Out  ``done`` once every lane's decoder is done and every row is out; ``status``
-        is the first failing lane's :class:`~.common.DecodeStatus` (``OK`` if none). Both hold until
-        the next command.
+    tables : Out(stream).array(lanes)  lane ``l``'s table entries of other kinds than ``DECODER``, each
+        while the lane holds no pair (every pair of its previous block has left on ``o``): a consumer
+        that keeps per-lane tables behind ``o`` takes an entry only once those pairs have left it too
+    o : Out(stream)  ``{pairs: lanes x {symbol, extra}, valid: lanes, last}``: pair slot ``l`` holds lane
+        ``l``'s next pair where ``valid[l]``; ``last``: no pair follows (the command's last transfer). A
+        transfer is held until the next one is known (one transfer of look-ahead), so ``last`` is exact.
+    done, status : Out  ``done`` once every lane has read its region and every pair is out; ``status``
+        is the lowest failing lane's first :class:`~.common.DecodeStatus` (``OUT_OF_WORDS`` for a region
+        that ends inside a record; ``OK`` if none). Both hold until the next command.
     """
 
     def __init__(self, decoder, *, lanes: int = 4, beat_words: int = 2, addr_bits: int = 16, fifo_beats: int = 8,
-                 shift_bits: int = 0):
+                 shift_bits: int = 0, table_data_bits: int | None = None):
         self._k = check_int("lanes", lanes, 1, 16)
         if self._k & (self._k - 1):
             raise ValueError(f"lanes must be a power of two, not {lanes!r}")
@@ -305,20 +487,28 @@ class ParallelDecoder(wiring.Component):
         beat = self._p * self._w
         self._rb = min(32, beat)
         self._run = run_entry_layout(self._rb, self._s, self._z) if self._runs else None
+        self._cfg = members["cfg"].signature.members["payload"].shape
+        data_bits = self._cfg["data"].width
+        self._tdb = data_bits if table_data_bits is None else check_int("table_data_bits", table_data_bits, data_bits, 112)
+        if self._cfg["addr"].width > TABLE_ADDR_BITS:
+            raise ValueError(f"the decoder's table has {self._cfg['addr'].width} address bits; an entry holds "
+                             f"{TABLE_ADDR_BITS}")
+        self._entry = table_entry_layout(self._tdb)
+        self._unit = min(64, beat)
         requesters = self._k * (2 if self._runs else 1)
         super().__init__({
-            "cfg": members["cfg"],
             "cmd": In(stream.Signature(parallel_command_layout(self._k, self._a, self._runs, self._cb))),
             "mem_req": Out(stream.Signature(data.StructLayout({"addr": self._a, "tag": bits_for(requesters - 1)}))),
             "mem_rsp": In(stream.Signature(data.StructLayout({"data": beat, "tag": bits_for(requesters - 1)}))),
+            "tables": Out(stream.Signature(self._entry)).array(self._k),
             "o": Out(stream.Signature(data.StructLayout({"pairs": data.ArrayLayout(self._pair, self._k),
-                                                         "n": bits_for(self._k), "last": 1}))),
+                                                         "valid": self._k, "last": 1}))),
             "done": Out(1),
             "status": Out(DecodeStatus),
         })
 
     lanes = property(lambda self: self._k)
-    count_bits = property(lambda self: self._cb)    # a block's pairs, words and runs: fewer than 2**count_bits
+    count_bits = property(lambda self: self._cb)    # a block's pairs and words, a region's units and runs
     beat_words = property(lambda self: self._p)
     addr_bits = property(lambda self: self._a)
     fifo_beats = property(lambda self: self._d)
@@ -329,6 +519,13 @@ class ParallelDecoder(wiring.Component):
     has_runs = property(lambda self: self._runs)    # each lane reads runs (:func:`run_entry_layout`)
     run_bits = property(lambda self: self._rb)      # a run entry's bits in memory
     run_layout = property(lambda self: self._run)   # :func:`run_entry_layout` of the lanes, or None
+    unit_bits = property(lambda self: self._unit)   # a region's unit: ``min(64, beat)`` bits
+    entry_layout = property(lambda self: self._entry)   # :func:`table_entry_layout` of the lanes
+    header_layout = property(lambda self: record_header_layout(self._cb))
+
+    @property
+    def units_per_beat(self) -> int:
+        return self._p * self._w // self._unit
 
     @property
     def runs_per_beat(self) -> int:
@@ -341,40 +538,39 @@ class ParallelDecoder(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        lanes, per_beat, W, D, cb = self._k, self._p, self._w, self._d, self._cb
+        lanes, D, cb = self._k, self._d, self._cb
         ratio = self._w // self._sw
         requesters = lanes * (2 if self._runs else 1)
 
         busy = Signal()
         cmd_fire = self.cmd.valid & self.cmd.ready
 
-        cfg_ready = []
         req_fire = self.mem_req.valid & self.mem_req.ready
-        readers = []                          # requester r: lane r's words, lane r - lanes's runs
-        lane_done, lane_status, counts = [], [], []
-        out_fifos = []
+        readers = []                          # requester r: lane r's region, lane r - lanes's runs
+        lane_status, finished, quiet, fifos, table_wait = [], [], [], [], []
         run_readers = []
+        held_valid = Signal()
+        held_mask = Signal(lanes)
         for lane in range(lanes):
             dec = self._make()
             m.submodules[f"decoder{lane}"] = dec
-            m.d.comb += [dec.cfg.valid.eq(self.cfg.valid), dec.cfg.p.eq(self.cfg.p)]
-            cfg_ready.append(dec.cfg.ready)
             spec = self.cmd.p.lanes[lane]
 
-            # -- the block's words, one port word per clock to the decoder
-            m.submodules[f"words{lane}"] = words = BeatReader(item_bits=W, per_beat=per_beat, addr_bits=self._a,
-                                                               depth=D, count_bits=cb)
-            readers.append(words)
-            # the command's words are the decoder's (stream words); the reader hands it port words
-            # through a skid buffer, so that the decoder's ``i.ready`` (its bit window's room) does not
-            # reach the reader's counters in the same clock (docs/design/subsystem.md, steps 7 and 8)
-            m.submodules[f"feed{lane}"] = feed = SkidBuffer(W)
-            wiring.connect(m, words.o, feed.i)
-            m.d.comb += [words.load.eq(cmd_fire), words.base.eq(spec.base),
-                         words.items.eq((spec.words + ratio - 1) >> (ratio - 1)),
+            # -- the lane's region: units to its front, words on through a skid buffer (the decoder's
+            # ``i.ready`` then ends at registers: docs/design/subsystem.md, steps 7 and 8)
+            m.submodules[f"region{lane}"] = region = BeatReader(item_bits=self._unit, per_beat=self.units_per_beat,
+                                                                addr_bits=self._a, depth=D, count_bits=cb)
+            readers.append(region)
+            m.submodules[f"front{lane}"] = front = LaneFront(unit_bits=self._unit, word_bits=self._w, ratio=ratio,
+                                                             count_bits=cb, entry=self._entry)
+            m.submodules[f"feed{lane}"] = feed = SkidBuffer(self._w)
+            wiring.connect(m, region.o, front.units)
+            wiring.connect(m, front.words, feed.i)
+            m.d.comb += [region.load.eq(cmd_fire), region.base.eq(spec.base), region.items.eq(spec.units),
+                         front.load.eq(cmd_fire), front.more.eq(region.more),
                          dec.i.valid.eq(feed.o.valid), dec.i.p.data.eq(feed.o.p), feed.o.ready.eq(dec.i.ready)]
 
-            # -- the block's runs: to the decoder's ``sel`` and to the shifter on its pairs
+            # -- the lane's runs: to the decoder's ``sel`` and to the shifter on its pairs
             pairs_out = dec.o
             if self._runs:
                 m.submodules[f"runs{lane}"] = runs = BeatReader(item_bits=self._rb, per_beat=self.runs_per_beat,
@@ -401,33 +597,47 @@ class ParallelDecoder(wiring.Component):
                     m.d.comb += [shift.runs.valid.eq(runs.o.valid), shift.runs.p.eq(runs.o.p),
                                  runs.o.ready.eq(shift.runs.ready)]
 
-            # -- the lane's decoder command: its block's pairs and words (none: the lane sits it out)
-            issued = Signal(name=f"issued{lane}")
-            cmd_pending = Signal(name=f"cmd_pending{lane}")
-            count_r, words_r = Signal(cb, name=f"count{lane}"), Signal(cb, name=f"words{lane}")
-            counts.append(count_r)
+            # -- the lane's decoder commands, one per record with pairs
+            # commands taken and not yet done: a decoder may take the next command before the
+            # previous one's ``done`` (one pulse per command)
+            running = Signal(2, name=f"running{lane}")
+            m.d.comb += [dec.cmd.valid.eq(front.cmd.valid), dec.cmd.p.count.eq(front.cmd.p.count),
+                         dec.cmd.p.words.eq(front.cmd.p.words), dec.cmd.p.check_end.eq(1),
+                         front.cmd.ready.eq(dec.cmd.ready)]
+            m.d.sync += running.eq(running + (dec.cmd.valid & dec.cmd.ready) - dec.done)
+            # the lane's first failure, kept until the next command (later blocks still decode: each is
+            # a stream of its own)
+            status = Signal(DecodeStatus, name=f"status{lane}")
             with m.If(cmd_fire):
-                m.d.sync += [count_r.eq(spec.count), words_r.eq(spec.words),
-                             cmd_pending.eq(spec.count != 0), issued.eq(0)]
-            m.d.comb += [dec.cmd.valid.eq(cmd_pending), dec.cmd.p.count.eq(count_r), dec.cmd.p.words.eq(words_r),
-                         dec.cmd.p.check_end.eq(1)]
-            with m.If(dec.cmd.valid & dec.cmd.ready):
-                m.d.sync += [cmd_pending.eq(0), issued.eq(1)]
-            # ``done`` is high for one clock per command: remember it until the next command.
-            finished = Signal(name=f"finished{lane}")
-            with m.If(issued & dec.done):
-                m.d.sync += finished.eq(1)
-            with m.If(cmd_fire):
-                m.d.sync += finished.eq(spec.count == 0)
-            lane_done.append(finished)
-            lane_status.append(dec.status)
+                m.d.sync += status.eq(DecodeStatus.OK)
+            with m.Elif(status == DecodeStatus.OK):
+                with m.If(dec.done & (dec.status != DecodeStatus.OK)):
+                    m.d.sync += status.eq(dec.status)
+                with m.Elif(front.underrun):
+                    m.d.sync += status.eq(DecodeStatus.OUT_OF_WORDS)
+            lane_status.append(status)
 
             m.submodules[f"pairs{lane}"] = pairs = fifo.SyncFIFOBuffered(width=len(dec.o.p.as_value()), depth=4)
             m.d.comb += [pairs.w_data.eq(pairs_out.p), pairs.w_en.eq(pairs_out.valid), pairs_out.ready.eq(pairs.w_rdy)]
-            out_fifos.append(pairs)
-        readers += run_readers
+            fifos.append(pairs)
 
-        m.d.comb += self.cfg.ready.eq(Cat(*cfg_ready).all())
+            # -- table writes, only while the lane holds no pair: its decoder idle, its pairs all out
+            drained = Signal(name=f"drained{lane}")     # no pair of the lane before the merge
+            # ... nor in it, a clock late (a register: the table writes start at flip-flops). While the
+            # lane loads tables it issues no command, so once idle it stays idle: the lag costs a clock.
+            idle = Signal(name=f"idle{lane}")
+            m.d.comb += drained.eq(~front.cmd.valid & (running == 0) & ~dec.o.valid & (pairs.level == 0))
+            m.d.sync += idle.eq(drained & ~(held_valid & held_mask[lane]))
+            quiet.append(idle)
+            e = front.entries
+            to_decoder = e.p.kind == Table.DECODER
+            t = self.tables[lane]
+            m.d.comb += [dec.cfg.valid.eq(e.valid & idle & to_decoder), dec.cfg.p.addr.eq(e.p.addr),
+                         dec.cfg.p.data.eq(e.p.data), t.valid.eq(e.valid & idle & ~to_decoder), t.p.eq(e.p),
+                         e.ready.eq(idle & Mux(to_decoder, dec.cfg.ready, t.ready))]
+            table_wait.append(e.valid)
+            finished.append(front.end & drained)
+        readers += run_readers
 
         # -- round-robin arbiter in two registered stages, so that neither the pick's carry chain nor the
         # address multiplexer is behind the other (docs/design/subsystem.md, steps 9 and 11). ``pick`` (one-hot)
@@ -466,36 +676,36 @@ class ParallelDecoder(wiring.Component):
                          reader.fill.eq(self.mem_rsp.valid & (self.mem_rsp.p.tag == r)),
                          reader.data.eq(self.mem_rsp.p.data)]
 
-        # -- merge: row j takes pair j of each lane whose block has more than j pairs (lanes 0 .. n - 1,
-        # the counts not increasing with the lane). Which lanes take part is a register (``active``),
-        # updated from ``row`` (rows out so far, plus one) and each lane's count: the row's handshake
-        # depends on no count compare, so the merge's clock does not fall with the lanes
-        # (docs/design/subsystem.md).
-        active = Signal(lanes)
-        row = Signal(cb)
-        ending = Cat(*[row == c for c in counts])            # lanes whose last pair is in this row
-        m.d.comb += [self.o.p.n.eq(sum((a for a in active), start=Const(0, bits_for(lanes)))),
-                     self.o.p.last.eq(~(active & ~ending).any())]
-        ready_all = Signal()
-        m.d.comb += ready_all.eq(Cat(*[(f.r_rdy | ~active[lane]) for lane, f in enumerate(out_fifos)]).all())
-        m.d.comb += self.o.valid.eq(busy & active.any() & ready_all)
-        for lane, f in enumerate(out_fifos):
-            m.d.comb += [self.o.p.pairs[lane].eq(f.r_data), f.r_en.eq(self.o.valid & self.o.ready & active[lane])]
-        with m.If(self.o.valid & self.o.ready):
-            m.d.sync += [active.eq(active & ~ending), row.eq(row + 1)]
+        # -- merge: each transfer takes the next pair of every lane that has one (slot ``l`` is lane
+        # ``l``'s), held one transfer so that ``last`` is known when it leaves: it leaves once the next
+        # transfer is formed, or every lane has finished (then it is the last), or a lane waits to load
+        # tables (which it may only do once its pairs have left).
+        held = Signal(data.ArrayLayout(self._pair, lanes))
+        avail = Cat(*[f.r_rdy for f in fifos])
+        # both a clock late (registers: the lanes' state does not reach the transfer's handshake). A
+        # lane that has finished stays so until the next command, and once every lane has, no pair is
+        # left to come: the lag delays the last transfer by a clock and changes no ``last``.
+        all_finished = Signal()
+        waiting = Signal()
+        m.d.sync += [all_finished.eq(busy & Cat(*finished).all() & ~cmd_fire), waiting.eq(Cat(*table_wait).any())]
+        o_fire = self.o.valid & self.o.ready
+        m.d.comb += [self.o.valid.eq(held_valid & (avail.any() | all_finished | waiting)),
+                     self.o.p.pairs.eq(held), self.o.p.valid.eq(held_mask),
+                     self.o.p.last.eq(all_finished & ~avail.any())]
+        pop = Signal()
+        m.d.comb += pop.eq(busy & avail.any() & (~held_valid | o_fire))
+        with m.If(pop):
+            m.d.sync += [held_valid.eq(1), held_mask.eq(avail)]
+            for lane, f in enumerate(fifos):
+                m.d.sync += held[lane].eq(f.r_data)
+                m.d.comb += f.r_en.eq(avail[lane])
+        with m.Elif(o_fire):
+            m.d.sync += held_valid.eq(0)
 
-        # A lane that fails ends its command early: its pairs never complete the rows, so the command
-        # ends when every lane is done; the pairs left in the lane FIFOs are dropped before the next.
-        failed = Cat(*[st != DecodeStatus.OK for st in lane_status]).any()
-        leftovers = Cat(*[f.r_rdy for f in out_fifos]).any()
-        m.d.comb += self.cmd.ready.eq(~busy & ~leftovers)
-        with m.If(~busy):
-            for f in out_fifos:
-                m.d.comb += f.r_en.eq(1)
+        m.d.comb += self.cmd.ready.eq(~busy)
         with m.If(cmd_fire):
-            m.d.sync += [busy.eq(1), active.eq(Cat(*[self.cmd.p.lanes[lane].count != 0 for lane in range(lanes)])),
-                         row.eq(1), self.done.eq(0), self.status.eq(DecodeStatus.OK)]
-        with m.Elif(busy & (~active.any() | failed) & Cat(*lane_done).all()):
+            m.d.sync += [busy.eq(1), self.done.eq(0), self.status.eq(DecodeStatus.OK)]
+        with m.Elif(busy & all_finished & ~held_valid):
             m.d.sync += [busy.eq(0), self.done.eq(1)]
             for st in reversed(lane_status):      # the lowest failing lane wins
                 with m.If(st != DecodeStatus.OK):

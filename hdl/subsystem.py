@@ -46,10 +46,10 @@ from ..model.errors import ConfigError
 from ..model.dtypes.pairs import PAIR_FORMATS
 from .common import COUNT_BITS, DecodeStatus, bits_for, check_int, pair_layout
 from .interfaces import PairToFloat
-from .parallel import ParallelDecoder
+from .parallel import ParallelDecoder, Table
 from .cores import build_core, core_for, default_codec
 
-__all__ = ["default_bus_bits", "axi4_read_signature", "axi4_lite_signature", "AxiReadMaster", "AxiLiteSlave", "SymbolToCode",
+__all__ = ["Table", "default_bus_bits", "axi4_read_signature", "axi4_lite_signature", "AxiReadMaster", "AxiLiteSlave", "SymbolToCode",
            "AxiDecompressor", "Csr", "CSR_ID", "subsystem_targets"]
 
 #: ``ID`` register value: "ANSF".
@@ -66,25 +66,15 @@ class Csr(enum.IntEnum):
     STATUS = 0x00C      #: RO  bit 0 BUSY, bit 1 DONE, [6:4] DecodeStatus, bit 8 BUS_ERROR
     BASE_LO = 0x018     #: RW  byte address of beat 0, bits 31..0 (aligned to the bus width)
     BASE_HI = 0x01C     #: RW  bits 63..32 (64-bit AXI addresses)
-    CYCLES = 0x020      #: RO  clocks from START to DONE of the last block
+    CYCLES = 0x020      #: RO  clocks from START to DONE of the last START
     WEIGHTS = 0x024     #: RO  weights sent on the output stream since START
-    LIMITS = 0x028      #: RO  [5:0] count bits: a lane's pairs, words and runs are below 2**count_bits
-    TBL_DATA0 = 0x030   #: RW  table entry staging, bits 31..0
-    TBL_DATA1 = 0x034   #: RW  bits 63..32
-    TBL_DATA2 = 0x038   #: RW  bits 95..64
-    TBL_DATA3 = 0x03C   #: RW  bits 127..96
-    TBL_WRITE = 0x040   #: WO  [31:30] table, [15:0] entry: writes the staged entry (see :class:`Table`)
-    LANE0 = 0x100       #: RW  lane l at 0x100 + 8 l: its block's first beat (offset from BASE); + 4: its words
-    LANE_COUNT0 = 0x180  #: RW  lane l at 0x180 + 4 l: its block's pairs (not increasing with l; 0: no block)
+    #: RO  [5:0] count bits: a block's pairs and words, a region's units and runs are below 2**count_bits
+    LIMITS = 0x028
+    #: RO  [6:0] unit bits, [10:7] header units, [14:11] entry units, [21:15] table entry data bits
+    RECORDS = 0x02C
+    #: RW  lane l at 0x100 + 8 l: its region's first beat (offset from BASE); + 4: its units (0: no blocks)
+    LANE0 = 0x100
     LANE_RUNS0 = 0x200  #: RW  with runs: lane l at 0x200 + 8 l: its runs' first beat (from BASE); + 4: its runs
-
-
-class Table(enum.IntEnum):
-    """``TBL_WRITE[31:30]``: which table the staged entry goes to."""
-    DECODER = 0         #: the decoders' ANS table (every lane)
-    SYMBOL = 1          #: symbol → {code, escape} (every lane)
-    ESCAPE = 2          #: escape index → code (every lane)
-    FLOAT = 3           #: code → float entry of :class:`~.interfaces.PairToFloat` (every lane)
 
 
 def subsystem_targets() -> tuple[str, ...]:
@@ -429,16 +419,19 @@ class AxiDecompressor(wiring.Component):
         self._p = bus_bits // W
         shift = (bus_bits // 8).bit_length() - 1
         self._beat_bits = min(COUNT_BITS, addr_bits - shift)
+        self._dec_cfg = proto.signature.members["cfg"].signature.members["payload"].shape
+        fproto = PairToFloat(target=target, max_codes=self._max_codes, max_extra_bits=self._w)
+        fproto._MustUse__silence = True          # a prototype for its layout, never elaborated
+        self._float_cfg = fproto.signature.members["cfg"].signature.members["payload"].shape
+        # a table entry in memory carries the widest of the lanes' entries: the decoder's, the float
+        # table's, a symbol's {code: 16, escape}
+        data_bits = max(self._dec_cfg["data"].width, self._float_cfg["data"].width, 17)
+        if data_bits > 112:
+            raise ValueError(f"the decoder's table entry has {data_bits} data bits; a table entry in memory holds 112")
         self._par = ParallelDecoder(self._make_decoder, lanes=lanes,
                                     beat_words=self._p, addr_bits=self._beat_bits,
                                     fifo_beats=check_int("fifo_beats", fifo_beats, 2, 1024),
-                                    shift_bits=self._shift_bits)
-        self._dec_cfg = self._par.signature.members["cfg"].signature.members["payload"].shape
-        proto = PairToFloat(target=target, max_codes=self._max_codes, max_extra_bits=self._w)
-        proto._MustUse__silence = True          # a prototype for its layout, never elaborated
-        self._float_cfg = proto.signature.members["cfg"].signature.members["payload"].shape
-        if self._dec_cfg.size > 128:
-            raise ValueError(f"the decoder's table entry is {self._dec_cfg.size} bits; TBL_DATA holds 128")
+                                    shift_bits=self._shift_bits, table_data_bits=data_bits)
         super().__init__({
             "s_axil": In(axi4_lite_signature(12)),
             "m_axi": Out(axi4_read_signature(addr_bits, bus_bits, len(self._par.mem_req.p.tag))),
@@ -482,6 +475,13 @@ class AxiDecompressor(wiring.Component):
         return (self._k | self._codec.word_bits << 8 | self._p << 16 | (self._codec.kind == "rans") << 24
                 | (self._target == "fp32") << 25 | self._par.set_bits << 26 | self._shift_bits << 29)
 
+    def records_word(self) -> int:
+        """The ``RECORDS`` register's value: how a lane's region is laid out (``docs/subsystem.md``)."""
+        par = self._par
+        unit = par.unit_bits
+        return (unit | -(-par.header_layout.size // unit) << 7 | -(-par.entry_layout.size // unit) << 11
+                | par.entry_layout["data"].width << 15)
+
     def elaborate(self, platform):
         m = Module()
         lanes, weight_bits = self._k, self._t
@@ -494,7 +494,8 @@ class AxiDecompressor(wiring.Component):
         wiring.connect(m, par.mem_req, rd.req)
         wiring.connect(m, rd.rsp, par.mem_rsp)
 
-        # -- per lane: symbol -> code -> float, in lockstep (same valid, same ready)
+        # -- per lane: symbol -> code -> float, in lockstep (same valid, same ready); which slots hold a
+        # pair (``valid``) and the command's end travel beside the two stages
         s2c = [SymbolToCode(max_symbols=self._max_symbols, max_codes=self._max_codes, extra_bits=self._w,
                             escape_bits=self._e) for _ in range(lanes)]
         p2f = [PairToFloat(target=self._target, max_codes=self._max_codes, max_extra_bits=self._w) for _ in range(lanes)]
@@ -506,105 +507,81 @@ class AxiDecompressor(wiring.Component):
                          s2c[lane].o.ready.eq(p2f[lane].i.ready), p2f[lane].o.ready.eq(self.m_axis.tready)]
         m.d.comb += par.o.ready.eq(s2c[0].i.ready)
 
-        # -- the row's size and the command's end travel beside the two stages
         busy, issuing = Signal(), Signal()
-        n1, last1, n2, last2 = Signal(bits_for(lanes)), Signal(), Signal(bits_for(lanes)), Signal()
-        row_fire = par.o.valid & par.o.ready
-        with m.If(row_fire):
-            m.d.sync += [n1.eq(par.o.p.n), last1.eq(par.o.p.last)]
+        mask1, last1, mask2, last2 = Signal(lanes), Signal(), Signal(lanes), Signal()
+        with m.If(par.o.valid & par.o.ready):
+            m.d.sync += [mask1.eq(par.o.p.valid), last1.eq(par.o.p.last)]
         with m.If(s2c[0].o.valid & s2c[0].o.ready):
-            m.d.sync += [n2.eq(n1), last2.eq(last1)]
-        keep = Cat(*[Mux(lane < n2, (1 << weight_bits // 8) - 1, 0)[:weight_bits // 8] for lane in range(lanes)])
-        # a lane whose block has ended gives zeros (not its last weight again): tdata is a function of tkeep
+            m.d.sync += [mask2.eq(mask1), last2.eq(last1)]
+        keep = Cat(*[Mux(mask2[lane], (1 << weight_bits // 8) - 1, 0)[:weight_bits // 8] for lane in range(lanes)])
+        # a slot without a pair gives zeros (not its lane's last weight again): tdata is a function of tkeep
         m.d.comb += [self.m_axis.tvalid.eq(p2f[0].o.valid),
-                     self.m_axis.tdata.eq(Cat(*[Mux(lane < n2, p.o.p, 0)[:weight_bits]
+                     self.m_axis.tdata.eq(Cat(*[Mux(mask2[lane], p.o.p, 0)[:weight_bits]
                                                 for lane, p in enumerate(p2f)])),
                      self.m_axis.tkeep.eq(keep), self.m_axis.tlast.eq(last2)]
+
+        # -- each lane's tables behind the decoder, written from its records once its pairs have left
+        # both stages (the lanes hold the entry until then)
+        stage1, stage2 = s2c[0].o.valid, p2f[0].o.valid
+        for lane in range(lanes):
+            t = par.tables[lane]
+            drained = ~(stage1 & mask1[lane]) & ~(stage2 & mask2[lane])
+            c, f = s2c[lane].cfg, p2f[lane].cfg
+            m.d.comb += [t.ready.eq(drained),
+                         c.valid.eq(t.valid & drained & ((t.p.kind == Table.SYMBOL) | (t.p.kind == Table.ESCAPE))),
+                         c.p.addr.eq(t.p.addr), c.p.code.eq(t.p.data[:16]), c.p.escape.eq(t.p.data[16]),
+                         c.p.escape_table.eq(t.p.kind == Table.ESCAPE),
+                         f.valid.eq(t.valid & drained & (t.p.kind == Table.FLOAT)), f.p.addr.eq(t.p.addr),
+                         f.p.data.eq(t.p.data)]
 
         # -- registers
         base = Signal(64)
         lane_base = [Signal(32, name=f"lane_base{lane}") for lane in range(lanes)]
         cb = self._cb
-        lane_words = [Signal(cb, name=f"lane_words{lane}") for lane in range(lanes)]
-        lane_count = [Signal(cb, name=f"lane_count{lane}") for lane in range(lanes)]
+        lane_units = [Signal(cb, name=f"lane_units{lane}") for lane in range(lanes)]
         runs = par.has_runs
         lane_runs_base = [Signal(32, name=f"lane_runs_base{lane}") for lane in range(lanes)] if runs else []
         lane_runs = [Signal(cb, name=f"lane_runs{lane}") for lane in range(lanes)] if runs else []
-        staged = Signal(128)
         cycles, weights = Signal(32), Signal(32)
         a, d = csr.wr.p.addr, csr.wr.p.data
-        tbl_kind, tbl_addr = d[30:32], d[:16]
         par_cmd = par.cmd
         m.d.comb += [rd.base.eq(base[:self._addr])]
 
-        is_tbl = a == Csr.TBL_WRITE
         is_start = (a == Csr.CONTROL) & d[0]
-        cfg_addr_bits = self._dec_cfg["addr"].width
-        writable = {Csr.BASE_LO: base[:32], Csr.BASE_HI: base[32:],
-                    Csr.TBL_DATA0: staged[:32], Csr.TBL_DATA1: staged[32:64], Csr.TBL_DATA2: staged[64:96],
-                    Csr.TBL_DATA3: staged[96:]}
+        writable = {Csr.BASE_LO: base[:32], Csr.BASE_HI: base[32:]}
         for lane in range(lanes):
             writable[Csr.LANE0 + 8 * lane] = lane_base[lane]
-            writable[Csr.LANE0 + 8 * lane + 4] = lane_words[lane]
-            writable[Csr.LANE_COUNT0 + 4 * lane] = lane_count[lane]
+            writable[Csr.LANE0 + 8 * lane + 4] = lane_units[lane]
             if runs:
                 writable[Csr.LANE_RUNS0 + 8 * lane] = lane_runs_base[lane]
                 writable[Csr.LANE_RUNS0 + 8 * lane + 4] = lane_runs[lane]
-        known = Cat(*[a == addr for addr in (*writable, Csr.CONTROL, Csr.TBL_WRITE)]).any()
-        # a table write or START while a block runs would change the tables under the lanes: refused
-        depth_bits = Mux(tbl_kind == Table.DECODER, cfg_addr_bits,
-                         Mux(tbl_kind == Table.SYMBOL, bits_for(self._max_symbols - 1),
-                             Mux(tbl_kind == Table.ESCAPE, self._e, bits_for(self._max_codes - 1))))
-        out_of_range = is_tbl & ((tbl_addr >> depth_bits) != 0)
+        known = Cat(*[a == addr for addr in (*writable, Csr.CONTROL)]).any()
         # a count the lanes' counters cannot hold is refused, not truncated
         too_wide = (d[cb:] != 0) & Cat(*[a == addr for addr, reg in writable.items() if len(reg) < 32]).any() \
             if cb < 32 else 0
-        refused = ~known | (busy & (is_tbl | is_start)) | out_of_range | too_wide
+        # a START while one runs is refused: the lanes are reading their regions
+        refused = ~known | (busy & is_start) | too_wide
 
-        # A table write or a START is taken into a register and reaches the lanes a clock later, so that
-        # the address decode drives no lane's tables or command (docs/design/subsystem.md).
-        # The next write waits until the table has taken the entry (``staged`` holds still till then).
-        pend_table = Signal(len(Table))         # one-hot: the table of the pending write (``Table``)
-        pend_addr = Signal(16)
+        # A START is taken into a register and reaches the lanes a clock later, so that the address
+        # decode drives no lane's command (docs/design/subsystem.md).
         pend_start = Signal()
-        pending = pend_table.any() | pend_start
         take = csr.wr.valid & csr.wr.ready & ~refused
-        m.d.comb += [csr.wr_error.eq(refused), csr.wr.ready.eq(refused | ~pending)]
+        m.d.comb += [csr.wr_error.eq(refused), csr.wr.ready.eq(refused | ~pend_start)]
         with m.If(take):
             for addr, reg in writable.items():
                 with m.If(a == addr):
                     m.d.sync += reg.eq(d)
-            with m.If(is_tbl):
-                m.d.sync += [pend_table.eq(Cat(*[tbl_kind == t for t in Table])), pend_addr.eq(tbl_addr)]
             m.d.sync += pend_start.eq(is_start)
             with m.If(is_start):
                 # BUSY and DONE answer for the new START at once, as the ``done`` port does
                 m.d.sync += [busy.eq(1), self.done.eq(0)]
 
-        # table writes: the staged entry to every lane's table of that kind
-        m.d.comb += [par.cfg.p.addr.eq(pend_addr[:cfg_addr_bits]),
-                     par.cfg.p.data.eq(staged[:self._dec_cfg["data"].width]),
-                     par.cfg.valid.eq(pend_table[Table.DECODER])]
-        for lane in range(lanes):
-            c = s2c[lane].cfg
-            m.d.comb += [c.valid.eq(pend_table[Table.SYMBOL] | pend_table[Table.ESCAPE]),
-                         c.p.addr.eq(pend_addr), c.p.code.eq(staged[:16]), c.p.escape.eq(staged[16]),
-                         c.p.escape_table.eq(pend_table[Table.ESCAPE])]
-            f = p2f[lane].cfg
-            m.d.comb += [f.valid.eq(pend_table[Table.FLOAT]), f.p.addr.eq(pend_addr), f.p.data.eq(staged)]
-        # the symbol, escape and float tables take an entry every clock; the decoders when they can
-        with m.If(pend_table.any() & (~pend_table[Table.DECODER] | par.cfg.ready)):
-            m.d.sync += pend_table.eq(0)
-
         # START: latch the command, clear status, run until the last weight is out
-        cmd_lanes = [{"base": lane_base[lane][:self._beat_bits], "words": lane_words[lane], "count": lane_count[lane]}
-                     for lane in range(lanes)]
         with m.If(pend_start):
             m.d.sync += [pend_start.eq(0), issuing.eq(1), weights.eq(0), cycles.eq(0), self.status.eq(DecodeStatus.OK)]
             for lane in range(lanes):
-                m.d.sync += [par_cmd.p.lanes[lane].base.eq(cmd_lanes[lane]["base"]),
-                             par_cmd.p.lanes[lane].words.eq(cmd_lanes[lane]["words"]),
-                             par_cmd.p.lanes[lane].count.eq(cmd_lanes[lane]["count"])]
+                m.d.sync += [par_cmd.p.lanes[lane].base.eq(lane_base[lane][:self._beat_bits]),
+                             par_cmd.p.lanes[lane].units.eq(lane_units[lane])]
                 if runs:
                     m.d.sync += [par_cmd.p.lanes[lane].runs_base.eq(lane_runs_base[lane][:self._beat_bits]),
                                  par_cmd.p.lanes[lane].runs.eq(lane_runs[lane])]
@@ -613,7 +590,7 @@ class AxiDecompressor(wiring.Component):
             m.d.sync += issuing.eq(0)
         out_fire = self.m_axis.tvalid & self.m_axis.tready
         with m.If(out_fire):
-            m.d.sync += weights.eq(weights + n2)
+            m.d.sync += weights.eq(weights + sum((b for b in mask2), start=Const(0, bits_for(lanes))))
         drained = ~Cat(*[s.o.valid for s in s2c], *[p.o.valid for p in p2f]).any()
         with m.If(busy):
             m.d.sync += cycles.eq(cycles + 1)
@@ -625,7 +602,7 @@ class AxiDecompressor(wiring.Component):
         status_word = Cat(busy, self.done, Const(0, 2), self.status.as_value(), Const(0, 1), rd.error)
         readable = {Csr.ID: Const(CSR_ID, 32), Csr.PARAMS: Const(self.params_word(), 32), Csr.STATUS: status_word,
                     Csr.CYCLES: cycles, Csr.WEIGHTS: weights, Csr.LIMITS: Const(cb, 32),
-                    **{addr: reg for addr, reg in writable.items()}}
+                    Csr.RECORDS: Const(self.records_word(), 32), **{addr: reg for addr, reg in writable.items()}}
         with m.Switch(csr.rd_addr):
             for addr, value in readable.items():
                 with m.Case(addr):

@@ -54,6 +54,10 @@ class CoreJob:
     side: dict[str, list[int]] = field(default_factory=dict)    # other input streams (``sel``), fed with ``i``
     pairs: int = 0
     words: int = 0
+    #: Outputs in slots instead of ``expected`` (a multi-lane output whose transfers depend on timing):
+    #: ``(slot bits, expected values of each slot)``; ``o``'s payload is ``{data, keep, last}``, slot ``l``
+    #: the ``l``-th ``slot bits`` of ``data``, present where its ``keep`` bytes are all set.
+    slots: tuple[int, list[np.ndarray]] | None = None
 
     @property
     def is_decoder(self) -> bool:

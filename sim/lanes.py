@@ -2,11 +2,11 @@
 
 :class:`LaneSystem` is the simulated top: the decoder lanes (the registry's decoder of the codec: the
 interleaved ``TansXnDecoder`` for the default ``tans8x16``) and the memory model, with the memory's
-contents written through ``mem_cfg`` and the decoders' table through ``cfg``.
+contents written through ``mem_cfg``.
 
-Each lane decodes one **independent block** per command (:func:`blocks_job`): a complete
-``docs/bitstream.md`` §8 stream, laid into the memory image from a beat-aligned base in the order its
-decoder reads it. :func:`decode_container_lanes` decodes a version-6 container (``ansforge compress``'s
+Each lane reads a region of records (:func:`region_image`): per record an **independent block** (a
+complete ``docs/bitstream.md`` §8 stream, in the order its decoder reads it), behind a header and, where
+the lane does not hold them yet, its decoder's table entries (:func:`decoder_entries`). :func:`decode_container_lanes` decodes a version-6 container (``ansforge compress``'s
 default, the blocks layout) as it is: each tensor's blocks, ``lanes`` at a time side by side, the words
 read from the container and every pair checked against the container's own decoder. A tensor of the
 older layouts, or any ``symbols``/``extras`` (:func:`lanes_job`, :func:`run_lanes`), is cut into
@@ -30,17 +30,17 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
 from ..hdl.common import DecodeStatus, bits_for
-from ..hdl.parallel import ParallelDecoder
+from ..hdl.parallel import ParallelDecoder, Table
 from ..model.coding.codecs import Codec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.coding.stream import Run
 from .jobs import CoreJob, port_words, build_core, cfg_writes, code_block
 from .memory import SharedMemory
-from .streams import field_bits, pack, payload_shape, payloads_to_pairs
+from .streams import field_bits, pack, payload_shape, payloads_to_pairs, unpack
 
 __all__ = ["LaneSystem", "LaneRun", "lanes_job", "blocks_job", "chunk_blocks", "chunk_counts", "run_lanes", "run_blocks",
            "decode_container_lanes", "LaneMismatch", "unpack_rows", "unpack_lanes", "code_block", "block_runs",
-           "unshifted", "run_entries", "container_lane_options"]
+           "unshifted", "run_entries", "container_lane_options", "region_image", "decoder_entries", "beat_ints"]
 
 
 class LaneMismatch(AnsforgeError):
@@ -48,7 +48,8 @@ class LaneMismatch(AnsforgeError):
 
 
 class LaneSystem(wiring.Component):
-    """``ParallelDecoder`` + ``SharedMemory``: ports ``mem_cfg``, ``cfg``, ``cmd``, ``o``, ``done``, ``status``.
+    """``ParallelDecoder`` + ``SharedMemory``: ports ``mem_cfg``, ``cmd``, ``o``, ``done``, ``status`` (the
+    decoders' tables come from memory, in the lanes' records).
 
     Parameters
     ----------
@@ -80,7 +81,7 @@ class LaneSystem(wiring.Component):
         self._mem = SharedMemory(depth=depth, beat_bits=beat_words * self._dec.word_bits, addr_bits=addr_bits,
                                  tag_bits=len(self._dec.mem_req.p.tag), latency=latency, interval=interval)
         d = self._dec.signature.members
-        super().__init__({"mem_cfg": self._mem.signature.members["mem_cfg"], "cfg": d["cfg"], "cmd": d["cmd"],
+        super().__init__({"mem_cfg": self._mem.signature.members["mem_cfg"], "cmd": d["cmd"],
                           "o": d["o"], "done": Out(1), "status": Out(DecodeStatus)})
 
     decoder = property(lambda self: self._dec)
@@ -97,8 +98,9 @@ class LaneSystem(wiring.Component):
         wiring.connect(m, dec.mem_req, mem.req)
         wiring.connect(m, mem.rsp, dec.mem_rsp)
         wiring.connect(m, wiring.flipped(self.mem_cfg), mem.mem_cfg)
-        wiring.connect(m, wiring.flipped(self.cfg), dec.cfg)
         wiring.connect(m, wiring.flipped(self.cmd), dec.cmd)
+        for lane in range(dec.lanes):
+            m.d.comb += dec.tables[lane].ready.eq(1)     # the lanes' records carry decoder entries only
         wiring.connect(m, dec.o, wiring.flipped(self.o))
         m.d.comb += [self.done.eq(dec.done), self.status.eq(dec.status)]
         return m
@@ -138,36 +140,95 @@ def run_entries(dec, runs) -> list[int]:
     return out
 
 
-def lane_image(system, lane_words: list[np.ndarray], lane_runs: list[list[int]] | None = None
-               ) -> tuple[list[int], list[dict]]:
-    """Memory beats (``beat_words`` port words each, word 0 in the low bits) and each lane's ``{base, words}``
-    (``words``: its stream words, the decoder command's count); with ``lane_runs`` (each lane's run
-    entries, :func:`run_entries`), also ``{runs_base, runs}``: the runs lie after every lane's words.
-    ``system`` is a :class:`LaneSystem` or anything whose ``decoder`` is a ``ParallelDecoder``."""
-    dec = system.decoder
-    per_beat, W, sw = dec.beat_words, dec.word_bits, dec.stream_word_bits
-    beats, lanes = [], []
-    for words in lane_words:
-        # the decoder's port words (two stream words each where its port is two wide), top of the stack first
-        order = port_words(np.asarray(words, dtype=np.uint64), sw, W)[::-1]
-        padded = np.zeros(-(-order.size // per_beat) * per_beat, np.uint64)
-        padded[:order.size] = order
-        lanes.append({"base": len(beats), "words": int(np.asarray(words).size)})
-        rows = padded.reshape(-1, per_beat)
-        if W * per_beat <= 64:          # one NumPy pass (the usual case); wider beats as Python integers
-            packed = np.zeros(rows.shape[0], np.uint64)
-            for j in range(per_beat):
-                packed |= rows[:, j] << np.uint64(W * j)
-            beats += packed.tolist()
-        else:
-            beats += [sum(int(w) << (W * j) for j, w in enumerate(row)) for row in rows.tolist()]
+def decoder_entries(dec, tables) -> list[tuple[int, int, int]]:
+    """The table entries ``(kind, addr, data)`` (:class:`~ansforge.hdl.parallel.Table` ``DECODER``) that
+    load ``tables`` (one table, or table set ``t`` each) into a lane of ``dec`` (a ``ParallelDecoder``)."""
+    proto = dec.decoder_prototype
+    shape = payload_shape(proto, "cfg")
+    tables = list(tables) if isinstance(tables, (list, tuple)) else [tables]
+    return [(Table.DECODER, int(unpack(shape, w)["addr"]), w >> shape["data"].offset)
+            for w in cfg_writes(proto, tables).get("cfg", [])]
+
+
+def region_image(dec, lane_records: list[list[tuple[np.ndarray, int, list]]],
+                 lane_runs: list[list[int]] | None = None) -> tuple[np.ndarray, list[dict]]:
+    """The memory image of ``dec``'s lanes (a ``ParallelDecoder``): lane ``l``'s region holds its records
+    ``lane_records[l]``, each ``(words in push order, pairs, entries)`` (``entries``: table entries
+    ``(kind, addr, data)`` to load before the block, or none), as :class:`~ansforge.hdl.parallel.LaneFront`
+    reads them; with ``lane_runs`` (each lane's run entries, :func:`run_entries`, its blocks' one after
+    another) the runs lie after every region.
+
+    Returns the beats, as rows of 64-bit pieces (piece 0 the low bits; a beat narrower than 64 bits in
+    the low bits of one), and each lane's ``{base, units}`` (and ``{runs_base, runs}``): the command's."""
+    U, per_beat = dec.unit_bits, dec.units_per_beat
+    W, sw = dec.word_bits, dec.stream_word_bits
+    per_unit = U // W
+    hdr, ent = dec.header_layout, dec.entry_layout
+    hdr_units, ent_units = -(-hdr.size // U), -(-ent.size // U)
+    unit_mask = (1 << U) - 1
+    limit = 1 << dec.count_bits
+
+    def units_of(value: int, n: int) -> list[int]:
+        return [(value >> (U * j)) & unit_mask for j in range(n)]
+
+    rows, regs, at = [], [], 0
+    for lane, records in enumerate(lane_records):
+        parts = []
+        for words, count, entries in records:
+            words = np.asarray(words, dtype=np.uint64)
+            entries = list(entries or [])
+            for what, v in (("pairs", count), ("words", words.size)):
+                if v >= limit:
+                    raise ConfigError(f"lane {lane}: a block of {v:,} {what}; the lanes count below "
+                                      f"2**{dec.count_bits}")
+            if len(entries) >= 1 << hdr["entries"].width:
+                raise ConfigError(f"lane {lane}: {len(entries)} table entries in one record; a header holds "
+                                  f"{(1 << hdr['entries'].width) - 1}")
+            head = pack(hdr, {"count": int(count), "words": int(words.size), "entries": len(entries)})
+            parts.append(np.asarray(units_of(head, hdr_units), np.uint64))
+            if entries:
+                parts.append(np.asarray([u for k, a, d in entries
+                                         for u in units_of(pack(ent, {"data": int(d), "addr": int(a), "kind": int(k)}),
+                                                           ent_units)], np.uint64))
+            # the decoder's port words (two stream words each where its port is two wide), top of the stack first
+            order = port_words(words, sw, W)[::-1]
+            padded = np.zeros(-(-order.size // per_unit) * per_unit, np.uint64)
+            padded[:order.size] = order
+            cols = padded.reshape(-1, per_unit)
+            packed = np.zeros(cols.shape[0], np.uint64)
+            for j in range(per_unit):
+                packed |= cols[:, j] << np.uint64(W * j)
+            parts.append(packed)
+        units = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+        if units.size >= limit:
+            raise ConfigError(f"lane {lane}: a region of {units.size:,} units; the lanes count below "
+                              f"2**{dec.count_bits}: give the lane fewer blocks per command")
+        n_beats = -(-units.size // per_beat)
+        padded = np.zeros(n_beats * per_beat, np.uint64)
+        padded[:units.size] = units
+        # a unit is 64 bits (several a beat) or the whole beat (one, narrower): either way a beat's pieces
+        rows.append(padded.reshape(n_beats, per_beat))
+        regs.append({"base": at, "units": int(units.size)})
+        at += n_beats
+    pieces = rows[0].shape[1] if rows else max(1, per_beat)
     if lane_runs is not None:
         per, rb = dec.runs_per_beat, dec.run_bits
-        for lane, entries in zip(lanes, lane_runs):
-            lane.update({"runs_base": len(beats), "runs": len(entries)})
-            for a in range(0, len(entries), per):
-                beats.append(sum(int(e) << (rb * j) for j, e in enumerate(entries[a:a + per])))
-    return beats, lanes
+        for reg, entries in zip(regs, lane_runs):
+            reg.update({"runs_base": at, "runs": len(entries)})
+            if len(entries) >= limit:
+                raise ConfigError(f"a lane's {len(entries):,} runs; the lanes count below 2**{dec.count_bits}")
+            beats = [sum(int(e) << (rb * j) for j, e in enumerate(entries[a:a + per]))
+                     for a in range(0, len(entries), per)]
+            rows.append(np.asarray([[(b >> (64 * j)) & (2 ** 64 - 1) for j in range(pieces)] for b in beats],
+                                   np.uint64).reshape(-1, pieces))
+            at += len(beats)
+    image = np.concatenate(rows) if rows else np.zeros((0, pieces), np.uint64)
+    return image, regs
+
+
+def beat_ints(image: np.ndarray) -> list[int]:
+    """:func:`region_image`'s beats as Python integers."""
+    return [sum(int(v) << (64 * j) for j, v in enumerate(row)) for row in np.asarray(image).tolist()]
 
 
 def block_runs(container, st, b: int, fold: int = 0) -> list[tuple[int, int, int]]:
@@ -190,7 +251,7 @@ def unshifted(extras: np.ndarray, runs: list[tuple[int, int, int]]) -> np.ndarra
 
 def chunk_counts(n: int, lanes: int) -> list[int]:
     """Pairs of each of ``lanes`` contiguous blocks of ``n`` pairs: ``ceil(n / lanes)`` each but the
-    last ones (never increasing with the lane, as :class:`~ansforge.hdl.parallel.ParallelDecoder` needs)."""
+    last ones."""
     c = -(-int(n) // lanes) if n else 0
     return [max(0, min(c, int(n) - lane * c)) for lane in range(lanes)]
 
@@ -208,11 +269,11 @@ def chunk_blocks(spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, la
 
 def blocks_job(system: LaneSystem, table, blocks: list[tuple[np.ndarray, int]],
                runs: list[list[tuple[int, int, int]]] | None = None) -> tuple[CoreJob, int]:
-    """The job that decodes ``blocks`` (at most ``lanes``; ``(words in push order, pairs)`` each, the
-    pairs not increasing) side by side, block ``l`` in lane ``l``, with ``table`` (one table, or a list:
-    table set ``t`` each) written to every lane; ``runs``: each block's ``(set, shift, count)`` (default:
-    all of it with set 0, no shift; needed by lanes with table sets or shifts). Returns the job and the
-    memory beats it takes. The expected pairs are the caller's."""
+    """The job that decodes ``blocks`` (at most ``lanes``; ``(words in push order, pairs)`` each) side by
+    side, block ``l`` in lane ``l``, each lane first loading ``table`` (one table, or a list: table set
+    ``t`` each) from its record; ``runs``: each block's ``(set, shift, count)`` (default: all of it with
+    set 0, no shift; needed by lanes with table sets or shifts). Returns the job and the memory beats it
+    takes. The expected pairs are the caller's."""
     k = system.decoder.lanes
     proto = system.decoder.decoder_prototype
     tables = list(table) if isinstance(table, (list, tuple)) else [table]
@@ -226,8 +287,6 @@ def blocks_job(system: LaneSystem, table, blocks: list[tuple[np.ndarray, int]],
     if len(blocks) > k:
         raise ValueError(f"{len(blocks)} blocks for {k} lanes")
     counts = [int(c) for _, c in blocks] + [0] * (k - len(blocks))
-    if any(b > a for a, b in zip(counts, counts[1:])):
-        raise ValueError(f"the lanes' pair counts {counts} increase with the lane")
     entries = None
     if system.decoder.has_runs:
         runs = list(runs) if runs is not None else [[(0, 0, c)] for c in counts[:len(blocks)]]
@@ -238,22 +297,19 @@ def blocks_job(system: LaneSystem, table, blocks: list[tuple[np.ndarray, int]],
         entries = [run_entries(system.decoder, r) for r in runs]
     elif runs is not None and any(x[0] or x[1] for r in runs for x in r):
         raise ConfigError("the blocks have several tables or row shifts; the lanes were built without runs")
-    beats, lanes = lane_image(system, [w for w, _ in blocks] + [np.zeros(0, np.uint64)] * (k - len(blocks)),
-                              entries)
-    if len(beats) > system.memory.depth:
-        raise ConfigError(f"the lanes' streams take {len(beats)} beats, the memory holds {system.memory.depth}")
-    for lane, c in zip(lanes, counts):
-        lane["count"] = c
+    load = decoder_entries(system.decoder, tables)
+    image, lanes = region_image(system.decoder, [[(w, c, load)] for w, c in blocks]
+                                + [[] for _ in range(k - len(blocks))], entries)
+    if len(image) > system.memory.depth:
+        raise ConfigError(f"the lanes' regions take {len(image)} beats, the memory holds {system.memory.depth}")
     mem_shape = payload_shape(system, "mem_cfg")
     job = CoreJob("parallel-decoder", system)
-    dec_cfg = cfg_writes(proto, tables)
-    job.cfg = {"mem_cfg": [pack(mem_shape, {"addr": a, "data": b}) for a, b in enumerate(beats)],
-               "cfg": dec_cfg.get("cfg", [])}
+    job.cfg = {"mem_cfg": [pack(mem_shape, {"addr": a, "data": b}) for a, b in enumerate(beat_ints(image))]}
     job.commands = [pack(payload_shape(system, "cmd"), {"lanes": lanes})]
     job.pairs = sum(counts)
-    job.words = sum(lane["words"] for lane in lanes)
+    job.words = len(image) * system.decoder.beat_words    # every port word the lanes read, tables included
     job.expected_status = [DecodeStatus.OK.value]
-    return job, len(beats)
+    return job, len(image)
 
 
 def lanes_job(system: LaneSystem, table, symbols: np.ndarray, extras: np.ndarray) -> tuple[CoreJob, int]:
@@ -263,41 +319,32 @@ def lanes_job(system: LaneSystem, table, symbols: np.ndarray, extras: np.ndarray
     return blocks_job(system, table, chunk_blocks(system.spec, table, symbols, extras, system.decoder.lanes))
 
 
-def _row_fields(system: LaneSystem, outputs):
-    """The rows ``o`` gave as 64-bit words (one row a line), each row's lane count ``n``, and a function
-    giving lane ``j``'s (symbols, extras) column."""
+def unpack_lanes(system: LaneSystem, outputs, counts: list[int] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The transfers ``o`` gave, as each lane's pairs (symbols, extras): lane ``l``'s are slot ``l`` of the
+    transfers whose ``valid`` has bit ``l`` (``counts``: unused, kept for the callers that know them)."""
     shape = payload_shape(system, "o")
     pair = payload_shape(system.decoder.decoder_prototype, "o")
     nwords = -(-shape.size // 64)
     if isinstance(outputs, np.ndarray):
-        rows = outputs.astype(np.uint64).reshape(-1, 1)
+        rows = outputs.astype(np.uint64).reshape(-1, nwords)
     else:
         raw = b"".join(int(v).to_bytes(8 * nwords, "little") for v in outputs)
         rows = np.frombuffer(raw, dtype="<u8").reshape(-1, nwords).astype(np.uint64)
-    n = field_bits(rows, shape["n"].offset, shape["n"].width).astype(np.int64)
+    valid = field_bits(rows, shape["valid"].offset, shape["valid"].width).astype(np.int64)
     base = shape["pairs"].offset
-    return n, lambda j: payloads_to_pairs(pair, rows, offset=base + j * pair.size)
+    out = []
+    for j in range(system.decoder.lanes):
+        s, e = payloads_to_pairs(pair, rows, offset=base + j * pair.size)
+        keep = (valid >> j) & 1 == 1
+        out.append((np.asarray(s)[keep].astype(np.int64), np.asarray(e)[keep].astype(np.uint64)))
+    return out
 
 
 def unpack_rows(system: LaneSystem, outputs) -> tuple[np.ndarray, np.ndarray]:
-    """The rows ``o`` gave, as the tensor's (symbols, extras) in pair order."""
-    lanes = system.decoder.lanes
-    n, column = _row_fields(system, outputs)
-    sym, ext = (np.stack(f, 1) for f in zip(*(column(j) for j in range(lanes))))
-    keep = np.arange(lanes)[None, :] < n[:, None]
-    return sym[keep].astype(np.int64), ext[keep]
-
-
-def unpack_lanes(system: LaneSystem, outputs, counts: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The rows ``o`` gave, as each lane's block (symbols, extras): lane ``l``'s pairs are its column of
-    the first ``counts[l]`` rows."""
-    n, column = _row_fields(system, outputs)
-    out = []
-    for j in range(len(counts)):
-        s, e = column(j)
-        keep = n > j
-        out.append((np.asarray(s)[keep].astype(np.int64), np.asarray(e)[keep].astype(np.uint64)))
-    return out
+    """The transfers ``o`` gave, as the pairs of lane 0's block, then lane 1's, ... (a tensor cut into
+    contiguous blocks, :func:`chunk_blocks`, in pair order)."""
+    lanes = unpack_lanes(system, outputs)
+    return (np.concatenate([s for s, _ in lanes]).astype(np.int64), np.concatenate([e for _, e in lanes]))
 
 
 def run_blocks(engine, system: LaneSystem, table, blocks: list[tuple[np.ndarray, int]], expected, *,
@@ -407,10 +454,18 @@ def decode_container_lanes(container, engine, *, lanes: int, beat_words: int = 2
     else:
         per_lane = max(chunk_counts(st.n_pairs, lanes)[0] for st in streams)
         need = lanes * (2 + -(-(per_lane * (k + 16) + 8 * spec.states * word_bits) // (word_bits * beat_words)))
-    system = LaneSystem(spec, lanes=lanes, beat_words=beat_words, fifo_beats=fifo_beats,
-                        depth=1 << max(4, (need - 1).bit_length()), latency=latency, interval=interval,
-                        max_extra_bits=k, max_symbols=max(64, max(t.freqs.size for st in streams for t in st.tables)),
-                        table_sets=sets, shift_bits=shift_bits)
+    options = dict(lanes=lanes, beat_words=beat_words, fifo_beats=fifo_beats, latency=latency, interval=interval,
+                   max_extra_bits=k, max_symbols=max(64, max(t.freqs.size for st in streams for t in st.tables)),
+                   table_sets=sets, shift_bits=shift_bits)
+    # each lane's record also holds a header and its decoder's tables (every set): their beats at most
+    probe_system = LaneSystem(spec, depth=16, **options)
+    for part in (probe_system, probe_system.decoder, probe_system.memory):
+        part._MustUse__silence = True               # a prototype for its layouts, never elaborated
+    probe = probe_system.decoder
+    table = decoder_entries(probe, [streams[0].tables[0]] * sets)
+    units = 1 + len(table) * -(-probe.entry_layout.size // probe.unit_bits) + -(-probe.header_layout.size // probe.unit_bits)
+    need += lanes * -(-units // probe.units_per_beat)
+    system = LaneSystem(spec, depth=1 << max(4, (need - 1).bit_length()), **options)
     out = []
     for st in streams:
         if not st.block_pairs:

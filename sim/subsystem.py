@@ -41,10 +41,10 @@ from ..model.coding.codecs import Codec
 from ..model.errors import AnsforgeError, ConfigError
 from ..model.dtypes.interfaces import CodingPairFormat, PairToFloatTable
 from ..model.dtypes.pairs import PAIR_FORMATS
-from .jobs import CoreJob, cfg_writes
-from .lanes import block_runs, chunk_blocks, container_groups, container_lane_options, lane_image, run_entries
+from .jobs import CoreJob
+from .lanes import block_runs, chunk_blocks, container_lane_options, decoder_entries, region_image, run_entries
 from .memory import SimulationRam
-from .streams import pack, unpack
+from .streams import field_bits, pack
 from .testbench import payload_ints
 
 __all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "SubsystemMismatch", "Block",
@@ -52,7 +52,8 @@ __all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "Subs
            "ContainerPlan", "plan_container_subsystem", "run_subsystem",
            "decode_container_subsystem", "runs_throughput", "checkpoint_block", "subsystem_bench_for", "run_block",
            "memory_depth",
-           "pack_rows", "expected_rows", "lane_streams", "MEMORY_BASE"]
+           "pack_rows", "transfer_lanes", "lane_streams", "MEMORY_BASE", "LaneBlock", "lanes_program", "tensor_entries",
+           "schedule_blocks", "table_beats"]
 
 #: Byte address of the memory image on the simulated AXI bus (a DDR window, away from 0 so that the
 #: read master's address arithmetic is exercised).
@@ -257,14 +258,26 @@ def checkpoint_block(path: str, codec: str, matrix: str | None, target: str = "b
     return Block(info.name, spec, table, ct, np.asarray(pairs.exponents), s, e, pf.as_bits(values).ravel())
 
 
+def table_beats(dut: AxiDecompressor) -> int:
+    """Beats a lane's record takes beyond its block's words at most: a header and every table entry
+    (the decoder's table, every set; the symbol, escape and float tables) plus padding."""
+    par = dut.parallel
+    unit = par.unit_bits
+    cfg = dut.decoder_cfg_layout
+    entries = (1 << cfg["addr"].width) + dut.max_symbols + (1 << dut.escape_bits) + dut.max_codes
+    units = -(-par.header_layout.size // unit) + entries * -(-par.entry_layout.size // unit) + 1
+    return -(-units // par.units_per_beat) + 1
+
+
 def memory_depth(dut: AxiDecompressor, n_pairs: int) -> int:
-    """Beats (a power of two) that hold any ``n_pairs``-pair block's lane streams: per pair at most the
+    """Beats (a power of two) that hold any ``n_pairs``-pair block's lane regions: per pair at most the
     coder's state bits (17 covers tANS R <= 16 and an rANS renormalization word's share) plus its
-    additional data and escape index; per lane a final state and a padded beat."""
+    additional data and escape index; per lane a final state, a padded beat and a record's header and
+    tables (:func:`table_beats`)."""
     per_lane = -(-int(n_pairs) // dut.lanes)
     head = 2 * dut.codec.states * max(dut.codec.state_bits, dut.codec.word_bits)    # flush and head, padding
-    beats = dut.lanes * (2 + -(-(per_lane * (dut.extra_bits + dut.escape_bits + 17) + head + 4 * dut.codec.word_bits)
-                               // dut.bus_bits))
+    beats = dut.lanes * (2 + table_beats(dut) + -(-(per_lane * (dut.extra_bits + dut.escape_bits + 17) + head
+                                                     + 4 * dut.codec.word_bits) // dut.bus_bits))
     return 1 << max(4, (beats - 1).bit_length())
 
 
@@ -291,6 +304,7 @@ class SubsystemRun:
     cycles: int
     coded_bits: int
     bound: float            # weights per clock the lanes and the bus allow for this block
+    table_beats: int = 0    # beats of records' headers and tables the lanes read beside the blocks' words
 
     @property
     def weights_per_clock(self) -> float:
@@ -309,62 +323,120 @@ def _packed(writes: list[tuple[int, int]]) -> np.ndarray:
     return (addr << np.uint64(a.offset)) | (value << np.uint64(d.offset))
 
 
-def _table_writes(kind: Table, entries: list[tuple[int, int]], width: int,
-                  staged: dict[int, int]) -> list[tuple[int, int]]:
-    """Stage each entry's data (``width`` bits) in ``TBL_DATA0..3`` and write it. A staging register is
-    written only where its value changes (``staged``: what each holds, kept across calls; the hardware
-    takes the entry's low ``width`` bits), as a driver would, so most entries cost two writes."""
-    out = []
-    for addr, value in entries:
-        for j in range(-(-width // 32)):
-            word = (int(value) >> (32 * j)) & 0xFFFF_FFFF
-            if staged.get(j) != word:
-                out.append((Csr.TBL_DATA0 + 4 * j, word))
-                staged[j] = word
-        out.append((Csr.TBL_WRITE, int(kind) << 30 | addr))
-    return out
-
-
 def lane_streams(spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, lanes: int) -> list[np.ndarray]:
     """Each lane's words (push order): the tensor cut into ``lanes`` contiguous blocks, each coded alone
     (:func:`~.lanes.chunk_blocks`)."""
     return [w for w, _ in chunk_blocks(spec, table, np.asarray(symbols).ravel(), np.asarray(extras).ravel(), lanes)]
 
 
+def tensor_entries(dut: AxiDecompressor, tables, code_table, exponents, fold: int = 0,
+                   name: str = "tensor") -> list[tuple[int, int, int]]:
+    """The table entries ``(kind, addr, data)`` (:class:`~ansforge.hdl.parallel.Table`) that load a tensor
+    into a lane of ``dut``: its coder ``tables`` (one table set each), its code table's symbol and escape
+    entries and its float entries (``exponents``: each code's exponent field; ``fold``: see
+    :func:`float_writes`)."""
+    tables = list(tables) if isinstance(tables, (list, tuple)) else [tables]
+    if code_table.index_bits > dut.escape_bits:
+        raise ConfigError(f"{name}: the tensor's escape group needs {code_table.index_bits} index bits; the "
+                          f"subsystem was built with escape_bits = {dut.escape_bits}")
+    if code_table.n_symbols > dut.max_symbols or len(exponents) > dut.max_codes:
+        raise ConfigError(f"{name}: the tensor has {code_table.n_symbols} symbols and {len(exponents)} codes; the "
+                          f"subsystem takes {dut.max_symbols} and {dut.max_codes}")
+    if code_table.extra_bits + fold != dut.extra_bits:
+        raise ConfigError(f"{name}: the tensor's pairs have {code_table.extra_bits} bits of additional data and "
+                          f"{fold} folded into the code; the {dut.target} subsystem's have {dut.extra_bits}")
+    if len(tables) > 1 << dut.parallel.set_bits:
+        raise ConfigError(f"{name}: the tensor has {len(tables)} tables; the subsystem was built with "
+                          f"{dut.table_sets} table sets")
+    out = decoder_entries(dut.parallel, tables)
+    out += [(Table.SYMBOL, s, c) for s, c in enumerate(code_table.direct_codes)]
+    if code_table.has_escape:
+        out.append((Table.SYMBOL, code_table.n_direct, 1 << 16))
+    out += [(Table.ESCAPE, i, c) for i, c in enumerate(code_table.escape_codes)]
+    f_shape = dut.float_cfg_layout
+    out += [(Table.FLOAT, w["addr"], pack(f_shape["data"].shape, w["data"]))
+            for w in float_writes(dut.target, dut.extra_bits, exponents, fold)]
+    return out
+
+
+@dataclass
+class LaneBlock:
+    """One block as a lane decodes it: its ``words`` (push order) and ``count`` pairs, the table ``entries``
+    loaded before it (``None``: the lane keeps the tables it holds), its ``runs`` ``(set, shift, count)``
+    (``None``: one run of set 0, no shift) and the weights' bit patterns it must give (``bits``)."""
+
+    words: np.ndarray
+    count: int
+    entries: list | None
+    runs: list | None
+    bits: np.ndarray
+    tensor: int = -1
+
+
 @dataclass
 class SubsystemProgram:
     """One START of an :class:`AxiDecompressor`, as a driver runs it: the memory image, the register writes
-    before the START, and the weights that must come out.
+    before the START, and the weights that must come out of each lane.
 
-    ``beats`` are the image from :data:`MEMORY_BASE` on, one ``bus_bits`` beat each (beat ``i`` at byte
-    ``MEMORY_BASE + i * bus_bits / 8``, little-endian); ``writes`` the AXI4-Lite writes ``(byte address,
-    value)`` in order (tables, ``BASE``, the lane registers; the START itself, ``CONTROL`` = 1,
-    is not among them); ``counts`` each lane's pairs; ``bits`` the blocks' weights' bit patterns, one block
-    after another (what ``ansforge decompress`` gives); ``coded_bits`` the compressed bits the lanes read.
-    """
+    ``beats`` are the image from :data:`MEMORY_BASE` on, one ``bus_bits`` beat a row of 64-bit pieces
+    (beat ``i`` at byte ``MEMORY_BASE + i * bus_bits / 8``, little-endian); ``writes`` the AXI4-Lite writes
+    ``(byte address, value)`` in order (``BASE``, the lane registers; the START itself, ``CONTROL`` = 1,
+    is not among them); ``lanes`` each lane's weights' bit patterns, its blocks' one after another (what
+    ``ansforge decompress`` gives for them); ``coded_bits`` the compressed bits of the blocks (their words,
+    not their headers or tables); ``table_beats`` the beats of the records' headers and tables."""
 
     name: str
-    beats: list[int]
+    beats: np.ndarray
     writes: list[tuple[int, int]]
-    counts: list[int]
-    bits: np.ndarray
+    lanes: list[np.ndarray]
     coded_bits: int
+    table_beats: int = 0
 
-    def expected_rows(self, dut: AxiDecompressor) -> np.ndarray:
-        """The output transfers as :func:`expected_rows` gives them."""
-        return expected_rows(dut, self.bits, self.counts)
+    @property
+    def weights(self) -> int:
+        return sum(int(b.size) for b in self.lanes)
 
-    def expected_frame(self, dut: AxiDecompressor) -> bytes:
-        """The output stream's bytes with ``TKEEP`` applied, transfer after transfer (one AXI4-Stream frame,
-        ``TLAST`` on its last transfer): weight ``j`` of each lane whose block is longer than ``j``,
-        little-endian."""
-        weight_bytes = PAIR_FORMATS[dut.target].total_bits // 8
-        counts = np.asarray(self.counts, dtype=np.int64)
-        starts = np.cumsum(counts) - counts
-        row = np.arange(counts.max() if counts.size else 0, dtype=np.int64)[:, None]
-        order = (starts[None, :] + row)[row < counts[None, :]]        # row-major: transfer, then lane
-        dtype = np.dtype("<u2") if weight_bytes == 2 else np.dtype("<u4")
-        return np.asarray(self.bits).ravel()[order].astype(dtype).tobytes()
+
+def lanes_program(dut: AxiDecompressor, lane_blocks: list[list[LaneBlock]], name: str = "program") -> SubsystemProgram:
+    """The :class:`SubsystemProgram` in which lane ``l`` decodes ``lane_blocks[l]`` in order (at most
+    ``lanes`` lists): each lane's region of records (:func:`~.lanes.region_image`) and, with runs, its
+    blocks' runs."""
+    par = dut.parallel
+    if len(lane_blocks) > dut.lanes:
+        raise ValueError(f"blocks for {len(lane_blocks)} lanes; the subsystem has {dut.lanes}")
+    lane_blocks = list(lane_blocks) + [[] for _ in range(dut.lanes - len(lane_blocks))]
+    entries = None
+    if par.has_runs:
+        entries = []
+        for blocks in lane_blocks:
+            lane = []
+            for b in blocks:
+                runs = b.runs if b.runs is not None else [(0, 0, b.count)]
+                if sum(x[2] for x in runs) != b.count:
+                    raise ValueError(f"{name}: runs of {sum(x[2] for x in runs)} pairs for a block of {b.count}")
+                lane += run_entries(par, runs)
+            entries.append(lane)
+    elif any(b.runs is not None and any(x[0] or x[1] for x in b.runs) for bl in lane_blocks for b in bl):
+        raise ConfigError(f"{name}: a tensor has several tables or row shifts; the subsystem was built with "
+                          "neither table sets nor row shifts")
+    try:
+        image, regs = region_image(par, [[(b.words, b.count, b.entries) for b in bl] for bl in lane_blocks], entries)
+    except ConfigError as exc:
+        raise ConfigError(f"{name}: {exc} (count_bits = {dut.count_bits}: cut it into smaller blocks or build "
+                          "the subsystem with more count bits)") from None
+    writes = [(Csr.BASE_LO, MEMORY_BASE), (Csr.BASE_HI, 0)]
+    for lane, reg in enumerate(regs):
+        writes += [(Csr.LANE0 + 8 * lane, reg["base"]), (Csr.LANE0 + 8 * lane + 4, reg["units"])]
+        if par.has_runs:
+            writes += [(Csr.LANE_RUNS0 + 8 * lane, reg["runs_base"]), (Csr.LANE_RUNS0 + 8 * lane + 4, reg["runs"])]
+    bits = [np.concatenate([np.asarray(b.bits).ravel() for b in bl]) if bl else np.zeros(0, np.uint64)
+            for bl in lane_blocks]
+    coded = sum(int(np.asarray(b.words).size) for bl in lane_blocks for b in bl) * dut.codec.word_bits
+    unit = par.unit_bits
+    hdr, ent = -(-par.header_layout.size // unit), -(-par.entry_layout.size // unit)
+    tables = sum(hdr + ent * len(b.entries or []) for bl in lane_blocks for b in bl)
+    return SubsystemProgram(name, image, [(int(a), int(d)) for a, d in writes], bits, coded,
+                            -(-tables // par.units_per_beat))
 
 
 def subsystem_program(dut: AxiDecompressor, spec: Codec, table, code_table, exponents, symbols: np.ndarray,
@@ -373,116 +445,56 @@ def subsystem_program(dut: AxiDecompressor, spec: Codec, table, code_table, expo
                       runs: list[list[tuple[int, int, int]]] | None = None, fold: int = 0,
                       name: str = "tensor") -> SubsystemProgram:
     """The :class:`SubsystemProgram` that decodes up to ``lanes`` independent blocks of one tensor (its
-    coder ``table`` or tables, one table set each, ``code_table`` and exponent table) in one START:
-    ``blocks`` (``(words in push order, pairs)`` each, pairs not increasing; default ``symbols``/``extras``
-    cut into one contiguous block per lane); ``runs``: each block's ``(set, shift, count)`` (a subsystem
-    built with table sets or row shifts needs them; default one run of set 0, no shift).
-    ``expected_bits`` are the blocks' weights' bit patterns, one block after another. ``fold``: mantissa
-    bits a context plan folded into the tensor's codes (its ``exponents`` are then the folded fields, its
-    pairs ``fold`` bits narrower; the runs' shifts must include it, see :func:`float_writes`)."""
-    lanes, W = dut.lanes, spec.word_bits
-    if code_table.index_bits > dut.escape_bits:
-        raise ConfigError(f"the tensor's escape group needs {code_table.index_bits} index bits; the subsystem "
-                          f"was built with escape_bits = {dut.escape_bits}")
-    if code_table.n_symbols > dut.max_symbols or len(exponents) > dut.max_codes:
-        raise ConfigError(f"the tensor has {code_table.n_symbols} symbols and {len(exponents)} codes; the subsystem "
-                          f"takes {dut.max_symbols} and {dut.max_codes}")
-    if code_table.extra_bits + fold != dut.extra_bits:
-        raise ConfigError(f"the tensor's pairs have {code_table.extra_bits} bits of additional data and {fold} "
-                          f"folded into the code; the {dut.target} subsystem's have {dut.extra_bits}")
+    coder ``table`` or tables, one table set each, ``code_table`` and exponent table) in one START, block
+    ``l`` in lane ``l``, each lane loading the tensor's tables first: ``blocks`` (``(words in push order,
+    pairs)`` each; default ``symbols``/``extras`` cut into one contiguous block per lane); ``runs``: each
+    block's ``(set, shift, count)`` (a subsystem built with table sets or row shifts needs them; default one
+    run of set 0, no shift). ``expected_bits`` are the blocks' weights' bit patterns, one block after
+    another. ``fold``: mantissa bits a context plan folded into the tensor's codes (see :func:`float_writes`)."""
     tables = list(table) if isinstance(table, (list, tuple)) else [table]
+    entries = tensor_entries(dut, tables, code_table, exponents, fold, name)
     if blocks is None:
-        blocks = chunk_blocks(spec, tables[0], np.asarray(symbols).ravel(), np.asarray(extras).ravel(), lanes)
-    if len(blocks) > lanes:
-        raise ValueError(f"{len(blocks)} blocks for {lanes} lanes")
-    blocks = list(blocks) + [(np.zeros(0, np.uint64), 0)] * (lanes - len(blocks))
-    counts = [int(c) for _, c in blocks]
-    if any(b > a for a, b in zip(counts, counts[1:])):
-        raise ValueError(f"the lanes' pair counts {counts} increase with the lane")
-    if sum(counts) != np.asarray(expected_bits).size:
-        raise ValueError(f"{np.asarray(expected_bits).size} weights for blocks of {sum(counts)}")
-    par = dut.parallel
-    if len(tables) > 1 << par.set_bits:
-        raise ConfigError(f"the tensor has {len(tables)} tables; the subsystem was built with "
-                          f"{dut.table_sets} table sets")
-    entries = None
-    if par.has_runs:
-        runs = list(runs) if runs is not None else [[(0, 0, c)] for c in counts if c]
-        runs += [[]] * (lanes - len(runs))
-        for r, c in zip(runs, counts):
-            if sum(x[2] for x in r) != c:
-                raise ValueError(f"runs of {sum(x[2] for x in r)} pairs for a block of {c}")
-        entries = [run_entries(par, r) for r in runs]
-    elif runs is not None and any(x[0] or x[1] for r in runs for x in r):
-        raise ConfigError("the tensor has several tables or row shifts; the subsystem was built with neither "
-                          "table sets nor row shifts")
-    beats, lane_regs = lane_image(_Lanes(par), [w for w, _ in blocks], entries)
-    limit = 1 << dut.count_bits
-    for lane, (regs, count) in enumerate(zip(lane_regs, counts)):
-        for what, v in (("pairs", count), ("words", regs["words"]), ("runs", regs.get("runs", 0))):
-            if v >= limit:
-                raise ConfigError(f"{name}: lane {lane}'s block has {v:,} {what}; the subsystem's lanes count "
-                                  f"below 2**{dut.count_bits} (count_bits = {dut.count_bits}): cut it into "
-                                  f"smaller blocks or build the subsystem with more count bits")
-
-    csr, staged = [], {}
-    proto = dut.decoder_prototype
-    cfg_shape = proto.signature.members["cfg"].signature.members["payload"].shape
-    for packed in cfg_writes(proto, tables).get("cfg", []):
-        w = unpack(cfg_shape, packed)
-        csr += _table_writes(Table.DECODER, [(w["addr"], packed >> cfg_shape["data"].offset)],
-                             cfg_shape["data"].width, staged)
-    sym = [(s, c) for s, c in enumerate(code_table.direct_codes)]
-    if code_table.has_escape:
-        sym.append((code_table.n_direct, 1 << 16))
-    csr += _table_writes(Table.SYMBOL, sym, 17, staged)
-    csr += _table_writes(Table.ESCAPE, list(enumerate(code_table.escape_codes)), 16, staged)
-    f_shape = dut.float_cfg_layout
-    csr += _table_writes(Table.FLOAT, [(w["addr"], pack(f_shape["data"].shape, w["data"]))
-                                       for w in float_writes(dut.target, dut.extra_bits, exponents, fold)],
-                         f_shape["data"].width, staged)
-    csr += [(Csr.BASE_LO, MEMORY_BASE), (Csr.BASE_HI, 0)]
-    for lane, (regs, count) in enumerate(zip(lane_regs, counts)):
-        csr += [(Csr.LANE0 + 8 * lane, regs["base"]), (Csr.LANE0 + 8 * lane + 4, regs["words"]),
-                (Csr.LANE_COUNT0 + 4 * lane, count)]
-        if par.has_runs:
-            csr += [(Csr.LANE_RUNS0 + 8 * lane, regs["runs_base"]), (Csr.LANE_RUNS0 + 8 * lane + 4, regs["runs"])]
-    return SubsystemProgram(name, [int(b) for b in beats], [(int(a), int(d)) for a, d in csr], counts,
-                            np.asarray(expected_bits).ravel(), sum(regs["words"] for regs in lane_regs) * W)
+        blocks = chunk_blocks(spec, tables[0], np.asarray(symbols).ravel(), np.asarray(extras).ravel(), dut.lanes)
+    if len(blocks) > dut.lanes:
+        raise ValueError(f"{len(blocks)} blocks for {dut.lanes} lanes")
+    bits = np.asarray(expected_bits).ravel()
+    if sum(int(c) for _, c in blocks) != bits.size:
+        raise ValueError(f"{bits.size} weights for blocks of {sum(int(c) for _, c in blocks)}")
+    lane_blocks, at = [], 0
+    for lane, (w, c) in enumerate(blocks):
+        if c:
+            lane_blocks.append([LaneBlock(np.asarray(w), int(c), entries, runs[lane] if runs is not None else None,
+                                          bits[at:at + c])])
+        else:
+            lane_blocks.append([])
+        at += int(c)
+    return lanes_program(dut, lane_blocks, name)
 
 
 def program_job(bench: SubsystemBench, program: SubsystemProgram) -> CoreJob:
     """The :class:`SubsystemBench` job that runs ``program``: its image in the bench's memory, its register
-    writes on ``csr_cfg``, the START on ``cmd``, its weights expected on ``o``."""
+    writes on ``csr_cfg``, the START on ``cmd`` (the weights are checked by :func:`run_program`)."""
     dut = bench.dut
-    n_beats = len(program.beats)
+    beats = np.asarray(program.beats, dtype=np.uint64)
+    n_beats = beats.shape[0]
     if n_beats > bench.memory.depth:
-        raise ConfigError(f"the lanes' streams take {n_beats} beats, the memory holds {bench.memory.depth}")
+        raise ConfigError(f"{program.name}: the lanes' regions take {n_beats} beats, the memory holds "
+                          f"{bench.memory.depth}")
     mem_shape = bench.signature.members["mem_cfg"].signature.members["payload"].shape
     job = CoreJob("subsystem-decoder", bench)
     addr_field, data_field = mem_shape["addr"], mem_shape["data"]
-    # a beat as 64-bit pieces (a bus may be wider than 64 bits)
-    pieces = -(-dut.bus_bits // 64)
-    chunks = np.asarray([[(v >> (64 * j)) & (2 ** 64 - 1) for j in range(pieces)] for v in program.beats],
-                        dtype=np.uint64).reshape(n_beats, pieces)
     mem = pack_rows(n_beats, mem_shape.size,
                     [(addr_field.offset, addr_field.width, np.arange(n_beats, dtype=np.uint64))]
-                    + [(data_field.offset + 64 * j, min(64, dut.bus_bits - 64 * j), chunks[:, j])
-                       for j in range(pieces)])
+                    + [(data_field.offset + 64 * j, min(64, dut.bus_bits - 64 * j), beats[:, j])
+                       for j in range(beats.shape[1])])
     job.cfg = {"mem_cfg": mem, "csr_cfg": _packed(program.writes)}
     job.commands = _packed([(Csr.CONTROL, 1)])
-    job.pairs = sum(program.counts)
+    job.pairs = program.weights
     job.words = n_beats * dut.beat_words
     job.expected_status = [0]
-    job.expected = program.expected_rows(dut)
+    job.expected = np.zeros((0, 1), np.uint64)
+    job.slots = (PAIR_FORMATS[dut.target].total_bits, [np.asarray(b).astype(np.uint64) for b in program.lanes])
     return job
-
-
-class _Lanes:
-    """What :func:`~.lanes.lane_image` reads of a system: its ``decoder`` (here the subsystem's lanes)."""
-
-    def __init__(self, decoder):
-        self.decoder = decoder
 
 
 def float_writes(target: str, extra_bits: int, exponents, fold: int = 0) -> list[dict]:
@@ -521,61 +533,64 @@ def pack_rows(n: int, width: int, fields: list[tuple[int, int, np.ndarray]]) -> 
     return out
 
 
-def expected_rows(dut: AxiDecompressor, bits: np.ndarray, counts: list[int]) -> np.ndarray:
-    """The ``o`` payloads (``{data, keep, last}``) that carry the lanes' blocks, ``counts[l]`` weights of
-    ``bits`` (one block after another) in lane ``l``: transfer ``j`` holds weight ``j`` of each lane whose
-    block is longer than ``j``; as :func:`pack_rows` rows."""
+def transfer_lanes(dut: AxiDecompressor, rows: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """The output transfers (:func:`pack_rows` rows of ``{data, keep, last}``) as each lane's weights (slot
+    ``l``'s where its ``TKEEP`` bytes are set) and the ``TLAST`` column. A slot's ``TKEEP`` is all of its
+    bytes or none, and its ``TDATA`` is zero where none: :class:`SubsystemMismatch` otherwise."""
     lanes, weight_bits = dut.lanes, PAIR_FORMATS[dut.target].total_bits
-    bits = np.asarray(bits).ravel().astype(np.uint64)
-    counts = list(counts) + [0] * (lanes - len(counts))
-    if sum(counts) != bits.size:
-        raise ValueError(f"{bits.size} weights for blocks of {sum(counts)}")
-    rows = max(counts) if counts else 0
-    grid = np.zeros((rows, lanes), np.uint64)
-    present = np.zeros((rows, lanes), bool)
-    at = 0
-    for j, c in enumerate(counts):
-        grid[:c, j] = bits[at:at + c]
-        present[:c, j] = True
-        at += c
-    keep = np.zeros(rows, np.uint64)
+    wb = weight_bits // 8
+    keep_at, last_at = lanes * weight_bits, lanes * weight_bits + lanes * wb
+    out = []
     for j in range(lanes):
-        keep |= present[:, j].astype(np.uint64) * np.uint64(((1 << (weight_bits // 8)) - 1) << (weight_bits // 8 * j))
-    last = np.zeros(rows, np.uint64)
-    last[-1:] = 1
-    width = lanes * weight_bits + lanes * weight_bits // 8 + 1
-    return pack_rows(rows, width, [(weight_bits * j, weight_bits, grid[:, j]) for j in range(lanes)]
-                     + [(lanes * weight_bits, lanes * weight_bits // 8, keep), (lanes * weight_bits + lanes * weight_bits // 8, 1, last)])
+        value = field_bits(rows, weight_bits * j, weight_bits)
+        keep = field_bits(rows, keep_at + wb * j, wb)
+        if ((keep != 0) & (keep != (1 << wb) - 1)).any():
+            raise SubsystemMismatch(f"lane {j}: a transfer keeps part of its weight's bytes")
+        if (value[keep == 0] != 0).any():
+            raise SubsystemMismatch(f"lane {j}: a transfer without its weight carries data in its slot")
+        out.append(value[keep != 0])
+    return out, field_bits(rows, last_at, 1)
 
 
 def run_program(engine, bench: SubsystemBench, program: SubsystemProgram, *, stall_prob: float = 0.0,
                 seed: int = 0) -> SubsystemRun:
-    """``program`` through ``bench`` on ``engine``; raises :class:`SubsystemMismatch` unless every weight,
-    ``TKEEP`` and ``TLAST`` is as expected and the status is OK."""
+    """``program`` through ``bench`` on ``engine``; raises :class:`SubsystemMismatch` unless every lane gives
+    its blocks' weights in order, ``TKEEP`` marks exactly them, ``TLAST`` is on the last transfer alone
+    and the status is OK."""
     job = program_job(bench, program)
-    name, expected = program.name, job.expected
+    name, dut = program.name, bench.dut
+    width = len(dut.m_axis.tdata) + len(dut.m_axis.tkeep) + 1
+    nwords = -(-width // 64)
     if getattr(engine, "name", "") == "verilator":
         res = engine.run(job, stall_prob=stall_prob, seed=seed, raw_outputs=True)
-        got = np.asarray(res.outputs, dtype=np.uint64).reshape(-1, expected.shape[1])
+        got = np.asarray(res.outputs, dtype=np.uint64).reshape(-1, nwords)
     else:                                   # the Amaranth engine speaks Python integers
         job.cfg = {k: payload_ints(v) for k, v in job.cfg.items()}
         job.commands = payload_ints(job.commands)
         res = engine.run(job, stall_prob=stall_prob, seed=seed)
-        got = pack_rows(len(res.outputs), expected.shape[1] * 64,
+        got = pack_rows(len(res.outputs), nwords * 64,
                         [(64 * j, 64, np.array([(int(v) >> (64 * j)) & (2 ** 64 - 1) for v in res.outputs],
-                                               dtype=np.uint64)) for j in range(expected.shape[1])])
+                                               dtype=np.uint64)) for j in range(nwords)])
     if res.statuses != [0]:
         s = res.statuses[0] if res.statuses else None
         what = "no status" if s is None else ", ".join(
             [DecodeStatus(s & 7).name] + (["AXI read error"] if s & 8 else []) + (["register write refused"] if s & 16 else []))
         raise SubsystemMismatch(f"{name}: the subsystem reported {what}")
-    if got.shape != expected.shape or not np.array_equal(got, expected):
-        n = min(got.shape[0], expected.shape[0])
-        bad = np.flatnonzero((got[:n] != expected[:n]).any(axis=1))
-        first = int(bad[0]) if bad.size else n
-        raise SubsystemMismatch(f"{name}: output transfer {first} of {expected.shape[0]} differs "
-                                f"(the subsystem gave {got.shape[0]} transfers)")
-    return SubsystemRun(job.pairs, res.cycles, program.coded_bits, program_bound(bench, program))
+    try:
+        lanes, last = transfer_lanes(dut, got)
+    except SubsystemMismatch as exc:
+        raise SubsystemMismatch(f"{name}: {exc}") from None
+    for lane, (have, want) in enumerate(zip(lanes, program.lanes)):
+        want = np.asarray(want).astype(np.uint64)
+        if have.size != want.size or not np.array_equal(have, want):
+            n = min(have.size, want.size)
+            bad = np.flatnonzero(have[:n] != want[:n])
+            raise SubsystemMismatch(f"{name}: lane {lane} gave {have.size} weights of its {want.size}; the first "
+                                    f"difference at weight {int(bad[0]) if bad.size else n}")
+    if program.weights and (last.size == 0 or last[-1] != 1 or last[:-1].any()):
+        raise SubsystemMismatch(f"{name}: TLAST is not on the last transfer alone")
+    return SubsystemRun(job.pairs, res.cycles, program.coded_bits, program_bound(bench, program),
+                        program.table_beats)
 
 
 def lane_bound(dut: AxiDecompressor, bits_per_pair: float, interval: int = 1) -> float:
@@ -592,7 +607,7 @@ def lane_bound(dut: AxiDecompressor, bits_per_pair: float, interval: int = 1) ->
 
 def program_bound(bench: SubsystemBench, program: SubsystemProgram) -> float:
     """:func:`lane_bound` of ``program``'s coded bits per weight on ``bench``."""
-    n = sum(program.counts)
+    n = program.weights
     return lane_bound(bench.dut, program.coded_bits / n if n else 0.0, bench.memory.interval)
 
 
@@ -607,37 +622,65 @@ def run_subsystem(engine, bench: SubsystemBench, spec: Codec, table, code_table,
     return run_program(engine, bench, program, stall_prob=stall_prob, seed=seed)
 
 
-#: Pairs per block when a tensor is decoded through the subsystem: a driver's DMA descriptor. Larger
-#: tensors are decoded block after block (each block's lanes coded alone, the tensor's tables kept), so
-#: the simulated memory stays small: Amaranth writes a memory's every word into its Verilog.
+#: Pairs per block when a tensor of the older layouts (one stream per tensor) is decoded through the
+#: subsystem: each piece is cut into one block per lane and coded alone, the tensor's tables kept.
 BLOCK_PAIRS = 1 << 15
+
+#: Pairs per lane and START when a container is decoded through the subsystem: a driver's program (its
+#: memory image some MB a lane). A lane's region then stays below ``2**20`` units (fp32 pairs: about 27
+#: coded bits each, 0.9 M units), the lanes' default count width.
+LANE_START_PAIRS = 1 << 21
+
+
+def schedule_blocks(blocks: list[LaneBlock], lanes: int, held: list[int] | None = None,
+                    entry_clocks: float = 1.0) -> list[list[LaneBlock]]:
+    """``blocks`` dealt to ``lanes`` lanes, as a driver deals them: the longest first, each to the lane
+    that would finish it first, counting a clock a pair and, where the lane last held another tensor's
+    tables, ``entry_clocks`` a table entry to load them; a block whose lane already holds its tensor's
+    tables is given ``entries = None`` (the lane keeps them). ``held``: each lane's tensor before these
+    blocks (updated in place; -1: none)."""
+    held = held if held is not None else [-1] * lanes
+    load = [0.0] * lanes
+    out: list[list[LaneBlock]] = [[] for _ in range(lanes)]
+    # the longest first (LPT: within 4/3 of the best makespan); a tensor's blocks stay together
+    for b in sorted(blocks, key=lambda b: -b.count):
+        cost = [load[j] + b.count + (0 if held[j] == b.tensor else entry_clocks * len(b.entries or []))
+                for j in range(lanes)]
+        j = min(range(lanes), key=lambda x: (cost[x], held[x] != b.tensor, x))
+        out[j].append(LaneBlock(b.words, b.count, None if held[j] == b.tensor else b.entries, b.runs, b.bits,
+                                b.tensor))
+        load[j], held[j] = cost[j], b.tensor
+    return out
 
 
 @dataclass
 class ContainerPlan:
     """How a container's coded tensors go through one :class:`AxiDecompressor`: the subsystem built for
-    them, the memory beats its largest START needs, and its STARTs, made one at a time as ``programs``
-    is iterated: ``(tensor index, program)``, a tensor's STARTs one after another."""
+    them, the memory beats its largest START needs, and its STARTs (each a :class:`SubsystemProgram` of up to :data:`START_PAIRS` pairs, its blocks dealt to
+    the lanes by :func:`schedule_blocks`)."""
 
     dut: AxiDecompressor
     depth: int
-    programs: Iterator[tuple[int, SubsystemProgram]]
+    programs: Iterator[SubsystemProgram]
 
 
 def plan_container_subsystem(container, *, lanes: int = 4, bus_bits: int | None = None, latency: int = 32,
                              fifo_beats: int | None = None, names: list[str] | None = None,
-                             block_pairs: int = BLOCK_PAIRS) -> ContainerPlan | None:
+                             block_pairs: int = BLOCK_PAIRS, start_pairs: int | None = None) -> ContainerPlan | None:
     """The :class:`ContainerPlan` of every coded tensor of ``container`` (bf16 or fp32 pairs; ``names``:
-    these only) through ``lanes`` lanes, or ``None`` if it has none. A version-6 container (the blocks layout, ``ansforge compress``'s default) is
-    decoded from its own independent blocks, ``lanes`` of a tensor side by side per START; a tensor of
-    the older layouts (one stream per tensor) in pieces of at most ``block_pairs`` pairs, each cut into
-    one block per lane and coded alone. A version-6 tensor with several tables (row-shift widths, a
-    context plan) has them written as table sets, its blocks' runs read from memory and its rows' shifts
-    restored in hardware (the subsystem is built with ``table_sets`` and ``row_shifts`` as the container
-    needs); the older layouts' row-shifted and context-coded tensors are refused in one line.
-    ``bus_bits`` defaults to the narrowest bus that feeds the lanes (at least 64); ``fifo_beats`` to
-    what covers ``latency``. Every START's weights are the container's own decoder's (what ``ansforge
-    decompress`` writes)."""
+    these only) through ``lanes`` lanes, or ``None`` if it has none. A version-6 container (the blocks
+    layout, ``ansforge compress``'s default) is decoded from its own independent blocks; a tensor of the
+    older layouts (one stream per tensor) in blocks of at most ``block_pairs`` pairs (and at most its
+    ``1/lanes``), each coded alone. The blocks of every tensor, in container order, are dealt to the lanes
+    (:func:`schedule_blocks`) in STARTs of at most about ``start_pairs`` pairs (default ``lanes`` times
+    :data:`LANE_START_PAIRS`), as many as that takes and of equal size: lanes decode blocks of different
+    tensors at once, each loading a tensor's tables from its record where it does not hold them. A
+    version-6 tensor with several tables (row-shift widths, a context plan) has them loaded as table sets,
+    its blocks' runs read from memory and its rows' shifts restored in hardware (the subsystem is built
+    with ``table_sets`` and ``row_shifts`` as the container needs); the older layouts' row-shifted and
+    context-coded tensors are refused in one line. ``bus_bits`` defaults to the narrowest bus that feeds
+    the lanes (at least 64); ``fifo_beats`` to what covers ``latency``. Every weight is the container's
+    own decoder's (what ``ansforge decompress`` writes)."""
     streams = {st.index: st for st in container.streams}
     recs = [r for r in container.tensors if r["coding"] == "pairs" and r["n_pairs"]
             and (names is None or r["name"] in names)]
@@ -680,65 +723,75 @@ def plan_container_subsystem(container, *, lanes: int = 4, bus_bits: int | None 
     if any(folds[id(r)] for r in recs if streams[int(r["stream"])].block_pairs):
         shift_bits = max(shift_bits, 1)
     check_int("block_pairs", block_pairs, 1, 1 << 24)
+    start_pairs = check_int("start_pairs", start_pairs or lanes * LANE_START_PAIRS, 1, 1 << 30)
+    total = sum(int(r["n_pairs"]) for r in recs)
+    # as many STARTs as ``start_pairs`` needs, of equal size: the last is no shorter than the others
+    start_pairs = -(-total // -(-total // start_pairs))
     old = [int(r["n_pairs"]) for r in recs if not streams[int(r["stream"])].block_pairs]
-    # the lanes count a block's pairs and words (under 4 words a pair): the default width unless a block
-    # is larger
+    # the lanes count a block's pairs and words (under 4 words a pair) and a region's units: the default
+    # width unless a START's region may be larger
     largest = max([st.block_pairs for st in v6] + ([min(block_pairs, max(old))] if old else []))
-    count_bits = min(32, max(20, bits_for(4 * largest)))
+    # a lane's region: its pairs' coded bits (at most a few more than their additional data) in units
+    per_lane = -(-start_pairs // lanes) + largest
+    units = per_lane * (w + 16) // min(64, bus)
+    count_bits = min(32, max(20, bits_for(4 * largest), bits_for(units)))
     dut = AxiDecompressor(spec, lanes=lanes, target=target, bus_bits=bus, max_codes=max_codes,
                           escape_bits=max(1, escape_bits), fifo_beats=min(fifo, 1024), table_sets=sets,
                           row_shifts=shift_bits > 0, count_bits=count_bits)
-    depth = memory_depth(dut, min(block_pairs, max(old))) if old else 16
-    # a version-6 START's image: each block's words from a beat of its own, then its runs
-    par = dut.parallel
-    words_per_beat = dut.beat_words * par.word_bits // spec.word_bits
-    for st in v6:
-        for ti, bs in container_groups(container, st, lanes):
-            if id(container.tensors[ti]) not in {id(r) for r in recs}:
-                continue
-            need = sum(-(-(st.blocks[b][1] - st.blocks[b][0]) // words_per_beat) for b in bs)
-            if par.has_runs:
-                need += sum(-(-len(run_entries(par, block_runs(container, st, b, folds[id(container.tensors[ti])])))
-                              // par.runs_per_beat) for b in bs)
-            depth = max(depth, 1 << max(4, (need - 1).bit_length()))
-    wanted = {id(r) for r in recs}
     index = {id(r): i for i, r in enumerate(container.tensors)}
 
-    def programs():
-        for st in v6:
-            # the container's own blocks, ``lanes`` of a tensor side by side per START
-            for ti, bs in container_groups(container, st, lanes):
-                r = container.tensors[ti]
-                if id(r) not in wanted:
-                    continue
-                bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32).ravel()
-                first = int(r["first_pair"])
-                blocks = [(np.asarray(container.block_words(st, b)), st.spans[b].count) for b in bs]
-                want = np.concatenate([bits[st.spans[b].pair - first:st.spans[b].pair - first + st.spans[b].count]
-                                       for b in bs])
-                lo, hi = st.tensor_tables[ti]
-                yield ti, subsystem_program(
-                    dut, spec, st.tables[lo:hi], container.code_table(r), r["exponents"], None, None, want,
-                    blocks=blocks, fold=folds[id(r)], name=f"{r['name']} blocks {bs[0]}..{bs[-1]}",
-                    runs=[block_runs(container, st, b, folds[id(r)]) for b in bs] if par.has_runs else None)
+    def blocks():
+        entries: dict[int, list] = {}
         for r in recs:
             st = streams[int(r["stream"])]
-            if st.block_pairs:
-                continue
-            symbols, extras = container.decode_stream(st)
+            ti = index[id(r)]
             bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32).ravel()
-            for a in range(0, symbols.size, block_pairs):
-                b = min(a + block_pairs, symbols.size)
-                yield index[id(r)], subsystem_program(dut, spec, st.tables[0], container.code_table(r), r["exponents"],
-                                                      symbols[a:b], extras[a:b], bits[a:b],
-                                                      name=f"{r['name']} pairs {a}..{b - 1}")
+            if st.block_pairs:
+                lo, hi = st.tensor_tables[ti]
+                tables = st.tables[lo:hi]
+            else:
+                tables = [st.tables[0]]
+            if ti not in entries:
+                entries[ti] = tensor_entries(dut, tables, container.code_table(r), r["exponents"], folds[id(r)],
+                                             r["name"])
+            if st.block_pairs:
+                first = int(r["first_pair"])
+                for b, span in enumerate(st.spans):
+                    if span.tensor != ti:
+                        continue
+                    yield LaneBlock(np.asarray(container.block_words(st, b)), span.count, entries[ti],
+                                    block_runs(container, st, b, folds[id(r)]) if dut.parallel.has_runs else None,
+                                    bits[span.pair - first:span.pair - first + span.count], ti)
+            else:
+                symbols, extras = container.decode_stream(st)
+                piece = min(block_pairs, -(-symbols.size // lanes))
+                for a in range(0, symbols.size, piece):
+                    b = min(a + piece, symbols.size)
+                    yield LaneBlock(np.asarray(chunk_blocks(spec, tables[0], symbols[a:b], extras[a:b], 1)[0][0]),
+                                    b - a, entries[ti], None, bits[a:b], ti)
 
-    return ContainerPlan(dut, depth, programs())
+    def programs():
+        # Each START's lanes load the tables of their first block: the hardware keeps a lane's tables
+        # from one START to the next, but every START here is simulated from reset.
+        batch, n, k = [], 0, 0
+        for blk in blocks():
+            batch.append(blk)
+            n += blk.count
+            if n >= start_pairs:
+                yield lanes_program(dut, schedule_blocks(batch, lanes), f"START {k}")
+                batch, n, k = [], 0, k + 1
+        if batch:
+            yield lanes_program(dut, schedule_blocks(batch, lanes), f"START {k}")
+
+    # the STARTs are made here, so that the bench's memory is sized to the largest image
+    made = list(programs())
+    depth = 1 << max(4, (max(len(p.beats) for p in made) - 1).bit_length())
+    return ContainerPlan(dut, depth, iter(made))
 
 
 def runs_throughput(runs: list[tuple[str, SubsystemRun]]) -> tuple[float, float]:
-    """(weights per clock, bound) of :func:`decode_container_subsystem`'s per-tensor runs taken together:
-    every weight over every clock, and each tensor's bound weighted by the clocks it takes at that bound."""
+    """(weights per clock, bound) of :func:`decode_container_subsystem`'s runs taken together: every weight
+    over every clock, and each run's bound weighted by the clocks it takes at that bound."""
     weights = sum(r.weights for _, r in runs)
     return weights / sum(r.cycles for _, r in runs), weights / sum(r.weights / r.bound for _, r in runs)
 
@@ -746,31 +799,21 @@ def runs_throughput(runs: list[tuple[str, SubsystemRun]]) -> tuple[float, float]
 def decode_container_subsystem(container, engine, *, lanes: int = 4, bus_bits: int | None = None,
                                latency: int = 32, interval: int = 1, fifo_beats: int | None = None,
                                stall_prob: float = 0.0, names: list[str] | None = None,
-                               block_pairs: int = BLOCK_PAIRS, progress=None) -> list[tuple[str, SubsystemRun]]:
+                               block_pairs: int = BLOCK_PAIRS, start_pairs: int | None = None,
+                               progress=None) -> list[tuple[str, SubsystemRun]]:
     """Every coded tensor of ``container`` (:func:`plan_container_subsystem`) through one
     :class:`SubsystemBench` with ``lanes`` lanes on ``engine``, every weight checked bit-exactly against the
-    container's own decoder; per tensor, the sum over its STARTs. ``progress(name)`` is called after each
-    tensor."""
+    container's own decoder; one run per START (``START k``), table loads included in its clocks.
+    ``progress(name)`` is called after each START."""
     plan = plan_container_subsystem(container, lanes=lanes, bus_bits=bus_bits, latency=latency,
-                                    fifo_beats=fifo_beats, names=names, block_pairs=block_pairs)
+                                    fifo_beats=fifo_beats, names=names, block_pairs=block_pairs,
+                                    start_pairs=start_pairs)
     if plan is None:
         return []
     bench = SubsystemBench(plan.dut, depth=plan.depth, latency=latency, interval=interval)
-    totals: dict[int, SubsystemRun] = {}
-
-    def finished(ti):
-        total = totals[ti]
-        total.bound = lane_bound(plan.dut, total.coded_bits / total.weights, interval)
+    out = []
+    for program in plan.programs:
+        out.append((program.name, run_program(engine, bench, program, stall_prob=stall_prob)))
         if progress:
-            progress(container.tensors[ti]["name"])
-
-    for ti, program in plan.programs:
-        if totals and ti not in totals:
-            finished(next(reversed(totals)))
-        run = run_program(engine, bench, program, stall_prob=stall_prob)
-        was = totals.get(ti, SubsystemRun(0, 0, 0, 0.0))
-        totals[ti] = SubsystemRun(was.weights + run.weights, was.cycles + run.cycles,
-                                  was.coded_bits + run.coded_bits, 0.0)
-    if totals:
-        finished(next(reversed(totals)))
-    return [(container.tensors[ti]["name"], total) for ti, total in totals.items()]
+            progress(program.name)
+    return out

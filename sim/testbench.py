@@ -141,7 +141,8 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
         streams.append(("i", [int(v) for v in np.asarray(job.inputs, dtype=np.uint64)]))
     streams += [(n, payload_ints(job.side.get(n, []))) for n in side_names]
     expected = payload_ints(job.expected)
-    total = sum(len(v) for _, v in streams) + len(expected)
+    slot_bits, slot_values = job.slots if job.slots is not None else (0, [])
+    total = sum(len(v) for _, v in streams) + (len(expected) if job.slots is None else sum(map(len, slot_values)))
     max_cycles = max_cycles or int((total + 1000) / (1 - stall_prob) ** 2 * 4)
     written = []
 
@@ -175,8 +176,12 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
     for name, values in streams:
         _hex(out / f"{name}.hex", values, _width(core, name))
         written.append(out / f"{name}.hex")
-    _hex(out / "expected.hex", expected, _width(core, "o"))
-    written.append(out / "expected.hex")
+    if job.slots is None:
+        _hex(out / "expected.hex", expected, _width(core, "o"))
+        written.append(out / "expected.hex")
+    for lane, values in enumerate(slot_values):
+        _hex(out / f"lane{lane}.hex", payload_ints(values), slot_bits)
+        written.append(out / f"lane{lane}.hex")
     if has_status:
         _hex(out / "status.hex", job.expected_status, 8)
         written.append(out / "status.hex")
@@ -224,6 +229,62 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
           $fatal(1, "status mismatch");
         end''' % (status_w - 1) if has_status else ""}
       end""" if has_cmd else ""
+    if job.slots is None:
+        output_check = """    if (o_valid && o_ready) begin
+      if (n_out >= N_OUT) begin
+        $display("FAIL: output %0d is one more than the %0d expected", n_out, N_OUT);
+        $fatal(1, "extra output");
+      end else if (o_payload !== mem_expected[n_out]) begin
+        $display("FAIL: output %0d is %h, expected %h", n_out, o_payload, mem_expected[n_out]);
+        $fatal(1, "output mismatch");
+      end
+      n_out <= n_out + 1;
+      if (N_OUT >= 10 && (n_out + 1) % STEP == 0 && n_out + 1 < N_OUT)
+        $display("progress: %0d of %0d outputs (%0d%%), cycle %0d", n_out + 1, N_OUT, (n_out + 1) / STEP * 10, cycle);
+    end"""
+        slot_decls = f"""  reg [{_bits(payloads.get("o__payload"), w_o)}] mem_expected [0:{max(len(expected), 1) - 1}];"""
+        slot_resets = '    $readmemh("expected.hex", mem_expected);'
+    else:
+        # each slot of ``o`` against its lane's next expected value, wherever its transfer falls
+        o_shape = members["o"].signature.members["payload"].shape
+        data_at, keep_at, last_at = o_shape["data"].offset, o_shape["keep"].offset, o_shape["last"].offset
+        kb = slot_bits // 8
+        lanes = len(slot_values)
+        slot_decls = "\n".join(
+            [f"  localparam integer N_LANE{l} = {len(v)};\n  reg [{slot_bits - 1}:0] mem_lane{l} [0:{max(len(v), 1) - 1}];"
+             f"\n  integer idx_lane{l};\n  wire kept{l} = o_payload[{keep_at + l * kb} +: {kb}] == {{{kb}{{1'b1}}}};"
+             f"\n  wire [{slot_bits - 1}:0] slot{l} = o_payload[{data_at + l * slot_bits} +: {slot_bits}];"
+             for l, v in enumerate(slot_values)]
+            + ["  integer next_report;",
+               "  wire ends = " + " && ".join(f"idx_lane{l} + kept{l} == N_LANE{l}" for l in range(lanes)) + ";"])
+        slot_resets = "\n".join([f'    idx_lane{l} = 0; if (N_LANE{l} > 0) $readmemh("lane{l}.hex", mem_lane{l});'
+                                  for l in range(lanes)] + ["    next_report = STEP;"])
+        checks = "\n".join(f"""      if (kept{l}) begin
+        if (idx_lane{l} >= N_LANE{l}) begin
+          $display("FAIL: lane {l} gives a weight after its %0d", N_LANE{l});
+          $fatal(1, "extra output");
+        end else if (slot{l} !== mem_lane{l}[idx_lane{l}]) begin
+          $display("FAIL: lane {l} weight %0d is %h, expected %h", idx_lane{l}, slot{l}, mem_lane{l}[idx_lane{l}]);
+          $fatal(1, "output mismatch");
+        end
+        idx_lane{l} <= idx_lane{l} + 1;
+      end else if (o_payload[{keep_at + l * kb} +: {kb}] != 0 || slot{l} != 0) begin
+        $display("FAIL: slot {l} of a transfer keeps part of its bytes or carries data without them");
+        $fatal(1, "slot mismatch");
+      end""" for l in range(lanes))
+        output_check = f"""    if (o_valid && o_ready) begin
+{checks}
+      if (o_payload[{last_at}] !== ends) begin
+        $display("FAIL: TLAST is %0d on a transfer at weight %0d of %0d", o_payload[{last_at}], n_out, N_OUT);
+        $fatal(1, "last mismatch");
+      end
+      n_out <= n_out + {" + ".join(f"kept{l}" for l in range(lanes))};
+      if (n_out + {" + ".join(f"kept{l}" for l in range(lanes))} >= next_report && next_report < N_OUT) begin
+        $display("progress: %0d of %0d weights (%0d%%), cycle %0d", next_report, N_OUT, next_report / STEP * 10, cycle);
+        next_report <= next_report + STEP;
+      end
+    end"""
+    n_out_total = len(expected) if job.slots is None else sum(map(len, slot_values))
     tb = f"""// Self-checking testbench written by ansforge (sim/testbench.py). To run it:
 //   with Icarus: iverilog -g2012 -o tb {pkg}.sv tb.sv core.v && vvp tb
 //   with Verilator 5: ./run_verilator.sh (--binary, top module tb)
@@ -234,12 +295,11 @@ module tb;
   reg clk = 0;
   reg rst = 1;
   always #5 clk = ~clk;
-  localparam integer N_OUT = {len(expected)};
+  localparam integer N_OUT = {n_out_total};
   localparam integer MAX_CYCLES = {max_cycles};
   localparam integer STALL = {threshold};  // gap when a random byte is below it (stall probability * 256)
   localparam integer STEP = N_OUT >= 10 ? (N_OUT + 9) / 10 : 1;  // a progress line every 10 % of the outputs
 {chr(10).join(decls)}
-  reg [{_bits(payloads.get("o__payload"), w_o)}] mem_expected [0:{max(len(expected), 1) - 1}];
   wire [{_bits(payloads.get("o__payload"), w_o)}] o_payload;  // the core's named output ports, at the package's offsets
   wire o_valid;
   reg o_ready;
@@ -249,6 +309,7 @@ module tb;
 {f"  wire [{status_w - 1}:0] status;" if has_status else ""}
 {f"  reg [7:0] mem_status [0:{max(n_cmd, 1) - 1}];" if has_status else ""}
 {"" if has_cmd else "  localparam integer N_cmd = 0;"}
+{slot_decls}
   integer n_cmd_sent, n_cmd_done;
   reg waiting;
   wire cfg_done = {cfg_done};
@@ -274,7 +335,7 @@ module tb;
 
   initial begin
 {chr(10).join(resets)}
-    $readmemh("expected.hex", mem_expected);
+{slot_resets}
 {'    $readmemh("status.hex", mem_status);' if has_status else ""}
     n_out = 0; cycle = 0; o_ready = 0; waiting = 0; n_cmd_sent = 0; n_cmd_done = 0;
     rnd = 32'd{seed};
@@ -290,18 +351,7 @@ module tb;
       $display("FAIL: no result after %0d cycles (%0d of %0d outputs)", cycle, n_out, N_OUT);
       $fatal(1, "timeout");
     end
-    if (o_valid && o_ready) begin
-      if (n_out >= N_OUT) begin
-        $display("FAIL: output %0d is one more than the %0d expected", n_out, N_OUT);
-        $fatal(1, "extra output");
-      end else if (o_payload !== mem_expected[n_out]) begin
-        $display("FAIL: output %0d is %h, expected %h", n_out, o_payload, mem_expected[n_out]);
-        $fatal(1, "output mismatch");
-      end
-      n_out <= n_out + 1;
-      if (N_OUT >= 10 && (n_out + 1) % STEP == 0 && n_out + 1 < N_OUT)
-        $display("progress: %0d of %0d outputs (%0d%%), cycle %0d", n_out + 1, N_OUT, (n_out + 1) / STEP * 10, cycle);
-    end
+{output_check}
     o_ready <= !gap(rnd_o);
 {chr(10).join(drives)}{status_check}
     if ({finished}) begin
@@ -328,7 +378,7 @@ endmodule
 core.v          the core's Verilog: module {module}, ports named per field (<stream>_<field>,
                 <stream>_valid / _ready, clk, rst), around {module}_core (packed <stream>__payload ports)
 {pkg}.sv  its package: each payload as a packed struct, field offsets and widths
-*.hex           stimulus ({", ".join(n for n, _ in streams)}) and expected.hex{", status.hex" if has_status else ""}
+*.hex           stimulus ({", ".join(n for n, _ in streams)}) and {"expected.hex" if job.slots is None else "lane<l>.hex (each output slot's values)"}{", status.hex" if has_status else ""}
                 ($readmemh, one payload per line)
 tb.sv           the testbench: table writes first, then each command after the previous one's done,
                 random valid/ready gaps (p = {stall_prob}, seed {seed}, xorshift32), every output compared

@@ -553,11 +553,12 @@ def _subsystem_testbench(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     write_json(args, args.json, {"verb": "testbench", "output": str(out), "top": "subsystem", "codec": codec,
                                  "lanes": dut.lanes, "target": dut.target, "matrix": block.name,
-                                 "weights": int(block.symbols.size), "expected": len(job.expected),
+                                 "weights": int(block.symbols.size),
+                                 "lanes_weights": [len(v) for v in job.slots[1]],
                                  "stall_prob": args.stall_prob, "seed": args.seed,
                                  "files": sorted(Path(f).name for f in files)})
     print(f"wrote {len(files)} files to {out}: decompression subsystem ({codec}, {dut.lanes} lane{'s' if dut.lanes != 1 else ''}, {dut.target}) on "
-          f"{block.name}, {block.symbols.size:,} weights, {len(job.expected):,} expected AXI4-Stream transfers; "
+          f"{block.name}, {block.symbols.size:,} weights, each checked in its lane's slot of the AXI4-Stream; "
           f"run {out / 'run_iverilog.sh'} or {out / 'run_verilator.sh'}")
     return 0
 

@@ -5,14 +5,15 @@ cocotbext-axi's models, as a board would hold it:
 * ``AxiRamRead`` on ``m_axi``: the compressed blocks in memory, with random pauses on AR (``ARREADY``
   back-pressure) and on R (gaps between responses: a memory of varying latency);
 * ``AxiLiteMaster`` on ``s_axil``: the driver's register program, as written in ``docs/subsystem.md``
-  (tables, ``BASE``, the lane registers, ``START``), then ``STATUS`` polled until ``DONE``;
+  (``BASE``, the lane registers, ``START``), then ``STATUS`` polled until ``DONE``;
 * ``AxiStreamSink`` on ``m_axis``: the weights, with random ``TREADY`` pauses; each START's transfers
-  make one frame (``TLAST`` on its last), whose bytes under ``TKEEP`` must be the container's own
-  decoder's weights (what ``ansforge decompress`` writes).
+  make one frame (``TLAST`` on its last); slot ``l`` of a transfer is lane ``l``'s next weight where its
+  ``TKEEP`` bytes are set, and each lane's weights must be its blocks' in the container's own decoder's
+  (what ``ansforge decompress`` writes).
 
 The programs come as JSON (path in ``ANSFORGE_SUBSYSTEM_VECTORS``): ``sim.subsystem.SubsystemProgram``'s
-image, register writes and expected frame per START, the register addresses, and the pause
-probability and seed.
+image (blocks and tables), register writes and each lane's expected weights per START, the register
+addresses, and the pause probability and seed.
 """
 
 from __future__ import annotations
@@ -62,13 +63,24 @@ async def subsystem_decodes_every_start_between_axi_models(dut):
         for addr, value in prog["writes"]:
             await axil.write_dword(addr, value)
         await axil.write_dword(csr["CONTROL"], 1)
-        frame = await with_timeout(sink.recv(), vec["timeout_us"], "us")
-        expected = bytes.fromhex(prog["frame"])
-        got = bytes(frame.tdata)
-        if got != expected:
-            first = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
-            raise AssertionError(f"{prog['name']}: {len(got)} bytes out, {len(expected)} expected; first difference "
-                                 f"at byte {first}")
+        frame = await with_timeout(sink.recv(compact=False), vec["timeout_us"], "us")
+        lanes, wb = vec["lanes"], vec["weight_bytes"]
+        data, keep = bytes(frame.tdata), list(frame.tkeep)
+        got = [bytearray() for _ in range(lanes)]
+        for at in range(0, len(data), lanes * wb):
+            for lane in range(lanes):
+                slot = slice(at + lane * wb, at + (lane + 1) * wb)
+                kept = keep[slot]
+                assert all(kept) or not any(kept), f"{prog['name']}: a transfer keeps part of lane {lane}'s weight"
+                if all(kept):
+                    got[lane] += data[slot]
+        for lane in range(lanes):
+            expected = bytes.fromhex(prog["lanes"][lane])
+            if bytes(got[lane]) != expected:
+                first = next((i for i, (a, b) in enumerate(zip(got[lane], expected)) if a != b),
+                             min(len(got[lane]), len(expected)))
+                raise AssertionError(f"{prog['name']}: lane {lane} gave {len(got[lane])} bytes, {len(expected)} "
+                                     f"expected; first difference at byte {first}")
         status = await axil.read_dword(csr["STATUS"])
         for _ in range(1000):                   # DONE follows the last transfer within the output pipeline
             if status & 2:

@@ -47,14 +47,17 @@ def exports(tmp_path_factory):
 
 def _layouts(e) -> dict[str, data.Layout]:
     """Each payload's Amaranth layout, found independently of the export: from the signature by the
-    payload's port, or the subsystem's table entries."""
+    payload's port, or the subsystem's records and table entries."""
     comp, out = e.core, {}
     for p in e.payloads:
         if p.port is not None:
             stream = comp.signature.members[p.port.split("__")[0]]
             out[p.name] = stream.signature.members["payload"].shape
         else:
-            out[p.name] = {"tbl_decoder": comp.decoder_cfg_layout, "tbl_float": comp.float_cfg_layout}[p.name]["data"].shape
+            out[p.name] = {"tbl_decoder": comp.decoder_cfg_layout["data"].shape,
+                           "tbl_float": comp.float_cfg_layout["data"].shape,
+                           "record_header": comp.parallel.header_layout,
+                           "table_entry": comp.parallel.entry_layout}[p.name]
     return out
 
 
@@ -183,7 +186,9 @@ def test_enums_and_register_map(exports):
     assert "DECODE_STATUS_FINAL_STATE = 3'd3" in pkg
     sub = found[-1][0]
     h = (out / f"{sub.name}.h").read_text()
-    assert "#define ANSFORGE_SUBSYSTEM_TANS8X16_K2_CSR_TBL_WRITE 0x40u" in h
+    assert "#define ANSFORGE_SUBSYSTEM_TANS8X16_K2_CSR_RECORDS 0x2Cu" in h
+    assert f"#define ANSFORGE_SUBSYSTEM_TANS8X16_K2_RECORDS_VALUE 0x{sub.core.records_word():X}u" in h
+    assert "#define ANSFORGE_SUBSYSTEM_TANS8X16_K2_UNIT_BITS 0x40u" in h
     assert f"#define ANSFORGE_SUBSYSTEM_TANS8X16_K2_PARAMS_VALUE 0x{sub.core.params_word():X}u" in h
     assert "ANSFORGE_SUBSYSTEM_TANS8X16_K2_TABLE_FLOAT 0x3u" in h
 

@@ -89,7 +89,7 @@ def test_lanes_under_back_pressure_in_the_amaranth_simulator(stories_container):
     st, s, e = _tensor(stories_container, largest=False)
     k = int(st.tables[0].extra_bits.max())
     for lanes, beat, latency, interval in ((2, 1, 1, 1), (4, 2, 5, 2)):
-        system = LaneSystem(st.spec, lanes=lanes, beat_words=beat, depth=256, latency=latency, interval=interval,
+        system = LaneSystem(st.spec, lanes=lanes, beat_words=beat, depth=4096, latency=latency, interval=interval,
                             fifo_beats=2, max_extra_bits=k)
         for seed in range(3):
             run = run_lanes(AmaranthEngine(), system, st.tables[0], s[:90], e[:90], stall_prob=0.3, seed=seed)
