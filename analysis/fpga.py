@@ -186,9 +186,9 @@ def fpga_markdown(rows: list[LaneRow], big: str, big_pairs: int, coder: int, mod
                   f"{'n/a' if gbs is None else f'{gbs / a.lut_equivalents * 1000:.3f}'} | {t.wall_s:.0f} |")
     md += fp32_markdown(rows)
     md += ["", f"Largest tensor: `{big}` ({big_pairs:,} weights of {model_name}, {-(-big_pairs // (1 << 18))} "
-               "independent blocks). Whole model: every coded tensor, one START per row of lane blocks of one "
-               "tensor, so a tensor of fewer blocks than lanes leaves lanes idle (lanes that load their own "
-               "tables per block are issue 45's next step). Lane coder: the tANS decoder alone, paper "
+               "independent blocks). Whole model: every coded tensor's blocks dealt to the lanes, longest first, "
+               "in STARTs of up to 2 M pairs a lane, each lane loading a block's tables from its region where it "
+               "does not hold them; the clocks include the table loads. Lane coder: the tANS decoder alone, paper "
                f"configuration, {coder} LUT-equivalents. Fmax: median of 3 seeds; Nexus {NEXUS_DEVICE} "
                "(yosys synth_nexus with abc for its LUT step, nextpnr-nexus router1), the design inside a ring "
                "of registers because nextpnr-nexus has no out-of-context mode.", "",

@@ -285,9 +285,10 @@ class LaneFront(wiring.Component):
     load : In(1)  a new region (the unit stream must be empty): back to the first header
     units : In(stream) ``unit_bits``  the region's units (a :class:`BeatReader`'s ``o``)
     more : In(1)  units of the region are still to come (the reader's ``more``)
-    words : Out(stream) ``word_bits``  the decoder's port words, from registers
+    words : Out(stream) ``word_bits``  the decoder's port words, from the unit on ``units`` (a word
+        selected from it: put a register stage behind, as :class:`ParallelDecoder` does)
     cmd : Out(stream) ``{count, words}``  the decoder's command (``words``: stream words), from registers
-    entries : Out(stream) :func:`table_entry_layout`  from registers
+    entries : Out(stream) :func:`table_entry_layout`  an entry the clock its last unit is on ``units``
     end : Out(1)  the region is read to its end
     underrun : Out(1)  it ended inside a record (until ``load``)
     """
@@ -320,89 +321,80 @@ class LaneFront(wiring.Component):
         per_unit = U // W
         hdr_units = -(-self._hdr.size // U)
         entry_units = -(-self._entry.size // U)
-        group = max(hdr_units, entry_units)
+        # A group (a header or an entry) is used the clock its last unit is on ``units``; only its
+        # earlier units are held (none for one-unit headers and entries: the default format's).
+        hold = max(hdr_units, entry_units) - 1
 
         state = Signal(2, init=self.HEAD)
-        acc = Signal(group * U)               # a header or entry, its first unit in the low bits
-        got = Signal(range(group + 1))
-        full = Signal()                       # ``acc`` holds a whole header (HEAD) or entry (TABLE)
+        acc = Signal(max(1, hold * U))        # a group's earlier units, shifted in from the top
+        got = Signal(range(hold + 1))
         entries_left = Signal(self._hdr["entries"].width)
         words_left = Signal(cb)               # port words of the record still to hand on
         drop = Signal()                       # a record of no pairs: its words go nowhere
+        idx = Signal(range(per_unit))         # the next word of the unit on ``units``
 
-        # the serializer: one unit and how many of its words are the block's, a word a clock
-        unit, n, idx, ser_valid = Signal(U), Signal(range(per_unit + 1)), Signal(range(per_unit)), Signal()
-        ser_last = (idx == n - 1) if per_unit > 1 else Const(1)
-        take = ~ser_valid | (self.words.ready & ser_last)
-        m.d.comb += [self.words.valid.eq(ser_valid),
-                     self.words.p.eq(unit.word_select(idx, W) if per_unit > 1 else unit)]
-        with m.If(self.words.valid & self.words.ready):
-            m.d.sync += idx.eq(Mux(ser_last, 0, idx + 1))
-            with m.If(ser_last):
-                m.d.sync += ser_valid.eq(0)
+        def group(n):
+            """The group whose last unit is on ``units``, ``n`` units long."""
+            return Cat(acc[(hold - n + 1) * U:], self.units.p) if n > 1 else self.units.p
 
-        group_units = Mux(state == self.HEAD, hdr_units, entry_units)
-        # an entry's units are taken while the one before it is written (one entry a clock where it is
-        # one unit); a header's first unit waits for the clock after the last record's words
-        next_entry = (state == self.TABLE) & self.entries.valid & self.entries.ready & (entries_left != 1)
-        collecting = (((state == self.HEAD) | (state == self.TABLE)) & ~full) | next_entry
-        m.d.comb += self.units.ready.eq(Mux(state == self.WORDS, take & ~self.underrun, collecting))
-        m.d.comb += [self.entries.valid.eq(full & (state == self.TABLE)),
-                     self.entries.p.eq(acc[(group - entry_units) * U:][:self._entry.size])]
-        m.d.comb += self.end.eq(state == self.END)
+        hdr = data.View(self._hdr, group(hdr_units)[:self._hdr.size])
+        last_unit = got == Mux(state == self.HEAD, hdr_units - 1, entry_units - 1)
+        m.d.comb += [self.entries.valid.eq((state == self.TABLE) & self.units.valid & last_unit),
+                     self.entries.p.eq(group(entry_units)[:self._entry.size]),
+                     self.end.eq(state == self.END)]
+        with m.If(((state == self.HEAD) | (state == self.TABLE)) & self.units.valid & ~last_unit):
+            m.d.comb += self.units.ready.eq(1)
+            m.d.sync += [acc.eq(Cat(acc[U:], self.units.p) if hold > 1 else self.units.p), got.eq(got + 1)]
 
-        # entering a record's words: its command, then its units
         count_r, words_r, cmd_valid = Signal(cb), Signal(cb), Signal()
         m.d.comb += [self.cmd.valid.eq(cmd_valid), self.cmd.p.count.eq(count_r), self.cmd.p.words.eq(words_r)]
         with m.If(self.cmd.valid & self.cmd.ready):
             m.d.sync += cmd_valid.eq(0)
 
-        def enter_words():
-            m.d.sync += [cmd_valid.eq(count_r != 0), drop.eq(count_r == 0),
-                         state.eq(Mux(words_left != 0, self.WORDS, self.HEAD))]
+        # the words: straight from the unit on ``units`` (the skid buffer behind registers them), zeros
+        # once the region has run out under a command
+        in_words = state == self.WORDS
+        m.d.comb += [self.words.valid.eq(in_words & ~drop & (self.units.valid | self.underrun)),
+                     self.words.p.eq(Mux(self.underrun, 0,
+                                         self.units.p.word_select(idx, W) if per_unit > 1 else self.units.p))]
+        step = Signal()                       # a word handed on (or dropped)
+        m.d.comb += step.eq(in_words & Mux(drop, self.units.valid | self.underrun, self.words.valid & self.words.ready))
+        unit_done = ((idx == per_unit - 1) if per_unit > 1 else Const(1)) | (words_left == 1)
+        with m.If(step):
+            m.d.comb += self.units.ready.eq(unit_done & ~self.underrun)
+            m.d.sync += [idx.eq(Mux(unit_done, 0, idx + 1)), words_left.eq(words_left - 1)]
+            with m.If(words_left == 1):
+                m.d.sync += state.eq(Mux(self.underrun, self.END, self.HEAD))
 
-        hdr = data.View(self._hdr, acc[(group - hdr_units) * U:][:self._hdr.size])
         with m.Switch(state):
             with m.Case(self.HEAD):
-                with m.If(full & ~cmd_valid):
-                    m.d.sync += [full.eq(0), count_r.eq(hdr.count), words_r.eq(hdr.words),
+                with m.If(self.units.valid & last_unit & ~cmd_valid):
+                    m.d.comb += self.units.ready.eq(1)
+                    m.d.sync += [got.eq(0), count_r.eq(hdr.count), words_r.eq(hdr.words),
                                  words_left.eq((hdr.words + self._r - 1) >> (self._r - 1)),
-                                 entries_left.eq(hdr.entries)]
+                                 entries_left.eq(hdr.entries), drop.eq(hdr.count == 0)]
                     with m.If(hdr.entries != 0):
                         m.d.sync += state.eq(self.TABLE)
                     with m.Else():
-                        m.d.sync += [cmd_valid.eq(hdr.count != 0), drop.eq(hdr.count == 0),
+                        m.d.sync += [cmd_valid.eq(hdr.count != 0),
                                      state.eq(Mux(hdr.words != 0, self.WORDS, self.HEAD))]
-                with m.Elif(~full & ~self.more & ~self.units.valid):
+                with m.Elif(~self.more):
                     # nothing more: the region ends here, or inside a header
                     m.d.sync += [state.eq(self.END), self.underrun.eq(got != 0)]
             with m.Case(self.TABLE):
                 with m.If(self.entries.valid & self.entries.ready):
-                    m.d.sync += [full.eq(0), entries_left.eq(entries_left - 1)]
+                    m.d.comb += self.units.ready.eq(1)
+                    m.d.sync += [got.eq(0), entries_left.eq(entries_left - 1)]
                     with m.If(entries_left == 1):
-                        enter_words()
-                with m.Elif(~full & ~self.more & ~self.units.valid):
+                        m.d.sync += [cmd_valid.eq(count_r != 0),
+                                     state.eq(Mux(words_left != 0, self.WORDS, self.HEAD))]
+                with m.Elif(~self.more):
                     m.d.sync += [state.eq(self.END), self.underrun.eq(1)]
             with m.Case(self.WORDS):
-                # a unit to the serializer (a zero unit once the region has run out)
-                short = ~self.more & ~self.units.valid
-                with m.If(take & (self.units.valid | short | self.underrun)):
-                    last = words_left <= per_unit
-                    m.d.sync += [unit.eq(Mux(self.units.valid & ~self.underrun, self.units.p, 0)),
-                                 n.eq(Mux(last, words_left, per_unit)), ser_valid.eq(~drop),
-                                 words_left.eq(Mux(last, 0, words_left - per_unit))]
-                    with m.If(short):
-                        m.d.sync += self.underrun.eq(1)
-                    with m.If(last):
-                        m.d.sync += state.eq(Mux(self.underrun | short, self.END, self.HEAD))
-        # after the state's own updates: a unit that completes a group marks it full
-        with m.If(collecting & self.units.valid):
-            m.d.sync += [acc.eq(Cat(acc[U:], self.units.p) if group > 1 else self.units.p), got.eq(got + 1)]
-            with m.If(got == group_units - 1):
-                m.d.sync += [full.eq(1), got.eq(0)]
+                with m.If(~self.more & ~self.underrun):
+                    m.d.sync += self.underrun.eq(1)
         with m.If(self.load):
-            m.d.sync += [state.eq(self.HEAD), full.eq(0), got.eq(0), cmd_valid.eq(0), ser_valid.eq(0), idx.eq(0),
-                         self.underrun.eq(0)]
+            m.d.sync += [state.eq(self.HEAD), got.eq(0), cmd_valid.eq(0), idx.eq(0), self.underrun.eq(0)]
         return m
 
 
@@ -601,9 +593,11 @@ class ParallelDecoder(wiring.Component):
             # commands taken and not yet done: a decoder may take the next command before the
             # previous one's ``done`` (one pulse per command)
             running = Signal(2, name=f"running{lane}")
-            m.d.comb += [dec.cmd.valid.eq(front.cmd.valid), dec.cmd.p.count.eq(front.cmd.p.count),
+            # a block's command waits for its last table entry to be written (it waits in a register)
+            loading = Signal(name=f"loading{lane}")
+            m.d.comb += [dec.cmd.valid.eq(front.cmd.valid & ~loading), dec.cmd.p.count.eq(front.cmd.p.count),
                          dec.cmd.p.words.eq(front.cmd.p.words), dec.cmd.p.check_end.eq(1),
-                         front.cmd.ready.eq(dec.cmd.ready)]
+                         front.cmd.ready.eq(dec.cmd.ready & ~loading)]
             m.d.sync += running.eq(running + (dec.cmd.valid & dec.cmd.ready) - dec.done)
             # the lane's first failure, kept until the next command (later blocks still decode: each is
             # a stream of its own)
@@ -629,13 +623,19 @@ class ParallelDecoder(wiring.Component):
             m.d.comb += drained.eq(~front.cmd.valid & (running == 0) & ~dec.o.valid & (pairs.level == 0))
             m.d.sync += idle.eq(drained & ~(held_valid & held_mask[lane]))
             quiet.append(idle)
-            e = front.entries
-            to_decoder = e.p.kind == Table.DECODER
+            # an entry waits in a register: the tables' write ports start at flip-flops
+            entry, entry_valid = Signal(self._entry, name=f"entry{lane}"), loading
+            to_decoder = entry.kind == Table.DECODER
             t = self.tables[lane]
-            m.d.comb += [dec.cfg.valid.eq(e.valid & idle & to_decoder), dec.cfg.p.addr.eq(e.p.addr),
-                         dec.cfg.p.data.eq(e.p.data), t.valid.eq(e.valid & idle & ~to_decoder), t.p.eq(e.p),
-                         e.ready.eq(idle & Mux(to_decoder, dec.cfg.ready, t.ready))]
-            table_wait.append(e.valid)
+            written = entry_valid & idle & Mux(to_decoder, dec.cfg.ready, t.ready)
+            m.d.comb += [dec.cfg.valid.eq(entry_valid & idle & to_decoder), dec.cfg.p.addr.eq(entry.addr),
+                         dec.cfg.p.data.eq(entry.data), t.valid.eq(entry_valid & idle & ~to_decoder), t.p.eq(entry),
+                         front.entries.ready.eq(~entry_valid | written)]
+            with m.If(front.entries.valid & front.entries.ready):
+                m.d.sync += [entry.eq(front.entries.p), entry_valid.eq(1)]
+            with m.Elif(written):
+                m.d.sync += entry_valid.eq(0)
+            table_wait.append(entry_valid)
             finished.append(front.end & drained)
         readers += run_readers
 

@@ -2,27 +2,28 @@
 
 :class:`AxiDecompressor` is what a designer drops between DRAM and an accelerator:
 
-* an AXI4 read master (:class:`AxiReadMaster`) that fetches the compressed streams of a block;
-* ``lanes`` decoder lanes sharing that port (:class:`~.parallel.ParallelDecoder`, paper §4.6);
+* an AXI4 read master (:class:`AxiReadMaster`) that fetches each lane's region of records;
+* ``lanes`` decoder lanes sharing that port (:class:`~.parallel.ParallelDecoder`, paper §4.6), each with
+  its own tables;
 * per lane, the symbol → code step of the container's escape group (:class:`SymbolToCode`) and the
   pair → float interface of §4.3 (:class:`~.interfaces.PairToFloat`);
-* an AXI4-Stream master of bf16 or fp32 weights, ``lanes`` per transfer;
-* a register map behind an AXI4-Lite slave (:class:`AxiLiteSlave`) to program the tables, start a
-  block and read its status (``docs/subsystem.md``).
+* an AXI4-Stream master of bf16 or fp32 weights, a slot per lane in each transfer;
+* a register map behind an AXI4-Lite slave (:class:`AxiLiteSlave`) to point the lanes at their regions,
+  start them and read the status (``docs/subsystem.md``).
 
 The lanes are the core registry's decoders of the codec (by default the default container format's,
-``tans8x16``: the interleaved ``TansXnDecoder``). One START decodes up to ``lanes`` **independent
-blocks** side by side, one per lane (the blocks layout of ``ansforge compress``'s default container,
-version 6: each block a ``docs/bitstream.md`` §8 stream with its own flush and head, one decoder command):
-lane ``l``'s block has ``LANE_COUNT[l]`` pairs in ``LANE_WORDS[l]`` words from a bus-beat offset of its
-own, in the order a decoder reads them (top of the stack first), ``beat_words = bus_bits / port word``
-decoder port words per beat (a port word is the stream's ``W``, or ``2 W`` for an rANS xN decoder). The
-output's transfer ``j`` carries weight ``j`` of every lane whose block is longer than ``j``.
+``tans8x16``: the interleaved ``TansXnDecoder``). One START runs each lane through its **region**
+(``LANE_BASE[l]``, ``LANE_UNITS[l]``): records of a header, the table entries the block needs (none where
+the lane holds them already) and an **independent block** (the blocks layout of ``ansforge compress``'s
+default container, version 6: each block a ``docs/bitstream.md`` §8 stream with its own flush and head,
+one decoder command), its words in the order a decoder reads them (top of the stack first). Lanes
+therefore decode blocks of different tensors at once. Slot ``l`` of an output transfer is lane ``l``'s
+next weight where ``TKEEP`` says so; a lane's weights are its region's blocks in order.
 
 Built with ``table_sets`` > 1 or ``row_shifts``, the subsystem decodes every tensor of the default
 container, those with several tables too (a row-shifted tensor's widths, a context plan's sets): each
-table is written as a set, and each lane reads its block's runs ``{count, set, shift}`` from memory like
-its words (``LANE_RUNS``; :func:`~.parallel.run_entry_layout`); a run's ``shift`` puts its rows' zero
+table is loaded as a set, and each lane reads its blocks' runs ``{count, set, shift}`` from memory beside
+its region (``LANE_RUNS``; :func:`~.parallel.run_entry_layout`); a run's ``shift`` puts its rows' zero
 bits back into the pairs before the symbol → code step, so the escape index and the float interface see
 the tensor's full-width pairs.
 
@@ -342,24 +343,24 @@ class AxiDecompressor(wiring.Component):
     row_shifts : bool
         Restore row shifts (a run's ``shift``, up to the target's mantissa bits); the lanes read runs.
     count_bits : int
-        Width of a lane's counts (its block's pairs, words and runs, each below ``2**count_bits``; a
-        larger value written to ``LANE_COUNT``, ``LANE_WORDS`` or ``LANE_RUNS`` is refused), 8..32. The
-        default, 20, holds the default layout's blocks (at most 2**18 pairs, under 4 words a pair); each
-        bit costs every lane's counters, compares and registers (8 lanes: 7,879 LUT-equivalents at 32
-        bits, 7,124 at 20).
+        Width of a lane's counts (a block's pairs and words, its region's units, its runs, each below
+        ``2**count_bits``; a larger value written to ``LANE_UNITS`` or ``LANE_RUNS`` is refused), 8..32.
+        The default, 20, holds the default layout's blocks (at most 2**18 pairs, under 4 words a pair)
+        and regions of 8 MB; each bit costs every lane's counters, compares and registers.
 
     Ports
     -----
     s_axil : In(:func:`axi4_lite_signature`)  the register map (:class:`Csr`)
     m_axi : Out(:func:`axi4_read_signature`)  reads of the compressed streams
-    m_axis : Out  ``tdata`` (``lanes`` weights, weight ``j`` of the row at bits ``j * weight_bits``), ``tkeep`` (the
-        bytes of the weights present: the last transfer of a block may be partial), ``tlast`` (the
-        block's last transfer), ``tvalid``, ``tready``
-    done, status, error : Out  as ``STATUS``: ``done`` once the block's last weight is out (or a lane
-        failed), ``status`` its :class:`~.common.DecodeStatus`, ``error`` an AXI read error; they hold
-        until the next START. ``done`` doubles as a level interrupt.
+    m_axis : Out  ``tdata`` (``lanes`` slots of ``weight_bits``, slot ``l`` at bits ``l * weight_bits``: lane
+        ``l``'s next weight), ``tkeep`` (the slots holding a weight, all of a slot's bytes or none; an empty
+        slot's ``tdata`` is zero), ``tlast`` (the START's last transfer), ``tvalid``, ``tready``
+    done, status, error : Out  as ``STATUS``: ``done`` once every lane has read its region and the last
+        weight is out, ``status`` the lowest failing lane's first :class:`~.common.DecodeStatus`,
+        ``error`` an AXI read error; they hold until the next START. ``done`` doubles as a level interrupt.
 
-    Latency from a row of pairs to the output register: 2 clocks (symbol → code, pair → float).
+    Latency from a transfer of the lanes' pairs to the output register: 2 clocks (symbol → code, pair →
+    float).
     """
 
     def __init__(self, codec: Codec | None = None, *, lanes: int = 4, target: str = "bf16", bus_bits: int = 64,

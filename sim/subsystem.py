@@ -8,20 +8,22 @@
   time, as a CPU's driver would (it checks every ``BRESP``).
 
 Its ports are streams, so both simulation engines and the take-home testbench (``ansforge testbench
---top subsystem``) drive it unchanged: ``mem_cfg`` (the memory image), ``csr_cfg`` (the table and block
+--top subsystem``) drive it unchanged: ``mem_cfg`` (the memory image), ``csr_cfg`` (the base and lane
 registers), ``cmd`` (the START write), ``o`` (the AXI4-Stream output as ``{data, keep, last}``), ``done``
 and ``status`` (the decode status in bits 2..0, an AXI read error in bit 3, a refused register write in
 bit 4).
 
-:func:`subsystem_program` lays up to ``lanes`` independent blocks into a memory image, one per lane, and
-writes their register program: a :class:`SubsystemProgram`, what a driver does for one START, free of
-any bench (a tensor given as pairs is cut into ``lanes`` contiguous blocks coded alone,
-:func:`~.lanes.chunk_blocks`); :func:`run_program` runs one on a :class:`SubsystemBench` and checks every
-weight. :func:`plan_container_subsystem` gives the programs of every coded tensor of a container, a
-version-6 container (``ansforge compress``'s default, the blocks layout) from its own blocks, ``lanes``
-side by side, with the container's own decoder's weights (what ``ansforge decompress`` writes);
-:func:`decode_container_subsystem` runs them. The cocotb bench ``tests/hdl/cocotb_subsystem_bench.py`` runs
-the same programs against cocotbext-axi's AXI4 models.
+:func:`lanes_program` lays each lane's blocks into its region of records (a header, the tensor's table
+entries where the lane does not hold them, the block's words: :func:`~.lanes.region_image`) and writes the
+register program: a :class:`SubsystemProgram`, what a driver does for one START, free of any bench;
+:func:`subsystem_program` does it for one tensor's blocks, one a lane (a tensor given as pairs is cut
+into ``lanes`` contiguous blocks coded alone, :func:`~.lanes.chunk_blocks`). :func:`run_program` runs a
+program on a :class:`SubsystemBench` and checks every lane's weights in its slot.
+:func:`plan_container_subsystem` gives the STARTs of every coded tensor of a container (a version-6
+container, ``ansforge compress``'s default, from its own blocks), its blocks dealt to the lanes by
+:func:`schedule_blocks`, with the container's own decoder's weights (what ``ansforge decompress``
+writes); :func:`decode_container_subsystem` runs them. The cocotb bench
+``tests/hdl/cocotb_subsystem_bench.py`` runs the same programs against cocotbext-axi's AXI4 models.
 """
 
 from __future__ import annotations
