@@ -78,9 +78,13 @@ class AmaranthEngine:
                 return
             # Commands go in back to back, without waiting for ``done``: the core takes the next one
             # while the previous one ends (``done`` is high for one clock per command, in order).
-            for c in job.commands:
+            for n, c in enumerate(job.commands):
                 await stream_put(ctx, core.cmd, c, rng=rng_cmd, stall_prob=stall_prob)
                 accepted[0] += 1
+                if n + 1 == job.timed_from:         # the cycles count from the next command on
+                    while len(reports) < accepted[0]:
+                        await ctx.tick()
+                    start = cycles[0]
             while len(reports) < len(job.commands):
                 await ctx.tick()
             cycles[1] = reports[-1] - start

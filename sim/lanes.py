@@ -151,7 +151,7 @@ def decoder_entries(dec, tables) -> list[tuple[int, int, int]]:
 
 
 def region_image(dec, lane_records: list[list[tuple[np.ndarray, int, list]]],
-                 lane_runs: list[list[int]] | None = None) -> tuple[np.ndarray, list[dict]]:
+                 lane_runs: list[list[int]] | None = None, start: int = 0) -> tuple[np.ndarray, list[dict]]:
     """The memory image of ``dec``'s lanes (a ``ParallelDecoder``): lane ``l``'s region holds its records
     ``lane_records[l]``, each ``(words in push order, pairs, entries)`` (``entries``: table entries
     ``(kind, addr, data)`` to load before the block, or none), as :class:`~ansforge.hdl.parallel.LaneFront`
@@ -159,7 +159,8 @@ def region_image(dec, lane_records: list[list[tuple[np.ndarray, int, list]]],
     another) the runs lie after every region.
 
     Returns the beats, as rows of 64-bit pieces (piece 0 the low bits; a beat narrower than 64 bits in
-    the low bits of one), and each lane's ``{base, units}`` (and ``{runs_base, runs}``): the command's."""
+    the low bits of one), and each lane's ``{base, units}`` (and ``{runs_base, runs}``): the command's,
+    for an image laid from beat ``start`` on."""
     U, per_beat = dec.unit_bits, dec.units_per_beat
     W, sw = dec.word_bits, dec.stream_word_bits
     per_unit = U // W
@@ -171,7 +172,7 @@ def region_image(dec, lane_records: list[list[tuple[np.ndarray, int, list]]],
     def units_of(value: int, n: int) -> list[int]:
         return [(value >> (U * j)) & unit_mask for j in range(n)]
 
-    rows, regs, at = [], [], 0
+    rows, regs, at = [], [], start
     for lane, records in enumerate(lane_records):
         parts = []
         for words, count, entries in records:
@@ -268,12 +269,14 @@ def chunk_blocks(spec: Codec, table, symbols: np.ndarray, extras: np.ndarray, la
 
 
 def blocks_job(system: LaneSystem, table, blocks: list[tuple[np.ndarray, int]],
-               runs: list[list[tuple[int, int, int]]] | None = None) -> tuple[CoreJob, int]:
+               runs: list[list[tuple[int, int, int]]] | None = None, preload: bool = True) -> tuple[CoreJob, int]:
     """The job that decodes ``blocks`` (at most ``lanes``; ``(words in push order, pairs)`` each) side by
-    side, block ``l`` in lane ``l``, each lane first loading ``table`` (one table, or a list: table set
-    ``t`` each) from its record; ``runs``: each block's ``(set, shift, count)`` (default: all of it with
-    set 0, no shift; needed by lanes with table sets or shifts). Returns the job and the memory beats it
-    takes. The expected pairs are the caller's."""
+    side, block ``l`` in lane ``l``, each lane loading ``table`` (one table, or a list: table set ``t`` each)
+    from a record; ``runs``: each block's ``(set, shift, count)`` (default: all of it with set 0, no
+    shift; needed by lanes with table sets or shifts). With ``preload`` (the default, as Fig. 12 has the
+    tables in place) the tables come in a command of their own before the timed one (records of no pairs:
+    the job's cycles are the blocks' alone); else in front of each block, timed. Returns the job and the
+    memory beats it takes. The expected pairs are the caller's."""
     k = system.decoder.lanes
     proto = system.decoder.decoder_prototype
     tables = list(table) if isinstance(table, (list, tuple)) else [table]
@@ -298,17 +301,28 @@ def blocks_job(system: LaneSystem, table, blocks: list[tuple[np.ndarray, int]],
     elif runs is not None and any(x[0] or x[1] for r in runs for x in r):
         raise ConfigError("the blocks have several tables or row shifts; the lanes were built without runs")
     load = decoder_entries(system.decoder, tables)
-    image, lanes = region_image(system.decoder, [[(w, c, load)] for w, c in blocks]
-                                + [[] for _ in range(k - len(blocks))], entries)
+    cmd_shape = payload_shape(system, "cmd")
+    commands, images = [], []
+    if preload:
+        image, lanes = region_image(system.decoder, [[(np.zeros(0, np.uint64), 0, load)] for _ in range(k)],
+                                    [[] for _ in range(k)] if entries is not None else None)
+        commands.append(pack(cmd_shape, {"lanes": lanes}))
+        images.append(image)
+    image, lanes = region_image(system.decoder, [[(w, c, None if preload else load)] for w, c in blocks]
+                                + [[] for _ in range(k - len(blocks))], entries,
+                                start=sum(len(i) for i in images))
+    commands.append(pack(cmd_shape, {"lanes": lanes}))
+    image = np.concatenate(images + [image])
     if len(image) > system.memory.depth:
         raise ConfigError(f"the lanes' regions take {len(image)} beats, the memory holds {system.memory.depth}")
     mem_shape = payload_shape(system, "mem_cfg")
     job = CoreJob("parallel-decoder", system)
     job.cfg = {"mem_cfg": [pack(mem_shape, {"addr": a, "data": b}) for a, b in enumerate(beat_ints(image))]}
-    job.commands = [pack(payload_shape(system, "cmd"), {"lanes": lanes})]
+    job.commands = commands
+    job.timed_from = len(commands) - 1
     job.pairs = sum(counts)
     job.words = len(image) * system.decoder.beat_words    # every port word the lanes read, tables included
-    job.expected_status = [DecodeStatus.OK.value]
+    job.expected_status = [DecodeStatus.OK.value] * len(commands)
     return job, len(image)
 
 

@@ -101,13 +101,14 @@ template <std::size_t N> static void get_wide(const VlWide<N>& port, uint64_t* v
 }
 
 int main(int argc, char** argv) {
-    if (argc != 7) { fprintf(stderr, "usage: %s DIR STALL SEED MAX_CYCLES STATUS OUTPUTS\n", argv[0]); return 2; }
+    if (argc != 8) { fprintf(stderr, "usage: %s DIR STALL SEED MAX_CYCLES STATUS OUTPUTS TIMED_FROM\n", argv[0]); return 2; }
     std::string dir = argv[1];
     stall_p = atof(argv[2]);
     rng_state = strtoull(argv[3], 0, 10) * 2654435761ULL + 88172645463325252ULL;
     uint64_t max_cycles = strtoull(argv[4], 0, 10);
     bool has_status = atoi(argv[5]) != 0;
     uint64_t expect_outputs = strtoull(argv[6], 0, 10), o_count = 0;
+    uint64_t timed_from = strtoull(argv[7], 0, 10);     // the first command the cycles count from
     Verilated::commandArgs(1, argv);
     Vtop* top = new Vtop;
 @@DECLS@@
@@ -180,7 +181,7 @@ def _harness(core) -> str:
         fires.append(f"        bool {name}_fire = top->{_cxx(name + '__valid')} && top->{_cxx(name + '__ready')};")
         if name == "cmd":
             advance.append("""        if (cmd_fire) { cmd_s.pos++; cmd_s.valid = false; cmd_sent++;
-            if (!started) { started = true; first = cycle - 1; ready_first = ready_n - ready_now; } }""")
+            if (cmd_sent == timed_from + 1) { started = true; first = cycle - 1; ready_first = ready_n - ready_now; } }""")
         else:
             advance.append(f"        if ({name}_fire) {{ {name}_s.pos++; {name}_s.valid = false; }}")
     if "cmd" not in ins:     # a dataflow stage: time from the first input to the last output
@@ -416,7 +417,7 @@ class VerilatorEngine:
                     job.commands if name == "cmd" else job.inputs if name == "i" else job.side.get(name, [])
                 _write_payloads(Path(tmp) / f"{name}.bin", values, _width(core, name))
             r = subprocess.run([str(exe), tmp, repr(float(stall_prob)), str(int(seed)), str(limit),
-                                "1" if job.is_decoder else "0", str(len(job.expected))],
+                                "1" if job.is_decoder else "0", str(len(job.expected)), str(job.timed_from)],
                                capture_output=True, text=True)
             if r.returncode == 3:
                 raise TimeoutError(f"{job.kind}: no result after {limit} cycles (core locked up?)")

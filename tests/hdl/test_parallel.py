@@ -207,3 +207,86 @@ def test_factory_ports_get_the_decoder_stream_in_verilator(stories_container):
 def test_invalid_parameters_name_the_field(make, match):
     with pytest.raises((ValueError, TypeError), match=match):
         make()
+
+
+def _run_front(front, units, clocks=400, seed=0):
+    """``units`` through ``front`` with random ready on its outputs: what left on ``entries``, ``cmd`` and
+    ``words``, and whether it ended (``end``) and ran short (``underrun``)."""
+    rng = random.Random(seed)
+    got = {"entries": [], "cmd": [], "words": [], "end": False, "underrun": False}
+
+    async def bench(ctx):
+        ctx.set(front.load, 1)
+        await ctx.tick()
+        ctx.set(front.load, 0)
+        at = 0
+        for _ in range(clocks):
+            more = at < len(units)
+            ctx.set(front.more, more)
+            ctx.set(front.units.valid, more and rng.random() < 0.8)
+            ctx.set(front.units.p, units[at] if more else 0)
+            for name in ("entries", "cmd", "words"):
+                ctx.set(getattr(front, name).ready, rng.random() < 0.7)
+            for name in ("entries", "cmd", "words"):
+                port = getattr(front, name)
+                if ctx.get(port.valid) and ctx.get(port.ready):
+                    v = ctx.get(port.p)
+                    got[name].append(int(v.as_value().value) if hasattr(v, "as_value") else int(v))
+            if ctx.get(front.units.valid) and ctx.get(front.units.ready):
+                at += 1
+            got["end"], got["underrun"] = bool(ctx.get(front.end)), bool(ctx.get(front.underrun))
+            await ctx.tick()
+
+    sim = Simulator(front)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return got
+
+
+def _front_units(records, unit_bits, header, entry):
+    """Records ``(count, words, entries)`` as a region's units (``unit_bits``, 16-bit words)."""
+    from ansforge.sim.streams import pack
+    out = []
+
+    def units(value, layout):
+        return [(value >> (unit_bits * j)) & ((1 << unit_bits) - 1) for j in range(-(-layout.size // unit_bits))]
+
+    for count, words, entries in records:
+        out += units(pack(header, {"count": count, "words": len(words), "entries": len(entries)}), header)
+        for kind, addr, value in entries:
+            out += units(pack(entry, {"data": value, "addr": addr, "kind": kind}), entry)
+        per = unit_bits // 16
+        for a in range(0, len(words), per):
+            out.append(sum(w << (16 * j) for j, w in enumerate(words[a:a + per])))
+    return out
+
+
+@pytest.mark.parametrize("unit_bits", [32, 64])
+def test_lane_front_reads_records_and_ends_a_short_region(unit_bits):
+    """A lane's record reader (``LaneFront``) under random back-pressure: each record's table entries, then
+    its command, then its words, in order; a record of no pairs issues no command and drops its words; a
+    region that ends inside a record's words raises ``underrun`` and hands the command's remaining words
+    as zeros (the decoder is never left waiting); one that ends inside a header ends with ``underrun``."""
+    from ansforge.hdl.parallel import LaneFront, record_header_layout, table_entry_layout
+    entry = table_entry_layout(40)
+    header = record_header_layout(20)
+    front = LaneFront(unit_bits=unit_bits, word_bits=16, ratio=1, count_bits=20, entry=entry)
+    records = [(5, [1, 2, 3], [(0, 7, 0x12345), (3, 2, 0xABCDEF)]), (0, [9, 9], []), (4, [4, 5, 6, 7, 8], [])]
+    units = _front_units(records, unit_bits, header, entry)
+    got = _run_front(front, units)
+    assert got["entries"] == [(0x12345 | 7 << 40), (0xABCDEF | 2 << 40 | 3 << 54)]
+    assert got["cmd"] == [5 | 3 << 20, 4 | 5 << 20]
+    assert got["words"] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert got["end"] and not got["underrun"]
+
+    cut = units[:-1]                                   # the last record's last unit missing
+    got = _run_front(LaneFront(unit_bits=unit_bits, word_bits=16, ratio=1, count_bits=20, entry=entry), cut)
+    per = unit_bits // 16
+    kept = (5 // per) * per if 5 % per else 5 - per   # the words of the units that came
+    assert got["words"] == [1, 2, 3] + [4, 5, 6, 7, 8][:kept] + [0] * (5 - kept)
+    assert got["end"] and got["underrun"]
+
+    head = _front_units(records[:1], unit_bits, header, entry)[:1] if unit_bits == 32 else []
+    got = _run_front(LaneFront(unit_bits=unit_bits, word_bits=16, ratio=1, count_bits=20, entry=entry), head)
+    assert got["end"] and got["underrun"] == (unit_bits == 32) and not got["cmd"]

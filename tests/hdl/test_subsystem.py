@@ -101,6 +101,20 @@ def test_a_wrong_weight_is_caught(stories):
         run_block(AmaranthEngine(), dut, block, latency=4)
 
 
+def test_a_region_shorter_than_its_records_ends_with_out_of_words(stories):
+    """A driver's region that ends inside its block's words (LANE_UNITS too small): the START ends, no
+    hang, with OUT_OF_WORDS; the other lane's block is unaffected."""
+    from ansforge.sim.subsystem import SubsystemBench, memory_depth, run_program, subsystem_program
+    block = checkpoint_block(str(stories), "tans8x16", MATRIX, "bf16")
+    dut = AxiDecompressor(lanes=2, target="bf16")
+    program = subsystem_program(dut, block.spec, block.table, block.code_table, block.exponents, block.symbols,
+                                block.extras, block.bits)
+    program.writes = [(a, d - 3 if a == Csr.LANE0 + 4 else d) for a, d in program.writes]
+    bench = SubsystemBench(dut, depth=memory_depth(dut, block.symbols.size), latency=4)
+    with pytest.raises(SubsystemMismatch, match="reported OUT_OF_WORDS"):
+        run_program(AmaranthEngine(), bench, program)
+
+
 def test_a_read_outside_memory_is_reported(stories):
     """BASE pointing below the memory: DECERR on every read, the ``error`` output and STATUS bit 8 set."""
     block = checkpoint_block(str(stories), "tans8", MATRIX, "bf16")
