@@ -330,6 +330,7 @@ class LaneFront(wiring.Component):
         got = Signal(range(hold + 1))
         entries_left = Signal(self._hdr["entries"].width)
         words_left = Signal(cb)               # port words of the record still to hand on
+        one_left = Signal()                   # ``words_left == 1``, a register
         drop = Signal()                       # a record of no pairs: its words go nowhere
         idx = Signal(range(per_unit))         # the next word of the unit on ``units``
 
@@ -342,8 +343,12 @@ class LaneFront(wiring.Component):
         m.d.comb += [self.entries.valid.eq((state == self.TABLE) & self.units.valid & last_unit),
                      self.entries.p.eq(group(entry_units)[:self._entry.size]),
                      self.end.eq(state == self.END)]
-        with m.If(((state == self.HEAD) | (state == self.TABLE)) & self.units.valid & ~last_unit):
+        # ``units.ready`` never depends on ``units.valid`` (the reader's FIFO level): it is the state's
+        # and the consumers' alone, so that the reader's handshake is two levels deep
+        collecting = ((state == self.HEAD) | (state == self.TABLE)) & ~last_unit
+        with m.If(collecting):
             m.d.comb += self.units.ready.eq(1)
+        with m.If(collecting & self.units.valid):
             m.d.sync += [acc.eq(Cat(acc[U:], self.units.p) if hold > 1 else self.units.p), got.eq(got + 1)]
 
         count_r, words_r, cmd_valid = Signal(cb), Signal(cb), Signal()
@@ -359,19 +364,23 @@ class LaneFront(wiring.Component):
                                          self.units.p.word_select(idx, W) if per_unit > 1 else self.units.p))]
         step = Signal()                       # a word handed on (or dropped)
         m.d.comb += step.eq(in_words & Mux(drop, self.units.valid | self.underrun, self.words.valid & self.words.ready))
-        unit_done = ((idx == per_unit - 1) if per_unit > 1 else Const(1)) | (words_left == 1)
+        unit_done = ((idx == per_unit - 1) if per_unit > 1 else Const(1)) | one_left
+        with m.If(in_words & ~self.underrun & unit_done & (drop | self.words.ready)):
+            m.d.comb += self.units.ready.eq(1)
         with m.If(step):
-            m.d.comb += self.units.ready.eq(unit_done & ~self.underrun)
-            m.d.sync += [idx.eq(Mux(unit_done, 0, idx + 1)), words_left.eq(words_left - 1)]
-            with m.If(words_left == 1):
+            m.d.sync += [idx.eq(Mux(unit_done, 0, idx + 1)), words_left.eq(words_left - 1),
+                         one_left.eq(words_left == 2)]
+            with m.If(one_left):
                 m.d.sync += state.eq(Mux(self.underrun, self.END, self.HEAD))
 
         with m.Switch(state):
             with m.Case(self.HEAD):
-                with m.If(self.units.valid & last_unit & ~cmd_valid):
+                with m.If(last_unit & ~cmd_valid):
                     m.d.comb += self.units.ready.eq(1)
+                with m.If(self.units.valid & last_unit & ~cmd_valid):
+                    port_words = (hdr.words + self._r - 1) >> (self._r - 1)
                     m.d.sync += [got.eq(0), count_r.eq(hdr.count), words_r.eq(hdr.words),
-                                 words_left.eq((hdr.words + self._r - 1) >> (self._r - 1)),
+                                 words_left.eq(port_words), one_left.eq(port_words == 1),
                                  entries_left.eq(hdr.entries), drop.eq(hdr.count == 0)]
                     with m.If(hdr.entries != 0):
                         m.d.sync += state.eq(self.TABLE)
@@ -382,8 +391,9 @@ class LaneFront(wiring.Component):
                     # nothing more: the region ends here, or inside a header
                     m.d.sync += [state.eq(self.END), self.underrun.eq(got != 0)]
             with m.Case(self.TABLE):
+                with m.If(last_unit):
+                    m.d.comb += self.units.ready.eq(self.entries.ready)
                 with m.If(self.entries.valid & self.entries.ready):
-                    m.d.comb += self.units.ready.eq(1)
                     m.d.sync += [got.eq(0), entries_left.eq(entries_left - 1)]
                     with m.If(entries_left == 1):
                         m.d.sync += [cmd_valid.eq(count_r != 0),

@@ -565,14 +565,19 @@ class AxiDecompressor(wiring.Component):
 
         # A START is taken into a register and reaches the lanes a clock later, so that the address
         # decode drives no lane's command (docs/design/subsystem.md).
+        # A register write reaches its register a clock later too: the address decode ends at a one-hot
+        # register (``hit``) instead of at every register's enable.
         pend_start = Signal()
         take = csr.wr.valid & csr.wr.ready & ~refused
         m.d.comb += [csr.wr_error.eq(refused), csr.wr.ready.eq(refused | ~pend_start)]
+        hit, hit_data = Signal(len(writable)), Signal(32)
+        m.d.sync += hit.eq(Mux(take, Cat(*[a == addr for addr in writable]), 0))
         with m.If(take):
-            for addr, reg in writable.items():
-                with m.If(a == addr):
-                    m.d.sync += reg.eq(d)
-            m.d.sync += pend_start.eq(is_start)
+            m.d.sync += [hit_data.eq(d), pend_start.eq(is_start)]
+        for i, reg in enumerate(writable.values()):
+            with m.If(hit[i]):
+                m.d.sync += reg.eq(hit_data)
+        with m.If(take):
             with m.If(is_start):
                 # BUSY and DONE answer for the new START at once, as the ``done`` port does
                 m.d.sync += [busy.eq(1), self.done.eq(0)]
