@@ -522,11 +522,14 @@ class AxiDecompressor(wiring.Component):
                      self.m_axis.tkeep.eq(keep), self.m_axis.tlast.eq(last2)]
 
         # -- each lane's tables behind the decoder, written from its records once its pairs have left
-        # both stages (the lanes hold the entry until then)
+        # both stages (the lanes hold the entry until then). ``drained`` is a clock late (a register):
+        # a lane offers table entries only while it holds no pair, so none of its pairs can enter the
+        # stages meanwhile, and once drained the stages stay so.
         stage1, stage2 = s2c[0].o.valid, p2f[0].o.valid
         for lane in range(lanes):
             t = par.tables[lane]
-            drained = ~(stage1 & mask1[lane]) & ~(stage2 & mask2[lane])
+            drained = Signal(name=f"drained{lane}")
+            m.d.sync += drained.eq(~(stage1 & mask1[lane]) & ~(stage2 & mask2[lane]))
             c, f = s2c[lane].cfg, p2f[lane].cfg
             m.d.comb += [t.ready.eq(drained),
                          c.valid.eq(t.valid & drained & ((t.p.kind == Table.SYMBOL) | (t.p.kind == Table.ESCAPE))),
