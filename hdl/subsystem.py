@@ -566,22 +566,26 @@ class AxiDecompressor(wiring.Component):
         # a START while one runs is refused: the lanes are reading their regions
         refused = ~known | (busy & is_start) | too_wide
 
-        # A START is taken into a register and reaches the lanes a clock later, so that the address
-        # decode drives no lane's command (docs/design/subsystem.md).
-        # A register write reaches its register a clock later too: the address decode ends at a one-hot
-        # register (``hit``) instead of at every register's enable.
-        pend_start = Signal()
-        take = csr.wr.valid & csr.wr.ready & ~refused
-        m.d.comb += [csr.wr_error.eq(refused), csr.wr.ready.eq(refused | ~pend_start)]
-        hit, hit_data = Signal(len(writable)), Signal(32)
-        m.d.sync += hit.eq(Mux(take, Cat(*[a == addr for addr in writable]), 0))
-        with m.If(take):
-            m.d.sync += [hit_data.eq(d), pend_start.eq(is_start)]
+        # A write is decoded into registers (``decoded``: its register one-hot, refused or not, a START)
+        # the clock after the slave holds it, and completes the clock after that: the address decode
+        # ends at flip-flops, not at every register's enable, the response or BUSY. A START reaches the
+        # lanes a clock later still (``pend_start``), so that no lane's command waits on the decode
+        # either (docs/design/subsystem.md).
+        pend_start, decoded, d_refused, d_start = Signal(), Signal(), Signal(), Signal()
+        d_hit, d_data = Signal(len(writable)), Signal(32)
+        with m.If(csr.wr.valid & ~decoded & ~pend_start):
+            m.d.sync += [decoded.eq(1), d_refused.eq(refused), d_start.eq(is_start & ~refused),
+                         d_hit.eq(Cat(*[a == addr for addr in writable])), d_data.eq(d)]
+        with m.If(decoded):
+            m.d.sync += decoded.eq(0)
+        m.d.comb += [csr.wr.ready.eq(decoded), csr.wr_error.eq(d_refused)]
+        take = decoded & ~d_refused
         for i, reg in enumerate(writable.values()):
-            with m.If(hit[i]):
-                m.d.sync += reg.eq(hit_data)
+            with m.If(take & d_hit[i]):
+                m.d.sync += reg.eq(d_data)
         with m.If(take):
-            with m.If(is_start):
+            m.d.sync += pend_start.eq(d_start)
+            with m.If(d_start):
                 # BUSY and DONE answer for the new START at once, as the ``done`` port does
                 m.d.sync += [busy.eq(1), self.done.eq(0)]
 
