@@ -471,14 +471,13 @@ def decode_container_lanes(container, engine, *, lanes: int, beat_words: int = 2
     options = dict(lanes=lanes, beat_words=beat_words, fifo_beats=fifo_beats, latency=latency, interval=interval,
                    max_extra_bits=k, max_symbols=max(64, max(t.freqs.size for st in streams for t in st.tables)),
                    table_sets=sets, shift_bits=shift_bits)
-    # each lane's record also holds a header and its decoder's tables (every set): their beats at most
-    probe_system = LaneSystem(spec, depth=16, **options)
-    for part in (probe_system, probe_system.decoder, probe_system.memory):
-        part._MustUse__silence = True               # a prototype for its layouts, never elaborated
-    probe = probe_system.decoder
-    table = decoder_entries(probe, [streams[0].tables[0]] * sets)
-    units = 1 + len(table) * -(-probe.entry_layout.size // probe.unit_bits) + -(-probe.header_layout.size // probe.unit_bits)
-    need += lanes * -(-units // probe.units_per_beat)
+    # each lane's record also holds a header and its decoder's tables (every set): their beats at most,
+    # from bounds on the layouts (a header at most 80 bits, an entry 128; a unit at least
+    # min(64, beat) bits of the stream's words), so that no system is built just to measure them
+    unit = min(64, beat_words * word_bits)
+    table = streams[0].tables[0]
+    entries = sets * (len(table.decoder_entries()) if hasattr(table, "decoder_entries") else 512)
+    need += lanes * (1 + -(-80 // unit) + entries * -(-128 // unit))
     system = LaneSystem(spec, depth=1 << max(4, (need - 1).bit_length()), **options)
     out = []
     for st in streams:
