@@ -511,8 +511,8 @@ def describe(component: wiring.Component, name: str | None = None) -> Export:
         export.constants.update({
             "RECORDS_VALUE": (component.records_word(), "the RECORDS register of this build"),
             "UNIT_BITS": (unit, "a lane region's unit: records are whole units, unit 0 of a beat in its low bits"),
-            "HEADER_UNITS": (-(-par.header_layout.size // unit), "units of a record's header"),
-            "ENTRY_UNITS": (-(-par.entry_layout.size // unit), "units of a table entry"),
+            "HEADER_UNITS": (par.header_units, "units of a record's header"),
+            "ENTRY_UNITS": (par.entry_units, "units of a table entry"),
         })
         payloads.append(_entry_payload("record_header", par.header_layout,
                                        "a record's header in a lane's region, from bit 0 of its first unit: its "

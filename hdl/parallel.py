@@ -526,6 +526,16 @@ class ParallelDecoder(wiring.Component):
     header_layout = property(lambda self: record_header_layout(self._cb))
 
     @property
+    def header_units(self) -> int:
+        """Units of a record's header."""
+        return -(-self.header_layout.size // self._unit)
+
+    @property
+    def entry_units(self) -> int:
+        """Units of a table entry."""
+        return -(-self._entry.size // self._unit)
+
+    @property
     def units_per_beat(self) -> int:
         return self._p * self._w // self._unit
 
@@ -634,18 +644,18 @@ class ParallelDecoder(wiring.Component):
             m.d.sync += idle.eq(drained & ~(held_valid & held_mask[lane]))
             quiet.append(idle)
             # an entry waits in a register: the tables' write ports start at flip-flops
-            entry, entry_valid = Signal(self._entry, name=f"entry{lane}"), loading
+            entry = Signal(self._entry, name=f"entry{lane}")
             to_decoder = entry.kind == Table.DECODER
             t = self.tables[lane]
-            written = entry_valid & idle & Mux(to_decoder, dec.cfg.ready, t.ready)
-            m.d.comb += [dec.cfg.valid.eq(entry_valid & idle & to_decoder), dec.cfg.p.addr.eq(entry.addr),
-                         dec.cfg.p.data.eq(entry.data), t.valid.eq(entry_valid & idle & ~to_decoder), t.p.eq(entry),
-                         front.entries.ready.eq(~entry_valid | written)]
+            written = loading & idle & Mux(to_decoder, dec.cfg.ready, t.ready)
+            m.d.comb += [dec.cfg.valid.eq(loading & idle & to_decoder), dec.cfg.p.addr.eq(entry.addr),
+                         dec.cfg.p.data.eq(entry.data), t.valid.eq(loading & idle & ~to_decoder), t.p.eq(entry),
+                         front.entries.ready.eq(~loading | written)]
             with m.If(front.entries.valid & front.entries.ready):
-                m.d.sync += [entry.eq(front.entries.p), entry_valid.eq(1)]
+                m.d.sync += [entry.eq(front.entries.p), loading.eq(1)]
             with m.Elif(written):
-                m.d.sync += entry_valid.eq(0)
-            table_wait.append(entry_valid)
+                m.d.sync += loading.eq(0)
+            table_wait.append(loading)
             finished.append(front.end & drained)
         readers += run_readers
 

@@ -480,7 +480,7 @@ class AxiDecompressor(wiring.Component):
         """The ``RECORDS`` register's value: how a lane's region is laid out (``docs/subsystem.md``)."""
         par = self._par
         unit = par.unit_bits
-        return (unit | -(-par.header_layout.size // unit) << 7 | -(-par.entry_layout.size // unit) << 11
+        return (unit | par.header_units << 7 | par.entry_units << 11
                 | par.entry_layout["data"].width << 15)
 
     def elaborate(self, platform):

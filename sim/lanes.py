@@ -165,7 +165,7 @@ def region_image(dec, lane_records: list[list[tuple[np.ndarray, int, list]]],
     W, sw = dec.word_bits, dec.stream_word_bits
     per_unit = U // W
     hdr, ent = dec.header_layout, dec.entry_layout
-    hdr_units, ent_units = -(-hdr.size // U), -(-ent.size // U)
+    hdr_units, ent_units = dec.header_units, dec.entry_units
     unit_mask = (1 << U) - 1
     limit = 1 << dec.count_bits
 
@@ -333,9 +333,9 @@ def lanes_job(system: LaneSystem, table, symbols: np.ndarray, extras: np.ndarray
     return blocks_job(system, table, chunk_blocks(system.spec, table, symbols, extras, system.decoder.lanes))
 
 
-def unpack_lanes(system: LaneSystem, outputs, counts: list[int] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+def unpack_lanes(system: LaneSystem, outputs) -> list[tuple[np.ndarray, np.ndarray]]:
     """The transfers ``o`` gave, as each lane's pairs (symbols, extras): lane ``l``'s are slot ``l`` of the
-    transfers whose ``valid`` has bit ``l`` (``counts``: unused, kept for the callers that know them)."""
+    transfers whose ``valid`` has bit ``l``."""
     shape = payload_shape(system, "o")
     pair = payload_shape(system.decoder.decoder_prototype, "o")
     nwords = -(-shape.size // 64)
@@ -371,7 +371,7 @@ def run_blocks(engine, system: LaneSystem, table, blocks: list[tuple[np.ndarray,
     res = engine.run(job, stall_prob=stall_prob, seed=seed)
     if res.statuses != job.expected_status:
         raise LaneMismatch(f"{name}: the lanes reported " + ", ".join(DecodeStatus(s).name for s in res.statuses))
-    got = unpack_lanes(system, res.outputs, [c for _, c in blocks])
+    got = unpack_lanes(system, res.outputs)
     for lane, ((s, e), (ws, we)) in enumerate(zip(got, expected)):
         ws, we = np.asarray(ws).ravel().astype(np.int64), np.asarray(we).ravel().astype(np.uint64)
         if s.size != ws.size or not (np.array_equal(s, ws) and np.array_equal(e, we)):

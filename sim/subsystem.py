@@ -264,10 +264,9 @@ def table_beats(dut: AxiDecompressor) -> int:
     """Beats a lane's record takes beyond its block's words at most: a header and every table entry
     (the decoder's table, every set; the symbol, escape and float tables) plus padding."""
     par = dut.parallel
-    unit = par.unit_bits
     cfg = dut.decoder_cfg_layout
     entries = (1 << cfg["addr"].width) + dut.max_symbols + (1 << dut.escape_bits) + dut.max_codes
-    units = -(-par.header_layout.size // unit) + entries * -(-par.entry_layout.size // unit) + 1
+    units = par.header_units + entries * par.entry_units + 1
     return -(-units // par.units_per_beat) + 1
 
 
@@ -434,9 +433,7 @@ def lanes_program(dut: AxiDecompressor, lane_blocks: list[list[LaneBlock]], name
     bits = [np.concatenate([np.asarray(b.bits).ravel() for b in bl]) if bl else np.zeros(0, np.uint64)
             for bl in lane_blocks]
     coded = sum(int(np.asarray(b.words).size) for bl in lane_blocks for b in bl) * dut.codec.word_bits
-    unit = par.unit_bits
-    hdr, ent = -(-par.header_layout.size // unit), -(-par.entry_layout.size // unit)
-    tables = sum(hdr + ent * len(b.entries or []) for bl in lane_blocks for b in bl)
+    tables = sum(par.header_units + par.entry_units * len(b.entries or []) for bl in lane_blocks for b in bl)
     return SubsystemProgram(name, image, [(int(a), int(d)) for a, d in writes], bits, coded,
                             -(-tables // par.units_per_beat))
 
