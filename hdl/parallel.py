@@ -128,8 +128,8 @@ class BeatReader(wiring.Component):
 
     A beat is requested (``request``, at ``addr``) only when the FIFO of ``depth`` beats has room for it
     and for every beat still in flight (credits), so a response is always taken the clock it arrives;
-    the padding after the last item of the last beat is dropped. Latency: a beat's items are on ``o`` the
-    clock after ``fill``.
+    the padding after the last item of the last beat is dropped. Latency: a beat's items are on ``o`` two
+    clocks after ``fill`` (the FIFO's output is a register).
 
     ``request`` is a register, so that the credit check (an add and a compare) is not in front of the
     memory port's arbiter; it drops for the clock after a grant, so a reader is granted at most every
@@ -169,8 +169,11 @@ class BeatReader(wiring.Component):
         per_beat, W, D = self._p, self._w, self._d
         beats_left = Signal(self._c)
         in_flight = Signal(range(D + 1))
-        # SyncFIFO: ``level`` counts exactly what it holds, so that the credits never overrun it
-        m.submodules.beats = beats = fifo.SyncFIFO(width=per_beat * W, depth=D)
+        # ``level`` counts exactly what it holds, so that the credits (``D`` beats) never overrun it. The
+        # buffered FIFO's read data and ``r_rdy`` are registers: the consumer's handshake starts at
+        # flip-flops rather than behind the storage's read multiplexer (its storage is ``D`` deep, a power
+        # of two where ``D`` is, the output register one beat more).
+        m.submodules.beats = beats = fifo.SyncFIFOBuffered(width=per_beat * W, depth=D + 1)
         # Registered one clock late, and dropped for the clock after a grant: while it is up, no grant
         # has been counted since it was set, and the credits used can only have fallen.
         with m.If(self.grant | self.load):
@@ -444,7 +447,8 @@ class ParallelDecoder(wiring.Component):
         that keeps per-lane tables behind ``o`` takes an entry only once those pairs have left it too
     o : Out(stream)  ``{pairs: lanes x {symbol, extra}, valid: lanes, last}``: pair slot ``l`` holds lane
         ``l``'s next pair where ``valid[l]``; ``last``: no pair follows (the command's last transfer). A
-        transfer is held until the next one is known (one transfer of look-ahead), so ``last`` is exact.
+        transfer is held until the next one is formed (one transfer of look-ahead), so ``last`` is exact;
+        ``o.valid`` comes from registers.
     done, status : Out  ``done`` once every lane has read its region and every pair is out; ``status``
         is the lowest failing lane's first :class:`~.common.DecodeStatus` (``OUT_OF_WORDS`` for a region
         that ends inside a record; ``OK`` if none). Both hold until the next command.
@@ -561,8 +565,8 @@ class ParallelDecoder(wiring.Component):
         readers = []                          # requester r: lane r's region, lane r - lanes's runs
         lane_status, finished, quiet, fifos, table_wait = [], [], [], [], []
         run_readers = []
-        held_valid = Signal()
-        held_mask = Signal(lanes)
+        held_valid, formed_valid = Signal(), Signal()
+        held_mask, formed_mask = Signal(lanes), Signal(lanes)
         for lane in range(lanes):
             dec = self._make()
             m.submodules[f"decoder{lane}"] = dec
@@ -641,7 +645,7 @@ class ParallelDecoder(wiring.Component):
             # lane loads tables it issues no command, so once idle it stays idle: the lag costs a clock.
             idle = Signal(name=f"idle{lane}")
             m.d.comb += drained.eq(~front.cmd.valid & (running == 0) & ~dec.o.valid & (pairs.level == 0))
-            m.d.sync += idle.eq(drained & ~(held_valid & held_mask[lane]))
+            m.d.sync += idle.eq(drained & ~(held_valid & held_mask[lane]) & ~(formed_valid & formed_mask[lane]))
             quiet.append(idle)
             # an entry waits in a register: the tables' write ports start at flip-flops
             entry = Signal(self._entry, name=f"entry{lane}")
@@ -697,35 +701,46 @@ class ParallelDecoder(wiring.Component):
                          reader.data.eq(self.mem_rsp.p.data)]
 
         # -- merge: each transfer takes the next pair of every lane that has one (slot ``l`` is lane
-        # ``l``'s), held one transfer so that ``last`` is known when it leaves: it leaves once the next
-        # transfer is formed, or every lane has finished (then it is the last), or a lane waits to load
-        # tables (which it may only do once its pairs have left).
+        # ``l``'s) into ``formed``; the transfer before it is held on ``o`` so that ``last`` is known when
+        # it leaves: it leaves once the next transfer is formed, or every lane has finished (then it is
+        # the last), or a lane waits to load tables (which it may only do once its pairs have left).
+        # ``o.valid`` is made of registers alone: the lanes' FIFOs (spread over the die, K of them) decide
+        # only whether a transfer is formed, never whether one leaves, so that the consumer's ``ready``
+        # and the K-wide OR of the FIFOs are side by side, not one behind the other, in front of the
+        # FIFOs' reads (docs/design/subsystem.md, "Lanes that load their own tables").
         held = Signal(data.ArrayLayout(self._pair, lanes))
+        formed = Signal(data.ArrayLayout(self._pair, lanes))
         avail = Cat(*[f.r_rdy for f in fifos])
         # both a clock late (registers: the lanes' state does not reach the transfer's handshake). A
         # lane that has finished stays so until the next command, and once every lane has, no pair is
-        # left to come: the lag delays the last transfer by a clock and changes no ``last``.
+        # left to come but the ones in ``formed`` and ``held``: the lag delays the last transfer by a
+        # clock and changes no ``last``.
         all_finished = Signal()
         waiting = Signal()
         m.d.sync += [all_finished.eq(busy & Cat(*finished).all() & ~cmd_fire), waiting.eq(Cat(*table_wait).any())]
         o_fire = self.o.valid & self.o.ready
-        m.d.comb += [self.o.valid.eq(held_valid & (avail.any() | all_finished | waiting)),
+        m.d.comb += [self.o.valid.eq(held_valid & (formed_valid | all_finished | waiting)),
                      self.o.p.pairs.eq(held), self.o.p.valid.eq(held_mask),
-                     self.o.p.last.eq(all_finished & ~avail.any())]
-        pop = Signal()
-        m.d.comb += pop.eq(busy & avail.any() & (~held_valid | o_fire))
-        with m.If(pop):
-            m.d.sync += [held_valid.eq(1), held_mask.eq(avail)]
-            for lane, f in enumerate(fifos):
-                m.d.sync += held[lane].eq(f.r_data)
-                m.d.comb += f.r_en.eq(avail[lane])
+                     self.o.p.last.eq(all_finished & ~formed_valid)]
+        move, pop = Signal(), Signal()
+        m.d.comb += [move.eq(formed_valid & (~held_valid | o_fire)),
+                     pop.eq(busy & avail.any() & (~formed_valid | move))]
+        with m.If(move):
+            m.d.sync += [held.eq(formed), held_mask.eq(formed_mask), held_valid.eq(1)]
         with m.Elif(o_fire):
             m.d.sync += held_valid.eq(0)
+        with m.If(pop):
+            m.d.sync += [formed_valid.eq(1), formed_mask.eq(avail)]
+            for lane, f in enumerate(fifos):
+                m.d.sync += formed[lane].eq(f.r_data)
+                m.d.comb += f.r_en.eq(avail[lane])
+        with m.Elif(move):
+            m.d.sync += formed_valid.eq(0)
 
         m.d.comb += self.cmd.ready.eq(~busy)
         with m.If(cmd_fire):
             m.d.sync += [busy.eq(1), self.done.eq(0), self.status.eq(DecodeStatus.OK)]
-        with m.Elif(busy & all_finished & ~held_valid):
+        with m.Elif(busy & all_finished & ~held_valid & ~formed_valid):
             m.d.sync += [busy.eq(0), self.done.eq(1)]
             for st in reversed(lane_status):      # the lowest failing lane wins
                 with m.If(st != DecodeStatus.OK):
