@@ -460,6 +460,7 @@ def _enum_comments(cls) -> dict[str, str]:
 def describe(component: wiring.Component, name: str | None = None) -> Export:
     """The :class:`Export` of ``component`` as module ``name`` (default :func:`default_name`)."""
     from .common import DecodeStatus
+    from .parallel import TAG_BITS
     from .subsystem import AxiDecompressor, Csr, CSR_ID, Table
 
     name = name or default_name(component)
@@ -513,10 +514,12 @@ def describe(component: wiring.Component, name: str | None = None) -> Export:
             "UNIT_BITS": (unit, "a lane region's unit: records are whole units, unit 0 of a beat in its low bits"),
             "HEADER_UNITS": (par.header_units, "units of a record's header"),
             "ENTRY_UNITS": (par.entry_units, "units of a table entry"),
+            "TAG_BITS": (TAG_BITS, "a record's tag: slot l's is bits [TAG_BITS l +: TAG_BITS] of m_axis_tuser"),
         })
         payloads.append(_entry_payload("record_header", par.header_layout,
                                        "a record's header in a lane's region, from bit 0 of its first unit: its "
-                                       "block's pairs and stream words, and the table entries that follow it"))
+                                       "block's pairs and stream words, the table entries that follow it, and "
+                                       "the tag its weights carry on m_axis_tuser (TAG_BITS a slot)"))
         payloads.append(_entry_payload("table_entry", par.entry_layout,
                                        "a table entry in a record, from bit 0 of its first unit: data (below) "
                                        "written at addr of the lane's table kind (TABLE_*)"))

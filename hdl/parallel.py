@@ -50,13 +50,18 @@ from .common import COUNT_BITS, DecodeStatus, bits_for, check_int
 from .cores import REGISTRY
 
 __all__ = ["ParallelDecoder", "LaneFront", "parallel_command_layout", "decoder_classes", "BeatReader", "SkidBuffer",
-           "PairShift", "run_entry_layout", "record_header_layout", "table_entry_layout", "Table", "TABLE_ADDR_BITS",
-           "SHIFT_FIFO"]
+           "PairShift", "PairTag", "run_entry_layout", "record_header_layout", "table_entry_layout", "Table",
+           "TABLE_ADDR_BITS", "TAG_BITS", "SHIFT_FIFO", "TAG_FIFO"]
 
 #: Runs a lane's :class:`PairShift` may lag behind its decoder's ``sel``: more than the pairs a decoder
 #: holds between its table read and its output (its read-ahead and output registers, under 8), so the
 #: FIFO never fills while the decoder waits for a run.
 SHIFT_FIFO = 16
+
+#: Blocks whose pairs a lane's :class:`PairTag` waits for: the one decoding and the next, whose command
+#: the decoder takes while it ends the first (a third waits until the first block's last pair is out,
+#: long before the decoder could start it).
+TAG_FIFO = 2
 
 
 def decoder_classes() -> tuple[type, ...]:
@@ -76,10 +81,16 @@ class Table(enum.IntEnum):
     FLOAT = 3           #: code → float entry of :class:`~.interfaces.PairToFloat`
 
 
+#: Width of a record's ``tag`` (:func:`record_header_layout`): what each of its block's pairs carries out.
+TAG_BITS = 16
+
+
 def record_header_layout(count_bits: int) -> data.StructLayout:
     """A record's header in a lane's region: its block's ``count`` pairs in ``words`` stream words, after
-    ``entries`` table entries (0: the lane keeps the tables it holds)."""
-    return data.StructLayout({"count": count_bits, "words": count_bits, "entries": 16})
+    ``entries`` table entries (0: the lane keeps the tables it holds); ``tag`` (:data:`TAG_BITS`) goes out
+    with every pair of the block (the driver's number for it: ansforge's numbers a START's blocks in
+    container order)."""
+    return data.StructLayout({"count": count_bits, "words": count_bits, "entries": 16, "tag": TAG_BITS})
 
 
 def table_entry_layout(data_bits: int) -> data.StructLayout:
@@ -265,6 +276,40 @@ class PairShift(wiring.Component):
         return m
 
 
+class PairTag(wiring.Component):
+    """A lane's pairs, each with its block's tag: ``blocks`` gives ``{count, tag}`` per block, in the order
+    the decoder takes the blocks' commands (``count`` >= 1); ``o`` is ``i`` with ``tag`` beside it, and a
+    pair passes only while its block is known.
+
+    Combinational from ``i`` to ``o`` (latency 0); ``i.ready`` and ``o.valid`` depend on ``blocks`` only
+    through registers (``known``: a block's pairs are still to come), so the tag adds no logic between the
+    decoder's output handshake and the FIFO behind it.
+    """
+
+    def __init__(self, pair: data.StructLayout, count_bits: int):
+        self._pair = pair
+        self._cb = check_int("count_bits", count_bits, 1, COUNT_BITS)
+        block = data.StructLayout({"count": count_bits, "tag": TAG_BITS})
+        super().__init__({"blocks": In(stream.Signature(block)), "i": In(stream.Signature(pair)),
+                          "o": Out(stream.Signature(data.StructLayout({"pair": pair, "tag": TAG_BITS})))})
+
+    def elaborate(self, platform):
+        m = Module()
+        left = Signal(self._cb)
+        known, last = Signal(), Signal()     # ``left != 0``, ``left == 1``: registers
+        tag = Signal(TAG_BITS)
+        fire = self.i.valid & self.i.ready
+        m.d.comb += [self.o.valid.eq(self.i.valid & known), self.i.ready.eq(self.o.ready & known),
+                     self.o.p.pair.eq(self.i.p), self.o.p.tag.eq(tag),
+                     self.blocks.ready.eq(~known | (last & fire))]
+        with m.If(self.blocks.valid & self.blocks.ready):
+            m.d.sync += [left.eq(self.blocks.p.count), known.eq(self.blocks.p.count != 0),
+                         last.eq(self.blocks.p.count == 1), tag.eq(self.blocks.p.tag)]
+        with m.Elif(fire):
+            m.d.sync += [left.eq(left - 1), known.eq(~last), last.eq(left == 2)]
+        return m
+
+
 class LaneFront(wiring.Component):
     """One lane's region of records, unit by unit, turned into table writes, decoder commands and the
     decoder's words (:func:`record_header_layout`, :func:`table_entry_layout`).
@@ -290,7 +335,8 @@ class LaneFront(wiring.Component):
     more : In(1)  units of the region are still to come (the reader's ``more``)
     words : Out(stream) ``word_bits``  the decoder's port words, from the unit on ``units`` (a word
         selected from it: put a register stage behind, as :class:`ParallelDecoder` does)
-    cmd : Out(stream) ``{count, words}``  the decoder's command (``words``: stream words), from registers
+    cmd : Out(stream) ``{count, words, tag}``  the decoder's command (``words``: stream words) and the
+        record's tag, from registers
     entries : Out(stream) :func:`table_entry_layout`  an entry the clock its last unit is on ``units``
     end : Out(1)  the region is read to its end
     underrun : Out(1)  it ended inside a record (until ``load``)
@@ -312,7 +358,8 @@ class LaneFront(wiring.Component):
             "units": In(stream.Signature(unit_bits)),
             "more": In(1),
             "words": Out(stream.Signature(word_bits)),
-            "cmd": Out(stream.Signature(data.StructLayout({"count": count_bits, "words": count_bits}))),
+            "cmd": Out(stream.Signature(data.StructLayout({"count": count_bits, "words": count_bits,
+                                                           "tag": TAG_BITS}))),
             "entries": Out(stream.Signature(entry)),
             "end": Out(1),
             "underrun": Out(1),
@@ -354,8 +401,9 @@ class LaneFront(wiring.Component):
         with m.If(collecting & self.units.valid):
             m.d.sync += [acc.eq(Cat(acc[U:], self.units.p) if hold > 1 else self.units.p), got.eq(got + 1)]
 
-        count_r, words_r, cmd_valid = Signal(cb), Signal(cb), Signal()
-        m.d.comb += [self.cmd.valid.eq(cmd_valid), self.cmd.p.count.eq(count_r), self.cmd.p.words.eq(words_r)]
+        count_r, words_r, tag_r, cmd_valid = Signal(cb), Signal(cb), Signal(TAG_BITS), Signal()
+        m.d.comb += [self.cmd.valid.eq(cmd_valid), self.cmd.p.count.eq(count_r), self.cmd.p.words.eq(words_r),
+                     self.cmd.p.tag.eq(tag_r)]
         with m.If(self.cmd.valid & self.cmd.ready):
             m.d.sync += cmd_valid.eq(0)
 
@@ -382,7 +430,7 @@ class LaneFront(wiring.Component):
                     m.d.comb += self.units.ready.eq(1)
                 with m.If(self.units.valid & last_unit & ~cmd_valid):
                     port_words = (hdr.words + self._r - 1) >> (self._r - 1)
-                    m.d.sync += [got.eq(0), count_r.eq(hdr.count), words_r.eq(hdr.words),
+                    m.d.sync += [got.eq(0), count_r.eq(hdr.count), words_r.eq(hdr.words), tag_r.eq(hdr.tag),
                                  words_left.eq(port_words), one_left.eq(port_words == 1),
                                  entries_left.eq(hdr.entries), drop.eq(hdr.count == 0)]
                     with m.If(hdr.entries != 0):
@@ -445,8 +493,9 @@ class ParallelDecoder(wiring.Component):
     tables : Out(stream).array(lanes)  lane ``l``'s table entries of other kinds than ``DECODER``, each
         while the lane holds no pair (every pair of its previous block has left on ``o``): a consumer
         that keeps per-lane tables behind ``o`` takes an entry only once those pairs have left it too
-    o : Out(stream)  ``{pairs: lanes x {symbol, extra}, valid: lanes, last}``: pair slot ``l`` holds lane
-        ``l``'s next pair where ``valid[l]``; ``last``: no pair follows (the command's last transfer). A
+    o : Out(stream)  ``{pairs: lanes x {symbol, extra}, tags: lanes x TAG_BITS, valid: lanes, last}``: pair
+        slot ``l`` holds lane ``l``'s next pair where ``valid[l]``, ``tags[l]`` its record's tag (the
+        header's); ``last``: no pair follows (the command's last transfer). A
         transfer is held until the next one is formed (one transfer of look-ahead), so ``last`` is exact;
         ``o.valid`` comes from registers.
     done, status : Out  ``done`` once every lane has read its region and every pair is out; ``status``
@@ -500,6 +549,7 @@ class ParallelDecoder(wiring.Component):
             raise ValueError(f"the decoder's table has {self._cfg['addr'].width} address bits; an entry holds "
                              f"{TABLE_ADDR_BITS}")
         self._entry = table_entry_layout(self._tdb)
+        self._tagged = data.StructLayout({"pair": self._pair, "tag": TAG_BITS})
         self._unit = min(64, beat)
         requesters = self._k * (2 if self._runs else 1)
         super().__init__({
@@ -508,6 +558,7 @@ class ParallelDecoder(wiring.Component):
             "mem_rsp": In(stream.Signature(data.StructLayout({"data": beat, "tag": bits_for(requesters - 1)}))),
             "tables": Out(stream.Signature(self._entry)).array(self._k),
             "o": Out(stream.Signature(data.StructLayout({"pairs": data.ArrayLayout(self._pair, self._k),
+                                                         "tags": data.ArrayLayout(TAG_BITS, self._k),
                                                          "valid": self._k, "last": 1}))),
             "done": Out(1),
             "status": Out(DecodeStatus),
@@ -619,9 +670,14 @@ class ParallelDecoder(wiring.Component):
             running = Signal(2, name=f"running{lane}")
             # a block's command waits for its last table entry to be written (it waits in a register)
             loading = Signal(name=f"loading{lane}")
-            m.d.comb += [dec.cmd.valid.eq(front.cmd.valid & ~loading), dec.cmd.p.count.eq(front.cmd.p.count),
+            # each command's block (its pairs and tag) waits for its pairs in a FIFO
+            m.submodules[f"blocks{lane}"] = blocks = fifo.SyncFIFO(width=cb + TAG_BITS, depth=TAG_FIFO)
+            go = ~loading & blocks.w_rdy
+            m.d.comb += [dec.cmd.valid.eq(front.cmd.valid & go), dec.cmd.p.count.eq(front.cmd.p.count),
                          dec.cmd.p.words.eq(front.cmd.p.words), dec.cmd.p.check_end.eq(1),
-                         front.cmd.ready.eq(dec.cmd.ready & ~loading)]
+                         front.cmd.ready.eq(dec.cmd.ready & go),
+                         blocks.w_en.eq(dec.cmd.valid & dec.cmd.ready),
+                         blocks.w_data.eq(Cat(front.cmd.p.count, front.cmd.p.tag))]
             m.d.sync += running.eq(running + (dec.cmd.valid & dec.cmd.ready) - dec.done)
             # the lane's first failure, kept until the next command (later blocks still decode: each is
             # a stream of its own)
@@ -635,8 +691,12 @@ class ParallelDecoder(wiring.Component):
                     m.d.sync += status.eq(DecodeStatus.OUT_OF_WORDS)
             lane_status.append(status)
 
-            m.submodules[f"pairs{lane}"] = pairs = fifo.SyncFIFOBuffered(width=len(dec.o.p.as_value()), depth=4)
-            m.d.comb += [pairs.w_data.eq(pairs_out.p), pairs.w_en.eq(pairs_out.valid), pairs_out.ready.eq(pairs.w_rdy)]
+            m.submodules[f"pairs{lane}"] = pairs = fifo.SyncFIFOBuffered(width=self._tagged.size, depth=4)
+            m.submodules[f"tag{lane}"] = tagger = PairTag(self._pair, cb)
+            wiring.connect(m, pairs_out, tagger.i)
+            m.d.comb += [tagger.blocks.valid.eq(blocks.r_rdy), tagger.blocks.p.eq(blocks.r_data),
+                         blocks.r_en.eq(tagger.blocks.ready),
+                         pairs.w_data.eq(tagger.o.p), pairs.w_en.eq(tagger.o.valid), tagger.o.ready.eq(pairs.w_rdy)]
             fifos.append(pairs)
 
             # -- table writes, only while the lane holds no pair: its decoder idle, its pairs all out
@@ -708,8 +768,8 @@ class ParallelDecoder(wiring.Component):
         # only whether a transfer is formed, never whether one leaves, so that the consumer's ``ready``
         # and the K-wide OR of the FIFOs are side by side, not one behind the other, in front of the
         # FIFOs' reads (docs/design/subsystem.md, "Lanes that load their own tables").
-        held = Signal(data.ArrayLayout(self._pair, lanes))
-        formed = Signal(data.ArrayLayout(self._pair, lanes))
+        held = Signal(data.ArrayLayout(self._tagged, lanes))
+        formed = Signal(data.ArrayLayout(self._tagged, lanes))
         avail = Cat(*[f.r_rdy for f in fifos])
         # both a clock late (registers: the lanes' state does not reach the transfer's handshake). A
         # lane that has finished stays so until the next command, and once every lane has, no pair is
@@ -720,7 +780,9 @@ class ParallelDecoder(wiring.Component):
         m.d.sync += [all_finished.eq(busy & Cat(*finished).all() & ~cmd_fire), waiting.eq(Cat(*table_wait).any())]
         o_fire = self.o.valid & self.o.ready
         m.d.comb += [self.o.valid.eq(held_valid & (formed_valid | all_finished | waiting)),
-                     self.o.p.pairs.eq(held), self.o.p.valid.eq(held_mask),
+                     *[self.o.p.pairs[lane].eq(held[lane].pair) for lane in range(lanes)],
+                     *[self.o.p.tags[lane].eq(held[lane].tag) for lane in range(lanes)],
+                     self.o.p.valid.eq(held_mask),
                      self.o.p.last.eq(all_finished & ~formed_valid)]
         move, pop = Signal(), Signal()
         m.d.comb += [move.eq(formed_valid & (~held_valid | o_fire)),
@@ -732,7 +794,9 @@ class ParallelDecoder(wiring.Component):
         with m.If(pop):
             m.d.sync += [formed_valid.eq(1), formed_mask.eq(avail)]
             for lane, f in enumerate(fifos):
-                m.d.sync += formed[lane].eq(f.r_data)
+                # an empty slot keeps its lane's last pair and tag (never a FIFO entry not written)
+                with m.If(avail[lane]):
+                    m.d.sync += formed[lane].eq(f.r_data)
                 m.d.comb += f.r_en.eq(avail[lane])
         with m.Elif(move):
             m.d.sync += formed_valid.eq(0)

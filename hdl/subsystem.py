@@ -47,7 +47,7 @@ from ..model.errors import ConfigError
 from ..model.dtypes.pairs import PAIR_FORMATS
 from .common import COUNT_BITS, DecodeStatus, bits_for, check_int, pair_layout
 from .interfaces import PairToFloat
-from .parallel import ParallelDecoder, Table
+from .parallel import TAG_BITS, ParallelDecoder, Table
 from .cores import build_core, core_for, default_codec
 
 __all__ = ["Table", "default_bus_bits", "axi4_read_signature", "axi4_lite_signature", "AxiReadMaster", "AxiLiteSlave", "SymbolToCode",
@@ -354,7 +354,9 @@ class AxiDecompressor(wiring.Component):
     m_axi : Out(:func:`axi4_read_signature`)  reads of the compressed streams
     m_axis : Out  ``tdata`` (``lanes`` slots of ``weight_bits``, slot ``l`` at bits ``l * weight_bits``: lane
         ``l``'s next weight), ``tkeep`` (the slots holding a weight, all of a slot's bytes or none; an empty
-        slot's ``tdata`` is zero), ``tlast`` (the START's last transfer), ``tvalid``, ``tready``
+        slot's ``tdata`` is zero), ``tuser`` (``lanes`` tags of :data:`~.parallel.TAG_BITS`, slot ``l``'s at
+        bits ``l * TAG_BITS``: the tag of the record its weight comes from; an empty slot's is meaningless),
+        ``tlast`` (the START's last transfer), ``tvalid``, ``tready``
     done, status, error : Out  as ``STATUS``: ``done`` once every lane has read its region and the last
         weight is out, ``status`` the lowest failing lane's first :class:`~.common.DecodeStatus`,
         ``error`` an AXI read error; they hold until the next START. ``done`` doubles as a level interrupt.
@@ -437,7 +439,8 @@ class AxiDecompressor(wiring.Component):
             "s_axil": In(axi4_lite_signature(12)),
             "m_axi": Out(axi4_read_signature(addr_bits, bus_bits, len(self._par.mem_req.p.tag))),
             "m_axis": Out(wiring.Signature({"tdata": Out(lanes * self._t), "tkeep": Out(lanes * self._t // 8),
-                                            "tlast": Out(1), "tvalid": Out(1), "tready": In(1)})),
+                                            "tuser": Out(lanes * TAG_BITS), "tlast": Out(1), "tvalid": Out(1),
+                                            "tready": In(1)})),
             "done": Out(1),
             "status": Out(DecodeStatus),
             "error": Out(1),
@@ -510,15 +513,17 @@ class AxiDecompressor(wiring.Component):
 
         busy, issuing = Signal(), Signal()
         mask1, last1, mask2, last2 = Signal(lanes), Signal(), Signal(lanes), Signal()
+        tags1, tags2 = Signal(par.o.p.tags.shape()), Signal(par.o.p.tags.shape())
         with m.If(par.o.valid & par.o.ready):
-            m.d.sync += [mask1.eq(par.o.p.valid), last1.eq(par.o.p.last)]
+            m.d.sync += [mask1.eq(par.o.p.valid), last1.eq(par.o.p.last), tags1.eq(par.o.p.tags)]
         with m.If(s2c[0].o.valid & s2c[0].o.ready):
-            m.d.sync += [mask2.eq(mask1), last2.eq(last1)]
+            m.d.sync += [mask2.eq(mask1), last2.eq(last1), tags2.eq(tags1)]
         keep = Cat(*[Mux(mask2[lane], (1 << weight_bits // 8) - 1, 0)[:weight_bits // 8] for lane in range(lanes)])
         # a slot without a pair gives zeros (not its lane's last weight again): tdata is a function of tkeep
         m.d.comb += [self.m_axis.tvalid.eq(p2f[0].o.valid),
                      self.m_axis.tdata.eq(Cat(*[Mux(mask2[lane], p.o.p, 0)[:weight_bits]
                                                 for lane, p in enumerate(p2f)])),
+                     self.m_axis.tuser.eq(tags2),
                      self.m_axis.tkeep.eq(keep), self.m_axis.tlast.eq(last2)]
 
         # -- each lane's tables behind the decoder, written from its records once its pairs have left

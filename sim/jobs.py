@@ -58,6 +58,8 @@ class CoreJob:
     #: ``(slot bits, expected values of each slot)``; ``o``'s payload is ``{data, keep, last}``, slot ``l``
     #: the ``l``-th ``slot bits`` of ``data``, present where its ``keep`` bytes are all set.
     slots: tuple[int, list[np.ndarray]] | None = None
+    #: With ``slots``, each slot's expected tags (``o``'s ``user``, a tag per slot), one per value.
+    slot_tags: list[np.ndarray] | None = None
     #: The first command the run's cycles count from (the ones before it, e.g. table loads, untimed).
     timed_from: int = 0
 

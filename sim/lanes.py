@@ -153,8 +153,9 @@ def decoder_entries(dec, tables) -> list[tuple[int, int, int]]:
 def region_image(dec, lane_records: list[list[tuple[np.ndarray, int, list]]],
                  lane_runs: list[list[int]] | None = None, start: int = 0) -> tuple[np.ndarray, list[dict]]:
     """The memory image of ``dec``'s lanes (a ``ParallelDecoder``): lane ``l``'s region holds its records
-    ``lane_records[l]``, each ``(words in push order, pairs, entries)`` (``entries``: table entries
-    ``(kind, addr, data)`` to load before the block, or none), as :class:`~ansforge.hdl.parallel.LaneFront`
+    ``lane_records[l]``, each ``(words in push order, pairs, entries)`` or ``(words, pairs, entries, tag)``
+    (``entries``: table entries ``(kind, addr, data)`` to load before the block, or none; ``tag``: what
+    the block's pairs carry out, 0 if not given), as :class:`~ansforge.hdl.parallel.LaneFront`
     reads them; with ``lane_runs`` (each lane's run entries, :func:`run_entries`, its blocks' one after
     another) the runs lie after every region.
 
@@ -175,7 +176,11 @@ def region_image(dec, lane_records: list[list[tuple[np.ndarray, int, list]]],
     rows, regs, at = [], [], start
     for lane, records in enumerate(lane_records):
         parts = []
-        for words, count, entries in records:
+        for words, count, entries, *tag in records:
+            tag = int(tag[0]) if tag else 0
+            if not 0 <= tag < 1 << hdr["tag"].width:
+                raise ConfigError(f"lane {lane}: a record tagged {tag}; a header holds tags below "
+                                  f"2**{hdr['tag'].width}")
             words = np.asarray(words, dtype=np.uint64)
             entries = list(entries or [])
             for what, v in (("pairs", count), ("words", words.size)):
@@ -185,7 +190,7 @@ def region_image(dec, lane_records: list[list[tuple[np.ndarray, int, list]]],
             if len(entries) >= 1 << hdr["entries"].width:
                 raise ConfigError(f"lane {lane}: {len(entries)} table entries in one record; a header holds "
                                   f"{(1 << hdr['entries'].width) - 1}")
-            head = pack(hdr, {"count": int(count), "words": int(words.size), "entries": len(entries)})
+            head = pack(hdr, {"count": int(count), "words": int(words.size), "entries": len(entries), "tag": tag})
             parts.append(np.asarray(units_of(head, hdr_units), np.uint64))
             if entries:
                 parts.append(np.asarray([u for k, a, d in entries

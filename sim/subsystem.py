@@ -29,7 +29,7 @@ writes); :func:`decode_container_subsystem` runs them. The cocotb bench
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from amaranth.hdl import Module, Signal
@@ -37,6 +37,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..hdl.common import DecodeStatus, bits_for, check_int
+from ..hdl.parallel import TAG_BITS
 from ..hdl.subsystem import (AxiDecompressor, Csr, Table, axi4_lite_signature, axi4_read_signature,
                              default_bus_bits)
 from ..model.coding.codecs import Codec
@@ -54,7 +55,7 @@ __all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "Subs
            "ContainerPlan", "plan_container_subsystem", "run_subsystem",
            "decode_container_subsystem", "runs_throughput", "checkpoint_block", "subsystem_bench_for", "run_block",
            "memory_depth",
-           "pack_rows", "transfer_lanes", "lane_streams", "MEMORY_BASE", "LaneBlock", "lanes_program", "tensor_entries",
+           "pack_rows", "transfer_lanes", "container_order", "lane_streams", "MEMORY_BASE", "LaneBlock", "lanes_program", "tensor_entries",
            "schedule_blocks", "table_beats"]
 
 #: Byte address of the memory image on the simulated AXI bus (a DDR window, away from 0 so that the
@@ -185,11 +186,13 @@ class SubsystemBench(wiring.Component):
                                 id_bits=len(dut.m_axi.arid), latency=latency, interval=interval)
         self.writer = AxiLiteWriter()
         lanes_bits = len(dut.m_axis.tdata)
+        user_bits = len(dut.m_axis.tuser)
         super().__init__({
             "mem_cfg": self.memory.signature.members["mem_cfg"],
             "csr_cfg": In(stream.Signature(_csr_layout())),
             "cmd": In(stream.Signature(_csr_layout())),
-            "o": Out(stream.Signature(data.StructLayout({"data": lanes_bits, "keep": lanes_bits // 8, "last": 1}))),
+            "o": Out(stream.Signature(data.StructLayout({"data": lanes_bits, "keep": lanes_bits // 8, "last": 1,
+                                                         "user": user_bits}))),
             "done": Out(1),
             "status": Out(5),
         })
@@ -213,7 +216,7 @@ class SubsystemBench(wiring.Component):
             m.d.comb += [wr.i.valid.eq(self.cmd.valid), wr.i.p.eq(self.cmd.p), self.cmd.ready.eq(wr.i.ready)]
         a = dut.m_axis
         m.d.comb += [self.o.valid.eq(a.tvalid), a.tready.eq(self.o.ready), self.o.p.data.eq(a.tdata),
-                     self.o.p.keep.eq(a.tkeep), self.o.p.last.eq(a.tlast),
+                     self.o.p.keep.eq(a.tkeep), self.o.p.last.eq(a.tlast), self.o.p.user.eq(a.tuser),
                      self.done.eq(dut.done & wr.idle),
                      self.status.eq(dut.status.as_value() | (dut.error << 3) | (wr.error << 4))]
         return m
@@ -364,7 +367,9 @@ def tensor_entries(dut: AxiDecompressor, tables, code_table, exponents, fold: in
 class LaneBlock:
     """One block as a lane decodes it: its ``words`` (push order) and ``count`` pairs, the table ``entries``
     loaded before it (``None``: the lane keeps the tables it holds), its ``runs`` ``(set, shift, count)``
-    (``None``: one run of set 0, no shift) and the weights' bit patterns it must give (``bits``)."""
+    (``None``: one run of set 0, no shift), the weights' bit patterns it must give (``bits``), its tensor
+    (``tensor``, the container's index) and the ``tag`` its weights carry out (``TUSER``): a START numbers
+    its blocks in container order from 0."""
 
     words: np.ndarray
     count: int
@@ -372,6 +377,7 @@ class LaneBlock:
     runs: list | None
     bits: np.ndarray
     tensor: int = -1
+    tag: int = 0
 
 
 @dataclass
@@ -384,7 +390,8 @@ class SubsystemProgram:
     ``(byte address, value)`` in order (``BASE``, the lane registers; the START itself, ``CONTROL`` = 1,
     is not among them); ``lanes`` each lane's weights' bit patterns, its blocks' one after another (what
     ``ansforge decompress`` gives for them); ``coded_bits`` the compressed bits of the blocks (their words,
-    not their headers or tables); ``table_beats`` the beats of the records' headers and tables."""
+    not their headers or tables); ``table_beats`` the beats of the records' headers and tables;
+    ``blocks`` each lane's blocks as ``(tag, weights)``, in the order the lane decodes them."""
 
     name: str
     beats: np.ndarray
@@ -392,6 +399,7 @@ class SubsystemProgram:
     lanes: list[np.ndarray]
     coded_bits: int
     table_beats: int = 0
+    blocks: list[list[tuple[int, int]]] = field(default_factory=list)
 
     @property
     def weights(self) -> int:
@@ -421,7 +429,8 @@ def lanes_program(dut: AxiDecompressor, lane_blocks: list[list[LaneBlock]], name
         raise ConfigError(f"{name}: a tensor has several tables or row shifts; the subsystem was built with "
                           "neither table sets nor row shifts")
     try:
-        image, regs = region_image(par, [[(b.words, b.count, b.entries) for b in bl] for bl in lane_blocks], entries)
+        image, regs = region_image(par, [[(b.words, b.count, b.entries, b.tag) for b in bl] for bl in lane_blocks],
+                                   entries)
     except ConfigError as exc:
         raise ConfigError(f"{name}: {exc} (count_bits = {dut.count_bits}: cut it into smaller blocks or build "
                           "the subsystem with more count bits)") from None
@@ -435,7 +444,7 @@ def lanes_program(dut: AxiDecompressor, lane_blocks: list[list[LaneBlock]], name
     coded = sum(int(np.asarray(b.words).size) for bl in lane_blocks for b in bl) * dut.codec.word_bits
     tables = sum(par.header_units + par.entry_units * len(b.entries or []) for bl in lane_blocks for b in bl)
     return SubsystemProgram(name, image, [(int(a), int(d)) for a, d in writes], bits, coded,
-                            -(-tables // par.units_per_beat))
+                            -(-tables // par.units_per_beat), [[(b.tag, b.count) for b in bl] for bl in lane_blocks])
 
 
 def subsystem_program(dut: AxiDecompressor, spec: Codec, table, code_table, exponents, symbols: np.ndarray,
@@ -463,7 +472,7 @@ def subsystem_program(dut: AxiDecompressor, spec: Codec, table, code_table, expo
     for lane, (w, c) in enumerate(blocks):
         if c:
             lane_blocks.append([LaneBlock(np.asarray(w), int(c), entries, runs[lane] if runs is not None else None,
-                                          bits[at:at + c])])
+                                          bits[at:at + c], tag=lane)])
         else:
             lane_blocks.append([])
         at += int(c)
@@ -493,6 +502,9 @@ def program_job(bench: SubsystemBench, program: SubsystemProgram) -> CoreJob:
     job.expected_status = [0]
     job.expected = np.zeros((0, 1), np.uint64)
     job.slots = (PAIR_FORMATS[dut.target].total_bits, [np.asarray(b).astype(np.uint64) for b in program.lanes])
+    if program.blocks:
+        job.slot_tags = [np.repeat(np.asarray([t for t, _ in blocks], np.uint64), [c for _, c in blocks])
+                         for blocks in program.blocks]
     return job
 
 
@@ -532,14 +544,16 @@ def pack_rows(n: int, width: int, fields: list[tuple[int, int, np.ndarray]]) -> 
     return out
 
 
-def transfer_lanes(dut: AxiDecompressor, rows: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-    """The output transfers (:func:`pack_rows` rows of ``{data, keep, last}``) as each lane's weights (slot
-    ``l``'s where its ``TKEEP`` bytes are set) and the ``TLAST`` column. A slot's ``TKEEP`` is all of its
-    bytes or none, and its ``TDATA`` is zero where none: :class:`SubsystemMismatch` otherwise."""
+def transfer_lanes(dut: AxiDecompressor, rows: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """The output transfers (:func:`pack_rows` rows of ``{data, keep, last, user}``) as each lane's weights
+    (slot ``l``'s where its ``TKEEP`` bytes are set), the tag (``TUSER``) of each of those weights, and the
+    ``TLAST`` column. A slot's ``TKEEP`` is all of its bytes or none, and its ``TDATA`` is zero where none:
+    :class:`SubsystemMismatch` otherwise."""
     lanes, weight_bits = dut.lanes, PAIR_FORMATS[dut.target].total_bits
     wb = weight_bits // 8
     keep_at, last_at = lanes * weight_bits, lanes * weight_bits + lanes * wb
-    out = []
+    user_at = last_at + 1
+    out, tags = [], []
     for j in range(lanes):
         value = field_bits(rows, weight_bits * j, weight_bits)
         keep = field_bits(rows, keep_at + wb * j, wb)
@@ -548,17 +562,28 @@ def transfer_lanes(dut: AxiDecompressor, rows: np.ndarray) -> tuple[list[np.ndar
         if (value[keep == 0] != 0).any():
             raise SubsystemMismatch(f"lane {j}: a transfer without its weight carries data in its slot")
         out.append(value[keep != 0])
-    return out, field_bits(rows, last_at, 1)
+        tags.append(field_bits(rows, user_at + TAG_BITS * j, TAG_BITS)[keep != 0])
+    return out, tags, field_bits(rows, last_at, 1)
+
+
+def container_order(lanes: list[np.ndarray], tags: list[np.ndarray]) -> np.ndarray:
+    """The weights of one START in container order, from each slot's weights and their tags
+    (:func:`transfer_lanes`): ansforge's driver tags a START's blocks 0, 1, ... in container order, and a
+    block's weights leave in order in one slot, so the weights sorted by tag (stably) are the START's."""
+    weights = np.concatenate(lanes) if lanes else np.zeros(0, np.uint64)
+    order = np.argsort(np.concatenate(tags) if tags else np.zeros(0, np.uint64), kind="stable")
+    return weights[order]
 
 
 def run_program(engine, bench: SubsystemBench, program: SubsystemProgram, *, stall_prob: float = 0.0,
                 seed: int = 0) -> SubsystemRun:
     """``program`` through ``bench`` on ``engine``; raises :class:`SubsystemMismatch` unless every lane gives
-    its blocks' weights in order, ``TKEEP`` marks exactly them, ``TLAST`` is on the last transfer alone
-    and the status is OK."""
+    its blocks' weights in order, each with its block's tag on ``TUSER``, the weights put back in container
+    order by their tags (:func:`container_order`) are the program's blocks' by tag, ``TKEEP`` marks exactly
+    the weights, ``TLAST`` is on the last transfer alone and the status is OK."""
     job = program_job(bench, program)
     name, dut = program.name, bench.dut
-    width = len(dut.m_axis.tdata) + len(dut.m_axis.tkeep) + 1
+    width = len(dut.m_axis.tdata) + len(dut.m_axis.tkeep) + 1 + len(dut.m_axis.tuser)
     nwords = -(-width // 64)
     if getattr(engine, "name", "") == "verilator":
         res = engine.run(job, stall_prob=stall_prob, seed=seed, raw_outputs=True)
@@ -576,7 +601,7 @@ def run_program(engine, bench: SubsystemBench, program: SubsystemProgram, *, sta
             [DecodeStatus(s & 7).name] + (["AXI read error"] if s & 8 else []) + (["register write refused"] if s & 16 else []))
         raise SubsystemMismatch(f"{name}: the subsystem reported {what}")
     try:
-        lanes, last = transfer_lanes(dut, got)
+        lanes, tags, last = transfer_lanes(dut, got)
     except SubsystemMismatch as exc:
         raise SubsystemMismatch(f"{name}: {exc}") from None
     for lane, (have, want) in enumerate(zip(lanes, program.lanes)):
@@ -586,6 +611,21 @@ def run_program(engine, bench: SubsystemBench, program: SubsystemProgram, *, sta
             bad = np.flatnonzero(have[:n] != want[:n])
             raise SubsystemMismatch(f"{name}: lane {lane} gave {have.size} weights of its {want.size}; the first "
                                     f"difference at weight {int(bad[0]) if bad.size else n}")
+    if program.blocks:
+        by_tag = {}
+        for lane, blocks in enumerate(program.blocks):
+            want = np.repeat(np.asarray([t for t, _ in blocks], np.uint64), [c for _, c in blocks])
+            if not np.array_equal(tags[lane], want):
+                bad = int(np.flatnonzero(tags[lane] != want)[0])
+                raise SubsystemMismatch(f"{name}: lane {lane}'s weight {bad} carries tag {int(tags[lane][bad])}, "
+                                        f"its block's is {int(want[bad])}")
+            at = 0
+            for t, c in blocks:
+                by_tag[t] = np.asarray(program.lanes[lane][at:at + c]).astype(np.uint64)
+                at += c
+        ordered = np.concatenate([by_tag[t] for t in sorted(by_tag)]) if by_tag else np.zeros(0, np.uint64)
+        if not np.array_equal(container_order(lanes, tags), ordered):
+            raise SubsystemMismatch(f"{name}: the weights put in order by their tags are not the blocks' in order")
     if program.weights and (last.size == 0 or last[-1] != 1 or last[:-1].any()):
         raise SubsystemMismatch(f"{name}: TLAST is not on the last transfer alone")
     return SubsystemRun(job.pairs, res.cycles, program.coded_bits, program_bound(bench, program),
@@ -646,8 +686,7 @@ def schedule_blocks(blocks: list[LaneBlock], lanes: int, held: list[int] | None 
         cost = [load[j] + b.count + (0 if held[j] == b.tensor else entry_clocks * len(b.entries or []))
                 for j in range(lanes)]
         j = min(range(lanes), key=lambda x: (cost[x], held[x] != b.tensor, x))
-        out[j].append(LaneBlock(b.words, b.count, None if held[j] == b.tensor else b.entries, b.runs, b.bits,
-                                b.tensor))
+        out[j].append(replace(b, entries=None if held[j] == b.tensor else b.entries))
         load[j], held[j] = cost[j], b.tensor
     return out
 
@@ -774,7 +813,10 @@ def plan_container_subsystem(container, *, lanes: int = 4, bus_bits: int | None 
         # from one START to the next, but every START here is simulated from reset.
         batch, n, k = [], 0, 0
         for blk in blocks():
-            batch.append(blk)
+            if len(batch) == 1 << TAG_BITS:
+                raise ConfigError(f"{container.path}: more than {1 << TAG_BITS:,} blocks in one START (a record's "
+                                  "tag numbers them): give fewer pairs a START (start_pairs)")
+            batch.append(replace(blk, tag=len(batch)))      # tags: the START's blocks in container order
             n += blk.count
             if n >= start_pairs:
                 yield lanes_program(dut, schedule_blocks(batch, lanes), f"START {k}")

@@ -142,6 +142,14 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
     streams += [(n, payload_ints(job.side.get(n, []))) for n in side_names]
     expected = payload_ints(job.expected)
     slot_bits, slot_values = job.slots if job.slots is not None else (0, [])
+    # where ``o`` carries a tag per slot (``user``) and the job knows each weight's, lane<l>.hex holds
+    # ``{tag, weight}``: the tag above the weight
+    o_fields = members["o"].signature.members["payload"].shape
+    tag_bits = 0
+    if job.slots is not None and job.slot_tags is not None and "user" in o_fields.members:
+        tag_bits = o_fields["user"].width // max(1, len(slot_values))
+        slot_values = [np.asarray(v).astype(np.uint64) | (np.asarray(t).astype(np.uint64) << np.uint64(slot_bits))
+                       for v, t in zip(slot_values, job.slot_tags)]
     total = sum(len(v) for _, v in streams) + (len(expected) if job.slots is None else sum(map(len, slot_values)))
     max_cycles = max_cycles or int((total + 1000) / (1 - stall_prob) ** 2 * 4)
     written = []
@@ -180,7 +188,7 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
         _hex(out / "expected.hex", expected, _width(core, "o"))
         written.append(out / "expected.hex")
     for lane, values in enumerate(slot_values):
-        _hex(out / f"lane{lane}.hex", payload_ints(values), slot_bits)
+        _hex(out / f"lane{lane}.hex", payload_ints(values), slot_bits + tag_bits)
         written.append(out / f"lane{lane}.hex")
     if has_status:
         _hex(out / "status.hex", job.expected_status, 8)
@@ -250,10 +258,14 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
         data_at, keep_at, last_at = o_shape["data"].offset, o_shape["keep"].offset, o_shape["last"].offset
         kb = slot_bits // 8
         lanes = len(slot_values)
+        user_at = o_shape["user"].offset if tag_bits else 0
+        tagged_bits = slot_bits + tag_bits
         slot_decls = "\n".join(
-            [f"  localparam integer N_LANE{l} = {len(v)};\n  reg [{slot_bits - 1}:0] mem_lane{l} [0:{max(len(v), 1) - 1}];"
+            [f"  localparam integer N_LANE{l} = {len(v)};\n  reg [{tagged_bits - 1}:0] mem_lane{l} [0:{max(len(v), 1) - 1}];"
              f"\n  integer idx_lane{l};\n  wire kept{l} = o_payload[{keep_at + l * kb} +: {kb}] == {{{kb}{{1'b1}}}};"
              f"\n  wire [{slot_bits - 1}:0] slot{l} = o_payload[{data_at + l * slot_bits} +: {slot_bits}];"
+             + (f"\n  wire [{tagged_bits - 1}:0] tagged{l} = {{o_payload[{user_at + l * tag_bits} +: {tag_bits}], slot{l}}};"
+                if tag_bits else f"\n  wire [{tagged_bits - 1}:0] tagged{l} = slot{l};")
              for l, v in enumerate(slot_values)]
             + ["  integer next_report;",
                "  wire ends = " + " && ".join(f"idx_lane{l} + kept{l} == N_LANE{l}" for l in range(lanes)) + ";"])
@@ -263,8 +275,9 @@ def write_testbench(job: CoreJob, out_dir: str | Path, *, stall_prob: float = 0.
         if (idx_lane{l} >= N_LANE{l}) begin
           $display("FAIL: lane {l} gives a weight after its %0d", N_LANE{l});
           $fatal(1, "extra output");
-        end else if (slot{l} !== mem_lane{l}[idx_lane{l}]) begin
-          $display("FAIL: lane {l} weight %0d is %h, expected %h", idx_lane{l}, slot{l}, mem_lane{l}[idx_lane{l}]);
+        end else if (tagged{l} !== mem_lane{l}[idx_lane{l}]) begin
+          $display("FAIL: lane {l} weight %0d is %h, expected %h{' (its tag, then the weight)' if tag_bits else ''}",
+                   idx_lane{l}, tagged{l}, mem_lane{l}[idx_lane{l}]);
           $fatal(1, "output mismatch");
         end
         idx_lane{l} <= idx_lane{l} + 1;
@@ -378,7 +391,7 @@ endmodule
 core.v          the core's Verilog: module {module}, ports named per field (<stream>_<field>,
                 <stream>_valid / _ready, clk, rst), around {module}_core (packed <stream>__payload ports)
 {pkg}.sv  its package: each payload as a packed struct, field offsets and widths
-*.hex           stimulus ({", ".join(n for n, _ in streams)}) and {"expected.hex" if job.slots is None else "lane<l>.hex (each output slot's values)"}{", status.hex" if has_status else ""}
+*.hex           stimulus ({", ".join(n for n, _ in streams)}) and {"expected.hex" if job.slots is None else "lane<l>.hex (each output slot's values" + (", each its TUSER tag above the weight" if tag_bits else "") + ")"}{", status.hex" if has_status else ""}
                 ($readmemh, one payload per line)
 tb.sv           the testbench: table writes first, then each command after the previous one's done,
                 random valid/ready gaps (p = {stall_prob}, seed {seed}, xorshift32), every output compared

@@ -65,8 +65,9 @@ async def subsystem_decodes_every_start_between_axi_models(dut):
         await axil.write_dword(csr["CONTROL"], 1)
         frame = await with_timeout(sink.recv(compact=False), vec["timeout_us"], "us")
         lanes, wb = vec["lanes"], vec["weight_bytes"]
-        data, keep = bytes(frame.tdata), list(frame.tkeep)
+        data, keep, user = bytes(frame.tdata), list(frame.tkeep), list(frame.tuser)
         got = [bytearray() for _ in range(lanes)]
+        tags = [[] for _ in range(lanes)]
         for at in range(0, len(data), lanes * wb):
             for lane in range(lanes):
                 slot = slice(at + lane * wb, at + (lane + 1) * wb)
@@ -74,6 +75,18 @@ async def subsystem_decodes_every_start_between_axi_models(dut):
                 assert all(kept) or not any(kept), f"{prog['name']}: a transfer keeps part of lane {lane}'s weight"
                 if all(kept):
                     got[lane] += data[slot]
+                    tags[lane].append(user[at] >> (vec["tag_bits"] * lane) & ((1 << vec["tag_bits"]) - 1))
+        for lane in range(lanes):
+            want = [t for t, count in prog["blocks"][lane] for _ in range(count)]
+            assert tags[lane] == want, f"{prog['name']}: lane {lane}'s TUSER tags are not its blocks'"
+        # the weights put back in container order by their tags: the START's blocks in order
+        by_tag = {}
+        for lane in range(lanes):
+            at = 0
+            for t, count in prog["blocks"][lane]:
+                by_tag[t] = bytes(got[lane][at:at + count * wb])
+                at += count * wb
+        assert b"".join(by_tag[t] for t in sorted(by_tag)) == bytes.fromhex(prog["ordered"]), prog["name"]
         for lane in range(lanes):
             expected = bytes.fromhex(prog["lanes"][lane])
             if bytes(got[lane]) != expected:

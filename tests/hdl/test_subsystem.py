@@ -15,6 +15,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from ansforge.cli import main
+from ansforge.hdl.parallel import TAG_BITS
 from ansforge.hdl.subsystem import CSR_ID, AxiDecompressor, Csr
 from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.coding.container import compress_checkpoint, open_container
@@ -268,7 +269,7 @@ def test_cli_verilog_and_bad_parameters(tmp_path, capsys):
 def test_take_home_testbench_of_the_subsystem(stories, tmp_path, capsys):
     """``ansforge testbench --top subsystem`` (the default format): PASS under Icarus and Verilator in the
     same number of clocks (one stall pattern, the testbench's own), a progress line every 10 % of the
-    weights; one wrong expected weight of a lane fails in both."""
+    weights; one wrong expected weight of a lane, or one wrong tag (TUSER), fails in both."""
     out = tmp_path / "tb"
     assert main(["testbench", "--top", "subsystem", "--lanes", "2", "--model", str(stories), "--matrix", MATRIX,
                  "-o", str(out)]) == 0
@@ -281,12 +282,16 @@ def test_take_home_testbench_of_the_subsystem(stories, tmp_path, capsys):
         assert r.stdout.count("progress: ") == 9
     cycles = [re.search(r"PASS: .* in (\d+) cycles", r.stdout).group(1) for r in runs]
     assert cycles[0] == cycles[1]
-    lines = (out / "lane1.hex").read_text().splitlines()
-    lines[500] = format(int(lines[500], 16) ^ 1, f"0{len(lines[500])}x")
-    (out / "lane1.hex").write_text("\n".join(lines) + "\n")
-    for command in (["vvp", "-n", "tb.vvp"], ["obj_dir/Vtb"]):
-        r = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=600)
-        assert r.returncode != 0 and "FAIL: lane 1 weight 500 " in r.stdout, (command, r.stdout[-1000:])
+    good = (out / "lane1.hex").read_text().splitlines()
+    # each line is {tag, weight}: lane 1 decodes the matrix's second block, tagged 1
+    assert {int(v, 16) >> 16 for v in good} == {1}
+    for flip, where in ((1, 500), (1 << 16, 300)):     # a weight's bit, then a tag's
+        lines = list(good)
+        lines[where] = format(int(lines[where], 16) ^ flip, f"0{len(lines[where])}x")
+        (out / "lane1.hex").write_text("\n".join(lines) + "\n")
+        for command in (["vvp", "-n", "tb.vvp"], ["obj_dir/Vtb"]):
+            r = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=600)
+            assert r.returncode != 0 and f"FAIL: lane 1 weight {where} " in r.stdout, (command, r.stdout[-1000:])
 
 
 
@@ -296,7 +301,9 @@ def test_cocotbext_axi_models_drive_the_default_format(stories, tmp_path, monkey
     TREADY pauses), on Icarus: two tensors of a default-format stories260K container (wq, 4,096 weights,
     and wk, 2,048) in blocks of 1,536 pairs, in two STARTs: the first wq's first two blocks, one a lane;
     the second wk's first block in lane 0 and, in lane 1, wq's last block then wk's last, its tables
-    loaded between them. Every weight under TKEEP in its lane's slot equals ``decompress``'s.
+    loaded between them. Every weight under TKEEP in its lane's slot equals ``decompress``'s, carries its
+    block's tag on TUSER, and the weights put back in order by their tags are the STARTs' in container
+    order.
     (Icarus runs the cocotb bench at about 300 weights a second: whole models go through Verilator in
     the tests above.)"""
     from cocotb_tools.check_results import get_results
@@ -314,15 +321,19 @@ def test_cocotbext_axi_models_drive_the_default_format(stories, tmp_path, monkey
     decoded = {n: c.read(n).view(np.uint16).ravel() for n in names}
     got = np.sort(np.concatenate([lane for p in programs for lane in p.lanes]))
     assert np.array_equal(got, np.sort(np.concatenate(list(decoded.values()))))
+    # the STARTs' weights one after another in container order, which the bench puts back by TUSER
+    whole = np.concatenate([decoded[n] for n in names])
     beat_bytes = dut.bus_bits // 8
     vectors = {
         "seed": 7, "pause": 0.3, "base": MEMORY_BASE, "memory_bytes": 1 << 32, "timeout_us": 40_000,
-        "id": CSR_ID, "params": dut.params_word(), "lanes": dut.lanes, "weight_bytes": 2,
+        "id": CSR_ID, "params": dut.params_word(), "lanes": dut.lanes, "weight_bytes": 2, "tag_bits": TAG_BITS,
         "csr": {r.name: int(r) for r in Csr},
         "programs": [{"name": p.name, "weights": p.weights, "writes": p.writes,
                       "image": b"".join(sum(int(v) << (64 * j) for j, v in enumerate(row)).to_bytes(beat_bytes, "little")
                                         for row in p.beats.tolist()).hex(),
-                      "lanes": [lane.astype("<u2").tobytes().hex() for lane in p.lanes]} for p in programs],
+                      "lanes": [lane.astype("<u2").tobytes().hex() for lane in p.lanes],
+                      "blocks": p.blocks, "ordered": whole[at:at + p.weights].astype("<u2").tobytes().hex()}
+                     for p, at in zip(programs, np.cumsum([0] + [p.weights for p in programs]))],
     }
     module, verilog = exported_simulation_verilog(dut)
     (tmp_path / "subsystem.v").write_text(verilog)
