@@ -198,18 +198,22 @@ class BeatReader(wiring.Component):
 
         items_left = Signal(self._c)
         has_items = self.more             # ``items_left != 0``, a register: ``o.valid`` starts at flip-flops
+        # ``items_left == 1``, a register: the FIFO's read, behind the consumer's ``ready``, does not wait
+        # on a compare of the count
+        one_left = Signal()
         item = Signal(max(1, (per_beat - 1).bit_length()))
         m.d.comb += [self.o.valid.eq(beats.r_rdy & has_items),
                      self.o.p.eq(beats.r_data.word_select(item, W) if per_beat > 1 else beats.r_data)]
         with m.If(self.o.valid & self.o.ready):
-            m.d.sync += [items_left.eq(items_left - 1), has_items.eq(items_left != 1)]
-            with m.If((item == per_beat - 1) | (items_left == 1)):
+            m.d.sync += [items_left.eq(items_left - 1), has_items.eq(~one_left), one_left.eq(items_left == 2)]
+            with m.If((item == per_beat - 1) | one_left):
                 m.d.comb += beats.r_en.eq(1)
                 m.d.sync += item.eq(0)
             with m.Else():
                 m.d.sync += item.eq(item + 1)
         with m.If(self.load):
             m.d.sync += [self.addr.eq(self.base), item.eq(0), items_left.eq(self.items), has_items.eq(self.items != 0),
+                         one_left.eq(self.items == 1),
                          beats_left.eq((self.items + per_beat - 1) >> (per_beat - 1).bit_length())]
         return m
 
