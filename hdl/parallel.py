@@ -618,7 +618,7 @@ class ParallelDecoder(wiring.Component):
 
         req_fire = self.mem_req.valid & self.mem_req.ready
         readers = []                          # requester r: lane r's region, lane r - lanes's runs
-        lane_status, finished, quiet, fifos, table_wait = [], [], [], [], []
+        lane_status, finished, fifos, table_wait = [], [], [], []
         run_readers = []
         held_valid, formed_valid = Signal(), Signal()
         held_mask, formed_mask = Signal(lanes), Signal(lanes)
@@ -705,20 +705,27 @@ class ParallelDecoder(wiring.Component):
 
             # -- table writes, only while the lane holds no pair: its decoder idle, its pairs all out
             drained = Signal(name=f"drained{lane}")     # no pair of the lane before the merge
-            # ... nor in it, a clock late (a register: the table writes start at flip-flops). While the
-            # lane loads tables it issues no command, so once idle it stays idle: the lag costs a clock.
-            idle = Signal(name=f"idle{lane}")
             m.d.comb += drained.eq(~front.cmd.valid & (running == 0) & ~dec.o.valid & (pairs.level == 0))
-            m.d.sync += idle.eq(drained & ~(held_valid & held_mask[lane]) & ~(formed_valid & formed_mask[lane]))
-            quiet.append(idle)
+            # ... nor in it, a clock late (a register). A command held back by the entry it waits for
+            # brings no pair until that entry is written, so it does not keep the lane busy: without
+            # this, a one-entry record behind a block would wait for an idle lane that never comes.
+            idle = Signal(name=f"idle{lane}")
+            m.d.sync += idle.eq((~front.cmd.valid | loading) & (running == 0) & ~dec.o.valid & (pairs.level == 0)
+                                & ~(held_valid & held_mask[lane]) & ~formed_mask[lane])
+            # ... and both table ports ready, another clock late: the write and the entry's ``ready``
+            # then start at flip-flops. The lag is safe because while a lane loads tables it issues no
+            # command, so once it can write it stays so until the record's command is issued, after
+            # which the lag runs out before the next record's first entry (two header units) arrives.
+            writable = Signal(name=f"writable{lane}")
+            t = self.tables[lane]
+            m.d.sync += writable.eq(idle & dec.cfg.ready & t.ready)
             # an entry waits in a register: the tables' write ports start at flip-flops
             entry = Signal(self._entry, name=f"entry{lane}")
             to_decoder = entry.kind == Table.DECODER
-            t = self.tables[lane]
-            written = loading & idle & Mux(to_decoder, dec.cfg.ready, t.ready)
-            m.d.comb += [dec.cfg.valid.eq(loading & idle & to_decoder), dec.cfg.p.addr.eq(entry.addr),
-                         dec.cfg.p.data.eq(entry.data), t.valid.eq(loading & idle & ~to_decoder), t.p.eq(entry),
-                         front.entries.ready.eq(~loading | written)]
+            written = loading & writable
+            m.d.comb += [dec.cfg.valid.eq(written & to_decoder), dec.cfg.p.addr.eq(entry.addr),
+                         dec.cfg.p.data.eq(entry.data), t.valid.eq(written & ~to_decoder), t.p.eq(entry),
+                         front.entries.ready.eq(~loading | writable)]
             with m.If(front.entries.valid & front.entries.ready):
                 m.d.sync += [entry.eq(front.entries.p), loading.eq(1)]
             with m.Elif(written):
@@ -788,22 +795,25 @@ class ParallelDecoder(wiring.Component):
                      *[self.o.p.tags[lane].eq(held[lane].tag) for lane in range(lanes)],
                      self.o.p.valid.eq(held_mask),
                      self.o.p.last.eq(all_finished & ~formed_valid)]
-        move, pop = Signal(), Signal()
-        m.d.comb += [move.eq(formed_valid & (~held_valid | o_fire)),
-                     pop.eq(busy & avail.any() & (~formed_valid | move))]
+        # Each slot of ``formed`` fills from its lane's FIFO on its own, whenever it is empty or the
+        # transfer moves on: a FIFO's read then depends on its own ``r_rdy`` and on ``move`` (registers
+        # and the consumer's ``ready``), never on the other lanes' FIFOs, whose OR only sets
+        # ``formed_valid`` (a register, kept equal to ``formed_mask.any()``).
+        move = Signal()
+        load = Signal(lanes)
+        m.d.comb += move.eq(formed_valid & (~held_valid | o_fire))
         with m.If(move):
             m.d.sync += [held.eq(formed), held_mask.eq(formed_mask), held_valid.eq(1)]
         with m.Elif(o_fire):
             m.d.sync += held_valid.eq(0)
-        with m.If(pop):
-            m.d.sync += [formed_valid.eq(1), formed_mask.eq(avail)]
-            for lane, f in enumerate(fifos):
-                # an empty slot keeps its lane's last pair and tag (never a FIFO entry not written)
-                with m.If(avail[lane]):
-                    m.d.sync += formed[lane].eq(f.r_data)
-                m.d.comb += f.r_en.eq(avail[lane])
-        with m.Elif(move):
-            m.d.sync += formed_valid.eq(0)
+        for lane, f in enumerate(fifos):
+            m.d.comb += [load[lane].eq(busy & avail[lane] & (~formed_mask[lane] | move)), f.r_en.eq(load[lane])]
+            # an empty slot keeps its lane's last pair and tag (never a FIFO entry not written)
+            with m.If(load[lane]):
+                m.d.sync += formed[lane].eq(f.r_data)
+        kept = Signal(lanes)
+        m.d.comb += kept.eq(load | Mux(move, 0, formed_mask))
+        m.d.sync += [formed_mask.eq(kept), formed_valid.eq(kept.any())]
 
         m.d.comb += self.cmd.ready.eq(~busy)
         with m.If(cmd_fire):

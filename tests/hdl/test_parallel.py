@@ -290,3 +290,30 @@ def test_lane_front_reads_records_and_ends_a_short_region(unit_bits):
     head = _front_units(records[:1], unit_bits, header, entry)[:1] if unit_bits == 32 else []
     got = _run_front(LaneFront(unit_bits=unit_bits, word_bits=16, ratio=1, count_bits=20, entry=entry), head)
     assert got["end"] and got["underrun"] == (unit_bits == 32) and not got["cmd"]
+
+
+def test_a_one_entry_record_behind_a_block_waits_for_the_lane_to_drain(stories_container):
+    """A record of a single table entry right behind a block (a table touched up between two blocks): its
+    command waits for the entry, the entry waits for the first block's pairs to leave, then the second
+    block decodes; both blocks' pairs are exact. (The waiting command once counted as work in flight, so
+    the lane never drained and the entry was never written.)"""
+    from ansforge.sim.jobs import CoreJob
+    from ansforge.sim.lanes import beat_ints, chunk_blocks, decoder_entries, region_image, unpack_lanes
+    from ansforge.sim.streams import pack, payload_shape
+
+    st, s, e = _tensor(stories_container, largest=False)
+    system = LaneSystem(st.spec, lanes=1, beat_words=2, depth=4096, latency=3, interval=1, fifo_beats=2,
+                        max_extra_bits=int(st.tables[0].extra_bits.max()))
+    blocks = chunk_blocks(st.spec, st.tables[0], s[:300], e[:300], 2)
+    load = decoder_entries(system.decoder, st.tables[0])
+    image, lanes = region_image(system.decoder, [[(blocks[0][0], blocks[0][1], load),
+                                                  (blocks[1][0], blocks[1][1], load[-1:])]])
+    job = CoreJob("parallel-decoder", system)
+    job.cfg = {"mem_cfg": [pack(payload_shape(system, "mem_cfg"), {"addr": a, "data": b})
+                           for a, b in enumerate(beat_ints(image))]}
+    job.commands = [pack(payload_shape(system, "cmd"), {"lanes": lanes})]
+    job.pairs = 300
+    res = AmaranthEngine().run(job)
+    assert res.statuses == [0]
+    (got_s, got_e), = unpack_lanes(system, res.outputs)
+    assert np.array_equal(got_s, s[:300]) and np.array_equal(got_e, e[:300].astype(np.uint64))
