@@ -97,11 +97,13 @@ def fpga_rows(model: str, lanes=FPGA_LANES, *, nexus: bool = True,
     the model's fp32 pairs through the fp32 build too: :attr:`LaneRow.fp32`); returns the rows, the largest
     tensor's name and pairs, and the lane coder's LUT-equivalents (coder alone, paper configuration) for the
     area bound ``K × (coder + 250) + 1000``."""
-    from ..hdl.subsystem import AxiDecompressor
+    from ..hdl.subsystem import AxiDecompressor, default_bus_bits
+    from ..model.coding.codecs import parse_codec
     from ..model.coding.container import compress_checkpoint, open_container
     from ..sim.verilator import VerilatorEngine
 
     codec = "tans8x16"
+    spec = parse_codec(codec)
     coder = core_area("tans-decoder", codec, shell=False, ecp5=False, widelut=False).lut_equivalents
     rows = []
     eng = VerilatorEngine()
@@ -119,7 +121,8 @@ def fpga_rows(model: str, lanes=FPGA_LANES, *, nexus: bool = True,
             c32 = open_container(out32)
         for k in lanes:
             bar.note(f"K = {k}: area and place and route")
-            dut = AxiDecompressor(lanes=k, target="bf16")
+            # the narrowest bus that feeds K lanes (64 bits up to 8 lanes): K = 16 needs 128
+            dut = AxiDecompressor(spec, lanes=k, target="bf16", bus_bits=default_bus_bits(spec, k, "bf16"))
             area = subsystem_area(dut, codec, nexus=nexus)
             bar.note(f"K = {k}: Verilator")
             row = LaneRow(k, area, _throughput(c, eng, k, big["name"]))
