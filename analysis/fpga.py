@@ -192,7 +192,8 @@ def fpga_markdown(rows: list[LaneRow], big: str, big_pairs: int, coder: int, mod
                "independent blocks). Whole model: every coded tensor's blocks dealt to the lanes, longest first, "
                "in STARTs of up to 2 M pairs a lane, each lane loading a block's tables from its region where it "
                "does not hold them; the clocks include the table loads. Lane coder: the tANS decoder alone, paper "
-               f"configuration, {coder} LUT-equivalents. Fmax: median of 3 seeds; Nexus {NEXUS_DEVICE} "
+               f"configuration, {coder} LUT-equivalents. Output: each weight with its block's 16-bit tag in its "
+               f"slot of `TUSER`. Fmax: median of 3 seeds; Nexus {NEXUS_DEVICE} "
                "(yosys synth_nexus with abc for its LUT step, nextpnr-nexus router1), the design inside a ring "
                "of registers because nextpnr-nexus has no out-of-context mode.", "",
            "Published decompression kernels (AMD Vitis Data Compression Library on UltraScale+ with Vivado; "
