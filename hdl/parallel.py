@@ -704,13 +704,15 @@ class ParallelDecoder(wiring.Component):
             fifos.append(pairs)
 
             # -- table writes, only while the lane holds no pair: its decoder idle, its pairs all out
-            drained = Signal(name=f"drained{lane}")     # no pair of the lane before the merge
-            m.d.comb += drained.eq(~front.cmd.valid & (running == 0) & ~dec.o.valid & (pairs.level == 0))
+            # no pair of the lane in its decoder or its FIFO, nor any command taken and not done
+            emptied = (running == 0) & ~dec.o.valid & (pairs.level == 0)
+            drained = Signal(name=f"drained{lane}")     # ... nor a command waiting: none before the merge
+            m.d.comb += drained.eq(~front.cmd.valid & emptied)
             # ... nor in it, a clock late (a register). A command held back by the entry it waits for
             # brings no pair until that entry is written, so it does not keep the lane busy: without
             # this, a one-entry record behind a block would wait for an idle lane that never comes.
             idle = Signal(name=f"idle{lane}")
-            m.d.sync += idle.eq((~front.cmd.valid | loading) & (running == 0) & ~dec.o.valid & (pairs.level == 0)
+            m.d.sync += idle.eq((~front.cmd.valid | loading) & emptied
                                 & ~(held_valid & held_mask[lane]) & ~formed_mask[lane])
             # ... and both table ports ready, another clock late: the write and the entry's ``ready``
             # then start at flip-flops. The lag is safe because while a lane loads tables it issues no
