@@ -52,7 +52,7 @@ from .testbench import payload_ints
 
 __all__ = ["AxiMemory", "AxiLiteWriter", "SubsystemBench", "SubsystemRun", "SubsystemMismatch", "Block",
            "SubsystemProgram", "subsystem_program", "program_job", "run_program", "program_bound", "lane_bound",
-           "ContainerPlan", "plan_container_subsystem", "run_subsystem",
+           "ContainerPlan", "ContainerLanes", "container_lanes", "container_blocks", "plan_container_subsystem", "run_subsystem",
            "decode_container_subsystem", "runs_throughput", "checkpoint_block", "subsystem_bench_for", "run_block",
            "memory_depth",
            "pack_rows", "transfer_lanes", "container_order", "lane_streams", "MEMORY_BASE", "LaneBlock", "lanes_program", "tensor_entries",
@@ -702,23 +702,43 @@ class ContainerPlan:
     programs: Iterator[SubsystemProgram]
 
 
-def plan_container_subsystem(container, *, lanes: int = 4, bus_bits: int | None = None, latency: int = 32,
-                             fifo_beats: int | None = None, names: list[str] | None = None,
-                             block_pairs: int = BLOCK_PAIRS, start_pairs: int | None = None) -> ContainerPlan | None:
-    """The :class:`ContainerPlan` of every coded tensor of ``container`` (bf16 or fp32 pairs; ``names``:
-    these only) through ``lanes`` lanes, or ``None`` if it has none. A version-6 container (the blocks
-    layout, ``ansforge compress``'s default) is decoded from its own independent blocks; a tensor of the
-    older layouts (one stream per tensor) in blocks of at most ``block_pairs`` pairs (and at most its
-    ``1/lanes``), each coded alone. The blocks of every tensor, in container order, are dealt to the lanes
-    (:func:`schedule_blocks`) in STARTs of at most about ``start_pairs`` pairs (default ``lanes`` times
-    :data:`LANE_START_PAIRS`), as many as that takes and of equal size: lanes decode blocks of different
-    tensors at once, each loading a tensor's tables from its record where it does not hold them. A
-    version-6 tensor with several tables (row-shift widths, a context plan) has them loaded as table sets,
-    its blocks' runs read from memory and its rows' shifts restored in hardware (the subsystem is built
-    with ``table_sets`` and ``row_shifts`` as the container needs); the older layouts' row-shifted and
-    context-coded tensors are refused in one line. ``bus_bits`` defaults to the narrowest bus that feeds
-    the lanes (at least 64); ``fifo_beats`` to what covers ``latency``. Every weight is the container's
-    own decoder's (what ``ansforge decompress`` writes)."""
+@dataclass
+class ContainerLanes:
+    """What the lanes need to decode a container's coded tensors (:func:`container_lanes`): the pair
+    format, the codec, the widest escape group, the float table's depth, the table sets and row-shift bits,
+    the largest block and the coded records themselves (``records``, ``folds``: each one's folded mantissa
+    bits, by ``id``)."""
+
+    target: str
+    spec: Codec
+    escape_bits: int
+    max_codes: int
+    table_sets: int
+    shift_bits: int
+    largest: int
+    records: list
+    folds: dict
+    block_pairs: int = BLOCK_PAIRS
+
+    def check(self, dut: AxiDecompressor, where: str) -> None:
+        """``ConfigError`` naming the first parameter in which ``dut`` (a subsystem built beforehand, a
+        board's) cannot decode these tensors."""
+        need = [("pair format", dut.target == self.target, self.target, dut.target),
+                ("codec", dut.codec == self.spec, self.spec.name, dut.codec.name),
+                ("escape bits", dut.escape_bits >= self.escape_bits, f"{self.escape_bits}", f"{dut.escape_bits}"),
+                ("float table codes", dut.max_codes >= self.max_codes, f"{self.max_codes}", f"{dut.max_codes}"),
+                ("table sets", dut.table_sets >= self.table_sets, f"{self.table_sets}", f"{dut.table_sets}"),
+                ("row-shift bits", dut.shift_bits >= self.shift_bits, f"{self.shift_bits}", f"{dut.shift_bits}"),
+                # a block's words are checked where its record is laid out (region_image)
+                ("count bits", (1 << dut.count_bits) > self.largest, f"{bits_for(self.largest)}", f"{dut.count_bits}")]
+        for what, ok, needed, has in need:
+            if not ok:
+                raise ConfigError(f"{where}: its tensors need {what} {needed}; the subsystem was built with {has}")
+
+
+def container_lanes(container, names: list[str] | None = None, block_pairs: int = BLOCK_PAIRS) -> ContainerLanes | None:
+    """What :func:`plan_container_subsystem` builds the lanes for (see there), or ``None`` if the container
+    has no coded tensor; a container the subsystem cannot decode is refused in one line (``ConfigError``)."""
     streams = {st.index: st for st in container.streams}
     recs = [r for r in container.tensors if r["coding"] == "pairs" and r["n_pairs"]
             and (names is None or r["name"] in names)]
@@ -748,12 +768,8 @@ def plan_container_subsystem(container, *, lanes: int = 4, bus_bits: int | None 
             raise ConfigError(f"{container.path}: tensor {r['name']!r} shares stream {st.index} with other tensors; "
                               "the subsystem decodes one table per block (compress with the default blocks layout)")
     spec = streams[int(recs[0]["stream"])].spec
-    w = PAIR_FORMATS[target].extra_bits
-    bus = bus_bits or default_bus_bits(spec, lanes, target)
     escape_bits = max(container.code_table(r).index_bits for r in recs)
     max_codes = 1 << max(6, (max(len(r["exponents"]) for r in recs) - 1).bit_length())
-    # a lane at full rate reads (w + a few code bits) / bus beats per clock: twice the latency's worth
-    fifo = fifo_beats or max(8, 1 << (2 * latency * (w + 4) // bus).bit_length())
     v6 = [st for st in streams.values() if st.block_pairs]
     sets, shift_bits = container_lane_options(container, v6)
     # a context plan's folded mantissa bit goes back through the runs' shift too (see float_writes)
@@ -761,58 +777,94 @@ def plan_container_subsystem(container, *, lanes: int = 4, bus_bits: int | None 
     if any(folds[id(r)] for r in recs if streams[int(r["stream"])].block_pairs):
         shift_bits = max(shift_bits, 1)
     check_int("block_pairs", block_pairs, 1, 1 << 24)
+    old = [int(r["n_pairs"]) for r in recs if not streams[int(r["stream"])].block_pairs]
+    largest = max([st.block_pairs for st in v6] + ([min(block_pairs, max(old))] if old else []))
+    return ContainerLanes(target, spec, max(1, escape_bits), max_codes, sets, shift_bits, largest, recs, folds,
+                          block_pairs)
+
+
+def container_blocks(container, dut: AxiDecompressor, need: ContainerLanes) -> Iterator[LaneBlock]:
+    """The blocks of ``need``'s tensors, in container order, as ``dut``'s lanes decode them (tag 0): a
+    version-6 tensor's own blocks, an older layout's tensor cut into blocks of at most ``need.block_pairs``
+    pairs (and at most its ``1/lanes``), each coded alone. Each carries its tensor's table entries and the
+    container's own decoder's weights."""
+    streams = {st.index: st for st in container.streams}
+    index = {id(r): i for i, r in enumerate(container.tensors)}
+    entries: dict[int, list] = {}
+    for r in need.records:
+        st = streams[int(r["stream"])]
+        ti = index[id(r)]
+        fold = need.folds[id(r)]
+        bits = container.read(r["name"]).view(np.uint16 if need.target == "bf16" else np.uint32).ravel()
+        if st.block_pairs:
+            lo, hi = st.tensor_tables[ti]
+            tables = st.tables[lo:hi]
+        else:
+            tables = [st.tables[0]]
+        if ti not in entries:
+            entries[ti] = tensor_entries(dut, tables, container.code_table(r), r["exponents"], fold, r["name"])
+        if st.block_pairs:
+            first = int(r["first_pair"])
+            for b, span in enumerate(st.spans):
+                if span.tensor != ti:
+                    continue
+                yield LaneBlock(np.asarray(container.block_words(st, b)), span.count, entries[ti],
+                                block_runs(container, st, b, fold) if dut.parallel.has_runs else None,
+                                bits[span.pair - first:span.pair - first + span.count], ti)
+        else:
+            symbols, extras = container.decode_stream(st)
+            piece = min(need.block_pairs, -(-symbols.size // dut.lanes))
+            for a in range(0, symbols.size, piece):
+                b = min(a + piece, symbols.size)
+                yield LaneBlock(np.asarray(chunk_blocks(need.spec, tables[0], symbols[a:b], extras[a:b], 1)[0][0]),
+                                b - a, entries[ti], None, bits[a:b], ti)
+
+
+def plan_container_subsystem(container, *, lanes: int = 4, bus_bits: int | None = None, latency: int = 32,
+                             fifo_beats: int | None = None, names: list[str] | None = None,
+                             block_pairs: int = BLOCK_PAIRS, start_pairs: int | None = None) -> ContainerPlan | None:
+    """The :class:`ContainerPlan` of every coded tensor of ``container`` (bf16 or fp32 pairs; ``names``:
+    these only) through ``lanes`` lanes, or ``None`` if it has none. A version-6 container (the blocks
+    layout, ``ansforge compress``'s default) is decoded from its own independent blocks; a tensor of the
+    older layouts (one stream per tensor) in blocks of at most ``block_pairs`` pairs (and at most its
+    ``1/lanes``), each coded alone. The blocks of every tensor, in container order, are dealt to the lanes
+    (:func:`schedule_blocks`) in STARTs of at most about ``start_pairs`` pairs (default ``lanes`` times
+    :data:`LANE_START_PAIRS`), as many as that takes and of equal size: lanes decode blocks of different
+    tensors at once, each loading a tensor's tables from its record where it does not hold them. A
+    version-6 tensor with several tables (row-shift widths, a context plan) has them loaded as table sets,
+    its blocks' runs read from memory and its rows' shifts restored in hardware (the subsystem is built
+    with ``table_sets`` and ``row_shifts`` as the container needs); the older layouts' row-shifted and
+    context-coded tensors are refused in one line. ``bus_bits`` defaults to the narrowest bus that feeds
+    the lanes (at least 64); ``fifo_beats`` to what covers ``latency``. Every weight is the container's
+    own decoder's (what ``ansforge decompress`` writes)."""
+    need = container_lanes(container, names, block_pairs)
+    if need is None:
+        return None
+    target, spec = need.target, need.spec
+    w = PAIR_FORMATS[target].extra_bits
+    bus = bus_bits or default_bus_bits(spec, lanes, target)
+    # a lane at full rate reads (w + a few code bits) / bus beats per clock: twice the latency's worth
+    fifo = fifo_beats or max(8, 1 << (2 * latency * (w + 4) // bus).bit_length())
     start_pairs = check_int("start_pairs", start_pairs or lanes * LANE_START_PAIRS, 1, 1 << 30)
-    total = sum(int(r["n_pairs"]) for r in recs)
+    total = sum(int(r["n_pairs"]) for r in need.records)
     # as many STARTs as ``start_pairs`` needs, of equal size: the last is no shorter than the others
     start_pairs = -(-total // -(-total // start_pairs))
-    old = [int(r["n_pairs"]) for r in recs if not streams[int(r["stream"])].block_pairs]
     # the lanes count a block's pairs and words (under 4 words a pair) and a region's units: the default
     # width unless a START's region may be larger
-    largest = max([st.block_pairs for st in v6] + ([min(block_pairs, max(old))] if old else []))
+    largest = need.largest
     # a lane's region: its pairs' coded bits (at most a few more than their additional data) in units
     per_lane = -(-start_pairs // lanes) + largest
     units = per_lane * (w + 16) // min(64, bus)
     count_bits = min(32, max(20, bits_for(4 * largest), bits_for(units)))
-    dut = AxiDecompressor(spec, lanes=lanes, target=target, bus_bits=bus, max_codes=max_codes,
-                          escape_bits=max(1, escape_bits), fifo_beats=min(fifo, 1024), table_sets=sets,
-                          row_shifts=shift_bits > 0, count_bits=count_bits)
-    index = {id(r): i for i, r in enumerate(container.tensors)}
-
-    def blocks():
-        entries: dict[int, list] = {}
-        for r in recs:
-            st = streams[int(r["stream"])]
-            ti = index[id(r)]
-            bits = container.read(r["name"]).view(np.uint16 if target == "bf16" else np.uint32).ravel()
-            if st.block_pairs:
-                lo, hi = st.tensor_tables[ti]
-                tables = st.tables[lo:hi]
-            else:
-                tables = [st.tables[0]]
-            if ti not in entries:
-                entries[ti] = tensor_entries(dut, tables, container.code_table(r), r["exponents"], folds[id(r)],
-                                             r["name"])
-            if st.block_pairs:
-                first = int(r["first_pair"])
-                for b, span in enumerate(st.spans):
-                    if span.tensor != ti:
-                        continue
-                    yield LaneBlock(np.asarray(container.block_words(st, b)), span.count, entries[ti],
-                                    block_runs(container, st, b, folds[id(r)]) if dut.parallel.has_runs else None,
-                                    bits[span.pair - first:span.pair - first + span.count], ti)
-            else:
-                symbols, extras = container.decode_stream(st)
-                piece = min(block_pairs, -(-symbols.size // lanes))
-                for a in range(0, symbols.size, piece):
-                    b = min(a + piece, symbols.size)
-                    yield LaneBlock(np.asarray(chunk_blocks(spec, tables[0], symbols[a:b], extras[a:b], 1)[0][0]),
-                                    b - a, entries[ti], None, bits[a:b], ti)
+    dut = AxiDecompressor(spec, lanes=lanes, target=target, bus_bits=bus, max_codes=need.max_codes,
+                          escape_bits=need.escape_bits, fifo_beats=min(fifo, 1024), table_sets=need.table_sets,
+                          row_shifts=need.shift_bits > 0, count_bits=count_bits)
 
     def programs():
         # Each START's lanes load the tables of their first block: the hardware keeps a lane's tables
         # from one START to the next, but every START here is simulated from reset.
         batch, n, k = [], 0, 0
-        for blk in blocks():
+        for blk in container_blocks(container, dut, need):
             if len(batch) == 1 << TAG_BITS:
                 raise ConfigError(f"{container.path}: more than {1 << TAG_BITS:,} blocks in one START (a record's "
                                   "tag numbers them): give fewer pairs a START (start_pairs)")
