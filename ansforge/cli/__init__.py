@@ -12,6 +12,7 @@ Each verb lives in one module of this package, its arguments and its handler tog
 ``codecs``      ``ansforge codecs`` (every codec name, and the cores that take it)
 ``container``   ``compress``, ``decompress``, ``inspect`` (.ansf containers), ``quantize``
 ``cores``       ``simulate``, ``verilog``, ``testbench``, ``resources``, ``prove`` (the hardware cores)
+``board``       ``board build``, ``board run`` (the subsystem on an FPGA board)
 ``factory``     ``ansforge factory`` (token-factory bandwidth)
 ``report``      ``figure``, ``quant-table``, ``types``, ``outliers``, ``context``, ``activations``, ``histograms``
 ``bench``       ``ansforge bench``
@@ -54,7 +55,7 @@ from .common import REGISTRY, Parser, attach_shared, check_outputs, ordered, tra
 __all__ = ["main", "build_parser", "VERB_MODULES"]
 
 #: The verb modules, in the order ``ansforge --help`` lists their verbs.
-VERB_MODULES = ("demo", "tables", "codecs", "container", "cores", "factory", "report", "bench", "llama", "scale")
+VERB_MODULES = ("demo", "tables", "codecs", "container", "cores", "board", "factory", "report", "bench", "llama", "scale")
 
 
 def build_parser() -> argparse.ArgumentParser:

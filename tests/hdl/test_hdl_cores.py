@@ -227,6 +227,6 @@ def test_a_tool_failure_is_one_line_and_exit_1(monkeypatch, capsys, tmp_path):
     assert main(["resources", "--core", "tans-encoder", "--no-fmax"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("ansforge: error: yosys synth_xilinx failed (exit 1)"), err
-    assert area._last_words("a\nERROR: Module `top' not found!\nb") == "ERROR: Module `top' not found!"
-    assert area._last_words("x\n  Assertion `p' failed.\nCaused by:\n  wasm trap: unreachable") == \
+    assert area.last_words("a\nERROR: Module `top' not found!\nb") == "ERROR: Module `top' not found!"
+    assert area.last_words("x\n  Assertion `p' failed.\nCaused by:\n  wasm trap: unreachable") == \
         "Assertion `p' failed."
