@@ -226,8 +226,8 @@ BEFORE_FAMILY = {
 #: stories15M's shapes (llama2.c): the synthetic llama of the forward-pass benchmark.
 STORIES15M = dict(dim=288, hidden_dim=768, n_layers=6, n_heads=6, n_kv_heads=6, vocab_size=32000, seq_len=256,
                   shared_classifier=True)
-SECTIONS = ("table1", "coders", "software", "hardware", "subsystem", "fpga", "context", "prove", "llama", "streaming",
-            "7b")
+SECTIONS = ("table1", "coders", "software", "hardware", "subsystem", "fpga", "board", "context", "prove", "llama",
+            "streaming", "7b")
 
 
 def default_stories() -> Path | None:
@@ -452,6 +452,9 @@ def run_bench(*, layers: int = 32, skip_7b: bool = False, tmpdir: str | None = N
         md += _subsystem(mini, Path(stories) if stories else default_stories())
     if "fpga" in want:
         md += _fpga(mini, fpga_lanes)
+    if "board" in want:
+        from .board import board_markdown
+        md += board_markdown(Path(stories) if stories else default_stories())
     if "context" in want:
         md += _context(mini)
     if "prove" in want:

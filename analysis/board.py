@@ -23,7 +23,8 @@ from ..model.errors import ConfigError, ToolError
 from ..sim.board import board_core
 from .area import find_tool, last_words, tool_env
 
-__all__ = ["BoardBuild", "build_bitstream", "pll_config", "DESIGN_CLOCK_MHZ", "UART_BAUD"]
+__all__ = ["BoardBuild", "build_bitstream", "pll_config", "board_core_fmax", "board_markdown", "DESIGN_CLOCK_MHZ",
+           "UART_BAUD"]
 
 #: The host link's rate: the ULX3S's FT231X runs at up to 3 Mbaud.
 UART_BAUD = 3_000_000
@@ -160,3 +161,97 @@ def build_bitstream(out_dir: str | os.PathLike, *, board: str = "ulx3s-85f", lan
     (out / "build.json").write_text(json.dumps({**asdict(build), "utilization": report.get("utilization", {})},
                                                indent=1) + "\n")
     return build
+
+
+def board_core_fmax(lanes: int, *, board: str = "ulx3s-85f", seeds=None, timeout: float | None = None
+                    ) -> tuple[float | None, list[float] | None]:
+    """Out-of-context Fmax (MHz; median and per seed) of the board top without its PLL and pins
+    (:class:`~ansforge.hdl.board.BoardCore`, the board's default memory) at the board's speed grade: what
+    :data:`DESIGN_CLOCK_MHZ` is chosen from."""
+    from amaranth.back import verilog
+
+    from .area import ECP5_SEEDS, ecp5_fmax, ecp5_fmax_median
+
+    spec = BOARDS[board]
+    speed = int(spec.nextpnr[spec.nextpnr.index("--speed") + 1])
+    core = board_core(lanes=lanes, memory_kib=spec.memory_kib, clock_hz=100_000_000, divisor=33)
+    v = verilog.convert(core, name="top")
+    return ecp5_fmax_median(v, timeout, seeds or ECP5_SEEDS, label=f"board top K = {lanes}: ",
+                            flow=lambda text, t, seed, label: ecp5_fmax(text, t, seed, label, speed=speed))
+
+
+def board_markdown(stories: str | os.PathLike, lanes: tuple[int, ...] = (1, 2), *, board: str = "ulx3s-85f",
+                   build_dir: str | os.PathLike | None = None) -> list[str]:
+    """``ansforge bench --only board``: for each lane count, the board top's out-of-context Fmax at the
+    board's speed grade, the bitstream built at the default clock (achieved Fmax, slack, utilisation, the
+    time of each step) and every coded tensor of stories260K through the simulated board."""
+    import shutil
+    import time as _time
+
+    import serial
+
+    from ..model.coding.container import compress_checkpoint, open_container
+    from ..sim.board import BoardLink, board_run, simulated_board
+
+    spec = BOARDS[board]
+    md = ["", f"## On a board: the {board} bitstream and the simulated board", "",
+          f"`ansforge bench --only board`. {spec.notes}. For each lane count K: the board top without its PLL "
+          "and pins (`BoardCore`: UART, host bridge, the block memory, the subsystem, the CRC-32 checker) placed "
+          f"and routed out of context at the board's speed grade (nextpnr-ecp5 `{' '.join(spec.nextpnr)}`, median "
+          "of 3 seeds), which the default design clock is chosen from; then `ansforge board build` at that clock "
+          "(PLL, pins and I/O constraints; one seed), its achieved Fmax, slack, utilisation and the wall time of "
+          "each step; then every coded tensor of stories260K (default container format, bf16 pairs) through "
+          "`ansforge board run --sim`: the same top in Verilator, its UART bridged to a pseudo-terminal at 4 "
+          "clocks a bit, each block's count and CRC-32 compared with the software decode. Clocks and pairs per "
+          "clock are the simulation's; the rates at the design clock are computed from them, **simulated** until "
+          "a board run reports its own.", "",
+          "| K | OOC Fmax MHz, speed 6 (seeds) | Design clock MHz | Achieved Fmax MHz | Slack ns | LUT4 | FFs | "
+          "EBR (DP16KD) | Build s (synth, P&R, pack) |",
+          "|---:|---|---:|---:|---:|---:|---:|---:|---|"]
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="ansforge-board-") as tmp:
+        for k in lanes:
+            median, seeds = board_core_fmax(k, board=board)
+            b = build_bitstream(Path(build_dir or tmp) / f"k{k}", board=board, lanes=k, say=lambda _: None)
+            util = json.loads(Path(b.directory, "build.json").read_text()).get("utilization", {})
+
+            def used(cell):
+                u = util.get(cell, {})
+                return f"{u.get('used', 0):,} / {u.get('available', 0):,}"
+            ooc = "n/a" if median is None else f"{median:.1f} ({', '.join(f'{s:.1f}' for s in seeds)})"
+            sec = b.seconds
+            md.append(f"| {k} | {ooc} | {b.clock_mhz:g} | {b.fmax_mhz:.1f} | {b.slack_ns:+.2f} | "
+                      f"{used('TRELLIS_COMB')} | {used('TRELLIS_FF')} | {used('DP16KD')} | "
+                      f"{sum(sec.values()):.0f} ({sec.get('yosys', 0):.0f}, {sec.get('nextpnr-ecp5', 0):.0f}, "
+                      f"{sec.get('ecppack', 0):.0f}) |")
+            if build_dir is None:
+                shutil.rmtree(b.directory, ignore_errors=True)
+        out = Path(tmp) / "stories.ansf"
+        compress_checkpoint(stories, out, pairs="bf16")
+        c = open_container(out)
+        for k in lanes:
+            clock = DESIGN_CLOCK_MHZ[board].get(k) or min(DESIGN_CLOCK_MHZ[board].values())
+            t = _time.perf_counter()
+            with simulated_board(lanes=k, clock_hz=round(clock * 1e6)) as sb, \
+                    serial.Serial(sb.port, timeout=60) as port:
+                info, results = board_run(BoardLink(port, name="simulated board"), c)
+            runs.append((k, clock, results, _time.perf_counter() - t))
+    md += ["", "stories260K through the simulated board (`ansforge board run --sim --lanes K`):", "",
+           "| K | Blocks | STARTs | Pairs | Clocks (sum of STARTs' last weights) | Pairs / clock | "
+           "M weights/s at the design clock (simulated) | Largest block: pairs / clock | All counts and CRC-32 equal | "
+           "Wall s |", "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for k, clock, results, wall in runs:
+        starts: dict[int, int] = {}
+        for r in results:
+            starts[r.start] = max(starts.get(r.start, 0), r.cycles)
+        pairs, clocks = sum(r.pairs for r in results), sum(starts.values())
+        big = max(results, key=lambda r: r.pairs)
+        md.append(f"| {k} | {len(results)} | {len(starts)} | {pairs:,} | {clocks:,} | {pairs / clocks:.3f} | "
+                  f"{pairs / clocks * clock:.1f} at {clock:g} MHz | {big.pairs_per_clock():.3f} ({big.tensor}, "
+                  f"{big.pairs:,} pairs) | {'yes' if all(r.ok for r in results) else 'NO'} | {wall:.0f} |")
+    md += ["", "A START's clocks run from its `CONTROL` write to the last weight of its slowest lane, each lane's "
+           "table load included (about 1,100 clocks for a tANS R = 8 tensor's tables: stories260K's blocks are "
+           "small, so the loads weigh; a default 2^18-pair block spends under 0.5 % of its clocks on them). The "
+           "upload over the UART is not counted: at 3 Mbaud it takes about 1 s for a 350 KB block, which the lanes "
+           "decode in a few milliseconds."]
+    return md

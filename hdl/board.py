@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from amaranth.build import ResourceError
 from amaranth.hdl import Cat, ClockDomain, Const, Elaboratable, Instance, Module, Mux, Signal
-from amaranth.lib import crc, data, enum, stream, wiring
+from amaranth.lib import crc, data, enum, io, stream, wiring
 from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -604,7 +604,7 @@ class BoardTop(Elaboratable):
         m = Module()
         m.domains.sync = cd = ClockDomain("sync")
         platform.add_clock_constraint(cd.clk, self.core.clock_hz)
-        osc = platform.request(self.board.oscillator, 0)
+        m.submodules.osc = osc = io.Buffer("i", platform.request(self.board.oscillator, 0, dir="-"))
         locked = Signal()
         p = self.pll
         m.submodules.pll = Instance(
@@ -620,12 +620,15 @@ class BoardTop(Elaboratable):
             i_ENCLKOP=0, o_LOCK=locked)
         m.submodules.reset = ResetSynchronizer(~locked, domain="sync")
         m.submodules.core = core = self.core
-        uart = platform.request("uart", 0)
-        m.d.comb += [core.uart_rx.eq(uart.rx.i), uart.tx.o.eq(core.uart_tx)]
+        uart = platform.request("uart", 0, dir="-")
+        m.submodules.uart_rx = rx = io.Buffer("i", uart.rx)
+        m.submodules.uart_tx = tx = io.Buffer("o", uart.tx)
+        m.d.comb += [core.uart_rx.eq(rx.i), tx.o.eq(core.uart_tx)]
         for i in range(8):
             try:
-                led = platform.request("led", i)
+                pin = platform.request("led", i, dir="-")
             except ResourceError:       # a board with fewer LEDs shows the first ones
                 break
+            m.submodules[f"led{i}"] = led = io.Buffer("o", pin)
             m.d.comb += led.o.eq(core.leds[i])
         return m

@@ -39,7 +39,8 @@ from ..model.errors import AnsforgeError, ConfigError, ToolError
 from .formal.benches import unused_ok
 from .subsystem import LaneBlock, container_blocks, container_lanes, lanes_program
 
-__all__ = ["BoardError", "BoardLink", "BoardInfo", "BlockResult", "board_run", "board_starts", "SimulatedBoard",
+__all__ = ["BoardError", "BoardLink", "BoardInfo", "BlockResult", "board_run", "board_starts", "run_start",
+           "board_core", "SimulatedBoard",
            "simulated_board"]
 
 
@@ -236,6 +237,10 @@ def board_run(link: BoardLink, container, *, names: list[str] | None = None, tim
     until ``DONE`` (``timeout_s`` wall seconds at most), then each lane's count, CRC-32 and last clock read
     and compared with its block's software decode (the container's own decoder's weights, as ``ansforge
     decompress`` writes them). ``on_block(result)`` is called for each block as it is checked."""
+    known = {r["name"] for r in container.tensors}
+    for name in names or ():
+        if name not in known:
+            raise ConfigError(f"{container.path}: no tensor named {name!r}")
     info = link.info()
     dut = info.decompressor()
     need = container_lanes(container, names)
@@ -248,32 +253,39 @@ def board_run(link: BoardLink, container, *, names: list[str] | None = None, tim
     for blk in container_blocks(container, dut, need):
         k = seen[blk.tensor] = seen.get(blk.tensor, -1) + 1
         blocks.append((tensor_names[blk.tensor], k, blk))
-    beat_bytes = dut.bus_bits // 8
-    weight_bytes = 2 if dut.target == "bf16" else 4
     results = []
     for s, (program, items) in enumerate(board_starts(dut, blocks, info.memory_beats)):
-        link.write_memory(0, np.ascontiguousarray(program.beats, dtype="<u8").tobytes(), beat_bytes)
-        for addr, value in program.writes:
-            link.write_reg(addr, value)
-        link.write_reg(Csr.CONTROL, 1)
-        t0 = time.monotonic()
-        while True:
-            status = link.read_reg(Csr.STATUS)
-            if status & 2:
-                break
-            if time.monotonic() - t0 > timeout_s:
-                raise BoardError(f"{link.name}: START {s} ({', '.join(f'{t} block {i}' for _, t, i, _ in items)}) "
-                                 f"not done after {timeout_s:.0f} s (STATUS {status:#x})")
-        verdict = _status_name(status)
-        for lane, tensor, index, blk in items:
-            base = BoardReg.LANE0 + 16 * lane
-            count, crc, last = (link.read_reg(base + 4 * k) for k in range(3))
-            expected = zlib.crc32(np.asarray(blk.bits).astype("<u2" if weight_bytes == 2 else "<u4").tobytes())
-            r = BlockResult(s, lane, tensor, index, blk.count, last, count, crc, expected, verdict)
+        for r in run_start(link, dut, s, program, items, timeout_s=timeout_s):
             results.append(r)
             if on_block:
                 on_block(r)
     return info, results
+
+
+def run_start(link: BoardLink, dut: AxiDecompressor, index: int, program, items, *, timeout_s: float = 60.0
+              ) -> list[BlockResult]:
+    """One START of :func:`board_starts` on the board: upload, run, read back and compare each lane's block."""
+    link.write_memory(0, np.ascontiguousarray(program.beats, dtype="<u8").tobytes(), dut.bus_bits // 8)
+    for addr, value in program.writes:
+        link.write_reg(addr, value)
+    link.write_reg(Csr.CONTROL, 1)
+    t0 = time.monotonic()
+    while True:
+        status = link.read_reg(Csr.STATUS)
+        if status & 2:
+            break
+        if time.monotonic() - t0 > timeout_s:
+            raise BoardError(f"{link.name}: START {index} ({', '.join(f'{t} block {i}' for _, t, i, _ in items)}) "
+                             f"not done after {timeout_s:.0f} s (STATUS {status:#x})")
+    verdict = _status_name(status)
+    dtype = "<u2" if dut.target == "bf16" else "<u4"
+    out = []
+    for lane, tensor, block, blk in items:
+        base = BoardReg.LANE0 + 16 * lane
+        count, crc, last = (link.read_reg(base + 4 * k) for k in range(3))
+        expected = zlib.crc32(np.asarray(blk.bits).astype(dtype).tobytes())
+        out.append(BlockResult(index, lane, tensor, block, blk.count, last, count, crc, expected, verdict))
+    return out
 
 
 _HARNESS = r"""
@@ -424,6 +436,7 @@ class SimulatedBoard:
             except (OSError, subprocess.TimeoutExpired):
                 self._proc.kill()
                 self._proc.wait()
+            self._proc.stdout.close()
             self._proc = None
 
     def __exit__(self, *exc) -> None:

@@ -105,9 +105,9 @@ def test_the_installs_readme_asks_for_are_complete(extras):
 
 
 def test_the_debian_tools_readme_names_are_installed():
-    for tool in ("verilator", "iverilog"):
+    for tool, command in (("verilator", "verilator"), ("iverilog", "iverilog"), ("openfpgaloader", "openFPGALoader")):
         assert tool in _commands("sudo apt-get install")[0]
-        assert shutil.which(tool), f"{tool} is not on PATH: sudo apt-get install {tool}"
+        assert shutil.which(command), f"{command} is not on PATH: sudo apt-get install {tool}"
 
 
 def _normal(line: str) -> str:
@@ -146,6 +146,17 @@ def test_every_readme_example_runs_as_written(cmd, shown):
             pytest.fail(f"{cmd}: README shows {want!r}, not in the output (in order):\n" + "\n".join(got))
 
 
+def _groups() -> set[str]:
+    """Verbs with sub-verbs (``ansforge figure histogram``, ``ansforge board build``)."""
+    from ansforge.cli.common import REGISTRY
+
+    build_parser()                          # registers every verb
+    return {v.name for v in REGISTRY if v.run is None}
+
+
+GROUPS = _groups()
+
+
 def _synopses() -> list[tuple[list[str], list[str]]]:
     """(verb words, options) of each ``ansforge VERB ...`` synopsis in README's table of verbs."""
     out = []
@@ -154,7 +165,7 @@ def _synopses() -> list[tuple[list[str], list[str]]]:
         if m:
             words = m.group(1).split()
             verb = [w for w in words[:2] if re.fullmatch(r"[a-z][a-z0-9-]*", w)]
-            if len(verb) == 2 and verb[0] != "figure":
+            if len(verb) == 2 and verb[0] not in GROUPS:
                 verb = verb[:1]
             out.append((verb, sorted(set(re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", m.group(1))))))
     return out

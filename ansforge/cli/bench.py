@@ -17,7 +17,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip-7b", action="store_true", help="skip the synthetic 7B-shape run")
     p.add_argument("--tmpdir", default=None, metavar="DIR", help="where to write the temporary checkpoint")
     p.add_argument("--only", default=None, metavar="LIST",
-                   help="comma-separated sections: table1, coders, software, hardware, subsystem, fpga, context, prove, "
+                   help="comma-separated sections: table1, coders, software, hardware, subsystem, fpga, board, context, prove, "
                         "llama, "
                         "streaming, 7b (default: all)")
     p.add_argument("--fpga-lanes", default=None, metavar="LIST",

@@ -103,6 +103,10 @@ def board_run_verb(args: argparse.Namespace) -> int:
     if not args.sim and (args.lanes != 1 or args.codec):
         raise UsageError("--lanes and --codec describe a simulated build (--sim); a board says its own")
     container = open_container(args.container)
+    known = {r["name"] for r in container.tensors}
+    for name in args.tensor or ():
+        if name not in known:
+            raise UsageError(f"--tensor {name}: {args.container} has no tensor of that name")
     import serial
 
     with ExitStack() as stack:
