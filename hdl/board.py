@@ -33,7 +33,7 @@ from .common import WordCrc, bits_for, check_int
 from .parallel import TAG_BITS
 from .subsystem import AxiDecompressor, axi4_lite_signature, axi4_read_signature
 
-__all__ = ["UartRx", "UartTx", "BlockMemory", "WeightChecker", "HostBridge", "BoardCore", "BoardTop", "BoardReg",
+__all__ = ["UartRx", "UartTx", "BlockMemory", "BANK_BEATS", "WeightChecker", "HostBridge", "BoardCore", "BoardTop", "BoardReg",
            "Command", "Reply", "BOARD_ID", "BOARD_VERSION", "BOARDS", "Board", "MEMORY_BASE"]
 
 #: ``BOARD_ID`` register: "ANSB".
@@ -188,14 +188,20 @@ class UartTx(wiring.Component):
         return m
 
 
+#: Beats of one bank of :class:`BlockMemory`: the depth of one ECP5 block RAM at its narrowest (16384 × 1).
+BANK_BEATS = 16384
+
+
 class BlockMemory(wiring.Component):
     """On-chip memory behind an AXI4 read slave, written through a port of its own.
 
-    The memory is banks of :data:`BANK_BEATS` beats (one block RAM deep: 512 × 36 bits on ECP5, as many side
-    by side as the bus is wide), each read into a register of its own, then a tree of registered 4:1
-    multiplexers: a memory of most of a device's block RAM spreads over the whole die, and its one output
-    multiplexer would otherwise be the design's longest path (measured: 14.4 ns at speed grade 6, all but
-    6 ns of it routing).
+    The memory is banks of ``bank_beats`` beats, each read through registers of its own, then a tree of
+    registered 4:1 multiplexers. A bank is one block RAM deep at its narrowest (16384 × 1 on ECP5: a
+    64-bit bank is 64 of them side by side, each bit of the bank's register fed by one block RAM): a
+    memory of most of a device's block RAM spreads over the whole die, and with one output multiplexer
+    and one register the path from a block RAM's output across the die to that register was the design's
+    longest (measured: 14.4 ns at speed grade 6, 8.1 ns of it routing). Banks one block RAM deep at its
+    widest (512 × 36) made 96 banks whose 6,144 register bits congested the router (over 10 minutes).
 
     Parameters
     ----------
@@ -205,6 +211,8 @@ class BlockMemory(wiring.Component):
         The AXI4 bus: data width, address width, ``ARID`` width.
     base : int
         Byte address of beat 0; a read below it or past the last beat is answered ``DECERR`` with zero data.
+    bank_beats : int
+        Beats of a bank, a power of two (default :data:`BANK_BEATS`).
 
     Ports
     -----
@@ -212,20 +220,21 @@ class BlockMemory(wiring.Component):
         :class:`~.subsystem.AxiReadMaster` issues only those), answered in order with ``RLAST`` = 1
     wr : In(stream) ``{beat, data}``: write one beat (always ready)
 
-    Latency: ``AR`` to ``R`` :attr:`latency` clocks (the block RAM's read, the bank register, one per
-    multiplexer level); one read per clock while ``RREADY``.
+    Latency: ``AR`` to ``R`` :attr:`latency` clocks (the block RAM's read, :attr:`BANK_REGISTERS` bank
+    registers, one per multiplexer level, the response register); one read per clock while ``RREADY``.
     """
 
-    #: Beats of one bank: the depth of one ECP5 block RAM at its widest (512 × 36).
-    BANK_BEATS = 512
-
-    def __init__(self, *, beats: int, data_bits: int, addr_bits: int = 32, id_bits: int = 1, base: int = MEMORY_BASE):
+    def __init__(self, *, beats: int, data_bits: int, addr_bits: int = 32, id_bits: int = 1, base: int = MEMORY_BASE,
+                 bank_beats: int = BANK_BEATS):
         self._beats = check_int("beats", beats, 1, 1 << 24)
+        self._bank = check_int("bank_beats", bank_beats, 2, 1 << 24)
+        if bank_beats & (bank_beats - 1):
+            raise ValueError(f"bank_beats must be a power of two, not {bank_beats!r}")
         self._bus = check_int("data_bits", data_bits, 8, 1024)
         self._addr = check_int("addr_bits", addr_bits, 8, 64)
         self._base = check_int("base", base, 0, (1 << addr_bits) - 1)
         self._shift = (data_bits // 8).bit_length() - 1
-        self._banks = -(-beats // self.BANK_BEATS)
+        self._banks = -(-beats // bank_beats)
         levels, n = 0, self._banks
         while n > 1:
             n, levels = -(-n // 4), levels + 1
@@ -238,12 +247,15 @@ class BlockMemory(wiring.Component):
     beats = property(lambda self: self._beats)
     banks = property(lambda self: self._banks)
     #: clocks from ``AR`` to ``R``
-    latency = property(lambda self: 3 + self._levels)
+    latency = property(lambda self: 2 + self.BANK_REGISTERS + self._levels)
+
+    #: Registers between a bank's block RAM and the first multiplexer.
+    BANK_REGISTERS = 2
 
     def elaborate(self, platform):
         m = Module()
         s = self.s_axi
-        nb, bb = self._banks, self.BANK_BEATS
+        nb, bb = self._banks, self._bank
         low = bb.bit_length() - 1
         offset = Signal(self._addr)
         m.d.comb += offset.eq(s.araddr - self._base)
@@ -251,7 +263,7 @@ class BlockMemory(wiring.Component):
         advance = ~s.rvalid | s.rready
         m.d.comb += [s.arready.eq(advance), self.wr.ready.eq(1), s.rlast.eq(1)]
         # the request's valid, ID, in-range flag and bank, carried beside the data through every stage
-        stages = 2 + self._levels
+        stages = 1 + self.BANK_REGISTERS + self._levels
         valid = [Signal(name=f"valid{i}") for i in range(stages)]
         ids = [Signal.like(s.arid, name=f"id{i}") for i in range(stages)]
         ok = [Signal(name=f"ok{i}") for i in range(stages)]
@@ -270,16 +282,21 @@ class BlockMemory(wiring.Component):
             m.d.comb += [wp.addr.eq(self.wr.p.beat[:low]), wp.data.eq(self.wr.p.data),
                          wp.en.eq(self.wr.valid & (self.wr.p.beat[low:] == b)),
                          rp.en.eq(advance), rp.addr.eq(beat[:low])]
-            held = Signal(self._bus, name=f"bank{b}_data")      # stage 1: beside its block RAM
-            with m.If(advance):
-                m.d.sync += held.eq(rp.data)
+            # two registers: the placer puts one beside the block RAM and the next towards the multiplexer
+            held = rp.data
+            for k in range(self.BANK_REGISTERS):
+                # no reset: a reset would be a LUT in front of each flip-flop, which then sits with the LUTs
+                nxt = Signal(self._bus, name=f"bank{b}_data{k}", reset_less=True)
+                with m.If(advance):
+                    m.d.sync += nxt.eq(held)
+                held = nxt
             level.append(held)
         for k in range(self._levels):
-            pick = sel[1 + k][2 * k:2 * k + 2]
+            pick = sel[self.BANK_REGISTERS + k][2 * k:2 * k + 2]
             nxt = []
             for g in range(0, len(level), 4):
                 group = level[g:g + 4]
-                out = Signal(self._bus, name=f"mux{k}_{g // 4}")
+                out = Signal(self._bus, name=f"mux{k}_{g // 4}", reset_less=True)
                 with m.If(advance):
                     with m.Switch(pick):
                         for j, d in enumerate(group):

@@ -75,7 +75,7 @@ def test_a_low_stop_bit_is_a_framing_error_and_no_byte():
 def test_block_memory_answers_reads_in_order_with_their_ids(beats):
     rng = random.Random(beats)
     base = 0x8000_0000
-    mem = BlockMemory(beats=beats, data_bits=64, id_bits=2, base=base)
+    mem = BlockMemory(beats=beats, data_bits=64, id_bits=2, base=base, bank_beats=512)
     content = {b: rng.getrandbits(64) for b in rng.sample(range(beats), 120)}
     reads = [(rng.choice(list(content)), rng.randrange(4)) for _ in range(150)] + [(beats, 1), (beats + 7, 2)]
     got = []
@@ -115,7 +115,7 @@ def test_block_memory_answers_reads_in_order_with_their_ids(beats):
     sim.run_until(1e-8 * 4000)
     want = [(content[b], i, 0) if b < beats else (0, i, 3) for b, i in reads]
     assert got == want
-    assert mem.latency == 3 + {300: 0, 2100: 2}[beats]
+    assert mem.latency == 4 + {300: 0, 2100: 2}[beats]
 
 
 def test_the_board_describes_itself_in_its_registers():
