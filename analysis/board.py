@@ -168,16 +168,16 @@ def board_core_fmax(lanes: int, *, board: str = "ulx3s-85f", seeds=None, timeout
     """Out-of-context Fmax (MHz; median and per seed) of the board top without its PLL and pins
     (:class:`~ansforge.hdl.board.BoardCore`, the board's default memory) at the board's speed grade: what
     :data:`DESIGN_CLOCK_MHZ` is chosen from."""
-    from amaranth.back import verilog
+    from amaranth.back import rtlil
 
     from .area import ECP5_SEEDS, ecp5_fmax, ecp5_fmax_median
 
     spec = BOARDS[board]
     speed = int(spec.nextpnr[spec.nextpnr.index("--speed") + 1])
     core = board_core(lanes=lanes, memory_kib=spec.memory_kib, clock_hz=100_000_000, divisor=33)
-    v = verilog.convert(core, name="top")
-    return ecp5_fmax_median(v, timeout, seeds or ECP5_SEEDS, label=f"board top K = {lanes}: ",
-                            flow=lambda text, t, seed, label: ecp5_fmax(text, t, seed, label, speed=speed))
+    il = rtlil.convert(core, name="top")
+    return ecp5_fmax_median(il, timeout, seeds or ECP5_SEEDS, label=f"board top K = {lanes}: ",
+                            flow=lambda text, t, seed, label: ecp5_fmax(text, t, seed, label, speed=speed, rtlil=True))
 
 
 def board_markdown(stories: str | os.PathLike, lanes: tuple[int, ...] = (1, 2), *, board: str = "ulx3s-85f",

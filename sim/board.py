@@ -95,10 +95,12 @@ class BoardLink:
     """The protocol of ``docs/board.md`` over ``port`` (an open pyserial ``Serial``, or any object with
     ``read(n)`` and ``write(b)`` whose ``read`` returns fewer bytes on a timeout).
 
-    Every command waits for its reply; a missing or short reply is a :class:`BoardError` naming the command."""
+    Every command waits for its reply, up to the port's timeout (and ``seconds_per_byte`` for each byte of a
+    ``WRITE_MEM`` that the port may still hold); a missing or short reply is a :class:`BoardError` naming the
+    command."""
 
-    def __init__(self, port, *, name: str = "board"):
-        self.port, self.name = port, name
+    def __init__(self, port, *, name: str = "board", seconds_per_byte: float = 1e-4):
+        self.port, self.name, self.seconds_per_byte = port, name, seconds_per_byte
 
     def _reply(self, n: int, what: str) -> bytes:
         got = b""
@@ -131,7 +133,15 @@ class BoardLink:
         beats = len(data) // beat_bytes
         self.port.write(struct.pack("<BII", Command.WRITE_MEM, beat, beats))
         self.port.write(data)
-        resp = self._reply(1, f"a write of {beats} beats to memory")[0]
+        # the board may still be taking the last of the bytes the port buffered
+        timeout = getattr(self.port, "timeout", None)
+        if timeout is not None:
+            self.port.timeout = timeout + len(data) * self.seconds_per_byte
+        try:
+            resp = self._reply(1, f"a write of {beats} beats to memory")[0]
+        finally:
+            if timeout is not None:
+                self.port.timeout = timeout
         if resp != Reply.OK:
             raise BoardError(f"{self.name}: the write of beats {beat}..{beat + beats - 1} was refused "
                              f"({_reply_name(resp)})")
@@ -230,13 +240,14 @@ def _status_name(status: int) -> str:
 
 
 def board_run(link: BoardLink, container, *, names: list[str] | None = None, timeout_s: float = 60.0,
-              on_block=None) -> tuple[BoardInfo, list[BlockResult]]:
+              on_block=None, on_start=None) -> tuple[BoardInfo, list[BlockResult]]:
     """Every coded tensor of ``container`` (``names``: these only) through the board behind ``link``.
 
     Each START: its memory image uploaded, the lane registers written, ``CONTROL`` = 1, ``STATUS`` polled
     until ``DONE`` (``timeout_s`` wall seconds at most), then each lane's count, CRC-32 and last clock read
     and compared with its block's software decode (the container's own decoder's weights, as ``ansforge
-    decompress`` writes them). ``on_block(result)`` is called for each block as it is checked."""
+    decompress`` writes them). ``on_block(result)`` is called for each block as it is checked, and
+    ``on_start(results)`` with a START's blocks once they all are."""
     known = {r["name"] for r in container.tensors}
     for name in names or ():
         if name not in known:
@@ -255,10 +266,13 @@ def board_run(link: BoardLink, container, *, names: list[str] | None = None, tim
         blocks.append((tensor_names[blk.tensor], k, blk))
     results = []
     for s, (program, items) in enumerate(board_starts(dut, blocks, info.memory_beats)):
-        for r in run_start(link, dut, s, program, items, timeout_s=timeout_s):
+        done = run_start(link, dut, s, program, items, timeout_s=timeout_s)
+        for r in done:
             results.append(r)
             if on_block:
                 on_block(r)
+        if on_start:
+            on_start(done)
     return info, results
 
 
@@ -335,7 +349,8 @@ int main(int argc, char** argv) {
             int wait = idle && quiet > 4 * div * 10 ? 50 : 0;
             if (poll(fds, 2, wait) > 0) {
                 if (fds[1].revents) break;                 // the parent closed our stdin: done
-                if (fds[0].revents & POLLIN) {
+                // take more only as the UART drains it: the host's write blocks meanwhile, as on a real port
+                if ((fds[0].revents & POLLIN) && to_board.size() < sizeof buf) {
                     ssize_t n = read(master, buf, sizeof buf);
                     for (ssize_t i = 0; i < n; i++) to_board.push_back(buf[i]);
                 }

@@ -408,13 +408,14 @@ def _refuse_older(container, st, ti: int, what: str) -> None:
                       "default blocks layout")
 
 
-def container_lane_options(container, streams) -> tuple[int, int]:
-    """``(table_sets, shift_bits)`` lanes need for the version-6 ``streams`` of ``container``: a power of
-    two of sets for the tensor with the most tables (1: every tensor one table), and the width of the
-    largest row shift (0: none)."""
+def container_lane_options(container, streams, tensors=None) -> tuple[int, int]:
+    """``(table_sets, shift_bits)`` lanes need for the version-6 ``streams`` of ``container`` (``tensors``:
+    the container's tensor indices to count, default all): a power of two of sets for the tensor with the
+    most tables (1: every tensor one table), and the width of the largest row shift (0: none)."""
     v6 = [st for st in streams if st.block_pairs]
-    sets = max([1] + [hi - lo for st in v6 for lo, hi in st.tensor_tables.values()])
-    most = max([0] + [z for st in v6 for _, z in st.table_owner])
+    keep = (lambda t: True) if tensors is None else set(tensors).__contains__
+    sets = max([1] + [hi - lo for st in v6 for t, (lo, hi) in st.tensor_tables.items() if keep(t)])
+    most = max([0] + [z for st in v6 for t, z in st.table_owner if keep(t)])
     return (1 if sets == 1 else 1 << (sets - 1).bit_length()), (bits_for(most) if most else 0)
 
 

@@ -771,7 +771,8 @@ def container_lanes(container, names: list[str] | None = None, block_pairs: int 
     escape_bits = max(container.code_table(r).index_bits for r in recs)
     max_codes = 1 << max(6, (max(len(r["exponents"]) for r in recs) - 1).bit_length())
     v6 = [st for st in streams.values() if st.block_pairs]
-    sets, shift_bits = container_lane_options(container, v6)
+    index = {id(r): i for i, r in enumerate(container.tensors)}
+    sets, shift_bits = container_lane_options(container, v6, [index[id(r)] for r in recs])
     # a context plan's folded mantissa bit goes back through the runs' shift too (see float_writes)
     folds = {id(r): int(r["context"].get("fold", 0)) if "context" in r else 0 for r in recs}
     if any(folds[id(r)] for r in recs if streams[int(r["stream"])].block_pairs):

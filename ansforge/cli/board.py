@@ -133,9 +133,16 @@ def board_run_verb(args: argparse.Namespace) -> int:
                   flush=True)
             rows.append(r)
 
+        def summary(done):
+            if len(done) > 1:
+                pairs, clocks = sum(r.pairs for r in done), max(r.cycles for r in done)
+                print(f"START {done[0].start:3d}: {len(done)} blocks, {pairs:,} pairs in {clocks:,} clocks, "
+                      f"{pairs / clocks:.3f} pairs/clock, {pairs / clocks * clock_mhz:.1f} M weights/s", flush=True)
+
         link = BoardLink(ser, name=name)
         clock_mhz = link.info().clock_hz / 1e6
-        info, results = board_run(link, container, names=args.tensor, timeout_s=args.timeout, on_block=show)
+        info, results = board_run(link, container, names=args.tensor, timeout_s=args.timeout, on_block=show,
+                                   on_start=summary)
     bad = [r for r in results if not r.ok]
     pairs = sum(r.pairs for r in results)
     print(f"{len(results)} blocks, {pairs:,} pairs on {name} ({info.lanes} lane(s) of {info.codec}, "
