@@ -530,7 +530,7 @@ class BoardCore(wiring.Component):
         bus = bus_bits or default_bus_bits(codec, lanes, target)
         self._sub = AxiDecompressor(codec, lanes=lanes, target=target, bus_bits=bus, max_codes=max_codes,
                                     escape_bits=escape_bits, table_sets=table_sets, row_shifts=row_shifts,
-                                    count_bits=count_bits, fifo_beats=fifo_beats)
+                                    count_bits=count_bits, fifo_beats=fifo_beats, resumable=True)
         self._beats = check_int("memory_beats", memory_beats, 16, 1 << 24)
         self._clock = check_int("clock_hz", clock_hz, 1, 1_000_000_000)
         self._div = check_int("divisor", divisor, 4, 1 << 16)

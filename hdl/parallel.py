@@ -85,12 +85,20 @@ class Table(enum.IntEnum):
 TAG_BITS = 16
 
 
-def record_header_layout(count_bits: int) -> data.StructLayout:
+def record_header_layout(count_bits: int, state_bits: int = 0, bit_bits: int = 0) -> data.StructLayout:
     """A record's header in a lane's region: its block's ``count`` pairs in ``words`` stream words, after
     ``entries`` table entries (0: the lane keeps the tables it holds); ``tag`` (:data:`TAG_BITS`) goes out
     with every pair of the block (the driver's number for it: ansforge's numbers a START's blocks in
-    container order)."""
-    return data.StructLayout({"count": count_bits, "words": count_bits, "entries": 16, "tag": TAG_BITS})
+    container order).
+
+    With ``state_bits`` (lanes built ``resumable``) the record may be a part of a block, cut at a
+    checkpoint: ``resume`` = 1 starts the decoder at the checkpoint (``state``, ``bit``: the decoder
+    command's fields, :func:`~.common.decoder_command_layout`), and ``partial`` = 1 says the stream goes on
+    past the record (no end check). Zero in both is a whole block, as without them."""
+    fields = {"count": count_bits, "words": count_bits, "entries": 16, "tag": TAG_BITS}
+    if state_bits:
+        fields |= {"resume": 1, "partial": 1, "bit": bit_bits, "state": state_bits}
+    return data.StructLayout(fields)
 
 
 def table_entry_layout(data_bits: int) -> data.StructLayout:
@@ -340,7 +348,8 @@ class LaneFront(wiring.Component):
     words : Out(stream) ``word_bits``  the decoder's port words, from the unit on ``units`` (a word
         selected from it: put a register stage behind, as :class:`ParallelDecoder` does)
     cmd : Out(stream) ``{count, words, tag}``  the decoder's command (``words``: stream words) and the
-        record's tag, from registers
+        record's tag, from registers; with ``state_bits``, also ``{resume, check_end, bit, state}`` (a
+        part of a block resumed at a checkpoint, :func:`record_header_layout`)
     entries : Out(stream) :func:`table_entry_layout`  an entry the clock its last unit is on ``units``
     end : Out(1)  the region is read to its end
     underrun : Out(1)  it ended inside a record (until ``load``)
@@ -348,22 +357,26 @@ class LaneFront(wiring.Component):
 
     HEAD, TABLE, WORDS, END = range(4)
 
-    def __init__(self, *, unit_bits: int, word_bits: int, ratio: int, count_bits: int, entry: data.StructLayout):
+    def __init__(self, *, unit_bits: int, word_bits: int, ratio: int, count_bits: int, entry: data.StructLayout,
+                 state_bits: int = 0, bit_bits: int = 0):
         self._u = check_int("unit_bits", unit_bits, 8, 64)
         self._w = check_int("word_bits", word_bits, 1, unit_bits)
         if unit_bits % word_bits:
             raise ValueError(f"a {unit_bits}-bit unit does not hold whole {word_bits}-bit words")
         self._r = check_int("ratio", ratio, 1, 2)
         self._cb = check_int("count_bits", count_bits, 1, COUNT_BITS)
-        self._hdr = record_header_layout(count_bits)
+        self._hdr = record_header_layout(count_bits, state_bits, bit_bits)
         self._entry = entry
+        cmd = {"count": count_bits, "words": count_bits, "tag": TAG_BITS}
+        if state_bits:
+            cmd |= {"resume": 1, "check_end": 1, "bit": bit_bits, "state": state_bits}
+        self._resumable = bool(state_bits)
         super().__init__({
             "load": In(1),
             "units": In(stream.Signature(unit_bits)),
             "more": In(1),
             "words": Out(stream.Signature(word_bits)),
-            "cmd": Out(stream.Signature(data.StructLayout({"count": count_bits, "words": count_bits,
-                                                           "tag": TAG_BITS}))),
+            "cmd": Out(stream.Signature(data.StructLayout(cmd))),
             "entries": Out(stream.Signature(entry)),
             "end": Out(1),
             "underrun": Out(1),
@@ -410,6 +423,10 @@ class LaneFront(wiring.Component):
                      self.cmd.p.tag.eq(tag_r)]
         with m.If(self.cmd.valid & self.cmd.ready):
             m.d.sync += cmd_valid.eq(0)
+        if self._resumable:
+            # {resume, check_end, bit, state} of the record's command, in that order
+            resume_r = Signal(2 + len(self.cmd.p.bit) + len(self.cmd.p.state))
+            m.d.comb += Cat(self.cmd.p.resume, self.cmd.p.check_end, self.cmd.p.bit, self.cmd.p.state).eq(resume_r)
 
         # the words: straight from the unit on ``units`` (the skid buffer behind registers them), zeros
         # once the region has run out under a command
@@ -434,6 +451,8 @@ class LaneFront(wiring.Component):
                     m.d.comb += self.units.ready.eq(1)
                 with m.If(self.units.valid & last_unit & ~cmd_valid):
                     port_words = (hdr.words + self._r - 1) >> (self._r - 1)
+                    if self._resumable:
+                        m.d.sync += [resume_r.eq(Cat(hdr.resume, ~hdr.partial, hdr.bit, hdr.state))]
                     m.d.sync += [got.eq(0), count_r.eq(hdr.count), words_r.eq(hdr.words), tag_r.eq(hdr.tag),
                                  words_left.eq(port_words), one_left.eq(port_words == 1),
                                  entries_left.eq(hdr.entries), drop.eq(hdr.count == 0)]
@@ -488,6 +507,10 @@ class ParallelDecoder(wiring.Component):
     table_data_bits : int
         Data bits of a table entry (:func:`table_entry_layout`): at least the decoder's table entry; more
         where the lanes' ``tables`` carry wider entries (the subsystem's float table).
+    resumable : bool
+        Records may be parts of a block resumed at a checkpoint (:func:`record_header_layout` with the
+        decoder command's ``state`` and ``bit``): larger headers; what a driver whose memory cannot hold a
+        whole block needs.
 
     Ports
     -----
@@ -508,7 +531,7 @@ class ParallelDecoder(wiring.Component):
     """
 
     def __init__(self, decoder, *, lanes: int = 4, beat_words: int = 2, addr_bits: int = 16, fifo_beats: int = 8,
-                 shift_bits: int = 0, table_data_bits: int | None = None):
+                 shift_bits: int = 0, table_data_bits: int | None = None, resumable: bool = False):
         self._k = check_int("lanes", lanes, 1, 16)
         if self._k & (self._k - 1):
             raise ValueError(f"lanes must be a power of two, not {lanes!r}")
@@ -540,7 +563,11 @@ class ParallelDecoder(wiring.Component):
             raise ValueError(f"the decoder's port words are {self._w} bits, its stream's {self._sw}")
         self._pair = members["o"].signature.members["payload"].shape
         # a block's pairs and words: as wide as the decoders' command takes them
-        self._cb = members["cmd"].signature.members["payload"].shape["count"].width
+        cmd_shape = members["cmd"].signature.members["payload"].shape
+        self._cb = cmd_shape["count"].width
+        if not isinstance(resumable, bool):
+            raise TypeError(f"resumable must be a bool, not {resumable!r}")
+        self._resume = (cmd_shape["state"].width, cmd_shape["bit"].width) if resumable else (0, 0)
         self._s = members["sel"].signature.members["payload"].shape["set"].width if "sel" in members else 0
         self._runs = bool(self._s or self._z)
         beat = self._p * self._w
@@ -582,7 +609,8 @@ class ParallelDecoder(wiring.Component):
     run_layout = property(lambda self: self._run)   # :func:`run_entry_layout` of the lanes, or None
     unit_bits = property(lambda self: self._unit)   # a region's unit: ``min(64, beat)`` bits
     entry_layout = property(lambda self: self._entry)   # :func:`table_entry_layout` of the lanes
-    header_layout = property(lambda self: record_header_layout(self._cb))
+    header_layout = property(lambda self: record_header_layout(self._cb, *self._resume))
+    resumable = property(lambda self: bool(self._resume[0]))
 
     @property
     def header_units(self) -> int:
@@ -633,7 +661,8 @@ class ParallelDecoder(wiring.Component):
                                                                 addr_bits=self._a, depth=D, count_bits=cb)
             readers.append(region)
             m.submodules[f"front{lane}"] = front = LaneFront(unit_bits=self._unit, word_bits=self._w, ratio=ratio,
-                                                             count_bits=cb, entry=self._entry)
+                                                             count_bits=cb, entry=self._entry, state_bits=self._resume[0],
+                                                             bit_bits=self._resume[1])
             m.submodules[f"feed{lane}"] = feed = SkidBuffer(self._w)
             wiring.connect(m, region.o, front.units)
             wiring.connect(m, front.words, feed.i)
@@ -678,10 +707,14 @@ class ParallelDecoder(wiring.Component):
             m.submodules[f"blocks{lane}"] = blocks = fifo.SyncFIFO(width=cb + TAG_BITS, depth=TAG_FIFO)
             go = ~loading & blocks.w_rdy
             m.d.comb += [dec.cmd.valid.eq(front.cmd.valid & go), dec.cmd.p.count.eq(front.cmd.p.count),
-                         dec.cmd.p.words.eq(front.cmd.p.words), dec.cmd.p.check_end.eq(1),
+                         dec.cmd.p.words.eq(front.cmd.p.words),
+                         dec.cmd.p.check_end.eq(front.cmd.p.check_end if self.resumable else 1),
                          front.cmd.ready.eq(dec.cmd.ready & go),
                          blocks.w_en.eq(dec.cmd.valid & dec.cmd.ready),
                          blocks.w_data.eq(Cat(front.cmd.p.count, front.cmd.p.tag))]
+            if self.resumable:
+                m.d.comb += [dec.cmd.p.resume.eq(front.cmd.p.resume), dec.cmd.p.bit.eq(front.cmd.p.bit),
+                             dec.cmd.p.state.eq(front.cmd.p.state)]
             m.d.sync += running.eq(running + (dec.cmd.valid & dec.cmd.ready) - dec.done)
             # the lane's first failure, kept until the next command (later blocks still decode: each is
             # a stream of its own)

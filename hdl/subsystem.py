@@ -71,7 +71,8 @@ class Csr(enum.IntEnum):
     WEIGHTS = 0x024     #: RO  weights sent on the output stream since START
     #: RO  [5:0] count bits: a block's pairs and words, a region's units and runs are below 2**count_bits
     LIMITS = 0x028
-    #: RO  [6:0] unit bits, [10:7] header units, [14:11] entry units, [21:15] table entry data bits
+    #: RO  [6:0] unit bits, [10:7] header units, [14:11] entry units, [21:15] table entry data bits,
+    #: [22] records may be parts of a block resumed at a checkpoint
     RECORDS = 0x02C
     #: RW  lane l at 0x100 + 8 l: its region's first beat (offset from BASE); + 4: its units (0: no blocks)
     LANE0 = 0x100
@@ -347,6 +348,11 @@ class AxiDecompressor(wiring.Component):
         ``2**count_bits``; a larger value written to ``LANE_UNITS`` or ``LANE_RUNS`` is refused), 8..32.
         The default, 20, holds the default layout's blocks (at most 2**18 pairs, under 4 words a pair)
         and regions of 8 MB; each bit costs every lane's counters, compares and registers.
+    resumable : bool
+        A record may be a part of a block resumed at a checkpoint (its header carries the decoder
+        command's ``resume``, ``state`` and ``bit``, and whether the stream ends with it;
+        :func:`~.parallel.record_header_layout`): for a driver whose memory holds less than a block (the
+        board's). ``RECORDS`` bit 22 says so.
 
     Ports
     -----
@@ -367,7 +373,8 @@ class AxiDecompressor(wiring.Component):
 
     def __init__(self, codec: Codec | None = None, *, lanes: int = 4, target: str = "bf16", bus_bits: int = 64,
                  addr_bits: int = 32, max_symbols: int = 64, max_codes: int = 64, escape_bits: int = 5,
-                 fifo_beats: int = 16, table_sets: int = 1, row_shifts: bool = False, count_bits: int = 20):
+                 fifo_beats: int = 16, table_sets: int = 1, row_shifts: bool = False, count_bits: int = 20,
+                 resumable: bool = False):
         # An object whose parameters are refused is not an unused component: no warning when it is
         # collected (at once, when a caller such as the CLI catches the error).
         self._MustUse__silence = True
@@ -434,7 +441,7 @@ class AxiDecompressor(wiring.Component):
         self._par = ParallelDecoder(self._make_decoder, lanes=lanes,
                                     beat_words=self._p, addr_bits=self._beat_bits,
                                     fifo_beats=check_int("fifo_beats", fifo_beats, 2, 1024),
-                                    shift_bits=self._shift_bits, table_data_bits=data_bits)
+                                    shift_bits=self._shift_bits, table_data_bits=data_bits, resumable=resumable)
         super().__init__({
             "s_axil": In(axi4_lite_signature(12)),
             "m_axi": Out(axi4_read_signature(addr_bits, bus_bits, len(self._par.mem_req.p.tag))),
@@ -484,7 +491,7 @@ class AxiDecompressor(wiring.Component):
         par = self._par
         unit = par.unit_bits
         return (unit | par.header_units << 7 | par.entry_units << 11
-                | par.entry_layout["data"].width << 15)
+                | par.entry_layout["data"].width << 15 | par.resumable << 22)
 
     def elaborate(self, platform):
         m = Module()

@@ -82,7 +82,7 @@ class BoardInfo:
         dut = AxiDecompressor(spec, lanes=self.lanes, target=self.target, bus_bits=word_bits * (self.params >> 16 & 0xFF),
                               max_codes=b & 0x1FF, max_symbols=b >> 9 & 0x1FF, escape_bits=b >> 18 & 0xF,
                               count_bits=b >> 22 & 0x3F, table_sets=1 << (self.params >> 26 & 7),
-                              row_shifts=bool(b >> 28 & 1))
+                              row_shifts=bool(b >> 28 & 1), resumable=bool(self.records >> 22 & 1))
         _layout_only(dut)
         if (dut.params_word(), dut.records_word(), dut.count_bits) != (self.params, self.records, self.limits & 0x3F):
             raise BoardError(f"the board's subsystem (PARAMS {self.params:#010x}, RECORDS {self.records:#010x}) is not "
@@ -182,7 +182,7 @@ class BlockResult:
     start: int
     lane: int
     tensor: str
-    block: int
+    block: int | str         #: the block's index in its tensor ("3 part 1": a part of block 3)
     pairs: int
     cycles: int              #: clocks from the START to the block's last weight (its table load included)
     count: int
@@ -196,6 +196,42 @@ class BlockResult:
 
     def pairs_per_clock(self) -> float:
         return self.pairs / self.cycles if self.cycles else 0.0
+
+
+def block_parts(container, dut: AxiDecompressor, blk: LaneBlock, pairs: int) -> list[LaneBlock]:
+    """``blk`` (a version-6 container's block of one table) cut into parts of at most ``pairs`` pairs at
+    checkpoints, each a record that resumes the lane's decoder there: the block's pairs coded again by the
+    golden encoder with a checkpoint every ``pairs`` pairs (its words are the container's, checked), then cut
+    as the container cuts a stream at its checkpoints (:func:`~.jobs.stream_blocks`). The parts decode
+    independently, on any lanes."""
+    from ..model.coding import fastans
+    from ..model.coding.stream import Run
+    from .jobs import command_state, stream_blocks
+
+    if blk.origin is None:
+        raise ConfigError(f"block of {blk.count:,} pairs: only a container's own blocks are cut into parts")
+    st = next(x for x in container.streams if x.index == blk.origin[0])
+    lo, hi = st.tensor_tables[blk.tensor]
+    if hi - lo != 1 or (blk.runs and any(r[0] or r[1] for r in blk.runs)):
+        raise ConfigError(f"tensor {container.tensors[blk.tensor]['name']!r}, block {blk.origin[1]}: a block coded "
+                          "with several tables is not cut into parts")
+    span = st.spans[blk.origin[1]]
+    symbols, extras = container.decode_stream(st, span.pair, span.count)
+    coded = fastans.encode(st.spec, [st.tables[lo]], [Run(0, span.count)], symbols, extras, pairs)
+    words = np.asarray(coded.words, dtype=np.uint64)
+    if not np.array_equal(words, np.asarray(blk.words, dtype=np.uint64)):
+        raise ConfigError(f"tensor {container.tensors[blk.tensor]['name']!r}, block {blk.origin[1]}: coded again, its "
+                          "words differ from the container's")
+    proto = dut.decoder_prototype
+    out = []
+    for sb in stream_blocks(words, list(coded.checkpoints), span.count, word_bits=st.spec.word_bits):
+        cp = sb.resume
+        part = {"resume": int(cp is not None), "partial": int(not sb.last), "bit": cp.bit if cp else 0,
+                "state": command_state(proto, cp)}
+        out.append(LaneBlock(sb.words[::-1], sb.count, blk.entries, None,
+                             np.asarray(blk.bits)[sb.first_pair:sb.first_pair + sb.count], blk.tensor, part=part,
+                             origin=blk.origin))
+    return out
 
 
 def board_starts(dut: AxiDecompressor, blocks: list[tuple[str, int, LaneBlock]], memory_beats: int):
@@ -261,9 +297,28 @@ def board_run(link: BoardLink, container, *, names: list[str] | None = None, tim
     tensor_names = [r["name"] for r in container.tensors]
     seen: dict[int, int] = {}
     blocks = []
+    # a block's share of the memory: the lanes decode a START's records at once, one a lane
+    share = info.memory_beats // dut.lanes
     for blk in container_blocks(container, dut, need):
         k = seen[blk.tensor] = seen.get(blk.tensor, -1) + 1
-        blocks.append((tensor_names[blk.tensor], k, blk))
+        beats = len(lanes_program(dut, [[blk]]).beats)
+        if beats > share and dut.parallel.resumable:
+            par = dut.parallel
+            overhead = (par.header_units + par.entry_units * len(blk.entries or [])) / par.units_per_beat + 2
+            pairs = int((share - overhead) / (beats - overhead) * blk.count * 0.97)
+            if pairs > 0:       # parts of equal size, each within the share
+                n = -(-blk.count // pairs)
+                pairs = -(-blk.count // n)
+            try:
+                parts = block_parts(container, dut, blk, max(1024, pairs)) if pairs > 0 else [blk]
+            except ConfigError:
+                if beats > info.memory_beats:
+                    raise
+                parts = [blk]          # it fits whole: one lane decodes it
+            blocks += [(tensor_names[blk.tensor], f"{k} part {j}" if len(parts) > 1 else k, p)
+                       for j, p in enumerate(parts)]
+        else:
+            blocks.append((tensor_names[blk.tensor], k, blk))
     results = []
     for s, (program, items) in enumerate(board_starts(dut, blocks, info.memory_beats)):
         done = run_start(link, dut, s, program, items, timeout_s=timeout_s)

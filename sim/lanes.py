@@ -153,9 +153,11 @@ def decoder_entries(dec, tables) -> list[tuple[int, int, int]]:
 def region_image(dec, lane_records: list[list[tuple[np.ndarray, int, list]]],
                  lane_runs: list[list[int]] | None = None, start: int = 0) -> tuple[np.ndarray, list[dict]]:
     """The memory image of ``dec``'s lanes (a ``ParallelDecoder``): lane ``l``'s region holds its records
-    ``lane_records[l]``, each ``(words in push order, pairs, entries)`` or ``(words, pairs, entries, tag)``
-    (``entries``: table entries ``(kind, addr, data)`` to load before the block, or none; ``tag``: what
-    the block's pairs carry out, 0 if not given), as :class:`~ansforge.hdl.parallel.LaneFront`
+    ``lane_records[l]``, each ``(words in push order, pairs, entries)``, ``(words, pairs, entries, tag)``
+    or ``(words, pairs, entries, tag, part)`` (``entries``: table entries ``(kind, addr, data)`` to load
+    before the block, or none; ``tag``: what the block's pairs carry out, 0 if not given; ``part``: for
+    resumable lanes, ``{resume, partial, bit, state}`` of a part of a block cut at a checkpoint, or
+    ``None``: :func:`~ansforge.hdl.parallel.record_header_layout`), as :class:`~ansforge.hdl.parallel.LaneFront`
     reads them; with ``lane_runs`` (each lane's run entries, :func:`run_entries`, its blocks' one after
     another) the runs lie after every region.
 
@@ -176,8 +178,12 @@ def region_image(dec, lane_records: list[list[tuple[np.ndarray, int, list]]],
     rows, regs, at = [], [], start
     for lane, records in enumerate(lane_records):
         parts = []
-        for words, count, entries, *tag in records:
-            tag = int(tag[0]) if tag else 0
+        for words, count, entries, *rest in records:
+            tag = int(rest[0]) if rest else 0
+            part = rest[1] if len(rest) > 1 else None
+            if part and "state" not in hdr.members:
+                raise ConfigError(f"lane {lane}: a part of a block resumed at a checkpoint; the lanes were not built "
+                                  "resumable")
             if not 0 <= tag < 1 << hdr["tag"].width:
                 raise ConfigError(f"lane {lane}: a record tagged {tag}; a header holds tags below "
                                   f"2**{hdr['tag'].width}")
@@ -190,7 +196,8 @@ def region_image(dec, lane_records: list[list[tuple[np.ndarray, int, list]]],
             if len(entries) >= 1 << hdr["entries"].width:
                 raise ConfigError(f"lane {lane}: {len(entries)} table entries in one record; a header holds "
                                   f"{(1 << hdr['entries'].width) - 1}")
-            head = pack(hdr, {"count": int(count), "words": int(words.size), "entries": len(entries), "tag": tag})
+            head = pack(hdr, {"count": int(count), "words": int(words.size), "entries": len(entries), "tag": tag,
+                              **(part or {})})
             parts.append(np.asarray(units_of(head, hdr_units), np.uint64))
             if entries:
                 parts.append(np.asarray([u for k, a, d in entries

@@ -369,7 +369,8 @@ class LaneBlock:
     loaded before it (``None``: the lane keeps the tables it holds), its ``runs`` ``(set, shift, count)``
     (``None``: one run of set 0, no shift), the weights' bit patterns it must give (``bits``), its tensor
     (``tensor``, the container's index) and the ``tag`` its weights carry out (``TUSER``): a START numbers
-    its blocks in container order from 0."""
+    its blocks in container order from 0. ``part``: a part of a block cut at a checkpoint, the header's
+    ``{resume, partial, bit, state}`` (resumable lanes only; ``None``: a whole block)."""
 
     words: np.ndarray
     count: int
@@ -378,6 +379,9 @@ class LaneBlock:
     bits: np.ndarray
     tensor: int = -1
     tag: int = 0
+    part: dict | None = None
+    #: ``(stream index, block index)`` of a version-6 container's block (``None``: a block coded here)
+    origin: tuple | None = None
 
 
 @dataclass
@@ -429,7 +433,7 @@ def lanes_program(dut: AxiDecompressor, lane_blocks: list[list[LaneBlock]], name
         raise ConfigError(f"{name}: a tensor has several tables or row shifts; the subsystem was built with "
                           "neither table sets nor row shifts")
     try:
-        image, regs = region_image(par, [[(b.words, b.count, b.entries, b.tag) for b in bl] for bl in lane_blocks],
+        image, regs = region_image(par, [[(b.words, b.count, b.entries, b.tag, b.part) for b in bl] for bl in lane_blocks],
                                    entries)
     except ConfigError as exc:
         raise ConfigError(f"{name}: {exc} (count_bits = {dut.count_bits}: cut it into smaller blocks or build "
@@ -811,7 +815,7 @@ def container_blocks(container, dut: AxiDecompressor, need: ContainerLanes) -> I
                     continue
                 yield LaneBlock(np.asarray(container.block_words(st, b)), span.count, entries[ti],
                                 block_runs(container, st, b, fold) if dut.parallel.has_runs else None,
-                                bits[span.pair - first:span.pair - first + span.count], ti)
+                                bits[span.pair - first:span.pair - first + span.count], ti, origin=(st.index, b))
         else:
             symbols, extras = container.decode_stream(st)
             piece = min(need.block_pairs, -(-symbols.size // dut.lanes))

@@ -145,7 +145,8 @@ def board_run_verb(args: argparse.Namespace) -> int:
                                    on_start=summary)
     bad = [r for r in results if not r.ok]
     pairs = sum(r.pairs for r in results)
-    print(f"{len(results)} blocks, {pairs:,} pairs on {name} ({info.lanes} lane(s) of {info.codec}, "
+    parts = sum(1 for r in results if "part" in str(r.block))
+    print(f"{len(results)} blocks{f' ({parts} of them parts of larger blocks)' if parts else ''}, {pairs:,} pairs on {name} ({info.lanes} lane(s) of {info.codec}, "
           f"{info.clock_hz / 1e6:g} MHz{', simulated' if args.sim else ''}): "
           + ("every count and CRC-32 equal to the software decode" if not bad else f"{len(bad)} mismatched"))
     write_json(args, args.json, {

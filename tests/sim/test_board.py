@@ -18,7 +18,7 @@ from ansforge.hdl.board import BoardReg, Command, Reply
 from ansforge.hdl.subsystem import CSR_ID, Csr
 from ansforge.model.coding.container import compress_checkpoint, open_container
 from ansforge.model.errors import ConfigError
-from ansforge.sim.board import BoardLink, board_run, board_starts, run_start, simulated_board
+from ansforge.sim.board import BoardLink, block_parts, board_run, board_starts, run_start, simulated_board
 from ansforge.sim.subsystem import container_blocks, container_lanes
 
 LANES = 2
@@ -75,6 +75,23 @@ def test_a_corrupted_block_is_reported_with_its_status(container, link):
     # the next START is clean again: a decode error does not stick
     again, = run_start(link, dut, 2, program, items)
     assert again.ok
+
+
+def test_a_block_cut_at_checkpoints_decodes_in_parts_on_both_lanes(container, link):
+    """What a block larger than the board's memory goes through: parts resumed at checkpoints."""
+    name = "layers.0.feed_forward.w1.weight"
+    info = link.info()
+    dut = info.decompressor()
+    need = container_lanes(container, [name])
+    blk, = container_blocks(container, dut, need)
+    parts = block_parts(container, dut, blk, 3000)
+    assert [p.count for p in parts] == [3000, 3000, 3000, 2008]
+    assert [(p.part["resume"], p.part["partial"]) for p in parts] == [(0, 1), (1, 1), (1, 1), (1, 0)]
+    starts = board_starts(dut, [(name, f"0 part {j}", p) for j, p in enumerate(parts)], info.memory_beats)
+    assert [len(items) for _, items in starts] == [LANES, LANES]
+    results = [r for s, (program, items) in enumerate(starts) for r in run_start(link, dut, s, program, items)]
+    assert all(r.ok for r in results), results
+    assert sum(r.count for r in results) == blk.count
 
 
 def test_the_protocol_answers_bad_commands_and_stays_in_step(link):
