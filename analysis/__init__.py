@@ -8,6 +8,8 @@
     ``ansforge demo``: Table-1-style estimates from the shipped exponent histograms.
 ``bench``
     ``ansforge bench``: speed, size and memory, written to BENCHMARKS.md.
+``board``
+    ``ansforge board build``: a board's bitstream through the open ECP5 flow, and the bench's board section.
 """
 
 __all__: list[str] = []

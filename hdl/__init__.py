@@ -16,6 +16,9 @@
     Decoder lanes on one memory port (§4.6, Fig. 12) and the token factory's weight broadcaster (§4.7).
 ``subsystem``, ``axis``
     What an FPGA design instantiates: the AXI decompression subsystem and AXI4-Stream adapters.
+``board``
+    The subsystem on a development board: UART host link, on-chip block memory, weight checker, the PLL
+    and pins (``ansforge board build``), and the board registry.
 ``common``, ``shell``
     Shared layouts and ports, and the command shells.
 ``verilog``
