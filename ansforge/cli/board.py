@@ -111,9 +111,9 @@ def board_run_verb(args: argparse.Namespace) -> int:
 
     with ExitStack() as stack:
         if args.sim:
-            from ..analysis.board import DESIGN_CLOCK_MHZ
+            from ..analysis.board import design_clock_mhz
 
-            clock = DESIGN_CLOCK_MHZ["ulx3s-85f"].get(args.lanes, 62.5)
+            clock, _ = design_clock_mhz("ulx3s-85f", args.lanes)
             board = stack.enter_context(simulated_board(lanes=args.lanes, clock_hz=round(clock * 1e6),
                                                         codec=parse_codec(args.codec) if args.codec else None))
             port, name = board.port, "simulated board"

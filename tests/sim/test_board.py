@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import serial
 
-from ansforge.analysis.board import DESIGN_CLOCK_MHZ
+from ansforge.analysis.board import design_clock_mhz
 from ansforge.cli import main
 from ansforge.hdl.board import BoardReg, Command, Reply
 from ansforge.hdl.subsystem import CSR_ID, Csr
@@ -36,7 +36,7 @@ def container(stories, tmp_path_factory):
 @pytest.fixture(scope="module")
 def board():
     # the build `ansforge board run --sim --lanes 2` makes: the CLI test below finds it compiled
-    with simulated_board(lanes=LANES, clock_hz=round(DESIGN_CLOCK_MHZ["ulx3s-85f"][LANES] * 1e6)) as b:
+    with simulated_board(lanes=LANES, clock_hz=round(design_clock_mhz("ulx3s-85f", LANES)[0] * 1e6)) as b:
         yield b
 
 
