@@ -112,8 +112,9 @@ def build_bitstream(out_dir: str | os.PathLike, *, board: str = "ulx3s-85f", lan
     if clock_mhz is None:
         clock_mhz, measured = design_clock_mhz(board, lanes)
         if not measured:
-            say(f"no out-of-context clock measured for {lanes} lanes on {board}: {clock_mhz:g} MHz, the lowest "
-                "measured (see docs/board.md); --clock-mhz sets another")
+            raise ConfigError(f"no default clock for {lanes} lanes on {board}: its out-of-context clock at the board's "
+                              f"speed grade is measured for {', '.join(map(str, sorted(DESIGN_CLOCK_MHZ[board])))} "
+                              "lanes (ansforge bench --only board); give --clock-mhz")
     if not 10 <= clock_mhz <= 400:
         raise ConfigError(f"clock must be between 10 and 400 MHz, not {clock_mhz!r}")
     memory_kib = memory_kib or spec.memory_kib

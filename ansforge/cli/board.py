@@ -21,8 +21,9 @@ def _build_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lanes", type=int, default=1, metavar="K", help="decoder lanes: 1, 2, 4 or 8 (default 1)")
     p.add_argument("--target", default="bf16", choices=("bf16", "fp32"), help="the weights' format (default bf16)")
     p.add_argument("--clock-mhz", type=float, default=None, metavar="F",
-                   help="the design clock (default: the board's, chosen from out-of-context place and route at its "
-                        "speed grade; see docs/board.md)")
+                   help="the design clock (default: the board's for the lane count, chosen from out-of-context place "
+                        "and route at its speed grade: 65 MHz for 1 lane and 62.5 for 2 on the ULX3S-85F; other lane "
+                        "counts need it; see docs/board.md)")
     p.add_argument("--memory-kib", type=int, default=None, metavar="KIB",
                    help="block memory for compressed words (default: the board's, 384 KiB on the ULX3S-85F)")
     p.add_argument("--seed", type=int, default=1, metavar="S", help="nextpnr's placement seed (default 1)")

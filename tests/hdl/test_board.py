@@ -161,3 +161,15 @@ def test_openfpgaloader_knows_the_board_readme_programs():
 
     out = subprocess.run(["openFPGALoader", "--list-boards"], capture_output=True, text=True, timeout=60).stdout
     assert any(line.split()[:1] == ["ulx3s"] for line in out.splitlines())
+
+
+def test_board_build_refuses_what_it_cannot_build_in_one_line(tmp_path, capsys):
+    from ansforge.cli import main
+
+    for args, match in ((["--lanes", "4"], "no default clock for 4 lanes on ulx3s-85f"),
+                        (["--lanes", "3"], "--lanes 3: 1, 2, 4 or 8"),
+                        (["--clock-mhz", "900"], "clock must be between 10 and 400 MHz")):
+        assert main(["board", "build", *args, "-o", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and match in err[0], err
+        assert not (tmp_path / "out").exists()
