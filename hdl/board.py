@@ -95,7 +95,8 @@ class Board:
         return getattr(importlib.import_module(mod), cls)
 
 
-#: The board registry: ``ansforge board build --board NAME``.
+#: The board registry: ``ansforge board build --board NAME`` (``ansforge/cli/board.py`` ``BOARD_NAMES`` lists
+#: the same names without importing this module).
 BOARDS: dict[str, Board] = {
     "ulx3s-85f": Board("ulx3s-85f", "amaranth_boards.ulx3s:ULX3S_85F_Platform", "clk25", 25_000_000, 384,
                        ("--85k", "--package", "CABGA381", "--speed", "6"),

@@ -12,12 +12,22 @@ group("board", __name__, help="build a bitstream for a board, or run a container
       dest="board_verb", metavar="BOARD_VERB")
 
 
-def _build_arguments(p: argparse.ArgumentParser) -> None:
-    from ..hdl.board import BOARDS
+#: What ``--board`` takes (``hdl/board.py`` ``BOARDS``, checked in the handler: building the parser
+#: imports no HDL).
+BOARD_NAMES = ("ulx3s-85f",)
 
-    p.add_argument("--board", default="ulx3s-85f", choices=sorted(BOARDS), help="the board (default ulx3s-85f)")
-    p.add_argument("--codec", default=None, metavar="CODEC",
-                   help="the lanes' codec (default: the default container format's, tans8x16)")
+
+def _codec_help() -> str:
+    from ..model.coding.registry import codec_help, default_for
+
+    return codec_help(what="the lanes' codec", default_text=f"default: the default container format's, "
+                                                             f"{default_for('tans')}")
+
+
+def _build_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--board", default="ulx3s-85f", metavar="NAME",
+                   help=f"the board: {', '.join(BOARD_NAMES)} (default ulx3s-85f)")
+    p.add_argument("--codec", default=None, metavar="CODEC", help=_codec_help())
     p.add_argument("--lanes", type=int, default=1, metavar="K", help="decoder lanes: 1, 2, 4 or 8 (default 1)")
     p.add_argument("--target", default="bf16", choices=("bf16", "fp32"), help="the weights' format (default bf16)")
     p.add_argument("--clock-mhz", type=float, default=None, metavar="F",
@@ -45,6 +55,10 @@ def board_build(args: argparse.Namespace) -> int:
     from ..model.coding.codecs import parse_codec
     from ..model.errors import ConfigError
 
+    from ..hdl.board import BOARDS
+
+    if args.board not in BOARDS:
+        raise UsageError(f"--board {args.board}: one of {', '.join(BOARDS)}")
     if args.lanes not in (1, 2, 4, 8):
         raise UsageError(f"--lanes {args.lanes}: 1, 2, 4 or 8")
     if args.memory_kib is not None and not 16 <= args.memory_kib <= 4096:
@@ -78,7 +92,7 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
                    help="only this tensor (repeatable; default: every coded tensor)")
     p.add_argument("--lanes", type=int, default=1, metavar="K",
                    help="with --sim: the simulated build's lanes (default 1); a board says its own")
-    p.add_argument("--codec", default=None, metavar="CODEC", help="with --sim: the simulated build's codec")
+    p.add_argument("--codec", default=None, metavar="CODEC", help=f"with --sim: {_codec_help()}")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="seconds to wait for a START to finish (default 60)")
 

@@ -173,3 +173,10 @@ def test_board_build_refuses_what_it_cannot_build_in_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and match in err[0], err
         assert not (tmp_path / "out").exists()
+
+
+def test_the_cli_names_the_boards_the_registry_has():
+    from ansforge.cli.board import BOARD_NAMES
+    from ansforge.hdl.board import BOARDS
+
+    assert tuple(BOARDS) == BOARD_NAMES
