@@ -32,8 +32,9 @@ UART_BAUD = 3_000_000
 
 #: Default design clock (MHz) by board and lanes: below the out-of-context Fmax of the board top at the
 #: board's speed grade (``board_core_fmax``, median of 3 seeds), by a margin for the pins, the PLL's clock
-#: tree and the seed spread. ULX3S-85F, speed 6, at 96a0457: K = 1 70.6 MHz (70.6, 70.8, 69.9), K = 2 69.2
-#: (71.3, 69.2, 67.7). A lane count not listed takes the lowest clock listed (not measured at that count).
+#: tree and the seed spread. ULX3S-85F, speed 6, with the resumable records (BENCHMARKS.md): K = 1 68.8 MHz
+#: (68.8, 68.8, 67.8), K = 2 70.7 (66.4, 70.7, 71.0); built at these clocks, 75.5 and 72.0 MHz achieved.
+#: A lane count not listed has no default (``--clock-mhz``).
 DESIGN_CLOCK_MHZ: dict[str, dict[int, float]] = {
     "ulx3s-85f": {1: 65.0, 2: 62.5},
 }
