@@ -100,7 +100,9 @@ def test_compress_bar_counts_weights_with_a_rate_and_an_eta(minilm, tmp_path, on
     assert r.status == 0 and "22,713,216 pairs" in r.stdout, r.stderr[-2000:]
     err = r.stderr
     seen = _percentages(err)
-    assert len(set(seen)) >= 3 and seen == sorted(seen) and max(seen) == 100, seen
+    # MiniLM's word embeddings are half its weights and an idle machine codes the whole model in about a
+    # second and a half: two distinct redraws (one of them 100 %) is all a fast run may show
+    assert len(set(seen)) >= 2 and seen == sorted(seen) and max(seen) == 100, seen
     # done/total in weights (MiniLM's 22.7 M, its raw int64 tensor's 512 included), elapsed<left, rate
     assert re.search(r"compress \(tans8x16, blocks layout\): +\d+%\|.*\| [\d.]+[kM]?/22\.7M "
                      r"\[\d\d:\d\d<\d\d:\d\d, +[\d.]+[kM]? w/s\]", err), err[-800:]
