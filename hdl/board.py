@@ -98,7 +98,7 @@ class Board:
 #: The board registry: ``ansforge board build --board NAME`` (``ansforge/cli/board.py`` ``BOARD_NAMES`` lists
 #: the same names without importing this module).
 BOARDS: dict[str, Board] = {
-    "ulx3s-85f": Board("ulx3s-85f", "amaranth_boards.ulx3s:ULX3S_85F_Platform", "clk25", 25_000_000, 384,
+    "ulx3s-85f": Board("ulx3s-85f", "amaranth_boards.ulx3s:ULX3S_85F_Platform", "clk25", 25_000_000, 416,
                        ("--85k", "--package", "CABGA381", "--speed", "6"),
                        "Radiona ULX3S with the LFE5U-85F (CABGA381, speed grade 6): 208 block RAMs of 18 Kbit, "
                        "FT231X USB-UART"),

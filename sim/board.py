@@ -513,7 +513,7 @@ class SimulatedBoard:
         self.close()
 
 
-def simulated_board(*, lanes: int = 1, codec=None, target: str = "bf16", memory_kib: int = 384,
+def simulated_board(*, lanes: int = 1, codec=None, target: str = "bf16", memory_kib: int | None = None,
                     clock_hz: int = 60_000_000, divisor: int = 4, **options) -> SimulatedBoard:
     """A :class:`SimulatedBoard` of the board top ``ansforge board build`` makes with these parameters
     (``divisor``: design clocks per UART bit; the board's is ``clock_hz / 3 Mbaud``, a simulation's small)."""
@@ -522,9 +522,13 @@ def simulated_board(*, lanes: int = 1, codec=None, target: str = "bf16", memory_
     return SimulatedBoard(core)
 
 
-def board_core(*, lanes: int = 1, codec=None, target: str = "bf16", memory_kib: int = 384, clock_hz: int,
+def board_core(*, lanes: int = 1, codec=None, target: str = "bf16", memory_kib: int | None = None, clock_hz: int,
                divisor: int, **options) -> BoardCore:
-    """The :class:`~ansforge.hdl.board.BoardCore` of a build: ``memory_kib`` of block memory."""
+    """The :class:`~ansforge.hdl.board.BoardCore` of a build: ``memory_kib`` of block memory (default the
+    ULX3S-85F's, all of its block RAM)."""
+    from ..hdl.board import BOARDS
+
+    memory_kib = memory_kib or BOARDS["ulx3s-85f"].memory_kib
     if isinstance(codec, str):
         codec = parse_codec(codec)
     probe = AxiDecompressor(codec, lanes=lanes, target=target, **{k: v for k, v in options.items()

@@ -35,7 +35,7 @@ def _build_arguments(p: argparse.ArgumentParser) -> None:
                         "and route at its speed grade: 65 MHz for 1 lane and 62.5 for 2 on the ULX3S-85F; other lane "
                         "counts need it; see docs/board.md)")
     p.add_argument("--memory-kib", type=int, default=None, metavar="KIB",
-                   help="block memory for compressed words (default: the board's, 384 KiB on the ULX3S-85F)")
+                   help="block memory for compressed words (default: the board's, 416 KiB on the ULX3S-85F: all its block RAM)")
     p.add_argument("--seed", type=int, default=1, metavar="S", help="nextpnr's placement seed (default 1)")
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="folder to write: top.bit, top.svf, build.json and the tools' logs")
