@@ -32,8 +32,8 @@ UART_BAUD = 3_000_000
 
 #: Default design clock (MHz) by board and lanes: below the out-of-context Fmax of the board top at the
 #: board's speed grade (``board_core_fmax``, median of 3 seeds), by a margin for the pins, the PLL's clock
-#: tree and the seed spread. ULX3S-85F, speed 6, with the resumable records (BENCHMARKS.md): K = 1 68.8 MHz
-#: (68.8, 68.8, 67.8), K = 2 70.7 (66.4, 70.7, 71.0); built at these clocks, 75.5 and 72.0 MHz achieved.
+#: tree and the seed spread. ULX3S-85F, speed 6, 416 KiB (BENCHMARKS.md): K = 1 67.6 MHz (67.6, 67.8, 67.5),
+#: K = 2 69.0 (69.0, 69.1, 68.1); built at these clocks, 77.3 and 74.9 MHz achieved.
 #: A lane count not listed has no default (``--clock-mhz``).
 DESIGN_CLOCK_MHZ: dict[str, dict[int, float]] = {
     "ulx3s-85f": {1: 65.0, 2: 62.5},
