@@ -474,7 +474,7 @@ def _subsystem(mini: str, stories: Path) -> list[str]:
     from ..hdl.subsystem import AxiDecompressor, default_bus_bits
     from ..model.coding.codecs import parse_codec
     from ..model.coding.container import compress_checkpoint, open_container
-    from ..sim.subsystem import BLOCK_PAIRS, decode_container_subsystem, runs_throughput
+    from ..sim.container_plan import BLOCK_PAIRS, decode_container_subsystem, runs_throughput
     from ..sim.verilator import VerilatorEngine
     from .area import area_markdown, subsystem_area
 

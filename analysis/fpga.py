@@ -138,7 +138,7 @@ def _throughput(container, engine, lanes: int, big: str) -> Throughput:
     """Every coded tensor of ``container`` through ``lanes`` lanes (the narrowest bus that feeds them) on
     ``engine``, the tensor ``big`` and the whole model."""
     from ..hdl.subsystem import default_bus_bits
-    from ..sim.subsystem import decode_container_subsystem, runs_throughput
+    from ..sim.container_plan import decode_container_subsystem, runs_throughput
 
     target = {r["pair_format"] for r in container.tensors if r["coding"] == "pairs"}.pop()
     t = time.perf_counter()

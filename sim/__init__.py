@@ -8,7 +8,8 @@ Jobs and runs
     ``jobs`` (one core, one command or checkpoint blocks), ``model_run`` (every matrix of a checkpoint),
     ``weights`` and ``llama_run`` (a llama on weights the simulated decoders output), ``context``,
     ``interfaces``, ``testbench`` (the take-home Verilog testbench), ``formal`` (``ansforge prove``) and
-    ``board`` (the host side of a board: its protocol, a container's blocks through it, and the same board
+    ``container_plan`` (a whole container through the
+    decompression subsystem: what its lanes need, its blocks, its STARTs), ``board`` (the host side of a board: its protocol, a container's blocks through it, and the same board
     top simulated behind a pseudo-terminal).
 Harness gateware
     Amaranth components that only exist to surround the cores in simulation, kept here rather than in

@@ -5,7 +5,7 @@ the same board top simulated in Verilator behind a pseudo-terminal.
   (pyserial's ``Serial`` on a real port or on the simulated board's pseudo-terminal) and reads the
   board's description (:class:`BoardInfo`): from it the host rebuilds the very subsystem the board holds,
   so that it lays out memory exactly as the board reads it.
-* :func:`board_run` takes a container's blocks (:func:`~.subsystem.container_blocks`), deals them into
+* :func:`board_run` takes a container's blocks (:func:`~.container_plan.container_blocks`), deals them into
   STARTs of at most one block a lane that fit the board's memory, uploads and runs each, and compares
   every lane's count and CRC-32 with the software decode of its block (:class:`BlockResult`).
 * :class:`SimulatedBoard` compiles :class:`~ansforge.hdl.board.BoardCore` (the bitstream's top without
@@ -37,7 +37,8 @@ from ..model.cache import cache_root
 from ..model.coding.codecs import parse_codec
 from ..model.errors import AnsforgeError, ConfigError, ToolError
 from .formal.benches import unused_ok
-from .subsystem import LaneBlock, container_blocks, container_lanes, lanes_program
+from .container_plan import container_blocks, container_lanes
+from .subsystem import LaneBlock, lanes_program
 
 __all__ = ["BoardError", "BoardLink", "BoardInfo", "BlockResult", "board_run", "board_starts", "run_start",
            "board_core", "SimulatedBoard",

@@ -22,9 +22,8 @@ from ansforge.model.coding.container import compress_checkpoint, open_container
 from ansforge.model.coding.registry import DEFAULT_FORMAT
 from ansforge.model.errors import ConfigError
 from ansforge.sim.amaranth_sim import AmaranthEngine
-from ansforge.sim.subsystem import (MEMORY_BASE, SubsystemMismatch, checkpoint_block, decode_container_subsystem,
-                                    runs_throughput,
-                                    plan_container_subsystem, run_block, subsystem_bench_for)
+from ansforge.sim.container_plan import decode_container_subsystem, plan_container_subsystem, runs_throughput
+from ansforge.sim.subsystem import MEMORY_BASE, SubsystemMismatch, checkpoint_block, run_block, subsystem_bench_for
 from ansforge.sim.testbench import exported_simulation_verilog
 from ansforge.sim.verilator import VerilatorEngine
 

@@ -365,7 +365,7 @@ def test_lanes_and_subsystem_refuse_context_tensors(small, tmp_path):
     name instead of decoding wrong weights (the decoder core of ``simulate --container`` takes it)."""
     from ansforge.model.errors import ConfigError
     from ansforge.sim.lanes import decode_container_lanes
-    from ansforge.sim.subsystem import decode_container_subsystem
+    from ansforge.sim.container_plan import decode_container_subsystem
 
     f = tmp_path / "c.ansf"
     compress_checkpoint(small / "m.safetensors", f, "tans8", group="tensor", context=True)

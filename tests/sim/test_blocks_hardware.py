@@ -18,7 +18,7 @@ from ansforge.model.errors import ConfigError
 from ansforge.model.llm.checkpoint import write_safetensors
 from ansforge.sim.amaranth_sim import AmaranthEngine
 from ansforge.sim.lanes import decode_container_lanes
-from ansforge.sim.subsystem import decode_container_subsystem
+from ansforge.sim.container_plan import decode_container_subsystem
 from ansforge.sim.weights import HardwareWeights
 
 

@@ -19,7 +19,7 @@ from ansforge.hdl.subsystem import CSR_ID, Csr
 from ansforge.model.coding.container import compress_checkpoint, open_container
 from ansforge.model.errors import ConfigError
 from ansforge.sim.board import BoardLink, block_parts, board_run, board_starts, run_start, simulated_board
-from ansforge.sim.subsystem import container_blocks, container_lanes
+from ansforge.sim.container_plan import container_blocks, container_lanes
 
 LANES = 2
 TENSORS = ["tok_embeddings.weight", "layers.0.attention.wq.weight", "layers.1.feed_forward.w2.weight",
