@@ -206,7 +206,11 @@ class DecoderShell(wiring.Component):
                          end_status.eq(Mux(self.no_marker, DecodeStatus.NO_MARKER, DecodeStatus.OUT_OF_WORDS))]
         with m.Elif(rem_zero):
             m.d.comb += ending.eq(1)
-            with m.If(~check_end):
+            # A step read past the stream's end (a prologue state's bits, or the last pair's): the pairs
+            # and states it produced are not the stream's, whatever the end check would say of them.
+            with m.If(out_of_words):
+                m.d.comb += end_status.eq(DecodeStatus.OUT_OF_WORDS)
+            with m.Elif(~check_end):
                 m.d.comb += end_status.eq(DecodeStatus.OK)
             with m.Elif(~self.final_state_zero):
                 m.d.comb += end_status.eq(DecodeStatus.FINAL_STATE)

@@ -153,8 +153,10 @@ def test_resumed_blocks(n):
 
 
 def test_corrupt_streams_end_with_their_status():
-    """No marker, too few words, a pair short, a word too many: each command ends with its error
-    status and the good stream after it decodes bit-exact."""
+    """No marker, too few words (the pairs', the last word's, or the head states' of a command of no
+    pairs), a pair short, a word too many: each command ends with its error status and the good stream
+    after it decodes bit-exact. (A stream that ends inside its head states was reported OK on a
+    command of no pairs, found by the formal ``detection`` of ``tans-decoder-x2``.)"""
     n = 4
     rng = np.random.default_rng(3)
     spec, ct, table, counts = _table(rng, n)
@@ -162,13 +164,24 @@ def test_corrupt_streams_end_with_their_status():
     good = make_job("tans-decoder", spec, table, s, e, core=_core(TansXnDecoder, spec, table, True))
     core = good.core
     w = np.asarray(spec.coder().encode([table], [Run(0, 40)], s, e).words, np.uint64)[::-1].copy()
+    empty = np.asarray(spec.coder().encode([table], [Run(0, 0)], s[:0], e[:0]).words, np.uint64)[::-1].copy()
+    assert empty.size > 1
+    # A marker word, then zero words holding every head state but the last whole: only the last state's
+    # read runs past the end (its missing bits would read as zeros, a legal final state).
+    R, W = spec.params.table_log, spec.params.word_bits
+    k, b = divmod((n - 1) * R, W)
+    short_head = np.array([1 << b] + [0] * k, np.uint64)
     cmd = {"count": 40, "resume": 0, "check_end": 1, "check_crc": 0, "crc": 0}
     zero_top = w.copy()
     zero_top[0] = 0
     cases = [(zero_top, 40, {DecodeStatus.NO_MARKER.value}),
              (w[:-2], 40, {DecodeStatus.OUT_OF_WORDS.value}),
              (w, 37, {DecodeStatus.FINAL_STATE.value, DecodeStatus.TRAILING_DATA.value}),
-             (np.concatenate([w, np.zeros(1, np.uint64)]), 40, {DecodeStatus.TRAILING_DATA.value})]
+             (np.concatenate([w, np.zeros(1, np.uint64)]), 40, {DecodeStatus.TRAILING_DATA.value}),
+             (w[:-1], 40, {DecodeStatus.OUT_OF_WORDS.value}),
+             (empty[:1], 0, {DecodeStatus.OUT_OF_WORDS.value}),
+             (short_head, 0, {DecodeStatus.OUT_OF_WORDS.value}),
+             (empty, 0, {DecodeStatus.OK.value})]
     for words_in, count, statuses in cases:
         job = CoreJob("tans-decoder", core, cfg=good.cfg, pairs=count + good.pairs,
                       words=int(words_in.size) + good.words)
