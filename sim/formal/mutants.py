@@ -236,6 +236,12 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "1 pair runs on past its count", "commands",
            (Edit(lambda b, v, n: _op(v, "==") and _named(v.operands[0], "remaining") and _const(v.operands[1], 1),
                  lambda b, v, n: v.operands[0] == 2, into="rem_zero"),)),
+    Mutant("tans_xn_dec_one_lane_end", "tans-decoder-x2", _DEC_XN,
+           "hdl/tans/decoder_xn.py TansXnDecoderCoder: state_zero is the tail's state alone (zc == N - 1 dropped)",
+           "the end check looks at one lane's final state: a stream that leaves another lane in a wrong state "
+           "is reported OK", "detection",
+           (Edit(lambda b, v, n: _op(v, "==") and v.operands[0] is n["zc"], lambda b, v, n: Const(1, 1),
+                 into=lambda b: b.state_zero),)),
     # tANS encoder, interleaved states, at N = 2
     Mutant("tans_xn_enc_valid_pulse", "tans-encoder-x2", "tans.packer:WordPacker",
            "hdl/tans/packer.py WordPacker: If(o.ready) clearing o.valid becomes If(1)",
@@ -279,7 +285,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
 #: prove`` checks the whole catalogue.
 REPRESENTATIVE = ("tans_dec_table_bit", "tans_dec_state_msb", "tans_dec_window_clear", "tans_enc_valid_pulse",
                   "rans_dec_last_word",
-                  "rans_enc_reset_less", "tans_xn_dec_head_bit", "tans_xn_enc_flush_lane", "rans_xn_dec_last_word",
+                  "rans_enc_reset_less", "tans_xn_dec_head_bit", "tans_xn_dec_one_lane_end", "tans_xn_enc_flush_lane", "rans_xn_dec_last_word",
                   "rans_xn_enc_reset_less")
 
 #: ``--mutants`` sets by name.

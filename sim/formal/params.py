@@ -7,6 +7,8 @@ minimum depth, baked tables) or stated beside its constant; ``docs/formal.md`` s
 
 from __future__ import annotations
 
+import functools
+
 from ...hdl.cores import REGISTRY, core_build, prove_names
 from ...model.coding.codecs import RansCodec, TansCodec
 from ...model.coding.codetable import CodeTable
@@ -100,10 +102,14 @@ DEFAULT_DEPTH = 20
 #: Properties per core, in the order ``--mutants`` tries them.
 PROPERTIES = ("stream_rules", "out_of_reset", "progress", "commands", "round_trip", "detection")
 #: Properties ``--properties representative`` (CI's run) leaves out: ``commands`` takes about nine minutes
-#: over the eight builds here (the rANS ``x5`` decoder alone seven), so CI proves it on one build in
-#: its own test and checks it in simulation on every build, and ``ansforge bench --only prove`` proves it
-#: on every build.
-NOT_REPRESENTATIVE = ("commands",)
+#: over the eight builds here (the rANS ``x5`` decoder alone seven), and ``table_reset`` 28 to 230 s a build
+#: with its cover, so CI proves each on one build in its own test and checks it in simulation on every
+#: build, and ``ansforge bench --only prove`` proves them on every build.
+NOT_REPRESENTATIVE = ("commands", "table_reset")
+#: Runs ``--properties representative`` also leaves out, one build's property each: the sixteen-state rANS
+#: round trip (one harness for the pair: 255 s and 306 s for its covers alone on the 2-core machine,
+#: docs/formal.md); ``ansforge bench --only prove`` runs it.
+NOT_REPRESENTATIVE_RUNS = (("rans-decoder-x5", "round_trip"), ("rans-encoder-x16", "round_trip"))
 
 
 #: The port properties, all that the interleaved builds have besides the two-state tANS pair's
@@ -148,7 +154,9 @@ LEMMA_COVER_DEPTH = {"encoder_pipeline": 8, "decoder_pipeline": 8}
 #: sixteen states, two words each.
 COMMANDS_COVER_DEPTH = {"rans-encoder-x16": 48}
 #: Every property name ``--property`` takes.
-ALL_PROPERTIES = PROPERTIES + STEP_LEMMAS + tuple(LEMMA_DEPTH)
+#: Tables survive reset (:func:`~.properties.table_reset_bench`): every build.
+RESET_PROPERTIES = ("table_reset",)
+ALL_PROPERTIES = PROPERTIES + RESET_PROPERTIES + STEP_LEMMAS + tuple(LEMMA_DEPTH)
 #: The depth of each core's step lemma (the clock its latched "finished in time" check is seen, plus one).
 STEP_DEPTH = {"tans-encoder": 22, "tans-decoder": 18, "rans-encoder": 15, "rans-decoder": 16}
 
@@ -159,21 +167,24 @@ def properties_of(core: str, table: str = "pinned") -> tuple[str, ...]:
     cores also have their step lemma (:data:`STEP_PROPERTIES`); the tANS cores have the composition's
     lemmas (:data:`LEMMA_PROPERTIES`) with either table."""
     if core in INTERLEAVED_CORES:
-        return PORT_PROPERTIES + (("round_trip",) if core.split("-")[0] in XN_ROUND_TRIP_PAIRS else ())
-    own = PROPERTIES if core.endswith("decoder") else PROPERTIES[:-1]
+        family = core.split("-")[0]
+        return (PORT_PROPERTIES + (("round_trip",) if family in XN_ROUND_TRIP_PAIRS else ())
+                + (("detection",) if "-decoder" in core and family in XN_DETECTION_PAIRS else ()) + RESET_PROPERTIES)
+    own = (PROPERTIES if core.endswith("decoder") else PROPERTIES[:-1]) + RESET_PROPERTIES
     if table == "arbitrary" and core in STEP_PROPERTIES:
         own += (STEP_PROPERTIES[core],)
     return own + LEMMA_PROPERTIES.get(core, ())
 
 
-def pinned_rans_table() -> RansTable:
-    """:data:`PINNED_RANS_TABLE` as the golden model's table (``S = 16, W = 8, P = 8``)."""
+def pinned_rans_table(states: int = 1) -> RansTable:
+    """:data:`PINNED_RANS_TABLE` as the golden model's table (``S = 16, W = 8, P = 8``; ``states``
+    interleaved states: the rANS xN round trip's, :data:`XN_ROUND_TRIP_STATES`)."""
     freqs = tuple(f for f, _ in PINNED_RANS_TABLE)
     ct = CodeTable((0, 1, 2), (3, 4, 5, 6), 0, freqs, SMALL["rans"]["precision_bits"])
     assert ct.symbol_extra_bits == tuple(k for _, k in PINNED_RANS_TABLE)
     sh = SMALL["rans"]
     return RansTable(ct, RansParams(state_bits=sh["state_bits"], word_bits=sh["word_bits"],
-                                    precision_bits=sh["precision_bits"], max_symbols=sh["max_symbols"]))
+                                    precision_bits=sh["precision_bits"], max_symbols=sh["max_symbols"], states=states))
 
 
 #: The rANS table of the interleaved decoder's harnesses (:data:`XN_BAKED`): frequencies of ``P = 5``,
@@ -259,11 +270,21 @@ def uses_local_table(family: str, prop: str, table: str) -> bool:
     return family == "tans" and table == "arbitrary"
 
 
-def sat_run(family: str, prop: str, table: str) -> bool:
+#: The interleaved builds' bounded properties that go through the ``sat`` runner whatever the table:
+#: measured alone on the 2-core machine (z3 through SymbiYosys, then yosys ``sat`` + CaDiCaL, seconds,
+#: CI's depth): ``rans-decoder-x5`` ``progress`` 59 / 17 and ``out_of_reset`` 27 / 13, ``rans-encoder-x16``
+#: ``progress`` 23 / 12, ``tans-decoder-x2`` ``detection`` 39 / 13 (docs/formal.md).
+SAT_INTERLEAVED = ("out_of_reset", "progress", "round_trip", "detection")
+
+
+def sat_run(family: str, prop: str, table: str, core: str | None = None) -> bool:
     """Whether ``(family, prop)`` on ``table`` goes through the ``sat`` runner (:data:`SAT_RUNS`; and
     ``commands`` on every build: yosys ``sat`` and CaDiCaL bound the tANS decoder's in 10 s where z3 took
-    150 s, docs/formal.md)."""
-    return prop == "commands" or (family, prop) in (SAT_RUNS_ARBITRARY if table == "arbitrary" else SAT_RUNS)
+    150 s, docs/formal.md; ``table_reset`` on every build: the one-state tANS decoder's 18 s where z3 took
+    259 s; and on an interleaved ``core`` the properties of :data:`SAT_INTERLEAVED`)."""
+    if core in INTERLEAVED_CORES and prop in SAT_INTERLEAVED:
+        return True
+    return prop in ("commands", "table_reset") or (family, prop) in (SAT_RUNS_ARBITRARY if table == "arbitrary" else SAT_RUNS)
 
 
 def uses_pinned_table(family: str, prop: str, table: str) -> bool:
@@ -285,8 +306,40 @@ def data_table_clocks(family: str, prop: str, table: str) -> int:
 #: pinned tANS table baked into both cores (:func:`pinned_tans_x2_table`), sequences of up to this many
 #: arbitrary legal pairs (both lanes, and each lane twice), and the clock by which every one has finished
 #: (measured: see ``docs/formal.md``, *Round 8*).
-XN_ROUND_TRIP_PAIRS = {"tans": 4}
-XN_ROUND_TRIP_CLOCKS = {"tans": 24}
+XN_ROUND_TRIP_PAIRS = {"tans": 4, "rans": 2}
+XN_ROUND_TRIP_CLOCKS = {"tans": 24, "rans": 90}
+#: The states of each family's interleaved round trip: the tANS pair at the builds' 2; the rANS pair at
+#: the encoder's 16 (``ENCODER_XN_STATES``, the only ``N`` it builds), the decoder built for 16 states
+#: too, at the encoder's ``S = 16, W = P = 8`` (:data:`SMALL_XN`; the decoder's ``check_shape`` takes
+#: it: ``P <= S - W``), with :data:`PINNED_RANS_TABLE` baked into both.
+XN_ROUND_TRIP_STATES = {"tans": 2, "rans": 16}
+#: Port words the round trip's stack holds: the 16-state rANS encoder's flush alone is 32 stream words
+#: in 16 port words.
+XN_STACK_WORDS = {"tans": STACK_WORDS, "rans": 24}
+#: The interleaved decoders' detection (``detection`` of ``tans-decoder-x2``): the pinned table baked in
+#: as for the round trip, commands of up to this many pairs (both lanes) over arbitrary streams of up
+#: to :data:`XN_DETECTION_WORDS` words, ``done`` within ``n * c + nw + C`` clocks (``(c, C)``,
+#: :data:`XN_DETECTION_BOUND`), every run finished by :data:`XN_DETECTION_CLOCKS` (measured: see
+#: ``docs/formal.md``).
+XN_DETECTION_PAIRS = {"tans": 2}
+XN_DETECTION_WORDS = {"tans": 4}
+XN_DETECTION_BOUND = {"tans": (1, 6)}
+XN_DETECTION_CLOCKS = {"tans": 20}
+
+
+def xn_round_trip_cores(family: str):
+    """The interleaved round trip's encoder, decoder and their baked table: ``(encoder, decoder, table)``
+    (:data:`XN_ROUND_TRIP_STATES`; ``cfg`` is the harness's to tie off)."""
+    if family == "tans":
+        return (small_core("tans-encoder-x2", baked=True), small_core("tans-decoder-x2", baked=True),
+                pinned_tans_x2_table())
+    table = pinned_rans_table(XN_ROUND_TRIP_STATES["rans"])
+    loose, kw = SMALL_XN["rans"]
+    codec = RansCodec.of(**loose, states=XN_ROUND_TRIP_STATES["rans"])
+    enc = core_build("rans-encoder-x16").formal.harness_class(codec, **kw, programmable=True, table=table)
+    dec = core_build("rans-decoder-x5").formal.harness_class(codec, **kw, programmable=True, table=table,
+                                                             block_crc=False)
+    return enc, dec, table
 
 
 def pinned_tans_x2_table() -> TansTable:
@@ -314,3 +367,51 @@ TABLE_FIRST = (("progress", "rans-decoder"), ("stream_rules", "rans-encoder"), (
 def table_write_clocks(core: str) -> int:
     """Clocks a harness takes to write a whole table into ``core``: one entry per clock."""
     return 1 << SMALL["tans"]["table_log"] if core.startswith("tans") else 0      # rANS: baked
+
+
+#: ``table_reset`` (tables survive reset, every build): the pairs its command codes (symbol, extra bits of
+#: the pinned tables' code table: three direct symbols and an escape symbol of 2 extra bits; five pairs,
+#: so both lanes of a two-state build run twice or more), the clocks after the last table write in which
+#: the reset is free, and the clocks each build's command takes after that, at most (measured).
+RESET_PAIRS = ((3, 0, 2, 1, 3), (1, 0, 0, 0, 3))
+RESET_WINDOW = 3
+RESET_SCENARIO_CLOCKS = {"tans-decoder": 20, "tans-encoder": 20, "rans-decoder": 30, "rans-encoder": 30,
+                         "tans-decoder-x2": 24, "tans-encoder-x2": 24, "rans-decoder-x5": 36, "rans-encoder-x16": 50}
+
+
+def reset_table(core: str):
+    """The legal table ``table_reset`` writes into ``core`` (the golden model's, for the core's shape)."""
+    family = core.split("-")[0]
+    if core in INTERLEAVED_CORES:
+        if family == "tans":
+            return pinned_tans_x2_table()
+        return pinned_xn_table() if "-decoder" in core else pinned_rans_table(16)
+    if family == "rans":
+        return pinned_rans_table()
+    sh = SMALL["tans"]
+    ct = CodeTable((0, 1, 2), (3, 4, 5, 6), 0, (13, 9, 7, 3), sh["table_log"])
+    return TansTable(ct, TansParams(table_log=sh["table_log"], word_bits=sh["word_bits"],
+                                    max_symbols=sh["max_symbols"]), "fse")
+
+
+def reset_clocks(core: str) -> int:
+    """The clock by which every run of ``table_reset`` on ``core`` has finished: the table's writes (one
+    entry a clock on each ``cfg`` port at once), the reset window, the command."""
+    return _reset_writes(core) + RESET_WINDOW + RESET_SCENARIO_CLOCKS[core]
+
+
+@functools.cache
+def _reset_writes(core: str) -> int:
+    """Clocks ``table_reset`` writes its table in: the most entries one ``cfg`` port of ``core`` takes."""
+    from amaranth.hdl import Fragment
+    from ..jobs import cfg_writes
+    built = small_core(core)
+    writes = cfg_writes(built, [reset_table(core)])
+    Fragment.get(built, None)           # (elaborated: the core and its blocks are used, not dropped)
+    return max(map(len, writes.values()))
+
+
+def representative_properties(core: str, table: str = "pinned") -> tuple[str, ...]:
+    """The properties of ``core`` that CI's ``--properties representative`` run proves."""
+    return tuple(p for p in properties_of(core, table)
+                 if p not in NOT_REPRESENTATIVE and (core, p) not in NOT_REPRESENTATIVE_RUNS)

@@ -5,15 +5,16 @@ returns a :class:`~.benches.Bench`; what each asserts is in the package docstrin
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Assert, Assume, Const, Signal, Value
+from amaranth.hdl import Array, Assert, Assume, Cat, Const, Signal, Value
 from amaranth.hdl._ast import AnyConst, AnySeq
 from amaranth.utils import bits_for as _bits
 
 from ...hdl.common import DecodeStatus
-from .params import (DETECTION_BOUND, DETECTION_WORDS, IDLE_EMPTY, PROGRESS_CLOCKS, ROUND_TRIP_PAIRS, SMALL, SMALL_XN,
-                     STACK_WORDS, TABLES, TABLE_FIRST, XN_BAKED, XN_ROUND_TRIP_CLOCKS, XN_ROUND_TRIP_PAIRS,
-                     data_table_clocks, pinned_tans_x2_table, round_trip_clocks, round_trip_pairs, small_core,
-                     uses_direct_table, uses_local_table, uses_pinned_table)
+from .params import (RESET_PAIRS, RESET_WINDOW, reset_clocks, reset_table, DETECTION_BOUND, DETECTION_WORDS, IDLE_EMPTY, PROGRESS_CLOCKS, ROUND_TRIP_PAIRS, SMALL, SMALL_XN,
+                     STACK_WORDS, TABLES, TABLE_FIRST, XN_BAKED, XN_DETECTION_BOUND, XN_DETECTION_PAIRS,
+                     XN_DETECTION_CLOCKS, XN_DETECTION_WORDS, XN_ROUND_TRIP_CLOCKS, XN_ROUND_TRIP_PAIRS, XN_STACK_WORDS,
+                     data_table_clocks, round_trip_clocks, round_trip_pairs, small_core,
+                     uses_direct_table, uses_local_table, uses_pinned_table, xn_round_trip_cores)
 from ...hdl.cores import core_build
 from .benches import Bench, LegalTable, LocalTansTable, free_core, streams_of, transfer_of
 from .contract import CoreContract
@@ -176,28 +177,36 @@ def _encode(b: Bench, enc, go, n, symbols: Array, extras: Array, name: str) -> S
     return sent
 
 
-def _through_stack(b: Bench, enc, dec, go, n, nmax: int, ps: Array, pe: Array, word_bits: int) -> Signal:
+def _through_stack(b: Bench, enc, dec, go, n, nmax: int, ps: Array, pe: Array, word_bits: int, *,
+                   stack_words: int = STACK_WORDS, stream_word_bits: int | None = None) -> Signal:
     """The round trip's scenario from clock ``go`` on: ``enc`` codes one command of the ``n`` pairs
-    ``ps, pe`` (back to front), its words go onto a stack, ``dec`` decodes them top of stack first in
-    one command; checked (latched): the pairs come back 0 .. ``n - 1`` exactly, then ``done`` with OK.
-    Returns "the decoder has finished"."""
+    ``ps, pe`` (back to front), its port words (``word_bits`` wide) go onto a stack, ``dec`` decodes them
+    top of stack first in one command; checked (latched): the pairs come back 0 .. ``n - 1`` exactly,
+    then ``done`` with OK. With ``stream_word_bits`` half the port (two stream words a port word, the rANS
+    xN shape) the command counts stream words: two a port word, less the top port word's zero high half
+    (an odd stream's pad; a stream's top word is never zero). Returns "the decoder has finished"."""
     m = b.m
     dec_sent = Signal(name="dec_cmd_sent")
-    stack = [Signal(word_bits, name=f"stack{j}") for j in range(STACK_WORDS)]
-    depth = Signal(range(STACK_WORDS + 1), name="stack_depth")
+    stack = [Signal(word_bits, name=f"stack{j}") for j in range(stack_words)]
+    depth = Signal(range(stack_words + 1), name="stack_depth")
     enc_done = Signal(name="enc_finished")
     enc_sent = _encode(b, enc, go, n, ps, pe, "enc")
-    b.check(transfer_of(enc.o), depth < STACK_WORDS, "more words than the harness's stack holds")
+    b.check(transfer_of(enc.o), depth < stack_words, "more words than the harness's stack holds")
     with m.If(transfer_of(enc.o)):
         m.d.past += [Array(stack)[depth].eq(enc.o.p.data), depth.eq(depth + 1)]
     with m.If(enc_sent & enc.done):
         m.d.past += enc_done.eq(1)
 
     # Decode: the words top of stack first; the pairs must come back 0 .. N-1.
-    k_w = Signal(range(STACK_WORDS + 1), name="words_out")
+    k_w = Signal(range(stack_words + 1), name="words_out")
     k_out = Signal(range(nmax + 2), name="pairs_out")
     finished = Signal(name="finished")
-    m.d.comb += [dec.cmd.valid.eq(enc_done & ~dec_sent)] + _decoder_command(dec, n, depth)
+    words = depth
+    if stream_word_bits is not None and 2 * stream_word_bits == word_bits:
+        words = Signal(range(2 * stack_words + 1), name="stream_words")
+        top = Array(stack)[depth - 1]
+        m.d.comb += words.eq(2 * depth - (top[stream_word_bits:] == 0))
+    m.d.comb += [dec.cmd.valid.eq(enc_done & ~dec_sent)] + _decoder_command(dec, n, words)
     m.d.comb += [dec.i.valid.eq(enc_done & (k_w < depth)), dec.i.p.data.eq(Array(stack)[depth - 1 - k_w]),
                  dec.i.p.last.eq(0), dec.o.ready.eq(1)]
     with m.If(transfer_of(dec.cmd)):
@@ -232,22 +241,17 @@ def round_trip_bench(family: str, mutant: str | None, tables: str) -> Bench:
 
 
 def round_trip_interleaved_bench(core: str, mutant: str | None) -> Bench:
-    """The round trip of an interleaved build (``tans5x2``): encoder and decoder of two states with the
-    pinned table baked in (``cfg`` tied off), one command of ``N <= XN_ROUND_TRIP_PAIRS`` arbitrary legal
-    pairs, the words through a stack; the decoder returns exactly the pairs, in order, reports OK, and is
-    done by a fixed clock. Bounded (the whole scenario): every sequence of up to that many pairs."""
+    """The round trip of an interleaved pair (:func:`~.params.xn_round_trip_cores`: ``tans5x2``; ``rans8x16``
+    at sixteen states, the encoder's only ``N``): encoder and decoder with the pinned table baked in
+    (``cfg`` tied off), one command of ``N <= XN_ROUND_TRIP_PAIRS`` arbitrary legal pairs, the port words
+    through a stack; the decoder returns exactly the pairs, in order, reports OK, and is done by a fixed
+    clock. Bounded (the whole scenario): every sequence of up to that many pairs."""
     family = core.split("-")[0]
-    states = int(core.rsplit("-x", 1)[1])
     b = Bench(free_reset=False)
     m = b.m
-    enc = small_core(f"{family}-encoder-x{states}", baked=True)
-    dec = small_core(f"{family}-decoder-x{states}", baked=True)
+    enc, dec, table = xn_round_trip_cores(family)
     m.submodules.enc, m.submodules.dec = enc, dec
-    for port in ("cfg", "sym_cfg", "state_cfg"):
-        for c in (enc, dec):
-            if port in c.signature.members:
-                m.d.comb += getattr(c, port).valid.eq(0)
-    table = pinned_tans_x2_table()
+    _tie_off_tables(b, enc, dec)
     k_of = table.code_table.symbol_extra_bits
     nmax = XN_ROUND_TRIP_PAIRS[family]
     n = Signal(range(nmax + 1), name="n_pairs")
@@ -262,7 +266,8 @@ def round_trip_interleaved_bench(core: str, mutant: str | None) -> Bench:
         pe.append(e)
     ps, pe = Array(ps), Array(pe)
     W = SMALL_XN[family][0]["word_bits"]
-    finished = _through_stack(b, enc, dec, Const(1), n, nmax, ps, pe, W)
+    finished = _through_stack(b, enc, dec, Const(1), n, nmax, ps, pe, len(dec.i.p.data),
+                              stack_words=XN_STACK_WORDS[family], stream_word_bits=W)
     b.check(b.cycle >= XN_ROUND_TRIP_CLOCKS[family], finished, "the round trip has not finished in time")
     b.cover(finished & (n == nmax), f"a round trip of {nmax} pairs finishes")
     b.cover(finished & (n == 1), "a round trip of one pair finishes")
@@ -271,9 +276,49 @@ def round_trip_interleaved_bench(core: str, mutant: str | None) -> Bench:
 
 def detection_bench(family: str, mutant: str | None, tables: str) -> Bench:
     b, enc, dec, table = _pair_bench(family, "detection", mutant, tables)
+    if isinstance(table, LocalTansTable):
+        table.restrict_decoded(dec)
+    _detect(b, enc, dec, ~table.prog, table.n_sym, SMALL[family]["max_extra_bits"], SMALL[family]["word_bits"],
+            ROUND_TRIP_PAIRS[family], DETECTION_WORDS[family], DETECTION_BOUND[family])
+    return b
+
+
+def detection_interleaved_bench(core: str, mutant: str | None) -> Bench:
+    """The detection of an interleaved build (``tans5x2``): decoder and encoder of ``N`` states with the
+    pinned table baked in (``cfg`` tied off); the decoder takes one command of ``n <= XN_DETECTION_PAIRS``
+    pairs over an arbitrary stream of up to ``XN_DETECTION_WORDS`` words (every head state, every marker,
+    every bit free), reports within its bound, and reports OK only on a stream that the encoder, given the
+    decoded pairs, codes to exactly those words. Bounded (the whole scenario)."""
+    family = core.split("-")[0]
+    states = int(core.rsplit("-x", 1)[1])
+    b = Bench(free_reset=False)
+    enc = small_core(f"{family}-encoder-x{states}", baked=True)
+    dec = small_core(f"{family}-decoder-x{states}", baked=True)
+    b.m.submodules.enc, b.m.submodules.dec = enc, dec
+    _tie_off_tables(b, enc, dec)
+    loose, kw = SMALL_XN[family]
+    _detect(b, enc, dec, Const(1), kw["max_symbols"], kw["max_extra_bits"], loose["word_bits"],
+            XN_DETECTION_PAIRS[family], XN_DETECTION_WORDS[family], XN_DETECTION_BOUND[family],
+            finish_by=XN_DETECTION_CLOCKS[family])
+    return b
+
+
+def _tie_off_tables(b: Bench, *cores) -> None:
+    """No table writes: the cores hold their baked tables."""
+    for c in cores:
+        for port in ("cfg", "sym_cfg", "state_cfg"):
+            if port in c.signature.members:
+                b.m.d.comb += getattr(c, port).valid.eq(0)
+
+
+def _detect(b: Bench, enc, dec, go, n_sym: int, K: int, W: int, nmax: int, mmax: int, bound: tuple[int, int],
+            finish_by: int | None = None) -> None:
+    """The detection scenario from clock ``go`` on: ``dec`` decodes one command of ``n <= nmax`` pairs over an
+    arbitrary stream of ``nw <= mmax`` words (top word first), ``done`` within ``n * c + nw + C`` clocks
+    (``bound = (c, C)``); when it reports OK, ``enc`` given the decoded pairs pushes exactly the stream's
+    words (checked, latched); with ``finish_by``, the whole scenario (the re-encoding included) has
+    ended by that clock, so that no run hides a late word beyond the depth."""
     m = b.m
-    nmax, mmax = ROUND_TRIP_PAIRS[family], DETECTION_WORDS[family]
-    W = SMALL[family]["word_bits"]
     n = Signal(range(nmax + 1), name="n_pairs")
     nw = Signal(range(mmax + 1), name="n_words")
     m.d.comb += [n.eq(AnyConst(len(n))), Assume(n <= nmax), nw.eq(AnyConst(len(nw))), Assume(nw <= mmax)]
@@ -285,17 +330,14 @@ def detection_bench(family: str, mutant: str | None, tables: str) -> Bench:
     # Decode an arbitrary stream (top word first), keeping the pairs.
     dec_sent = Signal(name="dec_cmd_sent")
     k_w = Signal(range(mmax + 1), name="words_in")
-    K = SMALL[family]["max_extra_bits"]
-    got_s = [Signal(_bits(table.n_sym - 1), name=f"got{j}_symbol") for j in range(nmax)]
+    got_s = [Signal(_bits(n_sym - 1), name=f"got{j}_symbol") for j in range(nmax)]
     got_e = [Signal(K, name=f"got{j}_extra") for j in range(nmax)]
     k_out = Signal(range(nmax + 2), name="pairs_out")
     since = Signal(8, name="clocks_since_command")
     judged = Signal(name="judged")
     ok = Signal(name="reported_ok")
-    if isinstance(table, LocalTansTable):
-        table.restrict_decoded(dec)
-    m.d.comb += [dec.cmd.valid.eq(~table.prog & ~dec_sent)] + _decoder_command(dec, n, nw)
-    m.d.comb += [dec.i.valid.eq(~table.prog & (k_w < nw)), dec.i.p.data.eq(wa[k_w]), dec.i.p.last.eq(0),
+    m.d.comb += [dec.cmd.valid.eq(go & ~dec_sent)] + _decoder_command(dec, n, nw)
+    m.d.comb += [dec.i.valid.eq(go & (k_w < nw)), dec.i.p.data.eq(wa[k_w]), dec.i.p.last.eq(0),
                  dec.o.ready.eq(1)]
     with m.If(transfer_of(dec.cmd)):
         m.d.past += dec_sent.eq(1)
@@ -307,7 +349,7 @@ def detection_bench(family: str, mutant: str | None, tables: str) -> Bench:
                      k_out.eq(k_out + 1)]
     with m.If(dec_sent & ~judged):
         m.d.past += since.eq(since + 1)
-    per_pair, const = DETECTION_BOUND[family]
+    per_pair, const = bound
     b.check(dec_sent & ~judged, since < n * per_pair + nw + const, "the decoder has not reported within its bound")
     with m.If(dec_sent & dec.done & ~judged):
         m.d.past += [judged.eq(1), ok.eq(dec.status == DecodeStatus.OK)]
@@ -320,6 +362,90 @@ def detection_bench(family: str, mutant: str | None, tables: str) -> Bench:
     with m.If(transfer_of(enc.o)):
         m.d.past += pushed.eq(pushed + 1)
     b.check(enc_sent & enc.done, pushed == nw, "OK on a stream that re-encodes to fewer words")
+    if finish_by is not None:
+        reencoded = Signal(name="reencoded")
+        with m.If(enc_sent & enc.done):
+            m.d.past += reencoded.eq(1)
+        b.check(b.cycle >= finish_by, judged & (~ok | reencoded), "the detection scenario has not finished in time")
     b.cover(judged & ~ok, "the decoder reports an error status")
     b.cover(enc_sent & enc.done & (n == nmax), f"a stream of {nmax} pair(s) reported OK and re-encoded")
+
+
+# -- tables survive reset ---------------------------------------------------------------------------
+
+
+def table_reset_bench(core_name: str, mutant: str | None) -> Bench:
+    """Tables survive reset: ``core_name`` (programmable, its memories empty at power-on) has a whole legal
+    table (:func:`~.params.reset_table`) written through its ``cfg`` ports, one entry a clock; then in the
+    :data:`RESET_WINDOW` clocks after the last write the reset is free (any clocks, none or all); then one
+    command codes :data:`RESET_PAIRS` and every output transfer is checked against the golden model's
+    (decoder: the pairs, then ``done`` with OK; encoder: the port words, then ``done``), all by a fixed
+    clock. Bounded (the whole scenario): every pattern of resets in the window. A table held in anything
+    a reset clears (a register, a write in flight) fails it."""
+    from ..jobs import make_job
+    from ..streams import pack, payload_shape, unpack
+
+    b = Bench(free_reset=False)
+    m = b.m
+    dut = small_core(core_name)
+    m.submodules.dut = dut
+    build = core_build(core_name)
+    table = reset_table(core_name)
+    symbols, extras = RESET_PAIRS
+    job = make_job(f"{build.kind}-{build.role}", dut.codec, table, symbols, extras, core=dut)
+    decoder = build.role == "decoder"
+    if decoder:     # (the small builds have no CRC unit)
+        shape = payload_shape(dut, "cmd")
+        job.commands = [pack(shape, {**unpack(shape, job.commands[0]), "check_crc": 0, "crc": 0})]
+
+    pending = []
+    for port_name, writes in job.cfg.items():
+        port = getattr(dut, port_name)
+        k = Signal(range(len(writes) + 1), name=f"{port_name}_writes")
+        m.d.comb += [port.valid.eq(k < len(writes)),
+                     Value.cast(port.payload).eq(Array([Const(w, len(Value.cast(port.payload))) for w in writes])[k])]
+        with m.If(transfer_of(port)):
+            m.d.past += k.eq(k + 1)
+        pending.append(k < len(writes))
+    for name in ("cfg", "sym_cfg", "state_cfg"):
+        if name in dut.signature.members and name not in job.cfg:
+            m.d.comb += getattr(dut, name).valid.eq(0)
+    all_written = ~Cat(*pending).any() if pending else Const(1)
+    since = Signal(range(RESET_WINDOW + 1), name="clocks_since_written")
+    with m.If(all_written & (since < RESET_WINDOW)):
+        m.d.past += since.eq(since + 1)
+    window = all_written & (since < RESET_WINDOW)
+    m.d.comb += b.rst.eq(window & AnySeq(1))
+    go = all_written & (since == RESET_WINDOW)
+    resets = Signal(name="reset_seen")
+    with m.If(b.rst):
+        m.d.past += resets.eq(1)
+
+    # The command, its inputs, its outputs against the golden model's.
+    sent = Signal(name="cmd_sent")
+    k_in = Signal(range(len(job.inputs) + 1), name="inputs_in")
+    k_out = Signal(range(len(job.expected) + 1), name="outputs_out")
+    finished = Signal(name="finished")
+    cmd_bits, in_bits, out_bits = (len(Value.cast(p.payload)) for p in (dut.cmd, dut.i, dut.o))
+    m.d.comb += [dut.cmd.valid.eq(go & ~sent), Value.cast(dut.cmd.payload).eq(Const(int(job.commands[0]), cmd_bits)),
+                 dut.i.valid.eq(go & (k_in < len(job.inputs))), dut.o.ready.eq(1),
+                 Value.cast(dut.i.payload).eq(Array([Const(int(v), in_bits) for v in job.inputs])[k_in])]
+    with m.If(transfer_of(dut.cmd)):
+        m.d.past += sent.eq(1)
+    with m.If(transfer_of(dut.i)):
+        m.d.past += k_in.eq(k_in + 1)
+    expected = Array([Const(int(v), out_bits) for v in job.expected])
+    b.check(transfer_of(dut.o), k_out < len(job.expected), "more outputs than the golden model's")
+    b.check(transfer_of(dut.o), Value.cast(dut.o.payload) == expected[k_out],
+            "an output differs from the golden model's after a reset")
+    with m.If(transfer_of(dut.o)):
+        m.d.past += k_out.eq(k_out + 1)
+    ending = sent & dut.done & ~finished
+    if decoder:
+        b.check(ending, dut.status == DecodeStatus.OK, "the decoder does not report OK after a reset")
+    b.check(ending, k_out == len(job.expected), "done before every output")
+    with m.If(ending):
+        m.d.past += finished.eq(1)
+    b.check(b.cycle >= reset_clocks(core_name), finished, "the command has not finished in time")
+    b.cover(finished & resets, "the command codes after a reset that followed the table")
     return b

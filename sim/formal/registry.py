@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from amaranth.hdl import Fragment, Signal
 
-from .params import (CORES, INTERLEAVED_CORES, DEFAULT_DEPTH, DETECTION_CLOCKS, LEMMA_DEPTH, STEP_DEPTH, STEP_LEMMAS, TABLE_FIRST, XN_BAKED, XN_ROUND_TRIP_CLOCKS,
+from .params import (reset_clocks, CORES, INTERLEAVED_CORES, DEFAULT_DEPTH, DETECTION_CLOCKS, LEMMA_DEPTH, STEP_DEPTH, STEP_LEMMAS, TABLE_FIRST, XN_BAKED, XN_DETECTION_CLOCKS, XN_ROUND_TRIP_CLOCKS,
                      data_table_clocks, properties_of, round_trip_clocks, table_write_clocks)
 from .benches import Bench
 from .mutants import check_mutant, mutate
-from .properties import (commands_bench, detection_bench, out_of_reset_bench, progress_bench, round_trip_bench,
+from .properties import (table_reset_bench, commands_bench, detection_bench, detection_interleaved_bench, out_of_reset_bench, progress_bench, round_trip_bench,
                          round_trip_interleaved_bench, stream_rules_bench)
 from .lemmas_rans import rans_decoder_step_bench, rans_encoder_step_bench
 from .lemmas_tans import (decoder_counts_bench, decoder_step_bench, encoder_counts_bench, encoder_step_bench,
@@ -44,6 +44,8 @@ def build_bench(core: str, prop: str, mutant: str | None, table: str = "pinned",
         b = rans_encoder_step_bench(mutant) if family == "rans" else encoder_step_bench(family, mutant, table)
     elif prop == "decoder_step":
         b = rans_decoder_step_bench(mutant) if family == "rans" else decoder_step_bench(family, mutant, table)
+    elif prop == "table_reset":
+        b = table_reset_bench(core, mutant)
     elif prop == "commands":
         b = commands_bench(core, mutant, default_depth(core, prop, mutant, table) if depth is None else depth)
     elif prop in _BUILDERS:
@@ -52,6 +54,8 @@ def build_bench(core: str, prop: str, mutant: str | None, table: str = "pinned",
         b = round_trip_interleaved_bench(core, mutant)
     elif prop == "round_trip":
         b = round_trip_bench(family, mutant, table)
+    elif core in INTERLEAVED_CORES:
+        b = detection_interleaved_bench(core, mutant)
     else:
         b = detection_bench(family, mutant, table)
     return b
@@ -71,6 +75,10 @@ def default_depth(core: str, prop: str, mutant: str | None = None, table: str = 
     # clock after it.
     if prop == "round_trip" and core in INTERLEAVED_CORES:
         return XN_ROUND_TRIP_CLOCKS[family] + 2
+    if prop == "table_reset":
+        return reset_clocks(core) + 2
+    if prop == "detection" and core in INTERLEAVED_CORES:
+        return XN_DETECTION_CLOCKS[family] + 2
     if prop == "round_trip":
         return data_table_clocks(family, prop, table) + round_trip_clocks(family, table) + 2
     if prop == "detection":

@@ -142,8 +142,9 @@ def test_interleaved_builds_are_the_interleaved_coders(ci_run):
         # The core's coder class: the shipped interleaved datapath.
         assert (getattr(built, "_coder_cls", None) or type(built.coder)) is coder, core
         # (the tANS pair also has a round trip on a baked table: test_interleaved_round_trip below)
+        # (and the two-state tANS decoder its detection: test_interleaved_detection below)
         assert properties_of(core) == ("stream_rules", "out_of_reset", "progress", "commands") + (
-            ("round_trip",) if core.startswith("tans") else ())
+            ("round_trip",) if core.startswith("tans") else ()) + (("detection",) if core == "tans-decoder-x2" else ())
         rtlil.convert(built)          # elaborated: no UnusedElaboratable
         for m in (v for v in MUTANTS.values() if v.core == core):
             assert m.expected in properties_of(core)
@@ -180,6 +181,104 @@ def test_interleaved_round_trip(ci_run):
         bad = ci_run.run(core, "round_trip", mutant)
         assert bad.status == "failed" and bad.step is not None, (mutant, bad)
         assert bad.assertion and f'"{bad.assertion}"' in source, bad
+
+
+def test_interleaved_detection(ci_run):
+    """The two-state tANS decoder on its baked table, over every stream of up to four words for commands of
+    up to two pairs (both lanes): it reports within ``n + nw + 6`` clocks, and OK only on a stream that the
+    encoder, given the decoded pairs, codes to exactly its words; every run (the re-encoding included)
+    ends by clock 20; both covers reached. An end check that looks at one lane's final state fails it.
+    (Its first run found a stream that ends inside its last head state reported OK on a command of no
+    pairs: ``tests/hdl/test_tans_xn.py::test_corrupt_streams_end_with_their_status``.)"""
+    r = ci_run.run("tans-decoder-x2", "detection")
+    assert (r.status, r.covered, r.covers) == ("bounded", True, "2/2"), r
+    assert r.depth == fparams.XN_DETECTION_CLOCKS["tans"] + 2, r
+    bad = ci_run.run("tans-decoder-x2", "detection", "tans_xn_dec_one_lane_end")
+    assert bad.status == "failed" and bad.assertion == "OK on a stream that re-encodes differently", bad
+
+
+def test_tables_survive_reset_on_the_shipped_decoder():
+    """``table_reset`` on ``tans-decoder-x2`` (the N-state decoder ``tans8x16`` ships): its whole table
+    written through ``cfg``, then any resets in the three clocks after the last write, then a command of
+    five pairs decodes exactly as the golden model says, OK, by a fixed clock; the cover (a reset, then the
+    command decoded) reached. (CI's run leaves it out, like ``commands``: 28 to 230 s a build; ``ansforge
+    bench --only prove`` runs it on all eight.) A harness whose reset clears the table fails it."""
+    r = run_property("tans-decoder-x2", "table_reset", cover=True)
+    assert (r.status, r.engine, r.covered) == ("bounded", "sat", True), r
+    assert r.depth == fparams.reset_clocks("tans-decoder-x2") + 2, r
+    assert "table_reset" in properties_of("rans-encoder-x16") and all("table_reset" in properties_of(c) for c in CORES)
+    assert "table_reset" not in fparams.representative_properties("tans-decoder-x2")
+
+
+def test_the_sixteen_state_rans_round_trip_is_the_shipped_pair():
+    """The rANS xN round trip's harness holds the encoder and the decoder the registry ships (two-push and
+    two-pop datapaths, 16-bit ports of two stream words) at the encoder's sixteen states and ``S = 16, W =
+    P = 8``, the pinned table baked into both; one concrete sequence through the same pair in the Amaranth
+    simulator, the port words through a stack, comes back exactly with OK within the harness's bound. (The
+    formal run, every sequence of up to two legal pairs, is ``ansforge bench --only prove``'s: 255 s and
+    306 s for its covers here.)"""
+    from amaranth.hdl import Module
+    from amaranth.sim import Simulator
+    from ansforge.hdl.common import DecodeStatus
+    from ansforge.hdl.rans import RansDecoderCoderXN, RansEncoderXnCoder
+
+    assert {c for c in CORES if "round_trip" in properties_of(c) and c.startswith("rans-") and c in INTERLEAVED_CORES} \
+        == {"rans-decoder-x5", "rans-encoder-x16"}
+    assert set(fparams.NOT_REPRESENTATIVE_RUNS) == {("rans-decoder-x5", "round_trip"), ("rans-encoder-x16", "round_trip")}
+    enc, dec, table = fparams.xn_round_trip_cores("rans")
+    assert enc.codec.states == dec.codec.states == table.params.states == 16
+    assert (enc._coder_cls, dec._coder_cls) == (RansEncoderXnCoder, RansDecoderCoderXN)
+    assert len(enc.o.p.data) == len(dec.i.p.data) == 2 * table.params.word_bits
+    pairs = [(3, 3), (1, 0)]
+    m = Module()
+    m.submodules.enc, m.submodules.dec = enc, dec
+    seen = {}
+
+    async def bench(ctx):
+        for c in (enc, dec):
+            ctx.set(c.cfg.valid, 0)
+            ctx.set(c.o.ready, 1)
+        ctx.set(enc.cmd.payload.count, len(pairs))
+        ctx.set(enc.cmd.valid, 1)
+        stack, k, clock = [], 0, 0
+        while not (ctx.get(enc.done) and clock > 1):
+            s, e = pairs[len(pairs) - 1 - min(k, len(pairs) - 1)]
+            ctx.set(enc.i.valid, k < len(pairs))
+            ctx.set(enc.i.payload.symbol, s)
+            ctx.set(enc.i.payload.extra, e)
+            took_cmd, took = ctx.get(enc.cmd.ready), ctx.get(enc.i.valid) and ctx.get(enc.i.ready)
+            if ctx.get(enc.o.valid):
+                stack.append(ctx.get(enc.o.payload.data))
+            await ctx.tick()
+            clock += 1
+            k += bool(took)
+            if took_cmd:
+                ctx.set(enc.cmd.valid, 0)
+        W = table.params.word_bits
+        c = dec.cmd.payload
+        ctx.set(c.count, len(pairs))
+        ctx.set(c.words, 2 * len(stack) - (stack[-1] >> W == 0))
+        ctx.set(c.check_end, 1)
+        ctx.set(dec.cmd.valid, 1)
+        got, kw = [], 0
+        while not ctx.get(dec.done) and clock < fparams.XN_ROUND_TRIP_CLOCKS["rans"]:
+            ctx.set(dec.i.valid, kw < len(stack))
+            ctx.set(dec.i.payload.data, stack[max(0, len(stack) - 1 - kw)])
+            took_cmd, took = ctx.get(dec.cmd.ready), ctx.get(dec.i.valid) and ctx.get(dec.i.ready)
+            if ctx.get(dec.o.valid):
+                got.append((ctx.get(dec.o.payload.symbol), ctx.get(dec.o.payload.extra)))
+            await ctx.tick()
+            clock += 1
+            kw += bool(took)
+            if took_cmd:
+                ctx.set(dec.cmd.valid, 0)
+        seen.update(got=got, done=ctx.get(dec.done), status=ctx.get(dec.status), clock=clock)
+
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen["done"] and seen["got"] == pairs and seen["status"] == DecodeStatus.OK, seen
 
 
 def test_commands_is_bounded_and_catches_an_off_by_one_count():
@@ -249,8 +348,8 @@ def test_prove_all_with_mutants(ci_run):
     assert [c["core"] for c in doc["cores"]] == list(CORES)
     for c in doc["cores"]:
         # (every property but ``commands``: test_commands_is_bounded_and_catches_an_off_by_one_count)
-        assert [p["name"] for p in c["properties"]] == [p for p in properties_of(c["core"])
-                                                         if p not in fparams.NOT_REPRESENTATIVE]
+        # (and the sixteen-state rANS round trip: ``ansforge bench --only prove``)
+        assert [p["name"] for p in c["properties"]] == list(fparams.representative_properties(c["core"]))
         for p in c["properties"]:
             assert p["status"] in ("proved", "bounded"), (c["core"], p)
             # (A lemma proved by k-induction closes at its own length: unbounded whatever the depth.)
@@ -264,7 +363,7 @@ def test_prove_all_with_mutants(ci_run):
     assert {k for k, e in engines.items() if e == "sat"} == {
         (f"{f}-{r}", p) for f, p in fparams.SAT_RUNS for r in ("encoder", "decoder") if p in properties_of(f"{f}-{r}")} | {
         (c, p) for c, ps in fparams.LEMMA_PROPERTIES.items() for p in ps if p in solvers.SAT_INDUCT} | {
-        (c, "round_trip") for c in INTERLEAVED_CORES if "round_trip" in properties_of(c)}
+        (c, p) for c in INTERLEAVED_CORES for p in fparams.SAT_INTERLEAVED if p in properties_of(c)}
     # ... and the composition's lemmas are proved (k-induction), in seconds each.
     # (``composition``, the lemmas' environments checked on the whole core, is bounded but for the rANS encoder.)
     assert {(c, p) for c, ps in fparams.LEMMA_PROPERTIES.items() for p in ps if p != "composition"} <= proved
