@@ -626,7 +626,8 @@ def resources(args: argparse.Namespace) -> int:
 
 #: ``prove --property``'s names (``sim/formal/`` ``ALL_PROPERTIES``; spelled out here so that parsing the
 #: command line does not import the harnesses; ``tests/sim/test_formal.py`` checks the two agree).
-PROVE_PROPERTIES = ("stream_rules", "out_of_reset", "progress", "commands", "round_trip", "detection", "encoder_step",
+PROVE_PROPERTIES = ("stream_rules", "out_of_reset", "progress", "commands", "round_trip", "detection", "table_reset",
+                    "encoder_step",
                     "decoder_step", "window_queue", "decoder_pipeline", "encoder_counts", "decoder_counts",
                     "encoder_pipeline", "composition")
 
