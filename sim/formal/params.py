@@ -178,7 +178,7 @@ def properties_of(core: str, table: str = "pinned") -> tuple[str, ...]:
 
 def pinned_rans_table(states: int = 1) -> RansTable:
     """:data:`PINNED_RANS_TABLE` as the golden model's table (``S = 16, W = 8, P = 8``; ``states``
-    interleaved states: the rANS xN round trip's, :data:`XN_ROUND_TRIP_STATES`)."""
+    interleaved states: the rANS xN round trip's, :func:`xn_round_trip_cores`)."""
     freqs = tuple(f for f, _ in PINNED_RANS_TABLE)
     ct = CodeTable((0, 1, 2), (3, 4, 5, 6), 0, freqs, SMALL["rans"]["precision_bits"])
     assert ct.symbol_extra_bits == tuple(k for _, k in PINNED_RANS_TABLE)
@@ -308,11 +308,6 @@ def data_table_clocks(family: str, prop: str, table: str) -> int:
 #: (measured: see ``docs/formal.md``, *Round 8*).
 XN_ROUND_TRIP_PAIRS = {"tans": 4, "rans": 2}
 XN_ROUND_TRIP_CLOCKS = {"tans": 24, "rans": 90}
-#: The states of each family's interleaved round trip: the tANS pair at the builds' 2; the rANS pair at
-#: the encoder's 16 (``ENCODER_XN_STATES``, the only ``N`` it builds), the decoder built for 16 states
-#: too, at the encoder's ``S = 16, W = P = 8`` (:data:`SMALL_XN`; the decoder's ``check_shape`` takes
-#: it: ``P <= S - W``), with :data:`PINNED_RANS_TABLE` baked into both.
-XN_ROUND_TRIP_STATES = {"tans": 2, "rans": 16}
 #: Port words the round trip's stack holds: the 16-state rANS encoder's flush alone is 32 stream words
 #: in 16 port words.
 XN_STACK_WORDS = {"tans": STACK_WORDS, "rans": 24}
@@ -329,26 +324,31 @@ XN_DETECTION_CLOCKS = {"tans": 20}
 
 def xn_round_trip_cores(family: str):
     """The interleaved round trip's encoder, decoder and their baked table: ``(encoder, decoder, table)``
-    (:data:`XN_ROUND_TRIP_STATES`; ``cfg`` is the harness's to tie off)."""
+    (``cfg`` is the harness's to tie off). tANS: the two-state builds. rANS: both at the encoder build's
+    states (16, ``ENCODER_XN_STATES``, the only ``N`` it builds), the decoder at the encoder's
+    ``S = 16, W = P = 8`` (:data:`SMALL_XN`; its ``check_shape`` takes ``P <= S - W``), with
+    :data:`PINNED_RANS_TABLE` baked into both."""
     if family == "tans":
         return (small_core("tans-encoder-x2", baked=True), small_core("tans-decoder-x2", baked=True),
                 pinned_tans_x2_table())
-    table = pinned_rans_table(XN_ROUND_TRIP_STATES["rans"])
+    states = core_build("rans-encoder-x16").formal.states
+    table = pinned_rans_table(states)
     loose, kw = SMALL_XN["rans"]
-    codec = RansCodec.of(**loose, states=XN_ROUND_TRIP_STATES["rans"])
+    codec = RansCodec.of(**loose, states=states)
     enc = core_build("rans-encoder-x16").formal.harness_class(codec, **kw, programmable=True, table=table)
     dec = core_build("rans-decoder-x5").formal.harness_class(codec, **kw, programmable=True, table=table,
                                                              block_crc=False)
     return enc, dec, table
 
 
-def pinned_tans_x2_table() -> TansTable:
+def pinned_tans_x2_table(states: int = 2) -> TansTable:
     """The interleaved tANS harnesses' table: frequencies 13/9/7/3 of ``R = 5`` (next-state bit counts
     1 to 4 all occur), three direct symbols without extra bits and an escape symbol of four codes
-    (2 extra bits), the ``fse`` spread; two states (``tans5x2``)."""
+    (2 extra bits), the ``fse`` spread; two states (``tans5x2``), or ``states`` (``table_reset`` of the
+    one-state builds: 1)."""
     loose, kw = SMALL_XN["tans"]
     ct = CodeTable((0, 1, 2), (3, 4, 5, 6), 0, (13, 9, 7, 3), loose["table_log"])
-    return TansTable(ct, TansParams(**loose, max_symbols=kw["max_symbols"], states=2), "fse")
+    return TansTable(ct, TansParams(**loose, max_symbols=kw["max_symbols"], states=states), "fse")
 
 
 #: Clocks after the table's by which ``encoder_step``'s scenario has finished (measured).
@@ -382,16 +382,10 @@ RESET_SCENARIO_CLOCKS = {"tans-decoder": 20, "tans-encoder": 20, "rans-decoder":
 def reset_table(core: str):
     """The legal table ``table_reset`` writes into ``core`` (the golden model's, for the core's shape)."""
     family = core.split("-")[0]
-    if core in INTERLEAVED_CORES:
-        if family == "tans":
-            return pinned_tans_x2_table()
-        return pinned_xn_table() if "-decoder" in core else pinned_rans_table(16)
-    if family == "rans":
-        return pinned_rans_table()
-    sh = SMALL["tans"]
-    ct = CodeTable((0, 1, 2), (3, 4, 5, 6), 0, (13, 9, 7, 3), sh["table_log"])
-    return TansTable(ct, TansParams(table_log=sh["table_log"], word_bits=sh["word_bits"],
-                                    max_symbols=sh["max_symbols"]), "fse")
+    states = core_build(core).formal.states
+    if family == "tans":
+        return pinned_tans_x2_table(states)
+    return pinned_xn_table() if core in XN_BAKED else pinned_rans_table(states)
 
 
 def reset_clocks(core: str) -> int:

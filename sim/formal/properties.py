@@ -10,11 +10,12 @@ from amaranth.hdl._ast import AnyConst, AnySeq
 from amaranth.utils import bits_for as _bits
 
 from ...hdl.common import DecodeStatus
-from .params import (RESET_PAIRS, RESET_WINDOW, reset_clocks, reset_table, DETECTION_BOUND, DETECTION_WORDS, IDLE_EMPTY, PROGRESS_CLOCKS, ROUND_TRIP_PAIRS, SMALL, SMALL_XN,
+from .params import (DETECTION_BOUND, DETECTION_WORDS, IDLE_EMPTY, PROGRESS_CLOCKS, ROUND_TRIP_PAIRS, SMALL, SMALL_XN,
                      STACK_WORDS, TABLES, TABLE_FIRST, XN_BAKED, XN_DETECTION_BOUND, XN_DETECTION_PAIRS,
                      XN_DETECTION_CLOCKS, XN_DETECTION_WORDS, XN_ROUND_TRIP_CLOCKS, XN_ROUND_TRIP_PAIRS, XN_STACK_WORDS,
                      data_table_clocks, round_trip_clocks, round_trip_pairs, small_core,
-                     uses_direct_table, uses_local_table, uses_pinned_table, xn_round_trip_cores)
+                     uses_direct_table, uses_local_table, uses_pinned_table, xn_round_trip_cores,
+                     RESET_PAIRS, RESET_WINDOW, reset_clocks, reset_table)
 from ...hdl.cores import core_build
 from .benches import Bench, LegalTable, LocalTansTable, free_core, streams_of, transfer_of
 from .contract import CoreContract

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from amaranth.hdl import Fragment, Signal
 
-from .params import (reset_clocks, CORES, INTERLEAVED_CORES, DEFAULT_DEPTH, DETECTION_CLOCKS, LEMMA_DEPTH, STEP_DEPTH, STEP_LEMMAS, TABLE_FIRST, XN_BAKED, XN_DETECTION_CLOCKS, XN_ROUND_TRIP_CLOCKS,
-                     data_table_clocks, properties_of, round_trip_clocks, table_write_clocks)
+from .params import (CORES, INTERLEAVED_CORES, DEFAULT_DEPTH, DETECTION_CLOCKS, LEMMA_DEPTH, STEP_DEPTH, STEP_LEMMAS, TABLE_FIRST, XN_BAKED, XN_DETECTION_CLOCKS, XN_ROUND_TRIP_CLOCKS,
+                     data_table_clocks, properties_of, reset_clocks, round_trip_clocks, table_write_clocks)
 from .benches import Bench
 from .mutants import check_mutant, mutate
-from .properties import (table_reset_bench, commands_bench, detection_bench, detection_interleaved_bench, out_of_reset_bench, progress_bench, round_trip_bench,
-                         round_trip_interleaved_bench, stream_rules_bench)
+from .properties import (commands_bench, detection_bench, detection_interleaved_bench, out_of_reset_bench, progress_bench,
+                         round_trip_bench, round_trip_interleaved_bench, stream_rules_bench, table_reset_bench)
 from .lemmas_rans import rans_decoder_step_bench, rans_encoder_step_bench
 from .lemmas_tans import (decoder_counts_bench, decoder_step_bench, encoder_counts_bench, encoder_step_bench,
                           window_queue_bench)
