@@ -107,10 +107,11 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
             result.status = "bounded"       # the base case holds to the depth; induction did not close
         elif verdict == "FAIL":
             result.status = "failed"
-            hit = re.search(r"failed assertion (\S+) at (\S+) step (\d+)", log)
+            # (SymbiYosys leaves " step N" out of the line for a failure at step 0)
+            hit = re.search(r"failed assertion (\S+) at (\S+?)(?: step (\d+))?$", log, re.MULTILINE)
             trace = root / f"job_{mode}" / "engine_0" / "trace.vcd"
             if hit:
-                result.step = int(hit.group(3))
+                result.step = int(hit.group(3) or 0)
                 result.assertion = assertion_text(hit.group(2)).replace("{name}", "/".join(b.checked) or "o")
             if b.latched and trace.exists():
                 # The first latched check to fail names the property's clock of failure.
