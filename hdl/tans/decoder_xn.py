@@ -13,7 +13,9 @@ Measured area and clock by ``N``: ``docs/design/tans.md``.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -24,7 +26,37 @@ from .shape import decoder_entry_layout, tans_decoder_writes, thermometer, xn_st
 from .update import TansTailUpdate
 from .window import PairWindow
 
-__all__ = ["TansXnDecoderCoder"]
+__all__ = ["TansXnDecoderCoder", "TansXnDecoderCoderProbe"]
+
+
+@dataclass(frozen=True)
+class TansXnDecoderCoderProbe:
+    """Its window and registers, which the formal pipeline lemma (``decoder_pipeline`` of
+    ``tans-decoder-x2``) ties to the abstract ``N``-state decoder: what the formal lemmas read of
+    :class:`TansXnDecoderCoder` (its ``probe`` once elaborated; not ports). ``E`` is ``None`` and
+    ``flight`` empty for ``N = 2``."""
+
+    window: PairWindow
+    step: Value
+    T: Value
+    E: Value | None
+    xa: Value
+    flight: list
+    pos: Value
+    hc: Value
+    hd: Value
+    hm: Value
+    hadv: Value
+    resume: Value
+    first: Value
+    no_marker: Value
+    armed: Value
+    overrun: Value
+    zc: Value
+    p_valid: Value
+    p_symbol: Value
+    p_top: Value
+    p_k: Value
 
 
 class TansXnDecoderCoder(wiring.Component):
@@ -76,6 +108,7 @@ class TansXnDecoderCoder(wiring.Component):
     """
 
     def __init__(self, shape, states: int):
+        self.probe: TansXnDecoderCoderProbe | None = None      # set by elaborate
         self._shape = sh = shape
         self._N = N = xn_state_count(states)
         self._entry = decoder_entry_layout(sh)
@@ -261,4 +294,8 @@ class TansXnDecoderCoder(wiring.Component):
                          hc.eq(0), hd.eq(1), hm.eq(N > 1),
                          T.nb.eq(R), T.base.eq(0), resume.eq(p.resume), hadv.eq(Mux(p.resume, 0, R)), rp.eq(0),
                          pos.eq(win.clear_off)]
+        self.probe = TansXnDecoderCoderProbe(
+            window=win, step=step, T=T, E=E if N >= 3 else None, xa=xa, flight=flight, pos=pos, hc=hc, hd=hd,
+            hm=hm, hadv=hadv, resume=resume, first=first, no_marker=no_marker, armed=armed, overrun=overrun,
+            zc=zc, p_valid=p_valid, p_symbol=p_symbol, p_top=p_top, p_k=p_k)
         return m

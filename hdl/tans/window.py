@@ -16,7 +16,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-__all__ = ["BitWindow", "PairWindow", "BitWindowProbe"]
+__all__ = ["BitWindow", "PairWindow", "BitWindowProbe", "PairWindowProbe"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,17 @@ class BitWindowProbe:
     nw: Signal
     hole: Signal
     off: Signal
+
+
+@dataclass(frozen=True)
+class PairWindowProbe:
+    """The registers of a :class:`PairWindow` (made at construction, as :class:`BitWindowProbe`'s), which
+    the formal lemma ``window_queue`` of the interleaved decoder ties to a queue of words (not ports)."""
+
+    slots: list[Signal]
+    nw: Signal
+    rp: Signal
+    wp: Signal
 
 
 class BitWindow(wiring.Component):
@@ -215,6 +226,13 @@ class PairWindow(wiring.Component):
         self._W, self._P, self._H, self._T = W, P, H, T = word_bits, pos_max, head_bits, tail_bits
         self._D = 1 << (P // W).bit_length()     # a power of two above P / W
         self._Q = P // W                         # words a step consumes at most
+        #: The registers (``slots``: the ring; ``nw`` words held, the oldest in slot ``rp``, the next
+        #: word goes to ``wp``), made here so that a formal harness can name them before elaboration
+        #: (``sim/formal/``: ``window_queue`` of ``tans-decoder-x2``). Not ports.
+        D = self._D
+        self.probe = PairWindowProbe(slots=[Signal(W, name=f"slot{j}") for j in range(D)],
+                                     nw=Signal(range(D + 1), name="nw"), rp=Signal(range(D), name="rp"),
+                                     wp=Signal(range(D), name="wp"))
         super().__init__({
             "i": In(stream.Signature(W)), "pos": In(range(P + 1)), "step": In(1), "hend": In(range(P + 1)),
             "head": Out(H), "tail": Out(T), "holds": Out(1),
@@ -229,10 +247,7 @@ class PairWindow(wiring.Component):
     def elaborate(self, platform):
         W, D, Q, H, T, P = self._W, self._D, self._Q, self._H, self._T, self._P
         m = Module()
-        slots = [Signal(W, name=f"slot{j}") for j in range(D)]
-        nw = Signal(range(D + 1))                # words held
-        rp = Signal(range(D))                    # the oldest word's slot
-        wp = Signal(range(D))                    # where the next word goes
+        slots, nw, rp, wp = self.probe.slots, self.probe.nw, self.probe.rp, self.probe.wp
         off = Signal(range(W))
         # The ring in stream order: bit ``s·W + p`` is bit ``p`` (from the top) of slot ``s``.
         ring = [slots[j // W][W - 1 - j % W] for j in range(D * W)]

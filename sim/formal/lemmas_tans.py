@@ -11,12 +11,12 @@ from amaranth.hdl._ast import AnyConst, AnySeq
 from amaranth.lib import data
 from amaranth.utils import bits_for as _bits
 
-from ...hdl.common import DecodeStatus, decoder_command_layout, encoder_command_layout
+from ...hdl.common import DecodeStatus
 from ...hdl.shell import DecoderShell, EncoderShell
-from ...hdl.tans import BitWindow
+from ...hdl.tans import BitWindow, PairWindow
 from .params import DECODER_STEP_CLOCKS, ENCODER_STEP_CLOCKS, SMALL, small_core
 from .benches import (Bench, CommandLedger, LocalTansTable, bit_length_of, elaborated_block, mask, tans_layout,
-                      top_mask, transfer_of)
+                      top_mask, transfer_of, unused_ok)
 from .lemmas_rans import rans_decoder_counts_bench, rans_encoder_counts_bench
 
 
@@ -301,6 +301,8 @@ def window_queue_bench(core: str, mutant: str | None) -> Bench:
     window takes a word whenever it holds fewer than ``F`` bits; a hole lasts one clock. The window's
     registers (``slots``, ``nw``, ``hole``, ``off``: :attr:`BitWindow.probe`) are tied to the queue
     by auxiliary assertions, so that the k-induction closes."""
+    if core == "tans-decoder-x2":
+        return pair_window_queue_bench(core, mutant)
     b = Bench(free_reset=True)
     m = b.m
     sh = SMALL["tans"]
@@ -343,6 +345,101 @@ def window_queue_bench(core: str, mutant: str | None) -> Bench:
     return b
 
 
+def pair_window_queue_bench(core: str, mutant: str | None) -> Bench:
+    """The interleaved decoder's bit window is a queue of words (``window_queue`` of ``tans-decoder-x2``,
+    the first link of its composition, as :func:`window_queue_bench` is the one-state decoder's).
+
+    :class:`~ansforge.hdl.tans.PairWindow` exactly as the small two-state decoder builds it (``W = 8``,
+    ``P = W + max(R + K - 1, R) = 14``, head bits ``H = max(R, K)``, tail bits ``T = R``: a ring of
+    ``D = 2`` slots) alone, every input free: a word offered or not in any clock, any payload, any field
+    end ``pos`` and head end ``hend`` (``<= P``), a step and a clear in any clock (with any
+    ``clear_off``), resets in any clock. The harness keeps the abstract queue: the words taken and not
+    consumed, the oldest first (``queue_words``, ``queue_count``). A clear empties it (a word in the
+    clear's clock is then its first); a step drops the ``pos // W`` oldest words; a word taken joins at
+    the end. Its bits in stream order are bit ``W - 1`` of the oldest word first.
+
+    A step without ``holds`` is the coder's read past the stream's end (the coder reports it: its
+    ``starved``); the window promises nothing after it until the next clear, and the harness marks the
+    queue ``unknown`` until then. Otherwise it asserts in every clock, for every sequence: ``empty`` is
+    "no word held", ``room`` "fewer than ``D`` words", ``i.ready`` "room, or a step that drops a word";
+    ``holds`` is ``pos <= count W``; every bit of ``tail`` (``head``) at a stream position below
+    ``pos`` (``hend``) and inside the held words is the queue's bit there. The ring's registers
+    (:attr:`PairWindow.probe`: ``nw``, ``rp``, ``wp`` and the slots) are tied to the queue by auxiliary
+    assertions, so that the k-induction closes."""
+    b = Bench(free_reset=True)
+    m = b.m
+    built = small_core(core)
+    coder = built.coder
+    unused_ok(built, coder)                             # only its window is built
+    # (the window's parameters from the coder's ports: R-bit states, W-bit words, K extra bits)
+    R, W, K = len(coder.rstate), len(coder.i.payload), len(coder.o.p.extra)
+    P, H, T = coder.pos_max, max(R, K, 1), R
+    win = PairWindow(W, P, H, T)
+    m.submodules.window = elaborated_block(win)
+    slots, nw, rp, wp = win.probe.slots, win.probe.nw, win.probe.rp, win.probe.wp
+    D = len(slots)
+    Q = P // W
+    m.d.comb += [win.i.valid.eq(AnySeq(1)), win.i.payload.eq(AnySeq(W)), win.step.eq(AnySeq(1)),
+                 win.clear.eq(AnySeq(1)), win.clear_off.eq(AnySeq(len(win.clear_off))),
+                 win.pos.eq(AnySeq(len(win.pos))), win.hend.eq(AnySeq(len(win.hend))),
+                 Assume((win.pos <= P) & (win.hend <= P))]
+    words = [Signal(W, name=f"queue_word{c}") for c in range(D)]
+    count = Signal(range(D + 1), name="queue_count")
+    unknown = Signal(name="queue_unknown")              # after a step past the held bits, until a clear
+    take = transfer_of(win.i)
+    q = Signal(range(Q + 1), name="words_dropped")      # what a step drops (none without a step)
+    m.d.comb += q.eq(Mux(win.step, win.pos // W, 0))
+    # The queue after this clock: the kept words moved up by q, then the word taken behind them.
+    kept = Signal(range(D + 1), name="queue_kept")
+    m.d.comb += kept.eq(Mux(win.clear, 0, count - q))
+    nxt = []
+    for c in range(D):
+        moved = Array(words + [Const(0, W)] * (Q + 1))[c + q] if Q else words[c]
+        nxt.append(Mux(win.clear, 0, moved))
+    with m.If(b.rst):
+        m.d.past += [count.eq(0), unknown.eq(0)]
+    with m.Elif(win.clear):
+        m.d.past += [count.eq(take), unknown.eq(0), words[0].eq(win.i.payload)]
+    with m.Elif(win.step & ~win.holds):
+        m.d.past += unknown.eq(1)
+    with m.Else():
+        m.d.past += count.eq(kept + take)
+        for c in range(D):
+            m.d.past += words[c].eq(Mux(take & (kept == c), win.i.payload, nxt[c]))
+
+    stream_bits = Cat(*[words[c][W - 1 - j] for c in range(D) for j in range(W)])   # position p at bit p
+    held = Signal(range(D * W + 1), name="held_bits")
+    m.d.comb += held.eq(count * W)
+
+    def bits_before(end, port, what):
+        for i in range(len(port)):
+            at = Signal(range(-1 - len(port), P + 1), name=f"{what}_bit{i}_at")
+            m.d.comb += at.eq(end - 1 - i)
+            with m.If(~unknown & (at >= 0) & (at < held)):
+                m.d.comb += Assert(port[i] == stream_bits.bit_select(at[:len(held)], 1),
+                                   f"{what} bit {i} is not the stream's bit before the {what}'s end")
+
+    with m.If(~unknown):
+        m.d.comb += [Assert(win.empty == (count == 0), "empty is not 'no word held'"),
+                     Assert(win.room == (count != D), "room is not 'fewer than D words held'"),
+                     Assert(win.i.ready == ((count != D) | (q != 0)), "ready is not 'room, or a step that drops a word'"),
+                     Assert(win.holds == (win.pos <= held), "holds is not 'pos within the held words'")]
+        # Auxiliary invariants: the ring against the queue.
+        m.d.comb += [Assert(nw == count, "inv: nw is the queue's count"),
+                     Assert(wp == (rp + nw)[:len(wp)] if D > 1 else 1, "inv: wp follows the newest word")]
+        for c in range(D):
+            with m.If(c < count):
+                m.d.comb += Assert(Array(slots)[(rp + c)[:len(rp)] if D > 1 else 0] == words[c],
+                                   f"inv: the ring's word {c} is the queue's")
+    bits_before(win.pos, win.tail, "tail")
+    bits_before(win.hend, win.head, "head")
+    # Covers: a full ring that takes a word in the clock a step frees a slot; a clear that drops words,
+    # with a word in its clock.
+    b.cover(~unknown & (count == D) & win.step & (q != 0) & take, "a full ring takes a word as a step drops one")
+    b.cover(~unknown & win.clear & take & (count != 0), "a clear that drops words, with a word in its clock")
+    return b
+
+
 def encoder_counts_bench(core: str, mutant: str | None) -> Bench:
     """The encoder shell's counts for every ``N`` (``encoder_counts``, condition 3 of the composition;
     the rANS encoder's: :func:`rans_encoder_counts_bench`).
@@ -364,7 +461,10 @@ def encoder_counts_bench(core: str, mutant: str | None) -> Bench:
     b = Bench(free_reset=True)
     m = b.m
     bits = 3                                            # small_core's count_bits
-    shell = EncoderShell(encoder_command_layout(bits))
+    # The shell as the small core builds it (one layout for every N: the command is its count).
+    built = small_core(core)
+    unused_ok(built, built.coder)                       # only its shell is built
+    shell = EncoderShell(built.cmd.p.shape())
     m.submodules.shell = elaborated_block(shell)
     remaining, running = shell.probe.remaining, shell.probe.running
     m.d.comb += [shell.cmd.valid.eq(AnySeq(1)), shell.cmd.p.count.eq(AnySeq(bits)), shell.pair.eq(AnySeq(1)),
@@ -429,8 +529,11 @@ def decoder_counts_bench(core: str, mutant: str | None) -> Bench:
     b = Bench(free_reset=True)
     m = b.m
     bits, sh = 3, SMALL["tans"]                         # small_core's count_bits
-    W, R = sh["word_bits"], sh["table_log"]
-    shell = DecoderShell(decoder_command_layout(R, _bits(W - 1), bits), W, block_crc=False)
+    # The shell as the small core builds it: its command carries the N states of a resume (N R bits;
+    # R for the one-state decoder), and no CRC unit.
+    built = small_core(core)
+    unused_ok(built, built.coder)                       # only its shell is built
+    shell = DecoderShell(built.cmd.p.shape(), sh["word_bits"], block_crc=False)
     m.submodules.shell = elaborated_block(shell)
     pr = shell.probe
     for port in (shell.cmd.valid, shell.cmd.p, shell.i.valid, shell.i.p, shell.words.ready, shell.fire,

@@ -5,11 +5,12 @@ Round 7). The rANS cores' pipelines are dispatched to :mod:`.lemmas_rans`.
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Assert, Assume, Cat, Mux, Signal, Value
+from amaranth.hdl import Array, Assert, Assume, Cat, Const, Mux, Signal, Value
 from amaranth.hdl._ast import AnyConst, AnySeq
 from amaranth.lib import data
 
 from ...hdl.tans.cores_xn import TansXnDecoder
+from ...hdl.tans.shape import thermometer
 from ...model.coding.codetable import CodeTable
 from ...model.coding.tans import TansParams, TansTable
 from .params import SMALL, small_core
@@ -164,6 +165,8 @@ def decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     decoded as ``decoder_step`` decodes it from the same state and bits."""
     if core == "rans-decoder":
         return rans_decoder_pipeline_bench(core, mutant)
+    if core == "tans-decoder-x2":
+        return xn_decoder_pipeline_bench(core, mutant)
     b = Bench(free_reset=True)
     m = b.m
     sh = SMALL["tans"]
@@ -323,6 +326,222 @@ def decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     return b
 
 
+def xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
+    """The two-state decoder's coder is the abstract two-state decoder over its word queue, for any
+    history and timing (``decoder_pipeline`` of ``tans-decoder-x2``: the second link of its chain, after
+    ``window_queue``).
+
+    :class:`~ansforge.hdl.tans.TansXnDecoderCoder` of the small two-state decoder (``R = 5``, ``W = 8``,
+    ``K = 2``) alone, its table an arbitrary constant of legal-shaped rows (``nb <= R``, ``nb <= need <=
+    nb + K``, ``base`` with ``nb`` zero low bits; the memory's contents, :class:`TablePlatform`, no writes:
+    a write comes only while no stream runs, which ``composition`` checks on the one-state core and
+    ``table_reset`` on every build), streams started in any clock from their top (the marker word, then
+    ``X_0``, ``X_1``, ``R`` bits each) or resumed (the states through ``rstate``, lane ``rlane``, and ``bit``
+    unread bits of the first word), words offered in any clock once a stream has started but not in a
+    start's clock, ``run`` in any clock after the first start but not in a start's clock (the shell's, as
+    ``composition`` checks), ``ended`` and ``o.ready`` free; streams not read past their end (no step
+    without ``holds``: an ``Assume``; ``detection`` covers the rest) whose marker word is not zero.
+
+    The harness keeps the window's word queue (as ``window_queue``), the read offset ``ofs`` (the bits
+    of the oldest held word already read), the abstract lanes ``x0``, ``x1``, whose turn it is, the
+    prologue's progress and the pairs decoded and not yet taken from ``o``. Each step of the coder (the
+    window's ``step``) is the abstract decoder's next step: a prologue step reads the next ``R`` bits (or
+    takes ``rstate``) into the next lane; a decoding step decodes the next ``need`` bits with the row of
+    the lane whose turn it is (the first ``need - nb`` bits are the extra bits, the next ``nb`` give
+    ``next = base | v``) and passes the turn. Asserted for every sequence: every step reads exactly the
+    bits the abstract step reads (``pos`` is their end); the coder fires exactly the abstract decoding
+    steps; every pair taken from ``o`` is the next abstract pair (none lost, none twice, in order, under
+    any back-pressure); ``pending`` exactly while pairs are owed; ``rlane`` is the lane a resume's
+    prologue fills; once decoding, ``state_zero`` exactly when both lanes are at state 0 and ``empty``
+    exactly when no word is held. The coder's registers (:attr:`TansXnDecoderCoder.probe`) are tied to
+    the abstract decoder by auxiliary assertions, so that the k-induction closes."""
+    b = Bench(free_reset=True)
+    m = b.m
+    built = small_core(core)
+    coder = built.coder
+    unused_ok(built)                                    # only its coder is built
+    R, W, K = len(coder.rstate), len(coder.i.payload), len(coder.o.p.extra)
+    N = coder.states
+    assert N == 2, N                                    # the ring below is T and xa: no E, no flight
+    b.platform = TablePlatform()
+    elayout = coder.cfg.p.data.shape()
+    rows = [Signal(elayout, name=f"dec_row{a}") for a in range(1 << R)]
+    m.d.comb += [Value.cast(r).eq(AnyConst(elayout.size)) for r in rows]
+    b.platform.contents["dec"] = [Value.cast(r) for r in rows]
+    b.platform.frozen.add("dec")
+
+    def legal(r):           # nb <= R, k = need - nb <= K, base with nb zero low bits
+        return (r.nb <= R) & (r.need >= r.nb) & (r.need <= r.nb + K) & ((r.base & mask(r.nb, R)) == 0)
+    for r in rows:
+        m.d.comb += Assume(legal(r))
+    m.submodules.coder = elaborated_block(coder)
+    pr = coder.probe
+    win = pr.window
+    slots, nw, rp, wp = win.probe.slots, win.probe.nw, win.probe.rp, win.probe.wp
+    D = len(slots)
+    start, p = coder.start, coder.start.p
+    m.d.comb += [start.valid.eq(AnySeq(1)), p.resume.eq(AnySeq(1)), p.bit.eq(AnySeq(len(p.bit))),
+                 coder.rstate.eq(AnySeq(R)), coder.i.valid.eq(AnySeq(1)), coder.i.payload.eq(AnySeq(W)),
+                 coder.run.eq(AnySeq(1)), coder.ended.eq(AnySeq(1)), coder.o.ready.eq(AnySeq(1)),
+                 coder.cfg.valid.eq(0), Value.cast(coder.cfg.p).eq(0)]
+    begun = Signal(name="begun")                        # a stream has been started
+    with m.If(b.rst):
+        m.d.past += begun.eq(0)
+    with m.Elif(start.valid):
+        m.d.past += begun.eq(1)
+    # The shell's: no word and no run before the first stream or in a start's clock.
+    m.d.comb += Assume(~(coder.i.valid | coder.run) | begun & ~start.valid)
+    # The window's word queue (window_queue's model), driven by what the window is given and drops.
+    words = [Signal(W, name=f"queue_word{c}") for c in range(D)]
+    count = Signal(range(D + 1), name="queue_count")
+    take = transfer_of(coder.i)
+    q = Signal(range(D + 1), name="words_dropped")
+    m.d.comb += q.eq(Mux(win.step, win.pos // W, 0))
+    kept = Signal(range(D + 1), name="queue_kept")
+    m.d.comb += kept.eq(Mux(win.clear, 0, count - q))
+    with m.If(b.rst):
+        m.d.past += count.eq(0)
+    with m.Elif(win.clear):
+        m.d.past += [count.eq(take), words[0].eq(coder.i.payload)]
+    with m.Else():
+        m.d.past += count.eq(kept + take)
+        for c in range(D):
+            moved = Array(words + [Const(0, W)] * D)[c + q]
+            m.d.past += words[c].eq(Mux(take & (kept == c), coder.i.payload, moved))
+    DW = D * W
+    held = Cat(*reversed(words))                        # the queue's bits, the oldest first (at the top)
+    # No stream is read past its end: a step only with the bits it reads held (or in a start's clock,
+    # where the start wins); the marker word is not zero (detection's).
+    m.d.comb += Assume(~win.step | win.holds | start.valid)
+    # The abstract decoder.
+    first = Signal(name="abstract_waits_for_marker")
+    hc = Signal(range(N + 1), name="abstract_prologue_steps")
+    resume = Signal(name="abstract_resume")
+    ofs = Signal(range(DW + 1), name="abstract_offset")  # bits of the oldest held word already read
+    x = [Signal(R, name=f"abstract_x{j}") for j in range(N)]
+    turn = Signal(range(N), name="abstract_turn")
+    m.d.comb += Assume(~(first & take) | (coder.i.payload != 0))
+    # This clock's step, as the abstract decoder makes it.
+    at = Signal(DW, name="bits_at_offset")              # the queue's bits from the offset, at the top
+    m.d.comb += at.eq((held << ofs)[:DW])
+    cur = Signal(elayout, name="abstract_row")
+    m.d.comb += Value.cast(cur).eq(Array([Value.cast(r) for r in rows])[Array(x)[turn]])
+    field = Signal(R + K, name="abstract_field")        # the pair's need bits, right-aligned
+    m.d.comb += field.eq(at >> (DW - cur.need).as_unsigned())
+    extra = Signal(K, name="abstract_extra")
+    v = Signal(R, name="abstract_state_bits")
+    m.d.comb += [extra.eq(field >> cur.nb), v.eq(field & mask(cur.nb, R + K))]
+    head = Signal(R, name="abstract_head_state")        # a prologue's state read from the stream
+    m.d.comb += head.eq(at[DW - R:])
+    decoding = Signal(name="abstract_decoding")
+    m.d.comb += decoding.eq(begun & ~first & (hc == N))
+    adv = Signal(range(R + K + 1), name="abstract_bits_read")
+    m.d.comb += adv.eq(Mux(decoding, cur.need, Mux(resume, 0, R)))
+    mskip = Signal(range(W + 1), name="abstract_marker_skip")
+    for bit in range(W):
+        with m.If(coder.i.payload[bit]):
+            m.d.comb += mskip.eq(W - bit)
+    pair_layout = data.StructLayout({"symbol": len(cur.symbol), "extra": K})
+    expect = Signal(pair_layout, name="expected_pair")
+    m.d.comb += [expect.symbol.eq(cur.symbol), expect.extra.eq(extra)]
+    step = win.step & ~start.valid
+    with m.If(b.rst):
+        m.d.past += [first.eq(0), hc.eq(N), resume.eq(0), ofs.eq(0), turn.eq(0)]
+    with m.Elif(start.valid):
+        m.d.past += [first.eq(~p.resume), hc.eq(0), resume.eq(p.resume), turn.eq(0),
+                     ofs.eq(Mux(p.resume & (p.bit != 0), W - p.bit, 0))]
+    with m.Elif(first & take):
+        m.d.past += [first.eq(0), ofs.eq(mskip)]
+    with m.Elif(step):
+        m.d.past += ofs.eq(ofs + adv - q * W)
+        with m.If(decoding):
+            m.d.past += [Array(x)[turn].eq(cur.base | v), turn.eq(turn + 1 if N > 2 else ~turn)]
+        with m.Else():
+            m.d.past += [hc.eq(hc + 1), Array(x)[hc[:len(turn)]].eq(Mux(resume, coder.rstate, head))]
+    # The pairs owed: e0 the oldest, e1 the next; fc of them.
+    fire = coder.fire
+    e0, e1 = Signal(pair_layout, name="owed0"), Signal(pair_layout, name="owed1")
+    fc = Signal(range(3), name="owed")
+    pop = transfer_of(coder.o)
+    with m.If(b.rst):
+        m.d.past += fc.eq(0)
+    with m.Else():
+        m.d.past += fc.eq(fc + fire - pop)
+        with m.If(pop):
+            m.d.past += e0.eq(Mux(fire & (fc == 1), expect, e1))
+            with m.If(fire):
+                m.d.past += e1.eq(expect)
+        with m.Elif(fire):
+            with m.If(fc == 0):
+                m.d.past += e0.eq(expect)
+            with m.Else():
+                m.d.past += e1.eq(expect)
+    # The ports and the steps against the abstract decoder.
+    with m.If(begun & ~start.valid):
+        m.d.comb += [Assert(fire == (step & decoding), "the coder fires other than at the abstract decoding steps"),
+                     Assert(~step | ~first, "a step before the stream's marker word")]
+        with m.If(step):
+            m.d.comb += Assert(win.pos == ofs + adv, "a step does not read exactly the abstract step's bits")
+        with m.If(begun & resume & ~first & (hc != N)):
+            m.d.comb += Assert(coder.rlane == hc[:len(coder.rlane)], "rlane is not the lane the resume fills next")
+    with m.If(fire):
+        m.d.comb += Assert((fc != 2) | pop, "a pair is decoded over one still owed")
+    with m.If(pop):
+        m.d.comb += [Assert(fc != 0, "a pair on o that was not decoded"),
+                     Assert(Value.cast(coder.o.p) == Value.cast(e0), "a pair on o is not the next decoded pair")]
+    m.d.comb += Assert(coder.pending == (fc != 0), "pending is not 'pairs owed'")
+    with m.If(decoding):
+        m.d.comb += [Assert(coder.state_zero == ((x[0] == 0) & (x[1] == 0)), "state_zero is not 'both lanes at 0'"),
+                     Assert(coder.empty == (count == 0), "empty is not 'no word held'")]
+    # Auxiliary invariants: the window against the queue, the ring and the pipeline against the abstract
+    # decoder and the owed pairs.
+    m.d.comb += [Assert(nw == count, "inv: nw is the queue's count"),
+                 Assert(wp == (rp + nw)[:len(wp)], "inv: wp follows the newest word")]
+    for c in range(D):
+        with m.If(c < count):
+            m.d.comb += Assert(Array(slots)[(rp + c)[:len(rp)]] == words[c], f"inv: the ring's word {c} is the queue's")
+    T = pr.T
+    m.d.comb += [Assert(pr.first == first, "inv: first"), Assert(~pr.overrun, "inv: no overrun"),
+                 Assert(~pr.no_marker, "inv: no marker"),
+                 Assert(pr.armed == (~begun | ~first), "inv: armed"),
+                 Assert(pr.hd == (begun & (hc != N)), "inv: hd"),
+                 Assert(~begun | (pr.hc == hc), "inv: hc"),
+                 Assert(~begun | (pr.hm == (hc == 0)), "inv: hm"),
+                 Assert(~begun | (pr.resume == resume), "inv: resume"),
+                 Assert(~begun | (pr.hadv == Mux(resume, 0, R)), "inv: hadv"),
+                 Assert(ofs <= W, "inv: the offset is within the oldest word"),
+                 Assert((hc <= N) & (count <= D), "inv: the prologue count and the queue in range")]
+    with m.If(begun & first):
+        m.d.comb += Assert((count == 0) & (ofs == 0) & (pr.pos == 0) & ~resume & (hc == 0),
+                           "inv: waiting for the marker word")
+    with m.If(begun & (hc != N)):
+        m.d.comb += Assert((T.nb == R) & (T.base == 0) & (turn == 0), "inv: a prologue's entry, lane 0 next")
+    with m.If(begun & ~first & (hc != N)):
+        m.d.comb += [Assert(pr.pos == ofs + Mux(resume, 0, R), "inv: a prologue's pos"),
+                     Assert(resume | (ofs + R <= DW), "inv: a prologue's read in range")]
+        with m.If(hc == 1):
+            m.d.comb += Assert(pr.xa == x[0], "inv: the prologue's first state is in the ring")
+    with m.If(decoding):
+        other = Array(x)[~turn]
+        m.d.comb += [Assert(Value.cast(T) == Value.cast(cur), "inv: T is the row of the lane whose turn it is"),
+                     Assert(pr.xa == other, "inv: xa is the other lane's state"),
+                     Assert(pr.pos == ofs + cur.need, "inv: pos is the current field's end"),
+                     Assert(ofs < W, "inv: the offset is below a word"),
+                     Assert(pr.zc == (Array(x)[turn] == 0), "inv: zc counts the current lane's zero state")]
+    p_pair = Cat(pr.p_symbol, pr.p_top & thermometer(pr.p_k, K))
+    newest = Mux(fc == 2, Value.cast(e1), Value.cast(e0))
+    m.d.comb += [Assert(fc == coder.o.valid + pr.p_valid, "inv: the owed pairs are in o and the pair register"),
+                 Assert(~coder.o.valid | (Value.cast(coder.o.p) == Value.cast(e0)), "inv: o holds the oldest owed pair"),
+                 Assert(~pr.p_valid | (p_pair == newest), "inv: the pair register holds the newest owed pair"),
+                 Assert(pr.p_k <= K, "inv: the pair's k")]
+    fired = b.past(fire, "fired")
+    b.cover(fire & fired & pop & (cur.need != 0), "pairs decoded back to back while one is taken")
+    b.cover((fc == 2) & ~coder.o.ready & fired, "two pairs owed, held under back-pressure")
+    b.cover(decoding & coder.state_zero & coder.empty & resume, "a resumed stream decoded to its end")
+    b.cover(decoding & coder.state_zero & coder.empty & ~resume & b.past(fire, "fired_end"), "a stream from its top decoded to its end")
+    return b
+
+
 def composition_bench(core: str, mutant: str | None) -> Bench:
     """The lemmas' environments hold inside the core (``composition``): what each composition lemma of
     ``core`` assumes of the block beside it, asserted on the whole core, shell and coder wired as
@@ -336,7 +555,9 @@ def composition_bench(core: str, mutant: str | None) -> Bench:
       their table constant over a stream, or follow a write as a resume);
     * tANS decoder (``decoder_counts``, ``decoder_pipeline``): a pair is decoded only while the shell
       runs the coder and its prologue is over; no word reaches the coder before its first stream starts,
-      and neither a word nor ``run`` in a start's clock (the interleaved coder's contract);
+      and neither a word nor ``run`` in a start's clock (the interleaved coder's contract); the two-state
+      decoder also: no pair between a table write and the next stream's start (its ``decoder_pipeline``
+      holds the table constant);
     * tANS encoder (``encoder_counts``, ``encoder_pipeline``): a pair enters only while the shell lets
       pairs through; ``flushed`` only while the flush is asked for; once asked for, the flush is held
       until ``flushed``, with no pair meanwhile but in the clock of ``flushed``;
@@ -362,7 +583,7 @@ def composition_bench(core: str, mutant: str | None) -> Bench:
         if port in coder.signature.members:
             with m.If(getattr(coder, port).valid):
                 m.d.comb += Assert(shell.idle, "a table write reaches the coder while the shell is not idle")
-    if core == "tans-decoder":
+    if core in ("tans-decoder", "tans-decoder-x2"):
         begun = Signal(name="begun")
         with m.If(b.rst):
             m.d.past += begun.eq(0)
@@ -370,6 +591,14 @@ def composition_bench(core: str, mutant: str | None) -> Bench:
             m.d.past += begun.eq(1)
         with m.If(coder.fire):
             m.d.comb += Assert(shell.run & coder.decoding, "a pair is decoded outside the shell's run or the prologue")
+        if core == "tans-decoder-x2":           # its decoder_pipeline holds the table constant from a start on
+            stale = Signal(name="table_written")        # a table write since the last stream's start
+            with m.If(b.rst | coder.start.valid):
+                m.d.past += stale.eq(0)
+            with m.Elif(coder.cfg.valid):
+                m.d.past += stale.eq(1)
+            with m.If(coder.fire):
+                m.d.comb += Assert(~stale, "a pair is decoded after a table write, before the next stream's start")
         with m.If(coder.i.valid):
             m.d.comb += Assert(begun, "a word reaches the coder before its first stream")
         with m.If(coder.start.valid):

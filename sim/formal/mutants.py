@@ -242,6 +242,12 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "is reported OK", "detection",
            (Edit(lambda b, v, n: _op(v, "==") and v.operands[0] is n["zc"], lambda b, v, n: Const(1, 1),
                  into=lambda b: b.state_zero),)),
+    Mutant("tans_xn_dec_window_holds", "tans-decoder-x2", "tans.window:PairWindow",
+           "hdl/tans/window.py PairWindow: holds compares pos < c W (not <=)",
+           "an off-by-one in holds: a field that ends on a word's last bit waits for the next word, so a stream "
+           "whose last field ends on its last word's last bit reads past its end", "window_queue",
+           (Edit(lambda b, v, n: _op(v, "<=") and v.operands[0] is b.pos, lambda b, v, n: v.operands[0] < v.operands[1],
+                 into=lambda b: b.holds),)),
     # tANS encoder, interleaved states, at N = 2
     Mutant("tans_xn_enc_valid_pulse", "tans-encoder-x2", "tans.packer:WordPacker",
            "hdl/tans/packer.py WordPacker: If(o.ready) clearing o.valid becomes If(1)",
