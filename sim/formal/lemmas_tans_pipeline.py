@@ -20,6 +20,30 @@ from .lemmas_rans import rans_decoder_pipeline_bench, rans_encoder_pipeline_benc
 from .lemmas_tans import ShadowQueue, tans_encoder_step
 
 
+def owed_pairs(b: Bench, layout, fire, pop, expect):
+    """The pairs a decoder's coder has decoded and not yet put out (at most two: its pair register and
+    ``o``), kept by a pipeline harness: ``(e0, e1, fc)``, the oldest, the next and how many. ``fire``
+    adds ``expect`` (the abstract decoder's pair of this clock), ``pop`` (a transfer on ``o``) takes
+    ``e0``."""
+    m = b.m
+    e0, e1 = Signal(layout, name="owed0"), Signal(layout, name="owed1")
+    fc = Signal(range(3), name="owed")
+    with m.If(b.rst):
+        m.d.past += fc.eq(0)
+    with m.Else():
+        m.d.past += fc.eq(fc + fire - pop)
+        with m.If(pop):
+            m.d.past += e0.eq(Mux(fire & (fc == 1), expect, e1))
+            with m.If(fire):
+                m.d.past += e1.eq(expect)
+        with m.Elif(fire):
+            with m.If(fc == 0):
+                m.d.past += e0.eq(expect)
+            with m.Else():
+                m.d.past += e1.eq(expect)
+    return e0, e1, fc
+
+
 def encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     """The encoder's coder is the golden encoder for any timing (``encoder_pipeline``, condition 1 of
     the composition: back-to-back pairs; the rANS encoder's: :func:`rans_encoder_pipeline_bench`).
@@ -258,23 +282,8 @@ def decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
         m.d.past += xs.eq(nxt)
     with m.Elif(state_read):
         m.d.past += xs.eq(queue[QW - R:])
-    # The pairs owed: e0 the oldest, e1 the next; fc of them.
-    e0, e1 = Signal(pair_layout, name="owed0"), Signal(pair_layout, name="owed1")
-    fc = Signal(range(3), name="owed")
     pop = transfer_of(coder.o)
-    with m.If(b.rst):
-        m.d.past += fc.eq(0)
-    with m.Else():
-        m.d.past += fc.eq(fc + fire - pop)
-        with m.If(pop):
-            m.d.past += e0.eq(Mux(fire & (fc == 1), expect, e1))
-            with m.If(fire):
-                m.d.past += e1.eq(expect)
-        with m.Elif(fire):
-            with m.If(fc == 0):
-                m.d.past += e0.eq(expect)
-            with m.Else():
-                m.d.past += e1.eq(expect)
+    e0, e1, fc = owed_pairs(b, pair_layout, fire, pop, expect)
     m.d.comb += Assert(coder.state == xs, "the coder's state is not the abstract decoder's")
     m.d.comb += Assert(fire | (win.n == 0) | skip_read | state_read, "bits are read without a pair")
     with m.If(skip_read):
@@ -458,24 +467,8 @@ def xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
             m.d.past += [Array(x)[turn].eq(cur.base | v), turn.eq(turn + 1 if N > 2 else ~turn)]
         with m.Else():
             m.d.past += [hc.eq(hc + 1), Array(x)[hc[:len(turn)]].eq(Mux(resume, coder.rstate, head))]
-    # The pairs owed: e0 the oldest, e1 the next; fc of them.
-    fire = coder.fire
-    e0, e1 = Signal(pair_layout, name="owed0"), Signal(pair_layout, name="owed1")
-    fc = Signal(range(3), name="owed")
-    pop = transfer_of(coder.o)
-    with m.If(b.rst):
-        m.d.past += fc.eq(0)
-    with m.Else():
-        m.d.past += fc.eq(fc + fire - pop)
-        with m.If(pop):
-            m.d.past += e0.eq(Mux(fire & (fc == 1), expect, e1))
-            with m.If(fire):
-                m.d.past += e1.eq(expect)
-        with m.Elif(fire):
-            with m.If(fc == 0):
-                m.d.past += e0.eq(expect)
-            with m.Else():
-                m.d.past += e1.eq(expect)
+    fire, pop = coder.fire, transfer_of(coder.o)
+    e0, e1, fc = owed_pairs(b, pair_layout, fire, pop, expect)
     # The ports and the steps against the abstract decoder.
     with m.If(begun & ~start.valid):
         m.d.comb += [Assert(fire == (step & decoding), "the coder fires other than at the abstract decoding steps"),
