@@ -285,6 +285,51 @@ class ShadowQueue:
                                 "inv: the held words are the queue")]
 
 
+class WordQueue:
+    """The queue of words a :class:`~ansforge.hdl.tans.PairWindow` must behave as (``window_queue``'s
+    model of the two-state decoder, also its ``decoder_pipeline``'s), driven by what the window is given
+    and drops: ``words`` the words taken and not consumed, the oldest first, ``count`` how many; a clear
+    empties it (a word in the clear's clock is then its first), a step drops the ``pos // W`` oldest
+    words (``dropped``), a word taken (``take``) joins at the end. A step without ``holds`` (a read past
+    the stream's end) makes it ``unknown`` until the next clear. :meth:`invariants` ties the ring's
+    registers (:attr:`PairWindow.probe`) to it, so that a k-induction over a harness holding it closes."""
+
+    def __init__(self, b: "Bench", win):
+        m, W, D = b.m, len(win.i.payload), len(win.probe.slots)
+        self._m, self._win = m, win
+        self.words = words = [Signal(W, name=f"queue_word{c}") for c in range(D)]
+        self.count = count = Signal(range(D + 1), name="queue_count")
+        self.unknown = unknown = Signal(name="queue_unknown")
+        self.take = take = transfer_of(win.i)
+        self.dropped = q = Signal(range(D + 1), name="words_dropped")    # none without a step
+        m.d.comb += q.eq(Mux(win.step, win.pos // W, 0))
+        kept = Signal(range(D + 1), name="queue_kept")
+        m.d.comb += kept.eq(count - q)
+        with m.If(b.rst):
+            m.d.past += [count.eq(0), unknown.eq(0)]
+        with m.Elif(win.clear):
+            m.d.past += [count.eq(take), unknown.eq(0), words[0].eq(win.i.payload)]
+        with m.Elif(win.step & ~win.holds):
+            m.d.past += unknown.eq(1)
+        with m.Else():
+            # the kept words moved up by q, then the word taken behind them
+            m.d.past += count.eq(kept + take)
+            for c in range(D):
+                moved = Array(words + [Const(0, W)] * D)[c + q]
+                m.d.past += words[c].eq(Mux(take & (kept == c), win.i.payload, moved))
+
+    def invariants(self) -> None:
+        """Assert the ring's registers against the queue while it is known (messages start with ``inv:``)."""
+        m, pr = self._m, self._win.probe
+        slots, nw, rp, wp = pr.slots, pr.nw, pr.rp, pr.wp
+        with m.If(~self.unknown):
+            m.d.comb += [Assert(nw == self.count, "inv: nw is the queue's count"),
+                         Assert(wp == (rp + nw)[:len(wp)], "inv: wp follows the newest word")]
+            for c, word in enumerate(self.words):
+                with m.If(c < self.count):
+                    m.d.comb += Assert(Array(slots)[(rp + c)[:len(rp)]] == word, f"inv: the ring's word {c} is the queue's")
+
+
 def window_queue_bench(core: str, mutant: str | None) -> Bench:
     """The decoder's bit window is a bit queue (``window_queue``, condition 2 of the composition).
 
@@ -376,36 +421,13 @@ def pair_window_queue_bench(core: str, mutant: str | None) -> Bench:
     P, H, T = coder.pos_max, max(R, K, 1), R
     win = PairWindow(W, P, H, T)
     m.submodules.window = elaborated_block(win)
-    slots, nw, rp, wp = win.probe.slots, win.probe.nw, win.probe.rp, win.probe.wp
-    D = len(slots)
-    Q = P // W
+    D = win.slots
     m.d.comb += [win.i.valid.eq(AnySeq(1)), win.i.payload.eq(AnySeq(W)), win.step.eq(AnySeq(1)),
                  win.clear.eq(AnySeq(1)), win.clear_off.eq(AnySeq(len(win.clear_off))),
                  win.pos.eq(AnySeq(len(win.pos))), win.hend.eq(AnySeq(len(win.hend))),
                  Assume((win.pos <= P) & (win.hend <= P))]
-    words = [Signal(W, name=f"queue_word{c}") for c in range(D)]
-    count = Signal(range(D + 1), name="queue_count")
-    unknown = Signal(name="queue_unknown")              # after a step past the held bits, until a clear
-    take = transfer_of(win.i)
-    q = Signal(range(Q + 1), name="words_dropped")      # what a step drops (none without a step)
-    m.d.comb += q.eq(Mux(win.step, win.pos // W, 0))
-    # The queue after this clock: the kept words moved up by q, then the word taken behind them.
-    kept = Signal(range(D + 1), name="queue_kept")
-    m.d.comb += kept.eq(Mux(win.clear, 0, count - q))
-    nxt = []
-    for c in range(D):
-        moved = Array(words + [Const(0, W)] * (Q + 1))[c + q] if Q else words[c]
-        nxt.append(Mux(win.clear, 0, moved))
-    with m.If(b.rst):
-        m.d.past += [count.eq(0), unknown.eq(0)]
-    with m.Elif(win.clear):
-        m.d.past += [count.eq(take), unknown.eq(0), words[0].eq(win.i.payload)]
-    with m.Elif(win.step & ~win.holds):
-        m.d.past += unknown.eq(1)
-    with m.Else():
-        m.d.past += count.eq(kept + take)
-        for c in range(D):
-            m.d.past += words[c].eq(Mux(take & (kept == c), win.i.payload, nxt[c]))
+    wq = WordQueue(b, win)
+    words, count, unknown, take, q = wq.words, wq.count, wq.unknown, wq.take, wq.dropped
 
     stream_bits = Cat(*[words[c][W - 1 - j] for c in range(D) for j in range(W)])   # position p at bit p
     held = Signal(range(D * W + 1), name="held_bits")
@@ -424,13 +446,8 @@ def pair_window_queue_bench(core: str, mutant: str | None) -> Bench:
                      Assert(win.room == (count != D), "room is not 'fewer than D words held'"),
                      Assert(win.i.ready == ((count != D) | (q != 0)), "ready is not 'room, or a step that drops a word'"),
                      Assert(win.holds == (win.pos <= held), "holds is not 'pos within the held words'")]
-        # Auxiliary invariants: the ring against the queue.
-        m.d.comb += [Assert(nw == count, "inv: nw is the queue's count"),
-                     Assert(wp == (rp + nw)[:len(wp)] if D > 1 else 1, "inv: wp follows the newest word")]
-        for c in range(D):
-            with m.If(c < count):
-                m.d.comb += Assert(Array(slots)[(rp + c)[:len(rp)] if D > 1 else 0] == words[c],
-                                   f"inv: the ring's word {c} is the queue's")
+    # Auxiliary invariants: the ring against the queue.
+    wq.invariants()
     bits_before(win.pos, win.tail, "tail")
     bits_before(win.hend, win.head, "head")
     # Covers: a full ring that takes a word in the clock a step frees a slot; a clear that drops words,

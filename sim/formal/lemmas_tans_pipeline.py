@@ -5,7 +5,7 @@ Round 7). The rANS cores' pipelines are dispatched to :mod:`.lemmas_rans`.
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Assert, Assume, Cat, Const, Mux, Signal, Value
+from amaranth.hdl import Array, Assert, Assume, Cat, Mux, Signal, Value
 from amaranth.hdl._ast import AnyConst, AnySeq
 from amaranth.lib import data
 
@@ -17,7 +17,7 @@ from .params import SMALL, small_core
 from .benches import (unused_ok, Bench, TablePlatform, elaborated_block, free_core, load_tracker, mask, tans_layout,
                       transfer_of)
 from .lemmas_rans import rans_decoder_pipeline_bench, rans_encoder_pipeline_bench
-from .lemmas_tans import ShadowQueue, tans_encoder_step
+from .lemmas_tans import ShadowQueue, WordQueue, tans_encoder_step
 
 
 def owed_pairs(b: Bench, layout, fire, pop, expect):
@@ -386,8 +386,7 @@ def xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     m.submodules.coder = elaborated_block(coder)
     pr = coder.probe
     win = pr.window
-    slots, nw, rp, wp = win.probe.slots, win.probe.nw, win.probe.rp, win.probe.wp
-    D = len(slots)
+    D = win.slots
     start, p = coder.start, coder.start.p
     m.d.comb += [start.valid.eq(AnySeq(1)), p.resume.eq(AnySeq(1)), p.bit.eq(AnySeq(len(p.bit))),
                  coder.rstate.eq(AnySeq(R)), coder.i.valid.eq(AnySeq(1)), coder.i.payload.eq(AnySeq(W)),
@@ -401,22 +400,8 @@ def xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     # The shell's: no word and no run before the first stream or in a start's clock.
     m.d.comb += Assume(~(coder.i.valid | coder.run) | begun & ~start.valid)
     # The window's word queue (window_queue's model), driven by what the window is given and drops.
-    words = [Signal(W, name=f"queue_word{c}") for c in range(D)]
-    count = Signal(range(D + 1), name="queue_count")
-    take = transfer_of(coder.i)
-    q = Signal(range(D + 1), name="words_dropped")
-    m.d.comb += q.eq(Mux(win.step, win.pos // W, 0))
-    kept = Signal(range(D + 1), name="queue_kept")
-    m.d.comb += kept.eq(Mux(win.clear, 0, count - q))
-    with m.If(b.rst):
-        m.d.past += count.eq(0)
-    with m.Elif(win.clear):
-        m.d.past += [count.eq(take), words[0].eq(coder.i.payload)]
-    with m.Else():
-        m.d.past += count.eq(kept + take)
-        for c in range(D):
-            moved = Array(words + [Const(0, W)] * D)[c + q]
-            m.d.past += words[c].eq(Mux(take & (kept == c), coder.i.payload, moved))
+    wq = WordQueue(b, win)
+    words, count, take, q = wq.words, wq.count, wq.take, wq.dropped
     DW = D * W
     held = Cat(*reversed(words))                        # the queue's bits, the oldest first (at the top)
     # No stream is read past its end: a step only with the bits it reads held (or in a start's clock,
@@ -488,11 +473,8 @@ def xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
                      Assert(coder.empty == (count == 0), "empty is not 'no word held'")]
     # Auxiliary invariants: the window against the queue, the ring and the pipeline against the abstract
     # decoder and the owed pairs.
-    m.d.comb += [Assert(nw == count, "inv: nw is the queue's count"),
-                 Assert(wp == (rp + nw)[:len(wp)], "inv: wp follows the newest word")]
-    for c in range(D):
-        with m.If(c < count):
-            m.d.comb += Assert(Array(slots)[(rp + c)[:len(rp)]] == words[c], f"inv: the ring's word {c} is the queue's")
+    wq.invariants()
+    m.d.comb += Assert(~wq.unknown, "inv: the queue is known (no read past the end)")
     T = pr.T
     m.d.comb += [Assert(pr.first == first, "inv: first"), Assert(~pr.overrun, "inv: no overrun"),
                  Assert(~pr.no_marker, "inv: no marker"),
