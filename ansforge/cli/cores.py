@@ -628,7 +628,7 @@ def resources(args: argparse.Namespace) -> int:
 #: command line does not import the harnesses; ``tests/sim/test_formal.py`` checks the two agree).
 PROVE_PROPERTIES = ("stream_rules", "out_of_reset", "progress", "commands", "round_trip", "detection", "table_reset",
                     "encoder_step",
-                    "decoder_step", "window_queue", "decoder_pipeline", "encoder_counts", "decoder_counts",
+                    "decoder_step", "window_queue", "packer_queue", "decoder_pipeline", "encoder_counts", "decoder_counts",
                     "encoder_pipeline", "composition")
 
 

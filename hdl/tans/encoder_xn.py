@@ -13,7 +13,9 @@ Measured area and clock by ``N``: ``docs/design/tans.md``.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -22,7 +24,40 @@ from ..common import pair_layout, word_layout
 from .packer import WideWordPacker, WordPacker
 from .shape import xn_field_bits, xn_last_bits, xn_state_count, xn_symbol_entry, xn_symbol_rows
 
-__all__ = ["TansXnEncoderRing", "TansXnEncoderCoder"]
+__all__ = ["TansXnEncoderRing", "TansXnEncoderRingProbe", "TansXnEncoderCoder", "TansXnEncoderCoderProbe"]
+
+
+@dataclass(frozen=True)
+class TansXnEncoderRingProbe:
+    """The ring's registers besides its ports (its ``probe`` once elaborated): the state-table address
+    ``slot`` of the state a step produced, ``fresh`` (that state is 0: the step restarted) and the
+    states in flight (none for ``N = 2``). Read by the formal lemma ``encoder_pipeline`` of
+    ``tans-encoder-x2``; not ports."""
+
+    slot: Signal
+    fresh: Signal
+    flight: list
+
+
+@dataclass(frozen=True)
+class TansXnEncoderCoderProbe:
+    """Stage 1's registers (a pair's row and extra bits, or a flush step or a table write), the flush
+    steps queued ``fc``, and the ring and packer blocks (the coder's ``probe`` once elaborated; not
+    ports), which the formal lemma ``encoder_pipeline`` of ``tans-encoder-x2`` ties to the golden
+    ``N``-state encoder."""
+
+    v1: Signal
+    base1: Value
+    thr1: Signal
+    sh1: Signal
+    ext1: Signal
+    last1: Signal
+    end1: Signal
+    fl1: Signal
+    wr1: Signal
+    fc: Signal
+    ring: "TansXnEncoderRing"
+    packer: wiring.Component
 
 
 class TansXnEncoderRing(wiring.Component):
@@ -39,6 +74,7 @@ class TansXnEncoderRing(wiring.Component):
 
     def __init__(self, table_log: int, set_bits: int, states: int, init=()):
         self._R, self._S, self._N, self._init = table_log, set_bits, xn_state_count(states), list(init)
+        self.probe: TansXnEncoderRingProbe | None = None       # set by elaborate
         R = table_log
         ports = {"step": In(1), "restart": In(1), "base": In(R), "thr": In(R - 1), "sh": In(range(R + 1)),
                  "lead": In(1), "x": Out(R), "lt": Out(1), "low": Out(R), "we": In(1), "wdata": In(R)}
@@ -77,6 +113,7 @@ class TansXnEncoderRing(wiring.Component):
                 for j in range(1, len(flight)):
                     m.d.sync += flight[j].eq(flight[j - 1])
                 m.d.sync += self.x.eq(flight[-1])
+        self.probe = TansXnEncoderRingProbe(slot=slot, fresh=fresh, flight=flight)
         return m
 
 class TansXnEncoderCoder(wiring.Component):
@@ -110,6 +147,7 @@ class TansXnEncoderCoder(wiring.Component):
     """
 
     def __init__(self, shape, states: int):
+        self.probe: TansXnEncoderCoderProbe | None = None      # set by elaborate
         self._shape = sh = shape
         self._N = xn_state_count(states)
         R, K = sh.R, sh.K
@@ -229,4 +267,6 @@ class TansXnEncoderCoder(wiring.Component):
                 m.d.sync += base1.eq(row.base)
                 if S:
                     m.d.sync += set1.eq(self.i.p.set)
+        self.probe = TansXnEncoderCoderProbe(v1=v1, base1=base1, thr1=thr1, sh1=sh1, ext1=ext1, last1=last1, end1=end1,
+                                             fl1=fl1, wr1=wr1, fc=fc, ring=ring, packer=packer)
         return m

@@ -7,13 +7,33 @@ out, the marker bit after a stream's last field (``docs/bitstream.md``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..common import bits_for, word_layout
 
-__all__ = ["WordPacker", "WideWordPacker"]
+__all__ = ["WordPacker", "WordPackerProbe", "WideWordPacker"]
+
+
+@dataclass(frozen=True)
+class WordPackerProbe:
+    """The registers of a :class:`WordPacker` (its ``probe`` once elaborated; not ports), which the
+    formal lemma ``packer_queue`` of the interleaved encoder ties to a queue of bits: the input register
+    (``v3`` and the field), ``mk3`` (it holds the marker bit after an end field), the accumulator
+    ``acc`` and its fill count ``cnt``."""
+
+    v3: Signal
+    bits3: Signal
+    skip3: Signal
+    lt3: Signal
+    last3: Signal
+    end3: Signal
+    mk3: Signal
+    acc: Signal
+    cnt: Signal
 
 
 class WordPacker(wiring.Component):
@@ -48,6 +68,7 @@ class WordPacker(wiring.Component):
         if field_bits > word_bits:
             raise ValueError(f"WordPacker takes fields of at most word_bits={word_bits} bits, not {field_bits}")
         self._W, self._F = word_bits, field_bits
+        self.probe: WordPackerProbe | None = None      # set by elaborate
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"bits": field_bits, "skip": range(word_bits),
                                                        "last": bits_for(2 * word_bits - 1), "end": 1, "lt": 1}))),
@@ -128,6 +149,8 @@ class WordPacker(wiring.Component):
             m.d.sync += self.o.valid.eq(0)
         with m.If(emit):
             m.d.sync += [self.o.valid.eq(1), self.o.p.data.eq(lo), self.o.p.last.eq(fin)]
+        self.probe = WordPackerProbe(v3=v3, bits3=bits3, skip3=skip3, lt3=lt3, last3=last3, end3=end3, mk3=mk3,
+                                     acc=acc, cnt=cnt)
         return m
 
 class WideWordPacker(wiring.Component):

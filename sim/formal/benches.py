@@ -409,8 +409,13 @@ class LocalTansTable:
             nbh = Signal(range(R + 2), name=f"the_nb_high{sfx}")
             m.d.comb += nbh.eq(R + 1 - bit_length_of(m, f, f"the_freq{sfx}"))
             legal = Signal(layout, name=f"the_sym_row{sfx}")
-            m.d.comb += [legal.freq.eq(f), legal.cum.eq(c), legal.nb_high.eq(nbh),
-                         legal.threshold.eq(f << nbh), legal.k.eq(Array(self.k)[sym])]
+            k = Array(self.k)[sym]
+            if "thr" in dict(layout.members):   # the N-state row, as ``xn_symbol_rows`` makes it
+                m.d.comb += [legal.base.eq((c - f)[:R]), legal.thr.eq(((f << nbh) - L) >> 1),
+                             legal.sh.eq(R - nbh), legal.last.eq(nbh + k - 1)]
+            else:
+                m.d.comb += [legal.freq.eq(f), legal.cum.eq(c), legal.nb_high.eq(nbh),
+                             legal.threshold.eq(f << nbh), legal.k.eq(k)]
             legals.append(legal)
         syms = []
         for q in range(self.n_sym):
@@ -456,7 +461,9 @@ class TablePlatform:
                 return "rans_bucket"
             if names == {"freq", "cum", "k"}:           # the rANS symbol table
                 return "rans_symbol"
-            return "dec" if "base" in names else "sym" if "threshold" in names else None
+            if "threshold" in names or "thr" in names:     # a symbol row: one state's, or N states'
+                return "sym"
+            return "dec" if "base" in names else None
         if memory.depth == 1 << SMALL["tans"]["table_log"] and Shape.cast(shape).width == SMALL["tans"]["table_log"]:
             return "state"
         return None
@@ -490,6 +497,15 @@ class TablePlatform:
                 with m.If(port.en):
                     m.d[port.domain] += Value.cast(port.data).eq(v)
         return m
+
+
+def elaborated_inside(block):
+    """``block`` elaborated now, as :func:`elaborated_block`, and that module what its later elaborations
+    return: a core that composes ``block`` (and is elaborated after) holds the very module, so a
+    harness can read ``block``'s :attr:`probe` while the core is built as shipped around it."""
+    mod = elaborated_block(block)
+    block.elaborate = lambda platform: mod
+    return mod
 
 
 def bit_length_of(m: Module, v: Signal, name: str) -> Signal:

@@ -14,9 +14,11 @@ from amaranth.utils import bits_for as _bits
 from ...hdl.common import DecodeStatus
 from ...hdl.shell import DecoderShell, EncoderShell
 from ...hdl.tans import BitWindow, PairWindow
-from .params import DECODER_STEP_CLOCKS, ENCODER_STEP_CLOCKS, SMALL, small_core
-from .benches import (Bench, CommandLedger, LocalTansTable, bit_length_of, elaborated_block, mask, tans_layout,
-                      top_mask, transfer_of, unused_ok)
+from ...hdl.tans.packer import WordPacker
+from .params import (DECODER_STEP_CLOCKS, ENCODER_STEP_CLOCKS, SMALL, XN_DECODER_STEP_CLOCKS, XN_ENCODER_STEP_CLOCKS,
+                     small_core)
+from .benches import (Bench, CommandLedger, LocalTansTable, bit_length_of, elaborated_block, elaborated_inside, mask,
+                      tans_layout, top_mask, transfer_of, unused_ok)
 from .lemmas_rans import rans_decoder_counts_bench, rans_encoder_counts_bench
 
 
@@ -155,6 +157,121 @@ def decoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
     return b
 
 
+def xn_decoder_step_bench(core: str, mutant: str | None) -> Bench:
+    """The two-state decoder's step from an arbitrary state (``decoder_step`` of ``tans-decoder-x2``): the
+    shipped :class:`~ansforge.hdl.tans.TansXnDecoder` at ``N = 2`` inverts the encoder's step from any
+    state of a lane, going on from a pair that lane has just decoded, with the other lane's pair between.
+
+    As :func:`decoder_step_bench`, on the same arbitrary local table (its decoder rows are the ``N``-state
+    core's rows too: ``{symbol, nb, base, need}`` at the state), with two lanes. Free: ``X0``, the legal
+    pair ``q`` of ``s*`` (the harness computes ``X1`` and ``q``'s bits with :func:`tans_encoder_step`),
+    both resumed states ``xw0``, ``xw1`` and ``b`` (the first word's unread bits) on four words, offered
+    every clock, pairs always taken. The command (``resume = 1``, three pairs) decodes lane 0's *warm-up*
+    from ``xw0`` (a free witness row of a symbol other than ``s*``), after which an ``Assume`` puts lane 0
+    in ``X1`` (the coder's state register ``xa`` in the clock after that step: with ``N = 2`` the new
+    state goes there); then lane 1's pair from ``xw1`` (any row, any bits); then lane 0's pair, whose bits
+    are ``q``'s. Asserted: the third pair is ``q``; its field ends exactly after the two earlier pairs'
+    bits and ``q``'s (the step's ``pos`` plus the words the window dropped before it); lane 0 is in ``X0``
+    after it; the command reports OK after three pairs, by :data:`XN_DECODER_STEP_CLOCKS`."""
+    b = Bench(free_reset=False)
+    dec = small_core(core)
+    coder = dec.coder
+    elaborated_inside(coder)                            # its probe, with the core built around it as shipped
+    b.m.submodules.dec = dec
+    pr = coder.probe
+    table = LocalTansTable(b, "round_trip", 1)
+    table.program(dec, role="dec")
+    sh = SMALL["tans"]
+    R, K, W, L = sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"]
+    assert (R, W, K) == (len(coder.rstate), len(coder.i.payload), len(coder.o.p.extra)) and coder.states == 2
+    m = b.m
+    sb = _bits(table.n_sym - 1)
+    x0 = Signal(R, name="start_state")
+    X0 = Signal(R + 1, name="start_x")
+    qs, qe = Signal(sb, name="pair_symbol"), Signal(K, name="pair_extra")
+    m.d.comb += [x0.eq(AnyConst(R)), X0.eq(L | x0), qs.eq(AnyConst(sb)), qe.eq(AnyConst(K)),
+                 Assume(table.legal_pair(qs, qe))]
+    row = Signal(data.StructLayout({"freq": R + 1, "cum": R, "nb_high": _bits(R), "threshold": R + 2,
+                                    "k": _bits(K)}), name="pair_row")
+    nbh = Signal(range(R + 2), name="pair_nb_high")
+    m.d.comb += nbh.eq(R + 1 - bit_length_of(m, table.f, "pair_freq"))
+    m.d.comb += [row.freq.eq(table.f), row.cum.eq(table.c), row.nb_high.eq(nbh), row.threshold.eq(table.f << nbh),
+                 row.k.eq(Array(table.k)[qs])]
+    n, slot, X1, bits, length = tans_encoder_step(m, X0, row, qe, "pair")
+    m.d.comb += X1.eq(L | Array(table.state)[slot])
+    NW = 4
+    words = [Signal(W, name=f"word{j}") for j in range(NW)]
+    m.d.comb += [w.eq(AnyConst(W)) for w in words]
+    bit = Signal(range(W), name="resume_bit")
+    m.d.comb += bit.eq(AnyConst(len(bit)))
+    read0 = Signal(range(W + 1), name="first_word_read")
+    m.d.comb += read0.eq(Mux(bit == 0, 0, W - bit))
+    stream = Signal(NW * W, name="stream_next")          # the unread bits, the next one at the top
+    m.d.comb += stream.eq((Cat(*reversed(words)) << read0)[:NW * W])
+    # The warm-ups: lane 0's from xw0 (not s*), lane 1's from xw1 (any); each reads its row's need.
+    xws, needs = [], []
+    for lane in range(2):
+        xw = Signal(R, name=f"warm{lane}_state")
+        m.d.comb += xw.eq(AnyConst(R))
+        nbw = Signal(range(R + 2), name=f"warm{lane}_nb")
+        m.d.comb += nbw.eq(R + 1 - bit_length_of(m, Array(table.dy)[xw], f"warm{lane}_y"))
+        need = Signal(range(R + K + 2), name=f"warm{lane}_need")
+        m.d.comb += need.eq(nbw + Array(table.k)[Array(table.dsym)[xw]])
+        xws.append(xw)
+        needs.append(need)
+    m.d.comb += Assume(Array(table.dsym)[xws[0]] != table.sym)
+    before = Signal(range(2 * (R + K) + 3), name="warm_need")   # both warm-ups' bits
+    m.d.comb += before.eq(needs[0] + needs[1])
+    after = Signal(NW * W, name="stream_after_warm_ups")
+    m.d.comb += after.eq((stream << before)[:NW * W])
+    below = Signal(range(NW * W + 1), name="stream_below_pair")
+    top = Signal(R + K, name="stream_top")
+    m.d.comb += [below.eq(NW * W - length), top.eq(after >> below), Assume(top == bits)]
+
+    sent = Signal(name="dec_cmd_sent")
+    k_w = Signal(range(NW + 1), name="words_out")
+    k_out = Signal(range(4), name="pairs_out")
+    fires = Signal(range(4), name="pairs_fired")
+    finished = Signal(name="finished")
+    go = ~table.prog
+    c = dec.cmd.p
+    m.d.comb += [dec.cmd.valid.eq(go & ~sent), c.count.eq(3), c.words.eq(NW), c.resume.eq(1), c.check_end.eq(0),
+                 c.state.eq(Cat(*xws)), c.bit.eq(bit), c.check_crc.eq(0), c.crc.eq(0)]
+    m.d.comb += [dec.i.valid.eq(go & (k_w < NW)), dec.i.p.data.eq(Array(words)[k_w]),
+                 dec.i.p.last.eq(0), dec.o.ready.eq(1)]
+    with m.If(transfer_of(dec.cmd)):
+        m.d.past += sent.eq(1)
+    with m.If(transfer_of(dec.i)):
+        m.d.past += k_w.eq(k_w + 1)
+    # The window drops the pos // W oldest words at a step: the words before the current field's.
+    dropped = Signal(range(NW + 2), name="words_dropped")
+    with m.If(pr.step & (fires != 3)):
+        m.d.past += dropped.eq(dropped + (pr.pos >> (W.bit_length() - 1)))
+    with m.If(coder.fire):
+        m.d.past += fires.eq(fires + 1)
+    # After lane 0's warm-up step its state (now in xa) is X1.
+    with m.If(b.past(coder.fire & (fires == 0), "warm_fired")):
+        m.d.comb += Assume(pr.xa == X1[:R])
+    last = 2                                            # q is the third pair
+    q_fire = coder.fire & (fires == last)
+    b.check(q_fire, dropped * W + pr.pos == read0 + before + length,
+            "the decoder did not read exactly the pairs' bits")
+    b.check(b.past(q_fire, "q_fired"), pr.xa == x0, "the decoder's state after the pair is not the encoder's before it")
+    b.check(transfer_of(dec.o), k_out <= last, "the decoder returns more pairs than the command asks for")
+    b.check(transfer_of(dec.o) & (k_out == last), dec.o.p.symbol == qs, "the decoded symbol is not the encoded one")
+    b.check(transfer_of(dec.o) & (k_out == last), dec.o.p.extra == qe, "the decoded extra bits are not the encoded ones")
+    with m.If(transfer_of(dec.o)):
+        m.d.past += k_out.eq(k_out + 1)
+    ending = sent & dec.done & ~finished
+    b.check(ending, dec.status == DecodeStatus.OK, "the decoder does not report OK")
+    b.check(ending, k_out == last + 1, "the decoder reports done before returning the pair")
+    with m.If(ending):
+        m.d.past += finished.eq(1)
+    b.check(b.cycle >= table.clocks + XN_DECODER_STEP_CLOCKS, finished, "the step has not finished in time")
+    b.cover(finished, "a lane's pair decoded after its own warm-up and the other lane's pair, from a resume")
+    return b
+
+
 def encoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
     """The encoder's step from an arbitrary idle state (``encoder_step``, tANS): the encoder core's step
     is the golden step.
@@ -232,6 +349,128 @@ def encoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
     b.check(sent & enc.done, k_o * W >= golden_len, "the encoder is done before the golden stream's last word")
     b.check(b.cycle >= table.clocks + ENCODER_STEP_CLOCKS, finished, "the step has not finished in time")
     b.cover(finished, "a step from the warm-up state, flushed")
+    return b
+
+
+def tans_xn_encoder_step(m: Module, X, row, extra, name: str):
+    """The ``N``-state encoder's step as its symbol row documents it (:func:`~ansforge.hdl.tans.shape.x2_symbol_entry`:
+    ``{base, thr, sh, last}``), the golden step of its warm-ups: from state ``X`` (``R + 1`` bits),
+    ``lt = (X - L) >> 1 < thr``, ``n = R - sh - lt``, ``k = last + 1 + sh - R`` (modulo ``last``'s width),
+    slot ``base + (X >> n)``; the pair pushes the ``n`` low bits of ``X``, then its ``k`` extra bits.
+    Returns ``(n, slot, X', bits, length, k)``, ``X'`` for the caller to drive."""
+    sh = SMALL["tans"]
+    R, K = sh["table_log"], sh["max_extra_bits"]
+    lt = Signal(name=f"{name}_lt")
+    n = Signal(range(R + 1), name=f"{name}_n")
+    k = Signal(len(row.last), name=f"{name}_k")
+    slot = Signal(R, name=f"{name}_slot")
+    nxt = Signal(R + 1, name=f"{name}_next")
+    bits = Signal(R + K, name=f"{name}_bits")
+    length = Signal(range(R + K + 1), name=f"{name}_len")
+    m.d.comb += [lt.eq(X[1:R] < row.thr), n.eq(R - row.sh - lt), k.eq(row.last + 1 + row.sh - R),
+                 slot.eq((row.base + (X >> n))[:R]),
+                 bits.eq((X & mask(n, R + 1))[:R] | ((extra & mask(k, K)) << n)), length.eq(n + k)]
+    return n, slot, nxt, bits, length, k
+
+
+def xn_encoder_step_bench(core: str, mutant: str | None) -> Bench:
+    """The two-state encoder's step from an arbitrary idle state (``encoder_step`` of ``tans-encoder-x2``):
+    the shipped :class:`~ansforge.hdl.tans.TansXnEncoder` at ``N = 2`` codes a pair of a legal table as
+    the golden step, from any state of its lane, whatever the other lane holds and whatever bits are
+    pending, and flushes both lanes and the marker after it.
+
+    As :func:`encoder_step_bench`, on the same arbitrary local table (the ``N``-state core's symbol rows
+    ``{base, thr, sh, last}`` for ``s*`` are the model's, :func:`~ansforge.hdl.tans.shape.x2_symbol_rows`'s
+    formulas). Three *warm-up* pairs of symbols other than ``s*`` with free rows (``sh <= R``, ``n >= 0``,
+    ``k <= K``) and free slot states, coded as their rows say (:func:`tans_xn_encoder_step`), bring the
+    encoder from reset to every idle state: lane 1 (the next pair's) in any ``X0`` (the second warm-up's
+    slot state), lane 0 in any state (the third's), and any ``c0 <= R + K = W - 1`` pending bits of any
+    value (the third's field; the first two may be empty). After a gap of 4 clocks comes the legal pair
+    ``q`` of ``s*``, coded from ``X0`` by :func:`tans_encoder_step` with the model's row, then the flush:
+    lane 0's state index, lane 1's (``X1``), ``R`` bits each, and the marker bit. Asserted: the words are
+    exactly that stream, oldest bit first, the last one marked ``last``, done by
+    :data:`XN_ENCODER_STEP_CLOCKS`."""
+    b = Bench(free_reset=False)
+    enc = small_core(core)
+    assert enc.coder.states == 2
+    b.m.submodules.enc = enc
+    table = LocalTansTable(b, "round_trip", 1)
+    table.program(enc, role="enc")
+    sh = SMALL["tans"]
+    R, K, W, L = sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"]
+    m = b.m
+    layout = tans_layout(enc.sym_cfg.p.data)
+    rows = b.platform.contents["sym"]
+    sb = _bits(table.n_sym - 1)
+    NP = 4
+    TOT = NP * (R + K) + 2 * R + 1
+    lanes = [Const(L, R + 1), Const(L, R + 1)]
+    got_bits, got_len = Const(0, TOT), Const(0, 1)
+    pairs = []
+    for i in range(NP):
+        lane = i % 2
+        s_, e_ = Signal(sb, name=f"pair{i}_symbol"), Signal(K, name=f"pair{i}_extra")
+        m.d.comb += [s_.eq(AnyConst(sb)), e_.eq(AnyConst(K))]
+        if i < NP - 1:          # a warm-up: any symbol but s*, its free row
+            row = Signal(layout, name=f"pair{i}_row")
+            m.d.comb += Value.cast(row).eq(Array(rows)[s_])
+            m.d.comb += Assume(s_ != table.sym)
+            n, slot, nxt, bits, length, k = tans_xn_encoder_step(m, lanes[lane], row, e_, f"pair{i}")
+            m.d.comb += Assume((row.sh <= R) & ((row.sh != R) | (row.thr == 0)) & (k <= K))
+        else:                   # q: a legal pair of s*, its row the model's
+            m.d.comb += Assume(table.legal_pair(s_, e_))
+            row = Signal(data.StructLayout({"freq": R + 1, "cum": R, "nb_high": _bits(R), "threshold": R + 2,
+                                            "k": _bits(K)}), name="pair_row")
+            nbh = Signal(range(R + 2), name="pair_nb_high")
+            m.d.comb += nbh.eq(R + 1 - bit_length_of(m, table.f, "pair_freq"))
+            m.d.comb += [row.freq.eq(table.f), row.cum.eq(table.c), row.nb_high.eq(nbh),
+                         row.threshold.eq(table.f << nbh), row.k.eq(Array(table.k)[s_])]
+            n, slot, nxt, bits, length = tans_encoder_step(m, lanes[lane], row, e_, f"pair{i}")
+        m.d.comb += nxt.eq(L | Array(table.state)[slot])
+        acc = Signal(TOT, name=f"pair{i}_stream")
+        total = Signal(range(TOT + 1), name=f"pair{i}_stream_len")
+        m.d.comb += [acc.eq(got_bits | (bits << got_len)), total.eq(got_len + length)]
+        pairs.append((s_, e_))
+        lanes[lane], got_bits, got_len = nxt, acc, total
+    # The flush: the ring's head first (lane 0, coded two pairs ago), then lane 1 (q's X1), R bits of
+    # each state's index; then the marker.
+    golden = Signal(TOT, name="golden_stream")
+    golden_len = Signal(range(TOT + 1), name="golden_len")
+    m.d.comb += [golden.eq(got_bits | (Cat(lanes[0][:R], lanes[1][:R], Const(1, 1)) << got_len)),
+                 golden_len.eq(got_len + 2 * R + 1)]
+
+    GAP = 4
+    n_in = Signal(range(NP + 1), name="enc_pairs_in")
+    gap = Signal(range(GAP + 1), name="enc_gap")
+    sent = Signal(name="enc_cmd_sent")
+    go = ~table.prog
+    m.d.comb += [enc.cmd.valid.eq(go & ~sent), enc.cmd.p.count.eq(NP),
+                 enc.i.valid.eq(go & (n_in < NP) & ((n_in < NP - 1) | (gap == GAP))),
+                 enc.i.p.symbol.eq(Array([s for s, _ in pairs])[n_in]),
+                 enc.i.p.extra.eq(Array([e for _, e in pairs])[n_in]), enc.o.ready.eq(1)]
+    with m.If(transfer_of(enc.cmd)):
+        m.d.past += sent.eq(1)
+    with m.If(transfer_of(enc.i)):
+        m.d.past += n_in.eq(n_in + 1)
+    with m.If((n_in == NP - 1) & (gap != GAP)):
+        m.d.past += gap.eq(gap + 1)
+    NWORDS = -(-TOT // W)
+    k_o = Signal(range(NWORDS + 2), name="words_out")
+    expect = Signal(W, name="expected_word")
+    m.d.comb += expect.eq(Array([golden[j * W:(j + 1) * W] for j in range(NWORDS)])[k_o])
+    left = Signal(range(TOT + 1), name="golden_bits_left")
+    m.d.comb += left.eq(golden_len - k_o * W)
+    b.check(transfer_of(enc.o), k_o * W < golden_len, "the encoder pushes more words than the golden stream has")
+    b.check(transfer_of(enc.o), enc.o.p.data == expect, "a word differs from the golden stream's")
+    b.check(transfer_of(enc.o), enc.o.p.last == (left <= W), "a word's last flag differs from the golden stream's")
+    with m.If(transfer_of(enc.o)):
+        m.d.past += k_o.eq(k_o + 1)
+    finished = Signal(name="finished")
+    with m.If(sent & enc.done):
+        m.d.past += finished.eq(1)
+    b.check(sent & enc.done, k_o * W >= golden_len, "the encoder is done before the golden stream's last word")
+    b.check(b.cycle >= table.clocks + XN_ENCODER_STEP_CLOCKS, finished, "the step has not finished in time")
+    b.cover(finished, "a step of one lane from the warm-up state, both lanes flushed")
     return b
 
 
@@ -454,6 +693,111 @@ def pair_window_queue_bench(core: str, mutant: str | None) -> Bench:
     # with a word in its clock.
     b.cover(~unknown & (count == D) & win.step & (q != 0) & take, "a full ring takes a word as a step drops one")
     b.cover(~unknown & win.clear & take & (count != 0), "a clear that drops words, with a word in its clock")
+    return b
+
+
+def packer_field(m: Module, F: int, bits, skip, lt, last, name: str):
+    """A :class:`~ansforge.hdl.tans.packer.WordPacker` field as its ports document it: ``len = last + 1 -
+    lt`` bits (modulo ``last``'s width) of ``bits`` (``F`` bits) from bit ``skip + lt``. Returns its length,
+    its value (at bit 0) and whether it is legal (at most ``F`` bits, within ``bits``, every other bit 0)."""
+    n = Signal(len(last), name=f"{name}_len")
+    v = Signal(F, name=f"{name}_value")
+    ok = Signal(name=f"{name}_legal")
+    m.d.comb += [n.eq(last + 1 - lt), v.eq((bits >> (skip + lt)) & mask(n, F)),
+                 ok.eq((n <= F) & (skip + lt + n <= F) & ((bits & ~(mask(n, F) << (skip + lt))[:F]) == 0))]
+    return n, v, ok
+
+
+def packer_queue_bench(core: str, mutant: str | None) -> Bench:
+    """The interleaved encoder's word packer is a queue of bits (``packer_queue`` of ``tans-encoder-x2``,
+    the first link of its composition, as :func:`pair_window_queue_bench` is the decoder's).
+
+    :class:`~ansforge.hdl.tans.packer.WordPacker` exactly as the small two-state encoder builds it
+    (``W = 8``, fields of ``F = max(R + K, R) = 7`` bits) alone: a field offered or not in any clock,
+    ``o.ready`` free, resets in any clock. A field is what the coder's stage 1 gives (its contract,
+    assumed): ``len = last + 1 - lt`` bits (modulo ``last``'s width, at most ``F``) of ``bits`` from bit
+    ``skip + lt``, within ``F`` bits, every other bit of ``bits`` 0. The harness keeps the stream as a
+    queue of bits taken and not yet on a word taken from ``o`` (the oldest at bit 0) and the words that
+    end a stream: a field joins at the end; an ``end`` field is followed by the marker bit (``1``) and
+    zeros up to the word's end, and that word is marked. Asserted for every sequence: every word taken
+    from ``o`` is the queue's next ``W`` bits, ``last`` exactly on a marked word. The packer's registers
+    (:attr:`WordPacker.probe`: its input register, ``mk3``, the accumulator and its count) are tied to the
+    queue by auxiliary assertions, so that the k-induction closes."""
+    b = Bench(free_reset=True)
+    m = b.m
+    built = small_core(core)
+    coder = built.coder
+    unused_ok(built, coder)                             # only its packer is built
+    W, F = coder.accumulator_bits, coder.field_bits
+    pk = WordPacker(W, F)
+    m.submodules.packer = elaborated_block(pk)
+    pr = pk.probe
+    m.d.comb += [pk.i.valid.eq(AnySeq(1)), pk.i.p.eq(AnySeq(len(Value.cast(pk.i.p)))), pk.o.ready.eq(AnySeq(1))]
+    lw = W.bit_length() - 1                             # W is a power of two here
+    QB, QW = 5 * W, 5                                   # the queue: more than the packer holds
+
+    def field(bits, skip, lt, last, name):
+        return packer_field(m, F, bits, skip, lt, last, name)
+
+    def round_up(v, name):
+        """``v`` rounded up to a word's end, and the index of the word that ends there (its flag)."""
+        r = Signal(len(v) + 1, name=name)
+        word = Signal(range(QW), name=f"{name}_word")
+        flag = Signal(QW, name=f"{name}_flag")
+        m.d.comb += [r.eq(((v + W - 1) >> lw) << lw), word.eq((r >> lw) - 1), flag.eq(Const(1, QW) << word)]
+        return r, flag
+
+    p = pk.i.p
+    n_in, v_in, ok_in = field(p.bits, p.skip, p.lt, p.last, "in")
+    m.d.comb += Assume(~pk.i.valid | ok_in)
+    queue = Signal(QB, name="queue")                    # bits taken, not yet on a word taken from o
+    qlen = Signal(range(QB + 1), name="queue_len")
+    ends = Signal(QW, name="queue_last_words")          # bit j: the queue's word j ends a stream
+    take, out = transfer_of(pk.i), transfer_of(pk.o)
+    q1, l1, e1 = Signal(QB, name="queue_after_word"), Signal(range(QB + 1), name="len_after_word"), \
+        Signal(QW, name="ends_after_word")
+    m.d.comb += [q1.eq(Mux(out, queue >> W, queue)), l1.eq(Mux(out, qlen - W, qlen)), e1.eq(Mux(out, ends >> 1, ends))]
+    joined = Signal(range(QB + 2), name="len_with_field")
+    m.d.comb += joined.eq(l1 + n_in)
+    padded, padded_flag = round_up(joined + 1, "len_with_end")     # the marker, then zeros to the word's end
+    with m.If(b.rst):
+        m.d.past += [queue.eq(0), qlen.eq(0), ends.eq(0)]
+    with m.Elif(take & p.end):
+        m.d.past += [queue.eq(q1 | ((v_in | (Const(1, F + 1) << n_in)) << l1)[:QB]), qlen.eq(padded),
+                     ends.eq(e1 | padded_flag)]
+    with m.Elif(take):
+        m.d.past += [queue.eq(q1 | (v_in << l1)[:QB]), qlen.eq(joined), ends.eq(e1)]
+    with m.Else():
+        m.d.past += [queue.eq(q1), qlen.eq(l1), ends.eq(e1)]
+    with m.If(out):
+        m.d.comb += [Assert(qlen >= W, "a word before the stream has its bits"),
+                     Assert(pk.o.p.data == queue[:W], "a word is not the queue's next bits"),
+                     Assert(pk.o.p.last == ends[0], "last does not mark a stream's last word")]
+    m.d.comb += Assert(qlen <= QB - 2 * W, "the queue overflows (a word is not taken out)")
+    # Auxiliary invariants: the packer's registers against the queue.
+    n3, v3f, ok3 = field(pr.bits3, pr.skip3, pr.lt3, pr.last3, "held")
+    olen = Signal(range(W + 1), name="o_len")
+    m.d.comb += olen.eq(Mux(pk.o.valid, W, 0))
+    marker = Signal(name="marker_owed")                 # the end field's marker not yet in bits3
+    m.d.comb += marker.eq(pr.v3 & pr.end3 & ~pr.mk3)
+    held = Signal(range(QB + 1), name="held_len")
+    m.d.comb += held.eq(olen + pr.cnt + Mux(pr.v3, n3 + marker, 0))
+    held_end, held_flag = round_up(held, "held_len_padded")
+    model = Signal(QB, name="pipeline_bits")
+    m.d.comb += model.eq(Mux(pk.o.valid, pk.o.p.data, 0) | ((pr.acc & mask(pr.cnt, W)) << olen)[:QB]
+                         | Mux(pr.v3, (v3f | (marker << n3)) << (olen + pr.cnt), 0)[:QB])
+    model_ends = Signal(QW, name="pipeline_last_words")
+    m.d.comb += model_ends.eq((pk.o.valid & pk.o.p.last)
+                              | Mux(pr.v3 & pr.end3, held_flag, 0))
+    m.d.comb += [Assert(queue == model, "inv: the queue is o, the accumulator and the input register's field"),
+                 Assert(qlen == Mux(pr.v3 & pr.end3, held_end, held), "inv: the queue's length"),
+                 Assert(ends == model_ends, "inv: the stream ends are o's and the input register's"),
+                 Assert(~pr.v3 | ok3, "inv: the input register holds a legal field"),
+                 Assert(~(pr.v3 & pr.mk3) | (pr.end3 & (n3 == 1) & (v3f == 1)), "inv: the marker field follows an end"),
+                 Assert(~pk.o.valid | pk.o.p.last | ~(pr.v3 & pr.end3) | (held_end > W), "inv: a word not last"),
+                 Assert((queue >> qlen) == 0, "inv: the queue is zero above its bits")]
+    b.cover(out & take & pr.v3 & (pr.cnt != 0), "a word taken while a field enters and one is held")
+    b.cover(out & pk.o.p.last & take, "a stream's last word taken as the next stream's first field enters")
     return b
 
 

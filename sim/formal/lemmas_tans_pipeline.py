@@ -5,7 +5,7 @@ Round 7). The rANS cores' pipelines are dispatched to :mod:`.lemmas_rans`.
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Assert, Assume, Cat, Mux, Signal, Value
+from amaranth.hdl import Array, Assert, Assume, Cat, Const, Mux, Signal, Value
 from amaranth.hdl._ast import AnyConst, AnySeq
 from amaranth.lib import data
 
@@ -14,10 +14,10 @@ from ...hdl.tans.shape import thermometer
 from ...model.coding.codetable import CodeTable
 from ...model.coding.tans import TansParams, TansTable
 from .params import SMALL, small_core
-from .benches import (unused_ok, Bench, TablePlatform, elaborated_block, free_core, load_tracker, mask, tans_layout,
-                      transfer_of)
+from .benches import (unused_ok, Bench, TablePlatform, elaborated_block, elaborated_inside, free_core, load_tracker,
+                      mask, tans_layout, transfer_of)
 from .lemmas_rans import rans_decoder_pipeline_bench, rans_encoder_pipeline_bench
-from .lemmas_tans import ShadowQueue, WordQueue, tans_encoder_step
+from .lemmas_tans import ShadowQueue, WordQueue, packer_field, tans_encoder_step, tans_xn_encoder_step
 
 
 def owed_pairs(b: Bench, layout, fire, pop, expect):
@@ -67,6 +67,8 @@ def encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     the k-induction closes."""
     if core == "rans-encoder":
         return rans_encoder_pipeline_bench(core, mutant)
+    if core == "tans-encoder-x2":
+        return xn_encoder_pipeline_bench(core, mutant)
     b = Bench(free_reset=True)
     m = b.m
     sh = SMALL["tans"]
@@ -162,6 +164,154 @@ def encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
                  Assert(~FL | (fs & ~v1 & (Xc == L)), "inv: the coder flushes only when asked, from L, stage 1 empty")]
     b.cover(take & v1 & v3 & out, "back to back: a pair taken with one in each stage while a word is taken")
     b.cover(coder.flushed & take & b.past(out, "out1"), "a stream flushed after a word, the next one's first pair taken")
+    return b
+
+
+def xn_encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
+    """The two-state encoder's coder gives its packer the golden encoder's fields for any timing
+    (``encoder_pipeline`` of ``tans-encoder-x2``; the packer's words from those fields are
+    ``packer_queue``'s).
+
+    :class:`~ansforge.hdl.tans.TansXnEncoderCoder` of the small two-state encoder alone, on an arbitrary
+    table held in its memories (every symbol row ``AnyConst`` of the ``N``-state layout ``{base, thr, sh,
+    last}`` with ``sh <= R``, ``n`` never below 0 and ``k <= K``, which every legal row meets; every slot's
+    state ``AnyConst``; no writes), pairs offered in any clock with extra bits that fit their row's ``k``,
+    ``o.ready`` free, resets in any clock, and the flush as the shell gives it: held from the clock it is
+    asked for until ``flushed``. The harness runs the golden two-state encoder beside it
+    (:func:`~.lemmas_tans.tans_xn_encoder_step` per pair taken, on the lane whose turn it is, in the clock
+    it is taken; when the flush is first asked for, both lanes' state indices, ``R`` bits each, the next
+    lane first and the last one marked ``end``, and both lanes back to ``L``) and keeps the fields it
+    owes the packer. Asserted for every sequence: every field the packer takes is legal (its
+    ``packer_queue`` premise) and is the next owed one, its length and its ``end`` included. The coder's
+    registers (:attr:`~ansforge.hdl.tans.TansXnEncoderCoder.probe`: stage 1, the flush count, the ring's
+    ``x``, ``slot`` and ``fresh``) are tied to the golden encoder by auxiliary assertions, so that the
+    induction closes."""
+    b = Bench(free_reset=True)
+    m = b.m
+    sh = SMALL["tans"]
+    R, K, L = sh["table_log"], sh["max_extra_bits"], 1 << sh["table_log"]
+    enc = small_core(core)
+    unused_ok(enc)                                      # only its coder is built
+    coder = enc.coder
+    assert coder.states == 2
+    F = coder.field_bits
+    b.platform = TablePlatform()
+    layout = tans_layout(coder.sym_cfg.p.data)
+    LB = len(Signal(layout).last)
+    n_sym = sh["max_symbols"]
+
+    def k_of(r, name):
+        k = Signal(LB, name=f"{name}_k")
+        m.d.comb += k.eq(r.last + 1 + r.sh - R)
+        return k
+
+    def table_row(r, name):     # n = R - sh - lt in 0..R for every state; k <= K
+        return (r.sh <= R) & ((r.sh != R) | (r.thr == 0)) & (k_of(r, name) <= K)
+    rows = [Signal(layout, name=f"sym_row{q}") for q in range(n_sym)]
+    states = [Signal(R, name=f"slot_state{j}") for j in range(L)]
+    for q, r in enumerate(rows):
+        m.d.comb += [Value.cast(r).eq(AnyConst(layout.size)), Assume(table_row(r, f"sym_row{q}"))]
+    m.d.comb += [st.eq(AnyConst(R)) for st in states]
+    b.platform.contents["sym"] = [Value.cast(r) for r in rows]
+    b.platform.contents["state"] = states
+    b.platform.frozen = {"sym", "state"}
+    m.submodules.coder = elaborated_block(coder)
+    pr = coder.probe
+    elaborated_inside(pr.ring)
+    rp, ring, pk = pr.ring.probe, pr.ring, pr.packer
+    m.d.comb += [coder.sym_cfg.valid.eq(0), coder.state_cfg.valid.eq(0), coder.sym_cfg.p.eq(0), coder.state_cfg.p.eq(0),
+                 coder.i.valid.eq(AnySeq(1)), coder.i.p.eq(AnySeq(len(Value.cast(coder.i.p)))),
+                 coder.o.ready.eq(AnySeq(1)), coder.flush.eq(AnySeq(1))]
+    take, pop = transfer_of(coder.i), transfer_of(pk.i)
+    H = Signal(R + 1, init=L, name="golden_head")      # the lane the next pair codes
+    O = Signal(R + 1, init=L, name="golden_other")
+    fs = Signal(name="golden_flush")                    # the flush asked for and not yet flushed
+    m.d.comb += Assume(~fs | coder.flush)
+    row = Signal(layout, name="golden_row")
+    m.d.comb += Value.cast(row).eq(Array([Value.cast(r) for r in rows])[coder.i.p.symbol])
+    m.d.comb += Assume(~take | ((coder.i.p.extra >> k_of(row, "golden_row")) == 0))
+    _, slot, nxt, bits, length, _ = tans_xn_encoder_step(m, H, row, coder.i.p.extra, "golden")
+    m.d.comb += nxt.eq(L | Array(states)[slot])
+    start = coder.flush & ~fs
+    # The owed fields, oldest first: (value, length, end).
+    D = 3
+    ov = [Signal(F, name=f"owed{j}_value") for j in range(D)]
+    ol = [Signal(LB, name=f"owed{j}_len") for j in range(D)]
+    oe = [Signal(name=f"owed{j}_end") for j in range(D)]
+    oc = Signal(range(D + 1), name="owed")
+    n_in, v_in, ok_in = packer_field(m, F, pk.i.p.bits, pk.i.p.skip, pk.i.p.lt, pk.i.p.last, "packer_in")
+    with m.If(pop):
+        m.d.comb += [Assert(oc != 0, "a field the golden encoder does not owe"),
+                     Assert(ok_in, "a field is not a legal packer field"),
+                     Assert((v_in == ov[0]) & (n_in == ol[0]), "a field is not the golden encoder's next one"),
+                     Assert(pk.i.p.end == oe[0], "a field's end is not the golden stream's")]
+    # The FIFO after this clock's pop, then this clock's pushes.
+    after = [(Mux(pop, a1, a0), Mux(pop, b1, b0), Mux(pop, c1, c0))
+             for (a0, b0, c0), (a1, b1, c1) in zip(zip(ov, ol, oe), list(zip(ov, ol, oe))[1:] + [(0, 0, 0)])]
+    left = Signal(range(D + 1), name="owed_after_pop")
+    m.d.comb += left.eq(oc - pop)
+    pushes = [(take, [(bits, length, 0)]), (start, [(H[:R], R, 0), (O[:R], R, 1)])]
+    with m.If(b.rst):
+        m.d.past += [H.eq(L), O.eq(L), fs.eq(0), oc.eq(0)]
+    with m.Else():
+        m.d.past += fs.eq((fs | start) & ~coder.flushed)
+        m.d.past += [ov[j].eq(after[j][0]) for j in range(D)]
+        m.d.past += [ol[j].eq(after[j][1]) for j in range(D)]
+        m.d.past += [oe[j].eq(after[j][2]) for j in range(D)]
+        m.d.past += oc.eq(left)
+        for when, fields in pushes:
+            with m.If(when):
+                m.d.past += oc.eq(left + len(fields))
+                for f, (v, n, e) in enumerate(fields):
+                    for j in range(D):
+                        with m.If(left + f == j):
+                            m.d.past += [ov[j].eq(v), ol[j].eq(n), oe[j].eq(e)]
+        with m.If(take):
+            m.d.past += [H.eq(O), O.eq(nxt)]
+        with m.If(start):
+            m.d.past += [H.eq(L), O.eq(L)]
+    m.d.comb += Assert(oc <= D, "inv: at most three fields owed")
+    # Auxiliary invariants: the coder's registers against the golden encoder.
+    x = ring.x
+    B = Signal(R, name="ring_other")                    # the other lane's state index in the ring
+    m.d.comb += B.eq(Mux(rp.fresh, 0, Array(states)[rp.slot[:R]]))
+    row1 = Signal(layout, name="stage1_row")
+    m.d.comb += [row1.base.eq(pr.base1), row1.thr.eq(pr.thr1), row1.sh.eq(pr.sh1), row1.last.eq(pr.last1)]
+    _, slot1, nxt1, bits1, len1, k1 = tans_xn_encoder_step(m, L | x, row1, pr.ext1, "stage1")
+    m.d.comb += nxt1.eq(L | Array(states)[slot1])
+    pair1 = Signal(name="stage1_pair")
+    fl_first, fl_last = Signal(name="stage1_flush_first"), Signal(name="stage1_flush_last")
+    m.d.comb += [pair1.eq(pr.v1 & ~pr.fl1 & ~pr.wr1), fl_first.eq(pr.v1 & pr.fl1 & ~pr.end1),
+                 fl_last.eq(pr.v1 & pr.fl1 & pr.end1)]
+    # The lanes once stage 1's step is done (the next lane first).
+    a0, a1 = Signal(R, name="lanes_after0"), Signal(R, name="lanes_after1")
+    m.d.comb += [a0.eq(Mux(pair1, B, Mux(fl_last, 0, x))), a1.eq(Mux(pair1, nxt1[:R], Mux(fl_last, 0, B)))]
+    model = ([(pair1, (bits1, len1, 0))] + [(fl_first, (x, R, 0)), (fl_first, (B, R, 1)), (fl_last, (x, R, 1))]
+             + [(fs & ~fl_first, (a0, R, 0)), (fs & ~fl_first, (a1, R, 1))])
+    count = Signal(range(len(model) + 1), name="model_owed")
+    m.d.comb += count.eq(sum(Value.cast(w).as_unsigned() for w, _ in model))
+    m.d.comb += Assert(oc == count, "inv: the owed fields are stage 1's step and the flush's")
+    # The j-th owed field is the j-th present entry of the model.
+    for j in range(D):
+        seen = Const(0, 3)
+        for i, (w, (v, n, e)) in enumerate(model):
+            here = Signal(name=f"owed{j}_is_model{i}")
+            m.d.comb += here.eq(w & (seen == j))
+            with m.If(here & (oc > j)):
+                m.d.comb += Assert((ov[j] == v) & (ol[j] == n) & (oe[j] == e), f"inv: owed field {j}")
+            seen = seen + w
+    m.d.comb += [Assert(Mux(fs | fl_first | fl_last, (H == L) & (O == L), (H == (L | a0)) & (O == (L | a1))),
+                        "inv: the golden lanes are the ring's once stage 1 has stepped"),
+                 Assert(~(pr.v1 & pr.wr1), "inv: no table write"),
+                 Assert((pr.fc != 0) == fl_first, "inv: the flush count is the first flush step's"),
+                 Assert(~fl_first | fs, "inv: a first flush step only while the flush is asked for"),
+                 Assert(~fl_last | rp.fresh, "inv: the last flush step follows a restart"),
+                 Assert(~(pr.v1 & pr.fl1) | ((pr.thr1 == 0) & (pr.sh1 == 0) & (pr.last1 == R - 1) & (pr.ext1 == 0)),
+                        "inv: a flush step's row is the state's R bits"),
+                 Assert(~pair1 | (table_row(row1, "stage1_row") & ((pr.ext1 >> k1) == 0)),
+                        "inv: stage 1's pair has a table row and extra bits that fit it")]
+    b.cover(take & pair1 & pop, "back to back: a pair taken while stage 1's enters the packer")
+    b.cover(coder.flushed & b.past(pop, "popped"), "a stream flushed after a field")
     return b
 
 
@@ -550,6 +700,10 @@ def composition_bench(core: str, mutant: str | None) -> Bench:
     b, dut, outs = free_core(core, mutant, elaborated=True, pinned=core == "rans-decoder")
     m = b.m
     shell, coder = b.dut_module.submodules.shell, b.dut_module.submodules.coder
+    if core == "tans-encoder-x2":
+        # Its coder's registers, with the core built around them as shipped (below: table writes).
+        elaborated_inside(coder)
+        elaborated_inside(coder.probe.ring)
     if core == "rans-decoder":
         sh = SMALL["rans"]
         lo = 1 << (sh["state_bits"] - sh["word_bits"])
@@ -579,7 +733,7 @@ def composition_bench(core: str, mutant: str | None) -> Bench:
         with m.If(coder.start.valid):
             m.d.comb += Assert(~coder.i.valid & ~shell.run, "a word or a pair is asked for in a stream's start clock")
         b.cover(coder.fire & b.past(coder.fire, "fired"), "pairs back to back")
-    elif core == "tans-encoder":
+    elif core in ("tans-encoder", "tans-encoder-x2"):
         take = transfer_of(coder.i)
         asked = Signal(name="flush_asked")          # the flush is asked for and not yet flushed
         with m.If(b.rst):
@@ -594,7 +748,25 @@ def composition_bench(core: str, mutant: str | None) -> Bench:
             m.d.comb += Assert(coder.flush, "the flush is not held until flushed")
         with m.If(coder.flush & take):
             m.d.comb += Assert(coder.flushed, "a pair enters while the flush is asked for")
-        b.cover(coder.flushed & take, "the next stream's first pair in the clock of flushed")
+        if core == "tans-encoder-x2":
+            # encoder_pipeline holds its table constant: a write comes only where none of its invariants
+            # reads the table (no pair in stage 1, the ring's other lane restarted), so they hold on the
+            # new table from the write on.
+            pr, rp = coder.probe, coder.probe.ring.probe
+            with m.If(shell.idle):
+                m.d.comb += Assert(~(pr.v1 & ~pr.fl1 & ~pr.wr1) & rp.fresh,
+                                   "the shell takes table writes while a pair or a lane's state depends on the table")
+            m.d.comb += Assert((pr.fc == 0) | (coder.flush & pr.v1 & pr.fl1 & ~pr.end1),
+                               "inv: a flush under way is asked for, its first step in stage 1")
+        if core == "tans-encoder":
+            b.cover(coder.flushed & take, "the next stream's first pair in the clock of flushed")
+        else:                   # its coder takes no pair while the flush is asked for, flushed's clock included
+            ended = Signal(name="stream_flushed")
+            with m.If(b.rst):
+                m.d.past += ended.eq(0)
+            with m.Elif(coder.flushed):
+                m.d.past += ended.eq(1)
+            b.cover(ended & take, "a stream flushed, then the next one's first pair")
     elif core == "rans-encoder":
         with m.If(coder.step):
             m.d.comb += Assert(coder.run, "a pair enters while the shell does not run the coder")

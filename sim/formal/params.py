@@ -128,7 +128,8 @@ PORT_PROPERTIES = PROPERTIES[:4]
 #: Status ``proved``: each
 #: quantifies over every starting state and its whole scenario ends within the depth.
 STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step",
-                   "rans-encoder": "encoder_step", "rans-decoder": "decoder_step"}
+                   "rans-encoder": "encoder_step", "rans-decoder": "decoder_step",
+                   "tans-decoder-x2": "decoder_step", "tans-encoder-x2": "encoder_step"}
 #: The step lemmas' names (each core has at most one, :data:`STEP_PROPERTIES`).
 STEP_LEMMAS = ("encoder_step", "decoder_step")
 #: The composition's lemmas (``docs/formal.md`` *Round 7*): one block each, every input free, a shadow
@@ -145,12 +146,12 @@ LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_pipeline", "decode
                     "tans-encoder": ("encoder_pipeline", "encoder_counts", "composition"),
                     "rans-decoder": ("decoder_pipeline", "decoder_counts", "composition"),
                     "rans-encoder": ("encoder_pipeline", "encoder_counts", "composition"),
-                    # the interleaved decoder's chain, so far: its PairWindow is a word queue, its shell's counts
+                    # the two-state pair's chains, so far: the decoder's window, coder, shell and joints; the encoder's shell and joints
                     "tans-decoder-x2": ("window_queue", "decoder_pipeline", "decoder_counts", "composition"),
-                    "tans-encoder-x2": ("encoder_counts",)}
+                    "tans-encoder-x2": ("packer_queue", "encoder_pipeline", "encoder_counts", "composition")}
 #: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes,
 #: and for the fast ones at least CI's 10).
-LEMMA_DEPTH = {"window_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "encoder_pipeline": 4,
+LEMMA_DEPTH = {"window_queue": 10, "packer_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "encoder_pipeline": 4,
                "decoder_pipeline": 4, "composition": 20}
 #: The depth a lemma's covers are sought at, where its k-induction depth is too shallow to reach them
 #: from reset (``encoder_pipeline`` closes at 2; its covers need 5 clocks).
@@ -163,8 +164,13 @@ COMMANDS_COVER_DEPTH = {"rans-encoder-x16": 48}
 #: Tables survive reset (:func:`~.properties.table_reset_bench`): every build.
 RESET_PROPERTIES = ("table_reset",)
 ALL_PROPERTIES = PROPERTIES + RESET_PROPERTIES + STEP_LEMMAS + tuple(LEMMA_DEPTH)
+#: Clocks after the table's by which the two-state decoder's ``decoder_step`` has finished (measured).
+XN_DECODER_STEP_CLOCKS = 15
+#: Clocks after the table's by which the two-state encoder's ``encoder_step`` has finished (measured).
+XN_ENCODER_STEP_CLOCKS = 16
 #: The depth of each core's step lemma (the clock its latched "finished in time" check is seen, plus one).
-STEP_DEPTH = {"tans-encoder": 22, "tans-decoder": 18, "rans-encoder": 15, "rans-decoder": 16}
+STEP_DEPTH = {"tans-encoder": 22, "tans-decoder": 18, "rans-encoder": 15, "rans-decoder": 16,
+              "tans-decoder-x2": XN_DECODER_STEP_CLOCKS + 4, "tans-encoder-x2": XN_ENCODER_STEP_CLOCKS + 4}
 
 
 def properties_of(core: str, table: str = "pinned") -> tuple[str, ...]:
@@ -174,9 +180,10 @@ def properties_of(core: str, table: str = "pinned") -> tuple[str, ...]:
     lemmas (:data:`LEMMA_PROPERTIES`) with either table."""
     if core in INTERLEAVED_CORES:
         family = core.split("-")[0]
+        step = (STEP_PROPERTIES[core],) if table == "arbitrary" and core in STEP_PROPERTIES else ()
         return (PORT_PROPERTIES + (("round_trip",) if family in XN_ROUND_TRIP_PAIRS else ())
                 + (("detection",) if "-decoder" in core and family in XN_DETECTION_PAIRS else ()) + RESET_PROPERTIES
-                + LEMMA_PROPERTIES.get(core, ()))
+                + step + LEMMA_PROPERTIES.get(core, ()))
     own = (PROPERTIES if core.endswith("decoder") else PROPERTIES[:-1]) + RESET_PROPERTIES
     if table == "arbitrary" and core in STEP_PROPERTIES:
         own += (STEP_PROPERTIES[core],)

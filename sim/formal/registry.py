@@ -14,10 +14,11 @@ from .properties import (commands_bench, detection_bench, detection_interleaved_
                          round_trip_bench, round_trip_interleaved_bench, stream_rules_bench, table_reset_bench)
 from .lemmas_rans import rans_decoder_step_bench, rans_encoder_step_bench
 from .lemmas_tans import (decoder_counts_bench, decoder_step_bench, encoder_counts_bench, encoder_step_bench,
-                          window_queue_bench)
+                          packer_queue_bench, window_queue_bench, xn_decoder_step_bench,
+                          xn_encoder_step_bench)
 from .lemmas_tans_pipeline import composition_bench, decoder_pipeline_bench, encoder_pipeline_bench
 _BUILDERS = {"stream_rules": stream_rules_bench, "out_of_reset": out_of_reset_bench, "progress": progress_bench}
-_LEMMAS = {"composition": composition_bench, "window_queue": window_queue_bench, "encoder_counts": encoder_counts_bench, "decoder_counts": decoder_counts_bench,
+_LEMMAS = {"composition": composition_bench, "window_queue": window_queue_bench, "packer_queue": packer_queue_bench, "encoder_counts": encoder_counts_bench, "decoder_counts": decoder_counts_bench,
            "encoder_pipeline": encoder_pipeline_bench, "decoder_pipeline": decoder_pipeline_bench}
 
 
@@ -40,8 +41,12 @@ def build_bench(core: str, prop: str, mutant: str | None, table: str = "pinned",
     family = core.split("-")[0]
     if prop in LEMMA_DEPTH:
         b = _LEMMAS[prop](core, mutant)
+    elif prop == "encoder_step" and core in INTERLEAVED_CORES:
+        b = xn_encoder_step_bench(core, mutant)
     elif prop == "encoder_step":
         b = rans_encoder_step_bench(mutant) if family == "rans" else encoder_step_bench(family, mutant, table)
+    elif prop == "decoder_step" and core in INTERLEAVED_CORES:
+        b = xn_decoder_step_bench(core, mutant)
     elif prop == "decoder_step":
         b = rans_decoder_step_bench(mutant) if family == "rans" else decoder_step_bench(family, mutant, table)
     elif prop == "table_reset":

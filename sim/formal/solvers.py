@@ -184,7 +184,7 @@ def sat_induct(root: Path, depth: int, timeout: float, result: PropertyResult) -
 
 
 #: Lemmas whose k-induction yosys's ``sat -tempinduct`` runs (:func:`sat_induct`) instead of SymbiYosys/z3.
-SAT_INDUCT = ("encoder_pipeline", "decoder_pipeline")
+SAT_INDUCT = ("encoder_pipeline", "decoder_pipeline", "packer_queue")
 
 
 #: Seconds a mutant's ``sat`` run first gives yosys's own solver, which finds a counterexample and its

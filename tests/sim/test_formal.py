@@ -148,7 +148,7 @@ def test_interleaved_builds_are_the_interleaved_coders(ci_run):
         assert properties_of(core) == ("stream_rules", "out_of_reset", "progress", "commands", "round_trip") + (
             ("detection",) if core == "tans-decoder-x2" else ()) + ("table_reset",) + (
             ("window_queue", "decoder_pipeline", "decoder_counts", "composition") if core == "tans-decoder-x2" else
-            ("encoder_counts",) if core == "tans-encoder-x2" else ())
+            ("packer_queue", "encoder_pipeline", "encoder_counts", "composition") if core == "tans-encoder-x2" else ())
         rtlil.convert(built)          # elaborated: no UnusedElaboratable
         for m in (v for v in MUTANTS.values() if v.core == core):
             assert m.expected in properties_of(core)
@@ -508,12 +508,14 @@ def test_step_lemmas_run_with_the_arbitrary_table_only():
     steps = set(fparams.STEP_PROPERTIES.values())
     assert steps == set(fparams.STEP_LEMMAS)
     assert fparams.STEP_PROPERTIES == {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step",
-                                      "rans-encoder": "encoder_step", "rans-decoder": "decoder_step"}
+                                      "rans-encoder": "encoder_step", "rans-decoder": "decoder_step",
+                                      "tans-decoder-x2": "decoder_step", "tans-encoder-x2": "encoder_step"}
     for core in CORES:
         assert not steps & set(properties_of(core)), core           # CI: --table pinned
         want = {fparams.STEP_PROPERTIES[core]} if core in fparams.STEP_PROPERTIES else set()
         assert steps & set(properties_of(core, "arbitrary")) == want, core
-    want_depth = {"tans-encoder": 22, "tans-decoder": 18, "rans-encoder": 15, "rans-decoder": 16}
+    want_depth = {"tans-encoder": 22, "tans-decoder": 18, "rans-encoder": 15, "rans-decoder": 16,
+                  "tans-decoder-x2": 19, "tans-encoder-x2": 20}
     for core, prop in fparams.STEP_PROPERTIES.items():
         assert formal.default_depth(core, prop) == fparams.STEP_DEPTH[core] == want_depth[core], core
     for core, prop in fparams.STEP_PROPERTIES.items():
@@ -523,8 +525,9 @@ def test_step_lemmas_run_with_the_arbitrary_table_only():
         text = rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform)
         names = set(re.findall(r"^\s*wire\b[^\n]*\\(\w+)$", text, re.M))
         assert {"the_symbol", "the_freq", "the_cum"} <= names, prop
+        warm = {"warm0_state", "warm1_state"} if core in INTERLEAVED_CORES else {"warm_state"}
         assert ("pair0_symbol" in names and "golden_stream" in names) if prop == "encoder_step" else \
-            {"resume_bit", "start_state", "warm_state", "warm_need"} <= names
+            {"resume_bit", "start_state", "warm_need"} | warm <= names
 
 
 def test_warm_ups_reach_every_idle_encoder_state():
@@ -560,6 +563,45 @@ def test_warm_ups_reach_every_idle_encoder_state():
                 assert (X, b1 | (b2 << l1), l1 + l2) == (X0, value, c), (X0, c, value)
 
 
+def test_warm_ups_reach_every_idle_two_state_encoder_state():
+    """The two-state ``encoder_step``'s premise: three warm-up pairs with free ``N``-state rows (``sh <= R``,
+    ``n >= 0``, ``k <= K``, coded as ``tans_xn_encoder_step`` documents) and free slot states bring the
+    encoder, from both lanes at ``L``, to every idle state: lane 1 (the next pair's) in any ``X0``, lane 0
+    in any state, and any ``c <= W - 1`` pending bits of any value."""
+    sh = formal.SMALL["tans"]
+    R, K, W, L = sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"]
+    LB = 4                                              # the small build's ``last`` width
+    assert R + K == W - 1
+
+    def step(X, base, thr, shift, last, extra, state):
+        lt = ((X - L) >> 1) < thr
+        n, k = R - shift - lt, (last + 1 + shift - R) % (1 << LB)
+        assert shift <= R and (shift != R or thr == 0) and 0 <= n and k <= K
+        slot = (base + (X >> n)) % L
+        return L | state[slot], (X & ((1 << n) - 1)) | ((extra & ((1 << k) - 1)) << n), n + k
+
+    empty = dict(thr=0, shift=R, last=(1 << LB) - 1, extra=0)     # n = k = 0
+    for X0 in range(L, 2 * L):
+        for Xa in (L, L + 1, 2 * L - 1):                           # lane 0's final state (any slot state)
+            for c in range(W):
+                for value in range(1 << c):
+                    n2 = min(c, R)
+                    state = [0] * L
+                    lanes = [L, L]
+                    # Warm-ups 1 and 2: empty fields; lane 0 to slot 3 (the state whose low bits are the
+                    # pending value's), lane 1 to slot 7 (X0).
+                    state[3] = value & ((1 << n2) - 1)
+                    lanes[0], b0, l0 = step(lanes[0], 3, state=state, **empty)
+                    state[7] = X0 - L
+                    lanes[1], b1, l1 = step(lanes[1], 7, state=state, **empty)
+                    # Warm-up 3 (lane 0): its n2 low bits, then c - n2 extra bits, to slot 11 (Xa).
+                    state[11] = Xa - L
+                    base = (11 - (lanes[0] >> n2)) % L
+                    lanes[0], b2, l2 = step(lanes[0], base, 0, R - n2, (c - 1) % (1 << LB), value >> n2, state)
+                    got = b0 | (b1 << l0) | (b2 << (l0 + l1))
+                    assert (lanes, got, l0 + l1 + l2) == ([Xa, X0], value, c), (X0, Xa, c, value)
+
+
 @pytest.mark.parametrize("core, prop, mutant", [("tans-decoder", "decoder_step", "tans_dec_table_bit"),
                                                 ("tans-encoder", "encoder_step", "tans_enc_table_bit")])
 def test_step_lemmas_catch_the_table_bit_mutants(core, prop, mutant, tmp_path):
@@ -582,7 +624,7 @@ def test_composition_lemmas_are_registered():
                                        "rans-decoder": ("decoder_pipeline", "decoder_counts", "composition"),
                                        "rans-encoder": ("encoder_pipeline", "encoder_counts", "composition"),
                                        "tans-decoder-x2": ("window_queue", "decoder_pipeline", "decoder_counts", "composition"),
-                                       "tans-encoder-x2": ("encoder_counts",)}
+                                       "tans-encoder-x2": ("packer_queue", "encoder_pipeline", "encoder_counts", "composition")}
     for core, lemmas in fparams.LEMMA_PROPERTIES.items():
         for table in formal.TABLES:
             assert set(lemmas) <= set(properties_of(core, table)), (core, table)
@@ -689,9 +731,9 @@ def test_composition_checks_the_lemmas_environments_on_each_core(ci_run):
     and coder wired together, every input free; the two-state tANS decoder's too): k-induction closes for
     the rANS encoder, the others are bounded (CI's depth here; 20 in the default run); every harness
     reaches its cover. (The CI run's runs.)"""
-    got = {core: ci_run.run(core, "composition") for core in (*ONE_STATE_CORES, "tans-decoder-x2")}
+    got = {core: ci_run.run(core, "composition") for core in (*ONE_STATE_CORES, "tans-decoder-x2", "tans-encoder-x2")}
     for core, r in got.items():
-        assert r.status == ("proved" if core == "rans-encoder" else "bounded") and r.covered, (core, r)
+        assert r.status == ("proved" if core in ("rans-encoder", "tans-encoder-x2") else "bounded") and r.covered, (core, r)
         assert r.depth == CI_DEPTH, r
 
 
@@ -705,6 +747,24 @@ def test_encoder_pipeline_is_proved_and_catches_a_lost_word(ci_run):
     assert r.depth <= fparams.LEMMA_DEPTH["encoder_pipeline"], r
     bad = run_property("tans-encoder", "encoder_pipeline", mutant="tans_enc_valid_pulse")
     assert bad.status == "failed" and bad.depth == fparams.LEMMA_COVER_DEPTH["encoder_pipeline"], bad
+
+
+def test_interleaved_encoder_chain_is_proved_and_catches_its_mutants(ci_run):
+    """The two-state encoder's blocks: its ``WordPacker`` is a queue of bits with the marker and the
+    padding after a stream's end field (``packer_queue``), and its coder gives that packer the golden
+    two-state encoder's fields for any timing and any flush (``encoder_pipeline``), both proved by yosys
+    sat -tempinduct with every cover reached; the packer that clears ``o.valid`` every clock fails the
+    first, the flush one lane short the second, and neither mutant's block is in the other's harness.
+    (The proofs are the CI run's.)"""
+    for prop, covers, caught, other in (("packer_queue", "2/2", "tans_xn_enc_valid_pulse", "tans_xn_enc_flush_lane"),
+                                         ("encoder_pipeline", "2/2", "tans_xn_enc_flush_lane", None)):
+        r = ci_run.run("tans-encoder-x2", prop)
+        assert (r.status, r.engine, r.covered, r.covers) == ("proved", "sat", True, covers), r
+        assert "k-induction" in r.detail, r
+        bad = run_property("tans-encoder-x2", prop, mutant=caught)
+        assert bad.status == "failed", (prop, bad)
+        if other:
+            assert run_property("tans-encoder-x2", prop, mutant=other).status == "skipped", prop
 
 
 def test_window_bits_wrap_while_a_skip_is_pending():
