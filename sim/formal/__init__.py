@@ -63,13 +63,14 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     conditions (back-to-back pairs in the encoder's pipeline, the decoder's window after more than one
     pair, the shells' counts for more than one pair) that the composition's lemmas check:
     ``docs/formal.md``, *Round 6* and *Round 7*.
-``window_queue``, ``decoder_pipeline``, ``decoder_counts`` (tANS decoder); ``encoder_pipeline``, ``encoder_counts`` (tANS encoder)
+``window_queue``, ``decoder_pipeline``, ``decoder_counts``; ``packer_queue``, ``encoder_pipeline``, ``encoder_counts``
     The composition's lemmas (:data:`LEMMA_PROPERTIES`), one block each with every input free and a
     shadow model in the harness, proved by k-induction in seconds (every table, CI included): the
-    decoder's ``BitWindow`` is a bit queue and its coder the abstract decoder over it; the encoder's
-    coder is the golden encoder for any timing; the shells' counts hold for every ``N``. Auxiliary assertions tie the block's registers (its
+    decoder's ``BitWindow`` (two-state: ``PairWindow``) is a bit queue and its coder the abstract decoder
+    over it; the encoder's coder is the golden encoder for any timing (two-state: its fields, and its
+    ``WordPacker`` a bit queue of them); the shells' counts hold for every ``N``. Auxiliary assertions tie the block's registers (its
     ``probe``) to the shadow so that the induction closes. ``encoder_pipeline`` runs its induction
-    through yosys ``sat -tempinduct`` (:func:`sat_induct`), as does ``decoder_pipeline``.
+    through yosys ``sat -tempinduct`` (:func:`sat_induct`), as do ``decoder_pipeline`` and ``packer_queue``.
 ``detection`` (decoders)
     The decoder, holding that table, is given an arbitrary stream of ``M <= DETECTION_WORDS`` words
     for ``N`` pairs with the end check on. It reports ``done`` within ``N * c + M + C`` clocks; and if

@@ -146,7 +146,8 @@ LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_pipeline", "decode
                     "tans-encoder": ("encoder_pipeline", "encoder_counts", "composition"),
                     "rans-decoder": ("decoder_pipeline", "decoder_counts", "composition"),
                     "rans-encoder": ("encoder_pipeline", "encoder_counts", "composition"),
-                    # the two-state pair's chains, so far: the decoder's window, coder, shell and joints; the encoder's shell and joints
+                    # the two-state pair's chains: the decoder's window, coder, shell and joints; the encoder's
+                    # packer, coder, shell and joints (their step lemmas: STEP_PROPERTIES)
                     "tans-decoder-x2": ("window_queue", "decoder_pipeline", "decoder_counts", "composition"),
                     "tans-encoder-x2": ("packer_queue", "encoder_pipeline", "encoder_counts", "composition")}
 #: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes,
