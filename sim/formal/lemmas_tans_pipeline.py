@@ -491,10 +491,11 @@ def xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     ``window_queue``).
 
     :class:`~ansforge.hdl.tans.TansXnDecoderCoder` of the small two-state decoder (``R = 5``, ``W = 8``,
-    ``K = 2``) alone, its table an arbitrary constant of legal-shaped rows (``nb <= R``, ``nb <= need <=
-    nb + K``, ``base`` with ``nb`` zero low bits; the memory's contents, :class:`TablePlatform`, no writes:
-    a write comes only while no stream runs, which ``composition`` checks on the one-state core and
-    ``table_reset`` on every build), streams started in any clock from their top (the marker word, then
+    ``K = 2``) alone, its table arbitrary legal-shaped rows (``nb <= R``, ``nb <= need <= nb + K``,
+    ``base`` with ``nb`` zero low bits; the memory's contents, :class:`TablePlatform`, no writes through
+    ``cfg``) that change arbitrarily at every start and reset and hold in between: a write comes only
+    while the shell is idle, and ``composition`` checks that no pair is decoded between a write and the
+    next start, so every table a stream may meet is one of these; streams started in any clock from their top (the marker word, then
     ``X_0``, ``X_1``, ``R`` bits each) or resumed (the states through ``rstate``, lane ``rlane``, and ``bit``
     unread bits of the first word), words offered in any clock once a stream has started but not in a
     start's clock, ``run`` in any clock after the first start but not in a start's clock (the shell's, as
@@ -524,8 +525,15 @@ def xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     assert N == 2, N                                    # the ring below is T and xa: no E, no flight
     b.platform = TablePlatform()
     elayout = coder.cfg.p.data.shape()
+    # The table: arbitrary from the first clock, and arbitrary again from the clock after every start
+    # or reset (what a write while no stream runs can make of it: ``composition`` checks that no pair
+    # is decoded between a write and the next start), so the invariants must come back at a start
+    # whatever the new table is.
     rows = [Signal(elayout, name=f"dec_row{a}") for a in range(1 << R)]
-    m.d.comb += [Value.cast(r).eq(AnyConst(elayout.size)) for r in rows]
+    for a, r in enumerate(rows):
+        kept = Signal(elayout, name=f"dec_row{a}_kept")
+        m.d.comb += Value.cast(r).eq(Mux(b.started, kept, AnyConst(elayout.size)))
+        m.d.past += Value.cast(kept).eq(Mux(coder.start.valid | b.rst, AnySeq(elayout.size), r))
     b.platform.contents["dec"] = [Value.cast(r) for r in rows]
     b.platform.frozen.add("dec")
 
@@ -682,10 +690,12 @@ def composition_bench(core: str, mutant: str | None) -> Bench:
       runs the coder and its prologue is over; no word reaches the coder before its first stream starts,
       and neither a word nor ``run`` in a start's clock (the interleaved coder's contract); the two-state
       decoder also: no pair between a table write and the next stream's start (its ``decoder_pipeline``
-      holds the table constant);
+      changes its table only at starts and resets);
     * tANS encoder (``encoder_counts``, ``encoder_pipeline``): a pair enters only while the shell lets
       pairs through; ``flushed`` only while the flush is asked for; once asked for, the flush is held
-      until ``flushed``, with no pair meanwhile but in the clock of ``flushed``;
+      until ``flushed``, with no pair meanwhile but in the clock of ``flushed``; the two-state encoder
+      also: while the shell is idle (the only time it passes table writes) no pair is in stage 1 and the
+      ring's other lane is restarted (its ``encoder_pipeline`` reads the table nowhere else);
     * rANS encoder (``encoder_counts``, ``encoder_pipeline``): a pair enters only while the shell runs
       the coder; a word leaves only while the coder holds one; ``start``, ``run`` and ``flush`` one at a
       time;
@@ -720,7 +730,7 @@ def composition_bench(core: str, mutant: str | None) -> Bench:
             m.d.past += begun.eq(1)
         with m.If(coder.fire):
             m.d.comb += Assert(shell.run & coder.decoding, "a pair is decoded outside the shell's run or the prologue")
-        if core == "tans-decoder-x2":           # its decoder_pipeline holds the table constant from a start on
+        if core == "tans-decoder-x2":           # its decoder_pipeline changes the table only at starts
             stale = Signal(name="table_written")        # a table write since the last stream's start
             with m.If(b.rst | coder.start.valid):
                 m.d.past += stale.eq(0)
