@@ -53,6 +53,76 @@ def _tans_step_bench(core: str, mutant: str | None):
     return b, dut, table, (sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"])
 
 
+def model_symbol_row(m: Module, table: LocalTansTable, symbol, name: str = "pair"):
+    """The encoder row of ``table``'s ``s*`` as the model computes it (``LocalTansTable.program``'s, role
+    ``enc``): ``{freq, cum, nb_high, threshold, k}``, ``k`` that of ``symbol``."""
+    sh = SMALL["tans"]
+    R, K = sh["table_log"], sh["max_extra_bits"]
+    row = Signal(data.StructLayout({"freq": R + 1, "cum": R, "nb_high": _bits(R), "threshold": R + 2,
+                                    "k": _bits(K)}), name=f"{name}_row")
+    nbh = Signal(range(R + 2), name=f"{name}_nb_high")
+    m.d.comb += nbh.eq(R + 1 - bit_length_of(m, table.f, f"{name}_freq"))
+    m.d.comb += [row.freq.eq(table.f), row.cum.eq(table.c), row.nb_high.eq(nbh), row.threshold.eq(table.f << nbh),
+                 row.k.eq(Array(table.k)[symbol])]
+    return row
+
+
+def _pair_from_any_state(b: Bench, table: LocalTansTable):
+    """The decoder step lemmas' pair: a free state index ``x0`` (``X0 = L | x0``) and a legal pair ``q``
+    (``qs``, ``qe``) of ``s*``, coded by the golden step with the model's row: ``(x0, qs, qe, X1, bits,
+    length)``."""
+    m = b.m
+    sh = SMALL["tans"]
+    R, K, L = sh["table_log"], sh["max_extra_bits"], 1 << sh["table_log"]
+    sb = _bits(table.n_sym - 1)
+    x0 = Signal(R, name="start_state")
+    X0 = Signal(R + 1, name="start_x")
+    qs, qe = Signal(sb, name="pair_symbol"), Signal(K, name="pair_extra")
+    m.d.comb += [x0.eq(AnyConst(R)), X0.eq(L | x0), qs.eq(AnyConst(sb)), qe.eq(AnyConst(K)),
+                 Assume(table.legal_pair(qs, qe))]
+    row = model_symbol_row(m, table, qs)
+    n, slot, X1, bits, length = tans_encoder_step(m, X0, row, qe, "pair")
+    m.d.comb += X1.eq(L | Array(table.state)[slot])
+    return x0, qs, qe, X1, bits, length
+
+
+def _resumed_words(b: Bench, NW: int):
+    """The decoder step lemmas' stream: ``NW`` free words, the first with ``bit`` unread low bits (0: all
+    ``W``): ``(words, bit, read0, stream)``, ``read0`` the first word's bits already read and ``stream``
+    the unread bits, the next one at the top."""
+    m = b.m
+    W = SMALL["tans"]["word_bits"]
+    words = [Signal(W, name=f"word{j}") for j in range(NW)]
+    m.d.comb += [w.eq(AnyConst(W)) for w in words]
+    bit = Signal(range(W), name="resume_bit")
+    m.d.comb += bit.eq(AnyConst(len(bit)))
+    avail0 = Signal(range(W + 1), name="first_word_unread")
+    m.d.comb += avail0.eq(Mux(bit == 0, W, bit))
+    read0 = Signal(range(W + 1), name="first_word_read")
+    m.d.comb += read0.eq(W - avail0)
+    stream = Signal(NW * W, name="stream_next")
+    m.d.comb += stream.eq((Cat(*reversed(words)) << read0)[:NW * W])
+    return words, bit, read0, stream
+
+
+def _resume(b: Bench, dec, table: LocalTansTable, count: int, state, bit, words, sent, k_w):
+    """Drive the decoder step lemmas' command once the table is written: resume at ``state`` with ``bit``
+    unread bits of the first word, ``count`` pairs over the ``words`` (one a clock, counted in ``k_w``),
+    end check off, pairs always taken; ``sent`` goes high once the command is taken."""
+    m = b.m
+    NW = len(words)
+    go = ~table.prog
+    c = dec.cmd.p
+    m.d.comb += [dec.cmd.valid.eq(go & ~sent), c.count.eq(count), c.words.eq(NW), c.resume.eq(1), c.check_end.eq(0),
+                 c.state.eq(state), c.bit.eq(bit), c.check_crc.eq(0), c.crc.eq(0)]
+    m.d.comb += [dec.i.valid.eq(go & (k_w < NW)), dec.i.p.data.eq(Array(words)[k_w]),
+                 dec.i.p.last.eq(0), dec.o.ready.eq(1)]
+    with m.If(transfer_of(dec.cmd)):
+        m.d.past += sent.eq(1)
+    with m.If(transfer_of(dec.i)):
+        m.d.past += k_w.eq(k_w + 1)
+
+
 def decoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
     """The decoder's step from an arbitrary state (``decoder_step``, tANS): the decoder inverts the
     encoder's step from *any* state, going on from a pair it has just decoded.
@@ -70,36 +140,12 @@ def decoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
     assert family == "tans", family
     b, dec, table, (R, K, W, L) = _tans_step_bench("tans-decoder", mutant)
     m = b.m
-    sb = _bits(table.n_sym - 1)
-    x0 = Signal(R, name="start_state")
-    X0 = Signal(R + 1, name="start_x")
-    qs, qe = Signal(sb, name="pair_symbol"), Signal(K, name="pair_extra")
-    m.d.comb += [x0.eq(AnyConst(R)), X0.eq(L | x0), qs.eq(AnyConst(sb)), qe.eq(AnyConst(K)),
-                 Assume(table.legal_pair(qs, qe))]
-    # The encoder row of s* as the model computes it (``LocalTansTable.program``'s, role "enc").
-    row = Signal(data.StructLayout({"freq": R + 1, "cum": R, "nb_high": _bits(R), "threshold": R + 2,
-                                    "k": _bits(K)}), name="pair_row")
-    nbh = Signal(range(R + 2), name="pair_nb_high")
-    m.d.comb += nbh.eq(R + 1 - bit_length_of(m, table.f, "pair_freq"))
-    m.d.comb += [row.freq.eq(table.f), row.cum.eq(table.c), row.nb_high.eq(nbh), row.threshold.eq(table.f << nbh),
-                 row.k.eq(Array(table.k)[qs])]
-    n, slot, X1, bits, length = tans_encoder_step(m, X0, row, qe, "pair")
-    m.d.comb += X1.eq(L | Array(table.state)[slot])
-    # The words: the first one with ``b`` unread low bits (0: all W), then two more.
+    x0, qs, qe, X1, bits, length = _pair_from_any_state(b, table)
     # A warm-up pair first (the resumed state ``xw``, whose row is a free witness
     # of a symbol other than s*, reads ``need_w`` free bits), after which the decoder must be in ``X1``
     # (an Assume): the pair is then decoded by a decoder that goes on from a pair, not a fresh resume.
     NW = 4
-    words = [Signal(W, name=f"word{j}") for j in range(NW)]
-    m.d.comb += [w.eq(AnyConst(W)) for w in words]
-    bit = Signal(range(W), name="resume_bit")
-    m.d.comb += bit.eq(AnyConst(len(bit)))
-    avail0 = Signal(range(W + 1), name="first_word_unread")
-    m.d.comb += avail0.eq(Mux(bit == 0, W, bit))
-    read0 = Signal(range(W + 1), name="first_word_read")
-    m.d.comb += read0.eq(W - avail0)
-    stream = Signal(NW * W, name="stream_next")          # the unread bits, the next one at the top
-    m.d.comb += stream.eq((Cat(*reversed(words)) << read0)[:NW * W])
+    words, bit, read0, stream = _resumed_words(b, NW)
     below = Signal(range(NW * W + 1), name="stream_below_pair")
     top = Signal(R + K, name="stream_top")
     need_w = Signal(range(R + K + 2), name="warm_need")
@@ -118,16 +164,7 @@ def decoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
     into = Signal(range(NW + 1), name="words_into_window")
     k_out = Signal(range(4), name="pairs_out")
     finished = Signal(name="finished")
-    go = ~table.prog
-    c = dec.cmd.p
-    m.d.comb += [dec.cmd.valid.eq(go & ~sent), c.count.eq(2), c.words.eq(NW), c.resume.eq(1), c.check_end.eq(0),
-                 c.state.eq(xw), c.bit.eq(bit), c.check_crc.eq(0), c.crc.eq(0)]
-    m.d.comb += [dec.i.valid.eq(go & (k_w < NW)), dec.i.p.data.eq(Array(words)[k_w]),
-                 dec.i.p.last.eq(0), dec.o.ready.eq(1)]
-    with m.If(transfer_of(dec.cmd)):
-        m.d.past += sent.eq(1)
-    with m.If(transfer_of(dec.i)):
-        m.d.past += k_w.eq(k_w + 1)
+    _resume(b, dec, table, 2, xw, bit, words, sent, k_w)
     coder = dec.coder
     with m.If(transfer_of(coder.i)):
         m.d.past += into.eq(into + 1)
@@ -182,32 +219,12 @@ def xn_decoder_step_bench(core: str, mutant: str | None) -> Bench:
     table = LocalTansTable(b, "round_trip", 1)
     table.program(dec, role="dec")
     sh = SMALL["tans"]
-    R, K, W, L = sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"]
+    R, K, W = sh["table_log"], sh["max_extra_bits"], sh["word_bits"]
     assert (R, W, K) == (len(coder.rstate), len(coder.i.payload), len(coder.o.p.extra)) and coder.states == 2
     m = b.m
-    sb = _bits(table.n_sym - 1)
-    x0 = Signal(R, name="start_state")
-    X0 = Signal(R + 1, name="start_x")
-    qs, qe = Signal(sb, name="pair_symbol"), Signal(K, name="pair_extra")
-    m.d.comb += [x0.eq(AnyConst(R)), X0.eq(L | x0), qs.eq(AnyConst(sb)), qe.eq(AnyConst(K)),
-                 Assume(table.legal_pair(qs, qe))]
-    row = Signal(data.StructLayout({"freq": R + 1, "cum": R, "nb_high": _bits(R), "threshold": R + 2,
-                                    "k": _bits(K)}), name="pair_row")
-    nbh = Signal(range(R + 2), name="pair_nb_high")
-    m.d.comb += nbh.eq(R + 1 - bit_length_of(m, table.f, "pair_freq"))
-    m.d.comb += [row.freq.eq(table.f), row.cum.eq(table.c), row.nb_high.eq(nbh), row.threshold.eq(table.f << nbh),
-                 row.k.eq(Array(table.k)[qs])]
-    n, slot, X1, bits, length = tans_encoder_step(m, X0, row, qe, "pair")
-    m.d.comb += X1.eq(L | Array(table.state)[slot])
+    x0, qs, qe, X1, bits, length = _pair_from_any_state(b, table)
     NW = 4
-    words = [Signal(W, name=f"word{j}") for j in range(NW)]
-    m.d.comb += [w.eq(AnyConst(W)) for w in words]
-    bit = Signal(range(W), name="resume_bit")
-    m.d.comb += bit.eq(AnyConst(len(bit)))
-    read0 = Signal(range(W + 1), name="first_word_read")
-    m.d.comb += read0.eq(Mux(bit == 0, 0, W - bit))
-    stream = Signal(NW * W, name="stream_next")          # the unread bits, the next one at the top
-    m.d.comb += stream.eq((Cat(*reversed(words)) << read0)[:NW * W])
+    words, bit, read0, stream = _resumed_words(b, NW)
     # The warm-ups: lane 0's from xw0 (not s*), lane 1's from xw1 (any); each reads its row's need.
     xws, needs = [], []
     for lane in range(2):
@@ -233,16 +250,7 @@ def xn_decoder_step_bench(core: str, mutant: str | None) -> Bench:
     k_out = Signal(range(4), name="pairs_out")
     fires = Signal(range(4), name="pairs_fired")
     finished = Signal(name="finished")
-    go = ~table.prog
-    c = dec.cmd.p
-    m.d.comb += [dec.cmd.valid.eq(go & ~sent), c.count.eq(3), c.words.eq(NW), c.resume.eq(1), c.check_end.eq(0),
-                 c.state.eq(Cat(*xws)), c.bit.eq(bit), c.check_crc.eq(0), c.crc.eq(0)]
-    m.d.comb += [dec.i.valid.eq(go & (k_w < NW)), dec.i.p.data.eq(Array(words)[k_w]),
-                 dec.i.p.last.eq(0), dec.o.ready.eq(1)]
-    with m.If(transfer_of(dec.cmd)):
-        m.d.past += sent.eq(1)
-    with m.If(transfer_of(dec.i)):
-        m.d.past += k_w.eq(k_w + 1)
+    _resume(b, dec, table, 3, Cat(*xws), bit, words, sent, k_w)
     # The window drops the pos // W oldest words at a step: the words before the current field's.
     dropped = Signal(range(NW + 2), name="words_dropped")
     with m.If(pr.step & (fires != 3)):
@@ -270,6 +278,48 @@ def xn_decoder_step_bench(core: str, mutant: str | None) -> Bench:
     b.check(b.cycle >= table.clocks + XN_DECODER_STEP_CLOCKS, finished, "the step has not finished in time")
     b.cover(finished, "a lane's pair decoded after its own warm-up and the other lane's pair, from a resume")
     return b
+
+
+def _encode_against(b: Bench, enc, table: LocalTansTable, pairs, golden, golden_len, clocks: int, what: str):
+    """The encoder step lemmas' run: one command of the ``pairs`` (``(symbol, extra)``), given back to back
+    but for a gap of 4 clocks before the last (the pipeline empties: the pair is coded from an idle
+    state), words always taken; asserted: the words are ``golden`` (``golden_len`` bits, oldest first), the
+    last one marked ``last``, and the command is done by ``clocks`` after the table's."""
+    m = b.m
+    W = len(enc.o.p.data)
+    NP, TOT = len(pairs), len(golden)
+    GAP = 4
+    n_in = Signal(range(NP + 1), name="enc_pairs_in")
+    gap = Signal(range(GAP + 1), name="enc_gap")
+    sent = Signal(name="enc_cmd_sent")
+    go = ~table.prog
+    m.d.comb += [enc.cmd.valid.eq(go & ~sent), enc.cmd.p.count.eq(NP),
+                 enc.i.valid.eq(go & (n_in < NP) & ((n_in < NP - 1) | (gap == GAP))),
+                 enc.i.p.symbol.eq(Array([s for s, _ in pairs])[n_in]),
+                 enc.i.p.extra.eq(Array([e for _, e in pairs])[n_in]), enc.o.ready.eq(1)]
+    with m.If(transfer_of(enc.cmd)):
+        m.d.past += sent.eq(1)
+    with m.If(transfer_of(enc.i)):
+        m.d.past += n_in.eq(n_in + 1)
+    with m.If((n_in == NP - 1) & (gap != GAP)):
+        m.d.past += gap.eq(gap + 1)
+    NWORDS = -(-TOT // W)
+    k_o = Signal(range(NWORDS + 2), name="words_out")
+    expect = Signal(W, name="expected_word")
+    m.d.comb += expect.eq(Array([golden[j * W:(j + 1) * W] for j in range(NWORDS)])[k_o])
+    left = Signal(range(TOT + 1), name="golden_bits_left")
+    m.d.comb += left.eq(golden_len - k_o * W)
+    b.check(transfer_of(enc.o), k_o * W < golden_len, "the encoder pushes more words than the golden stream has")
+    b.check(transfer_of(enc.o), enc.o.p.data == expect, "a word differs from the golden stream's")
+    b.check(transfer_of(enc.o), enc.o.p.last == (left <= W), "a word's last flag differs from the golden stream's")
+    with m.If(transfer_of(enc.o)):
+        m.d.past += k_o.eq(k_o + 1)
+    finished = Signal(name="finished")
+    with m.If(sent & enc.done):
+        m.d.past += finished.eq(1)
+    b.check(sent & enc.done, k_o * W >= golden_len, "the encoder is done before the golden stream's last word")
+    b.check(b.cycle >= table.clocks + clocks, finished, "the step has not finished in time")
+    b.cover(finished, what)
 
 
 def encoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
@@ -317,38 +367,8 @@ def encoder_step_bench(family: str, mutant: str | None, tables: str) -> Bench:
     golden_len = Signal(range(TOT + 1), name="golden_len")
     m.d.comb += [golden.eq(got_bits | (X << got_len)), golden_len.eq(got_len + R + 1)]
 
-    GAP = 4
-    n_in = Signal(range(4), name="enc_pairs_in")
-    gap = Signal(range(GAP + 1), name="enc_gap")
-    sent = Signal(name="enc_cmd_sent")
-    go = ~table.prog
-    m.d.comb += [enc.cmd.valid.eq(go & ~sent), enc.cmd.p.count.eq(3),
-                 enc.i.valid.eq(go & (n_in < 3) & ((n_in < 2) | (gap == GAP))),
-                 enc.i.p.symbol.eq(Array([s for s, _ in pairs])[n_in]),
-                 enc.i.p.extra.eq(Array([e for _, e in pairs])[n_in]), enc.o.ready.eq(1)]
-    with m.If(transfer_of(enc.cmd)):
-        m.d.past += sent.eq(1)
-    with m.If(transfer_of(enc.i)):
-        m.d.past += n_in.eq(n_in + 1)
-    with m.If((n_in == 2) & (gap != GAP)):
-        m.d.past += gap.eq(gap + 1)
-    NWORDS = -(-TOT // W)
-    k_o = Signal(range(NWORDS + 2), name="words_out")
-    expect = Signal(W, name="expected_word")
-    m.d.comb += expect.eq(Array([golden[j * W:(j + 1) * W] for j in range(NWORDS)])[k_o])
-    left = Signal(range(TOT + 1), name="golden_bits_left")
-    m.d.comb += left.eq(golden_len - k_o * W)
-    b.check(transfer_of(enc.o), k_o * W < golden_len, "the encoder pushes more words than the golden stream has")
-    b.check(transfer_of(enc.o), enc.o.p.data == expect, "a word differs from the golden stream's")
-    b.check(transfer_of(enc.o), enc.o.p.last == (left <= W), "a word's last flag differs from the golden stream's")
-    with m.If(transfer_of(enc.o)):
-        m.d.past += k_o.eq(k_o + 1)
-    finished = Signal(name="finished")
-    with m.If(sent & enc.done):
-        m.d.past += finished.eq(1)
-    b.check(sent & enc.done, k_o * W >= golden_len, "the encoder is done before the golden stream's last word")
-    b.check(b.cycle >= table.clocks + ENCODER_STEP_CLOCKS, finished, "the step has not finished in time")
-    b.cover(finished, "a step from the warm-up state, flushed")
+    _encode_against(b, enc, table, pairs, golden, golden_len, ENCODER_STEP_CLOCKS,
+                    "a step from the warm-up state, flushed")
     return b
 
 
@@ -397,7 +417,7 @@ def xn_encoder_step_bench(core: str, mutant: str | None) -> Bench:
     table = LocalTansTable(b, "round_trip", 1)
     table.program(enc, role="enc")
     sh = SMALL["tans"]
-    R, K, W, L = sh["table_log"], sh["max_extra_bits"], sh["word_bits"], 1 << sh["table_log"]
+    R, K, L = sh["table_log"], sh["max_extra_bits"], 1 << sh["table_log"]
     m = b.m
     layout = tans_layout(enc.sym_cfg.p.data)
     rows = b.platform.contents["sym"]
@@ -419,12 +439,7 @@ def xn_encoder_step_bench(core: str, mutant: str | None) -> Bench:
             m.d.comb += Assume((row.sh <= R) & ((row.sh != R) | (row.thr == 0)) & (k <= K))
         else:                   # q: a legal pair of s*, its row the model's
             m.d.comb += Assume(table.legal_pair(s_, e_))
-            row = Signal(data.StructLayout({"freq": R + 1, "cum": R, "nb_high": _bits(R), "threshold": R + 2,
-                                            "k": _bits(K)}), name="pair_row")
-            nbh = Signal(range(R + 2), name="pair_nb_high")
-            m.d.comb += nbh.eq(R + 1 - bit_length_of(m, table.f, "pair_freq"))
-            m.d.comb += [row.freq.eq(table.f), row.cum.eq(table.c), row.nb_high.eq(nbh),
-                         row.threshold.eq(table.f << nbh), row.k.eq(Array(table.k)[s_])]
+            row = model_symbol_row(m, table, s_)
             n, slot, nxt, bits, length = tans_encoder_step(m, lanes[lane], row, e_, f"pair{i}")
         m.d.comb += nxt.eq(L | Array(table.state)[slot])
         acc = Signal(TOT, name=f"pair{i}_stream")
@@ -439,38 +454,8 @@ def xn_encoder_step_bench(core: str, mutant: str | None) -> Bench:
     m.d.comb += [golden.eq(got_bits | (Cat(lanes[0][:R], lanes[1][:R], Const(1, 1)) << got_len)),
                  golden_len.eq(got_len + 2 * R + 1)]
 
-    GAP = 4
-    n_in = Signal(range(NP + 1), name="enc_pairs_in")
-    gap = Signal(range(GAP + 1), name="enc_gap")
-    sent = Signal(name="enc_cmd_sent")
-    go = ~table.prog
-    m.d.comb += [enc.cmd.valid.eq(go & ~sent), enc.cmd.p.count.eq(NP),
-                 enc.i.valid.eq(go & (n_in < NP) & ((n_in < NP - 1) | (gap == GAP))),
-                 enc.i.p.symbol.eq(Array([s for s, _ in pairs])[n_in]),
-                 enc.i.p.extra.eq(Array([e for _, e in pairs])[n_in]), enc.o.ready.eq(1)]
-    with m.If(transfer_of(enc.cmd)):
-        m.d.past += sent.eq(1)
-    with m.If(transfer_of(enc.i)):
-        m.d.past += n_in.eq(n_in + 1)
-    with m.If((n_in == NP - 1) & (gap != GAP)):
-        m.d.past += gap.eq(gap + 1)
-    NWORDS = -(-TOT // W)
-    k_o = Signal(range(NWORDS + 2), name="words_out")
-    expect = Signal(W, name="expected_word")
-    m.d.comb += expect.eq(Array([golden[j * W:(j + 1) * W] for j in range(NWORDS)])[k_o])
-    left = Signal(range(TOT + 1), name="golden_bits_left")
-    m.d.comb += left.eq(golden_len - k_o * W)
-    b.check(transfer_of(enc.o), k_o * W < golden_len, "the encoder pushes more words than the golden stream has")
-    b.check(transfer_of(enc.o), enc.o.p.data == expect, "a word differs from the golden stream's")
-    b.check(transfer_of(enc.o), enc.o.p.last == (left <= W), "a word's last flag differs from the golden stream's")
-    with m.If(transfer_of(enc.o)):
-        m.d.past += k_o.eq(k_o + 1)
-    finished = Signal(name="finished")
-    with m.If(sent & enc.done):
-        m.d.past += finished.eq(1)
-    b.check(sent & enc.done, k_o * W >= golden_len, "the encoder is done before the golden stream's last word")
-    b.check(b.cycle >= table.clocks + XN_ENCODER_STEP_CLOCKS, finished, "the step has not finished in time")
-    b.cover(finished, "a step of one lane from the warm-up state, both lanes flushed")
+    _encode_against(b, enc, table, pairs, golden, golden_len, XN_ENCODER_STEP_CLOCKS,
+                    "a step of one lane from the warm-up state, both lanes flushed")
     return b
 
 
