@@ -57,7 +57,7 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     decoder, resumed at any checkpoint (state, unread bits) and going on after one warm-up pair of
     its own, on words whose next bits are the golden step's from any ``X0``: it returns the pair,
     ends in ``X0`` and reads exactly the pair's bits. The two-state tANS pair has both too
-    (:func:`~.lemmas_tans.xn_encoder_step_bench`, :func:`~.lemmas_tans.xn_decoder_step_bench`: three
+    (:func:`~.lemmas_tans_step.xn_encoder_step_bench`, :func:`~.lemmas_tans_step.xn_decoder_step_bench`: three
     warm-ups for the encoder; for the decoder a warm-up of the pair's lane, then the other lane's pair).
     ``proved`` (every starting state, the whole step within the depth). By induction over the pairs every sequence round-trips, on three
     conditions (back-to-back pairs in the encoder's pipeline, the decoder's window after more than one

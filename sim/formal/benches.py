@@ -508,6 +508,15 @@ def elaborated_inside(block):
     return mod
 
 
+def check_decoded_pair(b: "Bench", dec, k_out, index: int, symbol, extra) -> None:
+    """A decoder step lemma's checks on its pairs (``k_out`` counts those taken from ``dec.o``): none
+    beyond pair ``index``, and pair ``index`` is ``(symbol, extra)``."""
+    out = transfer_of(dec.o)
+    b.check(out, k_out <= index, "the decoder returns more pairs than the command asks for")
+    b.check(out & (k_out == index), dec.o.p.symbol == symbol, "the decoded symbol is not the encoded one")
+    b.check(out & (k_out == index), dec.o.p.extra == extra, "the decoded extra bits are not the encoded ones")
+
+
 def bit_length_of(m: Module, v: Signal, name: str) -> Signal:
     """``v.bit_length()`` as a signal (a priority encoder)."""
     n = Signal(range(len(v) + 1), name=f"{name}_bitlen")

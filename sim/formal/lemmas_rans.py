@@ -12,8 +12,8 @@ from amaranth.utils import bits_for as _bits
 from ...hdl.common import DecodeStatus
 from ...hdl.rans import RansDecoder, RansEncoder, bucket_bits_for
 from .params import RANS_DECODER_STEP_CLOCKS, RANS_ENCODER_STEP_CLOCKS, SMALL, pinned_rans_table, small_core
-from .benches import (unused_ok, Bench, CommandLedger, LegalTable, TablePlatform, elaborated_block, load_tracker,
-                      transfer_of)
+from .benches import (unused_ok, Bench, CommandLedger, LegalTable, TablePlatform, check_decoded_pair, elaborated_block,
+                      load_tracker, transfer_of)
 
 
 # -- the rANS step lemmas (docs/formal.md, Round 8) ------------------------------------------------
@@ -126,9 +126,7 @@ def rans_decoder_step_bench(mutant: str | None) -> Bench:
     with m.If(last_step):
         m.d.past += stepped.eq(1)
     first = npairs - 1          # the index of q among the decoded pairs
-    b.check(transfer_of(dec.o), k_out <= first, "the decoder returns more pairs than the command asks for")
-    b.check(transfer_of(dec.o) & (k_out == first), dec.o.p.symbol == qs, "the decoded symbol is not the encoded one")
-    b.check(transfer_of(dec.o) & (k_out == first), dec.o.p.extra == qe, "the decoded extra bits are not the encoded ones")
+    check_decoded_pair(b, dec, k_out, first, qs, qe)
     with m.If(transfer_of(dec.o)):
         m.d.past += k_out.eq(k_out + 1)
     ending = sent & dec.done & ~finished

@@ -17,7 +17,8 @@ from .params import SMALL, small_core
 from .benches import (unused_ok, Bench, TablePlatform, elaborated_block, elaborated_inside, free_core, load_tracker,
                       mask, tans_layout, transfer_of)
 from .lemmas_rans import rans_decoder_pipeline_bench, rans_encoder_pipeline_bench
-from .lemmas_tans import ShadowQueue, WordQueue, packer_field, tans_encoder_step, tans_xn_encoder_step
+from .lemmas_tans import ShadowQueue, WordQueue, packer_field
+from .lemmas_tans_step import tans_encoder_step, tans_xn_encoder_step
 
 
 def owed_pairs(b: Bench, layout, fire, pop, expect):
@@ -197,7 +198,7 @@ def xn_encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     F = coder.field_bits
     b.platform = TablePlatform()
     layout = tans_layout(coder.sym_cfg.p.data)
-    LB = len(Signal(layout).last)
+    LB = layout["last"].width
     n_sym = sh["max_symbols"]
 
     def k_of(r, name):

@@ -13,9 +13,8 @@ from .mutants import check_mutant, mutate
 from .properties import (commands_bench, detection_bench, detection_interleaved_bench, out_of_reset_bench, progress_bench,
                          round_trip_bench, round_trip_interleaved_bench, stream_rules_bench, table_reset_bench)
 from .lemmas_rans import rans_decoder_step_bench, rans_encoder_step_bench
-from .lemmas_tans import (decoder_counts_bench, decoder_step_bench, encoder_counts_bench, encoder_step_bench,
-                          packer_queue_bench, window_queue_bench, xn_decoder_step_bench,
-                          xn_encoder_step_bench)
+from .lemmas_tans import decoder_counts_bench, encoder_counts_bench, packer_queue_bench, window_queue_bench
+from .lemmas_tans_step import decoder_step_bench, encoder_step_bench, xn_decoder_step_bench, xn_encoder_step_bench
 from .lemmas_tans_pipeline import composition_bench, decoder_pipeline_bench, encoder_pipeline_bench
 _BUILDERS = {"stream_rules": stream_rules_bench, "out_of_reset": out_of_reset_bench, "progress": progress_bench}
 _LEMMAS = {"composition": composition_bench, "window_queue": window_queue_bench, "packer_queue": packer_queue_bench, "encoder_counts": encoder_counts_bench, "decoder_counts": decoder_counts_bench,
