@@ -87,7 +87,7 @@ class CodeTable:
             raise ConfigError(f"code table: extra_bits = {self.extra_bits!r} is not an integer")
         for field_name in ("direct_codes", "escape_codes", "freqs"):
             values = getattr(self, field_name)
-            if not isinstance(values, tuple) or len(values) > 1 << 16 or not all(_is_int(v) for v in values):
+            if not isinstance(values, tuple) or len(values) > 1 << 16 or not _all_ints(values):
                 raise ConfigError(f"code table: {field_name} must be at most 65536 integers")
         n = self.n_symbols
         if n == 0:
@@ -100,9 +100,9 @@ class CodeTable:
                               f"{' ...' if len(codes) > 8 else ''}")
         if len(self.freqs) != n and not (n == 1 and len(self.freqs) == 2):
             raise ConfigError(f"code table: freqs has {len(self.freqs)} entries for {n} symbols")
-        for s, f in enumerate(self.freqs):
-            if f <= 0:
-                raise ConfigError(f"code table: freqs[{s}] = {f}; every symbol of the alphabet needs a frequency >= 1")
+        if min(self.freqs) <= 0:
+            s, f = next((s, f) for s, f in enumerate(self.freqs) if f <= 0)
+            raise ConfigError(f"code table: freqs[{s}] = {f}; every symbol of the alphabet needs a frequency >= 1")
         if sum(self.freqs) != 1 << self.precision_bits:
             raise ConfigError(
                 f"code table: freqs sum to {sum(self.freqs)}, not 2**precision_bits = {1 << self.precision_bits}")
@@ -218,6 +218,12 @@ class CodeTable:
 
 def _is_int(v) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _all_ints(values: tuple) -> bool:
+    """Whether every value is an integer (not a bool): exact ``int``s (a JSON record's) are checked by type
+    alone, the one test a container's tables need per value."""
+    return all(type(v) is int for v in values) or all(_is_int(v) for v in values)
 
 
 def _symbol_counts(counts: np.ndarray, direct: list[int], escape: list[int]) -> np.ndarray:

@@ -649,11 +649,30 @@ def decode_values(spec, words, tables: Sequence, runs: Sequence[Run], checkpoint
     if segs.bad:
         return None
 
+    N = spec.states
+
+    def some_blocks(bs: list[int]) -> bool:
+        """Independent blocks ``bs`` in one native call: their heads read and their end checks done on
+        whole arrays (``tans_heads``; the end check is the golden one: every bit of the block read,
+        every state index back to 0), no Python per block."""
+        blk = np.asarray([segs.blocks[b] for b in bs], np.int64).reshape(-1, 4)
+        los, his = np.ascontiguousarray(blk[:, 0]), np.ascontiguousarray(blk[:, 1])
+        Bs = np.empty(len(bs), np.int64)
+        Xs = np.empty(len(bs) * N, np.int64)
+        if nativeans.tans_heads(wn, W, spec.tans.table_log, N, los, his, Bs, Xs) != -1:
+            return False
+        statuses = np.empty(len(bs), np.int64)
+        nativeans.tans_decode_values(wn, Bs, Xs, vtab, L, run_tab, run_end, np.ascontiguousarray(blk[:, 2]),
+                                     np.ascontiguousarray(blk[:, 3]), z, esc, n_esc, wbits, m, fmt.total_bits - 1,
+                                     out, statuses)
+        return bool((statuses == -1).all() and (Bs == los * W).all() and not Xs.any())
+
     def some(bs: list[int]) -> bool:
         """Segments ``bs`` in one native call (side by side in the AVX-512 kernel), each checked
         against the checkpoint (or the block end) that ends it."""
+        if segs.blocks is not None:
+            return some_blocks(bs)
         starts = [segs.start(b) for b in bs]
-        N = spec.states
         Bs = np.asarray([h * W + cnt for _, (h, cnt, _, _) in starts], np.int64)
         Xs = np.asarray([X if isinstance(X, tuple) else (X,) for _, (_, _, _, X) in starts], np.int64).reshape(-1)
         poss = np.asarray([pos for pos, _ in starts], np.int64)

@@ -1058,6 +1058,53 @@ static PyObject *py_tans_state_at(PyObject *self, PyObject *args) {
     return Py_BuildValue("LLK", (long long)h, (long long)cnt, (unsigned long long)buf);
 }
 
+/* tans_heads(words, W, R, N, los, his, Bs, states) -> the first block whose head is bad, or -1: the golden
+ * stream_head of independent blocks b (words[los[b] .. his[b]), each a whole §8 stream) at once: its bit
+ * position B (the marker's, below which the N final state indices of R bits lie, lane 0's on top) and the
+ * states after them, lane k at states[b * N + k]. A block is bad where its last word holds no marker or its
+ * words end inside the final states (the golden messages: the caller decodes it alone to name them). */
+static PyObject *py_tans_heads(PyObject *self, PyObject *args) {
+    PyObject *ow, *olo, *ohi, *oB, *oX;
+    long long W, R, N;
+    if (!PyArg_ParseTuple(args, "OLLLOOOO", &ow, &W, &R, &N, &olo, &ohi, &oB, &oX)) return NULL;
+    Buf w = {0}, lo = {0}, hi = {0}, bb = {0}, xx = {0};
+    PyObject *res = NULL;
+    if (get_buf(ow, &w, 0, 0, "tans_heads words") || get_buf(olo, &lo, 0, 8, "tans_heads los") ||
+        get_buf(ohi, &hi, 0, 8, "tans_heads his") || get_buf(oB, &bb, 1, 8, "tans_heads Bs") ||
+        get_buf(oX, &xx, 1, 8, "tans_heads states"))
+        goto out;
+    int64_t nb = NITEMS(lo), nw = NITEMS(w);
+    if (!(W == 8 * w.view.itemsize && (W == 8 || W == 16 || W == 32)) || R < 1 || R > 16 || N < 1 || N > MAXN ||
+        NITEMS(hi) != nb || NITEMS(bb) != nb || NITEMS(xx) != nb * N) {
+        PyErr_SetString(PyExc_ValueError, "tans_heads: inconsistent arguments");
+        goto out;
+    }
+    const int64_t *l = (const int64_t *)lo.view.buf, *h = (const int64_t *)hi.view.buf;
+    int64_t *Bo = (int64_t *)bb.view.buf, *Xo = (int64_t *)xx.view.buf;
+    const uint8_t *p = (const uint8_t *)w.view.buf;
+    int64_t bad = -1;
+    for (int64_t b = 0; b < nb && bad < 0; b++) {
+        if (l[b] < 0 || h[b] < l[b] || h[b] > nw) {
+            PyErr_Format(PyExc_ValueError, "tans_heads: block %lld's words outside the words", (long long)b);
+            goto out;
+        }
+        if (h[b] == l[b]) { bad = b; break; }
+        uint64_t top = bits_range(p, (int64_t)w.view.len, (h[b] - 1) * W, h[b] * W);
+        if (top == 0) { bad = b; break; }
+        int64_t B = (h[b] - 1) * W + (63 - __builtin_clzll(top));
+        for (int64_t k = 0; k < N; k++) {
+            if (B - R < l[b] * W) { bad = b; break; }
+            B -= R;
+            Xo[b * N + k] = (int64_t)bits_range(p, (int64_t)w.view.len, B, B + R);
+        }
+        Bo[b] = B;
+    }
+    res = PyLong_FromLongLong(bad);
+out:
+    rel(&w); rel(&lo); rel(&hi); rel(&bb); rel(&xx);
+    return res;
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* tANS encode (pairs back to front, docs/bitstream.md §3 and §8).
  *
@@ -2188,6 +2235,9 @@ static PyMethodDef methods[] = {
     {"simd_level", py_simd_level, METH_VARARGS, "asks (-1) or caps the SIMD level: 0 scalar, 1 AVX2, 2 AVX-512"},
     {"rans16_decode", nas_py_rans16_decode, METH_VARARGS, "rANS decode of rans16xN streams, segments side by side"},
     {"rans16_encode", nas_py_rans16_encode, METH_VARARGS, "rANS encode of rans16xN streams (SIMD across the states)"},
+    {"crc32_blocks", nas_py_crc32_blocks, METH_VARARGS, "zlib's CRC-32 of word ranges in decoding order (the block CRC)"},
+    {"crc32_path", nas_py_crc32_path, METH_VARARGS, "asks (-1) or sets whether the folded (PCLMULQDQ) CRC runs"},
+    {"tans_heads", py_tans_heads, METH_VARARGS, "the golden stream heads of independent tANS blocks"},
     {"tans_state_at", py_tans_state_at, METH_VARARGS, "the golden decoder's (h, cnt, buf) at a bit position"},
     {"tans_encode", py_tans_encode, METH_VARARGS, "tANS encode of N interleaved states"},
     {"rans_decode", py_rans_decode, METH_VARARGS, "rANS decode of N interleaved states"},
@@ -2205,6 +2255,7 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "nativeans",
 
 PyMODINIT_FUNC PyInit_nativeans(void) {
     choose_isa();
+    nas_crc_init();
     PyObject *mod = PyModule_Create(&moddef);
     if (mod && (PyModule_AddIntConstant(mod, "uses_pdep", use_pdep) < 0 ||
                 PyModule_AddIntConstant(mod, "cpu_simd_level", have_level) < 0 ||

@@ -154,5 +154,9 @@ extern HIDDEN int nas_level;
 /* the rANS entries of nativeans_simd.c (the interleaved preset S = 32, W = 16, P = 16) */
 HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args);
 HIDDEN PyObject *nas_py_rans16_encode(PyObject *self, PyObject *args);
+/* nativecrc.c: the container's block CRC */
+HIDDEN void nas_crc_init(void);
+HIDDEN PyObject *nas_py_crc32_blocks(PyObject *self, PyObject *args);
+HIDDEN PyObject *nas_py_crc32_path(PyObject *self, PyObject *args);
 
 #endif

@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import AnsforgeError, ConfigError
+from . import kernels
 
 __all__ = ["Checkpoint", "EncodedStream", "StreamError", "Run", "check_runs", "table_at", "CHUNK",
-           "reverse_chunks", "DecodeWindow", "word_list", "word_dtype", "block_ranges", "block_crc",
+           "reverse_chunks", "DecodeWindow", "word_list", "word_dtype", "block_ranges", "block_crc", "block_crcs",
            "check_checkpoint_interval", "MAX_STATES", "pack_states", "check_checkpoint", "Block", "block_spans",
            "clip_runs", "BLOCK_PAIRS"]
 
@@ -215,17 +216,36 @@ def block_crc(words: np.ndarray, lo: int = 0, hi: int | None = None, word_bits: 
     per clock. Cores whose ``W`` is not a multiple of 8 (``word_bits``) compute the same reflected
     CRC over ``W``-bit words, taken here from :mod:`amaranth.lib.crc` (slow: tests only).
     """
-    blk = np.asarray(words)[lo:hi][::-1]
-    word_bits = word_bits or 8 * blk.dtype.itemsize
-    if word_bits in (8, 16, 32):
-        dt = word_dtype(word_bits).newbyteorder("<")
+    w = np.asarray(words)
+    hi = w.size if hi is None else hi
+    return block_crcs(w, [(lo, hi)], word_bits)[0]
+
+
+def block_crcs(words: np.ndarray, ranges: Sequence[tuple[int, int]], word_bits: int | None = None) -> list[int]:
+    """:func:`block_crc` of ``words[lo:hi]`` for every ``(lo, hi)`` of ``ranges``, in one pass of the
+    native kernel where it is built (``nativecrc.c``: the words folded with PCLMULQDQ, reversed in
+    registers, no copy), else through zlib on reversed pieces of the words."""
+    w = np.asarray(words)
+    word_bits = word_bits or 8 * w.dtype.itemsize
+    if word_bits not in (8, 16, 32):
+        from amaranth.lib.crc.catalog import CRC32_ISO_HDLC
+        crc = CRC32_ISO_HDLC(data_width=word_bits)
+        return [int(crc.compute(int(x) for x in w[lo:hi][::-1])) for lo, hi in ranges]
+    dt = word_dtype(word_bits).newbyteorder("<")
+    if kernels.native() and w.dtype == dt and w.flags.c_contiguous:
+        lo_hi = np.asarray(ranges, np.int64).reshape(-1, 2)
+        out = np.empty(lo_hi.shape[0], np.uint64)
+        kernels.nativeans.crc32_blocks(w, np.ascontiguousarray(lo_hi[:, 0]), np.ascontiguousarray(lo_hi[:, 1]), out, 0)
+        return [int(c) for c in out]
+    crcs = []
+    for lo, hi in ranges:
+        blk = w[lo:hi][::-1]
         # In pieces of 2^16 words: each reversed copy stays in cache (no copy of the whole stream).
         crc = 0
         for i in range(0, blk.size, 1 << 16):
             crc = zlib.crc32(np.ascontiguousarray(blk[i:i + (1 << 16)], dtype=dt), crc)
-        return crc & 0xFFFFFFFF
-    from amaranth.lib.crc.catalog import CRC32_ISO_HDLC
-    return int(CRC32_ISO_HDLC(data_width=word_bits).compute(int(w) for w in blk))
+        crcs.append(crc & 0xFFFFFFFF)
+    return crcs
 
 
 @dataclass(frozen=True)

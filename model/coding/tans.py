@@ -34,6 +34,7 @@ states start at index 0, the flush appends ``X_{N-1} .. X_0`` below the marker (
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -97,6 +98,13 @@ def _stationary(nexts: list, L: int) -> np.ndarray | None:
     nxt = np.ascontiguousarray(np.stack([n for n, _ in nexts]), dtype=np.int64)
     ps = np.asarray([p for _, p in nexts], dtype=np.float64)
     return np.frombuffer(nativeans.stationary(nxt, ps, L, 4000, 1e-13), dtype=np.float64)
+
+
+@functools.cache
+def _bit_lengths(R: int) -> np.ndarray:
+    """``int.bit_length`` of ``0 .. 2**(R+1)``: a table for the values of an ``R``-bit tANS table (the
+    frequencies and the states ``x_s`` are at most ``2**R``, below ``2**(R+1)``)."""
+    return _bit_length(np.arange((2 << R) + 1, dtype=np.int64))
 
 
 def _bit_length(v: np.ndarray) -> np.ndarray:
@@ -202,31 +210,32 @@ class TansTable:
         self.params = params
         self.spread = spread
         L = 1 << R
-        f = np.asarray(code_table.freqs, dtype=np.int64)
+        f = np.array(code_table.freqs, dtype=np.int64)
         self.freqs = f
-        self.cum = np.concatenate([[0], np.cumsum(f)]).astype(np.int64)
+        self.cum = np.zeros(f.size + 1, dtype=np.int64)
+        np.cumsum(f, out=self.cum[1:])
         self.extra_bits = np.asarray(widths + (0,) * (f.size - len(widths)), dtype=np.int64)
         if symbols is not None:
-            sym = np.asarray(symbols, dtype=np.int64)
-            if sym.shape != (L,) or sym.min() < 0 or sym.max() >= f.size \
-                    or not np.array_equal(np.bincount(sym, minlength=f.size), f):
+            sym = np.asarray(symbols)
+            if sym.shape != (L,) or sym.dtype.kind not in "iu" or (sym.dtype.kind == "i" and sym.min() < 0) \
+                    or (counts := np.bincount(sym, minlength=f.size)).size != f.size or (counts != f).any():
                 raise ConfigError(f"tANS spread must hold each symbol s exactly freqs[s] times in {L} states")
         else:
             sym = fse_spread(f, R) if spread == "fse" else tuned_spread(f, R, probabilities)
-        self.symbol = sym
-        # x_s = f_s + (occurrences of s before x), for every x at once: a stable sort by symbol
-        # lists each symbol's states in increasing x, so a state's rank in its group is its occurrence.
+        # A stable sort by symbol lists each symbol's states in increasing x: the encoder's state table
+        # (slot cum[s] + x_s - f_s holds the state index of the x_s-th occurrence), and a state's rank
+        # in its group is its occurrence, x_s - f_s. (A container's spread is bytes: the radix sort.)
         order = np.argsort(sym, kind="stable")
+        sym = sym.astype(np.int64)
+        self.symbol = sym
         occ = np.empty(L, dtype=np.int64)
         occ[order] = np.arange(L, dtype=np.int64) - self.cum[sym[order]]
         xs = f[sym] + occ
-        nb = R + 1 - _bit_length(xs)
+        bit_length = _bit_lengths(R)
+        nb = R + 1 - bit_length[xs]
         base = (xs << nb) - L
-        enc = np.empty(L, dtype=np.int64)
-        enc[self.cum[sym] + occ] = np.arange(L, dtype=np.int64)
-        self.nb_bits, self.base, self.encode_state = nb, base, enc
-        bl = _bit_length(f)
-        self.nb_high = R + 1 - bl  # bits the encoder writes for s when X >= threshold[s]
+        self.nb_bits, self.base, self.encode_state = nb, base, order
+        self.nb_high = R + 1 - bit_length[f]  # bits the encoder writes for s when X >= threshold[s]
         self.threshold = f << self.nb_high  # a state X in [L, 2L]; below it, one bit fewer
 
     def decoder_entries(self) -> np.ndarray:

@@ -417,8 +417,8 @@ class ContainerRecords:
         if not isinstance(rec.get("ideal_bits", 0.0), (int, float)) or isinstance(rec.get("ideal_bits"), bool):
             raise self._fail(where, f"ideal_bits must be a number, not {rec['ideal_bits']!r}")
         exps = record_field(rec, "exponents", list, self._fail, where)
-        if len(exps) > 1 << fmt.exponent_bits or not all(
-                is_int(e) and 0 <= e < 1 << fmt.exponent_bits for e in exps) or sorted(set(exps)) != exps:
+        if len(exps) > 1 << fmt.exponent_bits or not all(type(e) is int for e in exps) \
+                or (exps and not 0 <= exps[0] <= exps[-1] < 1 << fmt.exponent_bits) or sorted(set(exps)) != exps:
             raise self._fail(where, f"exponents must be strictly increasing {fmt.exponent_bits}-bit fields")
         si = record_field(rec, "stream", int, self._fail, where, 0, len(self.streams) - 1)
         st = self.streams[si]

@@ -18,7 +18,7 @@ from .. import fastans, fastpairs, kernels
 from ...errors import ConfigError
 from ...dtypes.pairs import CodingPairs
 from ...dtypes.quantized import FP8_FORMATS, Q4_0_BLOCK, Q4_0_BLOCK_BYTES, q4_0_join
-from ..stream import Run, StreamError, block_crc, clip_runs
+from ..stream import Run, StreamError, block_crc, block_crcs, clip_runs
 from .pools import thread_map
 from .records import ContainerStream, FP8_SCALE_SUFFIX, RAW_NUMPY, record_crc
 
@@ -95,12 +95,18 @@ class Container(ContainerRecords):
 
     def _verify_block(self, st: ContainerStream, b: int) -> None:
         """Independent block ``b``'s CRC (once per container)."""
-        if b in st.verified:
+        self._verify_independent(st, [b])
+
+    def _verify_independent(self, st: ContainerStream, bs: Sequence[int]) -> None:
+        """Independent blocks ``bs``' CRCs (each once per container), in one pass of the CRC kernel."""
+        todo = [b for b in bs if b not in st.verified]
+        if not todo:
             return
-        lo, hi, crc = st.blocks[b]
-        if block_crc(self._words(st), lo, hi) != crc:
-            raise self._fail(self._block_where(st, b), "CRC32 mismatch")
-        st.verified.add(b)
+        got = block_crcs(self._words(st), [st.blocks[b][:2] for b in todo])
+        for b, crc in zip(todo, got):
+            if crc != st.blocks[b][2]:
+                raise self._fail(self._block_where(st, b), "CRC32 mismatch")
+        st.verified.update(todo)
 
     def _block_tables(self, st: ContainerStream, b: int) -> tuple[list, list[Run], int, int]:
         """Block ``b``'s tables (its tensor's), its runs over them, and the tensor's tables' index range."""
@@ -168,9 +174,9 @@ class Container(ContainerRecords):
         self._count_block()
         return s, e
 
-    def _count_block(self) -> None:
+    def _count_block(self, n: int = 1) -> None:
         with self._count_lock:
-            self.blocks_decoded += 1
+            self.blocks_decoded += n
 
     def _joins(self, st: ContainerStream, t_lo: int, t_hi: int) -> list[tuple]:
         """The values decoder's join per table ``t_lo .. t_hi - 1`` of ``st`` (:func:`fastans.decode_values`):
@@ -223,9 +229,8 @@ class Container(ContainerRecords):
         vals = fastans.decode_values(st.spec, words, st.tables[t_lo:t_hi], runs, [], joins, fmt, threads, blocks)
         if vals is None:
             return None
-        for b in bs:
-            self._verify_block(st, b)
-            self._count_block()
+        self._verify_independent(st, bs)
+        self._count_block(len(bs))
         out, a = {}, 0
         for ti, r in zip(group, recs):
             n = int(r["n_pairs"])

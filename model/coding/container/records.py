@@ -87,7 +87,7 @@ class ContainerError(AnsforgeError):
 
 
 def is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return type(v) is int or (isinstance(v, int) and not isinstance(v, bool))
 
 
 def record_field(rec: dict, key: str, kind: type, fail: Callable[[str, str], ContainerError], where: str,
