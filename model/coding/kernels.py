@@ -18,7 +18,10 @@ native (preferred)
     Lake, whose gathers are slow) the permute kernel of ``nativeans_simd.c`` does (``N = 16``, ``L <=
     256``: table lookups by two-register permutes, no gathers). ``nativeans.simd_level(0 | 1 | 2)`` (or
     ``ANSFORGE_SIMD=scalar|avx2|avx512`` for a process) caps the level, ``nativeans.simd(0)`` forces the
-    scalar kernels: the tests compare every path, bit for bit.
+    scalar kernels: the tests compare every path, bit for bit. The container's block CRC
+    (``nativecrc.c``, :func:`.stream.block_crcs`) folds the words with PCLMULQDQ (VPCLMULQDQ where the
+    CPU has it with AVX-512), reversed in registers; ``nativeans.crc32_path(0 | 1 | 2)`` caps it the same
+    way.
 numba (fallback)
     :mod:`.numba_kernels` (``@njit(nogil=True, cache=True)``), imported only when the extension is
     missing or ``ANSFORGE_KERNELS=numba`` / :func:`set_backend` asks for it.

@@ -124,6 +124,52 @@ def test_threads_give_the_same_file_and_output(model, tmp_path):
     assert g1.read_bytes() == g2.read_bytes() and len(open_container(g1).streams[0].blocks) == 6
 
 
+def test_groups_decoded_ahead_on_threads_give_the_same_output(model, tmp_path, monkeypatch):
+    """With several threads the tensors' groups are decoded ahead on a pool while the output is written
+    (at their offsets, by a pool too): groups shrunk to a few blocks so that there are many, the output
+    is byte-identical to one thread's, and a corrupt block in a late group is still named."""
+    from ansforge.model.coding.container import read as container_read
+    src, _ = model
+    f = tmp_path / "m.ansf"
+    compress_checkpoint(src, f, "tans8x16", block_pairs=SMALL)
+    monkeypatch.setattr(container_read, "VALUES_GROUP_PAIRS", 2 * SMALL)
+    monkeypatch.setattr(container_read, "MIN_GROUP_PAIRS", 1)
+    outs = {}
+    for th in (1, 2, 3):
+        outs[th] = tmp_path / f"{th}.safetensors"
+        open_container(f).decompress(outs[th], threads=th)
+    assert outs[1].read_bytes() == outs[2].read_bytes() == outs[3].read_bytes()
+    c = open_container(f)
+    st = c.streams[0]
+    last = len(st.blocks) - 1
+    lo, hi, _ = st.blocks[last]
+    blob = bytearray(f.read_bytes())
+    blob[c._payload + st.offset + ((lo + hi) // 2) * st.word_bytes] ^= 0x04
+    bad = tmp_path / "bad.ansf"
+    bad.write_bytes(bytes(blob))
+    with pytest.raises(ContainerError, match=rf"block {last} .*CRC32 mismatch"):
+        open_container(bad).decompress(tmp_path / "o.safetensors", threads=2)
+    assert not (tmp_path / "o.safetensors").exists() and not (tmp_path / "o.safetensors.partial").exists()
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_safetensors_written_on_threads_are_the_same_bytes(tmp_path, threads):
+    rng = np.random.default_rng(threads)
+    t = {"a": rng.standard_normal((300, 7)).astype(np.float32), "e": np.zeros((0, 3), np.float32),
+         "h": rng.standard_normal(999).astype(np.float16), "b": rng.standard_normal(5).astype(np.float32)}
+    specs = [(k, {4: "F32", 2: "F16"}[v.dtype.itemsize], v.shape) for k, v in t.items()]
+
+    def fill(i, name):  # in pieces, as a decoder yields them
+        flat = t[name].ravel()
+        return [flat[a:a + 128] for a in range(0, flat.size, 128)] or [t[name]]  # an empty one as it is (2-D)
+    write_safetensors(tmp_path / "1.safetensors", specs, fill)
+    write_safetensors(tmp_path / "n.safetensors", specs, fill, threads=threads)
+    assert (tmp_path / "1.safetensors").read_bytes() == (tmp_path / "n.safetensors").read_bytes()
+    with pytest.raises(ValueError, match="tensor 'a': fill produced 128 values, shape needs 2100"):
+        write_safetensors(tmp_path / "x.safetensors", specs, lambda i, name: fill(i, name)[:1], threads=threads)
+    assert not (tmp_path / "x.safetensors").exists() and not (tmp_path / "x.safetensors.partial").exists()
+
+
 def _killed(*args):
     """A coding process that dies without a result (as one the kernel kills for memory)."""
     os._exit(9)

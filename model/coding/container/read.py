@@ -28,6 +28,8 @@ from .parse import ContainerRecords
 #: At most this many pairs of a version-6 stream are decoded to values in one native call (with their
 #: blocks side by side): 2^24 bf16 values are 32 MiB held at once.
 VALUES_GROUP_PAIRS = 1 << 24
+#: The least pairs a group of :meth:`Container._block_values_source` holds when it decodes on several threads.
+MIN_GROUP_PAIRS = 1 << 20
 
 
 class Container(ContainerRecords):
@@ -242,23 +244,32 @@ class Container(ContainerRecords):
         """A version-6 stream's tensors as value bit patterns: ``get(tensor index)`` → its flat array.
 
         Consecutive tensors of one pair format are decoded together, up to :data:`VALUES_GROUP_PAIRS`
-        pairs a group (one native call, the blocks side by side on ``threads`` threads), when the first
-        of them is asked for: a model's blocks cost one call per group, not one each, and the memory
-        held is one group's values. Where that path does not apply (or a block fails, to name the error)
-        each tensor's blocks are decoded one by one: with one thread when the tensor is asked for; with
-        more, every block is given at once, in stream order, to a pool of ``threads`` threads (appended
-        to ``pools``, for the caller to shut down), so that the caller writes a tensor while the later
-        ones decode."""
+        pairs a group (one native call, the blocks side by side), so that a model's blocks cost one call
+        per group, not one each. With one thread a group is decoded when its first tensor is asked for,
+        and the memory held is one group's values. With ``n`` threads the groups are smaller (about four
+        per thread, at least :data:`MIN_GROUP_PAIRS` pairs) and decoded ahead, in stream order, on a pool
+        of ``n`` threads (appended to ``pools``, for the caller to shut down), one group per thread and
+        at most ``n + 1`` groups' values held: the caller writes a tensor while the later ones decode, and
+        the threads stay busy to the end of the stream. Where the grouped path does not apply (or a
+        block fails, to name the error) each tensor's blocks are decoded one by one
+        (:meth:`_per_block_source`)."""
         n = kernels.default_threads() if threads is None else max(1, int(threads))
+        sizes = {ti: int(self.tensors[ti]["n_pairs"]) for ti in st.tensors}
+        limit = VALUES_GROUP_PAIRS if n == 1 else \
+            max(MIN_GROUP_PAIRS, min(VALUES_GROUP_PAIRS, sum(sizes.values()) // (4 * n)))
         groups: list[list[int]] = [[]]
+        held = 0
         for ti in st.tensors:
-            if int(self.tensors[ti]["n_pairs"]) == 0:
+            if sizes[ti] == 0:
                 continue
-            if groups[-1] and sum(int(self.tensors[t]["n_pairs"]) for t in groups[-1]) \
-                    + int(self.tensors[ti]["n_pairs"]) > VALUES_GROUP_PAIRS:
+            if groups[-1] and held + sizes[ti] > limit:
                 groups.append([])
+                held = 0
             groups[-1].append(ti)
-        group_of = {ti: g for g in groups for ti in g}
+            held += sizes[ti]
+        if not groups[-1]:
+            groups.pop()
+        group_index = {ti: k for k, g in enumerate(groups) for ti in g}
         blocks_of: dict[int, list[int]] = {}
         for b, blk in enumerate(st.spans):
             blocks_of.setdefault(blk.tensor, []).append(b)
@@ -266,15 +277,36 @@ class Container(ContainerRecords):
         tried: set[int] = set()
         per_block = self._per_block_source(st, n, pools)
 
+        def decode_group(k: int) -> dict[int, np.ndarray] | None:
+            g = groups[k]
+            got = self._group_values(st, g, blocks_of, 1 if n > 1 else n)
+            if got is not None:
+                self._release_blocks(st, [b for t in g for b in blocks_of.get(t, ())])
+            return got
+
+        ahead: dict[int, object] = {}  # group index -> its Future (n > 1)
+        pool: list[ThreadPoolExecutor] = []
+
+        def submit_through(last: int) -> None:
+            if not pool:
+                pool.append(ThreadPoolExecutor(max_workers=n))
+                pools.append(pool[0])
+            for k in range(min(last, len(groups) - 1) + 1):
+                if k not in ahead and k not in tried:
+                    ahead[k] = pool[0].submit(decode_group, k)
+
         def get(ti: int) -> np.ndarray:
             if ti in ready:
                 return ready.pop(ti)
-            g = group_of.get(ti)
-            if g is not None and g[0] not in tried:
-                tried.add(g[0])
-                got = self._group_values(st, g, blocks_of, n)
+            k = group_index.get(ti)
+            if k is not None and k not in tried:
+                if n > 1:
+                    submit_through(k + n)
+                    got = ahead.pop(k).result()
+                else:
+                    got = decode_group(k)
+                tried.add(k)
                 if got is not None:
-                    self._release_blocks(st, [b for t in g for b in blocks_of.get(t, ())])
                     ready.update(got)
                     return ready.pop(ti)
             return per_block(ti)
@@ -491,7 +523,7 @@ class Container(ContainerRecords):
 
     def decompress(self, out: str | os.PathLike[str], threads: int | None = 1) -> int:
         """Write every tensor to a safetensors file (atomically), bit-exact; ``threads`` threads decode
-        each stream's checkpoint segments (``None``: one per CPU).
+        each stream's checkpoint segments or blocks and write the decoded tensors (``None``: one per CPU).
 
         fp8 tensors are written as ``F8_E4M3``/``F8_E5M2``; one converted with a per-tensor scale also
         gets a float32 scalar ``NAME_scale`` (dequantized weight = fp8 × scale; vLLM's convention), so
@@ -502,7 +534,8 @@ class Container(ContainerRecords):
         pools: list[ThreadPoolExecutor] = []
         try:
             outputs, meta = self._outputs(threads, pools)
-            write_safetensors(out, [spec for spec, _ in outputs], lambda index, name: outputs[index][1](), metadata=meta)
+            write_safetensors(out, [spec for spec, _ in outputs], lambda index, name: outputs[index][1](), metadata=meta,
+                              threads=kernels.default_threads() if threads is None else max(1, int(threads)))
         finally:
             for pool in pools:
                 pool.shutdown(wait=True, cancel_futures=True)
