@@ -817,6 +817,114 @@ SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, 
     for (int c = 0; c < K; c++) _mm256_storeu_si256((__m256i *)ch[c].X, xv[c]);
 }
 
+/* The same for 32-bit values (fp32 pairs: w = m + 1 = 24 bits of additional data, m >= 12), N = 16.
+ *
+ * A field is up to nb + w - z bits (+ the escape index): more than one 32-bit lane holds after its
+ * bit offset, and 16 of them more than one 64-byte load. So the window is two loads (128 bytes,
+ * looked up with the two-register byte permute vpermt2b), and each lane's field is read in parts of at
+ * most 25 bits: the next state's nb bits at the field's start, the w - z data bits after them and, for
+ * an escape symbol, its index after those.
+ *
+ * Entry per (table, state), 32 bits: need (<= 56) in bits 0..5, nb in 6..10, bit 11 the escape flag,
+ * the direct symbol's exponent in 12..19, base in 20..31 (L <= 4096). */
+#define SW_ESC (1 << 11)
+#define SW_SAFE_LO 1024 /* B >= this: the window's first byte (B / 8 - 124) is a byte of the words */
+
+/* 25 bits of the 128-byte window (wlo, whi) from bit pos of each lane (pos <= 999) */
+SIMD_ATTR static inline __m512i sw_bits(__m512i wlo, __m512i whi, __m512i pos, __m512i bcast, __m512i bytes4,
+                                        __m512i seven) {
+    __m512i idx = _mm512_add_epi8(_mm512_shuffle_epi8(_mm512_srli_epi32(pos, 3), bcast), bytes4);
+    return _mm512_srlv_epi32(_mm512_permutex2var_epi8(wlo, idx, whi), _mm512_and_si512(pos, seven));
+}
+
+SIMD_ATTR static void simd_val16_w32(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint32_t *out) {
+    enum { KMAX = SV_KMAX };
+    const uint8_t *p = d->p;
+    const int64_t safe_hi = (d->nbytes - 8) * 8;
+    const __m512i m63 = _mm512_set1_epi32(63), m31 = _mm512_set1_epi32(31), m32 = _mm512_set1_epi32(32);
+    const __m512i expmask = _mm512_set1_epi32(0xff << 12), escbit = _mm512_set1_epi32(SW_ESC);
+    const __m128i cexp = _mm_cvtsi32_si128((int)d->m - 12);
+    const __m512i bcast = _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0x00000000);
+    const __m512i bytes4 = _mm512_set1_epi32(0x03020100), seven = _mm512_set1_epi32(7);
+    const __m128i cm = _mm_cvtsi32_si128((int)d->m), ctop = _mm_cvtsi32_si128((int)d->top);
+    const __m512i mmask = _mm512_set1_epi32((int)lowmask(d->m));
+    __m512i xv[KMAX];
+    SRun u[KMAX];
+    __m128i cz[KMAX];
+    __m512i wzmask[KMAX], cwt[KMAX];
+    for (int c = 0; c < K; c++) {
+        xv[c] = _mm512_loadu_si512((const void *)ch[c].X);
+        u[c].r = 0;
+        u[c].fend = -1;
+    }
+    for (;;) {
+        int active = 0;
+        for (int c = 0; c < K; c++) {
+            SChain *h = &ch[c];
+            if (h->done) continue;
+            active = 1;
+            if (u[c].fend < 0 || h->pos >= u[c].fend) {
+                if (!srun_enter(d, st, h, &u[c])) continue;
+                unsigned z = u[c].z, wt = d->w - z;
+                cz[c] = _mm_cvtsi32_si128((int)z);
+                cwt[c] = _mm512_set1_epi32((int)wt);
+                wzmask[c] = _mm512_set1_epi32((int)lowmask(wt));
+            }
+            int64_t B = h->B, pos = h->pos;
+            if (UNLIKELY(pos + 16 > u[c].fend || B > safe_hi || B < SW_SAFE_LO)) {
+                int64_t upto = pos + 16 > u[c].fend ? u[c].fend : B > safe_hi ? pos + 16 : h->stop;
+                _mm512_storeu_si512((void *)h->X, xv[c]);
+                int64_t s = VAL_DEC[16][2](d, &h->B, h->X, pos, upto, (void *)(out + pos));
+                xv[c] = _mm512_loadu_si512((const void *)h->X);
+                if (s != -1) { h->status = s; h->done = 1; continue; }
+                h->pos = upto;
+                continue;
+            }
+            __m512i ent = _mm512_i32gather_epi32(xv[c], (const void *)u[c].tab, 4);
+            __m512i need = _mm512_and_si512(ent, m63);
+            __m512i nb = _mm512_and_si512(_mm512_srli_epi32(ent, 6), m31);
+            __m512i base = _mm512_srli_epi32(ent, 20);
+            __m512i s = _mm512_add_epi32(need, _mm512_bslli_epi128(need, 4));
+            s = _mm512_add_epi32(s, _mm512_bslli_epi128(s, 8));
+            __m512i tl = _mm512_shuffle_epi32(s, _MM_PERM_DDDD);
+            __m512i c1 = _mm512_maskz_shuffle_i32x4(0xfff0, tl, tl, 0x90);
+            __m512i c2 = _mm512_maskz_shuffle_i32x4(0xff00, tl, tl, 0x40);
+            __m512i c3 = _mm512_maskz_shuffle_i32x4(0xf000, tl, tl, 0x00);
+            __m512i pre = _mm512_add_epi32(_mm512_add_epi32(s, c1), _mm512_add_epi32(c2, c3));
+            /* the window holds bytes B/8 - 124 .. B/8 + 3: lane k's field starts rel = B % 8 + 992 - pre_k bits in */
+            const uint8_t *wp = p + (B >> 3) - 124;
+            __m512i wlo = _mm512_loadu_si512((const void *)wp), whi = _mm512_loadu_si512((const void *)(wp + 64));
+            __m512i rel = _mm512_sub_epi32(_mm512_set1_epi32((int)(B & 7) + 992), pre);
+            __m512i f = sw_bits(wlo, whi, rel, bcast, bytes4, seven);
+            __m512i snb = _mm512_sub_epi32(m32, nb);
+            xv[c] = _mm512_add_epi32(base, _mm512_srlv_epi32(_mm512_sllv_epi32(f, snb), snb));
+            __m512i dpos = _mm512_add_epi32(rel, nb);
+            __m512i e = _mm512_and_si512(sw_bits(wlo, whi, dpos, bcast, bytes4, seven), wzmask[c]);
+            __m512i hi = _mm512_sll_epi32(_mm512_and_si512(ent, expmask), cexp);
+            __mmask16 em = _mm512_test_epi32_mask(ent, escbit);
+            if (UNLIKELY(em)) {
+                /* escape symbols: the exponent comes from the escape index above the w - z data bits */
+                __m512i ib = _mm512_sub_epi32(_mm512_sub_epi32(need, nb), cwt[c]);
+                __m512i sib = _mm512_sub_epi32(m32, ib);
+                __m512i ix = sw_bits(wlo, whi, _mm512_add_epi32(dpos, cwt[c]), bcast, bytes4, seven);
+                ix = _mm512_srlv_epi32(_mm512_sllv_epi32(ix, sib), sib);
+                if (_mm512_mask_cmpge_epu32_mask(em, ix, _mm512_set1_epi32((int)u[c].n_esc))) {
+                    h->status = -2; h->done = 1; continue;
+                }
+                hi = _mm512_mask_i32gather_epi32(hi, em, ix, (const void *)u[c].esc, 4);
+            }
+            __m512i x = _mm512_sll_epi32(e, cz[c]);
+            __m512i sg = _mm512_sll_epi32(_mm512_srl_epi32(x, cm), ctop);
+            __m512i v = _mm512_ternarylogic_epi32(sg, hi, _mm512_and_si512(x, mmask), 0xfe);
+            _mm512_storeu_si512((void *)(out + pos), v);
+            h->B = B - (int64_t)_mm_extract_epi32(_mm512_extracti32x4_epi32(pre, 3), 3);
+            h->pos = pos + 16;
+        }
+        if (!active) break;
+    }
+    for (int c = 0; c < K; c++) _mm512_storeu_si512((void *)ch[c].X, xv[c]);
+}
+
 #endif
 
 
@@ -827,7 +935,8 @@ SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, 
  * segment: statuses -1 success (Bs and states then those after its last pair), >= 0 the pair where
  * the words ran out, -2 an escape index outside its group. Several segments of one N = 16 stream of
  * 16-bit values run side by side in an AVX-512 kernel where the CPU has one (simd_val16 with VBMI, else
- * nas_avx512_val16 for L <= 256), else in the AVX2 one where gathers are fast (nas_avx2_val16). */
+ * nas_avx512_val16 for L <= 256), else in the AVX2 one where gathers are fast (nas_avx2_val16); of 32-bit
+ * values (fp32 pairs) in simd_val16_w32 where the CPU has VBMI. */
 static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
     PyObject *ow, *oB, *ost, *otab, *ort, *ore, *opos, *ostop, *oz, *oesc, *onesc, *oout, *ostat;
     long long L, w_, m_, top_;
@@ -878,6 +987,8 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
         int64_t D = ntab * L, pad_w = 1;
         while (pad_w < esc_w) pad_w <<= 1;
         int simd_ok = (N == 16 || N == 8) && osz == 2 && L <= 4096 && top_ - m_ <= 8 && m_ <= 11;
+        /* simd_val16_w32: each part of a field (state bits, w - z data bits, escape index) at most 25 bits */
+        int simd32_ok = N == 16 && osz == 4 && L <= 4096 && top_ - m_ <= 8 && m_ >= 12 && w_ == m_ + 1;
         {
             const uint64_t *vt0 = (const uint64_t *)tab.view.buf;
             for (int64_t i = 0; i < ntab * L; i++) {
@@ -889,6 +1000,8 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
                     while (pad_w < ((int64_t)1 << ib)) pad_w <<= 1;
                 }
                 if (V_NEED(e) > SV_MAXNEED) simd_ok = 0;
+                if (V_NB(e) > 16 || V_NEED(e) > 56 || w_ - zz[t] > 25 || (V_HI(e) == ESC ? ib < 0 || ib > 25 : ib != 0))
+                    simd32_ok = 0;
             }
         }
         A = (uint64_t *)malloc((size_t)(2 * D + ntab * pad_w) * sizeof(uint64_t));
@@ -942,7 +1055,25 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
             if (ex < 0 || ex >= ((int64_t)1 << (top_ - m_))) use_perm = 0;
         }
         int use_avx2 = simd_ok && !use_simd && N == 16 && tans_avx2 && !use_perm;
-        if (simd_ok && (use_simd || use_avx2 || use_perm)) {
+        int use_w32 = simd32_ok && use_simd;
+        if (use_w32) {
+            simd_tab = (uint32_t *)calloc((size_t)(ntab * L + ntab * esc_w + 32), sizeof(uint32_t));
+            if (!simd_tab) { free(ch); PyErr_NoMemory(); goto out; }
+            for (int64_t t = 0; t < ntab; t++)
+                for (int64_t x = 0; x < L; x++) {
+                    uint64_t e = vt[t * L + x];
+                    uint32_t hi = V_HI(e);
+                    simd_tab[t * L + x] = V_NEED(e) | V_NB(e) << 6 | V_BASE(e) << 20 |
+                                          (hi == ESC ? (uint32_t)SW_ESC : ((hi >> m_) & 0xffu) << 12);
+                }
+            uint32_t *esc32 = simd_tab + ntab * L;
+            for (int64_t t = 0; t < ntab; t++)
+                for (int64_t i = 0; i < esc_w; i++)
+                    esc32[t * esc_w + i] = (uint32_t)(((const int64_t *)esc.view.buf)[t * esc_w + i] << m_);
+            sv.tab32 = simd_tab;
+            sv.esc32 = esc32;
+        }
+        else if (simd_ok && (use_simd || use_avx2 || use_perm)) {
             /* the AVX-512 kernel's entries (see simd_val16), then the escape exponents as 32-bit fields; the
              * permute kernel's tables padded to 256 entries and its groups to at least 32 (zeros: the padding
              * is never read for a valid state or a checked escape index) */
@@ -972,9 +1103,14 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
             /* groups of at most SV_KMAX segments, as even as they go (measured on the MiniLM tensor's 12
              * segments, Xeon SPR: 6 side by side ~1.3 G values/s, 4 ~1.0, 2 ~0.8) */
             int64_t groups = (S + SV_KMAX - 1) / SV_KMAX, per = (S + groups - 1) / groups;
-            for (int64_t s = 0; s < S; s += per)
-                (use_perm ? nas_avx512_val16 : use_avx2 ? nas_avx2_val16 : N == 16 ? simd_val16 : simd_val8)(
-                    &d, &sv, ch + s, S - s < per ? (int)(S - s) : (int)per, (uint16_t *)out.view.buf);
+            for (int64_t s = 0; s < S; s += per) {
+                int k = S - s < per ? (int)(S - s) : (int)per;
+                if (use_w32)
+                    simd_val16_w32(&d, &sv, ch + s, k, (uint32_t *)out.view.buf);
+                else
+                    (use_perm ? nas_avx512_val16 : use_avx2 ? nas_avx2_val16 : N == 16 ? simd_val16 : simd_val8)(
+                        &d, &sv, ch + s, k, (uint16_t *)out.view.buf);
+            }
         }
         else
 #endif

@@ -240,11 +240,11 @@ def test_simd_path_is_chosen_where_the_cpu_has_it():
 
 
 @pytest.mark.parametrize("codec", ["tans8x16", "tans11x16", "tans5x16", "tans8x8", "tans5x8"])
-@pytest.mark.parametrize("fmt", ["bf16", "fp16"])
+@pytest.mark.parametrize("fmt", ["bf16", "fp16", "fp32"])
 def test_simd_values_decoder_equals_the_scalar_one(codec, fmt):
-    """The AVX-512 values kernels (N = 16 and 8, 16-bit values: segments side by side, several tables and runs,
-    escape symbols, row shifts) and the scalar kernel, each forced, give the same values bit for bit,
-    and the same None for corrupt streams."""
+    """The AVX-512 values kernels (N = 16 and 8, 16-bit values; N = 16, 32-bit values: segments side by
+    side, several tables and runs, escape symbols, row shifts) and the scalar kernel, each forced, give
+    the same values bit for bit, and the same None for corrupt streams."""
     spec = parse_codec(codec)
     f = PAIR_FORMATS[fmt]
     rng = np.random.default_rng(len(codec) * 13 + f.total_bits)
@@ -272,7 +272,8 @@ def test_simd_values_decoder_equals_the_scalar_one(codec, fmt):
     ("tans8x4", "fp32", 4000, 5, 1000, 11, (None,)),
     # The AVX-512 kernels (zmm for x16, ymm for x8) against the scalar kernel, each forced.
     ("tans8x16", "bf16", 20000, 3, 1500, 12, (0, 1)),
-    ("tans8x8", "bf16", 20000, 3, 1500, 12, (0, 1))])
+    ("tans8x8", "bf16", 20000, 3, 1500, 12, (0, 1)),
+    ("tans8x16", "fp32", 20000, 7, 1500, 13, (0, 1))])
 def test_values_decoder_row_shifts(codec, fmt, n, z, interval, seed, flags):
     """A table coding ``w - z`` bits whose values land shifted left by ``z`` (container row shifts)."""
     spec = parse_codec(codec)
