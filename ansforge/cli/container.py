@@ -127,8 +127,8 @@ def _decompress_arguments(p: argparse.ArgumentParser) -> None:
                         "a folder to write the same shards, index and config.json into (a name ending in "
                         ".safetensors writes one file instead)")
     p.add_argument("--threads", type=int, default=1, metavar="N",
-                   help="threads that decode the independent blocks (or a stream's checkpoint segments) at once "
-                        "(default 1; the output is the same for any N)")
+                   help="threads that decode the independent blocks (or a stream's checkpoint segments) at once, "
+                        "ahead of the writer, and that write the output (default 1; the output is the same for any N)")
 
 
 @verb("decompress", _decompress_arguments, help="decompress an .ansf container to safetensors, bit-exact",
