@@ -645,7 +645,7 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
     const uint8_t *p = d->p;
     const int64_t safe_hi = (d->nbytes - 8) * 8;
     const __m512i m31 = _mm512_set1_epi32(31), m32 = _mm512_set1_epi32(32);
-    const __m512i m63 = _mm512_set1_epi32(63), m64 = _mm512_set1_epi32(64), expmask = _mm512_set1_epi32((int)(0xffu << d->m));
+    const __m512i m63 = _mm512_set1_epi32(63), expmask = _mm512_set1_epi32((int)(0xffu << d->m));
     const __m512i escbit = _mm512_set1_epi32(1 << 19);
     const __m128i cexp = _mm_cvtsi32_si128(11 - (int)d->m);
     const __m512i bcast = _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0x00000000);
@@ -704,19 +704,22 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
             __m512i rel = _mm512_sub_epi32(_mm512_set1_epi32((int)(B & 7) + 480), pre);
             __m512i idx = _mm512_add_epi8(_mm512_shuffle_epi8(_mm512_srli_epi32(rel, 3), bcast), bytes4);
             __m512i f = _mm512_srlv_epi32(_mm512_permutexvar_epi8(idx, win), _mm512_and_si512(rel, seven));
-            __m512i sneed = _mm512_sub_epi32(m32, need);
             xv[c] = _mm512_add_epi32(base, _mm512_srlv_epi32(_mm512_sllv_epi32(f, snb), snb));
-            __m512i e = _mm512_srlv_epi32(_mm512_sllv_epi32(f, sneed), _mm512_sub_epi32(_mm512_sub_epi32(m64, need), snb));
+            /* the additional data: the w - z bits above the nb state bits (a direct symbol's field ends there) */
+            __m512i nb = _mm512_sub_epi32(m32, snb);
+            __m512i fd = _mm512_srlv_epi32(f, nb);
+            __m512i e = _mm512_and_si512(fd, wzmask[c]);
             __m512i hi = _mm512_and_si512(_mm512_srl_epi32(ent, cexp), expmask);
             __mmask16 em = _mm512_test_epi32_mask(ent, escbit);
             if (UNLIKELY(em)) {
-                /* escape symbols: the exponent comes from the escape index above the w - z data bits */
-                __m512i ix = _mm512_srlv_epi32(e, cwt[c]);
+                /* escape symbols: the exponent comes from the escape index, the need - nb - (w - z) bits above
+                 * the data */
+                __m512i sib = _mm512_sub_epi32(m32, _mm512_sub_epi32(_mm512_sub_epi32(need, nb), cwt[c]));
+                __m512i ix = _mm512_srlv_epi32(_mm512_sllv_epi32(_mm512_srlv_epi32(fd, cwt[c]), sib), sib);
                 if (_mm512_mask_cmpge_epu32_mask(em, ix, _mm512_set1_epi32((int)u[c].n_esc))) {
                     h->status = -2; h->done = 1; continue;
                 }
                 hi = _mm512_mask_i32gather_epi32(hi, em, ix, (const void *)u[c].esc, 4);
-                e = _mm512_mask_and_epi32(e, em, e, wzmask[c]);
             }
             __m512i x = _mm512_sll_epi32(e, cz[c]);
             __m512i sg = _mm512_sll_epi32(_mm512_srl_epi32(x, cm), ctop);
