@@ -13,7 +13,6 @@ import pytest
 
 from ansforge.analysis.fuzz import edit_records
 from ansforge.cli import main
-from ansforge.model.coding.codecs import parse_codec
 from ansforge.model.coding.container import BLOCK_PAIRS, DEFAULT_CODEC, VERSION_BLOCKS, VERSION_SPREADS, ContainerError, \
     compress_checkpoint, open_container
 from ansforge.model.coding.stream import block_crc, block_spans, clip_runs, Run
