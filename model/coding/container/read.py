@@ -248,9 +248,9 @@ class Container(ContainerRecords):
         per group, not one each. With one thread a group is decoded when its first tensor is asked for,
         and the memory held is one group's values. With ``n`` threads the groups are smaller (about four
         per thread, at least :data:`MIN_GROUP_PAIRS` pairs) and decoded ahead, in stream order, on a pool
-        of ``n`` threads (appended to ``pools``, for the caller to shut down), one group per thread and
-        at most ``n + 1`` groups' values held: the caller writes a tensor while the later ones decode, and
-        the threads stay busy to the end of the stream. Where the grouped path does not apply (or a
+        of ``n`` threads (appended to ``pools``, for the caller to shut down), one group per thread (a
+        tensor larger than a group on all of them) and at most ``n + 1`` groups' values held: the caller
+        writes a tensor while the later ones decode, and the threads stay busy to the end of the stream. Where the grouped path does not apply (or a
         block fails, to name the error) each tensor's blocks are decoded one by one
         (:meth:`_per_block_source`)."""
         n = kernels.default_threads() if threads is None else max(1, int(threads))
@@ -279,7 +279,9 @@ class Container(ContainerRecords):
 
         def decode_group(k: int) -> dict[int, np.ndarray] | None:
             g = groups[k]
-            got = self._group_values(st, g, blocks_of, 1 if n > 1 else n)
+            # A group is one thread's, unless it is one tensor above the groups' size: its blocks then go
+            # to every thread (a model of one large matrix would otherwise decode on one thread).
+            got = self._group_values(st, g, blocks_of, n if sum(sizes[t] for t in g) > limit else 1)
             if got is not None:
                 self._release_blocks(st, [b for t in g for b in blocks_of.get(t, ())])
             return got

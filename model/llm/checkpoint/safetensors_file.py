@@ -93,7 +93,7 @@ class _ChunkWriter:
         self.f, self.threads, self.offset = f, max(1, int(threads)), 0
         self.pending: deque = deque()
         self.pool = None
-        if self.threads > 1:
+        if self.threads > 1 and hasattr(os, "pwrite"):  # os.pwrite: POSIX only; elsewhere in order
             from concurrent.futures import ThreadPoolExecutor
             self.pool = ThreadPoolExecutor(max_workers=self.threads)
 
