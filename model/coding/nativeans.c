@@ -640,10 +640,47 @@ HIDDEN int64_t nas_val_dec16(int N, const ValDec *d, int64_t *Bp, uint32_t *Xs, 
 
 
 
+/* Inclusive prefix sum of 16 lanes: within each 128-bit lane, then the lanes' carries. */
+SIMD_ATTR static inline __m512i sv_prefix16(__m512i need) {
+    __m512i s = _mm512_add_epi32(need, _mm512_bslli_epi128(need, 4));
+    s = _mm512_add_epi32(s, _mm512_bslli_epi128(s, 8));
+    __m512i tl = _mm512_shuffle_epi32(s, _MM_PERM_DDDD);
+    __m512i c1 = _mm512_maskz_shuffle_i32x4(0xfff0, tl, tl, 0x90); /* [0, t0, t1, t2] */
+    __m512i c2 = _mm512_maskz_shuffle_i32x4(0xff00, tl, tl, 0x40); /* [0, 0, t0, t1] */
+    __m512i c3 = _mm512_maskz_shuffle_i32x4(0xf000, tl, tl, 0x00); /* [0, 0, 0, t0] */
+    return _mm512_add_epi32(_mm512_add_epi32(s, c1), _mm512_add_epi32(c2, c3));
+}
+
+/* A chain of the 16-lane kernels before its next block: the run it is in (entered when it changes, with
+ * the run's shift z, data width w - z and its mask) and its edges, which the scalar kernel of 2^oi-byte
+ * values decodes: the rest of a run too short for a block, the top of the stream (the window would pass
+ * the words' end) and its bottom (B < safe_lo). 1 when a vector block can run next; 0 when the scalar
+ * kernel ran instead or the chain is done. */
+SIMD_ATTR static inline int sv16_ready(const ValDec *d, const SimdTab *st, SChain *h, SRun *u, __m512i *xv,
+                                       __m128i *cz, __m512i *cwt, __m512i *wzmask, int64_t safe_lo, int oi,
+                                       void *out) {
+    const int64_t safe_hi = (d->nbytes - 8) * 8;
+    if (u->fend < 0 || h->pos >= u->fend) {
+        if (!srun_enter(d, st, h, u)) return 0;
+        unsigned z = u->z, wt = d->w - z;
+        *cz = _mm_cvtsi32_si128((int)z);
+        *cwt = _mm512_set1_epi32((int)wt);
+        *wzmask = _mm512_set1_epi32((int)lowmask(wt));
+    }
+    int64_t B = h->B, pos = h->pos;
+    if (LIKELY(pos + 16 <= u->fend && B <= safe_hi && B >= safe_lo)) return 1;
+    int64_t upto = pos + 16 > u->fend ? u->fend : B > safe_hi ? pos + 16 : h->stop;
+    _mm512_storeu_si512((void *)h->X, *xv);
+    int64_t s = VAL_DEC[16][oi](d, &h->B, h->X, pos, upto, (void *)((char *)out + (pos << oi)));
+    *xv = _mm512_loadu_si512((const void *)h->X);
+    if (s != -1) { h->status = s; h->done = 1; return 0; }
+    h->pos = upto;
+    return 0;
+}
+
 SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
     enum { KMAX = SV_KMAX };
     const uint8_t *p = d->p;
-    const int64_t safe_hi = (d->nbytes - 8) * 8;
     const __m512i m31 = _mm512_set1_epi32(31), m32 = _mm512_set1_epi32(32);
     const __m512i m63 = _mm512_set1_epi32(63), expmask = _mm512_set1_epi32((int)(0xffu << d->m));
     const __m512i escbit = _mm512_set1_epi32(1 << 19);
@@ -668,36 +705,13 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
             SChain *h = &ch[c];
             if (h->done) continue;
             active = 1;
-            if (u[c].fend < 0 || h->pos >= u[c].fend) {
-                if (!srun_enter(d, st, h, &u[c])) continue;
-                unsigned z = u[c].z, wt = d->w - z;
-                cz[c] = _mm_cvtsi32_si128((int)z);
-                cwt[c] = _mm512_set1_epi32((int)wt);
-                wzmask[c] = _mm512_set1_epi32((int)lowmask(wt));
-            }
+            if (!sv16_ready(d, st, h, &u[c], &xv[c], &cz[c], &cwt[c], &wzmask[c], SV_SAFE_LO, 1, out)) continue;
             int64_t B = h->B, pos = h->pos;
-            if (UNLIKELY(pos + 16 > u[c].fend || B > safe_hi || B < SV_SAFE_LO)) {
-                /* the scalar kernel: the rest of the run, the top of the stream, or its bottom */
-                int64_t upto = pos + 16 > u[c].fend ? u[c].fend : B > safe_hi ? pos + 16 : h->stop;
-                _mm512_storeu_si512((void *)h->X, xv[c]);
-                int64_t s = VAL_DEC[16][1](d, &h->B, h->X, pos, upto, (void *)(out + pos));
-                xv[c] = _mm512_loadu_si512((const void *)h->X);
-                if (s != -1) { h->status = s; h->done = 1; continue; }
-                h->pos = upto;
-                continue;
-            }
             __m512i ent = _mm512_i32gather_epi32(xv[c], (const void *)u[c].tab, 4);
             __m512i need = _mm512_and_si512(ent, m31);
             __m512i snb = _mm512_and_si512(_mm512_srli_epi32(ent, 5), m63); /* 32 - nb */
             __m512i base = _mm512_srli_epi32(ent, 20);
-            /* inclusive prefix sum of need: within each 128-bit lane, then the lanes' carries */
-            __m512i s = _mm512_add_epi32(need, _mm512_bslli_epi128(need, 4));
-            s = _mm512_add_epi32(s, _mm512_bslli_epi128(s, 8));
-            __m512i tl = _mm512_shuffle_epi32(s, _MM_PERM_DDDD);
-            __m512i c1 = _mm512_maskz_shuffle_i32x4(0xfff0, tl, tl, 0x90); /* [0, t0, t1, t2] */
-            __m512i c2 = _mm512_maskz_shuffle_i32x4(0xff00, tl, tl, 0x40); /* [0, 0, t0, t1] */
-            __m512i c3 = _mm512_maskz_shuffle_i32x4(0xf000, tl, tl, 0x00); /* [0, 0, 0, t0] */
-            __m512i pre = _mm512_add_epi32(_mm512_add_epi32(s, c1), _mm512_add_epi32(c2, c3));
+            __m512i pre = sv_prefix16(need);
             /* lane k's field is bits [B - pre_k, B - pre_k + need_k); the window holds bytes B/8 - 60 ..
              * B/8 + 3, so the field starts rel = B % 8 + 480 - pre_k bits into it */
             __m512i win = _mm512_loadu_si512((const void *)(p + (B >> 3) - 60));
@@ -843,7 +857,6 @@ SIMD_ATTR static inline __m512i sw_bits(__m512i wlo, __m512i whi, __m512i pos, _
 SIMD_ATTR static void simd_val16_w32(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint32_t *out) {
     enum { KMAX = SV_KMAX };
     const uint8_t *p = d->p;
-    const int64_t safe_hi = (d->nbytes - 8) * 8;
     const __m512i m63 = _mm512_set1_epi32(63), m31 = _mm512_set1_epi32(31), m32 = _mm512_set1_epi32(32);
     const __m512i expmask = _mm512_set1_epi32(0xff << 12), escbit = _mm512_set1_epi32(SW_ESC);
     const __m128i cexp = _mm_cvtsi32_si128((int)d->m - 12);
@@ -866,34 +879,13 @@ SIMD_ATTR static void simd_val16_w32(const ValDec *d, const SimdTab *st, SChain 
             SChain *h = &ch[c];
             if (h->done) continue;
             active = 1;
-            if (u[c].fend < 0 || h->pos >= u[c].fend) {
-                if (!srun_enter(d, st, h, &u[c])) continue;
-                unsigned z = u[c].z, wt = d->w - z;
-                cz[c] = _mm_cvtsi32_si128((int)z);
-                cwt[c] = _mm512_set1_epi32((int)wt);
-                wzmask[c] = _mm512_set1_epi32((int)lowmask(wt));
-            }
+            if (!sv16_ready(d, st, h, &u[c], &xv[c], &cz[c], &cwt[c], &wzmask[c], SW_SAFE_LO, 2, out)) continue;
             int64_t B = h->B, pos = h->pos;
-            if (UNLIKELY(pos + 16 > u[c].fend || B > safe_hi || B < SW_SAFE_LO)) {
-                int64_t upto = pos + 16 > u[c].fend ? u[c].fend : B > safe_hi ? pos + 16 : h->stop;
-                _mm512_storeu_si512((void *)h->X, xv[c]);
-                int64_t s = VAL_DEC[16][2](d, &h->B, h->X, pos, upto, (void *)(out + pos));
-                xv[c] = _mm512_loadu_si512((const void *)h->X);
-                if (s != -1) { h->status = s; h->done = 1; continue; }
-                h->pos = upto;
-                continue;
-            }
             __m512i ent = _mm512_i32gather_epi32(xv[c], (const void *)u[c].tab, 4);
             __m512i need = _mm512_and_si512(ent, m63);
             __m512i nb = _mm512_and_si512(_mm512_srli_epi32(ent, 6), m31);
             __m512i base = _mm512_srli_epi32(ent, 20);
-            __m512i s = _mm512_add_epi32(need, _mm512_bslli_epi128(need, 4));
-            s = _mm512_add_epi32(s, _mm512_bslli_epi128(s, 8));
-            __m512i tl = _mm512_shuffle_epi32(s, _MM_PERM_DDDD);
-            __m512i c1 = _mm512_maskz_shuffle_i32x4(0xfff0, tl, tl, 0x90);
-            __m512i c2 = _mm512_maskz_shuffle_i32x4(0xff00, tl, tl, 0x40);
-            __m512i c3 = _mm512_maskz_shuffle_i32x4(0xf000, tl, tl, 0x00);
-            __m512i pre = _mm512_add_epi32(_mm512_add_epi32(s, c1), _mm512_add_epi32(c2, c3));
+            __m512i pre = sv_prefix16(need);
             /* the window holds bytes B/8 - 124 .. B/8 + 3: lane k's field starts rel = B % 8 + 992 - pre_k bits in */
             const uint8_t *wp = p + (B >> 3) - 124;
             __m512i wlo = _mm512_loadu_si512((const void *)wp), whi = _mm512_loadu_si512((const void *)(wp + 64));
