@@ -188,23 +188,22 @@ singles:
 }
 #endif
 
-/* zlib's crc32 of words[lo .. hi) in decoding order, continuing from crc (0 to start) */
-static uint32_t crc_words(uint32_t crc, const uint8_t *w, int64_t lo, int64_t hi, int wb) {
-    uint32_t reg = ~crc;
+/* zlib's crc32 of words[lo .. hi) in decoding order */
+static uint32_t crc_words(const uint8_t *w, int64_t lo, int64_t hi, int wb) {
+    uint32_t reg = 0xFFFFFFFFu;
 #ifdef HAVE_CLMUL_PATH
     if (have_clmul && (hi - lo) * wb >= 64) return ~crc_clmul_rev(reg, w, lo, hi, wb);
 #endif
     return ~crc_bytes_rev(reg, w, lo, hi, wb);
 }
 
-/* crc32_blocks(words, los, his, out, crc) -> the path that ran (crc32_path's levels): out[i] = zlib's CRC-32 of
+/* crc32_blocks(words, los, his, out) -> the path that ran (crc32_path's levels): out[i] = zlib's CRC-32 of
  * words[los[i] .. his[i]) in decoding order (address his[i] - 1 first, each word's bytes little-endian),
- * continuing from crc; words' item size 1, 2 or 4 (any other width is the Python side's); every range
+ * words' item size 1, 2 or 4 (any other width is the Python side's); every range
  * checked against the words. */
 HIDDEN PyObject *nas_py_crc32_blocks(PyObject *self, PyObject *args) {
     PyObject *wo, *loo, *hio, *outo;
-    unsigned long crc0;
-    if (!PyArg_ParseTuple(args, "OOOOk", &wo, &loo, &hio, &outo, &crc0)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOO", &wo, &loo, &hio, &outo)) return NULL;
     Buf w, lo, hi, out;
     PyObject *res = NULL;
     w.held = lo.held = hi.held = out.held = 0;
@@ -227,7 +226,7 @@ HIDDEN PyObject *nas_py_crc32_blocks(PyObject *self, PyObject *args) {
     uint64_t *o = (uint64_t *)out.view.buf;
     const uint8_t *p = (const uint8_t *)w.view.buf;
     Py_BEGIN_ALLOW_THREADS
-    for (int64_t i = 0; i < nb; i++) o[i] = crc_words((uint32_t)crc0, p, l[i], h[i], wb);
+    for (int64_t i = 0; i < nb; i++) o[i] = crc_words(p, l[i], h[i], wb);
     Py_END_ALLOW_THREADS
     res = PyLong_FromLong(have_clmul);
 done:

@@ -235,7 +235,7 @@ def block_crcs(words: np.ndarray, ranges: Sequence[tuple[int, int]], word_bits: 
     if kernels.native() and w.dtype == dt and w.flags.c_contiguous:
         lo_hi = np.asarray(ranges, np.int64).reshape(-1, 2)
         out = np.empty(lo_hi.shape[0], np.uint64)
-        kernels.nativeans.crc32_blocks(w, np.ascontiguousarray(lo_hi[:, 0]), np.ascontiguousarray(lo_hi[:, 1]), out, 0)
+        kernels.nativeans.crc32_blocks(w, np.ascontiguousarray(lo_hi[:, 0]), np.ascontiguousarray(lo_hi[:, 1]), out)
         return [int(c) for c in out]
     crcs = []
     for lo, hi in ranges:

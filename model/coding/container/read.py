@@ -250,9 +250,9 @@ class Container(ContainerRecords):
         per thread, at least :data:`MIN_GROUP_PAIRS` pairs) and decoded ahead, in stream order, on a pool
         of ``n`` threads (appended to ``pools``, for the caller to shut down), one group per thread (a
         tensor larger than a group on all of them) and at most ``n + 1`` groups' values held: the caller
-        writes a tensor while the later ones decode, and the threads stay busy to the end of the stream. Where the grouped path does not apply (or a
-        block fails, to name the error) each tensor's blocks are decoded one by one
-        (:meth:`_per_block_source`)."""
+        writes a tensor while the later ones decode, and the threads stay busy to the end of the stream.
+        Where the grouped path does not apply (or a block fails, to name the error) each tensor's blocks
+        are decoded one by one (:meth:`_per_block_source`)."""
         n = kernels.default_threads() if threads is None else max(1, int(threads))
         sizes = {ti: int(self.tensors[ti]["n_pairs"]) for ti in st.tensors}
         limit = VALUES_GROUP_PAIRS if n == 1 else \
