@@ -5,7 +5,9 @@ the quotient from a reciprocal estimate and a pipelined divider.
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from dataclasses import dataclass
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -46,6 +48,49 @@ def xn_plan(N: int, P: int, Q: int) -> dict:
     cuts = [round(k * (D + 1) / stages) for k in range(stages + 1)]
     steps = [0] * _XN_HEAD + [min(cuts[k + 1], D) - min(cuts[k], D) for k in range(stages)]
     return {"t": t, "s": s, "D": D, "amax": amax, "bmax": bmax, "yw": P + 1 + bmax, "steps": steps}
+
+
+@dataclass(frozen=True)
+class RansEncoderXnCoderProbe:
+    """The ring's step and its data registers, which the formal ring lemma (``encoder_ring``) ties to
+    the golden step: what the formal lemmas read of :class:`RansEncoderXnCoder` (its ``probe`` once
+    elaborated; not ports). ``step``: the ring turns this clock; ``force``: stage 0 registers the
+    identity (a ghost or a bubble); ``x``: the state arriving at stage 0; ``push_chunk``,
+    ``push_symbol``, ``x_chunk``: stage 0's pushes of the pair offered and its state after the chunk
+    (whose low word the symbol's push takes); ``x_flush``: the state the
+    ring computed for the slot that landed last (``x`` before the set/reset of a slot that is no
+    command's); ``ring``: every register that carries a slot's data round the ring (stages 0 to
+    ``N - 2``, ``x`` and ``x_flush``); the slots' marks, ``N`` each, position ``j`` being stage ``j``'s
+    (``N - 1``: ``x``'s): ``tag`` (the generation of the command that entered it), ``newest`` (the
+    running command's latest entry), ``fin`` (the previous command's last entry, not yet flushed);
+    and ``gen``, ``started``, ``flushing``, ``at_next``, ``push_init`` (whether the pair offered would push
+    from ``2**(S - W)``), and the output queue: ``out`` / ``n_out`` / ``out_last``, ``out2`` / ``n_out2`` /
+    ``out2_last``, ``pend`` / ``npend`` (``None`` with one stream word a port word)."""
+
+    step: Value
+    force: Value
+    x: Signal
+    push_chunk: Value
+    push_symbol: Value
+    x_chunk: Value
+    x_flush: Signal
+    ring: list[Signal]
+    tag: list[Signal]
+    newest: list[Signal]
+    fin: list[Signal]
+    gen: Signal
+    started: Signal
+    flushing: Signal
+    at_next: Signal
+    push_init: Signal
+    out: Signal
+    n_out: Signal
+    out_last: Signal
+    out2: Signal | None
+    n_out2: Signal | None
+    out2_last: Signal | None
+    pend: Signal | None
+    npend: Signal | None
 
 
 class RansEncoderXnCoder(wiring.Component):
@@ -167,6 +212,9 @@ class RansEncoderXnCoder(wiring.Component):
     def __init__(self, shape: RansShape):
         self.check_shape(shape)
         self._shape = shape
+        #: The ring's registers, filled in by :meth:`elaborate`: the formal lemma ``encoder_ring``
+        #: (``sim/formal/``) states its invariants over them. Not ports.
+        self.probe: RansEncoderXnCoderProbe | None = None      # set by elaborate
         super().__init__(self.ports(shape))
 
     @staticmethod
@@ -429,6 +477,8 @@ class RansEncoderXnCoder(wiring.Component):
         # -- the ring: stage k's results go to registers ``name{k}`` (all written on ``step_ring``, the
         # stages' logic outside the enable: a comb assignment under ``If`` would gate every bit). Bits
         # no later stage reads are left unread and yosys removes their flip-flops.
+        ring = []                                # every stage register (the probe's)
+
         def register(k, values, zero=None, forced=None):
             """Stage ``k``'s registers for ``values`` (a dict); ``zero`` (names, condition): those
             registers are cleared instead where the condition holds, and ``forced`` (values by name,
@@ -436,6 +486,7 @@ class RansEncoderXnCoder(wiring.Component):
             regs = {}
             for name, v in values.items():
                 r = regs[name] = Signal(len(v), name=f"{name}{k}")
+                ring.append(r)
                 if zero is not None and name in zero[0]:
                     with m.If(step_ring & zero[1]):
                         m.d.sync += r.eq(0)
@@ -579,4 +630,10 @@ class RansEncoderXnCoder(wiring.Component):
             m.d.sync += x.eq(done_x)
         with m.If(step_ring):
             m.d.sync += fx.eq(done_x)
+        queue = {"out2": out2, "n_out2": n_out2, "out2_last": out2_last, "pend": pend, "npend": npend} if two else \
+            dict.fromkeys(("out2", "n_out2", "out2_last", "pend", "npend"))
+        self.probe = RansEncoderXnCoderProbe(step=step_ring, force=force, x=x, push_chunk=push_c, push_symbol=push_s,
+                                             x_chunk=xv, x_flush=fx, ring=ring + [x, fx], tag=tag, newest=newest,
+                                             fin=fin, gen=gen, started=started, flushing=flushing, at_next=at_next,
+                                             push_init=push_init, out=out, n_out=n_out, out_last=out_last, **queue)
         return m

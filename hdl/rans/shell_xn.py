@@ -5,6 +5,8 @@ entries, ghosts, ``last`` and ``done``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
@@ -392,6 +394,18 @@ class RansDecoderShellXN(wiring.Component):
         return m
 
 
+@dataclass(frozen=True)
+class RansEncoderShellXNProbe:
+    """The entry counts, over which the formal counts lemma (``encoder_counts`` of the interleaved
+    encoder) states its invariant: what the formal lemmas read of :class:`RansEncoderShellXN` (its
+    ``probe`` once elaborated; not ports). ``remaining``: pairs still to enter; ``ghosts``: ghost
+    entries still to enter (before the pairs); ``active``: the command's entries are not all in."""
+
+    remaining: Signal
+    ghosts: Signal
+    active: Signal
+
+
 class RansEncoderShellXN(wiring.Component):
     """The shell of the interleaved rANS encoder (:class:`RansEncoderXnCoder`): a command's entries,
     ``last`` and ``done``.
@@ -415,6 +429,9 @@ class RansEncoderShellXN(wiring.Component):
         ports = encoder_ports(sh.W, sh.symbol_bits, sh.K, sh.set_bits, count_bits=sh.count_bits)
         del ports["i"], ports["o"]
         ports.update({**encoder_xn_link(sh).members, "emit": In(1), "idle": Out(1)})
+        #: The entry counts, filled in by :meth:`elaborate`: the formal lemma ``encoder_counts``
+        #: (``sim/formal/``) states its invariant over them. Not ports.
+        self.probe: RansEncoderShellXNProbe | None = None      # set by elaborate
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -442,4 +459,5 @@ class RansEncoderShellXN(wiring.Component):
             m.d.sync += [remaining.eq(count), ghosts.eq(Mux(count < N, N - count, 0)), ghost.eq(count < N),
                          final.eq(0), active.eq(1)]
         m.d.sync += self.done.eq(self.emit & self.last)
+        self.probe = RansEncoderShellXNProbe(remaining=remaining, ghosts=ghosts, active=active)
         return m
