@@ -51,7 +51,7 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     The round trip's step lemmas, one pair from an arbitrary state on the arbitrary local table (rANS:
     the decoder on the arbitrary legal table, resumed through its command at the checkpoint the golden
     step gives from any state; the encoder from any state, reached by two warm-up pairs; the golden step
-    without a divider, :func:`_rans_golden_step`; ``docs/formal.md``, *Round 8*). tANS: the
+    without a divider, :func:`rans_golden_step`; ``docs/formal.md``, *Round 8*). tANS: the
     encoder, brought to an arbitrary idle state (any state, any ``< W`` pending bits) by two warm-up
     pairs with free rows, codes one legal pair and flushes: its words are the golden step's. The
     decoder, resumed at any checkpoint (state, unread bits) and going on after one warm-up pair of
@@ -87,8 +87,8 @@ The package, one module per concern: :mod:`.contract` (each role's contract, the
 clauses, also asserted by every Amaranth simulation of a registered core), :mod:`.params` (small
 configurations, pinned tables, bounds),
 :mod:`.benches` (harness scaffolding, table models), :mod:`.properties` (port properties, round trip,
-detection), :mod:`.lemmas_tans`, :mod:`.lemmas_tans_pipeline` and :mod:`.lemmas_rans` (the lemma
-chains), :mod:`.registry` (harness, depth, mode and engine per core and property), :mod:`.solvers`
+detection), :mod:`.lemmas_tans`, :mod:`.lemmas_tans_pipeline`, :mod:`.lemmas_rans` and :mod:`.lemmas_rans_xn`
+(the lemma chains), :mod:`.registry` (harness, depth, mode and engine per core and property), :mod:`.solvers`
 (SymbiYosys, yosys ``sat`` with CaDiCaL/MiniSat), :mod:`.report` and :mod:`.runner`
 (:func:`run_property`, :func:`prove`).
 """

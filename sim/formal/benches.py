@@ -43,6 +43,11 @@ class Bench:
         self.latched: list[str] = []                    # messages of the checks made by :meth:`check`
         self.cycle = Signal(8, name="cycle")            # clocks since the start, saturating
         self.platform = None                            # a :class:`TablePlatform` for direct tables
+        #: A yosys selection of wires whose registers start in any state (the ``sat`` runner drops their
+        #: ``init`` values): a harness that quantifies over every state of a block, for a property that a
+        #: run from there settles (every reachable state is one of them). ``None``: every register
+        #: starts at its ``init`` value.
+        self.free_start: str | None = None
         m.d.past += self.cycle.eq(Mux(self.cycle == 255, 255, self.cycle + 1))
 
     def check(self, enable, test, message: str) -> None:
@@ -459,8 +464,8 @@ class TablePlatform:
             names = {n for n, _ in shape}
             if "split0" in names:                       # the rANS decoder's bucket table
                 return "rans_bucket"
-            if names == {"freq", "cum", "k"}:           # the rANS symbol table
-                return "rans_symbol"
+            if names in ({"freq", "cum", "k"}, {"freq", "cum", "rcp", "sa", "sb", "k"}):
+                return "rans_symbol"                    # the rANS symbol table (the xN encoder's: reciprocals)
             if "threshold" in names or "thr" in names:     # a symbol row: one state's, or N states'
                 return "sym"
             return "dec" if "base" in names else None

@@ -19,7 +19,7 @@ from .benches import (unused_ok, Bench, CommandLedger, LegalTable, TablePlatform
 # -- the rANS step lemmas (docs/formal.md, Round 8) ------------------------------------------------
 
 
-def _rans_golden_step(m: Module, X, f, c, k, extra, name: str):
+def rans_golden_step(m: Module, X, f, c, k, extra, name: str, free=AnyConst):
     """The rANS encoder's step of one pair as ``docs/bitstream.md`` §4 writes it (the golden step of the
     rANS step lemmas), from state ``X`` (``S`` bits) with the pair's symbol row ``(f, c, k)`` and its
     extra bits: first the chunk of ``w = k`` bits (``f_u = 2**(P - w)``: push ``X mod 2**W`` if ``X >>
@@ -27,7 +27,8 @@ def _rans_golden_step(m: Module, X, f, c, k, extra, name: str):
     symbol (push if ``x >> (S - P) >= f``, then ``X1 = (x div f) << P | (c + x mod f)``). The divide
     by the symbolic ``f`` is not built: ``x div f`` and ``x mod f`` are free values ``q``, ``r``
     (``AnyConst``) with ``x = q f + r`` and ``r < f`` assumed, which has exactly one solution for
-    ``f >= 1``, so the step is a function of ``X`` as the model's is. Returns ``(push_chunk,
+    ``f >= 1``, so the step is a function of ``X`` as the model's is (``free``: ``AnySeq`` for a step
+    in every clock, the assumption then holding in each). Returns ``(push_chunk,
     chunk_word, push_symbol, symbol_word, X1)``."""
     sh = SMALL["rans"]
     S, W, P = sh["state_bits"], sh["word_bits"], sh["precision_bits"]
@@ -39,7 +40,7 @@ def _rans_golden_step(m: Module, X, f, c, k, extra, name: str):
                  xc.eq(((xp >> keep) << P) | (extra << keep) | (xp & ((Const(1, P + 1) << keep) - 1))),
                  ps.eq((xc >> (S - P)) >= f), xs.eq(Mux(ps, xc >> W, xc))]
     q, r = Signal(P, name=f"{name}_quotient"), Signal(P + 1, name=f"{name}_remainder")
-    m.d.comb += [q.eq(AnyConst(P)), r.eq(AnyConst(P + 1)), Assume(q * f + r == xs), Assume(r < f)]
+    m.d.comb += [q.eq(free(P)), r.eq(free(P + 1)), Assume(q * f + r == xs), Assume(r < f)]
     X1 = Signal(S, name=f"{name}_x_next")
     m.d.comb += X1.eq((q << P) | (c + r))
     return pc, X[:W], ps, xc[:W], X1
@@ -65,7 +66,7 @@ def rans_decoder_step_bench(mutant: str | None) -> Bench:
     state ``X0`` (any ``S`` bits), a legal pair ``q`` (a used symbol, extra bits that fit its width),
     whether the stream goes on below this pair's words (``more``: one more word, of any value; legal
     only with ``X0 >= 2**(S - W)``, as an encoder that has pushed a word never goes below that) and
-    that word. The harness computes the encoder's step (:func:`_rans_golden_step`): ``X1`` and the
+    that word. The harness computes the encoder's step (:func:`rans_golden_step`): ``X1`` and the
     words it pushes (0, 1 or 2). The decoder is resumed through its command at the checkpoint ``(X1,
     those words [+ the one more])``: ``resume = 1``, ``state = X1``, one pair, ``check_end = 0``;
     the pushed words are offered from the command on, every clock; the one more only once the pair
@@ -88,7 +89,7 @@ def rans_decoder_step_bench(mutant: str | None) -> Bench:
     qs, qe = Signal(sb, name="pair_symbol"), Signal(K, name="pair_extra")
     m.d.comb += [X0.eq(AnyConst(S)), more.eq(AnyConst(1)), below.eq(AnyConst(W)), qs.eq(AnyConst(sb)),
                  qe.eq(AnyConst(K)), Assume(table.legal_pair(qs, qe)), Assume(~more | (X0 >= (1 << (S - W))))]
-    pc, wc, ps, ws, X1 = _rans_golden_step(m, X0, Array(table.freq)[qs], Array(table.cum)[qs],
+    pc, wc, ps, ws, X1 = rans_golden_step(m, X0, Array(table.freq)[qs], Array(table.cum)[qs],
                                            Array(table.k)[qs], qe, "pair")
     npush = Signal(range(3), name="words_pushed")
     m.d.comb += npush.eq(pc + ps)
@@ -157,7 +158,7 @@ def rans_encoder_step_bench(mutant: str | None) -> Bench:
     ``X0`` without a push (``0 -> c_a -> (c_a << P) | c_b``: every ``S``-bit state, every idle state
     of the encoder, whose buffer has emptied with ``o`` always taken); ``q`` follows back to back,
     then the flush (the command is of 3 pairs). The harness computes the golden stream
-    (:func:`_rans_golden_step`: the chunk's and the symbol's pushes from ``X0``, then ``X1``'s non-zero
+    (:func:`rans_golden_step`: the chunk's and the symbol's pushes from ``X0``, then ``X1``'s non-zero
     words, least significant first) and asserts the encoder's words are exactly that stream, the
     last one marked ``last``, its state ``X0`` after the warm-ups and ``X1`` after ``q``, and the
     command done by a fixed clock."""
@@ -185,7 +186,7 @@ def rans_encoder_step_bench(mutant: str | None) -> Bench:
     m.d.comb += [Assume((qe >> Array(k)[qs]) == 0), Assume((wa != wb) & (wa != qs) & (wb != qs)),
                  Assume((Array(f)[wa] == 1) & (Array(k)[wa] == 0) & (Array(cum)[wa] == X0[P:])),
                  Assume((Array(f)[wb] == 1) & (Array(k)[wb] == 0) & (Array(cum)[wb] == X0[:P]))]
-    pc, wc, ps, ws, X1 = _rans_golden_step(m, X0, Array(f)[qs], Array(cum)[qs], Array(k)[qs], qe, "pair")
+    pc, wc, ps, ws, X1 = rans_golden_step(m, X0, Array(f)[qs], Array(cum)[qs], Array(k)[qs], qe, "pair")
     # The golden stream, in push order: the chunk's word, the symbol's, then X1's non-zero words.
     items = [(pc, wc), (ps, ws)] + [(X1 >> (W * j) != 0, X1[W * j:W * (j + 1)]) for j in range(-(-S // W))]
     NG = len(items)

@@ -699,7 +699,8 @@ def composition_bench(core: str, mutant: str | None) -> Bench:
       ring's other lane is restarted (its ``encoder_pipeline`` reads the table nowhere else);
     * rANS encoder (``encoder_counts``, ``encoder_pipeline``): a pair enters only while the shell runs
       the coder; a word leaves only while the coder holds one; ``start``, ``run`` and ``flush`` one at a
-      time;
+      time; the sixteen-state encoder: an entry only while the shell runs the coder, the coder's
+      ``run``, ``ghost`` and ``final`` the shell's, and no table write while it may take an entry;
     * rANS decoder (``decoder_counts``, ``decoder_pipeline``): a pair only while the shell runs the
       coder, and only after a state was loaded; no word and no pair in a load's clock; no word once
       ``ended``, which drops only in a load's clock or the next; decoding starts (the first pair after a load) from a
@@ -778,6 +779,17 @@ def composition_bench(core: str, mutant: str | None) -> Bench:
             with m.Elif(coder.flushed):
                 m.d.past += ended.eq(1)
             b.cover(ended & take, "a stream flushed, then the next one's first pair")
+    elif core == "rans-encoder-x16":
+        # encoder_counts: an entry only while the shell runs the coder; encoder_pipeline: the shell's
+        # run, ghost and final are encoder_counts' (the same wires), and its table constant while an
+        # entry may read it.
+        with m.If(coder.step):
+            m.d.comb += Assert(coder.run, "an entry enters while the shell does not run the coder")
+        with m.If(coder.cfg.valid):
+            m.d.comb += Assert(~coder.run, "a table write while the coder may take an entry")
+        m.d.comb += [Assert((coder.run == shell.run) & (coder.ghost == shell.ghost) & (coder.final == shell.final),
+                            "the coder's run, ghost and final are not the shell's")]
+        b.cover(coder.step & coder.final & dut.cmd.valid & dut.cmd.ready, "a command accepted with the last entry")
     elif core == "rans-encoder":
         with m.If(coder.step):
             m.d.comb += Assert(coder.run, "a pair enters while the shell does not run the coder")

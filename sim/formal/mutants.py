@@ -25,7 +25,7 @@ from typing import Callable
 from amaranth.hdl import Const, Fragment, Signal, Value
 # Amaranth 0.5 exports no statement transformer; its own DomainRenamer and ResetInserter are built on
 # these classes, and the statements they rewrite are these.
-from amaranth.hdl._ast import Assign, Concat, Operator, Slice, Switch
+from amaranth.hdl._ast import Assign, Concat, Operator, Slice, Switch, SwitchValue
 from amaranth.hdl._xfrm import StatementTransformer, ValueTransformer
 
 
@@ -281,6 +281,26 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "hdl/rans/encoder_xn.py RansEncoderXnCoder: n_out (the output register holds a port word) is reset-less",
            "a word of an aborted command comes out of the core after a reset", "out_of_reset",
            (Edit(reset_less="n_out"),)),
+    Mutant("rans_xn_enc_no_correction", "rans-encoder-x16", "rans.encoder_xn:RansEncoderXnCoder",
+           "hdl/rans/encoder_xn.py RansEncoderXnCoder: the last stage adds c to the divider's remainder without "
+           "its correction (r + c, not r + (c + f if r < 0 else c))",
+           "a negative remainder of the non-restoring divider is not corrected: the state is coded wrong",
+           "encoder_step",
+           (Edit(lambda b, v, n: _op(v, "+") and isinstance(v.operands[1], SwitchValue),
+                 lambda b, v, n: v.operands[0] + v.operands[1].cases[0][1], into="remainder_plus_c"),)),
+    Mutant("rans_xn_enc_flush_high", "rans-encoder-x16", "rans.encoder_xn:RansEncoderXnCoder",
+           "hdl/rans/encoder_xn.py RansEncoderXnCoder: a flush step's first word is the state's high word "
+           "(x_flush[W:2W], not x_flush[:W])",
+           "the flush writes each final state's high word twice and its low word never: the decoder starts "
+           "every lane in a wrong state", "encoder_pipeline",
+           (Edit(lambda b, v, n: isinstance(v, Slice) and v.value is n["x_flush"] and v.start == 0,
+                 lambda b, v, n: n["x_flush"][v.stop:2 * v.stop]),)),
+    Mutant("rans_xn_enc_final_late", "rans-encoder-x16", "rans.shell_xn:RansEncoderShellXN",
+           "hdl/rans/shell_xn.py RansEncoderShellXN: final is set when one pair is left (remaining == 1, not 2)",
+           "an off-by-one in the entry count: a command of more than N pairs marks its last entry one late, "
+           "so the ring takes one entry more than the command has", "encoder_counts",
+           (Edit(lambda b, v, n: _op(v, "==") and _named(v.operands[0], "remaining") and _const(v.operands[1], 2),
+                 lambda b, v, n: v.operands[0] == 1, into="final"),)),
 )}
 
 

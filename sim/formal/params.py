@@ -129,7 +129,8 @@ PORT_PROPERTIES = PROPERTIES[:4]
 #: quantifies over every starting state and its whole scenario ends within the depth.
 STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step",
                    "rans-encoder": "encoder_step", "rans-decoder": "decoder_step",
-                   "tans-decoder-x2": "decoder_step", "tans-encoder-x2": "encoder_step"}
+                   "tans-decoder-x2": "decoder_step", "tans-encoder-x2": "encoder_step",
+                   "rans-encoder-x16": "encoder_step"}
 #: The step lemmas' names (each core has at most one, :data:`STEP_PROPERTIES`).
 STEP_LEMMAS = ("encoder_step", "decoder_step")
 #: The composition's lemmas (``docs/formal.md`` *Round 7*): one block each, every input free, a shadow
@@ -149,7 +150,9 @@ LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_pipeline", "decode
                     # the two-state pair's chains: the decoder's window, coder, shell and joints; the encoder's
                     # packer, coder, shell and joints (their step lemmas: STEP_PROPERTIES)
                     "tans-decoder-x2": ("window_queue", "decoder_pipeline", "decoder_counts", "composition"),
-                    "tans-encoder-x2": ("packer_queue", "encoder_pipeline", "encoder_counts", "composition")}
+                    "tans-encoder-x2": ("packer_queue", "encoder_pipeline", "encoder_counts", "composition"),
+                    # the sixteen-state rANS encoder's chain: its ring is the golden step
+                    "rans-encoder-x16": ("encoder_pipeline", "encoder_counts", "composition")}
 #: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes,
 #: and for the fast ones at least CI's 10).
 LEMMA_DEPTH = {"window_queue": 10, "packer_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "encoder_pipeline": 4,
@@ -171,7 +174,10 @@ XN_DECODER_STEP_CLOCKS = 15
 XN_ENCODER_STEP_CLOCKS = 16
 #: The depth of each core's step lemma (the clock its latched "finished in time" check is seen, plus one).
 STEP_DEPTH = {"tans-encoder": 22, "tans-decoder": 18, "rans-encoder": 15, "rans-decoder": 16,
-              "tans-decoder-x2": XN_DECODER_STEP_CLOCKS + 4, "tans-encoder-x2": XN_ENCODER_STEP_CLOCKS + 4}
+              "tans-decoder-x2": XN_DECODER_STEP_CLOCKS + 4, "tans-encoder-x2": XN_ENCODER_STEP_CLOCKS + 4,
+              # a slot's trip round the sixteen-state ring: it lands N = 16 turns after it entered (clock
+              # 16), its latched check seen a clock later
+              "rans-encoder-x16": 18}
 
 
 def properties_of(core: str, table: str = "pinned") -> tuple[str, ...]:
@@ -224,11 +230,12 @@ def pinned_xn_table() -> RansTable:
     return RansTable(ct, RansParams(**loose, max_symbols=kw["max_symbols"], states=5))
 
 
-def small_core(core: str, *, baked: bool = False):
+def small_core(core: str, *, baked: bool = False, count_bits: int | None = None):
     """``core`` (one of :data:`CORES`) in its small, programmable configuration: the registry's shipped
     class (:class:`~ansforge.hdl.cores.FormalConfig` ``harness``); ``baked`` (rANS, and the interleaved
     tANS builds): with the pinned table as the memories' initial contents. An interleaved build
-    (``<core>-x<N>``) is the same class for a codec of ``N`` states, :data:`SMALL_XN`."""
+    (``<core>-x<N>``) is the same class for a codec of ``N`` states, :data:`SMALL_XN`. ``count_bits``: the
+    width of the rANS xN cores' command counts (a counts lemma's small counters; default the core's)."""
     if core not in CORES:
         raise ValueError(f"core must be one of {', '.join(CORES)}, not {core!r}")
     cls = core_build(core).formal.harness_class
@@ -239,7 +246,7 @@ def small_core(core: str, *, baked: bool = False):
         states = int(core.rsplit("-x", 1)[1])
         loose, kw = _small_xn(core)
         codec = (TansCodec if family == "tans" else RansCodec).of(**loose, states=states)
-        extra |= {"count_bits": 3} if family == "tans" else {}
+        extra |= {"count_bits": 3} if family == "tans" else {} if count_bits is None else {"count_bits": count_bits}
         if baked:
             extra["table"] = pinned_xn_table() if family == "rans" else pinned_tans_x2_table()
         return cls(codec, **kw, programmable=True, **extra)

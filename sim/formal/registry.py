@@ -13,12 +13,17 @@ from .mutants import check_mutant, mutate
 from .properties import (commands_bench, detection_bench, detection_interleaved_bench, out_of_reset_bench, progress_bench,
                          round_trip_bench, round_trip_interleaved_bench, stream_rules_bench, table_reset_bench)
 from .lemmas_rans import rans_decoder_step_bench, rans_encoder_step_bench
+from .lemmas_rans_xn import rans_xn_encoder_counts_bench, rans_xn_encoder_pipeline_bench, rans_xn_encoder_step_bench
 from .lemmas_tans import decoder_counts_bench, encoder_counts_bench, packer_queue_bench, window_queue_bench
 from .lemmas_tans_step import decoder_step_bench, encoder_step_bench, xn_decoder_step_bench, xn_encoder_step_bench
 from .lemmas_tans_pipeline import composition_bench, decoder_pipeline_bench, encoder_pipeline_bench
 _BUILDERS = {"stream_rules": stream_rules_bench, "out_of_reset": out_of_reset_bench, "progress": progress_bench}
 _LEMMAS = {"composition": composition_bench, "window_queue": window_queue_bench, "packer_queue": packer_queue_bench, "encoder_counts": encoder_counts_bench, "decoder_counts": decoder_counts_bench,
            "encoder_pipeline": encoder_pipeline_bench, "decoder_pipeline": decoder_pipeline_bench}
+#: The interleaved rANS builds' harnesses of a lemma that the one-state cores share a name with.
+_RANS_XN_LEMMAS = {("rans-encoder-x16", "encoder_counts"): rans_xn_encoder_counts_bench,
+                   ("rans-encoder-x16", "encoder_step"): rans_xn_encoder_step_bench,
+                   ("rans-encoder-x16", "encoder_pipeline"): rans_xn_encoder_pipeline_bench}
 
 
 def harness(core: str, prop: str, mutant: str | None = None, table: str = "pinned",
@@ -38,7 +43,9 @@ def build_bench(core: str, prop: str, mutant: str | None, table: str = "pinned",
                          f"not {prop!r}")
     check_mutant(core, mutant)
     family = core.split("-")[0]
-    if prop in LEMMA_DEPTH:
+    if (core, prop) in _RANS_XN_LEMMAS:
+        b = _RANS_XN_LEMMAS[core, prop](core, mutant)
+    elif prop in LEMMA_DEPTH:
         b = _LEMMAS[prop](core, mutant)
     elif prop == "encoder_step" and core in INTERLEAVED_CORES:
         b = xn_encoder_step_bench(core, mutant)

@@ -53,7 +53,7 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
         # A lemma whose induction closes below the clocks a bug needs to show from reset: its mutant
         # runs are bounded checks from reset at the cover depth, by yosys's own sat solver (z3 took
         # 148 s to find the encoder_pipeline mutant's counterexample at clock 3, MiniSat 1.5 s).
-        depth = LEMMA_COVER_DEPTH[prop]
+        depth = max(LEMMA_COVER_DEPTH[prop], MIN_DEPTH.get(core, 1))
     b = build_bench(core, prop, mutant, table, depth)
     fragment = Fragment.get(b.m, b.platform)
     try:

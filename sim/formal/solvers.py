@@ -97,15 +97,18 @@ def run_sby(root: Path, mode: str, depth: int, engine: str, timeout: float) -> t
 #: The ``sat`` runner's yosys script: the harness flattened and bit-blasted as SymbiYosys's is, then
 #: ``sat`` unrolls ``depth`` clocks (1..depth; ``init`` values and ``$anyconst`` honoured) and writes the
 #: problem as CNF (``-dump_cnf``): the design's clauses, the ``$assume`` cells (``-set-assumes``) and
-#: ``goal``. The runner stops yosys once the file is written (before its own MiniSat starts).
+#: ``goal``. The runner stops yosys once the file is written (before its own MiniSat starts). ``{free}``:
+#: where a harness starts a block in any state (:attr:`~.benches.Bench.free_start`), the ``init`` values of
+#: that block's registers are dropped first, so that clock 1 starts from any state of them.
 _SAT_SCRIPT = ("read_rtlil top.il; prep -top top; flatten; memory_map; opt -fast; async2sync; dffunmap; "
-               "delete t:$cover; sat -seq {depth} -set-assumes {goal} {out} top")
+               "delete t:$cover; {free}sat -seq {depth} -set-assumes {goal} {out} top")
 
 
-def _yosys_sat(root: Path, depth: int, goal: str, out: str, timeout: float, *, stop_at_cnf: bool) -> tuple[bool, str]:
+def _yosys_sat(root: Path, depth: int, goal: str, out: str, timeout: float, *, stop_at_cnf: bool,
+               free: str | None = None) -> tuple[bool, str]:
     """Run yosys's ``sat`` on ``root/top.il`` (see :data:`_SAT_SCRIPT`): ``(finished, log)``. With
     ``stop_at_cnf`` yosys is ended as soon as the CNF is written; else it solves (MiniSat) itself."""
-    script = _SAT_SCRIPT.format(depth=depth, goal=goal, out=out)
+    script = _SAT_SCRIPT.format(depth=depth, goal=goal, out=out, free="" if free is None else f"setattr -unset init {free}; ")
     log_path = root / "yosys.log"
     env = dict(os.environ, PATH=_tool_path())
     with open(log_path, "w") as log:
@@ -128,13 +131,13 @@ def _yosys_sat(root: Path, depth: int, goal: str, out: str, timeout: float, *, s
     return done, log_path.read_text(errors="replace")
 
 
-def _cadical(root: Path, goal: str, depth: int, timeout: float) -> bool | None:
+def _cadical(root: Path, goal: str, depth: int, timeout: float, free: str | None = None) -> bool | None:
     """Whether the bounded problem ``goal`` over ``depth`` clocks is satisfiable (CaDiCaL on the CNF
     yosys writes, :mod:`.satsolve`); ``None`` when either gives no answer within ``timeout`` seconds."""
     t0 = time.perf_counter()
     cnf = root / "top.cnf"
     cnf.unlink(missing_ok=True)
-    done, log = _yosys_sat(root, depth, goal, f"-dump_cnf {cnf.name}", timeout, stop_at_cnf=True)
+    done, log = _yosys_sat(root, depth, goal, f"-dump_cnf {cnf.name}", timeout, stop_at_cnf=True, free=free)
     error = re.search(r"^ERROR: .*", log, re.M)
     if error:
         raise RuntimeError(f"yosys sat: {error.group(0)}")
@@ -198,7 +201,7 @@ def _minisat_first(root: Path, b: Bench, depth: int, result: PropertyResult, tra
     vcd = root / "trace.vcd"
     t0 = time.perf_counter()
     done, log = _yosys_sat(root, depth, "-prove-asserts", f"-show-public -dump_vcd {vcd.name}",
-                           MUTANT_MINISAT_SECONDS, stop_at_cnf=False)
+                           MUTANT_MINISAT_SECONDS, stop_at_cnf=False, free=b.free_start)
     if not done:
         return False
     error = re.search(r"^ERROR: .*", log, re.M)
@@ -238,7 +241,7 @@ def run_sat(root: Path, b: Bench, depth: int, timeout: float, result: PropertyRe
     if mutant and _minisat_first(root, b, depth, result, trace):
         return
     t0 = time.perf_counter()
-    sat = _cadical(root, "-prove-asserts", depth, timeout)
+    sat = _cadical(root, "-prove-asserts", depth, timeout, b.free_start)
     result.seconds = round(time.perf_counter() - t0, 2)
     if sat is None:
         result.detail = f"no answer from yosys sat + CaDiCaL within {timeout} s"
@@ -250,7 +253,8 @@ def run_sat(root: Path, b: Bench, depth: int, timeout: float, result: PropertyRe
         vcd = root / "trace.vcd"
         # Counterexamples are found much faster than proofs: yosys's MiniSat finds one again, with
         # the signal names a trace needs (the CNF has none).
-        _yosys_sat(root, depth, "-prove-asserts", f"-show-public -dump_vcd {vcd.name}", min(timeout, 600), stop_at_cnf=False)
+        _yosys_sat(root, depth, "-prove-asserts", f"-show-public -dump_vcd {vcd.name}", min(timeout, 600), stop_at_cnf=False,
+                   free=b.free_start)
         if vcd.exists():
             _record_trace(vcd, b, result, trace)
         else:
@@ -258,7 +262,7 @@ def run_sat(root: Path, b: Bench, depth: int, timeout: float, result: PropertyRe
     if cover and result.status == "bounded":
         t1 = time.perf_counter()
         reach = depth if cover_depth is None else cover_depth
-        reached = sum(bool(_cadical(root, f"-set-at {reach} covered_{i} 1", reach, timeout))
+        reached = sum(bool(_cadical(root, f"-set-at {reach} covered_{i} 1", reach, timeout, b.free_start))
                       for i in range(len(b.covers)))
         result.covers = f"{reached}/{len(b.covers)}"
         result.covered = reached == len(b.covers) > 0

@@ -26,7 +26,7 @@ from ansforge.cli import main
 from ansforge.sim import formal
 from ansforge.sim.formal import CORES, INTERLEAVED_CORES, MUTANTS, ONE_STATE_CORES, check_mutant
 from ansforge.sim.formal import params as fparams
-from ansforge.sim.formal import benches, lemmas_rans, mutants, registry, runner, solvers
+from ansforge.sim.formal import benches, lemmas_rans, lemmas_rans_xn, mutants, registry, runner, solvers
 from ansforge.sim.formal import harness, properties_of, run_property, small_core
 
 #: The CI run's depth for the free-environment properties (round trip and detection always run their
@@ -79,7 +79,7 @@ def test_catalog_covers_every_core_and_property():
     for core in CORES:
         expected = {m.expected for m in MUTANTS.values() if m.core == core}
         assert expected, core
-        assert expected <= set(properties_of(core))
+        assert expected <= set(properties_of(core, "arbitrary"))
     # Every property is expected to catch some mutant (a property that catches none proves nothing); the
     # composition's lemmas catch mutants meant for them (window_queue) or for others (tests below).
     assert set(formal.PROPERTIES) <= {m.expected for m in MUTANTS.values()} <= set(formal.ALL_PROPERTIES)
@@ -128,8 +128,8 @@ def test_a_mutant_that_no_longer_applies_is_an_error(monkeypatch):
 
 
 def test_interleaved_builds_are_the_interleaved_coders(ci_run):
-    """The ``-x<N>`` cores are the shipped cores built for ``N`` states, with the port properties only;
-    their mutants belong to those builds alone."""
+    """The ``-x<N>`` cores are the shipped cores built for ``N`` states, with the port properties and
+    their lemma chains; their mutants belong to those builds alone."""
     from ansforge.hdl.rans import RansDecoderCoderXN, RansEncoderXnCoder
     from ansforge.hdl.tans import TansXnDecoderCoder, TansXnEncoderCoder
 
@@ -148,10 +148,11 @@ def test_interleaved_builds_are_the_interleaved_coders(ci_run):
         assert properties_of(core) == ("stream_rules", "out_of_reset", "progress", "commands", "round_trip") + (
             ("detection",) if core == "tans-decoder-x2" else ()) + ("table_reset",) + (
             ("window_queue", "decoder_pipeline", "decoder_counts", "composition") if core == "tans-decoder-x2" else
-            ("packer_queue", "encoder_pipeline", "encoder_counts", "composition") if core == "tans-encoder-x2" else ())
+            ("packer_queue", "encoder_pipeline", "encoder_counts", "composition") if core == "tans-encoder-x2" else
+            ("encoder_pipeline", "encoder_counts", "composition") if core == "rans-encoder-x16" else ())
         rtlil.convert(built)          # elaborated: no UnusedElaboratable
         for m in (v for v in MUTANTS.values() if v.core == core):
-            assert m.expected in properties_of(core)
+            assert m.expected in properties_of(core, "arbitrary")
     with pytest.raises(ValueError, match=r"\(mutants of the tans-decoder-x2\), not 'tans_dec_overwrite'"):
         check_mutant("tans-decoder-x2", "tans_dec_overwrite")
     with pytest.raises(ValueError, match=r"\(mutants of the rans-decoder\), not 'rans_xn_dec_overwrite'"):
@@ -509,13 +510,14 @@ def test_step_lemmas_run_with_the_arbitrary_table_only():
     assert steps == set(fparams.STEP_LEMMAS)
     assert fparams.STEP_PROPERTIES == {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step",
                                       "rans-encoder": "encoder_step", "rans-decoder": "decoder_step",
-                                      "tans-decoder-x2": "decoder_step", "tans-encoder-x2": "encoder_step"}
+                                      "tans-decoder-x2": "decoder_step", "tans-encoder-x2": "encoder_step",
+                                      "rans-encoder-x16": "encoder_step"}
     for core in CORES:
         assert not steps & set(properties_of(core)), core           # CI: --table pinned
         want = {fparams.STEP_PROPERTIES[core]} if core in fparams.STEP_PROPERTIES else set()
         assert steps & set(properties_of(core, "arbitrary")) == want, core
     want_depth = {"tans-encoder": 22, "tans-decoder": 18, "rans-encoder": 15, "rans-decoder": 16,
-                  "tans-decoder-x2": 19, "tans-encoder-x2": 20}
+                  "tans-decoder-x2": 19, "tans-encoder-x2": 20, "rans-encoder-x16": 18}
     for core, prop in fparams.STEP_PROPERTIES.items():
         assert formal.default_depth(core, prop) == fparams.STEP_DEPTH[core] == want_depth[core], core
     for core, prop in fparams.STEP_PROPERTIES.items():
@@ -624,16 +626,17 @@ def test_composition_lemmas_are_registered():
                                        "rans-decoder": ("decoder_pipeline", "decoder_counts", "composition"),
                                        "rans-encoder": ("encoder_pipeline", "encoder_counts", "composition"),
                                        "tans-decoder-x2": ("window_queue", "decoder_pipeline", "decoder_counts", "composition"),
-                                       "tans-encoder-x2": ("packer_queue", "encoder_pipeline", "encoder_counts", "composition")}
+                                       "tans-encoder-x2": ("packer_queue", "encoder_pipeline", "encoder_counts", "composition"),
+                                       "rans-encoder-x16": ("encoder_pipeline", "encoder_counts", "composition")}
     for core, lemmas in fparams.LEMMA_PROPERTIES.items():
         for table in formal.TABLES:
             assert set(lemmas) <= set(properties_of(core, table)), (core, table)
         for lemma in lemmas:
             assert formal.default_depth(core, lemma) == fparams.LEMMA_DEPTH[lemma]
             assert registry.mode_of(core, lemma) == "prove"
-    # The interleaved builds' chains: the two-state tANS pair's window and shells so far; the rANS ones none yet.
-    for core in ("rans-decoder-x5", "rans-encoder-x16"):
-        assert not set(fparams.LEMMA_DEPTH) & set(properties_of(core, "arbitrary")), core
+    # The interleaved rANS chains: the sixteen-state encoder's shell (its step lemma: STEP_PROPERTIES); the
+    # five-state decoder's none yet.
+    assert not set(fparams.LEMMA_DEPTH) & set(properties_of("rans-decoder-x5", "arbitrary"))
     # The two-state encoder's shell is the one-state encoder's to the netlist (one command layout for
     # every N): CI proves it once, on the one-state build; bench --only prove on both.
     def harness_of(core):
@@ -671,6 +674,25 @@ def test_composition_lemmas_are_proved_and_catch_a_mutant(ci_run, core, prop, mu
     assert bad.status == "failed" and bad.assertion, bad
     source = "".join(f.read_text() for f in Path(formal.__file__).parent.glob("*.py"))
     assert f'"{message}"' in source and f'"{bad.assertion}"' in source, bad
+
+
+def test_sixteen_state_rans_encoder_chain_is_proved_and_catches_its_mutants(ci_run):
+    """The sixteen-state rANS encoder's chain (docs/formal.md): its shell's entries (``encoder_counts``,
+    k-induction), its coder's slots, flushes and port words (``encoder_pipeline``, yosys sat
+    -tempinduct) and the joints on the whole core (``composition``) are proved, each reaching its covers,
+    in CI's run; a late ``final`` and a flush that writes the high word twice fail them. (Its step
+    lemma, the ring's arithmetic from every state, takes about 4 minutes: ``ansforge prove --core
+    rans-encoder-x16 --property encoder_step --table arbitrary``; its vacuity and cover checks are
+    test_rans_step_lemmas_check_the_golden_step and test_rans_step_lemmas_reach_their_cover.)"""
+    core = "rans-encoder-x16"
+    assert fparams.LEMMA_PROPERTIES[core] == ("encoder_pipeline", "encoder_counts", "composition")
+    for prop, engine in (("encoder_counts", "sby"), ("encoder_pipeline", "sat"), ("composition", "sby")):
+        r = ci_run.run(core, prop)
+        assert (r.status, r.engine, r.covered) == ("proved", engine, True), r
+    for prop, mutant in (("encoder_counts", "rans_xn_enc_final_late"), ("encoder_pipeline", "rans_xn_enc_flush_high")):
+        assert MUTANTS[mutant].expected == prop
+        bad = run_property(core, prop, mutant=mutant)
+        assert bad.status == "failed" and bad.assertion, bad
 
 
 def test_window_clear_mutant_escapes_the_other_properties():
@@ -798,7 +820,7 @@ def test_window_bits_wrap_while_a_skip_is_pending():
 
 
 def _rans_golden_step(x, f, c, k, extra, S=16, W=8, P=8):
-    """``_rans_golden_step``'s formulas (the harness's golden rANS step) in Python: the chunk by shifts,
+    """``rans_golden_step``'s formulas (the harness's golden rANS step) in Python: the chunk by shifts,
     the symbol with ``x div f``, ``x mod f`` as the unique ``q``, ``r`` with ``x = q f + r``, ``r < f``.
     Returns ``(pushed words, next state)``."""
     words = []
@@ -880,26 +902,30 @@ def test_rans_step_lemmas_catch_a_mutant(core, prop, mutant, tmp_path):
     assert (tmp_path / f"{core}.{prop}.{mutant}.vcd").exists()
 
 
-@pytest.mark.parametrize("core, prop", [("rans-decoder", "decoder_step"), ("rans-encoder", "encoder_step")])
+@pytest.mark.parametrize("core, prop", [("rans-decoder", "decoder_step"), ("rans-encoder", "encoder_step"),
+                                        ("rans-encoder-x16", "encoder_step")])
 def test_rans_step_lemmas_check_the_golden_step(core, prop, monkeypatch):
     """The rANS step lemmas' data checks are not vacuous: with the golden step's next state off by one
-    (bit 0 of ``X1`` flipped), each fails on a check of the pair's data, not the deadline."""
-    real = lemmas_rans._rans_golden_step
+    (bit 0 of ``X1`` flipped), each fails on a check of the pair's data, not the deadline (the sixteen-state
+    encoder's: on its slot's landing)."""
+    home = lemmas_rans_xn if core in INTERLEAVED_CORES else lemmas_rans
+    real = home.rans_golden_step
 
     def off_by_one(*args, **kw):
         pc, wc, ps, ws, X1 = real(*args, **kw)
         return pc, wc, ps, ws, X1 ^ 1
 
-    monkeypatch.setattr(lemmas_rans, "_rans_golden_step", off_by_one)
+    monkeypatch.setattr(home, "rans_golden_step", off_by_one)
     r = run_property(core, prop, table="arbitrary")
     assert r.status == "failed" and r.step is not None, r
     assert r.assertion != "the step has not finished in time", r
 
 
-@pytest.mark.parametrize("core, prop", [("rans-decoder", "decoder_step"), ("rans-encoder", "encoder_step")])
+@pytest.mark.parametrize("core, prop", [("rans-decoder", "decoder_step"), ("rans-encoder", "encoder_step"),
+                                        ("rans-encoder-x16", "encoder_step")])
 def test_rans_step_lemmas_reach_their_cover(core, prop, tmp_path):
     """Each rANS step lemma's ``Cover`` (its hardest case: two words pushed or popped, the stream going
-    on / flushed in two words) is reached within the lemma's depth through the ``sat`` runner's cover
+    on / flushed in two words; the sixteen-state encoder's: a slot landing after a pair) is reached within the lemma's depth through the ``sat`` runner's cover
     problem, so its ``Assume``s leave that scenario. (The proofs themselves take about 5 to 6 minutes
     each, measured in docs/formal.md, so they are not run here: ``ansforge prove --core rans-decoder
     --property decoder_step`` runs one.)"""
@@ -907,7 +933,7 @@ def test_rans_step_lemmas_reach_their_cover(core, prop, tmp_path):
     (tmp_path / "top.il").write_text(rtlil.convert(b.m, ports=[b.cd.clk], name="top", platform=b.platform))
     depth = formal.default_depth(core, prop)
     assert len(b.covers) == 1
-    assert solvers._cadical(tmp_path, f"-set-at {depth} covered_0 1", depth, 600) is True
+    assert solvers._cadical(tmp_path, f"-set-at {depth} covered_0 1", depth, 600, b.free_start) is True
 
 
 def test_rans_decoder_step_is_the_shipped_harness():

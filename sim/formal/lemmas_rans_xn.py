@@ -1,0 +1,363 @@
+"""The interleaved rANS cores' round-trip lemma chain (``docs/formal.md``, *The sixteen-state rANS
+encoder's chain*): of ``rans-encoder-x16``, the ring's step from every state (``encoder_step``), the
+coder's slots, flushes and port words (``encoder_pipeline``) and its shell's entries
+(``encoder_counts``); its joints are ``composition``'s (:mod:`.lemmas_tans_pipeline`).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Array, Assert, Assume, Cat, Mux, Signal, Value
+from amaranth.hdl._ast import AnyConst, AnySeq
+
+from ...hdl.rans.encoder_xn import RansEncoderXnCoder
+from ...hdl.rans.shape import recip_split
+from .benches import Bench, TablePlatform, bit_length_of, elaborated_block, transfer_of, unused_ok
+from .lemmas_rans import rans_golden_step
+from .params import SMALL_XN, small_core
+
+
+def _xn_block(core: str, block: str):
+    """Block ``block`` (``"coder"`` or ``"shell"``) of a fresh small ``core`` (its registry build,
+    programmable), the core and its other blocks silenced: only that block goes into the harness."""
+    built = small_core(core)
+    blocks = built.blocks()
+    unused_ok(built, *(other for name, other in blocks.items() if name != block))
+    return blocks[block]
+
+
+def _legal_rows(b: Bench, coder: RansEncoderXnCoder):
+    """Every symbol row of the interleaved encoder's table arbitrary and legal (``AnyConst``, no
+    writes): ``1 <= f <= 2**P``, ``c + f <= 2**P``, ``k <= K``, and the reciprocal fields those of
+    ``f`` as the host writes them (:func:`~ansforge.model.coding.rans.freq_reciprocals`): ``e = P + 1 -
+    bit_length(f)``, ``F = f 2**e``, ``R = floor((2**(2P + 1) - 1) / F)`` as the one ``R`` with ``R F
+    <= 2**(2P + 1) - 1 < (R + 1) F``, stored as ``R - 2**P`` and ``e = 4 a + b``
+    (:func:`~ansforge.hdl.rans.shape.recip_entry`). Rows need not sum to ``2**P``: the step of one
+    pair asks only that its own interval ``[c, c + f)`` lies below ``2**P``. Returns the rows (the
+    memory's words) and ``(freq, cum, k)`` per symbol."""
+    m = b.m
+    loose, kw = SMALL_XN["rans"]
+    P, K, n = loose["precision_bits"], kw["max_extra_bits"], kw["max_symbols"]
+    amax, _ = recip_split(P)
+    top = (1 << (2 * P + 1)) - 1
+    rows, table = [], []
+    for q in range(n):
+        row = Signal(coder._shape.entry, name=f"row{q}")
+        f, c, k = row.freq, row.cum, row.k
+        R, e = Signal(P + 1, name=f"recip{q}"), Signal(range(P + 1), name=f"norm{q}")
+        m.d.comb += [f.eq(AnyConst(P + 1)), c.eq(AnyConst(P + 1)), k.eq(AnyConst(len(k))), R.eq(AnyConst(P + 1)),
+                     Assume((f >= 1) & (f <= 1 << P) & (c + f <= 1 << P) & (k <= K))]
+        m.d.comb += e.eq(P + 1 - bit_length_of(m, f, f"f{q}"))
+        F = Signal(P + 1, name=f"f_norm{q}")                  # in [2**P, 2**(P + 1))
+        m.d.comb += [F.eq(f << e), Assume((R * F <= top) & (R * F + F > top))]
+        a = Signal(len(row.sa), name=f"recip_a{q}")
+        m.d.comb += [a.eq(Mux((e >> 2) > amax, amax, e >> 2)),
+                     row.rcp.eq(R - (1 << P)), row.sa.eq(a), row.sb.eq(e - 4 * a)]
+        table.append((f, c, k))
+        rows.append(Value.cast(row))
+    return rows, table
+
+
+def rans_xn_encoder_step_bench(core: str, mutant: str | None) -> Bench:
+    """The sixteen-state rANS encoder's step from every state of its ring (``encoder_step`` of
+    ``rans-encoder-x16``; ``docs/formal.md``, *The sixteen-state rANS encoder's chain*): a slot's trip
+    round the ring is the golden step of its pair, whatever else the ring holds.
+
+    :class:`~ansforge.hdl.rans.RansEncoderXnCoder` of the small sixteen-state encoder (``S = 16, W =
+    P = 8``, ``K = 2``, 16-bit port words: the two-push datapath of ``rans16x16``) alone, as shipped
+    (programmable), **every register of it starting in any state** (:attr:`Bench.free_start`: every
+    reachable state is one of them), its symbol rows arbitrary legal ones (:func:`_legal_rows`: every
+    ``f`` from 1 to ``2**P`` with its reciprocal), every input free (pairs, ``run``, ``ghost``,
+    ``final``, ``o.ready``), reset low. The slot that enters stage 0 at the first clock is followed:
+    with a legal pair (extra bits within its row's ``k``) its golden state is the step of
+    ``docs/bitstream.md`` §4 from the state ``x`` arriving at stage 0 (the chunk's push and insertion,
+    the symbol's push, then ``X // f`` and ``X mod f`` as free values with ``X = q f + r``, ``r < f``:
+    one solution, the model's), forced (a ghost or a bubble) ``x`` itself. Asserted: when the ring has
+    turned ``N`` times since (the slot is then in ``x_flush``, the ring's ``N``-th register), it holds
+    that golden state; in every clock, stage 0's pushes (the chunk's, the symbol's, and the low word
+    after the chunk that the symbol's push takes) are the golden step's for the pair offered. The ring
+    is assumed to turn in every clock: no register of it (every stage's, ``x``, ``x_flush``) changes in
+    a clock without a turn (``encoder_pipeline`` asserts it for every sequence), so a run with stalls
+    is a run without them, each clock repeated, and the ``N + 2`` clocks (the landing's check is latched:
+    seen a clock after it) settle every slot from every state (status ``proved``)."""
+    b = Bench(free_reset=False)
+    m = b.m
+    loose, kw = SMALL_XN["rans"]
+    S, W = loose["state_bits"], loose["word_bits"]
+    coder = _xn_block(core, "coder")
+    N = coder._shape.codec.states
+    rows, table = _legal_rows(b, coder)
+    b.platform = TablePlatform()
+    b.platform.frozen.add("rans_symbol")
+    b.platform.contents["rans_symbol"] = rows
+    m.submodules.coder = elaborated_block(coder)
+    b.free_start = "w:coder.*"
+    pr = coder.probe
+    m.d.comb += [coder.cfg.valid.eq(0), coder.cfg.p.eq(0)]
+    for port in (coder.i.valid, coder.i.p, coder.o.ready, coder.run, coder.ghost, coder.final):
+        m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
+    sym, v = coder.i.p.symbol, coder.i.p.extra
+    f, c, k = (Array(col)[sym] for col in zip(*table))
+    legal = Signal(name="legal_pair")
+    m.d.comb += legal.eq((v >> k) == 0)
+    pc, _, ps, ws, X1 = rans_golden_step(m, pr.x, f, c, k, v, "golden", free=AnySeq)
+    paired = ~pr.force & legal
+    b.check(paired, pr.push_chunk == pc, "the chunk's push is not the golden step's")
+    b.check(paired, pr.push_symbol == ps, "the symbol's push is not the golden step's")
+    b.check(paired, pr.x_chunk[:W] == ws, "the state after the chunk is not the golden step's")
+    # The ring turns in every clock: a run with stalls is this run with clocks repeated
+    # (encoder_pipeline asserts that nothing in the ring moves without a turn).
+    m.d.comb += Assume(pr.step)
+    # The slot entering at the first clock, followed round the ring.
+    turns = Signal(range(N + 1), name="tracked_turns")
+    golden = Signal(S, name="tracked_golden")
+    with m.If(~b.started & (pr.force | legal)):
+        m.d.past += [turns.eq(1), golden.eq(Mux(pr.force, pr.x, X1))]
+    with m.Elif(turns != 0):
+        m.d.past += turns.eq(Mux(turns == N, 0, turns + 1))      # (landed: no longer followed)
+    b.check(turns == N, pr.x_flush == golden, "a slot lands in another state than the golden step's")
+    b.cover((turns == N) & (golden >> W != 0) & b.past(b.past(~pr.force, "paired"), "paired_before"),
+            "a slot lands after a pair")
+    return b
+
+
+#: Bits of the command counts in the interleaved encoder's counts lemma: enough for counts below and
+#: above ``N = 16`` (ghosts first, or none).
+XN_COUNT_BITS = 5
+
+
+def rans_xn_encoder_counts_bench(core: str, mutant: str | None) -> Bench:
+    """The interleaved rANS encoder shell's entries for every count (``encoder_counts`` of
+    ``rans-encoder-x16``: the composition's condition 3, encoder side).
+
+    :class:`~ansforge.hdl.rans.RansEncoderShellXN` of the small sixteen-state encoder (built with
+    5-bit counts, :data:`XN_COUNT_BITS`, so that counts below, at and above ``N`` occur; the counters
+    are width-generic code) alone, its coder's side free: ``step`` (an entry enters the ring) in any
+    clock where the shell runs the coder (the coder takes entries only with ``run``), ``emit`` and
+    ``last`` free, commands of any count offered in any clock, resets in any clock. A command of
+    ``c`` pairs is ``E = max(c, N)`` entries: first ``N - c`` ghosts where ``c < N``, then its pairs.
+    The harness keeps the command's count, the entries ``e`` taken since it was accepted and whether
+    a command is busy. Asserted for every sequence: ``run`` exactly while the command has entries left
+    (``e < E``); ``ghost`` exactly for its first ``N - c`` entries; ``final`` exactly for its last
+    (``e = E - 1``); a command is accepted exactly when idle or with the running one's last entry
+    (back to back); ``idle`` exactly when none runs or is offered; ``done`` exactly the clock after a
+    port word marked ``last`` leaves. With the shell's counters tied to the harness's (its
+    ``probe``) the k-induction closes."""
+    b = Bench(free_reset=True)
+    m = b.m
+    bits = XN_COUNT_BITS
+    built = small_core(core, count_bits=bits)
+    blocks = built.blocks()
+    unused_ok(built, *(v for k, v in blocks.items() if k != "shell"))
+    shell = blocks["shell"]
+    N = built._shape.codec.states
+    m.submodules.shell = elaborated_block(shell)
+    pr = shell.probe
+    for port in (shell.cmd.valid, shell.cmd.p, shell.step, shell.emit, shell.last):
+        m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
+    m.d.comb += Assume(~shell.step | shell.run)
+    accept = transfer_of(shell.cmd)
+    busy = Signal(name="busy")
+    C = Signal(bits, name="command_count")
+    e = Signal(bits + 1, name="entries_taken")
+    g0, E = Signal(range(N + 1), name="ghost_entries"), Signal(bits + 1, name="command_entries")
+    m.d.comb += [g0.eq(Mux(C < N, N - C, 0)), E.eq(Mux(C < N, N, C))]
+    last_entry = shell.step & (e == E - 1)
+    with m.If(b.rst):
+        m.d.past += [busy.eq(0), C.eq(0), e.eq(0)]
+    with m.Elif(accept):
+        m.d.past += [busy.eq(1), C.eq(shell.cmd.p.count), e.eq(0)]
+    with m.Else():
+        with m.If(last_entry):
+            m.d.past += busy.eq(0)
+        with m.If(shell.step):
+            m.d.past += e.eq(e + 1)
+    left = busy & (e < E)
+    m.d.comb += [Assert(shell.run == left, "run is not 'the command has entries left'"),
+                 Assert(shell.cmd.ready == (~busy | last_entry), "a command is not accepted exactly when idle or "
+                                                                   "with the running one's last entry"),
+                 Assert(shell.idle == (~busy & ~shell.cmd.valid), "idle is not 'no command running or offered'"),
+                 Assert(shell.done == b.past(shell.emit & shell.last & ~b.rst, "ended"),
+                        "done is not the clock after the command's last port word")]
+    with m.If(left):
+        m.d.comb += [Assert(shell.ghost == (e < g0), "ghost is not 'one of the command's first N - count entries'"),
+                     Assert(shell.final == (e == E - 1), "final is not 'the command's last entry'")]
+    # Auxiliary invariants: the shell's counters against the harness's.
+    m.d.comb += [Assert(pr.active == busy, "inv: active exactly while busy"), Assert(~busy | (e < E), "inv: e < E")]
+    with m.If(busy):
+        m.d.comb += [Assert(pr.ghosts == Mux(e < g0, g0 - e, 0), "inv: ghosts = N - count - e"),
+                     Assert(pr.remaining == Mux(e < g0, C, C - (e - g0)), "inv: remaining = count - pairs taken")]
+    b.cover(busy & (C == N + 1) & last_entry, "a command of N + 1 pairs, its last entry")
+    b.cover(busy & (C == 1) & last_entry & accept & (shell.cmd.p.count == N + 1),
+            "back to back: a command accepted with the last entry of a one-pair command (its fifteen ghosts first)")
+    return b
+
+
+def rans_xn_encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
+    """The sixteen-state rANS encoder's coder runs each command's entries on its own consecutive slots
+    and flushes them in order (``encoder_pipeline`` of ``rans-encoder-x16``).
+
+    :class:`~ansforge.hdl.rans.RansEncoderXnCoder` of the small sixteen-state encoder alone, as shipped,
+    its symbol rows arbitrary legal ones, resets in any clock, pairs (legal: extra bits within their
+    row's ``k``) offered in any clock, ``o.ready`` free, and ``run``, ``ghost``, ``final`` as
+    ``encoder_counts`` proves the shell gives them: commands of any count ``c`` accepted when none runs
+    or with the running one's last entry, each ``E = max(c, N)`` entries, its first ``N - c`` ghosts.
+    The harness follows the ring's positions (``j``: stage ``j``'s registers, ``N - 1``: ``x``'s): where
+    the running command's latest entry is, how many entries it has made, and the flush steps left
+    (``N`` after a command's last entry). Asserted for every sequence: an entry after a command's first
+    goes in right after its latest (so its entries take consecutive slots, and entry ``e >= N`` meets
+    the slot of entry ``e - N``); each of a command's first ``N`` entries meets ``x = 2**(S - W)``, each
+    later one the state the ring computed for its slot (``x_flush``); a slot of the running command
+    passes stage 0 without an entry only forced (the identity: ``encoder_step`` then gives its state
+    back); no register of the ring changes in a clock without a turn (``encoder_step``'s premise);
+    the ``N`` ring steps after a command's last entry are exactly its flush steps, the last of
+    them the one whose slot took that entry; a pair that enters during a flush pushes nothing (the
+    flush step makes its two words); and every port word out of ``o`` is the golden stream's next one,
+    ``last`` included: the harness keeps the words not yet out (a pair's pushes in push order, a flush
+    step's state low word first, the last flush step's second word ending the stream) and pairs them
+    from each stream's first word, ``(q0, 0)`` where ``q0`` ends a stream of odd length. The coder's
+    marks and output queue (:class:`~ansforge.hdl.rans.encoder_xn.RansEncoderXnCoderProbe`) are tied to
+    the harness by auxiliary invariants, so that the induction closes. With ``encoder_step`` (each
+    slot's trip is the golden step, its pushes the golden step's) these make each lane the golden
+    encoder's lane and the words the golden stream, its final states flushed in the order of §8."""
+    b = Bench(free_reset=True)
+    m = b.m
+    loose, kw = SMALL_XN["rans"]
+    S, W = loose["state_bits"], loose["word_bits"]
+    coder = _xn_block(core, "coder")
+    N = coder._shape.codec.states
+    init = 1 << (S - W)
+    rows, table = _legal_rows(b, coder)
+    b.platform = TablePlatform()
+    b.platform.frozen.add("rans_symbol")
+    b.platform.contents["rans_symbol"] = rows
+    m.submodules.coder = elaborated_block(coder)
+    pr = coder.probe
+    m.d.comb += [coder.cfg.valid.eq(0), coder.cfg.p.eq(0)]
+    for port in (coder.i.valid, coder.i.p, coder.o.ready):
+        m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
+    sym, v = coder.i.p.symbol, coder.i.p.extra
+    k = Array(col[2] for col in table)[sym]
+    m.d.comb += Assume((v >> k) == 0)
+    # The shell, as encoder_counts proves it: a command's count C, its entries taken e.
+    bits = XN_COUNT_BITS
+    busy = Signal(name="busy")
+    C = Signal(bits, name="command_count")
+    e = Signal(bits + 1, name="entries_taken")
+    g0, E = Signal(range(N + 1), name="ghost_entries"), Signal(bits + 1, name="command_entries")
+    m.d.comb += [g0.eq(Mux(C < N, N - C, 0)), E.eq(Mux(C < N, N, C))]
+    entered = coder.step
+    boundary = entered & (e == E - 1)
+    offer, count = Signal(name="command_offered"), Signal(bits, name="command_offered_count")
+    m.d.comb += [offer.eq(AnySeq(1)), count.eq(AnySeq(bits))]
+    accept = offer & (~busy | boundary)
+    m.d.comb += [coder.run.eq(busy & (e < E)), coder.ghost.eq(e < g0), coder.final.eq(e == E - 1)]
+    # The ring's positions: the running command's latest entry (one-hot; none before its first) and
+    # the flush steps left.
+    lat = [Signal(name=f"latest{j}") for j in range(N)]
+    fl = Signal(range(N + 1), name="flush_left")
+    step = pr.step
+    with m.If(b.rst):
+        m.d.past += [busy.eq(0), C.eq(0), e.eq(0), fl.eq(0)] + [r.eq(0) for r in lat]
+    with m.Else():
+        with m.If(accept):
+            m.d.past += [busy.eq(1), C.eq(count), e.eq(0)]
+        with m.Elif(boundary):
+            m.d.past += busy.eq(0)
+        with m.Elif(entered):
+            m.d.past += e.eq(e + 1)
+        with m.If(step):
+            with m.If(boundary):
+                m.d.past += [fl.eq(N)] + [r.eq(0) for r in lat]
+            with m.Else():
+                m.d.past += fl.eq(Mux(fl != 0, fl - 1, 0))
+                with m.If(entered):
+                    m.d.past += [lat[0].eq(1)] + [r.eq(0) for r in lat[1:]]
+                with m.Else():
+                    m.d.past += [lat[0].eq(lat[N - 1])] + [lat[j].eq(lat[j - 1]) for j in range(1, N)]
+    started = Cat(*lat).any()
+    # The running command's slots: its latest and the min(e, N) - 1 entered before it, behind it.
+    used = Signal(range(N + 1), name="slots_used")
+    m.d.comb += used.eq(Mux(e < N, e, N))
+    own = []
+    for j in range(N):
+        o = Signal(name=f"own{j}")
+        m.d.comb += o.eq(Cat(*(lat[p] & (((j - p) % N) < used) for p in range(N))).any())
+        own.append(o)
+    b.check(entered & (e != 0), lat[0], "an entry does not go in right after the command's latest")
+    b.check(entered & (e < N), pr.x == init, "one of a command's first N entries does not start from 2**(S - W)")
+    b.check(entered & (e >= N), own[N - 1] & (pr.x == pr.x_flush),
+            "an entry does not go on from the state the ring computed for its slot")
+    b.check(step & own[N - 1] & ~entered, pr.force, "a slot of the command passes stage 0 unforced without an entry")
+    b.check(step, pr.flushing == (fl != 0), "a ring step is not a flush step exactly in the N after a command's last entry")
+    b.check(step & (fl == 1), pr.fin[N - 1], "the flush does not end with the slot of the command's last entry")
+    b.check(step & (fl != 0) & entered & ~coder.ghost, ~(pr.push_chunk | pr.push_symbol),
+            "a pair that enters during a flush pushes")
+    # The words: the golden stream's words not yet out of o, oldest first, each with its stream's end
+    # mark. A pair pushes (stage 0's pushes: the chunk's, x's low word, then the symbol's, the low word
+    # after the chunk; encoder_step makes them the golden step's), a flush step pushes the arriving
+    # slot's state, low word first (the last flush step's second word ends the stream). Port words
+    # pair them from a stream's first word: (q0, q1), or (q0, 0) where q0 ends a stream of an odd count.
+    D = 6
+    qw = [Signal(W, name=f"owed{j}_word") for j in range(D)]
+    qe = [Signal(name=f"owed{j}_end") for j in range(D)]
+    qn = Signal(range(D + 1), name="owed")
+    paired = entered & ~coder.ghost
+    flush_step = step & (fl != 0)
+    pushes = [(~flush_step & paired & pr.push_chunk, pr.x[:W], 0), (~flush_step & paired & pr.push_symbol, pr.x_chunk[:W], 0),
+              (flush_step, pr.x_flush[:W], 0), (flush_step, pr.x_flush[W:2 * W], fl == 1)]
+    # The port words the owed words make: P0 (c0 words), P1 (c1 words after it), and a word left over.
+    c0 = Signal(range(3), name="port0_words")
+    c1 = Signal(range(3), name="port1_words")
+    m.d.comb += [c0.eq(Mux(qe[0], 1, 2)), c1.eq(Mux(Mux(qe[0], qe[1], qe[2]), 1, 2))]
+    q1 = [Mux(qe[0], qw[j + 1], qw[j + 2]) for j in range(2)]          # the words after P0
+    p0 = Cat(qw[0], Mux(qe[0], 0, qw[1]))
+    p0_last = qe[0] | qe[1]
+    p1_end0 = Mux(qe[0], qe[1], qe[2])
+    p1_end1 = Mux(qe[0], qe[2], qe[3])
+    p1 = Cat(q1[0], Mux(p1_end0, 0, q1[1]))
+    p1_last = p1_end0 | p1_end1
+    k_ports = Signal(range(3), name="owed_port_words")
+    m.d.comb += k_ports.eq(Mux(qn >= c0 + c1, 2, Mux(qn >= c0, 1, 0)))
+    left = Signal(range(D + 1), name="owed_left_over")
+    m.d.comb += left.eq(qn - Mux(k_ports == 2, c0 + c1, Mux(k_ports == 1, c0, 0)))
+    out = transfer_of(coder.o)
+    b.check(out, k_ports != 0, "a port word leaves o before the golden stream has its words")
+    b.check(out, (coder.o.p == p0) & (coder.last == p0_last), "a port word is not the golden stream's next one")
+    after = Signal(range(D + 1), name="owed_after_out")
+    m.d.comb += after.eq(qn - Mux(out, c0, 0))
+    kept = [Mux(out, Mux(c0 == 1, qw[j + 1] if j + 1 < D else 0, qw[j + 2] if j + 2 < D else 0), qw[j]) for j in range(D)]
+    kept_e = [Mux(out, Mux(c0 == 1, qe[j + 1] if j + 1 < D else 0, qe[j + 2] if j + 2 < D else 0), qe[j]) for j in range(D)]
+    nw, ne, pos = list(kept), list(kept_e), after
+    for en, word, end in pushes:
+        nw = [Mux(en & (pos == j), word, nw[j]) for j in range(D)]
+        ne = [Mux(en & (pos == j), end, ne[j]) for j in range(D)]
+        pos = pos + en
+    with m.If(b.rst):
+        m.d.past += qn.eq(0)
+    with m.Else():
+        m.d.past += [qn.eq(pos)] + [qw[j].eq(nw[j]) for j in range(D)] + [qe[j].eq(ne[j]) for j in range(D)]
+    turned = b.past(step, "turned")
+    held = Cat(*(r == b.past(r, f"ring{j}") for j, r in enumerate(pr.ring))).all()
+    b.check(b.started & ~turned & ~b.p_rst, held, "a register of the ring changes without a turn")
+    # Auxiliary invariants: the coder's marks against the harness's positions.
+    inv = [pr.started == started, pr.flushing == (fl != 0), pr.at_next == (~started | pr.newest[0]),
+           ~busy | (e < E), started == (busy & (e != 0)), fl <= N,
+           sum(r.as_unsigned() for r in lat) <= 1, (fl == 0) | ~busy | (e + fl <= N)]
+    for j in range(N):
+        inv += [pr.tag[j] == Mux(own[j], pr.gen, ~pr.gen), pr.fin[j] == ((fl != 0) & (j == N - fl))]
+        if j:
+            inv.append(pr.newest[j] == lat[j])
+    inv.append(~started | (pr.newest[0] == lat[0]))
+    inv += [Mux(pr.tag[N - 1] == pr.gen, pr.x == pr.x_flush, pr.x == init)]
+    # ... and the output queue against the owed words: o holds P0, the second register P1, the pending
+    # word the one left over.
+    inv += [qn <= 5, k_ports <= 2, left <= 1, pr.n_out == (k_ports != 0), pr.n_out2 == (k_ports == 2),
+            pr.npend == (left == 1), ~pr.n_out | ((pr.out == p0) & (pr.out_last == p0_last)),
+            ~pr.n_out2 | ((pr.out2 == p1) & (pr.out2_last == p1_last)),
+            ~pr.npend | (pr.pend == Array(qw)[qn - 1]), (left == 0) | ~Array(qe)[qn - 1]]
+    for j, cond in enumerate(inv):
+        b.check(1, cond, f"inv: the ring's marks ({j})")
+    b.cover(entered & (e == N) & ~coder.ghost, "a pair that goes on from the state its slot's lane left")
+    b.cover(entered & (fl != 0), "the next command's entry in a step of the previous one's flush")
+    b.cover(out & b.past(flush_step, "flushed") & (fl != 0), "a port word of a flush leaves o")
+    return b
