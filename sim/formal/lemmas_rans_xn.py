@@ -9,26 +9,27 @@ from __future__ import annotations
 from amaranth.hdl import Array, Assert, Assume, Cat, Mux, Signal, Value
 from amaranth.hdl._ast import AnyConst, AnySeq
 
-from ...hdl.rans.encoder_xn import RansEncoderXnCoder
 from ...hdl.rans.shape import recip_split
 from .benches import Bench, TablePlatform, bit_length_of, elaborated_block, transfer_of, unused_ok
 from .lemmas_rans import rans_golden_step
 from .params import SMALL_XN, small_core
 
 
-def _xn_block(core: str, block: str):
-    """Block ``block`` (``"coder"`` or ``"shell"``) of a fresh small ``core`` (its registry build,
-    programmable), the core and its other blocks silenced: only that block goes into the harness."""
+def _xn_coder(core: str):
+    """The coder of a fresh small ``core`` (its registry build, programmable), the core and its other
+    blocks silenced: only the coder goes into the harness. Returns ``(coder, N, entry)``: its states
+    and its symbol table's entry layout (the table block's ``symbol`` port)."""
     built = small_core(core)
     blocks = built.blocks()
-    unused_ok(built, *(other for name, other in blocks.items() if name != block))
-    return blocks[block]
+    unused_ok(built, *(other for name, other in blocks.items() if name != "coder"))
+    return blocks["coder"], built.codec.states, blocks["tables"].symbol.shape()
 
 
-def _legal_rows(b: Bench, coder: RansEncoderXnCoder):
+def _legal_rows(b: Bench, entry):
     """Every symbol row of the interleaved encoder's table arbitrary and legal (``AnyConst``, no
     writes): ``1 <= f <= 2**P``, ``c + f <= 2**P``, ``k <= K``, and the reciprocal fields those of
-    ``f`` as the host writes them (:func:`~ansforge.model.coding.rans.freq_reciprocals`): ``e = P + 1 -
+    ``f`` as the host writes them (:func:`~ansforge.model.coding.rans.freq_reciprocals`; ``entry``: the
+    table's row layout): ``e = P + 1 -
     bit_length(f)``, ``F = f 2**e``, ``R = floor((2**(2P + 1) - 1) / F)`` as the one ``R`` with ``R F
     <= 2**(2P + 1) - 1 < (R + 1) F``, stored as ``R - 2**P`` and ``e = 4 a + b``
     (:func:`~ansforge.hdl.rans.shape.recip_entry`). Rows need not sum to ``2**P``: the step of one
@@ -41,7 +42,7 @@ def _legal_rows(b: Bench, coder: RansEncoderXnCoder):
     top = (1 << (2 * P + 1)) - 1
     rows, table = [], []
     for q in range(n):
-        row = Signal(coder._shape.entry, name=f"row{q}")
+        row = Signal(entry, name=f"row{q}")
         f, c, k = row.freq, row.cum, row.k
         R, e = Signal(P + 1, name=f"recip{q}"), Signal(range(P + 1), name=f"norm{q}")
         m.d.comb += [f.eq(AnyConst(P + 1)), c.eq(AnyConst(P + 1)), k.eq(AnyConst(len(k))), R.eq(AnyConst(P + 1)),
@@ -83,9 +84,8 @@ def rans_xn_encoder_step_bench(core: str, mutant: str | None) -> Bench:
     m = b.m
     loose, kw = SMALL_XN["rans"]
     S, W = loose["state_bits"], loose["word_bits"]
-    coder = _xn_block(core, "coder")
-    N = coder._shape.codec.states
-    rows, table = _legal_rows(b, coder)
+    coder, N, entry = _xn_coder(core)
+    rows, table = _legal_rows(b, entry)
     b.platform = TablePlatform()
     b.platform.frozen.add("rans_symbol")
     b.platform.contents["rans_symbol"] = rows
@@ -149,7 +149,7 @@ def rans_xn_encoder_counts_bench(core: str, mutant: str | None) -> Bench:
     blocks = built.blocks()
     unused_ok(built, *(v for k, v in blocks.items() if k != "shell"))
     shell = blocks["shell"]
-    N = built._shape.codec.states
+    N = built.codec.states
     m.submodules.shell = elaborated_block(shell)
     pr = shell.probe
     for port in (shell.cmd.valid, shell.cmd.p, shell.step, shell.emit, shell.last):
@@ -223,10 +223,9 @@ def rans_xn_encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     m = b.m
     loose, kw = SMALL_XN["rans"]
     S, W = loose["state_bits"], loose["word_bits"]
-    coder = _xn_block(core, "coder")
-    N = coder._shape.codec.states
+    coder, N, entry = _xn_coder(core)
     init = 1 << (S - W)
-    rows, table = _legal_rows(b, coder)
+    rows, table = _legal_rows(b, entry)
     b.platform = TablePlatform()
     b.platform.frozen.add("rans_symbol")
     b.platform.contents["rans_symbol"] = rows
