@@ -97,7 +97,16 @@ def _child_after_fork() -> None:
     parent's terminate end the worker with a ``SystemExit`` (its ``finally`` blocks run, no traceback);
     the parent alone reports the interrupt."""
     if _running:
+        leaving = []
+
         def leave(signum, frame):
+            # Once leaving, a second signal (Ctrl-C to the group, then the parent's terminate) must not
+            # raise again inside the finally blocks and finalizers that remove temporary files: that
+            # printed a second traceback. (The handler stays a Python function: set to SIG_IGN here, a
+            # signal already pending makes Python print "ignored due to race condition".)
+            if leaving:
+                return
+            leaving.append(signum)
             raise SystemExit(128 + signum)
         signal.signal(signal.SIGINT, leave)
         signal.signal(signal.SIGTERM, leave)
