@@ -925,8 +925,9 @@ def test_rans_step_lemmas_check_the_golden_step(core, prop, monkeypatch):
                                         ("rans-encoder-x16", "encoder_step")])
 def test_rans_step_lemmas_reach_their_cover(core, prop, tmp_path):
     """Each rANS step lemma's ``Cover`` (its hardest case: two words pushed or popped, the stream going
-    on / flushed in two words; the sixteen-state encoder's: a slot landing after a pair) is reached within the lemma's depth through the ``sat`` runner's cover
-    problem, so its ``Assume``s leave that scenario. (The proofs themselves take about 5 to 6 minutes
+    on / flushed in two words; the sixteen-state encoder's: a slot landing after a pair) is reached
+    within the lemma's depth through the ``sat`` runner's cover problem, so its ``Assume``s leave that
+    scenario. (The proofs themselves take about 5 to 6 minutes
     each, measured in docs/formal.md, so they are not run here: ``ansforge prove --core rans-decoder
     --property decoder_step`` runs one.)"""
     b = registry.build_bench(core, prop, None, "arbitrary")
