@@ -127,6 +127,12 @@ def clears_every_clock(port: Callable) -> Edit:
     return Edit(lambda b, v, n: v is port(b), lambda b, v, n: Const(1, 1), reads="conditions")
 
 
+def compares_remaining(old: int, new: int, into: str) -> Edit:
+    """``remaining == old`` (assigned to ``into``) becomes ``remaining == new``: a count's off-by-one."""
+    return Edit(lambda b, v, n: _op(v, "==") and _named(v.operands[0], "remaining") and _const(v.operands[1], old),
+                lambda b, v, n: v.operands[0] == new, into=into)
+
+
 def flips_bit(stream: Callable, field: Callable) -> Edit:
     """The block passes ``stream(block)``'s payload on with bit 0 of ``field(payload)`` inverted."""
     def replace(b, v, n):
@@ -234,8 +240,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "hdl/shell.py DecoderShell: rem_zero is set as the pair before the last is counted (remaining == 2)",
            "an off-by-one in the pair count: a command of n > 1 pairs ends after n - 1 and reports done, one of "
            "1 pair runs on past its count", "commands",
-           (Edit(lambda b, v, n: _op(v, "==") and _named(v.operands[0], "remaining") and _const(v.operands[1], 1),
-                 lambda b, v, n: v.operands[0] == 2, into="rem_zero"),)),
+           (compares_remaining(1, 2, "rem_zero"),)),
     Mutant("tans_xn_dec_one_lane_end", "tans-decoder-x2", _DEC_XN,
            "hdl/tans/decoder_xn.py TansXnDecoderCoder: state_zero is the tail's state alone (zc == N - 1 dropped)",
            "the end check looks at one lane's final state: a stream that leaves another lane in a wrong state "
@@ -299,8 +304,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "hdl/rans/shell_xn.py RansEncoderShellXN: final is set when one pair is left (remaining == 1, not 2)",
            "an off-by-one in the entry count: a command of more than N pairs marks its last entry one late, "
            "so the ring takes one entry more than the command has", "encoder_counts",
-           (Edit(lambda b, v, n: _op(v, "==") and _named(v.operands[0], "remaining") and _const(v.operands[1], 2),
-                 lambda b, v, n: v.operands[0] == 1, into="final"),)),
+           (compares_remaining(2, 1, "final"),)),
 )}
 
 
