@@ -29,8 +29,7 @@ def _legal_rows(b: Bench, entry):
     """Every symbol row of the interleaved encoder's table arbitrary and legal (``AnyConst``, no
     writes): ``1 <= f <= 2**P``, ``c + f <= 2**P``, ``k <= K``, and the reciprocal fields those of
     ``f`` as the host writes them (:func:`~ansforge.model.coding.rans.freq_reciprocals`; ``entry``: the
-    table's row layout): ``e = P + 1 -
-    bit_length(f)``, ``F = f 2**e``, ``R = floor((2**(2P + 1) - 1) / F)`` as the one ``R`` with ``R F
+    table's row layout): ``e = P + 1 - bit_length(f)``, ``F = f 2**e``, ``R = floor((2**(2P + 1) - 1) / F)`` as the one ``R`` with ``R F
     <= 2**(2P + 1) - 1 < (R + 1) F``, stored as ``R - 2**P`` and ``e = 4 a + b``
     (:func:`~ansforge.hdl.rans.shape.recip_entry`). Rows need not sum to ``2**P``: the step of one
     pair asks only that its own interval ``[c, c + f)`` lies below ``2**P``. Returns the rows (the
@@ -125,6 +124,36 @@ def rans_xn_encoder_step_bench(core: str, mutant: str | None) -> Bench:
 XN_COUNT_BITS = 5
 
 
+class _CommandEntries:
+    """The interleaved encoder shell's commands as the harness counts them: the running command's count
+    ``C``, its ``E = max(C, N)`` entries (the first ``g0 = N - C`` ghosts where ``C < N``), the entries
+    ``e`` taken since it was accepted, whether it is ``busy``, and ``last_entry`` (an entry that is its
+    last). :meth:`follow` adds the updates once the harness has its ``accept``."""
+
+    def __init__(self, b: Bench, N: int, bits: int, entered):
+        m = b.m
+        self.b, self.entered = b, entered
+        self.busy = Signal(name="busy")
+        self.C = Signal(bits, name="command_count")
+        self.e = Signal(bits + 1, name="entries_taken")
+        self.g0, self.E = Signal(range(N + 1), name="ghost_entries"), Signal(bits + 1, name="command_entries")
+        m.d.comb += [self.g0.eq(Mux(self.C < N, N - self.C, 0)), self.E.eq(Mux(self.C < N, N, self.C))]
+        self.last_entry = entered & (self.e == self.E - 1)
+
+    def follow(self, accept, count) -> None:
+        """A command of ``count`` pairs accepted where ``accept``; resets clear the count."""
+        m = self.b.m
+        with m.If(self.b.rst):
+            m.d.past += [self.busy.eq(0), self.C.eq(0), self.e.eq(0)]
+        with m.Elif(accept):
+            m.d.past += [self.busy.eq(1), self.C.eq(count), self.e.eq(0)]
+        with m.Else():
+            with m.If(self.last_entry):
+                m.d.past += self.busy.eq(0)
+            with m.If(self.entered):
+                m.d.past += self.e.eq(self.e + 1)
+
+
 def rans_xn_encoder_counts_bench(core: str, mutant: str | None) -> Bench:
     """The interleaved rANS encoder shell's entries for every count (``encoder_counts`` of
     ``rans-encoder-x16``: the composition's condition 3, encoder side).
@@ -156,21 +185,9 @@ def rans_xn_encoder_counts_bench(core: str, mutant: str | None) -> Bench:
         m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
     m.d.comb += Assume(~shell.step | shell.run)
     accept = transfer_of(shell.cmd)
-    busy = Signal(name="busy")
-    C = Signal(bits, name="command_count")
-    e = Signal(bits + 1, name="entries_taken")
-    g0, E = Signal(range(N + 1), name="ghost_entries"), Signal(bits + 1, name="command_entries")
-    m.d.comb += [g0.eq(Mux(C < N, N - C, 0)), E.eq(Mux(C < N, N, C))]
-    last_entry = shell.step & (e == E - 1)
-    with m.If(b.rst):
-        m.d.past += [busy.eq(0), C.eq(0), e.eq(0)]
-    with m.Elif(accept):
-        m.d.past += [busy.eq(1), C.eq(shell.cmd.p.count), e.eq(0)]
-    with m.Else():
-        with m.If(last_entry):
-            m.d.past += busy.eq(0)
-        with m.If(shell.step):
-            m.d.past += e.eq(e + 1)
+    cmds = _CommandEntries(b, N, bits, shell.step)
+    cmds.follow(accept, shell.cmd.p.count)
+    busy, C, e, g0, E, last_entry = cmds.busy, cmds.C, cmds.e, cmds.g0, cmds.E, cmds.last_entry
     left = busy & (e < E)
     m.d.comb += [Assert(shell.run == left, "run is not 'the command has entries left'"),
                  Assert(shell.cmd.ready == (~busy | last_entry), "a command is not accepted exactly when idle or "
@@ -239,16 +256,13 @@ def rans_xn_encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     m.d.comb += Assume((v >> k) == 0)
     # The shell, as encoder_counts proves it: a command's count C, its entries taken e.
     bits = XN_COUNT_BITS
-    busy = Signal(name="busy")
-    C = Signal(bits, name="command_count")
-    e = Signal(bits + 1, name="entries_taken")
-    g0, E = Signal(range(N + 1), name="ghost_entries"), Signal(bits + 1, name="command_entries")
-    m.d.comb += [g0.eq(Mux(C < N, N - C, 0)), E.eq(Mux(C < N, N, C))]
     entered = coder.step
-    boundary = entered & (e == E - 1)
+    cmds = _CommandEntries(b, N, bits, entered)
+    busy, e, g0, E, boundary = cmds.busy, cmds.e, cmds.g0, cmds.E, cmds.last_entry
     offer, count = Signal(name="command_offered"), Signal(bits, name="command_offered_count")
     m.d.comb += [offer.eq(AnySeq(1)), count.eq(AnySeq(bits))]
     accept = offer & (~busy | boundary)
+    cmds.follow(accept, count)
     m.d.comb += [coder.run.eq(busy & (e < E)), coder.ghost.eq(e < g0), coder.final.eq(e == E - 1)]
     # The ring's positions: the running command's latest entry (one-hot; none before its first) and
     # the flush steps left.
@@ -256,14 +270,8 @@ def rans_xn_encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     fl = Signal(range(N + 1), name="flush_left")
     step = pr.step
     with m.If(b.rst):
-        m.d.past += [busy.eq(0), C.eq(0), e.eq(0), fl.eq(0)] + [r.eq(0) for r in lat]
+        m.d.past += [fl.eq(0)] + [r.eq(0) for r in lat]
     with m.Else():
-        with m.If(accept):
-            m.d.past += [busy.eq(1), C.eq(count), e.eq(0)]
-        with m.Elif(boundary):
-            m.d.past += busy.eq(0)
-        with m.Elif(entered):
-            m.d.past += e.eq(e + 1)
         with m.If(step):
             with m.If(boundary):
                 m.d.past += [fl.eq(N)] + [r.eq(0) for r in lat]
