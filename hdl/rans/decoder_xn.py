@@ -4,7 +4,9 @@ states round a ring of :data:`XN_RING` pipeline stages and ``N - 5`` delay regis
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from dataclasses import dataclass
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -28,6 +30,44 @@ XN_STATES = tuple(range(XN_RING, 17))
 #: words of at most three streams meet in the coder's word buffer (an older one's unread words, the
 #: running one's, the next one's), and the tag tells them apart and in order.
 TAG_BITS = 2
+
+
+@dataclass(frozen=True)
+class RansDecoderCoderXNProbe:
+    """What the formal lemmas of the interleaved rANS decoder read of :class:`RansDecoderCoderXN` (its
+    ``probe`` once elaborated; not ports). ``turn``: the ring turns this clock; ``miss``: stage 2's
+    candidate was wrong and the table is read again (the ring holds); ``x``: the state at stage 1
+    (the one a pair stepped now decodes from); ``word``, ``word2``: the next two buffered words (the
+    first popped, then the one after it); ``pop_early``, ``pop_late``: stage 5's pops (before the
+    chunk, after it) of the pair there; ``x_next``: the state stage 5 returns to the ring; ``evicted``:
+    the state that left the ring at the last turn. Per stage ``j`` (1 to 4, the ring's order):
+    ``bubble``, ``tag``, ``last``; ``ring``: every register that carries a state's data round the ring
+    outside stage 2's search (stage 1 to 5's states and pairs, the delay line); the word buffer:
+    ``port_a``, ``port_b``, their valid bits ``va``, ``vb``, tags ``ta``, ``tb``, ``half`` and
+    ``skip_b``; and ``found`` (stage 2's range test)."""
+
+    turn: Value
+    miss: Value
+    x: Signal
+    word: Signal
+    word2: Signal
+    pop_early: Signal
+    pop_late: Signal
+    x_next: Signal
+    evicted: Signal
+    bubble: list[Signal]
+    tag: list[Signal]
+    last: list[Signal]
+    ring: list[Signal]
+    port_a: Signal
+    port_b: Signal
+    va: Signal
+    vb: Signal
+    ta: Signal
+    tb: Signal
+    half: Signal
+    skip_b: Signal
+    found: Signal
 
 
 class RansDecoderCoderXN(wiring.Component):
@@ -100,6 +140,9 @@ class RansDecoderCoderXN(wiring.Component):
 
     def __init__(self, shape: RansShape):
         self._shape = shape
+        #: The ring's and the word buffer's registers, filled in by :meth:`elaborate`: the formal lemmas
+        #: of the interleaved decoder (``sim/formal/``) read them. Not ports.
+        self.probe: RansDecoderCoderXNProbe | None = None      # set by elaborate
         super().__init__(self.ports(shape))
 
     @staticmethod
@@ -339,4 +382,11 @@ class RansDecoderCoderXN(wiring.Component):
             m.d.sync += [port_b.eq(self.i.p.data), tb.eq(self.i.p.tag), skip_b.eq(self.i.p.skip), vb.eq(1)]
         with m.Elif(move):
             m.d.sync += vb.eq(0)
+        self.probe = RansDecoderCoderXNProbe(
+            turn=turn, miss=miss, x=x0, word=word, word2=word2, pop_early=early & ~r4_bub, pop_late=late & ~r4_bub,
+            x_next=x_next, evicted=evicted, bubble=[r1_bub, r2_bub, r3_bub, r4_bub], tag=[r1_tag, r2_tag, r3_tag, r4_tag],
+            last=[r1_last, r2_last, r3_last, r4_last],
+            ring=[x0, r1_x, r1_cand, r1_bub, r1_tag, r1_last, r2_x, r2_bub, r2_tag, r2_last, r3_k, r3_sym, r3_bub,
+                  r3_tag, r3_last, r4_x, r4_k, r4_sym, r4_bub, r4_tag, r4_last, o_pair, o_last, evicted, *delay],
+            port_a=port_a, port_b=port_b, va=va, vb=vb, ta=ta, tb=tb, half=half, skip_b=skip_b, found=r2_found)
         return m

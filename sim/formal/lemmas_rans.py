@@ -19,7 +19,7 @@ from .benches import (unused_ok, Bench, CommandLedger, LegalTable, TablePlatform
 # -- the rANS step lemmas (docs/formal.md, Round 8) ------------------------------------------------
 
 
-def rans_golden_step(m: Module, X, f, c, k, extra, name: str, free=AnyConst):
+def rans_golden_step(m: Module, X, f, c, k, extra, name: str, free=AnyConst, shape: dict | None = None):
     """The rANS encoder's step of one pair as ``docs/bitstream.md`` §4 writes it (the golden step of the
     rANS step lemmas), from state ``X`` (``S`` bits) with the pair's symbol row ``(f, c, k)`` and its
     extra bits: first the chunk of ``w = k`` bits (``f_u = 2**(P - w)``: push ``X mod 2**W`` if ``X >>
@@ -28,9 +28,10 @@ def rans_golden_step(m: Module, X, f, c, k, extra, name: str, free=AnyConst):
     by the symbolic ``f`` is not built: ``x div f`` and ``x mod f`` are free values ``q``, ``r``
     (``AnyConst``) with ``x = q f + r`` and ``r < f`` assumed, which has exactly one solution for
     ``f >= 1``, so the step is a function of ``X`` as the model's is (``free``: ``AnySeq`` for a step
-    in every clock, the assumption then holding in each). Returns ``(push_chunk,
+    in every clock, the assumption then holding in each; ``shape``: the codec's ``state_bits``,
+    ``word_bits``, ``precision_bits``, by default ``SMALL["rans"]``'s). Returns ``(push_chunk,
     chunk_word, push_symbol, symbol_word, X1)``."""
-    sh = SMALL["rans"]
+    sh = SMALL["rans"] if shape is None else shape
     S, W, P = sh["state_bits"], sh["word_bits"], sh["precision_bits"]
     pc, ps = Signal(name=f"{name}_push_chunk"), Signal(name=f"{name}_push_symbol")
     xp, xc, xs = Signal(S, name=f"{name}_x_pushed"), Signal(S, name=f"{name}_x_chunk"), Signal(S, name=f"{name}_x_sym")
@@ -39,8 +40,9 @@ def rans_golden_step(m: Module, X, f, c, k, extra, name: str, free=AnyConst):
                  xp.eq(Mux(pc, X >> W, X)),
                  xc.eq(((xp >> keep) << P) | (extra << keep) | (xp & ((Const(1, P + 1) << keep) - 1))),
                  ps.eq((xc >> (S - P)) >= f), xs.eq(Mux(ps, xc >> W, xc))]
-    q, r = Signal(P, name=f"{name}_quotient"), Signal(P + 1, name=f"{name}_remainder")
-    m.d.comb += [q.eq(free(P)), r.eq(free(P + 1)), Assume(q * f + r == xs), Assume(r < f)]
+    # x < f 2**(S - P) after the symbol's push: the quotient has S - P bits.
+    q, r = Signal(S - P, name=f"{name}_quotient"), Signal(P + 1, name=f"{name}_remainder")
+    m.d.comb += [q.eq(free(S - P)), r.eq(free(P + 1)), Assume(q * f + r == xs), Assume(r < f)]
     X1 = Signal(S, name=f"{name}_x_next")
     m.d.comb += X1.eq((q << P) | (c + r))
     return pc, X[:W], ps, xc[:W], X1

@@ -9,17 +9,18 @@ from __future__ import annotations
 from amaranth.hdl import Array, Assert, Assume, Cat, Mux, Signal, Value
 from amaranth.hdl._ast import AnyConst, AnySeq
 
+from ...hdl.rans.decoder_xn import XN_RING
 from ...hdl.rans.shape import recip_split
 from .benches import Bench, TablePlatform, bit_length_of, elaborated_block, transfer_of, unused_ok
 from .lemmas_rans import rans_golden_step
-from .params import SMALL_XN, small_core
+from .params import SMALL_XN, SMALL_XN_DECODER, XN_DECODER_LEMMA_K, small_core
 
 
-def _xn_coder(core: str):
-    """The coder of a fresh small ``core`` (its registry build, programmable), the core and its other
-    blocks silenced: only the coder goes into the harness. Returns ``(coder, N, entry)``: its states
-    and its symbol table's entry layout (the table block's ``symbol`` port)."""
-    built = small_core(core)
+def _xn_coder(core: str, **kw):
+    """The coder of a fresh small ``core`` (its registry build, programmable; ``kw``: :func:`small_core`'s
+    options), the core and its other blocks silenced: only the coder goes into the harness. Returns
+    ``(coder, N, entry)``: its states and its symbol table's entry layout (the table block's ``symbol`` port)."""
+    built = small_core(core, **kw)
     blocks = built.blocks()
     unused_ok(built, *(other for name, other in blocks.items() if name != "coder"))
     return blocks["coder"], built.codec.states, blocks["tables"].symbol.shape()
@@ -367,4 +368,124 @@ def rans_xn_encoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     b.cover(entered & (e == N) & ~coder.ghost, "a pair that goes on from the state its slot's lane left")
     b.cover(entered & (fl != 0), "the next command's entry in a step of the previous one's flush")
     b.cover(out & b.past(flush_step, "flushed") & (fl != 0), "a port word of a flush leaves o")
+    return b
+
+
+# -- the interleaved decoder ---------------------------------------------------------------------------
+
+
+def _partition_rows(b: Bench, entry):
+    """Every symbol row of the interleaved decoder's table arbitrary and legal (``AnyConst``, no writes),
+    as the host writes a table (``RansTable.core_entries``): frequencies ``f >= 0`` summing to
+    ``2**P``, each ``cum`` the sum of the frequencies before it (absent symbols have ``f = 0``),
+    ``k <= K``. Returns the rows (the memory's words) and ``(freq, cum, k)`` per symbol."""
+    m = b.m
+    loose, kw = SMALL_XN_DECODER
+    P, K, n = loose["precision_bits"], XN_DECODER_LEMMA_K, kw["max_symbols"]
+    rows, table, total = [], [], 0
+    for q in range(n):
+        row = Signal(entry, name=f"row{q}")
+        m.d.comb += [row.freq.eq(AnyConst(P + 1)), row.cum.eq(total), row.k.eq(AnyConst(len(row.k))),
+                     Assume(row.k <= K)]
+        total = total + row.freq                      # (unbounded: no wrap below the sum's assumption)
+        table.append((row.freq, row.cum, row.k))
+        rows.append(Value.cast(row))
+    m.d.comb += Assume(total == 1 << P)
+    return rows, table
+
+
+def _decoder_tables(b: Bench, coder, entry):
+    """The interleaved decoder's tables as constant memories (:class:`TablePlatform`, frozen): an
+    arbitrary legal symbol table (:func:`_partition_rows`) and arbitrary buckets (any contents: a
+    bucket only chooses where the symbol search starts). Returns ``(freq, cum, k)`` per symbol."""
+    rows, table = _partition_rows(b, entry)
+    sh = coder._shape
+    bkts = [Signal(sh.bucket.size, name=f"bucket_row{j}") for j in range(1 << sh.B)]
+    b.m.d.comb += [r.eq(AnyConst(sh.bucket.size)) for r in bkts]
+    b.platform = TablePlatform()
+    b.platform.frozen |= {"rans_symbol", "rans_bucket"}
+    b.platform.contents |= {"rans_symbol": rows, "rans_bucket": bkts}
+    return table
+
+
+#: The interleaved decoder's step lemma: clocks by which a slot has landed (``N`` turns and at most
+#: ``max_symbols - 1`` clocks of its own symbol search), for ``rans-decoder-x5``.
+XN_DECODER_STEP_CLOCKS = 5 + SMALL_XN_DECODER[1]["max_symbols"] - 1
+
+
+def rans_xn_decoder_step_bench(core: str, mutant: str | None) -> Bench:
+    """The interleaved rANS decoder's ring inverts the golden encoder step from every state of its ring
+    (``decoder_step`` of ``rans-decoder-x5``; ``docs/formal.md``, *The interleaved rANS decoder's chain*).
+
+    :class:`~ansforge.hdl.rans.RansDecoderCoderXN` of the small decoder (``S = 16, W = 8, P = 5``,
+    ``K = 4``, :data:`~.params.XN_DECODER_LEMMA_K`, 16-bit port words: the two-pop datapath of
+    ``rans16xN``) alone, as shipped
+    (programmable), **every register of it starting in any state** (:attr:`Bench.free_start`), its
+    symbol table an arbitrary legal one (:func:`_partition_rows`) and its buckets arbitrary, every input
+    free, reset low. Free: an encoder state ``X0`` (any normalized one, ``2**(S - W) <= X0 < 2**S``),
+    a legal pair (a symbol of ``f >= 1``, extra bits within its ``k``) and two words below the pair's.
+    The harness computes the golden encoder step (:func:`~.lemmas_rans.rans_golden_step`): ``X1`` and
+    the words it pushes. The slot that enters stage 1 at the first clock holds ``X1`` and steps a
+    pair; when it reaches stage 5 the word buffer's next two words are the stream's (the pushed words,
+    last pushed first, then the two below). Asserted: stage 5 pops before the chunk exactly where the
+    encoder pushed the symbol's word, after it exactly where the encoder pushed the chunk's; the pair
+    it puts on ``o`` is the encoder's; the state it returns, which leaves the ring ``N`` turns after
+    it entered (``evicted``), is ``X0``; and the slot has landed by :data:`XN_DECODER_STEP_CLOCKS`.
+    Assumed in every clock: the ring turns, or the followed slot is at stage 2 and its search steps
+    (``miss``). ``decoder_pipeline`` asserts that nothing in the ring but stage 2's search registers
+    changes in a clock without a turn, so a run with stalls and other slots' searches is this run
+    with clocks repeated; a slot's search ends within ``max_symbols - 1`` steps (the table's
+    cumulatives only grow), so the depth settles every slot from every state (status ``proved``)."""
+    b = Bench(free_reset=False)
+    m = b.m
+    loose, kw = SMALL_XN_DECODER
+    S, W, P, K = loose["state_bits"], loose["word_bits"], loose["precision_bits"], XN_DECODER_LEMMA_K
+    L = S - W
+    coder, N, entry = _xn_coder(core, extra_bits=K)
+    table = _decoder_tables(b, coder, entry)
+    m.submodules.coder = elaborated_block(coder)
+    b.free_start = "w:coder.*"
+    pr = coder.probe
+    m.d.comb += [coder.cfg.valid.eq(0), coder.cfg.p.eq(0)]
+    for port in (coder.i.valid, coder.i.p, coder.o.ready, coder.run, coder.drain, coder.inject, coder.state,
+                 coder.tag, coder.last, coder.ended, coder.purge, coder.purge_tag):
+        m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
+    X0 = Signal(S, name="start_x")
+    qs, qe = Signal(len(coder.o.p.symbol), name="pair_symbol"), Signal(K, name="pair_extra")
+    below = [Signal(W, name=f"word_below{j}") for j in range(2)]
+    m.d.comb += [X0.eq(AnyConst(S)), qs.eq(AnyConst(len(qs))), qe.eq(AnyConst(K))] + [w.eq(AnyConst(W)) for w in below]
+    f, c, k = (Array(col)[qs] for col in zip(*table))
+    m.d.comb += Assume((X0 >= 1 << L) & (f >= 1) & ((qe >> k) == 0))
+    pc, wc, ps, ws, X1 = rans_golden_step(m, X0, f, c, k, qe, "golden", shape=loose)
+    # The stream below X1: the pushed words, the symbol's (pushed last) first, then the words below.
+    first, second = Signal(W, name="stream_word0"), Signal(W, name="stream_word1")
+    m.d.comb += [first.eq(Mux(ps, ws, Mux(pc, wc, below[0]))),
+                 second.eq(Mux(ps, Mux(pc, wc, below[0]), Mux(pc, below[0], below[1])))]
+    # The followed slot: its turns since it entered stage 1 (0: not yet entered, the first clock).
+    turns = Signal(range(N + 1), name="tracked_turns")
+    with m.If(~b.started):
+        m.d.comb += Assume(coder.step & (pr.x == X1))
+        m.d.past += turns.eq(1)
+    with m.Elif((turns != 0) & (turns != N) & pr.turn):
+        m.d.past += turns.eq(turns + 1)
+    m.d.comb += Assume(pr.turn | (pr.miss & (turns == 2)))
+    at_pop = b.started & (turns == XN_RING - 1) & pr.turn        # the slot's turn out of stage 5
+    with m.If(at_pop):
+        m.d.comb += Assume((pr.word == first) & (pr.word2 == second))
+    b.check(at_pop, pr.pop_early == ps, "stage 5 pops before the chunk where the encoder pushed no symbol word, "
+                                          "or not where it did")
+    b.check(at_pop, pr.pop_late == pc, "stage 5 pops after the chunk where the encoder pushed no chunk word, "
+                                         "or not where it did")
+    popped = b.past(at_pop, "popped")
+    b.check(popped, coder.o.valid & (coder.o.p.symbol == qs) & (coder.o.p.extra == qe),
+            "the pair on o is not the encoder's")
+    landed = b.past(b.started & (turns == N - 1) & pr.turn, "landed")
+    b.check(landed, pr.evicted == X0, "the slot leaves the ring in another state than the encoder's before the pair")
+    done, searched = Signal(name="tracked_done"), Signal(name="tracked_searched")
+    with m.If(landed):
+        m.d.past += done.eq(1)
+    with m.If(pr.miss & (turns == 2)):
+        m.d.past += searched.eq(1)
+    b.check(b.cycle >= XN_DECODER_STEP_CLOCKS + 1, done, "the slot has not landed in time")
+    b.cover(landed & ps & pc & searched, "a two-pop pair decoded after a symbol search")
     return b

@@ -274,6 +274,12 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "a dropped ready: the command's last port word is never taken, the decoder waits for it forever",
            "progress", (Edit(lambda b, v, n: v is n["w_zero"], lambda b, v, n: v | n["w_one"],
                              into=lambda b: b.i.ready),)),
+    Mutant("rans_xn_dec_late_word", "rans-decoder-x5", "rans.decoder_xn:RansDecoderCoderXN",
+           "hdl/rans/decoder_xn.py RansDecoderCoderXN: the pop after the chunk always takes word (late_word = "
+           "word, not word2 where the symbol's pop took word)",
+           "a pair that pops twice reads the symbol's word again for its chunk's: the state after it is wrong, "
+           "and every later pair of that lane", "decoder_step",
+           (Edit(lambda b, v, n: v is n["word2"], lambda b, v, n: n["word"], into="x_next"),)),
     # rANS encoder, interleaved states (rans16x16), at N = 16
     Mutant("rans_xn_enc_overwrite", "rans-encoder-x16", "rans.encoder_xn:RansEncoderXnCoder",
            "hdl/rans/encoder_xn.py RansEncoderXnCoder: room = ~n_out | o.ready becomes 1 (and, with two stream "

@@ -45,6 +45,11 @@ SMALL_XN = {
 #: command line ships (``RansDecoderCoderXN.check_shape``: ``K <= P``, ``S <= 2 W``, ``P <= S - W``;
 #: a pair pops before its chunk and again after it, both of the 2 W-bit port word's halves).
 SMALL_XN_DECODER = (dict(state_bits=16, word_bits=8, precision_bits=5), dict(max_symbols=4, max_extra_bits=2))
+#: The rANS xN decoder's ``max_extra_bits`` in its round-trip lemmas (``decoder_step``,
+#: ``decoder_pipeline``): ``K = 4 > W - P = 3``, so that a pair's two pops (the symbol's word, then the
+#: chunk's) occur, as in ``rans16xN`` (``W - P = 0``, ``K = 8``); with the ``K = 2`` of the port
+#: harnesses a legal stream never pops twice.
+XN_DECODER_LEMMA_K = 4
 
 
 def _small_xn(core: str) -> tuple[dict, dict]:
@@ -130,7 +135,7 @@ PORT_PROPERTIES = PROPERTIES[:4]
 STEP_PROPERTIES = {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step",
                    "rans-encoder": "encoder_step", "rans-decoder": "decoder_step",
                    "tans-decoder-x2": "decoder_step", "tans-encoder-x2": "encoder_step",
-                   "rans-encoder-x16": "encoder_step"}
+                   "rans-encoder-x16": "encoder_step", "rans-decoder-x5": "decoder_step"}
 #: The step lemmas' names (each core has at most one, :data:`STEP_PROPERTIES`).
 STEP_LEMMAS = ("encoder_step", "decoder_step")
 #: The composition's lemmas (``docs/formal.md`` *Round 7*): one block each, every input free, a shadow
@@ -177,7 +182,10 @@ STEP_DEPTH = {"tans-encoder": 22, "tans-decoder": 18, "rans-encoder": 15, "rans-
               "tans-decoder-x2": XN_DECODER_STEP_CLOCKS + 4, "tans-encoder-x2": XN_ENCODER_STEP_CLOCKS + 4,
               # a slot's trip round the sixteen-state ring: it lands N = 16 turns after it entered (clock
               # 16), its latched check seen a clock later
-              "rans-encoder-x16": 18}
+              "rans-encoder-x16": 18,
+              # a slot's trip round the five-state ring: N = 5 turns and at most three clocks of its symbol
+              # search (clock 8), landed at 9, its latched check seen a clock later
+              "rans-decoder-x5": 11}
 
 
 def properties_of(core: str, table: str = "pinned") -> tuple[str, ...]:
@@ -230,12 +238,14 @@ def pinned_xn_table() -> RansTable:
     return RansTable(ct, RansParams(**loose, max_symbols=kw["max_symbols"], states=5))
 
 
-def small_core(core: str, *, baked: bool = False, count_bits: int | None = None):
+def small_core(core: str, *, baked: bool = False, count_bits: int | None = None, extra_bits: int | None = None):
     """``core`` (one of :data:`CORES`) in its small, programmable configuration: the registry's shipped
     class (:class:`~ansforge.hdl.cores.FormalConfig` ``harness``); ``baked`` (rANS, and the interleaved
     tANS builds): with the pinned table as the memories' initial contents. An interleaved build
     (``<core>-x<N>``) is the same class for a codec of ``N`` states, :data:`SMALL_XN`. ``count_bits``: the
-    width of the rANS xN cores' command counts (a counts lemma's small counters; default the core's)."""
+    width of the rANS xN cores' command counts (a counts lemma's small counters; default the core's);
+    ``extra_bits``: an interleaved build's ``max_extra_bits`` (default :data:`SMALL_XN`'s, and the rANS
+    decoder's :data:`SMALL_XN_DECODER`'s; its lemmas take :data:`XN_DECODER_LEMMA_K`)."""
     if core not in CORES:
         raise ValueError(f"core must be one of {', '.join(CORES)}, not {core!r}")
     cls = core_build(core).formal.harness_class
@@ -245,6 +255,8 @@ def small_core(core: str, *, baked: bool = False, count_bits: int | None = None)
     if core in INTERLEAVED_CORES:
         states = int(core.rsplit("-x", 1)[1])
         loose, kw = _small_xn(core)
+        if extra_bits is not None:
+            kw = dict(kw, max_extra_bits=extra_bits)
         codec = (TansCodec if family == "tans" else RansCodec).of(**loose, states=states)
         extra |= {"count_bits": 3} if family == "tans" else {} if count_bits is None else {"count_bits": count_bits}
         if baked:

@@ -46,7 +46,9 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
         depth = default_depth(core, prop, mutant, table)
     elif (prop, core) in TABLE_FIRST:
         depth += table_write_clocks(core)
-    depth = max(depth, MIN_DEPTH.get(core, 1))
+    if prop not in STEP_LEMMAS:
+        # (A step lemma's depth is its scenario's, from any state: not the port harnesses' head words.)
+        depth = max(depth, MIN_DEPTH.get(core, 1))
     mode = mode_of(core, prop)
     lemma_bmc = mutant is not None and prop in LEMMA_COVER_DEPTH
     if lemma_bmc:
