@@ -40,7 +40,7 @@ class RansDecoderCoderXNProbe:
     (the one a pair stepped now decodes from); ``word``, ``word2``: the next two buffered words (the
     first popped, then the one after it); ``pop_early``, ``pop_late``: stage 5's pops (before the
     chunk, after it) of the pair there; ``x_next``: the state stage 5 returns to the ring; ``evicted``:
-    the state that left the ring at the last turn. Per stage ``j`` (1 to 4, the ring's order):
+    the state that left the ring at the last turn; ``symbol``: stage 5's symbol. Per stage ``j`` (1 to 4, the ring's order):
     ``bubble``, ``tag``, ``last``; ``ring``: every register that carries a state's data round the ring
     outside stage 2's search (stage 1 to 5's states and pairs, the delay line); the word buffer:
     ``port_a``, ``port_b``, their valid bits ``va``, ``vb``, tags ``ta``, ``tb``, ``half`` and
@@ -55,6 +55,7 @@ class RansDecoderCoderXNProbe:
     pop_late: Signal
     x_next: Signal
     evicted: Signal
+    symbol: Signal
     bubble: list[Signal]
     tag: list[Signal]
     last: list[Signal]
@@ -224,9 +225,9 @@ class RansDecoderCoderXN(wiring.Component):
         # whether ``port_a``'s high word (popped first) is gone. Words never move within a
         # register: a port word is written once into ``port_b`` and once into ``port_a``. Each has
         # its stream's tag, so that the next stream's words may wait behind the running one's.
-        port_a, port_b = Signal(2 * W), Signal(2 * W)
-        ta, tb = Signal(T), Signal(T)
-        va, vb, half, skip_b = Signal(), Signal(), Signal(), Signal()
+        port_a, port_b = Signal(2 * W, name="port_a"), Signal(2 * W, name="port_b")
+        ta, tb = Signal(T, name="ta"), Signal(T, name="tb")
+        va, vb, half, skip_b = Signal(name="va"), Signal(name="vb"), Signal(name="half"), Signal(name="skip_b")
         m.d.comb += [word.eq(Mux(half, port_a[:W], port_a[W:])), word2.eq(Mux(half, port_b[W:], port_a[:W])),
                      own1.eq(va & (ta == r4_tag)), own2.eq(own1 & (~half | (vb & (tb == r4_tag)))),
                      stale.eq(self.purge & va & (ta == self.purge_tag)),
@@ -384,7 +385,7 @@ class RansDecoderCoderXN(wiring.Component):
             m.d.sync += vb.eq(0)
         self.probe = RansDecoderCoderXNProbe(
             turn=turn, miss=miss, x=x0, word=word, word2=word2, pop_early=early & ~r4_bub, pop_late=late & ~r4_bub,
-            x_next=x_next, evicted=evicted, bubble=[r1_bub, r2_bub, r3_bub, r4_bub], tag=[r1_tag, r2_tag, r3_tag, r4_tag],
+            x_next=x_next, evicted=evicted, symbol=r4_sym, bubble=[r1_bub, r2_bub, r3_bub, r4_bub], tag=[r1_tag, r2_tag, r3_tag, r4_tag],
             last=[r1_last, r2_last, r3_last, r4_last],
             ring=[x0, r1_x, r1_cand, r1_bub, r1_tag, r1_last, r2_x, r2_bub, r2_tag, r2_last, r3_k, r3_sym, r3_bub,
                   r3_tag, r3_last, r4_x, r4_k, r4_sym, r4_bub, r4_tag, r4_last, o_pair, o_last, evicted, *delay],

@@ -489,3 +489,135 @@ def rans_xn_decoder_step_bench(core: str, mutant: str | None) -> Bench:
     b.check(b.cycle >= XN_DECODER_STEP_CLOCKS + 1, done, "the slot has not landed in time")
     b.cover(landed & ps & pc & searched, "a two-pop pair decoded after a symbol search")
     return b
+
+
+def rans_xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
+    """The interleaved rANS decoder's ring and word buffer, for any history and timing
+    (``decoder_pipeline`` of ``rans-decoder-x5``): each pop takes its own stream's next words, in the
+    order the port brought them; nothing in the ring moves without a turn.
+
+    :class:`~ansforge.hdl.rans.RansDecoderCoderXN` of the small decoder (``K = 4``,
+    :data:`~.params.XN_DECODER_LEMMA_K`) alone, as shipped, its symbol table an arbitrary legal one and
+    its buckets arbitrary (constant), resets in any clock, every input free: port words of any stream
+    tag (``skip`` or not) in any clock, ``run``, ``drain``, ``inject``, ``state``, ``tag``, ``last``,
+    ``purge`` and ``purge_tag``, ``o.ready``; ``ended`` as the shell gives it, never in the clock
+    after a word of stage 5's stream was taken (the shell's end marker follows a stream's last word
+    through its FIFO, and ``ended`` is registered after it). The harness keeps the queue of words
+    taken and not yet popped or dropped, in the order they came (a port word's high word first, none
+    for a ``skip`` port word's high half), each with its stream's tag and its port word's parity.
+    Asserted for every sequence: a turn with a pair at stage 5 waits until the queue's first two words
+    are that pair's stream's, or ``ended``, and not while a purge of the front's stream is on; a pop
+    takes the queue's first word, a second pop the one after it, exactly where they are the pair's
+    stream's (``starved`` in the next clock exactly where a pop found none); a purge drops only the
+    rest of the front port word, of the purged stream; a turn puts at stage 1 the injected state
+    where ``inject``, else the state stage 5 returned (``N = 5``: no delay line), and ``evicted`` is the
+    state stage 5 returned; a pair at stage 5 is on ``o`` after its turn, its ``last`` with it; and no
+    register of the ring (:attr:`RansDecoderCoderXNProbe.ring`) changes in a clock without a turn,
+    stage 2's search registers aside (``decoder_step``'s premise). The buffer's registers are tied to
+    the queue by auxiliary invariants, so that the k-induction closes."""
+    b = Bench(free_reset=True)
+    m = b.m
+    loose, _ = SMALL_XN_DECODER
+    W = loose["word_bits"]
+    coder, N, entry = _xn_coder(core, extra_bits=XN_DECODER_LEMMA_K)
+    _decoder_tables(b, coder, entry)
+    m.submodules.coder = elaborated_block(coder)
+    pr = coder.probe
+    m.d.comb += [coder.cfg.valid.eq(0), coder.cfg.p.eq(0)]
+    for port in (coder.i.valid, coder.i.p, coder.o.ready, coder.run, coder.drain, coder.inject, coder.state,
+                 coder.tag, coder.last, coder.ended, coder.purge, coder.purge_tag):
+        m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
+    T = len(coder.pair_tag)
+    take = transfer_of(coder.i)
+    took_any, last_tag = Signal(name="took_any"), Signal(len(coder.i.p.tag), name="last_taken_tag")
+    with m.If(b.rst):
+        m.d.past += took_any.eq(0)
+    with m.Elif(take):
+        m.d.past += [took_any.eq(1), last_tag.eq(coder.i.p.tag)]
+    took_own = b.past(take & ~b.rst, "took")
+    took_tag = b.past(coder.i.p.tag, "took_tag")
+    m.d.comb += Assume(~(coder.ended & took_own & (took_tag == coder.pair_tag) & ~b.p_rst))
+    # A skip port word is its stream's first in the coder (its high half closed the head): the port word
+    # taken before it was another stream's.
+    m.d.comb += Assume(~(take & coder.i.p.skip & took_any & (coder.i.p.tag == last_tag)))
+    # The queue: the words taken and not yet popped or dropped, oldest first.
+    D = 4
+    qw = [Signal(W, name=f"queue{j}_word") for j in range(D)]
+    qt = [Signal(T, name=f"queue{j}_tag") for j in range(D)]
+    qp = [Signal(name=f"queue{j}_port") for j in range(D)]       # the port word's parity
+    qn = Signal(range(D + 1), name="queued")
+    parity = Signal(name="port_parity")                             # the next port word's
+    bub, tag5, last5 = pr.bubble[3], pr.tag[3], pr.last[3]
+    own1 = Signal(name="front_own")
+    own2 = Signal(name="front_two_own")
+    m.d.comb += [own1.eq((qn >= 1) & (qt[0] == tag5)), own2.eq(own1 & (qn >= 2) & (qt[1] == tag5))]
+    pair_turn = pr.turn & ~bub
+    pop1 = pair_turn & (pr.pop_early | pr.pop_late)
+    pop2 = pair_turn & pr.pop_early & pr.pop_late
+    stale = Signal(name="front_purged")
+    m.d.comb += stale.eq(coder.purge & pr.va & (qn >= 1) & (qt[0] == coder.purge_tag))
+    b.check(pair_turn, ~stale & (own2 | coder.ended),
+            "a pair leaves stage 5 before two of its stream's words are first in the queue, without ended, "
+            "or during a purge of the front's stream")
+    b.check(pop1 & own1, pr.word == qw[0], "a pop does not take the queue's first word")
+    b.check(pop2 & own2, pr.word2 == qw[1], "a second pop does not take the queue's second word")
+    b.check(1, coder.starved == b.past(~b.rst & (pop1 & ~own1 | pop2 & ~own2), "starving"),
+            "starved is not 'a pop found none of its stream's words'")
+    # The words leaving: the pops that found their words, or the rest of the front port word where purged.
+    rest = Signal(range(3), name="front_port_words")
+    m.d.comb += rest.eq(Mux((qn >= 2) & (qp[1] == qp[0]), 2, 1))
+    gone = Signal(range(3), name="words_leaving")
+    m.d.comb += gone.eq(Mux(stale, rest, (pop1 & own1).as_unsigned() + (pop2 & own2).as_unsigned()))
+    b.check(stale, ~pair_turn, "a purge drops words while a pair pops")
+    left = Signal(range(D + 1), name="queue_left")
+    m.d.comb += left.eq(qn - gone)
+    kept = [Array(qw + [0] * 2)[j + gone] for j in range(D)]
+    kept_t = [Array(qt + [0] * 2)[j + gone] for j in range(D)]
+    kept_p = [Array(qp + [0] * 2)[j + gone] for j in range(D)]
+    hi, lo = coder.i.p.data[W:], coder.i.p.data[:W]
+    nw, nt, npar, pos = list(kept), list(kept_t), list(kept_p), left
+    for en, word in ((take & ~coder.i.p.skip, hi), (take, lo)):
+        nw = [Mux(en & (pos == j), word, nw[j]) for j in range(D)]
+        nt = [Mux(en & (pos == j), coder.i.p.tag, nt[j]) for j in range(D)]
+        npar = [Mux(en & (pos == j), parity, npar[j]) for j in range(D)]
+        pos = pos + en
+    with m.If(b.rst):
+        m.d.past += [qn.eq(0), parity.eq(0)]
+    with m.Else():
+        m.d.past += [qn.eq(pos)] + [qw[j].eq(nw[j]) for j in range(D)] + [qt[j].eq(nt[j]) for j in range(D)] + \
+                    [qp[j].eq(npar[j]) for j in range(D)]
+        with m.If(take):
+            m.d.past += parity.eq(~parity)
+    # The ring: stage 1 after a turn, the state evicted, the pair on o; nothing moves without a turn.
+    turned = b.past(pr.turn & ~b.rst, "turned")
+    inj, st, xn = b.past(coder.inject, "inject"), b.past(coder.state, "state"), b.past(pr.x_next, "x_next")
+    b.check(turned & ~b.p_rst, (pr.x == Mux(inj, st, xn)) & (pr.evicted == xn),
+            "a turn does not put the injected state, or the state stage 5 returned, at stage 1")
+    paired = b.past(pair_turn & ~b.rst, "paired")
+    b.check(paired & ~b.p_rst, coder.o.valid & (coder.o.p.symbol == b.past(pr.symbol, "symbol5"))
+            & (coder.o_last == b.past(last5, "last5")), "a pair at stage 5 is not on o after its turn")
+    held = Cat(*(Value.cast(r) == b.past(r, f"ring{j}") for j, r in enumerate(pr.ring))).all()
+    b.check(b.started & ~turned & ~b.p_rst, held, "a register of the ring changes without a turn")
+    # Auxiliary invariants: the word buffer is the queue.
+    pa, pb = pr.port_a, pr.port_b
+    na = Mux(pr.va, Mux(pr.half, 1, 2), 0)
+    inv = [qn <= D, qn == na + Mux(pr.vb, Mux(pr.skip_b, 1, 2), 0), (qn == 0) | (parity != Array(qp)[qn - 1]),
+           ~pr.va | (qt[0] == pr.ta) & (qw[0] == Mux(pr.half, pa[:W], pa[W:])),
+           ~pr.va | pr.half | (qt[1] == pr.ta) & (qw[1] == pa[:W]) & (qp[1] == qp[0])]
+    for j in range(1, D):
+        inv.append(~(pr.va & (j == na) & (j < qn)) | (qp[j] != qp[0]))
+    for off in range(3):             # port_b's words after port_a's na (0 to 2)
+        j_hi, j_lo = off, off + 1
+        cond = pr.vb & (na == off)
+        inv += [~cond | pr.skip_b | ((qw[j_hi] == pb[W:]) & (qt[j_hi] == pr.tb)),
+                ~cond | Mux(pr.skip_b, (qw[j_hi] == pb[:W]) & (qt[j_hi] == pr.tb),
+                            (qw[min(j_lo, D - 1)] == pb[:W]) & (qt[min(j_lo, D - 1)] == pr.tb)
+                            & (qp[min(j_lo, D - 1)] == qp[j_hi]))]
+    # ... and the last port word taken is the newest buffered one, a skip port word never behind its own stream's.
+    inv += [~(pr.va | pr.vb) | took_any, ~pr.vb | (last_tag == pr.tb), ~(pr.va & ~pr.vb) | (last_tag == pr.ta),
+            ~(pr.vb & pr.skip_b & pr.va) | (pr.ta != pr.tb)]
+    for j, cond in enumerate(inv):
+        b.check(1, cond, f"inv: the word buffer is the queue ({j})")
+    b.cover(pop2 & own2 & b.past(take, "took_before"), "a pair pops twice, its words just taken")
+    b.cover(stale & (rest == 2), "a purge drops a whole port word")
+    return b

@@ -280,6 +280,12 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "a pair that pops twice reads the symbol's word again for its chunk's: the state after it is wrong, "
            "and every later pair of that lane", "decoder_step",
            (Edit(lambda b, v, n: v is n["word2"], lambda b, v, n: n["word"], into="x_next"),)),
+    Mutant("rans_xn_dec_purge_any", "rans-decoder-x5", "rans.decoder_xn:RansDecoderCoderXN",
+           "hdl/rans/decoder_xn.py RansDecoderCoderXN: stale = purge & va, the tag compare (ta == purge_tag) dropped",
+           "a purge of an ended stream's trailing words also drops the front words of the stream after it, "
+           "which then decodes from the wrong words", "decoder_pipeline",
+           (Edit(lambda b, v, n: _op(v, "==") and v.operands[0] is n["ta"], lambda b, v, n: Const(1, 1),
+                 into="stale"),)),
     # rANS encoder, interleaved states (rans16x16), at N = 16
     Mutant("rans_xn_enc_overwrite", "rans-encoder-x16", "rans.encoder_xn:RansEncoderXnCoder",
            "hdl/rans/encoder_xn.py RansEncoderXnCoder: room = ~n_out | o.ready becomes 1 (and, with two stream "
