@@ -275,11 +275,11 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "progress", (Edit(lambda b, v, n: v is n["w_zero"], lambda b, v, n: v | n["w_one"],
                              into=lambda b: b.i.ready),)),
     Mutant("rans_xn_dec_late_word", "rans-decoder-x5", "rans.decoder_xn:RansDecoderCoderXN",
-           "hdl/rans/decoder_xn.py RansDecoderCoderXN: the pop after the chunk always takes word (late_word = "
-           "word, not word2 where the symbol's pop took word)",
-           "a pair that pops twice reads the symbol's word again for its chunk's: the state after it is wrong, "
-           "and every later pair of that lane", "decoder_step",
-           (Edit(lambda b, v, n: v is n["word2"], lambda b, v, n: n["word"], into="x_next"),)),
+           "hdl/rans/decoder_xn.py RansDecoderCoderXN: the pop after the chunk always takes word2 (late_word = "
+           "word2, not word where the symbol's word was not popped)",
+           "a pair whose only pop is its chunk's reads the word after its own: the state after it is wrong, and "
+           "every later pair of that lane", "decoder_step",
+           (Edit(lambda b, v, n: v is n["word"], lambda b, v, n: n["word2"], into="x_next"),)),
     Mutant("rans_xn_dec_purge_any", "rans-decoder-x5", "rans.decoder_xn:RansDecoderCoderXN",
            "hdl/rans/decoder_xn.py RansDecoderCoderXN: stale = purge & va, the tag compare (ta == purge_tag) dropped",
            "a purge of an ended stream's trailing words also drops the front words of the stream after it, "

@@ -149,7 +149,8 @@ def test_interleaved_builds_are_the_interleaved_coders(ci_run):
             ("detection",) if core == "tans-decoder-x2" else ()) + ("table_reset",) + (
             ("window_queue", "decoder_pipeline", "decoder_counts", "composition") if core == "tans-decoder-x2" else
             ("packer_queue", "encoder_pipeline", "encoder_counts", "composition") if core == "tans-encoder-x2" else
-            ("encoder_pipeline", "encoder_counts", "composition") if core == "rans-encoder-x16" else ())
+            ("encoder_pipeline", "encoder_counts", "composition") if core == "rans-encoder-x16" else
+            ("decoder_pipeline", "composition") if core == "rans-decoder-x5" else ())
         rtlil.convert(built)          # elaborated: no UnusedElaboratable
         for m in (v for v in MUTANTS.values() if v.core == core):
             assert m.expected in properties_of(core, "arbitrary")
@@ -511,13 +512,13 @@ def test_step_lemmas_run_with_the_arbitrary_table_only():
     assert fparams.STEP_PROPERTIES == {"tans-encoder": "encoder_step", "tans-decoder": "decoder_step",
                                       "rans-encoder": "encoder_step", "rans-decoder": "decoder_step",
                                       "tans-decoder-x2": "decoder_step", "tans-encoder-x2": "encoder_step",
-                                      "rans-encoder-x16": "encoder_step"}
+                                      "rans-encoder-x16": "encoder_step", "rans-decoder-x5": "decoder_step"}
     for core in CORES:
         assert not steps & set(properties_of(core)), core           # CI: --table pinned
         want = {fparams.STEP_PROPERTIES[core]} if core in fparams.STEP_PROPERTIES else set()
         assert steps & set(properties_of(core, "arbitrary")) == want, core
     want_depth = {"tans-encoder": 22, "tans-decoder": 18, "rans-encoder": 15, "rans-decoder": 16,
-                  "tans-decoder-x2": 19, "tans-encoder-x2": 20, "rans-encoder-x16": 18}
+                  "tans-decoder-x2": 19, "tans-encoder-x2": 20, "rans-encoder-x16": 18, "rans-decoder-x5": 11}
     for core, prop in fparams.STEP_PROPERTIES.items():
         assert formal.default_depth(core, prop) == fparams.STEP_DEPTH[core] == want_depth[core], core
     for core, prop in fparams.STEP_PROPERTIES.items():
@@ -627,7 +628,8 @@ def test_composition_lemmas_are_registered():
                                        "rans-encoder": ("encoder_pipeline", "encoder_counts", "composition"),
                                        "tans-decoder-x2": ("window_queue", "decoder_pipeline", "decoder_counts", "composition"),
                                        "tans-encoder-x2": ("packer_queue", "encoder_pipeline", "encoder_counts", "composition"),
-                                       "rans-encoder-x16": ("encoder_pipeline", "encoder_counts", "composition")}
+                                       "rans-encoder-x16": ("encoder_pipeline", "encoder_counts", "composition"),
+                                       "rans-decoder-x5": ("decoder_pipeline", "composition")}
     for core, lemmas in fparams.LEMMA_PROPERTIES.items():
         for table in formal.TABLES:
             assert set(lemmas) <= set(properties_of(core, table)), (core, table)
@@ -635,8 +637,8 @@ def test_composition_lemmas_are_registered():
             assert formal.default_depth(core, lemma) == fparams.LEMMA_DEPTH[lemma]
             assert registry.mode_of(core, lemma) == "prove"
     # The interleaved rANS chains: the sixteen-state encoder's shell (its step lemma: STEP_PROPERTIES); the
-    # five-state decoder's none yet.
-    assert not set(fparams.LEMMA_DEPTH) & set(properties_of("rans-decoder-x5", "arbitrary"))
+    # five-state decoder's ring and buffer and its joints, not yet its shell's counts.
+    assert "decoder_counts" not in properties_of("rans-decoder-x5", "arbitrary")
     # The two-state encoder's shell is the one-state encoder's to the netlist (one command layout for
     # every N): CI proves it once, on the one-state build; bench --only prove on both.
     def harness_of(core):
@@ -692,6 +694,25 @@ def test_sixteen_state_rans_encoder_chain_is_proved_and_catches_its_mutants(ci_r
     for prop, mutant in (("encoder_counts", "rans_xn_enc_final_late"), ("encoder_pipeline", "rans_xn_enc_flush_high")):
         assert MUTANTS[mutant].expected == prop
         bad = run_property(core, prop, mutant=mutant)
+        assert bad.status == "failed" and bad.assertion, bad
+
+
+def test_interleaved_rans_decoder_chain_so_far_is_checked_and_catches_its_mutants(ci_run):
+    """The five-state rANS decoder's lemmas (docs/formal.md, *The interleaved rANS decoder's chain*): its
+    ring and word buffer (``decoder_pipeline``, yosys sat -tempinduct) are proved, the joints on the
+    whole core (``composition``) bounded, each reaching its covers, in CI's run; a purge that ignores
+    the stream's tag fails the first, a chunk's pop that reads the word after its own fails the step
+    lemma (its proof, the ring's arithmetic from every state, takes about 2 minutes: ``ansforge prove
+    --core rans-decoder-x5 --property decoder_step --table arbitrary``)."""
+    core = "rans-decoder-x5"
+    r = ci_run.run(core, "decoder_pipeline")
+    assert (r.status, r.engine, r.covered) == ("proved", "sat", True), r
+    r = ci_run.run(core, "composition")
+    assert (r.status, r.engine, r.covered, r.depth) == ("bounded", "sat", True, fparams.LEMMA_DEPTH["composition"]), r
+    for prop, mutant, table in (("decoder_pipeline", "rans_xn_dec_purge_any", "pinned"),
+                                ("decoder_step", "rans_xn_dec_late_word", "arbitrary")):
+        assert MUTANTS[mutant].expected == prop
+        bad = run_property(core, prop, mutant=mutant, table=table)
         assert bad.status == "failed" and bad.assertion, bad
 
 
