@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -16,6 +16,40 @@ from ..common import BlockCrc, DecodeStatus, connect_block_crc, decoder_ports, e
 from .link import decoder_xn_link, encoder_xn_link
 from .shape import RansShape
 from .decoder_xn import RansDecoderCoderXN, TAG_BITS, XN_RING
+
+
+@dataclass(frozen=True)
+class RansDecoderShellXNProbe:
+    """What the formal counts lemma (``decoder_counts`` of the interleaved decoder) reads of
+    :class:`RansDecoderShellXN` (its ``probe`` once elaborated; not ports): the running stream's record
+    (``cur_valid``, ``cur_tag``, ``cur_rem``, ``rem_zero``, ``rem_one``, ``cur_inj``, ``cur_s``), the next
+    one's (``nxt_valid``, ``nxt_skip``, ``nxt_count``, ``nxt_tag``), the next tag (``next_tag``) and the
+    words part's command (``in_idle``: none; ``in_head``: its head is being read; ``in_drain``: its words are drained;
+    ``w_tag``, ``w_count``, ``w_hc``, ``w_left``, ``w_odd``, ``w_zero``, ``w_one``, ``w_skip``)."""
+
+    cur_valid: Signal
+    cur_tag: Signal
+    cur_rem: Signal
+    rem_zero: Signal
+    rem_one: Signal
+    cur_inj: Signal
+    cur_s: Signal
+    nxt_valid: Signal
+    nxt_skip: Signal
+    nxt_count: Signal
+    nxt_tag: Signal
+    next_tag: Signal
+    in_idle: Value
+    in_head: Value
+    in_drain: Value
+    w_tag: Signal
+    w_count: Signal
+    w_hc: Signal
+    w_left: Signal
+    w_odd: Signal
+    w_zero: Signal
+    w_one: Signal
+    w_skip: Signal
 
 
 class RansDecoderShellXN(wiring.Component):
@@ -60,6 +94,8 @@ class RansDecoderShellXN(wiring.Component):
     """
 
     def __init__(self, shape: RansShape, block_crc: bool):
+        #: The records and counters, filled in by :meth:`elaborate` (the formal counts lemma's). Not ports.
+        self.probe: RansDecoderShellXNProbe | None = None      # set by elaborate
         sh = self._shape = shape
         self._block_crc = block_crc
         self._pw = pw = RansDecoderCoderXN.port_words(sh)
@@ -108,11 +144,13 @@ class RansDecoderShellXN(wiring.Component):
 
         # -- records: the next stream (its head in the state FIFO), the running one ---------------------------
         cnt = len(cm.count)
-        nxt_valid, nxt_skip, nxt_status = Signal(), Signal(), Signal(DecodeStatus)
-        nxt_count, nxt_check_end, nxt_tag, nxt_bad = Signal(cnt), Signal(), Signal(T), Signal()
-        cur_valid, cur_tag, cur_rem, cur_check_end, cur_bad = Signal(), Signal(T), Signal(cnt), Signal(), Signal()
+        nxt_valid, nxt_skip, nxt_status = Signal(name="nxt_valid"), Signal(name="nxt_skip"), Signal(DecodeStatus)
+        nxt_count, nxt_check_end = Signal(cnt, name="nxt_count"), Signal(name="nxt_check_end")
+        nxt_tag, nxt_bad = Signal(T, name="nxt_tag"), Signal(name="nxt_bad")
+        cur_valid, cur_tag, cur_rem = Signal(name="cur_valid"), Signal(T, name="cur_tag"), Signal(cnt, name="cur_rem")
+        cur_check_end, cur_bad = Signal(name="cur_check_end"), Signal(name="cur_bad")
         rem_zero, rem_one = Signal(), Signal()       # cur_rem == 0, == 1 (registers: run and drain wait on them)
-        cur_inj, cur_s = Signal(range(N + 1)), Signal(range(N + 1))   # states injected, pairs stepped (to N)
+        cur_inj, cur_s = Signal(range(N + 1), name="cur_inj"), Signal(range(N + 1), name="cur_s")   # states injected, pairs stepped (to N)
         cur_starved, cur_out = Signal(), Signal()    # a pop starved; its last pair has left ``o``
 
         # -- the state FIFO: the running stream's states not yet injected and the next stream's head ------
@@ -129,12 +167,13 @@ class RansDecoderShellXN(wiring.Component):
         # ``w_left == 0`` and ``== 1`` as registers: the take, the FIFO writes and the FSM wait on them,
         # not on a wide compare (the shelled core's longest ECP5 path otherwise).
         w_zero, w_one = Signal(init=1, name="w_zero"), Signal(name="w_one")
-        w_tag, next_tag = Signal(T), Signal(T)
+        w_tag, next_tag = Signal(T, name="w_tag"), Signal(T, name="next_tag")
         w_odd = Signal()
         heads = N + 1                                # port words of the head: N, N + 1 when odd
         w_hc = Signal(range(heads + 1))
         w_carry = Signal(W)                          # the previous port word's low half / the state's top word
-        w_count, w_check_end, w_bad, w_skip = Signal(cnt), Signal(), Signal(), Signal()
+        w_count, w_check_end = Signal(cnt, name="w_count"), Signal(name="w_check_end")
+        w_bad, w_skip = Signal(name="w_bad"), Signal(name="w_skip")
         w_abort = Signal()                           # the ending stream has trailing words on ``i``
         take = Signal()
         m.d.comb += take.eq(self.i.valid & self.i.ready)
@@ -239,10 +278,10 @@ class RansDecoderShellXN(wiring.Component):
         m.d.comb += step_pending.eq(cur_valid & ~rem_zero & ((cur_inj == N) | (cur_inj != cur_s)))
         # Where the running stream would complete: after its last step with every state injected, or
         # (fewer than N pairs) after its last injection.
-        done_if_step, done_if_bubble = Signal(), Signal()
+        done_if_step, done_if_bubble = Signal(name="done_if_step"), Signal(name="done_if_bubble")
         m.d.comb += [done_if_step.eq(rem_one & (cur_inj >= N - 1)),
                      done_if_bubble.eq(cur_valid & rem_zero & (cur_inj == N - 1))]
-        inject_cur, inject_nxt = Signal(), Signal()
+        inject_cur, inject_nxt = Signal(name="inject_cur"), Signal(name="inject_nxt")
         m.d.comb += [inject_cur.eq(cur_valid & (cur_inj != N)),
                      inject_nxt.eq(~inject_cur & nxt_dec & (~cur_valid | (step_pending & done_if_step)))]
 
@@ -391,6 +430,11 @@ class RansDecoderShellXN(wiring.Component):
         m.d.sync += quiet.eq(words.ongoing("IDLE") & ~(self.cmd.valid & self.cmd.ready) & ~nxt_valid & ~cur_valid
                              & ~ends[0]["v"] & ~ends[1]["v"])
         m.d.comb += self.idle.eq(quiet & ~self.cmd.valid)
+        self.probe = RansDecoderShellXNProbe(
+            cur_valid=cur_valid, cur_tag=cur_tag, cur_rem=cur_rem, rem_zero=rem_zero, rem_one=rem_one, cur_inj=cur_inj,
+            cur_s=cur_s, nxt_valid=nxt_valid, nxt_skip=nxt_skip, nxt_count=nxt_count, nxt_tag=nxt_tag, next_tag=next_tag,
+            in_idle=words.ongoing("IDLE"), in_head=words.ongoing("HEAD"), in_drain=words.ongoing("DRAIN"), w_tag=w_tag, w_count=w_count, w_hc=w_hc,
+            w_left=w_left, w_odd=w_odd, w_zero=w_zero, w_one=w_one, w_skip=w_skip)
         return m
 
 

@@ -621,3 +621,113 @@ def rans_xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     b.cover(pop2 & own2 & b.past(take, "took_before"), "a pair pops twice, its words just taken")
     b.cover(stale & (rest == 2), "a purge drops a whole port word")
     return b
+
+
+#: Bits of the command counts in the interleaved decoder's counts lemma: counts below, at and above ``N = 5``.
+XN_DECODER_COUNT_BITS = 4
+
+
+def rans_xn_decoder_counts_bench(core: str, mutant: str | None) -> Bench:
+    """The interleaved rANS decoder shell's schedule of injections and pairs for every command
+    (``decoder_counts`` of ``rans-decoder-x5``: the composition's condition 3, decoder side).
+
+    :class:`~ansforge.hdl.rans.RansDecoderShellXN` of the small five-state decoder (4-bit counts,
+    :data:`XN_DECODER_COUNT_BITS`, so that counts below, at and above ``N`` occur) alone, its coder's side
+    free as the coder gives it: a turn only where the shell runs or drains the coder, a pair stepped
+    exactly in a turn that runs it; commands of any count, word count, ``resume`` and ``check_end``
+    offered in any clock (held until taken), port words in any clock, resets in any clock. A command is
+    a stream the shell decodes where it is not ``resume`` and has at least its head's ``2 N`` words;
+    the harness queues those in command order, each with its count ``c`` and its tag (their position
+    mod 4), and follows the stream whose states are being injected or whose pairs stepped (``A``): its
+    turns ``t`` since its first injection, its injections and its pairs. Asserted for every sequence:
+    a stream's ``N`` injections are its turns ``0 .. N - 1`` (every turn in between injects it), so its
+    states enter in the order the state FIFO has them; its ``c`` pairs step in its turns ``1 .. c``
+    (every turn in between steps it, none after), each with its tag, ``last`` exactly on its ``c``-th;
+    so pair ``j`` meets state ``j mod N`` (``decoder_pipeline``: a turn puts the injected state at
+    stage 1, else the state stage 5 returned ``N`` turns after it entered); the next stream's first
+    injection comes only once the running one has injected all its states and in or after the turn of
+    its last pair, and only for a stream of the queue."""
+    b = Bench(free_reset=True)
+    m = b.m
+    bits = XN_DECODER_COUNT_BITS
+    built = small_core(core, count_bits=bits)
+    blocks = built.blocks()
+    unused_ok(built, *(v for k, v in blocks.items() if k != "shell"))
+    shell = blocks["shell"]
+    N = built.codec.states
+    m.submodules.shell = elaborated_block(shell)
+    b.source(shell.cmd, "cmd")
+    for port in (shell.i.valid, shell.i.p, shell.pair_taken, shell.step, shell.turned, shell.pair_tag, shell.o_last,
+                 shell.evicted_initial, shell.starved, shell.starved_tag, shell.held, shell.held_tags):
+        m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
+    m.d.comb += [Assume(~shell.turned | shell.run | shell.drain), Assume(shell.step == (shell.turned & shell.run))]
+    T = len(shell.tag)
+    # The queue of streams to decode, in command order: count and tag.
+    D = 3
+    qc = [Signal(bits, name=f"stream{j}_count") for j in range(D)]
+    qt = [Signal(T, name=f"stream{j}_tag") for j in range(D)]
+    qn = Signal(range(D + 1), name="streams_queued")
+    tags = Signal(T, name="streams_accepted")                # the next stream's tag
+    cm = shell.cmd.p
+    accept = transfer_of(shell.cmd)
+    decoded = accept & ~cm.resume & (cm.words >= 2 * N)
+    # The followed stream A.
+    a_valid = Signal(name="a_valid")
+    a_c, a_tag = Signal(bits, name="a_count"), Signal(T, name="a_tag")
+    a_t = Signal(range(N + (1 << bits) + 2), name="a_turns")
+    a_inj, a_steps = Signal(range(N + 1), name="a_injected"), Signal(bits + 1, name="a_steps")
+    # (a reset clock drops what runs: its turn counts for no stream)
+    turned, inject, step = shell.turned & ~b.rst, shell.inject, shell.step & ~b.rst
+    a_injecting = a_valid & (a_inj != N)
+    starts = turned & inject & ~a_injecting                   # the next stream's first injection
+    a_pairs_left = a_valid & (a_steps != a_c)
+    b.check(turned & inject & a_injecting, a_t == a_inj, "a stream's injections are not its consecutive first turns")
+    b.check(turned & a_injecting, inject, "a turn between a stream's first and N-th injection does not inject it")
+    b.check(starts, qn != 0, "an injection starts a stream that is not queued")
+    b.check(starts & a_valid, (a_steps + step == a_c), "the next stream starts before the running one's last pair")
+    b.check(step, a_pairs_left & (a_t >= 1) & (a_t == a_steps + 1), "a pair steps outside its stream's turns 1 .. c")
+    b.check(turned & a_pairs_left & (a_t >= 1), step, "a turn between a stream's first and last pair does not step it")
+    b.check(step, (shell.tag == a_tag) & (shell.last == (a_steps == a_c - 1)),
+            "a pair steps without its stream's tag, or last is not its stream's c-th pair")
+    with m.If(b.rst):
+        m.d.past += [qn.eq(0), tags.eq(0), a_valid.eq(0)]
+    with m.Else():
+        # (the queue: the front leaves where its stream starts, a decoded command joins behind)
+        rest_c = [Mux(starts, (qc + [0])[j + 1], qc[j]) for j in range(D)]
+        rest_t = [Mux(starts, (qt + [0])[j + 1], qt[j]) for j in range(D)]
+        left = qn - starts
+        m.d.past += [qc[j].eq(Mux(decoded & (left == j), cm.count, rest_c[j])) for j in range(D)]
+        m.d.past += [qt[j].eq(Mux(decoded & (left == j), tags, rest_t[j])) for j in range(D)]
+        m.d.past += qn.eq(left + decoded)
+        with m.If(decoded):
+            m.d.past += tags.eq(tags + 1)
+        with m.If(starts):
+            m.d.past += [a_valid.eq(1), a_c.eq(qc[0]), a_tag.eq(qt[0]), a_t.eq(1), a_inj.eq(1), a_steps.eq(0)]
+        with m.Elif(turned & a_valid):
+            m.d.past += [a_t.eq(Mux(a_t == (1 << len(a_t)) - 1, a_t, a_t + 1)),
+                         a_inj.eq(a_inj + (inject & a_injecting)), a_steps.eq(a_steps + step)]
+    # Auxiliary invariants: the shell's records against the queue and A.
+    pr = shell.probe
+    a_done = a_valid & (a_inj == N) & (a_steps == a_c)
+    rem = Signal(bits + 1, name="a_remaining")
+    m.d.comb += rem.eq(a_c - a_steps)
+    nxt_dec = pr.nxt_valid & ~pr.nxt_skip
+    head_dec = Signal(name="head_decoded")          # the words part reads the head of a stream it will decode
+    m.d.comb += head_dec.eq(pr.in_head & (pr.w_hc + pr.w_left >= N + pr.w_odd))
+    inv = [pr.cur_valid == (a_valid & ~a_done), a_steps <= a_c, a_inj <= N, (a_inj >= 1) | ~a_valid,
+           ~a_injecting | (a_t == a_inj), ~a_pairs_left | (a_t == a_steps + 1),
+           qn == nxt_dec.as_unsigned() + head_dec.as_unsigned(), tags == (pr.next_tag + head_dec)[:T],
+           ~nxt_dec | (qc[0] == pr.nxt_count) & (qt[0] == pr.nxt_tag) & (pr.next_tag == (pr.nxt_tag + 1)[:T]),
+           ~head_dec | (Array(qc)[qn - 1] == pr.w_count) & (Array(qt)[qn - 1] == pr.w_tag) & (pr.w_tag == pr.next_tag),
+           ~(a_valid & nxt_dec) | (pr.nxt_tag == (a_tag + 1)[:T]), ~a_valid | (tags == (a_tag + 1 + qn)[:T]),
+           ~(pr.in_head & pr.nxt_valid), ~(pr.in_drain & pr.w_skip & pr.nxt_valid),
+           ~pr.w_skip | pr.in_drain | pr.in_idle, pr.w_zero == (pr.w_left == 0), pr.w_one == (pr.w_left == 1),
+           ~pr.in_head | (pr.w_hc <= N - 1 + pr.w_odd)]
+    inv += [~pr.cur_valid | cond for cond in (pr.cur_tag == a_tag, pr.cur_inj == a_inj, pr.cur_rem == rem,
+                                              pr.rem_zero == (rem == 0), pr.rem_one == (rem == 1),
+                                              pr.cur_s == Mux(a_steps >= N, N, a_steps))]
+    for j, cond in enumerate(inv):
+        b.check(1, cond, f"inv: the shell's records ({j})")
+    b.cover(starts & a_valid & step & (a_c >= N), "a stream starts in the turn of the previous one's last pair")
+    b.cover(starts & a_valid & (a_c < N) & (a_c != 0), "a stream starts after a stream of fewer pairs than states")
+    return b

@@ -286,6 +286,12 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "which then decodes from the wrong words", "decoder_pipeline",
            (Edit(lambda b, v, n: _op(v, "==") and v.operands[0] is n["ta"], lambda b, v, n: Const(1, 1),
                  into="stale"),)),
+    Mutant("rans_xn_dec_early_next", "rans-decoder-x5", "rans.shell_xn:RansDecoderShellXN",
+           "hdl/rans/shell_xn.py RansDecoderShellXN: the next stream's first injection waits only for a pair "
+           "pending, not for the running stream's last (done_if_step dropped from inject_nxt)",
+           "back to back, the next stream's first state takes a lane of the running one before its last pairs: "
+           "both streams decode wrong", "decoder_counts",
+           (Edit(lambda b, v, n: v is n["done_if_step"], lambda b, v, n: Const(1, 1), into="inject_nxt"),)),
     # rANS encoder, interleaved states (rans16x16), at N = 16
     Mutant("rans_xn_enc_overwrite", "rans-encoder-x16", "rans.encoder_xn:RansEncoderXnCoder",
            "hdl/rans/encoder_xn.py RansEncoderXnCoder: room = ~n_out | o.ready becomes 1 (and, with two stream "

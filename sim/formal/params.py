@@ -159,7 +159,7 @@ LEMMA_PROPERTIES = {"tans-decoder": ("window_queue", "decoder_pipeline", "decode
                     # the sixteen-state rANS encoder's chain: its ring is the golden step
                     "rans-encoder-x16": ("encoder_pipeline", "encoder_counts", "composition"),
                     # the interleaved rANS decoder's chain: its ring and word buffer
-                    "rans-decoder-x5": ("decoder_pipeline", "composition")}
+                    "rans-decoder-x5": ("decoder_pipeline", "decoder_counts", "composition")}
 #: The k-induction depth of each lemma (``--depth`` does not change it: it is the depth that closes,
 #: and for the fast ones at least CI's 10).
 LEMMA_DEPTH = {"window_queue": 10, "packer_queue": 10, "encoder_counts": 10, "decoder_counts": 10, "encoder_pipeline": 4,

@@ -13,7 +13,7 @@ from .mutants import check_mutant, mutate
 from .properties import (commands_bench, detection_bench, detection_interleaved_bench, out_of_reset_bench, progress_bench,
                          round_trip_bench, round_trip_interleaved_bench, stream_rules_bench, table_reset_bench)
 from .lemmas_rans import rans_decoder_step_bench, rans_encoder_step_bench
-from .lemmas_rans_xn import (rans_xn_decoder_pipeline_bench, rans_xn_decoder_step_bench, rans_xn_encoder_counts_bench, rans_xn_encoder_pipeline_bench,
+from .lemmas_rans_xn import (rans_xn_decoder_counts_bench, rans_xn_decoder_pipeline_bench, rans_xn_decoder_step_bench, rans_xn_encoder_counts_bench, rans_xn_encoder_pipeline_bench,
                              rans_xn_encoder_step_bench)
 from .lemmas_tans import decoder_counts_bench, encoder_counts_bench, packer_queue_bench, window_queue_bench
 from .lemmas_tans_step import decoder_step_bench, encoder_step_bench, xn_decoder_step_bench, xn_encoder_step_bench
@@ -26,7 +26,8 @@ _RANS_XN_LEMMAS = {("rans-encoder-x16", "encoder_counts"): rans_xn_encoder_count
                    ("rans-encoder-x16", "encoder_step"): rans_xn_encoder_step_bench,
                    ("rans-encoder-x16", "encoder_pipeline"): rans_xn_encoder_pipeline_bench,
                    ("rans-decoder-x5", "decoder_step"): rans_xn_decoder_step_bench,
-                   ("rans-decoder-x5", "decoder_pipeline"): rans_xn_decoder_pipeline_bench}
+                   ("rans-decoder-x5", "decoder_pipeline"): rans_xn_decoder_pipeline_bench,
+                   ("rans-decoder-x5", "decoder_counts"): rans_xn_decoder_counts_bench}
 
 
 def harness(core: str, prop: str, mutant: str | None = None, table: str = "pinned",
