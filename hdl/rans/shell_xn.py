@@ -25,7 +25,9 @@ class RansDecoderShellXNProbe:
     (``cur_valid``, ``cur_tag``, ``cur_rem``, ``rem_zero``, ``rem_one``, ``cur_inj``, ``cur_s``), the next
     one's (``nxt_valid``, ``nxt_skip``, ``nxt_count``, ``nxt_tag``), the next tag (``next_tag``) and the
     words part's command (``in_idle``: none; ``in_head``: its head is being read; ``in_drain``: its words are drained;
-    ``w_tag``, ``w_count``, ``w_hc``, ``w_left``, ``w_odd``, ``w_zero``, ``w_one``, ``w_skip``)."""
+    ``w_tag``, ``w_count``, ``w_hc``, ``w_left``, ``w_odd``, ``w_zero``, ``w_one``, ``w_skip``), and the state
+    FIFO's ``states_level`` and ``drop`` (a cut stream's state leaves it), the body FIFO's write
+    (``body_write``) and the written entry's tag (``body_tag``)."""
 
     cur_valid: Signal
     cur_tag: Signal
@@ -50,6 +52,10 @@ class RansDecoderShellXNProbe:
     w_zero: Signal
     w_one: Signal
     w_skip: Signal
+    states_level: Signal
+    drop: Signal
+    body_write: Signal
+    body_tag: Value
 
 
 class RansDecoderShellXN(wiring.Component):
@@ -434,7 +440,8 @@ class RansDecoderShellXN(wiring.Component):
             cur_valid=cur_valid, cur_tag=cur_tag, cur_rem=cur_rem, rem_zero=rem_zero, rem_one=rem_one, cur_inj=cur_inj,
             cur_s=cur_s, nxt_valid=nxt_valid, nxt_skip=nxt_skip, nxt_count=nxt_count, nxt_tag=nxt_tag, next_tag=next_tag,
             in_idle=words.ongoing("IDLE"), in_head=words.ongoing("HEAD"), in_drain=words.ongoing("DRAIN"), w_tag=w_tag, w_count=w_count, w_hc=w_hc,
-            w_left=w_left, w_odd=w_odd, w_zero=w_zero, w_one=w_one, w_skip=w_skip)
+            w_left=w_left, w_odd=w_odd, w_zero=w_zero, w_one=w_one, w_skip=w_skip, states_level=states.level, drop=drop,
+            body_write=body.w_en, body_tag=w_entry.tag)
         return m
 
 

@@ -726,6 +726,34 @@ def rans_xn_decoder_counts_bench(core: str, mutant: str | None) -> Bench:
     inv += [~pr.cur_valid | cond for cond in (pr.cur_tag == a_tag, pr.cur_inj == a_inj, pr.cur_rem == rem,
                                               pr.rem_zero == (rem == 0), pr.rem_one == (rem == 1),
                                               pr.cur_s == Mux(a_steps >= N, N, a_steps))]
+    # The state FIFO: the running stream's states not yet injected, then the next stream's head (or the
+    # head being read, or a cut stream's states not yet dropped). At an injection the FIFO's front is
+    # therefore the running stream's next state (or, where it starts, the next stream's first).
+    pushed = Signal(range(N + 2), name="head_states_pushed")
+    m.d.comb += pushed.eq(pr.w_hc - (pr.w_odd & (pr.w_hc != 0)))
+    cut = Signal(range(N + 1), name="cut_states_left")
+    took = transfer_of(shell.i)
+    with m.If(b.rst | accept):
+        m.d.past += cut.eq(0)
+    with m.Elif(pr.in_head & pr.w_zero & ~took):
+        m.d.past += cut.eq(pushed)
+    with m.Elif(pr.drop):
+        m.d.past += cut.eq(cut - 1)
+    a_rem = Mux(a_injecting, N - a_inj, 0)
+    level = Signal(range(3 * N + 2), name="states_expected")
+    m.d.comb += level.eq(a_rem + Mux(nxt_dec, N, 0) + Mux(pr.in_head, pushed, 0) + Mux(pr.nxt_valid & pr.nxt_skip, cut, 0))
+    b.check(1, pr.states_level == level, "the state FIFO does not hold the running stream's states not yet injected, "
+                                         "then the next stream's head")
+    inv += [cut <= N, (pr.nxt_valid & pr.nxt_skip) | (cut == 0)]
+    # The body FIFO: each entry written (a port word, or the end marker) carries the tag of the command
+    # whose words the words part takes, the tag its pairs step with.
+    w_cmd_tag = Signal(T, name="words_command_tag")
+    with m.If(accept):
+        m.d.past += w_cmd_tag.eq(tags)
+    b.check(pr.body_write & ~b.rst, pr.body_tag == w_cmd_tag,
+            "a body word or end marker does not carry its command's tag")
+    inv += [~(pr.in_head | nxt_dec & ~pr.in_idle) | (w_cmd_tag == Mux(pr.in_head, pr.w_tag, pr.nxt_tag)),
+            (pr.w_tag == w_cmd_tag) | pr.in_idle | pr.w_skip]
     for j, cond in enumerate(inv):
         b.check(1, cond, f"inv: the shell's records ({j})")
     b.cover(starts & a_valid & step & (a_c >= N), "a stream starts in the turn of the previous one's last pair")
