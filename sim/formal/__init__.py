@@ -59,6 +59,8 @@ Properties (one harness each; ``docs/formal.md`` says what each proves and why i
     ends in ``X0`` and reads exactly the pair's bits. The two-state tANS pair has both too
     (:func:`~.lemmas_tans_step.xn_encoder_step_bench`, :func:`~.lemmas_tans_step.xn_decoder_step_bench`: three
     warm-ups for the encoder; for the decoder a warm-up of the pair's lane, then the other lane's pair).
+    The interleaved rANS builds have theirs as a slot's trip round the ring from every ring state
+    (:mod:`.lemmas_rans_xn`: ``rans-encoder-x16``'s ``encoder_step``, ``rans-decoder-x5``'s ``decoder_step``).
     ``proved`` (every starting state, the whole step within the depth). By induction over the pairs every sequence round-trips, on three
     conditions (back-to-back pairs in the encoder's pipeline, the decoder's window after more than one
     pair, the shells' counts for more than one pair) that the composition's lemmas check:

@@ -1,7 +1,9 @@
-"""The interleaved rANS cores' round-trip lemma chain (``docs/formal.md``, *The sixteen-state rANS
-encoder's chain*): of ``rans-encoder-x16``, the ring's step from every state (``encoder_step``), the
-coder's slots, flushes and port words (``encoder_pipeline``) and its shell's entries
-(``encoder_counts``); its joints are ``composition``'s (:mod:`.lemmas_tans_pipeline`).
+"""The interleaved rANS cores' round-trip lemma chains (``docs/formal.md``, *The sixteen-state rANS
+encoder's chain* and *The interleaved rANS decoder's chain*): of ``rans-encoder-x16``, the ring's step
+from every state (``encoder_step``), the coder's slots, flushes and port words (``encoder_pipeline``)
+and its shell's entries (``encoder_counts``); of ``rans-decoder-x5``, the ring's step from every state
+(``decoder_step``), its ring and word buffer (``decoder_pipeline``) and its shell's injections and pairs
+(``decoder_counts``); their joints are ``composition``'s (:mod:`.lemmas_tans_pipeline`).
 """
 
 from __future__ import annotations
@@ -438,8 +440,8 @@ def rans_xn_decoder_step_bench(core: str, mutant: str | None) -> Bench:
     cumulatives only grow), so the depth settles every slot from every state (status ``proved``)."""
     b = Bench(free_reset=False)
     m = b.m
-    loose, kw = SMALL_XN_DECODER
-    S, W, P, K = loose["state_bits"], loose["word_bits"], loose["precision_bits"], XN_DECODER_LEMMA_K
+    loose, _ = SMALL_XN_DECODER
+    S, W, K = loose["state_bits"], loose["word_bits"], XN_DECODER_LEMMA_K
     L = S - W
     coder, N, entry = _xn_coder(core, extra_bits=K)
     table = _decoder_tables(b, coder, entry)
@@ -502,7 +504,8 @@ def rans_xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     tag (``skip`` or not) in any clock, ``run``, ``drain``, ``inject``, ``state``, ``tag``, ``last``,
     ``purge`` and ``purge_tag``, ``o.ready``; ``ended`` as the shell gives it, never in the clock
     after a word of stage 5's stream was taken (the shell's end marker follows a stream's last word
-    through its FIFO, and ``ended`` is registered after it). The harness keeps the queue of words
+    through its FIFO, and ``ended`` is registered after it); a ``skip`` port word (a stream's first
+    body port word, whose high half closed its head) only while no word of its stream is buffered. The harness keeps the queue of words
     taken and not yet popped or dropped, in the order they came (a port word's high word first, none
     for a ``skip`` port word's high half), each with its stream's tag and its port word's parity.
     Asserted for every sequence: a turn with a pair at stage 5 waits until the queue's first two words
@@ -529,17 +532,13 @@ def rans_xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
         m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
     T = len(coder.pair_tag)
     take = transfer_of(coder.i)
-    took_any, last_tag = Signal(name="took_any"), Signal(len(coder.i.p.tag), name="last_taken_tag")
-    with m.If(b.rst):
-        m.d.past += took_any.eq(0)
-    with m.Elif(take):
-        m.d.past += [took_any.eq(1), last_tag.eq(coder.i.p.tag)]
     took_own = b.past(take & ~b.rst, "took")
     took_tag = b.past(coder.i.p.tag, "took_tag")
     m.d.comb += Assume(~(coder.ended & took_own & (took_tag == coder.pair_tag) & ~b.p_rst))
-    # A skip port word is its stream's first in the coder (its high half closed the head): the port word
-    # taken before it was another stream's.
-    m.d.comb += Assume(~(take & coder.i.p.skip & took_any & (coder.i.p.tag == last_tag)))
+    # A skip port word is its stream's first in the coder (its high half closed the head): none of its
+    # stream's words is buffered when it comes (the buffer's held bits and tags, ports of the coder).
+    held_own = Cat(*(coder.held[j] & (coder.held_tags[T * j:T * (j + 1)] == coder.i.p.tag) for j in range(2))).any()
+    m.d.comb += Assume(~(take & coder.i.p.skip & held_own))
     # The queue: the words taken and not yet popped or dropped, oldest first.
     D = 4
     qw = [Signal(W, name=f"queue{j}_word") for j in range(D)]
@@ -613,9 +612,8 @@ def rans_xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
                 ~cond | Mux(pr.skip_b, (qw[j_hi] == pb[:W]) & (qt[j_hi] == pr.tb),
                             (qw[min(j_lo, D - 1)] == pb[:W]) & (qt[min(j_lo, D - 1)] == pr.tb)
                             & (qp[min(j_lo, D - 1)] == qp[j_hi]))]
-    # ... and the last port word taken is the newest buffered one, a skip port word never behind its own stream's.
-    inv += [~(pr.va | pr.vb) | took_any, ~pr.vb | (last_tag == pr.tb), ~(pr.va & ~pr.vb) | (last_tag == pr.ta),
-            ~(pr.vb & pr.skip_b & pr.va) | (pr.ta != pr.tb)]
+    # ... and a skip port word is never behind a word of its own stream.
+    inv += [~(pr.vb & pr.skip_b & pr.va) | (pr.ta != pr.tb)]
     for j, cond in enumerate(inv):
         b.check(1, cond, f"inv: the word buffer is the queue ({j})")
     b.cover(pop2 & own2 & b.past(take, "took_before"), "a pair pops twice, its words just taken")

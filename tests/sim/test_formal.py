@@ -150,7 +150,7 @@ def test_interleaved_builds_are_the_interleaved_coders(ci_run):
             ("window_queue", "decoder_pipeline", "decoder_counts", "composition") if core == "tans-decoder-x2" else
             ("packer_queue", "encoder_pipeline", "encoder_counts", "composition") if core == "tans-encoder-x2" else
             ("encoder_pipeline", "encoder_counts", "composition") if core == "rans-encoder-x16" else
-            ("decoder_pipeline", "composition") if core == "rans-decoder-x5" else ())
+            ("decoder_pipeline", "decoder_counts", "composition") if core == "rans-decoder-x5" else ())
         rtlil.convert(built)          # elaborated: no UnusedElaboratable
         for m in (v for v in MUTANTS.values() if v.core == core):
             assert m.expected in properties_of(core, "arbitrary")
@@ -629,16 +629,15 @@ def test_composition_lemmas_are_registered():
                                        "tans-decoder-x2": ("window_queue", "decoder_pipeline", "decoder_counts", "composition"),
                                        "tans-encoder-x2": ("packer_queue", "encoder_pipeline", "encoder_counts", "composition"),
                                        "rans-encoder-x16": ("encoder_pipeline", "encoder_counts", "composition"),
-                                       "rans-decoder-x5": ("decoder_pipeline", "composition")}
+                                       "rans-decoder-x5": ("decoder_pipeline", "decoder_counts", "composition")}
     for core, lemmas in fparams.LEMMA_PROPERTIES.items():
         for table in formal.TABLES:
             assert set(lemmas) <= set(properties_of(core, table)), (core, table)
         for lemma in lemmas:
             assert formal.default_depth(core, lemma) == fparams.LEMMA_DEPTH[lemma]
-            assert registry.mode_of(core, lemma) == "prove"
-    # The interleaved rANS chains: the sixteen-state encoder's shell (its step lemma: STEP_PROPERTIES); the
-    # five-state decoder's ring and buffer and its joints, not yet its shell's counts.
-    assert "decoder_counts" not in properties_of("rans-decoder-x5", "arbitrary")
+            assert registry.mode_of(core, lemma) == "prove" or (core, lemma) == ("rans-decoder-x5", "composition")
+    # (The interleaved rANS chains' step lemmas: STEP_PROPERTIES; their composition runs through the sat
+    # runner on the five-state decoder, bounded: test_interleaved_rans_decoder_chain_is_checked_...)
     # The two-state encoder's shell is the one-state encoder's to the netlist (one command layout for
     # every N): CI proves it once, on the one-state build; bench --only prove on both.
     def harness_of(core):
@@ -697,23 +696,31 @@ def test_sixteen_state_rans_encoder_chain_is_proved_and_catches_its_mutants(ci_r
         assert bad.status == "failed" and bad.assertion, bad
 
 
-def test_interleaved_rans_decoder_chain_so_far_is_checked_and_catches_its_mutants(ci_run):
-    """The five-state rANS decoder's lemmas (docs/formal.md, *The interleaved rANS decoder's chain*): its
-    ring and word buffer (``decoder_pipeline``, yosys sat -tempinduct) are proved, the joints on the
-    whole core (``composition``) bounded, each reaching its covers, in CI's run; a purge that ignores
-    the stream's tag fails the first, a chunk's pop that reads the word after its own fails the step
-    lemma (its proof, the ring's arithmetic from every state, takes about 2 minutes: ``ansforge prove
-    --core rans-decoder-x5 --property decoder_step --table arbitrary``)."""
+def test_interleaved_rans_decoder_chain_is_checked_and_catches_its_mutants(ci_run):
+    """The five-state rANS decoder's chain (docs/formal.md, *The interleaved rANS decoder's chain*): its
+    ring and word buffer (``decoder_pipeline``, yosys sat -tempinduct) and its shell's schedule
+    (``decoder_counts``, k-induction) are proved, the joints on the whole core (``composition``)
+    bounded at depth 20, each reaching its covers, in CI's run; a purge that ignores the stream's tag,
+    a next stream started before the running one's last pair, and a chunk's pop that reads the word
+    after its own fail them (the step lemma's proof, the ring's arithmetic from every state, takes
+    about 2 minutes: ``ansforge prove --core rans-decoder-x5 --property decoder_step --table
+    arbitrary``)."""
     core = "rans-decoder-x5"
-    r = ci_run.run(core, "decoder_pipeline")
-    assert (r.status, r.engine, r.covered) == ("proved", "sat", True), r
-    r = ci_run.run(core, "composition")
-    assert (r.status, r.engine, r.covered, r.depth) == ("bounded", "sat", True, fparams.LEMMA_DEPTH["composition"]), r
-    for prop, mutant, table in (("decoder_pipeline", "rans_xn_dec_purge_any", "pinned"),
-                                ("decoder_step", "rans_xn_dec_late_word", "arbitrary")):
+    assert fparams.LEMMA_PROPERTIES[core] == ("decoder_pipeline", "decoder_counts", "composition")
+    for prop, status, engine in (("decoder_pipeline", "proved", "sat"), ("decoder_counts", "proved", "sby"),
+                                 ("composition", "bounded", "sat")):
+        r = ci_run.run(core, prop)
+        assert (r.status, r.engine, r.covered) == (status, engine, True), r
+    assert r.depth == fparams.LEMMA_DEPTH["composition"]
+    for prop, mutant, table, message in (
+            ("decoder_pipeline", "rans_xn_dec_purge_any", "pinned", None),
+            ("decoder_counts", "rans_xn_dec_early_next", "pinned", "the next stream starts before the running one's last pair"),
+            ("decoder_step", "rans_xn_dec_late_word", "arbitrary",
+             "the slot leaves the ring in another state than the encoder's before the pair")):
         assert MUTANTS[mutant].expected == prop
         bad = run_property(core, prop, mutant=mutant, table=table)
         assert bad.status == "failed" and bad.assertion, bad
+        assert message is None or bad.assertion == message, bad
 
 
 def test_window_clear_mutant_escapes_the_other_properties():
