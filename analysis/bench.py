@@ -228,6 +228,51 @@ STORIES15M = dict(dim=288, hidden_dim=768, n_layers=6, n_heads=6, n_kv_heads=6, 
                   shared_classifier=True)
 SECTIONS = ("table1", "coders", "software", "hardware", "subsystem", "fpga", "board", "context", "prove", "llama",
             "streaming", "7b")
+#: How each section's heading begins in the report (what :func:`merge_report` finds it by).
+SECTION_HEADINGS = {"table1": "## Table 1 on", "coders": "## Coder speed", "software": "## Software path",
+                    "hardware": "## Hardware cores", "subsystem": "## Decompression subsystem", "fpga": "## FPGA:",
+                    "board": "## On a board", "context": "## Context tables", "prove": "## Formal proofs",
+                    "llama": "## NumPy llama", "streaming": "## Streaming:", "7b": "## A Llama-2-7B-size"}
+
+
+def _split_report(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """A report's header lines (before its first section) and its sections' lines by name (a heading
+    no section begins with stays with the section before it)."""
+    header: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current = header
+    for line in text.rstrip("\n").split("\n"):
+        name = next((k for k, h in SECTION_HEADINGS.items() if line.startswith(h)), None)
+        if name is not None:
+            current = sections[name] = []
+        current.append(line)
+    return header, sections
+
+
+def merge_report(old: str, new: str, only: list[str], command: str) -> str:
+    """The report ``old`` with the sections ``only`` taken from ``new`` (a run of those alone), every
+    other section of ``old`` kept where it was, in :data:`SECTIONS` order; the header keeps ``old``'s
+    command, date and machine and gains a line naming the sections replaced, ``command`` and the date
+    (one per section: a later merge of a section replaces that line)."""
+    header, kept = _split_report(old)
+    _, fresh = _split_report(new)
+    for name in only:
+        if name in fresh:
+            kept[name] = fresh[name]
+    for name in only:
+        header = [h for h in header if not h.startswith(f"Section `{name}` regenerated")]
+    while header and not header[-1].strip():
+        header.pop()
+    header += [f"Section `{name}` regenerated {time.strftime('%Y-%m-%d')} by `{command}` on {_machine()}  "
+               for name in only if name in fresh] + [""]
+    body = []
+    for name in SECTIONS:
+        if name in kept:
+            lines = kept[name]
+            while lines and not lines[-1].strip():
+                lines = lines[:-1]
+            body += lines + [""]
+    return "\n".join(header + body)
 
 
 def default_stories() -> Path | None:

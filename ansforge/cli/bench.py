@@ -31,7 +31,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                   "speed against peers, the cores, and a synthetic Llama-2-7B-size folder through compress, "
                   "decompress, inspect, tables and simulate (written to a temporary folder, deleted after), "
                   "each step's wall time and peak memory.",
-      force="replace an existing report", outputs={"output": "file"},
+      force="replace an existing report (with --only: replace those sections in it, keep the others)",
+      outputs={"output": "file"},
       json="also write the report's sections and tables as JSON (the same figures as the Markdown)")
 def bench(args: argparse.Namespace) -> int:
     from ..analysis.bench import run_bench
@@ -64,11 +65,16 @@ def bench(args: argparse.Namespace) -> int:
         rep = run_bench(layers=args.layers, skip_7b=args.skip_7b,
                         tmpdir=args.tmpdir, argv=sys.argv[1:], only=only, stories=args.stories,
                         fpga_lanes=fpga_lanes)
+    merged = only is not None and args.output is not None and Path(args.output).is_file()
+    if merged:
+        # A run of some sections updates those in the existing report (--force): the others stay.
+        from ..analysis.bench import merge_report
+        rep = merge_report(Path(args.output).read_text(), rep, only, "ansforge " + " ".join(sys.argv[1:]))
     write(args, args.output, rep)
     if args.json is not None:
         from ..analysis.report_tables import markdown_tables
 
         write_json(args, args.json, {"verb": "bench", "output": args.output, "only": only,
                                      "sections": markdown_tables(rep)})
-    print(f"wrote {args.output}")
+    print(f"updated {', '.join(only)} in {args.output}" if merged else f"wrote {args.output}")
     return 0
