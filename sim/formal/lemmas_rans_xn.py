@@ -21,11 +21,15 @@ from .params import SMALL_XN, SMALL_XN_DECODER, XN_DECODER_LEMMA_K, small_core
 def _xn_coder(core: str, **kw):
     """The coder of a fresh small ``core`` (its registry build, programmable; ``kw``: :func:`small_core`'s
     options), the core and its other blocks silenced: only the coder goes into the harness. Returns
-    ``(coder, N, entry)``: its states and its symbol table's entry layout (the table block's ``symbol`` port)."""
+    ``(coder, N, entry)``: its states and its symbol table's entry layout (the table block's ``symbol``
+    port); with ``buckets``, also the bucket table's ``(rows, layout)`` (the decoder's)."""
+    buckets = kw.pop("buckets", False)
     built = small_core(core, **kw)
     blocks = built.blocks()
     unused_ok(built, *(other for name, other in blocks.items() if name != "coder"))
-    return blocks["coder"], built.codec.states, blocks["tables"].symbol.shape()
+    tables = blocks["tables"]
+    out = (blocks["coder"], built.codec.states, tables.symbol.shape())
+    return out + ((1 << len(tables.bucket_addr), tables.bucket.shape()),) if buckets else out
 
 
 def _legal_rows(b: Bench, entry):
@@ -396,14 +400,16 @@ def _partition_rows(b: Bench, entry):
     return rows, table
 
 
-def _decoder_tables(b: Bench, coder, entry):
+def _decoder_tables(b: Bench, entry, buckets):
     """The interleaved decoder's tables as constant memories (:class:`TablePlatform`, frozen): an
-    arbitrary legal symbol table (:func:`_partition_rows`) and arbitrary buckets (any contents: a
-    bucket only chooses where the symbol search starts). Returns ``(freq, cum, k)`` per symbol."""
+    arbitrary legal symbol table (:func:`_partition_rows`) and arbitrary buckets (``buckets``: the
+    bucket table's rows and layout; any contents: a bucket only chooses where the symbol search
+    starts). Returns ``(freq, cum, k)`` per symbol."""
     rows, table = _partition_rows(b, entry)
-    sh = coder._shape
-    bkts = [Signal(sh.bucket.size, name=f"bucket_row{j}") for j in range(1 << sh.B)]
-    b.m.d.comb += [r.eq(AnyConst(sh.bucket.size)) for r in bkts]
+    n_rows, layout = buckets
+    size = layout.size
+    bkts = [Signal(size, name=f"bucket_row{j}") for j in range(n_rows)]
+    b.m.d.comb += [r.eq(AnyConst(size)) for r in bkts]
     b.platform = TablePlatform()
     b.platform.frozen |= {"rans_symbol", "rans_bucket"}
     b.platform.contents |= {"rans_symbol": rows, "rans_bucket": bkts}
@@ -443,8 +449,8 @@ def rans_xn_decoder_step_bench(core: str, mutant: str | None) -> Bench:
     loose, _ = SMALL_XN_DECODER
     S, W, K = loose["state_bits"], loose["word_bits"], XN_DECODER_LEMMA_K
     L = S - W
-    coder, N, entry = _xn_coder(core, extra_bits=K)
-    table = _decoder_tables(b, coder, entry)
+    coder, N, entry, buckets = _xn_coder(core, extra_bits=K, buckets=True)
+    table = _decoder_tables(b, entry, buckets)
     m.submodules.coder = elaborated_block(coder)
     b.free_start = "w:coder.*"
     pr = coder.probe
@@ -522,8 +528,8 @@ def rans_xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     m = b.m
     loose, _ = SMALL_XN_DECODER
     W = loose["word_bits"]
-    coder, N, entry = _xn_coder(core, extra_bits=XN_DECODER_LEMMA_K)
-    _decoder_tables(b, coder, entry)
+    coder, N, entry, buckets = _xn_coder(core, extra_bits=XN_DECODER_LEMMA_K, buckets=True)
+    _decoder_tables(b, entry, buckets)
     m.submodules.coder = elaborated_block(coder)
     pr = coder.probe
     m.d.comb += [coder.cfg.valid.eq(0), coder.cfg.p.eq(0)]

@@ -374,7 +374,8 @@ def test_prove_all_with_mutants(ci_run):
     assert {k for k, e in engines.items() if e == "sat"} == {
         (f"{f}-{r}", p) for f, p in fparams.SAT_RUNS for r in ("encoder", "decoder") if p in properties_of(f"{f}-{r}")} | {
         (c, p) for c, ps in fparams.LEMMA_PROPERTIES.items() for p in ps if p in solvers.SAT_INDUCT} | {
-        (c, p) for c in INTERLEAVED_CORES for p in fparams.SAT_INTERLEAVED if p in fparams.representative_properties(c)}
+        (c, p) for c in INTERLEAVED_CORES for p in fparams.SAT_INTERLEAVED if p in fparams.representative_properties(c)} | {
+        (c, "composition") for c in fparams.XN_BAKED}
     # ... and the composition's lemmas are proved (k-induction), in seconds each.
     # (``composition``, the lemmas' environments checked on the whole core, is bounded but for the rANS encoder.)
     assert {(c, p) for c, ps in fparams.LEMMA_PROPERTIES.items() for p in ps
