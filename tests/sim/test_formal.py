@@ -373,7 +373,7 @@ def test_prove_all_with_mutants(ci_run):
     engines = {(c["core"], p["name"]): p["engine"] for c in doc["cores"] for p in c["properties"]}
     assert {k for k, e in engines.items() if e == "sat"} == {
         (f"{f}-{r}", p) for f, p in fparams.SAT_RUNS for r in ("encoder", "decoder") if p in properties_of(f"{f}-{r}")} | {
-        (c, p) for c, ps in fparams.LEMMA_PROPERTIES.items() for p in ps if p in solvers.SAT_INDUCT} | {
+        (c, p) for c, ps in fparams.LEMMA_PROPERTIES.items() for p in ps if solvers.induct_by_sat(c, p)} | {
         (c, p) for c in INTERLEAVED_CORES for p in fparams.SAT_INTERLEAVED if p in fparams.representative_properties(c)} | {
         (c, "composition") for c in fparams.XN_BAKED}
     # ... and the composition's lemmas are proved (k-induction), in seconds each.
@@ -699,8 +699,8 @@ def test_sixteen_state_rans_encoder_chain_is_proved_and_catches_its_mutants(ci_r
 
 def test_interleaved_rans_decoder_chain_is_checked_and_catches_its_mutants(ci_run):
     """The five-state rANS decoder's chain (docs/formal.md, *The interleaved rANS decoder's chain*): its
-    ring and word buffer (``decoder_pipeline``, yosys sat -tempinduct) and its shell's schedule
-    (``decoder_counts``, k-induction) are proved, the joints on the whole core (``composition``)
+    ring and word buffer (``decoder_pipeline``) and its shell's schedule (``decoder_counts``) are proved
+    (k-induction, yosys sat -tempinduct), the joints on the whole core (``composition``)
     bounded at depth 20, each reaching its covers, in CI's run; a purge that ignores the stream's tag,
     a next stream started before the running one's last pair, and a chunk's pop that reads the word
     after its own fail them (the step lemma's proof, the ring's arithmetic from every state, takes
@@ -708,7 +708,7 @@ def test_interleaved_rans_decoder_chain_is_checked_and_catches_its_mutants(ci_ru
     arbitrary``)."""
     core = "rans-decoder-x5"
     assert fparams.LEMMA_PROPERTIES[core] == ("decoder_pipeline", "decoder_counts", "composition")
-    for prop, status, engine in (("decoder_pipeline", "proved", "sat"), ("decoder_counts", "proved", "sby"),
+    for prop, status, engine in (("decoder_pipeline", "proved", "sat"), ("decoder_counts", "proved", "sat"),
                                  ("composition", "bounded", "sat")):
         r = ci_run.run(core, prop)
         assert (r.status, r.engine, r.covered) == (status, engine, True), r
