@@ -51,12 +51,13 @@ def run_property(core: str, prop: str, *, mutant: str | None = None, depth: int 
         # (A step lemma's depth is its scenario's, from any state: not the port harnesses' head words.)
         depth = max(depth, MIN_DEPTH.get(core, 1))
     mode = mode_of(core, prop)
-    lemma_bmc = mutant is not None and prop in LEMMA_COVER_DEPTH
+    lemma_bmc = mutant is not None and (prop in LEMMA_COVER_DEPTH or induct_by_sat(core, prop))
     if lemma_bmc:
         # A lemma whose induction closes below the clocks a bug needs to show from reset: its mutant
         # runs are bounded checks from reset at the cover depth, by yosys's own sat solver (z3 took
-        # 148 s to find the encoder_pipeline mutant's counterexample at clock 3, MiniSat 1.5 s).
-        depth = max(LEMMA_COVER_DEPTH[prop], MIN_DEPTH.get(core, 1))
+        # 148 s to find the encoder_pipeline mutant's counterexample at clock 3, MiniSat 1.5 s), which
+        # also gives the clock and the assertion (yosys's induction gives neither).
+        depth = max(LEMMA_COVER_DEPTH.get(prop, LEMMA_DEPTH[prop]), MIN_DEPTH.get(core, 1))
     b = build_bench(core, prop, mutant, table, depth)
     fragment = Fragment.get(b.m, b.platform)
     try:
