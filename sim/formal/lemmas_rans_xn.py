@@ -32,6 +32,17 @@ def _xn_coder(core: str, **kw):
     return out + ((1 << len(tables.bucket_addr), tables.bucket.shape()),) if buckets else out
 
 
+def _xn_shell(b: Bench, core: str, bits: int):
+    """The shell of a fresh small ``core`` built with ``bits``-bit command counts, elaborated into
+    ``b`` alone (the core's other blocks silenced). Returns ``(shell, N)``."""
+    built = small_core(core, count_bits=bits)
+    blocks = built.blocks()
+    unused_ok(built, *(v for k, v in blocks.items() if k != "shell"))
+    shell = blocks["shell"]
+    b.m.submodules.shell = elaborated_block(shell)
+    return shell, built.codec.states
+
+
 def _legal_rows(b: Bench, entry):
     """Every symbol row of the interleaved encoder's table arbitrary and legal (``AnyConst``, no
     writes): ``1 <= f <= 2**P``, ``c + f <= 2**P``, ``k <= K``, and the reciprocal fields those of
@@ -181,12 +192,7 @@ def rans_xn_encoder_counts_bench(core: str, mutant: str | None) -> Bench:
     b = Bench(free_reset=True)
     m = b.m
     bits = XN_COUNT_BITS
-    built = small_core(core, count_bits=bits)
-    blocks = built.blocks()
-    unused_ok(built, *(v for k, v in blocks.items() if k != "shell"))
-    shell = blocks["shell"]
-    N = built.codec.states
-    m.submodules.shell = elaborated_block(shell)
+    shell, N = _xn_shell(b, core, bits)
     pr = shell.probe
     for port in (shell.cmd.valid, shell.cmd.p, shell.step, shell.emit, shell.last):
         m.d.comb += Value.cast(port).eq(AnySeq(len(Value.cast(port))))
@@ -654,12 +660,7 @@ def rans_xn_decoder_counts_bench(core: str, mutant: str | None) -> Bench:
     b = Bench(free_reset=True)
     m = b.m
     bits = XN_DECODER_COUNT_BITS
-    built = small_core(core, count_bits=bits)
-    blocks = built.blocks()
-    unused_ok(built, *(v for k, v in blocks.items() if k != "shell"))
-    shell = blocks["shell"]
-    N = built.codec.states
-    m.submodules.shell = elaborated_block(shell)
+    shell, N = _xn_shell(b, core, bits)
     b.source(shell.cmd, "cmd")
     for port in (shell.i.valid, shell.i.p, shell.pair_taken, shell.step, shell.turned, shell.pair_tag, shell.o_last,
                  shell.evicted_initial, shell.starved, shell.starved_tag, shell.held, shell.held_tags):
