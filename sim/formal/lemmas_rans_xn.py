@@ -505,6 +505,15 @@ def rans_xn_decoder_step_bench(core: str, mutant: str | None) -> Bench:
     return b
 
 
+def holds_offered_stream(coder) -> Value:
+    """Whether the interleaved decoder's word buffer holds a word of the stream of the port word on
+    ``i`` (read on the coder's ``held`` and ``held_tags`` ports): ``decoder_pipeline`` assumes none
+    where that word is a ``skip`` word, and ``composition`` asserts it of the shell."""
+    T = len(coder.i.p.tag)
+    return Cat(*(coder.held[j] & (coder.held_tags[T * j:T * (j + 1)] == coder.i.p.tag)
+                 for j in range(len(coder.held)))).any()
+
+
 def rans_xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     """The interleaved rANS decoder's ring and word buffer, for any history and timing
     (``decoder_pipeline`` of ``rans-decoder-x5``): each pop takes its own stream's next words, in the
@@ -548,9 +557,8 @@ def rans_xn_decoder_pipeline_bench(core: str, mutant: str | None) -> Bench:
     took_tag = b.past(coder.i.p.tag, "took_tag")
     m.d.comb += Assume(~(coder.ended & took_own & (took_tag == coder.pair_tag) & ~b.p_rst))
     # A skip port word is its stream's first in the coder (its high half closed the head): none of its
-    # stream's words is buffered when it comes (the buffer's held bits and tags, ports of the coder).
-    held_own = Cat(*(coder.held[j] & (coder.held_tags[T * j:T * (j + 1)] == coder.i.p.tag) for j in range(2))).any()
-    m.d.comb += Assume(~(take & coder.i.p.skip & held_own))
+    # stream's words is buffered when it comes.
+    m.d.comb += Assume(~(take & coder.i.p.skip & holds_offered_stream(coder)))
     # The queue: the words taken and not yet popped or dropped, oldest first.
     D = 4
     qw = [Signal(W, name=f"queue{j}_word") for j in range(D)]
