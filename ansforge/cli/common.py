@@ -120,6 +120,7 @@ class Verb:
     dest: str | None = None
     metavar: str | None = None
     outputs: Mapping[str, str] = field(default_factory=dict)
+    blas: bool = False
 
 
 #: Every registered verb, in the order of registration (``build_parser`` orders them by module).
@@ -133,13 +134,15 @@ def _help(flag: bool | str | None, default: str) -> str | None:
 def verb(name: str, arguments: Callable[[argparse.ArgumentParser], None] | None = None, *, help: str,
          description: str, under: str | None = None, force: bool | str = False, json: bool | str = False,
          steps: bool = False, selection: str | None = None, parallel: bool = False,
-         outputs: Mapping[str, str] | None = None):
+         outputs: Mapping[str, str] | None = None, blas: bool = False):
     """Register the decorated function as the handler of ``ansforge NAME`` (``ansforge UNDER NAME``).
 
     ``arguments(p)`` adds the verb's own arguments; ``force`` and ``json`` are True (the common help
     text) or the help text itself; ``selection`` is ``"pairs"`` or ``"values"``. ``outputs`` maps the
     ``dest`` of each output option to ``"file"``, ``"dir"`` (a folder the verb creates) or ``"vcd"``
-    (an existing folder written into); ``--json`` is one (``"file"``) when ``json`` is given."""
+    (an existing folder written into); ``--json`` is one (``"file"``) when ``json`` is given. ``blas``: the
+    verb multiplies large matrices (a llama's; ``steps`` implies it), so NumPy's BLAS keeps its thread
+    pool; every other verb runs BLAS on one thread (``ansforge.cli._run``)."""
     if selection not in (None, "pairs", "values"):
         raise ValueError(f"selection must be 'pairs' or 'values', not {selection!r}")
     outs = dict(outputs or {})
@@ -151,7 +154,7 @@ def verb(name: str, arguments: Callable[[argparse.ArgumentParser], None] | None 
     def register(run: Callable[[argparse.Namespace], int]):
         REGISTRY.append(Verb(name, help, description, run.__module__, run, arguments, under,
                              _help(force, FORCE_HELP), _help(json, JSON_HELP), steps, selection, parallel,
-                             outputs=outs))
+                             outputs=outs, blas=blas or steps))
         return run
     return register
 

@@ -56,7 +56,7 @@ class _Tee:
                   "from the checkpoint (raw), from an ansforge container through the golden codec "
                   "(software), or through the cycle-simulated decoder core (hardware).",
       json="also write what was generated (token ids, text, rates, the comparison) as JSON",
-      force="replace an existing JSON file")
+      force="replace an existing JSON file", blas=True)
 def generate(args: argparse.Namespace) -> int:
     import io
     import sys

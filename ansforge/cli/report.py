@@ -242,7 +242,7 @@ def _activations_arguments(p: argparse.ArgumentParser) -> None:
                   "of every weight matrix, and code them as bf16 coding pairs: per-block runtime "
                   "rANS tables (charged per block) against one static tANS table from calibration "
                   "prompts.",
-      json=True, force=True)
+      json=True, force=True, blas=True)
 def activations(args: argparse.Namespace) -> int:
     from ..analysis.activations import activation_report
 

@@ -224,3 +224,28 @@ def test_corrupt_safetensors_header(tmp_path):
 def test_impossible_options(stories):
     one_line_error(ansforge("tables", "--model", stories, "--general", "rar"), "rar")
     one_line_error(ansforge("tables", "--model", stories, "--jobs", "0"), "--jobs")
+
+
+_BLAS_PROBE = ("import os, sys; from ansforge.cli import main; main(sys.argv[1:]); "
+               "print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules, file=sys.stderr)")
+
+
+def test_blas_runs_on_one_thread_except_for_the_verbs_that_multiply_a_llamas_matrices(tmp_path):
+    """OpenBLAS starts a spinning thread per core when NumPy loads; only a verb that runs a llama keeps it,
+    and a value the user set is theirs."""
+    import os
+    import subprocess
+    import sys
+    from ansforge.cli.common import REGISTRY
+    build_parser()
+    assert {v.name for v in REGISTRY if v.blas} == {"generate", "activations", "quant-table", "types"}
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def probe(*argv, **extra):
+        r = subprocess.run([sys.executable, "-c", _BLAS_PROBE, *argv], capture_output=True, text=True,
+                           env={**env, **extra}, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stderr.strip().splitlines()[-1]
+    assert probe("codecs", "--json", str(tmp_path / "a.json")) == "1 True"
+    assert probe("codecs", "--json", str(tmp_path / "b.json"), OPENBLAS_NUM_THREADS="3") == "3 True"
+    assert probe("generate", "--model", str(tmp_path / "missing.bin")).startswith("None ")
