@@ -1934,63 +1934,58 @@ out:
 }
 
 /* ---------------------------------------------------------------------------------------------- */
-/* stationary(nxt (int64 [ns, L]), ps (float64 [ns]), L, max_iter, tol) -> float64 [L]: the power
- * iteration of TansTable.expected_bits_per_symbol, operation for operation as NumPy does it
- * (per symbol a bincount of pi * p_s in state order, added to the new vector; then the lazy step
- * 0.5 * (new + pi); stop when max |new - pi| < tol), so the result is bit-identical. */
+/* stationary(lo (int64 [L]), hi (int64 [L]), weight (float64 [L]), max_iter, tol) -> float64 [L]: the
+ * power iteration of tans.stationary, operation for operation as NumPy does it (the prefix sum in state
+ * order, then per state weight * (prefix[hi] - prefix[lo]), the lazy step 0.5 * (that + pi); stop when
+ * max |new - pi| < tol), so the result is bit-identical. */
 static PyObject *py_stationary(PyObject *self, PyObject *args) {
-    PyObject *onx, *ops;
-    long long L, max_iter;
+    PyObject *olo, *ohi, *ow;
+    long long max_iter;
     double tol;
-    if (!PyArg_ParseTuple(args, "OOLLd", &onx, &ops, &L, &max_iter, &tol)) return NULL;
-    Buf nx = {0}, ps = {0};
+    if (!PyArg_ParseTuple(args, "OOOLd", &olo, &ohi, &ow, &max_iter, &tol)) return NULL;
+    Buf lb = {0}, hb = {0}, wb = {0};
     PyObject *res = NULL;
-    double *pi = NULL, *nw = NULL, *tmp = NULL;
-    if (get_buf(onx, &nx, 0, 8, "nxt") || get_buf(ops, &ps, 0, 8, "ps")) goto out;
+    double *pi = NULL, *nw = NULL, *prefix = NULL;
+    if (get_buf(olo, &lb, 0, 8, "lo") || get_buf(ohi, &hb, 0, 8, "hi") || get_buf(ow, &wb, 0, 8, "weight")) goto out;
     {
-        int64_t ns = NITEMS(ps);
-        if (L < 1 || L > (1 << 16) || NITEMS(nx) != ns * L) {
+        int64_t L = NITEMS(lb);
+        if (L < 1 || L > (1 << 16) || NITEMS(hb) != L || NITEMS(wb) != L) {
             PyErr_SetString(PyExc_ValueError, "stationary: inconsistent arguments");
             goto out;
         }
-        const int64_t *nxt = (const int64_t *)nx.view.buf;
-        const double *p = (const double *)ps.view.buf;
-        for (int64_t i = 0; i < ns * L; i++)
-            if (nxt[i] < 0 || nxt[i] >= L) {
-                PyErr_SetString(PyExc_ValueError, "stationary: next state outside the table");
+        const int64_t *lo = (const int64_t *)lb.view.buf, *hi = (const int64_t *)hb.view.buf;
+        const double *w = (const double *)wb.view.buf;
+        for (int64_t y = 0; y < L; y++)
+            if (lo[y] < 0 || lo[y] > hi[y] || hi[y] > L) {
+                PyErr_SetString(PyExc_ValueError, "stationary: a block outside the table");
                 goto out;
             }
         pi = (double *)malloc(L * sizeof(double));
         nw = (double *)malloc(L * sizeof(double));
-        tmp = (double *)malloc(L * sizeof(double));
-        if (!pi || !nw || !tmp) { PyErr_NoMemory(); goto out; }
+        prefix = (double *)malloc((L + 1) * sizeof(double));
+        if (!pi || !nw || !prefix) { PyErr_NoMemory(); goto out; }
         for (int64_t x = 0; x < L; x++) pi[x] = 1.0 / (double)L;
         Py_BEGIN_ALLOW_THREADS
+        prefix[0] = 0.0;
         for (int64_t it = 0; it < max_iter; it++) {
-            for (int64_t x = 0; x < L; x++) nw[x] = 0.0;
-            for (int64_t s = 0; s < ns; s++) {
-                for (int64_t x = 0; x < L; x++) tmp[x] = 0.0;
-                const int64_t *n_s = nxt + s * L;
-                for (int64_t x = 0; x < L; x++) tmp[n_s[x]] += pi[x] * p[s];
-                for (int64_t x = 0; x < L; x++) nw[x] += tmp[x];
-            }
+            prefix[1] = pi[0];
+            for (int64_t x = 1; x < L; x++) prefix[x + 1] = prefix[x] + pi[x];
             double diff = 0.0;
-            for (int64_t x = 0; x < L; x++) {
-                double v = 0.5 * (nw[x] + pi[x]);
-                double d = fabs(v - pi[x]);
+            for (int64_t y = 0; y < L; y++) {
+                double v = 0.5 * (w[y] * (prefix[hi[y]] - prefix[lo[y]]) + pi[y]);
+                double d = fabs(v - pi[y]);
                 if (d > diff) diff = d;
-                nw[x] = v;
+                nw[y] = v;
             }
             double *t = pi; pi = nw; nw = t;
             if (diff < tol) break;
         }
         Py_END_ALLOW_THREADS
-        PyObject *b = PyBytes_FromStringAndSize((const char *)pi, (Py_ssize_t)(L * sizeof(double)));
-        res = b;
+        res = PyBytes_FromStringAndSize((const char *)pi, (Py_ssize_t)(L * sizeof(double)));
     }
 out:
-    free(pi); free(nw); free(tmp);
-    rel(&nx); rel(&ps);
+    free(pi); free(nw); free(prefix);
+    rel(&lb); rel(&hb); rel(&wb);
     return res;
 }
 

@@ -88,16 +88,37 @@ def stream_head(w: Sequence[int], R: int, W: int, states: int = 1) -> tuple[int,
     return h, cnt, buf, pack_states(out)
 
 
-def _stationary(nexts: list, L: int) -> np.ndarray | None:
-    """The encoder's stationary state distribution by the power iteration below, computed by the native
-    kernels when they are built (``nativeans.stationary``: the same operations in the same order, so
-    the same floating-point result; about 20x faster, and this iteration was most of `compress`'s
-    time); ``None`` without them."""
-    if nativeans is None or not nexts:
-        return None
-    nxt = np.ascontiguousarray(np.stack([n for n, _ in nexts]), dtype=np.int64)
-    ps = np.asarray([p for _, p in nexts], dtype=np.float64)
-    return np.frombuffer(nativeans.stationary(nxt, ps, L, 4000, 1e-13), dtype=np.float64)
+#: The stationary distribution's power iteration: at most this many steps, stopped when no state's
+#: probability moves by ``STATIONARY_TOL`` in one step.
+STATIONARY_MAX_ITER = 4000
+STATIONARY_TOL = 1e-13
+
+
+def stationary(lo: np.ndarray, hi: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """The stationary distribution of a tANS encoder's states (index ``y`` of ``L``), by the power
+    iteration of the lazy chain (a step is ``(pi + pi P) / 2``, which converges also for periodic tables)
+    from the uniform distribution.
+
+    The encoder reaches state ``y`` exactly from the states ``X - L`` in ``[lo[y], hi[y])`` that the
+    decoder reaches from ``y`` (``base[y]`` and ``2**nb[y]`` of them), and only with ``y``'s symbol, of
+    probability ``weight[y]``; so one step is a prefix sum and a difference per state. The native kernel
+    (``nativeans.stationary``) runs the same operations in the same order, so the floats are the same
+    whether the extension is built or not."""
+    L = int(lo.size)
+    if nativeans is not None:
+        return np.frombuffer(nativeans.stationary(np.ascontiguousarray(lo, np.int64), np.ascontiguousarray(hi, np.int64),
+                                                  np.ascontiguousarray(weight, np.float64), STATIONARY_MAX_ITER,
+                                                  STATIONARY_TOL), dtype=np.float64)
+    pi = np.full(L, 1.0 / L)
+    prefix = np.zeros(L + 1)
+    for _ in range(STATIONARY_MAX_ITER):
+        np.cumsum(pi, out=prefix[1:])
+        new = 0.5 * (weight * (prefix[hi] - prefix[lo]) + pi)
+        done = np.abs(new - pi).max() < STATIONARY_TOL
+        pi = new
+        if done:
+            break
+    return pi
 
 
 @functools.cache
@@ -251,33 +272,12 @@ class TansTable:
 
     def expected_bits_per_symbol(self, probabilities: Sequence[float]) -> float:
         """Average code bits per symbol of i.i.d. symbols with ``probabilities``, at the stationary
-        distribution of the encoder's states (excludes additional data)."""
+        distribution of the encoder's states (excludes additional data): the bits an encoder step into
+        state ``y`` writes are the ``nb[y]`` its decoder reads, so the average is ``pi @ nb``."""
         p = np.asarray(probabilities, dtype=np.float64)
         p = p / p.sum()
-        L = self.params.n_states
-        X = np.arange(L, dtype=np.int64) + L
-        nexts, nbs = [], []
-        for s in range(self.freqs.size):
-            if p[s] <= 0:
-                continue
-            n = self.nb_high[s] - (X < self.threshold[s]).astype(np.int64)
-            xs = X >> n
-            nexts.append((self.encode_state[self.cum[s] + xs - self.freqs[s]], p[s]))
-            nbs.append((n, p[s]))
-        pi = _stationary(nexts, L)
-        if pi is not None:
-            return float(sum(ps * (pi @ n) for n, ps in nbs))
-        pi = np.full(L, 1.0 / L)  # (nativeans.stationary runs this same loop)
-        for _ in range(4000):
-            new = np.zeros(L)
-            for nxt, ps in nexts:
-                new += np.bincount(nxt, weights=pi * ps, minlength=L)
-            new = 0.5 * (new + pi)  # lazy chain: converges also for periodic tables
-            done = np.abs(new - pi).max() < 1e-13
-            pi = new
-            if done:
-                break
-        return float(sum(ps * (pi @ n) for n, ps in nbs))
+        pi = stationary(self.base, self.base + (1 << self.nb_bits), p[self.symbol])
+        return float(pi @ self.nb_bits)
 
     def to_json(self) -> dict:
         return {"spread": self.spread, "symbol": self.symbol.tolist()}
