@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
-from .probability import cross_entropy_bits, leaky_quantize, normalize_counts
+from .probability import cross_entropy_bits, ideal_bits, leaky_quantize, normalize_counts
 
 __all__ = ["CodeTable", "build_code_table", "Quantizer", "optimal_quantizer", "constriction_quantizer"]
 
@@ -300,6 +300,12 @@ def build_code_table(counts: np.ndarray, extra_bits: int, precision_bits: int, *
             continue
         direct, group = sorted(direct), sorted(group)
         sc = _symbol_counts(c, direct, group)
+        # No table codes sc in fewer bits than its ideal (Gibbs' inequality), so a candidate whose ideal
+        # plus escape indices already exceeds the best cost cannot win: it is not normalized (the costly
+        # step). The margin covers the rounding of both sums, so the choice is the full search's.
+        if best is not None and ideal_bits(sc) + (int(sc[-1]) * index_bits if group else 0) \
+                > best[0] * (1 + 1e-9) + 1e-6:
+            continue
         freqs = np.asarray(q(sc), dtype=np.int64)
         # The candidate's cost without building its table: a CodeTable checks itself, about a sixth of
         # this search's time when every candidate was built.

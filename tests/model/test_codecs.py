@@ -105,6 +105,56 @@ def test_tuned_spread_beats_fse_on_skewed_tables():
     assert tuned >= entropy_bits(counts) - 1e-9
 
 
+def test_expected_bits_are_those_of_the_encoders_stationary_distribution():
+    """The block-sum power iteration (every state reached from the states its decoder reaches) against the
+    encoder's transition matrix built state by state and solved densely, on well-mixing tables."""
+    rng = np.random.default_rng(3)
+    for R in (5, 8, 10):
+        params = TansParams(table_log=R)
+        L = 1 << R
+        X = np.arange(L) + L
+        for _ in range(3):
+            counts = (rng.dirichlet(np.full(int(rng.integers(3, 30)), 1.0)) * 1e6).astype(np.int64) + 1
+            ct = build_code_table(counts, 8, R, escape=False)
+            p = counts / counts.sum()
+            t = TansTable(ct, params, "tuned", probabilities=p)
+            T = np.zeros((L, L))
+            for s in range(t.freqs.size):
+                n = t.nb_high[s] - (X < t.threshold[s])
+                np.add.at(T, (np.arange(L), t.encode_state[t.cum[s] + (X >> n) - t.freqs[s]]), p[s])
+            A = np.vstack([(T.T - np.eye(L))[:-1], np.ones(L)])
+            pi = np.linalg.solve(A, np.eye(L)[-1])
+            want = sum(p[s] * (pi @ (t.nb_high[s] - (X < t.threshold[s]))) for s in range(t.freqs.size))
+            assert abs(t.expected_bits_per_symbol(p) - want) < 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 5000), min_size=2, max_size=90), st.sampled_from([(8, 64), (12, 32), (16, 64)]))
+def test_code_table_is_the_cheapest_of_every_escape_split(counts, config):
+    """build_code_table skips candidates whose ideal cost already loses; its choice must still cost no more
+    than any split of the codes into direct and escaped ones, each normalized and charged here."""
+    from ansforge.model.coding.probability import cross_entropy_bits, normalize_counts
+    P, max_symbols = config
+    c = np.asarray(counts, dtype=np.int64)
+    if not c.any():
+        c[0] = 1
+    try:
+        got = build_code_table(c, 8, P, max_symbols=max_symbols, max_extra_bits=16)
+    except ConfigError:
+        return
+    order = sorted(np.flatnonzero(c).tolist(), key=lambda i: (-int(c[i]), i))
+
+    def cost(direct, group):
+        sc = [int(c[i]) for i in direct] + ([int(c[group].sum())] if group else [])
+        f = normalize_counts(np.asarray(sc), P)
+        return cross_entropy_bits(np.asarray(sc), f, P) + (int(c[group].sum()) * (len(group) - 1).bit_length()
+                                                            if group else 0)
+    best = min(cost(order[:k], order[k:]) for k in range(len(order), -1, -1)
+               if len(order) - k != 1 and k + (k < len(order)) <= min(max_symbols, 1 << P)
+               and 8 + max(0, len(order) - k - 1).bit_length() <= 16)
+    assert got.coded_bits(c) <= best * (1 + 1e-9) + 1e-6
+
+
 def test_escape_code_pays_for_rare_codes():
     counts = np.array([400000, 250000, 120000, 40000, 9000, 2000, 300, 40, 12, 5, 3, 2, 1, 1, 1, 1, 1])
     with_escape = build_code_table(counts, 8, 8)
