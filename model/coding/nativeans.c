@@ -2299,6 +2299,35 @@ out:
     return res;
 }
 
+/* One row of map_symbols: symbol and additional data (escape index above the w data bits, shifted right
+ * by the row's zz); *missing collects whether a code outside the table (symbol 255) occurred. */
+#define MAP_ROW(NAME, T)                                                                                       \
+    static void NAME(const uint8_t *cd, const T *ex, const uint8_t *so, const uint32_t *io, unsigned w,      \
+                     unsigned zz, uint8_t *s_out, uint32_t *e_out, int64_t len, unsigned *missing) {        \
+        unsigned miss = 0;                                                                                   \
+        for (int64_t i = 0; i < len; i++) {                                                                  \
+            const uint8_t code = cd[i], sym = so[code];                                                      \
+            miss |= sym == 255;                                                                              \
+            s_out[i] = sym;                                                                                  \
+            e_out[i] = ((uint32_t)ex[i] | io[code] << w) >> zz;                                              \
+        }                                                                                                    \
+        *missing |= miss;                                                                                    \
+    }
+MAP_ROW(map_row_u16, uint16_t)
+MAP_ROW(map_row_u32, uint32_t)
+
+static void map_row_zero(const uint8_t *cd, const uint8_t *so, uint8_t *s_out, uint32_t *e_out, int64_t len,
+                         unsigned *missing) {
+    unsigned miss = 0;
+    for (int64_t i = 0; i < len; i++) {
+        const uint8_t sym = so[cd[i]];
+        miss |= sym == 255;
+        s_out[i] = sym;
+        e_out[i] = 0;
+    }
+    *missing |= miss;
+}
+
 /* map_symbols(codes (u8), extra (u16/u32), sym_of (u8 [256]), idx_of (u32 [256]), w, z_row (u8 per row,
  * empty for none), per_row, out_s (u8), out_e (u32)) -> -1 or the first pair whose code has no symbol
  * (sym_of 255): CodeTable.to_symbols (symbol = sym_of[code], additional data | escape index << w)
@@ -2333,15 +2362,21 @@ static PyObject *py_map_symbols(PyObject *self, PyObject *args) {
         int64_t rows = nz ? nz : 1, len = nz ? per_row : n;
         for (int64_t r = 0; r < rows && bad < 0; r++) {
             const unsigned zz = nz ? zr[r] : 0;
-            const int64_t lo = r * len, hi = lo + len;
-            for (int64_t i = lo; i < hi; i++) {
-                uint8_t code = cd[i];
-                uint32_t x = esz == 2 ? ((const uint16_t *)e.view.buf)[i] : ((const uint32_t *)e.view.buf)[i];
-                uint8_t s = so[code];
-                if (UNLIKELY(s == 255)) { bad = i; break; }
-                s_out[i] = s;
-                e_out[i] = zz >= 32 ? 0 : (x | io[code] << w) >> zz;
-            }
+            const int64_t lo = r * len;
+            /* No exit inside the loops (a code outside the table is rare: it is looked for after a row
+             * that had one), so they run at the loads' and stores' pace. */
+            unsigned missing = 0;
+            if (zz >= 32)
+                map_row_zero(cd + lo, so, s_out + lo, e_out + lo, len, &missing);
+            else if (esz == 2)
+                map_row_u16(cd + lo, (const uint16_t *)e.view.buf + lo, so, io, w, zz, s_out + lo, e_out + lo, len,
+                            &missing);
+            else
+                map_row_u32(cd + lo, (const uint32_t *)e.view.buf + lo, so, io, w, zz, s_out + lo, e_out + lo, len,
+                            &missing);
+            if (UNLIKELY(missing))
+                for (int64_t i = lo; i < lo + len; i++)
+                    if (so[cd[i]] == 255) { bad = i; break; }
         }
         Py_END_ALLOW_THREADS
         res = PyLong_FromLongLong(bad);
