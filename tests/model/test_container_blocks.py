@@ -121,6 +121,36 @@ def test_threads_give_the_same_file_and_output(model, tmp_path):
     compress_checkpoint(big, g1, "tans8x16", block_pairs=SMALL, threads=1)
     compress_checkpoint(big, g2, "tans8x16", block_pairs=SMALL, threads=2)
     assert g1.read_bytes() == g2.read_bytes() and len(open_container(g1).streams[0].blocks) == 6
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["1.ansf", "2.ansf", "1.safetensors", "2.safetensors",
+                                                                  "big.safetensors", "g1.ansf",
+                                                                  "g2.ansf"])
+
+
+def test_a_coding_process_hands_its_words_over_in_a_file(model, tmp_path):
+    """With ``words_dir`` a task writes each stream's words to a file of its own (the processes of
+    ``--threads N`` do, so that the words never go through a pipe): the same little-endian words, in a
+    file the caller adopts and removes."""
+    import dataclasses
+    from ansforge.model.coding.container.write import CompressTask, _SpilledWords, _WordsFile, compress_tensor
+    src, _ = model
+    job = CompressTask("tans8x16", "auto", False, 1, 8, False, False, 0, SMALL)
+    kept = compress_tensor(str(src), str(src), "a", job)[0][-1]
+    folder = tmp_path / "words"
+    folder.mkdir()
+    filed = compress_tensor(str(src), str(src), "a", dataclasses.replace(job, words_dir=str(folder)))[0][-1]
+    assert isinstance(filed.words, _WordsFile) and filed.words.size == kept.words.size
+    assert Path(filed.words.path).read_bytes() == kept.words.astype("<u2").tobytes()
+    spill = _SpilledWords(tmp_path / "spill", kept.words.dtype)
+    spill.append(kept.words[:5])
+    spill.append(filed.words)
+    spill.append(kept.words[5:])
+    with open(tmp_path / "out", "wb") as f:
+        f.write(b"head")
+        spill.copy_to(f)
+    spill.remove()
+    assert (tmp_path / "out").read_bytes() == b"head" + kept.words[:5].astype("<u2").tobytes() + \
+        kept.words.astype("<u2").tobytes() + kept.words[5:].astype("<u2").tobytes()
+    assert not any(folder.iterdir()) and not (tmp_path / "spill").exists()
 
 
 def test_groups_decoded_ahead_on_threads_give_the_same_output(model, tmp_path, monkeypatch):

@@ -5,11 +5,14 @@ writes the header, the records and the payload, staged so that nothing the user 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import itertools
 import json
 import os
 import shutil
 import struct
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -182,6 +185,9 @@ class CompressTask:
     row_shifts: bool
     checkpoint_interval: int
     block_pairs: int  #: > 0: the blocks layout's blocks; 0: one stream with checkpoints (tensor layout)
+    #: A folder the task writes each coded stream's words into (:class:`_WordsFile`), on the machine of the
+    #: caller's file: what local processes do, so that the words never travel through a pipe; "" to return them.
+    words_dir: str = ""
 
 
 @functools.lru_cache(maxsize=4)
@@ -227,6 +233,8 @@ def _code_tensor(ckpt, info, model: str, job: CompressTask, threads: int = 1,
         for ct in coded.tensors:   # the pairs stay here: the caller needs only their count
             ct.pairs = None
         coded.runs, coded.tables = [], []
+        if job.words_dir and coded.blocks:
+            coded.words = _WordsFile.write(job.words_dir, coded.words)
         out.append((target, conv, int(cp.codes.size), fields, cp.exponents.tolist(), coded))
     return out
 
@@ -253,17 +261,56 @@ def _join_blocks(spec: Codec, parts: Sequence[CodedStream], block_pairs: int, wo
     return CodedStream(spec, tensors, words, [], pos, 0, [], [], blocks, block_pairs)
 
 
+class _WordsFile:
+    """A coded stream's words in a file of their own (little-endian), written by the worker process that
+    coded them (:attr:`CompressTask.words_dir`): what the caller needs of them (``size``, ``dtype``,
+    ``nbytes``) without reading them; :class:`_SpilledWords` takes the file over."""
+
+    _count = itertools.count()
+
+    def __init__(self, path: str, size: int, dtype: np.dtype):
+        self.path, self.size, self.dtype = path, size, np.dtype(dtype)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @classmethod
+    def write(cls, folder: str, words: np.ndarray) -> "_WordsFile":
+        path = os.path.join(folder, f"{os.getpid()}-{next(cls._count)}.words")
+        little = np.ascontiguousarray(words.astype(words.dtype.newbyteorder("<"), copy=False))
+        with open(path, "xb") as f:
+            f.write(memoryview(little).cast("B"))
+        return cls(path, int(words.size), little.dtype)
+
+
 class _SpilledWords:
     """A blocks-layout stream's words, written to a file beside the output as each tensor is coded
-    (a 7B model's are ~9 GB), then copied behind the container's header: what
-    :class:`CodedStream` needs of them (``size``, ``dtype``) without holding them."""
+    (a 7B model's are ~9 GB), or left in the files the coding processes wrote (:class:`_WordsFile`),
+    then copied behind the container's header in order: what :class:`CodedStream` needs of them
+    (``size``, ``dtype``) without holding them."""
 
     def __init__(self, path: Path, dtype: np.dtype):
         self.path, self.dtype, self.size = path, np.dtype(dtype).newbyteorder("<"), 0
         self._file = open(path, "wb")
+        self._own = 0                      # bytes written to our own file
+        self._parts: list[list] = []       # in stream order: [file, offset, bytes]
+        self._adopted: list[str] = []
 
-    def append(self, words: np.ndarray) -> None:
-        self._file.write(memoryview(np.ascontiguousarray(words.astype(self.dtype, copy=False))).cast("B"))
+    def append(self, words: "np.ndarray | _WordsFile") -> None:
+        if isinstance(words, _WordsFile):
+            if words.dtype != self.dtype:
+                raise TypeError(f"spilled words are {self.dtype}, not {words.dtype}")  # pragma: no cover
+            self._adopted.append(words.path)
+            self._parts.append([words.path, 0, words.nbytes])
+        else:
+            data = memoryview(np.ascontiguousarray(words.astype(self.dtype, copy=False))).cast("B")
+            self._file.write(data)
+            if self._parts and self._parts[-1][0] is self.path:
+                self._parts[-1][2] += data.nbytes
+            else:
+                self._parts.append([self.path, self._own, data.nbytes])
+            self._own += data.nbytes
         self.size += int(words.size)
 
     def astype(self, dtype, copy: bool = True) -> "_SpilledWords":
@@ -278,24 +325,39 @@ class _SpilledWords:
     def close(self) -> None:
         self._file.close()
 
+    def remove(self) -> None:
+        """Delete our file and the files taken over (after the copy, or on the way out of an error)."""
+        self.close()
+        for path in [self.path, *self._adopted]:
+            Path(path).unlink(missing_ok=True)
+
     def copy_to(self, f) -> None:
         """Append the words to the open file ``f`` (the kernel's copy where it has one)."""
         self._file.close()
         f.flush()
-        with open(self.path, "rb") as src:
-            left, out = self.nbytes, f.fileno()
-            while left:
-                try:
-                    n = os.copy_file_range(src.fileno(), out, left)
-                except (AttributeError, OSError):
-                    f.seek(0, os.SEEK_END)
-                    shutil.copyfileobj(src, f, 1 << 24)
-                    f.flush()
-                    return
-                if n == 0:
-                    raise OSError(f"{self.path}: {left} bytes short")  # pragma: no cover
-                left -= n
-        f.seek(0, os.SEEK_END)
+        out = f.fileno()
+        for path, offset, nbytes in self._parts:
+            with open(path, "rb") as src:
+                left = nbytes
+                while left:
+                    try:
+                        n = os.copy_file_range(src.fileno(), out, left, offset)
+                    except (AttributeError, OSError):
+                        f.seek(0, os.SEEK_END)
+                        src.seek(offset)
+                        while left:
+                            chunk = src.read(min(left, 1 << 24))
+                            if not chunk:
+                                raise OSError(f"{path}: {left} bytes short")  # pragma: no cover
+                            f.write(chunk)
+                            left -= len(chunk)
+                        f.flush()
+                        break
+                    if n == 0:
+                        raise OSError(f"{path}: {left} bytes short")  # pragma: no cover
+                    left -= n
+                    offset += n
+            f.seek(0, os.SEEK_END)
 
 
 class _WeightProgress:
@@ -480,6 +542,7 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
     tmp = out.with_name(out.name + ".partial")
     spill = _SpilledWords(out.with_name(out.name + ".partial-words"), word_dtype(spec.word_bits)) \
         if layout == "blocks" else None
+    words_dir = None
 
     def local(info):
         """This process's task: one tensor, split then coded on ``threads``; 2 x its weights reported."""
@@ -492,6 +555,11 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
         # Whole tensors on processes: a tensor's tables are built in Python, under the GIL. (One tensor
         # of most of the model's weights gains more from its blocks coded on threads, below.)
         tasks = process_tasks(threads, {i.name: int(i.size) for i in infos})
+        # The processes write their words beside the output, where the final copy reads them: no pipe
+        # carries them, and this process never holds them (on 4 x MiniLM, 300 MB pickled, read and
+        # spilled again were most of the serial time of --threads 2).
+        words_dir = tempfile.mkdtemp(prefix=out.name + ".partial-words-", dir=out.parent)
+        job = dataclasses.replace(job, words_dir=words_dir)
     if tasks is None and not per_tensor:
         split_all = thread_map(split, infos, threads)
     elif tasks is None:
@@ -638,9 +706,13 @@ def compress_checkpoint(model: str | os.PathLike[str], out: str | os.PathLike[st
                 "lossy": [(r["name"], r["conversion"]) for r in records if r.get("lossy")],
                 **({"context": _context_summary(context_bytes, len(ctx_of), out.stat().st_size)} if context is True else {})}
     finally:
+        close = getattr(split_all, "close", None)
+        if close is not None:  # a generator of tasks: its processes stop (and stop writing words) first
+            close()
         if spill is not None:
-            spill.close()
-            spill.path.unlink(missing_ok=True)
+            spill.remove()
+        if words_dir is not None:
+            shutil.rmtree(words_dir, ignore_errors=True)
 
 
 def _context_summary(costs: Sequence[tuple[int, int]], kept: int, size: int) -> dict:
