@@ -439,6 +439,43 @@ def test_compiled_symbol_map_equals_to_symbols(codec, fmt, shifts):
         fastpairs.map_symbols(ct, bad, None, out_s, out_e)
 
 
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32])
+def test_vector_symbol_map_is_the_scalar_one_at_every_length(dtype):
+    """The AVX-512 VBMI rows of ``map_symbols`` (64 pairs a step, the rest by the scalar loop) write what
+    the scalar loop writes: symbols, escape indices above ``w`` data bits, row shifts, and the first code
+    outside the table, at every length around the step. (On a CPU without VBMI both runs are scalar.)"""
+    rng = np.random.default_rng(9)
+    sym_of = np.full(256, 255, np.uint8)
+    idx_of = np.zeros(256, np.uint32)
+    direct = rng.choice(256, 40, replace=False)
+    escaped = np.setdiff1d(np.arange(256), direct)[rng.permutation(200)[:90]]
+    sym_of[direct] = np.arange(40)
+    sym_of[escaped] = 40
+    idx_of[escaped] = np.arange(90)
+    known = np.concatenate([direct, escaped])
+    w = 7 if dtype == np.uint16 else 23
+    for n in [*range(0, 140), 191, 192, 193, 1000]:
+        for rows in ((1, 3) if n else (1,)):
+            codes = known[rng.integers(0, known.size, n * rows)].astype(np.uint8)
+            extra = rng.integers(0, 1 << w, n * rows).astype(dtype)
+            z = rng.integers(0, w + 1, rows).astype(np.uint8) if rows > 1 else np.zeros(0, np.uint8)
+            if n and rng.random() < 0.3:
+                codes[rng.integers(0, codes.size)] = np.setdiff1d(np.arange(256), known)[0]
+            got = []
+            for flag in (1, 0):
+                with simd(flag):
+                    out_s, out_e = np.zeros(codes.size, np.uint8), np.zeros(codes.size, np.uint32)
+                    bad = nativeans.map_symbols(codes, extra, sym_of, idx_of, w, z, max(n, 1), out_s, out_e)
+                    got.append((bad, out_s, out_e))
+            (bad1, s1, e1), (bad0, s0, e0) = got
+            assert bad1 == bad0, (n, rows)
+            if bad0 < 0:
+                assert np.array_equal(s1, s0) and np.array_equal(e1, e0), (n, rows)
+                want = (extra.astype(np.uint64) | idx_of[codes].astype(np.uint64) << np.uint64(w)) \
+                    >> np.repeat(z if rows > 1 else np.zeros(1, np.uint8), n).astype(np.uint64)
+                assert np.array_equal(s0, sym_of[codes]) and np.array_equal(e0, want.astype(np.uint32))
+
+
 @pytest.mark.parametrize("codec", ["tans8", "rans16", "tans8x4"])
 def test_compress_is_the_same_file_with_and_without_the_compiled_split(tmp_path, codec):
     """``compress`` through the compiled split, counts and symbol map (native) and through NumPy and
