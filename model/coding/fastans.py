@@ -156,10 +156,22 @@ class PreparedTables:
         if native():
             # the native decoder's quantile -> symbol table (uint16), when P <= 16
             self.native_ok = max((t.freqs.size for t in tables), default=1) <= 1 << 16
-            self.lut16 = _pad([np.repeat(np.arange(t.freqs.size), t.freqs) for t in tables], np.uint16) \
-                if P <= _LUT_BITS and self.native_ok else np.zeros(1, np.uint16)
+            self.lut16 = _quantile_symbols(tables, P) if P <= _LUT_BITS and self.native_ok else np.zeros(1, np.uint16)
             if P <= _LUT_BITS and self.lut16.shape[1] != 1 << P:
                 self.native_ok = False
+
+
+def _quantile_symbols(tables: Sequence, P: int) -> np.ndarray:
+    """The native rANS decoder's quantile -> symbol table, one ``uint16`` row of ``2**P`` per table,
+    repeated straight into its row (a 64 K-entry row a table at P = 16: built in ``int64`` and padded
+    after, it was a sixth of a whole-model rANS decode). A table whose frequencies do not sum to ``2**P``
+    gets a row of its own length, which the caller refuses."""
+    if not tables or any(int(t.freqs.sum()) != 1 << P for t in tables):
+        return _pad([np.repeat(np.arange(t.freqs.size), t.freqs) for t in tables], np.uint16)
+    out = np.empty((max(1, len(tables)), 1 << P), np.uint16)
+    for row, t in zip(out, tables):
+        row[:] = np.repeat(np.arange(t.freqs.size, dtype=np.uint16), t.freqs)
+    return out
 
 
 def _runs(runs: Sequence[Run]) -> tuple[np.ndarray, np.ndarray]:
