@@ -656,6 +656,12 @@ SIMD_ATTR static inline __m512i sv_prefix16(__m512i need) {
  * values decodes: the rest of a run too short for a block, the top of the stream (the window would pass
  * the words' end) and its bottom (B < safe_lo). 1 when a vector block can run next; 0 when the scalar
  * kernel ran instead or the chain is done. */
+static int schain_longer_first(const void *a, const void *b) {
+    const SChain *x = *(SChain *const *)a, *y = *(SChain *const *)b;
+    int64_t lx = x->stop - x->pos, ly = y->stop - y->pos;
+    return lx > ly ? -1 : lx < ly ? 1 : (x < y ? -1 : x > y);
+}
+
 SIMD_ATTR static inline int sv16_ready(const ValDec *d, const SimdTab *st, SChain *h, SRun *u, __m512i *xv,
                                        __m128i *cz, __m512i *cwt, __m512i *wzmask, int64_t safe_lo, int oi,
                                        void *out) {
@@ -678,7 +684,7 @@ SIMD_ATTR static inline int sv16_ready(const ValDec *d, const SimdTab *st, SChai
     return 0;
 }
 
-SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
+SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out) {
     enum { KMAX = SV_KMAX };
     const uint8_t *p = d->p;
     const __m512i m31 = _mm512_set1_epi32(31), m32 = _mm512_set1_epi32(32);
@@ -694,17 +700,13 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
     SRun u[KMAX];
     __m128i cz[KMAX];
     __m512i wzmask[KMAX], cwt[KMAX];
-    for (int c = 0; c < K; c++) {
-        xv[c] = _mm512_loadu_si512((const void *)ch[c].X);
-        u[c].r = 0;
-        u[c].fend = -1; /* run info loaded on the first visit */
-    }
+#define SLOT_IN(c) { xv[c] = _mm512_loadu_si512((const void *)at[c]->X); u[c].r = 0; u[c].fend = -1; }
+#define SLOT_OUT(c) _mm512_storeu_si512((void *)at[c]->X, xv[c])
+    SLOTS_OPEN(KMAX, SLOT_IN)
     for (;;) {
         int active = 0;
         for (int c = 0; c < K; c++) {
-            SChain *h = &ch[c];
-            if (h->done) continue;
-            active = 1;
+            SLOT_VISIT(c, h, SLOT_IN, SLOT_OUT)
             if (!sv16_ready(d, st, h, &u[c], &xv[c], &cz[c], &cwt[c], &wzmask[c], SV_SAFE_LO, 1, out)) continue;
             int64_t B = h->B, pos = h->pos;
             __m512i ent = _mm512_i32gather_epi32(xv[c], (const void *)u[c].tab, 4);
@@ -714,6 +716,9 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
             __m512i pre = sv_prefix16(need);
             /* lane k's field is bits [B - pre_k, B - pre_k + need_k); the window holds bytes B/8 - 60 ..
              * B/8 + 3, so the field starts rel = B % 8 + 480 - pre_k bits into it */
+            /* the words a few blocks on (downwards, K chains at once: more descending streams than the
+             * hardware prefetcher follows; a prefetch never faults, so the address may pass the start) */
+            _mm_prefetch((const char *)((uintptr_t)(p + (B >> 3)) - 1024), _MM_HINT_T0);
             __m512i win = _mm512_loadu_si512((const void *)(p + (B >> 3) - 60));
             __m512i rel = _mm512_sub_epi32(_mm512_set1_epi32((int)(B & 7) + 480), pre);
             __m512i idx = _mm512_add_epi8(_mm512_shuffle_epi8(_mm512_srli_epi32(rel, 3), bcast), bytes4);
@@ -744,11 +749,12 @@ SIMD_ATTR static void simd_val16(const ValDec *d, const SimdTab *st, SChain *ch,
         }
         if (!active) break;
     }
-    for (int c = 0; c < K; c++) _mm512_storeu_si512((void *)ch[c].X, xv[c]);
+#undef SLOT_IN
+#undef SLOT_OUT
 }
 
 /* The same for N = 8 in ymm registers (8 lanes, a 32-byte window): a block is 8 pairs. */
-SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
+SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out) {
     enum { KMAX = SV_KMAX };
     const uint8_t *p = d->p;
     const int64_t safe_hi = (d->nbytes - 8) * 8;
@@ -765,17 +771,13 @@ SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, 
     SRun u[KMAX];
     __m128i cz[KMAX];
     __m256i wzmask[KMAX], cwt[KMAX];
-    for (int c = 0; c < K; c++) {
-        xv[c] = _mm256_loadu_si256((const __m256i *)ch[c].X);
-        u[c].r = 0;
-        u[c].fend = -1; /* run info loaded on the first visit */
-    }
+#define SLOT_IN(c) { xv[c] = _mm256_loadu_si256((const __m256i *)at[c]->X); u[c].r = 0; u[c].fend = -1; }
+#define SLOT_OUT(c) _mm256_storeu_si256((__m256i *)at[c]->X, xv[c])
+    SLOTS_OPEN(KMAX, SLOT_IN)
     for (;;) {
         int active = 0;
         for (int c = 0; c < K; c++) {
-            SChain *h = &ch[c];
-            if (h->done) continue;
-            active = 1;
+            SLOT_VISIT(c, h, SLOT_IN, SLOT_OUT)
             if (u[c].fend < 0 || h->pos >= u[c].fend) {
                 if (!srun_enter(d, st, h, &u[c])) continue;
                 unsigned z = u[c].z, wt = d->w - z;
@@ -831,7 +833,8 @@ SIMD_ATTR static void simd_val8(const ValDec *d, const SimdTab *st, SChain *ch, 
         }
         if (!active) break;
     }
-    for (int c = 0; c < K; c++) _mm256_storeu_si256((__m256i *)ch[c].X, xv[c]);
+#undef SLOT_IN
+#undef SLOT_OUT
 }
 
 /* The same for 32-bit values (fp32 pairs: w = m + 1 = 24 bits of additional data, m >= 12), N = 16.
@@ -854,7 +857,7 @@ SIMD_ATTR static inline __m512i sw_bits(__m512i wlo, __m512i whi, __m512i pos, _
     return _mm512_srlv_epi32(_mm512_permutex2var_epi8(wlo, idx, whi), _mm512_and_si512(pos, seven));
 }
 
-SIMD_ATTR static void simd_val16_w32(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint32_t *out) {
+SIMD_ATTR static void simd_val16_w32(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint32_t *out) {
     enum { KMAX = SV_KMAX };
     const uint8_t *p = d->p;
     const __m512i m63 = _mm512_set1_epi32(63), m31 = _mm512_set1_epi32(31), m32 = _mm512_set1_epi32(32);
@@ -868,17 +871,13 @@ SIMD_ATTR static void simd_val16_w32(const ValDec *d, const SimdTab *st, SChain 
     SRun u[KMAX];
     __m128i cz[KMAX];
     __m512i wzmask[KMAX], cwt[KMAX];
-    for (int c = 0; c < K; c++) {
-        xv[c] = _mm512_loadu_si512((const void *)ch[c].X);
-        u[c].r = 0;
-        u[c].fend = -1;
-    }
+#define SLOT_IN(c) { xv[c] = _mm512_loadu_si512((const void *)at[c]->X); u[c].r = 0; u[c].fend = -1; }
+#define SLOT_OUT(c) _mm512_storeu_si512((void *)at[c]->X, xv[c])
+    SLOTS_OPEN(KMAX, SLOT_IN)
     for (;;) {
         int active = 0;
         for (int c = 0; c < K; c++) {
-            SChain *h = &ch[c];
-            if (h->done) continue;
-            active = 1;
+            SLOT_VISIT(c, h, SLOT_IN, SLOT_OUT)
             if (!sv16_ready(d, st, h, &u[c], &xv[c], &cz[c], &cwt[c], &wzmask[c], SW_SAFE_LO, 2, out)) continue;
             int64_t B = h->B, pos = h->pos;
             __m512i ent = _mm512_i32gather_epi32(xv[c], (const void *)u[c].tab, 4);
@@ -888,6 +887,7 @@ SIMD_ATTR static void simd_val16_w32(const ValDec *d, const SimdTab *st, SChain 
             __m512i pre = sv_prefix16(need);
             /* the window holds bytes B/8 - 124 .. B/8 + 3: lane k's field starts rel = B % 8 + 992 - pre_k bits in */
             const uint8_t *wp = p + (B >> 3) - 124;
+            _mm_prefetch((const char *)((uintptr_t)wp - 2048), _MM_HINT_T0); /* as in simd_val16 */
             __m512i wlo = _mm512_loadu_si512((const void *)wp), whi = _mm512_loadu_si512((const void *)(wp + 64));
             __m512i rel = _mm512_sub_epi32(_mm512_set1_epi32((int)(B & 7) + 992), pre);
             __m512i f = sw_bits(wlo, whi, rel, bcast, bytes4, seven);
@@ -917,7 +917,8 @@ SIMD_ATTR static void simd_val16_w32(const ValDec *d, const SimdTab *st, SChain 
         }
         if (!active) break;
     }
-    for (int c = 0; c < K; c++) _mm512_storeu_si512((void *)ch[c].X, xv[c]);
+#undef SLOT_IN
+#undef SLOT_OUT
 }
 
 #endif
@@ -1022,14 +1023,15 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
                     (const int64_t *)rt.view.buf, (const int64_t *)re.view.buf, zz, (const int64_t *)esc.view.buf, ne,
                     esc_w, (unsigned)w_, (unsigned)m_, (unsigned)top_, A, D, esc_pad, pad_w};
         SChain *ch = (SChain *)calloc((size_t)S, sizeof(SChain));
-        if (!ch) { PyErr_NoMemory(); goto out; }
+        SChain **q = (SChain **)calloc((size_t)S, sizeof(SChain *));
+        if (!ch || !q) { free(ch); free(q); PyErr_NoMemory(); goto out; }
         const int64_t *s64 = (const int64_t *)st.view.buf;
         for (int64_t s = 0; s < S; s++) {
             ch[s].B = Bs[s]; ch[s].pos = poss[s]; ch[s].stop = stops[s]; ch[s].status = -1;
             for (int64_t k = 0; k < N; k++) {
                 int64_t v = s64[s * N + (poss[s] + k) % N];
                 if (v < 0 || v >= L) {
-                    free(ch);
+                    free(ch); free(q);
                     PyErr_SetString(PyExc_ValueError, "tans_decode_values: state outside the table");
                     goto out;
                 }
@@ -1053,7 +1055,7 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
         int use_w32 = simd32_ok && use_simd;
         if (use_w32) {
             simd_tab = (uint32_t *)calloc((size_t)(ntab * L + ntab * esc_w + 32), sizeof(uint32_t));
-            if (!simd_tab) { free(ch); PyErr_NoMemory(); goto out; }
+            if (!simd_tab) { free(ch); free(q); PyErr_NoMemory(); goto out; }
             for (int64_t t = 0; t < ntab; t++)
                 for (int64_t x = 0; x < L; x++) {
                     uint64_t e = vt[t * L + x];
@@ -1074,7 +1076,7 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
              * is never read for a valid state or a checked escape index) */
             if (use_perm) { sv.tstride = 256; sv.estride = esc_w < 32 ? 32 : esc_w; }
             simd_tab = (uint32_t *)calloc((size_t)(ntab * sv.tstride + ntab * sv.estride + 32), sizeof(uint32_t));
-            if (!simd_tab) { free(ch); PyErr_NoMemory(); goto out; }
+            if (!simd_tab) { free(ch); free(q); PyErr_NoMemory(); goto out; }
             for (int64_t t = 0; t < ntab; t++)
                 for (int64_t x = 0; x < L; x++) {
                     uint64_t e = vt[t * L + x];
@@ -1095,17 +1097,15 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
 #ifdef HAVE_SIMD
         if (sv.tab32) {
-            /* groups of at most SV_KMAX segments, as even as they go (measured on the MiniLM tensor's 12
-             * segments, Xeon SPR: 6 side by side ~1.3 G values/s, 4 ~1.0, 2 ~0.8) */
-            int64_t groups = (S + SV_KMAX - 1) / SV_KMAX, per = (S + groups - 1) / groups;
-            for (int64_t s = 0; s < S; s += per) {
-                int k = S - s < per ? (int)(S - s) : (int)per;
-                if (use_w32)
-                    simd_val16_w32(&d, &sv, ch + s, k, (uint32_t *)out.view.buf);
-                else
-                    (use_perm ? nas_avx512_val16 : use_avx2 ? nas_avx2_val16 : N == 16 ? simd_val16 : simd_val8)(
-                        &d, &sv, ch + s, k, (uint16_t *)out.view.buf);
-            }
+            /* up to SV_KMAX segments side by side (measured on the MiniLM tensor's 12 segments, Xeon SPR: 6
+             * side by side ~1.3 G values/s, 4 ~1.0, 2 ~0.8), longest first (SLOTS_OPEN) */
+            for (int64_t s = 0; s < S; s++) q[s] = &ch[s];
+            qsort(q, (size_t)S, sizeof(SChain *), schain_longer_first);
+            if (use_w32)
+                simd_val16_w32(&d, &sv, q, S, (uint32_t *)out.view.buf);
+            else
+                (use_perm ? nas_avx512_val16 : use_avx2 ? nas_avx2_val16 : N == 16 ? simd_val16 : simd_val8)(
+                    &d, &sv, q, S, (uint16_t *)out.view.buf);
         }
         else
 #endif
@@ -1121,7 +1121,7 @@ static PyObject *py_tans_decode_values(PyObject *self, PyObject *args) {
             if (ch[s].status == -1)
                 for (int64_t k = 0; k < N; k++) sw[s * N + (stops[s] + k) % N] = ch[s].X[k];
         }
-        free(ch);
+        free(ch); free(q);
         Py_INCREF(Py_None);
         res = Py_None;
     }

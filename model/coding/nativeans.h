@@ -105,7 +105,34 @@ typedef struct {
     int64_t tstride, estride; /* L and esc_w; the permute kernel's: 256 and max(esc_w, 32) (padded) */
 } SimdTab;
 
-/* Runs chains ch[0 .. K-1] of the values decoder (N = 16, 16-bit values) to their stops. */
+/* The SIMD values kernels run chains q[0 .. S-1] to their stops, min(S, SV_KMAX) side by side, one per slot;
+ * a slot whose chain is done stores that chain's states (OUT) and takes the next chain of q (IN). The driver
+ * orders q longest first, so that the slots run out of chains together rather than one long chain finishing
+ * alone, bound by its latency instead of the core's throughput. SLOT_VISIT opens a slot's turn in a kernel's
+ * loop over its slots `c` (with `at`, `next`, `active` in scope); IN(c) loads slot c from at[c], OUT(c)
+ * stores it there. */
+#define SLOT_VISIT(c, h, IN, OUT)                                                                     \
+    SChain *h = at[c];                                                                                \
+    if (!h) continue;                                                                                 \
+    active = 1;                                                                                       \
+    if (h->done) {                                                                                    \
+        OUT(c);                                                                                       \
+        if (next < S) {                                                                               \
+            at[c] = q[next++];                                                                        \
+            IN(c);                                                                                    \
+        } else                                                                                        \
+            at[c] = NULL;                                                                             \
+        continue;                                                                                     \
+    }
+#define SLOTS_OPEN(KMAX_, IN)                                                                         \
+    const int K = S < (KMAX_) ? (int)S : (KMAX_);                                                     \
+    SChain *at[KMAX_];                                                                                \
+    int64_t next = K;                                                                                 \
+    for (int c = 0; c < K; c++) {                                                                     \
+        at[c] = q[c];                                                                                 \
+        IN(c);                                                                                        \
+    }
+
 /* One chain's place in the runs, the same for both vector widths: the run it is in, where that
  * run's vector zone ends (fend: the run's end or the chain's stop; -1 before the first visit), and
  * the run's value table, escape table and row shift z. */
@@ -131,7 +158,7 @@ INLINE int srun_enter(const ValDec *d, const SimdTab *st, SChain *h, SRun *u) {
 /* the scalar values kernel of N states, 16-bit values (nativeans.c): the SIMD kernels' edges */
 HIDDEN int64_t nas_val_dec16(int N, const ValDec *d, int64_t *Bp, uint32_t *Xs, int64_t pos, int64_t stop, void *out);
 /* the AVX2 values kernel of N = 16 states (nativeans_simd.c; the CPU must have AVX2 and BMI2) */
-HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out);
+HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out);
 
 /* The permute kernel's entry per (table, state), 32 bits: need (<= 25) in bits 0..4, the direct symbol's
  * exponent field in place (ex << m: bits m .. top - 1, 5 <= m, top <= 17), PV_ESC the escape flag, 32 - nb
@@ -142,7 +169,7 @@ HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K
 
 /* the AVX-512 F/BW values kernel of N = 16 states for L <= 256 (nativeans_simd.c; no VBMI, no gathers: the
  * table is looked up with two-register permutes; SimdTab padded to 256 entries and 32 escape exponents) */
-HIDDEN void nas_avx512_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out);
+HIDDEN void nas_avx512_val16(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out);
 
 /* whether gathers are slow on this CPU (nativeans_simd.c; the CPU must have AVX2) */
 HIDDEN int nas_gathers_slow(void);

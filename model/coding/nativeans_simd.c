@@ -171,31 +171,43 @@ out:
  * needs its 16 pairs in one run of a vector table, aligned on lane 0 (pair index a multiple of 16),
  * outputs from out0 on, and 32 words left (the window of words it may pop); the scalar kernel does
  * the rest. */
-ATTR_AVX512 static void r16_avx512(const R16 *d, R16Chain *ch, int K) {
+ATTR_AVX512 static void r16_avx512(const R16 *d, R16Chain **q, int64_t S) {
     const __m512i lo16 = _mm512_set1_epi32(0xffff), one = _mm512_set1_epi32(1), c31 = _mm512_set1_epi32(31);
     const __m512i c16 = _mm512_set1_epi32(16), lo8 = _mm512_set1_epi32(0xff), m31 = _mm512_set1_epi32(31);
     const __m512i escbit = _mm512_set1_epi32(1 << 13);
     const __m128i cm = _mm_cvtsi32_si128((int)d->m), ctop = _mm_cvtsi32_si128((int)d->top);
     const __m512i mmask = _mm512_set1_epi32((int)lowmask(d->m));
+    const int K = S < R16_KMAX ? (int)S : R16_KMAX;
+    /* K slots, each decoding one chain at a time; a slot whose chain is done takes the next of q */
+    R16Chain *at[R16_KMAX];
     __m512i xv[R16_KMAX];
-    int64_t r[R16_KMAX], fend[R16_KMAX], t_of[R16_KMAX];
+    int64_t r[R16_KMAX], fend[R16_KMAX], t_of[R16_KMAX], next = K;
     const R16VTab *vt[R16_KMAX];
-    for (int c = 0; c < K; c++) {
-        xv[c] = _mm512_loadu_si512((const void *)ch[c].x);
-        r[c] = 0;
-        fend[c] = -1;
-        t_of[c] = 0;
-        vt[c] = NULL;
+#define R16_SLOT(c, chain)                                                                            \
+    {                                                                                                 \
+        at[c] = (chain);                                                                              \
+        xv[c] = _mm512_loadu_si512((const void *)at[c]->x);                                           \
+        r[c] = 0;                                                                                     \
+        fend[c] = -1;                                                                                 \
+        t_of[c] = 0;                                                                                  \
+        vt[c] = NULL;                                                                                 \
     }
+    for (int c = 0; c < K; c++) R16_SLOT(c, q[c])
     const __m512i lo9 = _mm512_set1_epi32(0x1ff), morebit = _mm512_set1_epi32(1 << 17);
     const __m512i c8 = _mm512_set1_epi32(8), c4 = _mm512_set1_epi32(4), c2 = _mm512_set1_epi32(2);
     const __m512i rlo = _mm512_set1_epi32((int)R16_LO);
     for (;;) {
         int active = 0;
         for (int c = 0; c < K; c++) {
-            R16Chain *h = &ch[c];
-            if (h->done) continue;
+            R16Chain *h = at[c];
+            if (!h) continue;
             active = 1;
+            if (h->done) {
+                _mm512_storeu_si512((void *)h->x, xv[c]);
+                if (next < S) R16_SLOT(c, q[next++])
+                else at[c] = NULL;
+                continue;
+            }
             if (h->pos >= h->stop) { h->done = 1; continue; }
             if (fend[c] < 0 || h->pos >= fend[c]) {
                 while (d->run_end[r[c]] <= h->pos) r[c]++;
@@ -271,6 +283,9 @@ ATTR_AVX512 static void r16_avx512(const R16 *d, R16Chain *ch, int K) {
             __m512i incl = _mm512_add_epi32(_mm512_add_epi32(s, c1), _mm512_add_epi32(c2, c3));
             __m512i ranka = _mm512_sub_epi32(incl, cnt);
             /* words h-32 .. h-1 as 32-bit lanes; the (rank)th from the top is entry 31 - rank */
+            /* the words are read downwards, a line every three blocks or so, by up to R16_KMAX chains at once:
+             * more descending streams than the hardware prefetcher follows */
+            _mm_prefetch((const char *)((uintptr_t)(d->w + hh) - 1024), _MM_HINT_T0);
             __m512i win = _mm512_loadu_si512((const void *)(d->w + hh - 32));
             __m512i wlo = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(win));
             __m512i whi = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(win, 1));
@@ -322,9 +337,15 @@ ATTR_AVX512 static void r16_avx512(const R16 *d, R16Chain *ch, int K) {
         }
         if (!active) break;
     }
-    for (int c = 0; c < K; c++) _mm512_storeu_si512((void *)ch[c].x, xv[c]);
+#undef R16_SLOT
 }
 #endif
+
+static int r16_longer_first(const void *a, const void *b) {
+    const R16Chain *x = *(R16Chain *const *)a, *y = *(R16Chain *const *)b;
+    int64_t lx = x->stop - x->pos, ly = y->stop - y->pos;
+    return lx > ly ? -1 : lx < ly ? 1 : (x < y ? -1 : x > y);
+}
 
 /* rans16_decode(words u16, hs i64[S], states u64[S*N], lut u16[ntab << 16], freq, cum, nsym, nchunk,
  *               chunk_b, run_tab, run_end, poss i64[S], stops i64[S], out0, out_s, out_e,
@@ -347,7 +368,7 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
         ps = {0}, sp = {0}, os = {0}, oe = {0}, zb = {0}, neb = {0}, hib = {0}, eb = {0}, sts = {0};
     PyObject *res = NULL;
     R16VTab **vt = NULL;
-    R16Chain *chs = NULL;
+    R16Chain *chs = NULL, **q = NULL;
     char *exact = NULL;
     int64_t ntab = 0;
     if (get_buf(ow, &w, 0, 2, "words") || get_buf(oh, &hb, 1, 8, "hs") || get_buf(ost, &st, 1, 8, "states") ||
@@ -430,8 +451,9 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
         }
         const uint64_t *s64 = (const uint64_t *)st.view.buf;
         chs = (R16Chain *)calloc((size_t)S, sizeof(R16Chain));
+        q = (R16Chain **)calloc((size_t)S, sizeof(R16Chain *));
         vt = (R16VTab **)calloc((size_t)ntab, sizeof(R16VTab *));
-        if (!chs || !vt) { PyErr_NoMemory(); goto out; }
+        if (!chs || !q || !vt) { PyErr_NoMemory(); goto out; }
         for (int64_t s = 0; s < S; s++) {
             chs[s].h = hs[s]; chs[s].pos = poss[s]; chs[s].stop = stops[s]; chs[s].status = -1;
             for (int64_t k = 0; k < N; k++) {
@@ -507,8 +529,11 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
 #ifdef NAS_X86
         if (vec) {
-            int64_t groups = (S + R16_KMAX - 1) / R16_KMAX, per = (S + groups - 1) / groups;
-            for (int64_t s = 0; s < S; s += per) r16_avx512(&d, chs + s, S - s < per ? (int)(S - s) : (int)per);
+            /* longest first, so that the slots run out of chains together rather than one long chain
+             * finishing alone (a chain alone is bound by its latency, not by the core's throughput) */
+            for (int64_t s = 0; s < S; s++) q[s] = &chs[s];
+            qsort(q, (size_t)S, sizeof(R16Chain *), r16_longer_first);
+            r16_avx512(&d, q, S);
         } else
 #endif
             for (int64_t s = 0; s < S; s++) r16_scalar(&d, &chs[s], stops[s]);
@@ -535,6 +560,7 @@ out:
     free(vt);
     free(exact);
     free(chs);
+    free(q);
     rel(&w); rel(&hb); rel(&st); rel(&lut); rel(&f); rel(&c); rel(&ns); rel(&nc); rel(&cb); rel(&rt); rel(&re);
     rel(&ps); rel(&sp); rel(&os); rel(&oe); rel(&zb); rel(&neb); rel(&hib); rel(&eb); rel(&sts);
     return res;
@@ -892,7 +918,7 @@ ATTR_AVX2 HIDDEN int nas_gathers_slow(void) {
     return 2 * best_g > 3 * best_s;
 }
 
-ATTR_AVX2 HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
+ATTR_AVX2 HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out) {
     enum { KMAX = SV_KMAX };
     const uint8_t *p = d->p;
     const int64_t safe_hi = (d->nbytes - 8) * 8;
@@ -904,18 +930,23 @@ ATTR_AVX2 HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain 
     const __m128i cm = _mm_cvtsi32_si128((int)d->m), ctop = _mm_cvtsi32_si128((int)d->top);
     __m256i xl[KMAX], xh[KMAX];
     SRun u[KMAX];
-    for (int c = 0; c < K; c++) {
-        xl[c] = _mm256_loadu_si256((const __m256i *)ch[c].X);
-        xh[c] = _mm256_loadu_si256((const __m256i *)(ch[c].X + 8));
-        u[c].r = 0;
-        u[c].fend = -1;
+#define SLOT_IN(c)                                                                                    \
+    {                                                                                                 \
+        xl[c] = _mm256_loadu_si256((const __m256i *)at[c]->X);                                        \
+        xh[c] = _mm256_loadu_si256((const __m256i *)(at[c]->X + 8));                                  \
+        u[c].r = 0;                                                                                   \
+        u[c].fend = -1;                                                                               \
     }
+#define SLOT_OUT(c)                                                                                   \
+    {                                                                                                 \
+        _mm256_storeu_si256((__m256i *)at[c]->X, xl[c]);                                              \
+        _mm256_storeu_si256((__m256i *)(at[c]->X + 8), xh[c]);                                        \
+    }
+    SLOTS_OPEN(KMAX, SLOT_IN)
     for (;;) {
         int active = 0;
         for (int c = 0; c < K; c++) {
-            SChain *h = &ch[c];
-            if (h->done) continue;
-            active = 1;
+            SLOT_VISIT(c, h, SLOT_IN, SLOT_OUT)
             if (u[c].fend < 0 || h->pos >= u[c].fend) {
                 if (!srun_enter(d, st, h, &u[c])) continue;
             }
@@ -939,6 +970,7 @@ ATTR_AVX2 HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain 
             __m256i carry = _mm256_permutevar8x32_epi32(prel, _mm256_set1_epi32(7));
             preh = _mm256_add_epi32(preh, carry);
             const uint8_t *wbase = p + (B >> 3) - 64;
+            _mm_prefetch((const char *)((uintptr_t)wbase - 1024), _MM_HINT_T0); /* as in nas_avx512_val16 */
             __m256i el = avx2_half(wbase, B & 7, entl, prel, &xl[c], kk);
             __m256i eh = avx2_half(wbase, B & 7, enth, preh, &xh[c], kk);
             __m256i hil = _mm256_and_si256(_mm256_srl_epi32(entl, cexp), kk[4]);
@@ -973,17 +1005,15 @@ ATTR_AVX2 HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain 
         }
         if (!active) break;
     }
-    for (int c = 0; c < K; c++) {
-        _mm256_storeu_si256((__m256i *)ch[c].X, xl[c]);
-        _mm256_storeu_si256((__m256i *)(ch[c].X + 8), xh[c]);
-    }
+#undef SLOT_IN
+#undef SLOT_OUT
 }
 #else
 HIDDEN int nas_gathers_slow(void) { return 1; }
 
-HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
-    for (int c = 0; c < K; c++) ch[c].status = nas_val_dec16(16, d, &ch[c].B, ch[c].X, ch[c].pos, ch[c].stop,
-                                                             (void *)(out + ch[c].pos));
+HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out) {
+    for (int64_t c = 0; c < S; c++) q[c]->status = nas_val_dec16(16, d, &q[c]->B, q[c]->X, q[c]->pos, q[c]->stop,
+                                                                 (void *)(out + q[c]->pos));
 }
 #endif
 
@@ -1116,7 +1146,7 @@ INLINE int64_t pv_blocks_left(int64_t B, int64_t pos, int64_t fend) {
     return a < b ? a : b;
 }
 
-ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out,
+ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out,
                                           const int G) {
     enum { KMAX = SV_KMAX };
     const uint8_t *p = d->p;
@@ -1135,17 +1165,13 @@ ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SC
     SRun u[KMAX];
     __m128i cz[KMAX];
     __m512i wzmask[KMAX], cwt[KMAX];
-    for (int c = 0; c < K; c++) {
-        xv[c] = _mm512_loadu_si512((const void *)ch[c].X);
-        u[c].r = 0;
-        u[c].fend = -1; /* run info loaded on the first visit */
-    }
+#define SLOT_IN(c) { xv[c] = _mm512_loadu_si512((const void *)at[c]->X); u[c].r = 0; u[c].fend = -1; }
+#define SLOT_OUT(c) _mm512_storeu_si512((void *)at[c]->X, xv[c])
+    SLOTS_OPEN(KMAX, SLOT_IN)
     for (;;) {
         int active = 0, nr = 0, r0 = 0;
         for (int c = 0; c < K; c++) {
-            SChain *h = &ch[c];
-            if (h->done) continue;
-            active = 1;
+            SLOT_VISIT(c, h, SLOT_IN, SLOT_OUT)
             if (u[c].fend < 0 || h->pos >= u[c].fend) {
                 if (!srun_enter(d, st, h, &u[c])) continue;
                 unsigned z = u[c].z, wt = d->w - z;
@@ -1169,7 +1195,7 @@ ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SC
              * their vector zones (one chain's block is a dependency chain about as long as the core can
              * look ahead; two independent ones in one loop fill each other's gaps) */
             nr = 0;
-            SChain *ha = &ch[r0];
+            SChain *ha = at[r0];
             int64_t Ba = ha->B, pa = ha->pos, Bb = B, pb = pos;
             int64_t n = pv_blocks_left(Ba, pa, u[r0].fend), nb_ = pv_blocks_left(Bb, pb, u[c].fend);
             if (nb_ < n) n = nb_;
@@ -1192,7 +1218,7 @@ ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SC
         }
         if (nr) {
             /* a chain without a partner this round: its blocks alone */
-            SChain *ha = &ch[r0];
+            SChain *ha = at[r0];
             int64_t Ba = ha->B, pa = ha->pos;
             int64_t n = pv_blocks_left(Ba, pa, u[r0].fend);
             __m512i xa = xv[r0];
@@ -1208,29 +1234,30 @@ ATTR_AVX512 INLINE void avx512_val16_body(const ValDec *d, const SimdTab *st, SC
         }
         if (!active) break;
     }
-    for (int c = 0; c < K; c++) _mm512_storeu_si512((void *)ch[c].X, xv[c]);
+#undef SLOT_IN
+#undef SLOT_OUT
 }
 
-ATTR_AVX512 static void avx512_val16_g0(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
-    avx512_val16_body(d, st, ch, K, out, 0);
+ATTR_AVX512 static void avx512_val16_g0(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out) {
+    avx512_val16_body(d, st, q, S, out, 0);
 }
-ATTR_AVX512 static void avx512_val16_g1(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
-    avx512_val16_body(d, st, ch, K, out, 1);
+ATTR_AVX512 static void avx512_val16_g1(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out) {
+    avx512_val16_body(d, st, q, S, out, 1);
 }
-ATTR_AVX512 static void avx512_val16_g2(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
-    avx512_val16_body(d, st, ch, K, out, 2);
+ATTR_AVX512 static void avx512_val16_g2(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out) {
+    avx512_val16_body(d, st, q, S, out, 2);
 }
-ATTR_AVX512 static void avx512_val16_g3(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
-    avx512_val16_body(d, st, ch, K, out, 3);
+ATTR_AVX512 static void avx512_val16_g3(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out) {
+    avx512_val16_body(d, st, q, S, out, 3);
 }
 
-HIDDEN void nas_avx512_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
+HIDDEN void nas_avx512_val16(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out) {
     (d->L <= 32 ? avx512_val16_g0 : d->L <= 64 ? avx512_val16_g1 : d->L <= 128 ? avx512_val16_g2 : avx512_val16_g3)(
-        d, st, ch, K, out);
+        d, st, q, S, out);
 }
 #else
-HIDDEN void nas_avx512_val16(const ValDec *d, const SimdTab *st, SChain *ch, int K, uint16_t *out) {
-    for (int c = 0; c < K; c++) ch[c].status = nas_val_dec16(16, d, &ch[c].B, ch[c].X, ch[c].pos, ch[c].stop,
-                                                             (void *)(out + ch[c].pos));
+HIDDEN void nas_avx512_val16(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out) {
+    for (int64_t c = 0; c < S; c++) q[c]->status = nas_val_dec16(16, d, &q[c]->B, q[c]->X, q[c]->pos, q[c]->stop,
+                                                                 (void *)(out + q[c]->pos));
 }
 #endif
