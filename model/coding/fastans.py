@@ -131,6 +131,7 @@ class PreparedTables:
 
     _lut = None
     _lut_of = None
+    _lut16 = None
 
     @property
     def lut(self) -> np.ndarray:
@@ -145,6 +146,16 @@ class PreparedTables:
                 self._lut = np.zeros((1, 1), np.uint8)
         return self._lut
 
+    @property
+    def lut16(self) -> np.ndarray:
+        """The generic native rANS decoder's slot -> symbol table (``uint16``, a row of ``2**P`` per table;
+        P <= 16), built on first use: the interleaved preset's kernel (``rans16_decode``) builds what it
+        needs from ``freq`` and ``cum``."""
+        if self._lut16 is None:
+            tables, P = self._lut_of
+            self._lut16 = _quantile_symbols(tables, P) if P <= _LUT_BITS else np.zeros(1, np.uint16)
+        return self._lut16
+
     def prepare_rans(self, spec, tables) -> None:
         P = spec.rans.precision_bits
         self.freq = _pad([t.freqs for t in tables])
@@ -154,11 +165,10 @@ class PreparedTables:
         self.nchunk, self.chunk_b = _rans_chunks(tables, P)
         self.kb = _pad([t.extra_bits for t in tables])
         if native():
-            # the native decoder's quantile -> symbol table (uint16), when P <= 16
-            self.native_ok = max((t.freqs.size for t in tables), default=1) <= 1 << 16
-            self.lut16 = _quantile_symbols(tables, P) if P <= _LUT_BITS and self.native_ok else np.zeros(1, np.uint16)
-            if P <= _LUT_BITS and self.lut16.shape[1] != 1 << P:
-                self.native_ok = False
+            # the native decoders need at most 2^16 symbols and, at P <= 16, a slot table of 2^P slots per
+            # table (lut16): frequencies that sum to 2^P
+            self.native_ok = max((t.freqs.size for t in tables), default=1) <= 1 << 16 and (
+                P > _LUT_BITS or all(int(t.freqs.sum()) == 1 << P for t in tables))
 
 
 def _quantile_symbols(tables: Sequence, P: int) -> np.ndarray:
@@ -378,9 +388,9 @@ def _is_r16(spec) -> bool:
 
 
 def _r16_ok(p: PreparedTables) -> bool:
-    """Whether the ``rans16_*`` kernels take these tables: the slot table built, and additional data of at
-    most 32 bits (their pairs are ``uint32``)."""
-    return bool(p.native_ok and p.lut16.size == p.nsym.size << 16 and int(p.kb.max(initial=0)) <= 32)
+    """Whether the ``rans16_*`` kernels take these tables: frequencies that fill the 2^16 slots, and
+    additional data of at most 32 bits (their pairs are ``uint32``)."""
+    return bool(p.native_ok and int(p.kb.max(initial=0)) <= 32)
 
 
 def _r16_decode(spec, p: PreparedTables, wn, run_tab, run_end, starts, stops, out0, out_s, out_e,
@@ -397,12 +407,12 @@ def _r16_decode(spec, p: PreparedTables, wn, run_tab, run_end, starts, stops, ou
     stop = np.asarray(stops, np.int64)
     statuses = np.empty(len(starts), np.int64)
     if join is None:
-        nativeans.rans16_decode(wn, hs, xs, p.lut16, p.freq, p.cum, p.nsym, p.nchunk, p.chunk_b, run_tab, run_end,
+        nativeans.rans16_decode(wn, hs, xs, p.freq, p.cum, p.nsym, p.nchunk, p.chunk_b, run_tab, run_end,
                                 poss, stop, out0, out_s, out_e, 0, _NO_I64, _NO_I64, _NO_U32, _NO_U32, 0, 0, 0,
                                 statuses)
     else:
         z, n_esc, hi, esc, wbits, m, top = join
-        nativeans.rans16_decode(wn, hs, xs, p.lut16, p.freq, p.cum, p.nsym, p.nchunk, p.chunk_b, run_tab, run_end,
+        nativeans.rans16_decode(wn, hs, xs, p.freq, p.cum, p.nsym, p.nchunk, p.chunk_b, run_tab, run_end,
                                 poss, stop, out0, out_s, _NO_U32, 1, z, n_esc, hi, esc, wbits, m, top, statuses)
     return [(int(statuses[i]), (int(hs[i]), pack_states(xs[i * N:(i + 1) * N].tolist()))) for i in range(len(starts))]
 

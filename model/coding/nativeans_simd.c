@@ -47,7 +47,7 @@ typedef struct {
     int64_t N;
     /* per table t (width symbols each): frequency, start, chunks and their widths */
     const int64_t *freq, *cum, *nch, *chb, *nsym;
-    const uint16_t *lut; /* ntab << 16: slot -> symbol */
+    const uint16_t *const *lrow; /* per table: its slot -> symbol row (2^16), or NULL: a search over cum */
     int64_t width, most;
     const int64_t *run_tab, *run_end;
     /* output: pairs (syms u8, extras u32) or values (item size osz) */
@@ -91,6 +91,17 @@ typedef struct {
 
 #define R16_ESC 0xffffffffu
 
+/* The symbol whose slots hold q: the last s with cum[s] <= q (cum the prefix sums from 0 of n symbols). */
+static inline unsigned r16_symbol(const int64_t *cum, int64_t n, uint32_t q) {
+    int64_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        int64_t mid = (lo + hi) >> 1;
+        if (cum[mid] <= (int64_t)q) lo = mid;
+        else hi = mid;
+    }
+    return (unsigned)lo;
+}
+
 /* Pairs c->pos .. upto - 1, one at a time (any N, any chunk count); 0, or with c->status set: the pair
  * where the words ran out, or -2 (values) for an escape index outside its group. */
 static int r16_scalar(const R16 *d, R16Chain *c, int64_t upto) {
@@ -105,12 +116,13 @@ static int r16_scalar(const R16 *d, R16Chain *c, int64_t upto) {
         int64_t end = d->run_end[r] < upto ? d->run_end[r] : upto;
         int64_t t = d->run_tab[r];
         const int64_t *freq = d->freq + t * d->width, *cum = d->cum + t * d->width, *nch = d->nch + t * d->width;
-        const uint16_t *lut = d->lut + (t << 16);
+        const uint16_t *lut = d->lrow[t];
+        const int64_t nsy = d->nsym[t];
         const unsigned z = d->values ? (unsigned)d->z[t] : 0, wt = d->wbits - z;
         for (; pos < end; pos++) {
             uint32_t x = c->x[lane];
             uint32_t q = x & 0xffffu;
-            unsigned s = lut[q];
+            unsigned s = lut ? lut[q] : r16_symbol(cum, nsy, q);
             x = (x >> 16) * (uint32_t)freq[s] + q - (uint32_t)cum[s];
             /* the pops without a branch (whether a state pops is data, a branch on it mispredicts often): the
              * word below h is read whether or not it is taken (word 0 when none is left) */
@@ -347,7 +359,7 @@ static int r16_longer_first(const void *a, const void *b) {
     return lx > ly ? -1 : lx < ly ? 1 : (x < y ? -1 : x > y);
 }
 
-/* rans16_decode(words u16, hs i64[S], states u64[S*N], lut u16[ntab << 16], freq, cum, nsym, nchunk,
+/* rans16_decode(words u16, hs i64[S], states u64[S*N], freq, cum, nsym, nchunk,
  *               chunk_b, run_tab, run_end, poss i64[S], stops i64[S], out0, out_s, out_e,
  *               values (0 pairs, 1 values), z, n_esc, hi u32[ntab*width], esc u32[ntab*esc_w], w, m, top,
  *               statuses i64[S]) -> None
@@ -355,24 +367,27 @@ static int r16_longer_first(const void *a, const void *b) {
  * states of segment s (lane k at s * N + k). Pairs: out_s (u8) and out_e (u32) at pair - out0, from out0
  * on; values: out_s is the values array (item size 1, 2 or 4) at pair - out0 (out_e unused). Per
  * segment: statuses -1 success (hs and states then those after its last pair), >= 0 the pair where the
- * words ran out, -2 an escape index outside its group. */
+ * words ran out, -2 an escape index outside its group. Each table's starts are its frequencies' prefix
+ * sums over all 2^16 slots (the coders' tables always are; any other is refused): the slot -> symbol
+ * lookups are built here, from freq and cum, only for the tables that need them. */
 HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
-    PyObject *ow, *oh, *ost, *olut, *of, *oc, *ons, *onc, *ocb, *ort, *ore, *opos, *ostop, *oos, *ooe, *oz, *one_,
+    PyObject *ow, *oh, *ost, *of, *oc, *ons, *onc, *ocb, *ort, *ore, *opos, *ostop, *oos, *ooe, *oz, *one_,
         *ohi, *oesc, *ostat;
     long long out0, values, w_, m_, top_;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOLOOLOOOOLLLO", &ow, &oh, &ost, &olut, &of, &oc, &ons, &onc, &ocb, &ort,
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOLOOLOOOOLLLO", &ow, &oh, &ost, &of, &oc, &ons, &onc, &ocb, &ort,
                           &ore, &opos, &ostop, &out0, &oos, &ooe, &values, &oz, &one_, &ohi, &oesc, &w_, &m_, &top_,
                           &ostat))
         return NULL;
-    Buf w = {0}, hb = {0}, st = {0}, lut = {0}, f = {0}, c = {0}, ns = {0}, nc = {0}, cb = {0}, rt = {0}, re = {0},
+    Buf w = {0}, hb = {0}, st = {0}, f = {0}, c = {0}, ns = {0}, nc = {0}, cb = {0}, rt = {0}, re = {0},
         ps = {0}, sp = {0}, os = {0}, oe = {0}, zb = {0}, neb = {0}, hib = {0}, eb = {0}, sts = {0};
     PyObject *res = NULL;
     R16VTab **vt = NULL;
     R16Chain *chs = NULL, **q = NULL;
-    char *exact = NULL;
+    uint16_t **rows = NULL;
+    int64_t *span = NULL;
     int64_t ntab = 0;
     if (get_buf(ow, &w, 0, 2, "words") || get_buf(oh, &hb, 1, 8, "hs") || get_buf(ost, &st, 1, 8, "states") ||
-        get_buf(olut, &lut, 0, 2, "lut") || get_buf(of, &f, 0, 8, "freq") || get_buf(oc, &c, 0, 8, "cum") ||
+        get_buf(of, &f, 0, 8, "freq") || get_buf(oc, &c, 0, 8, "cum") ||
         get_buf(ons, &ns, 0, 8, "nsym") || get_buf(onc, &nc, 0, 8, "nchunk") || get_buf(ocb, &cb, 0, 8, "chunk_b") ||
         get_buf(ort, &rt, 0, 8, "run_tab") || get_buf(ore, &re, 0, 8, "run_end") || get_buf(opos, &ps, 0, 8, "poss") ||
         get_buf(ostop, &sp, 0, 8, "stops") || get_buf(oos, &os, 1, 0, "out_s") || get_buf(ooe, &oe, 1, 0, "out_e") ||
@@ -389,7 +404,7 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
         int bad = S < 1 || N < 1 || N > MAXN || NITEMS(st) != S * N || NITEMS(ps) != S || NITEMS(sp) != S ||
                   NITEMS(sts) != S || ntab < 1 || width < 1 || NITEMS(c) != ntab * width ||
                   NITEMS(nc) != ntab * width || most < 1 || NITEMS(cb) != ntab * width * most ||
-                  NITEMS(lut) != (ntab << 16) || n_runs < 1 || NITEMS(re) != n_runs || out0 < 0;
+                  n_runs < 1 || NITEMS(re) != n_runs || out0 < 0;
         if (!bad && !values)
             bad = osz != 1 || oe.view.itemsize != 4 || NITEMS(oe) != nout;
         int64_t esc_w = 0;
@@ -412,38 +427,21 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
         const int64_t *nsym = (const int64_t *)ns.view.buf, *freq = (const int64_t *)f.view.buf,
                       *cum = (const int64_t *)c.view.buf, *nch = (const int64_t *)nc.view.buf,
                       *chb = (const int64_t *)cb.view.buf;
-        const uint16_t *lt = (const uint16_t *)lut.view.buf;
         for (int64_t i = 0; i < n_runs; i++)
             if (run_tab[i] < 0 || run_tab[i] >= ntab) goto badtab;
         for (int64_t s = 0; s < S; s++)
             if (stops[s] > 0 && run_end[n_runs - 1] < stops[s]) goto badtab;
-        exact = (char *)calloc((size_t)ntab, 1);
-        if (!exact) { PyErr_NoMemory(); goto out; }
         for (int64_t t = 0; t < ntab; t++) {
             if (nsym[t] < 1 || nsym[t] > width) goto badtab;
-            int64_t total = 0;
+            int64_t c0 = 0;
             for (int64_t q = 0; q < nsym[t]; q++) {
                 int64_t i = t * width + q;
-                if (freq[i] < 1 || cum[i] < 0 || cum[i] + freq[i] > 65536 || nch[i] < 0 || nch[i] > most) goto badtab;
+                if (freq[i] < 1 || cum[i] != c0 || nch[i] < 0 || nch[i] > most) goto badtab;
                 for (int64_t k = 0; k < nch[i]; k++)
                     if (chb[i * most + k] < 1 || chb[i * most + k] > 16) goto badtab;
-                total += freq[i];
-            }
-            /* exact: the starts are the frequencies' prefix sums over all 2^16 slots and the slot table maps each
-             * symbol's slots to it (always so for the coders' tables; the vector kernel relies on it); else every
-             * slot is only checked to name a symbol, and the table stays scalar */
-            int ok = total == 65536;
-            for (int64_t q = 0, c0 = 0; ok && q < nsym[t]; q++) {
-                int64_t i = t * width + q;
-                const uint16_t *l = lt + (t << 16) + cum[i];
-                if (cum[i] != c0) ok = 0;
-                for (int64_t k = 0; ok && k < freq[i]; k++) ok = l[k] == q;
                 c0 += freq[i];
             }
-            exact[t] = (char)ok;
-            if (!ok)
-                for (int64_t q = 0; q < 65536; q++)
-                    if (lt[(t << 16) + q] >= nsym[t]) goto badtab;
+            if (c0 != 65536) goto badtab;
             if (values) {
                 const int64_t *zz = (const int64_t *)zb.view.buf, *ne = (const int64_t *)neb.view.buf;
                 if (zz[t] < 0 || zz[t] > w_ || ne[t] < 0 || ne[t] > esc_w) goto badtab;
@@ -453,7 +451,14 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
         chs = (R16Chain *)calloc((size_t)S, sizeof(R16Chain));
         q = (R16Chain **)calloc((size_t)S, sizeof(R16Chain *));
         vt = (R16VTab **)calloc((size_t)ntab, sizeof(R16VTab *));
-        if (!chs || !q || !vt) { PyErr_NoMemory(); goto out; }
+        rows = (uint16_t **)calloc((size_t)ntab, sizeof(uint16_t *));
+        span = (int64_t *)calloc((size_t)ntab, sizeof(int64_t));
+        if (!chs || !q || !vt || !rows || !span) { PyErr_NoMemory(); goto out; }
+        for (int64_t i = 0; i + 1 < n_runs; i++) /* per table, the pairs of its runs this call decodes */
+            for (int64_t s = 0, a0 = i ? run_end[i - 1] : 0; s < S; s++) {
+                int64_t lo_ = poss[s] > a0 ? poss[s] : a0, hi_ = stops[s] < run_end[i] ? stops[s] : run_end[i];
+                if (hi_ > lo_) span[run_tab[i]] += hi_ - lo_;
+            }
         for (int64_t s = 0; s < S; s++) {
             chs[s].h = hs[s]; chs[s].pos = poss[s]; chs[s].stop = stops[s]; chs[s].status = -1;
             for (int64_t k = 0; k < N; k++) {
@@ -464,7 +469,8 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
                 chs[s].x[k] = (uint32_t)s64[s * N + k];
             }
         }
-        R16 d = {(const uint16_t *)w.view.buf, NITEMS(w), N, freq, cum, nch, chb, nsym, lt, width, most, run_tab,
+        R16 d = {(const uint16_t *)w.view.buf, NITEMS(w), N, freq, cum, nch, chb, nsym,
+                 (const uint16_t *const *)rows, width, most, run_tab,
                  run_end, (int)values, osz, values ? NULL : (uint8_t *)os.view.buf,
                  values ? NULL : (uint32_t *)oe.view.buf, values ? os.view.buf : NULL, out0,
                  values ? (const int64_t *)zb.view.buf : NULL, values ? (const int64_t *)neb.view.buf : NULL,
@@ -473,24 +479,18 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
         int vec = 0;
         (void)vec;
 #ifdef NAS_X86
-        /* the vector tables, for tables with at most one chunk per symbol, at most 256 symbols and a run of
-         * R16_VEC_MIN pairs or more in some segment; 16-bit values only */
+        /* the vector tables, for tables with at most one chunk per symbol, at most 256 symbols and
+         * R16_VEC_MIN pairs or more to decode; 16-bit values only */
         if (nas_level >= 2 && N == 16 && (!values || osz == 2 || osz == 4)) {
-            for (int64_t i = 0; i + 1 < n_runs; i++) {
-                int64_t a0 = i ? run_end[i - 1] : 0, t = run_tab[i], span = 0;
-                if (d.vt[t] || nsym[t] > 256) continue;
-                for (int64_t s = 0; s < S; s++) { /* the pairs of this run the call decodes */
-                    int64_t lo_ = poss[s] > a0 ? poss[s] : a0, hi_ = stops[s] < run_end[i] ? stops[s] : run_end[i];
-                    if (hi_ > lo_) span += hi_ - lo_;
-                }
-                if (span < R16_VEC_MIN) continue;
+            for (int64_t t = 0; t < ntab; t++) {
+                if (nsym[t] > 256 || span[t] < R16_VEC_MIN) continue;
                 int ok = 1;
                 for (int64_t q = 0; q < nsym[t]; q++) {
                     int64_t j = t * width + q;
                     if (nch[j] > 1) ok = 0;
                     if (values && d.hi[j] != R16_ESC && ((d.hi[j] >> m_) >> 8)) ok = 0;
                 }
-                if (!ok || !exact[t]) continue;
+                if (!ok) continue;
                 R16VTab *a = (R16VTab *)calloc(1, sizeof(R16VTab));
                 if (!a) { PyErr_NoMemory(); goto out; }
                 d.vt[t] = a;
@@ -504,10 +504,12 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
                 if (!a->small) { /* the gather path's slot lookups */
                     a->lut8 = (uint8_t *)malloc(65536 + 64);
                     if (!a->lut8) { PyErr_NoMemory(); goto out; }
-                    for (int64_t q = 0; q < 65536; q++) a->lut8[q] = (uint8_t)lt[(t << 16) + q];
+                    for (int64_t q = 0; q < nsym[t]; q++)
+                        memset(a->lut8 + cum[t * width + q], (int)q, (size_t)freq[t * width + q]);
                 }
                 for (int64_t b = 0; b < 256; b++) {
-                    unsigned s0 = lt[(t << 16) + 256 * b], s1 = lt[(t << 16) + 256 * b + 255];
+                    unsigned s0 = r16_symbol(cum + t * width, nsym[t], (uint32_t)(256 * b)),
+                             s1 = r16_symbol(cum + t * width, nsym[t], (uint32_t)(256 * b + 255));
                     uint32_t e = s0;
                     if (s1 == s0) e |= 256u << 8;
                     else if (s1 == s0 + 1) e |= (uint32_t)(cum[t * width + s1] - 256 * b) << 8;
@@ -526,6 +528,15 @@ HIDDEN PyObject *nas_py_rans16_decode(PyObject *self, PyObject *args) {
             }
         }
 #endif
+        /* a slot -> symbol row for each table the scalar kernel decodes many pairs of (the others, at the
+         * vector runs' edges, search cum) */
+        for (int64_t t = 0; t < ntab; t++) {
+            if (d.vt[t] || span[t] < R16_VEC_MIN) continue;
+            rows[t] = (uint16_t *)malloc(65536 * sizeof(uint16_t));
+            if (!rows[t]) { PyErr_NoMemory(); goto out; }
+            for (int64_t q = 0; q < nsym[t]; q++)
+                for (int64_t k = cum[t * width + q], e = k + freq[t * width + q]; k < e; k++) rows[t][k] = (uint16_t)q;
+        }
         Py_BEGIN_ALLOW_THREADS
 #ifdef NAS_X86
         if (vec) {
@@ -558,10 +569,13 @@ out:
             free(vt[t]);
         }
     free(vt);
-    free(exact);
+    if (rows)
+        for (int64_t t = 0; t < ntab; t++) free(rows[t]);
+    free(rows);
+    free(span);
     free(chs);
     free(q);
-    rel(&w); rel(&hb); rel(&st); rel(&lut); rel(&f); rel(&c); rel(&ns); rel(&nc); rel(&cb); rel(&rt); rel(&re);
+    rel(&w); rel(&hb); rel(&st); rel(&f); rel(&c); rel(&ns); rel(&nc); rel(&cb); rel(&rt); rel(&re);
     rel(&ps); rel(&sp); rel(&os); rel(&oe); rel(&zb); rel(&neb); rel(&hib); rel(&eb); rel(&sts);
     return res;
 }

@@ -136,7 +136,6 @@ def test_rans16_corrupt_streams_give_the_same_result_at_every_level(codec):
 
 def test_rans16_kernel_arguments_are_checked():
     w = np.zeros(8, np.uint16)
-    lut = np.zeros(1 << 16, np.uint16)
     one = np.ones(1, np.int64)
     f = np.asarray([1 << 16], np.int64)
     z = np.zeros(1, np.int64)
@@ -144,13 +143,27 @@ def test_rans16_kernel_arguments_are_checked():
     st = np.full(16, 1 << 16, np.uint64)
     nul64, nul32 = np.zeros(0, np.int64), np.zeros(0, np.uint32)
     with pytest.raises(ValueError):  # output smaller than the pairs asked for
-        nativeans.rans16_decode(w, np.asarray([8]), st, lut, f, z, one, z, np.ones((1, 1), np.int64), rt, re,
+        nativeans.rans16_decode(w, np.asarray([8]), st, f, z, one, z, np.ones((1, 1), np.int64), rt, re,
                                 np.zeros(1, np.int64), np.asarray([5]), 0, np.zeros(2, np.uint8), np.zeros(2, np.uint32),
                                 0, nul64, nul64, nul32, nul32, 0, 0, 0, np.zeros(1, np.int64))
     with pytest.raises(ValueError):  # a frequency past 2^16
-        nativeans.rans16_decode(w, np.asarray([8]), st, lut, f + 1, z, one, z, np.ones((1, 1), np.int64), rt, re,
+        nativeans.rans16_decode(w, np.asarray([8]), st, f + 1, z, one, z, np.ones((1, 1), np.int64), rt, re,
                                 np.zeros(1, np.int64), np.asarray([5]), 0, np.zeros(5, np.uint8), np.zeros(5, np.uint32),
                                 0, nul64, nul64, nul32, nul32, 0, 0, 0, np.zeros(1, np.int64))
+    two = np.asarray([2], np.int64)
+    for freq, cum in (([1 << 15, 1 << 15], [0, 1 << 15]), ([1 << 15, 1 << 14], [0, 1 << 15]),
+                      ([1 << 15, 1 << 15], [0, 1 << 14])):
+        # two symbols: the kernel builds its slot lookups from freq and cum, so the starts must be the
+        # frequencies' prefix sums over all 2^16 slots (the first pair is the control)
+        args = (w, np.asarray([8]), st, np.asarray(freq, np.int64), np.asarray(cum, np.int64), two,
+                np.zeros(2, np.int64), np.ones((1, 2, 1), np.int64), rt, re, np.zeros(1, np.int64), np.asarray([5]),
+                0, np.zeros(5, np.uint8), np.zeros(5, np.uint32), 0, nul64, nul64, nul32, nul32, 0, 0, 0,
+                np.zeros(1, np.int64))
+        if cum == [0, 1 << 15] and freq[1] == 1 << 15:
+            nativeans.rans16_decode(*args)
+        else:
+            with pytest.raises(ValueError, match="table outside its limits"):
+                nativeans.rans16_decode(*args)
     with pytest.raises(ValueError):  # N = 1 is not this preset
         nativeans.rans16_encode(np.zeros(5, np.uint8), np.zeros(5, np.uint32), rt, re, f, z, one, z, z,
                                 np.ones((1, 1), np.int64), 1, 0, np.zeros(64, np.uint16), np.zeros((0, 4), np.uint64))
