@@ -29,11 +29,11 @@ class OptionalBuildExt(build_ext):
 extra = [] if sys.platform == "win32" else ["-O3", "-std=c99", "-fno-strict-aliasing", "-fno-tree-slp-vectorize", "-ffp-contract=off"]
 setup(
     # nativeans_simd.c: the kernels for AVX2 and AVX-512; nativecrc.c: the block CRC (PCLMULQDQ where the CPU
-    # has it); (function target attributes, chosen at run time by
-    # CPU features: the flags above stay portable); nativeans.h is shared by both files
+    # has it) (function target attributes, chosen at run time by CPU features: the flags above stay portable);
+    # nativetable.c: the code tables' normalization and escape search; nativeans.h is shared by all four
     ext_modules=[Extension("ansforge.model.coding.nativeans",
                            ["model/coding/nativeans.c", "model/coding/nativeans_simd.c",
-                            "model/coding/nativecrc.c"],
+                            "model/coding/nativecrc.c", "model/coding/nativetable.c"],
                            depends=["model/coding/nativeans.h"], extra_compile_args=extra, optional=True)],
     cmdclass={"build_ext": OptionalBuildExt},
 )

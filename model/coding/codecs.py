@@ -50,7 +50,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .codetable import CodeTable, build_code_table, constriction_quantizer, optimal_quantizer
+from .codetable import CodeTable, build_code_table, constriction_quantizer
 from ..errors import ConfigError
 from .rans import RANS_PRESETS, RansCoder, RansParams, RansTable
 from .tans import SPREADS, TansCoder, TansParams, TansTable
@@ -339,8 +339,7 @@ class RansCodec(Codec):
         if self.is_constriction:
             return build_code_table(counts, extra_bits, P, quantizer=constriction_quantizer, escape=False,
                                     max_symbols=self.rans.max_symbols, max_extra_bits=64)
-        return build_code_table(counts, extra_bits, P, quantizer=optimal_quantizer(P),
-                                max_symbols=self.rans.max_symbols, max_extra_bits=64)
+        return build_code_table(counts, extra_bits, P, max_symbols=self.rans.max_symbols, max_extra_bits=64)
 
     def coder_table(self, code_table: CodeTable, counts: np.ndarray | None = None, spread: str | None = None,
                     spread_symbols=None) -> RansTable:

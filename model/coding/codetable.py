@@ -21,13 +21,19 @@ the coder's own quantizer (cross-entropy of the quantized frequencies plus the i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ConfigError
-from .probability import cross_entropy_bits, ideal_bits, leaky_quantize, normalize_counts
+from .probability import cross_entropy_bits, ideal_bits, leaky_quantize, log2_table, native_precision, normalize_counts
+
+try:  # the optional native kernels (setup.py): the escape search in compiled code; the loop below is the reference
+    from . import nativeans
+except ImportError:  # pragma: no cover - machines without a compiler
+    nativeans = None
 
 __all__ = ["CodeTable", "build_code_table", "Quantizer", "optimal_quantizer", "constriction_quantizer"]
 
@@ -248,43 +254,12 @@ def _alphabet_cost(sc: np.ndarray, freqs: np.ndarray, precision_bits: int, index
     return bits
 
 
-def build_code_table(counts: np.ndarray, extra_bits: int, precision_bits: int, *,
-                     quantizer: Quantizer | None = None, max_symbols: int = 256,
-                     max_extra_bits: int = 32, escape: bool = True) -> CodeTable:
-    """Choose direct codes, escape group and frequencies of minimum total size for ``counts``.
-
-    Parameters
-    ----------
-    counts : array of int, shape (n_codes,)
-        Occurrences of each code of the tensor; codes with count 0 are left out of the alphabet.
-    extra_bits : int
-        Additional-data width of the pair format.
-    precision_bits : int
-        Frequencies sum to ``2**precision_bits``.
-    quantizer
-        Counts → frequencies; default :func:`optimal_quantizer` of ``precision_bits``.
-    max_symbols : int
-        Largest alphabet the core accepts (the paper's cores: 64); codes beyond it must escape.
-    max_extra_bits : int
-        Largest additional-data width the core accepts; bounds ``extra_bits + index_bits``.
-    escape : bool
-        ``False`` forbids the escape symbol (every occurring code is direct).
-    """
-    c = np.asarray(counts)
-    if c.ndim != 1 or c.dtype.kind not in "iu" or (c.size and c.min() < 0):
-        raise ConfigError("counts must be a 1-D array of non-negative integers")
-    c = c.astype(np.int64)
-    q = quantizer or optimal_quantizer(precision_bits)
-    if extra_bits > max_extra_bits:
-        raise ConfigError(f"extra_bits = {extra_bits} exceeds the core's maximum additional-data width {max_extra_bits}")
-    occurring = [int(i) for i in np.flatnonzero(c)]
-    if not occurring:  # an empty tensor still gets a valid (unused) one-symbol alphabet
-        c = np.ones(1, dtype=np.int64)
-        occurring = [0]
-    # Most frequent first; ties by code so the choice is reproducible.
-    order = sorted(occurring, key=lambda i: (-int(c[i]), i))
+def search_escape_split(c: np.ndarray, order: list[int], extra_bits: int, precision_bits: int, capacity: int,
+                        max_extra_bits: int, escape: bool, q: Quantizer) -> CodeTable | None:
+    """The search of :func:`build_code_table` over its splits (``order``: the occurring codes, most frequent
+    first), in NumPy with any quantizer: the reference of the compiled search (``nativeans.code_table_search``)
+    and what runs where that is not built or the quantizer is not the default. ``None``: no split fits."""
     n = len(order)
-    capacity = min(max_symbols, 1 << precision_bits)
     best: tuple | None = None
     for n_direct in range(n, -1, -1):
         direct, group = order[:n_direct], order[n_direct:]
@@ -314,13 +289,76 @@ def build_code_table(counts: np.ndarray, extra_bits: int, precision_bits: int, *
             best = (cost, direct, group, freqs)
         if not escape:
             break
-    if best is not None:
-        _, direct, group, freqs = best
-        best = (best[0], CodeTable(tuple(direct), tuple(group), extra_bits, tuple(int(v) for v in freqs),
-                                   precision_bits))
+    if best is None:
+        return None
+    _, direct, group, freqs = best
+    return CodeTable(tuple(direct), tuple(group), extra_bits, tuple(int(v) for v in freqs), precision_bits)
+
+
+def _search_native(c: np.ndarray, order: list[int], extra_bits: int, precision_bits: int, capacity: int,
+                   max_extra_bits: int, escape: bool) -> CodeTable | None:
+    """:func:`search_escape_split` with the default quantizer, compiled: the same floats (NumPy's
+    logarithms passed in, NumPy's pairwise sums), so the same table, tie for tie."""
+    o = np.asarray(order, dtype=np.int64)
+    groups = np.zeros(o.size + 1, dtype=np.int64)  # groups[k]: the summed counts of order[k:]
+    groups[:-1] = np.cumsum(c[o][::-1])[::-1]
+    with np.errstate(divide="ignore"):
+        log_counts = np.log2(c.astype(np.float64))
+        log_groups = np.log2(groups.astype(np.float64))
+    got = nativeans.code_table_search(o, c, log_counts, log_groups, log2_table(precision_bits),
+                                      math.log2(float(c.sum())), precision_bits, extra_bits, max_extra_bits,
+                                      capacity, escape)
+    if got is None:
+        return None
+    n_direct, freqs = got
+    return CodeTable(tuple(sorted(order[:n_direct])), tuple(sorted(order[n_direct:])), extra_bits,
+                     tuple(np.frombuffer(freqs, dtype=np.int64).tolist()), precision_bits)
+
+
+def build_code_table(counts: np.ndarray, extra_bits: int, precision_bits: int, *,
+                     quantizer: Quantizer | None = None, max_symbols: int = 256,
+                     max_extra_bits: int = 32, escape: bool = True) -> CodeTable:
+    """Choose direct codes, escape group and frequencies of minimum total size for ``counts``.
+
+    Parameters
+    ----------
+    counts : array of int, shape (n_codes,)
+        Occurrences of each code of the tensor; codes with count 0 are left out of the alphabet.
+    extra_bits : int
+        Additional-data width of the pair format.
+    precision_bits : int
+        Frequencies sum to ``2**precision_bits``.
+    quantizer
+        Counts → frequencies; default :func:`optimal_quantizer` of ``precision_bits``.
+    max_symbols : int
+        Largest alphabet the core accepts (the paper's cores: 64); codes beyond it must escape.
+    max_extra_bits : int
+        Largest additional-data width the core accepts; bounds ``extra_bits + index_bits``.
+    escape : bool
+        ``False`` forbids the escape symbol (every occurring code is direct).
+    """
+    c = np.asarray(counts)
+    if c.ndim != 1 or c.dtype.kind not in "iu" or (c.size and c.min() < 0):
+        raise ConfigError("counts must be a 1-D array of non-negative integers")
+    c = c.astype(np.int64)
+    if extra_bits > max_extra_bits:
+        raise ConfigError(f"extra_bits = {extra_bits} exceeds the core's maximum additional-data width {max_extra_bits}")
+    occurring = [int(i) for i in np.flatnonzero(c)]
+    if not occurring:  # an empty tensor still gets a valid (unused) one-symbol alphabet
+        c = np.ones(1, dtype=np.int64)
+        occurring = [0]
+    # Most frequent first; ties by code so the choice is reproducible.
+    order = sorted(occurring, key=lambda i: (-int(c[i]), i))
+    n = len(order)
+    capacity = min(max_symbols, 1 << precision_bits)
+    if quantizer is None and nativeans is not None and native_precision(precision_bits):
+        best = _search_native(c, order, extra_bits, int(precision_bits), capacity, max_extra_bits, escape)
+    else:
+        best = search_escape_split(c, order, extra_bits, precision_bits, capacity, max_extra_bits, escape,
+                                   quantizer or optimal_quantizer(precision_bits))
     if best is None:
         raise ConfigError(
             f"{n} codes occur, but a {capacity}-symbol alphabet with at most {max_extra_bits} additional-data "
             f"bits cannot hold them (raise max_symbols or max_extra_bits, or allow the escape symbol)")
-    return best[1]
+    return best
 

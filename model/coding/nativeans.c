@@ -2458,6 +2458,8 @@ static PyMethodDef methods[] = {
     {"rans16_encode", nas_py_rans16_encode, METH_VARARGS, "rANS encode of rans16xN streams (SIMD across the states)"},
     {"crc32_blocks", nas_py_crc32_blocks, METH_VARARGS, "zlib's CRC-32 of word ranges in decoding order (the block CRC)"},
     {"crc32_path", nas_py_crc32_path, METH_VARARGS, "asks (-1) or sets whether the folded (PCLMULQDQ) CRC runs"},
+    {"normalize", nas_py_normalize, METH_VARARGS, "minimum-cost integer frequencies of positive counts (normalize_counts)"},
+    {"code_table_search", nas_py_code_table_search, METH_VARARGS, "build_code_table's escape search: direct codes and frequencies"},
     {"tans_heads", py_tans_heads, METH_VARARGS, "the golden stream heads of independent tANS blocks"},
     {"tans_state_at", py_tans_state_at, METH_VARARGS, "the golden decoder's (h, cnt, buf) at a bit position"},
     {"tans_encode", py_tans_encode, METH_VARARGS, "tANS encode of N interleaved states"},

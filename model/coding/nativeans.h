@@ -185,5 +185,8 @@ HIDDEN PyObject *nas_py_rans16_encode(PyObject *self, PyObject *args);
 HIDDEN void nas_crc_init(void);
 HIDDEN PyObject *nas_py_crc32_blocks(PyObject *self, PyObject *args);
 HIDDEN PyObject *nas_py_crc32_path(PyObject *self, PyObject *args);
+/* nativetable.c */
+HIDDEN PyObject *nas_py_normalize(PyObject *self, PyObject *args);
+HIDDEN PyObject *nas_py_code_table_search(PyObject *self, PyObject *args);
 
 #endif

@@ -21,16 +21,24 @@ nearest, clamp to 1, and put the rounding residue on the most frequent code.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from ..errors import ConfigError
 
+try:  # the optional native kernels (setup.py): the same tables from compiled code; this module is the reference
+    from . import nativeans
+except ImportError:  # pragma: no cover - machines without a compiler
+    nativeans = None
+
 __all__ = [
     "MIN_PRECISION_BITS",
     "MAX_PRECISION_BITS",
+    "log2_table",
     "normalize_counts",
+    "normalize_positive",
     "proportional_counts",
     "cross_entropy_bits",
     "ideal_bits",
@@ -40,6 +48,28 @@ __all__ = [
 
 MIN_PRECISION_BITS = 5
 MAX_PRECISION_BITS = 24
+#: Precisions up to this one normalize in compiled code (``nativeans.normalize``), with the logarithms
+#: of :func:`log2_table`; above it (a table of 2**N doubles would be large) the NumPy loop below runs.
+NATIVE_PRECISION_BITS = 16
+
+
+def native_precision(precision_bits) -> bool:
+    """Whether tables of this precision normalize in compiled code: the extension built and a valid
+    ``N`` up to :data:`NATIVE_PRECISION_BITS` (an invalid one takes the NumPy path, which names it)."""
+    return (nativeans is not None and isinstance(precision_bits, (int, np.integer))
+            and not isinstance(precision_bits, bool) and MIN_PRECISION_BITS <= precision_bits <= NATIVE_PRECISION_BITS)
+
+
+@functools.cache
+def log2_table(precision_bits: int) -> np.ndarray:
+    """NumPy's ``log2`` of ``0 .. 2**N + 1`` (``-inf`` at 0): every frequency and frequency + 1 of an
+    ``N``-bit table. The compiled normalization and escape search read their logarithms here, from the
+    same vectorized ``log2`` as the loops below, so they compare the same floats (the C library's
+    ``log2`` differs from NumPy's in the last bit for some integers)."""
+    with np.errstate(divide="ignore"):
+        t = np.log2(np.arange((1 << precision_bits) + 2, dtype=np.float64))
+    t.flags.writeable = False
+    return t
 
 
 def _check(counts: np.ndarray, precision_bits: int) -> np.ndarray:
@@ -81,9 +111,21 @@ def normalize_counts(counts: np.ndarray, precision_bits: int) -> np.ndarray:
         ``f`` with ``f.sum() == 2**N``, ``f[i] >= 1`` where ``counts[i] > 0``, ``f[i] == 0`` elsewhere.
     """
     c = _check(counts, precision_bits)
-    total_freq = 1 << precision_bits
     idx = np.flatnonzero(c)
-    w = c[idx].astype(np.float64)
+    out = np.zeros_like(c)
+    if native_precision(precision_bits):
+        P = int(precision_bits)
+        out[idx] = np.frombuffer(nativeans.normalize(np.ascontiguousarray(c[idx]), log2_table(P), P), dtype=np.int64)
+    else:
+        out[idx] = normalize_positive(c[idx], precision_bits)
+    return out
+
+
+def normalize_positive(counts: np.ndarray, precision_bits: int) -> np.ndarray:
+    """:func:`normalize_counts` of counts that are all positive, in NumPy: the reference of the compiled
+    ``nativeans.normalize`` and where it is not built. No argument checks."""
+    total_freq = 1 << precision_bits
+    w = np.asarray(counts).astype(np.float64)
     f = np.maximum(1, np.floor(w * total_freq / w.sum())).astype(np.int64)
 
     def gain_up(f: np.ndarray) -> np.ndarray:  # cost saved by f_i += 1
@@ -97,7 +139,7 @@ def normalize_counts(counts: np.ndarray, precision_bits: int) -> np.ndarray:
     while deficit > 0:
         # Large deficits (many codes) are filled in batches of the best candidates at once.
         g = gain_up(f)
-        k = min(deficit, max(1, deficit // 4), idx.size)
+        k = min(deficit, max(1, deficit // 4), w.size)
         best = np.argsort(-g, kind="stable")[:k]
         f[best] += 1
         deficit -= k
@@ -114,9 +156,7 @@ def normalize_counts(counts: np.ndarray, precision_bits: int) -> np.ndarray:
             break
         f[i] += 1
         f[j] -= 1
-    out = np.zeros_like(c)
-    out[idx] = f
-    return out
+    return f
 
 
 def proportional_counts(counts: np.ndarray, precision_bits: int) -> np.ndarray:
