@@ -408,6 +408,20 @@ def test_compiled_split_equals_the_numpy_split(fmt, shape):
         assert np.array_equal(fastpairs.code_counts(fast), golden.counts())
 
 
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 15, 16, 17, 4099])
+def test_byte_histogram_is_bincount(n):
+    """``field_hist`` of bytes (a tensor's codes: eight 32-bit histograms, eight bytes a load) adds
+    ``np.bincount`` to the counts it is given, at every length modulo 8, every byte value, skewed codes
+    and a view that starts off the array's alignment."""
+    from ansforge.model.coding import nativeans
+    rng = np.random.default_rng(n)
+    for codes in (rng.integers(0, 256, n + 3, dtype=np.uint8)[3:],
+                  np.minimum(rng.geometric(0.6, n), 255).astype(np.uint8), np.full(n, 255, np.uint8)):
+        hist = np.arange(256, dtype=np.int64)
+        nativeans.field_hist(codes, 0, 255, hist)
+        assert np.array_equal(hist, np.arange(256) + np.bincount(codes, minlength=256))
+
+
 @pytest.mark.parametrize("codec", ["tans8", "rans16"])
 @pytest.mark.parametrize("fmt", ["bf16", "fp32"])
 @pytest.mark.parametrize("shifts", [False, True])
