@@ -194,9 +194,12 @@ def _runs(runs: Sequence[Run]) -> tuple[np.ndarray, np.ndarray]:
 # public entry points (same signatures and results as the golden coders)
 
 def encode(spec, tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, extras: np.ndarray,
-           checkpoint_interval: int | None = None) -> EncodedStream:
+           checkpoint_interval: int | None = None, prepared: PreparedTables | None = None) -> EncodedStream:
     """:meth:`TansCoder.encode` / :meth:`RansCoder.encode`, compiled: the same words and checkpoints (the
-    golden coder itself where the compiled kernels do not apply: :func:`supported`, too wide a field)."""
+    golden coder itself where the compiled kernels do not apply: :func:`supported`, too wide a field).
+
+    ``prepared``: ``PreparedTables(spec, tables)`` built by the caller, for a caller that codes many
+    streams with the same tables (the blocks of one tensor); built here otherwise."""
     if not supported(spec) or not _widest_field_ok(spec, tables):
         return spec.coder().encode(tables, runs, symbols, extras, checkpoint_interval)
     # Compact integer arrays (uint8 symbols, uint32 additional data) are taken as they are: the kernels
@@ -214,7 +217,7 @@ def encode(spec, tables: Sequence, runs: Sequence[Run], symbols: np.ndarray, ext
     check_runs(runs, len(tables), symbols.size)
     n = symbols.size
     run_tab, run_end = _runs(runs)
-    p = PreparedTables(spec, tables)
+    p = prepared if prepared is not None else PreparedTables(spec, tables)
     if native() and p.native_ok:
         # The native kernels take (uint8, uint32) or (int64, uint64) and check every pair themselves.
         if not (symbols.dtype == np.uint8 and extras.dtype == np.uint32):

@@ -205,13 +205,22 @@ def encode_tensors(spec: Codec, items: Sequence[tuple[str, CodingPairs]],
             else spec.coder().encode(tables, runs, sy, ex, checkpoint_interval)
         return CodedStream(spec, coded, stream.words, stream.checkpoints, pos, checkpoint_interval or 0, runs, tables)
 
+    kernel_tables: dict[int, fastans.PreparedTables] = {}  # per tensor, shared by its blocks
+
     def encode_block(span: tuple[int, int, int]) -> np.ndarray:
         """One independent block: its tensor's tables and its share of the tensor's runs, coded alone."""
         ti, lo, n = span
         t_lo, t_hi, r_lo, r_hi = spans_of[ti]
         sub, bruns = tables[t_lo:t_hi], clip_runs(runs[r_lo:r_hi], lo - firsts[ti], n, t_lo)
         s, e = sy[lo:lo + n], ex[lo:lo + n]
-        done = fastans.encode(spec, sub, bruns, s, e, 0) if compact else spec.coder().encode(sub, bruns, s, e, 0)
+        if compact:
+            # Two threads may build a tensor's tables at once; both builds are the same, either is kept.
+            p = kernel_tables.get(ti)
+            if p is None:
+                p = kernel_tables[ti] = fastans.PreparedTables(spec, sub)
+            done = fastans.encode(spec, sub, bruns, s, e, 0, prepared=p)
+        else:
+            done = spec.coder().encode(sub, bruns, s, e, 0)
         return done.words, block_crc(done.words)
 
     spans = block_spans([int(p.codes.size) for _, p in items], block_pairs)
