@@ -12,7 +12,8 @@ native (preferred)
     tensor's values without the intermediate pairs (BMI2 ``pdep``/``bzhi`` chosen at run time, never
     ``-march``: the wheel runs on any x86-64 and elsewhere).
     The SIMD kernels (``nativeans_simd.c``) are chosen at import by CPU features: AVX-512 (F, BW, DQ,
-    VL) codes ``rans16x16`` with its 16 states in one register (decode and encode, pairs or values),
+    VL) codes ``rans16x16`` with its 16 states in one register (decode and encode, pairs or values) and
+    encodes ``tans8x16``-style streams the same way (tables of at most 64 symbols, pairs of at most 32 bits),
     AVX2 decodes ``tans8x16``-style streams to values where the CPU's gathers are fast, the AVX-512
     VBMI kernel of ``nativeans.c`` does where the CPU has it, and where AVX-512 lacks VBMI (Cascade
     Lake, whose gathers are slow) the permute kernel of ``nativeans_simd.c`` does (``N = 16``, ``L <=

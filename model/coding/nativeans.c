@@ -1266,6 +1266,12 @@ typedef struct {
     uint8_t *out, *out_end;
     int64_t *cps;
     int64_t cps_rows;
+    /* the AVX-512 encoder's tables (N = 16, u8 symbols; NULL where it does not run): per table 3 x 64
+     * int32 (nas_avx512_tans_enc16), vok[t] whether table t has them; encl: the spreads with L added */
+    const int32_t *vtab;
+    const uint8_t *vok;
+    const uint16_t *encl;
+    int merge;
 } TansEnc;
 
 #define T_THR(e) ((uint32_t)(e) & 0xffffu)
@@ -1369,6 +1375,9 @@ INLINE int64_t tans_enc_core(const TansEnc *d, const void *syms_, const void *ex
         if (KIND == OUT_SE8) {
             const uint8_t *syms = s8;
             const uint32_t *exs = e32;
+            if (N == 16 && d->vtab && d->vok[t])
+                i = nas_avx512_tans_enc16(d->vtab + 192 * t, nsym_t, d->encl, syms, exs, i, lo, Y, &acc, &cnt, &o,
+                                          d->out_end, d->merge);
             while (i - N + 1 >= lo && LIKELY(d->out_end - o >= room)) {
 #pragma GCC unroll 16
                 for (int k = 0; k < N; k++) ENC_STEP(Y[k], i - k, (k % F == F - 1 || k == N - 1));
@@ -1508,7 +1517,8 @@ static PyObject *py_tans_encode(PyObject *self, PyObject *args) {
                 goto out;
             }
         EncSym *est = (EncSym *)malloc((size_t)(ntab * width) * sizeof(EncSym) + 1);
-        uint16_t *encl = (uint16_t *)malloc((size_t)(ntab * L) * sizeof(uint16_t) + 1);
+        /* 2 bytes of slack: the vector encoder gathers 4 bytes at each entry */
+        uint16_t *encl = (uint16_t *)malloc((size_t)(ntab * L) * sizeof(uint16_t) + 4);
         if (!est || !encl) {
             free(est); free(encl);
             PyErr_NoMemory();
@@ -1526,18 +1536,44 @@ static PyObject *py_tans_encode(PyObject *self, PyObject *args) {
         }
         TansEnc d = {(const int64_t *)rt.view.buf, rend, n_runs - 1, est, (const uint64_t *)es.view.buf, nsym, width,
                      (const uint16_t *)enc.view.buf, L, R, W, interval, (uint8_t *)out.view.buf,
-                     (uint8_t *)out.view.buf + out.view.len, (int64_t *)cps.view.buf, NITEMS(cps) / (3 + N)};
+                     (uint8_t *)out.view.buf + out.view.len, (int64_t *)cps.view.buf, NITEMS(cps) / (3 + N),
+                     NULL, NULL, encl, 0};
         int64_t nw = 0, nc = 0, status = 2;
         unsigned most = 0;
+        int32_t *vtab = NULL;
+        uint8_t *vok = NULL;
         Py_BEGIN_ALLOW_THREADS
         if (tans_enc_check(&d, ntab, &most) == 0) {
             /* F pairs of `most` bits each above the 7 bits a store leaves, 63 bits at most: a store
              * shifts the accumulator by cnt & 56, which is 0, not 64, where cnt reaches 64 (three
              * 19-bit pairs after 7 bits, bf16 escapes with R = 8, left stale bits under the next pairs) */
             int F = 7 + 3 * most <= 63 ? 3 : 7 + 2 * most <= 63 ? 2 : 1;
+            /* The AVX-512 encoder: 16 states, byte symbols, pairs of at most 32 bits (a lane's width), tables
+             * of at most 64 symbols (four registers a field), spread indices within int32 */
+            if (nas_level >= 2 && N == 16 && kind == OUT_SE8 && most <= 32 && ntab * L < ((int64_t)1 << 30)) {
+                vtab = (int32_t *)calloc((size_t)(192 * ntab), sizeof(int32_t));
+                vok = (uint8_t *)calloc((size_t)ntab, 1);
+                if (vtab && vok) {
+                    for (int64_t t = 0; t < ntab; t++) {
+                        if (nsym[t] > 64) continue;
+                        for (int64_t q = 0; q < nsym[t]; q++) {
+                            const EncSym *x = est + t * width + q;
+                            vtab[192 * t + q] = (int32_t)x->delta;
+                            vtab[192 * t + 64 + q] = (int32_t)x->k;
+                            vtab[192 * t + 128 + q] = (int32_t)(t * L + T_OFF(esym0[t * width + q]));
+                        }
+                        vok[t] = 1;
+                    }
+                    d.vtab = vtab;
+                    d.vok = vok;
+                    d.merge = 2 * most <= 56;
+                }
+            }
             status = TANS_ENC[N][use_bmi2][kind][F - 1](&d, s.view.buf, e.view.buf, n, &nw, &nc);
         }
         Py_END_ALLOW_THREADS
+        free(vtab);
+        free(vok);
         free(est);
         free(encl);
         res = Py_BuildValue("LLL", (long long)status, (long long)nw, (long long)nc);

@@ -171,6 +171,17 @@ HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain **q, int64
  * table is looked up with two-register permutes; SimdTab padded to 256 entries and 32 escape exponents) */
 HIDDEN void nas_avx512_val16(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out);
 
+/* The AVX-512 tANS encoder of N = 16 states (nativeans_simd.c): pairs i, i - 1, ... down to lo of one run
+ * (symbols u8, additional data u32), 16 at a time, state Y[k] coding pair i - k of each group, bits into
+ * the caller's accumulator (acc, cnt <= 7 at entry and exit, output at o). tab: the run's table as 3 x 64
+ * int32 (delta, k, base = t * L + cum - f per symbol, for symbols below nsym <= 64); encl: every table's
+ * spread with L added, 2 bytes of slack after it. merge: the widest pair is at most 28 bits, so two pairs
+ * go into the accumulator at once. Stops before a group with a pair outside its table (the scalar step
+ * names it) or when fewer than 144 bytes of output are left; returns the next pair's index. */
+HIDDEN int64_t nas_avx512_tans_enc16(const int32_t *tab, int64_t nsym, const uint16_t *encl, const uint8_t *syms,
+                                     const uint32_t *exs, int64_t i, int64_t lo, uint32_t *Y, uint64_t *acc,
+                                     unsigned *cnt, uint8_t **o, const uint8_t *out_end, int merge);
+
 /* whether gathers are slow on this CPU (nativeans_simd.c; the CPU must have AVX2) */
 HIDDEN int nas_gathers_slow(void);
 

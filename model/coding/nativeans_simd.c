@@ -6,6 +6,8 @@
  *   rest: the pairs a block cannot take (a run's or a segment's edges, the bottom of the stream,
  *   tables whose symbols carry more than one chunk of additional data), and everything where the CPU
  *   has no AVX-512 or `simd_level(0)` forces it (tests compare the two, bit for bit).
+ * - The AVX-512 encoder of tANS with N = 16 states (nas_avx512_tans_enc16): the 16 states in one register,
+ *   the pairs' bits into nativeans.c's accumulator, for the groups of 16 pairs its scalar kernel would code.
  * - The AVX2 values decoder of tANS with N = 16 states and 16-bit values (nas_avx2_val16), for CPUs
  *   without the AVX-512 VBMI kernel of nativeans.c, and the AVX-512 F/BW one (nas_avx512_val16: tables
  *   looked up with register permutes, no gathers, L <= 256) for AVX-512 CPUs without VBMI.
@@ -1028,6 +1030,94 @@ HIDDEN int nas_gathers_slow(void) { return 1; }
 HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain **q, int64_t S, uint16_t *out) {
     for (int64_t c = 0; c < S; c++) q[c]->status = nas_val_dec16(16, d, &q[c]->B, q[c]->X, q[c]->pos, q[c]->stop,
                                                                  (void *)(out + q[c]->pos));
+}
+#endif
+
+/* ============================================================================================== */
+/* The tANS encoder of N = 16 states (nativeans.c's ENC_STEP, 16 pairs at once). Lane k holds the state
+ * that codes pair i - k of each group, as the scalar kernel's Y[k]. A step is the scalar one in every
+ * lane: n = (Y + delta) >> 16, the pair's bits (Y mod 2^n, then the k bits of x above them), the next
+ * state from the spread, which is the one gather (the symbol's delta, k and base come from register
+ * permutes: at most 64 symbols). The bits leave through the same 64-bit accumulator, pair i - 0 first:
+ * the bits are the same, only fewer scalar operations stand in the accumulator's serial chain (two
+ * pairs merged in a 64-bit lane where they fit 56 bits, one shift, or, add and store for both). */
+#ifdef NAS_X86
+ATTR_AVX512 HIDDEN int64_t nas_avx512_tans_enc16(const int32_t *tab, int64_t nsym, const uint16_t *encl,
+                                                const uint8_t *syms, const uint32_t *exs, int64_t i, int64_t lo,
+                                                uint32_t *Y, uint64_t *accp, unsigned *cntp, uint8_t **op,
+                                                const uint8_t *out_end, int merge) {
+    const __m512i rev = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i d0 = _mm512_loadu_si512((const void *)(tab + 0)), d1 = _mm512_loadu_si512((const void *)(tab + 16)),
+                  d2 = _mm512_loadu_si512((const void *)(tab + 32)), d3 = _mm512_loadu_si512((const void *)(tab + 48));
+    const __m512i k0 = _mm512_loadu_si512((const void *)(tab + 64)), k1 = _mm512_loadu_si512((const void *)(tab + 80)),
+                  k2 = _mm512_loadu_si512((const void *)(tab + 96)), k3 = _mm512_loadu_si512((const void *)(tab + 112));
+    const __m512i b0 = _mm512_loadu_si512((const void *)(tab + 128)), b1 = _mm512_loadu_si512((const void *)(tab + 144)),
+                  b2 = _mm512_loadu_si512((const void *)(tab + 160)), b3 = _mm512_loadu_si512((const void *)(tab + 176));
+    const __m512i one = _mm512_set1_epi32(1), b32 = _mm512_set1_epi32(32), ns = _mm512_set1_epi32((int)nsym);
+    const __m512i lo32 = _mm512_set1_epi64(0xffffffffLL), m16 = _mm512_set1_epi32(0xffff);
+    __m512i y = _mm512_loadu_si512((const void *)Y);
+    uint64_t acc = *accp;
+    unsigned cnt = *cntp;
+    uint8_t *o = *op;
+    uint64_t ch[16], cl[16];
+    while (i - 15 >= lo && out_end - o >= 8 * 18) {
+        __m512i sym = _mm512_permutexvar_epi32(rev, _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(syms + i - 15))));
+        __m512i x = _mm512_permutexvar_epi32(rev, _mm512_loadu_si512((const void *)(exs + i - 15)));
+        __mmask16 hi = _mm512_test_epi32_mask(sym, b32);
+        __m512i delta = _mm512_mask_blend_epi32(hi, _mm512_permutex2var_epi32(d0, sym, d1), _mm512_permutex2var_epi32(d2, sym, d3));
+        __m512i k = _mm512_mask_blend_epi32(hi, _mm512_permutex2var_epi32(k0, sym, k1), _mm512_permutex2var_epi32(k2, sym, k3));
+        __m512i base = _mm512_mask_blend_epi32(hi, _mm512_permutex2var_epi32(b0, sym, b1), _mm512_permutex2var_epi32(b2, sym, b3));
+        /* a pair outside its table: the scalar step takes the group and names it */
+        if (_mm512_cmpge_epu32_mask(sym, ns) | _mm512_test_epi32_mask(_mm512_srlv_epi32(x, k), _mm512_srlv_epi32(x, k)))
+            break;
+        __m512i n = _mm512_srli_epi32(_mm512_add_epi32(y, delta), 16);
+        __m512i bits = _mm512_or_si512(_mm512_and_si512(y, _mm512_sub_epi32(_mm512_sllv_epi32(one, n), one)),
+                                       _mm512_sllv_epi32(x, n));
+        __m512i len = _mm512_add_epi32(n, k);
+        __m512i j = _mm512_add_epi32(base, _mm512_srlv_epi32(y, n));
+        y = _mm512_and_si512(_mm512_i32gather_epi32(j, (const void *)encl, 2), m16);
+        if (merge) {
+            __m512i el = _mm512_and_si512(len, lo32);
+            __m512i c = _mm512_or_si512(_mm512_and_si512(bits, lo32), _mm512_sllv_epi64(_mm512_srli_epi64(bits, 32), el));
+            _mm512_storeu_si512((void *)ch, c);
+            _mm512_storeu_si512((void *)cl, _mm512_add_epi64(el, _mm512_srli_epi64(len, 32)));
+            for (int q = 0; q < 8; q++) {
+                acc |= ch[q] << cnt;
+                cnt += (unsigned)cl[q];
+                memcpy(o, &acc, 8);
+                o += cnt >> 3;
+                acc >>= (cnt & 56u);
+                cnt &= 7u;
+            }
+        } else {
+            _mm512_storeu_si512((void *)ch, _mm512_cvtepu32_epi64(_mm512_castsi512_si256(bits)));
+            _mm512_storeu_si512((void *)(ch + 8), _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(bits, 1)));
+            _mm512_storeu_si512((void *)cl, _mm512_cvtepu32_epi64(_mm512_castsi512_si256(len)));
+            _mm512_storeu_si512((void *)(cl + 8), _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(len, 1)));
+            for (int q = 0; q < 16; q++) {
+                acc |= ch[q] << cnt;
+                cnt += (unsigned)cl[q];
+                memcpy(o, &acc, 8);
+                o += cnt >> 3;
+                acc >>= (cnt & 56u);
+                cnt &= 7u;
+            }
+        }
+        i -= 16;
+    }
+    _mm512_storeu_si512((void *)Y, y);
+    *accp = acc;
+    *cntp = cnt;
+    *op = o;
+    return i;
+}
+#else
+HIDDEN int64_t nas_avx512_tans_enc16(const int32_t *tab, int64_t nsym, const uint16_t *encl, const uint8_t *syms,
+                                     const uint32_t *exs, int64_t i, int64_t lo, uint32_t *Y, uint64_t *accp,
+                                     unsigned *cntp, uint8_t **op, const uint8_t *out_end, int merge) {
+    (void)tab; (void)nsym; (void)encl; (void)syms; (void)exs; (void)lo; (void)Y; (void)accp; (void)cntp; (void)op;
+    (void)out_end; (void)merge;
+    return i;
 }
 #endif
 

@@ -1,6 +1,6 @@
 """The SIMD paths of the native kernels (model/coding/nativeans_simd.c) against the scalar kernels and the
 golden coders, each path forced with ``nativeans.simd_level``: the rANS coders of the interleaved preset
-(``rans16xN``; AVX-512 across the 16 states of ``N = 16``), the AVX2 values decoder of ``tans8x16``
+(``rans16xN``; AVX-512 across the 16 states of ``N = 16``), the AVX-512 tANS encoder of ``N = 16``, the AVX2 values decoder of ``tans8x16``
 and its relatives, and the AVX-512 F/BW (permute) one that level 2 runs on CPUs without VBMI. Same words, checkpoints, pairs, values and errors, on random tables and data: several
 tables and runs, escape symbols, odd lengths, checkpoints that do and do not fall on a block of 16,
 checkpoint (range) decodes and corrupt streams. A path the CPU lacks runs as the best one below it
@@ -167,6 +167,67 @@ def test_rans16_kernel_arguments_are_checked():
     with pytest.raises(ValueError):  # N = 1 is not this preset
         nativeans.rans16_encode(np.zeros(5, np.uint8), np.zeros(5, np.uint32), rt, re, f, z, one, z, z,
                                 np.ones((1, 1), np.int64), 1, 0, np.zeros(64, np.uint16), np.zeros((0, 4), np.uint64))
+
+
+@pytest.mark.parametrize("codec", ["tans8x16", "tans11x16", "tans5x16", "tans8x4"])
+@pytest.mark.parametrize("fmt", ["bf16", "fp16", "fp32"])
+def test_tans_encode_every_level_equals_golden(codec, fmt):
+    """The tANS encoder's words and checkpoints at every level (AVX-512: 16 states in a register, pairs
+    merged two at a time into the accumulator where they fit 56 bits) are the golden coder's: several
+    tables and runs, escape symbols, odd lengths, checkpoints on and off a group of 16, the compact
+    pairs compress passes and wide ones."""
+    spec = parse_codec(codec)
+    rng = np.random.default_rng(len(codec) * 11 + PAIR_FORMATS[fmt].total_bits)
+    tables, s, e, runs, _, _ = random_stream(spec, rng, _sizes(rng), fmt)
+    for interval in (0, 1024, 1000, 37):
+        g = spec.coder().encode(tables, runs, s, e, interval)
+        for lv in LEVELS:
+            with level(lv):
+                for ss, ee in ((s, e), (s.astype(np.uint8), e.astype(np.uint32))):
+                    f = fastans.encode(spec, tables, runs, ss, ee, interval)
+                    assert f.words.dtype == g.words.dtype and np.array_equal(f.words, g.words), (lv, interval)
+                    assert f.checkpoints == g.checkpoints, (lv, interval)
+
+
+@pytest.mark.parametrize("extra_bits", [8, 19, 20, 21, 23, 24])
+def test_tans_encode_pairs_of_every_width_around_the_vector_limits(extra_bits):
+    """Pairs of up to 28 bits go into the accumulator two at a time, up to 32 one at a time in the vector
+    encoder, wider ones in the scalar kernel only: widths on both sides of each limit (an R = 8 state's
+    9 bits and the additional data's, escape indices included), the same words at every level."""
+    spec = parse_codec("tans8x16")
+    rng = np.random.default_rng(extra_bits)
+    tables, syms, exs, runs = [], [], [], []
+    for i, (n, n_codes) in enumerate(((7000, 3), (3001, 40), (5000, 64))):
+        p = rng.dirichlet(np.full(n_codes, 0.3))
+        codes = rng.choice(n_codes, size=n, p=p)
+        ct, t = spec.tables(np.bincount(codes, minlength=n_codes), extra_bits)
+        sy, ex = ct.to_symbols(codes, rng.integers(0, 1 << extra_bits, n, dtype=np.uint64))
+        tables.append(t), syms.append(sy), exs.append(ex), runs.append(Run(i, n))
+    s, e = np.concatenate(syms), np.concatenate(exs)
+    g = spec.coder().encode(tables, runs, s, e, 1000)
+    for lv in LEVELS:
+        with level(lv):
+            f = fastans.encode(spec, tables, runs, s.astype(np.uint8), e.astype(np.uint32), 1000)
+            assert np.array_equal(f.words, g.words) and f.checkpoints == g.checkpoints, lv
+
+
+def test_tans_bad_pairs_are_the_golden_errors():
+    """A symbol outside its table or additional data wider than its symbol's, inside a group of 16 the
+    vector encoder would take: the same error as the golden coder's at every level."""
+    spec = parse_codec("tans8x16")
+    rng = np.random.default_rng(10)
+    tables, s, e, runs, _, _ = random_stream(spec, rng, [4000])
+    for edit, i in (("extra", 1500), ("symbol", 2001), ("extra", 7), ("symbol", 3999)):
+        s2, e2 = s.astype(np.uint8), e.astype(np.uint32)
+        if edit == "extra":
+            e2[i] = 1 << 20
+        else:
+            s2[i] = 250
+        with pytest.raises(Exception) as g:
+            spec.coder().encode(tables, runs, s2.astype(np.int64), e2.astype(np.uint64))
+        for lv in LEVELS:
+            with level(lv), pytest.raises(type(g.value), match=str(g.value).split(":")[0]):
+                fastans.encode(spec, tables, runs, s2, e2)
 
 
 def test_rans16_bad_pairs_are_the_golden_errors():
