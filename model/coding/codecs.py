@@ -53,7 +53,7 @@ import numpy as np
 from .codetable import CodeTable, build_code_table, constriction_quantizer
 from ..errors import ConfigError
 from .rans import RANS_PRESETS, RansCoder, RansParams, RansTable
-from .tans import SPREADS, TansCoder, TansParams, TansTable
+from .tans import SPREADS, TansCoder, TansParams, TansTable, expected_bits
 from .stream import MAX_STATES
 
 __all__ = ["Codec", "TansCodec", "RansCodec", "parse_codec", "DEFAULT_CODECS"]
@@ -258,7 +258,7 @@ class TansCodec(Codec):
         candidates = [TansTable(code_table, self.tans, s, probabilities=probs) for s in SPREADS]
         if probs is None or probs.sum() == 0:
             return candidates[-1]
-        costs = [t.expected_bits_per_symbol(np.pad(probs, (0, t.freqs.size - probs.size))) for t in candidates]
+        costs = expected_bits(candidates, [np.pad(probs, (0, t.freqs.size - probs.size)) for t in candidates])
         return candidates[int(np.argmin(costs))]
 
     def shifted_table(self, code_table: CodeTable, base) -> TansTable:

@@ -2025,6 +2025,112 @@ out:
     return res;
 }
 
+/* stationary_many(lo, hi, weight (K x L each), max_iter, tol) -> bytes of K x L doubles: py_stationary of K
+ * tables of one size at once (a tensor's candidate spreads), each with its own operations in its own
+ * order and its own stop, so each result is stationary()'s. Why: a step's prefix sum is a chain of L
+ * dependent adds; K chains side by side overlap where one waits. */
+#define STAT_KMAX 8
+static PyObject *py_stationary_many(PyObject *self, PyObject *args) {
+    PyObject *olo, *ohi, *ow;
+    long long max_iter, K;
+    double tol;
+    if (!PyArg_ParseTuple(args, "OOOLLd", &olo, &ohi, &ow, &K, &max_iter, &tol)) return NULL;
+    Buf lb = {0}, hb = {0}, wb = {0};
+    PyObject *res = NULL;
+    double *pi = NULL, *nw = NULL, *prefix = NULL;
+    if (get_buf(olo, &lb, 0, 8, "lo") || get_buf(ohi, &hb, 0, 8, "hi") || get_buf(ow, &wb, 0, 8, "weight")) goto out;
+    {
+        int64_t total = NITEMS(lb), L = K > 0 ? total / K : 0;
+        if (K < 1 || K > STAT_KMAX || L < 1 || L > (1 << 16) || L * K != total || NITEMS(hb) != total ||
+            NITEMS(wb) != total) {
+            PyErr_SetString(PyExc_ValueError, "stationary_many: inconsistent arguments");
+            goto out;
+        }
+        const int64_t *lo = (const int64_t *)lb.view.buf, *hi = (const int64_t *)hb.view.buf;
+        const double *w = (const double *)wb.view.buf;
+        for (int64_t y = 0; y < total; y++)
+            if (lo[y] < 0 || lo[y] > hi[y] || hi[y] > L) {
+                PyErr_SetString(PyExc_ValueError, "stationary_many: a block outside the table");
+                goto out;
+            }
+        pi = (double *)malloc((size_t)total * sizeof(double));
+        nw = (double *)malloc((size_t)total * sizeof(double));
+        prefix = (double *)malloc((size_t)(K * (L + 1)) * sizeof(double));
+        if (!pi || !nw || !prefix) { PyErr_NoMemory(); goto out; }
+        for (int64_t x = 0; x < total; x++) pi[x] = 1.0 / (double)L;
+        Py_BEGIN_ALLOW_THREADS
+        int64_t act[STAT_KMAX], na = max_iter > 0 ? K : 0;
+        int64_t it_of[STAT_KMAX];
+        for (int64_t k = 0; k < K; k++) {
+            act[k] = k;
+            it_of[k] = 0;
+            prefix[k * (L + 1)] = 0.0;
+        }
+        /* pi and nw swap per table; which buffer holds table k's current pi is it_of[k] % 2 */
+        while (na > 0) {
+            const double *pa[STAT_KMAX];
+            double *qa[STAT_KMAX];
+            for (int64_t a = 0; a < na; a++) {
+                int64_t k = act[a];
+                pa[a] = (it_of[k] & 1 ? nw : pi) + k * L;
+                qa[a] = prefix + k * (L + 1);
+            }
+            /* the prefix sums, two tables' chains at a time (each its own adds in its own order) */
+            int64_t a = 0;
+            for (; a + 1 < na; a += 2) {
+                const double *p0 = pa[a], *p1 = pa[a + 1];
+                double *r0 = qa[a], *r1 = qa[a + 1];
+                double s0 = p0[0], s1 = p1[0];
+                r0[1] = s0;
+                r1[1] = s1;
+                for (int64_t x = 1; x < L; x++) {
+                    s0 = s0 + p0[x];
+                    s1 = s1 + p1[x];
+                    r0[x + 1] = s0;
+                    r1[x + 1] = s1;
+                }
+            }
+            if (a < na) {
+                const double *p0 = pa[a];
+                double *r0 = qa[a];
+                double s0 = p0[0];
+                r0[1] = s0;
+                for (int64_t x = 1; x < L; x++) {
+                    s0 = s0 + p0[x];
+                    r0[x + 1] = s0;
+                }
+            }
+            int64_t keep = 0;
+            for (int64_t a = 0; a < na; a++) {
+                int64_t k = act[a];
+                const double *p = (it_of[k] & 1 ? nw : pi) + k * L;
+                double *q = (it_of[k] & 1 ? pi : nw) + k * L;
+                const double *pre = prefix + k * (L + 1), *wk = w + k * L;
+                const int64_t *lk = lo + k * L, *hk = hi + k * L;
+                double diff = 0.0;
+                for (int64_t y = 0; y < L; y++) {
+                    double v = 0.5 * (wk[y] * (pre[hk[y]] - pre[lk[y]]) + p[y]);
+                    double d = fabs(v - p[y]);
+                    if (d > diff) diff = d;
+                    q[y] = v;
+                }
+                it_of[k]++;
+                if (!(diff < tol) && it_of[k] < max_iter) act[keep++] = k;
+            }
+            na = keep;
+        }
+        /* table k's result is in the buffer written last: nw after an odd number of steps */
+        for (int64_t k = 0; k < K; k++)
+            if (it_of[k] & 1) memcpy(pi + k * L, nw + k * L, (size_t)L * sizeof(double));
+        Py_END_ALLOW_THREADS
+        res = PyBytes_FromStringAndSize((const char *)pi, (Py_ssize_t)(total * sizeof(double)));
+    }
+out:
+    free(pi); free(nw); free(prefix);
+    rel(&lb); rel(&hb); rel(&wb);
+    return res;
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* DFloat11-style Huffman of bf16 exponents (huffman.py is the golden model and the format's
  * description): a peer the benchmarks time beside the ANS kernels, not a project bitstream.
@@ -2515,6 +2621,7 @@ out:
 
 static PyMethodDef methods[] = {
     {"stationary", py_stationary, METH_VARARGS, "the tANS encoder's stationary state distribution (power iteration)"},
+    {"stationary_many", py_stationary_many, METH_VARARGS, "stationary() of several tables of one size at once"},
     {"tans_decode", py_tans_decode, METH_VARARGS, "tANS decode of N interleaved states into (symbol, extra) arrays"},
     {"tans_decode_values", py_tans_decode_values, METH_VARARGS, "tANS decode straight into value bit patterns"},
     {"simd", py_simd, METH_VARARGS, "asks or sets whether the SIMD kernels run (-1, 0, 1)"},

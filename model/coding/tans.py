@@ -49,7 +49,8 @@ from ..errors import ConfigError
 from .stream import Checkpoint, DecodeWindow, pack_states, EncodedStream, Run, StreamError, reverse_chunks, word_dtype, word_list
 from .stream import MAX_STATES, check_checkpoint, check_checkpoint_interval
 
-__all__ = ["TansParams", "TansTable", "TansCoder", "SPREADS", "fse_spread", "tuned_spread", "stream_head"]
+__all__ = ["TansParams", "TansTable", "TansCoder", "SPREADS", "fse_spread", "tuned_spread", "stream_head", "stationary",
+           "stationary_many", "expected_bits"]
 
 SPREADS = ("fse", "tuned")
 
@@ -121,6 +122,31 @@ def stationary(lo: np.ndarray, hi: np.ndarray, weight: np.ndarray) -> np.ndarray
     return pi
 
 
+def stationary_many(blocks: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+    """:func:`stationary` of several ``(lo, hi, weight)`` of one table size; each result is the one
+    :func:`stationary` gives (the native kernel runs each table's own operations in its own order, side
+    by side with the others: its prefix sums' chains of dependent adds overlap)."""
+    sizes = {int(lo.size) for lo, _, _ in blocks}
+    if nativeans is None or len(sizes) != 1 or not 1 < len(blocks) <= 8:
+        return [stationary(lo, hi, w) for lo, hi, w in blocks]
+    L = sizes.pop()
+    lo = np.ascontiguousarray(np.concatenate([b[0] for b in blocks]), np.int64)
+    hi = np.ascontiguousarray(np.concatenate([b[1] for b in blocks]), np.int64)
+    w = np.ascontiguousarray(np.concatenate([b[2] for b in blocks]), np.float64)
+    pi = np.frombuffer(nativeans.stationary_many(lo, hi, w, len(blocks), STATIONARY_MAX_ITER, STATIONARY_TOL),
+                       dtype=np.float64)
+    return [pi[k * L:(k + 1) * L] for k in range(len(blocks))]
+
+
+def expected_bits(tables: Sequence["TansTable"], probabilities: Sequence[Sequence[float]]) -> list[float]:
+    """:meth:`TansTable.expected_bits_per_symbol` of each table with its probabilities, the stationary
+    distributions computed together (:func:`stationary_many`)."""
+    ps = [np.asarray(p, dtype=np.float64) for p in probabilities]
+    ps = [p / p.sum() for p in ps]
+    pis = stationary_many([(t.base, t.base + (1 << t.nb_bits), p[t.symbol]) for t, p in zip(tables, ps)])
+    return [float(pi @ t.nb_bits) for t, pi in zip(tables, pis)]
+
+
 @functools.cache
 def _bit_lengths(R: int) -> np.ndarray:
     """``int.bit_length`` of ``0 .. 2**(R+1)``: a table for the values of an ``R``-bit tANS table (the
@@ -174,12 +200,11 @@ def fse_spread(freqs: Sequence[int], table_log: int) -> np.ndarray:
     """Symbol of each state index under FSE's step spread."""
     L = 1 << table_log
     step = (L >> 1) + (L >> 3) + 3
+    f = np.asarray(freqs, dtype=np.int64)
+    # The k-th state placed (symbols in order, each f times) goes to k * step mod L: step is odd, so the
+    # places are a permutation of the states, filled in one assignment.
     out = np.empty(L, dtype=np.int64)
-    pos = 0
-    for s, f in enumerate(freqs):
-        for _ in range(int(f)):
-            out[pos] = s
-            pos = (pos + step) & (L - 1)
+    out[(np.arange(int(f.sum()), dtype=np.int64) * step) & (L - 1)] = np.repeat(np.arange(f.size, dtype=np.int64), f)
     return out
 
 
@@ -189,14 +214,13 @@ def tuned_spread(freqs: Sequence[int], table_log: int, probabilities: Sequence[f
     L = 1 << table_log
     p = np.asarray(probabilities if probabilities is not None else f / L, dtype=np.float64)
     p = np.where(p > 0, p, f / L)
-    keys, syms = [], []
-    for s in range(f.size):
-        i = np.arange(f[s], 2 * f[s], dtype=np.float64)
-        keys.append(1.0 / (p[s] * np.log1p(1.0 / i)))
-        syms.append(np.full(int(f[s]), s, dtype=np.int64))
-    keys_a, syms_a = np.concatenate(keys), np.concatenate(syms)
-    order = np.lexsort((syms_a, keys_a))  # by key, ties by symbol: reproducible
-    return syms_a[order]
+    # Symbol s's keys at i = f_s .. 2 f_s - 1, every symbol's in one array (symbols in order)
+    syms = np.repeat(np.arange(f.size, dtype=np.int64), f)
+    first = np.cumsum(f) - f
+    i = (f[syms] + np.arange(syms.size, dtype=np.int64) - first[syms]).astype(np.float64)
+    keys = 1.0 / (p[syms] * np.log1p(1.0 / i))
+    order = np.lexsort((syms, keys))  # by key, ties by symbol: reproducible
+    return syms[order]
 
 
 class TansTable:

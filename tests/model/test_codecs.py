@@ -95,6 +95,55 @@ def test_tans_table_structure_and_spreads():
             assert np.all((t.base >= 0) & (t.base + (1 << t.nb_bits) <= L))
 
 
+def test_spreads_are_their_definitions():
+    """FSE's step spread (each symbol f times, one step of 5L/8 + 3 between places) and Duda's precise spread
+    (states by key 1 / (p_s ln(1 + 1/i)), i = f_s .. 2 f_s - 1, ties by symbol), written out state by
+    state, against the whole-array constructions the tables use; probabilities with zeros included."""
+    from ansforge.model.coding.probability import normalize_counts
+    from ansforge.model.coding.tans import fse_spread, tuned_spread
+
+    rng = np.random.default_rng(12)
+    for case in range(200):
+        R = int(rng.choice([5, 6, 8, 11]))
+        L = 1 << R
+        f = normalize_counts(rng.integers(1, 1000, int(rng.integers(1, min(64, L) + 1))) ** 2, R)
+        step, pos, fse = (L >> 1) + (L >> 3) + 3, 0, [0] * L
+        for sym, fs in enumerate(f.tolist()):
+            for _ in range(fs):
+                fse[pos], pos = sym, (pos + step) & (L - 1)
+        assert fse_spread(f, R).tolist() == fse
+        p = (f / L) if case % 2 else rng.dirichlet(np.ones(f.size))
+        if case % 5 == 0:
+            p[0] = 0.0  # a symbol of probability 0 keys by its frequency
+        q = [pp if pp > 0 else fs / L for pp, fs in zip(p.tolist(), f.tolist())]
+        # a symbol's keys from its own range (NumPy's log1p, as the tables: libm's differs in the last bit)
+        keyed = sorted((float(k), sym) for sym, fs in enumerate(f.tolist())
+                       for k in 1.0 / (q[sym] * np.log1p(1.0 / np.arange(fs, 2 * fs, dtype=np.float64))))
+        assert tuned_spread(f, R, p).tolist() == [sym for _, sym in keyed]
+
+
+def test_stationary_distributions_side_by_side_are_each_tables_own():
+    """``stationary_many`` (the candidate spreads' distributions computed together, each table stopping at its
+    own step) gives each table exactly what ``stationary`` gives it alone: 2 to 8 tables, skewed ones that
+    run the full 4,000 steps beside ones that converge in a few."""
+    from ansforge.model.coding.tans import stationary, stationary_many
+
+    rng = np.random.default_rng(4)
+    for case in range(40):
+        R = int(rng.choice([5, 8, 10]))
+        spec = parse_codec(f"tans{R}")
+        blocks = []
+        for _ in range(int(rng.integers(2, 9))):
+            m = int(rng.integers(1, 40))
+            c = (rng.dirichlet(np.full(m, float(rng.choice([0.05, 0.3, 2.0])))) * 1e6).astype(np.int64) + 1
+            ct = spec.code_table(c, 8)
+            t = spec.coder_table(ct, c, spread=str(rng.choice(["fse", "tuned"])))
+            p = np.pad(ct.symbol_counts(c).astype(np.float64), (0, t.freqs.size - ct.n_symbols))
+            blocks.append((t.base, t.base + (1 << t.nb_bits), (p / p.sum())[t.symbol]))
+        for got, b in zip(stationary_many(blocks), blocks):
+            assert np.array_equal(got, stationary(*b))
+
+
 def test_tuned_spread_beats_fse_on_skewed_tables():
     counts = np.array([60000, 20000, 9000, 4000, 1500, 600, 200, 90, 40, 10, 5, 2])
     ct = build_code_table(counts, 8, 8, escape=False)
