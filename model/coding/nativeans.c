@@ -1974,61 +1974,11 @@ out:
  * power iteration of tans.stationary, operation for operation as NumPy does it (the prefix sum in state
  * order, then per state weight * (prefix[hi] - prefix[lo]), the lazy step 0.5 * (that + pi); stop when
  * max |new - pi| < tol), so the result is bit-identical. */
-static PyObject *py_stationary(PyObject *self, PyObject *args) {
-    PyObject *olo, *ohi, *ow;
-    long long max_iter;
-    double tol;
-    if (!PyArg_ParseTuple(args, "OOOLd", &olo, &ohi, &ow, &max_iter, &tol)) return NULL;
-    Buf lb = {0}, hb = {0}, wb = {0};
-    PyObject *res = NULL;
-    double *pi = NULL, *nw = NULL, *prefix = NULL;
-    if (get_buf(olo, &lb, 0, 8, "lo") || get_buf(ohi, &hb, 0, 8, "hi") || get_buf(ow, &wb, 0, 8, "weight")) goto out;
-    {
-        int64_t L = NITEMS(lb);
-        if (L < 1 || L > (1 << 16) || NITEMS(hb) != L || NITEMS(wb) != L) {
-            PyErr_SetString(PyExc_ValueError, "stationary: inconsistent arguments");
-            goto out;
-        }
-        const int64_t *lo = (const int64_t *)lb.view.buf, *hi = (const int64_t *)hb.view.buf;
-        const double *w = (const double *)wb.view.buf;
-        for (int64_t y = 0; y < L; y++)
-            if (lo[y] < 0 || lo[y] > hi[y] || hi[y] > L) {
-                PyErr_SetString(PyExc_ValueError, "stationary: a block outside the table");
-                goto out;
-            }
-        pi = (double *)malloc(L * sizeof(double));
-        nw = (double *)malloc(L * sizeof(double));
-        prefix = (double *)malloc((L + 1) * sizeof(double));
-        if (!pi || !nw || !prefix) { PyErr_NoMemory(); goto out; }
-        for (int64_t x = 0; x < L; x++) pi[x] = 1.0 / (double)L;
-        Py_BEGIN_ALLOW_THREADS
-        prefix[0] = 0.0;
-        for (int64_t it = 0; it < max_iter; it++) {
-            prefix[1] = pi[0];
-            for (int64_t x = 1; x < L; x++) prefix[x + 1] = prefix[x] + pi[x];
-            double diff = 0.0;
-            for (int64_t y = 0; y < L; y++) {
-                double v = 0.5 * (w[y] * (prefix[hi[y]] - prefix[lo[y]]) + pi[y]);
-                double d = fabs(v - pi[y]);
-                if (d > diff) diff = d;
-                nw[y] = v;
-            }
-            double *t = pi; pi = nw; nw = t;
-            if (diff < tol) break;
-        }
-        Py_END_ALLOW_THREADS
-        res = PyBytes_FromStringAndSize((const char *)pi, (Py_ssize_t)(L * sizeof(double)));
-    }
-out:
-    free(pi); free(nw); free(prefix);
-    rel(&lb); rel(&hb); rel(&wb);
-    return res;
-}
-
-/* stationary_many(lo, hi, weight (K x L each), max_iter, tol) -> bytes of K x L doubles: py_stationary of K
- * tables of one size at once (a tensor's candidate spreads), each with its own operations in its own
- * order and its own stop, so each result is stationary()'s. Why: a step's prefix sum is a chain of L
- * dependent adds; K chains side by side overlap where one waits. */
+/* stationary_many(lo, hi, weight (K x L each), K, max_iter, tol) -> bytes of K x L doubles: the tANS
+ * encoder's stationary state distribution (tans.py: stationary, whose NumPy loop this is, operation for
+ * operation) of K tables of one size at once (a tensor's candidate spreads; K = 1 for one table), each
+ * with its own operations in its own order and its own stop, so each result is the one it gets alone.
+ * Why K at once: a step's prefix sum is a chain of L dependent adds; two chains side by side overlap. */
 #define STAT_KMAX 8
 static PyObject *py_stationary_many(PyObject *self, PyObject *args) {
     PyObject *olo, *ohi, *ow;
@@ -2620,8 +2570,7 @@ out:
 /* ---------------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
-    {"stationary", py_stationary, METH_VARARGS, "the tANS encoder's stationary state distribution (power iteration)"},
-    {"stationary_many", py_stationary_many, METH_VARARGS, "stationary() of several tables of one size at once"},
+    {"stationary_many", py_stationary_many, METH_VARARGS, "the tANS encoder's stationary state distributions of K tables"},
     {"tans_decode", py_tans_decode, METH_VARARGS, "tANS decode of N interleaved states into (symbol, extra) arrays"},
     {"tans_decode_values", py_tans_decode_values, METH_VARARGS, "tANS decode straight into value bit patterns"},
     {"simd", py_simd, METH_VARARGS, "asks or sets whether the SIMD kernels run (-1, 0, 1)"},

@@ -1042,6 +1042,26 @@ HIDDEN void nas_avx2_val16(const ValDec *d, const SimdTab *st, SChain **q, int64
  * the bits are the same, only fewer scalar operations stand in the accumulator's serial chain (two
  * pairs merged in a 64-bit lane where they fit 56 bits, one shift, or, add and store for both). */
 #ifdef NAS_X86
+/* m chunks of bits (ch[q] of cl[q] bits, first in the stream first) into the accumulator, each followed by
+ * its store (the chunks are at most 56 bits, so a chunk and the <= 7 bits a store leaves fit 63) */
+INLINE void append_chunks(const uint64_t *ch, const uint64_t *cl, const int m, uint64_t *accp, unsigned *cntp,
+                          uint8_t **op) {
+    uint64_t acc = *accp;
+    unsigned cnt = *cntp;
+    uint8_t *o = *op;
+    for (int q = 0; q < m; q++) {
+        acc |= ch[q] << cnt;
+        cnt += (unsigned)cl[q];
+        memcpy(o, &acc, 8);
+        o += cnt >> 3;
+        acc >>= (cnt & 56u);
+        cnt &= 7u;
+    }
+    *accp = acc;
+    *cntp = cnt;
+    *op = o;
+}
+
 ATTR_AVX512 HIDDEN int64_t nas_avx512_tans_enc16(const int32_t *tab, int64_t nsym, const uint16_t *encl,
                                                 const uint8_t *syms, const uint32_t *exs, int64_t i, int64_t lo,
                                                 uint32_t *Y, uint64_t *accp, unsigned *cntp, uint8_t **op,
@@ -1081,27 +1101,13 @@ ATTR_AVX512 HIDDEN int64_t nas_avx512_tans_enc16(const int32_t *tab, int64_t nsy
             __m512i c = _mm512_or_si512(_mm512_and_si512(bits, lo32), _mm512_sllv_epi64(_mm512_srli_epi64(bits, 32), el));
             _mm512_storeu_si512((void *)ch, c);
             _mm512_storeu_si512((void *)cl, _mm512_add_epi64(el, _mm512_srli_epi64(len, 32)));
-            for (int q = 0; q < 8; q++) {
-                acc |= ch[q] << cnt;
-                cnt += (unsigned)cl[q];
-                memcpy(o, &acc, 8);
-                o += cnt >> 3;
-                acc >>= (cnt & 56u);
-                cnt &= 7u;
-            }
+            append_chunks(ch, cl, 8, &acc, &cnt, &o);
         } else {
             _mm512_storeu_si512((void *)ch, _mm512_cvtepu32_epi64(_mm512_castsi512_si256(bits)));
             _mm512_storeu_si512((void *)(ch + 8), _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(bits, 1)));
             _mm512_storeu_si512((void *)cl, _mm512_cvtepu32_epi64(_mm512_castsi512_si256(len)));
             _mm512_storeu_si512((void *)(cl + 8), _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(len, 1)));
-            for (int q = 0; q < 16; q++) {
-                acc |= ch[q] << cnt;
-                cnt += (unsigned)cl[q];
-                memcpy(o, &acc, 8);
-                o += cnt >> 3;
-                acc >>= (cnt & 56u);
-                cnt &= 7u;
-            }
+            append_chunks(ch, cl, 16, &acc, &cnt, &o);
         }
         i -= 16;
     }

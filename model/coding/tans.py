@@ -103,13 +103,14 @@ def stationary(lo: np.ndarray, hi: np.ndarray, weight: np.ndarray) -> np.ndarray
     The encoder reaches state ``y`` exactly from the states ``X - L`` in ``[lo[y], hi[y])`` that the
     decoder reaches from ``y`` (``base[y]`` and ``2**nb[y]`` of them), and only with ``y``'s symbol, of
     probability ``weight[y]``; so one step is a prefix sum and a difference per state. The native kernel
-    (``nativeans.stationary``) runs the same operations in the same order, so the floats are the same
+    (``nativeans.stationary_many``) runs the same operations in the same order, so the floats are the same
     whether the extension is built or not."""
     L = int(lo.size)
     if nativeans is not None:
-        return np.frombuffer(nativeans.stationary(np.ascontiguousarray(lo, np.int64), np.ascontiguousarray(hi, np.int64),
-                                                  np.ascontiguousarray(weight, np.float64), STATIONARY_MAX_ITER,
-                                                  STATIONARY_TOL), dtype=np.float64)
+        return np.frombuffer(nativeans.stationary_many(np.ascontiguousarray(lo, np.int64),
+                                                       np.ascontiguousarray(hi, np.int64),
+                                                       np.ascontiguousarray(weight, np.float64), 1,
+                                                       STATIONARY_MAX_ITER, STATIONARY_TOL), dtype=np.float64)
     pi = np.full(L, 1.0 / L)
     prefix = np.zeros(L + 1)
     for _ in range(STATIONARY_MAX_ITER):

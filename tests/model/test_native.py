@@ -329,7 +329,7 @@ def test_kernel_arguments_are_checked():
 
 
 def test_stationary_distribution_is_the_numpy_loops_bit_for_bit():
-    """The spread choice's power iteration (nativeans.stationary) gives exactly the NumPy loop's floats,
+    """The spread choice's power iteration (nativeans.stationary_many of one table) gives exactly the NumPy loop's floats,
     so a container does not depend on whether the extension was built."""
     import ansforge.model.coding.tans as tans_mod
 
