@@ -1978,7 +1978,9 @@ out:
  * encoder's stationary state distribution (tans.py: stationary, whose NumPy loop this is, operation for
  * operation) of K tables of one size at once (a tensor's candidate spreads; K = 1 for one table), each
  * with its own operations in its own order and its own stop, so each result is the one it gets alone.
- * Why K at once: a step's prefix sum is a chain of L dependent adds; two chains side by side overlap. */
+ * Why K at once: a step is two chains of L dependent operations (the prefix sum's adds, the largest
+ * change's compares), and two tables' steps side by side overlap them: MiniLM's 103 pairs of candidate
+ * tables 25 -> 20 ms. Four prefix chains at once, or a vectorized update, gained nothing more. */
 #define STAT_KMAX 8
 static PyObject *py_stationary_many(PyObject *self, PyObject *args) {
     PyObject *olo, *ohi, *ow;

@@ -126,7 +126,7 @@ def stationary(lo: np.ndarray, hi: np.ndarray, weight: np.ndarray) -> np.ndarray
 def stationary_many(blocks: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[np.ndarray]:
     """:func:`stationary` of several ``(lo, hi, weight)`` of one table size; each result is the one
     :func:`stationary` gives (the native kernel runs each table's own operations in its own order, side
-    by side with the others: its prefix sums' chains of dependent adds overlap)."""
+    by side with the others, so that their chains of dependent operations overlap)."""
     sizes = {int(lo.size) for lo, _, _ in blocks}
     if nativeans is None or len(sizes) != 1 or not 1 < len(blocks) <= 8:
         return [stationary(lo, hi, w) for lo, hi, w in blocks]
